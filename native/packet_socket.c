@@ -1,0 +1,970 @@
+/*
+ * packet_socket.c: live packet capture on one Linux interface, for Node.js through N-API.
+ *
+ * Why AF_PACKET: a raw IPPROTO_IGMP socket only receives IGMP for groups this host has
+ * joined, but `mcastctl snoop` must see every IGMP message crossing the interface, as
+ * `tcpdump -i IF igmp` does. A packet socket sees every frame (in and out) of the device.
+ *
+ * JS surface (wrapped and typed by src/capture/packet-socket.ts):
+ *
+ *   open(ifname, { promiscuous, snaplen, receiveBufferBytes, filter }) -> socket
+ *       filter: [[code, jt, jf, k], ...] (classic BPF), or a function called with the
+ *       interface's ARPHRD type that returns such an array (or undefined for no filter):
+ *       the right filter depends on the link type, which is only known once the socket
+ *       has looked the interface up, and the filter must be attached before bind().
+ *   socket.ifindex, socket.hardwareType (ARPHRD_*), socket.snaplen
+ *   socket.start(onFrame(data, tsSec, tsNsec, originalLength, packetType), onError(error))
+ *   socket.stats() -> { packets, drops }   totals since open, with tcpdump's meaning:
+ *                                          packets matched the filter (drops included)
+ *   socket.close()                          idempotent; also done by the GC finalizer
+ *
+ * System errors are thrown (or passed to onError) as Error objects shaped like Node's own:
+ * code = errno name ('EPERM'), errno = negated errno, syscall = the failing call.
+ *
+ * Every function that takes a napi_env runs on the JS thread: N-API entry points, the
+ * libuv poll/close callbacks and the GC finalizer all run on the loop of that environment.
+ */
+
+#include <node_api.h>
+#include <uv.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* tcpdump's MAXIMUM_SNAPLEN: large enough for a GRO-merged frame of a veth or loopback. */
+#define MAX_SNAPLEN 262144u
+/* Frames read per wakeup: bounded so that a flood cannot starve the rest of the event loop. */
+#define FRAMES_PER_WAKEUP 64
+/* BPF_MAXINSNS from linux/bpf_common.h: the kernel refuses longer classic programs. */
+#define MAX_FILTER_INSTRUCTIONS 4096u
+
+/* ------------------------------------------------------------------------------------ */
+/* Errors                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * Makes sure a JS exception is pending after a failed N-API call: the call may have left
+ * one (a getter threw), otherwise an Error describing the failure is thrown.
+ */
+static void throw_napi_failure(napi_env env, const char *call) {
+  const napi_extended_error_info *info = NULL;
+  char message[256];
+  /* Read the error info before any other N-API call overwrites it. */
+  const char *detail = (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
+                        info->error_message != NULL)
+                           ? info->error_message
+                           : "unknown error";
+  snprintf(message, sizeof message, "packet_socket: %s failed: %s", call, detail);
+
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return;
+  napi_throw_error(env, "ERR_NAPI_CALL_FAILED", message);
+}
+
+/* Evaluates an N-API call; on failure leaves an exception pending and returns NULL. */
+#define NAPI_CALL(env, call)                                                              \
+  do {                                                                                    \
+    if ((call) != napi_ok) {                                                              \
+      throw_napi_failure((env), #call);                                                   \
+      return NULL;                                                                        \
+    }                                                                                     \
+  } while (0)
+
+/*
+ * Builds an Error like Node's system errors: "EPERM: Operation not permitted, socket 'eth0'"
+ * with code, errno and syscall properties. Returns NULL (exception pending) on failure.
+ */
+static napi_value make_system_error(napi_env env, int err, const char *syscall,
+                                    const char *ifname) {
+  char fallback[16];
+  const char *name = strerrorname_np(err); /* glibc >= 2.32 */
+  if (name == NULL) {
+    snprintf(fallback, sizeof fallback, "E%d", err);
+    name = fallback;
+  }
+  char message[256];
+  snprintf(message, sizeof message, "%s: %s, %s '%s'", name, strerror(err), syscall, ifname);
+
+  napi_value code, text, error, errno_value, syscall_value;
+  NAPI_CALL(env, napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code));
+  NAPI_CALL(env, napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &text));
+  NAPI_CALL(env, napi_create_error(env, code, text, &error));
+  NAPI_CALL(env, napi_create_int32(env, -err, &errno_value));
+  NAPI_CALL(env, napi_set_named_property(env, error, "errno", errno_value));
+  NAPI_CALL(env, napi_create_string_utf8(env, syscall, NAPI_AUTO_LENGTH, &syscall_value));
+  NAPI_CALL(env, napi_set_named_property(env, error, "syscall", syscall_value));
+  return error;
+}
+
+static void throw_system_error(napi_env env, int err, const char *syscall, const char *ifname) {
+  napi_value error = make_system_error(env, err, syscall, ifname);
+  if (error != NULL) napi_throw(env, error); /* else an exception is already pending */
+}
+
+/*
+ * Inside a libuv callback there is no JS caller to throw to. Report whatever went wrong as
+ * an uncaught exception ('uncaughtException', or the process dies with the stack trace),
+ * as Node does for exceptions thrown by its own I/O callbacks. Never swallow it: a pending
+ * exception left behind would resurface at some unrelated later N-API call.
+ *
+ * Returns false if even that is impossible: the environment is shutting down (a Worker
+ * being terminated cannot run JS any more). The caller then stops calling into JS.
+ */
+static bool raise_uncaught(napi_env env, const char *what) {
+  bool pending = false;
+  napi_value exception = NULL;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || !pending) {
+    /* An N-API call failed without a JS exception: turn it into one first. */
+    throw_napi_failure(env, what);
+  }
+  if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == NULL)
+    return false;
+  return napi_fatal_exception(env, exception) == napi_ok;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The capture object                                                                   */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct capture {
+  napi_env env;
+  int fd; /* -1 once closed */
+  char ifname[IF_NAMESIZE];
+  int ifindex;
+  uint32_t snaplen;
+  uint8_t *buffer; /* snaplen bytes: one frame at a time, copied into a fresh Buffer */
+
+  /*
+   * Initialised at open, active only between start() and close(). The struct is freed
+   * only once libuv has finished closing this handle AND the JS object was finalized.
+   */
+  uv_poll_t poll;
+  bool started;
+  bool handle_closed;
+  bool wrapper_finalized;
+  bool js_unavailable; /* the environment is shutting down: never call into JS again */
+
+  napi_ref self; /* the JS object: strong while polling, so an active capture is not
+                    collected (it keeps the loop alive, like a listening server) */
+  napi_ref on_frame;
+  napi_ref on_error;
+  napi_async_context async_context; /* async_hooks identity of the callbacks */
+
+  /* Totals of PACKET_STATISTICS: each getsockopt() read resets the kernel's counters. */
+  uint64_t packets;
+  uint64_t drops;
+} capture;
+
+static void free_capture_if_unused(capture *c) {
+  if (c->handle_closed && c->wrapper_finalized) {
+    free(c->buffer);
+    free(c);
+  }
+}
+
+/* Adds the kernel's counters since the last read to the totals. Returns 0 or an errno. */
+static int collect_stats(capture *c) {
+  struct tpacket_stats st;
+  socklen_t len = sizeof st;
+  if (c->fd < 0) return 0;
+  if (getsockopt(c->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return errno;
+  /* For TPACKET_V1/V2 the kernel already counts drops in tp_packets: "received by the
+     filter", as tcpdump reports it. */
+  c->packets += st.tp_packets;
+  c->drops += st.tp_drops;
+  return 0;
+}
+
+/* Drops the references that keep JS values alive. Safe to call more than once. */
+static void release_js_state(napi_env env, capture *c) {
+  if (c->on_frame != NULL && napi_delete_reference(env, c->on_frame) == napi_ok) c->on_frame = NULL;
+  if (c->on_error != NULL && napi_delete_reference(env, c->on_error) == napi_ok) c->on_error = NULL;
+  if (c->async_context != NULL && napi_async_destroy(env, c->async_context) == napi_ok)
+    c->async_context = NULL;
+  if (c->self != NULL && napi_delete_reference(env, c->self) == napi_ok) c->self = NULL;
+}
+
+static void on_handle_closed(uv_handle_t *handle) {
+  capture *c = handle->data;
+  c->handle_closed = true;
+  if (!c->wrapper_finalized) {
+    /* Done here, a loop turn after close(), rather than in close() itself: close() may be
+       called from inside onFrame, while napi_make_callback still uses the async context. */
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(c->env, &scope) == napi_ok) {
+      release_js_state(c->env, c);
+      napi_close_handle_scope(c->env, scope);
+    }
+  }
+  free_capture_if_unused(c);
+}
+
+/*
+ * Stops polling and closes the socket (which also drops the PACKET_MR_PROMISC membership:
+ * the kernel undoes it when the socket goes away). Returns 0 or an errno; *syscall names
+ * the failed call. The socket is closed either way.
+ */
+static int shutdown_capture(capture *c, const char **syscall) {
+  int result = 0;
+  if (c->fd < 0) return 0;
+
+  /* Last chance to read the counters of this socket. */
+  result = collect_stats(c);
+  if (result != 0) *syscall = "getsockopt";
+
+  /* libuv wants the poll stopped before its fd is closed; uv_close() stops it too, and
+     an inactive closing handle no longer keeps the loop alive. */
+  if (c->started) uv_poll_stop(&c->poll);
+  uv_close((uv_handle_t *)&c->poll, on_handle_closed);
+
+  /* Linux releases the descriptor even when close() fails (also on EINTR): never retry. */
+  if (close(c->fd) != 0 && errno != EINTR && result == 0) {
+    result = errno;
+    *syscall = "close";
+  }
+  c->fd = -1;
+  return result;
+}
+
+/* GC finalizer of the JS object, also run when the environment is torn down. */
+static void finalize_capture(napi_env env, void *data, void *hint) {
+  capture *c = data;
+  const char *ignored = NULL;
+  c->wrapper_finalized = true;
+  /* Nobody is left to hear about an error here: the fd is released regardless. */
+  shutdown_capture(c, &ignored);
+  release_js_state(env, c);
+  free_capture_if_unused(c);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Receiving                                                                            */
+/* ------------------------------------------------------------------------------------ */
+
+/* Raises an uncaught exception; if JS cannot run any more, stops polling instead (the
+   finalizer, which runs at environment teardown, then closes the socket). */
+static void raise_or_stop(capture *c, const char *what) {
+  if (!raise_uncaught(c->env, what)) {
+    c->js_unavailable = true;
+    uv_poll_stop(&c->poll);
+  }
+}
+
+/*
+ * Calls a stored callback the way Node calls its own I/O callbacks: with the capture's
+ * async context (async_hooks, AsyncLocalStorage) and, via napi_make_callback, the
+ * nextTick and microtask queues drained afterwards. Must run inside a handle scope.
+ */
+static void call_js(capture *c, napi_ref callback_ref, size_t argc, const napi_value *argv) {
+  napi_env env = c->env;
+  napi_value callback = NULL, self = NULL, result;
+  if (callback_ref == NULL || c->self == NULL || c->js_unavailable) return;
+  if (napi_get_reference_value(env, callback_ref, &callback) != napi_ok ||
+      napi_get_reference_value(env, c->self, &self) != napi_ok) {
+    raise_or_stop(c, "napi_get_reference_value");
+    return;
+  }
+  if (callback == NULL || self == NULL) return; /* cannot happen while the refs are strong */
+  if (napi_make_callback(env, c->async_context, self, callback, argc, argv, &result) != napi_ok)
+    raise_or_stop(c, "napi_make_callback");
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events);
+
+static void deliver_error(capture *c, int err, const char *syscall) {
+  napi_env env = c->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    raise_or_stop(c, "napi_open_handle_scope");
+    return;
+  }
+  napi_value error = make_system_error(env, err, syscall, c->ifname);
+  if (error == NULL)
+    raise_or_stop(c, "make_system_error");
+  else
+    call_js(c, c->on_error, 1, &error);
+  napi_close_handle_scope(env, scope);
+}
+
+static void deliver_frame(capture *c, size_t captured, size_t original,
+                          const struct timespec *ts, unsigned packet_type) {
+  napi_env env = c->env;
+  napi_handle_scope scope;
+  napi_value argv[5];
+  void *copy;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    raise_or_stop(c, "napi_open_handle_scope");
+    return;
+  }
+  /* A copy, not an external buffer: c->buffer is reused for the next frame. */
+  if (napi_create_buffer_copy(env, captured, c->buffer, &copy, &argv[0]) == napi_ok &&
+      napi_create_int64(env, (int64_t)ts->tv_sec, &argv[1]) == napi_ok &&
+      napi_create_int64(env, (int64_t)ts->tv_nsec, &argv[2]) == napi_ok &&
+      napi_create_double(env, (double)original, &argv[3]) == napi_ok &&
+      napi_create_uint32(env, packet_type, &argv[4]) == napi_ok) {
+    call_js(c, c->on_frame, 5, argv);
+  } else {
+    raise_or_stop(c, "creating frame arguments");
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+/*
+ * Whether the device this socket is bound to still exists. When a device is deleted the
+ * kernel reports only ENETDOWN (as for a link going down) and then silently unbinds the
+ * socket: getsockname() shows ifindex -1 from then on. Two gaps remain, which only a
+ * netlink (RTM_DELLINK) listener would close: a device deleted while already down sends
+ * the socket nothing at all, and an error read in the short window between the kernel's
+ * "down" and "unregister" steps of a deletion looks like a plain ENETDOWN.
+ */
+static bool device_still_bound(capture *c) {
+  struct sockaddr_ll address;
+  socklen_t len = sizeof address;
+  memset(&address, 0, sizeof address);
+  if (getsockname(c->fd, (struct sockaddr *)&address, &len) != 0) return false;
+  return address.sll_ifindex == c->ifindex;
+}
+
+/*
+ * Reports a pending socket error, read by recvmsg() or SO_ERROR. Returns true if polling
+ * should go on (the link may come back), false if this socket is done for.
+ */
+static bool report_socket_error(capture *c, int err, const char *syscall) {
+  if (err == ENETDOWN && !device_still_bound(c)) {
+    deliver_error(c, ENODEV, syscall);
+    return false;
+  }
+  deliver_error(c, err, syscall);
+  return true;
+}
+
+/*
+ * Reads one frame. Returns true if one was delivered, false when the queue is empty or an
+ * error was passed to onError (the caller then waits for the next wakeup).
+ */
+static bool receive_frame(capture *c) {
+  struct sockaddr_ll from;
+  struct iovec iov = {.iov_base = c->buffer, .iov_len = c->snaplen};
+  union {
+    struct cmsghdr align;
+    char bytes[CMSG_SPACE(sizeof(struct timespec))];
+  } control;
+  struct msghdr msg = {
+      .msg_name = &from,
+      .msg_namelen = sizeof from,
+      .msg_iov = &iov,
+      .msg_iovlen = 1,
+      .msg_control = control.bytes,
+      .msg_controllen = sizeof control.bytes,
+  };
+  ssize_t n;
+
+  memset(&from, 0, sizeof from);
+  /* MSG_TRUNC: on a packet socket the return value is then the frame's full length, even
+     when only snaplen bytes fit into the buffer. */
+  do {
+    n = recvmsg(c->fd, &msg, MSG_TRUNC | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    /* A pending socket error (ENETDOWN) is returned once, so this cannot busy-loop. */
+    if (!report_socket_error(c, errno, "recvmsg") && c->fd >= 0) uv_poll_stop(&c->poll);
+    return false;
+  }
+
+  struct timespec ts;
+  bool have_timestamp = false;
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_TIMESTAMPNS &&
+        cmsg->cmsg_len >= CMSG_LEN(sizeof ts)) {
+      memcpy(&ts, CMSG_DATA(cmsg), sizeof ts);
+      have_timestamp = true;
+    }
+  }
+  /* The kernel always attaches the timestamp once SO_TIMESTAMPNS is on; should it not,
+     the receive time is the next best thing. CLOCK_REALTIME cannot fail with valid args. */
+  if (!have_timestamp && clock_gettime(CLOCK_REALTIME, &ts) != 0) {
+    ts.tv_sec = 0;
+    ts.tv_nsec = 0;
+  }
+
+  size_t original = (size_t)n;
+  size_t captured = original < c->snaplen ? original : c->snaplen;
+  deliver_frame(c, captured, original, &ts, from.sll_pkttype);
+  return true;
+}
+
+/*
+ * libuv turns POLLERR into status UV_EBADF and stops the handle. For a packet socket
+ * POLLERR means a pending socket error, set by the kernel when the link goes down
+ * (ENETDOWN), also when the device is being deleted. Read it (which clears it), report
+ * it, and poll again: frames flow again once the link is back up. A deleted device is
+ * reported as ENODEV, and polling stays stopped: that socket will never see a frame again.
+ */
+static void handle_poll_error(capture *c, int status) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    deliver_error(c, errno, "getsockopt(SO_ERROR)");
+    return;
+  }
+  if (err == 0) {
+    /* Not a socket error: polling again could spin on the same condition. Stay stopped. */
+    deliver_error(c, -status, "uv_poll");
+    return;
+  }
+  if (!report_socket_error(c, err, "poll")) return;
+  /* onError may have closed the capture, or JS may be unable to run. */
+  if (c->fd >= 0 && !c->js_unavailable) {
+    int rc = uv_poll_start(&c->poll, UV_READABLE, on_poll);
+    if (rc != 0) deliver_error(c, -rc, "uv_poll_start");
+  }
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events) {
+  capture *c = handle->data;
+  if (c->fd < 0) return;
+  if (status < 0) {
+    handle_poll_error(c, status); /* status is a negated errno on Linux */
+    return;
+  }
+  /* onFrame may call close(), and JS may become unable to run: check before every read.
+     (An error may also have stopped polling; the frame read now is still delivered.) */
+  for (int i = 0; i < FRAMES_PER_WAKEUP && c->fd >= 0 && !c->js_unavailable; i++) {
+    if (!receive_frame(c)) break;
+  }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Methods of the socket object                                                         */
+/* ------------------------------------------------------------------------------------ */
+
+/* The capture behind `this`, or NULL with an exception pending. */
+static capture *unwrap_this(napi_env env, napi_callback_info info, size_t *argc,
+                            napi_value *argv) {
+  napi_value self;
+  void *data = NULL;
+  if (napi_get_cb_info(env, info, argc, argv, &self, NULL) != napi_ok) {
+    throw_napi_failure(env, "napi_get_cb_info");
+    return NULL;
+  }
+  if (napi_unwrap(env, self, &data) != napi_ok || data == NULL) {
+    throw_napi_failure(env, "napi_unwrap (method called on a foreign object?)");
+    return NULL;
+  }
+  return data;
+}
+
+static napi_value js_start(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_valuetype types[2];
+  napi_value resource_name;
+  capture *c = unwrap_this(env, info, &argc, argv);
+  if (c == NULL) return NULL;
+
+  if (argc < 2) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onFrame, onError) needs two functions");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_typeof(env, argv[0], &types[0]));
+  NAPI_CALL(env, napi_typeof(env, argv[1], &types[1]));
+  if (types[0] != napi_function || types[1] != napi_function) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onFrame, onError) needs two functions");
+    return NULL;
+  }
+  if (c->fd < 0) {
+    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the packet socket is closed");
+    return NULL;
+  }
+  if (c->started || c->on_frame != NULL) {
+    napi_throw_error(env, "ERR_SOCKET_ALREADY_STARTED", "the packet socket is already started");
+    return NULL;
+  }
+
+  NAPI_CALL(env, napi_create_reference(env, argv[0], 1, &c->on_frame));
+  NAPI_CALL(env, napi_create_reference(env, argv[1], 1, &c->on_error));
+  napi_value self;
+  NAPI_CALL(env, napi_get_reference_value(env, c->self, &self));
+  NAPI_CALL(env, napi_create_string_utf8(env, "PacketSocket", NAPI_AUTO_LENGTH, &resource_name));
+  NAPI_CALL(env, napi_async_init(env, self, resource_name, &c->async_context));
+
+  int rc = uv_poll_start(&c->poll, UV_READABLE, on_poll);
+  if (rc != 0) {
+    throw_system_error(env, -rc, "uv_poll_start", c->ifname);
+    return NULL;
+  }
+  c->started = true;
+  /* Polling keeps the process alive; the object must then outlive its last JS reference. */
+  uint32_t count;
+  NAPI_CALL(env, napi_reference_ref(env, c->self, &count));
+  return NULL;
+}
+
+static napi_value js_stats(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  capture *c = unwrap_this(env, info, &argc, NULL);
+  if (c == NULL) return NULL;
+  int err = collect_stats(c);
+  if (err != 0) {
+    throw_system_error(env, err, "getsockopt", c->ifname);
+    return NULL;
+  }
+  napi_value result, packets, drops;
+  NAPI_CALL(env, napi_create_object(env, &result));
+  /* doubles are exact up to 2^53 frames */
+  NAPI_CALL(env, napi_create_double(env, (double)c->packets, &packets));
+  NAPI_CALL(env, napi_create_double(env, (double)c->drops, &drops));
+  NAPI_CALL(env, napi_set_named_property(env, result, "packets", packets));
+  NAPI_CALL(env, napi_set_named_property(env, result, "drops", drops));
+  return result;
+}
+
+static napi_value js_close(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  const char *syscall = NULL;
+  capture *c = unwrap_this(env, info, &argc, NULL);
+  if (c == NULL) return NULL;
+  int err = shutdown_capture(c, &syscall);
+  if (err != 0) throw_system_error(env, err, syscall, c->ifname);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* open()                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct open_options {
+  bool promiscuous;
+  uint32_t snaplen;
+  int receive_buffer_bytes; /* 0: keep the kernel's default */
+  napi_value filter;        /* NULL, an array, or a function of the ARPHRD type */
+} open_options;
+
+/* Reads an integral number in [min, max]; false with an exception pending otherwise. */
+static bool read_integer(napi_env env, napi_value value, double min, double max,
+                         const char *what, double *out) {
+  napi_valuetype type;
+  double d;
+  char message[160];
+  if (napi_typeof(env, value, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_typeof");
+    return false;
+  }
+  if (type != napi_number) {
+    snprintf(message, sizeof message, "%s must be a number", what);
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
+    return false;
+  }
+  if (napi_get_value_double(env, value, &d) != napi_ok) {
+    throw_napi_failure(env, "napi_get_value_double");
+    return false;
+  }
+  /* The negated comparison also rejects NaN. */
+  if (!(d >= min && d <= max) || (double)(int64_t)d != d) {
+    snprintf(message, sizeof message, "%s must be an integer in [%.0f, %.0f]", what, min, max);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", message);
+    return false;
+  }
+  *out = d;
+  return true;
+}
+
+/* Looks up an optional property; *value is NULL when it is absent or undefined. */
+static bool get_optional(napi_env env, napi_value object, const char *name, napi_value *value) {
+  bool has = false;
+  napi_valuetype type;
+  *value = NULL;
+  if (napi_has_named_property(env, object, name, &has) != napi_ok) {
+    throw_napi_failure(env, "napi_has_named_property");
+    return false;
+  }
+  if (!has) return true;
+  if (napi_get_named_property(env, object, name, value) != napi_ok ||
+      napi_typeof(env, *value, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_get_named_property");
+    return false;
+  }
+  if (type == napi_undefined) *value = NULL;
+  return true;
+}
+
+static bool read_options(napi_env env, napi_value object, open_options *out) {
+  napi_value value;
+  napi_valuetype type;
+  double number;
+
+  out->promiscuous = true; /* like tcpdump: a NIC may filter multicast we have not joined */
+  out->snaplen = MAX_SNAPLEN;
+  out->receive_buffer_bytes = 0;
+  out->filter = NULL;
+  if (object == NULL) return true;
+  if (napi_typeof(env, object, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_typeof");
+    return false;
+  }
+  if (type == napi_undefined) return true;
+  if (type != napi_object) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "options must be an object");
+    return false;
+  }
+
+  if (!get_optional(env, object, "promiscuous", &value)) return false;
+  if (value != NULL) {
+    if (napi_get_value_bool(env, value, &out->promiscuous) != napi_ok) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "options.promiscuous must be a boolean");
+      return false;
+    }
+  }
+  if (!get_optional(env, object, "snaplen", &value)) return false;
+  if (value != NULL) {
+    if (!read_integer(env, value, 1, MAX_SNAPLEN, "options.snaplen", &number)) return false;
+    out->snaplen = (uint32_t)number;
+  }
+  if (!get_optional(env, object, "receiveBufferBytes", &value)) return false;
+  if (value != NULL) {
+    if (!read_integer(env, value, 1, INT32_MAX, "options.receiveBufferBytes", &number)) return false;
+    out->receive_buffer_bytes = (int)number;
+  }
+  if (!get_optional(env, object, "filter", &value)) return false;
+  if (value != NULL) {
+    if (napi_typeof(env, value, &type) != napi_ok) {
+      throw_napi_failure(env, "napi_typeof");
+      return false;
+    }
+    bool is_array = false;
+    if (type != napi_function &&
+        (napi_is_array(env, value, &is_array) != napi_ok || !is_array)) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                            "options.filter must be an array of [code, jt, jf, k] or a function");
+      return false;
+    }
+    out->filter = value;
+  }
+  return true;
+}
+
+/*
+ * Converts [[code, jt, jf, k], ...] into a kernel program. Returns a calloc'd array of
+ * *count instructions, or NULL with an exception pending. The kernel checks the program
+ * itself (jumps in range, ends in a return) when it is attached.
+ */
+static struct sock_filter *read_filter(napi_env env, napi_value array, uint32_t *count) {
+  bool is_array = false;
+  uint32_t length = 0;
+  if (napi_is_array(env, array, &is_array) != napi_ok || !is_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "a BPF filter must be an array");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_get_array_length(env, array, &length));
+  if (length == 0 || length > MAX_FILTER_INSTRUCTIONS) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "a BPF filter needs 1 to 4096 instructions");
+    return NULL;
+  }
+  struct sock_filter *program = calloc(length, sizeof *program);
+  if (program == NULL) {
+    napi_throw_error(env, "ENOMEM", "out of memory for the BPF filter");
+    return NULL;
+  }
+  for (uint32_t i = 0; i < length; i++) {
+    napi_value insn, field;
+    uint32_t fields = 0;
+    double code, jt, jf, k;
+    if (napi_get_element(env, array, i, &insn) != napi_ok ||
+        napi_is_array(env, insn, &is_array) != napi_ok) {
+      throw_napi_failure(env, "napi_get_element");
+      goto fail;
+    }
+    if (!is_array || napi_get_array_length(env, insn, &fields) != napi_ok || fields != 4) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                            "each BPF instruction must be an array [code, jt, jf, k]");
+      goto fail;
+    }
+    if (napi_get_element(env, insn, 0, &field) != napi_ok ||
+        !read_integer(env, field, 0, 0xFFFF, "BPF code", &code) ||
+        napi_get_element(env, insn, 1, &field) != napi_ok ||
+        !read_integer(env, field, 0, 0xFF, "BPF jt", &jt) ||
+        napi_get_element(env, insn, 2, &field) != napi_ok ||
+        !read_integer(env, field, 0, 0xFF, "BPF jf", &jf) ||
+        napi_get_element(env, insn, 3, &field) != napi_ok ||
+        /* k is 32 bits: accept both the signed and the unsigned spelling */
+        !read_integer(env, field, -2147483648.0, 4294967295.0, "BPF k", &k)) {
+      throw_napi_failure(env, "napi_get_element"); /* no-op if read_integer threw */
+      goto fail;
+    }
+    program[i].code = (uint16_t)code;
+    program[i].jt = (uint8_t)jt;
+    program[i].jf = (uint8_t)jf;
+    program[i].k = (uint32_t)(int64_t)k;
+  }
+  *count = length;
+  return program;
+fail:
+  free(program);
+  return NULL;
+}
+
+/* Resolves options.filter (array or function of the ARPHRD type) into a program, or NULL
+   for none. Returns false with an exception pending on error. */
+static bool resolve_filter(napi_env env, napi_value filter, int hardware_type,
+                           struct sock_filter **program, uint32_t *count) {
+  napi_valuetype type;
+  napi_value array = filter;
+  *program = NULL;
+  *count = 0;
+  if (filter == NULL) return true;
+  if (napi_typeof(env, filter, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_typeof");
+    return false;
+  }
+  if (type == napi_function) {
+    napi_value global, argument;
+    if (napi_get_global(env, &global) != napi_ok ||
+        napi_create_int32(env, hardware_type, &argument) != napi_ok) {
+      throw_napi_failure(env, "napi_get_global");
+      return false;
+    }
+    /* If it throws (say, an unsupported link type), that exception is open()'s. */
+    if (napi_call_function(env, global, filter, 1, &argument, &array) != napi_ok) {
+      throw_napi_failure(env, "calling options.filter");
+      return false;
+    }
+    if (napi_typeof(env, array, &type) != napi_ok) {
+      throw_napi_failure(env, "napi_typeof");
+      return false;
+    }
+    if (type == napi_undefined) return true;
+  }
+  *program = read_filter(env, array, count);
+  return *program != NULL;
+}
+
+static napi_value js_open(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  napi_valuetype type;
+  char ifname[IF_NAMESIZE];
+  size_t ifname_length = 0;
+  open_options options;
+
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 1 || napi_typeof(env, argv[0], &type) != napi_ok || type != napi_string) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "open(ifname, options): ifname must be a string");
+    return NULL;
+  }
+  /* Read one byte more than fits, to detect (rather than silently cut) a long name. */
+  char name_buffer[IF_NAMESIZE + 1];
+  NAPI_CALL(env, napi_get_value_string_utf8(env, argv[0], name_buffer, sizeof name_buffer,
+                                            &ifname_length));
+  if (ifname_length == 0 || ifname_length >= IF_NAMESIZE || strlen(name_buffer) != ifname_length) {
+    napi_throw_range_error(env, "ERR_INVALID_ARG_VALUE",
+                           "an interface name has 1 to 15 bytes and no NUL");
+    return NULL;
+  }
+  memcpy(ifname, name_buffer, ifname_length + 1);
+  if (!read_options(env, argc >= 2 ? argv[1] : NULL, &options)) return NULL;
+
+  int err = 0;
+  const char *failed = NULL;
+  struct sock_filter *program = NULL;
+  uint32_t program_length = 0;
+  capture *c = NULL;
+
+  /*
+   * Protocol 0, not htons(ETH_P_ALL): a packet socket created with a protocol starts
+   * queueing frames of EVERY interface at once, before bind() narrows it to one device
+   * and before the filter is attached, and those frames stay queued. With protocol 0
+   * the kernel delivers nothing until bind() names both the protocol and the device, so
+   * the filter is in place before the first frame arrives (no drain needed).
+   */
+  int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    throw_system_error(env, errno, "socket", ifname);
+    return NULL;
+  }
+
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, ifname, ifname_length + 1);
+  if (ioctl(fd, SIOCGIFINDEX, &ifr) != 0) {
+    err = errno;
+    failed = "ioctl(SIOCGIFINDEX)";
+    goto fail;
+  }
+  int ifindex = ifr.ifr_ifindex;
+
+  /* The ARPHRD type says which link header the frames carry (see the TS wrapper). */
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, ifname, ifname_length + 1);
+  if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0) {
+    err = errno;
+    failed = "ioctl(SIOCGIFHWADDR)";
+    goto fail;
+  }
+  int hardware_type = ifr.ifr_hwaddr.sa_family;
+
+  if (!resolve_filter(env, options.filter, hardware_type, &program, &program_length)) goto fail;
+  if (program != NULL) {
+    struct sock_fprog fprog = {.len = (unsigned short)program_length, .filter = program};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog) != 0) {
+      err = errno;
+      failed = "setsockopt(SO_ATTACH_FILTER)";
+      goto fail;
+    }
+  }
+
+  int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) {
+    err = errno;
+    failed = "setsockopt(SO_TIMESTAMPNS)";
+    goto fail;
+  }
+
+  if (options.receive_buffer_bytes > 0) {
+    /* SO_RCVBUF is capped at net.core.rmem_max; SO_RCVBUFFORCE is not, but needs
+       CAP_NET_ADMIN. Try the latter first, as a capture is worthless once it drops. */
+    int size = options.receive_buffer_bytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0) {
+      if (errno != EPERM) {
+        err = errno;
+        failed = "setsockopt(SO_RCVBUFFORCE)";
+        goto fail;
+      }
+      if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size) != 0) {
+        err = errno;
+        failed = "setsockopt(SO_RCVBUF)";
+        goto fail;
+      }
+    }
+  }
+
+  struct sockaddr_ll address;
+  memset(&address, 0, sizeof address);
+  address.sll_family = AF_PACKET;
+  address.sll_protocol = htons(ETH_P_ALL);
+  address.sll_ifindex = ifindex;
+  if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+    err = errno;
+    failed = "bind";
+    goto fail;
+  }
+
+  if (options.promiscuous) {
+    /* A membership, not SIOCSIFFLAGS: the kernel counts it and drops it with the socket,
+       so a crash cannot leave the interface promiscuous. */
+    struct packet_mreq mreq;
+    memset(&mreq, 0, sizeof mreq);
+    mreq.mr_ifindex = ifindex;
+    mreq.mr_type = PACKET_MR_PROMISC;
+    if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq) != 0) {
+      err = errno;
+      failed = "setsockopt(PACKET_ADD_MEMBERSHIP)";
+      goto fail;
+    }
+  }
+
+  free(program);
+  program = NULL;
+
+  c = calloc(1, sizeof *c);
+  if (c == NULL || (c->buffer = malloc(options.snaplen)) == NULL) {
+    err = ENOMEM;
+    failed = "malloc";
+    goto fail;
+  }
+  c->env = env;
+  c->fd = fd;
+  c->ifindex = ifindex;
+  c->snaplen = options.snaplen;
+  memcpy(c->ifname, ifname, ifname_length + 1);
+
+  /* The JS object, built before the uv handle exists so that failures stay simple. */
+  napi_value object, ifindex_value, type_value, snaplen_value;
+  napi_value start_fn, stats_fn, close_fn;
+  if (napi_create_object(env, &object) != napi_ok ||
+      napi_create_int32(env, ifindex, &ifindex_value) != napi_ok ||
+      napi_create_int32(env, hardware_type, &type_value) != napi_ok ||
+      napi_create_uint32(env, options.snaplen, &snaplen_value) != napi_ok ||
+      napi_create_function(env, "start", NAPI_AUTO_LENGTH, js_start, NULL, &start_fn) != napi_ok ||
+      napi_create_function(env, "stats", NAPI_AUTO_LENGTH, js_stats, NULL, &stats_fn) != napi_ok ||
+      napi_create_function(env, "close", NAPI_AUTO_LENGTH, js_close, NULL, &close_fn) != napi_ok) {
+    throw_napi_failure(env, "creating the socket object");
+    goto fail;
+  }
+  napi_property_descriptor properties[] = {
+      {"ifindex", NULL, NULL, NULL, NULL, ifindex_value, napi_enumerable, NULL},
+      {"hardwareType", NULL, NULL, NULL, NULL, type_value, napi_enumerable, NULL},
+      {"snaplen", NULL, NULL, NULL, NULL, snaplen_value, napi_enumerable, NULL},
+      {"start", NULL, NULL, NULL, NULL, start_fn, napi_default, NULL},
+      {"stats", NULL, NULL, NULL, NULL, stats_fn, napi_default, NULL},
+      {"close", NULL, NULL, NULL, NULL, close_fn, napi_default, NULL},
+  };
+  if (napi_define_properties(env, object, sizeof properties / sizeof properties[0], properties) !=
+      napi_ok) {
+    throw_napi_failure(env, "napi_define_properties");
+    goto fail;
+  }
+
+  uv_loop_t *loop = NULL;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
+    throw_napi_failure(env, "napi_get_uv_event_loop");
+    goto fail;
+  }
+  int rc = uv_poll_init(loop, &c->poll, fd);
+  if (rc != 0) {
+    err = -rc;
+    failed = "uv_poll_init";
+    goto fail;
+  }
+  c->poll.data = c;
+
+  /* From here on the handle exists: failures go through the normal teardown. */
+  if (napi_wrap(env, object, c, finalize_capture, NULL, NULL) != napi_ok) {
+    throw_napi_failure(env, "napi_wrap");
+    c->wrapper_finalized = true; /* there will be no finalizer */
+    const char *ignored = NULL;
+    shutdown_capture(c, &ignored); /* closes fd; frees c from the close callback */
+    return NULL;
+  }
+  /* Weak until start(): an idle capture nobody references is collected and closed. */
+  if (napi_create_reference(env, object, 0, &c->self) != napi_ok) {
+    throw_napi_failure(env, "napi_create_reference");
+    const char *ignored = NULL;
+    shutdown_capture(c, &ignored); /* the finalizer frees c later */
+    return NULL;
+  }
+  return object;
+
+fail:
+  if (err != 0) throw_system_error(env, err, failed, ifname); /* else one is pending */
+  free(program);
+  if (c != NULL) {
+    free(c->buffer);
+    free(c);
+  }
+  /* A failure here is not reported: the error being thrown already says what went wrong,
+     and Linux frees the descriptor even when close() fails. */
+  close(fd);
+  return NULL;
+}
+
+NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+  napi_value open_fn;
+  NAPI_CALL(env, napi_create_function(env, "open", NAPI_AUTO_LENGTH, js_open, NULL, &open_fn));
+  NAPI_CALL(env, napi_set_named_property(env, exports, "open", open_fn));
+  return exports;
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what mcastctl, its tests and its demo need on a Debian machine, then builds.
+# Idempotent: installs only what is missing. Needs root for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+# Debian packages, by the command each provides.
+declare -A package_of=(
+  [ip]=iproute2 [tcpdump]=tcpdump [tshark]=tshark [ethtool]=ethtool [python3]=python3
+  [make]=make [g++]=g++ [setpriv]=util-linux [bridge]=iproute2
+)
+missing=()
+for command in "${!package_of[@]}"; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("${package_of[$command]}")
+done
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  packages=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+  say "installing Debian packages: $packages"
+  if [ "$(id -u)" -ne 0 ]; then
+    say "need root to install them (run with sudo)"; exit 77
+  fi
+  apt-get update -qq
+  # tshark asks whether non-root users may capture; the default (no) is what we want.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null
+fi
+
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  say "Node.js $(node --version) is too old: mcastctl needs Node.js 20 or newer"; exit 1
+fi
+
+# npm ci builds the native capture addon (node-gyp) through the package's install script.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+say "building"
+npm run --silent build

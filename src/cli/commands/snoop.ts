@@ -1,0 +1,193 @@
+/**
+ * `mcastctl snoop`: show the IGMP in a capture file (--read) or crossing an interface
+ * (--iface), then who is in which group.
+ */
+import { openSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
+import { Command, Option } from 'commander';
+import type { CapturedFrame } from '../../capture/packet-socket.js';
+import { DecodeError, isSystemError, McastError, UsageError } from '../../errors.js';
+import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../pcap/index.js';
+import type { FrameEvent } from '../../snoop/frame-decoder.js';
+import { describeCounts, formatEvent, groupTable, querierTable } from '../../snoop/human-format.js';
+import { toJsonLine } from '../../snoop/json-record.js';
+import { SnoopSession } from '../../snoop/session.js';
+import { Output } from '../output.js';
+import { parseDurationMs, parsePositiveInteger } from '../parse.js';
+
+interface SnoopFlags {
+  read?: string;
+  iface?: string;
+  json?: boolean;
+  write?: string;
+  count?: number;
+  duration?: number;
+  summary: boolean;
+  promiscuous: boolean;
+}
+
+export function registerSnoop(program: Command): void {
+  program
+    .command('snoop')
+    .summary('show IGMP in a capture file or crossing an interface, and who is in which group')
+    .description(
+      'Decode every IGMP message (v1, v2, v3) in a pcap file (--read) or crossing an interface (--iface), ' +
+        'one line each, then summarise the memberships and queriers seen. Malformed IGMP is shown with ' +
+        'the reason, never skipped. Live capture needs CAP_NET_RAW.',
+    )
+    .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts('iface'))
+    .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts('read'))
+    .option('--json', 'one JSON object per message (NDJSON) on stdout, nothing else')
+    .option('-w, --write <file>', 'also save the captured frames as a pcap file (with --iface)')
+    .option('-c, --count <n>', 'stop after n IGMP messages', (text) => parsePositiveInteger('--count', text))
+    .option('-d, --duration <time>', 'stop after this long (with --iface): 30, 30s, 500ms, 2m', (text) => parseDurationMs('--duration', text))
+    .option('--no-summary', 'do not print the membership summary at the end')
+    .option('--no-promiscuous', 'do not put the interface into promiscuous mode')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  mcastctl snoop --read capture.pcap
+  mcastctl snoop --iface eth0 --json --duration 60 > igmp.ndjson
+  mcastctl snoop --iface br-int --write igmp.pcap --count 100
+
+Ctrl-C stops a live snoop, prints the summary and exits 0. See mcastctl-snoop(1).`,
+    )
+    .action(async (flags: SnoopFlags) => {
+      const output = new Output({ json: flags.json === true });
+      if (flags.read === undefined && flags.iface === undefined) throw new UsageError('snoop needs --read FILE or --iface NAME');
+      if (flags.read !== undefined) {
+        if (flags.write !== undefined) throw new UsageError('--write goes with --iface (a capture being read is already a file)');
+        if (flags.duration !== undefined) throw new UsageError('--duration goes with --iface; use --count to stop reading early');
+        await snoopFile(flags.read, flags, output);
+      } else {
+        await snoopLive(flags.iface!, flags, output);
+      }
+    });
+}
+
+/** Prints one event in the mode asked for. */
+function emit(event: FrameEvent, output: Output): void {
+  if (output.json) output.recordLine(toJsonLine(event));
+  else output.line(formatEvent(event, output.style));
+}
+
+function printSummary(session: SnoopSession, output: Output, flags: SnoopFlags): void {
+  output.flush();
+  if (output.json || !flags.summary) return;
+  const groups = session.summary.groupSummaries();
+  const queriers = session.summary.querierSummaries();
+  output.line();
+  output.line(describeCounts(session.summary.counts));
+  if (groups.length > 0) output.table(groupTable(groups));
+  else output.line('No group has members.');
+  if (queriers.length > 0) output.table(querierTable(queriers));
+  output.flush();
+}
+
+async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promise<void> {
+  let session: SnoopSession | undefined;
+  let emitted = 0;
+  const stop = new AbortController();
+  const onRecord = (record: PcapRecord): void => {
+    if (stop.signal.aborted) return;
+    const event = session!.frame(record.data, record.index, record.ts);
+    if (event === undefined) return;
+    emit(event, output);
+    if (flags.count !== undefined && ++emitted >= flags.count) stop.abort();
+  };
+  const options = {
+    signal: stop.signal,
+    onHeader: (header: { linkType: number }) => {
+      session = new SnoopSession(header.linkType);
+    },
+  };
+  try {
+    if (path === '-') await readPcapStream(process.stdin, onRecord, options);
+    else await readPcapFile(path, onRecord, options);
+  } catch (error) {
+    if (!stop.signal.aborted) throw describeReadFailure(error, path, session, output, flags);
+  }
+  printSummary(session!, output, flags);
+}
+
+/** Header-level damage means nothing was read: a usage error. Damage later: the part before it was shown. */
+function describeReadFailure(error: unknown, path: string, session: SnoopSession | undefined, output: Output, flags: SnoopFlags): McastError {
+  const name = path === '-' ? 'standard input' : path;
+  if (error instanceof DecodeError) {
+    if (session === undefined) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
+    printSummary(session, output, flags);
+    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, 1, {
+      hint: 'the messages before the damage were shown; a capture cut short (tcpdump killed) ends like this',
+    });
+  }
+  if (isSystemError(error)) {
+    const why = error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
+    return new UsageError(`cannot read capture ${name}: ${error.code} (${why})`, { code: 'bad-file' });
+  }
+  return error instanceof McastError ? error : new McastError('internal', String(error));
+}
+
+async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Promise<void> {
+  // Validate and open everything that can fail on bad input before capturing anything.
+  const writeFd = flags.write === undefined ? undefined : openForWriting(flags.write);
+  // Loaded here, not at the top: reading a file must work where the native addon does not.
+  const { PacketCapture } = await import('../../capture/packet-socket.js');
+  const { igmpFilter } = await import('../../capture/bpf.js');
+  const capture = PacketCapture.open({ iface, promiscuous: flags.promiscuous, filter: igmpFilter });
+  const session = new SnoopSession(capture.linkType);
+  const writer = writeFd === undefined ? undefined : new PcapWriter(createWriteStream('', { fd: writeFd }), { linkType: capture.linkType, endSinkOnClose: true });
+  if (!output.json) output.info(`snooping IGMP on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
+
+  let frames = 0;
+  let emitted = 0;
+  // Set when the capture fails mid-way (the interface went away): reported after the summary.
+  let failure: McastError | undefined;
+  await new Promise<void>((resolve) => {
+    const finish = (): void => {
+      clearTimeout(timer);
+      process.off('SIGINT', finish);
+      process.off('SIGTERM', finish);
+      resolve();
+    };
+    const timer = flags.duration === undefined ? undefined : setTimeout(finish, flags.duration);
+    process.on('SIGINT', finish);
+    process.on('SIGTERM', finish);
+    capture.onError((error) => {
+      if (error.code === 'no-such-interface') {
+        failure = error;
+        finish();
+      } else {
+        output.warn(error.message); // link down: the capture resumes when it comes back
+      }
+    });
+    capture.onFrame((captured: CapturedFrame) => {
+      if (flags.count !== undefined && emitted >= flags.count) return;
+      frames++;
+      // Microseconds, as tcpdump prints and as the --write file stores them, so that the
+      // live lines and a later --read of that file agree to the digit.
+      const micros = Math.floor(captured.tsNsec / 1000);
+      writer?.write({ tsSec: captured.tsSec, tsFraction: micros, data: captured.data, originalLength: captured.originalLength });
+      const event = session.frame(captured.data, frames, captured.tsSec + micros / 1e6);
+      if (event === undefined) return;
+      emit(event, output);
+      output.flush(); // live: each line as it happens
+      if (flags.count !== undefined && ++emitted >= flags.count) finish();
+    });
+  });
+  const stats = capture.stats();
+  capture.close();
+  await writer?.close();
+  printSummary(session, output, flags);
+  if (stats.dropped > 0) output.warn(`the kernel dropped ${stats.dropped} frames (capture buffer full); the summary may be incomplete`);
+  if (failure !== undefined) throw failure;
+}
+
+function openForWriting(path: string): number {
+  try {
+    return openSync(path, 'w');
+  } catch (error) {
+    const code = isSystemError(error) ? error.code : String(error);
+    throw new UsageError(`cannot write capture ${path}: ${code}`, { code: 'bad-file', hint: 'check that the directory exists and is writable' });
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * mcastctl's command line: builds the commander program from one module per
+ * subcommand, runs it, and turns whatever happens into one exit code.
+ */
+import { Command, CommanderError } from 'commander';
+import { ExitCode } from '../errors.js';
+import { registerSnoop } from './commands/snoop.js';
+import { describeFailure, printFailure } from './exit.js';
+import { VERSION } from './version.js';
+
+export function buildProgram(): Command {
+  const program = new Command('mcastctl')
+    .description('IPv4 multicast for Open vSwitch nodes: IGMP snooping, group state, OVS and kernel multicast routing')
+    .version(VERSION, '-V, --version')
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      outputError: (text, write) => write(text.startsWith('error:') ? `mcastctl: ${text}` : text),
+    })
+    .addHelpText(
+      'after',
+      `
+Exit status:
+  0   success            1   runtime failure          2   reconcile found drift
+  64  usage error (bad flag, address, file; nothing changed)
+  69  a required service is unreachable               77  missing privilege
+
+See mcastctl(1) and mcastctl-<command>(1).`,
+    );
+  registerSnoop(program);
+  return program;
+}
+
+export async function run(argv: readonly string[]): Promise<ExitCode> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return ExitCode.Ok;
+  } catch (error) {
+    const failure = describeFailure(error);
+    printFailure(failure, process.stderr);
+    return failure.exitCode;
+  }
+}
+
+export { CommanderError };

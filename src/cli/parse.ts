@@ -1,0 +1,24 @@
+/** Parsers for flag values: each returns the value or throws a UsageError naming the flag. */
+import { UsageError } from '../errors.js';
+
+export function parsePositiveInteger(flag: string, text: string): number {
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
+    throw new UsageError(`${flag} takes a whole number of 1 or more, not ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+const DURATION_UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration as people write it: `500ms`, `10s`, `2m`, `1h`, or a bare number of
+ * `bareUnit` (seconds unless the flag says otherwise). Returns milliseconds, > 0.
+ */
+export function parseDurationMs(flag: string, text: string, bareUnit: 'ms' | 's' = 's'): number {
+  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
+  const value = match === null ? NaN : Number(match[1]) * DURATION_UNITS_MS[match[2] ?? bareUnit]!;
+  if (!(value > 0) || !Number.isFinite(value)) {
+    throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${JSON.stringify(text)}`);
+  }
+  return value;
+}

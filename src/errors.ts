@@ -1,0 +1,128 @@
+/**
+ * Typed errors with stable codes.
+ *
+ * Two families live here:
+ * - `DecodeError`: a wire codec refused its input. It never leaves the process as an
+ *   exit code; `snoop` turns it into an error line and keeps going.
+ * - `McastError` and its subclasses: an operation failed. The CLI's single exit path
+ *   maps each class to one exit code (see `ExitCode`) and prints its message and hint.
+ *
+ * Callers match on `code`, never on message text.
+ */
+
+/** Exit codes of every subcommand (documented in mcastctl(1)). Values follow sysexits.h. */
+export const ExitCode = {
+  Ok: 0,
+  Failure: 1,
+  /** `reconcile` found drift (repaired, or only reported under --dry-run). */
+  Drift: 2,
+  /** EX_USAGE: bad flag, address, file or config; nothing was changed. */
+  Usage: 64,
+  /** EX_UNAVAILABLE: a required service (OVSDB, OpenFlow, the daemon) is unreachable. */
+  Unavailable: 69,
+  /** EX_NOPERM: a privilege (CAP_NET_RAW, CAP_NET_ADMIN) is missing. */
+  NoPermission: 77,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Why a codec refused a packet or file. Kebab-case; these strings appear in `--json` output. */
+export type DecodeErrorCode =
+  /** The data ends before a field or a declared length does. */
+  | 'truncated'
+  /** The IGMP checksum does not match the message. */
+  | 'bad-checksum'
+  /** The IPv4 header is unusable: version not 4, IHL below 5, total length below IHL, bad options. */
+  | 'bad-ip-header'
+  /** The IPv4 header checksum does not match. */
+  | 'bad-ip-checksum'
+  /** A fragment: IGMP is never fragmented by a conforming host, and a fragment cannot be decoded alone. */
+  | 'fragmented'
+  /** A group address that must be multicast (or zero, for a general query) is not. */
+  | 'invalid-group'
+  /** A message length no version of IGMP defines (e.g. a 10-octet query, RFC 3376 §7.1). */
+  | 'bad-length'
+  /** A capture file whose header is not pcap, or a record whose lengths are impossible. */
+  | 'bad-pcap'
+  /** A capture link type this tool cannot decode. */
+  | 'unsupported-link-type';
+
+export class DecodeError extends Error {
+  override readonly name = 'DecodeError';
+  readonly code: DecodeErrorCode;
+  constructor(code: DecodeErrorCode, message: string) {
+    // A decode error describes the input, not the code path: a stack trace would only
+    // cost time (most of it, on a capture full of malformed frames), so none is taken.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+    this.code = code;
+  }
+}
+
+/** Stable codes of operational failures. */
+export type McastErrorCode =
+  | 'usage'
+  | 'bad-address'
+  | 'bad-file'
+  | 'no-such-interface'
+  | 'no-permission'
+  | 'unavailable'
+  | 'io'
+  | 'internal';
+
+export interface McastErrorOptions {
+  /** What the user can do about it: shown after the message. */
+  hint?: string;
+  cause?: unknown;
+}
+
+/** Base of every operational error. `exitCode` is what the CLI exits with. */
+export class McastError extends Error {
+  override readonly name: string = 'McastError';
+  readonly hint: string | undefined;
+  constructor(
+    readonly code: McastErrorCode,
+    message: string,
+    readonly exitCode: ExitCode = ExitCode.Failure,
+    options: McastErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.hint = options.hint;
+  }
+}
+
+/** Bad flags, addresses, files or config. Nothing was changed. Exit 64. */
+export class UsageError extends McastError {
+  override readonly name = 'UsageError';
+  constructor(message: string, options: McastErrorOptions & { code?: McastErrorCode } = {}) {
+    super(options.code ?? 'usage', message, ExitCode.Usage, options);
+  }
+}
+
+/** A privilege is missing. Exit 77. */
+export class PermissionError extends McastError {
+  override readonly name = 'PermissionError';
+  constructor(message: string, options: McastErrorOptions = {}) {
+    super('no-permission', message, ExitCode.NoPermission, options);
+  }
+}
+
+/** A required service cannot be reached. Exit 69. */
+export class UnavailableError extends McastError {
+  override readonly name = 'UnavailableError';
+  constructor(message: string, options: McastErrorOptions = {}) {
+    super('unavailable', message, ExitCode.Unavailable, options);
+  }
+}
+
+/** Node's system errors carry `code` (`ENOENT`, `EPERM`, ...) and `syscall`. */
+export interface SystemError extends Error {
+  code: string;
+  errno?: number;
+  syscall?: string;
+}
+
+export function isSystemError(error: unknown): error is SystemError {
+  return error instanceof Error && typeof (error as Partial<SystemError>).code === 'string';
+}

@@ -1,0 +1,193 @@
+/**
+ * What a snoop learned: which host is in which group, with what filter, speaking which
+ * IGMP version, last heard when; and which queriers were heard.
+ *
+ * This is an observer's view, not a router's state machine: every host reports its own
+ * full state for a group (RFC 3376 §5.1), so the summary keeps one filter per (group,
+ * host) and applies each report to it, without timers. Expiry and querier election
+ * belong to the group state of the daemon.
+ */
+import type { GroupRecord } from '../igmp/index.js';
+import type { FrameEvent, IgmpFrameEvent } from './frame-decoder.js';
+
+export type FilterMode = 'include' | 'exclude';
+
+export interface MemberState {
+  host: string;
+  /** exclude with no sources = "any source", what v1/v2 hosts and a plain v3 join mean. */
+  mode: FilterMode;
+  sources: string[];
+  /** The version of the host's last report. */
+  version: 1 | 2 | 3;
+  lastSeen: number;
+}
+
+export interface GroupSummary {
+  group: string;
+  members: MemberState[];
+  lastSeen: number;
+}
+
+export interface QuerierSummary {
+  address: string;
+  version: 1 | 2 | 3;
+  queries: number;
+  lastSeen: number;
+}
+
+export interface SnoopCounts {
+  queries: number;
+  reports: number;
+  leaves: number;
+  other: number;
+  malformed: number;
+}
+
+interface MemberEntry {
+  mode: FilterMode;
+  sources: Set<string>;
+  version: 1 | 2 | 3;
+  lastSeen: number;
+}
+
+export class MembershipSummary {
+  /** group → host → filter */
+  private readonly groups = new Map<string, Map<string, MemberEntry>>();
+  private readonly queriers = new Map<string, QuerierSummary>();
+  readonly counts: SnoopCounts = { queries: 0, reports: 0, leaves: 0, other: 0, malformed: 0 };
+
+  observe(event: FrameEvent): void {
+    if (event.kind === 'malformed') {
+      this.counts.malformed++;
+      return;
+    }
+    const { message } = event;
+    switch (message.kind) {
+      case 'query':
+        this.counts.queries++;
+        this.observeQuery(event.src, message.version, event.ts);
+        break;
+      case 'report':
+        this.counts.reports++;
+        if (message.version === 3) {
+          for (const record of message.records) this.applyRecord(event, record);
+        } else {
+          this.setMember(message.group, event.src, { mode: 'exclude', sources: new Set(), version: message.version, lastSeen: event.ts });
+        }
+        break;
+      case 'leave':
+        this.counts.leaves++;
+        this.removeMember(message.group, event.src);
+        break;
+      case 'other':
+        this.counts.other++;
+        break;
+    }
+  }
+
+  /** Groups with at least one member, sorted by address; members sorted by address. */
+  groupSummaries(): GroupSummary[] {
+    const out: GroupSummary[] = [];
+    for (const [group, hosts] of this.groups) {
+      const members: MemberState[] = [];
+      let lastSeen = 0;
+      for (const [host, entry] of hosts) {
+        members.push({ host, mode: entry.mode, sources: [...entry.sources].sort(compareAddresses), version: entry.version, lastSeen: entry.lastSeen });
+        lastSeen = Math.max(lastSeen, entry.lastSeen);
+      }
+      members.sort((a, b) => compareAddresses(a.host, b.host));
+      out.push({ group, members, lastSeen });
+    }
+    return out.sort((a, b) => compareAddresses(a.group, b.group));
+  }
+
+  querierSummaries(): QuerierSummary[] {
+    return [...this.queriers.values()].sort((a, b) => compareAddresses(a.address, b.address));
+  }
+
+  private observeQuery(address: string, version: 1 | 2 | 3, ts: number): void {
+    const querier = this.queriers.get(address);
+    if (querier === undefined) {
+      this.queriers.set(address, { address, version, queries: 1, lastSeen: ts });
+    } else {
+      querier.version = version;
+      querier.queries++;
+      querier.lastSeen = ts;
+    }
+  }
+
+  /** RFC 3376 §6.4's filter arithmetic, from one host's point of view. */
+  private applyRecord(event: IgmpFrameEvent, record: GroupRecord): void {
+    const host = event.src;
+    const existing = this.groups.get(record.group)?.get(host);
+    const sources = new Set(record.sources);
+    const touch = (entry: MemberEntry): MemberEntry => ({ ...entry, version: 3, lastSeen: event.ts });
+    switch (record.type) {
+      case 'MODE_IS_INCLUDE':
+      case 'CHANGE_TO_INCLUDE_MODE':
+        if (sources.size === 0) this.removeMember(record.group, host); // INCLUDE {} is a leave
+        else this.setMember(record.group, host, { mode: 'include', sources, version: 3, lastSeen: event.ts });
+        return;
+      case 'MODE_IS_EXCLUDE':
+      case 'CHANGE_TO_EXCLUDE_MODE':
+        this.setMember(record.group, host, { mode: 'exclude', sources, version: 3, lastSeen: event.ts });
+        return;
+      case 'ALLOW_NEW_SOURCES': {
+        if (existing === undefined) {
+          this.setMember(record.group, host, { mode: 'include', sources, version: 3, lastSeen: event.ts });
+        } else if (existing.mode === 'include') {
+          this.setMember(record.group, host, touch({ ...existing, sources: union(existing.sources, sources) }));
+        } else {
+          this.setMember(record.group, host, touch({ ...existing, sources: difference(existing.sources, sources) }));
+        }
+        return;
+      }
+      case 'BLOCK_OLD_SOURCES': {
+        if (existing === undefined) return; // blocking sources of a group it is not in changes nothing
+        if (existing.mode === 'include') {
+          const left = difference(existing.sources, sources);
+          if (left.size === 0) this.removeMember(record.group, host);
+          else this.setMember(record.group, host, touch({ ...existing, sources: left }));
+        } else {
+          this.setMember(record.group, host, touch({ ...existing, sources: union(existing.sources, sources) }));
+        }
+        return;
+      }
+    }
+  }
+
+  private setMember(group: string, host: string, entry: MemberEntry): void {
+    let hosts = this.groups.get(group);
+    if (hosts === undefined) {
+      hosts = new Map();
+      this.groups.set(group, hosts);
+    }
+    hosts.set(host, entry);
+  }
+
+  private removeMember(group: string, host: string): void {
+    const hosts = this.groups.get(group);
+    if (hosts === undefined) return;
+    hosts.delete(host);
+    if (hosts.size === 0) this.groups.delete(group);
+  }
+}
+
+function union<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
+  return new Set([...a, ...b]);
+}
+
+function difference<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
+  return new Set([...a].filter((item) => !b.has(item)));
+}
+
+/** Numeric order of dotted quads, so 10.0.0.9 sorts before 10.0.0.10. */
+export function compareAddresses(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < 4; i++) {
+    const d = Number(pa[i]) - Number(pb[i]);
+    if (d !== 0) return d;
+  }
+  return 0;
+}

@@ -1,0 +1,152 @@
+/**
+ * `mcastctl snoop --read`, run as a user runs it: the built binary on capture files.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
+import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
+import { parseNdjson, runCli } from '../helpers/cli.js';
+import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
+import { pcapFile } from '../helpers/pcap-bytes.js';
+
+let dir: string;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'mcastctl-snoop-read-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function writeCapture(name: string, bytes: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+describe('snoop --read: hostile input among valid frames', () => {
+  // valid, hostile, valid, hostile, ... with noise that must yield no line.
+  const frames: Buffer[] = [validFrames.arp];
+  for (const hostile of hostileFrames) frames.push(validFrames.v2Report, hostile.frame, validFrames.udp);
+  frames.push(validFrames.v3Join, validFrames.mtrace);
+
+  it('gives every hostile frame its error line, decodes the valid ones, and exits 0', () => {
+    const result = runCli(['snoop', '--read', writeCapture('hostile.pcap', pcapFile(frames)), '--json']);
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    const lines = parseNdjson(result.stdout);
+    // One line per IGMP-carrying frame: no line for ARP or UDP.
+    assert.equal(lines.length, 2 * hostileFrames.length + 2);
+    hostileFrames.forEach((hostile, i) => {
+      const valid = lines[2 * i]!;
+      const bad = lines[2 * i + 1]!;
+      assert.equal(valid.frame, 2 + 3 * i);
+      assert.deepEqual([valid.type, valid.group], ['report', '239.1.2.3']);
+      assert.equal(bad.frame, 3 + 3 * i);
+      assert.equal(bad.error, hostile.error, hostile.name);
+      assert.equal(typeof bad.message, 'string');
+      assert.ok(!('type' in bad));
+      for (const field of ['frame', 'ts', 'src', 'dst']) assert.ok(field in bad, `${field} in ${JSON.stringify(bad)}`);
+    });
+    assert.deepEqual(lines.at(-1), { frame: frames.length, ts: 1_700_000_000 + frames.length - 1 + 0.5, src: '10.0.0.1', dst: '224.0.0.2', version: 1, type: 'other', igmpType: 31 });
+  });
+});
+
+describe('snoop --read: human output', () => {
+  const query = ethernetFrame(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 02 7d 0000')));
+  const capture = () =>
+    writeCapture(
+      'human.pcap',
+      pcapFile([
+        query,
+        V3_JOIN_239_1_1_1,
+        validFrames.v2Report,
+        ethernetFrame(ipv4Packet({ src: '10.0.0.3', dst: '224.0.0.22' }, igmpBytes('22 00 0000 0000 0001 01 00 0002 e8010101 0a000001 0a000002'))),
+      ]),
+    );
+
+  it('prints a line per message and the membership summary, no colour with NO_COLOR', () => {
+    const result = runCli(['snoop', '--read', capture()]);
+    assert.equal(result.status, 0, result.stderr);
+    const out = result.stdout;
+    assert.match(out, /v3 query general, max resp 10s, qrv 2, qqic 125s/);
+    assert.match(out, /10\.9\.0\.1 > 224\.0\.0\.22 +v3 report 239\.1\.1\.1 TO_EX \{\}/);
+    assert.match(out, /4 IGMP messages: 1 queries, 3 reports, 0 leaves/);
+    // Summary rows: group, member, filter, version.
+    assert.match(out, /│ 232\.1\.1\.1 +│ 10\.0\.0\.3 +│ INCLUDE \{10\.0\.0\.1, 10\.0\.0\.2\} +│ v3/);
+    assert.match(out, /│ 239\.1\.1\.1 +│ 10\.9\.0\.1 +│ any source +│ v3/);
+    assert.match(out, /│ 239\.1\.2\.3 +│ 10\.0\.0\.2 +│ any source +│ v2/);
+    assert.match(out, /│ 10\.0\.0\.1 +│ v3 +│ +1 │/, 'the querier');
+    assert.doesNotMatch(out, /\x1b\[/, 'no escape codes');
+  });
+  it('a leave removes the member from the summary', () => {
+    const result = runCli(['snoop', '--read', writeCapture('leave.pcap', pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]))]);
+    assert.match(result.stdout, /No group has members\./);
+  });
+  it('colours when FORCE_COLOR says so, and --no-summary drops the summary', () => {
+    const result = runCli(['snoop', '--read', capture(), '--no-summary'], { env: { NO_COLOR: '', FORCE_COLOR: '1' } });
+    assert.match(result.stdout, /\x1b\[3\dm/);
+    assert.doesNotMatch(result.stdout, /IGMP messages/);
+  });
+});
+
+describe('snoop --read: stopping and sources', () => {
+  const frames = Array.from({ length: 10 }, () => validFrames.v2Report);
+  it('--count stops after n messages', () => {
+    const lines = parseNdjson(runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3']).stdout);
+    assert.deepEqual(lines.map((line) => line.frame), [1, 2, 3]);
+  });
+  it('reads standard input with -', () => {
+    const result = runCli(['snoop', '--read', '-', '--json'], { input: pcapFile(frames) });
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(parseNdjson(result.stdout).length, 10);
+  });
+  it('a capture cut short mid-record: the messages before it, then exit 1 naming the damage', () => {
+    const whole = pcapFile(frames);
+    const result = runCli(['snoop', '--read', writeCapture('cut.pcap', whole.subarray(0, whole.length - 5)), '--json']);
+    assert.equal(result.status, 1);
+    assert.equal(parseNdjson(result.stdout).length, 9);
+    assert.match(result.stderr, /cut\.pcap is damaged/);
+  });
+});
+
+describe('snoop: bad input is a usage error (64) with a clear message', () => {
+  const cases: [string, () => string[], RegExp][] = [
+    ['neither --read nor --iface', () => ['snoop'], /needs --read FILE or --iface NAME/],
+    ['both --read and --iface', () => ['snoop', '--read', 'x', '--iface', 'lo'], /cannot be used with/],
+    ['--count 0', () => ['snoop', '--read', 'x', '--count', '0'], /--count takes a whole number of 1 or more/],
+    ['--duration nonsense', () => ['snoop', '--iface', 'lo', '--duration', 'soon'], /--duration takes a duration/],
+    ['--write with --read', () => ['snoop', '--read', 'x', '--write', 'y'], /--write goes with --iface/],
+    ['a missing file', () => ['snoop', '--read', join(dir, 'nope.pcap')], /cannot read capture .*nope\.pcap: ENOENT/],
+    ['a file that is not pcap', () => ['snoop', '--read', writeCapture('text.pcap', Buffer.from('hello, world, this is not pcap\n'))], /not a pcap file/],
+    ['a pcapng file', () => ['snoop', '--read', writeCapture('ng.pcap', Buffer.from('0a0d0d0a1c0000004d3c2b1a01000000ffffffffffffffff1c000000', 'hex'))], /editcap/],
+    ['an unsupported link type', () => ['snoop', '--read', writeCapture('wifi.pcap', pcapFile([], 105))], /not supported/],
+    ['an unknown flag', () => ['snoop', '--read', 'x', '--bogus'], /unknown option '--bogus'/],
+  ];
+  for (const [name, args, message] of cases) {
+    it(name, () => {
+      const result = runCli(args());
+      assert.equal(result.status, 64, result.stderr);
+      assert.match(result.stderr, message);
+      assert.equal(result.stdout, '');
+      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    });
+  }
+});
+
+describe('docs match the code', () => {
+  it('every subcommand in --help has a man page, and every snoop flag is in mcastctl-snoop(1)', () => {
+    const help = runCli(['--help']).stdout;
+    const commands = [...help.matchAll(/^ {2}([a-z]+) /gm)].map((match) => match[1]!).filter((name) => name !== 'help');
+    assert.ok(commands.includes('snoop'));
+    for (const command of commands) {
+      const page = readFileSync(new URL(`../../man/mcastctl-${command}.1`, import.meta.url), 'utf8');
+      const flags = [...runCli([command, '--help']).stdout.matchAll(/(--[a-z-]+)/g)].map((match) => match[1]!);
+      for (const flag of new Set(flags)) {
+        if (flag === '--help') continue;
+        assert.ok(page.includes(flag.replace(/-/g, '\\-')), `${flag} of ${command} is missing from mcastctl-${command}(1)`);
+      }
+      assert.ok(readFileSync(new URL('../../man/mcastctl.1', import.meta.url), 'utf8').includes(`.B ${command}`), `${command} in mcastctl(1)`);
+    }
+  });
+});
