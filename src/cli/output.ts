@@ -55,18 +55,13 @@ export class Output {
   /** One NDJSON line (JSON mode only). Buffered: call `flush()` when a batch ends. */
   record(value: unknown): void {
     this.assertMode(true, 'record');
-    const line = JSON.stringify(value) + '\n';
-    this.pending.push(line);
-    this.pendingChars += line.length;
-    if (this.pendingChars >= RECORD_BUFFER_CHARS) this.flush();
+    this.append(JSON.stringify(value) + '\n');
   }
 
   /** One NDJSON line already serialized (JSON mode only): for hot streams with their own serializer. */
   recordLine(json: string): void {
     this.assertMode(true, 'recordLine');
-    this.pending.push(json + '\n');
-    this.pendingChars += json.length + 1;
-    if (this.pendingChars >= RECORD_BUFFER_CHARS) this.flush();
+    this.append(json + '\n');
   }
 
   /** A whole JSON document (JSON mode only), pretty-printed. */
@@ -79,9 +74,7 @@ export class Output {
   /** A line of human output on stdout (human mode only). */
   line(text = ''): void {
     this.assertMode(false, 'line');
-    this.pending.push(text + '\n');
-    this.pendingChars += text.length + 1;
-    if (this.pendingChars >= RECORD_BUFFER_CHARS) this.flush();
+    this.append(text + '\n');
   }
 
   table(spec: TableSpec): void {
@@ -112,6 +105,12 @@ export class Output {
     this.pending = [];
     this.pendingChars = 0;
     this.stdout.write(chunk);
+  }
+
+  private append(text: string): void {
+    this.pending.push(text);
+    this.pendingChars += text.length;
+    if (this.pendingChars >= RECORD_BUFFER_CHARS) this.flush();
   }
 
   private assertMode(json: boolean, what: string): void {

@@ -92,8 +92,12 @@ export function querierTable(queriers: readonly QuerierSummary[]): TableSpec {
 
 export function describeCounts(counts: SnoopCounts): string {
   const total = counts.queries + counts.reports + counts.leaves + counts.other + counts.malformed;
-  const parts = [`${counts.queries} queries`, `${counts.reports} reports`, `${counts.leaves} leaves`];
+  const parts = [plural(counts.queries, 'query', 'queries'), plural(counts.reports, 'report'), plural(counts.leaves, 'leave')];
   if (counts.other > 0) parts.push(`${counts.other} other`);
   if (counts.malformed > 0) parts.push(`${counts.malformed} malformed`);
-  return `${total} IGMP message${total === 1 ? '' : 's'}: ${parts.join(', ')}`;
+  return `${plural(total, 'IGMP message')}: ${parts.join(', ')}`;
+}
+
+function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
 }

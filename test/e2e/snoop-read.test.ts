@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
-import { parseNdjson, runCli } from '../helpers/cli.js';
+import { mcastctl as runCli, parseNdjson } from '../lab/cli.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
 import { pcapFile } from '../helpers/pcap-bytes.js';
 
@@ -30,9 +30,9 @@ describe('snoop --read: hostile input among valid frames', () => {
   for (const hostile of hostileFrames) frames.push(validFrames.v2Report, hostile.frame, validFrames.udp);
   frames.push(validFrames.v3Join, validFrames.mtrace);
 
-  it('gives every hostile frame its error line, decodes the valid ones, and exits 0', () => {
-    const result = runCli(['snoop', '--read', writeCapture('hostile.pcap', pcapFile(frames)), '--json']);
-    assert.equal(result.status, 0, result.stderr);
+  it('gives every hostile frame its error line, decodes the valid ones, and exits 0', async () => {
+    const result = await runCli(['snoop', '--read', writeCapture('hostile.pcap', pcapFile(frames)), '--json']);
+    assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stderr, '');
     const lines = parseNdjson(result.stdout);
     // One line per IGMP-carrying frame: no line for ARP or UDP.
@@ -65,13 +65,13 @@ describe('snoop --read: human output', () => {
       ]),
     );
 
-  it('prints a line per message and the membership summary, no colour with NO_COLOR', () => {
-    const result = runCli(['snoop', '--read', capture()]);
-    assert.equal(result.status, 0, result.stderr);
+  it('prints a line per message and the membership summary, no colour with NO_COLOR', async () => {
+    const result = await runCli(['snoop', '--read', capture()]);
+    assert.equal(result.code, 0, result.stderr);
     const out = result.stdout;
     assert.match(out, /v3 query general, max resp 10s, qrv 2, qqic 125s/);
     assert.match(out, /10\.9\.0\.1 > 224\.0\.0\.22 +v3 report 239\.1\.1\.1 TO_EX \{\}/);
-    assert.match(out, /4 IGMP messages: 1 queries, 3 reports, 0 leaves/);
+    assert.match(out, /4 IGMP messages: 1 query, 3 reports, 0 leaves/);
     // Summary rows: group, member, filter, version.
     assert.match(out, /│ 232\.1\.1\.1 +│ 10\.0\.0\.3 +│ INCLUDE \{10\.0\.0\.1, 10\.0\.0\.2\} +│ v3/);
     assert.match(out, /│ 239\.1\.1\.1 +│ 10\.9\.0\.1 +│ any source +│ v3/);
@@ -79,12 +79,12 @@ describe('snoop --read: human output', () => {
     assert.match(out, /│ 10\.0\.0\.1 +│ v3 +│ +1 │/, 'the querier');
     assert.doesNotMatch(out, /\x1b\[/, 'no escape codes');
   });
-  it('a leave removes the member from the summary', () => {
-    const result = runCli(['snoop', '--read', writeCapture('leave.pcap', pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]))]);
+  it('a leave removes the member from the summary', async () => {
+    const result = await runCli(['snoop', '--read', writeCapture('leave.pcap', pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]))]);
     assert.match(result.stdout, /No group has members\./);
   });
-  it('colours when FORCE_COLOR says so, and --no-summary drops the summary', () => {
-    const result = runCli(['snoop', '--read', capture(), '--no-summary'], { env: { NO_COLOR: '', FORCE_COLOR: '1' } });
+  it('colours when FORCE_COLOR says so, and --no-summary drops the summary', async () => {
+    const result = await runCli(['snoop', '--read', capture(), '--no-summary'], { env: { NO_COLOR: '', FORCE_COLOR: '1' } });
     assert.match(result.stdout, /\x1b\[3\dm/);
     assert.doesNotMatch(result.stdout, /IGMP messages/);
   });
@@ -92,19 +92,19 @@ describe('snoop --read: human output', () => {
 
 describe('snoop --read: stopping and sources', () => {
   const frames = Array.from({ length: 10 }, () => validFrames.v2Report);
-  it('--count stops after n messages', () => {
-    const lines = parseNdjson(runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3']).stdout);
+  it('--count stops after n messages', async () => {
+    const lines = parseNdjson((await runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3'])).stdout);
     assert.deepEqual(lines.map((line) => line.frame), [1, 2, 3]);
   });
-  it('reads standard input with -', () => {
-    const result = runCli(['snoop', '--read', '-', '--json'], { input: pcapFile(frames) });
-    assert.equal(result.status, 0, result.stderr);
+  it('reads standard input with -', async () => {
+    const result = await runCli(['snoop', '--read', '-', '--json'], { input: pcapFile(frames) });
+    assert.equal(result.code, 0, result.stderr);
     assert.equal(parseNdjson(result.stdout).length, 10);
   });
-  it('a capture cut short mid-record: the messages before it, then exit 1 naming the damage', () => {
+  it('a capture cut short mid-record: the messages before it, then exit 1 naming the damage', async () => {
     const whole = pcapFile(frames);
-    const result = runCli(['snoop', '--read', writeCapture('cut.pcap', whole.subarray(0, whole.length - 5)), '--json']);
-    assert.equal(result.status, 1);
+    const result = await runCli(['snoop', '--read', writeCapture('cut.pcap', whole.subarray(0, whole.length - 5)), '--json']);
+    assert.equal(result.code, 1);
     assert.equal(parseNdjson(result.stdout).length, 9);
     assert.match(result.stderr, /cut\.pcap is damaged/);
   });
@@ -124,9 +124,9 @@ describe('snoop: bad input is a usage error (64) with a clear message', () => {
     ['an unknown flag', () => ['snoop', '--read', 'x', '--bogus'], /unknown option '--bogus'/],
   ];
   for (const [name, args, message] of cases) {
-    it(name, () => {
-      const result = runCli(args());
-      assert.equal(result.status, 64, result.stderr);
+    it(name, async () => {
+      const result = await runCli(args());
+      assert.equal(result.code, 64, result.stderr);
       assert.match(result.stderr, message);
       assert.equal(result.stdout, '');
       assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
@@ -135,13 +135,13 @@ describe('snoop: bad input is a usage error (64) with a clear message', () => {
 });
 
 describe('docs match the code', () => {
-  it('every subcommand in --help has a man page, and every snoop flag is in mcastctl-snoop(1)', () => {
-    const help = runCli(['--help']).stdout;
+  it('every subcommand in --help has a man page, and every snoop flag is in mcastctl-snoop(1)', async () => {
+    const help = (await runCli(['--help'])).stdout;
     const commands = [...help.matchAll(/^ {2}([a-z]+) /gm)].map((match) => match[1]!).filter((name) => name !== 'help');
     assert.ok(commands.includes('snoop'));
     for (const command of commands) {
       const page = readFileSync(new URL(`../../man/mcastctl-${command}.1`, import.meta.url), 'utf8');
-      const flags = [...runCli([command, '--help']).stdout.matchAll(/(--[a-z-]+)/g)].map((match) => match[1]!);
+      const flags = [...(await runCli([command, '--help'])).stdout.matchAll(/(--[a-z-]+)/g)].map((match) => match[1]!);
       for (const flag of new Set(flags)) {
         if (flag === '--help') continue;
         assert.ok(page.includes(flag.replace(/-/g, '\\-')), `${flag} of ${command} is missing from mcastctl-${command}(1)`);
