@@ -17,9 +17,10 @@ export function describeFailure(error: unknown): ReportedFailure {
     return { exitCode: error.exitCode, message: error.message, ...(error.hint === undefined ? {} : { hint: error.hint }) };
   }
   if (error instanceof CommanderError) {
-    // Commander has already printed its own message (through configureOutput).
-    const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
-    return { exitCode: ok ? ExitCode.Ok : ExitCode.Usage, message: '' };
+    // Commander has already printed its message or the help. Its own exit code is 0 for
+    // help or a version that was asked for; anything else (help shown because no command
+    // was given, an unknown option) is a usage error.
+    return { exitCode: error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage, message: '' };
   }
   // A bug, not a user error: say so plainly, with the stack for the report.
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);

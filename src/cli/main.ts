@@ -2,7 +2,7 @@
  * mcastctl's command line: builds the commander program from one module per
  * subcommand, runs it, and turns whatever happens into one exit code.
  */
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
 import { registerSnoop } from './commands/snoop.js';
 import { describeFailure, printFailure } from './exit.js';
@@ -42,5 +42,3 @@ export async function run(argv: readonly string[]): Promise<ExitCode> {
     return failure.exitCode;
   }
 }
-
-export { CommanderError };

@@ -42,6 +42,7 @@ export class Output {
   private readonly stderr: OutputStream;
   private pending: string[] = [];
   private pendingChars = 0;
+  private flushScheduled = false;
 
   constructor(options: OutputOptions) {
     const env = options.env ?? process.env;
@@ -97,6 +98,20 @@ export class Output {
   warn(text: string): void {
     this.flush();
     this.stderr.write(`${this.errStyle.yellow('warning:')} ${text}\n`);
+  }
+
+  /**
+   * Flushes once the current batch of synchronous work is done (one write per batch of
+   * frames from a socket or a pipe, rather than one per line), so a stream shows lines
+   * as they happen without paying a write per line.
+   */
+  flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
   }
 
   flush(): void {

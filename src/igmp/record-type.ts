@@ -24,7 +24,3 @@ const NAMES: readonly (RecordTypeName | undefined)[] = [
 export function recordTypeName(type: number): RecordTypeName | undefined {
   return NAMES[type];
 }
-
-export function isRecordTypeName(text: string): text is RecordTypeName {
-  return Object.prototype.hasOwnProperty.call(RecordType, text);
-}

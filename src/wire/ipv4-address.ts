@@ -46,11 +46,3 @@ export function isMulticastIPv4(address: string | number): boolean {
   const value = typeof address === 'number' ? address : parseIPv4(address);
   return value !== undefined && value >>> 28 === 0xe;
 }
-
-/** 224.0.0.0/24, the link-local block that routers never forward and snooping switches flood. */
-export function isLinkLocalMulticastIPv4(address: string | number): boolean {
-  const value = typeof address === 'number' ? address : parseIPv4(address);
-  return value !== undefined && value >>> 8 === 0xe00000;
-}
-
-export const ANY_ADDRESS = '0.0.0.0';

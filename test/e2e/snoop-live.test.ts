@@ -27,6 +27,7 @@ const GA = '239.10.0.1'; // h1 (IGMPv2): joined, then left
 const GB = '239.10.0.2'; // h2 (IGMPv3): joined, then left
 const START_MARKER = '239.255.0.1';
 const END_MARKER = '239.255.0.2';
+const SIGINT_GROUP = '239.9.9.9'; // h1, joined while a snoop waits for Ctrl-C
 const SNOOP_DURATION_S = 8;
 /** Both tools read the kernel's timestamp of the same packet; allow for rounding to µs. */
 const TS_TOLERANCE_S = 0.005;
@@ -247,6 +248,27 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     // The written frames are the frames snoop counted: same numbering, same decoding.
     const differences = compareWithTshark(snoopLines, await tsharkIgmp(writtenFile));
     assert.equal(differences, '', 'snoop output and the pcap it wrote disagree');
+  });
+
+  it('Ctrl-C (SIGINT) stops it: the membership summary, then exit 0', async () => {
+    const { observer, hosts } = liveOrFail();
+    const [h1] = hosts;
+    const snoop = startMcastctl(['snoop', '--iface', observer.iface], { ns: observer.ns, timeoutMs: 30_000 });
+    let stderr = '';
+    snoop.child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const deadline = Date.now() + 10_000;
+    while (!stderr.includes('Ctrl-C to stop') && Date.now() < deadline) await sleep(50);
+    assert.match(stderr, /snooping IGMP on/, 'the banner on stderr');
+    const member = await Member.start(lab, h1!);
+    await member.join(SIGINT_GROUP); // a v2 report the summary must show
+    await sleep(500);
+    snoop.child.kill('SIGINT');
+    const result = await snoop.done;
+    await member.quit();
+    assert.equal(result.code, 0, `exit ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`);
+    assert.match(result.stdout, /v2 report 239\.9\.9\.9/);
+    assert.match(result.stdout, /\d+ IGMP messages?:/, 'the counts line of the summary');
+    assert.match(result.stdout, new RegExp(`│ 239\\.9\\.9\\.9 +│ ${h1!.address.replace(/\./g, '\\.')} +│ any source +│ v2`), 'the membership table');
   });
 
   it('exits 77 naming CAP_NET_RAW when run without privilege', async () => {

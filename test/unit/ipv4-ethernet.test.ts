@@ -5,6 +5,7 @@ import { DecodeError } from '../../src/errors.js';
 import * as ipv4 from '../../src/ipv4/header.js';
 import { ROUTER_ALERT, type Ipv4Header } from '../../src/ipv4/header.js';
 import { V3_JOIN_239_1_1_1 } from '../fixtures/real-frames.js';
+import { formatIPv4, isMulticastIPv4, parseIPv4, readIPv4, writeIPv4 } from '../../src/wire/ipv4-address.js';
 import { hex, ipv4Packet } from '../helpers/bytes.js';
 
 /** The IPv4 header of the real join (tcpdump -xx), options included. */
@@ -98,5 +99,28 @@ describe('Ethernet', () => {
   });
   it('refuses a frame shorter than its header', () => {
     assert.throws(() => ethernet.decode(hex('01005e')), (error: unknown) => error instanceof DecodeError && error.code === 'truncated');
+  });
+});
+
+describe('IPv4 addresses', () => {
+  it('parses strict dotted quads only', () => {
+    assert.equal(parseIPv4('239.1.2.3'), 0xef010203);
+    assert.equal(parseIPv4('0.0.0.0'), 0);
+    assert.equal(parseIPv4('255.255.255.255'), 0xffffffff);
+    for (const bad of ['239.1.2', '239.1.2.3.4', '256.1.1.1', '010.1.1.1', '1.1.1.-1', ' 1.1.1.1', '1.1.1.1 ', 'a.b.c.d', '', '1..1.1']) {
+      assert.equal(parseIPv4(bad), undefined, JSON.stringify(bad));
+    }
+  });
+  it('formats, reads and writes what it parses', () => {
+    const bytes = new Uint8Array(6);
+    writeIPv4(bytes, 1, '224.0.0.22');
+    assert.deepEqual([...bytes], [0, 224, 0, 0, 22, 0]);
+    assert.equal(readIPv4(bytes, 1), '224.0.0.22');
+    assert.equal(formatIPv4(0xe0000016), '224.0.0.22');
+    assert.throws(() => writeIPv4(bytes, 0, '224.0.0'), RangeError);
+  });
+  it('knows multicast from unicast (224.0.0.0/4)', () => {
+    assert.ok(isMulticastIPv4('224.0.0.1') && isMulticastIPv4('239.255.255.255'));
+    assert.ok(!isMulticastIPv4('223.255.255.255') && !isMulticastIPv4('240.0.0.1') && !isMulticastIPv4('nonsense'));
   });
 });

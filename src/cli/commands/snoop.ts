@@ -94,6 +94,7 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
     const event = session!.frame(record.data, record.index, record.ts);
     if (event === undefined) return;
     emit(event, output);
+    if (path === '-') output.flushSoon(); // a pipe (tcpdump -w -) is a live stream: show lines as they come
     if (flags.count !== undefined && ++emitted >= flags.count) stop.abort();
   };
   const options = {
@@ -171,7 +172,7 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
       const event = session.frame(captured.data, frames, captured.tsSec + micros / 1e6);
       if (event === undefined) return;
       emit(event, output);
-      output.flush(); // live: each line as it happens
+      output.flushSoon(); // live: lines as they happen, one write per batch of frames
       if (flags.count !== undefined && ++emitted >= flags.count) finish();
     });
   });
