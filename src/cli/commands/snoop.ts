@@ -6,7 +6,7 @@ import { openSync } from 'node:fs';
 import { createWriteStream } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { CapturedFrame } from '../../capture/packet-socket.js';
-import { DecodeError, isSystemError, McastError, UsageError } from '../../errors.js';
+import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../pcap/index.js';
 import type { FrameEvent } from '../../snoop/frame-decoder.js';
 import { describeCounts, formatEvent, groupTable, querierTable } from '../../snoop/human-format.js';
@@ -107,18 +107,20 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
     if (path === '-') await readPcapStream(process.stdin, onRecord, options);
     else await readPcapFile(path, onRecord, options);
   } catch (error) {
-    if (!stop.signal.aborted) throw describeReadFailure(error, path, session, output, flags);
+    if (!stop.signal.aborted) {
+      // Damage after the header: what came before it was shown, so its summary is too.
+      if (session !== undefined && error instanceof DecodeError) printSummary(session, output, flags);
+      throw readFailure(error, path === '-' ? 'standard input' : path, session !== undefined);
+    }
   }
   printSummary(session!, output, flags);
 }
 
-/** Header-level damage means nothing was read: a usage error. Damage later: the part before it was shown. */
-function describeReadFailure(error: unknown, path: string, session: SnoopSession | undefined, output: Output, flags: SnoopFlags): McastError {
-  const name = path === '-' ? 'standard input' : path;
+/** A damaged header means nothing was read: a usage error. Damage later: a runtime failure. */
+function readFailure(error: unknown, name: string, headerRead: boolean): unknown {
   if (error instanceof DecodeError) {
-    if (session === undefined) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
-    printSummary(session, output, flags);
-    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, 1, {
+    if (!headerRead) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
+    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, ExitCode.Failure, {
       hint: 'the messages before the damage were shown; a capture cut short (tcpdump killed) ends like this',
     });
   }
@@ -126,18 +128,24 @@ function describeReadFailure(error: unknown, path: string, session: SnoopSession
     const why = error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
     return new UsageError(`cannot read capture ${name}: ${error.code} (${why})`, { code: 'bad-file' });
   }
-  return error instanceof McastError ? error : new McastError('internal', String(error));
+  return error; // not an input problem: the exit path reports it as it is
 }
 
 async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Promise<void> {
-  // Validate and open everything that can fail on bad input before capturing anything.
-  const writeFd = flags.write === undefined ? undefined : openForWriting(flags.write);
   // Loaded here, not at the top: reading a file must work where the native addon does not.
   const { PacketCapture } = await import('../../capture/packet-socket.js');
   const { igmpFilter } = await import('../../capture/bpf.js');
+  // The capture first (a bad interface or a missing privilege), then the --write file,
+  // so that a failed start leaves no empty file behind.
   const capture = PacketCapture.open({ iface, promiscuous: flags.promiscuous, filter: igmpFilter });
+  let writer: PcapWriter | undefined;
+  try {
+    if (flags.write !== undefined) writer = new PcapWriter(createWriteStream('', { fd: openForWriting(flags.write) }), { linkType: capture.linkType, endSinkOnClose: true });
+  } catch (error) {
+    capture.close();
+    throw error;
+  }
   const session = new SnoopSession(capture.linkType);
-  const writer = writeFd === undefined ? undefined : new PcapWriter(createWriteStream('', { fd: writeFd }), { linkType: capture.linkType, endSinkOnClose: true });
   if (!output.json) output.info(`snooping IGMP on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
 
   let frames = 0;
