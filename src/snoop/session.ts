@@ -5,19 +5,27 @@
 import { decodeFrame, ipv4Locator, type FrameEvent } from './frame-decoder.js';
 import { MembershipSummary } from './membership-summary.js';
 
+export interface SnoopSessionOptions {
+  linkType: number;
+  /** Keep the membership summary (off when nobody will print it: --json, --no-summary). */
+  summarize: boolean;
+}
+
 export class SnoopSession {
   readonly summary = new MembershipSummary();
   private readonly locate: ReturnType<typeof ipv4Locator>;
+  private readonly summarize: boolean;
 
   /** Throws DecodeError('unsupported-link-type') for a link type it cannot decode. */
-  constructor(readonly linkType: number) {
-    this.locate = ipv4Locator(linkType);
+  constructor(options: SnoopSessionOptions) {
+    this.locate = ipv4Locator(options.linkType);
+    this.summarize = options.summarize;
   }
 
-  /** Decodes one frame; returns its event (already counted in the summary) or undefined. */
+  /** Decodes one frame; returns its event (already in the summary, when kept) or undefined. */
   frame(data: Uint8Array, frame: number, ts: number): FrameEvent | undefined {
     const event = decodeFrame(this.locate, data, { frame, ts });
-    if (event !== undefined) this.summary.observe(event);
+    if (event !== undefined && this.summarize) this.summary.observe(event);
     return event;
   }
 }

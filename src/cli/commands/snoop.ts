@@ -72,9 +72,14 @@ function emit(event: FrameEvent, output: Output): void {
   else output.line(formatEvent(event, output.style));
 }
 
+/** The summary is for people: JSON output has none. */
+function wantsSummary(output: Output, flags: SnoopFlags): boolean {
+  return !output.json && flags.summary;
+}
+
 function printSummary(session: SnoopSession, output: Output, flags: SnoopFlags): void {
   output.flush();
-  if (output.json || !flags.summary) return;
+  if (!wantsSummary(output, flags)) return;
   const groups = session.summary.groupSummaries();
   const queriers = session.summary.querierSummaries();
   output.line();
@@ -100,7 +105,7 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
   const options = {
     signal: stop.signal,
     onHeader: (header: { linkType: number }) => {
-      session = new SnoopSession(header.linkType);
+      session = new SnoopSession({ linkType: header.linkType, summarize: wantsSummary(output, flags) });
     },
   };
   try {
@@ -145,7 +150,7 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
     capture.close();
     throw error;
   }
-  const session = new SnoopSession(capture.linkType);
+  const session = new SnoopSession({ linkType: capture.linkType, summarize: wantsSummary(output, flags) });
   if (!output.json) output.info(`snooping IGMP on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
 
   let frames = 0;
