@@ -9,6 +9,8 @@
  */
 
 /** One classic BPF instruction, as `struct sock_filter` in linux/filter.h. */
+import { EtherType } from '../ethernet/frame.js';
+import { IP_PROTOCOL_IGMP, IPV4_MIN_HEADER_LENGTH } from '../ipv4/header.js';
 import { LinkType } from '../pcap/link-type.js';
 
 export interface BpfInstruction {
@@ -50,10 +52,6 @@ export const BPF_JGE = 0x30;
 /** Operand source: K = the constant. */
 export const BPF_K = 0x00;
 
-const ETHERTYPE_IPV4 = 0x0800;
-const ETHERTYPE_VLAN = 0x8100;
-const IPV4_MIN_HEADER = 20;
-const IPPROTO_IGMP = 2;
 /** Version 4, IHL 5: an IPv4 header without options. */
 const IPV4_NO_OPTIONS = 0x45;
 /**
@@ -116,26 +114,33 @@ function ipv4Checks(prefix: string, ip: number): Line[] {
   return [
     prefix,
     ldLen(),
-    jge(ip + IPV4_MIN_HEADER, `${prefix}_hdr`, 'accept'),
+    jge(ip + IPV4_MIN_HEADER_LENGTH, `${prefix}_hdr`, 'accept'),
     `${prefix}_hdr`,
     ldb(ip),
     jeq(IPV4_NO_OPTIONS, `${prefix}_proto`, 'accept'),
     `${prefix}_proto`,
     ldb(ip + 9),
-    jeq(IPPROTO_IGMP, 'accept', 'reject'),
+    jeq(IP_PROTOCOL_IGMP, 'accept', 'reject'),
   ];
 }
 
 /**
- * Ethernet, optionally with one 802.1Q tag:
+ * Ethernet, untagged or with up to two VLAN tags (802.1Q 0x8100 or 802.1ad 0x88a8), the
+ * same frames the decoder accepts:
  *
  *             ldh  [12]                                   ; ethertype
- *             jeq  #0x0800       jt ip14      jf tagged
- *   tagged:   jeq  #0x8100       jt vlan      jf reject
- *   vlan:     ldh  [16]                                   ; ethertype after the tag
- *             jeq  #0x0800       jt ip18      jf reject
+ *             jeq  #0x0800       jt ip14      jf tag1
+ *   tag1:     jeq  #0x8100       jt vlan1     jf tag1ad
+ *   tag1ad:   jeq  #0x88a8       jt vlan1     jf reject
+ *   vlan1:    ldh  [16]                                   ; ethertype after one tag
+ *             jeq  #0x0800       jt ip18      jf tag2
+ *   tag2:     jeq  #0x8100       jt vlan2     jf tag2ad
+ *   tag2ad:   jeq  #0x88a8       jt vlan2     jf reject
+ *   vlan2:    ldh  [20]                                   ; ethertype after two tags
+ *             jeq  #0x0800       jt ip22      jf reject
  *   ip14:     <ipv4Checks at 14>
  *   ip18:     <ipv4Checks at 18>
+ *   ip22:     <ipv4Checks at 22>
  *   accept:   ret  #0xffffffff
  *   reject:   ret  #0
  *
@@ -146,14 +151,24 @@ function ipv4Checks(prefix: string, ip: number): Line[] {
 function ethernetProgram(): Line[] {
   return [
     ldh(12),
-    jeq(ETHERTYPE_IPV4, 'ip14', 'tagged'),
-    'tagged',
-    jeq(ETHERTYPE_VLAN, 'vlan', 'reject'),
-    'vlan',
+    jeq(EtherType.IPv4, 'ip14', 'tag1'),
+    'tag1',
+    jeq(EtherType.VLAN, 'vlan1', 'tag1ad'),
+    'tag1ad',
+    jeq(EtherType.QinQ, 'vlan1', 'reject'),
+    'vlan1',
     ldh(16),
-    jeq(ETHERTYPE_IPV4, 'ip18', 'reject'),
+    jeq(EtherType.IPv4, 'ip18', 'tag2'),
+    'tag2',
+    jeq(EtherType.VLAN, 'vlan2', 'tag2ad'),
+    'tag2ad',
+    jeq(EtherType.QinQ, 'vlan2', 'reject'),
+    'vlan2',
+    ldh(20),
+    jeq(EtherType.IPv4, 'ip22', 'reject'),
     ...ipv4Checks('ip14', 14),
     ...ipv4Checks('ip18', 18),
+    ...ipv4Checks('ip22', 22),
     'accept',
     ret(ACCEPT_WHOLE_FRAME),
     'reject',
@@ -162,12 +177,13 @@ function ethernetProgram(): Line[] {
 }
 
 /**
- * Raw IP: no ethertype, so the version nibble tells IPv4 from IPv6 (a tun device carries
- * both). Only then do the IPv4 checks apply:
+ * Raw IP: no ethertype, so the version nibble tells IPv6 (a tun device carries both),
+ * which is rejected. Anything else is IPv4 or too broken to tell, which the decoder
+ * reports (as it does reading a file), so it goes through the IPv4 checks:
  *
  *             ldb  [0]
  *             and  #0xf0
- *             jeq  #0x40         jt ip0       jf reject   ; not IPv4 (IPv6, or empty)
+ *             jeq  #0x60         jt reject    jf ip0      ; IPv6
  *   ip0:      <ipv4Checks at 0>
  *   accept:   ret  #0xffffffff
  *   reject:   ret  #0
@@ -176,7 +192,7 @@ function rawProgram(): Line[] {
   return [
     ldb(0),
     and(0xf0),
-    jeq(0x40, 'ip0', 'reject'),
+    jeq(0x60, 'reject', 'ip0'),
     ...ipv4Checks('ip0', 0),
     'accept',
     ret(ACCEPT_WHOLE_FRAME),

@@ -13,7 +13,9 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 import { McastError, PermissionError, UsageError, isSystemError } from '../errors.js';
+import { DEFAULT_SNAPLEN } from '../pcap/format.js';
 import { LinkType } from '../pcap/link-type.js';
+import { ArphrdType, SllPacketType } from '../sll/packet-type.js';
 import type { BpfInstruction, CaptureLinkType } from './bpf.js';
 
 /** One frame as the kernel delivered it. */
@@ -77,16 +79,12 @@ interface NativeBinding {
   open(ifname: string, options: NativeOpenOptions): NativePacketSocket;
 }
 
-const DEFAULT_SNAPLEN = 262144;
-/** sll_pkttype of frames the host itself transmits (linux/if_packet.h). */
-const PACKET_OUTGOING = 4;
-
 /** ARPHRD_* (linux/if_arp.h) → pcap link type, for the interface kinds whose frames we can decode. */
 const LINK_TYPE_OF_HARDWARE = new Map<number, CaptureLinkType>([
-  [1, LinkType.ETHERNET], // ARPHRD_ETHER: Ethernet, veth, bridges, OVS internal ports
-  [772, LinkType.ETHERNET], // ARPHRD_LOOPBACK: lo carries an Ethernet header with zero addresses
-  [0xfffe, LinkType.RAW], // ARPHRD_NONE: tun and other devices that carry bare IP
-  [519, LinkType.RAW], // ARPHRD_RAWIP: bare IP too (e.g. some cellular modems)
+  [ArphrdType.ETHER, LinkType.ETHERNET], // Ethernet, veth, bridges, OVS internal ports
+  [ArphrdType.LOOPBACK, LinkType.ETHERNET], // lo carries an Ethernet header with zero addresses
+  [ArphrdType.NONE, LinkType.RAW], // tun and other devices that carry bare IP
+  [ArphrdType.RAWIP, LinkType.RAW], // bare IP too (e.g. some cellular modems)
 ]);
 
 let binding: NativeBinding | undefined;
@@ -276,7 +274,7 @@ export class PacketCapture {
           tsSec,
           tsNsec,
           originalLength,
-          direction: packetType === PACKET_OUTGOING ? 'out' : 'in',
+          direction: packetType === SllPacketType.outgoing ? 'out' : 'in',
         };
         for (const listener of this.#frameListeners) {
           listener(frame);

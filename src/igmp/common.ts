@@ -30,7 +30,8 @@ export function ensureAvailable(end: number, at: number, needed: number, what: s
 
 /** For hot paths whose description is costly to build: test inline, build the message only when it fails. */
 export function truncatedError(what: string, at: number, needed: number, end: number): DecodeError {
-  return new DecodeError('truncated', `${what} needs ${needed} octets at offset ${at}; the message ends at ${end}`);
+  const left = Math.max(0, end - at);
+  return new DecodeError('truncated', `${what} needs ${needed} octets; only ${left} ${left === 1 ? 'is' : 'are'} left`);
 }
 
 /** True when the four octets at `offset` are a multicast address (224.0.0.0/4). */

@@ -70,11 +70,14 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): IgmpMe
   }
 }
 
-/** A query's Max Response Time in milliseconds (0 for v1, which has none: hosts use 10 s). */
+/**
+ * A query's Max Response Time in milliseconds. A v1 query carries none (the field is
+ * zero), and RFC 2236 §4 says hosts MUST take it as 10 s: that is what it means.
+ */
 export function maxRespTimeMs(message: IgmpQuery): number {
   switch (message.version) {
     case 1:
-      return 0;
+      return V1_MAX_RESP_TIME_MS;
     case 2:
       return message.maxRespTimeDs * 100;
     case 3:
@@ -86,6 +89,8 @@ export function maxRespTimeMs(message: IgmpQuery): number {
 export function qqicSeconds(message: { qqic: number }): number {
   return decodeFloatCode(message.qqic);
 }
+
+const V1_MAX_RESP_TIME_MS = 10_000;
 
 function hex4(value: number): string {
   return value.toString(16).padStart(4, '0');

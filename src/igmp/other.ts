@@ -7,25 +7,28 @@
 import { IGMP_HEADER_LENGTH, ensureAvailable, outputBuffer, sealChecksum } from './common.js';
 import type { IgmpOther } from './message.js';
 
-/** The four octets after the checksum are part of `body`, so the minimum is 4, not 8. */
-const OTHER_MIN_LENGTH = 4;
+/** Type, code and checksum; the body holds the rest. */
+const OTHER_HEADER_LENGTH = 4;
+/** Every IGMP type in the IANA registry has at least the common 8-octet header: a body of 4 or more. */
+const OTHER_MIN_BODY_LENGTH = IGMP_HEADER_LENGTH - OTHER_HEADER_LENGTH;
 
 export function encodingLength(message: IgmpOther): number {
-  return OTHER_MIN_LENGTH + message.body.length;
+  return OTHER_HEADER_LENGTH + message.body.length;
 }
 
 export function encode(message: IgmpOther, buf?: Uint8Array, offset = 0): Uint8Array {
+  // What encode writes, decode must read back.
+  if (message.body.length < OTHER_MIN_BODY_LENGTH) throw new RangeError(`an IGMP message body has at least ${OTHER_MIN_BODY_LENGTH} octets, not ${message.body.length}`);
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'IGMP message');
   out[offset] = message.igmpType;
   out[offset + 1] = message.code;
-  out.set(message.body, offset + OTHER_MIN_LENGTH);
+  out.set(message.body, offset + OTHER_HEADER_LENGTH);
   sealChecksum(out, offset, offset + length);
   return out;
 }
 
 export function decode(bytes: Uint8Array, start: number, end: number): IgmpOther {
-  // Every IGMP type in the IANA registry has at least the common 8-octet header.
   ensureAvailable(end, start, IGMP_HEADER_LENGTH, 'an IGMP message');
-  return { kind: 'other', igmpType: bytes[start]!, code: bytes[start + 1]!, body: bytes.slice(start + OTHER_MIN_LENGTH, end) };
+  return { kind: 'other', igmpType: bytes[start]!, code: bytes[start + 1]!, body: bytes.slice(start + OTHER_HEADER_LENGTH, end) };
 }

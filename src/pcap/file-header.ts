@@ -5,7 +5,7 @@
  * same octets.
  */
 import { DecodeError } from '../errors.js';
-import { hex32, readU16, readU32, readU32BE, readU32LE, writeU16, writeU32 } from './bytes.js';
+import { checkUint, hex32, readU16, readU32, readU32BE, readU32LE, writeU16, writeU32 } from '../wire/bytes.js';
 import {
   LINK_TYPE_FCS_PRESENT,
   LINK_TYPE_FCS_SHIFT,
@@ -122,11 +122,6 @@ function encodeNetworkField(header: PcapFileHeader): number {
     throw new RangeError(`fcsLength ${fcs} is not an even number of octets 0..30`);
   }
   return ((fcs / 2) << LINK_TYPE_FCS_SHIFT) | LINK_TYPE_FCS_PRESENT | linkType;
-}
-
-function checkUint(value: number, max: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
-  return value;
 }
 
 /** The pcap file header codec: `encode`, `decode`, `encodingLength` (always 24). */

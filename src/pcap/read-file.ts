@@ -3,6 +3,7 @@
  * src/pcap besides writer.ts.
  */
 import { createReadStream } from 'node:fs';
+import { addAbortSignal, Readable } from 'node:stream';
 import type { PcapFileHeader } from './format.js';
 import { PcapReader, type PcapReaderOptions, type PcapRecordHandler } from './reader.js';
 
@@ -44,8 +45,11 @@ export async function readPcapFile(path: string, onRecord: PcapRecordHandler, op
 export async function readPcapStream(
   source: AsyncIterable<Uint8Array>,
   onRecord: PcapRecordHandler,
-  options: PcapReaderOptions = {},
+  options: PcapReaderOptions & { signal?: AbortSignal } = {},
 ): Promise<PcapReadSummary> {
+  // Aborting destroys a Readable at once, even one waiting on a pipe that stays quiet
+  // (tcpdump -w - with no traffic): the loop below then rejects with the AbortError.
+  if (options.signal !== undefined && source instanceof Readable) addAbortSignal(options.signal, source);
   const reader = new PcapReader(onRecord, options);
   // `for await` over a Readable destroys it when the loop exits by throw.
   for await (const chunk of source) reader.push(chunk);

@@ -12,7 +12,7 @@
  * In practice views of fs.ReadStream chunks stay valid, since Node never reuses them.
  */
 import { DecodeError } from '../errors.js';
-import { readU32 } from './bytes.js';
+import { readU32 } from '../wire/bytes.js';
 import { decodeMagic, pcapFileHeader } from './file-header.js';
 import {
   DEFAULT_SNAPLEN,

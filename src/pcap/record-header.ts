@@ -8,7 +8,7 @@
  * everyone else and for tests.
  */
 import { DecodeError } from '../errors.js';
-import { readU32, writeU32 } from './bytes.js';
+import { readU32, writeU32 } from '../wire/bytes.js';
 import { PCAP_RECORD_HEADER_LENGTH, type ByteOrder, type PcapRecordHeader } from './format.js';
 
 function encodingLength(_header?: PcapRecordHeader): number {

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { writeU32 } from './bytes.js';
+import { writeU32 } from '../wire/bytes.js';
 import { pcapFileHeader } from './file-header.js';
 import {
   DEFAULT_SNAPLEN,
@@ -62,6 +62,7 @@ export class PcapWriter {
   private used = 0;
   private count = 0;
   private closed = false;
+  private flushScheduled = false;
   private sinkError: Error | undefined;
 
   /** Writes to a new file at `path` (truncating any), which close() closes. */
@@ -161,6 +162,19 @@ export class PcapWriter {
       await once(this.sink, 'drain');
     }
     if (this.sinkError) throw this.sinkError;
+  }
+
+  /**
+   * Flushes once the current batch of synchronous work is done: a live capture calls it
+   * per frame and gets one write per batch of frames (what `tcpdump -U` does per packet).
+   */
+  flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (!this.closed) this.flush();
+    });
   }
 
   /** Hands the filled part of the buffer to the sink and starts a new one (the sink keeps a reference to the old). */

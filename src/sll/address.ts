@@ -17,8 +17,3 @@ export function writeAddress(bytes: Uint8Array, offset: number, address: Uint8Ar
   bytes.set(address, offset);
   bytes.fill(0, offset + address.length, offset + SLL_ADDRESS_FIELD_LENGTH);
 }
-
-export function checkUint(value: number, max: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
-  return value;
-}

@@ -25,11 +25,13 @@ export function sllPacketTypeName(value: number): SllPacketTypeName | undefined 
   return NAMES[value];
 }
 
-/** A few ARPHRD_ values (<linux/if_arp.h>) that the cooked headers' arphrdType carries. */
+/** A few ARPHRD_ values (<linux/if_arp.h>): the cooked headers' arphrdType, and an interface's hardware type. */
 export const ArphrdType = {
   ETHER: 1,
   LOOPBACK: 772,
   IPGRE: 778,
+  /** Bare IP with no link-layer header (some cellular modems). */
+  RAWIP: 519,
   /** Interfaces with no link-layer header, e.g. tun and WireGuard. */
   NONE: 0xfffe,
 } as const;

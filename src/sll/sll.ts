@@ -6,7 +6,8 @@
  *   packetType(2) | arphrdType(2) | addressLength(2) | address(8) | protocol(2) | payload
  */
 import { DecodeError } from '../errors.js';
-import { checkUint, readAddress, SLL_ADDRESS_FIELD_LENGTH, writeAddress } from './address.js';
+import { checkUint, readU16, writeU16 } from '../wire/bytes.js';
+import { readAddress, SLL_ADDRESS_FIELD_LENGTH, writeAddress } from './address.js';
 
 export const SLL_HEADER_LENGTH = 16;
 /** The same, under the name both cooked-header modules share, for code generic over them. */
@@ -32,11 +33,11 @@ export function encodingLength(_header?: SllHeader): number {
 export function encode(header: SllHeader, buf?: Uint8Array, offset = 0): Uint8Array {
   const out = buf ?? Buffer.alloc(offset + SLL_HEADER_LENGTH);
   if (out.length - offset < SLL_HEADER_LENGTH) throw new RangeError('buffer too small for a LINUX_SLL header');
-  writeU16BE(out, offset, checkUint(header.packetType, 0xffff, 'packetType'));
-  writeU16BE(out, offset + 2, checkUint(header.arphrdType, 0xffff, 'arphrdType'));
-  writeU16BE(out, offset + 4, checkUint(header.addressLength, 0xffff, 'addressLength'));
+  writeU16(out, offset, checkUint(header.packetType, 0xffff, 'packetType'), false);
+  writeU16(out, offset + 2, checkUint(header.arphrdType, 0xffff, 'arphrdType'), false);
+  writeU16(out, offset + 4, checkUint(header.addressLength, 0xffff, 'addressLength'), false);
   writeAddress(out, offset + 6, header.address);
-  writeU16BE(out, offset + 6 + SLL_ADDRESS_FIELD_LENGTH, checkUint(header.protocol, 0xffff, 'protocol'));
+  writeU16(out, offset + 6 + SLL_ADDRESS_FIELD_LENGTH, checkUint(header.protocol, 0xffff, 'protocol'), false);
   return out;
 }
 
@@ -45,21 +46,12 @@ export function decode(bytes: Uint8Array, offset = 0, end = bytes.length): SllHe
   if (end - offset < SLL_HEADER_LENGTH) {
     throw new DecodeError('truncated', `LINUX_SLL header needs ${SLL_HEADER_LENGTH} octets; only ${Math.max(0, end - offset)} captured`);
   }
-  const addressLength = readU16BE(bytes, offset + 4);
+  const addressLength = readU16(bytes, offset + 4, false);
   return {
-    packetType: readU16BE(bytes, offset),
-    arphrdType: readU16BE(bytes, offset + 2),
+    packetType: readU16(bytes, offset, false),
+    arphrdType: readU16(bytes, offset + 2, false),
     addressLength,
     address: readAddress(bytes, offset + 6, addressLength),
-    protocol: readU16BE(bytes, offset + 14),
+    protocol: readU16(bytes, offset + 14, false),
   };
-}
-
-function readU16BE(bytes: Uint8Array, offset: number): number {
-  return (bytes[offset]! << 8) | bytes[offset + 1]!;
-}
-
-function writeU16BE(bytes: Uint8Array, offset: number, value: number): void {
-  bytes[offset] = value >>> 8;
-  bytes[offset + 1] = value & 0xff;
 }

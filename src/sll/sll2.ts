@@ -8,7 +8,8 @@
  *   addressLength(1) | address(8) | payload
  */
 import { DecodeError } from '../errors.js';
-import { checkUint, readAddress, writeAddress } from './address.js';
+import { checkUint, readU16, readU32, writeU16, writeU32 } from '../wire/bytes.js';
+import { readAddress, writeAddress } from './address.js';
 
 export const SLL2_HEADER_LENGTH = 20;
 /** The same, under the name both cooked-header modules share, for code generic over them. */
@@ -40,16 +41,10 @@ export function encode(header: Sll2Header, buf?: Uint8Array, offset = 0): Uint8A
   const reserved = checkUint(header.reserved, 0xffff, 'reserved');
   const ifindex = checkUint(header.interfaceIndex, 0xffffffff, 'interfaceIndex');
   const arphrd = checkUint(header.arphrdType, 0xffff, 'arphrdType');
-  out[offset] = protocol >>> 8;
-  out[offset + 1] = protocol & 0xff;
-  out[offset + 2] = reserved >>> 8;
-  out[offset + 3] = reserved & 0xff;
-  out[offset + 4] = ifindex >>> 24;
-  out[offset + 5] = (ifindex >>> 16) & 0xff;
-  out[offset + 6] = (ifindex >>> 8) & 0xff;
-  out[offset + 7] = ifindex & 0xff;
-  out[offset + 8] = arphrd >>> 8;
-  out[offset + 9] = arphrd & 0xff;
+  writeU16(out, offset, protocol, false);
+  writeU16(out, offset + 2, reserved, false);
+  writeU32(out, offset + 4, ifindex, false);
+  writeU16(out, offset + 8, arphrd, false);
   out[offset + 10] = checkUint(header.packetType, 0xff, 'packetType');
   out[offset + 11] = checkUint(header.addressLength, 0xff, 'addressLength');
   writeAddress(out, offset + 12, header.address);
@@ -63,11 +58,10 @@ export function decode(bytes: Uint8Array, offset = 0, end = bytes.length): Sll2H
   }
   const addressLength = bytes[offset + 11]!;
   return {
-    protocol: (bytes[offset]! << 8) | bytes[offset + 1]!,
-    reserved: (bytes[offset + 2]! << 8) | bytes[offset + 3]!,
-    interfaceIndex:
-      ((bytes[offset + 4]! << 24) | (bytes[offset + 5]! << 16) | (bytes[offset + 6]! << 8) | bytes[offset + 7]!) >>> 0,
-    arphrdType: (bytes[offset + 8]! << 8) | bytes[offset + 9]!,
+    protocol: readU16(bytes, offset, false),
+    reserved: readU16(bytes, offset + 2, false),
+    interfaceIndex: readU32(bytes, offset + 4, false),
+    arphrdType: readU16(bytes, offset + 8, false),
     packetType: bytes[offset + 10]!,
     addressLength,
     address: readAddress(bytes, offset + 12, addressLength),

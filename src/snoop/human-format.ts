@@ -7,8 +7,11 @@ import type { GroupSummary, MemberState, QuerierSummary, SnoopCounts } from './m
 
 /** "08:40:05.256282" in local time, as tcpdump prints it. */
 export function formatClock(ts: number): string {
-  const date = new Date(Math.floor(ts * 1000));
-  const micros = Math.round((ts - Math.floor(ts)) * 1e6) % 1_000_000;
+  // One rounding, to whole microseconds, from which both parts come: .9999996 s carries
+  // into the next second instead of printing as .000000 of this one.
+  const totalMicros = Math.round(ts * 1e6);
+  const date = new Date(Math.floor(totalMicros / 1000));
+  const micros = totalMicros % 1_000_000;
   const pad = (value: number, width = 2) => String(value).padStart(width, '0');
   return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(micros, 6)}`;
 }

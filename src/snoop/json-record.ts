@@ -2,65 +2,8 @@
  * The `snoop --json` line: one object per frame event. This shape is a contract that
  * scripts and tests rely on: fields may be added, never renamed (see mcastctl-snoop(1)).
  */
-import { maxRespTimeMs, qqicSeconds, type IgmpMessage, type RecordTypeName } from '../igmp/index.js';
+import { maxRespTimeMs, qqicSeconds } from '../igmp/index.js';
 import type { FrameEvent } from './frame-decoder.js';
-
-export interface SnoopJsonRecord {
-  frame: number;
-  ts: number;
-  src: string | null;
-  dst: string | null;
-  version?: 1 | 2 | 3;
-  type?: 'query' | 'report' | 'leave' | 'other';
-  group?: string;
-  maxRespTimeMs?: number;
-  sFlag?: boolean;
-  qrv?: number;
-  qqicSec?: number;
-  sources?: string[];
-  records?: { type: RecordTypeName; group: string; sources: string[] }[];
-  igmpType?: number;
-  error?: string;
-  message?: string;
-}
-
-export function toJsonRecord(event: FrameEvent): SnoopJsonRecord {
-  const base = { frame: event.frame, ts: event.ts, src: event.src, dst: event.dst };
-  if (event.kind === 'malformed') return { ...base, error: event.code, message: event.message };
-  return { ...base, ...messageFields(event.message) };
-}
-
-function messageFields(message: IgmpMessage): Omit<SnoopJsonRecord, 'frame' | 'ts' | 'src' | 'dst'> {
-  switch (message.kind) {
-    case 'query':
-      if (message.version === 3) {
-        return {
-          version: 3,
-          type: 'query',
-          group: message.group,
-          maxRespTimeMs: maxRespTimeMs(message),
-          sFlag: message.sFlag,
-          qrv: message.qrv,
-          qqicSec: qqicSeconds(message),
-          sources: message.sources,
-        };
-      }
-      return { version: message.version, type: 'query', group: message.group, maxRespTimeMs: maxRespTimeMs(message) };
-    case 'report':
-      if (message.version === 3) {
-        return {
-          version: 3,
-          type: 'report',
-          records: message.records.map((record) => ({ type: record.type, group: record.group, sources: record.sources })),
-        };
-      }
-      return { version: message.version, type: 'report', group: message.group };
-    case 'leave':
-      return { version: 2, type: 'leave', group: message.group };
-    case 'other':
-      return { version: otherMessageVersion(message.igmpType), type: 'other', igmpType: message.igmpType };
-  }
-}
 
 /**
  * The contract gives every decoded message a version; for types outside IGMP proper
@@ -74,10 +17,11 @@ export function otherMessageVersion(igmpType: number): 1 | 2 | 3 {
 }
 
 /**
- * `JSON.stringify(toJsonRecord(event))`, written out by hand: `snoop --read --json` of a
- * million-message capture spends most of its time here otherwise. Every value but the
- * error message is a number, a boolean, or a string of digits, dots and capitals, so
- * only that message needs escaping. The unit tests check it against JSON.stringify.
+ * The line, serialized by hand rather than built as an object for JSON.stringify:
+ * `snoop --read --json` of a million-message capture spends most of its time here
+ * otherwise. Every value but the error message is a number, a boolean, or a string of
+ * digits, dots and capitals, so only that message needs escaping. The unit tests check
+ * it against JSON.stringify of a plain object built by test/helpers/json-record.ts.
  */
 export function toJsonLine(event: FrameEvent): string {
   const head = `{"frame":${event.frame},"ts":${event.ts},"src":${quoteAddress(event.src)},"dst":${quoteAddress(event.dst)}`;

@@ -271,6 +271,15 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     assert.match(result.stdout, new RegExp(`│ 239\\.9\\.9\\.9 +│ ${h1!.address.replace(/\./g, '\\.')} +│ any source +│ v2`), 'the membership table');
   });
 
+  it('a --write file that cannot be written (a full disk) stops it with a clear error, exit 1', async () => {
+    const { observer } = liveOrFail();
+    const result = await mcastctl(['snoop', '--iface', observer.iface, '--write', '/dev/full', '--duration', '1s'], { ns: observer.ns, timeoutMs: 20_000 });
+    assert.equal(result.code, 1, `exit ${result.code}: ${result.stderr}`);
+    assert.match(result.stderr, /cannot write capture \/dev\/full: ENOSPC/);
+    assert.match(result.stdout, /IGMP messages?:/, 'the summary still printed');
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+  });
+
   it('exits 77 naming CAP_NET_RAW when run without privilege', async () => {
     const missing = cliMissing();
     if (missing) assert.fail(`cannot run mcastctl: ${missing}`);

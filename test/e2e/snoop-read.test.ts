@@ -2,13 +2,15 @@
  * `mcastctl snoop --read`, run as a user runs it: the built binary on capture files.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
-import { mcastctl as runCli, parseNdjson } from '../lab/cli.js';
+import { MCASTCTL_BIN, mcastctl as runCli, parseNdjson } from '../lab/cli.js';
+import { run, sleep } from '../lab/lab.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
 import { pcapFile } from '../helpers/pcap-bytes.js';
 
@@ -110,12 +112,63 @@ describe('snoop --read: stopping and sources', () => {
   });
 });
 
+describe('snoop --read: streams that stay open, and stdout that goes away', () => {
+  const frames = Array.from({ length: 5 }, () => validFrames.v2Report);
+
+  /** Starts snoop reading a pipe that this test keeps open (as tcpdump -w - would). */
+  function snoopOnOpenPipe(args: string[]) {
+    const child = spawn(process.execPath, [MCASTCTL_BIN, 'snoop', '--read', '-', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+    child.stdin.write(pcapFile(frames)); // and never end it
+    const linesSeen = async (count: number) => {
+      for (let waited = 0; stdout.split('\n').length <= count && waited < 10_000; waited += 50) await sleep(50);
+    };
+    return { child, done, linesSeen };
+  }
+
+  it('--count ends a read of a pipe that stays open', async () => {
+    const snoop = snoopOnOpenPipe(['--json', '--count', '2']);
+    const result = await Promise.race([snoop.done, sleep(10_000).then(() => undefined)]);
+    snoop.child.kill('SIGKILL');
+    assert.ok(result !== undefined, 'snoop did not stop after --count on an open pipe');
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(parseNdjson(result.stdout).length, 2);
+  });
+  it('Ctrl-C on a read of a pipe: the lines so far, the summary, exit 0', async () => {
+    const snoop = snoopOnOpenPipe([]);
+    await snoop.linesSeen(5); // lines show as they come, before the pipe ends
+    snoop.child.kill('SIGINT');
+    const result = await snoop.done;
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /5 IGMP messages: 0 queries, 5 reports, 0 leaves/);
+    assert.match(result.stdout, /│ 239\.1\.2\.3 +│ 10\.0\.0\.2 +│ any source/);
+  });
+  it('a reader that goes away (| head -1) ends it cleanly with exit 0', async () => {
+    const capture = writeCapture('many.pcap', pcapFile(Array.from({ length: 50_000 }, () => validFrames.v2Report)));
+    const shell = await run(['bash', '-c', `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${capture}" --json | head -1; echo "status \${PIPESTATUS[0]}" >&2`]);
+    assert.equal(parseNdjson(shell.stdout).length, 1);
+    assert.match(shell.stderr, /^status 0$/m);
+    assert.doesNotMatch(shell.stderr, /\n\s+at /, 'no stack trace');
+  });
+  it('stdout that cannot be written (a full disk) is a clear failure, exit 1', async () => {
+    const shell = await run(['bash', '-c', `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${writeCapture('five.pcap', pcapFile(frames))}" --json > /dev/full; echo "status $?" >&2`]);
+    assert.match(shell.stderr, /mcastctl: cannot write standard output: ENOSPC/);
+    assert.match(shell.stderr, /^status 1$/m);
+    assert.doesNotMatch(shell.stderr, /\n\s+at /, 'no stack trace');
+  });
+});
+
 describe('snoop: bad input is a usage error (64) with a clear message', () => {
   const cases: [string, () => string[], RegExp][] = [
     ['neither --read nor --iface', () => ['snoop'], /needs --read FILE or --iface NAME/],
     ['both --read and --iface', () => ['snoop', '--read', 'x', '--iface', 'lo'], /cannot be used with/],
     ['--count 0', () => ['snoop', '--read', 'x', '--count', '0'], /--count takes a whole number of 1 or more/],
     ['--duration nonsense', () => ['snoop', '--iface', 'lo', '--duration', 'soon'], /--duration takes a duration/],
+    ['--duration past what a timer holds', () => ['snoop', '--iface', 'lo', '--duration', '600h'], /too long: at most 24 days/],
     ['--write with --read', () => ['snoop', '--read', 'x', '--write', 'y'], /--write goes with --iface/],
     ['a missing file', () => ['snoop', '--read', join(dir, 'nope.pcap')], /cannot read capture .*nope\.pcap: ENOENT/],
     ['a file that is not pcap', () => ['snoop', '--read', writeCapture('text.pcap', Buffer.from('hello, world, this is not pcap\n'))], /not a pcap file/],

@@ -100,7 +100,9 @@ describe('IGMP version of a query (RFC 3376 §7.1)', () => {
 });
 
 describe('derived times', () => {
-  it('v1 has no Max Resp Time', () => assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 1, group: '0.0.0.0' }), 0));
+  it('v1 carries no Max Resp Time, which hosts take as 10 s (RFC 2236 §4)', () => {
+    assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 1, group: '0.0.0.0' }), 10_000);
+  });
   it('v2 counts tenths of a second', () => assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }), 10_000));
   it('v3 Max Resp Code 0x8c is 22.4 s and QQIC 0x90 is 256 s', () => {
     const query = igmp.decode(igmpBytes('11 8c 0000 00000000 02 90 0000'));

@@ -2,8 +2,7 @@
  * `mcastctl snoop`: show the IGMP in a capture file (--read) or crossing an interface
  * (--iface), then who is in which group.
  */
-import { openSync } from 'node:fs';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, openSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { CapturedFrame } from '../../capture/packet-socket.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
@@ -13,6 +12,7 @@ import { describeCounts, formatEvent, groupTable, querierTable } from '../../sno
 import { toJsonLine } from '../../snoop/json-record.js';
 import { SnoopSession } from '../../snoop/session.js';
 import { Output } from '../output.js';
+import { StopSignal } from '../stop.js';
 import { parseDurationMs, parsePositiveInteger } from '../parse.js';
 
 interface SnoopFlags {
@@ -91,16 +91,17 @@ function printSummary(session: SnoopSession, output: Output, flags: SnoopFlags):
 }
 
 async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promise<void> {
+  const name = path === '-' ? 'standard input' : path;
+  const stop = new StopSignal();
   let session: SnoopSession | undefined;
   let emitted = 0;
-  const stop = new AbortController();
   const onRecord = (record: PcapRecord): void => {
-    if (stop.signal.aborted) return;
+    if (stop.stopped) return;
     const event = session!.frame(record.data, record.index, record.ts);
     if (event === undefined) return;
     emit(event, output);
-    if (path === '-') output.flushSoon(); // a pipe (tcpdump -w -) is a live stream: show lines as they come
-    if (flags.count !== undefined && ++emitted >= flags.count) stop.abort();
+    if (path === '-') output.flushSoon(); // a pipe (tcpdump -w -) is a live stream: lines as they come
+    if (flags.count !== undefined && ++emitted >= flags.count) stop.stop();
   };
   const options = {
     signal: stop.signal,
@@ -112,28 +113,37 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
     if (path === '-') await readPcapStream(process.stdin, onRecord, options);
     else await readPcapFile(path, onRecord, options);
   } catch (error) {
-    if (!stop.signal.aborted) {
-      // Damage after the header: what came before it was shown, so its summary is too.
-      if (session !== undefined && error instanceof DecodeError) printSummary(session, output, flags);
-      throw readFailure(error, path === '-' ? 'standard input' : path, session !== undefined);
+    // Stopped (--count, Ctrl-C, stdout closed): the reader was aborted on purpose.
+    if (!stop.stopped) {
+      if (session === undefined) throw unreadableCapture(error, name);
+      // Damage after the header: what came before it was shown, and so is its summary.
+      printSummary(session, output, flags);
+      throw damagedCapture(error, name);
     }
+  } finally {
+    stop.dispose();
   }
   printSummary(session!, output, flags);
 }
 
-/** A damaged header means nothing was read: a usage error. Damage later: a runtime failure. */
-function readFailure(error: unknown, name: string, headerRead: boolean): unknown {
-  if (error instanceof DecodeError) {
-    if (!headerRead) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
-    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, ExitCode.Failure, {
-      hint: 'the messages before the damage were shown; a capture cut short (tcpdump killed) ends like this',
-    });
-  }
+/** Nothing could be read (no file, not pcap, an unsupported link type): a usage error. */
+function unreadableCapture(error: unknown, name: string): unknown {
+  if (error instanceof DecodeError) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
   if (isSystemError(error)) {
     const why = error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
     return new UsageError(`cannot read capture ${name}: ${error.code} (${why})`, { code: 'bad-file' });
   }
   return error; // not an input problem: the exit path reports it as it is
+}
+
+/** Reading failed part-way: a runtime failure, after the messages before it were shown. */
+function damagedCapture(error: unknown, name: string): unknown {
+  if (error instanceof DecodeError) {
+    const hint = error.code === 'truncated' ? 'a capture cut short (tcpdump killed) ends like this' : 'the file is damaged from this record on';
+    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, ExitCode.Failure, { hint: `the messages before it were shown; ${hint}` });
+  }
+  if (isSystemError(error)) return new McastError('io', `reading capture ${name} failed part-way: ${error.code} (${error.message})`, ExitCode.Failure);
+  return error;
 }
 
 async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Promise<void> {
@@ -153,48 +163,57 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
   const session = new SnoopSession({ linkType: capture.linkType, summarize: wantsSummary(output, flags) });
   if (!output.json) output.info(`snooping IGMP on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
 
+  const stop = new StopSignal(flags.duration === undefined ? {} : { durationMs: flags.duration });
   let frames = 0;
   let emitted = 0;
-  // Set when the capture fails mid-way (the interface went away): reported after the summary.
+  // A failure mid-way (the interface went away, the disk filled): reported after the summary.
   let failure: McastError | undefined;
-  await new Promise<void>((resolve) => {
-    const finish = (): void => {
-      clearTimeout(timer);
-      process.off('SIGINT', finish);
-      process.off('SIGTERM', finish);
-      resolve();
-    };
-    const timer = flags.duration === undefined ? undefined : setTimeout(finish, flags.duration);
-    process.on('SIGINT', finish);
-    process.on('SIGTERM', finish);
-    capture.onError((error) => {
-      if (error.code === 'no-such-interface') {
-        failure = error;
-        finish();
-      } else {
-        output.warn(error.message); // link down: the capture resumes when it comes back
-      }
-    });
-    capture.onFrame((captured: CapturedFrame) => {
-      if (flags.count !== undefined && emitted >= flags.count) return;
-      frames++;
-      // Microseconds, as tcpdump prints and as the --write file stores them, so that the
-      // live lines and a later --read of that file agree to the digit.
-      const micros = Math.floor(captured.tsNsec / 1000);
-      writer?.write({ tsSec: captured.tsSec, tsFraction: micros, data: captured.data, originalLength: captured.originalLength });
-      const event = session.frame(captured.data, frames, captured.tsSec + micros / 1e6);
-      if (event === undefined) return;
-      emit(event, output);
-      output.flushSoon(); // live: lines as they happen, one write per batch of frames
-      if (flags.count !== undefined && ++emitted >= flags.count) finish();
-    });
+  const fail = (error: McastError): void => {
+    failure ??= error;
+    stop.stop();
+  };
+  capture.onError((error) => {
+    if (error.code === 'no-such-interface') fail(error);
+    else output.warn(error.message); // link down: the capture resumes when it comes back
   });
+  capture.onFrame((captured: CapturedFrame) => {
+    if (stop.stopped) return;
+    frames++;
+    // Microseconds, as tcpdump prints and as the --write file stores them, so that the
+    // live lines and a later --read of that file agree to the digit.
+    const micros = Math.floor(captured.tsNsec / 1000);
+    if (writer !== undefined) {
+      try {
+        writer.write({ tsSec: captured.tsSec, tsFraction: micros, data: captured.data, originalLength: captured.originalLength });
+        writer.flushSoon(); // like tcpdump -U: what was captured is in the file, batch by batch
+      } catch (error) {
+        fail(writeFailure(error, flags.write!));
+      }
+    }
+    const event = session.frame(captured.data, frames, captured.tsSec + micros / 1e6);
+    if (event === undefined) return;
+    emit(event, output);
+    output.flushSoon(); // lines as they happen, one write per batch of frames
+    if (flags.count !== undefined && ++emitted >= flags.count) stop.stop();
+  });
+
+  await stop.whenStopped();
+  stop.dispose();
   const stats = capture.stats();
   capture.close();
-  await writer?.close();
+  try {
+    await writer?.close();
+  } catch (error) {
+    failure ??= writeFailure(error, flags.write!);
+  }
   printSummary(session, output, flags);
   if (stats.dropped > 0) output.warn(`the kernel dropped ${stats.dropped} frames (capture buffer full); the summary may be incomplete`);
   if (failure !== undefined) throw failure;
+}
+
+function writeFailure(error: unknown, path: string): McastError {
+  const code = isSystemError(error) ? error.code : String(error);
+  return new McastError('io', `cannot write capture ${path}: ${code}; the capture stopped`, ExitCode.Failure);
 }
 
 function openForWriting(path: string): number {

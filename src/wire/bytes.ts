@@ -1,8 +1,7 @@
 /**
- * Fixed-width integer access for the pcap codecs, in either byte order.
- *
- * pcap files are written in the byte order of the host that wrote them, so every field
- * read or write takes the order as a flag. Plain index arithmetic on a Uint8Array is as
+ * Fixed-width integer access in either byte order, for the codecs whose fields are not
+ * always big-endian: pcap files are written in the byte order of the host that wrote
+ * them, so every field read or write takes the order as a flag (`little`). Plain index arithmetic on a Uint8Array is as
  * fast as DataView or Buffer#readUInt32LE in V8 and needs neither a DataView per chunk
  * nor a Buffer (callers may hand us any Uint8Array).
  */
@@ -50,4 +49,10 @@ export function writeU32(bytes: Uint8Array, offset: number, value: number, littl
 
 export function hex32(value: number): string {
   return `0x${(value >>> 0).toString(16).padStart(8, '0')}`;
+}
+
+/** Returns `value` if it is a whole number from 0 to `max`; throws RangeError naming the field otherwise. */
+export function checkUint(value: number, max: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
+  return value;
 }
