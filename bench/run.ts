@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { benchDecode } from './decode.js';
+import { benchInstall } from './install.js';
 import { benchSnoopRead } from './snoop-read.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -19,3 +20,9 @@ console.log('\npcap reader alone (bench/pcap-read.ts)');
 const pcapRead = spawnSync(process.execPath, ['--import', 'tsx', 'bench/pcap-read.ts'], { encoding: 'utf8' });
 process.stdout.write(pcapRead.stdout.replace(/^/gm, '  '));
 if (pcapRead.status !== 0) process.stderr.write(pcapRead.stderr);
+
+const installGroups = Number(process.env.BENCH_INSTALL_GROUPS ?? 10_000);
+console.log(`\ninstall -f of ${number(installGroups)} groups × 4 ports on a lab node's OVS, against one ovs-ofctl add-group + add-flow per group`);
+console.log('  (target: at most 2 s, and at least 20 times faster; the ovs-ofctl side takes minutes)');
+const install = await benchInstall(installGroups);
+console.log(`  mcastctl install -f: ${install.mcastctlSeconds.toFixed(2)} s; ovs-ofctl one by one: ${install.ofctlSeconds.toFixed(1)} s; ratio ${install.ratio.toFixed(0)}×`);

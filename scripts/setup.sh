@@ -10,6 +10,8 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 declare -A package_of=(
   [ip]=iproute2 [tcpdump]=tcpdump [tshark]=tshark [ethtool]=ethtool [python3]=python3
   [make]=make [g++]=g++ [setpriv]=util-linux [bridge]=iproute2
+  [ovs-vswitchd]=openvswitch-switch [ovsdb-server]=openvswitch-switch [ovs-vsctl]=openvswitch-switch
+  [ovs-ofctl]=openvswitch-common [ovsdb-tool]=openvswitch-common
 )
 missing=()
 for command in "${!package_of[@]}"; do
@@ -26,6 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   # tshark asks whether non-root users may capture; the default (no) is what we want.
+  # openvswitch-switch brings the daemons the lab runs privately (never the system's own
+  # service: the tests and the demo start their own ovsdb-server and ovs-vswitchd).
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null
 fi
 

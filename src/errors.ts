@@ -46,10 +46,14 @@ export type DecodeErrorCode =
   /** A capture link type this tool cannot decode. */
   | 'unsupported-link-type';
 
-export class DecodeError extends Error {
-  override readonly name = 'DecodeError';
-  readonly code: DecodeErrorCode;
-  constructor(code: DecodeErrorCode, message: string) {
+/**
+ * A codec refused its input. Generic in its codes: the IGMP/pcap codecs use
+ * DecodeErrorCode, other wire protocols (OVSDB's JSON, OpenFlow) their own.
+ */
+export class DecodeError<Code extends string = DecodeErrorCode> extends Error {
+  override readonly name: string = 'DecodeError';
+  readonly code: Code;
+  constructor(code: Code, message: string) {
     // A decode error describes the input, not the code path: a stack trace would only
     // cost time (most of it, on a capture full of malformed frames), so none is taken.
     const limit = Error.stackTraceLimit;
@@ -69,6 +73,8 @@ export type McastErrorCode =
   | 'no-permission'
   | 'unavailable'
   | 'io'
+  /** The switch refused some of a batch of changes (each is reported). */
+  | 'refused'
   | 'internal';
 
 export interface McastErrorOptions {

@@ -4,7 +4,10 @@
  */
 import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
+import { registerInstall } from './commands/install.js';
+import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
+import { registerUninstall } from './commands/uninstall.js';
 import { describeFailure, printFailure } from './exit.js';
 import { VERSION } from './version.js';
 
@@ -28,6 +31,9 @@ Exit status:
 See mcastctl(1) and mcastctl-<command>(1).`,
     );
   registerSnoop(program);
+  registerInstall(program);
+  registerUninstall(program);
+  registerShow(program);
   return program;
 }
 

@@ -8,6 +8,7 @@
  * belong to the group state of the daemon.
  */
 import type { GroupRecord } from '../igmp/index.js';
+import { compareIPv4 } from '../wire/ipv4-address.js';
 import type { FrameEvent, IgmpFrameEvent } from './frame-decoder.js';
 
 export type FilterMode = 'include' | 'exclude';
@@ -92,17 +93,17 @@ export class MembershipSummary {
       const members: MemberState[] = [];
       let lastSeen = 0;
       for (const [host, entry] of hosts) {
-        members.push({ host, mode: entry.mode, sources: [...entry.sources].sort(compareAddresses), version: entry.version, lastSeen: entry.lastSeen });
+        members.push({ host, mode: entry.mode, sources: [...entry.sources].sort(compareIPv4), version: entry.version, lastSeen: entry.lastSeen });
         lastSeen = Math.max(lastSeen, entry.lastSeen);
       }
-      members.sort((a, b) => compareAddresses(a.host, b.host));
+      members.sort((a, b) => compareIPv4(a.host, b.host));
       out.push({ group, members, lastSeen });
     }
-    return out.sort((a, b) => compareAddresses(a.group, b.group));
+    return out.sort((a, b) => compareIPv4(a.group, b.group));
   }
 
   querierSummaries(): QuerierSummary[] {
-    return [...this.queriers.values()].sort((a, b) => compareAddresses(a.address, b.address));
+    return [...this.queriers.values()].sort((a, b) => compareIPv4(a.address, b.address));
   }
 
   private observeQuery(address: string, version: 1 | 2 | 3, ts: number): void {
@@ -179,15 +180,4 @@ function union<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
 
 function difference<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
   return new Set([...a].filter((item) => !b.has(item)));
-}
-
-/** Numeric order of dotted quads, so 10.0.0.9 sorts before 10.0.0.10. */
-export function compareAddresses(a: string, b: string): number {
-  const pa = a.split('.');
-  const pb = b.split('.');
-  for (let i = 0; i < 4; i++) {
-    const d = Number(pa[i]) - Number(pb[i]);
-    if (d !== 0) return d;
-  }
-  return 0;
 }

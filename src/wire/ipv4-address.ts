@@ -46,3 +46,8 @@ export function isMulticastIPv4(address: string | number): boolean {
   const value = typeof address === 'number' ? address : parseIPv4(address);
   return value !== undefined && value >>> 28 === 0xe;
 }
+
+/** Numeric order of dotted quads (10.0.0.9 before 10.0.0.10); unparsable text sorts last. */
+export function compareIPv4(a: string, b: string): number {
+  return (parseIPv4(a) ?? Infinity) - (parseIPv4(b) ?? Infinity) || 0;
+}

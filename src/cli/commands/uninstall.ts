@@ -1,0 +1,41 @@
+/** `mcastctl uninstall`: stop forwarding multicast groups on an OVS bridge. */
+import type { Command } from 'commander';
+import { uninstallGroups } from '../../controllers/static-groups.js';
+import { UsageError } from '../../errors.js';
+import { BridgeSession } from '../../ovs/bridge-session.js';
+import { checkGroupAddress } from '../../state/group-address.js';
+import { printGroupResults } from '../group-results.js';
+import { Output } from '../output.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
+
+interface UninstallFlags extends OvsFlags {
+  all?: boolean;
+  json?: boolean;
+}
+
+export function registerUninstall(program: Command): void {
+  const command = program
+    .command('uninstall')
+    .summary('stop forwarding multicast groups on an OVS bridge')
+    .description(
+      "Remove the flow and OVS group(s) of each group. A group that is not installed is reported as absent. " +
+        "Only entries with this tool's cookie prefix and group id range are touched.",
+    )
+    .argument('[groups...]', 'the multicast groups to remove')
+    .option('--all', 'remove everything of ours on the bridge')
+    .option('--json', 'print the result as one JSON document');
+  addOvsOptions(command).addHelpText('after', '\nExamples:\n  mcastctl uninstall 239.1.2.3\n  mcastctl uninstall --all --bridge br-int\n\nSee mcastctl-uninstall(1).');
+  command.action(async (groups: string[], flags: UninstallFlags) => {
+    const output = new Output({ json: flags.json === true });
+    if (flags.all === true && groups.length > 0) throw new UsageError('give either GROUP... or --all, not both');
+    if (flags.all !== true && groups.length === 0) throw new UsageError('uninstall needs GROUP... or --all');
+    const targets = flags.all === true ? 'all' : groups.map((group) => checkGroupAddress(group, 'GROUP'));
+    const { target, pipeline } = ovsSettings(flags);
+    const session = await BridgeSession.open(target, { pipeline });
+    try {
+      printGroupResults(output, target.bridge, await uninstallGroups(session, targets));
+    } finally {
+      await session.close();
+    }
+  });
+}

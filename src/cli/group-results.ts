@@ -1,0 +1,64 @@
+/** How install and uninstall report their group results, in both output modes. */
+import { ExitCode, McastError } from '../errors.js';
+import type { GroupResult, StaticGroupsOutcome } from '../controllers/static-groups.js';
+import type { BridgePort } from '../ovs/bridge-session.js';
+import type { Output } from './output.js';
+
+/** Most rows a human table shows. */
+const TABLE_ROWS = 50;
+
+export function describePort(port: BridgePort): string {
+  return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
+}
+
+export function printGroupResults(output: Output, bridge: string, outcome: StaticGroupsOutcome): void {
+  if (output.json) {
+    output.document({
+      bridge,
+      groups: outcome.groups.map((result) => ({
+        group: result.group,
+        groupId: result.groupId,
+        outcome: result.outcome,
+        ports: result.ports.map((port) => ({ ofport: port.ofport, name: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) })),
+        ...(result.error === undefined ? {} : { error: result.error }),
+      })),
+      ...(outcome.otherFailures.length === 0 ? {} : { otherFailures: outcome.otherFailures }),
+    });
+  } else {
+    const style = output.style;
+    const colour = (result: GroupResult): string => {
+      switch (result.outcome) {
+        case 'added':
+          return style.green(result.outcome);
+        case 'updated':
+        case 'removed':
+          return style.yellow(result.outcome);
+        case 'failed':
+          return style.red(`failed: ${result.error ?? ''}`);
+        default:
+          return style.dim(result.outcome);
+      }
+    };
+    // A table of thousands of rows helps nobody (and cli-table3 takes seconds to draw
+    // it): past TABLE_ROWS, show what changed or failed, up to TABLE_ROWS of them.
+    const rows = outcome.groups.length <= TABLE_ROWS ? outcome.groups : outcome.groups.filter((result) => result.outcome !== 'unchanged' && result.outcome !== 'absent');
+    if (rows.length > 0) {
+      output.table({
+        head: ['Group', 'Result', 'Ports'],
+        rows: rows.slice(0, TABLE_ROWS).map((result) => [result.group, colour(result), result.ports.map(describePort).join('\n')]),
+      });
+      if (rows.length > TABLE_ROWS) output.line(style.dim(`... and ${rows.length - TABLE_ROWS} more (--json lists every group)`));
+    }
+    const counts = new Map<string, number>();
+    for (const result of outcome.groups) counts.set(result.outcome, (counts.get(result.outcome) ?? 0) + 1);
+    const summary = [...counts].map(([name, count]) => `${count} ${name}`).join(', ');
+    output.line(`bridge ${bridge}: ${outcome.groups.length} group${outcome.groups.length === 1 ? '' : 's'}${summary ? `: ${summary}` : ''}`);
+  }
+  output.flush();
+  const failed = outcome.groups.filter((result) => result.outcome === 'failed').length + outcome.otherFailures.length;
+  if (failed > 0) {
+    throw new McastError('refused', `OVS refused ${failed} change${failed === 1 ? '' : 's'} on bridge ${bridge}${outcome.otherFailures.length ? `: ${outcome.otherFailures.join('; ')}` : ''}`, ExitCode.Failure, {
+      hint: 'the other groups were applied; see the results above',
+    });
+  }
+}

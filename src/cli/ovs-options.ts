@@ -1,0 +1,46 @@
+/**
+ * The options every command that talks to OVS shares: where OVS is, and where the
+ * multicast pipeline lives on the bridge (see mcastctl-install(1), OVS OPTIONS).
+ */
+import { Option, type Command } from 'commander';
+import { UsageError } from '../errors.js';
+import { resolveOvsTarget, type OvsTarget } from '../ovs/locations.js';
+import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig, type PipelineConfig } from '../pipeline/config.js';
+
+export interface OvsFlags {
+  bridge?: string;
+  ovsRundir?: string;
+  db?: string;
+  openflow?: string;
+  table?: number;
+  cookiePrefix?: number;
+  groupIdBase?: number;
+}
+
+export function addOvsOptions(command: Command): Command {
+  return command
+    .option('--bridge <name>', 'the OVS bridge (default br-int)')
+    .option('--ovs-rundir <dir>', "where OVS's sockets are (default $OVS_RUNDIR, else /var/run/openvswitch)")
+    .option('--db <endpoint>', 'OVSDB: unix:PATH or tcp:HOST:PORT (default unix:<rundir>/db.sock)')
+    .option('--openflow <endpoint>', "the bridge's OpenFlow socket (default unix:<rundir>/<bridge>.mgmt)")
+    .addOption(new Option('--table <n>', 'OpenFlow table of the multicast flows (default 0)').argParser((text) => parseUnsigned('--table', text, 254)))
+    .addOption(new Option('--cookie-prefix <hex>', 'top 16 bits of our flow cookies (default 0x4d43)').argParser((text) => parseUnsigned('--cookie-prefix', text, 0xffff)))
+    .addOption(new Option('--group-id-base <hex>', 'first OVS group id of our range (default 0x10000000)').argParser((text) => parseUnsigned('--group-id-base', text, 0xffffffff)));
+}
+
+export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: PipelineConfig } {
+  const pipeline = validatePipelineConfig({
+    ...DEFAULT_PIPELINE_CONFIG,
+    table: flags.table ?? DEFAULT_PIPELINE_CONFIG.table,
+    cookiePrefix: flags.cookiePrefix ?? DEFAULT_PIPELINE_CONFIG.cookiePrefix,
+    groupIdBase: flags.groupIdBase ?? DEFAULT_PIPELINE_CONFIG.groupIdBase,
+  });
+  return { target: resolveOvsTarget(flags), pipeline };
+}
+
+/** A whole number, decimal or 0x-hexadecimal, from 0 to `max`. */
+function parseUnsigned(flag: string, text: string, max: number): number {
+  const value = /^0x[0-9a-f]+$/i.test(text) ? parseInt(text.slice(2), 16) : /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max} (decimal or 0x hex), not ${JSON.stringify(text)}`);
+  return value;
+}

@@ -1,0 +1,126 @@
+/**
+ * OFPT_MULTIPART_REQUEST and OFPT_MULTIPART_REPLY (OpenFlow 1.3.5 §7.3.5):
+ *
+ *   header | type(2) | flags(2) | pad(4) | body
+ *
+ * A reply too large for one message comes as several with the same xid, every one but
+ * the last with flags & MULTIPART_MORE (see connection.ts, which joins them). FLOW and
+ * GROUP_DESC bodies are decoded; any other type's body is kept as octets.
+ */
+import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
+import * as flowStats from './flow-stats.js';
+import type { FlowStats, FlowStatsRequest } from './flow-stats.js';
+import * as groupDesc from './group-desc.js';
+import type { GroupDesc } from './group-desc.js';
+import { OFP_TYPE_NUMBERS } from './message-type.js';
+import { MultipartType } from './multipart-type.js';
+import { copyBytes, outputBuffer, readU16, writeU16 } from './wire.js';
+
+export interface GroupDescRequest {
+  kind: 'GROUP_DESC';
+}
+
+/** A multipart body of a type this codec does not interpret. */
+export interface OtherMultipartBody {
+  kind: 'OTHER';
+  multipartType: number;
+  data: Uint8Array;
+}
+
+export type MultipartRequestBody = FlowStatsRequest | GroupDescRequest | OtherMultipartBody;
+
+export interface FlowStatsReply {
+  kind: 'FLOW';
+  flows: FlowStats[];
+}
+
+export interface GroupDescReply {
+  kind: 'GROUP_DESC';
+  groups: GroupDesc[];
+}
+
+export type MultipartReplyBody = FlowStatsReply | GroupDescReply | OtherMultipartBody;
+
+export interface MultipartRequest {
+  type: 'MULTIPART_REQUEST';
+  xid: number;
+  /** MULTIPART_MORE when the request continues in another message (never needed for FLOW or GROUP_DESC). */
+  flags: number;
+  body: MultipartRequestBody;
+}
+
+export interface MultipartReply {
+  type: 'MULTIPART_REPLY';
+  xid: number;
+  flags: number;
+  body: MultipartReplyBody;
+}
+
+export type Multipart = MultipartRequest | MultipartReply;
+
+const FIXED_LENGTH = HEADER_LENGTH + 8;
+
+function multipartTypeOf(body: MultipartRequestBody | MultipartReplyBody): number {
+  return body.kind === 'OTHER' ? body.multipartType : MultipartType[body.kind];
+}
+
+function bodyLength(message: Multipart): number {
+  const body = message.body;
+  switch (body.kind) {
+    case 'OTHER':
+      return body.data.length;
+    case 'GROUP_DESC':
+      return 'groups' in body ? groupDesc.encodingLength(body.groups) : 0;
+    case 'FLOW':
+      return 'flows' in body ? flowStats.reply.encodingLength(body.flows) : flowStats.request.encodingLength(body);
+  }
+}
+
+export function encodingLength(message: Multipart): number {
+  return FIXED_LENGTH + bodyLength(message);
+}
+
+export function encode(message: Multipart, buf?: Uint8Array, offset = 0): Uint8Array {
+  const length = encodingLength(message);
+  const out = outputBuffer(length, buf, offset, message.type);
+  writeHeader(out, offset, message.type, length, message.xid);
+  writeU16(out, offset + 8, multipartTypeOf(message.body), 'multipart type');
+  writeU16(out, offset + 10, message.flags, 'multipart flags');
+  out.fill(0, offset + 12, offset + FIXED_LENGTH);
+  const at = offset + FIXED_LENGTH;
+  const body = message.body;
+  switch (body.kind) {
+    case 'OTHER':
+      out.set(body.data, at);
+      break;
+    case 'GROUP_DESC':
+      if ('groups' in body) groupDesc.encode(body.groups, out, at);
+      break;
+    case 'FLOW':
+      if ('flows' in body) flowStats.reply.encode(body.flows, out, at);
+      else flowStats.request.encode(body, out, at);
+      break;
+  }
+  return out;
+}
+
+export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Multipart {
+  const isReply = bytes[start + 1] === OFP_TYPE_NUMBERS.MULTIPART_REPLY;
+  const type = isReply ? 'MULTIPART_REPLY' : 'MULTIPART_REQUEST';
+  const header = readMessageHeader(bytes, start, end, type, FIXED_LENGTH);
+  const multipartType = readU16(bytes, start + 8);
+  const flags = readU16(bytes, start + 10);
+  const at = start + FIXED_LENGTH;
+  if (isReply) {
+    let body: MultipartReplyBody;
+    if (multipartType === MultipartType.FLOW) body = { kind: 'FLOW', flows: flowStats.reply.decode(bytes, at, end) };
+    else if (multipartType === MultipartType.GROUP_DESC) body = { kind: 'GROUP_DESC', groups: groupDesc.decode(bytes, at, end) };
+    else body = { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
+    return { type: 'MULTIPART_REPLY', xid: header.xid, flags, body };
+  }
+  let body: MultipartRequestBody;
+  if (multipartType === MultipartType.FLOW) body = flowStats.request.decode(bytes, at, end);
+  else if (multipartType === MultipartType.GROUP_DESC && at === end) body = { kind: 'GROUP_DESC' };
+  else body = { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
+  return { type: 'MULTIPART_REQUEST', xid: header.xid, flags, body };
+}

@@ -1,0 +1,71 @@
+/**
+ * OXM fields of the OpenFlow basic class (OpenFlow 1.3.5 §7.2.3.7, `oxm_ofb_match_fields`)
+ * this client decodes into named values, with their payload lengths, value formats and
+ * whether the spec lets them carry a mask. Fields not listed here (and every other OXM
+ * class, e.g. OVS's NXM registers in a packet-in's match) pass through as raw bytes.
+ */
+
+/** OXM classes (`ofp_oxm_class`). */
+export const OxmClass = {
+  NXM_0: 0x0000,
+  NXM_1: 0x0001,
+  OPENFLOW_BASIC: 0x8000,
+  EXPERIMENTER: 0xffff,
+} as const;
+
+/** How a field's payload reads: an unsigned integer, a MAC, an IPv4 address, or 64 bits (bigint). */
+export type OxmFormat = 'uint' | 'mac' | 'ipv4' | 'u64';
+
+export interface OxmFieldSpec {
+  readonly number: number;
+  /** Payload octets without the mask (with a mask the payload is twice as long). */
+  readonly length: number;
+  readonly format: OxmFormat;
+  readonly maskable: boolean;
+}
+
+export const OXM_FIELDS = {
+  IN_PORT: { number: 0, length: 4, format: 'uint', maskable: false },
+  IN_PHY_PORT: { number: 1, length: 4, format: 'uint', maskable: false },
+  METADATA: { number: 2, length: 8, format: 'u64', maskable: true },
+  ETH_DST: { number: 3, length: 6, format: 'mac', maskable: true },
+  ETH_SRC: { number: 4, length: 6, format: 'mac', maskable: true },
+  ETH_TYPE: { number: 5, length: 2, format: 'uint', maskable: false },
+  VLAN_VID: { number: 6, length: 2, format: 'uint', maskable: true },
+  VLAN_PCP: { number: 7, length: 1, format: 'uint', maskable: false },
+  IP_DSCP: { number: 8, length: 1, format: 'uint', maskable: false },
+  IP_ECN: { number: 9, length: 1, format: 'uint', maskable: false },
+  IP_PROTO: { number: 10, length: 1, format: 'uint', maskable: false },
+  IPV4_SRC: { number: 11, length: 4, format: 'ipv4', maskable: true },
+  IPV4_DST: { number: 12, length: 4, format: 'ipv4', maskable: true },
+  TCP_SRC: { number: 13, length: 2, format: 'uint', maskable: false },
+  TCP_DST: { number: 14, length: 2, format: 'uint', maskable: false },
+  UDP_SRC: { number: 15, length: 2, format: 'uint', maskable: false },
+  UDP_DST: { number: 16, length: 2, format: 'uint', maskable: false },
+  ICMPV4_TYPE: { number: 19, length: 1, format: 'uint', maskable: false },
+  ICMPV4_CODE: { number: 20, length: 1, format: 'uint', maskable: false },
+  ARP_OP: { number: 21, length: 2, format: 'uint', maskable: false },
+  ARP_SPA: { number: 22, length: 4, format: 'ipv4', maskable: true },
+  ARP_TPA: { number: 23, length: 4, format: 'ipv4', maskable: true },
+  ARP_SHA: { number: 24, length: 6, format: 'mac', maskable: true },
+  ARP_THA: { number: 25, length: 6, format: 'mac', maskable: true },
+} as const satisfies Record<string, OxmFieldSpec>;
+
+export type OxmFieldName = keyof typeof OXM_FIELDS;
+type FieldsOfFormat<F extends OxmFormat> = {
+  [K in OxmFieldName]: (typeof OXM_FIELDS)[K]['format'] extends F ? K : never;
+}[OxmFieldName];
+export type UintOxmFieldName = FieldsOfFormat<'uint'>;
+export type MacOxmFieldName = FieldsOfFormat<'mac'>;
+export type Ipv4OxmFieldName = FieldsOfFormat<'ipv4'>;
+
+const BY_NUMBER: readonly (OxmFieldName | undefined)[] = (() => {
+  const names: (OxmFieldName | undefined)[] = [];
+  for (const [name, spec] of Object.entries(OXM_FIELDS)) names[spec.number] = name as OxmFieldName;
+  return names;
+})();
+
+/** The named basic-class field with number `field`, if this client decodes it. */
+export function oxmFieldName(field: number): OxmFieldName | undefined {
+  return BY_NUMBER[field];
+}

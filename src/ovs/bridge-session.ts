@@ -1,0 +1,137 @@
+/**
+ * One bridge, as the static-group commands see it: its ports (from OVSDB), what of the
+ * multicast pipeline is installed on it (read back over OpenFlow), and a way to apply a
+ * plan. The narrow interface between the commands and the two OVS clients.
+ */
+import { UsageError } from '../errors.js';
+import { OpenFlowConnection } from '../openflow/connection.js';
+import type { OpenFlowError } from '../openflow/errors.js';
+import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../openflow/limits.js';
+import { OvsdbClient } from '../ovsdb/client.js';
+import { bridgeInterfaces, NoSuchBridgeError, type InterfaceRow } from '../ovsdb/vswitch.js';
+import type { PipelineConfig } from '../pipeline/config.js';
+import { MulticastPipeline, type FlowEntry, type InstalledPipeline } from '../pipeline/multicast-pipeline.js';
+import { changeMessage, flowEntryOf, groupEntryOf } from '../pipeline/openflow-entries.js';
+import type { PipelineChange } from '../pipeline/plan.js';
+import { describePortRef, type PortRef } from '../state/group-address.js';
+import type { OvsTarget } from './locations.js';
+
+export interface BridgePort {
+  ofport: number;
+  name: string;
+  /** `namespace/name` from the interface's external_ids, where a CNI plugin set them. */
+  pod?: string;
+}
+
+export interface FlowCounters {
+  packets: bigint;
+  bytes: bigint;
+}
+
+export interface InstalledState {
+  pipeline: InstalledPipeline;
+  /** Packet and byte counts of each group's flow. */
+  counters: Map<string, FlowCounters>;
+}
+
+export interface BridgeSessionOptions {
+  pipeline: PipelineConfig;
+  /** Per request (default 10 s). */
+  timeoutMs?: number;
+}
+
+export class BridgeSession {
+  private constructor(
+    readonly target: OvsTarget,
+    readonly pipeline: MulticastPipeline,
+    readonly ports: readonly BridgePort[],
+    private readonly ovsdb: OvsdbClient,
+    private readonly openflow: OpenFlowConnection,
+  ) {}
+
+  /**
+   * Connects to OVSDB and to the bridge's OpenFlow socket. Throws UnavailableError (69)
+   * when either is unreachable, and UsageError (64) when the bridge does not exist.
+   */
+  static async open(target: OvsTarget, options: BridgeSessionOptions): Promise<BridgeSession> {
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    const ovsdb = await OvsdbClient.connect({ endpoint: target.db, timeoutMs, reconnect: false });
+    let interfaces: InterfaceRow[];
+    try {
+      interfaces = await bridgeInterfaces(ovsdb, target.bridge);
+    } catch (error) {
+      await ovsdb.close();
+      if (error instanceof NoSuchBridgeError) throw new UsageError(error.message, { code: 'no-such-interface', hint: error.hint });
+      throw error;
+    }
+    let openflow: OpenFlowConnection;
+    try {
+      openflow = await OpenFlowConnection.connect({ endpoint: target.openflow, timeoutMs, reconnect: false });
+    } catch (error) {
+      await ovsdb.close();
+      throw error;
+    }
+    const ports = interfaces
+      .filter((row) => row.ofport !== undefined && row.ofport > 0)
+      .map((row): BridgePort => {
+        const pod = row.external_ids['pod-name'];
+        const namespace = row.external_ids['pod-namespace'];
+        return { ofport: row.ofport!, name: row.name, ...(pod === undefined ? {} : { pod: namespace === undefined ? pod : `${namespace}/${pod}` }) };
+      })
+      .sort((a, b) => a.ofport - b.ofport);
+    const pipeline = new MulticastPipeline(options.pipeline, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
+    return new BridgeSession(target, pipeline, ports, ovsdb, openflow);
+  }
+
+  /** The port a user named, or a UsageError (prefixed with `where()`) saying which ports the bridge has. */
+  resolvePort(ref: PortRef, where: () => string): BridgePort {
+    const port = 'ofport' in ref ? this.ports.find((p) => p.ofport === ref.ofport) : this.ports.find((p) => p.name === ref.name);
+    if (port !== undefined) return port;
+    const known = this.ports.map((p) => `${p.name} (${p.ofport})`);
+    const list = known.length > 12 ? `${known.slice(0, 12).join(', ')}, ...` : known.join(', ') || 'none';
+    throw new UsageError(`${where()}: bridge ${this.target.bridge} has no port ${describePortRef(ref)}`, { code: 'no-such-interface', hint: `its ports: ${list}` });
+  }
+
+  portByNumber(ofport: number): BridgePort | undefined {
+    return this.ports.find((port) => port.ofport === ofport);
+  }
+
+  /** What of ours is on the switch now, read back from it. */
+  async readInstalled(): Promise<InstalledState> {
+    const { cookie, mask } = this.pipeline.cookieMatch;
+    const [stats, descriptions] = await Promise.all([
+      this.openflow.dumpFlows({ tableId: this.pipeline.config.table, cookie, cookieMask: mask }),
+      this.openflow.dumpGroups(),
+    ]);
+    const flows: FlowEntry[] = [];
+    const counters = new Map<string, FlowCounters>();
+    const countersByFlow = new Map<FlowEntry, FlowCounters>();
+    for (const entry of stats) {
+      const flow = flowEntryOf(entry);
+      if (flow === undefined) continue;
+      flows.push(flow);
+      countersByFlow.set(flow, { packets: entry.packetCount, bytes: entry.byteCount });
+    }
+    const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
+    const pipeline = this.pipeline.readInstalled(flows, groups);
+    for (const group of pipeline.groups) {
+      const flowCounters = countersByFlow.get(group.flow);
+      if (flowCounters !== undefined) counters.set(group.group, flowCounters);
+    }
+    return { pipeline, counters };
+  }
+
+  /**
+   * Sends every change in one pipelined batch closed by a barrier. Returns the changes
+   * OVS refused, by index into `changes`; the others were applied.
+   */
+  async apply(changes: readonly PipelineChange[]): Promise<Map<number, OpenFlowError>> {
+    if (changes.length === 0) return new Map();
+    const result = await this.openflow.batch(changes.map(changeMessage));
+    return result.errors;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.openflow.close(), this.ovsdb.close()]);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * FlowCookie: the 64-bit OpenFlow cookie of every flow the pipeline writes.
+ *
+ *   | prefix (16) | kind (8) | reserved (8) | value (32) |
+ *
+ * The prefix says "ours" (reconcile and uninstall delete by cookie and a prefix mask, and
+ * never touch another controller's flows); the kind says which pipeline flow it is; the
+ * value says for what (the group address, or the port). So a flow read back from the
+ * switch tells by its cookie alone what it was written for.
+ */
+export const FlowKind = {
+  /** IGMP from one pod port → controller; value: the ofport. */
+  IgmpToController: 1,
+  /** 224.0.0.0/24 → flood; value: 0. */
+  LinkLocalFlood: 2,
+  /** A group's traffic → its OVS group; value: the group address. */
+  GroupForward: 3,
+  /** Other multicast → the gateway; value: the gateway ofport. */
+  UnknownGroupToGateway: 4,
+} as const;
+export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
+
+const KIND_NAMES: Readonly<Record<FlowKind, string>> = {
+  1: 'igmp-to-controller',
+  2: 'link-local-flood',
+  3: 'group-forward',
+  4: 'unknown-group-to-gateway',
+};
+
+export function flowKindName(kind: FlowKind): string {
+  return KIND_NAMES[kind];
+}
+
+export interface FlowCookieFields {
+  prefix: number;
+  kind: FlowKind;
+  value: number;
+}
+
+export function encodeFlowCookie(fields: FlowCookieFields): bigint {
+  return (BigInt(fields.prefix) << 48n) | (BigInt(fields.kind) << 40n) | BigInt(fields.value >>> 0);
+}
+
+/** The fields of a cookie with our prefix, or undefined for anyone else's cookie or an unknown kind. */
+export function decodeFlowCookie(cookie: bigint, prefix: number): FlowCookieFields | undefined {
+  if (cookie >> 48n !== BigInt(prefix)) return undefined;
+  const kind = Number((cookie >> 40n) & 0xffn);
+  if (!(kind in KIND_NAMES)) return undefined;
+  return { prefix, kind: kind as FlowKind, value: Number(cookie & 0xffffffffn) };
+}
+
+/** The mask that matches every cookie with our prefix: dump and delete "ours" with it. */
+export const FLOW_COOKIE_PREFIX_MASK = 0xffff_0000_0000_0000n;
+
+export function prefixCookie(prefix: number): bigint {
+  return BigInt(prefix) << 48n;
+}

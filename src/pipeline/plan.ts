@@ -1,0 +1,88 @@
+/**
+ * From what should be to what to change: the smallest list of group and flow
+ * modifications that takes the switch from its installed state (read back from it) to
+ * the desired one. Pure, so that `install`, `uninstall`, `reconcile` and the daemon all
+ * plan the same way and the planning is tested without a switch.
+ *
+ * Order matters on the wire, and the plan is in wire order: an OVS group exists before
+ * a group or flow that points to it; a flow goes before the group it points to.
+ */
+import type { FlowEntry, GroupEntry, GroupMembership, InstalledGroup, InstalledPipeline, MulticastPipeline } from './multicast-pipeline.js';
+
+export type PipelineChange =
+  | { op: 'add-group'; entry: GroupEntry }
+  | { op: 'modify-group'; entry: GroupEntry }
+  | { op: 'delete-group'; groupId: number }
+  /** Adds, or replaces a flow with the same table, priority and match. */
+  | { op: 'add-flow'; entry: FlowEntry }
+  /** Deletes exactly this flow (strict: table, priority, match, and our cookie). */
+  | { op: 'delete-flow'; entry: FlowEntry };
+
+export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent';
+
+export interface GroupPlan {
+  group: string;
+  outcome: GroupOutcome;
+  /** Member ports after the change (for a removal: the ports it had). */
+  ports: number[];
+  changes: PipelineChange[];
+}
+
+/** Install (add or update) `desired`; leaves every other group alone. */
+export function planInstall(pipeline: MulticastPipeline, desired: readonly GroupMembership[], installed: InstalledPipeline): GroupPlan[] {
+  const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
+  const installedIds = new Set([...installed.groups.flatMap((group) => group.groups.map((entry) => entry.groupId)), ...installed.strayGroups.map((entry) => entry.groupId)]);
+  return desired.map((membership) => {
+    const forwarding = pipeline.forwarding(membership);
+    const current = byGroup.get(membership.group);
+    const currentById = new Map((current?.groups ?? []).map((entry) => [entry.groupId, entry]));
+    const changes: PipelineChange[] = [];
+    for (const entry of forwarding.groups) {
+      const existing = currentById.get(entry.groupId);
+      if (existing === undefined) changes.push({ op: installedIds.has(entry.groupId) ? 'modify-group' : 'add-group', entry });
+      else if (!sameBuckets(existing, entry)) changes.push({ op: 'modify-group', entry });
+    }
+    if (current === undefined || !sameFlow(current.flow, forwarding.flow)) changes.push({ op: 'add-flow', entry: forwarding.flow });
+    // Links of a longer chain that the new one no longer reaches.
+    const wanted = new Set(forwarding.groups.map((entry) => entry.groupId));
+    for (const entry of current?.groups ?? []) if (!wanted.has(entry.groupId)) changes.push({ op: 'delete-group', groupId: entry.groupId });
+    const outcome: GroupOutcome = current === undefined ? 'added' : changes.length === 0 ? 'unchanged' : 'updated';
+    return { group: membership.group, outcome, ports: [...new Set(membership.ports)].sort((a, b) => a - b), changes };
+  });
+}
+
+/** Removes the named groups (absent ones are reported as such, not as errors). */
+export function planUninstall(groups: readonly string[], installed: InstalledPipeline): GroupPlan[] {
+  const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
+  return groups.map((group) => {
+    const current = byGroup.get(group);
+    if (current === undefined) return { group, outcome: 'absent', ports: [], changes: [] };
+    return { group, outcome: 'removed', ports: current.ports, changes: removal(current) };
+  });
+}
+
+/**
+ * Removes everything of ours: every group, and with `everything`, also our other flows
+ * (IGMP, link-local, unknown group) and OVS groups in our range that nothing reaches.
+ */
+export function planUninstallAll(installed: InstalledPipeline, options: { everything: boolean }): { groups: GroupPlan[]; extra: PipelineChange[] } {
+  const groups = installed.groups.map((current): GroupPlan => ({ group: current.group, outcome: 'removed', ports: current.ports, changes: removal(current) }));
+  const extra: PipelineChange[] = [];
+  if (options.everything) {
+    for (const flow of installed.otherFlows) extra.push({ op: 'delete-flow', entry: flow });
+    for (const entry of installed.strayGroups) extra.push({ op: 'delete-group', groupId: entry.groupId });
+  }
+  return { groups, extra };
+}
+
+function removal(current: InstalledGroup): PipelineChange[] {
+  return [{ op: 'delete-flow', entry: current.flow }, ...current.groups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId }))];
+}
+
+function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
+  return JSON.stringify(a.buckets) === JSON.stringify(b.buckets);
+}
+
+function sameFlow(a: FlowEntry, b: FlowEntry): boolean {
+  return a.cookie === b.cookie && a.priority === b.priority && a.table === b.table && JSON.stringify(a.actions) === JSON.stringify(b.actions);
+}

@@ -1,0 +1,144 @@
+/** The multicast pipeline and its planner: pure logic, no switch. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/pipeline/config.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/pipeline/flow-cookie.js';
+import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/pipeline/multicast-pipeline.js';
+import { planInstall, planUninstall, planUninstallAll } from '../../src/pipeline/plan.js';
+
+const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
+
+/** What the switch holds after applying `changes` to `state` (a tiny model of OVS's tables). */
+function apply(state: { flows: FlowEntry[]; groups: GroupEntry[] }, changes: ReturnType<typeof planInstall>[number]['changes']) {
+  const flows = new Map(state.flows.map((flow) => [JSON.stringify([flow.table, flow.priority, flow.match]), flow]));
+  const groups = new Map(state.groups.map((group) => [group.groupId, group]));
+  for (const change of changes) {
+    switch (change.op) {
+      case 'add-group':
+        assert.ok(!groups.has(change.entry.groupId), `add of existing group ${change.entry.groupId}`);
+        groups.set(change.entry.groupId, change.entry);
+        break;
+      case 'modify-group':
+        assert.ok(groups.has(change.entry.groupId), `modify of missing group ${change.entry.groupId}`);
+        groups.set(change.entry.groupId, change.entry);
+        break;
+      case 'delete-group':
+        groups.delete(change.groupId);
+        break;
+      case 'add-flow':
+        for (const action of change.entry.actions) if (action.type === 'group') assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
+        flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
+        break;
+      case 'delete-flow':
+        flows.delete(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]));
+        break;
+    }
+  }
+  return { flows: [...flows.values()], groups: [...groups.values()] };
+}
+
+describe('FlowCookie', () => {
+  it('packs prefix, kind and value, and reads back only our own', () => {
+    const cookie = encodeFlowCookie({ prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0xef010203 });
+    assert.equal(cookie, 0x4d43_03_00_ef010203n);
+    assert.deepEqual(decodeFlowCookie(cookie, 0x4d43), { prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0xef010203 });
+    assert.equal(decodeFlowCookie(cookie, 0x1234), undefined, 'another prefix');
+    assert.equal(decodeFlowCookie(0x4d43_99_00_00000000n, 0x4d43), undefined, 'an unknown kind');
+  });
+});
+
+describe('MulticastPipeline', () => {
+  it('gives each group a stable OVS group id from its address, and reads it back', () => {
+    assert.equal(pipeline.groupId('239.1.2.3'), 0x10000000 + 0x0f010203);
+    assert.equal(pipeline.groupId('224.0.1.0'), 0x10000100);
+    assert.equal(pipeline.groupOfId(pipeline.groupId('232.255.0.9')), '232.255.0.9');
+    assert.equal(pipeline.groupId('239.1.2.3', 1), 0x20000000 + 0x0f010203, 'chain link 1');
+    assert.ok(pipeline.ownsGroupId(0x2f010203) && !pipeline.ownsGroupId(0x0f010203) && !pipeline.ownsGroupId(7));
+  });
+  it('forwards a group to its member ports with one ALL group and one flow', () => {
+    const forwarding = pipeline.forwarding({ group: '239.1.2.3', ports: [7, 3, 3, 5] });
+    assert.deepEqual(forwarding.groups, [{ groupId: 0x1f010203, buckets: [3, 5, 7].map((port) => ({ type: 'output', port })) }]);
+    assert.deepEqual(forwarding.flow, {
+      table: 0,
+      priority: 200,
+      cookie: 0x4d43_03_00_ef010203n,
+      match: { ethType: 0x0800, ipv4Dst: '239.1.2.3' },
+      actions: [{ type: 'group', groupId: 0x1f010203 }],
+    });
+  });
+  it('chains a group too large for one message, tail first', () => {
+    const forwarding = pipeline.forwarding({ group: '239.0.0.1', ports: [1, 2, 3, 4, 5, 6, 7, 8] });
+    // 4 buckets a group: 3 ports + a jump, 3 ports + a jump, 2 ports.
+    assert.deepEqual(
+      forwarding.groups.map((group) => [group.groupId.toString(16), group.buckets.map((b) => (b.type === 'output' ? b.port : `g${b.groupId.toString(16)}`))]),
+      [
+        ['3f000001', [7, 8]],
+        ['2f000001', [4, 5, 6, 'g3f000001']],
+        ['1f000001', [1, 2, 3, 'g2f000001']],
+      ],
+    );
+    const installed = pipeline.readInstalled([forwarding.flow], forwarding.groups);
+    assert.deepEqual(installed.groups[0]?.ports, [1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+  it('reads back what it installed, and reports what does not fit together', () => {
+    const a = pipeline.forwarding({ group: '239.1.1.1', ports: [1, 2] });
+    const b = pipeline.forwarding({ group: '239.1.1.2', ports: [3] });
+    const foreignFlow: FlowEntry = { ...a.flow, cookie: 0x1234n };
+    const stray: GroupEntry = { groupId: pipeline.groupId('239.9.9.9'), buckets: [] };
+    const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, pipeline.linkLocalFlood()], [...a.groups, stray]);
+    assert.deepEqual(installed.groups.map((g) => [g.group, g.ports, g.problem]), [
+      ['239.1.1.1', [1, 2], undefined],
+      ['239.1.1.2', [], `OVS group ${pipeline.groupId('239.1.1.2')} is missing`],
+    ]);
+    assert.deepEqual(installed.strayGroups, [stray]);
+    assert.equal(installed.otherFlows.length, 1);
+  });
+});
+
+describe('planning', () => {
+  const empty = { flows: [] as FlowEntry[], groups: [] as GroupEntry[] };
+  const read = (state: typeof empty) => pipeline.readInstalled(state.flows, state.groups);
+
+  it('install: adds, then changes nothing the second time', () => {
+    const desired = [{ group: '239.1.2.3', ports: [1, 2] }];
+    const first = planInstall(pipeline, desired, read(empty));
+    assert.deepEqual(first.map((p) => [p.outcome, p.changes.map((c) => c.op)]), [['added', ['add-group', 'add-flow']]]);
+    const after = apply(empty, first.flatMap((p) => p.changes));
+    const second = planInstall(pipeline, desired, read(after));
+    assert.deepEqual(second.map((p) => [p.outcome, p.changes.length]), [['unchanged', 0]]);
+  });
+  it('install: a membership change modifies the group only; growing and shrinking a chain', () => {
+    let state = apply(empty, planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2] }], read(empty)).flatMap((p) => p.changes));
+    const grow = planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2, 3, 4, 5, 6] }], read(state));
+    assert.deepEqual(grow[0]?.changes.map((c) => c.op), ['add-group', 'modify-group']);
+    state = apply(state, grow.flatMap((p) => p.changes));
+    assert.deepEqual(read(state).groups[0]?.ports, [1, 2, 3, 4, 5, 6]);
+    const shrink = planInstall(pipeline, [{ group: '239.1.2.3', ports: [2] }], read(state));
+    assert.deepEqual(shrink[0]?.changes.map((c) => c.op), ['modify-group', 'delete-group']);
+    state = apply(state, shrink.flatMap((p) => p.changes));
+    assert.deepEqual(read(state).groups[0]?.ports, [2]);
+    assert.equal(state.groups.length, 1);
+  });
+  it('uninstall: removes the named groups, says which were absent, and all removes all of ours', () => {
+    const state = apply(
+      empty,
+      planInstall(pipeline, [{ group: '239.1.1.1', ports: [1] }, { group: '239.1.1.2', ports: [2, 3, 4, 5, 6] }], read(empty)).flatMap((p) => p.changes),
+    );
+    const one = planUninstall(['239.1.1.1', '239.7.7.7'], read(state));
+    assert.deepEqual(one.map((p) => [p.group, p.outcome]), [['239.1.1.1', 'removed'], ['239.7.7.7', 'absent']]);
+    assert.deepEqual(read(apply(state, one.flatMap((p) => p.changes))).groups.map((g) => g.group), ['239.1.1.2']);
+    const all = planUninstallAll(read({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }), { everything: true });
+    const cleared = apply({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
+    assert.deepEqual(cleared, empty);
+  });
+});
+
+describe('pipeline configuration', () => {
+  it('refuses values that would collide with OpenFlow reserved ranges', () => {
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0x12345678 }), /multiple of 0x10000000/);
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0xf0000000 }), /multiple of 0x10000000/);
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, table: 255 }), /table/);
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, cookiePrefix: 0 }), /cookie prefix/);
+    assert.doesNotThrow(() => validatePipelineConfig(DEFAULT_PIPELINE_CONFIG));
+  });
+});
