@@ -23,9 +23,9 @@ export function addOvsOptions(command: Command): Command {
     .option('--ovs-rundir <dir>', "where OVS's sockets are (default $OVS_RUNDIR, else /var/run/openvswitch)")
     .option('--db <endpoint>', 'OVSDB: unix:PATH or tcp:HOST:PORT (default unix:<rundir>/db.sock)')
     .option('--openflow <endpoint>', "the bridge's OpenFlow socket (default unix:<rundir>/<bridge>.mgmt)")
-    .addOption(new Option('--table <n>', 'OpenFlow table of the multicast flows (default 0)').argParser((text) => parseUnsigned('--table', text, 254)))
-    .addOption(new Option('--cookie-prefix <hex>', 'top 16 bits of our flow cookies (default 0x4d43)').argParser((text) => parseUnsigned('--cookie-prefix', text, 0xffff)))
-    .addOption(new Option('--group-id-base <hex>', 'first OVS group id of our range (default 0x10000000)').argParser((text) => parseUnsigned('--group-id-base', text, 0xffffffff)));
+    .addOption(new Option('--table <n>', 'OpenFlow table of the multicast flows (default 0)').argParser((text) => parseDecimal('--table', text, 254)))
+    .addOption(new Option('--cookie-prefix <hex>', 'top 16 bits of our flow cookies, hexadecimal (default 4d43)').argParser((text) => parseHex('--cookie-prefix', text, 0xffff)))
+    .addOption(new Option('--group-id-base <hex>', 'first OVS group id of our range, hexadecimal (default 10000000)').argParser((text) => parseHex('--group-id-base', text, 0xffffffff)));
 }
 
 export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: PipelineConfig } {
@@ -38,9 +38,16 @@ export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: Pip
   return { target: resolveOvsTarget(flags), pipeline };
 }
 
-/** A whole number, decimal or 0x-hexadecimal, from 0 to `max`. */
-function parseUnsigned(flag: string, text: string, max: number): number {
-  const value = /^0x[0-9a-f]+$/i.test(text) ? parseInt(text.slice(2), 16) : /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max} (decimal or 0x hex), not ${JSON.stringify(text)}`);
+function parseDecimal(flag: string, text: string, max: number): number {
+  const value = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max}, not ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** Hexadecimal, with or without 0x, as cookies and group ids are always written (ovs-ofctl too). */
+function parseHex(flag: string, text: string, max: number): number {
+  const digits = text.replace(/^0x/i, '');
+  const value = /^[0-9a-f]{1,8}$/i.test(digits) ? parseInt(digits, 16) : NaN;
+  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${JSON.stringify(text)}`);
   return value;
 }

@@ -3,23 +3,20 @@
  * Validate everything first (ports exist), read what is installed, plan the smallest
  * change, apply it in one batch, and report group by group.
  */
+import { UnavailableError } from '../errors.js';
 import type { OpenFlowError } from '../openflow/errors.js';
 import type { BridgePort, BridgeSession } from '../ovs/bridge-session.js';
 import type { GroupMembership } from '../pipeline/multicast-pipeline.js';
 import { planInstall, planUninstall, planUninstallAll, type GroupOutcome, type GroupPlan, type PipelineChange } from '../pipeline/plan.js';
-import type { PortRef } from '../state/group-address.js';
+import type { DeclaredGroup } from '../state/declared-state.js';
 
-export interface StaticGroup {
-  group: string;
-  ports: readonly PortRef[];
-  /** Where it was declared, for messages: `--ports`, or `file.yaml:12` (computed only when needed). */
-  where: () => string;
-}
+/** A group as declared: on the command line, or in a file (where: `--ports`, `file.yaml:12`). */
+export type StaticGroup = DeclaredGroup;
 
 export interface GroupResult {
   group: string;
   groupId: number;
-  outcome: GroupOutcome | 'failed';
+  outcome: Exclude<GroupOutcome, 'conflict'> | 'failed';
   ports: BridgePort[];
   /** Why OVS refused it (outcome `failed`). */
   error?: string;
@@ -38,14 +35,14 @@ export async function installGroups(session: BridgeSession, groups: readonly Sta
     ports: entry.ports.map((ref) => session.resolvePort(ref, entry.where).ofport),
   }));
   const installed = await session.readInstalled();
-  return applyPlans(session, planInstall(session.pipeline, memberships, installed.pipeline), []);
+  return applyPlans(session, planInstall(session.pipeline, memberships, installed.pipeline, installed.foreignFlows), []);
 }
 
 /** Removes the named groups, or with 'all' everything of ours on the bridge. */
 export async function uninstallGroups(session: BridgeSession, groups: readonly string[] | 'all'): Promise<StaticGroupsOutcome> {
   const installed = await session.readInstalled();
   if (groups === 'all') {
-    const plan = planUninstallAll(installed.pipeline, { everything: true });
+    const plan = planUninstallAll(installed.pipeline);
     return applyPlans(session, plan.groups, plan.extra);
   }
   return applyPlans(session, planUninstall(groups, installed.pipeline), []);
@@ -64,7 +61,18 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
     changes.push(change);
     owner.push(-1);
   }
-  const refused = await session.apply(changes);
+  let refused: Map<number, OpenFlowError>;
+  try {
+    refused = await session.apply(changes);
+  } catch (error) {
+    if (!(error instanceof UnavailableError)) throw error;
+    // Some of the batch may have been applied: say so, and what to do (install and
+    // uninstall are idempotent, so the same command finishes the job).
+    throw new UnavailableError(`${error.message}, while applying ${changes.length} changes: some of them may have been applied`, {
+      hint: 'run the same command again once OVS is back: it changes only what still differs',
+      cause: error,
+    });
+  }
   const errors = new Map<number, OpenFlowError>();
   const otherFailures: string[] = [];
   for (const [index, error] of refused) {
@@ -73,14 +81,14 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
     else if (!errors.has(plan)) errors.set(plan, error);
   }
   const results = plans.map((plan, index) => {
-    const error = errors.get(index);
+    const error = errors.get(index)?.message ?? plan.problem;
     const result: GroupResult = {
       group: plan.group,
       groupId: session.pipeline.groupId(plan.group),
-      outcome: error === undefined ? plan.outcome : 'failed',
+      outcome: error === undefined && plan.outcome !== 'conflict' ? plan.outcome : 'failed',
       ports: plan.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
     };
-    if (error !== undefined) result.error = error.message;
+    if (error !== undefined) result.error = error;
     return result;
   });
   return { groups: results, otherFailures };

@@ -702,9 +702,13 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       },
     }));
     for (const member of members) this.pending.set(member.xid, member);
+    // One time limit for the whole batch: a switch that stops reading must not leave the
+    // writes waiting for a drain forever (the barrier's own timer starts only after them).
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const deadline = Date.now() + timeoutMs;
     try {
-      for (const chunk of chunks) await this.writeChunk(chunk);
-      await this.transactOn({ type: 'BARRIER_REQUEST', xid: 0 }, 'BARRIER_REPLY', options);
+      for (const chunk of chunks) await this.writeChunk(chunk, deadline, timeoutMs);
+      await this.transactOn({ type: 'BARRIER_REQUEST', xid: 0 }, 'BARRIER_REPLY', { timeoutMs: Math.max(1, deadline - Date.now()) });
     } finally {
       for (const member of members) this.pending.delete(member.xid);
     }
@@ -717,22 +721,30 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     for (const chunk of encodeChunks(messages, xids)) socket.write(chunk);
   }
 
-  /** Writes one chunk; waits while the socket's buffer is full (backpressure). */
-  private async writeChunk(chunk: Uint8Array): Promise<void> {
+  /**
+   * Writes one chunk; waits while the socket's buffer is full (backpressure), until
+   * `deadline`: past it the switch is taken to be stuck and the connection is dropped.
+   */
+  private async writeChunk(chunk: Uint8Array, deadline: number, timeoutMs: number): Promise<void> {
     const socket = this.socket;
     if (!socket || socket.destroyed) throw new UnavailableError(`OpenFlow connection ${this.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' });
     if (socket.write(chunk)) return;
     await new Promise<void>((resolve, reject) => {
-      const done = () => {
-        socket.off('drain', done);
+      const finish = (error?: Error) => {
+        clearTimeout(timer);
+        socket.off('drain', drained);
         socket.off('close', closed);
-        resolve();
+        if (error) reject(error);
+        else resolve();
       };
-      const closed = () => {
-        socket.off('drain', done);
-        reject(new UnavailableError(`OpenFlow connection ${this.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' }));
-      };
-      socket.on('drain', done);
+      const drained = () => finish();
+      const closed = () => finish(new UnavailableError(`OpenFlow connection ${this.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' }));
+      const timer = setTimeout(() => {
+        const error = new UnavailableError(`OpenFlow switch at ${this.endpoint} stopped reading: a batch was not sent within ${timeoutMs} ms`, { hint: 'is ovs-vswitchd overloaded or stuck?' });
+        finish(error);
+        socket.destroy(error);
+      }, Math.max(1, deadline - Date.now()));
+      socket.on('drain', drained);
       socket.once('close', closed);
     });
   }

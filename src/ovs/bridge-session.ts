@@ -16,6 +16,9 @@ import type { PipelineChange } from '../pipeline/plan.js';
 import { describePortRef, type PortRef } from '../state/group-address.js';
 import type { OvsTarget } from './locations.js';
 
+/** How OVSDB numbers the bridge's own internal port (OpenFlow 1.3 calls it LOCAL, 0xfffffffe). */
+const OVSDB_LOCAL_OFPORT = 65534;
+
 export interface BridgePort {
   ofport: number;
   name: string;
@@ -32,6 +35,8 @@ export interface InstalledState {
   pipeline: InstalledPipeline;
   /** Packet and byte counts of each group's flow. */
   counters: Map<string, FlowCounters>;
+  /** Flows of others in our table that have the shape of ours (install must not take their place). */
+  foreignFlows: FlowEntry[];
 }
 
 export interface BridgeSessionOptions {
@@ -86,8 +91,11 @@ export class BridgeSession {
   /** The port a user named, or a UsageError (prefixed with `where()`) saying which ports the bridge has. */
   resolvePort(ref: PortRef, where: () => string): BridgePort {
     const port = 'ofport' in ref ? this.ports.find((p) => p.ofport === ref.ofport) : this.ports.find((p) => p.name === ref.name);
+    if (port !== undefined && port.ofport === OVSDB_LOCAL_OFPORT) {
+      throw new UsageError(`${where()}: ${port.name} is the bridge's own (LOCAL) port, which cannot be a group member`, { code: 'no-such-interface' });
+    }
     if (port !== undefined) return port;
-    const known = this.ports.map((p) => `${p.name} (${p.ofport})`);
+    const known = this.ports.filter((p) => p.ofport !== OVSDB_LOCAL_OFPORT).map((p) => `${p.name} (${p.ofport})`);
     const list = known.length > 12 ? `${known.slice(0, 12).join(', ')}, ...` : known.join(', ') || 'none';
     throw new UsageError(`${where()}: bridge ${this.target.bridge} has no port ${describePortRef(ref)}`, { code: 'no-such-interface', hint: `its ports: ${list}` });
   }
@@ -98,17 +106,21 @@ export class BridgeSession {
 
   /** What of ours is on the switch now, read back from it. */
   async readInstalled(): Promise<InstalledState> {
+    // The whole table, not only our cookie: install must see a flow of someone else's
+    // that has the very match and priority it is about to add.
+    const [stats, descriptions] = await Promise.all([this.openflow.dumpFlows({ tableId: this.pipeline.config.table }), this.openflow.dumpGroups()]);
     const { cookie, mask } = this.pipeline.cookieMatch;
-    const [stats, descriptions] = await Promise.all([
-      this.openflow.dumpFlows({ tableId: this.pipeline.config.table, cookie, cookieMask: mask }),
-      this.openflow.dumpGroups(),
-    ]);
     const flows: FlowEntry[] = [];
+    const foreignFlows: FlowEntry[] = [];
     const counters = new Map<string, FlowCounters>();
     const countersByFlow = new Map<FlowEntry, FlowCounters>();
     for (const entry of stats) {
       const flow = flowEntryOf(entry);
       if (flow === undefined) continue;
+      if ((entry.cookie & mask) !== cookie) {
+        foreignFlows.push(flow);
+        continue;
+      }
       flows.push(flow);
       countersByFlow.set(flow, { packets: entry.packetCount, bytes: entry.byteCount });
     }
@@ -118,7 +130,7 @@ export class BridgeSession {
       const flowCounters = countersByFlow.get(group.flow);
       if (flowCounters !== undefined) counters.set(group.group, flowCounters);
     }
-    return { pipeline, counters };
+    return { pipeline, counters, foreignFlows };
   }
 
   /**

@@ -190,7 +190,7 @@ export class JsonStreamSplitter {
     const total = this.piecesLength + (chunk.length - start);
     if (total > this.maxValueBytes) throw this.tooLarge(total);
     if (start < chunk.length) {
-      this.pieces.push(chunk.slice(start));
+      this.pieces.push(new Uint8Array(chunk.subarray(start))); // Buffer#slice would be a view
       this.piecesLength = total;
     }
   }

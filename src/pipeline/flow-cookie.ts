@@ -20,16 +20,7 @@ export const FlowKind = {
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 
-const KIND_NAMES: Readonly<Record<FlowKind, string>> = {
-  1: 'igmp-to-controller',
-  2: 'link-local-flood',
-  3: 'group-forward',
-  4: 'unknown-group-to-gateway',
-};
-
-export function flowKindName(kind: FlowKind): string {
-  return KIND_NAMES[kind];
-}
+const KINDS: ReadonlySet<number> = new Set(Object.values(FlowKind));
 
 export interface FlowCookieFields {
   prefix: number;
@@ -45,7 +36,7 @@ export function encodeFlowCookie(fields: FlowCookieFields): bigint {
 export function decodeFlowCookie(cookie: bigint, prefix: number): FlowCookieFields | undefined {
   if (cookie >> 48n !== BigInt(prefix)) return undefined;
   const kind = Number((cookie >> 40n) & 0xffn);
-  if (!(kind in KIND_NAMES)) return undefined;
+  if (!KINDS.has(kind)) return undefined;
   return { prefix, kind: kind as FlowKind, value: Number(cookie & 0xffffffffn) };
 }
 

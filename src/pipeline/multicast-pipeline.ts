@@ -189,7 +189,10 @@ export class MulticastPipeline {
     for (const flow of flows) {
       const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
       if (fields === undefined) continue; // not ours
-      if (fields.kind !== FlowKind.GroupForward) {
+      // Ours by cookie but not a group flow, or one whose value is no multicast address
+      // (a hand-made flow, or a prefix someone else uses too): not a group to show, but
+      // still ours to remove.
+      if (fields.kind !== FlowKind.GroupForward || fields.value >>> 28 !== 0xe) {
         otherFlows.push(flow);
         continue;
       }

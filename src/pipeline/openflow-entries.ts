@@ -11,7 +11,7 @@ import type { GroupDesc } from '../openflow/group-desc.js';
 import { groupMod } from '../openflow/group-mod.js';
 import { applyActions } from '../openflow/instruction.js';
 import type { OpenFlowMessage } from '../openflow/message.js';
-import { FlowModCommand, GroupModCommand, GroupType } from '../openflow/mod-command.js';
+import { FlowModCommand, FlowModFlag, GroupModCommand, GroupType } from '../openflow/mod-command.js';
 import type { OxmField } from '../openflow/oxm.js';
 import { OfpPort } from '../openflow/reserved.js';
 import type { Bucket, FlowAction, FlowEntry, FlowMatch, GroupEntry } from './multicast-pipeline.js';
@@ -64,11 +64,24 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
     case 'delete-group':
       return groupMod({ command: GroupModCommand.DELETE, groupType: GroupType.ALL, groupId: change.groupId, buckets: [] });
     case 'add-flow':
+      // CHECK_OVERLAP: a plain ADD would silently replace a flow of another controller
+      // with the same match and priority (OpenFlow 1.3.5 §6.4); this makes OVS refuse.
       return flowMod({
         command: FlowModCommand.ADD,
+        flags: FlowModFlag.CHECK_OVERLAP,
         tableId: change.entry.table,
         priority: change.entry.priority,
         cookie: change.entry.cookie,
+        match: matchFields(change.entry.match),
+        instructions: [applyActions(flowActions(change.entry.actions))],
+      });
+    case 'modify-flow':
+      return flowMod({
+        command: FlowModCommand.MODIFY_STRICT,
+        tableId: change.entry.table,
+        priority: change.entry.priority,
+        cookie: change.entry.cookie,
+        cookieMask: 0xffff_ffff_ffff_ffffn,
         match: matchFields(change.entry.match),
         instructions: [applyActions(flowActions(change.entry.actions))],
       });

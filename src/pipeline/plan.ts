@@ -13,12 +13,17 @@ export type PipelineChange =
   | { op: 'add-group'; entry: GroupEntry }
   | { op: 'modify-group'; entry: GroupEntry }
   | { op: 'delete-group'; groupId: number }
-  /** Adds, or replaces a flow with the same table, priority and match. */
+  /**
+   * Adds a flow, refusing (OVERLAP) if any flow of the same priority overlaps it: never
+   * replaces another controller's flow.
+   */
   | { op: 'add-flow'; entry: FlowEntry }
+  /** Changes the actions of our own flow (strict match, and only with our cookie). */
+  | { op: 'modify-flow'; entry: FlowEntry }
   /** Deletes exactly this flow (strict: table, priority, match, and our cookie). */
   | { op: 'delete-flow'; entry: FlowEntry };
 
-export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent';
+export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent' | 'conflict';
 
 export interface GroupPlan {
   group: string;
@@ -26,15 +31,33 @@ export interface GroupPlan {
   /** Member ports after the change (for a removal: the ports it had). */
   ports: number[];
   changes: PipelineChange[];
+  /** Why nothing is done (outcome `conflict`). */
+  problem?: string;
 }
 
-/** Install (add or update) `desired`; leaves every other group alone. */
-export function planInstall(pipeline: MulticastPipeline, desired: readonly GroupMembership[], installed: InstalledPipeline): GroupPlan[] {
+/**
+ * Install (add or update) `desired`; leaves every other group alone. A group whose flow
+ * would take the place of a flow of someone else's (`foreignFlows`: same table, priority
+ * and match) is a conflict: nothing is done for it.
+ */
+export function planInstall(
+  pipeline: MulticastPipeline,
+  desired: readonly GroupMembership[],
+  installed: InstalledPipeline,
+  foreignFlows: readonly FlowEntry[] = [],
+): GroupPlan[] {
   const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
+  const foreignByKey = new Map(foreignFlows.map((flow) => [flowKey(flow), flow]));
   const installedIds = new Set([...installed.groups.flatMap((group) => group.groups.map((entry) => entry.groupId)), ...installed.strayGroups.map((entry) => entry.groupId)]);
   return desired.map((membership) => {
     const forwarding = pipeline.forwarding(membership);
     const current = byGroup.get(membership.group);
+    const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
+    const foreign = foreignByKey.get(flowKey(forwarding.flow));
+    if (current === undefined && foreign !== undefined) {
+      const problem = `another controller's flow (cookie 0x${foreign.cookie.toString(16)}) has the same match and priority ${foreign.priority}`;
+      return { group: membership.group, outcome: 'conflict', ports, changes: [], problem };
+    }
     const currentById = new Map((current?.groups ?? []).map((entry) => [entry.groupId, entry]));
     const changes: PipelineChange[] = [];
     for (const entry of forwarding.groups) {
@@ -42,12 +65,13 @@ export function planInstall(pipeline: MulticastPipeline, desired: readonly Group
       if (existing === undefined) changes.push({ op: installedIds.has(entry.groupId) ? 'modify-group' : 'add-group', entry });
       else if (!sameBuckets(existing, entry)) changes.push({ op: 'modify-group', entry });
     }
-    if (current === undefined || !sameFlow(current.flow, forwarding.flow)) changes.push({ op: 'add-flow', entry: forwarding.flow });
+    if (current === undefined) changes.push({ op: 'add-flow', entry: forwarding.flow });
+    else if (!sameFlow(current.flow, forwarding.flow)) changes.push({ op: 'modify-flow', entry: forwarding.flow });
     // Links of a longer chain that the new one no longer reaches.
     const wanted = new Set(forwarding.groups.map((entry) => entry.groupId));
     for (const entry of current?.groups ?? []) if (!wanted.has(entry.groupId)) changes.push({ op: 'delete-group', groupId: entry.groupId });
     const outcome: GroupOutcome = current === undefined ? 'added' : changes.length === 0 ? 'unchanged' : 'updated';
-    return { group: membership.group, outcome, ports: [...new Set(membership.ports)].sort((a, b) => a - b), changes };
+    return { group: membership.group, outcome, ports, changes };
   });
 }
 
@@ -62,21 +86,26 @@ export function planUninstall(groups: readonly string[], installed: InstalledPip
 }
 
 /**
- * Removes everything of ours: every group, and with `everything`, also our other flows
- * (IGMP, link-local, unknown group) and OVS groups in our range that nothing reaches.
+ * Removes everything of ours: every group, our other flows (IGMP, link-local, unknown
+ * group), and OVS groups in our range that nothing reaches.
  */
-export function planUninstallAll(installed: InstalledPipeline, options: { everything: boolean }): { groups: GroupPlan[]; extra: PipelineChange[] } {
+export function planUninstallAll(installed: InstalledPipeline): { groups: GroupPlan[]; extra: PipelineChange[] } {
   const groups = installed.groups.map((current): GroupPlan => ({ group: current.group, outcome: 'removed', ports: current.ports, changes: removal(current) }));
-  const extra: PipelineChange[] = [];
-  if (options.everything) {
-    for (const flow of installed.otherFlows) extra.push({ op: 'delete-flow', entry: flow });
-    for (const entry of installed.strayGroups) extra.push({ op: 'delete-group', groupId: entry.groupId });
-  }
+  const extra: PipelineChange[] = [
+    ...installed.otherFlows.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
+    ...installed.strayGroups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId })),
+  ];
   return { groups, extra };
 }
 
 function removal(current: InstalledGroup): PipelineChange[] {
   return [{ op: 'delete-flow', entry: current.flow }, ...current.groups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId }))];
+}
+
+/** What makes two flows the same entry of a table: table, priority and match. */
+function flowKey(flow: FlowEntry): string {
+  const { inPort, ethType, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
+  return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Dst, ipv4DstMask]);
 }
 
 function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {

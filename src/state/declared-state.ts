@@ -54,7 +54,9 @@ export function parseDeclaredState(text: string, fileName: string): DeclaredStat
     document = jsYaml.load(text, { filename: fileName });
   } catch (error) {
     if (error instanceof jsYaml.YAMLException) {
-      throw new UsageError(`${fileName}:${error.mark.line + 1}: not valid YAML or JSON: ${error.reason}`, { code: 'bad-file' });
+      // Some errors (e.g. several documents in one file) carry no position.
+      const at = error.mark === undefined ? fileName : `${fileName}:${error.mark.line + 1}`;
+      throw new UsageError(`${at}: not valid YAML or JSON: ${error.reason}`, { code: 'bad-file' });
     }
     throw error;
   }

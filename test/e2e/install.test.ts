@@ -97,7 +97,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     );
     const state = await switchState();
     assert.deepEqual(ours(state), {
-      flows: [`cookie=${G1_COOKIE}, table=0, priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
+      flows: [`cookie=${G1_COOKIE}, table=0, check_overlap priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
       groups: [`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(3).ofport}`],
     });
     assertForeignIntact(state);
@@ -178,6 +178,27 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
         assert.deepEqual(await switchState(), before);
       });
     }
+    it("the bridge's own (LOCAL) port cannot be a member", async () => {
+      const before = await switchState();
+      const result = await cli('install', '239.1.1.9', '--ports', node.bridge);
+      assert.equal(result.code, 64, result.stderr);
+      assert.match(result.stderr, /br-int is the bridge's own \(LOCAL\) port/);
+      assert.deepEqual(await switchState(), before);
+    });
+    it("another controller's flow with the same match and priority is refused, never replaced", async () => {
+      await node.ofctl('add-flow', node.bridge, 'cookie=0x77,priority=200,ip,nw_dst=239.1.1.77,actions=drop');
+      const before = await switchState();
+      const result = await cli('install', '239.1.1.77', '--ports', pod(2).port, '--json');
+      assert.equal(result.code, 1, result.stderr);
+      const [group] = (JSON.parse(result.stdout) as { groups: { outcome: string; error: string }[] }).groups;
+      assert.equal(group?.outcome, 'failed');
+      assert.match(group?.error ?? '', /another controller's flow \(cookie 0x77\) has the same match and priority 200/);
+      assert.match(result.stderr, /OVS refused 1 change/);
+      const state = await switchState();
+      assert.ok(state.flows.some((line) => line.startsWith('cookie=0x77,') && line.includes('nw_dst=239.1.1.77 actions=drop')), 'the foreign flow is intact');
+      assert.deepEqual(state, before, 'nothing was changed for it');
+      await node.ofctl('del-flows', node.bridge, 'cookie=0x77/-1');
+    });
     it('a bad file names its line', async () => {
       const file = join(scratch, 'bad.yaml');
       writeFileSync(file, `groups:\n  - group: ${G1}\n    ports: [${pod(2).port}]\n  - group: 239.1.1.300\n    ports: [x]\n`);

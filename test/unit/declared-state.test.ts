@@ -35,6 +35,7 @@ describe('declared state file', () => {
     ['port 0', 'groups:\n  - group: 239.1.2.3\n    ports: [0]\n', /^g\.yaml:3: port 0 is not an OpenFlow port number/],
     ['a group twice', 'groups:\n  - {group: 239.1.2.3, ports: [a]}\n  - {group: 239.1.2.3, ports: [b]}\n', /^g\.yaml:3: group 239\.1\.2\.3 is declared twice \(first at line 2\)/],
     ['not a mapping', '- 239.1.2.3\n', /^g\.yaml:1: the file must be a mapping/],
+    ['several documents', 'groups: []\n---\ngroups: []\n', /^g\.yaml: not valid YAML or JSON: expected a single document/],
     ['routes before they exist', 'routes: []\n', /^g\.yaml:1: routes .* not supported/],
   ];
   for (const [name, text, message] of refusals) {

@@ -329,6 +329,18 @@ describe('OpenFlow connection (fake switch)', () => {
     );
   });
 
+  it('batch: a switch that stops reading for good fails the batch within its time limit', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint, echoIntervalMs: 0 });
+    const big = (id: number) => groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
+    sw.last.socket.pause(); // and never resumes
+    const started = Date.now();
+    await assert.rejects(connection.batch(Array.from({ length: 300 }, (_, i) => big(i)), { timeoutMs: 500 }), (error: unknown) => {
+      return error instanceof UnavailableError && /stopped reading: a batch was not sent within 500 ms/.test(error.message);
+    });
+    assert.ok(Date.now() - started < 5000, 'it did not wait for ever');
+  });
+
   it('batch: nothing is sent when one message cannot be encoded', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });

@@ -25,7 +25,12 @@ function apply(state: { flows: FlowEntry[]; groups: GroupEntry[] }, changes: Ret
       case 'delete-group':
         groups.delete(change.groupId);
         break;
+      case 'modify-flow':
+        assert.ok(flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])), 'modify of a missing flow');
+        flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
+        break;
       case 'add-flow':
+        assert.ok(!flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])), 'add over an existing flow');
         for (const action of change.entry.actions) if (action.type === 'group') assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
         flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
         break;
@@ -93,6 +98,12 @@ describe('MulticastPipeline', () => {
     assert.deepEqual(installed.strayGroups, [stray]);
     assert.equal(installed.otherFlows.length, 1);
   });
+  it('a flow with our cookie whose value is no multicast address is ours to remove, not a group', () => {
+    const odd: FlowEntry = { ...pipeline.groupFlow('239.1.1.1'), cookie: encodeFlowCookie({ prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0x0a000001 }) };
+    const installed = pipeline.readInstalled([odd], []);
+    assert.deepEqual(installed.groups, []);
+    assert.deepEqual(installed.otherFlows, [odd]);
+  });
 });
 
 describe('planning', () => {
@@ -119,6 +130,13 @@ describe('planning', () => {
     assert.deepEqual(read(state).groups[0]?.ports, [2]);
     assert.equal(state.groups.length, 1);
   });
+  it("install: a group whose flow would replace someone else's is a conflict, and nothing is done for it", () => {
+    const foreign: FlowEntry = { ...pipeline.groupFlow('239.1.2.3'), cookie: 0x77n, actions: [] };
+    const [plan] = planInstall(pipeline, [{ group: '239.1.2.3', ports: [1] }], read(empty), [foreign]);
+    assert.equal(plan?.outcome, 'conflict');
+    assert.deepEqual(plan?.changes, []);
+    assert.match(plan?.problem ?? '', /cookie 0x77/);
+  });
   it('uninstall: removes the named groups, says which were absent, and all removes all of ours', () => {
     const state = apply(
       empty,
@@ -127,7 +145,7 @@ describe('planning', () => {
     const one = planUninstall(['239.1.1.1', '239.7.7.7'], read(state));
     assert.deepEqual(one.map((p) => [p.group, p.outcome]), [['239.1.1.1', 'removed'], ['239.7.7.7', 'absent']]);
     assert.deepEqual(read(apply(state, one.flatMap((p) => p.changes))).groups.map((g) => g.group), ['239.1.1.2']);
-    const all = planUninstallAll(read({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }), { everything: true });
+    const all = planUninstallAll(read({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }));
     const cleared = apply({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
     assert.deepEqual(cleared, empty);
   });
