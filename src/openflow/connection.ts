@@ -47,13 +47,11 @@ import { MULTIPART_MORE } from './multipart-type.js';
 import type { PacketIn } from './packet-in.js';
 import { packetOut } from './packet-out.js';
 import type { SwitchConfig } from './switch-config.js';
+import { backoffDelay, type BackoffOptions } from '../wire/backoff.js';
 import { readU32 } from './wire.js';
 
-export interface ReconnectOptions {
-  /** Wait before the first attempt (default 100 ms); it doubles after each failure. */
-  initialDelayMs?: number;
-  /** Longest wait between attempts (default 5 s). */
-  maxDelayMs?: number;
+/** Delays as the OVSDB client's (src/wire/backoff.ts), and a limit on attempts. */
+export interface ReconnectOptions extends BackoffOptions {
   /** Give up (and emit `closed`) after this many failed attempts in a row (default: never). */
   maxAttempts?: number;
 }
@@ -146,7 +144,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   private readonly target: Endpoint;
   private readonly timeoutMs: number;
   private readonly echoIntervalMs: number;
-  private readonly reconnectOptions: Required<ReconnectOptions> | undefined;
+  private readonly reconnectOptions: (ReconnectOptions & { maxAttempts: number }) | undefined;
 
   private state: State = 'connecting';
   private socket: net.Socket | undefined;
@@ -168,11 +166,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.echoIntervalMs = options.echoIntervalMs ?? DEFAULT_ECHO_INTERVAL_MS;
     const reconnect = options.reconnect === true ? {} : options.reconnect || undefined;
-    this.reconnectOptions = reconnect && {
-      initialDelayMs: reconnect.initialDelayMs ?? 100,
-      maxDelayMs: reconnect.maxDelayMs ?? 5_000,
-      maxAttempts: reconnect.maxAttempts ?? Number.POSITIVE_INFINITY,
-    };
+    this.reconnectOptions = reconnect && { ...reconnect, maxAttempts: reconnect.maxAttempts ?? Number.POSITIVE_INFINITY };
   }
 
   /**
@@ -459,7 +453,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
 
   private scheduleReconnect(failures: number): void {
     const options = this.reconnectOptions!;
-    const delay = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** failures);
+    const delay = backoffDelay(failures, options);
     this.reconnectTimer = setTimeout(() => {
       this.open().then(
         (features) => this.emit('reconnected', features),

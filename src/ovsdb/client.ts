@@ -21,7 +21,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { UnavailableError } from '../errors.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { backoffDelay, type BackoffOptions } from '../wire/backoff.js';
 import { RpcConnection } from './connection.js';
 import { isOvsdbId } from './datum.js';
 import { parseEndpoint, type Endpoint as OvsdbEndpoint } from '../wire/endpoint.js';

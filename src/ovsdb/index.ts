@@ -19,7 +19,7 @@ export type {
 } from './client-events.js';
 export { OvsdbError, OvsdbDecodeError, OvsdbTimeoutError, type OvsdbDecodeErrorCode, type OvsdbErrorName, type OvsdbErrorInit } from './errors.js';
 export { parseEndpoint, type Endpoint } from '../wire/endpoint.js';
-export { backoffDelay, DEFAULT_MIN_DELAY_MS, DEFAULT_MAX_DELAY_MS, type BackoffOptions } from './backoff.js';
+export { backoffDelay, DEFAULT_MIN_DELAY_MS, DEFAULT_MAX_DELAY_MS, type BackoffOptions } from '../wire/backoff.js';
 export { JsonStreamSplitter, DEFAULT_MAX_VALUE_BYTES, type JsonStreamSplitterOptions } from './json-stream.js';
 export * as rpc from './rpc.js';
 export type { JsonValue, RpcId, RpcMessage, RpcRequest, RpcNotification, RpcResult, RpcErrorReply } from './rpc.js';

@@ -13,10 +13,7 @@ export type PipelineChange =
   | { op: 'add-group'; entry: GroupEntry }
   | { op: 'modify-group'; entry: GroupEntry }
   | { op: 'delete-group'; groupId: number }
-  /**
-   * Adds a flow, refusing (OVERLAP) if any flow of the same priority overlaps it: never
-   * replaces another controller's flow.
-   */
+  /** Adds a flow where none of the same table, priority and match is (see planInstall). */
   | { op: 'add-flow'; entry: FlowEntry }
   /** Changes the actions of our own flow (strict match, and only with our cookie). */
   | { op: 'modify-flow'; entry: FlowEntry }

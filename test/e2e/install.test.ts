@@ -97,7 +97,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     );
     const state = await switchState();
     assert.deepEqual(ours(state), {
-      flows: [`cookie=${G1_COOKIE}, table=0, check_overlap priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
+      flows: [`cookie=${G1_COOKIE}, table=0, priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
       groups: [`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(3).ofport}`],
     });
     assertForeignIntact(state);

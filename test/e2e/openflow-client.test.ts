@@ -127,7 +127,7 @@ describe('OpenFlow client against ovs-vswitchd', () => {
       await node.addPod('pod2', { address: '10.1.0.12/24' }),
       await node.addPod('pod3', { address: '10.1.0.13/24' }),
     ];
-    connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, reconnect: { initialDelayMs: 50, maxDelayMs: 500 } });
+    connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, reconnect: { minDelayMs: 50, maxDelayMs: 500 } });
   });
 
   after(async () => {

@@ -408,7 +408,7 @@ describe('OpenFlow connection (fake switch)', () => {
 
   it('loss and reconnection: pending requests fail, disconnected, then reconnected with packet-ins re-enabled', async () => {
     const sw = await fake();
-    const connection = await connect({ endpoint: sw.endpoint, reconnect: { initialDelayMs: 20 } });
+    const connection = await connect({ endpoint: sw.endpoint, reconnect: { minDelayMs: 20 } });
     await connection.enablePacketIn({ missSendLen: 128 });
     sw.handler = (_link, message) => message.type === 'ECHO_REQUEST'; // hold an echo: pending at the drop
     const pending = connection.echo();
@@ -431,7 +431,7 @@ describe('OpenFlow connection (fake switch)', () => {
 
   it('reconnect backs off while the switch is away, and gives up after maxAttempts', async () => {
     const sw = await fake();
-    const connection = await connect({ endpoint: sw.endpoint, reconnect: { initialDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } });
+    const connection = await connect({ endpoint: sw.endpoint, reconnect: { minDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } });
     const closed = waitFor<void>(connection, 'closed');
     await sw.close(); // gone for good: no listener
     const started = Date.now();

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import { ExitCode, UnavailableError, UsageError } from '../../src/errors.js';
-import { backoffDelay } from '../../src/ovsdb/backoff.js';
+import { backoffDelay } from '../../src/wire/backoff.js';
 import { OvsdbClient } from '../../src/ovsdb/client.js';
 
 import { OvsdbDecodeError, OvsdbError, OvsdbTimeoutError } from '../../src/ovsdb/errors.js';

@@ -1,6 +1,7 @@
 /**
  * Reconnection delays: doubling from a minimum to a maximum, as OVS's own reconnect.c
- * does, so that a restarting ovsdb-server is found quickly and a dead one is not hammered.
+ * does, so that a restarting ovsdb-server or ovs-vswitchd is found quickly and a dead one
+ * is not hammered. Shared by the OVSDB and OpenFlow clients.
  */
 
 export interface BackoffOptions {
