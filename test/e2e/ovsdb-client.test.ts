@@ -21,7 +21,7 @@ import { asStringMap, namedUuid, ovsdbMap, uuid } from '../../src/ovsdb/datum.js
 import { OvsdbError, OvsdbTimeoutError } from '../../src/ovsdb/errors.js';
 import type { MonitorUpdateReason, TableUpdates } from '../../src/ovsdb/monitor.js';
 import { bridgeInterfaces, findBridge, NoSuchBridgeError, watchInterfaces, type InterfaceChanges } from '../../src/ovsdb/vswitch.js';
-import { ovsdbServerMissing, PrivateOvsdbServer, VSWITCH_SCHEMA } from '../lab/ovsdb-server.js';
+import { canConnect, ovsdbServerMissing, PrivateOvsdbServer, VSWITCH_SCHEMA } from '../lab/ovsdb-server.js';
 
 const DB = 'Open_vSwitch';
 const skip = ovsdbServerMissing();
@@ -373,16 +373,6 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
   }
 }
 
-function canConnect(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ path });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 function execute(file: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -161,7 +161,8 @@ function execute(file: string, args: readonly string[]): Promise<string> {
   });
 }
 
-function canConnect(path: string): Promise<boolean> {
+/** Whether something accepts connections on the unix socket `path`. */
+export function canConnect(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ path });
     socket.once('connect', () => {

@@ -15,18 +15,8 @@ import { toJsonLine } from '../../src/snoop/json-record.js';
 import { toJsonRecord } from '../helpers/json-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
+import { seededRandom } from '../helpers/random.js';
 
-/** Mulberry32: small, fast, seeded. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const seeds: Buffer[] = [V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1, ...Object.values(validFrames), ...hostileFrames.map((h) => h.frame)];
 
@@ -78,7 +68,7 @@ function randomFrame(random: () => number): Buffer {
 describe('fuzz', () => {
   it('200,000 random and mutated frames: the frame decoder never throws; codecs throw only DecodeError', () => {
     const seed = 0x5eed1;
-    const random = prng(seed);
+    const random = seededRandom(seed);
     const locate = ipv4Locator(LinkType.ETHERNET);
     const counts = { igmp: 0, malformed: 0, none: 0 };
     for (let i = 0; i < 200_000; i++) {

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { OvsdbDecodeError } from '../../src/ovsdb/errors.js';
 import { JsonStreamSplitter } from '../../src/ovsdb/json-stream.js';
+import { seededRandom } from '../helpers/random.js';
 
 /** The hand-written stream: whitespace between values, escapes, 2-, 3- and 4-byte UTF-8, brackets in strings. */
 const HAND_STREAM = Buffer.from(
@@ -66,17 +67,6 @@ function cut(stream: Uint8Array, ...offsets: number[]): Uint8Array[] {
   return bounds.slice(1).map((end, i) => stream.slice(bounds[i], end));
 }
 
-/** Deterministic PRNG (mulberry32), so a failure reproduces. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 for (const [name, stream] of [
   ['a hand-written stream', HAND_STREAM],
@@ -100,7 +90,7 @@ for (const [name, stream] of [
     });
 
     it('gives the same values cut at random points', () => {
-      const next = random(7047);
+      const next = seededRandom(7047);
       for (let round = 0; round < 200; round++) {
         const offsets = Array.from({ length: 1 + Math.floor(next() * 8) }, () => Math.floor(next() * stream.length)).sort((a, b) => a - b);
         assert.deepEqual(splitAll(cut(stream, ...offsets)), whole, `cut at ${offsets.join(',')}`);
