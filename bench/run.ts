@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { benchDecode } from './decode.js';
 import { benchInstall } from './install.js';
+import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
@@ -20,6 +21,10 @@ console.log('\npcap reader alone (bench/pcap-read.ts)');
 const pcapRead = spawnSync(process.execPath, ['--import', 'tsx', 'bench/pcap-read.ts'], { encoding: 'utf8' });
 process.stdout.write(pcapRead.stdout.replace(/^/gm, '  '));
 if (pcapRead.status !== 0) process.stderr.write(pcapRead.stderr);
+
+console.log('\nkernel (S,G) routes: add and delete 10,000 MFC entries; routes --json with 10,000 (target: under 1 s)');
+const routes = await benchRoutes();
+console.log(`  add ${number(routes.addedPerSecond)}/s, delete ${number(routes.deletedPerSecond)}/s; routes --json ${routes.routesJsonSeconds.toFixed(2)} s`);
 
 const installGroups = Number(process.env.BENCH_INSTALL_GROUPS ?? 10_000);
 console.log(`\ninstall -f of ${number(installGroups)} groups × 4 ports on a lab node's OVS, against one ovs-ofctl add-group + add-flow per group`);

@@ -1,6 +1,7 @@
 /** How install and uninstall report their group results, in both output modes. */
 import { ExitCode, McastError } from '../errors.js';
 import type { GroupResult, StaticGroupsOutcome } from '../controllers/static-groups.js';
+import { NO_ROUTER_WARNING, type RouteOutcome } from '../controllers/static-routes.js';
 import type { BridgePort } from '../ovs/bridge-session.js';
 import type { Output } from './output.js';
 
@@ -11,7 +12,14 @@ export function describePort(port: BridgePort): string {
   return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
 }
 
-export function printGroupResults(output: Output, bridge: string, outcome: StaticGroupsOutcome): void {
+export interface RouteResult {
+  route: { group: string; source: string; iif: string; oifs: string[] };
+  outcome: RouteOutcome;
+  routerActive: boolean;
+}
+
+export function printGroupResults(output: Output, bridge: string, outcome: StaticGroupsOutcome, routes: readonly RouteResult[] = []): void {
+  const routeFields = routes.length === 0 ? {} : { routes: routes.map(({ route, outcome: result }) => ({ ...route, outcome: result })), routerActive: routes[0]!.routerActive };
   if (output.json) {
     output.document({
       bridge,
@@ -23,6 +31,7 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
         ...(result.error === undefined ? {} : { error: result.error }),
       })),
       ...(outcome.otherFailures.length === 0 ? {} : { otherFailures: outcome.otherFailures }),
+      ...routeFields,
     });
   } else {
     const style = output.style;
@@ -52,7 +61,14 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
     const counts = new Map<string, number>();
     for (const result of outcome.groups) counts.set(result.outcome, (counts.get(result.outcome) ?? 0) + 1);
     const summary = [...counts].map(([name, count]) => `${count} ${name}`).join(', ');
-    output.line(`bridge ${bridge}: ${outcome.groups.length} group${outcome.groups.length === 1 ? '' : 's'}${summary ? `: ${summary}` : ''}`);
+    if (outcome.groups.length > 0 || routes.length === 0) {
+      output.line(`bridge ${bridge}: ${outcome.groups.length} group${outcome.groups.length === 1 ? '' : 's'}${summary ? `: ${summary}` : ''}`);
+    }
+    for (const { route, outcome: result } of routes) output.line(`route (${route.source}, ${route.group}) ${result}: ${route.iif} → ${route.oifs.join(', ')}`);
+  }
+  if (routes.length > 0 && !routes[0]!.routerActive) {
+    output.flush();
+    output.warn(NO_ROUTER_WARNING);
   }
   output.flush();
   const failed = outcome.groups.filter((result) => result.outcome === 'failed').length + outcome.otherFailures.length;

@@ -5,6 +5,7 @@
 import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
 import { registerInstall } from './commands/install.js';
+import { registerRoutes } from './commands/routes.js';
 import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
 import { registerUninstall } from './commands/uninstall.js';
@@ -34,6 +35,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerInstall(program);
   registerUninstall(program);
   registerShow(program);
+  registerRoutes(program);
   return program;
 }
 

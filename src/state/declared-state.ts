@@ -5,6 +5,8 @@
  *   groups:
  *     - group: 239.1.2.3
  *       ports: [pod-a, pod-b, 7]        # interface names or OpenFlow port numbers
+ *   routes:                             # static kernel (S,G) routes
+ *     - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}
  *
  * Every problem is a UsageError naming the file and line, found before anything is
  * changed.
@@ -17,6 +19,7 @@
 import jsYaml from 'js-yaml';
 import { LineCounter, parseDocument, type Node } from 'yaml';
 import { UsageError } from '../errors.js';
+import { parseIPv4 } from '../wire/ipv4-address.js';
 import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
 
 export interface DeclaredGroup {
@@ -26,8 +29,17 @@ export interface DeclaredGroup {
   where: () => string;
 }
 
+export interface DeclaredRoute {
+  group: string;
+  source: string;
+  iif: string;
+  oifs: string[];
+  where: () => string;
+}
+
 export interface DeclaredState {
   groups: DeclaredGroup[];
+  routes: DeclaredRoute[];
 }
 
 /** A path into the document: keys and list indexes. */
@@ -47,6 +59,7 @@ class StateProblem extends Error {
 
 const TOP_LEVEL_KEYS = ['groups', 'routes'] as const;
 const GROUP_KEYS = ['group', 'ports'] as const;
+const ROUTE_KEYS = ['group', 'source', 'iif', 'oifs'] as const;
 
 export function parseDeclaredState(text: string, fileName: string): DeclaredState {
   let document: unknown;
@@ -71,17 +84,13 @@ export function parseDeclaredState(text: string, fileName: string): DeclaredStat
 }
 
 function validate(document: unknown, whereOf: (path: DocumentPath) => () => string): DeclaredState {
-  if (document === undefined || document === null) return { groups: [] };
+  if (document === undefined || document === null) return { groups: [], routes: [] };
   if (!isRecord(document)) throw new StateProblem([], 'the file must be a mapping with a "groups" list');
   for (const key of Object.keys(document)) {
     if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) throw new StateProblem([key], `unknown key ${JSON.stringify(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
-  if ('routes' in document) throw new StateProblem(['routes'], 'routes (kernel multicast routes) are not supported by this version of mcastctl yet');
-  const list = document.groups;
-  if (list === undefined || list === null) return { groups: [] };
-  if (!Array.isArray(list)) throw new StateProblem(['groups'], '"groups" must be a list');
   const firstIndex = new Map<string, number>();
-  const groups = list.map((item: unknown, index): DeclaredGroup => {
+  const groups = listAt(document, 'groups').map((item: unknown, index): DeclaredGroup => {
     const path = ['groups', index];
     const entry = parseGroupEntry(item, path);
     const first = firstIndex.get(entry.group);
@@ -89,7 +98,43 @@ function validate(document: unknown, whereOf: (path: DocumentPath) => () => stri
     firstIndex.set(entry.group, index);
     return { ...entry, where: whereOf(path) };
   });
-  return { groups };
+  const firstRoute = new Map<string, number>();
+  const routes = listAt(document, 'routes').map((item: unknown, index): DeclaredRoute => {
+    const path = ['routes', index];
+    const entry = parseRouteEntry(item, path);
+    const key = `(${entry.source}, ${entry.group})`;
+    const first = firstRoute.get(key);
+    if (first !== undefined) throw new StateProblem(path, `route ${key} is declared twice`, ['routes', first]);
+    firstRoute.set(key, index);
+    return { ...entry, where: whereOf(path) };
+  });
+  return { groups, routes };
+}
+
+/** The list under `key`, or none. */
+function listAt(document: Record<string, unknown>, key: string): unknown[] {
+  const list = document[key];
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new StateProblem([key], `"${key}" must be a list`);
+  return list;
+}
+
+function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute, 'where'> {
+  if (!isRecord(item)) throw new StateProblem(path, 'each route must be a mapping like {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}');
+  for (const key of Object.keys(item)) {
+    if (!(ROUTE_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${JSON.stringify(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
+  }
+  for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
+  if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
+  const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
+  const source = typeof item.source === 'string' ? parseIPv4(item.source) : undefined;
+  if (source === undefined || source >>> 28 >= 0xe || source === 0) throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
+  if (typeof item.iif !== 'string' || item.iif === '') throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
+  const oifs = item.oifs;
+  if (!Array.isArray(oifs) || oifs.length === 0 || !oifs.every((oif) => typeof oif === 'string' && oif !== '')) {
+    throw new StateProblem([...path, 'oifs'], '"oifs" must be a non-empty list of interface names');
+  }
+  return { group, source: item.source as string, iif: item.iif, oifs: oifs as string[] };
 }
 
 function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup, 'where'> {

@@ -16,6 +16,14 @@ describe('declared state file', () => {
       ],
     );
   });
+  it('reads static kernel routes', () => {
+    const state = parseDeclaredState('routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0, eth1]}\n', 'g.yaml');
+    assert.deepEqual(
+      state.routes.map((r) => [r.group, r.source, r.iif, r.oifs, r.where()]),
+      [['239.1.2.3', '10.0.0.5', 'eth0', ['gw0', 'eth1'], 'g.yaml:2']],
+    );
+    assert.deepEqual(state.groups, []);
+  });
   it('reads JSON', () => {
     assert.deepEqual(parseDeclaredState('{"groups": [{"group": "239.1.2.3", "ports": ["p1", 2]}]}', 'g.json').groups[0]?.ports, [{ name: 'p1' }, { ofport: 2 }]);
   });
@@ -36,7 +44,9 @@ describe('declared state file', () => {
     ['a group twice', 'groups:\n  - {group: 239.1.2.3, ports: [a]}\n  - {group: 239.1.2.3, ports: [b]}\n', /^g\.yaml:3: group 239\.1\.2\.3 is declared twice \(first at line 2\)/],
     ['not a mapping', '- 239.1.2.3\n', /^g\.yaml:1: the file must be a mapping/],
     ['several documents', 'groups: []\n---\ngroups: []\n', /^g\.yaml: not valid YAML or JSON: expected a single document/],
-    ['routes before they exist', 'routes: []\n', /^g\.yaml:1: routes .* not supported/],
+    ['a route with a multicast source', 'routes:\n  - {group: 239.1.2.3, source: 239.0.0.1, iif: a, oifs: [b]}\n', /^g\.yaml:2: "source" must be a unicast host address/],
+    ['a route without oifs', 'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: a\n', /^g\.yaml:2: a route needs "oifs"/],
+    ['a route twice', 'routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: a, oifs: [b]}\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: c, oifs: [d]}\n', /^g\.yaml:3: route \(10\.0\.0\.5, 239\.1\.2\.3\) is declared twice \(first at line 2\)/],
   ];
   for (const [name, text, message] of refusals) {
     it(`refuses ${name}, naming the line`, () => {

@@ -1,12 +1,14 @@
 /** `mcastctl install`: forward multicast groups to member ports on an OVS bridge. */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { installGroups, type StaticGroup } from '../../controllers/static-groups.js';
+import { installGroups, type StaticGroup, type StaticGroupsOutcome } from '../../controllers/static-groups.js';
 import { isSystemError, UsageError } from '../../errors.js';
 import { BridgeSession } from '../../ovs/bridge-session.js';
-import { parseDeclaredState } from '../../state/declared-state.js';
+import { checkRoute, installRoute } from '../../controllers/static-routes.js';
+import { parseDeclaredState, type DeclaredRoute } from '../../state/declared-state.js';
 import { checkGroupAddress, parsePortRef } from '../../state/group-address.js';
 import { printGroupResults } from '../group-results.js';
+import { printRouteResult } from '../route-results.js';
 import { Output } from '../output.js';
 import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
 
@@ -14,6 +16,9 @@ interface InstallFlags extends OvsFlags {
   ports?: string;
   file?: string;
   json?: boolean;
+  source?: string;
+  iif?: string;
+  oif?: string;
 }
 
 export function registerInstall(program: Command): void {
@@ -29,13 +34,17 @@ export function registerInstall(program: Command): void {
     .argument('[group]', 'the multicast group, e.g. 239.1.2.3')
     .option('--ports <list>', 'member ports, by name or OpenFlow port number: p1,p2,7')
     .option('-f, --file <file>', 'install every group of a declared-state file (YAML or JSON)')
-    .option('--json', 'print the result as one JSON document');
+    .option('--json', 'print the result as one JSON document')
+    .option('--source <address>', 'a kernel (S,G) route instead: the source S (with --iif and --oif)')
+    .option('--iif <name>', 'the route: the interface traffic from S to GROUP comes in on')
+    .option('--oif <list>', 'the route: the interfaces it goes out of: if1,if2');
   addOvsOptions(command).addHelpText(
     'after',
     `
 Examples:
   mcastctl install 239.1.2.3 --ports pod-a,pod-b
   mcastctl install -f groups.yaml --bridge br-int
+  mcastctl install 239.1.2.3 --source 10.0.0.5 --iif eth0 --oif gw0   (a kernel route)
 
 File format (also what reconcile reads):
   groups:
@@ -46,19 +55,41 @@ See mcastctl-install(1) for the pipeline and the OVS options.`,
   );
   command.action(async (group: string | undefined, flags: InstallFlags) => {
     const output = new Output({ json: flags.json === true });
-    const groups = declaredGroups(group, flags);
-    const { target, pipeline } = ovsSettings(flags);
-    const session = await BridgeSession.open(target, { pipeline });
-    try {
-      printGroupResults(output, target.bridge, await installGroups(session, groups));
-    } finally {
-      await session.close();
+    if (flags.source !== undefined || flags.iif !== undefined || flags.oif !== undefined) {
+      await installStaticRoute(group, flags, output);
+      return;
     }
+    const { groups, routes } = declaredState(group, flags);
+    // Every route is checked (addresses, interfaces) before any change, OVS or kernel.
+    for (const route of routes) withWhere(route.where, () => checkRoute(route));
+    const { target, pipeline } = ovsSettings(flags);
+    let outcome: StaticGroupsOutcome = { groups: [], otherFailures: [] };
+    if (groups.length > 0) {
+      const session = await BridgeSession.open(target, { pipeline });
+      try {
+        outcome = await installGroups(session, groups);
+      } finally {
+        await session.close();
+      }
+    }
+    const routeResults = [];
+    for (const route of routes) routeResults.push({ route: { group: route.group, source: route.source, iif: route.iif, oifs: route.oifs }, ...(await installRoute(route)) });
+    printGroupResults(output, target.bridge, outcome, routeResults);
   });
 }
 
-/** The groups asked for, from the command line or a file: checked before OVS is touched. */
-function declaredGroups(group: string | undefined, flags: InstallFlags): StaticGroup[] {
+/** Runs a check, prefixing its UsageError with where the entry was declared. */
+function withWhere<T>(where: () => string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${where()}: ${error.message}`, { code: error.code, ...(error.hint === undefined ? {} : { hint: error.hint }) });
+    throw error;
+  }
+}
+
+/** The groups (and routes) asked for, from the command line or a file: checked before anything is touched. */
+function declaredState(group: string | undefined, flags: InstallFlags): { groups: StaticGroup[]; routes: DeclaredRoute[] } {
   if (flags.file !== undefined) {
     if (group !== undefined || flags.ports !== undefined) throw new UsageError('give either GROUP --ports LIST or -f FILE, not both');
     let text: string;
@@ -67,10 +98,21 @@ function declaredGroups(group: string | undefined, flags: InstallFlags): StaticG
     } catch (error) {
       throw new UsageError(`cannot read ${flags.file}: ${isSystemError(error) ? error.code : String(error)}`, { code: 'bad-file' });
     }
-    return parseDeclaredState(text, flags.file).groups;
+    return parseDeclaredState(text, flags.file);
   }
   if (group === undefined) throw new UsageError('install needs GROUP --ports LIST, or -f FILE');
   if (flags.ports === undefined) throw new UsageError(`install ${group} needs --ports LIST (names or OpenFlow port numbers)`);
   const ports = flags.ports.split(',').map((text) => parsePortRef(text, '--ports'));
-  return [{ group: checkGroupAddress(group, 'GROUP'), ports, where: () => '--ports' }];
+  return { groups: [{ group: checkGroupAddress(group, 'GROUP'), ports, where: () => '--ports' }], routes: [] };
+}
+
+/** `install GROUP --source S --iif IF --oif IF2,...`: a static kernel (S,G) route. */
+async function installStaticRoute(group: string | undefined, flags: InstallFlags, output: Output): Promise<void> {
+  if (flags.ports !== undefined || flags.file !== undefined) throw new UsageError('a route (--source, --iif, --oif) and OVS ports (--ports, -f) go in separate commands');
+  if (group === undefined || flags.source === undefined || flags.iif === undefined || flags.oif === undefined) {
+    throw new UsageError('a kernel route needs GROUP --source S --iif IF --oif IF2[,IF3]');
+  }
+  const route = { group, source: flags.source, iif: flags.iif, oifs: flags.oif.split(',').map((name) => name.trim()) };
+  const result = await installRoute(route);
+  printRouteResult(output, route, result);
 }

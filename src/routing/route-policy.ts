@@ -1,0 +1,104 @@
+/**
+ * Which (S,G) routes a node's kernel should hold, decided from the kernel's NOCACHE
+ * upcalls (a packet for an (S,G) the kernel has no entry for) and from the entries'
+ * packet counters. Pure: the daemon feeds it upcalls, memberships and counters and
+ * applies its decisions through MrouteSocket; tests drive it with an injected clock.
+ *
+ * The policy (Antrea's, for a node whose pods sit behind a gateway VIF):
+ * - outbound: traffic from a pod (arriving on the gateway VIF) goes out of every
+ *   multicast interface (the uplinks), so receivers elsewhere get it;
+ * - inbound: traffic from outside (arriving on a multicast interface) goes to the
+ *   gateway only while the group has members on this node;
+ * - an entry whose packet count has not moved for `idleTimeoutMs` is removed, so that
+ *   a source that stopped does not keep a route for ever.
+ */
+
+export interface RoutePolicyOptions {
+  /** The VIF of the gateway port (the node's pods are behind it). */
+  gatewayVif: number;
+  /** The VIFs of the multicast interfaces (uplinks). */
+  uplinkVifs: readonly number[];
+  /** Remove an entry whose packet count has not moved for this long. */
+  idleTimeoutMs: number;
+  /** Milliseconds; injected so that tests need not wait. */
+  clock: () => number;
+}
+
+export interface SourceGroupKey {
+  source: string;
+  group: string;
+}
+
+export type RouteDecision =
+  | { action: 'add'; source: string; group: string; iif: number; oifs: number[] }
+  | { action: 'ignore'; reason: string };
+
+export interface RouteCounters extends SourceGroupKey {
+  packets: number;
+}
+
+interface Tracked {
+  packets: number;
+  /** When the count last moved (or the entry was added). */
+  since: number;
+}
+
+export class RoutePolicy {
+  private readonly tracked = new Map<string, Tracked>();
+
+  constructor(private readonly options: RoutePolicyOptions) {
+    if (options.uplinkVifs.includes(options.gatewayVif)) throw new RangeError(`VIF ${options.gatewayVif} cannot be both the gateway and an uplink`);
+  }
+
+  /** What to do with a NOCACHE upcall for (source, group) that arrived on `vif`. */
+  onNoCache(upcall: SourceGroupKey & { vif: number }, groupHasLocalMembers: boolean): RouteDecision {
+    const { gatewayVif, uplinkVifs } = this.options;
+    if (upcall.vif === gatewayVif) {
+      if (uplinkVifs.length === 0) return { action: 'ignore', reason: 'no multicast interface to send it out of' };
+      return this.add(upcall, gatewayVif, [...uplinkVifs]);
+    }
+    if (uplinkVifs.includes(upcall.vif)) {
+      if (!groupHasLocalMembers) return { action: 'ignore', reason: `${upcall.group} has no members on this node` };
+      return this.add(upcall, upcall.vif, [gatewayVif]);
+    }
+    return { action: 'ignore', reason: `VIF ${upcall.vif} is neither the gateway nor a multicast interface` };
+  }
+
+  /**
+   * Takes the current counters of the entries (from /proc/net/ip_mr_cache) and returns
+   * those idle for longer than idleTimeoutMs: to be deleted (and forgotten here).
+   */
+  expireIdle(counters: readonly RouteCounters[]): SourceGroupKey[] {
+    const now = this.options.clock();
+    const idle: SourceGroupKey[] = [];
+    const seen = new Set<string>();
+    for (const entry of counters) {
+      const key = keyOf(entry);
+      seen.add(key);
+      const tracked = this.tracked.get(key);
+      if (tracked === undefined || entry.packets !== tracked.packets) {
+        this.tracked.set(key, { packets: entry.packets, since: now });
+      } else if (now - tracked.since >= this.options.idleTimeoutMs) {
+        idle.push({ source: entry.source, group: entry.group });
+        this.tracked.delete(key);
+      }
+    }
+    // Entries gone from the kernel (deleted elsewhere) are forgotten too.
+    for (const key of this.tracked.keys()) if (!seen.has(key)) this.tracked.delete(key);
+    return idle;
+  }
+
+  /** A group lost its last local member: the inbound entries to remove. */
+  inboundEntriesOf(group: string, counters: readonly (RouteCounters & { iif: number })[]): SourceGroupKey[] {
+    return counters.filter((entry) => entry.group === group && entry.iif !== this.options.gatewayVif).map(({ source, group: g }) => ({ source, group: g }));
+  }
+
+  private add(key: SourceGroupKey, iif: number, oifs: number[]): RouteDecision {
+    this.tracked.set(keyOf(key), { packets: 0, since: this.options.clock() });
+    return { action: 'add', source: key.source, group: key.group, iif, oifs };
+  }
+}
+
+function keyOf(key: SourceGroupKey): string {
+  return `${key.source}>${key.group}`;
+}

@@ -1,0 +1,51 @@
+/** The route policy: decisions from upcalls, memberships and counters, with an injected clock. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RoutePolicy } from '../../src/routing/route-policy.js';
+
+function policy(now: { value: number }) {
+  return new RoutePolicy({ gatewayVif: 0, uplinkVifs: [1, 2], idleTimeoutMs: 60_000, clock: () => now.value });
+}
+
+describe('RoutePolicy', () => {
+  it('outbound: from the gateway to every multicast interface, members or not', () => {
+    const decision = policy({ value: 0 }).onNoCache({ vif: 0, source: '10.1.0.11', group: '239.1.2.3' }, false);
+    assert.deepEqual(decision, { action: 'add', source: '10.1.0.11', group: '239.1.2.3', iif: 0, oifs: [1, 2] });
+  });
+  it('inbound: from a multicast interface to the gateway, only while the group has local members', () => {
+    const p = policy({ value: 0 });
+    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.1.2.3' }, true), { action: 'add', source: '192.0.2.9', group: '239.1.2.3', iif: 2, oifs: [0] });
+    const ignored = p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.9.9.9' }, false);
+    assert.equal(ignored.action, 'ignore');
+  });
+  it('ignores a VIF that is neither gateway nor uplink, and refuses a gateway that is also an uplink', () => {
+    assert.equal(policy({ value: 0 }).onNoCache({ vif: 7, source: '10.1.0.11', group: '239.1.2.3' }, true).action, 'ignore');
+    assert.throws(() => new RoutePolicy({ gatewayVif: 1, uplinkVifs: [1], idleTimeoutMs: 1, clock: () => 0 }), RangeError);
+  });
+  it('removes an entry whose packet count has not moved for the idle time, and only that one', () => {
+    const now = { value: 0 };
+    const p = policy(now);
+    p.onNoCache({ vif: 0, source: '10.1.0.11', group: '239.1.2.3' }, false);
+    p.onNoCache({ vif: 0, source: '10.1.0.12', group: '239.1.2.3' }, false);
+    const counters = (a: number, b: number) => [
+      { source: '10.1.0.11', group: '239.1.2.3', packets: a },
+      { source: '10.1.0.12', group: '239.1.2.3', packets: b },
+    ];
+    now.value = 30_000;
+    assert.deepEqual(p.expireIdle(counters(5, 0)), []);
+    now.value = 60_000; // the second has not moved for 60 s; the first moved at 30 s
+    assert.deepEqual(p.expireIdle(counters(5, 0)), [{ source: '10.1.0.12', group: '239.1.2.3' }]);
+    now.value = 89_999;
+    assert.deepEqual(p.expireIdle(counters(5, 0).slice(0, 1)), []);
+    now.value = 90_000;
+    assert.deepEqual(p.expireIdle(counters(5, 0).slice(0, 1)), [{ source: '10.1.0.11', group: '239.1.2.3' }]);
+  });
+  it("a group's last local member leaving: its inbound entries, not the outbound ones", () => {
+    const entries = [
+      { source: '192.0.2.9', group: '239.1.2.3', packets: 1, iif: 2 },
+      { source: '10.1.0.11', group: '239.1.2.3', packets: 1, iif: 0 },
+      { source: '192.0.2.9', group: '239.7.7.7', packets: 1, iif: 1 },
+    ];
+    assert.deepEqual(policy({ value: 0 }).inboundEntriesOf('239.1.2.3', entries), [{ source: '192.0.2.9', group: '239.1.2.3' }]);
+  });
+});
