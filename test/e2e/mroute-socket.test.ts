@@ -21,7 +21,6 @@
  * Run: node --import tsx --test test/e2e/mroute-socket.test.ts
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,6 +32,7 @@ import { IGMPMSG_NOCACHE, VIFF_USE_IFINDEX } from '../../src/mroute/constants.js
 import { MrouteError, MrouteSocket, ifindexOf } from '../../src/mroute/mroute-socket.js';
 import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
+import { emitEvent as emit, RoleChild } from '../lab/role-child.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -49,11 +49,8 @@ const PORT = 5999;
 const COUNT = 7;
 
 // ---------------------------------------------------------------------------------------
-// Child roles (this file, run with MCL_MROUTE_ROLE set inside a namespace)
+// RoleChild roles (this file, run with MCL_MROUTE_ROLE set inside a namespace)
 
-function emit(event: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify(event)}\n`);
-}
 
 function errorEvent(error: unknown): Record<string, unknown> {
   if (error instanceof McastError) return { event: 'error', name: error.name, code: error.code, exitCode: error.exitCode, message: error.message, hint: error.hint };
@@ -160,66 +157,6 @@ async function senderRole(): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // Test side
 
-class Child {
-  readonly events: Array<Record<string, unknown>> = [];
-  readonly exited: Promise<number | null>;
-  #stderr = '';
-
-  constructor(readonly process: ChildProcess) {
-    createInterface({ input: process.stdout! }).on('line', (line) => {
-      try {
-        this.events.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        this.events.push({ event: 'garbage', line });
-      }
-    });
-    process.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString()));
-    this.exited = new Promise((resolve) => process.on('close', (code) => resolve(code)));
-    // A child that has already gone makes a late write fail with EPIPE: nothing to report.
-    process.stdin!.on('error', () => {});
-  }
-
-  get stderr(): string {
-    return this.#stderr;
-  }
-
-  send(line: string): void {
-    if (this.process.exitCode !== null || this.process.signalCode !== null || this.process.stdin!.destroyed) return;
-    this.process.stdin!.write(`${line}\n`);
-  }
-
-  /** Resolves with the first event matching; the deadline only keeps a broken path from hanging. */
-  async waitFor(what: string, match: (event: Record<string, unknown>) => boolean, deadlineMs = 20_000): Promise<Record<string, unknown>> {
-    const started = Date.now();
-    for (;;) {
-      const found = this.events.find(match);
-      if (found) return found;
-      if (this.process.exitCode !== null && !this.events.some(match)) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        const late = this.events.find(match);
-        if (late) return late;
-        throw new Error(`child exited (${this.process.exitCode}) before ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
-      }
-      if (Date.now() - started > deadlineMs) throw new Error(`gave up waiting for ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-
-  async exit(deadlineMs = 30_000): Promise<number | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.process.kill('SIGKILL');
-        reject(new Error(`child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`));
-      }, deadlineMs);
-    });
-    try {
-      return await Promise.race([this.exited, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
 
 function kernelTests(): void {
   describe('MrouteSocket on a real kernel (lab namespaces)', () => {
@@ -228,15 +165,15 @@ function kernelTests(): void {
     let senderNs: string;
     let aNs: string;
     let bNs: string;
-    let router: Child;
-    let receiverA: Child;
-    let receiverB: Child;
+    let router: RoleChild;
+    let receiverA: RoleChild;
+    let receiverB: RoleChild;
     const ifaces = { rs: '', ra: '', rb: '', s: '', a: '', b: '' };
 
-    function child(ns: string, role: string, env: Record<string, string> = {}, prefix: string[] = []): Child {
+    function child(ns: string, role: string, env: Record<string, string> = {}, prefix: string[] = []): RoleChild {
       const childEnv: NodeJS.ProcessEnv = { ...process.env, MCL_MROUTE_ROLE: role, ...env };
       delete childEnv.NODE_TEST_CONTEXT;
-      return new Child(lab.spawn(ns, [...prefix, process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
+      return new RoleChild(lab.spawn(ns, [...prefix, process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
     }
 
     async function link(ns: string, iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> {

@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { BPF_ABS, BPF_ALU, BPF_AND, BPF_B, BPF_H, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_K, BPF_LD, BPF_LEN, BPF_RET, BPF_W, igmpFilter, type BpfInstruction } from '../../src/capture/bpf.js';
+import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/capture/bpf.js';
 import { LinkType } from '../../src/pcap/link-type.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
 import { McastError, PermissionError, UsageError } from '../../src/errors.js';

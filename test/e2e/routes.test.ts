@@ -22,7 +22,6 @@
  * Run: npx tsc -p tsconfig.build.json && node --import tsx --test test/e2e/routes.test.ts
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,6 +32,7 @@ import { MrouteSocket } from '../../src/mroute/mroute-socket.js';
 import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
+import { emitEvent as emit, RoleChild } from '../lab/role-child.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -51,11 +51,8 @@ const COUNT = 5;
 const NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
 
 // ---------------------------------------------------------------------------------------
-// Child roles (this file, run with MCL_ROUTES_ROLE set inside a namespace)
+// RoleChild roles (this file, run with MCL_ROUTES_ROLE set inside a namespace)
 
-function emit(event: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify(event)}\n`);
-}
 
 /** The test's router: holds MRT_INIT (and adds nothing) until told to quit. */
 async function holderRole(): Promise<void> {
@@ -106,65 +103,6 @@ async function senderRole(): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // Test side
 
-class Child {
-  readonly events: Array<Record<string, unknown>> = [];
-  readonly exited: Promise<number | null>;
-  #stderr = '';
-
-  constructor(readonly process: ChildProcess) {
-    createInterface({ input: process.stdout! }).on('line', (line) => {
-      try {
-        this.events.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        this.events.push({ event: 'garbage', line });
-      }
-    });
-    process.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString()));
-    this.exited = new Promise((resolve) => process.on('close', (code) => resolve(code)));
-    process.stdin!.on('error', () => {});
-  }
-
-  get stderr(): string {
-    return this.#stderr;
-  }
-
-  send(line: string): void {
-    if (this.process.exitCode !== null || this.process.signalCode !== null || this.process.stdin!.destroyed) return;
-    this.process.stdin!.write(`${line}\n`);
-  }
-
-  /** Resolves with the first event matching; the deadline only keeps a broken path from hanging. */
-  async waitFor(what: string, match: (event: Record<string, unknown>) => boolean, deadlineMs = 20_000): Promise<Record<string, unknown>> {
-    const started = Date.now();
-    for (;;) {
-      const found = this.events.find(match);
-      if (found) return found;
-      if (this.process.exitCode !== null) {
-        await sleep(100);
-        const late = this.events.find(match);
-        if (late) return late;
-        throw new Error(`child exited (${this.process.exitCode}) before ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
-      }
-      if (Date.now() - started > deadlineMs) throw new Error(`gave up waiting for ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
-      await sleep(50);
-    }
-  }
-
-  async exit(deadlineMs = 30_000): Promise<number | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.process.kill('SIGKILL');
-        reject(new Error(`child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`));
-      }, deadlineMs);
-    });
-    try {
-      return await Promise.race([this.exited, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
 
 /** `routes --json`, as the contract describes it. */
 interface RoutesJson {
@@ -201,15 +139,15 @@ function routeTests(): void {
     let senderNs: string;
     let aNs: string;
     let bNs: string;
-    let receiverA: Child;
-    let receiverB: Child;
-    let holder: Child | undefined;
+    let receiverA: RoleChild;
+    let receiverB: RoleChild;
+    let holder: RoleChild | undefined;
     const ifaces = { rs: '', ra: '', rb: '', s: '', a: '', b: '' };
 
-    function child(ns: string, role: string, env: Record<string, string> = {}): Child {
+    function child(ns: string, role: string, env: Record<string, string> = {}): RoleChild {
       const childEnv: NodeJS.ProcessEnv = { ...process.env, MCL_ROUTES_ROLE: role, ...env };
       delete childEnv.NODE_TEST_CONTEXT;
-      return new Child(lab.spawn(ns, [process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
+      return new RoleChild(lab.spawn(ns, [process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
     }
 
     async function link(iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> {
@@ -264,7 +202,7 @@ function routeTests(): void {
       assert.equal(await sender.exit(), 0, sender.stderr);
     }
 
-    const received = (receiver: Child, tag: string) => receiver.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`${tag}-`));
+    const received = (receiver: RoleChild, tag: string) => receiver.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`${tag}-`));
 
     before(async () => {
       const missing = cliMissing();
