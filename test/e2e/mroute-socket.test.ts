@@ -32,7 +32,7 @@ import { IGMPMSG_NOCACHE, VIFF_USE_IFINDEX } from '../../src/mroute/constants.js
 import { MrouteError, MrouteSocket, ifindexOf } from '../../src/mroute/mroute-socket.js';
 import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
-import { emitEvent as emit, RoleChild } from '../lab/role-child.js';
+import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -170,22 +170,11 @@ function kernelTests(): void {
     let receiverB: RoleChild;
     const ifaces = { rs: '', ra: '', rb: '', s: '', a: '', b: '' };
 
-    function child(ns: string, role: string, env: Record<string, string> = {}, prefix: string[] = []): RoleChild {
-      const childEnv: NodeJS.ProcessEnv = { ...process.env, MCL_MROUTE_ROLE: role, ...env };
-      delete childEnv.NODE_TEST_CONTEXT;
-      return new RoleChild(lab.spawn(ns, [...prefix, process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
-    }
+    const child = (ns: string, role: string, env: Record<string, string> = {}, prefix: string[] = []): RoleChild =>
+      spawnRole({ lab, ns, file: THIS_FILE, roleVariable: 'MCL_MROUTE_ROLE', role, env, prefix, cwd: PROJECT_ROOT });
 
-    async function link(ns: string, iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> {
-      await lab.vethPair({ ns, name: iface }, { ns: peerNs, name: peerIface });
-      await lab.ip(ns, 'addr', 'add', `${routerSide}/24`, 'dev', iface);
-      await lab.ip(peerNs, 'addr', 'add', `${hostSide}/24`, 'dev', peerIface);
-      await lab.ip(peerNs, 'route', 'add', 'default', 'via', routerSide, 'dev', peerIface);
-      await lab.ip(peerNs, 'route', 'add', '224.0.0.0/4', 'dev', peerIface);
-      // With offload on, UDP leaves a veth with its checksum unfilled (design.md, the lab).
-      await lab.exec(ns, ['ethtool', '-K', iface, 'tx', 'off']);
-      await lab.exec(peerNs, ['ethtool', '-K', peerIface, 'tx', 'off']);
-    }
+    const link = (ns: string, iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> =>
+      lab.routedLink({ ns, name: iface, address: routerSide }, { ns: peerNs, name: peerIface, address: hostSide });
 
     before(async () => {
       lab = Lab.create();

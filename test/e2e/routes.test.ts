@@ -32,7 +32,7 @@ import { MrouteSocket } from '../../src/mroute/mroute-socket.js';
 import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
-import { emitEvent as emit, RoleChild } from '../lab/role-child.js';
+import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -144,22 +144,11 @@ function routeTests(): void {
     let holder: RoleChild | undefined;
     const ifaces = { rs: '', ra: '', rb: '', s: '', a: '', b: '' };
 
-    function child(ns: string, role: string, env: Record<string, string> = {}): RoleChild {
-      const childEnv: NodeJS.ProcessEnv = { ...process.env, MCL_ROUTES_ROLE: role, ...env };
-      delete childEnv.NODE_TEST_CONTEXT;
-      return new RoleChild(lab.spawn(ns, [process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env: childEnv }));
-    }
+    const child = (ns: string, role: string, env: Record<string, string> = {}): RoleChild =>
+      spawnRole({ lab, ns, file: THIS_FILE, roleVariable: 'MCL_ROUTES_ROLE', role, env, cwd: PROJECT_ROOT });
 
-    async function link(iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> {
-      await lab.vethPair({ ns: routerNs, name: iface }, { ns: peerNs, name: peerIface });
-      await lab.ip(routerNs, 'addr', 'add', `${routerSide}/24`, 'dev', iface);
-      await lab.ip(peerNs, 'addr', 'add', `${hostSide}/24`, 'dev', peerIface);
-      await lab.ip(peerNs, 'route', 'add', 'default', 'via', routerSide, 'dev', peerIface);
-      await lab.ip(peerNs, 'route', 'add', '224.0.0.0/4', 'dev', peerIface);
-      // With offload on, UDP leaves a veth with its checksum unfilled (design.md, the lab).
-      await lab.exec(routerNs, ['ethtool', '-K', iface, 'tx', 'off']);
-      await lab.exec(peerNs, ['ethtool', '-K', peerIface, 'tx', 'off']);
-    }
+    const link = (iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> =>
+      lab.routedLink({ ns: routerNs, name: iface, address: routerSide }, { ns: peerNs, name: peerIface, address: hostSide });
 
     /** `mcastctl ARGS` inside the router namespace. */
     const cli = (args: string[], wrapper?: string[]): Promise<CliResult> => mcastctl(args, { ns: routerNs, ...(wrapper ? { wrapper } : {}) });

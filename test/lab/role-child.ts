@@ -5,6 +5,7 @@
  * the test reads them through RoleChild.
  */
 import type { ChildProcess } from 'node:child_process';
+import type { Lab } from './lab.js';
 import { createInterface } from 'node:readline';
 
 /** Child side: one event, one JSON line on stdout. */
@@ -72,4 +73,27 @@ export class RoleChild {
       clearTimeout(timer);
     }
   }
+}
+
+export interface RoleSpawnOptions {
+  lab: Lab;
+  ns: string;
+  /** The test file to run again (import.meta.url's path). */
+  file: string;
+  /** The environment variable that carries the role, e.g. MCL_ROUTES_ROLE. */
+  roleVariable: string;
+  role: string;
+  env?: Record<string, string>;
+  /** Words before node (e.g. setpriv ...), after `ip netns exec NS`. */
+  prefix?: readonly string[];
+  cwd: string;
+}
+
+/** Runs `options.file` in namespace `ns` as a role child. */
+export function spawnRole(options: RoleSpawnOptions): RoleChild {
+  const env: NodeJS.ProcessEnv = { ...process.env, [options.roleVariable]: options.role, ...options.env };
+  // Inherited, this would make the child report to the parent's test runner.
+  delete env.NODE_TEST_CONTEXT;
+  const argv = [...(options.prefix ?? []), process.execPath, '--import', 'tsx', options.file];
+  return new RoleChild(options.lab.spawn(options.ns, argv, { cwd: options.cwd, env }));
 }
