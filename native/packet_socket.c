@@ -12,10 +12,16 @@
  *       interface's ARPHRD type that returns such an array (or undefined for no filter):
  *       the right filter depends on the link type, which is only known once the socket
  *       has looked the interface up, and the filter must be attached before bind().
- *   socket.ifindex, socket.hardwareType (ARPHRD_*), socket.snaplen
+ *   socket.ifindex, socket.hardwareType (ARPHRD_*), socket.snaplen,
+ *   socket.hardwareAddress ("aa:bb:cc:dd:ee:ff" for Ethernet-like devices, else "")
  *   socket.start(onFrame(data, tsSec, tsNsec, originalLength, packetType), onError(error))
  *   socket.stats() -> { packets, drops }   totals since open, with tcpdump's meaning:
  *                                          packets matched the filter (drops included)
+ *   socket.send(frame, protocol) -> octets  one whole frame, link header included, out of
+ *                                          the interface (as libpcap's pcap_inject);
+ *                                          protocol: the ETH_P_* of its payload (0x0800),
+ *                                          which links without a header (tun) need; this
+ *                                          socket does not capture what it sends
  *   socket.close()                          idempotent; also done by the GC finalizer
  *
  * System errors are thrown (or passed to onError) as Error objects shaped like Node's own:
@@ -34,6 +40,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -534,6 +541,56 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * Transmits one frame. The frame bypasses the IP stack (no routing, no source address
+ * chosen by the kernel): that is what lets `mcastctl query` send from 0.0.0.0, as a
+ * snooping bridge does, which an IP raw socket would overwrite with the route's source.
+ */
+static bool read_integer(napi_env env, napi_value value, double min, double max,
+                         const char *what, double *out);
+
+static napi_value js_send(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  capture *c = unwrap_this(env, info, &argc, argv);
+  if (c == NULL) return NULL;
+  bool is_typedarray = false;
+  if (argc < 2 || napi_is_typedarray(env, argv[0], &is_typedarray) != napi_ok || !is_typedarray) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "send(frame, protocol) needs a Uint8Array and a number");
+    return NULL;
+  }
+  double protocol = 0;
+  if (!read_integer(env, argv[1], 0, 0xffff, "protocol", &protocol)) return NULL;
+  napi_typedarray_type array_type;
+  size_t length = 0;
+  void *data = NULL;
+  NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], &array_type, &length, &data, NULL, NULL));
+  if (array_type != napi_uint8_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "send(frame) needs a Uint8Array");
+    return NULL;
+  }
+  if (c->fd < 0) {
+    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the packet socket is closed");
+    return NULL;
+  }
+  /* The address names the payload's protocol: a device with a link header reads it from
+     the frame, but one without (tun, wireguard) takes it from here, and drops the frame
+     when it is missing. */
+  struct sockaddr_ll address;
+  memset(&address, 0, sizeof address);
+  address.sll_family = AF_PACKET;
+  address.sll_ifindex = c->ifindex;
+  address.sll_protocol = htons((uint16_t)protocol);
+  ssize_t sent = sendto(c->fd, data, length, 0, (struct sockaddr *)&address, sizeof address);
+  if (sent < 0) {
+    throw_system_error(env, errno, "send", c->ifname);
+    return NULL;
+  }
+  napi_value result;
+  NAPI_CALL(env, napi_create_double(env, (double)sent, &result));
+  return result;
+}
+
 static napi_value js_close(napi_env env, napi_callback_info info) {
   size_t argc = 0;
   const char *syscall = NULL;
@@ -816,6 +873,12 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     goto fail;
   }
   int hardware_type = ifr.ifr_hwaddr.sa_family;
+  char hardware_address[18] = "";
+  if (hardware_type == ARPHRD_ETHER || hardware_type == ARPHRD_LOOPBACK) {
+    const unsigned char *mac = (const unsigned char *)ifr.ifr_hwaddr.sa_data;
+    snprintf(hardware_address, sizeof hardware_address, "%02x:%02x:%02x:%02x:%02x:%02x",
+             mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+  }
 
   if (!resolve_filter(env, options.filter, hardware_type, &program, &program_length)) goto fail;
   if (program != NULL) {
@@ -893,14 +956,16 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   memcpy(c->ifname, ifname, ifname_length + 1);
 
   /* The JS object, built before the uv handle exists so that failures stay simple. */
-  napi_value object, ifindex_value, type_value, snaplen_value;
-  napi_value start_fn, stats_fn, close_fn;
+  napi_value object, ifindex_value, type_value, snaplen_value, address_value;
+  napi_value start_fn, stats_fn, send_fn, close_fn;
   if (napi_create_object(env, &object) != napi_ok ||
       napi_create_int32(env, ifindex, &ifindex_value) != napi_ok ||
       napi_create_int32(env, hardware_type, &type_value) != napi_ok ||
       napi_create_uint32(env, options.snaplen, &snaplen_value) != napi_ok ||
+      napi_create_string_utf8(env, hardware_address, NAPI_AUTO_LENGTH, &address_value) != napi_ok ||
       napi_create_function(env, "start", NAPI_AUTO_LENGTH, js_start, NULL, &start_fn) != napi_ok ||
       napi_create_function(env, "stats", NAPI_AUTO_LENGTH, js_stats, NULL, &stats_fn) != napi_ok ||
+      napi_create_function(env, "send", NAPI_AUTO_LENGTH, js_send, NULL, &send_fn) != napi_ok ||
       napi_create_function(env, "close", NAPI_AUTO_LENGTH, js_close, NULL, &close_fn) != napi_ok) {
     throw_napi_failure(env, "creating the socket object");
     goto fail;
@@ -909,8 +974,10 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
       {"ifindex", NULL, NULL, NULL, NULL, ifindex_value, napi_enumerable, NULL},
       {"hardwareType", NULL, NULL, NULL, NULL, type_value, napi_enumerable, NULL},
       {"snaplen", NULL, NULL, NULL, NULL, snaplen_value, napi_enumerable, NULL},
+      {"hardwareAddress", NULL, NULL, NULL, NULL, address_value, napi_enumerable, NULL},
       {"start", NULL, NULL, NULL, NULL, start_fn, napi_default, NULL},
       {"stats", NULL, NULL, NULL, NULL, stats_fn, napi_default, NULL},
+      {"send", NULL, NULL, NULL, NULL, send_fn, napi_default, NULL},
       {"close", NULL, NULL, NULL, NULL, close_fn, napi_default, NULL},
   };
   if (napi_define_properties(env, object, sizeof properties / sizeof properties[0], properties) !=

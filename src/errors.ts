@@ -73,6 +73,8 @@ export type McastErrorCode =
   | 'no-permission'
   | 'unavailable'
   | 'io'
+  /** A queue is full for now (EAGAIN, ENOBUFS): trying again shortly may work. */
+  | 'busy'
   /** The switch refused some of a batch of changes (each is reported). */
   | 'refused'
   | 'internal';

@@ -68,6 +68,8 @@ interface NativePacketSocket {
   /** ARPHRD_* of the interface. */
   readonly hardwareType: number;
   readonly snaplen: number;
+  readonly hardwareAddress: string;
+  send(frame: Uint8Array, protocol: number): number;
   start(
     onFrame: (data: Buffer, tsSec: number, tsNsec: number, originalLength: number, packetType: number) => void,
     onError: (error: Error) => void,
@@ -163,6 +165,25 @@ function runtimeError(iface: string, error: unknown): McastError {
   return mapped instanceof McastError ? mapped : new McastError('internal', String(mapped), undefined, { cause: mapped });
 }
 
+/** Errors of send(): the same interface, seen from the sending side. */
+function sendError(iface: string, length: number, error: unknown): McastError {
+  if (!isSystemError(error)) return error instanceof McastError ? error : new McastError('internal', String(error), undefined, { cause: error });
+  switch (error.code) {
+    case 'EAGAIN':
+    case 'ENOBUFS':
+      return new McastError('busy', `cannot send on ${iface} now: ${error.code} (the device queue is full)`, undefined, { cause: error });
+    case 'ENETDOWN':
+      return new McastError('io', `cannot send on ${iface}: the interface is down (ENETDOWN)`, undefined, { hint: `ip link set ${iface} up`, cause: error });
+    case 'EMSGSIZE':
+      return new McastError('io', `cannot send on ${iface}: a frame of ${length} octets exceeds its MTU (EMSGSIZE)`, undefined, { cause: error });
+    case 'ENODEV':
+    case 'ENXIO':
+      return new McastError('no-such-interface', `cannot send on ${iface}: the interface was removed (${error.code})`, undefined, { cause: error });
+    default:
+      return new McastError('io', `cannot send on ${iface}: ${error.code} (${error.message})`, undefined, { cause: error });
+  }
+}
+
 function toNative(program: readonly BpfInstruction[]): NativeInstruction[] {
   return program.map(({ code, jt, jf, k }) => [code, jt, jf, k]);
 }
@@ -177,6 +198,8 @@ export class PacketCapture {
   readonly ifindex: number;
   /** pcap LINKTYPE of `CapturedFrame.data`: 1 (Ethernet) or 101 (raw IPv4). */
   readonly linkType: CaptureLinkType;
+  /** The interface's MAC address ("aa:bb:cc:dd:ee:ff"), or undefined for a link without one (tun). */
+  readonly hardwareAddress: string | undefined;
   readonly #socket: NativePacketSocket;
   readonly #frameListeners: Array<(frame: CapturedFrame) => void> = [];
   readonly #errorListeners: Array<(error: McastError) => void> = [];
@@ -187,6 +210,7 @@ export class PacketCapture {
     this.iface = iface;
     this.ifindex = socket.ifindex;
     this.linkType = linkType;
+    this.hardwareAddress = socket.hardwareAddress === '' ? undefined : socket.hardwareAddress;
     this.#socket = socket;
   }
 
@@ -237,6 +261,22 @@ export class PacketCapture {
    */
   onError(listener: (error: McastError) => void): void {
     this.#errorListeners.push(listener);
+  }
+
+  /**
+   * Transmits one whole frame of this link type (Ethernet header first, or bare IP on a
+   * RAW link) carrying `etherType` (0x0800 for IPv4) out of the interface, past the IP
+   * stack: no routing and no source address rewritten. This socket does not capture
+   * its own frames; other captures do. Throws McastError: 'busy' when the device queue
+   * is full (try again shortly), 'io' otherwise.
+   */
+  send(frame: Uint8Array, etherType: number): void {
+    if (this.#closed) throw new McastError('internal', `capture on ${this.iface} is closed`);
+    try {
+      this.#socket.send(frame, etherType);
+    } catch (error) {
+      throw sendError(this.iface, frame.length, error);
+    }
   }
 
   /** Kernel counters since open; still readable after close (the last values). */

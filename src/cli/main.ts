@@ -5,6 +5,7 @@
 import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
 import { registerInstall } from './commands/install.js';
+import { registerQuery } from './commands/query.js';
 import { registerRoutes } from './commands/routes.js';
 import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
@@ -16,6 +17,8 @@ export function buildProgram(): Command {
   const program = new Command('mcastctl')
     .description('IPv4 multicast for Open vSwitch nodes: IGMP snooping, group state, OVS and kernel multicast routing')
     .version(VERSION, '-V, --version')
+    // Options of mcastctl itself only before the subcommand: `query --version 2` is the IGMP version.
+    .enablePositionalOptions()
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({
@@ -32,6 +35,7 @@ Exit status:
 See mcastctl(1) and mcastctl-<command>(1).`,
     );
   registerSnoop(program);
+  registerQuery(program);
   registerInstall(program);
   registerUninstall(program);
   registerShow(program);

@@ -17,9 +17,9 @@ export interface OvsFlags {
   groupIdBase?: number;
 }
 
-export function addOvsOptions(command: Command): Command {
+export function addOvsOptions(command: Command, options: { bridgeHelp?: string } = {}): Command {
   return command
-    .option('--bridge <name>', 'the OVS bridge (default br-int)')
+    .option('--bridge <name>', options.bridgeHelp ?? 'the OVS bridge (default br-int)')
     .option('--ovs-rundir <dir>', "where OVS's sockets are (default $OVS_RUNDIR, else /var/run/openvswitch)")
     .option('--db <endpoint>', 'OVSDB: unix:PATH or tcp:HOST:PORT (default unix:<rundir>/db.sock)')
     .option('--openflow <endpoint>', "the bridge's OpenFlow socket (default unix:<rundir>/<bridge>.mgmt)")
@@ -27,6 +27,14 @@ export function addOvsOptions(command: Command): Command {
     .addOption(new Option('--cookie-prefix <hex>', 'top 16 bits of our flow cookies, hexadecimal (default 4d43)').argParser((text) => parseHex('--cookie-prefix', text, 0xffff)))
     .addOption(new Option('--group-id-base <hex>', 'first OVS group id of our range, hexadecimal (default 10000000)').argParser((text) => parseHex('--group-id-base', text, 0xffffffff)));
 }
+
+/** Whether any OVS option other than --bridge was given (a command that can also work without OVS refuses them then). */
+export function usesOvsOptions(flags: OvsFlags): boolean {
+  return (Object.keys(OVS_OPTION_KEYS) as Array<keyof typeof OVS_OPTION_KEYS>).some((key) => flags[key] !== undefined);
+}
+
+/** Every key of OvsFlags but bridge: the type makes a new option impossible to forget here. */
+const OVS_OPTION_KEYS: Record<Exclude<keyof OvsFlags, 'bridge'>, true> = { ovsRundir: true, db: true, openflow: true, table: true, cookiePrefix: true, groupIdBase: true };
 
 export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: PipelineConfig } {
   const pipeline = validatePipelineConfig({

@@ -11,8 +11,7 @@ import { UsageError } from '../errors.js';
 import { MAXVIFS } from '../mroute/constants.js';
 import { ifindexOf, MrouteSocket } from '../mroute/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow, type VifRow } from '../mroute/proc.js';
-import { checkGroupAddress } from '../state/group-address.js';
-import { parseIPv4 } from '../wire/ipv4-address.js';
+import { checkGroupAddress, checkSourceAddress } from '../state/group-address.js';
 
 export interface StaticRoute {
   group: string;
@@ -106,9 +105,7 @@ export async function uninstallRoute(route: Pick<StaticRoute, 'group' | 'source'
 /** A multicast group that can be routed, and a unicast source host. */
 function checkSourceGroup(route: Pick<StaticRoute, 'group' | 'source'>): void {
   checkGroupAddress(route.group, 'GROUP');
-  const source = parseIPv4(route.source);
-  if (source === undefined) throw new UsageError(`--source: ${JSON.stringify(route.source)} is not an IPv4 address`, { code: 'bad-address' });
-  if (source >>> 28 >= 0xe || source === 0) throw new UsageError(`--source: ${route.source} is not a unicast host address`, { code: 'bad-address' });
+  checkSourceAddress(route.source, '--source');
 }
 
 function sameOifs(row: MfcRow, oifs: readonly number[]): boolean {

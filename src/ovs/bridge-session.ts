@@ -4,7 +4,10 @@
  * plan. The narrow interface between the commands and the two OVS clients.
  */
 import { UsageError } from '../errors.js';
+import { output } from '../openflow/action.js';
 import { OpenFlowConnection } from '../openflow/connection.js';
+import { inPortOf } from '../openflow/packet-in.js';
+import { packetOut } from '../openflow/packet-out.js';
 import type { OpenFlowError } from '../openflow/errors.js';
 import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../openflow/limits.js';
 import { OvsdbClient } from '../ovsdb/client.js';
@@ -50,6 +53,8 @@ export class BridgeSession {
     readonly target: OvsTarget,
     readonly pipeline: MulticastPipeline,
     readonly ports: readonly BridgePort[],
+    /** The MAC of the bridge's own (LOCAL) interface, the source of frames it sends. */
+    readonly localMac: string | undefined,
     private readonly ovsdb: OvsdbClient,
     private readonly openflow: OpenFlowConnection,
   ) {}
@@ -85,7 +90,8 @@ export class BridgeSession {
       })
       .sort((a, b) => a.ofport - b.ofport);
     const pipeline = new MulticastPipeline(options.pipeline, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
-    return new BridgeSession(target, pipeline, ports, ovsdb, openflow);
+    const localMac = interfaces.find((row) => row.ofport === OVSDB_LOCAL_OFPORT)?.mac_in_use;
+    return new BridgeSession(target, pipeline, ports, localMac, ovsdb, openflow);
   }
 
   /** The port a user named, or a UsageError (prefixed with `where()`) saying which ports the bridge has. */
@@ -102,6 +108,43 @@ export class BridgeSession {
 
   portByNumber(ofport: number): BridgePort | undefined {
     return this.ports.find((port) => port.ofport === ofport);
+  }
+
+  /** False once the OpenFlow connection is lost (the switch restarted or went away). */
+  get connected(): boolean {
+    return this.openflow.connected;
+  }
+
+  /** Calls `listener` once if the OpenFlow connection is lost. */
+  onConnectionLost(listener: (reason: Error) => void): void {
+    this.openflow.once('disconnected', listener);
+  }
+
+  /** Every port but the bridge's own LOCAL one: where pods and other hosts attach. */
+  get memberPorts(): BridgePort[] {
+    return this.ports.filter((port) => port.ofport !== OVSDB_LOCAL_OFPORT);
+  }
+
+  /**
+   * Asks the switch for packet-ins on this session's connection and passes each one on
+   * with the port it came in on (undefined if the switch did not say, or for LOCAL).
+   */
+  async receivePackets(listener: (frame: Uint8Array, port: BridgePort | undefined) => void): Promise<void> {
+    this.openflow.on('packet-in', (packetIn) => {
+      const ofport = inPortOf(packetIn);
+      listener(packetIn.data, ofport === undefined ? undefined : this.portByNumber(ofport));
+    });
+    await this.openflow.enablePacketIn();
+  }
+
+  /**
+   * Sends `frame` out of each of `ports` (one PACKET_OUT each, pipelined, then a barrier).
+   * Returns the ports the switch refused it on, with the reason.
+   */
+  async sendFrame(frame: Uint8Array, ports: readonly BridgePort[]): Promise<Map<BridgePort, OpenFlowError>> {
+    const messages = ports.map((port) => packetOut({ data: frame, actions: [output(port.ofport)] }));
+    const { errors } = await this.openflow.batch(messages);
+    return new Map([...errors].map(([index, error]) => [ports[index]!, error]));
   }
 
   /** What of ours is on the switch now, read back from it. */

@@ -49,6 +49,10 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   for (const [name, priority] of Object.entries(config.priorities)) {
     if (!Number.isInteger(priority) || priority < 1 || priority > 0xffff) throw new UsageError(`priority ${name} ${priority} is not 1 to 65535`);
   }
+  // `query` puts its probe one above the snooping flow, and IGMP (v3 reports go to
+  // 224.0.0.22) must reach the controller before the link-local flood takes it.
+  if (config.priorities.igmp === 0xffff) throw new UsageError('priority igmp must be below 65535: a query probe goes one above it');
+  if (config.priorities.igmp <= config.priorities.linkLocal) throw new UsageError(`priority igmp (${config.priorities.igmp}) must be above linkLocal (${config.priorities.linkLocal})`);
   if (!Number.isInteger(config.cookiePrefix) || config.cookiePrefix < 1 || config.cookiePrefix > 0xffff) {
     throw new UsageError(`cookie prefix 0x${config.cookiePrefix.toString(16)} is not a 16-bit value from 0x0001 to 0xffff`);
   }

@@ -17,6 +17,8 @@ export const FlowKind = {
   GroupForward: 3,
   /** Other multicast → the gateway; value: the gateway ofport. */
   UnknownGroupToGateway: 4,
+  /** IGMP from a queried port → controller while `mcastctl query` listens; value: the run's id. Expires by itself. */
+  IgmpQueryProbe: 5,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

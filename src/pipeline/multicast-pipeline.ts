@@ -6,6 +6,7 @@
  * All flows live in one table (config.table, default 0), above the bridge's own flows:
  *
  *   priority       match                              actions                 kind
+ *   igmp+1 (301)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
  *   igmp (300)     ip, nw_proto=2, in_port=<pod>      CONTROLLER              IGMP snooping (daemon)
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
@@ -46,6 +47,8 @@ export interface FlowEntry {
   cookie: bigint;
   match: FlowMatch;
   actions: FlowAction[];
+  /** Seconds until the switch removes the flow by itself (absent: never). */
+  hardTimeout?: number;
 }
 
 /** A bucket of an ALL group: one output port, or the next group of a chain. */
@@ -152,6 +155,24 @@ export class MulticastPipeline {
       cookie: this.cookie(FlowKind.IgmpToController, ofport),
       match: { inPort: ofport, ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
       actions: [{ type: 'controller' }],
+    };
+  }
+
+  /**
+   * IGMP from one queried port → the controller, one above the snooping flow, for as
+   * long as a query listens. Nothing else hears those reports meanwhile, so hosts do not
+   * suppress theirs (RFC 2236 §3) and every member answers. `runId` (the cookie value)
+   * tells one run's flows from another's, so a run deletes only its own. The flow
+   * removes itself after `hardTimeoutSeconds` should its writer die before deleting it.
+   */
+  igmpQueryProbe(ofport: number, runId: number, hardTimeoutSeconds: number): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.igmp + 1,
+      cookie: this.cookie(FlowKind.IgmpQueryProbe, runId),
+      match: { inPort: ofport, ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
+      actions: [{ type: 'controller' }],
+      hardTimeout: Math.min(0xffff, Math.max(1, Math.ceil(hardTimeoutSeconds))),
     };
   }
 

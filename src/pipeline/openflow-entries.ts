@@ -73,6 +73,7 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         tableId: change.entry.table,
         priority: change.entry.priority,
         cookie: change.entry.cookie,
+        hardTimeout: change.entry.hardTimeout ?? 0,
         match: matchFields(change.entry.match),
         instructions: [applyActions(flowActions(change.entry.actions))],
       });

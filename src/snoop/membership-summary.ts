@@ -8,10 +8,11 @@
  * belong to the group state of the daemon.
  */
 import type { GroupRecord } from '../igmp/index.js';
+import { applyGroupRecord, type FilterMode } from '../igmp/source-filter.js';
 import { compareIPv4 } from '../wire/ipv4-address.js';
 import type { FrameEvent, IgmpFrameEvent } from './frame-decoder.js';
 
-export type FilterMode = 'include' | 'exclude';
+export type { FilterMode } from '../igmp/source-filter.js';
 
 export interface MemberState {
   host: string;
@@ -46,7 +47,7 @@ export interface SnoopCounts {
 
 interface MemberEntry {
   mode: FilterMode;
-  sources: Set<string>;
+  sources: ReadonlySet<string>;
   version: 1 | 2 | 3;
   lastSeen: number;
 }
@@ -120,41 +121,9 @@ export class MembershipSummary {
   /** RFC 3376 §6.4's filter arithmetic, from one host's point of view. */
   private applyRecord(event: IgmpFrameEvent, record: GroupRecord): void {
     const host = event.src;
-    const existing = this.groups.get(record.group)?.get(host);
-    const sources = new Set(record.sources);
-    const touch = (entry: MemberEntry): MemberEntry => ({ ...entry, version: 3, lastSeen: event.ts });
-    switch (record.type) {
-      case 'MODE_IS_INCLUDE':
-      case 'CHANGE_TO_INCLUDE_MODE':
-        if (sources.size === 0) this.removeMember(record.group, host); // INCLUDE {} is a leave
-        else this.setMember(record.group, host, { mode: 'include', sources, version: 3, lastSeen: event.ts });
-        return;
-      case 'MODE_IS_EXCLUDE':
-      case 'CHANGE_TO_EXCLUDE_MODE':
-        this.setMember(record.group, host, { mode: 'exclude', sources, version: 3, lastSeen: event.ts });
-        return;
-      case 'ALLOW_NEW_SOURCES': {
-        if (existing === undefined) {
-          this.setMember(record.group, host, { mode: 'include', sources, version: 3, lastSeen: event.ts });
-        } else if (existing.mode === 'include') {
-          this.setMember(record.group, host, touch({ ...existing, sources: union(existing.sources, sources) }));
-        } else {
-          this.setMember(record.group, host, touch({ ...existing, sources: difference(existing.sources, sources) }));
-        }
-        return;
-      }
-      case 'BLOCK_OLD_SOURCES': {
-        if (existing === undefined) return; // blocking sources of a group it is not in changes nothing
-        if (existing.mode === 'include') {
-          const left = difference(existing.sources, sources);
-          if (left.size === 0) this.removeMember(record.group, host);
-          else this.setMember(record.group, host, touch({ ...existing, sources: left }));
-        } else {
-          this.setMember(record.group, host, touch({ ...existing, sources: union(existing.sources, sources) }));
-        }
-        return;
-      }
-    }
+    const filter = applyGroupRecord(this.groups.get(record.group)?.get(host), record);
+    if (filter === undefined) this.removeMember(record.group, host);
+    else this.setMember(record.group, host, { mode: filter.mode, sources: filter.sources, version: 3, lastSeen: event.ts });
   }
 
   private setMember(group: string, host: string, entry: MemberEntry): void {
@@ -172,12 +141,4 @@ export class MembershipSummary {
     hosts.delete(host);
     if (hosts.size === 0) this.groups.delete(group);
   }
-}
-
-function union<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
-  return new Set([...a, ...b]);
-}
-
-function difference<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
-  return new Set([...a].filter((item) => !b.has(item)));
 }

@@ -16,6 +16,14 @@ export function checkGroupAddress(text: string, where: string): string {
   return text;
 }
 
+/** Returns `text` if it is a unicast host address (a multicast source); otherwise a UsageError prefixed with `where`. */
+export function checkSourceAddress(text: string, where: string): string {
+  const value = parseIPv4(text);
+  if (value === undefined) throw new UsageError(`${where}: ${JSON.stringify(text)} is not an IPv4 address`, { code: 'bad-address' });
+  if (value >>> 28 >= 0xe || value === 0) throw new UsageError(`${where}: ${text} is not a unicast host address`, { code: 'bad-address' });
+  return text;
+}
+
 /** A port as the user names it: an OpenFlow port number, or an interface name. */
 export type PortRef = { ofport: number } | { name: string };
 

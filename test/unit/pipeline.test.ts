@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/pipeline/config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/pipeline/flow-cookie.js';
 import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/pipeline/multicast-pipeline.js';
+import { changeMessage } from '../../src/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, planUninstallAll } from '../../src/pipeline/plan.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
@@ -103,6 +104,26 @@ describe('MulticastPipeline', () => {
     const installed = pipeline.readInstalled([odd], []);
     assert.deepEqual(installed.groups, []);
     assert.deepEqual(installed.otherFlows, [odd]);
+  });
+});
+
+describe('the query probe flow', () => {
+  it("sends a queried port's IGMP to the controller one above the snooping flow, with a hard timeout on the wire", () => {
+    const probe = pipeline.igmpQueryProbe(7, 0xdeadbeef, 12.2);
+    assert.equal(probe.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 1);
+    assert.deepEqual(probe.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
+    assert.deepEqual(probe.actions, [{ type: 'controller' }]);
+    assert.equal(probe.hardTimeout, 13);
+    assert.equal(pipeline.igmpQueryProbe(7, 1, 1e9).hardTimeout, 0xffff);
+    // the run's id in the cookie: a run deletes its own flows, never another run's
+    assert.deepEqual(decodeFlowCookie(probe.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix), { prefix: 0x4d43, kind: FlowKind.IgmpQueryProbe, value: 0xdeadbeef });
+    const message = changeMessage({ op: 'add-flow', entry: probe });
+    assert.equal(message.type === 'FLOW_MOD' && message.hardTimeout, 13);
+    assert.equal(message.type === 'FLOW_MOD' && message.idleTimeout, 0);
+  });
+  it('needs room above the snooping flow', () => {
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff } }), /below 65535/);
+    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 } }), /above linkLocal/);
   });
 });
 
