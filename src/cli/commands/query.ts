@@ -113,11 +113,11 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   try {
     result = await runQuery({ link, spec, src, repeat: flags.repeat, intervalMs, waitMs, signal: stop.signal });
   } catch (error) {
-    stop.dispose();
     await link.close().catch(() => undefined); // the first error is the one to report
     throw error;
+  } finally {
+    stop.dispose();
   }
-  stop.dispose();
   // What was heard is printed whatever happens next; a failure to clean up is a warning.
   const closing = link.close().then(
     () => undefined,
