@@ -1,0 +1,129 @@
+/** The keyed work queue (groundwork for [5]): dedupe, no lost update, worker bound, backoff, on fake timers. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { WorkQueue, type WorkQueueTimers } from '../../src/membership/work-queue.js';
+
+/** Timers that fire only when the test says so. */
+class FakeTimers implements WorkQueueTimers {
+  pending: Array<{ ms: number; run: () => void; cancelled: boolean }> = [];
+  after(ms: number, run: () => void): () => void {
+    const entry = { ms, run, cancelled: false };
+    this.pending.push(entry);
+    return () => (entry.cancelled = true);
+  }
+  fire(): number[] {
+    const due = this.pending.filter((entry) => !entry.cancelled);
+    this.pending = [];
+    due.forEach((entry) => entry.run());
+    return due.map((entry) => entry.ms);
+  }
+}
+
+/** A sync whose calls the test resolves or rejects one by one. */
+function controllableSync() {
+  const calls: Array<{ key: string; resolve: () => void; reject: (error: Error) => void }> = [];
+  const sync = (key: string) => new Promise<void>((resolve, reject) => calls.push({ key, resolve, reject }));
+  return { calls, sync };
+}
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('WorkQueue', () => {
+  it('a key added many times while it waits is synced once', async () => {
+    const synced: string[] = [];
+    const queue = new WorkQueue<string>({ sync: async (key) => void synced.push(key), workers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    queue.add('a'); // starts at once
+    queue.add('b');
+    queue.add('b');
+    queue.add('b');
+    await queue.whenIdle();
+    assert.deepEqual(synced, ['a', 'b']);
+  });
+
+  it('a key added while it is syncing is synced again afterwards (no lost update), never twice at once', async () => {
+    const { calls, sync } = controllableSync();
+    const queue = new WorkQueue<string>({ sync, workers: 4, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    queue.add('g');
+    queue.add('g');
+    assert.equal(calls.length, 1, 'not twice at once');
+    calls[0]!.resolve();
+    await tick();
+    assert.deepEqual(calls.map((call) => call.key), ['g', 'g']);
+    calls[1]!.resolve();
+    await queue.whenIdle();
+    assert.equal(calls.length, 2);
+  });
+
+  it('at most `workers` keys sync at once', async () => {
+    const { calls, sync } = controllableSync();
+    const queue = new WorkQueue<string>({ sync, workers: 2, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    for (const key of ['a', 'b', 'c', 'd']) queue.add(key);
+    assert.deepEqual(calls.map((call) => call.key), ['a', 'b']);
+    calls[0]!.resolve();
+    await tick();
+    assert.deepEqual(calls.map((call) => call.key), ['a', 'b', 'c']);
+    calls[1]!.resolve();
+    calls[2]!.resolve();
+    await tick();
+    calls[3]!.resolve();
+    await queue.whenIdle();
+    assert.equal(queue.size, 0);
+  });
+
+  it('failures retry after 5 s, 10 s, 20 s ... up to 300 s; a success resets the count', async () => {
+    const timers = new FakeTimers();
+    let failing = true;
+    const delays: number[] = [];
+    const queue = new WorkQueue<string>({
+      sync: async () => {
+        if (failing) throw new Error('switch said no');
+      },
+      workers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers,
+      onError: (_key, _error, retryInMs) => delays.push(retryInMs),
+    });
+    queue.add('g');
+    for (let i = 0; i < 8; i++) {
+      await queue.whenIdle();
+      timers.fire();
+    }
+    assert.deepEqual(delays, [5000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000]);
+    failing = false;
+    await queue.whenIdle();
+    timers.fire();
+    await queue.whenIdle();
+    assert.equal(queue.size, 0);
+    failing = true;
+    queue.add('g');
+    await queue.whenIdle();
+    assert.equal(delays.at(-1), 5000, 'back to the first delay after a success');
+  });
+
+  it('fresh work overtakes a pending retry; stop() drops what waits', async () => {
+    const timers = new FakeTimers();
+    const synced: string[] = [];
+    let fail = true;
+    const queue = new WorkQueue<string>({
+      sync: async (key) => {
+        synced.push(key);
+        if (fail) throw new Error('no');
+      },
+      workers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers,
+    });
+    queue.add('g');
+    await queue.whenIdle();
+    fail = false;
+    queue.add('g'); // before the retry timer
+    await queue.whenIdle();
+    assert.deepEqual(synced, ['g', 'g']);
+    assert.deepEqual(timers.fire(), [], 'the retry was cancelled');
+    queue.stop();
+    queue.add('h');
+    await queue.whenIdle();
+    assert.deepEqual(synced, ['g', 'g']);
+  });
+});
