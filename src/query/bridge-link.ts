@@ -25,8 +25,6 @@ import type { QueryPacket } from './query-packet.js';
 import { ownIPv4Address, systemClock, type Clock, type QueryLink } from './query-link.js';
 import type { HeardIgmp, LinkPort } from './responder-table.js';
 
-/** Source MAC when the bridge reports none for its LOCAL port: locally administered, "mc". */
-const FALLBACK_MAC = '02:00:00:00:6d:63';
 /** OpenFlow's hard_timeout is 16 bits of seconds. */
 export const MAX_PROBE_SECONDS = 0xffff;
 
@@ -99,7 +97,7 @@ export class BridgeLink implements QueryLink {
   }
 
   async send(packet: QueryPacket): Promise<void> {
-    const frame = queryPacket.encodeFrame(packet, this.session.localMac ?? FALLBACK_MAC);
+    const frame = queryPacket.encodeFrame(packet, this.session.localMac);
     const refused = await this.session.sendFrame(frame, this.ports);
     const [first] = refused;
     if (first !== undefined) {

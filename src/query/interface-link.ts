@@ -18,8 +18,6 @@ import type { HeardIgmp } from './responder-table.js';
 
 /** A full device queue (EAGAIN, ENOBUFS) usually drains within a few milliseconds. */
 const BUSY_RETRY_MS = 20;
-/** Source MAC on a link that reports none: locally administered, "mc". */
-const FALLBACK_MAC = '02:00:00:00:6d:63';
 
 export class InterfaceLink implements QueryLink {
   readonly name: { iface: string };
@@ -55,7 +53,7 @@ export class InterfaceLink implements QueryLink {
   }
 
   async send(packet: QueryPacket): Promise<void> {
-    const frame = this.capture.linkType === LinkType.ETHERNET ? queryPacket.encodeFrame(packet, this.capture.hardwareAddress ?? FALLBACK_MAC) : queryPacket.encode(packet);
+    const frame = this.capture.linkType === LinkType.ETHERNET ? queryPacket.encodeFrame(packet, this.capture.hardwareAddress) : queryPacket.encode(packet);
     try {
       this.capture.send(frame, EtherType.IPv4);
     } catch (error) {

@@ -53,8 +53,11 @@ export function encode(packet: QueryPacket, buf?: Uint8Array, offset = 0): Uint8
   return out;
 }
 
-/** The packet in an Ethernet frame from `srcMac` to the destination's multicast MAC. */
-export function encodeFrame(packet: QueryPacket, srcMac: string): Uint8Array {
+/** Source MAC for a link that reports none: locally administered, "mc". */
+const FALLBACK_MAC = '02:00:00:00:6d:63';
+
+/** The packet in an Ethernet frame from `srcMac` (the link's own, if it has one) to the destination's multicast MAC. */
+export function encodeFrame(packet: QueryPacket, srcMac: string = FALLBACK_MAC): Uint8Array {
   const header: ethernet.EthernetHeader = { dst: multicastMacForGroup(packet.dst), src: srcMac, vlanIds: [], etherType: EtherType.IPv4 };
   const headerLength = ethernet.encodingLength(header);
   const out = Buffer.alloc(headerLength + encodingLength(packet));
