@@ -1,54 +1,53 @@
 /**
- * The demo: real kernels speaking IGMP, watched by `mcastctl snoop`.
+ * The demo: `mcastctl daemon` on a small lab of real OVS nodes and pods, delivering
+ * multicast to members only.
  *
- *   sudo node --import tsx scripts/demo.ts        (after `npm run build`)
+ *   sudo scripts/demo.sh            (sets up, builds, runs this)
+ *   sudo node --import tsx scripts/demo.ts   (after `npm run build`)
  *
- * Builds a small lab out of network namespaces (a Linux bridge querying in IGMPv3 behind
- * a hub, and three hosts forced to IGMPv1, v2 and v3), runs `mcastctl snoop --iface
- * <hub bridge>` in the bridge's namespace for about 15 seconds while the hosts join and
- * leave groups on a script (each step is told on stderr as it happens), lets snoop print
- * its membership summary, and removes everything, also on Ctrl-C. Nothing outside the
- * lab's namespaces (all named mcl*) is touched.
+ * Two nodes, each a network namespace with its own ovs-vswitchd (user-space datapath),
+ * a gateway port and three pods, joined by an underlay Linux bridge (IGMP snooping on)
+ * with an external host. A daemon runs on each node. Pods join a group with ordinary
+ * sockets; a pod sends; every pod's interface is watched, and the table shows who got
+ * what: members on both nodes and the external host receive, the others see nothing,
+ * not even on the wire. Then a member leaves and stops receiving. Everything lives in
+ * namespaces named mcl* and is removed at the end, also on Ctrl-C.
  *
- * Environment: DEMO_SECONDS (default 15), MCASTCTL_BIN (another build of the CLI),
- * NO_COLOR.
+ * Environment: MCASTCTL_BIN (another build of the CLI), NO_COLOR.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Chalk } from 'chalk';
-import { cliMissing, startMcastctl, type RunningCli } from '../test/lab/cli.js';
-import { Lab, type Host } from '../test/lab/lab.js';
-import { Member } from '../test/lab/member.js';
+import Table from 'cli-table3';
+import { cliMissing, mcastctl } from '../test/lab/cli.js';
+import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
+import { Lab, type Tcpdump } from '../test/lab/lab.js';
+import { buildMulticastLab } from '../test/lab/multicast-lab.js';
+import type { Receiver, UdpEndpoint } from '../test/lab/ovs.js';
 
-const SECONDS = Number(process.env.DEMO_SECONDS ?? 15);
-const color = new Chalk({ level: process.stderr.isTTY && !process.env.NO_COLOR ? 1 : 0 });
-
-interface Actor {
-  label: string;
-  host: Host;
-  member: Member;
-}
-
-type Step = [atSeconds: number, actor: 'h1' | 'h2' | 'h3', describe: string, act: (member: Member) => Promise<void>];
-
-/** What the hosts do, and when (seconds after snoop starts). */
-const SCRIPT: Step[] = [
-  [1.5, 'h1', 'join 239.1.1.1 (IGMPv1 report)', (m) => m.join('239.1.1.1')],
-  [2.5, 'h2', 'join 239.2.2.2 (IGMPv2 report)', (m) => m.join('239.2.2.2')],
-  [3.5, 'h3', 'join 239.3.3.3 (IGMPv3 CHANGE_TO_EXCLUDE {})', (m) => m.join('239.3.3.3')],
-  [4.5, 'h3', 'join 232.1.1.1 from source 10.0.0.5 only (ALLOW_NEW_SOURCES)', (m) => m.joinSource('232.1.1.1', '10.0.0.5')],
-  [6.0, 'h3', 'block source 10.0.0.7 in 239.3.3.3 (BLOCK_OLD_SOURCES)', (m) => m.block('239.3.3.3', '10.0.0.7')],
-  [8.0, 'h2', 'leave 239.2.2.2 (IGMPv2 leave; the querier asks who else is in it)', (m) => m.leave('239.2.2.2')],
-  [9.5, 'h3', 'drop source 10.0.0.5 from 232.1.1.1 (BLOCK_OLD_SOURCES)', (m) => m.dropSource('232.1.1.1', '10.0.0.5')],
-  [10.5, 'h3', 'leave 239.3.3.3 (CHANGE_TO_INCLUDE {})', (m) => m.leave('239.3.3.3')],
-  [12.0, 'h2', 'join 239.2.2.9 (IGMPv2 report)', (m) => m.join('239.2.2.9')],
-];
+const GROUP = '239.1.2.3';
+const PORT = 5000;
+const COUNT = 20;
+const color = new Chalk({ level: process.stdout.isTTY && !process.env.NO_COLOR ? 1 : 0 });
 
 function say(text: string): void {
   process.stderr.write(`${color.dim('demo:')} ${text}\n`);
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Station {
+  label: string;
+  ns: string;
+  iface: string;
+  udp: UdpEndpoint;
+  capture?: Tcpdump;
+  receiver?: Receiver;
+}
+
 async function main(): Promise<number> {
   if (process.getuid?.() !== 0) {
-    say('the demo builds network namespaces and needs root: sudo node --import tsx scripts/demo.ts');
+    say('the demo builds network namespaces and runs OVS: run it as root (sudo scripts/demo.sh)');
     return 77;
   }
   const missing = cliMissing();
@@ -56,77 +55,96 @@ async function main(): Promise<number> {
     say(`cannot run mcastctl: ${missing}`);
     return 1;
   }
-
-  // Signals are handled here: Ctrl-C first lets snoop print its summary, then tears down.
-  const lab = Lab.create({ handleSignals: false });
-  const stop = new AbortController();
-  let snoop: RunningCli | undefined;
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (++signals > 1) {
-      lab.destroySync();
-      process.exit(130);
-    }
-    say(`${signal}: stopping (again to force)`);
-    stop.abort();
-    // snoop runs in a process group of its own (Ctrl-C at the terminal does not reach it):
-    // one SIGINT makes it stop and print its summary.
-    snoop?.child.kill('SIGINT');
-  };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
-
+  const lab = Lab.create();
+  const daemons: RunningDaemon[] = [];
   try {
-    say(`building the lab (namespaces ${lab.prefix}-*)`);
-    const ns = await lab.namespace('sw');
-    const segment = await lab.igmpSegment(ns, {
-      address: '10.62.0.1/24',
-      querier: { igmpVersion: 3, queryIntervalMs: 5000, queryResponseIntervalMs: 2000, lastMemberIntervalMs: 500, lastMemberCount: 2 },
-    });
-    const actors = new Map<string, Actor>();
-    for (const [label, version] of [['h1', 1], ['h2', 2], ['h3', 3]] as const) {
-      const host = await lab.host(label, { bridge: segment.hub, igmpVersion: version });
-      actors.set(label, { label: `${label} (IGMPv${version}, ${host.address})`, host, member: await Member.start(lab, host) });
+    say(`building the lab: 2 OVS nodes × 3 pods, an underlay bridge, an external host (namespaces ${lab.prefix}-*)`);
+    const { nodes, external } = await buildMulticastLab(lab, { podsPerNode: 3 });
+    for (const { node } of nodes) {
+      const daemon = startDaemon(node, { args: ['--query-interval', '10s', '--query-response-interval', '2s'] });
+      daemons.push(daemon);
     }
-    say(`querier ${segment.querier.address} (IGMPv3) behind hub ${segment.hub.name}; hosts ${[...actors.values()].map((a) => a.label).join(', ')}`);
-    say(`running: mcastctl snoop --iface ${segment.hub.name} --duration ${SECONDS}s   (in namespace ${ns})`);
+    await Promise.all(daemons.map((daemon) => daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000)));
+    say(`mcastctl daemon runs on node a and node b: ${daemons[0]!.args.join(' ')}`);
 
-    snoop = startMcastctl(['snoop', '--iface', segment.hub.name, '--duration', `${SECONDS}s`], {
-      ns,
-      inherit: true,
-      detached: true,
-      timeoutMs: (SECONDS + 30) * 1000,
-    });
-    const started = Date.now();
-    const at = (seconds: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, started + seconds * 1000 - Date.now()));
-        stop.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-      });
-    const stamp = () => color.dim(`[${((Date.now() - started) / 1000).toFixed(1).padStart(4)}s]`);
+    const stations: Station[] = [
+      ...nodes.flatMap(({ node, pods }) => pods.map((pod): Station => ({ label: `pod ${pod.name} (node ${node.name}, ${pod.address})`, ns: pod.ns, iface: pod.iface, udp: pod }))),
+      { label: `external host (${external!.address})`, ns: external!.ns, iface: external!.iface, udp: external! },
+    ];
+    const byName = (name: string): Station => stations.find((station) => station.label.startsWith(name))!;
+    const members = [byName('pod a2'), byName('pod b1'), byName('pod b3'), byName('external')];
+    const sender = byName('pod a1');
 
-    await at(0.8);
-    if (!stop.signal.aborted) {
-      await segment.querier.set({ querier: true });
-      say(`${stamp()} querier on: general queries every 5 s`);
+    for (const station of stations) {
+      station.capture = await lab.startTcpdump(station.ns, station.iface, lab.file(`demo-${station.ns}.pcap`), { filter: ['udp', 'and', 'dst', GROUP] });
     }
-    for (const [seconds, who, what, act] of SCRIPT) {
-      await at(seconds);
-      if (stop.signal.aborted || seconds >= SECONDS) break;
-      const actor = actors.get(who)!;
-      say(`${stamp()} ${color.bold(actor.label)}: ${what}`);
-      await act(actor.member).catch((error: unknown) => say(`${color.red('failed')}: ${String(error)}`));
+    say(`${members.map((m) => m.label.split(' (')[0]).join(', ')} join ${GROUP} (IP_ADD_MEMBERSHIP: their kernels send IGMP reports)`);
+    for (const member of members) member.receiver = await member.udp.listen(GROUP, PORT);
+    await sleep(1_500);
+
+    console.log(color.bold(`\n$ mcastctl groups        (on node a)`));
+    console.log((await mcastctl(['groups', '--control-socket', daemons[0]!.controlSocket])).stdout.trimEnd());
+    console.log(color.bold(`\n$ mcastctl groups        (on node b)`));
+    console.log((await mcastctl(['groups', '--control-socket', daemons[1]!.controlSocket])).stdout.trimEnd());
+
+    say(`${sender.label.split(' (')[0]} sends ${COUNT} datagrams to ${GROUP}:${PORT} (TTL 8, so the nodes may route them)`);
+    await sender.udp.send(GROUP, PORT, COUNT, { ttl: 8, intervalMs: 20, tag: 'demo' });
+    await sleep(800);
+    const first = new Map<Station, number>();
+    for (const station of stations) first.set(station, station.receiver?.received.length ?? 0);
+
+    const leaver = byName('pod b3');
+    say(`${leaver.label.split(' (')[0]} leaves ${GROUP} (its kernel sends a leave; fast leave drops it at once)`);
+    await leaver.receiver!.stop();
+    await sleep(500);
+    say(`${sender.label.split(' (')[0]} sends ${COUNT} more`);
+    await sender.udp.send(GROUP, PORT, COUNT, { ttl: 8, intervalMs: 20, tag: 'demo2' });
+    await sleep(800);
+
+    const frames = new Map<Station, number>();
+    for (const station of stations) {
+      await station.capture!.stop();
+      frames.set(station, await countFrames(station.capture!.file));
     }
-    const result = await snoop.done;
-    if (result.code !== 0) say(`mcastctl exited ${result.code ?? result.signal}`);
-    return stop.signal.aborted ? 130 : (result.code ?? 1);
+    // The leaver's socket is closed: what reached it after the leave is counted on the wire.
+    const secondRound = (station: Station): number =>
+      station === leaver ? frames.get(station)! - first.get(station)! : (station.receiver?.received.length ?? 0) - first.get(station)!;
+    const table = new Table({ head: ['', 'member', `first ${COUNT}`, `after b3 left`, 'frames on its interface'], style: { head: [], border: [] } });
+    for (const station of stations) {
+      const isMember = members.includes(station);
+      const firstRound = first.get(station)!;
+      const mark = (n: number, expected: number) => (n === expected ? color.green(String(n)) : color.red(String(n)));
+      const expectFirst = isMember ? COUNT : 0;
+      const expectSecond = isMember && station !== leaver ? COUNT : 0;
+      table.push([
+        station.label,
+        station === sender ? 'sender' : isMember ? (station === leaver ? 'left' : 'yes') : 'no',
+        station === sender ? '' : mark(firstRound, expectFirst),
+        station === sender ? '' : mark(secondRound(station), expectSecond),
+        station === sender ? '' : String(frames.get(station)),
+      ]);
+    }
+    console.log(color.bold(`\nWho received the datagrams sent to ${GROUP}:`));
+    console.log(table.toString());
+    for (const member of members) if (member !== leaver) await member.receiver!.stop();
+    const ok = stations.every((station) => {
+      if (station === sender) return true;
+      const isMember = members.includes(station);
+      const firstRound = first.get(station)!;
+      return firstRound === (isMember ? COUNT : 0) && secondRound(station) === (isMember && station !== leaver ? COUNT : 0) && (isMember || frames.get(station) === 0);
+    });
+    console.log(ok ? color.green('\nMulticast reached the members, and only them.') : color.red('\nDelivery was not as expected: see the table.'));
+    return ok ? 0 : 1;
   } finally {
-    if (snoop && snoop.child.exitCode === null && snoop.child.signalCode === null) {
-      snoop.child.kill('SIGINT');
-      await Promise.race([snoop.done, new Promise((resolve) => setTimeout(resolve, 3000))]);
-    }
+    await Promise.all(daemons.map((daemon) => daemon.stop()));
     say('removing the lab');
     await lab.destroy();
   }
+}
+
+async function countFrames(file: string): Promise<number> {
+  const { stdout } = await promisify(execFile)('tcpdump', ['-nr', file], { maxBuffer: 16 << 20 }).catch(() => ({ stdout: '' }));
+  return stdout.split('\n').filter((line) => line.trim() !== '').length;
 }
 
 process.exitCode = await main().catch((error: unknown) => {

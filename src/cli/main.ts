@@ -4,11 +4,14 @@
  */
 import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
+import { registerDaemon } from './commands/daemon.js';
+import { registerGroups } from './commands/groups.js';
 import { registerInstall } from './commands/install.js';
 import { registerQuery } from './commands/query.js';
 import { registerRoutes } from './commands/routes.js';
 import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
+import { registerStatus } from './commands/status.js';
 import { registerUninstall } from './commands/uninstall.js';
 import { describeFailure, printFailure } from './exit.js';
 import { VERSION } from './version.js';
@@ -40,6 +43,9 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerUninstall(program);
   registerShow(program);
   registerRoutes(program);
+  registerDaemon(program);
+  registerStatus(program);
+  registerGroups(program);
   return program;
 }
 

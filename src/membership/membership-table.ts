@@ -38,6 +38,25 @@ export interface MembershipTableOptions {
    * only if nobody answers within the Last Member Query Time.
    */
   fastLeave: boolean;
+  /** Told of every host that joins or leaves a group (for the event stream and logs). */
+  onMemberChange?: (change: MemberChange) => void;
+}
+
+export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed';
+
+export type MemberChange =
+  | { type: 'join'; group: string; port: number; host: string }
+  | { type: 'leave'; group: string; port: number; host: string; reason: LeaveReason };
+
+/** A member as saved by the daemon and given back to restore(). */
+export interface RestoredMember {
+  group: string;
+  port: number;
+  host: string;
+  filter: SourceFilter;
+  /** On this table's clock. */
+  lastReportAt: number;
+  compatibility: IgmpVersion;
 }
 
 export type MembershipEffect =
@@ -126,7 +145,7 @@ export class MembershipTable {
     for (const [group, members] of [...this.groups]) {
       const affected = [...members.values()].filter((member) => member.port === port);
       if (affected.length === 0) continue;
-      effects.push(...this.change(group, () => affected.forEach((member) => members.delete(memberKey(member.port, member.host)))));
+      effects.push(...this.change(group, () => affected.forEach((member) => this.remove(group, members, member, 'port-removed'))));
       this.compatibility.delete(`${group}|${port}`);
     }
     return effects;
@@ -138,7 +157,8 @@ export class MembershipTable {
     const effects: MembershipEffect[] = [];
     for (const [group, members] of [...this.groups]) {
       const due = [...members.values()].filter((member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now));
-      if (due.length > 0) effects.push(...this.change(group, () => due.forEach((member) => members.delete(memberKey(member.port, member.host)))));
+      const reason = (member: MemberEntry): LeaveReason => (member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired');
+      if (due.length > 0) effects.push(...this.change(group, () => due.forEach((member) => this.remove(group, members, member, reason(member)))));
     }
     for (const [key, compat] of this.compatibility) if (compat.v1Until <= now && compat.v2Until <= now) this.compatibility.delete(key);
     return effects;
@@ -186,7 +206,7 @@ export class MembershipTable {
     const members = this.groups.get(group);
     const member = members?.get(memberKey(port, host));
     if (members === undefined || member === undefined) return [];
-    if (this.options.fastLeave) return this.change(group, () => members.delete(memberKey(port, host)));
+    if (this.options.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
     if (member.leavingUntil !== undefined) return []; // already being asked
     member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
     return [{ kind: 'query', group, port }];
@@ -199,7 +219,63 @@ export class MembershipTable {
       this.groups.set(group, members);
     }
     // A report answers any pending last-member query.
-    members.set(memberKey(port, host), { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
+    const key = memberKey(port, host);
+    const isNew = !members.has(key);
+    members.set(key, { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
+    if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
+  }
+
+  private remove(group: string, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
+    members.delete(memberKey(member.port, member.host));
+    this.options.onMemberChange?.({ type: 'leave', group, port: member.port, host: member.host, reason });
+  }
+
+  /**
+   * Puts back members saved before a restart (their report times and compatibility as
+   * they were), so that forwarding resumes without waiting for reports. Returns the
+   * groups whose member ports changed. Members already past the GMI are not restored.
+   */
+  restore(saved: readonly RestoredMember[]): MembershipEffect[] {
+    const now = this.now();
+    const touched = new Map<string, number[]>();
+    for (const member of saved) {
+      if (member.lastReportAt + this.timing.groupMembershipIntervalMs <= now) continue;
+      if (!touched.has(member.group)) touched.set(member.group, this.portsOf(member.group));
+      let members = this.groups.get(member.group);
+      if (members === undefined) {
+        members = new Map();
+        this.groups.set(member.group, members);
+      }
+      members.set(memberKey(member.port, member.host), { port: member.port, host: member.host, filter: member.filter, lastReportAt: member.lastReportAt, leavingUntil: undefined });
+      if (member.compatibility !== 3) {
+        const compat = this.compatibilityOf(member.group, member.port, true);
+        const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;
+        if (member.compatibility === 1) compat.v1Until = Math.max(compat.v1Until, until);
+        else compat.v2Until = Math.max(compat.v2Until, until);
+      }
+    }
+    const effects: MembershipEffect[] = [];
+    for (const [group, before] of touched) {
+      const after = this.portsOf(group);
+      if (!sameNumbers(before, after)) effects.push({ kind: 'members', group, ports: after });
+    }
+    return effects;
+  }
+
+  /** The timing this table runs with. */
+  get timings(): Readonly<MembershipTiming> {
+    return this.timing;
+  }
+
+  /** How many members (hosts per group and port) there are in all. */
+  get memberCount(): number {
+    let count = 0;
+    for (const members of this.groups.values()) count += members.size;
+    return count;
+  }
+
+  get groupCount(): number {
+    return this.groups.size;
   }
 
   /** Runs `mutate` and says whether the group's member ports changed. */

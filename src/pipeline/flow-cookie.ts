@@ -9,7 +9,7 @@
  * switch tells by its cookie alone what it was written for.
  */
 export const FlowKind = {
-  /** IGMP from one pod port → controller; value: the ofport. */
+  /** IGMP → controller; value: the in_port it matches, or 0 for every port (the daemon's). */
   IgmpToController: 1,
   /** 224.0.0.0/24 → flood; value: 0. */
   LinkLocalFlood: 2,

@@ -7,7 +7,7 @@
  *
  *   priority       match                              actions                 kind
  *   igmp+1 (301)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
- *   igmp (300)     ip, nw_proto=2, in_port=<pod>      CONTROLLER              IGMP snooping (daemon)
+ *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon)
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
  *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon)
@@ -148,12 +148,17 @@ export class MulticastPipeline {
     };
   }
 
-  igmpToController(ofport: number): FlowEntry {
+  /**
+   * IGMP → the controller: from one port, or (no port: cookie value 0) from every port.
+   * The daemon takes all IGMP and decides by the packet-in's port: reports from pod
+   * ports count, others are counted and dropped, so nothing floods them meanwhile.
+   */
+  igmpToController(ofport?: number): FlowEntry {
     return {
       table: this.config.table,
       priority: this.config.priorities.igmp,
-      cookie: this.cookie(FlowKind.IgmpToController, ofport),
-      match: { inPort: ofport, ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
+      cookie: this.cookie(FlowKind.IgmpToController, ofport ?? 0),
+      match: { ...(ofport === undefined ? {} : { inPort: ofport }), ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
       actions: [{ type: 'controller' }],
     };
   }

@@ -8,7 +8,10 @@
  * - outbound: traffic from a pod (arriving on the gateway VIF) goes out of every
  *   multicast interface (the uplinks), so receivers elsewhere get it;
  * - inbound: traffic from outside (arriving on a multicast interface) goes to the
- *   gateway only while the group has members on this node;
+ *   gateway only while the group has members on this node. Without members the entry
+ *   is still added, with no outgoing VIF: the kernel then drops the traffic without
+ *   queueing it or asking again, and the entry gets the gateway the moment a member
+ *   joins (inboundOifs), instead of after the kernel's 10 s unresolved-entry timeout;
  * - an entry whose packet count has not moved for `idleTimeoutMs` is removed, so that
  *   a source that stopped does not keep a route for ever.
  */
@@ -58,8 +61,7 @@ export class RoutePolicy {
       return this.add(upcall, gatewayVif, [...uplinkVifs]);
     }
     if (uplinkVifs.includes(upcall.vif)) {
-      if (!groupHasLocalMembers) return { action: 'ignore', reason: `${upcall.group} has no members on this node` };
-      return this.add(upcall, upcall.vif, [gatewayVif]);
+      return this.add(upcall, upcall.vif, this.inboundOifs(groupHasLocalMembers));
     }
     return { action: 'ignore', reason: `VIF ${upcall.vif} is neither the gateway nor a multicast interface` };
   }
@@ -88,9 +90,14 @@ export class RoutePolicy {
     return idle;
   }
 
-  /** A group lost its last local member: the inbound entries to remove. */
-  inboundEntriesOf(group: string, counters: readonly (RouteCounters & { iif: number })[]): SourceGroupKey[] {
-    return counters.filter((entry) => entry.group === group && entry.iif !== this.options.gatewayVif).map(({ source, group: g }) => ({ source, group: g }));
+  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface). */
+  inboundOifs(groupHasLocalMembers: boolean): number[] {
+    return groupHasLocalMembers ? [this.options.gatewayVif] : [];
+  }
+
+  /** Whether an entry with incoming VIF `iif` is inbound (its oifs follow the group's local members). */
+  isInbound(iif: number): boolean {
+    return this.options.uplinkVifs.includes(iif);
   }
 
   private add(key: SourceGroupKey, iif: number, oifs: number[]): RouteDecision {

@@ -164,7 +164,7 @@ describe('snoop --read: streams that stay open, and stdout that goes away', () =
 
 describe('snoop: bad input is a usage error (64) with a clear message', () => {
   const cases: [string, () => string[], RegExp][] = [
-    ['neither --read nor --iface', () => ['snoop'], /needs --read FILE or --iface NAME/],
+    ['neither --read nor --iface', () => ['snoop'], /needs --read FILE, --iface NAME or --daemon/],
     ['both --read and --iface', () => ['snoop', '--read', 'x', '--iface', 'lo'], /cannot be used with/],
     ['--count 0', () => ['snoop', '--read', 'x', '--count', '0'], /--count takes a whole number of 1 or more/],
     ['--duration nonsense', () => ['snoop', '--iface', 'lo', '--duration', 'soon'], /--duration takes a duration/],

@@ -14,11 +14,11 @@
  * run's daemons die with its namespaces when the next lab sweeps. Their unix sockets live
  * in the file system, so this process reaches them from any namespace.
  */
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseCidr, run, sleep, type Lab } from './lab.js';
+import { parseCidr, run, sleep, type ExecOptions, type ExecResult, type Lab, type LinuxBridge } from './lab.js';
 
 const OVS_SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema';
 /** sun_path is 108 octets, NUL included. */
@@ -37,7 +37,7 @@ export interface OvsNodeOptions {
 export interface OvsPodOptions {
   /** The pod's address, CIDR (e.g. `10.1.0.11/24`). */
   address: string;
-  /** Default gateway (default: a device route out of eth0). */
+  /** Default gateway (default: the node's gateway port address if addGateway() ran, else a device route out of eth0). */
   gateway?: string;
   /** MAC of eth0 (default: the kernel's random one). */
   mac?: string;
@@ -68,6 +68,7 @@ export interface SendOptions {
 
 /** A socket that joined a group in a pod (IP_ADD_MEMBERSHIP): its kernel sent a report. */
 export interface Receiver {
+  /** The address listened on: the group joined (or a unicast address bound). */
   readonly group: string;
   readonly port: number;
   /** Datagrams so far. */
@@ -100,6 +101,47 @@ export interface OvsPod {
   send(group: string, port: number, count: number, options?: SendOptions): Promise<void>;
 }
 
+export interface GatewayOptions {
+  /** Interface name of the internal port, in the node's namespace (default `gw0`). */
+  name?: string;
+  /** The node's address on the pod network, CIDR (e.g. `10.10.1.1/24`). */
+  address: string;
+}
+
+/** The node's gateway: an OVS internal port (a tap device in the node's namespace with the netdev datapath). */
+export interface OvsGateway {
+  readonly name: string;
+  readonly ofport: number;
+  /** Without the prefix length. */
+  readonly address: string;
+  readonly prefixLength: number;
+  readonly mac: string;
+  /** Its ifindex in the node's namespace. */
+  readonly ifindex: number;
+}
+
+export interface UplinkOptions {
+  /** Lab suffix of the node-side interface (default `<node name>u`, or `u<n>` if that does not fit or is taken); the full name is `lab.ifname(suffix)`. */
+  name?: string;
+  /** The node's address on the underlay, CIDR (e.g. `192.168.50.11/24`). */
+  address: string;
+  /** Leave transmit checksum offload on (default off on both ends). */
+  txOffload?: boolean;
+}
+
+/** A veth from the node's namespace into an underlay Linux bridge; not an OVS port. */
+export interface Uplink {
+  /** Node-side interface (in the node's namespace). */
+  readonly name: string;
+  /** Underlay-side interface: a port of `bridge` (in `bridge.ns`). */
+  readonly peer: string;
+  readonly bridge: LinuxBridge;
+  readonly address: string;
+  readonly prefixLength: number;
+  readonly mac: string;
+  readonly ifindex: number;
+}
+
 interface Daemon {
   name: 'ovsdb-server' | 'ovs-vswitchd';
   child: ChildProcess;
@@ -125,6 +167,11 @@ export class OvsNode {
   /** Environment for OVS tools (OVS_RUNDIR and friends), on top of this process's. */
   readonly env: Readonly<Record<string, string>>;
   readonly pods: OvsPod[] = [];
+  /** The gateway port, once addGateway() ran. */
+  gateway: OvsGateway | undefined;
+  /** Uplinks, in the order addUplink() made them. */
+  readonly uplinks: Uplink[] = [];
+  private routing: Promise<void> | undefined;
   private ovsdb: Daemon | undefined;
   private vswitchd: Daemon | undefined;
   private readonly startTimeoutMs: number;
@@ -199,6 +246,33 @@ export class OvsNode {
     const env = Object.entries(this.env).map(([key, value]) => `${key}=${value}`);
     const result = await run(['env', ...env, ...argv], { timeoutMs: options.timeoutMs ?? 30_000 });
     return result.stdout;
+  }
+
+  /**
+   * Runs argv inside the node's namespace with the node's OVS environment (OVS_RUNDIR and
+   * friends), e.g. `node.exec(['ovs-ofctl', 'dump-flows', 'br-int'])` or `node.exec(['ip', 'mroute'])`.
+   */
+  exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const env = Object.entries(this.env).map(([key, value]) => `${key}=${value}`);
+    return this.lab.exec(this.ns, ['env', ...env, ...argv], options);
+  }
+
+  /**
+   * Starts a long-running process inside the node's namespace with the node's OVS
+   * environment on top of this process's (and `options.env` on top of that). A lab child:
+   * `lab.destroy()` kills it.
+   */
+  spawn(argv: readonly string[], options: SpawnOptions = {}): ChildProcess {
+    return this.lab.spawn(this.ns, argv, { ...options, env: { ...process.env, ...this.env, ...options.env } });
+  }
+
+  /**
+   * UDP sockets in the node's own namespace. Multicast joins and sends go through the
+   * interface with `interfaceAddress` (default: the gateway's address, i.e. towards the
+   * pods; pass an uplink's address for the underlay).
+   */
+  udp(interfaceAddress: string | undefined = this.gateway?.address): UdpEndpoint {
+    return udpEndpoint(this.lab, this.ns, { name: this.name, ...(interfaceAddress === undefined ? {} : { interfaceAddress }) });
   }
 
   /** `ovs-vsctl --db=<dbEndpoint> --timeout=20 <args>` */
@@ -325,6 +399,97 @@ export class OvsNode {
     await this.vsctl('set', 'Open_vSwitch', '.', `external_ids:mcl-lab-sync=${++this.syncCount}`);
   }
 
+  // --- gateway, uplinks, routes ----------------------------------------------------------
+
+  /**
+   * The node's gateway: an OVS internal port `name` (default `gw0`) on the bridge. With the
+   * netdev datapath ovs-vswitchd makes it a tap device in its own (the node's) namespace;
+   * it gets `address`, is brought up, has transmit checksum offload off (as every device
+   * that sends into the user-space datapath) and rp_filter 0. Turns routing on in the node
+   * (see enableRouting()). Pods added afterwards use it as their default gateway.
+   */
+  async addGateway(options: GatewayOptions): Promise<OvsGateway> {
+    if (this.gateway) throw new Error(`node ${this.name} already has gateway ${this.gateway.name}`);
+    const name = options.name ?? 'gw0';
+    if (!/^[A-Za-z0-9_.-]{1,15}$/.test(name)) throw new RangeError(`bad interface name ${JSON.stringify(name)}`);
+    const { address, prefixLength } = parseCidr(options.address);
+    await this.enableRouting();
+    await this.vsctl('add-port', this.bridge, name, '--', 'set', 'interface', name, 'type=internal', 'external_ids:mcl-lab-type=gateway');
+    const ofport = await this.ofportOf(name);
+    await this.waitForLink(name);
+    await this.lab.ip(this.ns, 'addr', 'add', `${address}/${prefixLength}`, 'dev', name);
+    await this.lab.ip(this.ns, 'link', 'set', name, 'up');
+    await this.lab.exec(this.ns, ['ethtool', '-K', name, 'tx', 'off']);
+    await this.lab.sysctl(this.ns, `net.ipv4.conf.${name}.rp_filter`, 0);
+    const { mac, ifindex } = await this.linkInfo(this.ns, name);
+    this.gateway = { name, ofport, address, prefixLength, mac, ifindex };
+    return this.gateway;
+  }
+
+  /**
+   * An uplink: a veth from the node's namespace to `bridge` (an underlay Linux bridge),
+   * the node side addressed with `address`, transmit checksum offload off on both ends
+   * (unless `txOffload`), rp_filter 0. Not a port of the OVS bridge. Turns routing on.
+   */
+  async addUplink(bridge: LinuxBridge, options: UplinkOptions): Promise<Uplink> {
+    const { address, prefixLength } = parseCidr(options.address);
+    const suffix = reserveSuffix(this.lab, options.name ?? `${this.name}u`, options.name !== undefined);
+    const name = this.lab.ifname(suffix);
+    const peer = this.lab.ifname(reserveSuffix(this.lab, `${suffix}p`, false));
+    await this.enableRouting();
+    await this.lab.vethPair({ ns: this.ns, name }, { ns: bridge.ns, name: peer });
+    await bridge.attach(peer);
+    await this.lab.ip(this.ns, 'addr', 'add', `${address}/${prefixLength}`, 'dev', name);
+    if (!options.txOffload) {
+      await this.lab.exec(this.ns, ['ethtool', '-K', name, 'tx', 'off']);
+      await this.lab.exec(bridge.ns, ['ethtool', '-K', peer, 'tx', 'off']);
+    }
+    await this.lab.sysctl(this.ns, `net.ipv4.conf.${name}.rp_filter`, 0);
+    const { mac, ifindex } = await this.linkInfo(this.ns, name);
+    const uplink: Uplink = { name, peer, bridge, address, prefixLength, mac, ifindex };
+    this.uplinks.push(uplink);
+    return uplink;
+  }
+
+  /** `ip route add <cidr> via <via>` in the node's namespace (e.g. another node's pod subnet via its uplink address). */
+  async addRoute(cidr: string, via: string): Promise<void> {
+    const { address, prefixLength } = parseCidr(cidr);
+    await this.lab.ip(this.ns, 'route', 'add', `${address}/${prefixLength}`, 'via', via);
+  }
+
+  /**
+   * Makes the node a router: net.ipv4.ip_forward=1 and rp_filter 0 (all, default) in its
+   * namespace, so that a packet arriving on one interface (uplink, gateway) with a source
+   * the other side routes is neither dropped nor left unforwarded. Idempotent.
+   */
+  enableRouting(): Promise<void> {
+    return (this.routing ??= (async () => {
+      await this.lab.sysctl(this.ns, 'net.ipv4.ip_forward', 1);
+      for (const key of ['all', 'default']) await this.lab.sysctl(this.ns, `net.ipv4.conf.${key}.rp_filter`, 0);
+    })());
+  }
+
+  /** Polls until interface `name` exists in the node's namespace (an internal port's tap appears once ovs-vswitchd made it). */
+  private async waitForLink(name: string): Promise<void> {
+    const deadline = Date.now() + this.startTimeoutMs;
+    for (;;) {
+      try {
+        await this.lab.ip(this.ns, 'link', 'show', name);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw new Error(`interface ${name} did not appear in ${this.ns}: ${String(error)}; see ${this.logdir}/ovs-vswitchd.log`);
+      }
+      await sleep(50);
+    }
+  }
+
+  private async linkInfo(ns: string, iface: string): Promise<{ mac: string; ifindex: number }> {
+    const { stdout } = await this.lab.ip(ns, '-j', 'link', 'show', iface);
+    const [link] = JSON.parse(stdout) as { address?: string; ifindex?: number }[];
+    if (link?.address === undefined || link.ifindex === undefined) throw new Error(`no MAC address or ifindex for ${iface} in ${ns}`);
+    return { mac: link.address, ifindex: link.ifindex };
+  }
+
   // --- pods ------------------------------------------------------------------------------
 
   /**
@@ -344,7 +509,8 @@ export class OvsNode {
     await this.lab.ip(ns, 'link', 'set', POD_IFACE, 'up');
     await this.lab.ip(this.ns, 'link', 'set', port, 'up');
     await this.lab.ip(ns, 'addr', 'add', `${address}/${prefixLength}`, 'dev', POD_IFACE);
-    if (options.gateway !== undefined) await this.lab.ip(ns, 'route', 'add', 'default', 'via', options.gateway, 'dev', POD_IFACE);
+    const gateway = options.gateway ?? this.gateway?.address;
+    if (gateway !== undefined) await this.lab.ip(ns, 'route', 'add', 'default', 'via', gateway, 'dev', POD_IFACE);
     else await this.lab.ip(ns, 'route', 'add', 'default', 'dev', POD_IFACE);
     await this.lab.ip(ns, 'route', 'add', '224.0.0.0/4', 'dev', POD_IFACE);
     if (!options.txOffload) await this.lab.exec(ns, ['ethtool', '-K', POD_IFACE, 'tx', 'off']);
@@ -390,40 +556,51 @@ export class OvsNode {
   }
 
   private async macOf(ns: string, iface: string): Promise<string> {
-    const { stdout } = await this.lab.ip(ns, '-j', 'link', 'show', iface);
-    const [link] = JSON.parse(stdout) as { address?: string }[];
-    if (link?.address === undefined) throw new Error(`no MAC address for ${iface} in ${ns}`);
-    return link.address;
+    return (await this.linkInfo(ns, iface)).mac;
   }
 
   /** A bridge-port suffix for pod `name`: the name itself if it fits and is free in this lab, else `o<n>`. */
   private portSuffix(name: string): string {
-    let taken = takenSuffixes.get(this.lab);
-    if (!taken) takenSuffixes.set(this.lab, (taken = new Set()));
-    const room = 15 - this.lab.prefix.length;
-    let suffix = name;
-    for (let n = taken.size; !/^[A-Za-z0-9_-]+$/.test(suffix) || suffix.length > room || taken.has(suffix); n++) suffix = `o${n}`;
-    taken.add(suffix);
-    return suffix;
+    return reserveSuffix(this.lab, name, false, 'o');
   }
 }
 
+/**
+ * Reserves an interface-name suffix in `lab` (pods' bridge ports, uplinks): `wanted` if it
+ * is valid, fits and is free, else (unless `exact`) `<fallback><n>`.
+ */
+function reserveSuffix(lab: Lab, wanted: string, exact: boolean, fallback = 'u'): string {
+  let taken = takenSuffixes.get(lab);
+  if (!taken) takenSuffixes.set(lab, (taken = new Set()));
+  const room = 15 - lab.prefix.length;
+  const usable = (suffix: string) => /^[A-Za-z0-9_-]+$/.test(suffix) && suffix.length <= room && !taken.has(suffix);
+  let suffix = wanted;
+  if (exact && !usable(suffix)) throw new RangeError(`interface suffix ${JSON.stringify(wanted)} is invalid, too long for ${lab.prefix} or taken`);
+  for (let n = taken.size; !usable(suffix); n++) suffix = `${fallback}${n}`;
+  taken.add(suffix);
+  return suffix;
+}
+
 // ---------------------------------------------------------------------------------------
-// Pods and their sockets (small python3 programs run inside the pod's namespace)
+// UDP sockets in any namespace (small python3 programs run inside it): pods, the node
+// itself, an external host.
 
 /**
- * argv: group port. Joins the group (IP_ADD_MEMBERSHIP on the interface the multicast
- * route picks), prints "ready", then one JSON line per datagram, until stdin closes.
- * IP_MULTICAST_ALL=0: deliver only the group this socket joined.
+ * argv: address port ifaddr. For a multicast address: binds to it and joins it
+ * (IP_ADD_MEMBERSHIP on the interface with address `ifaddr`, or if that is empty on the one
+ * the multicast route picks); for a unicast address: binds to it. Prints "ready", then one
+ * JSON line per datagram, until stdin closes. IP_MULTICAST_ALL=0: deliver only the group
+ * this socket joined.
  */
 const RECEIVER_PY = `
 import json, select, socket, sys
-group, port = sys.argv[1], int(sys.argv[2])
+address, port, ifaddr = sys.argv[1], int(sys.argv[2]), sys.argv[3] or "0.0.0.0"
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.setsockopt(socket.IPPROTO_IP, 49, 0)
-s.bind((group, port))
-s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton("0.0.0.0"))
+s.bind((address, port))
+if 224 <= int(address.split(".")[0]) <= 239:
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(address) + socket.inet_aton(ifaddr))
 print("ready", flush=True)
 while True:
     readable, _, _ = select.select([s, sys.stdin], [], [])
@@ -435,17 +612,111 @@ while True:
 s.close()
 `;
 
-/** argv: group port count intervalMs ttl tag. Prints "sent <count>" at the end. */
+/** argv: address port count intervalMs ttl tag ifaddr. Prints "sent <count>" at the end. */
 const SENDER_PY = `
 import socket, sys, time
-group, port, count, interval, ttl, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5]), sys.argv[6]
+address, port, count, interval, ttl, tag, ifaddr = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5]), sys.argv[6], sys.argv[7]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, ttl)
+if ifaddr:
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ifaddr))
 for i in range(count):
     if i: time.sleep(interval)
-    s.sendto(f"{tag} {i}".encode(), (group, port))
+    s.sendto(f"{tag} {i}".encode(), (address, port))
 print(f"sent {count}", flush=True)
 `;
+
+export interface UdpEndpointOptions {
+  /** Default tag of what it sends. */
+  name: string;
+  /**
+   * A local address: joins happen on (IP_ADD_MEMBERSHIP) and multicast leaves by
+   * (IP_MULTICAST_IF) the interface that has it. Default: the interface the multicast
+   * route (224.0.0.0/4) picks, which pods and hosts have; a node namespace has none.
+   */
+  interfaceAddress?: string;
+}
+
+/** Listening and sending UDP (multicast or unicast) from inside one namespace, with ordinary sockets. */
+export interface UdpEndpoint {
+  /**
+   * A UDP socket bound to `address:port`: a group is joined (the kernel sends its report),
+   * a unicast address (one of the namespace's own) just bound. Resolves once the socket is
+   * ready.
+   */
+  listen(address: string, port: number): Promise<Receiver>;
+  /** listen(), wait `durationMs`, stop(). */
+  receive(address: string, port: number, durationMs: number): Promise<Datagram[]>;
+  /** Sends `count` UDP datagrams to address:port; resolves when all are sent. */
+  send(address: string, port: number, count: number, options?: SendOptions): Promise<void>;
+}
+
+/** A UdpEndpoint for namespace `ns` (e.g. an external host's, or a node's with `interfaceAddress`). */
+export function udpEndpoint(lab: Lab, ns: string, options: UdpEndpointOptions): UdpEndpoint {
+  return {
+    listen: (address, port) => listenUdp(lab, ns, address, port, options.interfaceAddress),
+    receive: async (address, port, durationMs) => {
+      const receiver = await listenUdp(lab, ns, address, port, options.interfaceAddress);
+      await sleep(durationMs);
+      return receiver.stop();
+    },
+    send: (address, port, count, sendOptions = {}) => sendUdp(lab, ns, address, port, count, options.name, options.interfaceAddress, sendOptions),
+  };
+}
+
+async function listenUdp(lab: Lab, ns: string, address: string, port: number, interfaceAddress: string | undefined): Promise<Receiver> {
+  checkAddressAndPort(address, port);
+  if (interfaceAddress !== undefined) checkAddressAndPort(interfaceAddress, 1);
+  const child = lab.spawn(ns, ['python3', '-u', '-c', RECEIVER_PY, address, String(port), interfaceAddress ?? '']);
+  const received: Datagram[] = [];
+  let stderr = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  child.stdin!.on('error', () => undefined); // EPIPE after exit: reported through 'exit'
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line === 'ready') resolve();
+      else received.push(JSON.parse(line) as Datagram);
+    });
+    void exited.then(() => reject(new Error(`receiver for ${address}:${port} in ${ns} exited: ${stderr.trim()}`)));
+  });
+  await ready;
+  let stopping: Promise<Datagram[]> | undefined;
+  return {
+    group: address,
+    port,
+    received,
+    stop: () =>
+      (stopping ??= (async () => {
+        child.stdin!.end();
+        if (!(await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]))) {
+          child.kill('SIGKILL');
+          await exited;
+        }
+        return [...received];
+      })()),
+  };
+}
+
+async function sendUdp(
+  lab: Lab,
+  ns: string,
+  address: string,
+  port: number,
+  count: number,
+  defaultTag: string,
+  interfaceAddress: string | undefined,
+  options: SendOptions,
+): Promise<void> {
+  checkAddressAndPort(address, port);
+  if (interfaceAddress !== undefined) checkAddressAndPort(interfaceAddress, 1);
+  if (!Number.isInteger(count) || count < 0) throw new RangeError(`bad count ${count}`);
+  const tag = options.tag ?? defaultTag;
+  if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
+  const argv = [address, String(port), String(count), String(options.intervalMs ?? 10), String(options.ttl ?? 1), tag, interfaceAddress ?? ''];
+  await lab.exec(ns, ['python3', '-c', SENDER_PY, ...argv]);
+}
 
 interface PodFields {
   name: string;
@@ -467,6 +738,7 @@ class LabPod implements OvsPod {
   readonly address: string;
   readonly prefixLength: number;
   readonly mac: string;
+  private readonly udp: UdpEndpoint;
 
   constructor(
     readonly node: OvsNode,
@@ -480,58 +752,23 @@ class LabPod implements OvsPod {
     this.address = fields.address;
     this.prefixLength = fields.prefixLength;
     this.mac = fields.mac;
+    this.udp = udpEndpoint(node.lab, fields.ns, { name: fields.name });
   }
 
-  async listen(group: string, port: number): Promise<Receiver> {
-    checkGroupAndPort(group, port);
-    const child = this.node.lab.spawn(this.ns, ['python3', '-u', '-c', RECEIVER_PY, group, String(port)]);
-    const received: Datagram[] = [];
-    let stderr = '';
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
-    child.stdin!.on('error', () => undefined); // EPIPE after exit: reported through 'exit'
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    const ready = new Promise<void>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        if (line === 'ready') resolve();
-        else received.push(JSON.parse(line) as Datagram);
-      });
-      void exited.then(() => reject(new Error(`receiver for ${group}:${port} in ${this.ns} exited: ${stderr.trim()}`)));
-    });
-    await ready;
-    let stopping: Promise<Datagram[]> | undefined;
-    return {
-      group,
-      port,
-      received,
-      stop: () =>
-        (stopping ??= (async () => {
-          child.stdin!.end();
-          if (!(await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]))) {
-            child.kill('SIGKILL');
-            await exited;
-          }
-          return [...received];
-        })()),
-    };
+  listen(group: string, port: number): Promise<Receiver> {
+    return this.udp.listen(group, port);
   }
 
-  async receive(group: string, port: number, durationMs: number): Promise<Datagram[]> {
-    const receiver = await this.listen(group, port);
-    await sleep(durationMs);
-    return receiver.stop();
+  receive(group: string, port: number, durationMs: number): Promise<Datagram[]> {
+    return this.udp.receive(group, port, durationMs);
   }
 
-  async send(group: string, port: number, count: number, options: SendOptions = {}): Promise<void> {
-    checkGroupAndPort(group, port);
-    const tag = options.tag ?? this.name;
-    if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
-    const argv = [group, String(port), String(count), String(options.intervalMs ?? 10), String(options.ttl ?? 1), tag];
-    await this.node.lab.exec(this.ns, ['python3', '-c', SENDER_PY, ...argv]);
+  send(group: string, port: number, count: number, options: SendOptions = {}): Promise<void> {
+    return this.udp.send(group, port, count, options);
   }
 }
 
-function checkGroupAndPort(group: string, port: number): void {
-  if (!/^\d+\.\d+\.\d+\.\d+$/.test(group)) throw new RangeError(`not an IPv4 group: ${JSON.stringify(group)}`);
+function checkAddressAndPort(address: string, port: number): void {
+  if (!/^\d+\.\d+\.\d+\.\d+$/.test(address)) throw new RangeError(`not an IPv4 address: ${JSON.stringify(address)}`);
   if (!Number.isInteger(port) || port <= 0 || port > 0xffff) throw new RangeError(`bad UDP port ${port}`);
 }

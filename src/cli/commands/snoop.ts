@@ -1,14 +1,17 @@
 /**
  * `mcastctl snoop`: show the IGMP in a capture file (--read) or crossing an interface
- * (--iface), then who is in which group.
+ * (--iface), then who is in which group; or follow the running daemon's events (--daemon).
  */
 import { createWriteStream, openSync } from 'node:fs';
+import type { ChalkInstance } from 'chalk';
 import { Command, Option } from 'commander';
 import type { CapturedFrame } from '../../capture/packet-socket.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import type { DaemonEvent, PortView } from '../../daemon/daemon-view.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../pcap/index.js';
 import type { FrameEvent } from '../../snoop/frame-decoder.js';
-import { describeCounts, formatEvent, groupTable, querierTable } from '../../snoop/human-format.js';
+import { describeCounts, formatClock, formatEvent, groupTable, querierTable } from '../../snoop/human-format.js';
 import { toJsonLine } from '../../snoop/json-record.js';
 import { SnoopSession } from '../../snoop/session.js';
 import { Output } from '../output.js';
@@ -18,6 +21,8 @@ import { parseDurationMs, parsePositiveInteger } from '../parse.js';
 interface SnoopFlags {
   read?: string;
   iface?: string;
+  daemon?: boolean;
+  controlSocket?: string;
   json?: boolean;
   write?: string;
   count?: number;
@@ -33,14 +38,17 @@ export function registerSnoop(program: Command): void {
     .description(
       'Decode every IGMP message (v1, v2, v3) in a pcap file (--read) or crossing an interface (--iface), ' +
         'one line each, then summarise the memberships and queriers seen. Malformed IGMP is shown with ' +
-        'the reason, never skipped. Live capture needs CAP_NET_RAW.',
+        'the reason, never skipped. Live capture needs CAP_NET_RAW. With --daemon, follow the running ' +
+        "daemon's events instead (IGMP from pod ports, joins, leaves, OVS syncs, routes), one line each.",
     )
-    .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts('iface'))
-    .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts('read'))
+    .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts(['iface', 'daemon']))
+    .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts(['read', 'daemon']))
+    .addOption(new Option('--daemon', "follow the running mcastctl daemon's events (needs root)").conflicts(['read', 'iface']))
+    .option('--control-socket <path>', `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`)
     .option('--json', 'one JSON object per message (NDJSON) on stdout, nothing else')
     .option('-w, --write <file>', 'also save the captured frames as a pcap file (with --iface)')
     .option('-c, --count <n>', 'stop after n IGMP messages', (text) => parsePositiveInteger('--count', text))
-    .option('-d, --duration <time>', 'stop after this long (with --iface): 30, 30s, 500ms, 2m', (text) => parseDurationMs('--duration', text))
+    .option('-d, --duration <time>', 'stop after this long (with --iface or --daemon): 30, 30s, 500ms, 2m', (text) => parseDurationMs('--duration', text))
     .option('--no-summary', 'do not print the membership summary at the end')
     .option('--no-promiscuous', 'do not put the interface into promiscuous mode')
     .addHelpText(
@@ -50,12 +58,19 @@ Examples:
   mcastctl snoop --read capture.pcap
   mcastctl snoop --iface eth0 --json --duration 60 > igmp.ndjson
   mcastctl snoop --iface br-int --write igmp.pcap --count 100
+  mcastctl snoop --daemon --json
 
 Ctrl-C stops a live snoop, prints the summary and exits 0. See mcastctl-snoop(1).`,
     )
     .action(async (flags: SnoopFlags) => {
       const output = new Output({ json: flags.json === true });
-      if (flags.read === undefined && flags.iface === undefined) throw new UsageError('snoop needs --read FILE or --iface NAME');
+      if (flags.controlSocket !== undefined && flags.daemon !== true) throw new UsageError('--control-socket goes with --daemon');
+      if (flags.daemon === true) {
+        if (flags.write !== undefined) throw new UsageError('--write goes with --iface (the daemon sends events, not frames)');
+        await snoopDaemon(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET, flags, output);
+        return;
+      }
+      if (flags.read === undefined && flags.iface === undefined) throw new UsageError('snoop needs --read FILE, --iface NAME or --daemon');
       if (flags.read !== undefined) {
         if (flags.write !== undefined) throw new UsageError('--write goes with --iface (a capture being read is already a file)');
         if (flags.duration !== undefined) throw new UsageError('--duration goes with --iface; use --count to stop reading early');
@@ -222,5 +237,100 @@ function openForWriting(path: string): number {
   } catch (error) {
     const code = isSystemError(error) ? error.code : String(error);
     throw new UsageError(`cannot write capture ${path}: ${code}`, { code: 'bad-file', hint: 'check that the directory exists and is writable' });
+  }
+}
+
+/**
+ * `snoop --daemon`: the daemon's event stream, one line (or NDJSON object) per event,
+ * until --count, --duration, Ctrl-C or stdout closing (exit 0), or the daemon going
+ * away (exit 69). There is no summary: `mcastctl groups` shows the daemon's.
+ */
+async function snoopDaemon(path: string, flags: SnoopFlags, output: Output): Promise<void> {
+  const client = await ControlClient.connect(path);
+  const stop = new StopSignal(flags.duration === undefined ? {} : { durationMs: flags.duration });
+  if (!output.json) output.info(`following the mcastctl daemon at ${path}; Ctrl-C to stop`);
+  let emitted = 0;
+  try {
+    await client.events(
+      (event) => {
+        if (stop.stopped) return;
+        if (output.json) output.record(event);
+        else output.line(formatDaemonEvent(event, output.style));
+        output.flushSoon();
+        if (flags.count !== undefined && ++emitted >= flags.count) stop.stop();
+      },
+      { signal: stop.signal },
+    );
+  } finally {
+    stop.dispose();
+    client.close();
+    output.flush();
+  }
+}
+
+/** One human line per daemon event: time, type, port (and pod), group, host, details. */
+export function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): string {
+  const time = Date.parse(event.time);
+  const head = `${Number.isNaN(time) ? event.time : formatClock(time / 1000)} ${event.type.padEnd(6)}`;
+  switch (event.type) {
+    case 'igmp':
+      return `${head} ${event.port === null ? '(no port)' : describeEventPort(event.port)}  ${describeIgmpRecord(event.record, style)}`;
+    case 'join':
+      return `${head} ${describeEventPort(event.port)}  ${style.green(event.group)} host ${event.host}`;
+    case 'leave':
+      return `${head} ${describeEventPort(event.port)}  ${style.yellow(event.group)} host ${event.host} (${event.reason})`;
+    case 'sync': {
+      const result = event.ok ? style.green('ok') : style.red(`failed${event.error === undefined ? '' : `: ${event.error}`}`);
+      return `${head} ${event.group} ports ${event.ports.length === 0 ? 'none' : event.ports.join(',')} in ${event.latencyMs.toFixed(1)} ms: ${result}`;
+    }
+    case 'route':
+      return `${head} ${event.action} (${event.source}, ${event.group}) iif ${event.iif} oifs ${event.oifs.length === 0 ? 'none' : event.oifs.join(',')}`;
+    case 'replay':
+      return `${head} ${event.what} reconnected: ${event.groups} group${event.groups === 1 ? '' : 's'} replayed`;
+    default: {
+      // A newer daemon's event type: shown, not dropped.
+      const unknown = event as { type: unknown };
+      return `${head} ${JSON.stringify(unknown)}`;
+    }
+  }
+}
+
+function describeEventPort(port: PortView): string {
+  return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
+}
+
+const RECORD_LABELS: Readonly<Record<string, string>> = {
+  MODE_IS_INCLUDE: 'IS_IN',
+  MODE_IS_EXCLUDE: 'IS_EX',
+  CHANGE_TO_INCLUDE_MODE: 'TO_IN',
+  CHANGE_TO_EXCLUDE_MODE: 'TO_EX',
+  ALLOW_NEW_SOURCES: 'ALLOW',
+  BLOCK_OLD_SOURCES: 'BLOCK',
+};
+
+/** The `igmp` event's record is snoop --json's line for the message: described from its fields. */
+function describeIgmpRecord(record: Record<string, unknown>, style: ChalkInstance): string {
+  const from = typeof record.src === 'string' ? ` from ${record.src}` : '';
+  if (typeof record.error === 'string') return style.red(`malformed (${record.error})${from}: ${String(record.message ?? '')}`);
+  const version = typeof record.version === 'number' ? `v${record.version} ` : '';
+  const group = typeof record.group === 'string' ? record.group : '?';
+  switch (record.type) {
+    case 'report': {
+      if (Array.isArray(record.records)) {
+        const records = (record.records as Array<{ type?: unknown; group?: unknown; sources?: unknown }>)
+          .map((item) => `${String(item.group)} ${RECORD_LABELS[String(item.type)] ?? String(item.type)} {${Array.isArray(item.sources) ? item.sources.join(', ') : ''}}`)
+          .join('; ');
+        return `${style.green(`${version}report`)}${from}: ${records || '(no records)'}`;
+      }
+      return `${style.green(`${version}report`)}${from}: ${group}`;
+    }
+    case 'leave':
+      return `${style.yellow(`${version}leave`)}${from}: ${group}`;
+    case 'query':
+      return `${style.cyan(`${version}query`)}${from}: ${group === '0.0.0.0' ? 'general' : group}`;
+    case 'other':
+      return style.magenta(`IGMP type ${String(record.igmpType)}${from}`);
+    default:
+      return JSON.stringify(record);
   }
 }

@@ -1,0 +1,74 @@
+/**
+ * `mcastctl daemon`: the multicast controller, running until SIGTERM or SIGINT. Checks
+ * its whole configuration first (exit 64, nothing started), then the control socket and
+ * the metrics listener (a second daemon stops here, before it touches OVS or the
+ * kernel), then the controller.
+ */
+import type { Command } from 'commander';
+import { ControlServer } from '../../daemon/control-server.js';
+import { addDaemonOptions, loadDaemonConfig, type DaemonFlags } from '../../daemon/config.js';
+import { MulticastController } from '../../daemon/controller.js';
+import { Logger } from '../../daemon/logger.js';
+import { DaemonMetrics, MetricsServer } from '../../daemon/metrics.js';
+import { StateStore } from '../../daemon/state-store.js';
+import type { DaemonView } from '../../daemon/daemon-view.js';
+import { UnavailableError } from '../../errors.js';
+import { StopSignal } from '../stop.js';
+
+export function registerDaemon(program: Command): void {
+  const command = program
+    .command('daemon')
+    .summary('run the multicast controller: IGMP snooping, queries, OVS groups and kernel multicast routes')
+    .description(
+      'Snoop IGMP from the pod ports of an OVS bridge, keep the group state (RFC 3376 timers, queries, ' +
+        'expiry), program an OVS group and flow per group so that its traffic reaches exactly its members, ' +
+        "and, with --gateway and --multicast-interfaces, be the kernel's multicast router between the pods " +
+        'and the network outside. Runs until SIGTERM or SIGINT. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
+    );
+  addDaemonOptions(command).addHelpText(
+    'after',
+    `
+Examples:
+  mcastctl daemon --bridge br-int --gateway antrea-gw0 --multicast-interfaces eth0
+  mcastctl daemon --config /etc/mcastctl/daemon.yaml --log-level debug
+
+Inspect it with mcastctl status, mcastctl groups and mcastctl snoop --daemon.
+See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
+  );
+  command.action(async (flags: DaemonFlags) => {
+    const config = await loadDaemonConfig(flags);
+    const logger = new Logger({ format: config.logFormat, level: config.logLevel });
+    const stop = new StopSignal();
+    let controller: MulticastController | undefined;
+    // The control socket and the metrics listener come first, so that a second daemon
+    // stops there (exit 1, 'busy') before it touches OVS or the kernel. Until the
+    // controller runs, they answer that the daemon is starting.
+    const view: DaemonView = {
+      status: () => running().status(),
+      groups: () => running().groups(),
+      routes: () => running().routes(),
+      subscribe: (listener) => running().subscribe(listener),
+    };
+    const running = (): MulticastController => {
+      if (controller === undefined) throw new UnavailableError('the daemon is starting: try again in a moment');
+      return controller;
+    };
+    let metricsServer: MetricsServer | undefined;
+    let controlServer: ControlServer | undefined;
+    try {
+      controlServer = await ControlServer.listen({ path: config.controlSocket, view, logger });
+      const metrics = new DaemonMetrics(view);
+      if (config.metricsAddress !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
+      controller = await MulticastController.start({ config, logger, stateStore: new StateStore({ dir: config.stateDir }), metrics });
+      logger.info('listening', { controlSocket: config.controlSocket, ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }) });
+      await stop.whenStopped();
+      logger.info('stopping');
+    } finally {
+      stop.dispose();
+      await controlServer?.close();
+      await metricsServer?.close();
+      await controller?.stop();
+    }
+    logger.info('stopped: OVS keeps the flows and groups of learned groups; the kernel removed our VIFs and routes');
+  });
+}

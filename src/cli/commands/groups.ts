@@ -1,0 +1,82 @@
+/** `mcastctl groups`: who is in which multicast group, as the running daemon has learned it. */
+import type { Command } from 'commander';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import type { GroupView } from '../../daemon/daemon-view.js';
+import { UsageError } from '../../errors.js';
+import { isMulticastIPv4 } from '../../wire/ipv4-address.js';
+import { Output } from '../output.js';
+import { describePortView, formatDuration } from './status.js';
+
+interface GroupsFlags {
+  controlSocket: string;
+  json?: boolean;
+}
+
+export function registerGroups(program: Command): void {
+  program
+    .command('groups')
+    .summary('list the multicast groups and members the running daemon has learned')
+    .description(
+      'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again. Needs root (the control socket is root-only).',
+    )
+    .argument('[group]', 'only this group (an IPv4 multicast address)')
+    .option('--control-socket <path>', "the daemon's control socket", DEFAULT_CONTROL_SOCKET)
+    .option('--json', 'print one JSON document (an array of groups)')
+    .addHelpText('after', '\nExit status: 0 done (also when the group has no members); 64 bad group; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).')
+    .action(async (group: string | undefined, flags: GroupsFlags) => {
+      const output = new Output({ json: flags.json === true });
+      if (group !== undefined && !isMulticastIPv4(group)) {
+        throw new UsageError(`${JSON.stringify(group)} is not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)`, { code: 'bad-address' });
+      }
+      const client = await ControlClient.connect(flags.controlSocket);
+      let groups: GroupView[];
+      try {
+        groups = await client.request<GroupView[]>('groups');
+      } finally {
+        client.close();
+      }
+      if (group !== undefined) groups = groups.filter((view) => view.group === group);
+      if (output.json) {
+        output.document(groups);
+        return;
+      }
+      printGroups(groups, output, Date.now(), group);
+      output.flush();
+    });
+}
+
+export function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {
+  const style = output.style;
+  if (groups.length === 0 || groups.every((view) => view.members.length === 0 && view.ports.length === 0)) {
+    output.line(only === undefined ? 'no multicast group has members' : `${only}: no members`);
+    return;
+  }
+  const rows: string[][] = [];
+  for (const view of groups) {
+    const groupCell = view.synced ? view.group : `${view.group}\n${style.red(view.error === undefined ? 'not synced yet' : `sync failed: ${view.error}`)}`;
+    if (view.members.length === 0) {
+      rows.push([groupCell, view.ports.map(describePortView).join('\n') || '-', '', '', '', '', '', '']);
+      continue;
+    }
+    view.members.forEach((member, index) => {
+      const filter = member.mode === 'exclude' && member.sources.length === 0 ? 'any source' : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
+      const expires =
+        member.leavingUntil !== undefined
+          ? style.yellow(`leaving, ${formatDuration(Date.parse(member.leavingUntil) - now)}`)
+          : formatDuration(Date.parse(member.expiresAt) - now);
+      rows.push([
+        index === 0 ? groupCell : '',
+        `${member.port.name} (${member.port.ofport})`,
+        member.port.pod ?? '-',
+        member.host,
+        `v${member.compatibility}`,
+        filter,
+        `${formatDuration(now - Date.parse(member.lastReportAt))} ago`,
+        expires,
+      ]);
+    });
+  }
+  output.table({ head: ['Group', 'Port', 'Pod', 'Host', 'Version', 'Filter', 'Last report', 'Expires in'], rows });
+  const members = groups.reduce((sum, view) => sum + view.members.length, 0);
+  output.line(`${groups.length} group${groups.length === 1 ? '' : 's'}, ${members} member${members === 1 ? '' : 's'}`);
+}

@@ -1,0 +1,88 @@
+/** `mcastctl status`: what the running daemon is doing, read over its control socket. */
+import type { Command } from 'commander';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import type { DaemonStatus, PortView } from '../../daemon/daemon-view.js';
+import { Output } from '../output.js';
+
+interface StatusFlags {
+  controlSocket: string;
+  json?: boolean;
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .summary('show what the running mcastctl daemon is doing')
+    .description(
+      "Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, and its counters since it started. Needs root (the control socket is root-only).",
+    )
+    .option('--control-socket <path>', "the daemon's control socket", DEFAULT_CONTROL_SOCKET)
+    .option('--json', 'print one JSON document')
+    .addHelpText('after', '\nExit status: 0 done; 69 the daemon is not reachable; 77 not root. See mcastctl-status(1).')
+    .action(async (flags: StatusFlags) => {
+      const output = new Output({ json: flags.json === true });
+      const client = await ControlClient.connect(flags.controlSocket);
+      let status: DaemonStatus;
+      try {
+        status = await client.request<DaemonStatus>('status');
+      } finally {
+        client.close();
+      }
+      if (output.json) {
+        output.document(status);
+        return;
+      }
+      printStatus(status, output);
+      output.flush();
+    });
+}
+
+export function printStatus(status: DaemonStatus, output: Output): void {
+  const style = output.style;
+  const state = (value: 'connected' | 'disconnected') => (value === 'connected' ? style.green(value) : style.red(value));
+  const counters = status.counters;
+  const igmp = Object.entries(counters.igmpMessages)
+    .filter(([, count]) => count > 0)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([type, count]) => `${type} ${count}`)
+    .join(', ');
+  const routing = status.mrouteActive
+    ? `${style.green('active')}${status.multicastInterfaces.length > 0 ? `, interfaces ${status.multicastInterfaces.join(', ')}` : ''}${status.gateway === undefined ? '' : `, gateway ${describePortView(status.gateway)}`}`
+    : style.dim('off (no --multicast-interfaces or --gateway)');
+  const lines: Array<[string, string]> = [
+    ['daemon', `mcastctl ${status.version}, pid ${status.pid}, up ${formatDuration(status.uptimeSeconds * 1000)} (since ${status.startedAt})`],
+    ['bridge', status.bridge],
+    ['openflow', state(status.openflow)],
+    ['ovsdb', state(status.ovsdb)],
+    ['kernel routing', routing],
+    ['pod ports', String(status.podPorts)],
+    ['groups', `${status.groups} (${status.members} member${status.members === 1 ? '' : 's'})`],
+    ['pending syncs', status.pendingSyncs > 0 ? style.yellow(String(status.pendingSyncs)) : '0'],
+    ['routes', String(status.routes)],
+    ['packet-ins', String(counters.packetIns)],
+    ['IGMP messages', igmp === '' ? '0' : igmp],
+    ['ignored (not pod)', String(counters.ignoredNonPod)],
+    ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
+    ['replays', String(counters.replays)],
+    ['queries sent', String(counters.queriesSent)],
+    ['state dir', status.stateDir],
+    ['control socket', status.controlSocket],
+    ['metrics', status.metricsAddress === undefined ? style.dim('off') : `http://${status.metricsAddress}/metrics`],
+  ];
+  const width = Math.max(...lines.map(([key]) => key.length)) + 1;
+  for (const [key, value] of lines) output.line(`${`${key}:`.padEnd(width)}  ${value}`);
+}
+
+export function describePortView(port: PortView): string {
+  return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
+}
+
+/** "45s", "4m12s", "2h03m", "3d04h": for ages, uptimes and timers. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return ms > 0 && ms < 10_000 ? `${(Math.max(0, ms) / 1000).toFixed(1)}s` : `${seconds}s`;
+  const pad = (value: number) => String(value).padStart(2, '0');
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${pad(seconds % 60)}s`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h${pad(Math.floor((seconds % 3600) / 60))}m`;
+  return `${Math.floor(seconds / 86_400)}d${pad(Math.floor((seconds % 86_400) / 3600))}h`;
+}

@@ -1,0 +1,333 @@
+/**
+ * The daemon's pure parts: the snooper (frames to membership calls), the pod port store,
+ * the querier's schedule and packets, the table's restore and member events, and the OVS
+ * programmer's planning against a fake switch. The real loop runs against real OVS and
+ * the real kernel in test/e2e/daemon.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isRoutableGroup, snoopFrame } from '../../src/daemon/igmp-snooper.js';
+import { OvsProgrammer } from '../../src/daemon/ovs-programmer.js';
+import { PodPorts } from '../../src/daemon/pod-ports.js';
+import { Querier, type QuerierOptions } from '../../src/daemon/querier.js';
+import * as igmp from '../../src/igmp/index.js';
+import { MembershipTable, type MemberChange } from '../../src/membership/membership-table.js';
+import type { WorkQueueTimers } from '../../src/membership/work-queue.js';
+import type { OpenFlowConnection } from '../../src/openflow/connection.js';
+import type { OpenFlowMessage } from '../../src/openflow/message.js';
+import type { InterfaceRow } from '../../src/ovsdb/vswitch.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/pipeline/config.js';
+import { MulticastPipeline } from '../../src/pipeline/multicast-pipeline.js';
+import { decodeFrame, ipv4Locator } from '../../src/snoop/frame-decoder.js';
+import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
+
+const frameOf = (src: string, dst: string, igmpHex: string) => ethernetFrame(ipv4Packet({ src, dst }, igmpBytes(igmpHex)));
+const meta = { frame: 1, ts: 0 };
+
+describe('snoopFrame', () => {
+  it('v2 report and leave become report and leave calls for the group', () => {
+    const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01 02 03'), meta)!;
+    assert.equal(report.type, 'report');
+    assert.equal(report.version, 2);
+    assert.deepEqual(report.calls, [{ op: 'report', group: '239.1.2.3', host: '10.1.0.5', version: 2 }]);
+    const leave = snoopFrame(frameOf('10.1.0.5', '224.0.0.2', '17 00 0000 ef 01 02 03'), meta)!;
+    assert.deepEqual(leave.calls, [{ op: 'leave', group: '239.1.2.3', host: '10.1.0.5' }]);
+  });
+
+  it('a v1 report counts as version 1', () => {
+    const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '12 00 0000 ef 01 02 03'), meta)!;
+    assert.deepEqual(report.calls, [{ op: 'report', group: '239.1.2.3', host: '10.1.0.5', version: 1 }]);
+  });
+
+  it('a v3 report gives one call per record, link-local groups left out', () => {
+    // two records: TO_EX {} for 239.1.1.1, IS_IN {10.9.9.1} for 224.0.0.251 (mDNS, link-local)
+    const snooped = snoopFrame(frameOf('10.1.0.5', '224.0.0.22', '22 00 0000 0000 0002 04 00 0000 ef 01 01 01 01 00 0001 e0 00 00 fb 0a 09 09 01'), meta)!;
+    assert.equal(snooped.version, 3);
+    assert.deepEqual(snooped.calls, [{ op: 'record', host: '10.1.0.5', record: { type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1', sources: [] } }]);
+  });
+
+  it('queries are counted and change nothing; malformed IGMP is reported, not thrown', () => {
+    const query = snoopFrame(frameOf('10.1.0.1', '224.0.0.1', '11 64 0000 00000000'), meta)!;
+    assert.equal(query.type, 'query');
+    assert.deepEqual(query.calls, []);
+    const broken = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01'), meta)!;
+    assert.equal(broken.type, 'malformed');
+    assert.deepEqual(broken.calls, []);
+    assert.equal(snoopFrame(ethernetFrame(Buffer.from([1, 2, 3]), 0x86dd), meta), undefined, 'not IPv4');
+  });
+
+  it('the decoded event is what snoop decodes from the same frame', () => {
+    const frame = frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01 02 03');
+    assert.deepEqual(snoopFrame(frame, meta)!.event, decodeFrame(ipv4Locator(1), frame, meta));
+  });
+
+  it('routable groups: multicast outside 224.0.0.0/24', () => {
+    assert.deepEqual(['239.1.1.1', '224.0.1.1', '232.1.1.1', '224.0.0.251', '10.0.0.1', 'x'].map(isRoutableGroup), [true, true, true, false, false, false]);
+  });
+});
+
+function row(name: string, ofport: number | undefined, externalIds: Record<string, string> = {}): InterfaceRow {
+  return { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: undefined };
+}
+const interfaces = (...rows: InterfaceRow[]) => ({ interfaces: new Map(rows.map((r) => [r.uuid, r])) });
+
+describe('PodPorts', () => {
+  it('pods are ports with pod-name; the gateway by name; LOCAL and unnumbered ports never', () => {
+    const ports = new PodPorts('gw0');
+    const changes = ports.update(interfaces(row('br-int', 65534), row('gw0', 1), row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop' }), row('p2', 3, { 'pod-name': 'db' }), row('eth1', 4), row('p3', undefined, { 'pod-name': 'late' })));
+    assert.deepEqual(changes.added, [{ ofport: 2, name: 'p1', pod: 'shop/web' }, { ofport: 3, name: 'p2', pod: 'db' }]);
+    assert.equal(changes.gatewayChanged, true);
+    assert.deepEqual(ports.gateway, { ofport: 1, name: 'gw0' });
+    assert.equal(ports.pod(4), undefined, 'not a pod');
+    assert.equal(ports.pod(1), undefined, 'the gateway is no pod');
+    assert.deepEqual(ports.view(1), { ofport: 1, name: 'gw0' });
+    assert.equal(ports.byName('p2')?.ofport, 3);
+  });
+
+  it('says which pods went, which came, and when a port changed its number', () => {
+    const ports = new PodPorts(undefined);
+    ports.update(interfaces(row('p1', 2, { 'pod-name': 'a' }), row('p2', 3, { 'pod-name': 'b' })));
+    const changes = ports.update(interfaces(row('p1', 5, { 'pod-name': 'a' }), row('p3', 6, { 'pod-name': 'c' })));
+    assert.deepEqual(changes.removed.map((p) => p.ofport).sort(), [2, 3]);
+    assert.deepEqual(changes.added.map((p) => p.ofport).sort(), [5, 6]);
+    assert.equal(changes.gatewayChanged, false);
+    assert.equal(ports.size, 2);
+  });
+});
+
+/** Timers run by hand: `advance(ms)` fires what is due, in order. */
+function fakeTimers() {
+  let now = 0;
+  let pending: Array<{ at: number; run: () => void; id: number }> = [];
+  let ids = 0;
+  const timers: WorkQueueTimers = {
+    after(ms, run) {
+      const id = ids++;
+      pending.push({ at: now + ms, run, id });
+      return () => (pending = pending.filter((entry) => entry.id !== id));
+    },
+  };
+  return {
+    timers,
+    get now() {
+      return now;
+    },
+    advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        const next = pending.filter((entry) => entry.at <= end).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+        if (next === undefined) break;
+        pending = pending.filter((entry) => entry !== next);
+        now = next.at;
+        next.run();
+      }
+      now = end;
+    },
+  };
+}
+
+interface SentQuery {
+  at: number;
+  ports: readonly number[];
+  message: igmp.IgmpMessage;
+  src: string;
+  dst: string;
+}
+
+function querier(options: Partial<QuerierOptions> = {}) {
+  const clock = fakeTimers();
+  const sent: SentQuery[] = [];
+  const q = new Querier({
+    versions: [3],
+    queryIntervalMs: 125_000,
+    queryResponseIntervalMs: 10_000,
+    lastMemberQueryIntervalMs: 1_000,
+    robustness: 2,
+    source: () => ({ address: '10.1.0.1', mac: '02:00:00:00:00:01' }),
+    ports: () => [2, 3],
+    send: async (frame, ports) => {
+      const event = decodeFrame(ipv4Locator(1), frame, meta);
+      assert.ok(event?.kind === 'igmp', 'the querier sends decodable IGMP');
+      sent.push({ at: clock.now, ports, message: event.message, src: event.src, dst: event.dst });
+      return ports.length;
+    },
+    onError: (error) => assert.fail(String(error)),
+    timers: clock.timers,
+    ...options,
+  });
+  return { q, sent, clock };
+}
+
+describe('Querier', () => {
+  it('startup: Robustness general queries a quarter interval apart, then one per Query Interval (RFC 3376 §8.6-8.7)', async () => {
+    const { q, sent, clock } = querier();
+    q.start();
+    clock.advance(125_000 / 4);
+    clock.advance(125_000);
+    clock.advance(125_000);
+    await Promise.resolve();
+    assert.deepEqual(sent.map((s) => s.at), [0, 31_250, 156_250, 281_250]);
+    const first = sent[0]!;
+    assert.deepEqual(first.ports, [2, 3]);
+    assert.equal(first.src, '10.1.0.1');
+    assert.equal(first.dst, '224.0.0.1');
+    assert.ok(first.message.kind === 'query' && first.message.version === 3);
+    assert.equal(igmp.maxRespTimeMs(first.message), 10_000);
+    assert.equal(first.message.group, '0.0.0.0');
+    assert.equal(first.message.sFlag, false);
+    assert.equal(first.message.qrv, 2);
+    assert.equal(igmp.qqicSeconds(first.message), 125);
+    q.stop();
+    clock.advance(1_000_000);
+    assert.equal(sent.length, 4, 'nothing after stop');
+  });
+
+  it('one general query per configured version, each as that version encodes it', async () => {
+    const { q, sent } = querier({ versions: [1, 2, 3] });
+    await q.generalQueries();
+    assert.deepEqual(sent.map((s) => (s.message.kind === 'query' ? s.message.version : 0)), [1, 2, 3]);
+    assert.equal(igmp.maxRespTimeMs(sent[1]!.message as igmp.IgmpQuery), 10_000);
+  });
+
+  it('a last-member query goes Robustness times, LMQI apart, to the one port, about the group', () => {
+    const { q, sent, clock } = querier();
+    q.groupQueries('239.1.2.3', 3, 3);
+    clock.advance(5_000);
+    assert.deepEqual(sent.map((s) => [s.at, s.ports, s.dst, s.message.kind === 'query' ? s.message.group : '']), [
+      [0, [3], '239.1.2.3', '239.1.2.3'],
+      [1_000, [3], '239.1.2.3', '239.1.2.3'],
+    ]);
+    assert.equal(igmp.maxRespTimeMs(sent[0]!.message as igmp.IgmpQuery), 1_000);
+  });
+
+  it('no ports, no queries', async () => {
+    const { q, sent } = querier({ ports: () => [] });
+    await q.generalQueries();
+    assert.equal(sent.length, 0);
+  });
+});
+
+describe('MembershipTable, as the daemon uses it', () => {
+  const timing = { groupMembershipIntervalMs: 10_000, lastMemberQueryTimeMs: 2_000 };
+
+  it('tells of each host that joins or leaves, with why', () => {
+    const clock = { t: 0, now() { return this.t; } };
+    const changes: MemberChange[] = [];
+    const table = new MembershipTable({ clock, timing, fastLeave: true, onMemberChange: (change) => changes.push(change) });
+    table.report(2, '10.1.0.2', '239.1.1.1', 2);
+    table.report(2, '10.1.0.2', '239.1.1.1', 2);
+    table.report(3, '10.1.0.3', '239.1.1.1', 2);
+    table.leave(2, '10.1.0.2', '239.1.1.1');
+    table.report(4, '10.1.0.4', '239.2.2.2', 2);
+    table.removePort(4);
+    clock.t = 10_000;
+    table.expire();
+    assert.deepEqual(changes, [
+      { type: 'join', group: '239.1.1.1', port: 2, host: '10.1.0.2' },
+      { type: 'join', group: '239.1.1.1', port: 3, host: '10.1.0.3' },
+      { type: 'leave', group: '239.1.1.1', port: 2, host: '10.1.0.2', reason: 'leave' },
+      { type: 'join', group: '239.2.2.2', port: 4, host: '10.1.0.4' },
+      { type: 'leave', group: '239.2.2.2', port: 4, host: '10.1.0.4', reason: 'port-removed' },
+      { type: 'leave', group: '239.1.1.1', port: 3, host: '10.1.0.3', reason: 'expired' },
+    ]);
+  });
+
+  it('restore puts back members with their report times and compatibility; expired ones stay out', () => {
+    const clock = { t: 50_000, now() { return this.t; } };
+    const table = new MembershipTable({ clock, timing, fastLeave: true });
+    const effects = table.restore([
+      { group: '239.1.1.1', port: 2, host: '10.1.0.2', filter: { mode: 'exclude', sources: new Set() }, lastReportAt: 45_000, compatibility: 2 },
+      { group: '239.1.1.1', port: 3, host: '10.1.0.3', filter: { mode: 'include', sources: new Set(['10.9.9.9']) }, lastReportAt: 41_000, compatibility: 3 },
+      { group: '239.2.2.2', port: 2, host: '10.1.0.2', filter: { mode: 'exclude', sources: new Set() }, lastReportAt: 40_000, compatibility: 3 },
+    ]);
+    assert.deepEqual(effects, [{ kind: 'members', group: '239.1.1.1', ports: [2, 3] }]);
+    const [group] = table.snapshot();
+    assert.deepEqual(group!.members.map((m) => [m.port, m.compatibility, m.filter, m.lastReportAt]), [
+      [2, 2, { mode: 'exclude', sources: [] }, 45_000],
+      [3, 3, { mode: 'include', sources: ['10.9.9.9'] }, 41_000],
+    ]);
+    assert.equal(table.nextDeadline(), 51_000);
+    // v2 compatibility restored: a BLOCK from port 2 is ignored (§7.3.2).
+    assert.deepEqual(table.record(2, '10.1.0.2', { type: 'BLOCK_OLD_SOURCES', group: '239.1.1.1', sources: ['10.9.9.9'] }), []);
+    assert.equal(table.memberCount, 2);
+    assert.equal(table.groupCount, 1);
+  });
+});
+
+/** A switch that takes flow and group mods in memory and answers dumps, as OVS would. */
+function fakeSwitch(refuse: (message: OpenFlowMessage) => boolean = () => false) {
+  const batches: OpenFlowMessage[][] = [];
+  const connection = {
+    batches,
+    async batch(messages: readonly OpenFlowMessage[]) {
+      batches.push([...messages]);
+      const errors = new Map<number, Error>();
+      messages.forEach((message, index) => {
+        if (refuse(message)) errors.set(index, new Error('OFPGMFC_GROUP_EXISTS'));
+      });
+      return { errors };
+    },
+    async dumpFlows() {
+      return [];
+    },
+    async dumpGroups() {
+      return [];
+    },
+  };
+  return connection;
+}
+
+describe('OvsProgrammer', () => {
+  const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
+  const kinds = (messages: OpenFlowMessage[]) =>
+    messages.map((m) => (m.type === 'GROUP_MOD' ? `group-${m.command}` : m.type === 'FLOW_MOD' ? `flow-${m.command}` : m.type));
+
+  it('adds, then modifies, then leaves a group alone that is already right, then removes it', async () => {
+    const ovs = fakeSwitch();
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    await programmer.refresh();
+    assert.equal(await programmer.syncGroup('239.1.1.1', [2, 1]), 'added');
+    assert.equal(await programmer.syncGroup('239.1.1.1', [1, 2, 3]), 'updated');
+    assert.equal(await programmer.syncGroup('239.1.1.1', [3, 2, 1]), 'unchanged');
+    assert.equal(ovs.batches.length, 2, 'nothing sent for an unchanged group');
+    assert.deepEqual(programmer.installedGroups, ['239.1.1.1']);
+    assert.equal(await programmer.syncGroup('239.1.1.1', []), 'removed');
+    assert.equal(await programmer.syncGroup('239.1.1.1', []), 'absent');
+    assert.deepEqual(ovs.batches.map(kinds), [
+      ['group-0', 'flow-0'],
+      ['group-1'],
+      ['flow-4', 'group-2'],
+    ]);
+  });
+
+  it('a group too big for one message is chained, and shrinking it deletes the links it no longer needs', async () => {
+    const ovs = fakeSwitch();
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    // 4 buckets a message: 3 ports and the chain bucket, then the last 4 ports.
+    await programmer.syncGroup('239.1.1.1', [1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(kinds(ovs.batches[0]!), ['group-0', 'group-0', 'flow-0']);
+    await programmer.syncGroup('239.1.1.1', [1, 2]);
+    assert.deepEqual(kinds(ovs.batches[1]!), ['group-1', 'group-2']);
+  });
+
+  it('a refusal fails the sync (the queue retries) and the next plan starts from what the switch has', async () => {
+    let refuse = true;
+    const ovs = fakeSwitch(() => refuse);
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
+    refuse = false;
+    assert.equal(await programmer.syncGroup('239.1.1.1', [1]), 'added');
+  });
+
+  it('base flows: all IGMP to the controller, link-local flooded, other multicast to the gateway', async () => {
+    const ovs = fakeSwitch();
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    await programmer.installBase(1);
+    const flows = ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD');
+    assert.equal(flows.length, 3);
+    const igmpFlow = pipeline.igmpToController();
+    assert.equal(igmpFlow.match.inPort, undefined, 'every port');
+    assert.equal(igmpFlow.priority, 300);
+    assert.deepEqual(pipeline.unknownGroupToGateway(1).actions, [{ type: 'output', port: 1 }]);
+  });
+});

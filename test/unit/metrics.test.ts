@@ -1,0 +1,125 @@
+/** The daemon's Prometheus metrics: names, labels, the histogram, gauges read at scrape time, and the HTTP endpoint. */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/daemon/metrics.js';
+import { McastError } from '../../src/errors.js';
+import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
+
+describe('DaemonMetrics', () => {
+  it('counts what the daemon reports, under mcastctl_ names with their labels', async () => {
+    const metrics = new DaemonMetrics(new FakeDaemonView());
+    metrics.packetIn();
+    metrics.packetIn();
+    metrics.igmpMessage('v3_report', 3);
+    metrics.igmpMessage('v3_report', 3);
+    metrics.igmpMessage('v2_leave', 2);
+    metrics.ignoredNonPod();
+    metrics.error('sync');
+    metrics.queriesSent(3);
+    metrics.queriesSent(0);
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_packet_ins_total 2$/m);
+    assert.match(text, /^mcastctl_igmp_messages_total\{type="v3_report",version="3"\} 2$/m);
+    assert.match(text, /^mcastctl_igmp_messages_total\{type="v2_leave",version="2"\} 1$/m);
+    assert.match(text, /^mcastctl_ignored_igmp_total\{reason="not-pod-port"\} 1$/m);
+    assert.match(text, /^mcastctl_errors_total\{kind="sync"\} 1$/m);
+    assert.match(text, /^mcastctl_queries_sent_total 3$/m);
+    assert.match(text, /^# TYPE mcastctl_igmp_messages_total counter$/m);
+  });
+
+  it('reads groups, members and routes from the view at each scrape', async () => {
+    const view = new FakeDaemonView();
+    const metrics = new DaemonMetrics(view);
+    assert.match(await metrics.registry.metrics(), /^mcastctl_groups 2$[^]*^mcastctl_members 3$[^]*^mcastctl_routes 1$/m);
+    view.statusValue = sampleStatus({ groups: 7, members: 9, routes: 0 });
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_groups 7$/m);
+    assert.match(text, /^mcastctl_members 9$/m);
+    assert.match(text, /^mcastctl_routes 0$/m);
+    assert.match(text, /^# TYPE mcastctl_groups gauge$/m);
+  });
+
+  it('observes sync durations in fine buckets, by result', async () => {
+    const metrics = new DaemonMetrics(new FakeDaemonView());
+    metrics.syncDone(0.0003, true);
+    metrics.syncDone(0.003, true);
+    metrics.syncDone(7, false);
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^# TYPE mcastctl_sync_duration_seconds histogram$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_bucket\{le="0.0005",result="ok"\} 1$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_bucket\{le="0.005",result="ok"\} 2$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_bucket\{le="5",result="error"\} 0$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_bucket\{le="\+Inf",result="error"\} 1$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_count\{result="ok"\} 2$/m);
+    assert.match(text, /^mcastctl_sync_duration_seconds_sum\{result="error"\} 7$/m);
+  });
+
+  it("has the process's own metrics, and nothing in prom-client's global registry", async () => {
+    const metrics = new DaemonMetrics(new FakeDaemonView());
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^process_resident_memory_bytes \d+/m);
+    assert.match(text, /^process_cpu_seconds_total /m);
+    const { register } = await import('prom-client');
+    assert.doesNotMatch(await register.metrics(), /mcastctl_/);
+  });
+
+  it('two instances (a test, a restart) do not collide', async () => {
+    const one = new DaemonMetrics(new FakeDaemonView());
+    const two = new DaemonMetrics(new FakeDaemonView());
+    one.packetIn();
+    assert.match(await two.registry.metrics(), /^mcastctl_packet_ins_total 0$/m);
+  });
+});
+
+describe('MetricsServer', () => {
+  it('serves GET /metrics on the port it was given (0: any), 404 elsewhere, 405 for other methods', async () => {
+    const metrics = new DaemonMetrics(new FakeDaemonView());
+    metrics.packetIn();
+    const server = await MetricsServer.listen('127.0.0.1:0', metrics.registry);
+    try {
+      assert.match(server.address, /^127\.0\.0\.1:\d+$/);
+      assert.notEqual(server.address, '127.0.0.1:0');
+      const response = await fetch(`http://${server.address}/metrics`);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+      assert.match(await response.text(), /^mcastctl_packet_ins_total 1$/m);
+      assert.equal((await fetch(`http://${server.address}/metrics?x=1`)).status, 200);
+      const missing = await fetch(`http://${server.address}/`);
+      assert.equal(missing.status, 404);
+      await missing.text();
+      const post = await fetch(`http://${server.address}/metrics`, { method: 'POST' });
+      assert.equal(post.status, 405);
+      await post.text();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("an address in use is 'busy' (exit 1), naming the address and --metrics-address", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as { port: number };
+    try {
+      await assert.rejects(MetricsServer.listen(`127.0.0.1:${port}`, new DaemonMetrics(new FakeDaemonView()).registry), (error: unknown) => {
+        assert.ok(error instanceof McastError);
+        assert.equal(error.code, 'busy');
+        assert.equal(error.exitCode, 1);
+        assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}: EADDRINUSE`));
+        assert.match(error.hint ?? '', /--metrics-address/);
+        return true;
+      });
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+  });
+
+  it('parses HOST:PORT, [IPv6]:PORT and :PORT; anything else is a usage error naming the flag', () => {
+    assert.deepEqual(parseMetricsAddress('127.0.0.1:9100'), { host: '127.0.0.1', port: 9100 });
+    assert.deepEqual(parseMetricsAddress('[::1]:9100'), { host: '::1', port: 9100 });
+    assert.deepEqual(parseMetricsAddress(':9100'), { host: undefined, port: 9100 });
+    for (const bad of ['9100', '127.0.0.1', '127.0.0.1:', '127.0.0.1:70000', '::1:9100', 'host:port']) {
+      assert.throws(() => parseMetricsAddress(bad), (error: unknown) => error instanceof McastError && error.exitCode === 64 && /--metrics-address/.test(error.message), bad);
+    }
+  });
+});
