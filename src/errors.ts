@@ -77,6 +77,8 @@ export type McastErrorCode =
   | 'busy'
   /** The switch refused some of a batch of changes (each is reported). */
   | 'refused'
+  /** Another controller's flow already has the match and priority of one of ours. */
+  | 'conflict'
   | 'internal';
 
 export interface McastErrorOptions {

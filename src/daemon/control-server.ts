@@ -76,10 +76,17 @@ export class ControlServer {
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(listenFailure(error, path));
       server.once('error', onError);
-      server.listen(path, () => {
-        server.off('error', onError);
-        resolve();
-      });
+      // The socket is created 0600 (umask 0177 for the bind alone), not chmod-ed after a
+      // moment in which others could connect.
+      const umask = process.umask(0o177);
+      try {
+        server.listen(path, () => {
+          server.off('error', onError);
+          resolve();
+        });
+      } finally {
+        process.umask(umask);
+      }
     });
     try {
       await chmod(path, 0o600);
@@ -173,9 +180,10 @@ export class ControlServer {
   }
 
   private addSubscriber(client: ControlConnection): void {
-    this.subscribers.add(client);
-    // One subscription to the view for all clients: each event is serialized once.
+    // One subscription to the view for all clients: each event is serialized once. The
+    // client counts as subscribed only once that worked (a starting daemon refuses).
     this.unsubscribe ??= this.view.subscribe((event) => this.broadcast(event));
+    this.subscribers.add(client);
   }
 
   private removeSubscriber(client: ControlConnection): void {

@@ -15,7 +15,7 @@
 import { networkInterfaces } from 'node:os';
 import { McastError, UsageError } from '../errors.js';
 import { ANY_SOURCE } from '../igmp/source-filter.js';
-import { MembershipTable, type MemberChange, type MembershipEffect, type RestoredMember } from '../membership/membership-table.js';
+import { MembershipTable, UNKNOWN_HOST, type MemberChange, type MembershipEffect, type RestoredMember } from '../membership/membership-table.js';
 import { systemTimers, WorkQueue, type WorkQueueTimers } from '../membership/work-queue.js';
 import { output } from '../openflow/action.js';
 import { OpenFlowConnection } from '../openflow/connection.js';
@@ -70,6 +70,8 @@ export interface ControllerOptions {
   /** Wall-clock epoch milliseconds (default Date.now). */
   wallClock?: () => number;
   timers?: WorkQueueTimers;
+  /** Something the daemon cannot go on without failed (the routing socket): stop and exit 1. */
+  onFatal?: (error: McastError) => void;
 }
 
 /** How long membership changes wait before they are written to the state directory. */
@@ -200,6 +202,10 @@ export class MulticastController implements DaemonView {
         hasLocalMembers: (group) => this.table.portsOf(group).length > 0,
         onRoute: (change) => this.onRoute(change),
         onError: (error) => this.fail('mroute', error),
+        onFailure: (error) => {
+          this.fail('mroute', error);
+          this.options.onFatal?.(new McastError('io', `kernel multicast routing failed: ${error.message}; the kernel dropped the daemon's VIFs and routes`, undefined, { hint: 'the daemon stops so that a restart (systemd) sets routing up again', cause: error }));
+        },
       });
       this.logger.info('multicast routing on', { gateway: `${this.router.gateway.name} (vif ${this.router.gateway.vif})`, uplinks: this.router.uplinks.map((uplink) => `${uplink.name} (vif ${uplink.vif})`).join(',') });
     }
@@ -209,11 +215,16 @@ export class MulticastController implements DaemonView {
     this.programmer = new OvsProgrammer(this.openflow, new MulticastPipeline(config.pipeline, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD }));
     await this.programmer.refresh();
     const saved = await this.restoreState();
+    this.seedFromOvs();
+    // Saved at once: the state directory must be writable (else exit 1 now, not a
+    // restart that forgets everything later), and what was seeded is on disk.
+    if (this.options.stateStore !== undefined) await this.options.stateStore.save(this.savedState());
     await this.programmer.installBase(this.pods.gateway?.ofport);
     const installed = new Set(this.programmer.installedGroups);
-    // Groups the last run had learned and that are gone now are removed; groups it did
-    // not learn (installed by `mcastctl install`, say) are not ours to judge here.
-    for (const group of new Set([...this.table.snapshot().map((entry) => entry.group), ...saved.filter((group) => installed.has(group))])) this.markDirty(group);
+    // Every group this daemon installed is synced: to its members now, or removed. Groups
+    // it did not learn (installed by `mcastctl install`) are not ours to judge here.
+    const learned = this.programmer.learnedGroups.map((entry) => entry.group);
+    for (const group of new Set([...this.table.snapshot().map((entry) => entry.group), ...learned, ...saved.filter((group) => installed.has(group))])) this.markDirty(group);
 
     this.openflow.on('packet-in', (packetIn) => this.onPacketIn(packetIn.data, inPortOf(packetIn)));
     this.openflow.on('disconnected', (reason) => {
@@ -256,8 +267,11 @@ export class MulticastController implements DaemonView {
     }
     let leaving = false;
     for (const call of snooped.calls) {
-      this.apply(this.call(pod.ofport, call));
-      if (call.op === 'leave' || (call.op === 'record' && call.record.type === 'CHANGE_TO_INCLUDE_MODE')) leaving = true;
+      const effects = this.call(pod.ofport, call);
+      this.apply(effects);
+      // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
+      // empties the filter) ends sooner than any member's GMI: the timer must move up.
+      if (effects.some((effect) => effect.kind === 'query')) leaving = true;
     }
     if (snooped.calls.length > 0) {
       this.scheduleSave();
@@ -441,11 +455,11 @@ export class MulticastController implements DaemonView {
     const monoNow = this.clock();
     const wallNow = this.wallClock();
     const members: RestoredMember[] = [];
-    let skipped = 0;
+    let skipped = 0; // their port is gone, or another pod has it now
     for (const group of state.groups) {
       for (const member of group.members) {
         const port = this.pods.byName(member.portName);
-        if (port === undefined) {
+        if (port === undefined || (member.pod !== undefined && port.pod !== member.pod)) {
           skipped++;
           continue;
         }
@@ -460,8 +474,34 @@ export class MulticastController implements DaemonView {
       }
     }
     this.table.restore(members);
-    this.logger.info('state restored', { groups: this.table.groupCount, members: this.table.memberCount, skippedMembersOfGonePorts: skipped, savedAt: new Date(state.savedAt).toISOString() });
+    this.logger.info('state restored', { groups: this.table.groupCount, members: this.table.memberCount, skippedMembersOfGonePods: skipped, savedAt: new Date(state.savedAt).toISOString() });
     return state.groups.map((group) => group.group);
+  }
+
+  /**
+   * Groups the daemon installed before it restarted may have member ports the saved
+   * state does not know (it was lost, or the last second of joins was never written).
+   * Those ports keep forwarding, as placeholder members, until the startup queries have
+   * been answered: a member there replaces its placeholder by reporting; a port nobody
+   * answers for is removed then. Forwarding never shrinks because the state was short.
+   */
+  private seedFromOvs(): void {
+    const gateway = this.pods.gateway?.ofport;
+    const { groupMembershipIntervalMs: gmi } = this.table.timings;
+    const { robustness, queryIntervalMs, queryResponseIntervalMs } = this.config;
+    const grace = Math.min(gmi, (robustness - 1) * Math.floor(queryIntervalMs / 4) + queryResponseIntervalMs + 2_000);
+    const now = this.clock();
+    const members: RestoredMember[] = [];
+    for (const { group, ports } of this.programmer?.learnedGroups ?? []) {
+      const known = new Set(this.table.portsOf(group));
+      for (const port of ports) {
+        if (port === gateway || known.has(port) || this.pods.pod(port) === undefined) continue;
+        members.push({ group, port, host: UNKNOWN_HOST, filter: ANY_SOURCE, lastReportAt: now - gmi + grace, compatibility: 3 });
+      }
+    }
+    if (members.length === 0) return;
+    this.table.restore(members);
+    this.logger.info('ports found in OVS without saved members kept until the startup queries are answered', { members: members.length, seconds: Math.round(grace / 1000) });
   }
 
   private scheduleSave(): void {
@@ -489,8 +529,9 @@ export class MulticastController implements DaemonView {
       group: group.group,
       members: group.members.flatMap((member): SavedMember[] => {
         const port = this.pods.view(member.port);
-        if (port === undefined) return [];
-        return [{ portName: port.name, host: member.host, mode: member.filter.mode, sources: member.filter.sources, compatibility: member.compatibility, lastReportAt: Math.round(wallNow - (monoNow - member.lastReportAt)) }];
+        // Placeholders are not saved: the next start finds them in OVS again.
+        if (port === undefined || member.host === UNKNOWN_HOST) return [];
+        return [{ portName: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }), host: member.host, mode: member.filter.mode, sources: member.filter.sources, compatibility: member.compatibility, lastReportAt: Math.round(wallNow - (monoNow - member.lastReportAt)) }];
       }),
     }));
     return { version: 1, savedAt: wallNow, bridge: this.config.target.bridge, groups };
@@ -508,7 +549,7 @@ export class MulticastController implements DaemonView {
       bridge: this.config.target.bridge,
       openflow: this.openflow?.connected === true ? 'connected' : 'disconnected',
       ovsdb: this.ovsdb?.state === 'connected' ? 'connected' : 'disconnected',
-      mrouteActive: this.router !== undefined,
+      mrouteActive: this.router?.active === true,
       ...(gateway === undefined ? {} : { gateway }),
       multicastInterfaces: [...this.config.multicastInterfaces],
       podPorts: this.pods.size,

@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { McastError } from '../errors.js';
 import { IGMPMSG_NOCACHE, MAXVIFS } from '../mroute/constants.js';
 import type { Upcall } from '../mroute/igmpmsg.js';
-import { ifindexOf, MrouteSocket } from '../mroute/mroute-socket.js';
+import { ifindexOf, MrouteError, MrouteSocket } from '../mroute/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../mroute/proc.js';
 import { RoutePolicy } from '../routing/route-policy.js';
 import type { RouteView } from './daemon-view.js';
@@ -34,7 +34,13 @@ export interface KernelRouterOptions {
   /** Whether `group` has members on this node now. */
   hasLocalMembers: (group: string) => boolean;
   onRoute?: (change: { action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }) => void;
+  /** A kernel call refused (an entry not added, a join refused): the router goes on. */
   onError?: (error: McastError) => void;
+  /**
+   * A socket failed and was closed: the kernel dropped our VIFs and routes (the routing
+   * socket) or memberships (a join socket). The router cannot go on; restart it.
+   */
+  onFailure?: (error: McastError) => void;
 }
 
 interface Route {
@@ -51,6 +57,7 @@ export class KernelRouter {
   private readonly policy: RoutePolicy;
   private readonly memberships: UpstreamMemberships;
   private readonly vifNames = new Map<number, string>();
+  private broken = false;
 
   private constructor(
     private readonly options: KernelRouterOptions,
@@ -61,10 +68,20 @@ export class KernelRouter {
     private readonly ownVifs: readonly number[],
   ) {
     this.policy = new RoutePolicy({ gatewayVif: gateway.vif, uplinkVifs: uplinks.map((uplink) => uplink.vif), idleTimeoutMs: options.idleTimeoutMs, clock: options.clock });
-    this.memberships = new UpstreamMemberships(maxMemberships());
+    this.memberships = new UpstreamMemberships(maxMemberships(), (error) => this.failed(error));
     for (const entry of [gateway, ...uplinks]) this.vifNames.set(entry.vif, entry.name);
     socket.onUpcall((upcall) => this.onUpcall(upcall));
-    socket.onError((error) => options.onError?.(error));
+    socket.onError((error) => this.failed(error));
+  }
+
+  private failed(error: McastError): void {
+    this.broken = true;
+    this.options.onFailure?.(error);
+  }
+
+  /** False once a socket failed (see KernelRouterOptions.onFailure) or after close(). */
+  get active(): boolean {
+    return !this.broken && !this.socket.closed;
   }
 
   /**
@@ -187,31 +204,55 @@ export class KernelRouter {
  * lets one socket hold only net.ipv4.igmp_max_memberships of them (20 by default).
  */
 class UpstreamMemberships {
-  private readonly sockets: Array<{ socket: MrouteSocket; count: number }> = [];
-  private readonly holder = new Map<string, { socket: MrouteSocket; count: number }>();
+  private readonly sockets: Array<{ socket: MrouteSocket; count: number; full: boolean }> = [];
+  private readonly holder = new Map<string, { socket: MrouteSocket; count: number; full: boolean }>();
 
-  constructor(private readonly perSocket: number) {}
+  constructor(
+    private readonly perSocket: number,
+    private readonly onFailure: (error: McastError) => void,
+  ) {}
 
   join(group: string, ifindex: number): void {
     const key = `${group}|${ifindex}`;
     if (this.holder.has(key)) return;
-    let slot = this.sockets.find((entry) => entry.count < this.perSocket);
-    if (slot === undefined) {
-      slot = { socket: MrouteSocket.open({ init: false }), count: 0 };
-      this.sockets.push(slot);
+    for (;;) {
+      let slot = this.sockets.find((entry) => !entry.full && entry.count < this.perSocket);
+      if (slot === undefined) {
+        const socket = MrouteSocket.open({ init: false });
+        socket.onError((error) => this.onFailure(error));
+        slot = { socket, count: 0, full: false };
+        this.sockets.push(slot);
+      }
+      try {
+        slot.socket.joinGroup({ group, ifindex });
+      } catch (error) {
+        // The kernel's per-socket limit came sooner than counted (a leave that failed
+        // earlier still holds a place): use another socket.
+        if (error instanceof MrouteError && error.errno === 'ENOBUFS' && slot.count > 0) {
+          slot.full = true;
+          continue;
+        }
+        throw error;
+      }
+      slot.count++;
+      this.holder.set(key, slot);
+      return;
     }
-    slot.socket.joinGroup({ group, ifindex });
-    slot.count++;
-    this.holder.set(key, slot);
   }
 
   leave(group: string, ifindex: number): void {
     const key = `${group}|${ifindex}`;
     const slot = this.holder.get(key);
     if (slot === undefined) return;
+    try {
+      slot.socket.leaveGroup({ group, ifindex });
+    } catch (error) {
+      // Not a member there any more (the interface went and came back): the goal holds.
+      if (!(error instanceof MrouteError && error.errno === 'EADDRNOTAVAIL')) throw error;
+    }
     this.holder.delete(key);
     slot.count--;
-    slot.socket.leaveGroup({ group, ifindex });
+    slot.full = false;
   }
 
   close(): void {

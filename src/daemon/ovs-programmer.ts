@@ -17,6 +17,8 @@ export class OvsProgrammer {
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   private groupIds = new Set<number>();
   private otherFlows: FlowEntry[] = [];
+  /** Flows of others in our table: ours must never take their place (OFPFC_ADD would). */
+  private foreignFlows: FlowEntry[] = [];
 
   constructor(
     private readonly openflow: OpenFlowConnection,
@@ -26,16 +28,23 @@ export class OvsProgrammer {
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
   async refresh(): Promise<void> {
     const { cookie, mask } = this.pipeline.cookieMatch;
-    const [stats, descriptions] = await Promise.all([
-      this.openflow.dumpFlows({ tableId: this.pipeline.config.table, cookie, cookieMask: mask }),
-      this.openflow.dumpGroups(),
-    ]);
-    const flows = stats.map(flowEntryOf).filter((flow): flow is FlowEntry => flow !== undefined);
+    // The whole table, not only our cookie: a flow of someone else's with the match and
+    // priority of one of ours must be seen, or our OFPFC_ADD would replace it.
+    const [stats, descriptions] = await Promise.all([this.openflow.dumpFlows({ tableId: this.pipeline.config.table }), this.openflow.dumpGroups()]);
+    const flows: FlowEntry[] = [];
+    const foreign: FlowEntry[] = [];
+    for (const entry of stats) {
+      const flow = flowEntryOf(entry);
+      if (flow === undefined) continue;
+      if ((entry.cookie & mask) === cookie) flows.push(flow);
+      else foreign.push(flow);
+    }
     const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
     const pipeline = this.pipeline.readInstalled(flows, groups);
     this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
     this.groupIds = new Set(groups.map((group) => group.groupId));
     this.otherFlows = pipeline.otherFlows;
+    this.foreignFlows = foreign;
   }
 
   /** The groups whose forwarding of ours is on the switch. */
@@ -43,14 +52,34 @@ export class OvsProgrammer {
     return [...this.installed.keys()];
   }
 
+  /** The groups the daemon itself installed (its cookie flag), with their member ports then. */
+  get learnedGroups(): Array<{ group: string; ports: number[] }> {
+    return [...this.installed.values()].filter((group) => group.learned).map(({ group, ports }) => ({ group, ports }));
+  }
+
   /**
    * The flows every group relies on: IGMP to the controller, link-local flooding, and
-   * (with a gateway) any other multicast to the gateway. Our earlier flows of those
-   * kinds that are not wanted now (another gateway port, per-port IGMP flows) go.
-   * `query`'s probe flows are left to their run.
+   * any other multicast to the gateway (without one: dropped, so that a group nobody
+   * here wants is not flooded to every pod by the bridge's own flows). Our earlier
+   * flows of those kinds that are not wanted now (another gateway port, per-port IGMP
+   * flows) go. `query`'s probe flows are left to their run. Throws McastError
+   * 'conflict' (nothing changed) when another controller's flow has the match and
+   * priority of one of these.
    */
   async installBase(gatewayOfport: number | undefined): Promise<void> {
-    const wanted = [this.pipeline.igmpToController(), this.pipeline.linkLocalFlood(), ...(gatewayOfport === undefined ? [] : [this.pipeline.unknownGroupToGateway(gatewayOfport)])];
+    const wanted = [
+      this.pipeline.igmpToController(),
+      this.pipeline.linkLocalFlood(),
+      gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport),
+    ];
+    for (const flow of wanted) {
+      const clash = this.foreignFlows.find((other) => sameSlot(other, flow));
+      if (clash !== undefined) {
+        throw new McastError('conflict', `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`, undefined, {
+          hint: 'give the daemon a table of its own (--table) or remove that flow',
+        });
+      }
+    }
     const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
     const stale = this.otherFlows.filter((flow) => {
       const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
@@ -68,9 +97,10 @@ export class OvsProgrammer {
     // reach them (left by a failed sync): they must be modified, not added.
     const chain = this.chainIds(current);
     const strayGroups =
-      ports.length === 0 ? [] : this.pipeline.forwarding({ group, ports }).groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId)).map(({ groupId }) => ({ groupId, buckets: [] }));
+      ports.length === 0 ? [] : this.pipeline.forwarding({ group, ports, learned: true }).groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId)).map(({ groupId }) => ({ groupId, buckets: [] }));
     const installedView = { groups: current === undefined ? [] : [current], otherFlows: [], strayGroups };
-    const [plan] = ports.length === 0 ? planUninstall([group], installedView) : planInstall(this.pipeline, [{ group, ports }], installedView);
+    const [plan] = ports.length === 0 ? planUninstall([group], installedView) : planInstall(this.pipeline, [{ group, ports, learned: true }], installedView, this.foreignFlows);
+    if (plan?.outcome === 'conflict') throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
     if (plan === undefined || plan.changes.length === 0) return plan?.outcome ?? 'unchanged';
     try {
       await this.apply(plan.changes, `group ${group}`);
@@ -85,8 +115,8 @@ export class OvsProgrammer {
     }
     if (ports.length === 0) this.installed.delete(group);
     else {
-      const forwarding = this.pipeline.forwarding({ group, ports });
-      this.installed.set(group, { group, ports: [...ports].sort((a, b) => a - b), flow: forwarding.flow, groups: [...forwarding.groups].reverse() });
+      const forwarding = this.pipeline.forwarding({ group, ports, learned: true });
+      this.installed.set(group, { group, ports: [...ports].sort((a, b) => a - b), flow: forwarding.flow, groups: [...forwarding.groups].reverse(), learned: true });
     }
     return plan.outcome;
   }
@@ -101,4 +131,15 @@ export class OvsProgrammer {
     const first = errors.values().next();
     if (!first.done) throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, { cause: first.value });
   }
+}
+
+/** Two flows that are the same entry of a table: table, priority and match. */
+function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
+  return a.table === b.table && a.priority === b.priority && JSON.stringify(a.match) === JSON.stringify(b.match);
+}
+
+function describeMatch(flow: FlowEntry): string {
+  const { inPort, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
+  const parts = [inPort === undefined ? '' : `in_port=${inPort}`, ipProto === undefined ? '' : `nw_proto=${ipProto}`, ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`];
+  return `ip${parts.filter(Boolean).map((part) => `,${part}`).join('')}`;
 }

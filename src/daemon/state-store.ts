@@ -16,6 +16,11 @@ import { isMulticastIPv4, parseIPv4 } from '../wire/ipv4-address.js';
 
 export interface SavedMember {
   portName: string;
+  /**
+   * `namespace/name` of the pod on that port then: a member is restored only to the same
+   * pod, never to another pod whose port got the same name while the daemon was down.
+   */
+  pod?: string;
   host: string;
   mode: 'include' | 'exclude';
   sources: string[];
@@ -195,8 +200,10 @@ function parseMember(value: unknown, where: string): SavedMember {
     if (!isUnicast(source)) throw new Error(`${where}.sources[${index}] ${JSON.stringify(source)} is not an IPv4 unicast address`);
   });
   if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3) throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
+  if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === '')) throw new Error(`${where}.pod is not a non-empty string`);
   return {
     portName: member.portName,
+    ...(member.pod === undefined ? {} : { pod: member.pod as string }),
     host: member.host,
     mode: member.mode,
     sources: [...(member.sources as string[])],

@@ -42,6 +42,13 @@ export interface MembershipTableOptions {
   onMemberChange?: (change: MemberChange) => void;
 }
 
+/**
+ * The host of a member known only from OVS (a group the daemon had installed before it
+ * restarted, without saved state for it): some host behind the port wanted the group.
+ * The first real report from the port replaces it; a leave from any host there ends it.
+ */
+export const UNKNOWN_HOST = '0.0.0.0';
+
 export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed';
 
 export type MemberChange =
@@ -129,7 +136,7 @@ export class MembershipTable {
     const key = memberKey(port, host);
     const current = this.groups.get(record.group)?.get(key);
     const filter = applyGroupRecord(current?.filter, effective);
-    if (filter === undefined) return current === undefined ? [] : this.leaveOf(record.group, port, host);
+    if (filter === undefined) return this.leaveOf(record.group, port, host);
     return this.change(record.group, () => this.upsert(record.group, port, host, filter));
   }
 
@@ -202,8 +209,10 @@ export class MembershipTable {
       .sort((a, b) => compareIPv4(a.group, b.group));
   }
 
-  private leaveOf(group: string, port: number, host: string): MembershipEffect[] {
+  private leaveOf(group: string, port: number, leaving: string): MembershipEffect[] {
     const members = this.groups.get(group);
+    // A host not known by address may be the one an UNKNOWN_HOST member stands for.
+    const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
     const member = members?.get(memberKey(port, host));
     if (members === undefined || member === undefined) return [];
     if (this.options.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
@@ -220,6 +229,8 @@ export class MembershipTable {
     }
     // A report answers any pending last-member query.
     const key = memberKey(port, host);
+    // A real report from the port replaces the placeholder for whoever was there.
+    if (host !== UNKNOWN_HOST) members.delete(memberKey(port, UNKNOWN_HOST));
     const isNew = !members.has(key);
     members.set(key, { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });

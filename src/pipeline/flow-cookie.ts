@@ -1,7 +1,7 @@
 /**
  * FlowCookie: the 64-bit OpenFlow cookie of every flow the pipeline writes.
  *
- *   | prefix (16) | kind (8) | reserved (8) | value (32) |
+ *   | prefix (16) | kind (8) | flags (8) | value (32) |
  *
  * The prefix says "ours" (reconcile and uninstall delete by cookie and a prefix mask, and
  * never touch another controller's flows); the kind says which pipeline flow it is; the
@@ -15,7 +15,7 @@ export const FlowKind = {
   LinkLocalFlood: 2,
   /** A group's traffic → its OVS group; value: the group address. */
   GroupForward: 3,
-  /** Other multicast → the gateway; value: the gateway ofport. */
+  /** Other multicast → the gateway; value: the gateway ofport, or 0: dropped (no gateway). */
   UnknownGroupToGateway: 4,
   /** IGMP from a queried port → controller while `mcastctl query` listens; value: the run's id. Expires by itself. */
   IgmpQueryProbe: 5,
@@ -24,14 +24,22 @@ export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 
 const KINDS: ReadonlySet<number> = new Set(Object.values(FlowKind));
 
+/** Bits of the flags octet. */
+export const FlowCookieFlag = {
+  /** A group flow the daemon wrote for members it learned (not a static `install`). */
+  Learned: 0x01,
+} as const;
+
 export interface FlowCookieFields {
   prefix: number;
   kind: FlowKind;
   value: number;
+  /** FlowCookieFlag bits; absent or 0: none. */
+  flags?: number;
 }
 
 export function encodeFlowCookie(fields: FlowCookieFields): bigint {
-  return (BigInt(fields.prefix) << 48n) | (BigInt(fields.kind) << 40n) | BigInt(fields.value >>> 0);
+  return (BigInt(fields.prefix) << 48n) | (BigInt(fields.kind) << 40n) | (BigInt((fields.flags ?? 0) & 0xff) << 32n) | BigInt(fields.value >>> 0);
 }
 
 /** The fields of a cookie with our prefix, or undefined for anyone else's cookie or an unknown kind. */
@@ -39,7 +47,8 @@ export function decodeFlowCookie(cookie: bigint, prefix: number): FlowCookieFiel
   if (cookie >> 48n !== BigInt(prefix)) return undefined;
   const kind = Number((cookie >> 40n) & 0xffn);
   if (!KINDS.has(kind)) return undefined;
-  return { prefix, kind: kind as FlowKind, value: Number(cookie & 0xffffffffn) };
+  const flags = Number((cookie >> 32n) & 0xffn);
+  return { prefix, kind: kind as FlowKind, value: Number(cookie & 0xffffffffn), ...(flags === 0 ? {} : { flags }) };
 }
 
 /** The mask that matches every cookie with our prefix: dump and delete "ours" with it. */

@@ -10,7 +10,8 @@
  *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon)
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
- *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon)
+ *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
+ *                                                     or drop, without one)
  *   (below)        the bridge's own flows (NORMAL, other controllers): everything else
  *
  * The OVS group of G (type ALL) has one bucket per member port: OVS copies the packet to
@@ -20,7 +21,7 @@
  */
 import { compareIPv4, formatIPv4, parseIPv4 } from '../wire/ipv4-address.js';
 import { chainBlocks, GROUP_ID_BLOCK, type PipelineConfig } from './config.js';
-import { decodeFlowCookie, encodeFlowCookie, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 
 export const ETH_TYPE_IPV4 = 0x0800;
 export const IP_PROTO_IGMP = 2;
@@ -63,6 +64,8 @@ export interface GroupEntry {
 export interface GroupMembership {
   group: string;
   ports: readonly number[];
+  /** Members the daemon learned (its flow's cookie says so), not declared with `install`. */
+  learned?: boolean;
 }
 
 /** The entries that forward one multicast group: its groups (chain tail first) and its flow. */
@@ -135,14 +138,14 @@ export class MulticastPipeline {
       groups.push({ groupId, buckets });
       next = groupId;
     }
-    return { group: membership.group, groups, flow: this.groupFlow(membership.group) };
+    return { group: membership.group, groups, flow: this.groupFlow(membership.group, membership.learned === true) };
   }
 
-  groupFlow(group: string): FlowEntry {
+  groupFlow(group: string, learned = false): FlowEntry {
     return {
       table: this.config.table,
       priority: this.config.priorities.group,
-      cookie: this.cookie(FlowKind.GroupForward, parseIPv4(group)!),
+      cookie: this.cookie(FlowKind.GroupForward, parseIPv4(group)!, learned ? FlowCookieFlag.Learned : 0),
       match: { ethType: ETH_TYPE_IPV4, ipv4Dst: group },
       actions: [{ type: 'group', groupId: this.groupId(group) }],
     };
@@ -201,6 +204,17 @@ export class MulticastPipeline {
     };
   }
 
+  /** Without a gateway: other multicast is dropped (cookie value 0), not left to the bridge's own flows to flood. */
+  unknownGroupDrop(): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.unknownGroup,
+      cookie: this.cookie(FlowKind.UnknownGroupToGateway, 0),
+      match: { ethType: ETH_TYPE_IPV4, ipv4Dst: '224.0.0.0', ipv4DstMask: '240.0.0.0' },
+      actions: [],
+    };
+  }
+
   /**
    * Reads the installed groups back from entries dumped from the switch: every flow of
    * ours of kind GroupForward, followed through its group chain. Flows or groups that
@@ -245,14 +259,15 @@ export class MulticastPipeline {
           else groupId = bucket.groupId;
         }
       }
-      installed.push({ group, ports: ports.sort((a, b) => a - b), flow, groups: chain, ...(problem === undefined ? {} : { problem }) });
+      const learned = ((fields.flags ?? 0) & FlowCookieFlag.Learned) !== 0;
+      installed.push({ group, ports: ports.sort((a, b) => a - b), flow, groups: chain, learned, ...(problem === undefined ? {} : { problem }) });
     }
     const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
     return { groups: installed.sort((a, b) => compareIPv4(a.group, b.group)), otherFlows, strayGroups };
   }
 
-  private cookie(kind: FlowKind, value: number): bigint {
-    return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value });
+  private cookie(kind: FlowKind, value: number, flags = 0): bigint {
+    return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value, flags });
   }
 }
 
@@ -262,6 +277,8 @@ export interface InstalledGroup {
   flow: FlowEntry;
   /** The OVS groups of its chain, head first. */
   groups: GroupEntry[];
+  /** Written by the daemon for learned members (FlowCookieFlag.Learned), not by `install`. */
+  learned: boolean;
   /** Why this group does not forward as it should (a missing or shared OVS group). */
   problem?: string;
 }

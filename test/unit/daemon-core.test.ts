@@ -11,11 +11,13 @@ import { OvsProgrammer } from '../../src/daemon/ovs-programmer.js';
 import { PodPorts } from '../../src/daemon/pod-ports.js';
 import { Querier, type QuerierOptions } from '../../src/daemon/querier.js';
 import * as igmp from '../../src/igmp/index.js';
-import { MembershipTable, type MemberChange } from '../../src/membership/membership-table.js';
+import { MembershipTable, UNKNOWN_HOST, type MemberChange } from '../../src/membership/membership-table.js';
 import type { WorkQueueTimers } from '../../src/membership/work-queue.js';
 import type { OpenFlowConnection } from '../../src/openflow/connection.js';
+import type { FlowStats } from '../../src/openflow/flow-stats.js';
 import type { OpenFlowMessage } from '../../src/openflow/message.js';
 import type { InterfaceRow } from '../../src/ovsdb/vswitch.js';
+import { McastError } from '../../src/errors.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/pipeline/config.js';
 import { MulticastPipeline } from '../../src/pipeline/multicast-pipeline.js';
 import { decodeFrame, ipv4Locator } from '../../src/snoop/frame-decoder.js';
@@ -254,6 +256,46 @@ describe('MembershipTable, as the daemon uses it', () => {
   });
 });
 
+describe('placeholder members (ports found in OVS at a restart, without saved state)', () => {
+  const timing = { groupMembershipIntervalMs: 10_000, lastMemberQueryTimeMs: 2_000 };
+  const placeholder = (port: number, lastReportAt: number) => ({ group: '239.1.1.1', port, host: UNKNOWN_HOST, filter: { mode: 'exclude' as const, sources: new Set<string>() }, lastReportAt, compatibility: 3 as const });
+
+  it('a real report replaces the placeholder, so that its leave ends the membership at once', () => {
+    const clock = { t: 0, now() { return this.t; } };
+    const table = new MembershipTable({ clock, timing, fastLeave: true });
+    table.restore([placeholder(2, -5_000)]);
+    assert.deepEqual(table.report(2, '10.1.0.2', '239.1.1.1', 2), [], 'the port was already forwarded to');
+    assert.deepEqual(table.snapshot()[0]!.members.map((m) => m.host), ['10.1.0.2']);
+    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+  });
+
+  it('a leave from a host not heard since the restart ends the placeholder of its port', () => {
+    const clock = { t: 0, now() { return this.t; } };
+    const table = new MembershipTable({ clock, timing, fastLeave: true });
+    table.restore([placeholder(2, -5_000), placeholder(3, -5_000)]);
+    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [3] }]);
+    assert.deepEqual(table.record(3, '10.1.0.3', { type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] }), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+  });
+
+  it('without fast leave the placeholder port is asked, and removed when nobody answers', () => {
+    const clock = { t: 0, now() { return this.t; } };
+    const table = new MembershipTable({ clock, timing, fastLeave: false });
+    table.restore([placeholder(2, -5_000)]);
+    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'query', group: '239.1.1.1', port: 2 }]);
+    clock.t = 2_000;
+    assert.deepEqual(table.expire(), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+  });
+
+  it('a placeholder nobody reports for ends when its short life is over', () => {
+    const clock = { t: 0, now() { return this.t; } };
+    const table = new MembershipTable({ clock, timing, fastLeave: true });
+    table.restore([placeholder(2, -7_000)]); // restored with 3 s to live
+    assert.equal(table.nextDeadline(), 3_000);
+    clock.t = 3_000;
+    assert.deepEqual(table.expire(), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+  });
+});
+
 /** A switch that takes flow and group mods in memory and answers dumps, as OVS would. */
 function fakeSwitch(refuse: (message: OpenFlowMessage) => boolean = () => false) {
   const batches: OpenFlowMessage[][] = [];
@@ -267,8 +309,9 @@ function fakeSwitch(refuse: (message: OpenFlowMessage) => boolean = () => false)
       });
       return { errors };
     },
+    foreign: [] as FlowStats[],
     async dumpFlows() {
-      return [];
+      return connection.foreign;
     },
     async dumpGroups() {
       return [];
@@ -317,6 +360,40 @@ describe('OvsProgrammer', () => {
     await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
     refuse = false;
     assert.equal(await programmer.syncGroup('239.1.1.1', [1]), 'added');
+  });
+
+  it('learned groups carry the cookie flag that tells them from install, and read back so', async () => {
+    const forwarding = pipeline.forwarding({ group: '239.1.1.1', ports: [1], learned: true });
+    assert.equal(forwarding.flow.cookie, 0x4d43_03_01_ef010101n);
+    const [installed] = pipeline.readInstalled([forwarding.flow], forwarding.groups).groups;
+    assert.equal(installed!.learned, true);
+    assert.equal(pipeline.readInstalled([pipeline.groupFlow('239.1.1.1')], forwarding.groups).groups[0]!.learned, false);
+  });
+
+  it("never takes the place of another controller's flow: a group is refused, the base flows too", async () => {
+    const ovs = fakeSwitch();
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const theirs = (priority: number, match: FlowStats['match']): FlowStats =>
+      ({ tableId: 0, priority, cookie: 0x99n, match, instructions: [], packetCount: 0n, byteCount: 0n }) as unknown as FlowStats;
+    ovs.foreign.push(theirs(200, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IPV4_DST', value: '239.1.1.1' }]));
+    await programmer.refresh();
+    await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
+    assert.equal(await programmer.syncGroup('239.2.2.2', [1]), 'added', 'other groups are fine');
+    ovs.foreign.push(theirs(300, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IP_PROTO', value: 2 }]));
+    await programmer.refresh();
+    const before = ovs.batches.length;
+    await assert.rejects(programmer.installBase(1), /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/);
+    assert.equal(ovs.batches.length, before, 'nothing sent');
+  });
+
+  it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {
+    const ovs = fakeSwitch();
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    await programmer.installBase(undefined);
+    const drop = pipeline.unknownGroupDrop();
+    assert.deepEqual(drop.actions, []);
+    assert.equal(drop.priority, 190);
+    assert.equal(ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD').length, 3);
   });
 
   it('base flows: all IGMP to the controller, link-local flooded, other multicast to the gateway', async () => {

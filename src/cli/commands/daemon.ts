@@ -12,7 +12,7 @@ import { Logger } from '../../daemon/logger.js';
 import { DaemonMetrics, MetricsServer } from '../../daemon/metrics.js';
 import { StateStore } from '../../daemon/state-store.js';
 import type { DaemonView } from '../../daemon/daemon-view.js';
-import { UnavailableError } from '../../errors.js';
+import { McastError, UnavailableError } from '../../errors.js';
 import { StopSignal } from '../stop.js';
 
 export function registerDaemon(program: Command): void {
@@ -53,13 +53,23 @@ See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
       if (controller === undefined) throw new UnavailableError('the daemon is starting: try again in a moment');
       return controller;
     };
+    let fatal: McastError | undefined;
     let metricsServer: MetricsServer | undefined;
     let controlServer: ControlServer | undefined;
     try {
       controlServer = await ControlServer.listen({ path: config.controlSocket, view, logger });
       const metrics = new DaemonMetrics(view);
       if (config.metricsAddress !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
-      controller = await MulticastController.start({ config, logger, stateStore: new StateStore({ dir: config.stateDir }), metrics });
+      controller = await MulticastController.start({
+        config,
+        logger,
+        stateStore: new StateStore({ dir: config.stateDir }),
+        metrics,
+        onFatal: (error) => {
+          fatal ??= error;
+          stop.stop();
+        },
+      });
       logger.info('listening', { controlSocket: config.controlSocket, ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }) });
       await stop.whenStopped();
       logger.info('stopping');
@@ -70,5 +80,6 @@ See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
       await controller?.stop();
     }
     logger.info('stopped: OVS keeps the flows and groups of learned groups; the kernel removed our VIFs and routes');
+    if (fatal !== undefined) throw fatal;
   });
 }
