@@ -58,13 +58,14 @@ See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
     let controlServer: ControlServer | undefined;
     try {
       controlServer = await ControlServer.listen({ path: config.controlSocket, view, logger });
-      const metrics = new DaemonMetrics(view);
-      if (config.metricsAddress !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
+      // Metrics are gathered only when they are served (the default process metrics run a timer).
+      const metrics = config.metricsAddress === undefined ? undefined : new DaemonMetrics(view);
+      if (config.metricsAddress !== undefined && metrics !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
       controller = await MulticastController.start({
         config,
         logger,
         stateStore: new StateStore({ dir: config.stateDir }),
-        metrics,
+        ...(metrics === undefined ? {} : { metrics }),
         onFatal: (error) => {
           fatal ??= error;
           stop.stop();

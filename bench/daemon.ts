@@ -1,0 +1,708 @@
+/**
+ * `mcastctl daemon` on a lab node's real OVS (issue 6, Benchmarks):
+ *
+ * 1. join latency: from a pod's IGMP report on the wire to the first data packet that
+ *    reaches the pod, over many joins (a sender pod sends to the group all the time);
+ * 2. leave latency (fast leave): from the leave on the wire to the last data packet that
+ *    still reaches the old member. Both from ONE capture on the receiver pod's eth0, so
+ *    both timestamps come from the same clock; the host's own ~10 ms between its socket
+ *    call and its report is not counted (design.md, "Lab facts");
+ * 3. convergence of 100 pods × 50 groups after the daemon's first general query, until
+ *    every group's OVS group has every pod (from the daemon's sync events);
+ * 4. the daemon's RSS and idle CPU with those 5,000 memberships.
+ * And the same join/leave loop against OVS's own IGMP snooping, for comparison (about
+ * 25 s; BENCH_DAEMON_OVS=0 leaves it out).
+ *
+ *   node --import tsx bench/daemon.ts [joins]        (root; `npm run build` first: it runs dist/)
+ *
+ * Environment: BENCH_DAEMON_JOINS (default 200), BENCH_DAEMON_PODS (100),
+ * BENCH_DAEMON_GROUPS (50), BENCH_DAEMON_IDLE_S (10), BENCH_DAEMON_OVS (1); `--json` also prints the figures as JSON.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { ControlClient } from '../src/daemon/control-client.js';
+import type { DaemonEvent } from '../src/daemon/daemon-view.js';
+import { decode as decodeIgmp, type IgmpMessage } from '../src/igmp/index.js';
+import { readPcapFile } from '../src/pcap/index.js';
+import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
+import { Lab, sleep } from '../test/lab/lab.js';
+import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
+
+const GROUP = '239.77.0.1';
+const UDP_PORT = 5000;
+/** Time between two data packets of the sender: the resolution of both latencies. */
+const SEND_INTERVAL_MS = 0.25;
+/** How long the receiver stays joined, and then away, in each cycle. */
+const JOINED_MS = 60;
+const LEFT_MS = 80;
+const CLK_TCK = 100;
+/** Convergence takes about the query's Max Resp Time (1 s): give up long after. */
+const CONVERGENCE_TIMEOUT_MS = 15_000;
+
+export interface Distribution {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface JoinLeaveFigures {
+  /** Joins seen on the wire (IGMP report with a change to exclude mode for the group). */
+  joins: number;
+  /** Joins after which no data arrived before the next leave. */
+  joinsWithoutData: number;
+  /** ms from the report on the wire to the first data packet. */
+  join: Distribution;
+  /** ms from the leave on the wire to the last data packet (0 when none came after it). */
+  leave: Distribution;
+  /** Leaves after which no data at all arrived. */
+  leavesClean: number;
+  /** Data packets seen at the receiver while it was not a member, outside the leave window (should be 0). */
+  strayPackets: number;
+  /** Data packets the sender sent per second. */
+  sendRate: number;
+  /** Where the time goes (the daemon only). */
+  breakdown: Breakdown | undefined;
+}
+
+export interface ConvergenceFigures {
+  pods: number;
+  groups: number;
+  queryResponseIntervalMs: number;
+  /** Setup of the pods (namespaces, veths, OVS ports) and their joins, s. */
+  setupSeconds: number;
+  /** From the first general query on the wire (on one pod's eth0) to every group complete in OVS, ms. */
+  convergenceMs: number | undefined;
+  /** From the first general query on the wire to the last report the daemon got, ms (the hosts' share). */
+  lastReportMs: number | undefined;
+  /** Why there is no convergence figure. */
+  problem: string | undefined;
+  /** Reports (packet-ins of IGMP) the daemon got during convergence. */
+  reports: number;
+  /** OVS group syncs it made, and their latency (first change to OVS acknowledging), ms. */
+  syncs: number;
+  syncLatency: Distribution;
+  /** Groups in OVS with every pod as a bucket, read back with ovs-ofctl at the end. */
+  completeOvsGroups: number;
+  /** The daemon's own count. */
+  daemonMembers: number;
+  rssStartMiB: number;
+  rssMiB: number;
+  idleCpuPercent: number;
+  /** Context switches per second of all its threads while idle. */
+  idleWakeupsPerSecond: number;
+  /** V8 heap in use (metrics endpoint, nodejs_heap_size_used_bytes), MiB. */
+  heapUsedMiB: number;
+  idleSeconds: number;
+  /** Sync latency histogram from the metrics endpoint (le → count), if read. */
+  metricsHistogram: string[];
+}
+
+export interface DaemonFigures {
+  daemon: JoinLeaveFigures;
+  ovsSnooping: JoinLeaveFigures | undefined;
+  convergence: ConvergenceFigures;
+  totalSeconds: number;
+}
+
+export interface DaemonBenchOptions {
+  joins?: number;
+  pods?: number;
+  groups?: number;
+  idleSeconds?: number;
+  /** Also measure OVS's own snooping (another ~25 s; default true). */
+  ovsSnooping?: boolean;
+}
+
+// ---------------------------------------------------------------------------------------
+
+function distribution(values: readonly number[]): Distribution {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN };
+}
+
+/** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until stdin closes or it is killed. */
+const SENDER_PY = `
+import socket, sys, time, select
+group, port, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+print("ready", flush=True)
+payload = b"x" * 18
+nxt = time.perf_counter()
+sent = 0
+while True:
+    s.sendto(payload, (group, port))
+    sent += 1
+    nxt += interval
+    delay = nxt - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    elif delay < -0.05:
+        nxt = time.perf_counter()
+`;
+
+/** Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints "done". */
+const CYCLER_PY = `
+import socket, sys, time
+group, count, joined, left = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+mreq = socket.inet_aton(group) + socket.inet_aton("0.0.0.0")
+time.sleep(left)
+for i in range(count):
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    time.sleep(joined)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+    time.sleep(left)
+print("done", flush=True)
+`;
+
+/**
+ * One process for every pod: enters each pod's network namespace in turn (setns) and
+ * joins the groups there with sockets made in it (a socket keeps its namespace), at most
+ * 20 groups a socket (net.ipv4.igmp_max_memberships). argv: groups-joined-by-commas,
+ * then namespace names. Prints "ready" once every join is made; holds them until stdin closes.
+ */
+const HOLDER_PY = `
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+groups = sys.argv[1].split(",")
+sockets = []
+for ns in sys.argv[2:]:
+    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns " + ns)
+    os.close(fd)
+    for start in range(0, len(groups), 20):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for g in groups[start:start + 20]:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0"))
+        sockets.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+`;
+
+/** Resolves with the child's first stdout line equal to `word`; rejects if it exits first. */
+function waitForLine(child: ChildProcess, word: string, timeoutMs: number, what: string): Promise<void> {
+  let stderr = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: no "${word}" within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.trim() === word) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}) before "${word}": ${stderr.trim()}`));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.stdin?.end();
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+  return exited.finally(() => clearTimeout(timer));
+}
+
+// --- capture analysis ------------------------------------------------------------------
+
+type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
+
+/** The IGMP state changes for `group` and the UDP datagrams to it in a pcap of an Ethernet interface, in order. */
+async function wireEvents(file: string, group: string): Promise<WireEvent[]> {
+  const events: WireEvent[] = [];
+  const wanted = group.split('.').map(Number);
+  await readPcapFile(file, (record) => {
+    const b = record.data;
+    if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00) return;
+    const ihl = (b[14]! & 0x0f) * 4;
+    const total = (b[16]! << 8) | b[17]!;
+    const protocol = b[23];
+    const end = Math.min(b.length, 14 + total);
+    if (protocol === 17) {
+      if (b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
+      return;
+    }
+    if (protocol !== 2) return;
+    let message: IgmpMessage;
+    try {
+      message = decodeIgmp(b, 14 + ihl, end);
+    } catch {
+      return;
+    }
+    if (message.kind === 'leave' && message.group === group) events.push({ ts: record.ts, kind: 'leave' });
+    else if (message.kind === 'report') {
+      if (message.version !== 3) {
+        if (message.group === group) events.push({ ts: record.ts, kind: 'join' });
+        return;
+      }
+      for (const r of message.records) {
+        if (r.group !== group) continue;
+        // Any-source join: TO_EX{} (or IS_EX{} answering a query); leave: TO_IN{}.
+        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
+        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });
+      }
+    }
+  });
+  return events;
+}
+
+/** One join or leave on the wire, with the data packet that timed it (first after a join, last after a leave). */
+interface WireSample {
+  wire: number;
+  data: number | undefined;
+}
+
+/**
+ * Joins and leaves from the wire: the first join-report after a leave (retransmissions
+ * of a state-change report repeat it: only the first counts), the first leave after a join.
+ * Join latency = first data after the join; leave latency = last data after the leave
+ * (before the next join), 0 when there was none.
+ */
+function wireSamples(events: readonly WireEvent[]): { joins: WireSample[]; leaves: WireSample[]; stray: number } {
+  const joins: WireSample[] = [];
+  const leaves: WireSample[] = [];
+  let stray = 0;
+  let current: WireSample | undefined;
+  let state: 'out' | 'in' = 'out';
+  for (const event of events) {
+    if (event.kind === 'join') {
+      if (state === 'in') continue;
+      state = 'in';
+      joins.push((current = { wire: event.ts, data: undefined }));
+    } else if (event.kind === 'leave') {
+      if (state === 'out') continue;
+      state = 'out';
+      leaves.push((current = { wire: event.ts, data: undefined }));
+    } else if (current === undefined) stray++;
+    else if (state === 'in') current.data ??= event.ts;
+    else if (event.ts - current.wire < 0.05) current.data = event.ts;
+    else stray++;
+  }
+  return { joins, leaves, stray };
+}
+
+function joinLeaveFigures(samples: ReturnType<typeof wireSamples>, durationS: number, dataSent: number, breakdown: Breakdown | undefined): JoinLeaveFigures {
+  const timed = samples.joins.filter((sample) => sample.data !== undefined);
+  return {
+    joins: samples.joins.length,
+    joinsWithoutData: samples.joins.length - timed.length,
+    join: distribution(timed.map((sample) => (sample.data! - sample.wire) * 1000)),
+    leave: distribution(samples.leaves.map((sample) => (sample.data === undefined ? 0 : (sample.data - sample.wire) * 1000))),
+    leavesClean: samples.leaves.filter((sample) => sample.data === undefined).length,
+    strayPackets: samples.stray,
+    sendRate: dataSent / durationS,
+    breakdown,
+  };
+}
+
+/** What the daemon reported while the loop ran (its event stream). */
+interface DaemonTrace {
+  /** Wall-clock ms (1 ms resolution) of IGMP packet-ins from the receiver's port. */
+  packetIns: number[];
+  /** Syncs of the group: wall-clock ms when done (1 ms resolution), latency (precise), whether the receiver was in. */
+  syncs: Array<{ at: number; latencyMs: number; member: boolean }>;
+}
+
+/** Where a join's and a leave's time goes, per sample matched by time to the daemon's events (the daemon's clock has 1 ms resolution). */
+export interface Breakdown {
+  /** Report on the wire → the daemon's packet-in (±1 ms). */
+  wireToPacketIn: Distribution;
+  /** The sync itself: change → OVS acknowledged (precise). */
+  joinSync: Distribution;
+  leaveSync: Distribution;
+  /** Sync acknowledged → first data at the pod (±1 ms; includes up to one send interval). */
+  syncToFirstData: Distribution;
+  /** Sync acknowledged (leave) → last data at the pod (±1 ms; negative: the last one was already on its way). */
+  syncToLastData: Distribution;
+}
+
+function breakdownOf(samples: ReturnType<typeof wireSamples>, trace: DaemonTrace): Breakdown {
+  const firstAfter = <T>(list: readonly T[], at: (item: T) => number, from: number) => list.find((item) => at(item) >= from);
+  const wireToPacketIn: number[] = [];
+  const joinSync: number[] = [];
+  const leaveSync: number[] = [];
+  const syncToFirstData: number[] = [];
+  const syncToLastData: number[] = [];
+  // The daemon's times are floored to the ms: anything from 1 ms before the wire time may be it.
+  for (const sample of samples.joins) {
+    const wireMs = sample.wire * 1000;
+    const packetIn = firstAfter(trace.packetIns, (t) => t, wireMs - 1);
+    if (packetIn !== undefined && packetIn - wireMs < 1000) wireToPacketIn.push(packetIn - wireMs);
+    const sync = firstAfter(trace.syncs.filter((s) => s.member), (s) => s.at, wireMs - 1);
+    if (sync === undefined || sync.at - wireMs > 1000) continue;
+    joinSync.push(sync.latencyMs);
+    if (sample.data !== undefined) syncToFirstData.push(sample.data * 1000 - sync.at);
+  }
+  for (const sample of samples.leaves) {
+    const wireMs = sample.wire * 1000;
+    const sync = firstAfter(trace.syncs.filter((s) => !s.member), (s) => s.at, wireMs - 1);
+    if (sync === undefined || sync.at - wireMs > 1000) continue;
+    leaveSync.push(sync.latencyMs);
+    if (sample.data !== undefined) syncToLastData.push(sample.data * 1000 - sync.at);
+  }
+  return {
+    wireToPacketIn: distribution(wireToPacketIn),
+    joinSync: distribution(joinSync),
+    leaveSync: distribution(leaveSync),
+    syncToFirstData: distribution(syncToFirstData),
+    syncToLastData: distribution(syncToLastData),
+  };
+}
+
+/**
+ * Runs the join/leave cycle in `receiver` while `sender` sends, capturing on the
+ * receiver's eth0. With `controlSocket`, follows the daemon's events meanwhile, to tell
+ * where the time goes.
+ */
+async function joinLeaveLoop(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: number, tag: string, controlSocket?: string): Promise<JoinLeaveFigures> {
+  const pcap = lab.file(`join-leave-${tag}.pcap`);
+  const capture = await lab.startTcpdump(receiver.ns, receiver.iface, pcap, { filter: ['igmp', 'or', 'udp'] });
+  const trace: DaemonTrace = { packetIns: [], syncs: [] };
+  const client = controlSocket === undefined ? undefined : await ControlClient.connect(controlSocket);
+  void client
+    ?.events((event) => {
+      if (event.type === 'igmp' && event.port?.ofport === receiver.ofport) trace.packetIns.push(Date.parse(event.time));
+      else if (event.type === 'sync' && event.group === GROUP && event.ok) trace.syncs.push({ at: Date.parse(event.time), latencyMs: event.latencyMs, member: event.ports.includes(receiver.ofport) });
+    })
+    .catch(() => undefined);
+  const send = lab.spawn(sender.ns, ['python3', '-u', '-c', SENDER_PY, GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)]);
+  await waitForLine(send, 'ready', 10_000, 'sender');
+  const senderStats = await lab.exec(sender.ns, ['cat', `/sys/class/net/${sender.iface}/statistics/tx_packets`]);
+  const started = performance.now();
+  const cycler = lab.spawn(receiver.ns, ['python3', '-u', '-c', CYCLER_PY, GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)]);
+  await waitForLine(cycler, 'done', joins * (JOINED_MS + LEFT_MS) * 2 + 10_000, 'join/leave cycler');
+  const seconds = (performance.now() - started) / 1000;
+  const senderAfter = await lab.exec(sender.ns, ['cat', `/sys/class/net/${sender.iface}/statistics/tx_packets`]);
+  await stopChild(send);
+  await sleep(100);
+  await capture.stop();
+  client?.close();
+  const samples = wireSamples(await wireEvents(pcap, GROUP));
+  return joinLeaveFigures(samples, seconds, Number(senderAfter.stdout) - Number(senderStats.stdout), client === undefined ? undefined : breakdownOf(samples, trace));
+}
+
+async function waitListening(daemon: RunningDaemon): Promise<void> {
+  await daemon.waitForLog((entry) => entry.msg === 'listening', 20_000);
+}
+
+// --- /proc ------------------------------------------------------------------------------
+
+function rssMiB(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
+/** Context switches of all the process's threads so far: how often it woke up. */
+function wakeups(pid: number): number {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      total += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return total;
+}
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
+}
+
+// --- the benchmark ----------------------------------------------------------------------
+
+export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<DaemonFigures> {
+  const joins = options.joins ?? 200;
+  const podCount = options.pods ?? 100;
+  const groupCount = options.groups ?? 50;
+  const idleSeconds = options.idleSeconds ?? 10;
+  const benchStarted = performance.now();
+  const lab = Lab.create();
+  try {
+    // --- 1, 2: join and leave latency --------------------------------------------------
+    const node = await OvsNode.start(lab, 'j');
+    await node.addGateway({ address: '10.9.0.1/24' });
+    const [sender, receiver] = await Promise.all([node.addPod('snd', { address: '10.9.0.11/24' }), node.addPod('rcv', { address: '10.9.0.12/24' })]);
+    // A gateway and no multicast interfaces: OVS programming only, no kernel routing.
+    // Groups without members go to the gateway (whose kernel drops them), not to every pod.
+    const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', '--query-interval', '600s'] });
+    await waitListening(daemon);
+    const daemonFigures = await joinLeaveLoop(lab, sender!, receiver!, joins, 'daemon', daemon.controlSocket);
+    await daemon.stop();
+
+    let ovsSnooping: JoinLeaveFigures | undefined;
+    if (options.ovsSnooping ?? true) {
+      // The same pods, OVS's own snooping instead: our flows out, NORMAL with snooping on.
+      await node.ofctl('del-flows', node.bridge);
+      await node.ofctl('del-groups', node.bridge);
+      await node.ofctl('add-flow', node.bridge, 'priority=0,actions=NORMAL');
+      await node.vsctl('set', 'bridge', node.bridge, 'mcast_snooping_enable=true', 'other_config:mcast-snooping-disable-flood-unregistered=true');
+      await sleep(500);
+      ovsSnooping = await joinLeaveLoop(lab, sender!, receiver!, joins, 'ovs');
+    }
+
+    // --- 3, 4: convergence, memory, idle CPU -------------------------------------------
+    const setupStarted = performance.now();
+    const big = await OvsNode.start(lab, 'c');
+    await big.addGateway({ address: '10.8.0.1/16' });
+    const pods: OvsPod[] = [];
+    const BATCH = 20;
+    for (let first = 0; first < podCount; first += BATCH) {
+      const batch = Array.from({ length: Math.min(BATCH, podCount - first) }, (_, k) => first + k);
+      pods.push(...(await Promise.all(batch.map((i) => big.addPod(`p${i + 1}`, { address: `10.8.${Math.floor((i + 11) / 250)}.${((i + 11) % 250) + 1}/16` })))));
+    }
+    const groups = Array.from({ length: groupCount }, (_, i) => `239.78.${Math.floor(i / 200)}.${(i % 200) + 1}`);
+    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), ...pods.map((pod) => pod.ns)]);
+    await waitForLine(holder, 'ready', 60_000, 'group holder');
+    // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
+    await sleep(1500);
+    const setupSeconds = (performance.now() - setupStarted) / 1000;
+
+    const queryPcap = lab.file('convergence-query.pcap');
+    const queryCapture = await lab.startTcpdump(pods[0]!.ns, pods[0]!.iface, queryPcap, { filter: ['igmp'] });
+    const podPorts = new Set(pods.map((pod) => pod.ofport));
+    const complete = new Map<string, number>();
+    const syncLatencies: number[] = [];
+    let lastReportAt = 0;
+    let reports = 0;
+    let convergedAt: number | undefined;
+    let onConverged: () => void = () => undefined;
+    const converged = new Promise<void>((resolve) => (onConverged = resolve));
+    const seen: Record<string, number> = {};
+    const onEvent = (event: DaemonEvent) => {
+      seen[event.type] = (seen[event.type] ?? 0) + 1;
+      if (event.type === 'igmp') {
+        if (event.port !== null && event.record['type'] !== 'query') {
+          reports++;
+          lastReportAt = Math.max(lastReportAt, Date.parse(event.time));
+        }
+      } else if (event.type === 'sync' && event.ok) {
+        syncLatencies.push(event.latencyMs);
+        const full = [...podPorts].every((port) => event.ports.includes(port));
+        if (full && !complete.has(event.group)) complete.set(event.group, Date.parse(event.time));
+        else if (!full) complete.delete(event.group);
+        if (complete.size === groupCount && convergedAt === undefined) {
+          convergedAt = Math.max(...complete.values());
+          onConverged();
+        }
+      }
+    };
+
+    const convergenceDaemon = startDaemon(big, {
+      multicastInterfaces: [],
+      args: ['--fast-leave', '--query-response-interval', '1s', '--query-interval', '600s'],
+    });
+    // Events: subscribe as soon as the controller answers (it answers "starting" before).
+    const client = await (async () => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        try {
+          const c = await ControlClient.connect(convergenceDaemon.controlSocket, { timeoutMs: 2000 });
+          try {
+            await c.request('status');
+            return c;
+          } catch (error) {
+            c.close();
+            throw error;
+          }
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await sleep(5);
+        }
+      }
+    })();
+    let subscriptionError: unknown;
+    const streamEnded = client.events(onEvent).catch((error: unknown) => void (subscriptionError = error));
+    await waitListening(convergenceDaemon);
+    const rssStartMiB = rssMiB(convergenceDaemon.pid);
+    let giveUp: NodeJS.Timeout | undefined;
+    await Promise.race([converged, streamEnded, new Promise<void>((resolve) => (giveUp = setTimeout(resolve, CONVERGENCE_TIMEOUT_MS)))]);
+    clearTimeout(giveUp);
+    await queryCapture.stop();
+    let firstQuery: number | undefined;
+    await readPcapFile(queryPcap, (record) => {
+      const b = record.data;
+      if (firstQuery !== undefined || b.length < 34 || b[23] !== 2) return;
+      const ihl = (b[14]! & 0x0f) * 4;
+      if (b[14 + ihl] === 0x11) firstQuery = record.ts * 1000;
+    });
+    // Not converged: say what was seen instead of a figure (the other figures still count).
+    let problem: string | undefined;
+    if (firstQuery === undefined) problem = 'no general query seen on the first pod';
+    else if (convergedAt === undefined) {
+      const status = await ControlClient.connect(convergenceDaemon.controlSocket)
+        .then(async (c) => {
+          try {
+            return await c.request<{ members: number; counters: { packetIns: number } }>('status');
+          } finally {
+            c.close();
+          }
+        })
+        .catch(() => undefined);
+      const warnings = convergenceDaemon.entries().filter((entry) => entry['level'] !== 'info' && entry['level'] !== 'debug').map((entry) => entry.msg);
+      problem =
+        `not converged: ${complete.size} of ${groupCount} groups seen complete in ${CONVERGENCE_TIMEOUT_MS / 1000} s; events seen ${JSON.stringify(seen)}` +
+        (subscriptionError === undefined ? '' : `; the event stream ended: ${String(subscriptionError)}`) +
+        (status === undefined ? '' : `; the daemon has ${status.members} memberships from ${status.counters.packetIns} packet-ins`) +
+        (warnings.length === 0 ? '' : `; daemon warnings: ${JSON.stringify(warnings)}`);
+    }
+
+    // Read OVS back: every group must have every pod port as a bucket.
+    const dump = await big.ofctl('dump-groups', big.bridge);
+    let completeOvsGroups = 0;
+    for (const line of dump.split('\n')) {
+      if (!line.includes('group_id=')) continue;
+      const outputs = new Set([...line.matchAll(/output:(\d+)/g)].map((m) => Number(m[1])));
+      if ([...podPorts].every((port) => outputs.has(port))) completeOvsGroups++;
+    }
+    const statusClient = await ControlClient.connect(convergenceDaemon.controlSocket);
+    const status = await statusClient.request<{ members: number }>('status');
+    statusClient.close();
+
+    // Idle: nothing changes; the state save (1 s after the last change) is done by then.
+    await sleep(2000);
+    const ticksBefore = cpuTicks(convergenceDaemon.pid);
+    const wakeupsBefore = wakeups(convergenceDaemon.pid);
+    const idleStarted = performance.now();
+    await sleep(idleSeconds * 1000);
+    const ticks = cpuTicks(convergenceDaemon.pid) - ticksBefore;
+    const idleElapsedS = (performance.now() - idleStarted) / 1000;
+    const idleWakeupsPerSecond = (wakeups(convergenceDaemon.pid) - wakeupsBefore) / idleElapsedS;
+    const idleCpuPercent = (ticks / CLK_TCK / idleElapsedS) * 100;
+    const rss = rssMiB(convergenceDaemon.pid);
+
+    // The sync histogram as the metrics endpoint shows it.
+    let metricsHistogram: string[] = [];
+    let heapUsedMiB = NaN;
+    const listening = await convergenceDaemon.waitForLog((entry) => entry.msg === 'listening');
+    if (typeof listening['metrics'] === 'string') {
+      const metrics = await lab.exec(big.ns, ['curl', '-s', '--max-time', '5', listening['metrics']]).catch(() => undefined);
+      const text = metrics?.stdout ?? '';
+      metricsHistogram = text.split('\n').filter((line) => line.startsWith('mcastctl_sync_duration_seconds'));
+      heapUsedMiB = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? NaN) / 2 ** 20;
+    }
+
+    client.close();
+    await convergenceDaemon.stop();
+    await stopChild(holder);
+    return {
+      daemon: daemonFigures,
+      ovsSnooping,
+      convergence: {
+        pods: podCount,
+        groups: groupCount,
+        queryResponseIntervalMs: 1000,
+        setupSeconds,
+        convergenceMs: convergedAt === undefined || firstQuery === undefined ? undefined : convergedAt - firstQuery,
+        lastReportMs: firstQuery === undefined || lastReportAt === 0 ? undefined : lastReportAt - firstQuery,
+        problem,
+        reports,
+        syncs: syncLatencies.length,
+        syncLatency: distribution(syncLatencies),
+        completeOvsGroups,
+        daemonMembers: status.members,
+        rssStartMiB,
+        rssMiB: rss,
+        idleCpuPercent,
+        idleWakeupsPerSecond,
+        heapUsedMiB,
+        idleSeconds,
+        metricsHistogram,
+      },
+      totalSeconds: (performance.now() - benchStarted) / 1000,
+    };
+  } finally {
+    await lab.destroy();
+  }
+}
+
+// --- output -----------------------------------------------------------------------------
+
+const ms = (value: number) => `${value.toFixed(2)} ms`;
+const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
+
+function joinLeaveLines(figures: JoinLeaveFigures): string[] {
+  return [
+    `join  (report on the wire → first data at the pod): ${spread(figures.join)}` + (figures.joinsWithoutData > 0 ? `; ${figures.joinsWithoutData} of ${figures.joins} joins got no data within ${JOINED_MS} ms` : ''),
+    `leave (leave on the wire → last data at the pod):   ${spread(figures.leave)}; ${figures.leavesClean} of ${figures.leave.count} leaves had no data after them`,
+    `  sender ${Math.round(figures.sendRate).toLocaleString('en-US')} datagrams/s (resolution ~${(1000 / figures.sendRate).toFixed(2)} ms); ${figures.strayPackets} datagrams reached the pod while it was no member (outside 50 ms after a leave)`,
+    ...(figures.breakdown === undefined
+      ? []
+      : [
+          `  where the time goes (matched to the daemon's events; its clock has 1 ms resolution):`,
+          `    report on the wire → packet-in at the daemon: ${spread(figures.breakdown.wireToPacketIn)}`,
+          `    join sync (change → OVS acknowledged):        ${spread(figures.breakdown.joinSync)}`,
+          `    join sync acknowledged → first data at pod:   ${spread(figures.breakdown.syncToFirstData)}`,
+          `    leave sync (change → OVS acknowledged):       ${spread(figures.breakdown.leaveSync)}`,
+          `    leave sync acknowledged → last data at pod:   ${spread(figures.breakdown.syncToLastData)}`,
+        ]),
+  ];
+}
+
+/** `le="0.005",result="ok"} 12` lines → `≤5 ms 12, ≤10 ms 40, ...`. */
+function histogramLine(lines: readonly string[]): string {
+  const buckets: string[] = [];
+  for (const line of lines) {
+    const match = /_bucket\{(?=.*result="ok")(?=.*le="([^"]+)").*\} (\d+)/.exec(line);
+    if (!match) continue;
+    const le = match[1] === '+Inf' ? '+Inf' : `≤${Number(match[1]) * 1000} ms`;
+    buckets.push(`${le} ${match[2]}`);
+  }
+  return buckets.join(', ');
+}
+
+export function daemonReport(figures: DaemonFigures): string[] {
+  const c = figures.convergence;
+  const lines = [
+    `  mcastctl daemon (fast leave), one node, ${figures.daemon.joins} joins and leaves, timed from one capture on the receiver's eth0 (limits: join p50 ≤ 2 ms, p99 ≤ 10 ms; leave p99 ≤ 5 ms)`,
+    ...joinLeaveLines(figures.daemon).map((line) => `    ${line}`),
+  ];
+  if (figures.ovsSnooping) lines.push(`  OVS's own IGMP snooping, same loop, for comparison (the issue's figures for it: join 0.9 ms p50, 1.4 ms p90; leave 0.5 ms p50, 5 ms p90):`, ...joinLeaveLines(figures.ovsSnooping).map((line) => `    ${line}`));
+  lines.push(
+    `  convergence of ${c.pods} pods × ${c.groups} groups after the first general query (Max Resp Time ${c.queryResponseIntervalMs / 1000} s: hosts answer within it)`,
+    c.convergenceMs === undefined || c.lastReportMs === undefined
+      ? `    NO FIGURE: ${c.problem ?? 'no reports'}`
+      : `    all ${c.groups} OVS groups complete ${c.convergenceMs.toFixed(0)} ms after the query on the wire; last report reached the daemon at ${c.lastReportMs.toFixed(0)} ms; the daemon's share after it: ${(c.convergenceMs - c.lastReportMs).toFixed(0)} ms`,
+    `    ${c.reports} reports, ${c.syncs} group syncs; sync latency ${spread(c.syncLatency)}`,
+    ...(c.metricsHistogram.length === 0 ? [] : [`    metrics endpoint, mcastctl_sync_duration_seconds (ok, cumulative): ${histogramLine(c.metricsHistogram)}`]),
+    `    read back: ${c.completeOvsGroups} of ${c.groups} OVS groups have all ${c.pods} pod buckets; the daemon counts ${c.daemonMembers} memberships (setup ${c.setupSeconds.toFixed(1)} s)`,
+    `  daemon with ${c.daemonMembers.toLocaleString('en-US')} memberships: RSS ${c.rssMiB.toFixed(1)} MiB (${c.rssStartMiB.toFixed(1)} MiB at start; V8 heap in use ${c.heapUsedMiB.toFixed(1)} MiB); idle CPU ${c.idleCpuPercent.toFixed(2)} % of one core over ${c.idleSeconds} s, ${c.idleWakeupsPerSecond.toFixed(0)} wakeups/s`,
+    `  (whole benchmark ${figures.totalSeconds.toFixed(0)} s)`,
+  );
+  return lines;
+}
+
+/** Options from BENCH_DAEMON_* (see the top of this file). */
+export function daemonOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DaemonBenchOptions {
+  return {
+    joins: Number(env.BENCH_DAEMON_JOINS ?? 200),
+    pods: Number(env.BENCH_DAEMON_PODS ?? 100),
+    groups: Number(env.BENCH_DAEMON_GROUPS ?? 50),
+    idleSeconds: Number(env.BENCH_DAEMON_IDLE_S ?? 10),
+    ovsSnooping: env.BENCH_DAEMON_OVS !== '0',
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const joins = args.find((arg) => /^\d+$/.test(arg));
+  const figures = await benchDaemon({ ...daemonOptionsFromEnv(), ...(joins === undefined ? {} : { joins: Number(joins) }) });
+  console.log(daemonReport(figures).join('\n'));
+  if (args.includes('--json')) console.log(JSON.stringify(figures, null, 2));
+}
