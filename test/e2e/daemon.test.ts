@@ -40,6 +40,8 @@ const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s
 const GMI_MS = 2 * 2000 + 1000;
 /** Node b of the delivery lab: no fast leave, 2 group-specific queries 500 ms apart. */
 const SLOW_LEAVE = ['--no-fast-leave', '--last-member-query-interval', '500ms'];
+/** (S,G) routes idle this long go; the daemon looks every second. */
+const ROUTE_IDLE = ['--route-idle-timeout', '2s'];
 const MAX_RESPONSE_MS = 2 * 500;
 
 // ---------------------------------------------------------------------------------------
@@ -249,8 +251,8 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       lab = Lab.create();
       ml = await buildMulticastLab(lab, { podsPerNode: 4, external: true });
       const [a, b] = ml.nodes;
-      daemonA = startDaemon(a.node, { args: SHORT_TIMERS });
-      daemonB = startDaemon(b.node, { args: [...SHORT_TIMERS, ...SLOW_LEAVE] });
+      daemonA = startDaemon(a.node, { args: [...SHORT_TIMERS, ...ROUTE_IDLE] });
+      daemonB = startDaemon(b.node, { args: [...SHORT_TIMERS, ...SLOW_LEAVE, ...ROUTE_IDLE] });
       await Promise.all([daemonA, daemonB].map((daemon) => daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000)));
     });
 
@@ -308,6 +310,40 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       assert.deepEqual(routeA['oifs'], [a.uplink.name]);
       const routeB = await daemonB.waitForLog((e) => (e['msg'] === 'route added' || e['msg'] === 'route updated') && e['group'] === group && e['iif'] === b.uplink.name, 2000);
       assert.ok((routeB['oifs'] as string[]).includes('gw0'));
+    });
+
+    it('idle routes: (S,G) entries whose counters stopped are removed after the idle timeout, and come back with traffic', async () => {
+      const [a, b] = ml.nodes;
+      const [sender] = a.pods as [OvsPod];
+      const [member] = b.pods as [OvsPod];
+      const group = '239.5.2.9';
+      const port = 5109;
+      const entry = async (node: OvsNode) => {
+        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_cache']);
+        const hex = (address: string) => Buffer.from(address.split('.').map(Number)).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0');
+        return stdout.split('\n').some((line) => line.startsWith(`${hex(group)} ${hex(sender.address)}`));
+      };
+      const receiver = await member.listen(group, port);
+      try {
+        await waitForOvsMembers(b.node, group, [member]);
+        await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
+        await sender.send(group, port, 10, { intervalMs: 10, ttl: 8, tag: 'i1' });
+        await sleep(200);
+        assert.equal(await entry(a.node), true, "node a has the outbound entry while traffic flows");
+        assert.equal(await entry(b.node), true, "node b has the inbound entry while traffic flows");
+        const stoppedAt = Date.now();
+        // Idle for 2 s, found by a sweep at most 1 s later (and one more to be sure).
+        const removed = await waitUntil('both entries removed', async () => (!(await entry(a.node)) && !(await entry(b.node)) ? Date.now() - stoppedAt : undefined), 8_000, 100);
+        console.log(`idle routes: removed ${ms(removed)} after the traffic stopped (idle timeout 2 s)`);
+        assert.ok(removed >= 1_500, `removed after ${ms(removed)}: before the idle timeout`);
+        await daemonA.waitForLog((e) => e['msg'] === 'idle route removed' && e['group'] === group, 1_000);
+        // New traffic: a new upcall, a new entry, delivered again.
+        await sender.send(group, port, 10, { intervalMs: 10, ttl: 8, tag: 'i2' });
+        await sleep(300);
+        assert.deepEqual(missingSequences(sequences(receiver.received, 'i2'), 10).length <= 1, true, 'traffic after the removal was not routed again');
+      } finally {
+        await receiver.stop();
+      }
     });
 
     it('external host to a pod (routed in), and a pod to the external host (routed out)', async () => {
@@ -734,6 +770,91 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       await s.send(group, 5204, 20, { intervalMs: 5, tag: 'after' });
       await sleep(300);
       assert.deepEqual(missingSequences(sequences(await receiver.stop(), 'after'), 20), []);
+    });
+
+    it('IGMP from a port that is no pod (the node itself, through the gateway) is counted and ignored', async () => {
+      const { node } = ml.nodes[0];
+      const group = '239.6.6.1';
+      const before = await control<DaemonStatus>(daemonA, ['status']);
+      // The node's own kernel joins on gw0: its report enters OVS on the gateway port.
+      const own = await node.udp().listen(group, 5206);
+      try {
+        await waitUntil('the report from the gateway port to be counted', async () => (await control<DaemonStatus>(daemonA, ['status'])).counters.ignoredNonPod > before.counters.ignoredNonPod, 5_000, 200);
+        const groups = await control<GroupView[]>(daemonA, ['groups']);
+        assert.equal(groups.find((view) => view.group === group), undefined, 'a group learned from a port that is no pod');
+        assert.equal(await ovsGroupPorts(node, group), undefined, 'an OVS group programmed for it');
+      } finally {
+        await own.stop();
+      }
+    });
+
+    it('a deleted pod port leaves every group at once', async () => {
+      const { node, pods } = ml.nodes[0];
+      const [, other, gone] = pods as [OvsPod, OvsPod, OvsPod];
+      const groups = ['239.6.7.1', '239.6.7.2'];
+      const receivers = [await gone.listen(groups[0]!, 5207), await gone.listen(groups[1]!, 5207), await other.listen(groups[1]!, 5207)];
+      try {
+        for (const group of groups) await waitForOvsMembers(node, group, [gone]);
+        const deletedAt = Date.now();
+        await node.vsctl('del-port', node.bridge, gone.port);
+        const took = await waitUntil('both OVS groups without the port', async () => {
+          const first = await ovsGroupPorts(node, groups[0]!);
+          const second = (await ovsGroupPorts(node, groups[1]!)) ?? [];
+          return first === undefined && second.includes(other.ofport) && !second.includes(gone.ofport) ? Date.now() - deletedAt : undefined;
+        }, 5_000, 50);
+        console.log(`deleted pod port: gone from its groups ${ms(took)} after ovs-vsctl del-port`);
+        await daemonA.waitForLog((e) => e['msg'] === 'pod port removed: it leaves every group' && e['port'] === gone.port, 1_000);
+        const view = await control<GroupView[]>(daemonA, ['groups']);
+        assert.deepEqual(membership(view)[groups[1]!], [other.port]);
+        assert.equal(membership(view)[groups[0]!], undefined);
+      } finally {
+        for (const receiver of receivers) await receiver.stop();
+      }
+    });
+
+    it("static routes left by install --source keep their VIFs, forward while the daemon runs, and stay after it stops", async () => {
+      const { node, uplink, gateway } = ml.nodes[1];
+      const group = '239.6.8.1';
+      const source = '192.168.50.77';
+      const procRoute = async () => {
+        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_cache']);
+        const hex = (address: string) => Buffer.from(address.split('.').map(Number)).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0');
+        const line = stdout.split('\n').find((entry) => entry.startsWith(`${hex(group)} ${hex(source)}`));
+        return line === undefined ? undefined : { packets: Number(line.trim().split(/\s+/)[3]) };
+      };
+      const vifOf = async (name: string) => {
+        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_vif']);
+        const row = stdout.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).find((fields) => fields[1] === name);
+        return row === undefined ? undefined : { vif: Number(row[0]), flags: parseInt(row[6]!, 16) };
+      };
+      await daemonB.stop();
+      const installed = await mcastctl(['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
+      assert.equal(installed.code, 0, installed.stderr);
+      const staticGateway = await vifOf(gateway.name);
+      assert.ok(staticGateway !== undefined && (staticGateway.flags & 0x8000) !== 0, 'install made a static VIF for the gateway');
+      daemonB = startDaemon(node);
+      const routing = await daemonB.waitForLog((e) => e['msg'] === 'multicast routing on', 20_000);
+      await daemonB.waitForLog((e) => e['msg'] === 'listening', 20_000);
+      assert.equal(routing['gateway'], `${gateway.name} (vif ${staticGateway.vif})`, 'the daemon took the static VIF of the gateway');
+      // Traffic from that source on the underlay reaches node b's uplink (joined there, so
+      // that the snooping bridge sends it); the static entry forwards it to the gateway.
+      const joined = await node.udp(uplink.address).listen(group, 5208);
+      await waitForUnderlayMember(ml, lab, group, uplink.peer);
+      await lab.ip(ml.underlay.ns, 'addr', 'add', `${source}/32`, 'dev', ml.underlay.name);
+      const before = (await procRoute())?.packets ?? 0;
+      await lab.exec(ml.underlay.ns, ['python3', '-c', `import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_TTL,8)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_IF,socket.inet_aton("${source}"))\ns.bind(("${source}",0))\nfor i in range(10): s.sendto(b"st %d" % i, ("${group}", 5208))`]);
+      await sleep(300);
+      const after = (await procRoute())?.packets ?? 0;
+      await joined.stop();
+      if (after - before < 10) console.log('static route debug:', (await node.exec(['cat', '/proc/net/ip_mr_cache', '/proc/net/ip_mr_vif'])).stdout, (await lab.exec(ml.underlay.ns, ['ip', '-s', 'link', 'show', ml.underlay.name])).stdout);
+      assert.ok(after - before >= 10, `the static entry forwarded ${after - before} packets while the daemon ran`);
+      // A daemon's idle sweep never takes it, and a stop leaves it.
+      await daemonB.stop();
+      assert.notEqual(await procRoute(), undefined, 'the static route went with the daemon');
+      const removed = await mcastctl(['uninstall', group, '--source', source], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
+      assert.equal(removed.code, 0, removed.stderr);
+      daemonB = startDaemon(node);
+      await daemonB.waitForLog((e) => e['msg'] === 'listening', 20_000);
     });
   });
 });
