@@ -31,6 +31,7 @@ import { Lab, sleep, type Tcpdump } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
 import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/daemon/daemon-view.js';
+import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/mroute/proc.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -109,6 +110,11 @@ function missingSequences(received: readonly number[], count: number): number[] 
 }
 
 const ms = (value: number) => `${Math.round(value)} ms`;
+
+/** The (S,G) entries of a node's kernel, read as `mcastctl routes` reads them. */
+async function mfcEntries(node: OvsNode): Promise<MfcRow[]> {
+  return parseMfcCache((await node.exec(['cat', '/proc/net/ip_mr_cache'])).stdout);
+}
 
 /** `mcastctl <args> --json --control-socket <daemon's>`, parsed; fails on a non-zero exit. */
 async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
@@ -318,11 +324,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const [member] = b.pods as [OvsPod];
       const group = '239.5.2.9';
       const port = 5109;
-      const entry = async (node: OvsNode) => {
-        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_cache']);
-        const hex = (address: string) => Buffer.from(address.split('.').map(Number)).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0');
-        return stdout.split('\n').some((line) => line.startsWith(`${hex(group)} ${hex(sender.address)}`));
-      };
+      const entry = async (node: OvsNode) => (await mfcEntries(node)).some((row) => row.group === group && row.origin === sender.address);
       const receiver = await member.listen(group, port);
       try {
         await waitForOvsMembers(b.node, group, [member]);
@@ -816,22 +818,13 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const { node, uplink, gateway } = ml.nodes[1];
       const group = '239.6.8.1';
       const source = '192.168.50.77';
-      const procRoute = async () => {
-        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_cache']);
-        const hex = (address: string) => Buffer.from(address.split('.').map(Number)).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0');
-        const line = stdout.split('\n').find((entry) => entry.startsWith(`${hex(group)} ${hex(source)}`));
-        return line === undefined ? undefined : { packets: Number(line.trim().split(/\s+/)[3]) };
-      };
-      const vifOf = async (name: string) => {
-        const { stdout } = await node.exec(['cat', '/proc/net/ip_mr_vif']);
-        const row = stdout.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).find((fields) => fields[1] === name);
-        return row === undefined ? undefined : { vif: Number(row[0]), flags: parseInt(row[6]!, 16) };
-      };
+      const procRoute = async () => (await mfcEntries(node)).find((row) => row.group === group && row.origin === source);
+      const vifOf = async (name: string) => parseVifTable((await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout).find((row) => row.name === name);
       await daemonB.stop();
       const installed = await mcastctl(['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
       assert.equal(installed.code, 0, installed.stderr);
       const staticGateway = await vifOf(gateway.name);
-      assert.ok(staticGateway !== undefined && (staticGateway.flags & 0x8000) !== 0, 'install made a static VIF for the gateway');
+      assert.ok(staticGateway?.static === true, 'install made a static VIF for the gateway');
       daemonB = startDaemon(node);
       const routing = await daemonB.waitForLog((e) => e['msg'] === 'multicast routing on', 20_000);
       await daemonB.waitForLog((e) => e['msg'] === 'listening', 20_000);
