@@ -8,6 +8,7 @@ import { registerDaemon } from './commands/daemon.js';
 import { registerGroups } from './commands/groups.js';
 import { registerInstall } from './commands/install.js';
 import { registerQuery } from './commands/query.js';
+import { registerReconcile } from './commands/reconcile.js';
 import { registerRoutes } from './commands/routes.js';
 import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
@@ -43,6 +44,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerUninstall(program);
   registerShow(program);
   registerRoutes(program);
+  registerReconcile(program);
   registerDaemon(program);
   registerStatus(program);
   registerGroups(program);

@@ -93,6 +93,14 @@ export class OvsProgrammer {
   /** Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). */
   async syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome> {
     const current = this.installed.get(group);
+    // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
+    // two never write the same group (see mcastctl-reconcile(1)).
+    if (current !== undefined && !current.learned) {
+      if (ports.length === 0) return 'absent';
+      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
+        hint: `its ports stay ${current.ports.join(',')}; remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
+      });
+    }
     // Ids of the wanted chain that are on the switch though this group's flow does not
     // reach them (left by a failed sync): they must be modified, not added.
     const chain = this.chainIds(current);

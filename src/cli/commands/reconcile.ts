@@ -1,0 +1,283 @@
+/**
+ * `mcastctl reconcile -f FILE`: make the node match its declared multicast state (static
+ * OVS groups and kernel routes), for cron. Reads everything first, shows the difference,
+ * applies the smallest set of changes (not with --dry-run), and exits 0 when in sync,
+ * 2 when drift was found, 1 when a change failed. What the daemon learned is left alone.
+ */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../controllers/reconcile.js';
+import { RunLock } from '../../controllers/run-lock.js';
+import { checkRoute, installRoute, readRouteTables, uninstallRoute } from '../../controllers/static-routes.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import type { RouteView } from '../../daemon/daemon-view.js';
+import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
+import type { OpenFlowError } from '../../openflow/errors.js';
+import { BridgeSession } from '../../ovs/bridge-session.js';
+import type { GroupMembership } from '../../pipeline/multicast-pipeline.js';
+import type { PipelineChange } from '../../pipeline/plan.js';
+import { parseDeclaredState } from '../../state/declared-state.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
+import { Output } from '../output.js';
+
+interface ReconcileFlags extends OvsFlags {
+  file?: string;
+  dryRun?: boolean;
+  json?: boolean;
+  quiet?: boolean;
+  controlSocket?: string;
+  daemon: boolean;
+  lockFile?: string;
+}
+
+export const DEFAULT_LOCK_FILE = '/run/mcastctl/reconcile.lock';
+/** Changes sent to OVS in one batch (one barrier each); the progress bar moves per batch. */
+const BATCH_CHANGES = 2_000;
+/** A reconcile this large shows a progress bar on a terminal. */
+const PROGRESS_FROM = 2_000;
+
+type Drift = GroupDrift | StrayGroupDrift | RouteDrift;
+type Result = 'planned' | 'applied' | 'failed';
+
+export function registerReconcile(program: Command): void {
+  const command = program
+    .command('reconcile')
+    .summary('make the node match its declared multicast state (static OVS groups, kernel routes); exit 2 on drift')
+    .description(
+      'Read the declared state (-f FILE, the format install -f reads), read what the node has (our OVS ' +
+        "flows and groups, the kernel's multicast routes), show the difference and repair it with the " +
+        'smallest set of changes. Exit 0 when in sync, 2 when drift was found (repaired, or only shown with ' +
+        '--dry-run), 1 when a change failed. Groups the daemon learned, its routes, and flows of other ' +
+        'controllers are never touched. Runs never overlap (--lock-file).',
+    )
+    .requiredOption('-f, --file <file>', 'the declared state (YAML or JSON: groups and routes)')
+    .option('--dry-run', 'show the drift, change nothing')
+    .option('--json', 'print the drift and what was done as one JSON document')
+    .option('-q, --quiet', 'print nothing when in sync (drift and errors are still printed)')
+    .option('--control-socket <path>', `the daemon's control socket, to leave its learned routes alone (default ${DEFAULT_CONTROL_SOCKET})`)
+    .option('--no-daemon', 'do not ask the daemon (when none runs here)')
+    .option('--lock-file <path>', `the lock that keeps two runs apart (default ${DEFAULT_LOCK_FILE})`);
+  addOvsOptions(command).addHelpText(
+    'after',
+    `
+Examples:
+  mcastctl reconcile -f /etc/mcastctl/state.yaml --dry-run
+  mcastctl reconcile -f /etc/mcastctl/state.yaml --quiet        (from cron)
+
+A crontab line, every 5 minutes, mail only when something drifted or failed:
+  */5 * * * * root mcastctl reconcile -f /etc/mcastctl/state.yaml --quiet
+
+See mcastctl-reconcile(1), also for a systemd timer.`,
+  );
+  command.action(async (flags: ReconcileFlags) => {
+    const output = new Output({ json: flags.json === true });
+    const code = await reconcile(flags, output);
+    if (code !== ExitCode.Ok) process.exitCode = code;
+  });
+}
+
+async function reconcile(flags: ReconcileFlags, output: Output): Promise<ExitCode> {
+  // Everything the file says is checked first: a bad file changes nothing (exit 64).
+  const declared = parseDeclaredState(readDeclaredFile(flags.file!), flags.file!);
+  for (const route of declared.routes) {
+    try {
+      checkRoute(route);
+    } catch (error) {
+      if (error instanceof UsageError) throw new UsageError(`${route.where()}: ${error.message}`, { code: error.code });
+      throw error;
+    }
+  }
+  const { target, pipeline } = ovsSettings(flags);
+  const daemonRoutes = flags.daemon ? await daemonLearnedRoutes(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET) : undefined;
+
+  const lock = flags.dryRun === true ? undefined : RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
+  let session: BridgeSession | undefined;
+  try {
+    session = await BridgeSession.open(target, { pipeline });
+    const bridge = session;
+    const memberships: GroupMembership[] = declared.groups.map((entry) => ({ group: entry.group, ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport) }));
+    const installed = await bridge.readInstalled();
+    const groupPlan = planGroupReconcile({ pipeline: bridge.pipeline, installed: installed.pipeline, foreignFlows: installed.foreignFlows, declared: memberships });
+    const tables = await readRouteTables();
+    const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
+    const daemonKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
+    const actualRoutes: RouteState[] = tables.routes
+      .filter((row) => !daemonKeys.has(`${row.origin}>${row.group}`))
+      .map((row) => ({ source: row.origin, group: row.group, iif: vifName.get(row.iif) ?? `vif${row.iif}`, oifs: row.oifs.map((oif) => vifName.get(oif.vif) ?? `vif${oif.vif}`).sort() }));
+    const routePlan = planRouteReconcile(declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })), actualRoutes);
+
+    const drift: Drift[] = [...groupPlan.drift, ...routePlan.drift];
+    const results = new Map<Drift, { result: Result; error?: string }>();
+    for (const entry of drift) results.set(entry, { result: 'planned' });
+    if (flags.dryRun !== true && drift.length > 0) {
+      await applyGroupDrift(bridge, groupPlan.drift, results, output);
+      for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
+    }
+    const failed = [...results.values()].some((entry) => entry.result === 'failed') || groupPlan.conflicts.length > 0;
+    const report = {
+      bridge: target.bridge,
+      dryRun: flags.dryRun === true,
+      inSync: drift.length === 0 && groupPlan.conflicts.length === 0,
+      drift: drift.map((entry) => ({ ...describeDrift(entry, bridge), ...results.get(entry)! })),
+      conflicts: groupPlan.conflicts,
+      inSyncGroups: groupPlan.inSync,
+      inSyncRoutes: routePlan.inSync,
+      leftAlone: { learnedGroups: groupPlan.learnedGroups.length, daemonRoutes: daemonRoutes?.length ?? 0, foreignFlows: installed.foreignFlows.length },
+      daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
+    };
+    print(output, report, flags);
+    if (failed) return ExitCode.Failure;
+    return drift.length > 0 ? ExitCode.Drift : ExitCode.Ok;
+  } finally {
+    await session?.close();
+    lock?.release();
+  }
+}
+
+function readDeclaredFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${path}: ${isSystemError(error) ? error.code : String(error)}`, { code: 'bad-file' });
+  }
+}
+
+/** The (S,G) entries the running daemon added, or undefined when no daemon answers here. */
+async function daemonLearnedRoutes(path: string): Promise<RouteView[] | undefined> {
+  let client: ControlClient;
+  try {
+    client = await ControlClient.connect(path);
+  } catch (error) {
+    if (error instanceof UnavailableError) return undefined; // no daemon: every route is static
+    throw error;
+  }
+  try {
+    return await client.request<RouteView[]>('routes');
+  } finally {
+    client.close();
+  }
+}
+
+/** Sends the group changes in batches (a progress bar on a terminal when there are many). */
+async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<GroupDrift | StrayGroupDrift>, results: Map<Drift, { result: Result; error?: string }>, output: Output): Promise<void> {
+  const changes: PipelineChange[] = [];
+  const owner: Array<GroupDrift | StrayGroupDrift> = [];
+  for (const entry of drift) {
+    for (const change of entry.changes) {
+      changes.push(change);
+      owner.push(entry);
+    }
+  }
+  const progress = changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json ? new ProgressBar(changes.length) : undefined;
+  const errors = new Map<Drift, OpenFlowError>();
+  for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
+    const batch = changes.slice(start, start + BATCH_CHANGES);
+    let refused: Map<number, OpenFlowError>;
+    try {
+      refused = await session.apply(batch);
+    } catch (error) {
+      progress?.done();
+      if (!(error instanceof UnavailableError)) throw error;
+      throw new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes`, { hint: 'run reconcile again once OVS is back: it repairs what still differs', cause: error });
+    }
+    for (const [index, error] of refused) if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error);
+    progress?.update(Math.min(changes.length, start + BATCH_CHANGES));
+  }
+  progress?.done();
+  for (const entry of drift) {
+    const error = errors.get(entry);
+    results.set(entry, error === undefined ? { result: 'applied' } : { result: 'failed', error: error.message });
+  }
+}
+
+async function applyRouteDrift(entry: RouteDrift): Promise<{ result: Result; error?: string }> {
+  try {
+    if (entry.action === 'remove') await uninstallRoute(entry);
+    else await installRoute(entry.after!);
+    return { result: 'applied' };
+  } catch (error) {
+    if (error instanceof McastError && error.exitCode === ExitCode.NoPermission) throw error;
+    return { result: 'failed', error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+interface DriftRow {
+  object: 'group' | 'stray-group' | 'route';
+  key: string;
+  action: string;
+  detail: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
+  const port = (ofport: number) => session.portByNumber(ofport)?.name ?? String(ofport);
+  switch (entry.object) {
+    case 'group':
+      return { object: 'group', key: entry.group, action: entry.action, detail: entry.detail, before: { ports: entry.before.map(port) }, after: { ports: entry.after.map(port) } };
+    case 'stray-group':
+      return { object: 'stray-group', key: `0x${entry.groupId.toString(16)}`, action: entry.action, detail: entry.detail };
+    case 'route':
+      return {
+        object: 'route',
+        key: `(${entry.source}, ${entry.group})`,
+        action: entry.action,
+        detail: entry.detail,
+        ...(entry.before === undefined ? {} : { before: { iif: entry.before.iif, oifs: entry.before.oifs } }),
+        ...(entry.after === undefined ? {} : { after: { iif: entry.after.iif, oifs: entry.after.oifs } }),
+      };
+  }
+}
+
+/** Most drift rows a human table shows. */
+const TABLE_ROWS = 50;
+
+function print(output: Output, report: { bridge: string; dryRun: boolean; inSync: boolean; drift: Array<DriftRow & { result: Result; error?: string }>; conflicts: Array<{ group: string; problem: string }>; inSyncGroups: number; inSyncRoutes: number; leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number }; daemon: string }, flags: ReconcileFlags): void {
+  if (output.json) {
+    output.document(report);
+    return;
+  }
+  if (report.inSync && flags.quiet === true) return;
+  const style = output.style;
+  const summary = `${report.inSyncGroups} groups and ${report.inSyncRoutes} routes as declared; left alone: ${report.leftAlone.learnedGroups} groups the daemon learned, ${report.leftAlone.daemonRoutes} of its routes, ${report.leftAlone.foreignFlows} flows of other controllers`;
+  if (report.inSync) {
+    output.line(`in sync: ${summary}`);
+    output.flush();
+    return;
+  }
+  if (report.drift.length > 0) {
+    const action = (row: DriftRow & { result: Result; error?: string }) => (row.action === 'add' ? style.green(row.action) : row.action === 'remove' ? style.red(row.action) : style.yellow(row.action));
+    const result = (row: DriftRow & { result: Result; error?: string }) => (row.result === 'failed' ? style.red(`failed: ${row.error ?? ''}`) : row.result === 'applied' ? 'repaired' : style.dim('not applied (--dry-run)'));
+    output.table({
+      head: ['Object', 'Key', 'Drift', 'Detail', 'Result'],
+      rows: report.drift.slice(0, TABLE_ROWS).map((row) => [row.object, row.key, action(row), row.detail, result(row)]),
+    });
+    if (report.drift.length > TABLE_ROWS) output.line(style.dim(`... and ${report.drift.length - TABLE_ROWS} more (--json lists every one)`));
+  }
+  for (const conflict of report.conflicts) output.warn(`group ${conflict.group} not reconciled: ${conflict.problem}`);
+  const applied = report.drift.filter((row) => row.result === 'applied').length;
+  const failed = report.drift.filter((row) => row.result === 'failed').length;
+  output.line(
+    report.dryRun
+      ? `drift: ${report.drift.length} difference${report.drift.length === 1 ? '' : 's'} (dry run: nothing changed); ${summary}`
+      : `drift: ${report.drift.length} difference${report.drift.length === 1 ? '' : 's'}, ${applied} repaired${failed > 0 ? `, ${failed} failed` : ''}; ${summary}`,
+  );
+  output.flush();
+}
+
+/** `[#####.....] 1200/5000 changes` on stderr, redrawn in place. */
+class ProgressBar {
+  constructor(private readonly total: number) {
+    this.update(0);
+  }
+
+  update(done: number): void {
+    const width = 30;
+    const filled = Math.round((done / this.total) * width);
+    process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${this.total} changes`);
+  }
+
+  done(): void {
+    process.stderr.write('\n');
+  }
+}
