@@ -79,6 +79,8 @@ export type McastErrorCode =
   | 'refused'
   /** Another controller's flow already has the match and priority of one of ours. */
   | 'conflict'
+  /** Not a failure: reconcile found drift (exit 2), already reported in its output. */
+  | 'drift'
   | 'internal';
 
 export interface McastErrorOptions {

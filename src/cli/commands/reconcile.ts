@@ -71,12 +71,12 @@ See mcastctl-reconcile(1), also for a systemd timer.`,
   );
   command.action(async (flags: ReconcileFlags) => {
     const output = new Output({ json: flags.json === true });
-    const code = await reconcile(flags, output);
-    if (code !== ExitCode.Ok) process.exitCode = code;
+    await reconcile(flags, output);
   });
 }
 
-async function reconcile(flags: ReconcileFlags, output: Output): Promise<ExitCode> {
+/** Prints the report; throws (through the one exit path) for drift (2) and failures (1). */
+async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   // Everything the file says is checked first: a bad file changes nothing (exit 64).
   const declared = parseDeclaredState(readDeclaredFile(flags.file!), flags.file!);
   for (const route of declared.routes) {
@@ -126,8 +126,13 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<ExitCod
       daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
     };
     print(output, report, flags);
-    if (failed) return ExitCode.Failure;
-    return drift.length > 0 ? ExitCode.Drift : ExitCode.Ok;
+    const failures = report.drift.filter((row) => row.result === 'failed').length;
+    if (failed) {
+      const what = [failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '', groupPlan.conflicts.length > 0 ? `${groupPlan.conflicts.length} declared group${groupPlan.conflicts.length === 1 ? '' : 's'} in conflict` : ''].filter(Boolean).join(', ');
+      throw new McastError('refused', `reconcile: ${what} (see ${output.json ? 'the JSON document' : 'above'})`, ExitCode.Failure);
+    }
+    // Drift (found, and repaired unless --dry-run) is no failure, but scripts act on it: exit 2, no message.
+    if (drift.length > 0) throw new McastError('drift', '', ExitCode.Drift);
   } finally {
     await session?.close();
     lock?.release();
@@ -239,7 +244,9 @@ function print(output: Output, report: { bridge: string; dryRun: boolean; inSync
   }
   if (report.inSync && flags.quiet === true) return;
   const style = output.style;
-  const summary = `${report.inSyncGroups} groups and ${report.inSyncRoutes} routes as declared; left alone: ${report.leftAlone.learnedGroups} groups the daemon learned, ${report.leftAlone.daemonRoutes} of its routes, ${report.leftAlone.foreignFlows} flows of other controllers`;
+  const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const { learnedGroups, daemonRoutes, foreignFlows } = report.leftAlone;
+  const summary = `${count(report.inSyncGroups, 'group')} and ${count(report.inSyncRoutes, 'route')} as declared; left alone: ${count(learnedGroups, 'group')} the daemon learned, ${count(daemonRoutes, 'route')} of its own, ${count(foreignFlows, 'flow')} of other controllers`;
   if (report.inSync) {
     output.line(`in sync: ${summary}`);
     output.flush();
