@@ -14,7 +14,10 @@ import * as igmp from '../../src/igmp/index.js';
 import { MembershipTable, UNKNOWN_HOST, type MemberChange } from '../../src/membership/membership-table.js';
 import type { WorkQueueTimers } from '../../src/membership/work-queue.js';
 import type { OpenFlowConnection } from '../../src/openflow/connection.js';
+import { group as groupAction, output as outputAction } from '../../src/openflow/action.js';
 import type { FlowStats } from '../../src/openflow/flow-stats.js';
+import type { GroupDesc } from '../../src/openflow/group-desc.js';
+import { matchFields } from '../../src/pipeline/openflow-entries.js';
 import type { OpenFlowMessage } from '../../src/openflow/message.js';
 import type { InterfaceRow } from '../../src/ovsdb/vswitch.js';
 import { McastError } from '../../src/errors.js';
@@ -309,12 +312,13 @@ function fakeSwitch(refuse: (message: OpenFlowMessage) => boolean = () => false)
       });
       return { errors };
     },
-    foreign: [] as FlowStats[],
+    flows: [] as FlowStats[],
     async dumpFlows() {
-      return connection.foreign;
+      return connection.flows;
     },
+    groups: [] as GroupDesc[],
     async dumpGroups() {
-      return [];
+      return connection.groups;
     },
   };
   return connection;
@@ -375,15 +379,29 @@ describe('OvsProgrammer', () => {
     const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
     const theirs = (priority: number, match: FlowStats['match']): FlowStats =>
       ({ tableId: 0, priority, cookie: 0x99n, match, instructions: [], packetCount: 0n, byteCount: 0n }) as unknown as FlowStats;
-    ovs.foreign.push(theirs(200, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IPV4_DST', value: '239.1.1.1' }]));
+    ovs.flows.push(theirs(200, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IPV4_DST', value: '239.1.1.1' }]));
     await programmer.refresh();
     await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
     assert.equal(await programmer.syncGroup('239.2.2.2', [1]), 'added', 'other groups are fine');
-    ovs.foreign.push(theirs(300, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IP_PROTO', value: 2 }]));
+    ovs.flows.push(theirs(300, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IP_PROTO', value: 2 }]));
     await programmer.refresh();
     const before = ovs.batches.length;
     await assert.rejects(programmer.installBase(1), /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/);
     assert.equal(ovs.batches.length, before, 'nothing sent');
+  });
+
+  it('a group installed statically (install, reconcile) is left alone: members are refused, an empty sync is a no-op', async () => {
+    const ovs = fakeSwitch();
+    // The switch holds a static group (no learned flag), as `install` wrote it.
+    const theirs = pipeline.forwarding({ group: '239.3.3.3', ports: [4] });
+    ovs.flows.push({ tableId: 0, priority: theirs.flow.priority, cookie: theirs.flow.cookie, match: matchFields(theirs.flow.match), instructions: [{ type: 'APPLY_ACTIONS', actions: [groupAction(theirs.groups[0]!.groupId)] }], packetCount: 0n, byteCount: 0n } as unknown as FlowStats);
+    ovs.groups = theirs.groups.map((entry) => ({ groupType: 0, groupId: entry.groupId, buckets: [{ weight: 0, watchPort: 0, watchGroup: 0, actions: [outputAction(4)] }] }));
+    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    await programmer.refresh();
+    assert.deepEqual(programmer.learnedGroups, []);
+    await assert.rejects(programmer.syncGroup('239.3.3.3', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message));
+    assert.equal(await programmer.syncGroup('239.3.3.3', []), 'absent');
+    assert.equal(ovs.batches.length, 0, 'nothing sent');
   });
 
   it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {
