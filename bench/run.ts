@@ -2,17 +2,18 @@
  * `npm run bench`: prints the figures the issues ask for. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon).
+ * pcap-read, routes, install, daemon, reconcile).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
 import { benchDecode } from './decode.js';
 import { benchInstall } from './install.js';
+import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
 import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -54,4 +55,10 @@ if (selected('install')) {
 if (selected('daemon')) {
   console.log('\nmcastctl daemon on a lab node: join and leave latency, convergence of 100 pods × 50 groups, memory, idle CPU (about 1.5 min)');
   console.log(daemonReport(await benchDaemon(daemonOptionsFromEnv())).join('\n'));
+}
+
+if (selected('reconcile')) {
+  const options = reconcileOptionsFromEnv();
+  console.log(`\nmcastctl reconcile on a lab node's OVS: ${number(options.groups ?? 10_000)} declared groups × 4 ports, ${number(options.drifted ?? 1_000)} of them drifted (whole command, wall time)`);
+  console.log(reconcileReport(await benchReconcile(options)).join('\n'));
 }

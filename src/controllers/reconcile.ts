@@ -83,13 +83,15 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
     }
     const current = byGroup.get(plan.group);
     const before = current?.ports ?? [];
+    // No flow, but its OVS group is there (a flow deleted by hand): a change, not an add.
+    const flowOnly = current === undefined && plan.changes.some((change) => change.op === 'modify-group');
     drift.push({
       object: 'group',
       group: plan.group,
-      action: current === undefined ? 'add' : 'change',
+      action: current === undefined && !flowOnly ? 'add' : 'change',
       before,
       after: plan.ports,
-      detail: current === undefined ? 'declared, not installed' : describeChange(current.problem, before, plan.ports),
+      detail: flowOnly ? 'its flow is missing (its OVS group is there)' : current === undefined ? 'declared, not installed' : describeChange(current.problem, before, plan.ports),
       changes: plan.changes,
     });
   }
@@ -141,27 +143,48 @@ export interface RouteDrift {
   detail: string;
 }
 
+export interface RouteReconcilePlan {
+  drift: RouteDrift[];
+  inSync: number;
+  /** Declared routes whose (S,G) the daemon routes otherwise: its entry is left alone. */
+  conflicts: Array<{ source: string; group: string; problem: string }>;
+}
+
 /**
- * Declared static routes against the kernel's entries (minus the daemon's own): what
- * to add, change and remove.
+ * Declared static routes against the kernel's entries: what to add, change and remove.
+ * `router` are the entries of the running router (the daemon): never changed or
+ * removed; a declared route the daemon has as declared is in sync, one it routes
+ * otherwise is a conflict.
  */
-export function planRouteReconcile(declared: readonly RouteState[], actual: readonly RouteState[]): { drift: RouteDrift[]; inSync: number } {
+export function planRouteReconcile(declared: readonly RouteState[], actual: readonly RouteState[], router: readonly RouteState[] = []): RouteReconcilePlan {
   const key = (route: Pick<RouteState, 'source' | 'group'>) => `${route.source}>${route.group}`;
-  const current = new Map(actual.map((route) => [key(route), route]));
+  const routers = new Map(router.map((route) => [key(route), route]));
+  const current = new Map(actual.filter((route) => !routers.has(key(route))).map((route) => [key(route), route]));
   const wanted = new Set(declared.map(key));
   const drift: RouteDrift[] = [];
+  const conflicts: RouteReconcilePlan['conflicts'] = [];
   let inSync = 0;
   for (const route of declared) {
-    const now = current.get(key(route));
     const normal = { ...route, oifs: [...route.oifs].sort() };
+    const theirs = routers.get(key(route));
+    if (theirs !== undefined) {
+      if (sameRoute(theirs, normal)) inSync++;
+      else conflicts.push({ source: route.source, group: route.group, problem: `the daemon routes it ${theirs.iif} → ${theirs.oifs.join(',') || 'nowhere'}; reconcile leaves the daemon's entry alone` });
+      continue;
+    }
+    const now = current.get(key(route));
     if (now === undefined) drift.push({ object: 'route', source: route.source, group: route.group, action: 'add', after: normal, detail: 'declared, not in the kernel' });
-    else if (now.iif !== route.iif || now.oifs.join(',') !== normal.oifs.join(',')) {
+    else if (!sameRoute(now, normal)) {
       drift.push({ object: 'route', source: route.source, group: route.group, action: 'change', before: now, after: normal, detail: `${now.iif} → ${now.oifs.join(',') || 'nowhere'} instead of ${route.iif} → ${normal.oifs.join(',')}` });
     } else inSync++;
   }
-  for (const route of actual) {
+  for (const route of current.values()) {
     if (!wanted.has(key(route))) drift.push({ object: 'route', source: route.source, group: route.group, action: 'remove', before: route, detail: 'in the kernel, not declared' });
   }
   drift.sort((a, b) => compareIPv4(a.group, b.group) || compareIPv4(a.source, b.source));
-  return { drift, inSync };
+  return { drift, inSync, conflicts };
+}
+
+function sameRoute(a: RouteState, b: RouteState): boolean {
+  return a.iif === b.iif && [...a.oifs].sort().join(',') === [...b.oifs].sort().join(',');
 }

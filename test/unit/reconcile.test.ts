@@ -52,6 +52,8 @@ describe('planGroupReconcile', () => {
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
     assert.equal(plan.drift.length, 1, 'one drift: no separate stray-group removal');
     assert.deepEqual(plan.drift[0]!.changes.map((change) => change.op), ['modify-group', 'add-flow']);
+    assert.equal(plan.drift[0]!.action, 'change');
+    assert.equal(plan.drift[0]!.detail, 'its flow is missing (its OVS group is there)');
   });
 
   it('a stray OVS group in our range is removed; a changed bucket list is a change', () => {
@@ -88,5 +90,18 @@ describe('planRouteReconcile', () => {
     assert.equal(plan.inSync, 1);
     assert.deepEqual(plan.drift.map((entry) => [entry.source, entry.action]), [['10.0.0.6', 'change'], ['10.0.0.7', 'add'], ['10.0.0.9', 'remove']]);
     assert.equal(plan.drift[0]!.detail, 'eth1 → gw0 instead of eth0 → gw0');
+  });
+
+  it("the router's (daemon's) entries: never removed; declared as they are, in sync; declared otherwise, a conflict", () => {
+    const daemon = [{ source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }, { source: '10.0.0.6', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }];
+    const plan = planRouteReconcile(
+      [{ source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }, { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] }],
+      daemon,
+      daemon,
+    );
+    assert.deepEqual(plan.drift, []);
+    assert.equal(plan.inSync, 1);
+    assert.deepEqual(plan.conflicts.map((conflict) => conflict.source), ['10.0.0.6']);
+    assert.match(plan.conflicts[0]!.problem, /the daemon routes it gw0 → eth0/);
   });
 });

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../controllers/reconcile.js';
 import { RunLock } from '../../controllers/run-lock.js';
-import { checkRoute, installRoute, readRouteTables, uninstallRoute } from '../../controllers/static-routes.js';
+import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static-routes.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
 import type { RouteView } from '../../daemon/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
@@ -100,11 +100,19 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     const groupPlan = planGroupReconcile({ pipeline: bridge.pipeline, installed: installed.pipeline, foreignFlows: installed.foreignFlows, declared: memberships });
     const tables = await readRouteTables();
     const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
-    const daemonKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
-    const actualRoutes: RouteState[] = tables.routes
-      .filter((row) => !daemonKeys.has(`${row.origin}>${row.group}`))
-      .map((row) => ({ source: row.origin, group: row.group, iif: vifName.get(row.iif) ?? `vif${row.iif}`, oifs: row.oifs.map((oif) => vifName.get(oif.vif) ?? `vif${oif.vif}`).sort() }));
-    const routePlan = planRouteReconcile(declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })), actualRoutes);
+    const staticVifs = new Set(tables.vifs.filter((vif) => vif.static).map((vif) => vif.vif));
+    const name = (vif: number) => vifName.get(vif) ?? `vif${vif}`;
+    // Unresolved entries (no incoming VIF yet: the kernel waits for the router) are nobody's routes.
+    const resolved = tables.routes.filter((row) => row.iif >= 0);
+    const actualRoutes: RouteState[] = resolved.map((row) => ({ source: row.origin, group: row.group, iif: name(row.iif), oifs: row.oifs.map((oif) => name(oif.vif)).sort() }));
+    // The router's entries: those its control socket lists, and (should it not answer
+    // there) any entry on a VIF that is not static: only the router's own VIFs are not.
+    const routerKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
+    resolved.forEach((row) => {
+      if (![row.iif, ...row.oifs.map((oif) => oif.vif)].every((vif) => staticVifs.has(vif))) routerKeys.add(`${row.origin}>${row.group}`);
+    });
+    const routerRoutes = actualRoutes.filter((route) => routerKeys.has(`${route.source}>${route.group}`));
+    const routePlan = planRouteReconcile(declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })), actualRoutes, routerRoutes);
 
     const drift: Drift[] = [...groupPlan.drift, ...routePlan.drift];
     const results = new Map<Drift, { result: Result; error?: string }>();
@@ -113,22 +121,25 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       await applyGroupDrift(bridge, groupPlan.drift, results, output);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
-    const failed = [...results.values()].some((entry) => entry.result === 'failed') || groupPlan.conflicts.length > 0;
+    const conflicts = [...groupPlan.conflicts.map(({ group, problem }) => ({ object: 'group', key: group, problem })), ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem }))];
+    const failed = [...results.values()].some((entry) => entry.result === 'failed') || conflicts.length > 0;
     const report = {
       bridge: target.bridge,
       dryRun: flags.dryRun === true,
-      inSync: drift.length === 0 && groupPlan.conflicts.length === 0,
+      inSync: drift.length === 0 && conflicts.length === 0,
       drift: drift.map((entry) => ({ ...describeDrift(entry, bridge), ...results.get(entry)! })),
-      conflicts: groupPlan.conflicts,
+      conflicts,
+      // Static routes forward only while a router holds MRT_INIT here (mcastctl daemon).
+      routerActive: tables.routerActive,
       inSyncGroups: groupPlan.inSync,
       inSyncRoutes: routePlan.inSync,
-      leftAlone: { learnedGroups: groupPlan.learnedGroups.length, daemonRoutes: daemonRoutes?.length ?? 0, foreignFlows: installed.foreignFlows.length },
+      leftAlone: { learnedGroups: groupPlan.learnedGroups.length, daemonRoutes: routerRoutes.length, foreignFlows: installed.foreignFlows.length },
       daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
     };
     print(output, report, flags);
     const failures = report.drift.filter((row) => row.result === 'failed').length;
     if (failed) {
-      const what = [failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '', groupPlan.conflicts.length > 0 ? `${groupPlan.conflicts.length} declared group${groupPlan.conflicts.length === 1 ? '' : 's'} in conflict` : ''].filter(Boolean).join(', ');
+      const what = [failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '', conflicts.length > 0 ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict` : ''].filter(Boolean).join(', ');
       throw new McastError('refused', `reconcile: ${what} (see ${output.json ? 'the JSON document' : 'above'})`, ExitCode.Failure);
     }
     // Drift (found, and repaired unless --dry-run) is no failure, but scripts act on it: exit 2, no message.
@@ -237,7 +248,7 @@ function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
 /** Most drift rows a human table shows. */
 const TABLE_ROWS = 50;
 
-function print(output: Output, report: { bridge: string; dryRun: boolean; inSync: boolean; drift: Array<DriftRow & { result: Result; error?: string }>; conflicts: Array<{ group: string; problem: string }>; inSyncGroups: number; inSyncRoutes: number; leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number }; daemon: string }, flags: ReconcileFlags): void {
+function print(output: Output, report: { bridge: string; dryRun: boolean; inSync: boolean; drift: Array<DriftRow & { result: Result; error?: string }>; conflicts: Array<{ object: string; key: string; problem: string }>; routerActive: boolean; inSyncGroups: number; inSyncRoutes: number; leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number }; daemon: string }, flags: ReconcileFlags): void {
   if (output.json) {
     output.document(report);
     return;
@@ -247,9 +258,11 @@ function print(output: Output, report: { bridge: string; dryRun: boolean; inSync
   const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const { learnedGroups, daemonRoutes, foreignFlows } = report.leftAlone;
   const summary = `${count(report.inSyncGroups, 'group')} and ${count(report.inSyncRoutes, 'route')} as declared; left alone: ${count(learnedGroups, 'group')} the daemon learned, ${count(daemonRoutes, 'route')} of its own, ${count(foreignFlows, 'flow')} of other controllers`;
+  const routes = report.drift.some((row) => row.object === 'route' && row.action !== 'remove') || report.inSyncRoutes > 0;
   if (report.inSync) {
     output.line(`in sync: ${summary}`);
     output.flush();
+    if (routes && !report.routerActive) output.warn(NO_ROUTER_WARNING);
     return;
   }
   if (report.drift.length > 0) {
@@ -261,7 +274,8 @@ function print(output: Output, report: { bridge: string; dryRun: boolean; inSync
     });
     if (report.drift.length > TABLE_ROWS) output.line(style.dim(`... and ${report.drift.length - TABLE_ROWS} more (--json lists every one)`));
   }
-  for (const conflict of report.conflicts) output.warn(`group ${conflict.group} not reconciled: ${conflict.problem}`);
+  for (const conflict of report.conflicts) output.warn(`${conflict.object} ${conflict.key} not reconciled: ${conflict.problem}`);
+  if (routes && !report.routerActive) output.warn(NO_ROUTER_WARNING);
   const applied = report.drift.filter((row) => row.result === 'applied').length;
   const failed = report.drift.filter((row) => row.result === 'failed').length;
   output.line(
