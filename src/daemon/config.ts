@@ -12,7 +12,9 @@ import { readFile } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { Node } from 'yaml';
 import { addOvsOptions, type OvsFlags } from '../cli/ovs-options.js';
 import { MAX_DURATION_MS } from '../cli/parse.js';
 import { isSystemError, UsageError } from '../errors.js';
@@ -248,6 +250,8 @@ async function readConfigFile(path: string): Promise<FileSettings> {
 
 /** The settings of a configuration file's text. */
 function parseConfigText(text: string, file: string): FileSettings {
+  // Loaded only when a file is given: `yaml` takes about 40 ms to load, and every command loads this module.
+  const { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, uniqueKeys: true });
   const bad = (line: number, message: string) =>

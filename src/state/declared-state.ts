@@ -17,7 +17,8 @@
  * 10,000 groups.)
  */
 import jsYaml from 'js-yaml';
-import { LineCounter, parseDocument, type Node } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { UsageError } from '../errors.js';
 import { parseIPv4 } from '../wire/ipv4-address.js';
 import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
@@ -174,16 +175,21 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** Lines of document paths, from a second, position-keeping parse made on first use. */
 class LineLocator {
-  private document: ReturnType<typeof parseDocument> | undefined;
-  private readonly lineCounter = new LineCounter();
+  private document: Yaml.Document.Parsed | undefined;
+  private lineCounter: Yaml.LineCounter | undefined;
 
   constructor(private readonly text: string) {}
 
   /** 1-based line of the node at `path` (of its nearest existing ancestor). */
   line(path: DocumentPath): number {
-    this.document ??= parseDocument(this.text, { lineCounter: this.lineCounter });
+    // `yaml` is loaded only now, on the error path: it takes about 40 ms to load.
+    if (this.document === undefined || this.lineCounter === undefined) {
+      const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
+      this.lineCounter = new yaml.LineCounter();
+      this.document = yaml.parseDocument(this.text, { lineCounter: this.lineCounter });
+    }
     for (let length = path.length; length >= 0; length--) {
-      const node = this.document.getIn(path.slice(0, length), true) as Node | undefined;
+      const node = this.document.getIn(path.slice(0, length), true) as Yaml.Node | undefined;
       if (node?.range) return this.lineCounter.linePos(node.range[0]).line;
     }
     return 1;
