@@ -92,10 +92,15 @@ export async function uninstallRoute(route: Pick<StaticRoute, 'group' | 'source'
   const socket = MrouteSocket.open({ init: false });
   try {
     socket.delMfc({ source: route.source, group: route.group });
-    const remaining = before.routes.filter((row) => row !== existing);
-    const inUse = new Set(remaining.flatMap((row) => [row.iif, ...row.oifs.map((oif) => oif.vif)]));
-    // Only static VIFs (added by commands like this one): a router's own VIFs are its business.
-    for (const vif of before.vifs) if (vif.static && !inUse.has(vif.vif)) socket.delVif(vif.vif);
+    // The static VIFs this route used that no other entry uses go too, but never while a
+    // router runs: it may have taken one of them for its own (the daemon reuses a static
+    // VIF on its interface), and its own VIFs are its business anyway.
+    if (!before.routerActive) {
+      const remaining = before.routes.filter((row) => row !== existing);
+      const inUse = new Set(remaining.flatMap((row) => [row.iif, ...row.oifs.map((oif) => oif.vif)]));
+      const used = new Set([existing.iif, ...existing.oifs.map((oif) => oif.vif)]);
+      for (const vif of before.vifs) if (vif.static && used.has(vif.vif) && !inUse.has(vif.vif)) socket.delVif(vif.vif);
+    }
     return { outcome: 'removed', routerActive: before.routerActive };
   } finally {
     socket.close();

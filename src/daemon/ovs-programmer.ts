@@ -9,7 +9,7 @@ import { McastError } from '../errors.js';
 import type { OpenFlowConnection } from '../openflow/connection.js';
 import { decodeFlowCookie, FlowKind } from '../pipeline/flow-cookie.js';
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../pipeline/multicast-pipeline.js';
-import { changeMessage, flowEntryOf, groupEntryOf } from '../pipeline/openflow-entries.js';
+import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../pipeline/openflow-entries.js';
 import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../pipeline/plan.js';
 
 export class OvsProgrammer {
@@ -30,11 +30,13 @@ export class OvsProgrammer {
     const { cookie, mask } = this.pipeline.cookieMatch;
     // The whole table, not only our cookie: a flow of someone else's with the match and
     // priority of one of ours must be seen, or our OFPFC_ADD would replace it.
-    const [stats, descriptions] = await Promise.all([this.openflow.dumpFlows({ tableId: this.pipeline.config.table }), this.openflow.dumpGroups()]);
+    const descriptions = await this.openflow.dumpGroups();
+    const stats = await this.openflow.dumpFlows({ tableId: this.pipeline.config.table });
     const flows: FlowEntry[] = [];
     const foreign: FlowEntry[] = [];
     for (const entry of stats) {
-      const flow = flowEntryOf(entry);
+      // Others' flows by their place alone (whatever their actions): ours must not take it.
+      const flow = (entry.cookie & mask) === cookie ? flowEntryOf(entry) : flowSlotOf(entry);
       if (flow === undefined) continue;
       if ((entry.cookie & mask) === cookie) flows.push(flow);
       else foreign.push(flow);

@@ -14,7 +14,7 @@ import { OvsdbClient } from '../ovsdb/client.js';
 import { bridgeInterfaces, NoSuchBridgeError, type InterfaceRow } from '../ovsdb/vswitch.js';
 import type { PipelineConfig } from '../pipeline/config.js';
 import { MulticastPipeline, type FlowEntry, type InstalledPipeline } from '../pipeline/multicast-pipeline.js';
-import { changeMessage, flowEntryOf, groupEntryOf } from '../pipeline/openflow-entries.js';
+import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../pipeline/openflow-entries.js';
 import type { PipelineChange } from '../pipeline/plan.js';
 import { describePortRef, type PortRef } from '../state/group-address.js';
 import type { OvsTarget } from './locations.js';
@@ -149,21 +149,25 @@ export class BridgeSession {
 
   /** What of ours is on the switch now, read back from it. */
   async readInstalled(): Promise<InstalledState> {
+    // Groups first, then flows: a controller that adds a group and then its flow (the
+    // daemon) is never caught between the two, its group seen without its flow (stray).
+    const descriptions = await this.openflow.dumpGroups();
     // The whole table, not only our cookie: install must see a flow of someone else's
     // that has the very match and priority it is about to add.
-    const [stats, descriptions] = await Promise.all([this.openflow.dumpFlows({ tableId: this.pipeline.config.table }), this.openflow.dumpGroups()]);
+    const stats = await this.openflow.dumpFlows({ tableId: this.pipeline.config.table });
     const { cookie, mask } = this.pipeline.cookieMatch;
     const flows: FlowEntry[] = [];
     const foreignFlows: FlowEntry[] = [];
     const counters = new Map<string, FlowCounters>();
     const countersByFlow = new Map<FlowEntry, FlowCounters>();
     for (const entry of stats) {
-      const flow = flowEntryOf(entry);
-      if (flow === undefined) continue;
       if ((entry.cookie & mask) !== cookie) {
-        foreignFlows.push(flow);
+        const slot = flowSlotOf(entry);
+        if (slot !== undefined) foreignFlows.push(slot);
         continue;
       }
+      const flow = flowEntryOf(entry);
+      if (flow === undefined) continue;
       flows.push(flow);
       countersByFlow.set(flow, { packets: entry.packetCount, bytes: entry.byteCount });
     }

@@ -58,6 +58,8 @@ export type Bucket = { type: 'output'; port: number } | { type: 'group'; groupId
 export interface GroupEntry {
   groupId: number;
   buckets: Bucket[];
+  /** Read back from a switch: an OVS group type other than ALL (ours are all ALL). */
+  groupType?: number;
 }
 
 /** A multicast group's members on this bridge, by OpenFlow port number. */

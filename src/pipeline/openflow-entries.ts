@@ -106,6 +106,34 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
  * read, whatever its cookie says.
  */
 export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
+  const match = flowMatchOf(stats);
+  if (match === undefined) return undefined;
+  const actions: FlowAction[] = [];
+  for (const instruction of stats.instructions) {
+    if (instruction.type !== 'APPLY_ACTIONS') return undefined;
+    for (const action of instruction.actions) {
+      if (action.type === 'GROUP') actions.push({ type: 'group', groupId: action.groupId });
+      else if (action.type !== 'OUTPUT') return undefined;
+      else if (action.port === OfpPort.CONTROLLER) actions.push({ type: 'controller' });
+      else if (action.port === OfpPort.FLOOD) actions.push({ type: 'flood' });
+      else actions.push({ type: 'output', port: action.port });
+    }
+  }
+  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions };
+}
+
+/**
+ * Where a dumped flow sits (table, priority, match), whatever its actions: for flows of
+ * other controllers, which ours must never take the place of, even when their actions
+ * (goto_table, set_field, ...) are nothing the pipeline writes. Undefined when its
+ * match has fields ours never use (then it cannot be the same entry as one of ours).
+ */
+export function flowSlotOf(stats: FlowStats): FlowEntry | undefined {
+  const match = flowMatchOf(stats);
+  return match === undefined ? undefined : { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions: [] };
+}
+
+function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
   const match: FlowMatch = {};
   for (const field of stats.match) {
     switch (field.field) {
@@ -126,18 +154,7 @@ export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
         return undefined;
     }
   }
-  const actions: FlowAction[] = [];
-  for (const instruction of stats.instructions) {
-    if (instruction.type !== 'APPLY_ACTIONS') return undefined;
-    for (const action of instruction.actions) {
-      if (action.type === 'GROUP') actions.push({ type: 'group', groupId: action.groupId });
-      else if (action.type !== 'OUTPUT') return undefined;
-      else if (action.port === OfpPort.CONTROLLER) actions.push({ type: 'controller' });
-      else if (action.port === OfpPort.FLOOD) actions.push({ type: 'flood' });
-      else actions.push({ type: 'output', port: action.port });
-    }
-  }
-  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions };
+  return match;
 }
 
 /** A dumped group as a GroupEntry; buckets with anything but one OUTPUT or GROUP action are kept empty-handed. */
@@ -149,5 +166,6 @@ export function groupEntryOf(desc: GroupDesc): GroupEntry {
     if (action.type === 'OUTPUT') buckets.push({ type: 'output', port: action.port });
     else if (action.type === 'GROUP') buckets.push({ type: 'group', groupId: action.groupId });
   }
-  return { groupId: desc.groupId, buckets };
+  // Ours are all of type ALL: another type (a SELECT reaches one member) is drift.
+  return { groupId: desc.groupId, buckets, ...(desc.groupType === GroupType.ALL ? {} : { groupType: desc.groupType }) };
 }

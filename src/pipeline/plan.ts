@@ -106,7 +106,7 @@ function flowKey(flow: FlowEntry): string {
 }
 
 function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
-  return JSON.stringify(a.buckets) === JSON.stringify(b.buckets);
+  return a.groupType === b.groupType && JSON.stringify(a.buckets) === JSON.stringify(b.buckets);
 }
 
 function sameFlow(a: FlowEntry, b: FlowEntry): boolean {

@@ -19,6 +19,7 @@ import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
 import { parseMfcCache, parseVifTable } from '../../src/mroute/proc.js';
+import { lockSocketName } from '../../src/controllers/run-lock.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the reconcile tests run the built CLI: ${missing}`);
@@ -392,7 +393,14 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       });
 
       it('a lock held by a live process: exit 1 naming it, nothing changed; a dry run is not blocked', async () => {
-        holder = spawn('sleep', ['30'], { stdio: 'ignore' });
+        // A process in the node's namespace holds the lock as reconcile does: it binds the
+        // abstract unix socket named after the lock file (all 108 octets, as Node binds
+        // it), and writes its pid in the file.
+        holder = spawn('ip', ['netns', 'exec', node.ns, 'python3', '-c', `import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(b"\\0${lockSocketName(lockFile).slice(1)}".ljust(108, b"\\0"))\ns.listen()\nprint("ready",flush=True)\ntime.sleep(30)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+        await new Promise((resolve, reject) => {
+          holder!.stdout!.once('data', resolve);
+          holder!.once('exit', (code) => reject(new Error(`the lock holder exited ${code}`)));
+        });
         const pid = holder.pid!;
         writeFileSync(lockFile, `${pid}\n`);
         await node.ofctl('del-flows', node.bridge, `cookie=${groupCookie(G2)}/-1`);
@@ -409,8 +417,9 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       });
 
       it('a lock left by a dead process is taken over', async () => {
-        holder!.kill('SIGKILL');
+        holder!.kill('SIGKILL'); // ip netns exec execs python: the holder itself dies, and the kernel frees its socket
         await new Promise((resolve) => (holder!.exitCode !== null || holder!.signalCode !== null ? resolve(undefined) : holder!.once('exit', resolve)));
+        assert.equal(existsSync(lockFile), true, 'the dead holder left its lock file');
         const result = await cli('reconcile', '-f', file, '--json');
         assert.equal(result.code, 2, result.stderr);
         assert.deepEqual(parseReport(result).drift.map((row) => [row.key, row.action, row.result]), [[G2, 'change', 'applied']]);

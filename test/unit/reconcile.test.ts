@@ -2,7 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { planGroupReconcile, planRouteReconcile } from '../../src/controllers/reconcile.js';
+import type { FlowStats } from '../../src/openflow/flow-stats.js';
+import { gotoTable } from '../../src/openflow/instruction.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/pipeline/config.js';
+import { flowEntryOf, flowSlotOf, matchFields } from '../../src/pipeline/openflow-entries.js';
 import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupMembership } from '../../src/pipeline/multicast-pipeline.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
@@ -71,6 +74,34 @@ describe('planGroupReconcile', () => {
     const plan = planGroupReconcile({ pipeline, installed: switchWith([]), foreignFlows: [theirs], declared });
     assert.deepEqual(plan.drift, []);
     assert.match(plan.conflicts[0]!.problem, /another controller's flow/);
+  });
+});
+
+describe("other controllers' flows, whatever their actions", () => {
+  it('a flow with actions the pipeline never writes (goto_table) still holds its place: ours may not replace it', () => {
+    const theirs = {
+      tableId: 0,
+      priority: pipeline.groupFlow('239.1.1.1').priority,
+      cookie: 0x99n,
+      match: matchFields({ ethType: 0x0800, ipv4Dst: '239.1.1.1' }),
+      instructions: [gotoTable(10)],
+      packetCount: 0n,
+      byteCount: 0n,
+    } as unknown as FlowStats;
+    assert.equal(flowEntryOf(theirs), undefined, 'not a flow the pipeline could have written');
+    const slot = flowSlotOf(theirs);
+    assert.ok(slot !== undefined);
+    const plan = planGroupReconcile({ pipeline, installed: switchWith([]), foreignFlows: [slot], declared: [{ group: '239.1.1.1', ports: [1] }] });
+    assert.deepEqual(plan.drift, []);
+    assert.match(plan.conflicts[0]!.problem, /another controller's flow \(cookie 0x99\)/);
+  });
+
+  it('an OVS group of ours of another type than ALL is drift', () => {
+    const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
+    const { flow, groups } = pipeline.forwarding(declared[0]!);
+    const installed = pipeline.readInstalled([flow], groups.map((entry) => ({ ...entry, groupType: 1 /* SELECT */ })));
+    const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
+    assert.deepEqual(plan.drift.map((entry) => [entry.action, entry.changes.map((change) => change.op)]), [['change', ['modify-group']]]);
   });
 });
 

@@ -13,6 +13,7 @@ import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-clie
 import type { RouteView } from '../../daemon/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
 import type { OpenFlowError } from '../../openflow/errors.js';
+import { MrouteSocket } from '../../mroute/mroute-socket.js';
 import { BridgeSession } from '../../ovs/bridge-session.js';
 import type { GroupMembership } from '../../pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../pipeline/plan.js';
@@ -90,7 +91,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   const { target, pipeline } = ovsSettings(flags);
   const daemonRoutes = flags.daemon ? await daemonLearnedRoutes(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET) : undefined;
 
-  const lock = flags.dryRun === true ? undefined : RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
+  const lock = flags.dryRun === true ? undefined : await RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
   let session: BridgeSession | undefined;
   try {
     session = await BridgeSession.open(target, { pipeline });
@@ -98,27 +99,32 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     const memberships: GroupMembership[] = declared.groups.map((entry) => ({ group: entry.group, ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport) }));
     const installed = await bridge.readInstalled();
     const groupPlan = planGroupReconcile({ pipeline: bridge.pipeline, installed: installed.pipeline, foreignFlows: installed.foreignFlows, declared: memberships });
-    const tables = await readRouteTables();
+    const tables = await readRoutes(declared.routes.length > 0);
     const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
     const staticVifs = new Set(tables.vifs.filter((vif) => vif.static).map((vif) => vif.vif));
     const name = (vif: number) => vifName.get(vif) ?? `vif${vif}`;
     // Unresolved entries (no incoming VIF yet: the kernel waits for the router) are nobody's routes.
     const resolved = tables.routes.filter((row) => row.iif >= 0);
     const actualRoutes: RouteState[] = resolved.map((row) => ({ source: row.origin, group: row.group, iif: name(row.iif), oifs: row.oifs.map((oif) => name(oif.vif)).sort() }));
-    // The router's entries: those its control socket lists, and (should it not answer
-    // there) any entry on a VIF that is not static: only the router's own VIFs are not.
+    // The router's entries: those the daemon lists when it answers. When it was not
+    // asked (or another router runs), an entry whose incoming VIF is the router's own
+    // (not static) is taken for the router's. An entry on a VIF that is gone is static:
+    // its router stopped, and only a static entry outlives it.
     const routerKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
-    resolved.forEach((row) => {
-      if (![row.iif, ...row.oifs.map((oif) => oif.vif)].every((vif) => staticVifs.has(vif))) routerKeys.add(`${row.origin}>${row.group}`);
-    });
+    if (daemonRoutes === undefined && tables.routerActive) {
+      for (const row of resolved) if (vifName.has(row.iif) && !staticVifs.has(row.iif)) routerKeys.add(`${row.origin}>${row.group}`);
+    }
     const routerRoutes = actualRoutes.filter((route) => routerKeys.has(`${route.source}>${route.group}`));
     const routePlan = planRouteReconcile(declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })), actualRoutes, routerRoutes);
 
     const drift: Drift[] = [...groupPlan.drift, ...routePlan.drift];
     const results = new Map<Drift, { result: Result; error?: string }>();
     for (const entry of drift) results.set(entry, { result: 'planned' });
+    let lost: UnavailableError | undefined;
     if (flags.dryRun !== true && drift.length > 0) {
-      await applyGroupDrift(bridge, groupPlan.drift, results, output);
+      // A missing privilege for the routes must stop the run before OVS is changed.
+      if (routePlan.drift.length > 0) MrouteSocket.open({ init: false }).close();
+      lost = await applyGroupDrift(bridge, groupPlan.drift, results, output);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
     const conflicts = [...groupPlan.conflicts.map(({ group, problem }) => ({ object: 'group', key: group, problem })), ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem }))];
@@ -137,6 +143,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
     };
     print(output, report, flags);
+    if (lost !== undefined) throw lost;
     const failures = report.drift.filter((row) => row.result === 'failed').length;
     if (failed) {
       const what = [failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '', conflicts.length > 0 ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict` : ''].filter(Boolean).join(', ');
@@ -174,8 +181,12 @@ async function daemonLearnedRoutes(path: string): Promise<RouteView[] | undefine
   }
 }
 
-/** Sends the group changes in batches (a progress bar on a terminal when there are many). */
-async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<GroupDrift | StrayGroupDrift>, results: Map<Drift, { result: Result; error?: string }>, output: Output): Promise<void> {
+/**
+ * Sends the group changes in batches (a progress bar on a terminal when there are many).
+ * Returns the error if the connection to OVS was lost part-way: the rows not confirmed
+ * are marked failed, so that the report still says what was done.
+ */
+async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<GroupDrift | StrayGroupDrift>, results: Map<Drift, { result: Result; error?: string }>, output: Output): Promise<UnavailableError | undefined> {
   const changes: PipelineChange[] = [];
   const owner: Array<GroupDrift | StrayGroupDrift> = [];
   for (const entry of drift) {
@@ -185,24 +196,38 @@ async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<Grou
     }
   }
   const progress = changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json ? new ProgressBar(changes.length) : undefined;
-  const errors = new Map<Drift, OpenFlowError>();
+  const errors = new Map<Drift, string>();
+  let lost: UnavailableError | undefined;
   for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
     const batch = changes.slice(start, start + BATCH_CHANGES);
     let refused: Map<number, OpenFlowError>;
     try {
       refused = await session.apply(batch);
     } catch (error) {
-      progress?.done();
       if (!(error instanceof UnavailableError)) throw error;
-      throw new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes`, { hint: 'run reconcile again once OVS is back: it repairs what still differs', cause: error });
+      lost = new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes were confirmed`, { hint: 'run reconcile again once OVS is back: it repairs what still differs', cause: error });
+      for (const entry of owner.slice(start)) if (!errors.has(entry)) errors.set(entry, 'not confirmed: the connection to OVS was lost');
+      break;
     }
-    for (const [index, error] of refused) if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error);
+    for (const [index, error] of refused) if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error.message);
     progress?.update(Math.min(changes.length, start + BATCH_CHANGES));
   }
   progress?.done();
   for (const entry of drift) {
     const error = errors.get(entry);
-    results.set(entry, error === undefined ? { result: 'applied' } : { result: 'failed', error: error.message });
+    results.set(entry, error === undefined ? { result: 'applied' } : { result: 'failed', error });
+  }
+  return lost;
+}
+
+/** The kernel's multicast tables; none at all (no CONFIG_IP_MROUTE) is fine when no route is declared. */
+async function readRoutes(routesDeclared: boolean): Promise<Awaited<ReturnType<typeof readRouteTables>>> {
+  try {
+    return await readRouteTables();
+  } catch (error) {
+    if (!isSystemError(error) || error.code !== 'ENOENT') throw error;
+    if (routesDeclared) throw new McastError('io', 'the kernel has no multicast routing (no /proc/net/ip_mr_vif): the declared routes cannot be made', ExitCode.Failure, { hint: 'a kernel with CONFIG_IP_MROUTE is needed for routes' });
+    return { routerActive: false, vifs: [], routes: [] };
   }
 }
 
