@@ -19,6 +19,12 @@ export class OvsProgrammer {
   private otherFlows: FlowEntry[] = [];
   /** Flows of others in our table: ours must never take their place (OFPFC_ADD would). */
   private foreignFlows: FlowEntry[] = [];
+  /**
+   * Groups ever seen installed statically (install, reconcile). Remembered across a
+   * restart of ovs-vswitchd, which empties the switch: the declared group is reconcile's
+   * to put back, not the daemon's to take as learned.
+   */
+  private readonly staticGroups = new Set<string>();
 
   constructor(
     private readonly openflow: OpenFlowConnection,
@@ -44,6 +50,10 @@ export class OvsProgrammer {
     const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
     const pipeline = this.pipeline.readInstalled(flows, groups);
     this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
+    for (const group of pipeline.groups) {
+      if (group.learned) this.staticGroups.delete(group.group);
+      else this.staticGroups.add(group.group);
+    }
     this.groupIds = new Set(groups.map((group) => group.groupId));
     this.otherFlows = pipeline.otherFlows;
     this.foreignFlows = foreign;
@@ -97,10 +107,10 @@ export class OvsProgrammer {
     const current = this.installed.get(group);
     // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
     // two never write the same group (see mcastctl-reconcile(1)).
-    if (current !== undefined && !current.learned) {
+    if ((current !== undefined && !current.learned) || (current === undefined && this.staticGroups.has(group))) {
       if (ports.length === 0) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
-        hint: `its ports stay ${current.ports.join(',')}; remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
+        hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
       });
     }
     // Ids of the wanted chain that are on the switch though this group's flow does not

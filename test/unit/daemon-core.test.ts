@@ -402,6 +402,12 @@ describe('OvsProgrammer', () => {
     await assert.rejects(programmer.syncGroup('239.3.3.3', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message));
     assert.equal(await programmer.syncGroup('239.3.3.3', []), 'absent');
     assert.equal(ovs.batches.length, 0, 'nothing sent');
+    // ovs-vswitchd restarts: the switch is empty, and the declared group stays reconcile's.
+    ovs.flows = [];
+    ovs.groups = [];
+    await programmer.refresh();
+    await assert.rejects(programmer.syncGroup('239.3.3.3', [1]), /installed statically/);
+    assert.equal(await programmer.syncGroup('239.4.4.4', [1]), 'added', 'other groups are the daemon’s');
   });
 
   it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {
