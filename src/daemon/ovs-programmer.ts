@@ -36,8 +36,8 @@ export class OvsProgrammer {
     const { cookie, mask } = this.pipeline.cookieMatch;
     // The whole table, not only our cookie: a flow of someone else's with the match and
     // priority of one of ours must be seen, or our OFPFC_ADD would replace it.
-    const descriptions = await this.openflow.dumpGroups();
-    const stats = await this.openflow.dumpFlows({ tableId: this.pipeline.config.table });
+    // Groups before flows (one connection's requests are answered in order), as BridgeSession does.
+    const [descriptions, stats] = await Promise.all([this.openflow.dumpGroups(), this.openflow.dumpFlows({ tableId: this.pipeline.config.table })]);
     const flows: FlowEntry[] = [];
     const foreign: FlowEntry[] = [];
     for (const entry of stats) {

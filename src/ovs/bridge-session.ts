@@ -151,10 +151,11 @@ export class BridgeSession {
   async readInstalled(): Promise<InstalledState> {
     // Groups first, then flows: a controller that adds a group and then its flow (the
     // daemon) is never caught between the two, its group seen without its flow (stray).
-    const descriptions = await this.openflow.dumpGroups();
-    // The whole table, not only our cookie: install must see a flow of someone else's
-    // that has the very match and priority it is about to add.
-    const stats = await this.openflow.dumpFlows({ tableId: this.pipeline.config.table });
+    // Both requests go out at once: the switch answers one connection's requests in
+    // order, so the group dump is still taken before the flow dump. The whole table, not
+    // only our cookie: install must see a flow of someone else's that has the very match
+    // and priority it is about to add.
+    const [descriptions, stats] = await Promise.all([this.openflow.dumpGroups(), this.openflow.dumpFlows({ tableId: this.pipeline.config.table })]);
     const { cookie, mask } = this.pipeline.cookieMatch;
     const flows: FlowEntry[] = [];
     const foreignFlows: FlowEntry[] = [];

@@ -19,7 +19,7 @@
  * A group with more members than one GROUP_MOD can carry is chained: its last bucket
  * jumps to a second group holding the rest, and so on.
  */
-import { compareIPv4, formatIPv4, parseIPv4 } from '../wire/ipv4-address.js';
+import { formatIPv4, parseIPv4 } from '../wire/ipv4-address.js';
 import { chainBlocks, GROUP_ID_BLOCK, type PipelineConfig } from './config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 
@@ -265,7 +265,9 @@ export class MulticastPipeline {
       installed.push({ group, ports: ports.sort((a, b) => a - b), flow, groups: chain, learned, ...(problem === undefined ? {} : { problem }) });
     }
     const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
-    return { groups: installed.sort((a, b) => compareIPv4(a.group, b.group)), otherFlows, strayGroups };
+    // By address, from the cookie's value (no parsing of 10,000 strings in the sort).
+    const address = new Map(installed.map((entry) => [entry, decodeFlowCookie(entry.flow.cookie, this.config.cookiePrefix)!.value >>> 0]));
+    return { groups: installed.sort((a, b) => address.get(a)! - address.get(b)!), otherFlows, strayGroups };
   }
 
   private cookie(kind: FlowKind, value: number, flags = 0): bigint {

@@ -166,6 +166,8 @@ export function groupEntryOf(desc: GroupDesc): GroupEntry {
     if (action.type === 'OUTPUT') buckets.push({ type: 'output', port: action.port });
     else if (action.type === 'GROUP') buckets.push({ type: 'group', groupId: action.groupId });
   }
+  const entry: GroupEntry = { groupId: desc.groupId, buckets };
   // Ours are all of type ALL: another type (a SELECT reaches one member) is drift.
-  return { groupId: desc.groupId, buckets, ...(desc.groupType === GroupType.ALL ? {} : { groupType: desc.groupType }) };
+  if (desc.groupType !== GroupType.ALL) entry.groupType = desc.groupType;
+  return entry;
 }

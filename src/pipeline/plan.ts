@@ -7,7 +7,7 @@
  * Order matters on the wire, and the plan is in wire order: an OVS group exists before
  * a group or flow that points to it; a flow goes before the group it points to.
  */
-import type { FlowEntry, GroupEntry, GroupMembership, InstalledGroup, InstalledPipeline, MulticastPipeline } from './multicast-pipeline.js';
+import type { FlowAction, FlowEntry, GroupEntry, GroupMembership, InstalledGroup, InstalledPipeline, MulticastPipeline } from './multicast-pipeline.js';
 
 export type PipelineChange =
   | { op: 'add-group'; entry: GroupEntry }
@@ -105,10 +105,26 @@ function flowKey(flow: FlowEntry): string {
   return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Dst, ipv4DstMask]);
 }
 
+// Compared field by field, not through JSON.stringify: reconcile compares 10,000 of each.
 function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
-  return a.groupType === b.groupType && JSON.stringify(a.buckets) === JSON.stringify(b.buckets);
+  if (a.groupType !== b.groupType || a.buckets.length !== b.buckets.length) return false;
+  return a.buckets.every((bucket, index) => {
+    const other = b.buckets[index]!;
+    return bucket.type === 'output' ? other.type === 'output' && other.port === bucket.port : other.type === 'group' && other.groupId === bucket.groupId;
+  });
 }
 
 function sameFlow(a: FlowEntry, b: FlowEntry): boolean {
-  return a.cookie === b.cookie && a.priority === b.priority && a.table === b.table && JSON.stringify(a.actions) === JSON.stringify(b.actions);
+  return a.cookie === b.cookie && a.priority === b.priority && a.table === b.table && a.actions.length === b.actions.length && a.actions.every((action, index) => sameAction(action, b.actions[index]!));
+}
+
+function sameAction(a: FlowAction, b: FlowAction): boolean {
+  switch (a.type) {
+    case 'output':
+      return b.type === 'output' && b.port === a.port;
+    case 'group':
+      return b.type === 'group' && b.groupId === a.groupId;
+    default:
+      return b.type === a.type;
+  }
 }
