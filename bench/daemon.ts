@@ -395,7 +395,7 @@ async function joinLeaveLoop(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: 
 }
 
 async function waitListening(daemon: RunningDaemon): Promise<void> {
-  await daemon.waitForLog((entry) => entry.msg === 'listening', 20_000);
+  await daemon.ready();
 }
 
 // --- /proc ------------------------------------------------------------------------------
@@ -590,7 +590,7 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     // The sync histogram as the metrics endpoint shows it.
     let metricsHistogram: string[] = [];
     let heapUsedMiB = NaN;
-    const listening = await convergenceDaemon.waitForLog((entry) => entry.msg === 'listening');
+    const listening = await convergenceDaemon.ready(10_000);
     if (typeof listening['metrics'] === 'string') {
       const metrics = await lab.exec(big.ns, ['curl', '-s', '--max-time', '5', listening['metrics']]).catch(() => undefined);
       const text = metrics?.stdout ?? '';

@@ -64,7 +64,7 @@ async function main(): Promise<number> {
       const daemon = startDaemon(node, { args: ['--query-interval', '10s', '--query-response-interval', '2s'] });
       daemons.push(daemon);
     }
-    await Promise.all(daemons.map((daemon) => daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000)));
+    await Promise.all(daemons.map((daemon) => daemon.ready()));
     say(`mcastctl daemon runs on node a and node b: ${daemons[0]!.args.join(' ')}`);
 
     const stations: Station[] = [

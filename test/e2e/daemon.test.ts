@@ -259,7 +259,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const [a, b] = ml.nodes;
       daemonA = startDaemon(a.node, { args: [...SHORT_TIMERS, ...ROUTE_IDLE] });
       daemonB = startDaemon(b.node, { args: [...SHORT_TIMERS, ...SLOW_LEAVE, ...ROUTE_IDLE] });
-      await Promise.all([daemonA, daemonB].map((daemon) => daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000)));
+      await Promise.all([daemonA, daemonB].map((daemon) => daemon.ready()));
     });
 
     after(async () => {
@@ -499,7 +499,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       ml = await buildMulticastLab(lab, { podsPerNode: 3, external: false });
       daemonA = startDaemon(ml.nodes[0].node);
       daemonB = startDaemon(ml.nodes[1].node);
-      await Promise.all([daemonA, daemonB].map((daemon) => daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000)));
+      await Promise.all([daemonA, daemonB].map((daemon) => daemon.ready()));
     });
 
     after(async () => {
@@ -529,7 +529,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await daemonA.kill9();
         const killedAt = Date.now();
         daemonA = startDaemon(node);
-        const ready = await daemonA.waitForLog((e) => e['msg'] === 'listening', 20_000);
+        const ready = await daemonA.ready();
         const readyMs = Date.now() - killedAt;
         await sending;
         await sleep(300);
@@ -602,7 +602,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         // Back to the daemon the later tests expect.
         await daemonA.stop();
         daemonA = startDaemon(node);
-        await daemonA.waitForLog((e) => e['msg'] === 'listening', 20_000);
+        await daemonA.ready();
       }
     });
 
@@ -698,7 +698,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         }
 
         // Metrics, from inside the node's namespace.
-        const listening = await daemonB.waitForLog((e) => e['msg'] === 'listening');
+        const listening = await daemonB.ready(10_000);
         const url = String(listening['metrics']);
         assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
         const { stdout: metrics } = await node.exec(['curl', '-sf', '--max-time', '5', url]);
@@ -827,7 +827,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       assert.ok(staticGateway?.static === true, 'install made a static VIF for the gateway');
       daemonB = startDaemon(node);
       const routing = await daemonB.waitForLog((e) => e['msg'] === 'multicast routing on', 20_000);
-      await daemonB.waitForLog((e) => e['msg'] === 'listening', 20_000);
+      await daemonB.ready();
       assert.equal(routing['gateway'], `${gateway.name} (vif ${staticGateway.vif})`, 'the daemon took the static VIF of the gateway');
       // Traffic from that source on the underlay reaches node b's uplink (joined there, so
       // that the snooping bridge sends it); the static entry forwards it to the gateway.
@@ -847,7 +847,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const removed = await mcastctl(['uninstall', group, '--source', source], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
       assert.equal(removed.code, 0, removed.stderr);
       daemonB = startDaemon(node);
-      await daemonB.waitForLog((e) => e['msg'] === 'listening', 20_000);
+      await daemonB.ready();
     });
   });
 });

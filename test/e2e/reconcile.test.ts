@@ -457,7 +457,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       pods = [];
       for (let i = 1; i <= 3; i++) pods.push(await node.addPod(`q${i}`, { address: `10.2.0.${10 + i}/24` }));
       daemon = startDaemon(node);
-      await daemon.waitForLog((entry) => entry['msg'] === 'listening', 20_000);
+      await daemon.ready();
     });
     after(async () => {
       await receiver?.stop();

@@ -62,6 +62,8 @@ export interface RunningDaemon {
    * after `timeoutMs` (default 10 s) or when the daemon exits first, with the log's tail.
    */
   waitForLog(predicate: (entry: LogEntry, line: string) => boolean, timeoutMs?: number): Promise<LogEntry>;
+  /** Resolves with the daemon's 'listening' log entry (it serves its control socket): default 20 s. */
+  ready(timeoutMs?: number): Promise<LogEntry>;
   /** Resolves when the daemon has exited (never rejects). */
   readonly exited: Promise<ExitStatus>;
   /** Whether it still runs. */
@@ -89,7 +91,7 @@ function parseEntry(line: string): LogEntry {
  * Starts `mcastctl daemon --bridge <bridge> --gateway <gw> --multicast-interfaces <ifs>
  * --state-dir <dir> --control-socket <sock> --metrics-address 127.0.0.1:0 --log-format json
  * ...args` in `node`'s namespace. Resolves at once (the process is spawned); wait for
- * readiness with waitForLog().
+ * readiness with ready().
  */
 export function startDaemon(node: OvsNode, options: DaemonOptions = {}): RunningDaemon {
   const base = node.lab.file(`daemon-${node.name}`);
@@ -183,6 +185,7 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
     entries: () => stderrLines.map(parseEntry),
     stdout: () => [...stdoutLines],
     waitForLog,
+    ready: (timeoutMs = 20_000) => waitForLog((entry) => entry['msg'] === 'listening', timeoutMs),
     exited,
     running,
     async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<ExitStatus> {
