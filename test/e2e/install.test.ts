@@ -47,20 +47,6 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
   const cli = (...args: string[]): Promise<CliResult> => mcastctl([...args, '--ovs-rundir', node.rundir]);
   const pod = (n: number): OvsPod => pods[n - 1]!;
 
-  /** ovs-ofctl's view, without the fields that change by themselves (durations, counters). */
-  async function switchState(): Promise<{ flows: string[]; groups: string[] }> {
-    const flows = (await node.ofctl('dump-flows', node.bridge))
-      .split('\n')
-      .filter((line) => line.includes('cookie='))
-      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,/g, ''))
-      .sort();
-    const groups = (await node.ofctl('dump-groups', node.bridge))
-      .split('\n')
-      .filter((line) => line.includes('group_id='))
-      .map((line) => line.trim())
-      .sort();
-    return { flows, groups };
-  }
 
   function ours(state: { flows: string[]; groups: string[] }) {
     return {
@@ -95,7 +81,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       document.groups.map((g) => [g.group, g.outcome, g.groupId, g.ports.map((p) => [p.name, p.pod])]),
       [[G1, 'added', G1_ID, [[pod(2).port, 'default/p2'], [pod(3).port, 'default/p3']]]],
     );
-    const state = await switchState();
+    const state = await node.switchState();
     assert.deepEqual(ours(state), {
       flows: [`cookie=${G1_COOKIE}, table=0, priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
       groups: [`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(3).ofport}`],
@@ -113,13 +99,13 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
   });
 
   it('installing the same thing twice changes nothing', async () => {
-    const before = await switchState();
+    const before = await node.switchState();
     const flowLine = async () => (await node.ofctl('dump-flows', node.bridge, `cookie=${G1_COOKIE}/-1`)).split('\n').find((line) => line.includes('cookie='))!;
     const packetsBefore = /n_packets=(\d+)/.exec(await flowLine())![1];
     const result = await cli('install', G1, '--ports', `${pod(3).port},${pod(2).port}`, '--json');
     assert.equal(result.code, 0, result.stderr);
     assert.equal((JSON.parse(result.stdout) as { groups: { outcome: string }[] }).groups[0]?.outcome, 'unchanged');
-    assert.deepEqual(await switchState(), before);
+    assert.deepEqual(await node.switchState(), before);
     assert.equal(/n_packets=(\d+)/.exec(await flowLine())![1], packetsBefore, 'the flow was not replaced (its counters kept)');
   });
 
@@ -138,7 +124,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     assert.equal(result.code, 0, result.stderr);
     const outcomes = (JSON.parse(result.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]);
     assert.deepEqual(outcomes, [[G1, 'updated'], ['232.1.1.1', 'added'], ['239.255.0.7', 'added']]);
-    const state = ours(await switchState());
+    const state = ours(await node.switchState());
     assert.equal(state.flows.length, 3);
     assert.ok(state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(4).ofport}`));
     const [, p2, p3, p4] = await deliveries(1, 10);
@@ -170,31 +156,31 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     ];
     for (const [name, args, code, message] of cases) {
       it(name, async () => {
-        const before = await switchState();
+        const before = await node.switchState();
         const result = await cli(...args());
         assert.equal(result.code, code, result.stderr);
         assert.match(result.stderr, message);
         assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
-        assert.deepEqual(await switchState(), before);
+        assert.deepEqual(await node.switchState(), before);
       });
     }
     it("the bridge's own (LOCAL) port cannot be a member", async () => {
-      const before = await switchState();
+      const before = await node.switchState();
       const result = await cli('install', '239.1.1.9', '--ports', node.bridge);
       assert.equal(result.code, 64, result.stderr);
       assert.match(result.stderr, /br-int is the bridge's own \(LOCAL\) port/);
-      assert.deepEqual(await switchState(), before);
+      assert.deepEqual(await node.switchState(), before);
     });
     it("another controller's flow with the same match and priority is refused, never replaced", async () => {
       await node.ofctl('add-flow', node.bridge, 'cookie=0x77,priority=200,ip,nw_dst=239.1.1.77,actions=drop');
-      const before = await switchState();
+      const before = await node.switchState();
       const result = await cli('install', '239.1.1.77', '--ports', pod(2).port, '--json');
       assert.equal(result.code, 1, result.stderr);
       const [group] = (JSON.parse(result.stdout) as { groups: { outcome: string; error: string }[] }).groups;
       assert.equal(group?.outcome, 'failed');
       assert.match(group?.error ?? '', /another controller's flow \(cookie 0x77\) has the same match and priority 200/);
       assert.match(result.stderr, /OVS refused 1 change/);
-      const state = await switchState();
+      const state = await node.switchState();
       assert.ok(state.flows.some((line) => line.startsWith('cookie=0x77,') && line.includes('nw_dst=239.1.1.77 actions=drop')), 'the foreign flow is intact');
       assert.deepEqual(state, before, 'nothing was changed for it');
       await node.ofctl('del-flows', node.bridge, 'cookie=0x77/-1');
@@ -202,11 +188,11 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     it('a bad file names its line', async () => {
       const file = join(scratch, 'bad.yaml');
       writeFileSync(file, `groups:\n  - group: ${G1}\n    ports: [${pod(2).port}]\n  - group: 239.1.1.300\n    ports: [x]\n`);
-      const before = await switchState();
+      const before = await node.switchState();
       const result = await cli('install', '-f', file);
       assert.equal(result.code, 64);
       assert.match(result.stderr, /bad\.yaml:4: "239\.1\.1\.300" is not an IPv4 address/);
-      assert.deepEqual(await switchState(), before);
+      assert.deepEqual(await node.switchState(), before);
     });
     it('OVS not running: exit 69 with a hint', async () => {
       const result = await mcastctl(['show', '--ovs-rundir', scratch]);
@@ -231,7 +217,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       assert.deepEqual(plan?.changes.map((change) => change.op), ['add-group', 'modify-group']);
       const { errors } = await connection.batch(plan!.changes.map(changeMessage));
       assert.equal(errors.size, 0, [...errors.values()].map((error) => error.message).join('; '));
-      const state = ours(await switchState());
+      const state = ours(await node.switchState());
       assert.ok(state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=group:${G1_ID + 0x10000000}`), state.groups.join('\n'));
       assert.ok(state.groups.includes(`group_id=${G1_ID + 0x10000000},type=all,bucket=actions=output:${pod(3).ofport},bucket=actions=output:${pod(4).ofport}`), state.groups.join('\n'));
       const [, p2, p3, p4] = await deliveries(1, 8);
@@ -249,14 +235,14 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const one = await cli('uninstall', G1, '239.9.9.9', '--json');
     assert.equal(one.code, 0, one.stderr);
     assert.deepEqual((JSON.parse(one.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]), [[G1, 'removed'], ['239.9.9.9', 'absent']]);
-    let state = await switchState();
+    let state = await node.switchState();
     assert.equal(ours(state).flows.length, 2);
     assert.ok(!ours(state).groups.some((line) => line.startsWith(`group_id=${G1_ID},`)));
     assertForeignIntact(state);
 
     const all = await cli('uninstall', '--all');
     assert.equal(all.code, 0, all.stderr);
-    state = await switchState();
+    state = await node.switchState();
     assert.deepEqual(ours(state), { flows: [], groups: [] });
     assertForeignIntact(state);
     // With our flows gone, G1 falls back to the bridge's NORMAL flow: flooded to every pod again.

@@ -66,21 +66,6 @@ function parseReport(result: CliResult): Report {
   }
 }
 
-/** ovs-ofctl's view of the bridge, without what changes by itself (durations, counters). */
-async function switchState(node: OvsNode): Promise<{ flows: string[]; groups: string[] }> {
-  const flows = (await node.ofctl('dump-flows', node.bridge))
-    .split('\n')
-    .filter((line) => line.includes('cookie='))
-    .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
-    .sort();
-  const groups = (await node.ofctl('dump-groups', node.bridge))
-    .split('\n')
-    .filter((line) => line.includes('group_id='))
-    .map((line) => line.trim())
-    .sort();
-  return { flows, groups };
-}
-
 /** The kernel's multicast routing tables in the node, without counters. */
 async function kernelState(node: OvsNode): Promise<{ vifs: string[]; routes: string[] }> {
   const { stdout: vifText } = await node.exec(['cat', '/proc/net/ip_mr_vif']);
@@ -97,7 +82,7 @@ async function kernelState(node: OvsNode): Promise<{ vifs: string[]; routes: str
 
 /** Our group flows and groups: { group: sorted output ports } read from ovs-ofctl. */
 async function ourGroups(node: OvsNode): Promise<Record<string, number[]>> {
-  const { flows, groups } = await switchState(node);
+  const { flows, groups } = await node.switchState();
   const result: Record<string, number[]> = {};
   for (const line of flows) {
     const match = /^cookie=0x4d4303[0-9a-f]{10}, .*nw_dst=([\d.]+) actions=group:(\d+)$/.exec(line);
@@ -230,7 +215,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       // 6. a flow that is not ours
       await node.ofctl('add-flow', node.bridge, FOREIGN);
 
-      const switchBefore = await switchState(node);
+      const switchBefore = await node.switchState();
       const kernelBefore = await kernelState(node);
       assert.equal(kernelBefore.routes.length, 0, 'the route is gone');
       assert.ok(switchBefore.groups.some((line) => line.startsWith(`group_id=${groupId(G1)},`)), "G1's OVS group is still there");
@@ -257,7 +242,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       assert.deepEqual(byKey.get(`route (${SOURCE}, ${G1})`)?.after, { iif, oifs: ['gw0'] });
       assert.equal(planned.inSyncGroups, 1, 'G3 is as declared');
       assert.equal(planned.leftAlone.foreignFlows >= 2, true, `the foreign flow and the NORMAL flow are counted as others' (${planned.leftAlone.foreignFlows})`);
-      assert.deepEqual(await switchState(node), switchBefore, 'the dry run changed nothing in OVS');
+      assert.deepEqual(await node.switchState(), switchBefore, 'the dry run changed nothing in OVS');
       assert.deepEqual(await kernelState(node), kernelBefore, 'the dry run changed nothing in the kernel');
 
       // The human table of the dry run says the same.
@@ -275,7 +260,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         rows.map(([object, key, action]) => [object, key, action, 'applied']),
       );
       assert.deepEqual(await ourGroups(node), declaredGroups(), 'OVS as declared');
-      const switchAfter = await switchState(node);
+      const switchAfter = await node.switchState();
       assert.ok(!switchAfter.groups.some((line) => line.startsWith(`group_id=${STRAY_ID},`)), 'the stray group is gone');
       assert.ok(!switchAfter.groups.some((line) => line.startsWith(`group_id=${groupId(UNDECLARED)},`)), "the undeclared group's OVS group is gone");
       assert.equal(switchAfter.groups.length, 3, switchAfter.groups.join('\n'));
@@ -331,14 +316,14 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       writeFileSync(conflictFile, `${readFileSync(file, 'utf8').replace('routes:', `  - {group: 239.1.1.77, ports: [${pods[1]!.port}]}\nroutes:`)}`);
       await node.ofctl('add-flow', node.bridge, 'cookie=0x77,priority=200,ip,nw_dst=239.1.1.77,actions=drop');
       try {
-        const before = await switchState(node);
+        const before = await node.switchState();
         const result = await cli('reconcile', '-f', conflictFile, '--json');
         assert.equal(result.code, 1, result.stderr);
         const report = parseReport(result);
         assert.deepEqual(report.conflicts.map((conflict) => [conflict.object, conflict.key]), [['group', '239.1.1.77']]);
         assert.match(report.conflicts[0]!.problem, /another controller's flow \(cookie 0x77\)/);
         assert.deepEqual(report.drift, []);
-        assert.deepEqual(await switchState(node), before);
+        assert.deepEqual(await node.switchState(), before);
       } finally {
         await node.ofctl('del-flows', node.bridge, 'cookie=0x77/-1');
       }
@@ -362,7 +347,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
           await node.ofctl('del-flows', node.bridge, `cookie=${groupCookie(G3)}/-1`);
           const bad = lab.file('bad.yaml');
           writeFileSync(bad, text());
-          const switchBefore = await switchState(node);
+          const switchBefore = await node.switchState();
           const kernelBefore = await kernelState(node);
           const result = await cli('reconcile', '-f', bad);
           assert.equal(result.code, 64, `${result.stdout}\n${result.stderr}`);
@@ -372,7 +357,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
           const json = await cli('reconcile', '-f', bad, '--json');
           assert.equal(json.code, 64, json.stderr);
           assert.equal(json.stdout, '', 'no JSON document for a usage error');
-          assert.deepEqual(await switchState(node), switchBefore);
+          assert.deepEqual(await node.switchState(), switchBefore);
           assert.deepEqual(await kernelState(node), kernelBefore);
           assert.equal(existsSync(lockFile), false, 'no lock left behind');
           // Repaired again by a good file.
@@ -404,12 +389,12 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         const pid = holder.pid!;
         writeFileSync(lockFile, `${pid}\n`);
         await node.ofctl('del-flows', node.bridge, `cookie=${groupCookie(G2)}/-1`);
-        const before = await switchState(node);
+        const before = await node.switchState();
         const result = await cli('reconcile', '-f', file);
         assert.equal(result.code, 1, result.stderr);
         assert.match(result.stderr, new RegExp(`another mcastctl reconcile \\(pid ${pid}\\) is running: it holds ${lockFile.replace(/[.]/g, '\\.')}`));
         noStack(result);
-        assert.deepEqual(await switchState(node), before, 'nothing changed');
+        assert.deepEqual(await node.switchState(), before, 'nothing changed');
         assert.equal(readFileSync(lockFile, 'utf8').trim(), String(pid), "the holder's lock is left as it was");
         const dry = await cli('reconcile', '-f', file, '--dry-run', '--json');
         assert.equal(dry.code, 2, dry.stderr);
@@ -469,7 +454,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
 
     /** The learned group's flow and OVS group lines, as ovs-ofctl shows them. */
     async function learnedEntries(): Promise<{ flow: string | undefined; group: string | undefined }> {
-      const state = await switchState(node);
+      const state = await node.switchState();
       return {
         flow: state.flows.find((line) => line.startsWith(`cookie=${groupCookie(LEARNED, true)},`)),
         group: state.groups.find((line) => line.startsWith(`group_id=${groupId(LEARNED)},`)),
@@ -535,7 +520,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const learnedBefore = await learnedEntries();
       const file = lab.file('state-n2-conflict.yaml');
       writeFileSync(file, `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\n  - {group: ${LEARNED}, ports: [${pods[2]!.port}]}\n`);
-      const switchBefore = await switchState(node);
+      const switchBefore = await node.switchState();
       const result = await cli('reconcile', '-f', file, '--json');
       assert.equal(result.code, 1, result.stderr);
       const report = parseReport(result);
@@ -543,7 +528,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       assert.match(report.conflicts[0]!.problem, /the daemon learned this group/);
       assert.deepEqual(report.drift, []);
       assert.deepEqual(await learnedEntries(), learnedBefore);
-      assert.deepEqual(await switchState(node), switchBefore);
+      assert.deepEqual(await node.switchState(), switchBefore);
       const human = await cli('reconcile', '-f', file);
       assert.equal(human.code, 1);
       assert.match(human.stderr, new RegExp(`group ${LEARNED.replace(/\./g, '\\.')} not reconciled: the daemon learned this group`));

@@ -288,6 +288,25 @@ export class OvsNode {
     return this.tool(['ovs-ofctl', '-O', 'OpenFlow13', ...args]);
   }
 
+  /**
+   * The bridge's flows and groups as ovs-ofctl shows them, sorted, without the fields
+   * that change by themselves (durations, ages, counters): equal before and after means
+   * nothing was changed.
+   */
+  async switchState(): Promise<{ flows: string[]; groups: string[] }> {
+    const flows = (await this.ofctl('dump-flows', this.bridge))
+      .split('\n')
+      .filter((line) => line.includes('cookie='))
+      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
+      .sort();
+    const groups = (await this.ofctl('dump-groups', this.bridge))
+      .split('\n')
+      .filter((line) => line.includes('group_id='))
+      .map((line) => line.trim())
+      .sort();
+    return { flows, groups };
+  }
+
   /** `ovs-appctl -t <rundir>/ovs-vswitchd.ctl <args>` (e.g. `ofproto/trace`). */
   appctl(...args: string[]): Promise<string> {
     return this.tool(['ovs-appctl', '-t', join(this.rundir, 'ovs-vswitchd.ctl'), ...args]);
