@@ -138,3 +138,21 @@ export interface SystemError extends Error {
 export function isSystemError(error: unknown): error is SystemError {
   return error instanceof Error && typeof (error as Partial<SystemError>).code === 'string';
 }
+
+/** The longest part of a user's value that a message quotes. */
+const MAX_QUOTED_CHARACTERS = 64;
+
+/**
+ * A value the user gave, quoted for a message: JSON-quoted (control characters made
+ * visible), and cut to a bounded prefix, so that a 10,000-character argument does not
+ * come back whole on the terminal or in the journal.
+ */
+export function quoteInput(value: string): string {
+  if (value.length <= MAX_QUOTED_CHARACTERS) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, MAX_QUOTED_CHARACTERS))}… (${value.length} characters)`;
+}
+
+/** The message of anything thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

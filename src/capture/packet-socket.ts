@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-import { McastError, PermissionError, UsageError, isSystemError } from '../errors.js';
+import { McastError, PermissionError, UsageError, isSystemError, quoteInput } from '../errors.js';
 import { DEFAULT_SNAPLEN } from '../pcap/format.js';
 import { LinkType } from '../pcap/link-type.js';
 import { ArphrdType, SllPacketType } from '../sll/packet-type.js';
@@ -113,7 +113,7 @@ function loadBinding(): NativeBinding {
 /** Linux accepts up to IFNAMSIZ-1 = 15 bytes, and neither '/' nor whitespace (dev_valid_name). */
 function validateInterfaceName(iface: string): void {
   if (iface.length === 0 || Buffer.byteLength(iface) > 15 || /[/\s:]/.test(iface) || iface === '.' || iface === '..') {
-    throw new UsageError(`invalid interface name ${JSON.stringify(iface)}: 1 to 15 characters, no '/', ':' or whitespace`);
+    throw new UsageError(`invalid interface name ${quoteInput(iface)}: 1 to 15 characters, no '/', ':' or whitespace`);
   }
 }
 

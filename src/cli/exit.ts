@@ -27,8 +27,31 @@ export function describeFailure(error: unknown): ReportedFailure {
   return { exitCode: ExitCode.Failure, message: `internal error: ${detail}`, hint: 'this is a bug in mcastctl; please report it with the command line' };
 }
 
+/** The longest line of a failure that reaches stderr (the program-name prefix aside). */
+export const MAX_FAILURE_LINE_CHARACTERS = 1000;
+/** The most lines of a failure's message that reach stderr. */
+export const MAX_FAILURE_LINES = 100;
+
 export function printFailure(failure: ReportedFailure, stderr: { write(text: string): unknown }, program = 'mcastctl'): void {
   if (failure.message === '') return;
-  stderr.write(`${program}: ${failure.message}\n`);
-  if (failure.hint !== undefined) stderr.write(`${program}: hint: ${failure.hint}\n`);
+  stderr.write(`${program}: ${boundText(failure.message)}\n`);
+  if (failure.hint !== undefined) stderr.write(`${program}: hint: ${boundText(failure.hint)}\n`);
+}
+
+/**
+ * `text` with each line cut to MAX_FAILURE_LINE_CHARACTERS and at most MAX_FAILURE_LINES
+ * lines, each cut saying how much was left out. Messages quote a user's values through
+ * quoteInput already; this is the backstop for anything that does not (a server's reply,
+ * a path), so that no input comes back whole on the terminal or in the journal.
+ */
+export function boundText(text: string): string {
+  const lines = text.split('\n');
+  const kept = lines.slice(0, MAX_FAILURE_LINES).map((line) => {
+    if (line.length <= MAX_FAILURE_LINE_CHARACTERS) return line;
+    // Never cut a surrogate pair in half.
+    const cut = /[\uD800-\uDBFF]/.test(line[MAX_FAILURE_LINE_CHARACTERS - 1]!) ? MAX_FAILURE_LINE_CHARACTERS - 1 : MAX_FAILURE_LINE_CHARACTERS;
+    return `${line.slice(0, cut)}… (${line.length - cut} more characters left out)`;
+  });
+  if (lines.length > MAX_FAILURE_LINES) kept.push(`… (${lines.length - MAX_FAILURE_LINES} more lines left out)`);
+  return kept.join('\n');
 }

@@ -14,7 +14,7 @@ import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
 import { registerStatus } from './commands/status.js';
 import { registerUninstall } from './commands/uninstall.js';
-import { describeFailure, printFailure } from './exit.js';
+import { boundText, describeFailure, printFailure } from './exit.js';
 import { VERSION } from './version.js';
 
 export function buildProgram(): Command {
@@ -26,7 +26,8 @@ export function buildProgram(): Command {
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({
-      outputError: (text, write) => write(text.startsWith('error:') ? `mcastctl: ${text}` : text),
+      // Commander quotes what it refused (an unknown option) whole: bounded like every other message.
+      outputError: (text, write) => write(boundText(text.startsWith('error:') ? `mcastctl: ${text}` : text)),
     })
     .addHelpText(
       'after',

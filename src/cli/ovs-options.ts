@@ -3,7 +3,7 @@
  * multicast pipeline lives on the bridge (see mcastctl-install(1), OVS OPTIONS).
  */
 import { Option, type Command } from 'commander';
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 import { resolveOvsTarget, type OvsTarget } from '../ovs/locations.js';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig, type PipelineConfig } from '../pipeline/config.js';
 
@@ -48,7 +48,7 @@ export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: Pip
 
 function parseDecimal(flag: string, text: string, max: number): number {
   const value = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max}, not ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max}, not ${quoteInput(text)}`);
   return value;
 }
 
@@ -56,6 +56,6 @@ function parseDecimal(flag: string, text: string, max: number): number {
 function parseHex(flag: string, text: string, max: number): number {
   const digits = text.replace(/^0x/i, '');
   const value = /^[0-9a-f]{1,8}$/i.test(digits) ? parseInt(digits, 16) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${quoteInput(text)}`);
   return value;
 }

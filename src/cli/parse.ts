@@ -1,9 +1,9 @@
 /** Parsers for flag values: each returns the value or throws a UsageError naming the flag. */
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 
 export function parsePositiveInteger(flag: string, text: string): number {
   if (!/^[0-9]+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-    throw new UsageError(`${flag} takes a whole number of 1 or more, not ${JSON.stringify(text)}`);
+    throw new UsageError(`${flag} takes a whole number of 1 or more, not ${quoteInput(text)}`);
   }
   return Number(text);
 }
@@ -22,8 +22,8 @@ export function parseDurationMs(flag: string, text: string, bareUnit: 'ms' | 's'
   const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
   const value = match === null ? NaN : Number(match[1]) * DURATION_UNITS_MS[match[2] ?? bareUnit]!;
   if (!(value > 0) || !Number.isFinite(value)) {
-    throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${JSON.stringify(text)}`);
+    throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${quoteInput(text)}`);
   }
-  if (value > MAX_DURATION_MS) throw new UsageError(`${flag} of ${text} is too long: at most 24 days (596h)`);
+  if (value > MAX_DURATION_MS) throw new UsageError(`${flag} of ${quoteInput(text)} is too long: at most 24 days (596h)`);
   return Math.max(1, Math.round(value));
 }

@@ -7,8 +7,12 @@
  * File keys are the camelCase names of DaemonConfig, plus the OVS locations and pipeline
  * settings (bridge, ovsRundir, db, openflow, table, cookiePrefix, groupIdBase). See
  * contrib/daemon.yaml (every key with its default) and mcastctl-daemon(1).
+ *
+ * The file is a regular file of at most MAX_CONFIG_FILE_BYTES (never a FIFO or device),
+ * without anchors or aliases, nested at most MAX_YAML_DEPTH levels, of at most
+ * MAX_CONFIG_NODES keys, values and list items: all checked by one js-yaml pass
+ * (safe-yaml.ts) before the `yaml` package, which gives the lines, reads it.
  */
-import { readFile } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { Option, type Command } from 'commander';
@@ -17,10 +21,13 @@ import type * as Yaml from 'yaml';
 import type { Node } from 'yaml';
 import { addOvsOptions, type OvsFlags } from '../cli/ovs-options.js';
 import { MAX_DURATION_MS } from '../cli/parse.js';
-import { isSystemError, UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 import type { MembershipTiming } from '../membership/membership-table.js';
 import { DEFAULT_BRIDGE, resolveOvsTarget, type OvsTarget } from '../ovs/locations.js';
 import { DEFAULT_PIPELINE_CONFIG, GROUP_ID_BLOCK, validatePipelineConfig, type PipelineConfig } from '../pipeline/config.js';
+import { FileRefusedError, readRegularFile, showBytes } from '../runtime/regular-file.js';
+import { loadYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError } from '../state/safe-yaml.js';
+import { parseIPv4 } from '../wire/ipv4-address.js';
 import { parseEndpoint } from '../wire/endpoint.js';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './logger.js';
 
@@ -175,6 +182,14 @@ const MIN_QUERY_INTERVAL_MS = 1_000;
 const MAX_QUERY_INTERVAL_MS = 31_744_000;
 /** sun_path is 108 bytes, NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;
+/** The largest configuration file read: contrib/daemon.yaml, every key with comments, is under 4 KiB. */
+export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+/**
+ * The most keys, values and list items in the file: there are 24 keys, and the kernel has
+ * 32 VIFs. (The `yaml` package takes some 4 s for 1 MiB of small nodes, and checks a
+ * mapping's keys for duplicates in time quadratic in their number: minutes for 100,000.)
+ */
+export const MAX_CONFIG_NODES = 10_000;
 
 export function membershipTiming(config: DaemonConfig): MembershipTiming {
   return {
@@ -230,20 +245,18 @@ export async function loadDaemonConfig(flags: DaemonFlags, env: NodeJS.ProcessEn
   return buildConfig(flags, file, env);
 }
 
-const READ_ERRORS: Readonly<Record<string, string>> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'a directory, not a file' };
-
 /** Reads and parses the YAML file into settings with lines; values are checked later. */
 async function readConfigFile(path: string): Promise<FileSettings> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readRegularFile(path, { what: 'config', maxBytes: MAX_CONFIG_FILE_BYTES });
   } catch (error) {
-    const reason = isSystemError(error) ? `${error.code}${READ_ERRORS[error.code] === undefined ? '' : ` (${READ_ERRORS[error.code]})`}` : String(error);
-    throw new UsageError(`cannot read config ${path}: ${reason}`, {
-      code: 'bad-file',
-      hint: 'give --config the path of a readable YAML file (an example with every key: contrib/daemon.yaml)',
-      cause: error,
-    });
+    if (!(error instanceof FileRefusedError)) throw error;
+    const hint =
+      error.reason === 'too-large'
+        ? `a configuration file holds at most ${showBytes(MAX_CONFIG_FILE_BYTES)}: is ${path} the right file? (an example with every key: contrib/daemon.yaml)`
+        : 'give --config the path of a readable YAML file (an example with every key: contrib/daemon.yaml)';
+    throw new FileRefusedError(error.reason, error.path, error.message, hint);
   }
   return parseConfigText(text, path);
 }
@@ -251,19 +264,41 @@ async function readConfigFile(path: string): Promise<FileSettings> {
 /** The settings of a configuration file's text. */
 function parseConfigText(text: string, file: string): FileSettings {
   // Loaded only when a file is given: `yaml` takes about 40 ms to load, and every command loads this module.
-  const { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
+  const { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit } = createRequire(import.meta.url)('yaml') as typeof Yaml;
+  const bad = (line: number, message: string, hint = 'see contrib/daemon.yaml and mcastctl-daemon(1), CONFIGURATION FILE') =>
+    new UsageError(`config ${file} line ${line}: ${message}`, { code: 'bad-file', hint });
+  checkConfigShape(text, bad);
   const lineCounter = new LineCounter();
-  const document = parseDocument(text, { lineCounter, uniqueKeys: true });
-  const bad = (line: number, message: string) =>
-    new UsageError(`config ${file} line ${line}: ${message}`, { code: 'bad-file', hint: 'see contrib/daemon.yaml and mcastctl-daemon(1), CONFIGURATION FILE' });
+  let document: Yaml.Document.Parsed;
+  try {
+    document = parseDocument(text, { lineCounter, uniqueKeys: true });
+  } catch (error) {
+    // The shape was checked by js-yaml; should `yaml` still read deeper nesting into it, its stack is not the daemon's end.
+    if (error instanceof RangeError) throw bad(1, `nested too deeply to be read (at most ${MAX_YAML_DEPTH} levels)`);
+    throw error;
+  }
   const syntax = document.errors[0];
   if (syntax !== undefined) {
     const line = syntax.linePos?.[0].line ?? lineCounter.linePos(syntax.pos[0]).line;
-    const reason = (syntax.message.split('\n')[0] ?? syntax.message).replace(/ at line \d+, column \d+:?$/, '');
+    const first = (syntax.message.split('\n')[0] ?? syntax.message).replace(/ at line \d+, column \d+:?$/, '');
+    // Some messages quote the text at fault: cut short.
+    const reason = first.length <= 160 ? first : `${first.slice(0, 160)}…`;
     throw bad(line, `not valid YAML: ${reason}`);
   }
-  const values = new Map<DaemonConfigKey, Setting>();
   const lineOf = (node: unknown, fallback: number): number => (isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : fallback);
+  // js-yaml refused anchors already; where the two parsers could disagree, no alias reaches toJS().
+  const aliases: Yaml.Alias[] = [];
+  visit(document, {
+    Alias: (_key, node) => {
+      aliases.push(node);
+      return visit.BREAK;
+    },
+  });
+  const alias = aliases[0];
+  if (alias !== undefined) {
+    throw bad(lineOf(alias, 1), `an alias (${quoteInput(`*${alias.source}`)}): anchors and aliases (&name, *name) are not allowed here`, 'write each value out in full');
+  }
+  const values = new Map<DaemonConfigKey, Setting>();
   const contents = document.contents;
   if (contents === null || (isScalar(contents) && contents.value === null)) return { file, values };
   if (!isMap(contents)) throw bad(lineOf(contents, 1), 'the file must be a mapping of keys such as "queryInterval: 125s"');
@@ -271,7 +306,7 @@ function parseConfigText(text: string, file: string): FileSettings {
     const keyLine = lineOf(pair.key, 1);
     const key = isScalar(pair.key) ? pair.key.value : pair.key;
     if (typeof key !== 'string' || !(DAEMON_CONFIG_KEYS as readonly string[]).includes(key)) {
-      const name = typeof key === 'string' ? JSON.stringify(key) : String(key);
+      const name = typeof key === 'string' ? quoteInput(key) : quoteInput(String(key));
       throw bad(keyLine, `unknown key ${name} (known: ${DAEMON_CONFIG_KEYS.join(', ')})`);
     }
     const valueNode = pair.value as Node | null;
@@ -283,6 +318,25 @@ function parseConfigText(text: string, file: string): FileSettings {
     values.set(key as DaemonConfigKey, setting);
   }
   return { file, values };
+}
+
+/**
+ * Refuses, through `bad(line, message, hint)`, a text the `yaml` package should not be
+ * given (see MAX_CONFIG_NODES and safe-yaml.ts), and a syntax error js-yaml finds.
+ */
+function checkConfigShape(text: string, bad: (line: number, message: string, hint?: string) => UsageError): void {
+  try {
+    loadYaml(text, { maxNodes: MAX_CONFIG_NODES });
+  } catch (error) {
+    if (error instanceof YamlShapeError) {
+      const shape = `at most ${MAX_YAML_DEPTH} levels, ${MAX_CONFIG_NODES} nodes`;
+      const hint = error.reason === 'anchor' ? 'write each value out in full' : `the configuration is a mapping of keys to values and short lists (${shape}); see contrib/daemon.yaml`;
+      throw bad(error.line, error.message, hint);
+    }
+    const syntax = yamlSyntaxError(error);
+    if (syntax === undefined) throw error;
+    throw bad(syntax.line ?? 1, `not valid YAML: ${syntax.reason}`);
+  }
 }
 
 /** A problem with one key's value, before it is placed. */
@@ -442,7 +496,7 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
     const stateDir = get('stateDir', parsePath, DAEMON_DEFAULTS.stateDir);
     const controlSocket = get('controlSocket', parsePath, DAEMON_DEFAULTS.controlSocket);
     if (Buffer.byteLength(controlSocket) > MAX_SOCKET_PATH_BYTES) {
-      fail('controlSocket', `${JSON.stringify(controlSocket)} is longer than a socket path can be (${MAX_SOCKET_PATH_BYTES} bytes)`);
+      fail('controlSocket', `${quoteInput(controlSocket)} is longer than a socket path can be (${MAX_SOCKET_PATH_BYTES} bytes)`);
     }
     const metricsAddress = get('metricsAddress', parseMetricsAddress, DAEMON_DEFAULTS.metricsAddress);
     const logFormat = get('logFormat', (value, key) => parseChoice(value, key, LOG_FORMATS), DAEMON_DEFAULTS.logFormat);
@@ -483,7 +537,7 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
 // Parsers of one value: from the file (any YAML type) or a flag (a string, or what addOvsOptions parsed).
 
 function describe(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'a mapping' : String(value);
+  return typeof value === 'string' ? quoteInput(value) : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'a mapping' : String(value);
 }
 
 const DURATION_UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -567,7 +621,7 @@ function parseServiceEndpoint(value: unknown, key: DaemonConfigKey, service: str
   try {
     return parseEndpoint(value, service).text;
   } catch (error) {
-    if (error instanceof UsageError) throw new Problem(key, `${JSON.stringify(value)} is not an ${service} address: ${error.message.replace(/^bad .*? address ".*?": /, '')}`);
+    if (error instanceof UsageError) throw new Problem(key, `${quoteInput(value)} is not an ${service} address: ${error.message.replace(/^bad .*? address ".*?": /, '')}`);
     throw error;
   }
 }
@@ -625,7 +679,12 @@ function parseMetricsAddress(value: unknown, key: DaemonConfigKey): string | und
   if (match === null) throw new Problem(key, `${describe(value)} is not HOST:PORT, such as 127.0.0.1:9815, or "off"`);
   const host = match[1]!;
   const port = Number(match[2]);
-  if (!isIPv4(host) && host !== 'localhost') throw new Problem(key, `${JSON.stringify(host)} is not an IPv4 address or localhost`);
+  if (!isIPv4(host) && host !== 'localhost') throw new Problem(key, `${quoteInput(host)} is not an IPv4 address or localhost`);
   if (port > 65535) throw new Problem(key, `port ${port} is not 0 to 65535`);
+  // Nothing could reach a listener there, though binding may succeed: refused rather than logged as served.
+  const address = host === 'localhost' ? undefined : parseIPv4(host);
+  const servable = 'metrics are served on a local address (127.0.0.1), a unicast one, or 0.0.0.0';
+  if (address !== undefined && address >>> 28 === 0xe) throw new Problem(key, `${host} is a multicast address: ${servable}`);
+  if (address === 0xffffffff) throw new Problem(key, `${host} is the broadcast address: ${servable}`);
   return `${host}:${port}`;
 }

@@ -3,6 +3,7 @@
  * `mcastctl status`, `groups` and `snoop --daemon`.
  */
 import { createConnection, type Socket } from 'node:net';
+import { parseControlSocket } from '../cli/control-socket-option.js';
 import { ExitCode, isSystemError, McastError, PermissionError, UnavailableError } from '../errors.js';
 import type { ControlMethod } from './control-server.js';
 import type { DaemonEvent } from './daemon-view.js';
@@ -51,11 +52,21 @@ export class ControlClient {
     socket.on('close', () => this.finish(connectionLost(path)));
   }
 
-  /** Connects to the daemon; UnavailableError (exit 69) when nothing listens there, PermissionError (77) when not allowed. */
-  static connect(path: string = DEFAULT_CONTROL_SOCKET, options: ControlClientOptions = {}): Promise<ControlClient> {
+  /**
+   * Connects to the daemon; UnavailableError (exit 69) when nothing listens there, PermissionError (77) when not allowed,
+   * UsageError (64) when `socketPath` cannot be a socket path. A relative path is resolved as the daemon resolves it.
+   */
+  static connect(socketPath: string = DEFAULT_CONTROL_SOCKET, options: ControlClientOptions = {}): Promise<ControlClient> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let path: string;
+    try {
+      path = parseControlSocket(socketPath);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise((resolve, reject) => {
-      const socket = createConnection(path);
+      // `{ path }`, never a bare string: net reads a string of digits (or an empty one) as a TCP port.
+      const socket = createConnection({ path });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(new UnavailableError(`cannot reach the mcastctl daemon at ${path}: no answer within ${timeoutMs} ms`, { hint: 'is the daemon stuck? see its log (journalctl -u mcastctl)' }));
@@ -156,9 +167,22 @@ export class ControlClient {
     const id = message.id;
     const pending = typeof id === 'number' ? this.pending.get(id) : undefined;
     if (pending === undefined) {
-      // An error about no request in particular (the server could not read one of ours).
+      // An error about no request in particular (the server could not read one of ours, or has no room for us).
       if (id === null && typeof message.error === 'object' && message.error !== null) {
-        this.protocolError(`the daemon refused a request: ${String((message.error as { message?: unknown }).message)}`);
+        const error = message.error as { code?: unknown; message?: unknown };
+        if (error.code === 'too-many-clients') {
+          this.end(new UnavailableError(`the mcastctl daemon at ${this.path} refused the connection: ${String(error.message)}`, {
+            hint: 'too many clients are connected to its control socket; try again shortly, and see its log',
+          }));
+          return;
+        }
+        if (error.code === 'idle-timeout') {
+          this.end(new UnavailableError(`the mcastctl daemon at ${this.path} closed an idle connection: ${String(error.message)}`, {
+            hint: 'connect just before asking, or follow `events` to stay connected',
+          }));
+          return;
+        }
+        this.protocolError(`the daemon refused a request: ${String(error.message)}`);
       }
       return;
     }
@@ -177,7 +201,10 @@ export class ControlClient {
   }
 
   private protocolError(message: string): void {
-    const error = new McastError('internal', `control socket ${this.path}: ${message}`, ExitCode.Failure, { hint: 'is this mcastctl the same version as the daemon?' });
+    this.end(new McastError('internal', `control socket ${this.path}: ${message}`, ExitCode.Failure, { hint: 'is this mcastctl the same version as the daemon?' }));
+  }
+
+  private end(error: McastError): void {
     this.finish(error);
     this.socket.destroy();
   }

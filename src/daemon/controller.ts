@@ -12,8 +12,8 @@
  * Everything outside (OVS, the kernel, the disk, the clock) comes in through options,
  * so that the loop is the same under test and in production.
  */
-import { networkInterfaces } from 'node:os';
-import { McastError, UsageError } from '../errors.js';
+import { hostname, networkInterfaces } from 'node:os';
+import { ExitCode, McastError, messageOf, UsageError } from '../errors.js';
 import { ANY_SOURCE } from '../igmp/source-filter.js';
 import { MembershipTable, UNKNOWN_HOST, type MemberChange, type MembershipEffect, type RestoredMember } from '../membership/membership-table.js';
 import { systemTimers, WorkQueue, type WorkQueueTimers } from '../membership/work-queue.js';
@@ -31,6 +31,7 @@ import { VERSION } from '../cli/version.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, MemberView, PortView, RouteView } from './daemon-view.js';
 import { snoopFrame, type MembershipCall } from './igmp-snooper.js';
+import { BridgeLock } from './bridge-lock.js';
 import { KernelRouter } from './kernel-router.js';
 import { OvsProgrammer } from './ovs-programmer.js';
 import { PodPorts } from './pod-ports.js';
@@ -82,7 +83,7 @@ const OVSDB_RECONNECT = { minDelayMs: 100, maxDelayMs: 2_000 };
 const NO_METRICS: ControllerMetrics = { packetIn() {}, igmpMessage() {}, ignoredNonPod() {}, syncDone() {}, error() {}, queriesSent() {} };
 
 export class MulticastController implements DaemonView {
-  private readonly config: DaemonConfig;
+  private config: DaemonConfig;
   private readonly logger: ControllerLogger;
   private readonly clock: () => number;
   private readonly wallClock: () => number;
@@ -99,6 +100,7 @@ export class MulticastController implements DaemonView {
   private readonly syncErrors = new Map<string, string>();
   private readonly counters: DaemonCounters = { packetIns: 0, igmpMessages: {}, ignoredNonPod: 0, syncs: 0, syncErrors: 0, replays: 0, queriesSent: 0 };
   private ovsdb: OvsdbClient | undefined;
+  private bridgeLock: BridgeLock | undefined;
   private watch: InterfaceWatch | undefined;
   private openflow: OpenFlowConnection | undefined;
   private programmer: OvsProgrammer | undefined;
@@ -178,6 +180,12 @@ export class MulticastController implements DaemonView {
     if ((await findBridge(this.ovsdb, target.bridge)) === undefined) {
       throw new UsageError(`OVS has no bridge ${target.bridge} (at ${target.db})`, { code: 'no-such-interface', hint: 'create it, or name another with --bridge; list them with `ovs-vsctl list-br`' });
     }
+    // One daemon per bridge: before anything is read or written, OVS names the owner.
+    this.bridgeLock = await BridgeLock.acquire({
+      client: this.ovsdb,
+      bridge: target.bridge,
+      holder: `pid ${process.pid} on ${hostname()}, control socket ${config.controlSocket}`,
+    });
     let initial = true;
     this.watch = await watchInterfaces(this.ovsdb, target.bridge, (changes) => {
       if (initial) return;
@@ -234,6 +242,7 @@ export class MulticastController implements DaemonView {
     this.ovsdb.on('disconnected', (event) => {
       if (!this.stopping) this.logger.warn('OVSDB connection lost; reconnecting', { endpoint: target.db, error: event.error.message });
     });
+    this.ovsdb.on('reconnected', () => void this.retakeBridgeLock());
     await this.openflow.enablePacketIn();
 
     this.querier.start();
@@ -369,6 +378,26 @@ export class MulticastController implements DaemonView {
     this.counters.syncs++;
     this.metrics.syncDone(latencyMs / 1000, true);
     this.publish({ type: 'sync', time: this.isoNow(), group, ports, latencyMs, ok: true });
+  }
+
+  /** The server forgot the lock with the old connection: take it again, or stop if another daemon has. */
+  private async retakeBridgeLock(): Promise<void> {
+    const lock = this.bridgeLock;
+    if (lock === undefined || this.stopping) return;
+    let held: boolean;
+    try {
+      held = await lock.reacquire();
+    } catch (error) {
+      // The connection dropped again: the next reconnection tries again.
+      this.fail('ovsdb', error);
+      return;
+    }
+    if (held) return;
+    const error = new McastError('busy', `another mcastctl daemon took bridge ${this.config.target.bridge} while OVSDB was unreachable`, ExitCode.Failure, {
+      hint: 'one daemon per bridge: this one stops',
+    });
+    this.fail('ovsdb', error);
+    this.options.onFatal?.(error);
   }
 
   /** ovs-vswitchd is back (perhaps restarted, with nothing installed): read it and replay. */
@@ -537,6 +566,49 @@ export class MulticastController implements DaemonView {
     return { version: 1, savedAt: wallNow, bridge: this.config.target.bridge, groups };
   }
 
+  /** The configuration it runs with (a reload may have changed its runtime settings). */
+  get configuration(): DaemonConfig {
+    return this.config;
+  }
+
+  /**
+   * Takes new runtime settings (see src/daemon/reload.ts: the caller has kept every other
+   * setting as it was). Timers already running keep their time; what they arm next, and
+   * every deadline measured from now on, uses the new values.
+   */
+  reconfigure(config: DaemonConfig): void {
+    this.config = config;
+    this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave });
+    this.querier.reconfigure({
+      versions: config.queryVersions,
+      queryIntervalMs: config.queryIntervalMs,
+      queryResponseIntervalMs: config.queryResponseIntervalMs,
+      lastMemberQueryIntervalMs: config.lastMemberQueryIntervalMs,
+      robustness: config.robustness,
+    });
+    this.queue.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
+    if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;
+    // A shorter Group Membership Interval can bring the next expiry forward.
+    this.armExpiry(true);
+  }
+
+  /** One line's worth of what the daemon holds, for the log (SIGUSR1). */
+  summary(): Record<string, unknown> {
+    return {
+      bridge: this.config.target.bridge,
+      podPorts: this.pods.size,
+      groups: this.table.groupCount,
+      members: this.table.memberCount,
+      routes: this.router?.routeCount ?? 0,
+      pendingSyncs: this.queue.size,
+      syncErrors: this.syncErrors.size,
+      packetIns: this.counters.packetIns,
+      replays: this.counters.replays,
+      openflow: this.openflow?.connected === true ? 'connected' : 'disconnected',
+      ovsdb: this.ovsdb?.state === 'connected' ? 'connected' : 'disconnected',
+    };
+  }
+
   // --- the view --------------------------------------------------------------------------
 
   status(): DaemonStatus {
@@ -621,10 +693,32 @@ export class MulticastController implements DaemonView {
     this.cancelSweep?.();
     this.queue.stop();
     await Promise.race([this.queue.whenIdle(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
-    if (options.save !== false) await this.saveState();
+    let saveFailure: unknown;
+    if (options.save !== false && this.options.stateStore !== undefined) {
+      try {
+        await this.options.stateStore.save(this.savedState());
+      } catch (error) {
+        this.fail('state', error);
+        saveFailure = error;
+      }
+    }
     this.router?.close();
+    await this.bridgeLock?.release();
     await Promise.allSettled([this.watch?.cancel(), this.openflow?.close(), this.ovsdb?.close()]);
     this.listeners.clear();
+    if (saveFailure !== undefined) {
+      throw saveFailure instanceof McastError
+        ? saveFailure
+        : new McastError('io', `the final save of the daemon state failed: ${messageOf(saveFailure)}`, ExitCode.Failure, { cause: saveFailure });
+    }
+  }
+
+  /** Writes the state file now (SIGUSR2); rejects when the write fails. */
+  async saveNow(): Promise<string | undefined> {
+    const store = this.options.stateStore;
+    if (store === undefined) return undefined;
+    await store.save(this.savedState());
+    return this.config.stateDir;
   }
 
   private portView(ofport: number): PortView {

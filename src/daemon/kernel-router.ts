@@ -74,6 +74,11 @@ export class KernelRouter {
     socket.onError((error) => this.failed(error));
   }
 
+  /** Idle routes are judged with this timeout from now on (a reload). */
+  set idleTimeoutMs(ms: number) {
+    this.policy.idleTimeoutMs = ms;
+  }
+
   private failed(error: McastError): void {
     this.broken = true;
     this.options.onFailure?.(error);

@@ -32,7 +32,6 @@ const RESERVED_JSON_KEYS = new Set(['time', 'level', 'msg']);
 
 export class Logger {
   private readonly format: LogFormat;
-  private readonly minimum: number;
   private readonly stream: { write(text: string): unknown };
   private readonly clock: () => Date;
 
@@ -40,16 +39,26 @@ export class Logger {
     private readonly options: LoggerOptions,
     /** Fields of every entry (from child()). */
     private readonly bound: LogFields = {},
+    /** Shared with every child, so that a new level (a reload) reaches them all. */
+    private readonly threshold: { rank: number } = { rank: RANK[options.level] },
   ) {
     this.format = options.format;
-    this.minimum = RANK[options.level];
     this.stream = options.stream ?? process.stderr;
     this.clock = options.clock ?? (() => new Date());
   }
 
   /** Whether entries of `level` are written (skip building costly fields when not). */
   enabled(level: LogLevel): boolean {
-    return RANK[level] >= this.minimum;
+    return RANK[level] >= this.threshold.rank;
+  }
+
+  /** The lowest level written, for this logger and every child of it. */
+  get level(): LogLevel {
+    return LOG_LEVELS.find((level) => RANK[level] === this.threshold.rank) ?? 'info';
+  }
+
+  set level(level: LogLevel) {
+    this.threshold.rank = RANK[level];
   }
 
   debug(message: string, fields?: LogFields): void {
@@ -70,7 +79,7 @@ export class Logger {
 
   /** A logger that adds `fields` to every entry (the entry's own fields win on a clash). */
   child(fields: LogFields): Logger {
-    return new Logger(this.options, { ...this.bound, ...fields });
+    return new Logger(this.options, { ...this.bound, ...fields }, this.threshold);
   }
 
   log(level: LogLevel, message: string, fields?: LogFields): void {

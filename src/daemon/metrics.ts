@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ExitCode, isSystemError, McastError, PermissionError, UsageError } from '../errors.js';
+import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../errors.js';
 import type { DaemonView } from './daemon-view.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
@@ -84,7 +84,7 @@ export class DaemonMetrics {
 /** Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address). Throws UsageError naming --metrics-address. */
 export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
   const colon = address.lastIndexOf(':');
-  const bad = () => new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${JSON.stringify(address)}`, { code: 'bad-address' });
+  const bad = () => new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}`, { code: 'bad-address' });
   if (colon === -1) throw bad();
   let host = address.slice(0, colon);
   const portText = address.slice(colon + 1);

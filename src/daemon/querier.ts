@@ -10,12 +10,16 @@ import type { IgmpQuery } from '../igmp/message.js';
 import { encodeFrame } from '../query/query-packet.js';
 import type { WorkQueueTimers } from '../membership/work-queue.js';
 
-export interface QuerierOptions {
+/** What a reload may change in a running querier. */
+export interface QuerierTiming {
   versions: ReadonlyArray<1 | 2 | 3>;
   queryIntervalMs: number;
   queryResponseIntervalMs: number;
   lastMemberQueryIntervalMs: number;
   robustness: number;
+}
+
+export interface QuerierOptions extends QuerierTiming {
   /** The querier's address and MAC now (the gateway's, or 0.0.0.0). */
   source: () => { address: string; mac?: string };
   /** The ports that get general queries now. */
@@ -31,21 +35,37 @@ export class Querier {
   private readonly pendingGroupQueries = new Set<() => void>();
   private identification = Math.floor(Math.random() * 0x10000);
   private stopped = false;
+  private startupLeft = 0;
 
-  constructor(private readonly options: QuerierOptions) {}
+  constructor(private options: QuerierOptions) {}
+
+  /**
+   * New intervals, versions and robustness (a reload): queries sent from now on carry
+   * them, and the next general query comes one new Query Interval from now.
+   */
+  reconfigure(timing: QuerierTiming): void {
+    const intervalChanged = timing.queryIntervalMs !== this.options.queryIntervalMs;
+    this.options = { ...this.options, ...timing };
+    if (intervalChanged && this.cancelPeriodic !== undefined && !this.stopped && this.startupLeft <= 0) {
+      this.cancelPeriodic();
+      this.cancelPeriodic = this.options.timers.after(this.options.queryIntervalMs, this.tick);
+    }
+  }
 
   /** Starts the startup queries, then the periodic ones. */
   start(): void {
-    const { robustness, queryIntervalMs } = this.options;
-    let startup = robustness;
-    const tick = (): void => {
-      if (this.stopped) return;
-      void this.generalQueries();
-      startup--;
-      this.cancelPeriodic = this.options.timers.after(startup > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs, tick);
-    };
-    tick();
+    this.startupLeft = this.options.robustness;
+    this.tick();
   }
+
+  /** One general query round, then the timer of the next: a quarter interval while starting up (RFC 3376 §8.7). */
+  private readonly tick = (): void => {
+    if (this.stopped) return;
+    void this.generalQueries();
+    this.startupLeft--;
+    const { queryIntervalMs } = this.options;
+    this.cancelPeriodic = this.options.timers.after(this.startupLeft > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs, this.tick);
+  };
 
   /** General queries of every configured version, out of every pod port, now. */
   async generalQueries(ports: readonly number[] = this.options.ports()): Promise<void> {

@@ -103,7 +103,8 @@ interface PortCompatibility {
 }
 
 export class MembershipTable {
-  private readonly timing: MembershipTiming;
+  private timing: MembershipTiming;
+  private fastLeave: boolean;
   /** group → `port|host` → member */
   private readonly groups = new Map<string, Map<string, MemberEntry>>();
   /** `group|port` → when older-version hosts were last heard there (§7.3.2 is per group). */
@@ -111,6 +112,17 @@ export class MembershipTable {
 
   constructor(private readonly options: MembershipTableOptions) {
     this.timing = options.timing ?? DEFAULT_MEMBERSHIP_TIMING;
+    this.fastLeave = options.fastLeave;
+  }
+
+  /**
+   * New timing and leave handling (a reload). Every member's deadline is measured with the
+   * new intervals from its last report: a shorter interval can make members due at once
+   * (the next expire() removes them); a leave already being asked about keeps its end.
+   */
+  reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean }): void {
+    this.timing = settings.timing;
+    this.fastLeave = settings.fastLeave;
   }
 
   /** An IGMPv1 or v2 report: the host wants the group from any source. */
@@ -215,7 +227,7 @@ export class MembershipTable {
     const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
     const member = members?.get(memberKey(port, host));
     if (members === undefined || member === undefined) return [];
-    if (this.options.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
+    if (this.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
     if (member.leavingUntil !== undefined) return []; // already being asked
     member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
     return [{ kind: 'query', group, port }];

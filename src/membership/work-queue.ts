@@ -42,11 +42,18 @@ export class WorkQueue<Key> {
   private readonly retries = new Map<Key, () => void>();
   private readonly timers: WorkQueueTimers;
   private idleWaiters: Array<() => void> = [];
+  private backoff: { minDelayMs: number; maxDelayMs: number };
   private stopped = false;
 
   constructor(private readonly options: WorkQueueOptions<Key>) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be a whole number of 1 or more, not ${options.workers}`);
     this.timers = options.timers ?? systemTimers;
+    this.backoff = { minDelayMs: options.minBackoffMs, maxDelayMs: options.maxBackoffMs };
+  }
+
+  /** Retry delays from the next failure on (a retry already waiting keeps its time). */
+  setBackoff(minBackoffMs: number, maxBackoffMs: number): void {
+    this.backoff = { minDelayMs: minBackoffMs, maxDelayMs: maxBackoffMs };
   }
 
   /** Asks for `key` to be synced (again). */
@@ -102,7 +109,7 @@ export class WorkQueue<Key> {
     } catch (error) {
       const attempt = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, attempt);
-      const delay = backoffDelay(attempt - 1, { minDelayMs: this.options.minBackoffMs, maxDelayMs: this.options.maxBackoffMs });
+      const delay = backoffDelay(attempt - 1, this.backoff);
       this.options.onError?.(key, error, delay);
       // New work that arrived meanwhile goes first; otherwise retry after the backoff.
       if (!this.dirty.has(key) && !this.stopped) {

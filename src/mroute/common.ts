@@ -1,5 +1,5 @@
 /** Helpers shared by the mroute struct codecs: x86_64 host order for integers, network order for in_addr. */
-import { DecodeError } from '../errors.js';
+import { DecodeError, quoteInput } from '../errors.js';
 import { parseIPv4 } from '../wire/ipv4-address.js';
 
 /** Allocates the output buffer when the caller gave none, and checks it has room. */
@@ -32,5 +32,5 @@ export function checkInt32(value: number, what: string): void {
 }
 
 export function checkIPv4(address: string, what: string): void {
-  if (parseIPv4(address) === undefined) throw new RangeError(`${what} ${JSON.stringify(address)} is not an IPv4 address`);
+  if (parseIPv4(address) === undefined) throw new RangeError(`${what} ${quoteInput(address)} is not an IPv4 address`);
 }

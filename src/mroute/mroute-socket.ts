@@ -23,7 +23,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-import { McastError, PermissionError, UnavailableError, UsageError, isSystemError } from '../errors.js';
+import { McastError, PermissionError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
 import { isMulticastIPv4, parseIPv4 } from '../wire/ipv4-address.js';
 import {
   IPPROTO_IGMP,
@@ -164,14 +164,14 @@ function checkTtl(ttl: number, what: string): void {
 }
 
 function checkAddress(address: string, what: string, multicast: boolean): void {
-  if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${JSON.stringify(address)}: not an IPv4 address`, { code: 'bad-address' });
+  if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an IPv4 address`, { code: 'bad-address' });
   if (multicast && !isMulticastIPv4(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
 }
 
 /** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */
 export function ifindexOf(name: string): number {
   if (name.length === 0 || Buffer.byteLength(name) > 15 || /[/\s:]/.test(name) || name === '.' || name === '..') {
-    throw new UsageError(`invalid interface name ${JSON.stringify(name)}: 1 to 15 characters, no '/', ':' or whitespace`);
+    throw new UsageError(`invalid interface name ${quoteInput(name)}: 1 to 15 characters, no '/', ':' or whitespace`);
   }
   try {
     return Number(readFileSync(`/sys/class/net/${name}/ifindex`, 'utf8').trim());

@@ -28,7 +28,7 @@ import type { Action } from './action.js';
 import type { AsyncConfig } from './async-config.js';
 import { PacketInReason, reasonMask } from './async-reason.js';
 import { summarize } from './describe.js';
-import { parseEndpoint, type Endpoint } from '../wire/endpoint.js';
+import { connectFailure, parseEndpoint, type Endpoint } from '../wire/endpoint.js';
 import { OFP_ERROR_TYPES } from './error-code.js';
 import type { ErrorMessage } from './error-message.js';
 import { OpenFlowError, type FailedRequest } from './errors.js';
@@ -171,7 +171,8 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
 
   /**
    * Connects and completes the handshake. Rejects with UnavailableError (exit 69) when the
-   * switch cannot be reached or speaks no OpenFlow 1.3, UsageError for a bad endpoint.
+   * switch cannot be reached or speaks no OpenFlow 1.3, PermissionError (exit 77) when the
+   * socket refuses this user, UsageError for a bad endpoint (see connectFailure).
    */
   static async connect(options: OpenFlowConnectionOptions): Promise<OpenFlowConnection> {
     const connection = new OpenFlowConnection(options);
@@ -368,13 +369,13 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
         this.target.kind === 'unix' ? net.connect({ path: this.target.path }) : net.connect({ host: this.target.host, port: this.target.port });
       const timer = setTimeout(() => {
         socket.destroy();
-        reject(new UnavailableError(`cannot open OpenFlow connection ${this.endpoint}: no answer within ${this.timeoutMs} ms`, { hint: CONNECT_HINT }));
+        reject(connectFailure(this.target, 'OpenFlow', `no answer within ${this.timeoutMs} ms`, { unavailableHint: CONNECT_HINT }));
       }, this.timeoutMs);
       const onError = (error: Error) => {
         clearTimeout(timer);
         const code = isSystemError(error) ? error.code : error.message;
-        const hint = code === 'EACCES' || code === 'EPERM' ? 'run as root, or as a user that may open the socket' : CONNECT_HINT;
-        reject(new UnavailableError(`cannot open OpenFlow connection ${this.endpoint}: ${code}`, { hint, cause: error }));
+        // As the OVSDB client's: EACCES is exit 77 whichever socket refused us.
+        reject(connectFailure(this.target, 'OpenFlow', code, { unavailableHint: CONNECT_HINT, cause: error }));
       };
       socket.once('error', onError);
       socket.once('connect', () => {

@@ -2,7 +2,7 @@
  * Where OVS is, found the way OVS's own tools find it: OVS_RUNDIR (default
  * /var/run/openvswitch) holds db.sock and <bridge>.mgmt; flags override each.
  */
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 import { parseEndpoint } from '../wire/endpoint.js';
 
 export const DEFAULT_OVS_RUNDIR = '/var/run/openvswitch';
@@ -26,7 +26,9 @@ export interface OvsTargetFlags {
 export function resolveOvsTarget(flags: OvsTargetFlags, env: NodeJS.ProcessEnv = process.env): OvsTarget {
   const bridge = flags.bridge ?? DEFAULT_BRIDGE;
   // OVS bridge names are interface names: at most 15 octets, no '/' or whitespace.
-  if (!/^[A-Za-z0-9_.:-]{1,15}$/.test(bridge)) throw new UsageError(`--bridge ${JSON.stringify(bridge)} is not a bridge name`);
+  if (!/^[A-Za-z0-9_.:-]{1,15}$/.test(bridge)) {
+    throw new UsageError(`--bridge ${quoteInput(bridge)} is not a bridge name (1 to 15 letters, digits, '_', '.', ':' or '-')`);
+  }
   const rundir = (flags.ovsRundir ?? env.OVS_RUNDIR ?? DEFAULT_OVS_RUNDIR).replace(/\/+$/, '') || '/';
   return {
     bridge,

@@ -7,8 +7,8 @@
  * closes the socket, and the reason reaches `onClose`.
  */
 import { createConnection, type Socket } from 'node:net';
-import { isSystemError, PermissionError, UnavailableError, type McastError } from '../errors.js';
-import type { Endpoint as OvsdbEndpoint } from '../wire/endpoint.js';
+import { isSystemError, type McastError } from '../errors.js';
+import { connectFailure, type Endpoint as OvsdbEndpoint } from '../wire/endpoint.js';
 import { JsonStreamSplitter } from './json-stream.js';
 import { encode, fromJson, type RpcMessage } from './rpc.js';
 
@@ -41,7 +41,8 @@ export class RpcConnection {
 
   /**
    * Connects; rejects with UnavailableError naming the endpoint, the errno and what to do
-   * (PermissionError, exit 77, when the socket's permissions refuse this user).
+   * (PermissionError, exit 77, when the socket's permissions refuse this user; UsageError,
+   * exit 64, for a host name that does not exist).
    */
   static open(options: RpcConnectionOptions): Promise<RpcConnection> {
     const { endpoint } = options;
@@ -114,16 +115,11 @@ export class RpcConnection {
   }
 }
 
+/** As the OpenFlow client's (connectFailure): the same errno gives the same exit code. */
 function connectError(endpoint: OvsdbEndpoint, reason: string, cause?: unknown): McastError {
-  if (reason === 'EACCES' || reason === 'EPERM') {
-    return new PermissionError(`cannot connect to OVSDB ${endpoint.text}: ${reason}`, {
-      hint: 'run as root, or as a user the socket lets in',
-      ...(cause === undefined ? {} : { cause }),
-    });
-  }
-  const hint =
+  const unavailableHint =
     endpoint.kind === 'unix'
       ? 'is ovsdb-server running? set OVS_RUNDIR or --db'
       : 'is ovsdb-server listening there (a ptcp: remote)? set --db';
-  return new UnavailableError(`cannot connect to OVSDB ${endpoint.text}: ${reason}`, { hint, ...(cause === undefined ? {} : { cause }) });
+  return connectFailure(endpoint, 'OVSDB', reason, { unavailableHint, ...(cause === undefined ? {} : { cause }) });
 }

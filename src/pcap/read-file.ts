@@ -2,7 +2,9 @@
  * Reading a whole capture from a file or a stream with PcapReader. The only I/O in
  * src/pcap besides writer.ts.
  */
-import { createReadStream } from 'node:fs';
+import { close, constants, createReadStream, fstat, open } from 'node:fs';
+import { promisify } from 'node:util';
+import { Socket } from 'node:net';
 import { addAbortSignal, Readable } from 'node:stream';
 import type { PcapFileHeader } from './format.js';
 import { PcapReader, type PcapReaderOptions, type PcapRecordHandler } from './reader.js';
@@ -32,9 +34,28 @@ export interface PcapReadSummary {
  * same `data` lifetime as PcapReader). Rejects with `DecodeError` for a damaged or
  * non-pcap file (after delivering every record before the damage), or with the file
  * system's error (ENOENT, EACCES, EISDIR...).
+ *
+ * A FIFO (`mkfifo p; tcpdump -w p`) is legitimate, and must stay interruptible while it
+ * waits for a writer: a blocking open(2) would hold a thread-pool thread, and the
+ * process with it, until a writer came. So the path is opened non-blocking, and a FIFO
+ * is read as a pipe (by the event loop, which an abort stops at once); Linux reports
+ * no end of file on it until a writer has come and gone.
  */
 export async function readPcapFile(path: string, onRecord: PcapRecordHandler, options: ReadPcapOptions = {}): Promise<PcapReadSummary> {
-  const stream = createReadStream(path, { highWaterMark: options.highWaterMark ?? PCAP_READ_CHUNK_SIZE, signal: options.signal });
+  options.signal?.throwIfAborted();
+  // A plain descriptor, not a FileHandle: the stream or the socket below takes it over.
+  const fd = await promisify(open)(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  let stream: Readable;
+  try {
+    const stats = await promisify(fstat)(fd);
+    if (stats.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR' });
+    stream = stats.isFIFO()
+      ? new Socket({ fd, readable: true, writable: false })
+      : createReadStream(path, { fd, highWaterMark: options.highWaterMark ?? PCAP_READ_CHUNK_SIZE });
+  } catch (error) {
+    close(fd, () => undefined);
+    throw error;
+  }
   return readPcapStream(stream, onRecord, options);
 }
 

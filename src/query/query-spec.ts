@@ -3,7 +3,7 @@
  * in v3 group-and-source-specific), and the Max Response Time, checked once from the
  * user's words and then turned into the exact message to put on the wire.
  */
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 import { encodeFloatCode, decodeFloatCode, MAX_FLOAT_CODE_VALUE } from '../igmp/float-code.js';
 import type { IgmpQuery } from '../igmp/message.js';
 import { checkGroupAddress, checkSourceAddress } from '../state/group-address.js';
@@ -106,7 +106,7 @@ export function queryMessage(spec: QuerySpec): IgmpQuery {
 function parseVersion(text: string): IgmpVersion {
   const trimmed = text.trim();
   if (trimmed === '1' || trimmed === '2' || trimmed === '3') return Number(trimmed) as IgmpVersion;
-  throw new UsageError(`--version takes 1, 2 or 3 (the IGMP version of the query), not ${JSON.stringify(text)}`);
+  throw new UsageError(`--version takes 1, 2 or 3 (the IGMP version of the query), not ${quoteInput(text)}`);
 }
 
 function parseSources(text: string): string[] {
@@ -121,8 +121,8 @@ function parseMaxRespTenths(text: string, version: 2 | 3): number {
   const max = MAX_RESP_DS[version];
   const range = `0.1 to ${max / 10} s for IGMPv${version}`;
   const match = /^([0-9]+)(?:\.([0-9]))?$/.exec(text.trim());
-  if (match === null) throw new UsageError(`--max-resp takes seconds in tenths (${range}), such as 10 or 2.5, not ${JSON.stringify(text)}`);
+  if (match === null) throw new UsageError(`--max-resp takes seconds in tenths (${range}), such as 10 or 2.5, not ${quoteInput(text)}`);
   const tenths = Number(match[1]) * 10 + Number(match[2] ?? '0');
-  if (tenths < 1 || tenths > max) throw new UsageError(`--max-resp ${text} is out of range: ${range}`);
+  if (tenths < 1 || tenths > max) throw new UsageError(`--max-resp ${quoteInput(text)} is out of range: ${range}`);
   return tenths;
 }

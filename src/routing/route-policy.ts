@@ -48,9 +48,16 @@ interface Tracked {
 
 export class RoutePolicy {
   private readonly tracked = new Map<string, Tracked>();
+  private idleTimeout: number;
 
   constructor(private readonly options: RoutePolicyOptions) {
+    this.idleTimeout = options.idleTimeoutMs;
     if (options.uplinkVifs.includes(options.gatewayVif)) throw new RangeError(`VIF ${options.gatewayVif} cannot be both the gateway and an uplink`);
+  }
+
+  /** A new idle timeout (a reload) counts for every entry, from its last counter move. */
+  set idleTimeoutMs(ms: number) {
+    this.idleTimeout = ms;
   }
 
   /** What to do with a NOCACHE upcall for (source, group) that arrived on `vif`. */
@@ -80,7 +87,7 @@ export class RoutePolicy {
       const tracked = this.tracked.get(key);
       if (tracked === undefined || entry.packets !== tracked.packets) {
         this.tracked.set(key, { packets: entry.packets, since: now });
-      } else if (now - tracked.since >= this.options.idleTimeoutMs) {
+      } else if (now - tracked.since >= this.idleTimeout) {
         idle.push({ source: entry.source, group: entry.group });
         this.tracked.delete(key);
       }

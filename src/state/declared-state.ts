@@ -9,19 +9,19 @@
  *     - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}
  *
  * Every problem is a UsageError naming the file and line, found before anything is
- * changed.
+ * changed. The file is read whole, up to a limit (DEFAULT_MAX_STATE_FILE_BYTES, or
+ * --max-file-size): a regular file only, never a FIFO or a device. Anchors and aliases
+ * are refused, and so is nesting deeper than MAX_YAML_DEPTH (see safe-yaml.ts).
  *
- * Two parsers, for speed: js-yaml reads the file (10,000 groups in about 0.1 s), and
- * only when something is wrong does the `yaml` package read it again, for the positions
- * of its nodes, so that the message can name the line. (`yaml` alone takes about 1 s for
- * 10,000 groups.)
+ * One parse, js-yaml's (10,000 groups in about 0.1 s), which also records where the
+ * entries of the lists begin and end: a message names the line of a node deep in an
+ * entry by parsing that entry's text alone, never the whole file a second time.
  */
-import jsYaml from 'js-yaml';
-import { createRequire } from 'node:module';
-import type * as Yaml from 'yaml';
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
+import { readRegularFile, showBytes } from '../runtime/regular-file.js';
 import { parseIPv4 } from '../wire/ipv4-address.js';
 import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
+import { loadYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError, type LoadedYaml } from './safe-yaml.js';
 
 export interface DeclaredGroup {
   group: string;
@@ -62,25 +62,59 @@ const TOP_LEVEL_KEYS = ['groups', 'routes'] as const;
 const GROUP_KEYS = ['group', 'ports'] as const;
 const ROUTE_KEYS = ['group', 'source', 'iif', 'oifs'] as const;
 
-export function parseDeclaredState(text: string, fileName: string): DeclaredState {
-  let document: unknown;
-  try {
-    document = jsYaml.load(text, { filename: fileName });
-  } catch (error) {
-    if (error instanceof jsYaml.YAMLException) {
-      // Some errors (e.g. several documents in one file) carry no position.
-      const at = error.mark === undefined ? fileName : `${fileName}:${error.mark.line + 1}`;
-      throw new UsageError(`${at}: not valid YAML or JSON: ${error.reason}`, { code: 'bad-file' });
-    }
-    throw error;
+/** The largest declared-state file read unless --max-file-size says otherwise: room for some 600,000 groups. */
+export const DEFAULT_MAX_STATE_FILE_BYTES = 32 * 1024 * 1024;
+/** The largest --max-file-size, 1G. (Node.js holds at most 512 MiB of text in one string: a larger file cannot be read whatever the limit.) */
+export const MAX_STATE_FILE_LIMIT_BYTES = 1024 * 1024 * 1024;
+
+/** Reads and parses a declared-state file (install -f, reconcile -f): see parseDeclaredState. */
+export async function readDeclaredState(path: string, maxBytes: number = DEFAULT_MAX_STATE_FILE_BYTES): Promise<DeclaredState> {
+  const text = await readRegularFile(path, { what: 'declared state', maxBytes, limitSetting: '--max-file-size' });
+  return parseDeclaredState(text, path);
+}
+
+/** Binary units, however written: 64M, 64MB and 64MiB are all 64 × 2^20 octets. */
+const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
+  ...['', 'b'].map((unit) => [unit, 1] as const),
+  ...['k', 'kb', 'kib'].map((unit) => [unit, 1024] as const),
+  ...['m', 'mb', 'mib'].map((unit) => [unit, 1024 ** 2] as const),
+  ...['g', 'gb', 'gib'].map((unit) => [unit, 1024 ** 3] as const),
+]);
+
+/** A size as --max-file-size takes it: 65536, 512K, 64M, 64MiB, 1G. Octets, from 1 KiB to 1 GiB. */
+export function parseFileSize(flag: string, text: string): number {
+  const match = /^([0-9]{1,13})\s*([a-z]*)$/i.exec(text.trim());
+  const unit = match === null ? undefined : SIZE_UNITS.get(match[2]!.toLowerCase());
+  if (match === null || unit === undefined) throw new UsageError(`${flag} takes a size such as 32M, 64MiB or 1G, not ${quoteInput(text)}`);
+  const bytes = Number(match[1]) * unit;
+  if (bytes < 1024 || bytes > MAX_STATE_FILE_LIMIT_BYTES) {
+    throw new UsageError(`${flag} of ${quoteInput(text)} is not from 1K to 1G`, { hint: `the default is ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES)}` });
   }
-  const locator = new LineLocator(text);
+  return bytes;
+}
+
+export function parseDeclaredState(text: string, fileName: string): DeclaredState {
+  let loaded: LoadedYaml;
   try {
-    return validate(document, (path) => () => `${fileName}:${locator.line(path)}`);
+    loaded = loadYaml(text, { filename: fileName });
+  } catch (error) {
+    if (error instanceof YamlShapeError) {
+      const hint =
+        error.reason === 'too-deep' ? `a declared-state file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)` : 'write each entry out in full';
+      throw new UsageError(`${fileName}:${error.line}: ${error.message}`, { code: 'bad-file', hint });
+    }
+    const syntax = yamlSyntaxError(error);
+    if (syntax === undefined) throw error;
+    // Some errors (e.g. several documents in one file) carry no position.
+    const at = syntax.line === undefined ? fileName : `${fileName}:${syntax.line}`;
+    throw new UsageError(`${at}: not valid YAML or JSON: ${syntax.reason}`, { code: 'bad-file' });
+  }
+  try {
+    return validate(loaded.document, (path) => () => `${fileName}:${loaded.lineOf(path)}`);
   } catch (error) {
     if (!(error instanceof StateProblem)) throw error;
-    const message = error.related === undefined ? error.message : `${error.message} (first at line ${locator.line(error.related)})`;
-    throw new UsageError(`${fileName}:${locator.line(error.path)}: ${message}`, { code: 'bad-file' });
+    const message = error.related === undefined ? error.message : `${error.message} (first at line ${loaded.lineOf(error.related)})`;
+    throw new UsageError(`${fileName}:${loaded.lineOf(error.path)}: ${message}`, { code: 'bad-file' });
   }
 }
 
@@ -88,7 +122,7 @@ function validate(document: unknown, whereOf: (path: DocumentPath) => () => stri
   if (document === undefined || document === null) return { groups: [], routes: [] };
   if (!isRecord(document)) throw new StateProblem([], 'the file must be a mapping with a "groups" list');
   for (const key of Object.keys(document)) {
-    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) throw new StateProblem([key], `unknown key ${JSON.stringify(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
+    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) throw new StateProblem([key], `unknown key ${quoteInput(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
   const firstIndex = new Map<string, number>();
   const groups = listAt(document, 'groups').map((item: unknown, index): DeclaredGroup => {
@@ -123,7 +157,7 @@ function listAt(document: Record<string, unknown>, key: string): unknown[] {
 function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute, 'where'> {
   if (!isRecord(item)) throw new StateProblem(path, 'each route must be a mapping like {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}');
   for (const key of Object.keys(item)) {
-    if (!(ROUTE_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${JSON.stringify(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
+    if (!(ROUTE_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
   }
   for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
@@ -141,7 +175,7 @@ function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute,
 function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup, 'where'> {
   if (!isRecord(item)) throw new StateProblem(path, 'each group must be a mapping like {group: 239.1.2.3, ports: [p1, p2]}');
   for (const key of Object.keys(item)) {
-    if (!(GROUP_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${JSON.stringify(key)} in a group (known: ${GROUP_KEYS.join(', ')})`);
+    if (!(GROUP_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a group (known: ${GROUP_KEYS.join(', ')})`);
   }
   if (!('group' in item)) throw new StateProblem(path, 'a group entry needs "group"');
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
@@ -171,27 +205,4 @@ function withProblemPath<T>(path: DocumentPath, check: () => T): T {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Lines of document paths, from a second, position-keeping parse made on first use. */
-class LineLocator {
-  private document: Yaml.Document.Parsed | undefined;
-  private lineCounter: Yaml.LineCounter | undefined;
-
-  constructor(private readonly text: string) {}
-
-  /** 1-based line of the node at `path` (of its nearest existing ancestor). */
-  line(path: DocumentPath): number {
-    // `yaml` is loaded only now, on the error path: it takes about 40 ms to load.
-    if (this.document === undefined || this.lineCounter === undefined) {
-      const yaml = createRequire(import.meta.url)('yaml') as typeof Yaml;
-      this.lineCounter = new yaml.LineCounter();
-      this.document = yaml.parseDocument(this.text, { lineCounter: this.lineCounter });
-    }
-    for (let length = path.length; length >= 0; length--) {
-      const node = this.document.getIn(path.slice(0, length), true) as Yaml.Node | undefined;
-      if (node?.range) return this.lineCounter.linePos(node.range[0]).line;
-    }
-    return 1;
-  }
 }

@@ -1,5 +1,5 @@
 /** The checks every user-given multicast group address goes through. */
-import { UsageError } from '../errors.js';
+import { quoteInput, UsageError } from '../errors.js';
 import { parseIPv4 } from '../wire/ipv4-address.js';
 
 /**
@@ -8,7 +8,7 @@ import { parseIPv4 } from '../wire/ipv4-address.js';
  */
 export function checkGroupAddress(text: string, where: string): string {
   const value = parseIPv4(text);
-  if (value === undefined) throw new UsageError(`${where}: ${JSON.stringify(text)} is not an IPv4 address`, { code: 'bad-address' });
+  if (value === undefined) throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv4 address`, { code: 'bad-address' });
   if (value >>> 28 !== 0xe) throw new UsageError(`${where}: ${text} is not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
   if (value >>> 8 === 0xe00000) {
     throw new UsageError(`${where}: ${text} is link-local (224.0.0.0/24): it is flooded to every port, never forwarded by membership`, { code: 'bad-address' });
@@ -19,7 +19,7 @@ export function checkGroupAddress(text: string, where: string): string {
 /** Returns `text` if it is a unicast host address (a multicast source); otherwise a UsageError prefixed with `where`. */
 export function checkSourceAddress(text: string, where: string): string {
   const value = parseIPv4(text);
-  if (value === undefined) throw new UsageError(`${where}: ${JSON.stringify(text)} is not an IPv4 address`, { code: 'bad-address' });
+  if (value === undefined) throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv4 address`, { code: 'bad-address' });
   if (value >>> 28 >= 0xe || value === 0) throw new UsageError(`${where}: ${text} is not a unicast host address`, { code: 'bad-address' });
   return text;
 }
@@ -34,7 +34,7 @@ export function parsePortRef(text: string, where: string): PortRef {
     if (ofport < 1 || ofport > 0xfeff) throw new UsageError(`${where}: port ${trimmed} is not an OpenFlow port number (1 to 65279)`);
     return { ofport };
   }
-  if (trimmed === '' || trimmed.length > 255 || /[\s,]/.test(trimmed)) throw new UsageError(`${where}: ${JSON.stringify(text)} is not a port name or number`);
+  if (trimmed === '' || trimmed.length > 255 || /[\s,]/.test(trimmed)) throw new UsageError(`${where}: ${quoteInput(text)} is not a port name or number`);
   return { name: trimmed };
 }
 

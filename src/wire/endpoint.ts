@@ -1,34 +1,109 @@
 /**
  * Where a service listens, in OVS's own syntax: `unix:<path>` or `tcp:<host>:<port>`
  * (an IPv6 host in brackets, `tcp:[::1]:6640`). A bare absolute path means unix:, as
- * `ovs-vsctl --db` accepts. Shared by the OVSDB and OpenFlow clients and the flags.
+ * `ovs-vsctl --db` accepts. Shared by the OVSDB and OpenFlow clients and the flags, as is
+ * the mapping of a failed connect to an error (connectFailure): the same errno means the
+ * same exit code whichever service it was.
  */
 import { isIP } from 'node:net';
-import { UsageError } from '../errors.js';
+import { McastError, PermissionError, UnavailableError, UsageError, quoteInput } from '../errors.js';
 
 export type Endpoint =
   | { readonly kind: 'unix'; readonly path: string; readonly text: string }
   | { readonly kind: 'tcp'; readonly host: string; readonly port: number; readonly text: string };
 
+/**
+ * sockaddr_un holds 108 octets with the terminating NUL. Node does not shorten a longer
+ * path the way OVS's own tools do (through /proc/self/fd), so such a path can never connect.
+ */
+export const MAX_UNIX_SOCKET_PATH_OCTETS = 107;
+/** RFC 1035 §2.3.4: a name of at most 253 octets as text, labels of at most 63. */
+const MAX_HOST_NAME_OCTETS = 253;
+const HOST_NAME_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+/** An IPv6 zone (`fe80::1%eth0`) is an interface name or index. */
+const IPV6_ZONE = /^[A-Za-z0-9_.-]{1,15}$/;
+
 /** Throws UsageError (`bad-address`) naming `service` (e.g. "OVSDB") for anything else. */
 export function parseEndpoint(text: string, service: string): Endpoint {
   const bad = (reason: string) =>
-    new UsageError(`bad ${service} address ${JSON.stringify(text)}: ${reason}`, { code: 'bad-address', hint: 'use unix:<path> or tcp:<host>:<port>' });
-  if (text.startsWith('/')) return { kind: 'unix', path: text, text: `unix:${text}` };
-  if (text.startsWith('unix:')) {
-    const path = text.slice('unix:'.length);
-    if (path === '') throw bad('the socket path is empty');
-    return { kind: 'unix', path, text };
-  }
+    new UsageError(`bad ${service} address ${quoteInput(text)}: ${reason}`, { code: 'bad-address', hint: 'use unix:<path> or tcp:<host>:<port>' });
+  if (text.startsWith('/')) return { kind: 'unix', path: checkSocketPath(text, bad), text: `unix:${text}` };
+  if (text.startsWith('unix:')) return { kind: 'unix', path: checkSocketPath(text.slice('unix:'.length), bad), text };
   if (text.startsWith('tcp:')) {
     const rest = text.slice('tcp:'.length);
-    const match = /^\[([^\]]+)\]:(\d+)$/.exec(rest) ?? /^([^:[\]]+):(\d+)$/.exec(rest);
+    const match = /^\[([^\]]+)\]:([0-9]+)$/.exec(rest) ?? /^([^:[\]]+):([0-9]+)$/.exec(rest);
     if (match === null) throw bad('expected tcp:<host>:<port> (tcp:[<IPv6>]:<port> for IPv6)');
     const host = match[1]!;
     const port = Number(match[2]);
-    if (port < 1 || port > 65535) throw bad(`port ${match[2]} is not 1 to 65535`);
-    if (rest.startsWith('[') && isIP(host) !== 6) throw bad(`${host} is not an IPv6 address`);
+    if (port < 1 || port > 65535) throw bad(`port ${quoteInput(match[2]!)} is not 1 to 65535`);
+    if (rest.startsWith('[')) checkIPv6(host, bad);
+    else checkHost(host, bad);
     return { kind: 'tcp', host, port, text };
   }
   throw bad('expected unix:<path>, tcp:<host>:<port> or an absolute socket path');
+}
+
+function checkSocketPath(path: string, bad: (reason: string) => UsageError): string {
+  if (path === '') throw bad('the socket path is empty');
+  if (path.includes('\0')) throw bad('the socket path holds a NUL character');
+  const octets = Buffer.byteLength(path);
+  if (octets > MAX_UNIX_SOCKET_PATH_OCTETS) {
+    throw bad(
+      `the socket path is ${octets} octets long; a unix socket address holds at most ${MAX_UNIX_SOCKET_PATH_OCTETS}` +
+        ' (use a shorter path, e.g. through a symlink to its directory)',
+    );
+  }
+  return path;
+}
+
+function checkIPv6(host: string, bad: (reason: string) => UsageError): void {
+  const zone = host.indexOf('%');
+  if (isIP(host) !== 6 || (zone !== -1 && !IPV6_ZONE.test(host.slice(zone + 1)))) throw bad(`${quoteInput(host)} is not an IPv6 address`);
+}
+
+/**
+ * An IPv4 address in dotted-quad form, or a host name. Anything that looks like a number
+ * must be a dotted quad: the resolver would otherwise take `1.2.3` or `0x7f.1` as an
+ * address of its own reading, and `999.1.1.1` as a name to look up.
+ */
+function checkHost(host: string, bad: (reason: string) => UsageError): void {
+  const labels = host.split('.');
+  const last = labels[labels.length - 1]!;
+  if (/^[0-9.]+$/.test(host) || /^(?:[0-9]+|0x[0-9a-f]*)$/i.test(last)) {
+    if (isIP(host) !== 4) throw bad(`${quoteInput(host)} is not an IPv4 address (four numbers from 0 to 255, such as 192.0.2.1)`);
+    return;
+  }
+  if (host.length > MAX_HOST_NAME_OCTETS || !labels.every((label) => HOST_NAME_LABEL.test(label))) {
+    throw bad(
+      `${quoteInput(host)} is neither an IPv4 address nor a host name` +
+        ` (letters, digits and '-', in labels joined by '.', at most ${MAX_HOST_NAME_OCTETS} characters)`,
+    );
+  }
+}
+
+export interface ConnectFailureOptions {
+  /** What to check when the service is not there (ENOENT, ECONNREFUSED, a timeout): the service's own words. */
+  readonly unavailableHint: string;
+  readonly cause?: unknown;
+}
+
+/**
+ * The error for a connect to `service` at `endpoint` that failed with `reason` (an errno
+ * code such as ECONNREFUSED, or a phrase such as "timed out after 10000 ms"):
+ * - EACCES, EPERM: PermissionError (exit 77), the socket's permissions refuse this user
+ *   (or, over TCP, a local firewall rule refuses the connection);
+ * - ENOTFOUND: UsageError (`bad-address`, exit 64), the host name does not exist;
+ * - anything else: UnavailableError (exit 69) with `unavailableHint`.
+ */
+export function connectFailure(endpoint: Endpoint, service: string, reason: string, options: ConnectFailureOptions): McastError {
+  const message = `cannot connect to ${service} ${endpoint.text}: ${reason}`;
+  const cause = options.cause === undefined ? {} : { cause: options.cause };
+  if (reason === 'EACCES' || reason === 'EPERM') {
+    const hint = endpoint.kind === 'unix' ? 'run as root, or as a user the socket lets in' : "this host's firewall refuses the connection: check its rules";
+    return new PermissionError(message, { hint, ...cause });
+  }
+  if (reason === 'ENOTFOUND' && endpoint.kind === 'tcp') {
+    return new UsageError(`${message} (no such host)`, { code: 'bad-address', hint: 'give an IP address, or a name this host can resolve', ...cause });
+  }
+  return new UnavailableError(message, { hint: options.unavailableHint, ...cause });
 }

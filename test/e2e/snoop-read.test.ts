@@ -2,14 +2,14 @@
  * `mcastctl snoop --read`, run as a user runs it: the built binary on capture files.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
-import { MCASTCTL_BIN, mcastctl as runCli, parseNdjson } from '../lab/cli.js';
+import { MCASTCTL_BIN, mcastctl as runCli, parseNdjson, startMcastctl } from '../lab/cli.js';
 import { run, sleep } from '../lab/lab.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
 import { pcapFile } from '../helpers/pcap-bytes.js';
@@ -185,6 +185,38 @@ describe('snoop: bad input is a usage error (64) with a clear message', () => {
       assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
     });
   }
+});
+
+describe('snoop --read of a FIFO', () => {
+  const fifo = (name: string): string => {
+    const path = join(dir, name);
+    execFileSync('mkfifo', [path]);
+    return path;
+  };
+
+  it('stops at once on SIGINT or SIGTERM while no writer has opened it yet, exit 0', async () => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const cli = startMcastctl(['snoop', '--read', fifo(`idle-${signal}.fifo`)]);
+      await sleep(800);
+      const sentAt = Date.now();
+      cli.child.kill(signal);
+      const result = await cli.done;
+      assert.equal(result.code, 0, `${signal}: ${result.stderr}`);
+      assert.ok(Date.now() - sentAt < 2_000, `${signal}: exited ${Date.now() - sentAt} ms after the signal`);
+      assert.match(result.stderr, /stopped before .* had a capture header/);
+      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
+
+  it('reads the capture a writer sends through it, and ends when the writer closes', async () => {
+    const path = fifo('capture.fifo');
+    const cli = startMcastctl(['snoop', '--read', path, '--json']);
+    await sleep(300);
+    writeFileSync(path, pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]));
+    const result = await cli.done;
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(parseNdjson(result.stdout).map((line) => line.type), ['report', 'report']);
+  });
 });
 
 describe('docs match the code', () => {

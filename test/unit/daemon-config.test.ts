@@ -1,5 +1,6 @@
 /** The daemon's configuration: defaults < YAML file < flags, and every way it can be wrong. */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +8,9 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { addDaemonOptions, DAEMON_CONFIG_KEYS, loadDaemonConfig, membershipTiming, type DaemonConfig, type DaemonFlags } from '../../src/daemon/config.js';
+import { addDaemonOptions, DAEMON_CONFIG_KEYS, loadDaemonConfig, MAX_CONFIG_FILE_BYTES, membershipTiming, type DaemonConfig, type DaemonFlags } from '../../src/daemon/config.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
+import { FileRefusedError } from '../../src/runtime/regular-file.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const directory = mkdtempSync(join(tmpdir(), 'mcastctl-daemon-config-'));
@@ -182,6 +184,11 @@ describe('daemon configuration: file values', () => {
     assert.deepEqual([config.multicastInterfaces, config.queryVersions], [['eth0', 'eth1'], [2, 3]]);
     assert.deepEqual((await loadFile('queryVersions: 2\n')).queryVersions, [2]);
   });
+  it('metricsAddress: any, loopback and unicast addresses are served on', async () => {
+    for (const address of ['0.0.0.0:9815', '127.0.0.1:9815', '127.3.4.5:1', '10.1.2.3:9815', '223.255.255.255:80', 'localhost:9815']) {
+      assert.equal((await load({ metricsAddress: address })).metricsAddress, address);
+    }
+  });
   it('metricsAddress: off (or false) disables metrics', async () => {
     assert.equal((await loadFile('metricsAddress: off\n')).metricsAddress, undefined);
     assert.equal((await loadFile('metricsAddress: false\n')).metricsAddress, undefined);
@@ -321,6 +328,8 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     { yaml: 'metricsAddress: example.com:9815\n', line: 1, key: 'metricsAddress', why: /"example.com" is not an IPv4 address or localhost/ },
     { yaml: 'metricsAddress: 127.0.0.1:65536\n', line: 1, key: 'metricsAddress', why: /port 65536 is not 0 to 65535/ },
     { yaml: 'metricsAddress: "[::1]:9815"\n', line: 1, key: 'metricsAddress', why: /not HOST:PORT/ },
+    { yaml: 'metricsAddress: 239.1.1.1:9815\n', line: 1, key: 'metricsAddress', why: /239\.1\.1\.1 is a multicast address/ },
+    { yaml: 'metricsAddress: 255.255.255.255:9815\n', line: 1, key: 'metricsAddress', why: /255\.255\.255\.255 is the broadcast address/ },
     { yaml: 'logFormat: xml\n', line: 1, key: 'logFormat', why: /"xml" is not one of text, json/ },
     { yaml: 'logLevel: trace\n', line: 1, key: 'logLevel', why: /"trace" is not one of debug, info, warn, error/ },
     { yaml: 'bridge: a/b\n', line: 1, key: 'bridge', why: /not a bridge name/ },
@@ -348,7 +357,7 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
   });
   it('names the line of a YAML syntax error', async () => {
     await rejectsUsage(load({ config: configFile('queryInterval: 60s\nqueryVersions: [2, 3\nrobustness: 2\n') }), /line 3: not valid YAML: /, 'syntax');
-    await rejectsUsage(load({ config: configFile('workers: 1\nworkers: 2\n') }), /line 2: not valid YAML: Map keys must be unique/, 'duplicate');
+    await rejectsUsage(load({ config: configFile('workers: 1\nworkers: 2\n') }), /line 2: not valid YAML: duplicated mapping key/, 'duplicate');
     await rejectsUsage(load({ config: configFile('  a: 1\n b: 2\n') }), /line 2: not valid YAML/, 'indent');
   });
   it('refuses a file that is not a mapping', async () => {
@@ -361,7 +370,7 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
         assert.ok(error instanceof UsageError);
         assert.equal(error.code, 'bad-file');
         assert.equal(error.exitCode, ExitCode.Usage);
-        assert.match(error.message, /^cannot read config .*: (ENOENT \(no such file\)|EISDIR)/);
+        assert.match(error.message, /^cannot read config .*: (ENOENT \(no such file\)|a directory)/);
         assert.match(error.hint ?? '', /--config/);
         return true;
       });
@@ -369,6 +378,67 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
   });
   it('the hint says which flag overrides the key', async () => {
     await assert.rejects(load({ config: configFile('workers: 0\n') }), (error: unknown) => error instanceof UsageError && /--workers/.test(error.hint ?? ''));
+  });
+});
+
+describe('daemon configuration: hostile files (exit 64 at once, naming the file and line)', () => {
+  const refused = async (promise: Promise<unknown>, reason: string, message: RegExp) => {
+    await assert.rejects(promise, (error: unknown) => {
+      assert.ok(error instanceof FileRefusedError, String(error));
+      assert.equal(error.exitCode, ExitCode.Usage);
+      assert.equal(error.reason, reason);
+      assert.match(error.message, message);
+      assert.match(error.hint ?? '', /--config|at most 1 MiB/);
+      return true;
+    });
+  };
+  it('refuses /dev/zero at once, not after filling memory', async () => {
+    const started = Date.now();
+    await refused(load({ config: '/dev/zero' }), 'not-regular', /^cannot read config \/dev\/zero: a character device/);
+    assert.ok(Date.now() - started < 1_000);
+  });
+  it('refuses a FIFO at once instead of waiting for a writer', { timeout: 5_000 }, async () => {
+    const path = join(directory, 'daemon.fifo');
+    execFileSync('mkfifo', [path]);
+    const started = Date.now();
+    await refused(load({ config: path }), 'not-regular', /a FIFO/);
+    assert.ok(Date.now() - started < 2_000);
+  });
+  it('refuses a file over 1 MiB, saying so', async () => {
+    const path = configFile(`# ${'x'.repeat(MAX_CONFIG_FILE_BYTES)}\nworkers: 2\n`);
+    await refused(load({ config: path }), 'too-large', /over the limit of 1 MiB$/);
+    assert.equal((await loadFile(`# ${'x'.repeat(MAX_CONFIG_FILE_BYTES - 100)}\nworkers: 2\n`)).workers, 2);
+  });
+  it('refuses nesting deeper than 64 levels, before either parser\'s stack overflows', async () => {
+    await rejectsUsage(loadFile(`queryVersions: ${'['.repeat(1000)}${']'.repeat(1000)}\n`), /^config .* line 1: nested deeper than 64 levels/, 'flow');
+    const block = Array.from({ length: 1000 }, (_, depth) => `${' '.repeat(depth + 2)}-`).join('\n');
+    await rejectsUsage(loadFile(`workers: 2\nmulticastInterfaces:\n${block}\n`), /^config .* line 6\d: nested deeper than 64 levels/, 'block');
+    await rejectsUsage(loadFile(`queryVersions: ${'['.repeat(100_000)}\n`), /line 1: nested deeper than 64 levels/, 'unclosed');
+  });
+  it('refuses anchors and aliases: a legal file of 150 aliases', async () => {
+    const text = `gateway: &uplink gw0\nmulticastInterfaces: [${Array(150).fill('*uplink').join(', ')}]\n`;
+    await rejectsUsage(loadFile(text), /^config .* line 1: an anchor \(&uplink\): anchors and aliases \(&name, \*name\) are not allowed here$/, 'aliases');
+    await assert.rejects(loadFile(text), (error: unknown) => error instanceof UsageError && error.hint === 'write each value out in full');
+  });
+  it('refuses a billion laughs at its first anchor', async () => {
+    const levels = ['gateway: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
+    for (let level = 1; level < 9; level++) {
+      levels.push(`${DAEMON_CONFIG_KEYS[level]}: &${String.fromCharCode(97 + level)} [${Array(9).fill(`*${String.fromCharCode(96 + level)}`).join(', ')}]`);
+    }
+    await rejectsUsage(loadFile(`${levels.join('\n')}\n`), /^config .* line 1: an anchor \(&a\)/, 'laughs');
+  });
+  it('refuses an alias without an anchor', async () => {
+    await rejectsUsage(loadFile('workers: 2\nlogLevel: *level\n'), /^config .* line 2: not valid YAML: unidentified alias "level": anchors and aliases/, 'alias');
+  });
+  it('refuses more nodes than a configuration has, in well under a second', async () => {
+    const keys = Array.from({ length: 40_000 }, (_, index) => `k${index}: 1`).join('\n');
+    const started = Date.now();
+    await rejectsUsage(loadFile(`${keys}\n`), /^config .* line 5001: more than 10000 keys, values and list items/, 'keys');
+    assert.ok(Date.now() - started < 1_000, `${Date.now() - started} ms`);
+  });
+  it('quotes a long value or key cut short', async () => {
+    await rejectsUsage(loadFile(`logLevel: ${'v'.repeat(10_000)}\n`), /^config .* line 1: logLevel: "v{64}"… \(10000 characters\) is not one of/, 'value');
+    await rejectsUsage(loadFile(`? ${'k'.repeat(10_000)}\n: 1\n`), /^config .* line 1: unknown key "k{64}"… \(10000 characters\) \(known:/, 'key');
   });
 });
 
@@ -389,6 +459,11 @@ describe('daemon configuration: bad flags (exit 64, naming the flag)', () => {
     { flags: { multicastInterfaces: 'eth0,,eth1' }, flag: '--multicast-interfaces', why: /"" is not an interface name/ },
     { flags: { gateway: 'eth0', multicastInterfaces: 'eth0' }, flag: '--multicast-interfaces', why: /both the gateway and a multicast interface/ },
     { flags: { metricsAddress: 'nohost' }, flag: '--metrics-address', why: /not HOST:PORT/ },
+    { flags: { metricsAddress: '224.0.0.1:9815' }, flag: '--metrics-address', why: /224\.0\.0\.1 is a multicast address/ },
+    { flags: { metricsAddress: '239.255.255.255:1' }, flag: '--metrics-address', why: /is a multicast address/ },
+    { flags: { metricsAddress: '255.255.255.255:9815' }, flag: '--metrics-address', why: /the broadcast address/ },
+    { flags: { logLevel: 'v'.repeat(10_000) }, flag: '--log-level', why: /^--log-level: "v{64}"… \(10000 characters\) is not one of debug/ },
+    { flags: { metricsAddress: `${'h'.repeat(10_000)}:1` }, flag: '--metrics-address', why: /^--metrics-address: "h{64}"… \(10000 characters\) is not an IPv4 address/ },
     { flags: { logFormat: 'yaml' }, flag: '--log-format', why: /not one of text, json/ },
     { flags: { logLevel: 'verbose' }, flag: '--log-level', why: /not one of debug/ },
     { flags: { cookiePrefix: 0 }, flag: '--cookie-prefix', why: /0x0 is not a 16-bit value/ },

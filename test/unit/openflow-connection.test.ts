@@ -209,7 +209,7 @@ describe('OpenFlow connection (fake switch)', () => {
       (error: unknown) =>
         error instanceof UnavailableError &&
         error.exitCode === 69 &&
-        error.message === `cannot open OpenFlow connection ${endpoint}: ENOENT` &&
+        error.message === `cannot connect to OpenFlow ${endpoint}: ENOENT` &&
         error.hint === 'is ovs-vswitchd running? set --openflow',
     );
   });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseSavedState, StateStore, type SavedState } from '../../src/daemon/state-store.js';
-import { McastError } from '../../src/errors.js';
+import { McastError, UsageError } from '../../src/errors.js';
 
 let root: string;
 let counter = 0;
@@ -94,7 +94,7 @@ describe('StateStore', () => {
     const before = Date.now();
     const result = await new StateStore({ dir }).load();
     assert.equal(result.state, undefined);
-    assert.match(result.warning ?? '', /state\.json is unusable \(.*JSON.*\): moved to .*state\.json\.corrupt-\d+; starting with no learned memberships/);
+    assert.match(result.warning ?? '', /state\.json" is unusable \(.*JSON.*\): moved to state\.json\.corrupt-\d+ in the same directory; starting with no learned memberships/);
     const names = await readdir(dir);
     assert.equal(names.length, 1);
     const epoch = Number(/^state\.json\.corrupt-(\d+)$/.exec(names[0]!)?.[1]);
@@ -159,11 +159,17 @@ describe('StateStore', () => {
     assert.deepEqual(await readdir(dir), ['state.json']);
   });
 
-  it("a real I/O failure is an McastError 'io' naming the file, not a warning", async () => {
+  it("a state.json that is a directory is refused (exit 64, 'bad-file'), neither read nor moved aside", async () => {
     const dir = freshDir();
-    // state.json is a directory: reading it fails (EISDIR) for root too, unlike a chmod 000 file.
     await mkdir(join(dir, 'state.json'), { recursive: true });
-    await assert.rejects(new StateStore({ dir }).load(), (error: unknown) => error instanceof McastError && error.code === 'io' && /EISDIR/.test(error.message));
+    await assert.rejects(new StateStore({ dir }).load(), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.equal(error.code, 'bad-file');
+      assert.match(error.message, /state\.json" is a directory, not a regular file/);
+      assert.match(error.hint ?? '', /rm -r /);
+      return true;
+    });
+    assert.deepEqual(await readdir(dir), ['state.json']);
   });
 
   it("a save that cannot write is an McastError 'io' naming the file", async () => {
@@ -174,7 +180,7 @@ describe('StateStore', () => {
     await assert.rejects(new StateStore({ dir }).save(sample()), (error: unknown) => {
       assert.ok(error instanceof McastError);
       assert.equal(error.code, 'io');
-      assert.match(error.message, /cannot save the daemon state to .*state\.json: E[A-Z]+/);
+      assert.match(error.message, /cannot save the daemon state to ".*state\.json": E[A-Z]+/);
       return true;
     });
     // load() of a path through a file: a real I/O error too.

@@ -10,7 +10,9 @@ import type { ControlServer } from '../../daemon/control-server.js';
 import type { MulticastController } from '../../daemon/controller.js';
 import type { MetricsServer } from '../../daemon/metrics.js';
 import type { DaemonView } from '../../daemon/daemon-view.js';
-import { McastError, UnavailableError } from '../../errors.js';
+import inspector from 'node:inspector';
+import { McastError, messageOf, UnavailableError } from '../../errors.js';
+import { DaemonSignals } from '../daemon-signals.js';
 import { StopSignal } from '../stop.js';
 
 export function registerDaemon(program: Command): void {
@@ -34,60 +36,126 @@ Inspect it with mcastctl status, mcastctl groups and mcastctl snoop --daemon.
 See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
   );
   command.action(async (flags: DaemonFlags) => {
-    const config = await loadDaemonConfig(flags);
-    // Loaded here, not at the top: every other command starts faster without them
-    // (prom-client alone takes about 50 ms to load).
-    const [{ ControlServer }, { MulticastController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }] = await Promise.all([
-      import('../../daemon/control-server.js'),
-      import('../../daemon/controller.js'),
-      import('../../daemon/logger.js'),
-      import('../../daemon/metrics.js'),
-      import('../../daemon/state-store.js'),
-    ]);
-    const logger = new Logger({ format: config.logFormat, level: config.logLevel });
-    const stop = new StopSignal();
-    let controller: MulticastController | undefined;
-    // The control socket and the metrics listener come first, so that a second daemon
-    // stops there (exit 1, 'busy') before it touches OVS or the kernel. Until the
-    // controller runs, they answer that the daemon is starting.
-    const view: DaemonView = {
-      status: () => running().status(),
-      groups: () => running().groups(),
-      routes: () => running().routes(),
-      subscribe: (listener) => running().subscribe(listener),
-    };
-    const running = (): MulticastController => {
-      if (controller === undefined) throw new UnavailableError('the daemon is starting: try again in a moment');
-      return controller;
-    };
-    let fatal: McastError | undefined;
-    let metricsServer: MetricsServer | undefined;
-    let controlServer: ControlServer | undefined;
+    // First of all: until these listen, SIGHUP or SIGUSR2 would kill the daemon.
+    const signals = new DaemonSignals();
     try {
-      controlServer = await ControlServer.listen({ path: config.controlSocket, view, logger });
-      // Metrics are gathered only when they are served (the default process metrics run a timer).
-      const metrics = config.metricsAddress === undefined ? undefined : new DaemonMetrics(view);
-      if (config.metricsAddress !== undefined && metrics !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
-      controller = await MulticastController.start({
-        config,
-        logger,
-        stateStore: new StateStore({ dir: config.stateDir }),
-        ...(metrics === undefined ? {} : { metrics }),
-        onFatal: (error) => {
-          fatal ??= error;
-          stop.stop();
-        },
-      });
-      logger.info('listening', { controlSocket: config.controlSocket, ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }) });
-      await stop.whenStopped();
-      logger.info('stopping');
+      await runDaemon(flags, signals);
     } finally {
-      stop.dispose();
-      await controlServer?.close();
-      await metricsServer?.close();
-      await controller?.stop();
+      signals.dispose();
     }
-    logger.info('stopped: OVS keeps the flows and groups of learned groups; the kernel removed our VIFs and routes');
-    if (fatal !== undefined) throw fatal;
   });
+}
+
+async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<void> {
+  const config = await loadDaemonConfig(flags);
+  // Loaded here, not at the top: every other command starts faster without them
+  // (prom-client alone takes about 50 ms to load).
+  const [{ ControlServer }, { MulticastController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
+    import('../../daemon/control-server.js'),
+    import('../../daemon/controller.js'),
+    import('../../daemon/logger.js'),
+    import('../../daemon/metrics.js'),
+    import('../../daemon/state-store.js'),
+    import('../../daemon/reload.js'),
+  ]);
+  const logger = new Logger({ format: config.logFormat, level: config.logLevel });
+  closeInspector(logger);
+  const stop = new StopSignal();
+  let controller: MulticastController | undefined;
+  // The control socket and the metrics listener come first, so that a second daemon
+  // stops there (exit 1, 'busy') before it touches OVS or the kernel. Until the
+  // controller runs, they answer that the daemon is starting.
+  const view: DaemonView = {
+    status: () => running().status(),
+    groups: () => running().groups(),
+    routes: () => running().routes(),
+    subscribe: (listener) => running().subscribe(listener),
+  };
+  const running = (): MulticastController => {
+    if (controller === undefined) throw new UnavailableError('the daemon is starting: try again in a moment');
+    return controller;
+  };
+
+  signals.on({
+    // Re-reads the file with the same flags; a bad file leaves everything as it runs.
+    reload: async () => {
+      if (controller === undefined) return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
+      if (flags.config === undefined) return logger.info('SIGHUP: no configuration file (--config) to read again; nothing changed');
+      let next;
+      try {
+        next = await loadDaemonConfig(flags);
+      } catch (error) {
+        return logger.error('SIGHUP: the configuration was not reloaded; the running one stays', { file: flags.config, error: messageOf(error) });
+      }
+      const plan = planReload(controller.configuration, next);
+      if (plan.applied.length > 0) {
+        controller.reconfigure(plan.config);
+        logger.level = plan.config.logLevel;
+      }
+      if (plan.needRestart.length > 0) {
+        logger.warn('SIGHUP: these settings changed in the file but take effect only at the next start', { keys: plan.needRestart.join(',') });
+      }
+      if (plan.applied.length === 0 && plan.needRestart.length === 0) logger.info('SIGHUP: configuration read again; nothing changed', { file: flags.config });
+      for (const change of plan.applied) logger.info('SIGHUP: setting changed', { key: change.key, from: change.from, to: change.to });
+    },
+    summary: () => {
+      if (controller === undefined) logger.info('SIGUSR1: starting');
+      else logger.info('SIGUSR1: state summary', controller.summary());
+    },
+    save: async () => {
+      if (controller === undefined) return logger.info('SIGUSR2: starting; nothing saved yet');
+      try {
+        const dir = await controller.saveNow();
+        logger.info(dir === undefined ? 'SIGUSR2: no state directory' : 'SIGUSR2: state saved', { stateDir: dir });
+      } catch (error) {
+        logger.error('SIGUSR2: the state could not be saved', { error: messageOf(error) });
+      }
+    },
+    onError: (signal, error) => logger.error(`${signal}: failed`, { error: messageOf(error) }),
+  });
+
+  let fatal: McastError | undefined;
+  let metricsServer: MetricsServer | undefined;
+  let controlServer: ControlServer | undefined;
+  try {
+    // Before anything is connected to: a state directory others could change is refused (64).
+    const stateStore = await StateStore.prepare({ dir: config.stateDir });
+    controlServer = await ControlServer.listen({ path: config.controlSocket, view, logger });
+    // Metrics are gathered only when they are served (the default process metrics run a timer).
+    const metrics = config.metricsAddress === undefined ? undefined : new DaemonMetrics(view);
+    if (config.metricsAddress !== undefined && metrics !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
+    controller = await MulticastController.start({
+      config,
+      logger,
+      stateStore,
+      ...(metrics === undefined ? {} : { metrics }),
+      onFatal: (error) => {
+        fatal ??= error;
+        stop.stop();
+      },
+    });
+    logger.info('listening', { controlSocket: config.controlSocket, ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }) });
+    await stop.whenStopped();
+    logger.info('stopping');
+  } finally {
+    stop.dispose();
+    await controlServer?.close();
+    await metricsServer?.close();
+    // A failed final save throws here: exit 1, after everything else was closed.
+    await controller?.stop();
+  }
+  logger.info('stopped: OVS keeps the flows and groups of learned groups; the kernel removed our VIFs and routes');
+  if (fatal !== undefined) throw fatal;
+}
+
+/**
+ * Node's inspector lets anyone on the host who can reach 127.0.0.1:9229 run code in the
+ * process: in a daemon running as root, a root shell for every local user. It is closed
+ * if NODE_OPTIONS or a flag opened it (SIGUSR1 cannot: see DaemonSignals).
+ */
+function closeInspector(logger: { warn(message: string, fields?: Record<string, unknown>): void }): void {
+  const url = inspector.url();
+  if (url === undefined) return;
+  inspector.close();
+  logger.warn('the Node.js inspector was open (--inspect or NODE_OPTIONS): closed, since anyone on this host could run code as the daemon', { url });
 }

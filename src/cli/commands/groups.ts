@@ -2,8 +2,9 @@
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
 import type { GroupView } from '../../daemon/daemon-view.js';
-import { UsageError } from '../../errors.js';
+import { quoteInput, UsageError } from '../../errors.js';
 import { isMulticastIPv4 } from '../../wire/ipv4-address.js';
+import { parseControlSocket } from '../control-socket-option.js';
 import { Output } from '../output.js';
 import { describePortView, formatDuration } from './status.js';
 
@@ -20,13 +21,16 @@ export function registerGroups(program: Command): void {
       'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again. Needs root (the control socket is root-only).',
     )
     .argument('[group]', 'only this group (an IPv4 multicast address)')
-    .option('--control-socket <path>', "the daemon's control socket", DEFAULT_CONTROL_SOCKET)
+    .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document (an array of groups)')
-    .addHelpText('after', '\nExit status: 0 done (also when the group has no members); 64 bad group; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 done (also when the group has no members); 64 bad group or --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).',
+    )
     .action(async (group: string | undefined, flags: GroupsFlags) => {
       const output = new Output({ json: flags.json === true });
       if (group !== undefined && !isMulticastIPv4(group)) {
-        throw new UsageError(`${JSON.stringify(group)} is not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)`, { code: 'bad-address' });
+        throw new UsageError(`${quoteInput(group)} is not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)`, { code: 'bad-address' });
       }
       const client = await ControlClient.connect(flags.controlSocket);
       let groups: GroupView[];

@@ -1,11 +1,11 @@
 /** `mcastctl install`: forward multicast groups to member ports on an OVS bridge. */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { installGroups, type StaticGroup, type StaticGroupsOutcome } from '../../controllers/static-groups.js';
-import { isSystemError, UsageError } from '../../errors.js';
+import { quoteInput, UsageError } from '../../errors.js';
 import { BridgeSession } from '../../ovs/bridge-session.js';
+import { showBytes } from '../../runtime/regular-file.js';
 import { checkRoute, installRoute } from '../../controllers/static-routes.js';
-import { parseDeclaredState, type DeclaredRoute } from '../../state/declared-state.js';
+import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../state/declared-state.js';
 import { checkGroupAddress, parsePortRef } from '../../state/group-address.js';
 import { printGroupResults } from '../group-results.js';
 import { printRouteResult } from '../route-results.js';
@@ -15,6 +15,7 @@ import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
 interface InstallFlags extends OvsFlags {
   ports?: string;
   file?: string;
+  maxFileSize?: string;
   json?: boolean;
   source?: string;
   iif?: string;
@@ -34,6 +35,7 @@ export function registerInstall(program: Command): void {
     .argument('[group]', 'the multicast group, e.g. 239.1.2.3')
     .option('--ports <list>', 'member ports, by name or OpenFlow port number: p1,p2,7')
     .option('-f, --file <file>', 'install every group of a declared-state file (YAML or JSON)')
+    .option('--max-file-size <size>', `the largest -f FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
     .option('--json', 'print the result as one JSON document')
     .option('--source <address>', 'a kernel (S,G) route instead: the source S (with --iif and --oif)')
     .option('--iif <name>', 'the route: the interface traffic from S to GROUP comes in on')
@@ -59,7 +61,7 @@ See mcastctl-install(1) for the pipeline and the OVS options.`,
       await installStaticRoute(group, flags, output);
       return;
     }
-    const { groups, routes } = declaredState(group, flags);
+    const { groups, routes } = await declaredState(group, flags);
     // Every route is checked (addresses, interfaces) before any change, OVS or kernel.
     for (const route of routes) withWhere(route.where, () => checkRoute(route));
     const { target, pipeline } = ovsSettings(flags);
@@ -89,26 +91,24 @@ function withWhere<T>(where: () => string, check: () => T): T {
 }
 
 /** The groups (and routes) asked for, from the command line or a file: checked before anything is touched. */
-function declaredState(group: string | undefined, flags: InstallFlags): { groups: StaticGroup[]; routes: DeclaredRoute[] } {
+async function declaredState(group: string | undefined, flags: InstallFlags): Promise<{ groups: StaticGroup[]; routes: DeclaredRoute[] }> {
   if (flags.file !== undefined) {
     if (group !== undefined || flags.ports !== undefined) throw new UsageError('give either GROUP --ports LIST or -f FILE, not both');
-    let text: string;
-    try {
-      text = readFileSync(flags.file, 'utf8');
-    } catch (error) {
-      throw new UsageError(`cannot read ${flags.file}: ${isSystemError(error) ? error.code : String(error)}`, { code: 'bad-file' });
-    }
-    return parseDeclaredState(text, flags.file);
+    const maxBytes = flags.maxFileSize === undefined ? DEFAULT_MAX_STATE_FILE_BYTES : parseFileSize('--max-file-size', flags.maxFileSize);
+    return readDeclaredState(flags.file, maxBytes);
   }
+  if (flags.maxFileSize !== undefined) throw new UsageError('--max-file-size goes with -f FILE');
   if (group === undefined) throw new UsageError('install needs GROUP --ports LIST, or -f FILE');
-  if (flags.ports === undefined) throw new UsageError(`install ${group} needs --ports LIST (names or OpenFlow port numbers)`);
+  if (flags.ports === undefined) throw new UsageError(`install ${quoteInput(group)} needs --ports LIST (names or OpenFlow port numbers)`);
   const ports = flags.ports.split(',').map((text) => parsePortRef(text, '--ports'));
   return { groups: [{ group: checkGroupAddress(group, 'GROUP'), ports, where: () => '--ports' }], routes: [] };
 }
 
 /** `install GROUP --source S --iif IF --oif IF2,...`: a static kernel (S,G) route. */
 async function installStaticRoute(group: string | undefined, flags: InstallFlags, output: Output): Promise<void> {
-  if (flags.ports !== undefined || flags.file !== undefined) throw new UsageError('a route (--source, --iif, --oif) and OVS ports (--ports, -f) go in separate commands');
+  if (flags.ports !== undefined || flags.file !== undefined || flags.maxFileSize !== undefined) {
+    throw new UsageError('a route (--source, --iif, --oif) and OVS ports (--ports, -f) go in separate commands');
+  }
   if (group === undefined || flags.source === undefined || flags.iif === undefined || flags.oif === undefined) {
     throw new UsageError('a kernel route needs GROUP --source S --iif IF --oif IF2[,IF3]');
   }

@@ -4,25 +4,27 @@
  * applies the smallest set of changes (not with --dry-run), and exits 0 when in sync,
  * 2 when drift was found, 1 when a change failed. What the daemon learned is left alone.
  */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../controllers/reconcile.js';
 import { RunLock } from '../../controllers/run-lock.js';
 import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static-routes.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import { parseControlSocket } from '../control-socket-option.js';
 import type { RouteView } from '../../daemon/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
 import type { OpenFlowError } from '../../openflow/errors.js';
 import { MrouteSocket } from '../../mroute/mroute-socket.js';
 import { BridgeSession } from '../../ovs/bridge-session.js';
+import { showBytes } from '../../runtime/regular-file.js';
 import type { GroupMembership } from '../../pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../pipeline/plan.js';
-import { parseDeclaredState } from '../../state/declared-state.js';
+import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState } from '../../state/declared-state.js';
 import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
 import { Output } from '../output.js';
 
 interface ReconcileFlags extends OvsFlags {
   file?: string;
+  maxFileSize?: string;
   dryRun?: boolean;
   json?: boolean;
   quiet?: boolean;
@@ -52,10 +54,11 @@ export function registerReconcile(program: Command): void {
         'controllers are never touched. Runs never overlap (--lock-file).',
     )
     .requiredOption('-f, --file <file>', 'the declared state (YAML or JSON: groups and routes)')
+    .option('--max-file-size <size>', `the largest FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
     .option('--dry-run', 'show the drift, change nothing')
     .option('--json', 'print the drift and what was done as one JSON document')
     .option('-q, --quiet', 'print nothing when in sync (drift and errors are still printed)')
-    .option('--control-socket <path>', `the daemon's control socket, to leave its learned routes alone (default ${DEFAULT_CONTROL_SOCKET})`)
+    .option('--control-socket <path>', `the daemon's control socket, to leave its learned routes alone (default ${DEFAULT_CONTROL_SOCKET})`, parseControlSocket)
     .option('--no-daemon', 'do not ask the daemon (when none runs here)')
     .option('--lock-file <path>', `the lock that keeps two runs apart (default ${DEFAULT_LOCK_FILE})`);
   addOvsOptions(command).addHelpText(
@@ -78,8 +81,10 @@ See mcastctl-reconcile(1), also for a systemd timer.`,
 
 /** Prints the report; throws (through the one exit path) for drift (2) and failures (1). */
 async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
-  // Everything the file says is checked first: a bad file changes nothing (exit 64).
-  const declared = parseDeclaredState(readDeclaredFile(flags.file!), flags.file!);
+  // The flags, then everything the file says, are checked first: a bad one changes nothing (exit 64).
+  if (flags.lockFile === '') throw new UsageError('--lock-file takes a path, not ""', { hint: `the default is ${DEFAULT_LOCK_FILE}` });
+  const maxBytes = flags.maxFileSize === undefined ? DEFAULT_MAX_STATE_FILE_BYTES : parseFileSize('--max-file-size', flags.maxFileSize);
+  const declared = await readDeclaredState(flags.file!, maxBytes);
   for (const route of declared.routes) {
     try {
       checkRoute(route);
@@ -154,14 +159,6 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   } finally {
     await session?.close();
     lock?.release();
-  }
-}
-
-function readDeclaredFile(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read ${path}: ${isSystemError(error) ? error.code : String(error)}`, { code: 'bad-file' });
   }
 }
 

@@ -7,6 +7,7 @@ import type { ChalkInstance } from 'chalk';
 import { Command, Option } from 'commander';
 import type { CapturedFrame } from '../../capture/packet-socket.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
+import { parseControlSocket } from '../control-socket-option.js';
 import type { DaemonEvent, PortView } from '../../daemon/daemon-view.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../pcap/index.js';
@@ -44,7 +45,7 @@ export function registerSnoop(program: Command): void {
     .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts(['iface', 'daemon']))
     .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts(['read', 'daemon']))
     .addOption(new Option('--daemon', "follow the running mcastctl daemon's events (needs root)").conflicts(['read', 'iface']))
-    .option('--control-socket <path>', `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`)
+    .option('--control-socket <path>', `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`, parseControlSocket)
     .option('--json', 'one JSON object per message (NDJSON) on stdout, nothing else')
     .option('-w, --write <file>', 'also save the captured frames as a pcap file (with --iface)')
     .option('-c, --count <n>', 'stop after n IGMP messages', (text) => parsePositiveInteger('--count', text))
@@ -138,7 +139,13 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
   } finally {
     stop.dispose();
   }
-  printSummary(session!, output, flags);
+  // Stopped before a capture began (a FIFO that no writer opened yet): nothing to sum up.
+  if (session === undefined) {
+    output.flush();
+    output.info(`stopped before ${name} had a capture header: nothing was read`);
+    return;
+  }
+  printSummary(session, output, flags);
 }
 
 /** Nothing could be read (no file, not pcap, an unsupported link type): a usage error. */

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
 import type { DaemonStatus, PortView } from '../../daemon/daemon-view.js';
+import { parseControlSocket } from '../control-socket-option.js';
 import { Output } from '../output.js';
 
 interface StatusFlags {
@@ -16,9 +17,9 @@ export function registerStatus(program: Command): void {
     .description(
       "Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, and its counters since it started. Needs root (the control socket is root-only).",
     )
-    .option('--control-socket <path>', "the daemon's control socket", DEFAULT_CONTROL_SOCKET)
+    .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document')
-    .addHelpText('after', '\nExit status: 0 done; 69 the daemon is not reachable; 77 not root. See mcastctl-status(1).')
+    .addHelpText('after', '\nExit status: 0 done; 64 bad --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-status(1).')
     .action(async (flags: StatusFlags) => {
       const output = new Output({ json: flags.json === true });
       const client = await ControlClient.connect(flags.controlSocket);
