@@ -21,10 +21,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { ControlClient } from '../src/daemon/control-client.js';
-import type { DaemonEvent } from '../src/daemon/daemon-view.js';
-import { decode as decodeIgmp, type IgmpMessage } from '../src/igmp/index.js';
-import { readPcapFile } from '../src/pcap/index.js';
+import { ControlClient } from '../src/transport/control/control-client.js';
+import type { DaemonEvent } from '../src/domain/daemon-view.js';
+import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
+import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';

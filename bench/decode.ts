@@ -3,9 +3,9 @@
  * sources each), through the IGMP codec alone and through the whole frame decoder
  * (Ethernet, IPv4 with Router Alert, IGMP). Prints figures; asserts nothing.
  */
-import * as igmp from '../src/igmp/index.js';
-import { LinkType } from '../src/pcap/index.js';
-import { decodeFrame, ipv4Locator } from '../src/snoop/frame-decoder.js';
+import * as igmp from '../src/packet/igmp/index.js';
+import { LinkType } from '../src/packet/pcap/index.js';
+import { decodeFrame, ipv4Locator } from '../src/packet/frame-decoder.js';
 import { buildFrame } from './frames.js';
 
 export interface DecodeFigures {

@@ -1,7 +1,7 @@
 /** Frames for benchmarks, built with the project's own encoders (speed, not correctness, is measured here). */
-import * as ethernet from '../src/ethernet/frame.js';
-import * as ipv4 from '../src/ipv4/header.js';
-import { ROUTER_ALERT } from '../src/ipv4/header.js';
+import * as ethernet from '../src/packet/ethernet.js';
+import * as ipv4 from '../src/packet/ipv4/header.js';
+import { ROUTER_ALERT } from '../src/packet/ipv4/header.js';
 
 export function buildFrame(igmpMessage: Uint8Array, dst: string, src = '10.0.0.2'): Buffer {
   const header = { dst: ethernet.multicastMacForGroup(dst), src: '02:00:00:00:00:02', vlanIds: [], etherType: 0x0800 };

@@ -10,8 +10,8 @@ import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Lab } from '../test/lab/lab.js';
 import { OvsNode } from '../test/lab/ovs.js';
-import { DEFAULT_PIPELINE_CONFIG } from '../src/pipeline/config.js';
-import { MulticastPipeline } from '../src/pipeline/multicast-pipeline.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../src/domain/pipeline/config.js';
+import { MulticastPipeline } from '../src/domain/pipeline/multicast-pipeline.js';
 
 const run = promisify(execFile);
 

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { LinkType, PcapReader, PcapWriter, readPcapFile, type PcapRecord } from '../src/pcap/index.js';
+import { LinkType, PcapReader, PcapWriter, readPcapFile, type PcapRecord } from '../src/packet/pcap/index.js';
 
 const RECORDS = Number(process.argv[2] ?? 1_000_000);
 const ROUNDS = 3;

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { MrouteSocket, ifindexOf } from '../src/mroute/mroute-socket.js';
+import { MrouteSocket, ifindexOf } from '../src/transport/mroute-socket.js';
 import { MCASTCTL_BIN } from '../test/lab/cli.js';
 import { Lab } from '../test/lab/lab.js';
 

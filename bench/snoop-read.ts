@@ -6,8 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as igmp from '../src/igmp/index.js';
-import { LinkType, PcapWriter } from '../src/pcap/index.js';
+import * as igmp from '../src/packet/igmp/index.js';
+import { LinkType, PcapWriter } from '../src/packet/pcap/index.js';
 import { buildFrame } from './frames.js';
 
 export interface SnoopReadFigures {

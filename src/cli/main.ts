@@ -15,7 +15,7 @@ import { registerSnoop } from './commands/snoop.js';
 import { registerStatus } from './commands/status.js';
 import { registerUninstall } from './commands/uninstall.js';
 import { boundText, describeFailure, printFailure } from './exit.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('mcastctl')

@@ -22,7 +22,7 @@ import { cliMissing, mcastctl } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, run, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
-import type { DaemonStatus, GroupView } from '../../src/daemon/daemon-view.js';
+import type { DaemonStatus, GroupView } from '../../src/domain/daemon-view.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);

@@ -30,8 +30,8 @@ import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
-import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/daemon/daemon-view.js';
-import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/mroute/proc.js';
+import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/domain/daemon-view.js';
+import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/protocol/mroute/proc.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);

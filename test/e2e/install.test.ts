@@ -11,11 +11,11 @@ import { after, before, describe, it } from 'node:test';
 import { mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
-import { OpenFlowConnection } from '../../src/openflow/connection.js';
-import { DEFAULT_PIPELINE_CONFIG } from '../../src/pipeline/config.js';
-import { MulticastPipeline } from '../../src/pipeline/multicast-pipeline.js';
-import { changeMessage, flowEntryOf, groupEntryOf } from '../../src/pipeline/openflow-entries.js';
-import { planInstall } from '../../src/pipeline/plan.js';
+import { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
+import { changeMessage, flowEntryOf, groupEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
+import { planInstall } from '../../src/domain/pipeline/plan.js';
 
 const G1 = '239.1.2.3';
 const G1_ID = 0x10000000 + 0x0f010203;

@@ -28,9 +28,9 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { McastError } from '../../src/errors.js';
-import { IGMPMSG_NOCACHE, VIFF_USE_IFINDEX } from '../../src/mroute/constants.js';
-import { MrouteError, MrouteSocket, ifindexOf } from '../../src/mroute/mroute-socket.js';
-import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
+import { IGMPMSG_NOCACHE, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
+import { MrouteError, MrouteSocket, ifindexOf } from '../../src/transport/mroute-socket.js';
+import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
 

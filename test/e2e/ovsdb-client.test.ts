@@ -16,11 +16,11 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExitCode, UnavailableError } from '../../src/errors.js';
-import { OvsdbClient } from '../../src/ovsdb/client.js';
-import { asStringMap, namedUuid, ovsdbMap, uuid } from '../../src/ovsdb/datum.js';
-import { OvsdbError, OvsdbTimeoutError } from '../../src/ovsdb/errors.js';
-import type { MonitorUpdateReason, TableUpdates } from '../../src/ovsdb/monitor.js';
-import { bridgeInterfaces, findBridge, NoSuchBridgeError, watchInterfaces, type InterfaceChanges } from '../../src/ovsdb/vswitch.js';
+import { OvsdbClient } from '../../src/transport/ovsdb/client.js';
+import { asStringMap, namedUuid, ovsdbMap, uuid } from '../../src/protocol/ovsdb/datum.js';
+import { OvsdbError, OvsdbTimeoutError } from '../../src/protocol/ovsdb/errors.js';
+import type { MonitorUpdateReason, TableUpdates } from '../../src/protocol/ovsdb/monitor.js';
+import { bridgeInterfaces, findBridge, NoSuchBridgeError, watchInterfaces, type InterfaceChanges } from '../../src/adapters/ovs/vswitch.js';
 import { canConnect, ovsdbServerMissing, PrivateOvsdbServer, VSWITCH_SCHEMA } from '../lab/ovsdb-server.js';
 
 const DB = 'Open_vSwitch';
@@ -324,7 +324,7 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
   it('a socket this user may not open is PermissionError (exit 77)', { skip: process.getuid?.() !== 0 && 'needs root, to run a client as nobody' }, async () => {
     // The server's directory is 0700 root: nobody gets EACCES.
     const script = `
-      const { OvsdbClient } = await import(${JSON.stringify(new URL('../../src/ovsdb/client.ts', import.meta.url).href)});
+      const { OvsdbClient } = await import(${JSON.stringify(new URL('../../src/transport/ovsdb/client.ts', import.meta.url).href)});
       try { await OvsdbClient.connect({ endpoint: ${JSON.stringify(server.endpoint)} }); console.log('{}'); }
       catch (error) { console.log(JSON.stringify({ name: error.name, exitCode: error.exitCode, message: error.message, hint: error.hint })); }`;
     const output = await execute('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script]);

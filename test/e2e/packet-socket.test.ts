@@ -20,11 +20,11 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/capture/bpf.js';
-import { LinkType } from '../../src/pcap/link-type.js';
+import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/packet/bpf.js';
+import { LinkType } from '../../src/packet/pcap/link-type.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
 import { McastError, PermissionError, UsageError } from '../../src/errors.js';
-import { PacketCapture, type CapturedFrame } from '../../src/capture/packet-socket.js';
+import { PacketCapture, type CapturedFrame } from '../../src/transport/packet-socket.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');

@@ -18,8 +18,8 @@ import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
-import { parseMfcCache, parseVifTable } from '../../src/mroute/proc.js';
-import { lockSocketName } from '../../src/controllers/run-lock.js';
+import { parseMfcCache, parseVifTable } from '../../src/protocol/mroute/proc.js';
+import { lockSocketName } from '../../src/runtime/run-lock.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the reconcile tests run the built CLI: ${missing}`);

@@ -28,8 +28,8 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { MrouteSocket } from '../../src/mroute/mroute-socket.js';
-import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../src/mroute/proc.js';
+import { MrouteSocket } from '../../src/transport/mroute-socket.js';
+import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';

@@ -1,5 +1,5 @@
 /** An in-memory DaemonView for the control socket, metrics and CLI tests: set its fields, emit events. */
-import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../src/daemon/daemon-view.js';
+import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../src/domain/daemon-view.js';
 
 export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatus {
   return {

@@ -1,10 +1,10 @@
 /**
  * The `snoop --json` record as a plain object, built the obvious way: the oracle that the
- * hand-written serializer (src/snoop/json-record.ts, toJsonLine) is checked against.
+ * hand-written serializer (src/packet/frame-event-json.ts, toJsonLine) is checked against.
  */
-import { maxRespTimeMs, qqicSeconds, type IgmpMessage, type RecordTypeName } from '../../src/igmp/index.js';
-import type { FrameEvent } from '../../src/snoop/frame-decoder.js';
-import { otherMessageVersion } from '../../src/snoop/json-record.js';
+import { maxRespTimeMs, qqicSeconds, type IgmpMessage, type RecordTypeName } from '../../src/packet/igmp/index.js';
+import type { FrameEvent } from '../../src/packet/frame-decoder.js';
+import { otherMessageVersion } from '../../src/packet/frame-event-json.js';
 
 export interface SnoopJsonRecord {
   frame: number;

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { igmpFilter } from '../../src/capture/bpf.js';
-import { LinkType } from '../../src/pcap/index.js';
-import { decodeFrame, ipv4Locator } from '../../src/snoop/frame-decoder.js';
+import { igmpFilter } from '../../src/packet/bpf.js';
+import { LinkType } from '../../src/packet/pcap/index.js';
+import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import { V3_JOIN_239_1_1_1 } from '../fixtures/real-frames.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
 import { hex } from '../helpers/bytes.js';

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/cli/control-socket-option.js';
-import { ControlClient } from '../../src/daemon/control-client.js';
-import { ControlServer, MAX_CLIENT_BUFFER_BYTES, MAX_CONTROL_CLIENTS, MAX_REQUEST_BYTES } from '../../src/daemon/control-server.js';
-import type { DaemonView, GroupView, RouteView } from '../../src/daemon/daemon-view.js';
+import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/cli/options/control-socket-option.js';
+import { ControlClient } from '../../src/transport/control/control-client.js';
+import { ControlServer, MAX_CLIENT_BUFFER_BYTES, MAX_CONTROL_CLIENTS, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
+import type { DaemonView, GroupView, RouteView } from '../../src/domain/daemon-view.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { FakeDaemonView, sampleGroups } from '../helpers/fake-daemon-view.js';
 

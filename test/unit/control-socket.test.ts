@@ -5,9 +5,9 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ControlClient } from '../../src/daemon/control-client.js';
-import { ControlServer, MAX_REQUEST_BYTES } from '../../src/daemon/control-server.js';
-import type { DaemonEvent } from '../../src/daemon/daemon-view.js';
+import { ControlClient } from '../../src/transport/control/control-client.js';
+import { ControlServer, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
+import type { DaemonEvent } from '../../src/domain/daemon-view.js';
 import { McastError } from '../../src/errors.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 

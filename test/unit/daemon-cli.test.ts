@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { ControlServer } from '../../src/daemon/control-server.js';
-import type { DaemonEvent } from '../../src/daemon/daemon-view.js';
+import { ControlServer } from '../../src/transport/control/control-server.js';
+import type { DaemonEvent } from '../../src/domain/daemon-view.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { addDaemonOptions, DAEMON_CONFIG_KEYS, loadDaemonConfig, MAX_CONFIG_FILE_BYTES, membershipTiming, type DaemonConfig, type DaemonFlags } from '../../src/daemon/config.js';
+import { addDaemonOptions, DAEMON_CONFIG_KEYS, loadDaemonConfig, MAX_CONFIG_FILE_BYTES, membershipTiming, type DaemonConfig, type DaemonFlags } from '../../src/controllers/daemon/config.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
 

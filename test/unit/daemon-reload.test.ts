@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DaemonSignals } from '../../src/cli/daemon-signals.js';
-import { loadDaemonConfig, type DaemonConfig } from '../../src/daemon/config.js';
-import { planReload, RUNTIME_SETTINGS } from '../../src/daemon/reload.js';
-import { Logger } from '../../src/daemon/logger.js';
-import { MembershipTable } from '../../src/membership/membership-table.js';
-import { Querier } from '../../src/daemon/querier.js';
-import { WorkQueue } from '../../src/membership/work-queue.js';
+import { loadDaemonConfig, type DaemonConfig } from '../../src/controllers/daemon/config.js';
+import { planReload, RUNTIME_SETTINGS } from '../../src/controllers/daemon/reload.js';
+import { Logger } from '../../src/runtime/logger.js';
+import { MembershipTable } from '../../src/domain/membership/membership-table.js';
+import { Querier } from '../../src/controllers/daemon/querier.js';
+import { WorkQueue } from '../../src/domain/membership/work-queue.js';
 
 const ENV = { OVS_RUNDIR: '/run/mcl-unit' };
 

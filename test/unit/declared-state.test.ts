@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseDeclaredState, parseFileSize, readDeclaredState } from '../../src/state/declared-state.js';
+import { DEFAULT_MAX_STATE_FILE_BYTES, parseDeclaredState, parseFileSize, readDeclaredState } from '../../src/domain/declared-state/declared-state.js';
 
 describe('declared state file', () => {
   it('reads YAML with port names and numbers', () => {

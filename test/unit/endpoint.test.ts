@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ExitCode, PermissionError, UnavailableError, UsageError } from '../../src/errors.js';
-import { resolveOvsTarget } from '../../src/ovs/locations.js';
+import { resolveOvsTarget } from '../../src/adapters/ovs/locations.js';
 import { connectFailure, parseEndpoint, type Endpoint } from '../../src/wire/endpoint.js';
 
 describe('endpoints', () => {

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MAX_FAILURE_LINE_CHARACTERS, printFailure } from '../../src/cli/exit.js';
-import { DaemonMetrics, MetricsServer } from '../../src/daemon/metrics.js';
+import { DaemonMetrics, MetricsServer } from '../../src/controllers/daemon/metrics.js';
 import { ExitCode, McastError } from '../../src/errors.js';
-import { JsonStreamSplitter } from '../../src/ovsdb/json-stream.js';
+import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 import { cliMissing, mcastctl, REPO_ROOT } from '../lab/cli.js';
 
@@ -191,7 +191,7 @@ describe('the metrics server: why it cannot listen, by exit code', () => {
   const withTsx = existsSync(join(REPO_ROOT, 'node_modules/tsx')) ? undefined : 'needs tsx';
   it('a privileged port as nobody is a missing privilege (77)', { skip: asNobody ?? withTsx }, () => {
     const script = `
-      const { DaemonMetrics, MetricsServer } = await import(${JSON.stringify(new URL('../../src/daemon/metrics.ts', import.meta.url).href)});
+      const { DaemonMetrics, MetricsServer } = await import(${JSON.stringify(new URL('../../src/controllers/daemon/metrics.ts', import.meta.url).href)});
       const { FakeDaemonView } = await import(${JSON.stringify(new URL('../helpers/fake-daemon-view.ts', import.meta.url).href)});
       const registry = new DaemonMetrics(new FakeDaemonView()).registry;
       try { const server = await MetricsServer.listen('127.0.0.1:1', registry); await server.close(); console.log('{}'); }

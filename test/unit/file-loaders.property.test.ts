@@ -18,10 +18,10 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import jsYaml from 'js-yaml';
 import { isNode, LineCounter, parseDocument, stringify as yamlStringify } from 'yaml';
-import { loadDaemonConfig } from '../../src/daemon/config.js';
+import { loadDaemonConfig } from '../../src/controllers/daemon/config.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
-import { parseDeclaredState, readDeclaredState } from '../../src/state/declared-state.js';
-import { loadYaml } from '../../src/state/safe-yaml.js';
+import { parseDeclaredState, readDeclaredState } from '../../src/domain/declared-state/declared-state.js';
+import { loadYaml } from '../../src/runtime/safe-yaml.js';
 
 const SEED = Number(process.env.FAST_CHECK_SEED ?? 20_261_201);
 const RUNS = Number(process.env.FAST_CHECK_RUNS ?? 100);

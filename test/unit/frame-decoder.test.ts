@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LinkType } from '../../src/pcap/index.js';
-import { decodeFrame, ipv4Locator, type FrameEvent } from '../../src/snoop/frame-decoder.js';
-import { toJsonLine } from '../../src/snoop/json-record.js';
+import { LinkType } from '../../src/packet/pcap/index.js';
+import { decodeFrame, ipv4Locator, type FrameEvent } from '../../src/packet/frame-decoder.js';
+import { toJsonLine } from '../../src/packet/frame-event-json.js';
 import { toJsonRecord } from '../helpers/json-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { hex } from '../helpers/bytes.js';

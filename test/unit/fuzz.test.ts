@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DecodeError } from '../../src/errors.js';
-import * as igmp from '../../src/igmp/index.js';
-import * as ipv4 from '../../src/ipv4/header.js';
-import { LinkType } from '../../src/pcap/index.js';
-import { decodeFrame, ipv4Locator } from '../../src/snoop/frame-decoder.js';
-import { toJsonLine } from '../../src/snoop/json-record.js';
+import * as igmp from '../../src/packet/igmp/index.js';
+import * as ipv4 from '../../src/packet/ipv4/header.js';
+import { LinkType } from '../../src/packet/pcap/index.js';
+import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { toJsonLine } from '../../src/packet/frame-event-json.js';
 import { toJsonRecord } from '../helpers/json-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';

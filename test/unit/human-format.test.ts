@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatClock } from '../../src/snoop/human-format.js';
+import { formatClock } from '../../src/cli/render/human-format.js';
 
 describe('formatClock', () => {
   // Local time: compare against Date's own fields for the same instant.

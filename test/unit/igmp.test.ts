@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DecodeError } from '../../src/errors.js';
-import * as igmp from '../../src/igmp/index.js';
-import type { IgmpMessage } from '../../src/igmp/index.js';
+import * as igmp from '../../src/packet/igmp/index.js';
+import type { IgmpMessage } from '../../src/packet/igmp/index.js';
 import { hex, igmpBytes } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import * as ethernet from '../../src/ethernet/frame.js';
+import * as ethernet from '../../src/packet/ethernet.js';
 import { DecodeError } from '../../src/errors.js';
-import * as ipv4 from '../../src/ipv4/header.js';
-import { ROUTER_ALERT, type Ipv4Header } from '../../src/ipv4/header.js';
+import * as ipv4 from '../../src/packet/ipv4/header.js';
+import { ROUTER_ALERT, type Ipv4Header } from '../../src/packet/ipv4/header.js';
 import { V3_JOIN_239_1_1_1 } from '../fixtures/real-frames.js';
 import { formatIPv4, isMulticastIPv4, parseIPv4, readIPv4, writeIPv4 } from '../../src/wire/ipv4-address.js';
 import { hex, ipv4Packet } from '../helpers/bytes.js';

@@ -1,7 +1,7 @@
 /** The daemon's structured log: text (key=value) and JSON lines, levels, child fields, errors. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Logger, type LoggerOptions, type LogLevel } from '../../src/daemon/logger.js';
+import { Logger, type LoggerOptions, type LogLevel } from '../../src/runtime/logger.js';
 import { UnavailableError } from '../../src/errors.js';
 
 const NOW = new Date('2026-11-30T12:00:00.000Z');

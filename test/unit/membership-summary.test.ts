@@ -1,10 +1,10 @@
 /** The snoop summary's filter arithmetic (RFC 3376 §6.4 from one host's point of view). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { GroupRecord, IgmpMessage } from '../../src/igmp/index.js';
-import type { IgmpFrameEvent } from '../../src/snoop/frame-decoder.js';
-import { MembershipSummary } from '../../src/snoop/membership-summary.js';
-import { ROUTER_ALERT } from '../../src/ipv4/header.js';
+import type { GroupRecord, IgmpMessage } from '../../src/packet/igmp/index.js';
+import type { IgmpFrameEvent } from '../../src/packet/frame-decoder.js';
+import { MembershipSummary } from '../../src/domain/membership-summary.js';
+import { ROUTER_ALERT } from '../../src/packet/ipv4/header.js';
 
 let frame = 0;
 function event(src: string, message: IgmpMessage): IgmpFrameEvent {

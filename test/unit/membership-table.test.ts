@@ -1,7 +1,7 @@
 /** The daemon's group state machine (groundwork for [5]): joins, leaves, expiry, compatibility, on a fake clock. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MembershipTable, type MembershipEffect } from '../../src/membership/membership-table.js';
+import { MembershipTable, type MembershipEffect } from '../../src/domain/membership/membership-table.js';
 
 const timing = { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 };
 function table(fastLeave: boolean) {

@@ -9,14 +9,14 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { DecodeError, McastError, UsageError } from '../../src/errors.js';
-import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/mroute/constants.js';
-import { errnoOf } from '../../src/mroute/errno.js';
-import * as igmpmsg from '../../src/mroute/igmpmsg.js';
-import * as ipMreqn from '../../src/mroute/ip-mreqn.js';
-import * as mfcctl from '../../src/mroute/mfcctl.js';
-import { ifindexOf } from '../../src/mroute/mroute-socket.js';
-import { parseMfcCache, parseVifTable, procAddress } from '../../src/mroute/proc.js';
-import * as vifctl from '../../src/mroute/vifctl.js';
+import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
+import { errnoOf } from '../../src/protocol/mroute/errno.js';
+import * as igmpmsg from '../../src/protocol/mroute/igmpmsg.js';
+import * as ipMreqn from '../../src/protocol/mroute/ip-mreqn.js';
+import * as mfcctl from '../../src/protocol/mroute/mfcctl.js';
+import { ifindexOf } from '../../src/transport/mroute-socket.js';
+import { parseMfcCache, parseVifTable, procAddress } from '../../src/protocol/mroute/proc.js';
+import * as vifctl from '../../src/protocol/mroute/vifctl.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 

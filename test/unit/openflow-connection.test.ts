@@ -11,16 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExitCode, UnavailableError } from '../../src/errors.js';
-import { output } from '../../src/openflow/action.js';
-import { bucket } from '../../src/openflow/bucket.js';
-import { OpenFlowConnection } from '../../src/openflow/connection.js';
-import { OpenFlowError } from '../../src/openflow/errors.js';
-import { flowMod } from '../../src/openflow/flow-mod.js';
-import { OpenFlowFramer } from '../../src/openflow/framer.js';
-import { groupMod } from '../../src/openflow/group-mod.js';
-import * as openflow from '../../src/openflow/message.js';
-import type { OpenFlowMessage } from '../../src/openflow/message.js';
-import { MULTIPART_MORE } from '../../src/openflow/multipart-type.js';
+import { output } from '../../src/protocol/openflow/action.js';
+import { bucket } from '../../src/protocol/openflow/bucket.js';
+import { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
+import { OpenFlowError } from '../../src/protocol/openflow/errors.js';
+import { flowMod } from '../../src/protocol/openflow/flow-mod.js';
+import { OpenFlowFramer } from '../../src/protocol/openflow/framer.js';
+import { groupMod } from '../../src/protocol/openflow/group-mod.js';
+import * as openflow from '../../src/protocol/openflow/message.js';
+import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
+import { MULTIPART_MORE } from '../../src/protocol/openflow/multipart-type.js';
 
 const DATAPATH_ID = 0xabcdef0123n;
 

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { output } from '../../src/openflow/action.js';
-import { bucket } from '../../src/openflow/bucket.js';
-import { OpenFlowDecodeError } from '../../src/openflow/errors.js';
-import { OpenFlowFramer } from '../../src/openflow/framer.js';
-import { groupMod } from '../../src/openflow/group-mod.js';
-import * as openflow from '../../src/openflow/message.js';
+import { output } from '../../src/protocol/openflow/action.js';
+import { bucket } from '../../src/protocol/openflow/bucket.js';
+import { OpenFlowDecodeError } from '../../src/protocol/openflow/errors.js';
+import { OpenFlowFramer } from '../../src/protocol/openflow/framer.js';
+import { groupMod } from '../../src/protocol/openflow/group-mod.js';
+import * as openflow from '../../src/protocol/openflow/message.js';
 import { hex } from '../helpers/bytes.js';
 
 // From ovs-vswitchd to ovs-ofctl (see openflow-codec.test.ts): HELLO, FEATURES_REPLY,

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../src/errors.js';
 import { parseEndpoint } from '../../src/wire/endpoint.js';
-import { describeError, errorCodeName, errorCodeNumber, errorTypeName, EXPERIMENTER_IDS, OFP_ERROR_TYPES } from '../../src/openflow/error-code.js';
-import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD, maxBucketsPerGroupMod } from '../../src/openflow/limits.js';
-import { describeOfpType, describeOfpVersion, OFP_TYPE_NUMBERS, ofpTypeName } from '../../src/openflow/message-type.js';
-import { OXM_FIELDS, oxmFieldName } from '../../src/openflow/oxm-field.js';
-import { describePort, OfpPort } from '../../src/openflow/reserved.js';
+import { describeError, errorCodeName, errorCodeNumber, errorTypeName, EXPERIMENTER_IDS, OFP_ERROR_TYPES } from '../../src/protocol/openflow/error-code.js';
+import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD, maxBucketsPerGroupMod } from '../../src/protocol/openflow/limits.js';
+import { describeOfpType, describeOfpVersion, OFP_TYPE_NUMBERS, ofpTypeName } from '../../src/protocol/openflow/message-type.js';
+import { OXM_FIELDS, oxmFieldName } from '../../src/protocol/openflow/oxm-field.js';
+import { describePort, OfpPort } from '../../src/protocol/openflow/reserved.js';
 
 describe('OpenFlow lookup tables', () => {
   it('message types: numbers ↔ names, 0..29 all named', () => {

@@ -13,12 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import { ExitCode, UnavailableError, UsageError } from '../../src/errors.js';
-import { backoffDelay } from '../../src/wire/backoff.js';
-import { OvsdbClient } from '../../src/ovsdb/client.js';
+import { backoffDelay } from '../../src/runtime/backoff.js';
+import { OvsdbClient } from '../../src/transport/ovsdb/client.js';
 
-import { OvsdbDecodeError, OvsdbError, OvsdbTimeoutError } from '../../src/ovsdb/errors.js';
-import { JsonStreamSplitter } from '../../src/ovsdb/json-stream.js';
-import type { MonitorUpdateReason, TableUpdates } from '../../src/ovsdb/monitor.js';
+import { OvsdbDecodeError, OvsdbError, OvsdbTimeoutError } from '../../src/protocol/ovsdb/errors.js';
+import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
+import type { MonitorUpdateReason, TableUpdates } from '../../src/protocol/ovsdb/monitor.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'mcl-ovsdb-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { OvsdbDecodeError } from '../../src/ovsdb/errors.js';
-import { JsonStreamSplitter } from '../../src/ovsdb/json-stream.js';
+import { OvsdbDecodeError } from '../../src/protocol/ovsdb/errors.js';
+import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
 import { seededRandom } from '../helpers/random.js';
 
 /** The hand-written stream: whitespace between values, escapes, 2-, 3- and 4-byte UTF-8, brackets in strings. */

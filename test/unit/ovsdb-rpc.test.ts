@@ -20,13 +20,13 @@ import {
   rowFromJson,
   uuid,
   type Datum,
-} from '../../src/ovsdb/datum.js';
-import { OvsdbDecodeError, OvsdbError } from '../../src/ovsdb/errors.js';
-import { JsonStreamSplitter } from '../../src/ovsdb/json-stream.js';
-import { monitorRequestsToJson, rowChangeKind, TableCache, tableUpdatesFromJson } from '../../src/ovsdb/monitor.js';
-import { operationToJson, transactResultsFromJson, type Operation } from '../../src/ovsdb/operations.js';
-import * as rpc from '../../src/ovsdb/rpc.js';
-import { schemaFromJson } from '../../src/ovsdb/schema.js';
+} from '../../src/protocol/ovsdb/datum.js';
+import { OvsdbDecodeError, OvsdbError } from '../../src/protocol/ovsdb/errors.js';
+import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
+import { monitorRequestsToJson, rowChangeKind, TableCache, tableUpdatesFromJson } from '../../src/protocol/ovsdb/monitor.js';
+import { operationToJson, transactResultsFromJson, type Operation } from '../../src/protocol/ovsdb/operations.js';
+import * as rpc from '../../src/protocol/ovsdb/rpc.js';
+import { schemaFromJson } from '../../src/protocol/ovsdb/schema.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 
 const UUID_A = '550e8400-e29b-41d4-a716-446655440000';

@@ -29,7 +29,7 @@ import {
   type PcapFileHeader,
   type PcapReaderOptions,
   type PcapRecord,
-} from '../../src/pcap/index.js';
+} from '../../src/packet/pcap/index.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 

@@ -1,11 +1,11 @@
 /** The multicast pipeline and its planner: pure logic, no switch. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/pipeline/config.js';
-import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/pipeline/flow-cookie.js';
-import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/pipeline/multicast-pipeline.js';
-import { changeMessage } from '../../src/pipeline/openflow-entries.js';
-import { planInstall, planUninstall, planUninstallAll } from '../../src/pipeline/plan.js';
+import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
+import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/domain/pipeline/multicast-pipeline.js';
+import { changeMessage } from '../../src/domain/pipeline/openflow-entries.js';
+import { planInstall, planUninstall, planUninstallAll } from '../../src/domain/pipeline/plan.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 

@@ -7,14 +7,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { McastError, ExitCode } from '../../src/errors.js';
-import type { IgmpMessage } from '../../src/igmp/index.js';
-import * as queryPacket from '../../src/query/query-packet.js';
-import type { QueryPacket } from '../../src/query/query-packet.js';
-import type { QueryLink } from '../../src/query/query-link.js';
-import { runQuery } from '../../src/query/query-run.js';
-import { parseQuerySpec, queryDestination, queryKind, queryMessage, type QueryRequest } from '../../src/query/query-spec.js';
-import { ResponderTable, type HeardIgmp, type SentQuery } from '../../src/query/responder-table.js';
-import { decodeFrame, ipv4Locator } from '../../src/snoop/frame-decoder.js';
+import type { IgmpMessage } from '../../src/packet/igmp/index.js';
+import * as queryPacket from '../../src/packet/query-frame.js';
+import type { QueryPacket } from '../../src/packet/query-frame.js';
+import type { QueryLink } from '../../src/adapters/query-link/query-link.js';
+import { runQuery } from '../../src/controllers/query/query-run.js';
+import { parseQuerySpec, queryDestination, queryKind, queryMessage, type QueryRequest } from '../../src/controllers/query/query-spec.js';
+import { ResponderTable, type HeardIgmp, type SentQuery } from '../../src/domain/responder-table.js';
+import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import { ethernetFrame, hex, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 
 describe('query spec', () => {

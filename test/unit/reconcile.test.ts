@@ -1,12 +1,12 @@
 /** Reconcile's planning: declared state against what was read back, with ownership rules. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planGroupReconcile, planRouteReconcile } from '../../src/controllers/reconcile.js';
-import type { FlowStats } from '../../src/openflow/flow-stats.js';
-import { gotoTable } from '../../src/openflow/instruction.js';
-import { DEFAULT_PIPELINE_CONFIG } from '../../src/pipeline/config.js';
-import { flowEntryOf, flowSlotOf, matchFields } from '../../src/pipeline/openflow-entries.js';
-import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupMembership } from '../../src/pipeline/multicast-pipeline.js';
+import { planGroupReconcile, planRouteReconcile } from '../../src/domain/reconcile-plan.js';
+import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import { gotoTable } from '../../src/protocol/openflow/instruction.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { flowEntryOf, flowSlotOf, matchFields } from '../../src/domain/pipeline/openflow-entries.js';
+import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupMembership } from '../../src/domain/pipeline/multicast-pipeline.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 

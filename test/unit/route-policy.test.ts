@@ -1,7 +1,7 @@
 /** The route policy: decisions from upcalls, memberships and counters, with an injected clock. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RoutePolicy } from '../../src/routing/route-policy.js';
+import { RoutePolicy } from '../../src/domain/route-policy.js';
 
 function policy(now: { value: number }) {
   return new RoutePolicy({ gatewayVif: 0, uplinkVifs: [1, 2], idleTimeoutMs: 60_000, clock: () => now.value });

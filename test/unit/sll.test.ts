@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DecodeError } from '../../src/errors.js';
-import { ArphrdType, sll, sll2, SllPacketType, sllPacketTypeName } from '../../src/sll/index.js';
+import { ArphrdType, sll, sll2, SllPacketType, sllPacketTypeName } from '../../src/packet/sll/index.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { StateStore, type SavedState } from '../../src/daemon/state-store.js';
+import { StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
 import { ExitCode, McastError, PermissionError, UsageError } from '../../src/errors.js';
 
 /** The uid of nobody: another user than the daemon's (root). */
@@ -210,7 +210,7 @@ describe('StateStore against other users', () => {
     // RLIMIT_FSIZE fails the same way, half-way through the file, through the same code.
     const dir = join(root, `d${++counter}`);
     const script = join(root, `fsize${counter}.mjs`);
-    const storeUrl = new URL('../../src/daemon/state-store.ts', import.meta.url).href;
+    const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
     const child = `
       import { execFileSync } from 'node:child_process';
       const { StateStore } = await import(${JSON.stringify(storeUrl)});
@@ -332,7 +332,7 @@ describe('StateStore.prepare(): the check at start', () => {
   it('a state directory the daemon may not look into is a PermissionError (exit 77)', async () => {
     // Root passes every permission check, so the check runs as nobody, in a child.
     const parent = await directory(0o700);
-    const storeUrl = new URL('../../src/daemon/state-store.ts', import.meta.url).href;
+    const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
     const script = join(root, `nobody${++counter}.mjs`);
     await writeFile(
       script,

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseSavedState, StateStore, type SavedState } from '../../src/daemon/state-store.js';
+import { parseSavedState, StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
 import { McastError, UsageError } from '../../src/errors.js';
 
 let root: string;

@@ -1,7 +1,7 @@
 /** The keyed work queue (groundwork for [5]): dedupe, no lost update, worker bound, backoff, on fake timers. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WorkQueue, type WorkQueueTimers } from '../../src/membership/work-queue.js';
+import { WorkQueue, type WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
 
 /** Timers that fire only when the test says so. */
 class FakeTimers implements WorkQueueTimers {

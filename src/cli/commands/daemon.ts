@@ -5,11 +5,11 @@
  * kernel), then the controller.
  */
 import type { Command } from 'commander';
-import { addDaemonOptions, loadDaemonConfig, type DaemonFlags } from '../../daemon/config.js';
-import type { ControlServer } from '../../daemon/control-server.js';
-import type { MulticastController } from '../../daemon/controller.js';
-import type { MetricsServer } from '../../daemon/metrics.js';
-import type { DaemonView } from '../../daemon/daemon-view.js';
+import { addDaemonOptions, loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
+import type { ControlServer } from '../../transport/control/control-server.js';
+import type { MulticastController } from '../../controllers/daemon/controller.js';
+import type { MetricsServer } from '../../controllers/daemon/metrics.js';
+import type { DaemonView } from '../../domain/daemon-view.js';
 import inspector from 'node:inspector';
 import { McastError, messageOf, UnavailableError } from '../../errors.js';
 import { DaemonSignals } from '../daemon-signals.js';
@@ -51,12 +51,12 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   // Loaded here, not at the top: every other command starts faster without them
   // (prom-client alone takes about 50 ms to load).
   const [{ ControlServer }, { MulticastController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
-    import('../../daemon/control-server.js'),
-    import('../../daemon/controller.js'),
-    import('../../daemon/logger.js'),
-    import('../../daemon/metrics.js'),
-    import('../../daemon/state-store.js'),
-    import('../../daemon/reload.js'),
+    import('../../transport/control/control-server.js'),
+    import('../../controllers/daemon/controller.js'),
+    import('../../runtime/logger.js'),
+    import('../../controllers/daemon/metrics.js'),
+    import('../../controllers/daemon/state-store.js'),
+    import('../../controllers/daemon/reload.js'),
   ]);
   const logger = new Logger({ format: config.logFormat, level: config.logLevel });
   closeInspector(logger);

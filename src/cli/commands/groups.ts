@@ -1,11 +1,11 @@
 /** `mcastctl groups`: who is in which multicast group, as the running daemon has learned it. */
 import type { Command } from 'commander';
-import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
-import type { GroupView } from '../../daemon/daemon-view.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
+import type { GroupView } from '../../domain/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
 import { isMulticastIPv4 } from '../../wire/ipv4-address.js';
-import { parseControlSocket } from '../control-socket-option.js';
-import { Output } from '../output.js';
+import { parseControlSocket } from '../options/control-socket-option.js';
+import { Output } from '../render/output.js';
 import { describePortView, formatDuration } from './status.js';
 
 interface GroupsFlags {

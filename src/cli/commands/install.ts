@@ -1,16 +1,16 @@
 /** `mcastctl install`: forward multicast groups to member ports on an OVS bridge. */
 import type { Command } from 'commander';
-import { installGroups, type StaticGroup, type StaticGroupsOutcome } from '../../controllers/static-groups.js';
+import { installGroups, type StaticGroup, type StaticGroupsOutcome } from '../../controllers/static/static-groups.js';
 import { quoteInput, UsageError } from '../../errors.js';
-import { BridgeSession } from '../../ovs/bridge-session.js';
+import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { showBytes } from '../../runtime/regular-file.js';
-import { checkRoute, installRoute } from '../../controllers/static-routes.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../state/declared-state.js';
-import { checkGroupAddress, parsePortRef } from '../../state/group-address.js';
-import { printGroupResults } from '../group-results.js';
-import { printRouteResult } from '../route-results.js';
-import { Output } from '../output.js';
-import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
+import { checkRoute, installRoute } from '../../controllers/static/static-routes.js';
+import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../domain/declared-state/declared-state.js';
+import { checkGroupAddress, parsePortRef } from '../../domain/declared-state/group-address.js';
+import { printGroupResults } from '../render/group-results.js';
+import { printRouteResult } from '../render/route-results.js';
+import { Output } from '../render/output.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 
 interface InstallFlags extends OvsFlags {
   ports?: string;

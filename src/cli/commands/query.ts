@@ -6,17 +6,17 @@
  */
 import { Command, Option } from 'commander';
 import { UsageError } from '../../errors.js';
-import { BridgeLink, MAX_PROBE_SECONDS } from '../../query/bridge-link.js';
-import { InterfaceLink } from '../../query/interface-link.js';
-import type { QueryLink } from '../../query/query-link.js';
-import { runQuery, type QueryRunResult } from '../../query/query-run.js';
-import { parseQuerySpec, queryKind, type QuerySpec } from '../../query/query-spec.js';
-import type { QuerierSeen, Responder, SentQuery } from '../../query/responder-table.js';
-import { describeFilter } from '../../snoop/human-format.js';
-import { checkSourceAddress } from '../../state/group-address.js';
-import { addOvsOptions, ovsSettings, usesOvsOptions, type OvsFlags } from '../ovs-options.js';
-import { Output } from '../output.js';
-import { parseDurationMs, parsePositiveInteger } from '../parse.js';
+import { BridgeLink, MAX_PROBE_SECONDS } from '../../adapters/query-link/bridge-link.js';
+import { InterfaceLink } from '../../adapters/query-link/interface-link.js';
+import type { QueryLink } from '../../adapters/query-link/query-link.js';
+import { runQuery, type QueryRunResult } from '../../controllers/query/query-run.js';
+import { parseQuerySpec, queryKind, type QuerySpec } from '../../controllers/query/query-spec.js';
+import type { QuerierSeen, Responder, SentQuery } from '../../domain/responder-table.js';
+import { describeFilter } from '../render/human-format.js';
+import { checkSourceAddress } from '../../domain/declared-state/group-address.js';
+import { addOvsOptions, ovsSettings, usesOvsOptions, type OvsFlags } from '../options/ovs-options.js';
+import { Output } from '../render/output.js';
+import { parseDurationMs, parsePositiveInteger } from '../options/parse.js';
 import { StopSignal } from '../stop.js';
 
 interface QueryFlags extends OvsFlags {

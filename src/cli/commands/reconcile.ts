@@ -5,22 +5,22 @@
  * 2 when drift was found, 1 when a change failed. What the daemon learned is left alone.
  */
 import type { Command } from 'commander';
-import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../controllers/reconcile.js';
-import { RunLock } from '../../controllers/run-lock.js';
-import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static-routes.js';
-import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
-import { parseControlSocket } from '../control-socket-option.js';
-import type { RouteView } from '../../daemon/daemon-view.js';
+import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../domain/reconcile-plan.js';
+import { RunLock } from '../../runtime/run-lock.js';
+import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static/static-routes.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
+import { parseControlSocket } from '../options/control-socket-option.js';
+import type { RouteView } from '../../domain/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
-import type { OpenFlowError } from '../../openflow/errors.js';
-import { MrouteSocket } from '../../mroute/mroute-socket.js';
-import { BridgeSession } from '../../ovs/bridge-session.js';
+import type { OpenFlowError } from '../../protocol/openflow/errors.js';
+import { MrouteSocket } from '../../transport/mroute-socket.js';
+import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { showBytes } from '../../runtime/regular-file.js';
-import type { GroupMembership } from '../../pipeline/multicast-pipeline.js';
-import type { PipelineChange } from '../../pipeline/plan.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState } from '../../state/declared-state.js';
-import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
-import { Output } from '../output.js';
+import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
+import type { PipelineChange } from '../../domain/pipeline/plan.js';
+import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState } from '../../domain/declared-state/declared-state.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
+import { Output } from '../render/output.js';
 
 interface ReconcileFlags extends OvsFlags {
   file?: string;

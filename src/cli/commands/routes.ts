@@ -1,7 +1,7 @@
 /** `mcastctl routes`: the kernel's multicast routing tables, as `ip mroute` shows them, with counters. */
 import type { Command } from 'commander';
-import { NO_ROUTER_WARNING, readRouteTables } from '../../controllers/static-routes.js';
-import { Output } from '../output.js';
+import { NO_ROUTER_WARNING, readRouteTables } from '../../controllers/static/static-routes.js';
+import { Output } from '../render/output.js';
 
 interface RoutesFlags {
   json?: boolean;

@@ -1,9 +1,9 @@
 /** `mcastctl show`: the multicast groups installed on an OVS bridge, read back from the switch. */
 import type { Command } from 'commander';
-import { BridgeSession } from '../../ovs/bridge-session.js';
-import { describePort } from '../group-results.js';
-import { Output } from '../output.js';
-import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
+import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { describePort } from '../render/group-results.js';
+import { Output } from '../render/output.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 
 interface ShowFlags extends OvsFlags {
   json?: boolean;

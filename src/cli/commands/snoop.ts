@@ -5,19 +5,19 @@
 import { createWriteStream, openSync } from 'node:fs';
 import type { ChalkInstance } from 'chalk';
 import { Command, Option } from 'commander';
-import type { CapturedFrame } from '../../capture/packet-socket.js';
-import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
-import { parseControlSocket } from '../control-socket-option.js';
-import type { DaemonEvent, PortView } from '../../daemon/daemon-view.js';
+import type { CapturedFrame } from '../../transport/packet-socket.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
+import { parseControlSocket } from '../options/control-socket-option.js';
+import type { DaemonEvent, PortView } from '../../domain/daemon-view.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
-import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../pcap/index.js';
-import type { FrameEvent } from '../../snoop/frame-decoder.js';
-import { describeCounts, formatClock, formatEvent, groupTable, querierTable } from '../../snoop/human-format.js';
-import { toJsonLine } from '../../snoop/json-record.js';
-import { SnoopSession } from '../../snoop/session.js';
-import { Output } from '../output.js';
+import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../packet/pcap/index.js';
+import type { FrameEvent } from '../../packet/frame-decoder.js';
+import { describeCounts, formatClock, formatEvent, groupTable, querierTable } from '../render/human-format.js';
+import { toJsonLine } from '../../packet/frame-event-json.js';
+import { SnoopSession } from '../../controllers/snoop/session.js';
+import { Output } from '../render/output.js';
 import { StopSignal } from '../stop.js';
-import { parseDurationMs, parsePositiveInteger } from '../parse.js';
+import { parseDurationMs, parsePositiveInteger } from '../options/parse.js';
 
 interface SnoopFlags {
   read?: string;
@@ -170,8 +170,8 @@ function damagedCapture(error: unknown, name: string): unknown {
 
 async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Promise<void> {
   // Loaded here, not at the top: reading a file must work where the native addon does not.
-  const { PacketCapture } = await import('../../capture/packet-socket.js');
-  const { igmpFilter } = await import('../../capture/bpf.js');
+  const { PacketCapture } = await import('../../transport/packet-socket.js');
+  const { igmpFilter } = await import('../../packet/bpf.js');
   // The capture first (a bad interface or a missing privilege), then the --write file,
   // so that a failed start leaves no empty file behind.
   const capture = PacketCapture.open({ iface, promiscuous: flags.promiscuous, filter: igmpFilter });

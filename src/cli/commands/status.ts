@@ -1,9 +1,9 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
-import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../daemon/control-client.js';
-import type { DaemonStatus, PortView } from '../../daemon/daemon-view.js';
-import { parseControlSocket } from '../control-socket-option.js';
-import { Output } from '../output.js';
+import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
+import type { DaemonStatus, PortView } from '../../domain/daemon-view.js';
+import { parseControlSocket } from '../options/control-socket-option.js';
+import { Output } from '../render/output.js';
 
 interface StatusFlags {
   controlSocket: string;

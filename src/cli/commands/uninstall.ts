@@ -1,14 +1,14 @@
 /** `mcastctl uninstall`: stop forwarding multicast groups on an OVS bridge. */
 import type { Command } from 'commander';
-import { uninstallGroups } from '../../controllers/static-groups.js';
-import { uninstallRoute } from '../../controllers/static-routes.js';
+import { uninstallGroups } from '../../controllers/static/static-groups.js';
+import { uninstallRoute } from '../../controllers/static/static-routes.js';
 import { UsageError } from '../../errors.js';
-import { BridgeSession } from '../../ovs/bridge-session.js';
-import { checkGroupAddress } from '../../state/group-address.js';
-import { printGroupResults } from '../group-results.js';
-import { printRouteResult } from '../route-results.js';
-import { Output } from '../output.js';
-import { addOvsOptions, ovsSettings, type OvsFlags } from '../ovs-options.js';
+import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { checkGroupAddress } from '../../domain/declared-state/group-address.js';
+import { printGroupResults } from '../render/group-results.js';
+import { printRouteResult } from '../render/route-results.js';
+import { Output } from '../render/output.js';
+import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 
 interface UninstallFlags extends OvsFlags {
   all?: boolean;

@@ -1,0 +1,285 @@
+/**
+ * The kernel side of the daemon (Antrea's route client): this network namespace's
+ * multicast router. It holds MRT_INIT, gives the gateway and each multicast interface
+ * a VIF, turns the kernel's NOCACHE upcalls into (S,G) entries (RoutePolicy decides),
+ * keeps the inbound entries' outgoing VIF in step with the group's local members,
+ * removes entries whose packet counters stopped moving, and joins each group with
+ * local members on every multicast interface, so that the network upstream sends it.
+ *
+ * Static VIFs and routes that `mcastctl routes install` left (design.md: they stay, and
+ * forward only while a router runs) are kept: the daemon takes free VIF numbers, reuses
+ * a static VIF on the same interface, and never touches an entry it did not add.
+ */
+import { readFileSync } from 'node:fs';
+import { McastError } from '../errors.js';
+import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
+import type { Upcall } from '../protocol/mroute/igmpmsg.js';
+import { ifindexOf, MrouteError, MrouteSocket } from '../transport/mroute-socket.js';
+import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
+import { RoutePolicy } from '../domain/route-policy.js';
+import type { RouteView } from '../domain/daemon-view.js';
+
+export interface RouterInterface {
+  name: string;
+  ifindex: number;
+  vif: number;
+}
+
+export interface KernelRouterOptions {
+  gateway: string;
+  multicastInterfaces: readonly string[];
+  idleTimeoutMs: number;
+  /** Milliseconds, monotonic. */
+  clock: () => number;
+  /** Whether `group` has members on this node now. */
+  hasLocalMembers: (group: string) => boolean;
+  onRoute?: (change: { action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }) => void;
+  /** A kernel call refused (an entry not added, a join refused): the router goes on. */
+  onError?: (error: McastError) => void;
+  /**
+   * A socket failed and was closed: the kernel dropped our VIFs and routes (the routing
+   * socket) or memberships (a join socket). The router cannot go on; restart it.
+   */
+  onFailure?: (error: McastError) => void;
+}
+
+interface Route {
+  source: string;
+  group: string;
+  iif: number;
+  oifs: number[];
+}
+
+const DEFAULT_MAX_MEMBERSHIPS = 20;
+
+export class KernelRouter {
+  private readonly routes = new Map<string, Route>();
+  private readonly policy: RoutePolicy;
+  private readonly memberships: UpstreamMemberships;
+  private readonly vifNames = new Map<number, string>();
+  private broken = false;
+
+  private constructor(
+    private readonly options: KernelRouterOptions,
+    private readonly socket: MrouteSocket,
+    readonly gateway: RouterInterface,
+    readonly uplinks: readonly RouterInterface[],
+    /** VIFs this router added (and the kernel removes when its socket closes). */
+    private readonly ownVifs: readonly number[],
+  ) {
+    this.policy = new RoutePolicy({ gatewayVif: gateway.vif, uplinkVifs: uplinks.map((uplink) => uplink.vif), idleTimeoutMs: options.idleTimeoutMs, clock: options.clock });
+    this.memberships = new UpstreamMemberships(maxMemberships(), (error) => this.failed(error));
+    for (const entry of [gateway, ...uplinks]) this.vifNames.set(entry.vif, entry.name);
+    socket.onUpcall((upcall) => this.onUpcall(upcall));
+    socket.onError((error) => this.failed(error));
+  }
+
+  /** Idle routes are judged with this timeout from now on (a reload). */
+  set idleTimeoutMs(ms: number) {
+    this.policy.idleTimeoutMs = ms;
+  }
+
+  private failed(error: McastError): void {
+    this.broken = true;
+    this.options.onFailure?.(error);
+  }
+
+  /** False once a socket failed (see KernelRouterOptions.onFailure) or after close(). */
+  get active(): boolean {
+    return !this.broken && !this.socket.closed;
+  }
+
+  /**
+   * Becomes the namespace's router and adds the VIFs. Throws UsageError for an unknown
+   * interface, UnavailableError when another router holds MRT_INIT, PermissionError
+   * without CAP_NET_ADMIN; nothing is left behind then.
+   */
+  static async open(options: KernelRouterOptions): Promise<KernelRouter> {
+    const names = [options.gateway, ...options.multicastInterfaces];
+    const ifindexes = names.map((name) => ifindexOf(name));
+    const existing = await readVifTable();
+    const socket = MrouteSocket.open({ init: true });
+    try {
+      const used = new Set(existing.map((row) => row.vif));
+      const own: number[] = [];
+      const assigned = names.map((name, index): RouterInterface => {
+        const ifindex = ifindexes[index]!;
+        const current = existing.find((row) => row.local.kind === 'ifindex' && row.local.ifindex === ifindex);
+        if (current !== undefined) return { name, ifindex, vif: current.vif };
+        let vif = 0;
+        while (used.has(vif)) vif++;
+        if (vif >= MAXVIFS) throw new McastError('io', `no free VIF for ${name}: the kernel has ${MAXVIFS}, all in use (/proc/net/ip_mr_vif)`);
+        socket.addVif({ vif, ifindex });
+        used.add(vif);
+        own.push(vif);
+        return { name, ifindex, vif };
+      });
+      return new KernelRouter(options, socket, assigned[0]!, assigned.slice(1), own);
+    } catch (error) {
+      socket.close();
+      throw error;
+    }
+  }
+
+  /**
+   * The group's local members changed from none to some or back: re-point its inbound
+   * entries, then join or leave it upstream. Throws if the kernel refuses a join (the
+   * caller's sync is retried; joins already made are kept and not repeated).
+   */
+  setLocalMembers(group: string, present: boolean): void {
+    const oifs = this.policy.inboundOifs(present);
+    for (const route of this.routes.values()) {
+      if (route.group !== group || !this.policy.isInbound(route.iif) || sameVifs(route.oifs, oifs)) continue;
+      this.addRoute({ ...route, oifs });
+    }
+    for (const uplink of this.uplinks) {
+      if (present) this.memberships.join(group, uplink.ifindex);
+      else this.memberships.leave(group, uplink.ifindex);
+    }
+  }
+
+  /** Removes entries idle for the idle timeout (their packet counts did not move). */
+  async sweepIdle(): Promise<void> {
+    const rows = await readMfcCache();
+    const ours = rows.filter((row) => this.routes.has(keyOf(row.origin, row.group)));
+    for (const idle of this.policy.expireIdle(ours.map((row) => ({ source: row.origin, group: row.group, packets: row.packets })))) {
+      const route = this.routes.get(keyOf(idle.source, idle.group));
+      if (route === undefined) continue;
+      try {
+        this.socket.delMfc(idle);
+      } catch (error) {
+        this.options.onError?.(error as McastError);
+      }
+      this.routes.delete(keyOf(idle.source, idle.group));
+      this.options.onRoute?.({ action: 'remove', ...this.describe(route) });
+    }
+  }
+
+  /** The entries this router added, with their counters. */
+  async routeViews(): Promise<RouteView[]> {
+    const rows = new Map((await readMfcCache()).map((row: MfcRow) => [keyOf(row.origin, row.group), row]));
+    return [...this.routes.values()].map((route) => {
+      const row = rows.get(keyOf(route.source, route.group));
+      return { ...this.describe(route), packets: row?.packets ?? 0, bytes: row?.bytes ?? 0 };
+    });
+  }
+
+  get routeCount(): number {
+    return this.routes.size;
+  }
+
+  /** Leaves every group upstream and closes the socket: the kernel removes our VIFs and entries. */
+  close(): void {
+    this.memberships.close();
+    this.socket.close();
+  }
+
+  get vifs(): readonly number[] {
+    return this.ownVifs;
+  }
+
+  private onUpcall(upcall: Upcall): void {
+    if (upcall.type !== IGMPMSG_NOCACHE) return;
+    const decision = this.policy.onNoCache(upcall, this.options.hasLocalMembers(upcall.group));
+    if (decision.action === 'ignore') return;
+    this.addRoute({ source: decision.source, group: decision.group, iif: decision.iif, oifs: decision.oifs });
+  }
+
+  private addRoute(route: Route): void {
+    try {
+      this.socket.addMfc(route);
+    } catch (error) {
+      this.options.onError?.(error as McastError);
+      return;
+    }
+    const key = keyOf(route.source, route.group);
+    const action = this.routes.has(key) ? 'update' : 'add';
+    this.routes.set(key, route);
+    this.options.onRoute?.({ action, ...this.describe(route) });
+  }
+
+  private describe(route: Route): { source: string; group: string; iif: string; oifs: string[] } {
+    const name = (vif: number): string => this.vifNames.get(vif) ?? `vif${vif}`;
+    return { source: route.source, group: route.group, iif: name(route.iif), oifs: route.oifs.map(name) };
+  }
+}
+
+/**
+ * Upstream group memberships, spread over as many raw sockets as needed: the kernel
+ * lets one socket hold only net.ipv4.igmp_max_memberships of them (20 by default).
+ */
+class UpstreamMemberships {
+  private readonly sockets: Array<{ socket: MrouteSocket; count: number; full: boolean }> = [];
+  private readonly holder = new Map<string, { socket: MrouteSocket; count: number; full: boolean }>();
+
+  constructor(
+    private readonly perSocket: number,
+    private readonly onFailure: (error: McastError) => void,
+  ) {}
+
+  join(group: string, ifindex: number): void {
+    const key = `${group}|${ifindex}`;
+    if (this.holder.has(key)) return;
+    for (;;) {
+      let slot = this.sockets.find((entry) => !entry.full && entry.count < this.perSocket);
+      if (slot === undefined) {
+        const socket = MrouteSocket.open({ init: false });
+        socket.onError((error) => this.onFailure(error));
+        slot = { socket, count: 0, full: false };
+        this.sockets.push(slot);
+      }
+      try {
+        slot.socket.joinGroup({ group, ifindex });
+      } catch (error) {
+        // The kernel's per-socket limit came sooner than counted (a leave that failed
+        // earlier still holds a place): use another socket.
+        if (error instanceof MrouteError && error.errno === 'ENOBUFS' && slot.count > 0) {
+          slot.full = true;
+          continue;
+        }
+        throw error;
+      }
+      slot.count++;
+      this.holder.set(key, slot);
+      return;
+    }
+  }
+
+  leave(group: string, ifindex: number): void {
+    const key = `${group}|${ifindex}`;
+    const slot = this.holder.get(key);
+    if (slot === undefined) return;
+    try {
+      slot.socket.leaveGroup({ group, ifindex });
+    } catch (error) {
+      // Not a member there any more (the interface went and came back): the goal holds.
+      if (!(error instanceof MrouteError && error.errno === 'EADDRNOTAVAIL')) throw error;
+    }
+    this.holder.delete(key);
+    slot.count--;
+    slot.full = false;
+  }
+
+  close(): void {
+    for (const slot of this.sockets) slot.socket.close();
+    this.sockets.length = 0;
+    this.holder.clear();
+  }
+}
+
+function maxMemberships(): number {
+  try {
+    const value = Number(readFileSync('/proc/sys/net/ipv4/igmp_max_memberships', 'utf8').trim());
+    return Number.isInteger(value) && value > 0 ? value : DEFAULT_MAX_MEMBERSHIPS;
+  } catch {
+    return DEFAULT_MAX_MEMBERSHIPS;
+  }
+}
+
+function keyOf(source: string, group: string): string {
+  return `${source}>${group}`;
+}
+
+function sameVifs(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((vif, index) => vif === b[index]);
+}

@@ -1,0 +1,165 @@
+/**
+ * The OVS side of the daemon: the pipeline's flows and groups on the bridge, kept in
+ * step with the group state. It mirrors what of ours is installed (read back at start
+ * and after every reconnect), so that a sync sends only what differs: nothing at all
+ * for a group that is already right, which is how a restarted daemon resumes without
+ * disturbing forwarding.
+ */
+import { McastError } from '../../errors.js';
+import type { OpenFlowConnection } from '../../transport/openflow/connection.js';
+import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
+import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
+import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
+import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
+
+export class OvsProgrammer {
+  private installed = new Map<string, InstalledGroup>();
+  /** Every OVS group id of our range on the switch, whatever reaches it. */
+  private groupIds = new Set<number>();
+  private otherFlows: FlowEntry[] = [];
+  /** Flows of others in our table: ours must never take their place (OFPFC_ADD would). */
+  private foreignFlows: FlowEntry[] = [];
+  /**
+   * Groups ever seen installed statically (install, reconcile). Remembered across a
+   * restart of ovs-vswitchd, which empties the switch: the declared group is reconcile's
+   * to put back, not the daemon's to take as learned.
+   */
+  private readonly staticGroups = new Set<string>();
+
+  constructor(
+    private readonly openflow: OpenFlowConnection,
+    readonly pipeline: MulticastPipeline,
+  ) {}
+
+  /** Reads what of ours is on the switch now (at start, and after a reconnect). */
+  async refresh(): Promise<void> {
+    const { cookie, mask } = this.pipeline.cookieMatch;
+    // The whole table, not only our cookie: a flow of someone else's with the match and
+    // priority of one of ours must be seen, or our OFPFC_ADD would replace it.
+    // Groups before flows (one connection's requests are answered in order), as BridgeSession does.
+    const [descriptions, stats] = await Promise.all([this.openflow.dumpGroups(), this.openflow.dumpFlows({ tableId: this.pipeline.config.table })]);
+    const flows: FlowEntry[] = [];
+    const foreign: FlowEntry[] = [];
+    for (const entry of stats) {
+      // Others' flows by their place alone (whatever their actions): ours must not take it.
+      const flow = (entry.cookie & mask) === cookie ? flowEntryOf(entry) : flowSlotOf(entry);
+      if (flow === undefined) continue;
+      if ((entry.cookie & mask) === cookie) flows.push(flow);
+      else foreign.push(flow);
+    }
+    const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
+    const pipeline = this.pipeline.readInstalled(flows, groups);
+    this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
+    for (const group of pipeline.groups) {
+      if (group.learned) this.staticGroups.delete(group.group);
+      else this.staticGroups.add(group.group);
+    }
+    this.groupIds = new Set(groups.map((group) => group.groupId));
+    this.otherFlows = pipeline.otherFlows;
+    this.foreignFlows = foreign;
+  }
+
+  /** The groups whose forwarding of ours is on the switch. */
+  get installedGroups(): string[] {
+    return [...this.installed.keys()];
+  }
+
+  /** The groups the daemon itself installed (its cookie flag), with their member ports then. */
+  get learnedGroups(): Array<{ group: string; ports: number[] }> {
+    return [...this.installed.values()].filter((group) => group.learned).map(({ group, ports }) => ({ group, ports }));
+  }
+
+  /**
+   * The flows every group relies on: IGMP to the controller, link-local flooding, and
+   * any other multicast to the gateway (without one: dropped, so that a group nobody
+   * here wants is not flooded to every pod by the bridge's own flows). Our earlier
+   * flows of those kinds that are not wanted now (another gateway port, per-port IGMP
+   * flows) go. `query`'s probe flows are left to their run. Throws McastError
+   * 'conflict' (nothing changed) when another controller's flow has the match and
+   * priority of one of these.
+   */
+  async installBase(gatewayOfport: number | undefined): Promise<void> {
+    const wanted = [
+      this.pipeline.igmpToController(),
+      this.pipeline.linkLocalFlood(),
+      gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport),
+    ];
+    for (const flow of wanted) {
+      const clash = this.foreignFlows.find((other) => sameSlot(other, flow));
+      if (clash !== undefined) {
+        throw new McastError('conflict', `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`, undefined, {
+          hint: 'give the daemon a table of its own (--table) or remove that flow',
+        });
+      }
+    }
+    const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
+    const stale = this.otherFlows.filter((flow) => {
+      const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
+      return kind !== FlowKind.IgmpQueryProbe && !wantedCookies.has(flow.cookie);
+    });
+    const changes: PipelineChange[] = [...stale.map((entry): PipelineChange => ({ op: 'delete-flow', entry })), ...wanted.map((entry): PipelineChange => ({ op: 'add-flow', entry }))];
+    await this.apply(changes, 'the base flows');
+    this.otherFlows = wanted;
+  }
+
+  /** Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). */
+  async syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome> {
+    const current = this.installed.get(group);
+    // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
+    // two never write the same group (see mcastctl-reconcile(1)).
+    if ((current !== undefined && !current.learned) || (current === undefined && this.staticGroups.has(group))) {
+      if (ports.length === 0) return 'absent';
+      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
+        hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
+      });
+    }
+    // Ids of the wanted chain that are on the switch though this group's flow does not
+    // reach them (left by a failed sync): they must be modified, not added.
+    const chain = this.chainIds(current);
+    const strayGroups =
+      ports.length === 0 ? [] : this.pipeline.forwarding({ group, ports, learned: true }).groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId)).map(({ groupId }) => ({ groupId, buckets: [] }));
+    const installedView = { groups: current === undefined ? [] : [current], otherFlows: [], strayGroups };
+    const [plan] = ports.length === 0 ? planUninstall([group], installedView) : planInstall(this.pipeline, [{ group, ports, learned: true }], installedView, this.foreignFlows);
+    if (plan?.outcome === 'conflict') throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
+    if (plan === undefined || plan.changes.length === 0) return plan?.outcome ?? 'unchanged';
+    try {
+      await this.apply(plan.changes, `group ${group}`);
+    } catch (error) {
+      // What went through is unknown: read the switch again before the retry plans.
+      await this.refresh().catch(() => undefined);
+      throw error;
+    }
+    for (const change of plan.changes) {
+      if (change.op === 'add-group' || change.op === 'modify-group') this.groupIds.add(change.entry.groupId);
+      else if (change.op === 'delete-group') this.groupIds.delete(change.groupId);
+    }
+    if (ports.length === 0) this.installed.delete(group);
+    else {
+      const forwarding = this.pipeline.forwarding({ group, ports, learned: true });
+      this.installed.set(group, { group, ports: [...ports].sort((a, b) => a - b), flow: forwarding.flow, groups: [...forwarding.groups].reverse(), learned: true });
+    }
+    return plan.outcome;
+  }
+
+  private chainIds(current: InstalledGroup | undefined): Set<number> {
+    return new Set((current?.groups ?? []).map((entry) => entry.groupId));
+  }
+
+  private async apply(changes: readonly PipelineChange[], what: string): Promise<void> {
+    if (changes.length === 0) return;
+    const { errors } = await this.openflow.batch(changes.map(changeMessage));
+    const first = errors.values().next();
+    if (!first.done) throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, { cause: first.value });
+  }
+}
+
+/** Two flows that are the same entry of a table: table, priority and match. */
+function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
+  return a.table === b.table && a.priority === b.priority && JSON.stringify(a.match) === JSON.stringify(b.match);
+}
+
+function describeMatch(flow: FlowEntry): string {
+  const { inPort, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
+  const parts = [inPort === undefined ? '' : `in_port=${inPort}`, ipProto === undefined ? '' : `nw_proto=${ipProto}`, ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`];
+  return `ip${parts.filter(Boolean).map((part) => `,${part}`).join('')}`;
+}

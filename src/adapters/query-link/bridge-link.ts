@@ -1,0 +1,122 @@
+/**
+ * Querying the ports of an OVS bridge: the query goes to each queried port (the pod
+ * ports, or every port but the bridge's LOCAL one) as a PACKET_OUT, and short-lived
+ * flows send every IGMP packet that enters from those ports to us as a PACKET_IN, so
+ * each answer comes with the port, and so the pod, it came from.
+ *
+ * While the probe flows are in place the reports of the queried ports reach nobody else
+ * on the bridge (OVS sends a PACKET_IN to every controller that asks for them, so a
+ * snooping controller still hears them). That is on purpose: a v1/v2 host that hears
+ * another member's report for its group keeps quiet (RFC 2236 §3), so only a querier that
+ * keeps the reports to itself hears every member. The flows carry a hard timeout, so
+ * they go away by themselves if this process dies.
+ */
+import { randomInt } from 'node:crypto';
+import { McastError, UnavailableError, UsageError } from '../../errors.js';
+import { BridgeSession, type BridgePort } from '../ovs/bridge-session.js';
+import type { OvsTarget } from '../ovs/locations.js';
+import { LinkType } from '../../packet/pcap/link-type.js';
+import type { PipelineConfig } from '../../domain/pipeline/config.js';
+import type { FlowEntry } from '../../domain/pipeline/multicast-pipeline.js';
+import type { PipelineChange } from '../../domain/pipeline/plan.js';
+import { decodeFrame, ipv4Locator } from '../../packet/frame-decoder.js';
+import * as queryPacket from '../../packet/query-frame.js';
+import type { QueryPacket } from '../../packet/query-frame.js';
+import { ownIPv4Address, systemClock, type Clock, type QueryLink } from './query-link.js';
+import type { HeardIgmp, LinkPort } from '../../domain/responder-table.js';
+
+/** OpenFlow's hard_timeout is 16 bits of seconds. */
+export const MAX_PROBE_SECONDS = 0xffff;
+
+export interface BridgeLinkOptions {
+  target: OvsTarget;
+  pipeline: PipelineConfig;
+  /** How long the probe flows may live at most (the run's whole length, plus a margin). */
+  probeSeconds: number;
+  /** Query every port but LOCAL, not only the pod ports. */
+  allPorts: boolean;
+  clock?: Clock;
+}
+
+export class BridgeLink implements QueryLink {
+  readonly name: { bridge: string };
+  readonly ownAddress: string | undefined;
+  /** The ports a query goes to. */
+  readonly ports: readonly BridgePort[];
+  private probes: FlowEntry[] = [];
+  private closed = false;
+  private frames = 0;
+
+  private constructor(
+    private readonly session: BridgeSession,
+    private readonly options: BridgeLinkOptions,
+    private readonly clock: Clock,
+  ) {
+    this.name = { bridge: session.target.bridge };
+    // The bridge's internal interface, when it lives in this namespace with an address.
+    this.ownAddress = ownIPv4Address(session.target.bridge);
+    this.ports = options.allPorts ? session.memberPorts : session.memberPorts.filter((port) => port.pod !== undefined);
+  }
+
+  /**
+   * Connects to OVSDB and OpenFlow: UnavailableError (69) if OVS is not there, UsageError
+   * (64) for no such bridge or a bridge with no port to query.
+   */
+  static async open(options: BridgeLinkOptions): Promise<BridgeLink> {
+    const session = await BridgeSession.open(options.target, { pipeline: options.pipeline });
+    const link = new BridgeLink(session, options, options.clock ?? systemClock);
+    if (link.ports.length === 0) {
+      await session.close();
+      throw new UsageError(`bridge ${options.target.bridge} has no ${options.allPorts ? 'port to query' : 'pod port (an interface with external_ids pod-name)'}`, {
+        code: 'no-such-interface',
+        ...(options.allPorts ? {} : { hint: '--all-ports queries every port of the bridge' }),
+      });
+    }
+    return link;
+  }
+
+  async listen(onIgmp: (event: HeardIgmp) => void, onError: (error: McastError) => void): Promise<void> {
+    const locate = ipv4Locator(LinkType.ETHERNET);
+    this.session.onConnectionLost((reason) => {
+      onError(new UnavailableError(`lost the OpenFlow connection to bridge ${this.name.bridge}: ${reason.message}`));
+    });
+    await this.session.receivePackets((frame, port) => {
+      const at = this.clock.now();
+      const event = decodeFrame(locate, frame, { frame: ++this.frames, ts: at / 1000 });
+      if (event?.kind !== 'igmp') return;
+      onIgmp({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...(port === undefined ? {} : { port: linkPort(port) }) });
+    });
+    const runId = randomInt(1, 0x1_0000_0000);
+    const probes = this.ports.map((port) => this.session.pipeline.igmpQueryProbe(port.ofport, runId, this.options.probeSeconds));
+    const refused = await this.session.apply(probes.map((entry): PipelineChange => ({ op: 'add-flow', entry })));
+    this.probes = probes.filter((_, index) => !refused.has(index));
+    const [first] = refused.values();
+    if (first !== undefined) {
+      onError(new McastError('refused', `bridge ${this.name.bridge} refused ${refused.size} of the flows that send IGMP to mcastctl: ${first.message}`));
+    }
+  }
+
+  async send(packet: QueryPacket): Promise<void> {
+    const frame = queryPacket.encodeFrame(packet, this.session.localMac);
+    const refused = await this.session.sendFrame(frame, this.ports);
+    const [first] = refused;
+    if (first !== undefined) {
+      throw new McastError('refused', `bridge ${this.name.bridge} refused to send the query to ${refused.size} port(s), e.g. ${first[0].name}: ${first[1].message}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      // A lost connection: the switch restarted (its flows are gone) or the hard timeout will do it.
+      if (this.probes.length > 0 && this.session.connected) await this.session.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
+    } finally {
+      await this.session.close();
+    }
+  }
+}
+
+function linkPort(port: BridgePort): LinkPort {
+  return port.pod === undefined ? { name: port.name } : { name: port.name, pod: port.pod };
+}

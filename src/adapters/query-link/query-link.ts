@@ -1,0 +1,37 @@
+/**
+ * Where `query` asks: a Linux interface, or the ports of an OVS bridge. The narrow
+ * interface between the query run and the two ways of putting a query on a link and
+ * hearing the answers.
+ */
+import { networkInterfaces } from 'node:os';
+import type { McastError } from '../../errors.js';
+import type { QueryPacket } from '../../packet/query-frame.js';
+import type { HeardIgmp } from '../../domain/responder-table.js';
+
+export interface QueryLink {
+  /** For messages and the JSON `link` field: `{ iface }` or `{ bridge }`. */
+  readonly name: { iface: string } | { bridge: string };
+  /** The address queries come from unless the user chose one: the link's own IPv4 address, if it has one. */
+  readonly ownAddress: string | undefined;
+  /**
+   * Starts hearing IGMP; call before the first `send`. `onError` gets failures while
+   * listening (the link went away); the run then stops with what it has.
+   */
+  listen(onIgmp: (event: HeardIgmp) => void, onError: (error: McastError) => void): Promise<void>;
+  /** Puts the query on the link. Throws McastError when the link refuses it. */
+  send(packet: QueryPacket): Promise<void>;
+  /** Stops listening and undoes anything the link set up. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Wall-clock milliseconds with sub-millisecond resolution: comparable with kernel receive timestamps. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => performance.timeOrigin + performance.now() };
+
+/** An interface's first IPv4 address in this network namespace, if it has one. */
+export function ownIPv4Address(iface: string): string | undefined {
+  return networkInterfaces()[iface]?.find((address) => address.family === 'IPv4')?.address;
+}

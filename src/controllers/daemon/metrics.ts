@@ -1,0 +1,165 @@
+/**
+ * The daemon's Prometheus metrics (its own registry, never prom-client's global one) and
+ * the HTTP endpoint that serves them (`--metrics-address`, GET /metrics).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
+import type { DaemonView } from '../../domain/daemon-view.js';
+
+/** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
+export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  private readonly igmpMessages: Counter<'type' | 'version'>;
+  private readonly packetIns: Counter;
+  private readonly ignored: Counter<'reason'>;
+  private readonly errors: Counter<'kind'>;
+  private readonly syncDuration: Histogram<'result'>;
+  private readonly queries: Counter;
+
+  constructor(view: DaemonView) {
+    const registers = [this.registry];
+    // Read from the view when scraped, so they are never stale.
+    const fromStatus = (name: string, help: string, field: 'groups' | 'members' | 'routes') =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(view.status()[field]);
+        },
+      });
+    fromStatus('mcastctl_groups', 'Multicast groups with at least one member on this node.', 'groups');
+    fromStatus('mcastctl_members', 'Group memberships (group and port) on this node.', 'members');
+    fromStatus('mcastctl_routes', 'Kernel (S,G) multicast routes installed by the daemon.', 'routes');
+    this.igmpMessages = new Counter({ name: 'mcastctl_igmp_messages_total', help: 'IGMP messages received from pod ports, by type and version.', labelNames: ['type', 'version'], registers });
+    this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
+    this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
+    this.errors = new Counter({ name: 'mcastctl_errors_total', help: 'Errors, by kind.', labelNames: ['kind'], registers });
+    this.syncDuration = new Histogram({
+      name: 'mcastctl_sync_duration_seconds',
+      help: 'Time to program one group in OVS, by result (ok or error).',
+      labelNames: ['result'],
+      buckets: SYNC_DURATION_BUCKETS,
+      registers,
+    });
+    this.queries = new Counter({ name: 'mcastctl_queries_sent_total', help: 'IGMP queries sent out of pod ports.', registers });
+    // Zero series from the start, so that rate() has a first sample.
+    this.ignored.inc({ reason: 'not-pod-port' }, 0);
+    this.syncDuration.zero({ result: 'ok' });
+    this.syncDuration.zero({ result: 'error' });
+    // prom-client samples the event loop's delay with a 10 ms timer by default: a
+    // hundred wake-ups a second in an idle daemon. One a second is plenty for a gauge.
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 1000 });
+  }
+
+  packetIn(): void {
+    this.packetIns.inc();
+  }
+
+  igmpMessage(type: string, version: number): void {
+    this.igmpMessages.inc({ type, version: String(version) });
+  }
+
+  ignoredNonPod(): void {
+    this.ignored.inc({ reason: 'not-pod-port' });
+  }
+
+  syncDone(seconds: number, ok: boolean): void {
+    this.syncDuration.observe({ result: ok ? 'ok' : 'error' }, seconds);
+  }
+
+  error(kind: string): void {
+    this.errors.inc({ kind });
+  }
+
+  queriesSent(n: number): void {
+    if (n > 0) this.queries.inc(n);
+  }
+}
+
+/** Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address). Throws UsageError naming --metrics-address. */
+export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
+  const colon = address.lastIndexOf(':');
+  const bad = () => new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}`, { code: 'bad-address' });
+  if (colon === -1) throw bad();
+  let host = address.slice(0, colon);
+  const portText = address.slice(colon + 1);
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  else if (host.includes(':')) throw bad(); // IPv6 without brackets
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw bad();
+  return { host: host === '' ? undefined : host, port: Number(portText) };
+}
+
+export class MetricsServer {
+  private constructor(
+    private readonly server: Server,
+    /** The address actually listened on, HOST:PORT (the real port when 0 was asked for). */
+    readonly address: string,
+  ) {}
+
+  static async listen(address: string, registry: Registry): Promise<MetricsServer> {
+    const { host, port } = parseMetricsAddress(address);
+    const server = createServer((request, response) => {
+      const path = (request.url ?? '/').split('?')[0];
+      if (path !== '/metrics') {
+        response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: the metrics are at /metrics\n');
+        return;
+      }
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+        return;
+      }
+      registry.metrics().then(
+        (text) => {
+          response.writeHead(200, { 'content-type': registry.contentType });
+          response.end(request.method === 'HEAD' ? undefined : text);
+        },
+        (error: unknown) => {
+          response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`cannot collect the metrics: ${error instanceof Error ? error.message : String(error)}\n`);
+        },
+      );
+    });
+    server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error) => reject(listenFailure(error, address));
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    // A socket error after listening (EMFILE on accept) must not crash the daemon.
+    server.on('error', () => undefined);
+    const bound = server.address() as AddressInfo;
+    const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+    return new MetricsServer(server, `${shownHost}:${bound.port}`);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}
+
+function listenFailure(error: Error, address: string): McastError {
+  const code = isSystemError(error) ? error.code : error.message;
+  if (code === 'EADDRINUSE') {
+    return new McastError('busy', `cannot serve metrics on ${address}: EADDRINUSE (another program listens there)`, ExitCode.Failure, {
+      hint: 'pick another --metrics-address (ss -ltnp shows who holds this one)',
+      cause: error,
+    });
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new PermissionError(`cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`, { hint: 'pick another --metrics-address', cause: error });
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new UsageError(`cannot serve metrics on ${address}: ${code} (no such address on this host)`, { code: 'bad-address', hint: 'set --metrics-address to an address of this host' });
+  }
+  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, ExitCode.Failure, { hint: 'check --metrics-address', cause: error });
+}

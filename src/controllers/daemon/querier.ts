@@ -1,0 +1,141 @@
+/**
+ * The daemon as IGMP querier of its pod ports (RFC 3376 §6.1, RFC 2236 §3): general
+ * queries of each configured version at startup (Robustness of them, a quarter of the
+ * Query Interval apart, §8.6-8.7) and then every Query Interval; and, when a member
+ * leaves without fast leave, group-specific queries to its port, Robustness of them, a
+ * Last Member Query Interval apart (§6.4.2). The pods' replies come back as packet-ins.
+ */
+import { encodeFloatCode } from '../../packet/igmp/float-code.js';
+import type { IgmpQuery } from '../../packet/igmp/message.js';
+import { encodeFrame } from '../../packet/query-frame.js';
+import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
+
+/** What a reload may change in a running querier. */
+export interface QuerierTiming {
+  versions: ReadonlyArray<1 | 2 | 3>;
+  queryIntervalMs: number;
+  queryResponseIntervalMs: number;
+  lastMemberQueryIntervalMs: number;
+  robustness: number;
+}
+
+export interface QuerierOptions extends QuerierTiming {
+  /** The querier's address and MAC now (the gateway's, or 0.0.0.0). */
+  source: () => { address: string; mac?: string };
+  /** The ports that get general queries now. */
+  ports: () => number[];
+  /** Sends one frame out of each port; resolves with how many went. */
+  send: (frame: Uint8Array, ports: readonly number[]) => Promise<number>;
+  onError: (error: unknown) => void;
+  timers: WorkQueueTimers;
+}
+
+export class Querier {
+  private cancelPeriodic: (() => void) | undefined;
+  private readonly pendingGroupQueries = new Set<() => void>();
+  private identification = Math.floor(Math.random() * 0x10000);
+  private stopped = false;
+  private startupLeft = 0;
+
+  constructor(private options: QuerierOptions) {}
+
+  /**
+   * New intervals, versions and robustness (a reload): queries sent from now on carry
+   * them, and the next general query comes one new Query Interval from now.
+   */
+  reconfigure(timing: QuerierTiming): void {
+    const intervalChanged = timing.queryIntervalMs !== this.options.queryIntervalMs;
+    this.options = { ...this.options, ...timing };
+    if (intervalChanged && this.cancelPeriodic !== undefined && !this.stopped && this.startupLeft <= 0) {
+      this.cancelPeriodic();
+      this.cancelPeriodic = this.options.timers.after(this.options.queryIntervalMs, this.tick);
+    }
+  }
+
+  /** Starts the startup queries, then the periodic ones. */
+  start(): void {
+    this.startupLeft = this.options.robustness;
+    this.tick();
+  }
+
+  /** One general query round, then the timer of the next: a quarter interval while starting up (RFC 3376 §8.7). */
+  private readonly tick = (): void => {
+    if (this.stopped) return;
+    void this.generalQueries();
+    this.startupLeft--;
+    const { queryIntervalMs } = this.options;
+    this.cancelPeriodic = this.options.timers.after(this.startupLeft > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs, this.tick);
+  };
+
+  /** General queries of every configured version, out of every pod port, now. */
+  async generalQueries(ports: readonly number[] = this.options.ports()): Promise<void> {
+    if (ports.length === 0) return;
+    for (const version of this.options.versions) {
+      await this.send(this.generalQuery(version), '224.0.0.1', ports);
+    }
+  }
+
+  /** Asks `port` Robustness times whether anyone still wants `group`, in `version` (v1 has no group query). */
+  groupQueries(group: string, port: number, version: 2 | 3): void {
+    let remaining = this.options.robustness;
+    const once = (): void => {
+      this.pendingGroupQueries.delete(cancel);
+      if (this.stopped) return;
+      void this.send(this.groupQuery(group, version), group, [port]);
+      if (--remaining > 0) {
+        cancel = this.options.timers.after(this.options.lastMemberQueryIntervalMs, once);
+        this.pendingGroupQueries.add(cancel);
+      }
+    };
+    let cancel = (): void => undefined;
+    once();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.cancelPeriodic?.();
+    for (const cancel of this.pendingGroupQueries) cancel();
+    this.pendingGroupQueries.clear();
+  }
+
+  private generalQuery(version: 1 | 2 | 3): IgmpQuery {
+    const tenths = Math.round(this.options.queryResponseIntervalMs / 100);
+    switch (version) {
+      case 1:
+        return { kind: 'query', version: 1, group: '0.0.0.0' };
+      case 2:
+        return { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: Math.min(255, tenths) };
+      case 3:
+        return this.v3Query('0.0.0.0', tenths);
+    }
+  }
+
+  private groupQuery(group: string, version: 2 | 3): IgmpQuery {
+    const tenths = Math.max(1, Math.round(this.options.lastMemberQueryIntervalMs / 100));
+    return version === 2 ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) } : this.v3Query(group, tenths);
+  }
+
+  private v3Query(group: string, maxRespTenths: number): IgmpQuery {
+    return {
+      kind: 'query',
+      version: 3,
+      group,
+      maxRespCode: encodeFloatCode(maxRespTenths),
+      sFlag: false,
+      qrv: this.options.robustness <= 7 ? this.options.robustness : 0,
+      qqic: encodeFloatCode(Math.round(this.options.queryIntervalMs / 1000)),
+      sources: [],
+    };
+  }
+
+  private async send(message: IgmpQuery, dst: string, ports: readonly number[]): Promise<void> {
+    const source = this.options.source();
+    this.identification = (this.identification + 1) & 0xffff;
+    const frame = encodeFrame({ message, src: source.address, dst, identification: this.identification }, source.mac);
+    try {
+      await this.options.send(frame, ports);
+    } catch (error) {
+      this.options.onError(error);
+    }
+  }
+}

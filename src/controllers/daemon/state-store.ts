@@ -1,0 +1,319 @@
+/**
+ * The daemon's learned membership on disk (`<state dir>/state.json`), so that a restart
+ * resumes forwarding at once instead of waiting a query interval for every member to
+ * report again.
+ *
+ * Saving is atomic (a temporary file, fsync, rename over the old one, fsync of the
+ * directory): a crash leaves the old state or the new one, never half of either. Saves
+ * are serialised; saves that arrive while one is being written are merged into one
+ * write of the latest state. Loading never fails for bad content: an unusable file is
+ * moved aside (`state.json.corrupt-<epoch ms>`) and reported as a warning.
+ *
+ * The daemon runs as root, and --state-dir may name a place others can reach, so no
+ * path in the directory is trusted: the temporary file has an unpredictable name and is
+ * created exclusively without following a symlink, state.json is read without following
+ * one and without blocking, and `StateStore.prepare()` (called at start, before the
+ * daemon connects to anything) refuses a directory that anyone but the daemon's user
+ * could change, and a state.json that is not a regular file.
+ */
+import { constants } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ExitCode, isSystemError, McastError, quoteInput } from '../../errors.js';
+import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-directory.js';
+
+export { STATE_FILE } from './state-directory.js';
+import { FileRefusedError, readRegularFile, showBytes } from '../../runtime/regular-file.js';
+import { isMulticastIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
+
+export interface SavedMember {
+  portName: string;
+  /**
+   * `namespace/name` of the pod on that port then: a member is restored only to the same
+   * pod, never to another pod whose port got the same name while the daemon was down.
+   */
+  pod?: string;
+  host: string;
+  mode: 'include' | 'exclude';
+  sources: string[];
+  compatibility: 1 | 2 | 3;
+  /** Epoch milliseconds. */
+  lastReportAt: number;
+}
+
+export interface SavedGroup {
+  group: string;
+  members: SavedMember[];
+}
+
+export interface SavedState {
+  version: 1;
+  /** Epoch milliseconds. */
+  savedAt: number;
+  bridge: string;
+  groups: SavedGroup[];
+}
+
+export interface StateStoreOptions {
+  dir: string;
+  /** The largest state.json read or written (default `MAX_STATE_BYTES`). */
+  maxBytes?: number;
+}
+
+/** Far above any real node's state (about 150 octets a member), far below what would exhaust memory. */
+export const MAX_STATE_BYTES = 64 * 1024 * 1024;
+/** `state.json.tmp-<32 hex digits>`, and the `state.json.tmp-<pid>` of releases before the random names. */
+const TEMPORARY_NAME = /^state\.json\.tmp-(?:[0-9a-f]{32}|[0-9]+)$/;
+
+interface QueuedSave {
+  state: SavedState;
+  done: Promise<void>;
+}
+
+export class StateStore {
+  readonly dir: string;
+  readonly file: string;
+  readonly maxBytes: number;
+  /** The write under way (or the last one), resolved or not. */
+  private writing: Promise<void> = Promise.resolve();
+  /** The save waiting for `writing` to finish; later saves replace its state. */
+  private queued: QueuedSave | undefined;
+  /** The temporary file of the write under way: not a leftover, whatever its name says. */
+  private temporary: string | undefined;
+
+  constructor(options: StateStoreOptions) {
+    this.dir = options.dir;
+    this.file = join(options.dir, STATE_FILE);
+    this.maxBytes = options.maxBytes ?? MAX_STATE_BYTES;
+  }
+
+  /**
+   * The store of a daemon about to start: `checkStateDirectory(options.dir)` first, so
+   * that an unsafe --state-dir stops the daemon before it connects to anything.
+   */
+  static async prepare(options: StateStoreOptions): Promise<StateStore> {
+    await checkStateDirectory(options.dir);
+    return new StateStore(options);
+  }
+
+  /**
+   * The saved state: `{}` when there is none, `{ warning }` when the file was unusable
+   * (over `maxBytes`, not UTF-8, not JSON, not a valid state: it has been moved aside).
+   * Throws a UsageError 'bad-file' (exit 64) when state.json is a symlink, a FIFO, a
+   * device or a directory (never followed, never waited on: someone put it there, and
+   * the operator must look), McastError 'io' when the file cannot be read.
+   */
+  async load(): Promise<{ state?: SavedState; warning?: string }> {
+    const unreadable = (error: unknown) => ioFailure(`cannot read the daemon state ${quoteInput(this.file)}`, error);
+    let text: string;
+    try {
+      text = await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true });
+    } catch (error) {
+      if (!(error instanceof FileRefusedError)) throw unreadable(error);
+      if (error.reason === 'too-large' || error.reason === 'not-text') {
+        await this.removeLeftovers();
+        return this.moveAside(error.reason === 'too-large' ? `larger than ${showBytes(this.maxBytes)}` : 'not UTF-8 text');
+      }
+      if (error.reason !== 'not-found' && error.reason !== 'symlink' && error.reason !== 'not-regular') {
+        throw new McastError('io', error.message, ExitCode.Failure, { hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''), cause: error });
+      }
+      // Told apart by what is there: nothing (no saved state), a file where the directory
+      // should be (ENOTDIR: an I/O failure), or a FIFO, device, directory or symlink.
+      const stats = await lstat(this.file).catch((lstatError: unknown) => {
+        if (isSystemError(lstatError) && lstatError.code === 'ENOENT') return undefined;
+        throw unreadable(lstatError);
+      });
+      if (stats !== undefined && !stats.isFile()) throw notRegularStateFile(this.file, stats);
+      if (stats === undefined) await this.removeLeftovers();
+      return {}; // or a file came after the open: someone else writes here; not read this time
+    }
+    await this.removeLeftovers();
+    try {
+      return { state: parseSavedState(JSON.parse(text)) };
+    } catch (error) {
+      return this.moveAside(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  private async moveAside(problem: string): Promise<{ warning: string }> {
+    // Named by its file name alone: quoteInput may cut a long directory, and this name must be whole.
+    const aside = `${STATE_FILE}.corrupt-${Date.now()}`;
+    try {
+      // rename never follows a symlink, at either end.
+      await rename(this.file, join(this.dir, aside));
+    } catch (error) {
+      throw ioFailure(`the daemon state ${quoteInput(this.file)} is unusable (${problem}) and cannot be moved aside`, error);
+    }
+    const file = quoteInput(this.file);
+    return { warning: `the daemon state ${file} is unusable (${problem}): moved to ${aside} in the same directory; starting with no learned memberships` };
+  }
+
+  /**
+   * Writes `state` atomically. Concurrent calls are serialised; the last state given wins.
+   * Rejects with McastError 'io' (exit status 1) when it cannot be written, a full file
+   * system (ENOSPC) included, leaving the old state.json whole: the daemon's save at
+   * start lets it end the daemon (exit 1, before anything is programmed); later saves
+   * are the controller's to report.
+   */
+  save(state: SavedState): Promise<void> {
+    // A bug upstream must not write a file the next start would throw away.
+    try {
+      parseSavedState(state);
+    } catch (error) {
+      return Promise.reject(new McastError('internal', `refusing to save an invalid daemon state: ${error instanceof Error ? error.message : String(error)}`));
+    }
+    if (this.queued !== undefined) {
+      this.queued.state = state;
+      return this.queued.done;
+    }
+    const entry: QueuedSave = { state, done: Promise.resolve() };
+    entry.done = this.writing
+      .catch(() => undefined)
+      .then(() => {
+        if (this.queued === entry) this.queued = undefined;
+        return this.write(entry.state);
+      });
+    this.queued = entry;
+    this.writing = entry.done;
+    return entry.done;
+  }
+
+  private async write(state: SavedState): Promise<void> {
+    const text = JSON.stringify(state) + '\n';
+    const size = Buffer.byteLength(text);
+    if (size > this.maxBytes) {
+      const over = `the daemon state is ${showBytes(size)}, over the limit of ${showBytes(this.maxBytes)} that a start reads`;
+      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, ExitCode.Failure, { hint: 'the state saved before is kept' });
+    }
+    // A name nobody can know in advance, created only if nothing has it (O_EXCL) and never
+    // through a symlink (O_NOFOLLOW): with a predictable name, a symlink planted in a
+    // directory others can write to would make the daemon (root) write where it points.
+    const temporary = join(this.dir, `${STATE_FILE}.tmp-${randomBytes(16).toString('hex')}`);
+    let created = false;
+    this.temporary = temporary;
+    try {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      created = true;
+      try {
+        await handle.writeFile(text, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      // rename replaces state.json itself, never what a symlink there points to.
+      await rename(temporary, this.file);
+      created = false;
+    } catch (error) {
+      // Only a file this save created: EEXIST means the name was someone else's.
+      if (created) await unlink(temporary).catch(() => undefined);
+      throw ioFailure(`cannot save the daemon state to ${quoteInput(this.file)}`, error);
+    } finally {
+      this.temporary = undefined;
+    }
+    // The rename is durable once the directory is: without this a power cut can lose it.
+    try {
+      const directory = await open(this.dir, 'r');
+      try {
+        await directory.sync();
+      } finally {
+        await directory.close();
+      }
+    } catch (error) {
+      // Some file systems refuse fsync on a directory (EINVAL); the file itself is complete.
+      if (isSystemError(error) && (error.code === 'EINVAL' || error.code === 'EISDIR')) return;
+      throw ioFailure(`cannot sync the state directory ${quoteInput(this.dir)}`, error);
+    }
+  }
+
+  /**
+   * Temporary files of a daemon that died while saving (never the one a save of this
+   * store is writing). unlink removes a symlink, not what it points to.
+   */
+  private async removeLeftovers(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = join(this.dir, name);
+      if (TEMPORARY_NAME.test(name) && path !== this.temporary) await unlink(path).catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * An I/O failure: McastError 'io', exit status 1. A save that fails (a full file system,
+ * ENOSPC, included) rejects with it and leaves the old state.json as it was.
+ */
+function ioFailure(what: string, error: unknown): McastError {
+  const code = isSystemError(error) ? error.code : error instanceof Error ? error.message : String(error);
+  return new McastError('io', `${what}: ${code}`, ExitCode.Failure, { hint: hintFor(code), cause: error });
+}
+
+function hintFor(code: string): string {
+  if (code === 'EACCES' || code === 'EPERM') return 'the daemon runs as root; check the owner and mode of --state-dir';
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'the file system is full';
+  if (code === 'EFBIG') return "the file is over the daemon's file size limit (ulimit -f, LimitFSIZE=)";
+  return 'check --state-dir';
+}
+
+/** Checks every field; throws an Error naming the first bad one. Returns a copy with only the known fields. */
+export function parseSavedState(value: unknown): SavedState {
+  const root = object(value, 'the file');
+  if (root.version !== 1) throw new Error(`version ${JSON.stringify(root.version)} is not 1`);
+  const savedAt = epochMs(root.savedAt, 'savedAt');
+  if (typeof root.bridge !== 'string' || root.bridge === '') throw new Error('bridge is not a non-empty string');
+  if (!Array.isArray(root.groups)) throw new Error('groups is not an array');
+  const seen = new Set<string>();
+  const groups = root.groups.map((item, index): SavedGroup => {
+    const where = `groups[${index}]`;
+    const group = object(item, where);
+    if (typeof group.group !== 'string' || !isMulticastIPv4(group.group)) throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
+    if (seen.has(group.group)) throw new Error(`${where}.group ${group.group} appears twice`);
+    seen.add(group.group);
+    if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
+    return { group: group.group, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
+  });
+  return { version: 1, savedAt, bridge: root.bridge, groups };
+}
+
+function parseMember(value: unknown, where: string): SavedMember {
+  const member = object(value, where);
+  if (typeof member.portName !== 'string' || member.portName === '') throw new Error(`${where}.portName is not a non-empty string`);
+  if (!isUnicast(member.host)) throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
+  if (member.mode !== 'include' && member.mode !== 'exclude') throw new Error(`${where}.mode ${JSON.stringify(member.mode)} is not include or exclude`);
+  if (!Array.isArray(member.sources)) throw new Error(`${where}.sources is not an array`);
+  member.sources.forEach((source, index) => {
+    if (!isUnicast(source)) throw new Error(`${where}.sources[${index}] ${JSON.stringify(source)} is not an IPv4 unicast address`);
+  });
+  if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3) throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
+  if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === '')) throw new Error(`${where}.pod is not a non-empty string`);
+  return {
+    portName: member.portName,
+    ...(member.pod === undefined ? {} : { pod: member.pod as string }),
+    host: member.host,
+    mode: member.mode,
+    sources: [...(member.sources as string[])],
+    compatibility: member.compatibility,
+    lastReportAt: epochMs(member.lastReportAt, `${where}.lastReportAt`),
+  };
+}
+
+function object(value: unknown, where: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where} is not a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+function epochMs(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${where} ${JSON.stringify(value)} is not a time (epoch milliseconds)`);
+  return value;
+}
+
+/** A dotted quad that is not multicast (hosts and sources; 0.0.0.0 is allowed for a v1/v2 host that reported without an address). */
+function isUnicast(value: unknown): value is string {
+  return typeof value === 'string' && parseIPv4(value) !== undefined && !isMulticastIPv4(value);
+}

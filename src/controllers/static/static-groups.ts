@@ -1,0 +1,95 @@
+/**
+ * Static groups: install and uninstall groups on a bridge from what a user declared.
+ * Validate everything first (ports exist), read what is installed, plan the smallest
+ * change, apply it in one batch, and report group by group.
+ */
+import { UnavailableError } from '../../errors.js';
+import type { OpenFlowError } from '../../protocol/openflow/errors.js';
+import type { BridgePort, BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
+import { planInstall, planUninstall, planUninstallAll, type GroupOutcome, type GroupPlan, type PipelineChange } from '../../domain/pipeline/plan.js';
+import type { DeclaredGroup } from '../../domain/declared-state/declared-state.js';
+
+/** A group as declared: on the command line, or in a file (where: `--ports`, `file.yaml:12`). */
+export type StaticGroup = DeclaredGroup;
+
+export interface GroupResult {
+  group: string;
+  groupId: number;
+  outcome: Exclude<GroupOutcome, 'conflict'> | 'failed';
+  ports: BridgePort[];
+  /** Why OVS refused it (outcome `failed`). */
+  error?: string;
+}
+
+export interface StaticGroupsOutcome {
+  groups: GroupResult[];
+  /** Refusals of changes that belong to no one group (uninstall --all's other flows). */
+  otherFailures: string[];
+}
+
+export async function installGroups(session: BridgeSession, groups: readonly StaticGroup[]): Promise<StaticGroupsOutcome> {
+  // Every port resolves before anything is read or changed: bad input changes nothing.
+  const memberships: GroupMembership[] = groups.map((entry) => ({
+    group: entry.group,
+    ports: entry.ports.map((ref) => session.resolvePort(ref, entry.where).ofport),
+  }));
+  const installed = await session.readInstalled();
+  return applyPlans(session, planInstall(session.pipeline, memberships, installed.pipeline, installed.foreignFlows), []);
+}
+
+/** Removes the named groups, or with 'all' everything of ours on the bridge. */
+export async function uninstallGroups(session: BridgeSession, groups: readonly string[] | 'all'): Promise<StaticGroupsOutcome> {
+  const installed = await session.readInstalled();
+  if (groups === 'all') {
+    const plan = planUninstallAll(installed.pipeline);
+    return applyPlans(session, plan.groups, plan.extra);
+  }
+  return applyPlans(session, planUninstall(groups, installed.pipeline), []);
+}
+
+async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], extra: readonly PipelineChange[]): Promise<StaticGroupsOutcome> {
+  const changes: PipelineChange[] = [];
+  const owner: number[] = []; // change index → plan index (-1: extra)
+  plans.forEach((plan, index) => {
+    for (const change of plan.changes) {
+      changes.push(change);
+      owner.push(index);
+    }
+  });
+  for (const change of extra) {
+    changes.push(change);
+    owner.push(-1);
+  }
+  let refused: Map<number, OpenFlowError>;
+  try {
+    refused = await session.apply(changes);
+  } catch (error) {
+    if (!(error instanceof UnavailableError)) throw error;
+    // Some of the batch may have been applied: say so, and what to do (install and
+    // uninstall are idempotent, so the same command finishes the job).
+    throw new UnavailableError(`${error.message}, while applying ${changes.length} changes: some of them may have been applied`, {
+      hint: 'run the same command again once OVS is back: it changes only what still differs',
+      cause: error,
+    });
+  }
+  const errors = new Map<number, OpenFlowError>();
+  const otherFailures: string[] = [];
+  for (const [index, error] of refused) {
+    const plan = owner[index]!;
+    if (plan < 0) otherFailures.push(error.message);
+    else if (!errors.has(plan)) errors.set(plan, error);
+  }
+  const results = plans.map((plan, index) => {
+    const error = errors.get(index)?.message ?? plan.problem;
+    const result: GroupResult = {
+      group: plan.group,
+      groupId: session.pipeline.groupId(plan.group),
+      outcome: error === undefined && plan.outcome !== 'conflict' ? plan.outcome : 'failed',
+      ports: plan.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
+    };
+    if (error !== undefined) result.error = error;
+    return result;
+  });
+  return { groups: results, otherFailures };
+}

@@ -1,0 +1,112 @@
+/**
+ * What the running daemon shows of itself: the contract between the controller (which
+ * implements DaemonView) and everything that reads it from outside: the control socket
+ * (`mcastctl status`, `groups`, `snoop --daemon`), the metrics endpoint and the state
+ * directory. Plain JSON-able data only, so that the control socket sends it as it is.
+ */
+import type { IgmpVersion } from './membership/membership-table.js';
+
+export interface PortView {
+  ofport: number;
+  /** The OVS interface name. */
+  name: string;
+  /** `namespace/name`, for a pod port. */
+  pod?: string;
+}
+
+export interface MemberView {
+  port: PortView;
+  /** The reporting host's address. */
+  host: string;
+  /** The oldest IGMP version heard on the port for the group lately (RFC 3376 §7.3.2). */
+  compatibility: IgmpVersion;
+  mode: 'include' | 'exclude';
+  sources: string[];
+  /** ISO 8601. */
+  lastReportAt: string;
+  /** ISO 8601; while a leave waits for the Last Member Query Time. */
+  leavingUntil?: string;
+  /** ISO 8601: when the member expires unless it reports again. */
+  expiresAt: string;
+}
+
+export interface GroupView {
+  group: string;
+  /** OVS ports the group is forwarded to (members, plus the gateway when there is one). */
+  ports: PortView[];
+  members: MemberView[];
+  /** Whether the group is programmed in OVS as it should be (false while a sync waits or failed). */
+  synced: boolean;
+  /** The last sync failure, while there is one. */
+  error?: string;
+}
+
+export interface RouteView {
+  source: string;
+  group: string;
+  /** Incoming interface name. */
+  iif: string;
+  oifs: string[];
+  packets: number;
+  bytes: number;
+}
+
+export interface DaemonStatus {
+  version: string;
+  pid: number;
+  /** ISO 8601. */
+  startedAt: string;
+  uptimeSeconds: number;
+  bridge: string;
+  openflow: 'connected' | 'disconnected';
+  ovsdb: 'connected' | 'disconnected';
+  /** Whether this daemon holds MRT_INIT (kernel routing on); false without --multicast-interfaces or --gateway. */
+  mrouteActive: boolean;
+  gateway?: PortView;
+  multicastInterfaces: string[];
+  podPorts: number;
+  groups: number;
+  members: number;
+  routes: number;
+  /** Groups waiting for (or retrying) a sync. */
+  pendingSyncs: number;
+  /** Counters since start. */
+  counters: DaemonCounters;
+  stateDir: string;
+  controlSocket: string;
+  metricsAddress?: string;
+}
+
+export interface DaemonCounters {
+  packetIns: number;
+  /** IGMP messages by type: `v2_report`, `v3_report`, `v2_leave`, `v1_report`, `query`, `malformed`. */
+  igmpMessages: Record<string, number>;
+  /** IGMP packet-ins from ports that are not pod ports (ignored). */
+  ignoredNonPod: number;
+  syncs: number;
+  syncErrors: number;
+  /** ovs-vswitchd reconnects after which everything was replayed. */
+  replays: number;
+  queriesSent: number;
+}
+
+/**
+ * One line of the live event stream (`snoop --daemon`, NDJSON on the control socket).
+ * `igmp` carries what snoop --json prints for the message, plus the port it came in on.
+ */
+export type DaemonEvent =
+  | { type: 'igmp'; time: string; port: PortView | null; record: Record<string, unknown> }
+  | { type: 'join'; time: string; group: string; port: PortView; host: string }
+  | { type: 'leave'; time: string; group: string; port: PortView; host: string; reason: 'leave' | 'fast-leave' | 'expired' | 'port-removed' | 'no-answer' }
+  | { type: 'sync'; time: string; group: string; ports: number[]; latencyMs: number; ok: boolean; error?: string }
+  | { type: 'route'; time: string; action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }
+  | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number };
+
+export interface DaemonView {
+  status(): DaemonStatus;
+  groups(): GroupView[];
+  /** Async: the counters are read from the kernel. */
+  routes(): RouteView[] | Promise<RouteView[]>;
+  /** Calls `listener` for every event from now on; returns the unsubscribe function. */
+  subscribe(listener: (event: DaemonEvent) => void): () => void;
+}

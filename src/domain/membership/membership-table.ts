@@ -1,0 +1,344 @@
+/**
+ * The daemon's group state (groundwork for [5]): which hosts behind which bridge ports
+ * are members of which group, kept as a router keeps it (RFC 3376 §6, with the host
+ * compatibility rules of §7.3), and what has to happen when that changes.
+ *
+ * Pure and driven from outside: IGMP comes in as method calls, time comes from an
+ * injected clock, and every call returns the effects to carry out: a group's member
+ * ports changed (reprogram its OVS group), or a port must be asked about a group (a
+ * group-specific query, when a member leaves without fast leave). `expire()` at
+ * `nextDeadline()` handles members that fell silent and leaves nobody contradicted.
+ */
+import type { GroupRecord } from '../../packet/igmp/message.js';
+import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
+import { compareIPv4 } from '../../wire/ipv4-address.js';
+
+export type IgmpVersion = 1 | 2 | 3;
+
+export interface MembershipTiming {
+  /** Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval (§8.13). */
+  groupMembershipIntervalMs: number;
+  /** Last Member Query Time, LMQC × LMQI (§8.9): 2 s by default. */
+  lastMemberQueryTimeMs: number;
+}
+
+export const DEFAULT_MEMBERSHIP_TIMING: Readonly<MembershipTiming> = Object.freeze({ groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 });
+
+export interface MembershipClock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+}
+
+export interface MembershipTableOptions {
+  clock: MembershipClock;
+  timing?: MembershipTiming;
+  /**
+   * A leave removes the host at once. Right for pod ports, which have one host each; off,
+   * a leave makes the port be asked (a group-specific query) and the membership ends
+   * only if nobody answers within the Last Member Query Time.
+   */
+  fastLeave: boolean;
+  /** Told of every host that joins or leaves a group (for the event stream and logs). */
+  onMemberChange?: (change: MemberChange) => void;
+}
+
+/**
+ * The host of a member known only from OVS (a group the daemon had installed before it
+ * restarted, without saved state for it): some host behind the port wanted the group.
+ * The first real report from the port replaces it; a leave from any host there ends it.
+ */
+export const UNKNOWN_HOST = '0.0.0.0';
+
+export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed';
+
+export type MemberChange =
+  | { type: 'join'; group: string; port: number; host: string }
+  | { type: 'leave'; group: string; port: number; host: string; reason: LeaveReason };
+
+/** A member as saved by the daemon and given back to restore(). */
+export interface RestoredMember {
+  group: string;
+  port: number;
+  host: string;
+  filter: SourceFilter;
+  /** On this table's clock. */
+  lastReportAt: number;
+  compatibility: IgmpVersion;
+}
+
+export type MembershipEffect =
+  /** The ports with members of `group` changed: forward it to exactly these (none: stop). */
+  | { kind: 'members'; group: string; ports: number[] }
+  /** Ask `port` whether anyone still wants `group`. */
+  | { kind: 'query'; group: string; port: number };
+
+export interface MemberSnapshot {
+  port: number;
+  host: string;
+  /** The oldest version heard from the port lately: how the port is treated (§7.3.2). */
+  compatibility: IgmpVersion;
+  filter: { mode: SourceFilter['mode']; sources: string[] };
+  lastReportAt: number;
+  /** Set while a leave waits for the Last Member Query Time. */
+  leavingUntil?: number;
+}
+
+export interface GroupSnapshot {
+  group: string;
+  ports: number[];
+  members: MemberSnapshot[];
+}
+
+interface MemberEntry {
+  port: number;
+  host: string;
+  filter: SourceFilter;
+  lastReportAt: number;
+  leavingUntil: number | undefined;
+}
+
+interface PortCompatibility {
+  v1Until: number;
+  v2Until: number;
+}
+
+export class MembershipTable {
+  private timing: MembershipTiming;
+  private fastLeave: boolean;
+  /** group → `port|host` → member */
+  private readonly groups = new Map<string, Map<string, MemberEntry>>();
+  /** `group|port` → when older-version hosts were last heard there (§7.3.2 is per group). */
+  private readonly compatibility = new Map<string, PortCompatibility>();
+
+  constructor(private readonly options: MembershipTableOptions) {
+    this.timing = options.timing ?? DEFAULT_MEMBERSHIP_TIMING;
+    this.fastLeave = options.fastLeave;
+  }
+
+  /**
+   * New timing and leave handling (a reload). Every member's deadline is measured with the
+   * new intervals from its last report: a shorter interval can make members due at once
+   * (the next expire() removes them); a leave already being asked about keeps its end.
+   */
+  reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean }): void {
+    this.timing = settings.timing;
+    this.fastLeave = settings.fastLeave;
+  }
+
+  /** An IGMPv1 or v2 report: the host wants the group from any source. */
+  report(port: number, host: string, group: string, version: 1 | 2): MembershipEffect[] {
+    const compat = this.compatibilityOf(group, port, true);
+    const until = this.now() + this.timing.groupMembershipIntervalMs;
+    if (version === 1) compat.v1Until = until;
+    else compat.v2Until = until;
+    return this.change(group, () => this.upsert(group, port, host, ANY_SOURCE));
+  }
+
+  /** One group record of an IGMPv3 report, as the port's compatibility mode lets it count. */
+  record(port: number, host: string, record: GroupRecord): MembershipEffect[] {
+    const mode = this.modeOf(record.group, port);
+    let effective: Pick<GroupRecord, 'type' | 'sources'> = record;
+    if (mode !== 3) {
+      // §7.3.2: BLOCK is ignored and TO_EX's sources too; in v1 mode no leave counts (a
+      // v1 host, which never says it leaves, may still be there).
+      if (record.type === 'BLOCK_OLD_SOURCES') return [];
+      if (record.type === 'CHANGE_TO_EXCLUDE_MODE' || record.type === 'MODE_IS_EXCLUDE') effective = { type: record.type, sources: [] };
+      if (mode === 1 && (record.type === 'CHANGE_TO_INCLUDE_MODE' || record.type === 'MODE_IS_INCLUDE') && record.sources.length === 0) return [];
+    }
+    const key = memberKey(port, host);
+    const current = this.groups.get(record.group)?.get(key);
+    const filter = applyGroupRecord(current?.filter, effective);
+    if (filter === undefined) return this.leaveOf(record.group, port, host);
+    return this.change(record.group, () => this.upsert(record.group, port, host, filter));
+  }
+
+  /** An IGMPv2 leave. Ignored while the port has v1 hosts for the group (§7.3.2). */
+  leave(port: number, host: string, group: string): MembershipEffect[] {
+    if (this.modeOf(group, port) === 1) return [];
+    return this.leaveOf(group, port, host);
+  }
+
+  /** The port is gone (the pod was deleted): it leaves every group at once. */
+  removePort(port: number): MembershipEffect[] {
+    const effects: MembershipEffect[] = [];
+    for (const [group, members] of [...this.groups]) {
+      const affected = [...members.values()].filter((member) => member.port === port);
+      if (affected.length === 0) continue;
+      effects.push(...this.change(group, () => affected.forEach((member) => this.remove(group, members, member, 'port-removed'))));
+      this.compatibility.delete(`${group}|${port}`);
+    }
+    return effects;
+  }
+
+  /** Ends what is due by now: silent members (the GMI passed) and unanswered leaves. */
+  expire(): MembershipEffect[] {
+    const now = this.now();
+    const effects: MembershipEffect[] = [];
+    for (const [group, members] of [...this.groups]) {
+      const due = [...members.values()].filter((member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now));
+      const reason = (member: MemberEntry): LeaveReason => (member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired');
+      if (due.length > 0) effects.push(...this.change(group, () => due.forEach((member) => this.remove(group, members, member, reason(member)))));
+    }
+    for (const [key, compat] of this.compatibility) if (compat.v1Until <= now && compat.v2Until <= now) this.compatibility.delete(key);
+    return effects;
+  }
+
+  /** When `expire()` next has something to do, or undefined if nothing is pending. */
+  nextDeadline(): number | undefined {
+    let next: number | undefined;
+    for (const members of this.groups.values()) {
+      for (const member of members.values()) {
+        const due = Math.min(member.lastReportAt + this.timing.groupMembershipIntervalMs, member.leavingUntil ?? Infinity);
+        if (next === undefined || due < next) next = due;
+      }
+    }
+    return next;
+  }
+
+  /** The ports with members of `group`, sorted. */
+  portsOf(group: string): number[] {
+    const members = this.groups.get(group);
+    return members === undefined ? [] : [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
+  }
+
+  /** Every group with members, sorted by address; members by port, then host. */
+  snapshot(): GroupSnapshot[] {
+    return [...this.groups.entries()]
+      .map(([group, members]) => ({
+        group,
+        ports: this.portsOf(group),
+        members: [...members.values()]
+          .sort((a, b) => a.port - b.port || compareIPv4(a.host, b.host))
+          .map((member) => ({
+            port: member.port,
+            host: member.host,
+            compatibility: this.modeOf(group, member.port),
+            filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareIPv4) },
+            lastReportAt: member.lastReportAt,
+            ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
+          })),
+      }))
+      .sort((a, b) => compareIPv4(a.group, b.group));
+  }
+
+  private leaveOf(group: string, port: number, leaving: string): MembershipEffect[] {
+    const members = this.groups.get(group);
+    // A host not known by address may be the one an UNKNOWN_HOST member stands for.
+    const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
+    const member = members?.get(memberKey(port, host));
+    if (members === undefined || member === undefined) return [];
+    if (this.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
+    if (member.leavingUntil !== undefined) return []; // already being asked
+    member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
+    return [{ kind: 'query', group, port }];
+  }
+
+  private upsert(group: string, port: number, host: string, filter: SourceFilter): void {
+    let members = this.groups.get(group);
+    if (members === undefined) {
+      members = new Map();
+      this.groups.set(group, members);
+    }
+    // A report answers any pending last-member query.
+    const key = memberKey(port, host);
+    // A real report from the port replaces the placeholder for whoever was there.
+    if (host !== UNKNOWN_HOST) members.delete(memberKey(port, UNKNOWN_HOST));
+    const isNew = !members.has(key);
+    members.set(key, { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
+    if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
+  }
+
+  private remove(group: string, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
+    members.delete(memberKey(member.port, member.host));
+    this.options.onMemberChange?.({ type: 'leave', group, port: member.port, host: member.host, reason });
+  }
+
+  /**
+   * Puts back members saved before a restart (their report times and compatibility as
+   * they were), so that forwarding resumes without waiting for reports. Returns the
+   * groups whose member ports changed. Members already past the GMI are not restored.
+   */
+  restore(saved: readonly RestoredMember[]): MembershipEffect[] {
+    const now = this.now();
+    const touched = new Map<string, number[]>();
+    for (const member of saved) {
+      if (member.lastReportAt + this.timing.groupMembershipIntervalMs <= now) continue;
+      if (!touched.has(member.group)) touched.set(member.group, this.portsOf(member.group));
+      let members = this.groups.get(member.group);
+      if (members === undefined) {
+        members = new Map();
+        this.groups.set(member.group, members);
+      }
+      members.set(memberKey(member.port, member.host), { port: member.port, host: member.host, filter: member.filter, lastReportAt: member.lastReportAt, leavingUntil: undefined });
+      if (member.compatibility !== 3) {
+        const compat = this.compatibilityOf(member.group, member.port, true);
+        const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;
+        if (member.compatibility === 1) compat.v1Until = Math.max(compat.v1Until, until);
+        else compat.v2Until = Math.max(compat.v2Until, until);
+      }
+    }
+    const effects: MembershipEffect[] = [];
+    for (const [group, before] of touched) {
+      const after = this.portsOf(group);
+      if (!sameNumbers(before, after)) effects.push({ kind: 'members', group, ports: after });
+    }
+    return effects;
+  }
+
+  /** The timing this table runs with. */
+  get timings(): Readonly<MembershipTiming> {
+    return this.timing;
+  }
+
+  /** How many members (hosts per group and port) there are in all. */
+  get memberCount(): number {
+    let count = 0;
+    for (const members of this.groups.values()) count += members.size;
+    return count;
+  }
+
+  get groupCount(): number {
+    return this.groups.size;
+  }
+
+  /** Runs `mutate` and says whether the group's member ports changed. */
+  private change(group: string, mutate: () => void): MembershipEffect[] {
+    const before = this.portsOf(group);
+    mutate();
+    if (this.groups.get(group)?.size === 0) this.groups.delete(group);
+    const after = this.portsOf(group);
+    return sameNumbers(before, after) ? [] : [{ kind: 'members', group, ports: after }];
+  }
+
+  private modeOf(group: string, port: number): IgmpVersion {
+    const compat = this.compatibilityOf(group, port, false);
+    const now = this.now();
+    if (compat === undefined) return 3;
+    if (compat.v1Until > now) return 1;
+    return compat.v2Until > now ? 2 : 3;
+  }
+
+  private compatibilityOf(group: string, port: number, create: true): PortCompatibility;
+  private compatibilityOf(group: string, port: number, create: false): PortCompatibility | undefined;
+  private compatibilityOf(group: string, port: number, create: boolean): PortCompatibility | undefined {
+    const key = `${group}|${port}`;
+    let compat = this.compatibility.get(key);
+    if (compat === undefined && create) {
+      compat = { v1Until: 0, v2Until: 0 };
+      this.compatibility.set(key, compat);
+    }
+    return compat;
+  }
+
+  private now(): number {
+    return this.options.clock.now();
+  }
+}
+
+function memberKey(port: number, host: string): string {
+  return `${port}|${host}`;
+}
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((value, index) => value === b[index]);
+}

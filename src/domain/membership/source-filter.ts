@@ -1,0 +1,52 @@
+/**
+ * One host's source filter for one group, and how a group record of its report changes
+ * it (RFC 3376 §6.4, seen from the host's side: every record states or changes that
+ * host's own filter). Shared by `snoop`'s summary and `query`'s responder table.
+ */
+import type { GroupRecord } from '../../packet/igmp/message.js';
+
+export type FilterMode = 'include' | 'exclude';
+
+export interface SourceFilter {
+  /** exclude with no sources = "any source": what v1/v2 hosts and a plain v3 join mean. */
+  mode: FilterMode;
+  sources: ReadonlySet<string>;
+}
+
+/** What a v1 or v2 report says (RFC 3376 §7.3.2: treated as IS_EX {}). */
+export const ANY_SOURCE: SourceFilter = Object.freeze({ mode: 'exclude', sources: new Set<string>() });
+
+/**
+ * The filter after `record`; undefined when the host is not (or no longer) a member:
+ * INCLUDE {} is a leave, and blocking sources of a group it is not in changes nothing.
+ */
+export function applyGroupRecord(current: SourceFilter | undefined, record: Pick<GroupRecord, 'type' | 'sources'>): SourceFilter | undefined {
+  const sources = new Set(record.sources);
+  switch (record.type) {
+    case 'MODE_IS_INCLUDE':
+    case 'CHANGE_TO_INCLUDE_MODE':
+      return sources.size === 0 ? undefined : { mode: 'include', sources };
+    case 'MODE_IS_EXCLUDE':
+    case 'CHANGE_TO_EXCLUDE_MODE':
+      return { mode: 'exclude', sources };
+    case 'ALLOW_NEW_SOURCES':
+      if (current === undefined) return { mode: 'include', sources };
+      return current.mode === 'include'
+        ? { mode: 'include', sources: union(current.sources, sources) }
+        : { mode: 'exclude', sources: difference(current.sources, sources) };
+    case 'BLOCK_OLD_SOURCES': {
+      if (current === undefined) return undefined;
+      if (current.mode === 'exclude') return { mode: 'exclude', sources: union(current.sources, sources) };
+      const left = difference(current.sources, sources);
+      return left.size === 0 ? undefined : { mode: 'include', sources: left };
+    }
+  }
+}
+
+function union<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
+  return new Set([...a, ...b]);
+}
+
+function difference<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
+  return new Set([...a].filter((item) => !b.has(item)));
+}

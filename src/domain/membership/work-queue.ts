@@ -1,0 +1,137 @@
+/**
+ * A work queue keyed by group (groundwork for [5]), as the daemon's sync needs it: a key
+ * added many times while it waits is synced once; a key added while it is being synced is
+ * synced again afterwards, so no update is lost; at most `workers` keys sync at once and
+ * never the same key twice at once; a failed sync is retried after an exponential
+ * backoff (Antrea: 5 s doubling to 300 s; the same doubling as reconnects, wire/backoff),
+ * reset by a success.
+ */
+import { backoffDelay } from '../../runtime/backoff.js';
+
+export interface WorkQueueTimers {
+  /** Runs `run` after `ms`; returns a function that cancels it. */
+  after(ms: number, run: () => void): () => void;
+}
+
+export const systemTimers: WorkQueueTimers = {
+  after(ms, run) {
+    const timer = setTimeout(run, ms);
+    return () => clearTimeout(timer);
+  },
+};
+
+export interface WorkQueueOptions<Key> {
+  /** Syncs one key; a rejection schedules a retry. */
+  sync: (key: Key) => Promise<void>;
+  workers: number;
+  /** First retry delay, doubled per failure in a row up to `maxBackoffMs`. */
+  minBackoffMs: number;
+  maxBackoffMs: number;
+  timers?: WorkQueueTimers;
+  /** Told of each failure, with the delay before the retry. */
+  onError?: (key: Key, error: unknown, retryInMs: number) => void;
+}
+
+export class WorkQueue<Key> {
+  private readonly ready: Key[] = [];
+  private readonly queued = new Set<Key>();
+  private readonly running = new Set<Key>();
+  /** Added again while running: queue once more when done. */
+  private readonly dirty = new Set<Key>();
+  private readonly failures = new Map<Key, number>();
+  private readonly retries = new Map<Key, () => void>();
+  private readonly timers: WorkQueueTimers;
+  private idleWaiters: Array<() => void> = [];
+  private backoff: { minDelayMs: number; maxDelayMs: number };
+  private stopped = false;
+
+  constructor(private readonly options: WorkQueueOptions<Key>) {
+    if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be a whole number of 1 or more, not ${options.workers}`);
+    this.timers = options.timers ?? systemTimers;
+    this.backoff = { minDelayMs: options.minBackoffMs, maxDelayMs: options.maxBackoffMs };
+  }
+
+  /** Retry delays from the next failure on (a retry already waiting keeps its time). */
+  setBackoff(minBackoffMs: number, maxBackoffMs: number): void {
+    this.backoff = { minDelayMs: minBackoffMs, maxDelayMs: maxBackoffMs };
+  }
+
+  /** Asks for `key` to be synced (again). */
+  add(key: Key): void {
+    if (this.stopped) return;
+    // A pending retry is overtaken by fresh work: sync now, keep the failure count.
+    this.retries.get(key)?.();
+    this.retries.delete(key);
+    if (this.running.has(key)) this.dirty.add(key);
+    else if (!this.queued.has(key)) {
+      this.queued.add(key);
+      this.ready.push(key);
+    }
+    this.pump();
+  }
+
+  /** Keys waiting, running or waiting for a retry. */
+  get size(): number {
+    return new Set([...this.queued, ...this.running, ...this.retries.keys()]).size;
+  }
+
+  /** Resolves when nothing is queued or running (retries may still be pending). */
+  whenIdle(): Promise<void> {
+    if (this.ready.length === 0 && this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Drops queued work and pending retries; running syncs finish. */
+  stop(): void {
+    this.stopped = true;
+    this.ready.length = 0;
+    this.queued.clear();
+    this.dirty.clear();
+    for (const cancel of this.retries.values()) cancel();
+    this.retries.clear();
+    this.settleIdle();
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.running.size < this.options.workers && this.ready.length > 0) {
+      const key = this.ready.shift()!;
+      this.queued.delete(key);
+      this.running.add(key);
+      void this.runOne(key);
+    }
+    this.settleIdle();
+  }
+
+  private async runOne(key: Key): Promise<void> {
+    try {
+      await this.options.sync(key);
+      this.failures.delete(key);
+    } catch (error) {
+      const attempt = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, attempt);
+      const delay = backoffDelay(attempt - 1, this.backoff);
+      this.options.onError?.(key, error, delay);
+      // New work that arrived meanwhile goes first; otherwise retry after the backoff.
+      if (!this.dirty.has(key) && !this.stopped) {
+        this.retries.set(
+          key,
+          this.timers.after(delay, () => {
+            this.retries.delete(key);
+            this.add(key);
+          }),
+        );
+      }
+    } finally {
+      this.running.delete(key);
+      if (this.dirty.delete(key)) this.add(key);
+      this.pump();
+    }
+  }
+
+  private settleIdle(): void {
+    if (this.ready.length > 0 || this.running.size > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Where and how the multicast pipeline lives on a bridge that may carry other traffic:
+ * its table, its priorities, the cookie that marks every flow as ours, and the range of
+ * OVS group ids it owns. Everything is configurable so that two controllers (or two
+ * instances of this one) can share a bridge without touching each other's entries.
+ */
+import { UsageError } from '../../errors.js';
+
+export interface PipelinePriorities {
+  /** IGMP from a pod port → the controller (the daemon's snooping). */
+  igmp: number;
+  /** 224.0.0.0/24 (link-local control traffic) → flooded, never snooped. */
+  linkLocal: number;
+  /** A group with members on this node → its OVS group. */
+  group: number;
+  /** Any other multicast → the gateway port, so that receivers outside still get it. */
+  unknownGroup: number;
+}
+
+export interface PipelineConfig {
+  table: number;
+  priorities: PipelinePriorities;
+  /** The top 16 bits of every cookie we write. */
+  cookiePrefix: number;
+  /**
+   * First OVS group id of our range. A group's id is this plus the low 28 bits of its
+   * address, so ids are stable and need no allocation table; chained groups (for groups
+   * too large for one message) use the next 2^28 blocks.
+   */
+  groupIdBase: number;
+}
+
+export const DEFAULT_PIPELINE_CONFIG: Readonly<PipelineConfig> = Object.freeze({
+  table: 0,
+  priorities: Object.freeze({ igmp: 300, linkLocal: 250, group: 200, unknownGroup: 190 }),
+  cookiePrefix: 0x4d43, // "MC"
+  groupIdBase: 0x10000000,
+});
+
+/** 2^28: one id per IPv4 multicast address (224.0.0.0/4). */
+export const GROUP_ID_BLOCK = 0x10000000;
+/** OFPG_MAX: ids above it are reserved (ALL, ANY). */
+const OFPG_MAX = 0xffffff00;
+
+export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
+  if (!Number.isInteger(config.table) || config.table < 0 || config.table > 254) {
+    throw new UsageError(`table ${config.table} is not an OpenFlow table id (0 to 254)`);
+  }
+  for (const [name, priority] of Object.entries(config.priorities)) {
+    if (!Number.isInteger(priority) || priority < 1 || priority > 0xffff) throw new UsageError(`priority ${name} ${priority} is not 1 to 65535`);
+  }
+  // `query` puts its probe one above the snooping flow, and IGMP (v3 reports go to
+  // 224.0.0.22) must reach the controller before the link-local flood takes it.
+  if (config.priorities.igmp === 0xffff) throw new UsageError('priority igmp must be below 65535: a query probe goes one above it');
+  if (config.priorities.igmp <= config.priorities.linkLocal) throw new UsageError(`priority igmp (${config.priorities.igmp}) must be above linkLocal (${config.priorities.linkLocal})`);
+  if (!Number.isInteger(config.cookiePrefix) || config.cookiePrefix < 1 || config.cookiePrefix > 0xffff) {
+    throw new UsageError(`cookie prefix 0x${config.cookiePrefix.toString(16)} is not a 16-bit value from 0x0001 to 0xffff`);
+  }
+  if (!Number.isInteger(config.groupIdBase) || config.groupIdBase % GROUP_ID_BLOCK !== 0 || config.groupIdBase < GROUP_ID_BLOCK || config.groupIdBase + GROUP_ID_BLOCK > OFPG_MAX) {
+    throw new UsageError(`group id base 0x${config.groupIdBase.toString(16)} must be a multiple of 0x10000000 from 0x10000000 to 0xe0000000`);
+  }
+  return config;
+}
+
+/** How many chained blocks fit above the base before OFPG_MAX. */
+export function chainBlocks(config: PipelineConfig): number {
+  return Math.floor((OFPG_MAX - config.groupIdBase) / GROUP_ID_BLOCK);
+}

@@ -1,0 +1,296 @@
+/**
+ * The multicast pipeline: which OpenFlow flows and OVS groups express "group G goes to
+ * member ports {p1..pn}" on a bridge that may carry other traffic too. Pure: it builds
+ * and reads entries; the OpenFlow adapter (openflow-entries.ts) puts them on the wire.
+ *
+ * All flows live in one table (config.table, default 0), above the bridge's own flows:
+ *
+ *   priority       match                              actions                 kind
+ *   igmp+1 (301)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
+ *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon)
+ *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
+ *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
+ *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
+ *                                                     or drop, without one)
+ *   (below)        the bridge's own flows (NORMAL, other controllers): everything else
+ *
+ * The OVS group of G (type ALL) has one bucket per member port: OVS copies the packet to
+ * each, and skips the port it came in on, so a member that sends does not hear itself.
+ * A group with more members than one GROUP_MOD can carry is chained: its last bucket
+ * jumps to a second group holding the rest, and so on.
+ */
+import { formatIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
+import { chainBlocks, GROUP_ID_BLOCK, type PipelineConfig } from './config.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+
+export const ETH_TYPE_IPV4 = 0x0800;
+export const IP_PROTO_IGMP = 2;
+
+/** The fields the pipeline matches on. */
+export interface FlowMatch {
+  inPort?: number;
+  ethType?: number;
+  ipProto?: number;
+  ipv4Dst?: string;
+  /** Absent: an exact match. */
+  ipv4DstMask?: string;
+}
+
+export type FlowAction =
+  | { type: 'output'; port: number }
+  | { type: 'controller' }
+  | { type: 'flood' }
+  | { type: 'group'; groupId: number };
+
+export interface FlowEntry {
+  table: number;
+  priority: number;
+  cookie: bigint;
+  match: FlowMatch;
+  actions: FlowAction[];
+  /** Seconds until the switch removes the flow by itself (absent: never). */
+  hardTimeout?: number;
+}
+
+/** A bucket of an ALL group: one output port, or the next group of a chain. */
+export type Bucket = { type: 'output'; port: number } | { type: 'group'; groupId: number };
+
+export interface GroupEntry {
+  groupId: number;
+  buckets: Bucket[];
+  /** Read back from a switch: an OVS group type other than ALL (ours are all ALL). */
+  groupType?: number;
+}
+
+/** A multicast group's members on this bridge, by OpenFlow port number. */
+export interface GroupMembership {
+  group: string;
+  ports: readonly number[];
+  /** Members the daemon learned (its flow's cookie says so), not declared with `install`. */
+  learned?: boolean;
+}
+
+/** The entries that forward one multicast group: its groups (chain tail first) and its flow. */
+export interface GroupForwarding {
+  group: string;
+  /** Ordered so that each group exists before a group or flow that points to it. */
+  groups: GroupEntry[];
+  flow: FlowEntry;
+}
+
+export interface PipelineLimits {
+  /** Buckets one GROUP_MOD can carry on this switch (see src/openflow). */
+  maxBucketsPerGroup: number;
+}
+
+export class MulticastPipeline {
+  constructor(
+    readonly config: PipelineConfig,
+    readonly limits: PipelineLimits,
+  ) {}
+
+  /** Cookie and mask that select every flow of ours, and nobody else's. */
+  get cookieMatch(): { cookie: bigint; mask: bigint } {
+    return { cookie: prefixCookie(this.config.cookiePrefix), mask: FLOW_COOKIE_PREFIX_MASK };
+  }
+
+  /** The OVS group id of `group`, or of the `link`-th group of its chain. */
+  groupId(group: string, link = 0): number {
+    const address = parseIPv4(group);
+    if (address === undefined || address >>> 28 !== 0xe) throw new RangeError(`${group} is not a multicast address`);
+    return this.config.groupIdBase + link * GROUP_ID_BLOCK + (address & (GROUP_ID_BLOCK - 1));
+  }
+
+  /** Whether an OVS group id lies in our range (head or chain). */
+  ownsGroupId(groupId: number): boolean {
+    const offset = groupId - this.config.groupIdBase;
+    return offset >= 0 && offset < chainBlocks(this.config) * GROUP_ID_BLOCK;
+  }
+
+  /** The multicast address a head group id stands for, or undefined for a chain link or a foreign id. */
+  groupOfId(groupId: number): string | undefined {
+    const offset = groupId - this.config.groupIdBase;
+    if (offset < 0 || offset >= GROUP_ID_BLOCK) return undefined;
+    return formatIPv4((0xe0000000 | offset) >>> 0);
+  }
+
+  /** The most members one group can have, chained over every block of the range. */
+  get maxMembers(): number {
+    const perLink = this.limits.maxBucketsPerGroup - 1; // one bucket of each link but the last chains on
+    return perLink * chainBlocks(this.config) + 1;
+  }
+
+  /** The groups and the flow that forward `membership`. Throws RangeError if it has too many members. */
+  forwarding(membership: GroupMembership): GroupForwarding {
+    const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
+    if (ports.length > this.maxMembers) {
+      throw new RangeError(`${membership.group} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
+    }
+    const max = this.limits.maxBucketsPerGroup;
+    const groups: GroupEntry[] = [];
+    // Build from the tail: link k holds up to max-1 ports and a bucket to link k+1.
+    const links = ports.length <= max ? 1 : Math.ceil((ports.length - 1) / (max - 1));
+    let next: number | undefined;
+    for (let link = links - 1; link >= 0; link--) {
+      const start = link * (max - 1);
+      const slice = link === links - 1 ? ports.slice(start) : ports.slice(start, start + max - 1);
+      const buckets: Bucket[] = slice.map((port) => ({ type: 'output', port }));
+      if (next !== undefined) buckets.push({ type: 'group', groupId: next });
+      const groupId = this.groupId(membership.group, link);
+      groups.push({ groupId, buckets });
+      next = groupId;
+    }
+    return { group: membership.group, groups, flow: this.groupFlow(membership.group, membership.learned === true) };
+  }
+
+  groupFlow(group: string, learned = false): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.group,
+      cookie: this.cookie(FlowKind.GroupForward, parseIPv4(group)!, learned ? FlowCookieFlag.Learned : 0),
+      match: { ethType: ETH_TYPE_IPV4, ipv4Dst: group },
+      actions: [{ type: 'group', groupId: this.groupId(group) }],
+    };
+  }
+
+  /**
+   * IGMP → the controller: from one port, or (no port: cookie value 0) from every port.
+   * The daemon takes all IGMP and decides by the packet-in's port: reports from pod
+   * ports count, others are counted and dropped, so nothing floods them meanwhile.
+   */
+  igmpToController(ofport?: number): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.igmp,
+      cookie: this.cookie(FlowKind.IgmpToController, ofport ?? 0),
+      match: { ...(ofport === undefined ? {} : { inPort: ofport }), ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
+      actions: [{ type: 'controller' }],
+    };
+  }
+
+  /**
+   * IGMP from one queried port → the controller, one above the snooping flow, for as
+   * long as a query listens. Nothing else hears those reports meanwhile, so hosts do not
+   * suppress theirs (RFC 2236 §3) and every member answers. `runId` (the cookie value)
+   * tells one run's flows from another's, so a run deletes only its own. The flow
+   * removes itself after `hardTimeoutSeconds` should its writer die before deleting it.
+   */
+  igmpQueryProbe(ofport: number, runId: number, hardTimeoutSeconds: number): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.igmp + 1,
+      cookie: this.cookie(FlowKind.IgmpQueryProbe, runId),
+      match: { inPort: ofport, ethType: ETH_TYPE_IPV4, ipProto: IP_PROTO_IGMP },
+      actions: [{ type: 'controller' }],
+      hardTimeout: Math.min(0xffff, Math.max(1, Math.ceil(hardTimeoutSeconds))),
+    };
+  }
+
+  linkLocalFlood(): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.linkLocal,
+      cookie: this.cookie(FlowKind.LinkLocalFlood, 0),
+      match: { ethType: ETH_TYPE_IPV4, ipv4Dst: '224.0.0.0', ipv4DstMask: '255.255.255.0' },
+      actions: [{ type: 'flood' }],
+    };
+  }
+
+  unknownGroupToGateway(gatewayOfport: number): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.unknownGroup,
+      cookie: this.cookie(FlowKind.UnknownGroupToGateway, gatewayOfport),
+      match: { ethType: ETH_TYPE_IPV4, ipv4Dst: '224.0.0.0', ipv4DstMask: '240.0.0.0' },
+      actions: [{ type: 'output', port: gatewayOfport }],
+    };
+  }
+
+  /** Without a gateway: other multicast is dropped (cookie value 0), not left to the bridge's own flows to flood. */
+  unknownGroupDrop(): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.unknownGroup,
+      cookie: this.cookie(FlowKind.UnknownGroupToGateway, 0),
+      match: { ethType: ETH_TYPE_IPV4, ipv4Dst: '224.0.0.0', ipv4DstMask: '240.0.0.0' },
+      actions: [],
+    };
+  }
+
+  /**
+   * Reads the installed groups back from entries dumped from the switch: every flow of
+   * ours of kind GroupForward, followed through its group chain. Flows or groups that
+   * do not fit together (a flow whose group is gone, a broken chain) are reported so
+   * that reconcile can repair them.
+   */
+  readInstalled(flows: readonly FlowEntry[], groups: readonly GroupEntry[]): InstalledPipeline {
+    const groupById = new Map(groups.filter((entry) => this.ownsGroupId(entry.groupId)).map((entry) => [entry.groupId, entry]));
+    const installed: InstalledGroup[] = [];
+    const reached = new Set<number>();
+    const otherFlows: FlowEntry[] = [];
+    for (const flow of flows) {
+      const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
+      if (fields === undefined) continue; // not ours
+      // Ours by cookie but not a group flow, or one whose value is no multicast address
+      // (a hand-made flow, or a prefix someone else uses too): not a group to show, but
+      // still ours to remove.
+      if (fields.kind !== FlowKind.GroupForward || fields.value >>> 28 !== 0xe) {
+        otherFlows.push(flow);
+        continue;
+      }
+      const group = formatIPv4(fields.value);
+      const ports: number[] = [];
+      const chain: GroupEntry[] = [];
+      let problem: string | undefined;
+      let groupId: number | undefined = this.groupId(group);
+      while (groupId !== undefined) {
+        const entry = groupById.get(groupId);
+        if (entry === undefined) {
+          problem = `OVS group ${groupId} is missing`;
+          break;
+        }
+        if (reached.has(groupId)) {
+          problem = `OVS group ${groupId} is reached twice`;
+          break;
+        }
+        reached.add(groupId);
+        chain.push(entry);
+        groupId = undefined;
+        for (const bucket of entry.buckets) {
+          if (bucket.type === 'output') ports.push(bucket.port);
+          else groupId = bucket.groupId;
+        }
+      }
+      const learned = ((fields.flags ?? 0) & FlowCookieFlag.Learned) !== 0;
+      installed.push({ group, ports: ports.sort((a, b) => a - b), flow, groups: chain, learned, ...(problem === undefined ? {} : { problem }) });
+    }
+    const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
+    // By address, from the cookie's value (no parsing of 10,000 strings in the sort).
+    const address = new Map(installed.map((entry) => [entry, decodeFlowCookie(entry.flow.cookie, this.config.cookiePrefix)!.value >>> 0]));
+    return { groups: installed.sort((a, b) => address.get(a)! - address.get(b)!), otherFlows, strayGroups };
+  }
+
+  private cookie(kind: FlowKind, value: number, flags = 0): bigint {
+    return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value, flags });
+  }
+}
+
+export interface InstalledGroup {
+  group: string;
+  ports: number[];
+  flow: FlowEntry;
+  /** The OVS groups of its chain, head first. */
+  groups: GroupEntry[];
+  /** Written by the daemon for learned members (FlowCookieFlag.Learned), not by `install`. */
+  learned: boolean;
+  /** Why this group does not forward as it should (a missing or shared OVS group). */
+  problem?: string;
+}
+
+export interface InstalledPipeline {
+  groups: InstalledGroup[];
+  /** Our flows of the other kinds (IGMP, link-local, unknown group). */
+  otherFlows: FlowEntry[];
+  /** OVS groups in our range that no flow of ours reaches. */
+  strayGroups: GroupEntry[];
+}

@@ -1,0 +1,173 @@
+/**
+ * The pipeline's entries on the wire: FlowEntry and GroupEntry to FLOW_MOD and GROUP_MOD
+ * messages, and back from the flow stats and group descriptions the switch dumps.
+ */
+import { group as groupAction, output, toController } from '../../protocol/openflow/action.js';
+import type { Action } from '../../protocol/openflow/action.js';
+import { bucket } from '../../protocol/openflow/bucket.js';
+import { flowMod } from '../../protocol/openflow/flow-mod.js';
+import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
+import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
+import { groupMod } from '../../protocol/openflow/group-mod.js';
+import { applyActions } from '../../protocol/openflow/instruction.js';
+import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
+import { FlowModCommand, GroupModCommand, GroupType } from '../../protocol/openflow/mod-command.js';
+import type { OxmField } from '../../protocol/openflow/oxm.js';
+import { OfpPort } from '../../protocol/openflow/reserved.js';
+import type { Bucket, FlowAction, FlowEntry, FlowMatch, GroupEntry } from './multicast-pipeline.js';
+import type { PipelineChange } from './plan.js';
+
+const EXACT_IPV4_MASK = '255.255.255.255';
+
+/** OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, IPV4_DST. */
+export function matchFields(match: FlowMatch): OxmField[] {
+  const fields: OxmField[] = [];
+  if (match.inPort !== undefined) fields.push({ field: 'IN_PORT', value: match.inPort });
+  if (match.ethType !== undefined) fields.push({ field: 'ETH_TYPE', value: match.ethType });
+  if (match.ipProto !== undefined) fields.push({ field: 'IP_PROTO', value: match.ipProto });
+  if (match.ipv4Dst !== undefined) {
+    fields.push(match.ipv4DstMask === undefined ? { field: 'IPV4_DST', value: match.ipv4Dst } : { field: 'IPV4_DST', value: match.ipv4Dst, mask: match.ipv4DstMask });
+  }
+  return fields;
+}
+
+function flowActions(actions: readonly FlowAction[]): Action[] {
+  return actions.map((action) => {
+    switch (action.type) {
+      case 'output':
+        return output(action.port);
+      case 'controller':
+        return toController();
+      case 'flood':
+        return output(OfpPort.FLOOD);
+      case 'group':
+        return groupAction(action.groupId);
+    }
+  });
+}
+
+function bucketActions(entry: Bucket): Action[] {
+  return [entry.type === 'output' ? output(entry.port) : groupAction(entry.groupId)];
+}
+
+/** The message that makes one change; the plan's order is the wire order. */
+export function changeMessage(change: PipelineChange): OpenFlowMessage {
+  switch (change.op) {
+    case 'add-group':
+    case 'modify-group':
+      return groupMod({
+        command: change.op === 'add-group' ? GroupModCommand.ADD : GroupModCommand.MODIFY,
+        groupType: GroupType.ALL,
+        groupId: change.entry.groupId,
+        buckets: change.entry.buckets.map((entry) => bucket(bucketActions(entry))),
+      });
+    case 'delete-group':
+      return groupMod({ command: GroupModCommand.DELETE, groupType: GroupType.ALL, groupId: change.groupId, buckets: [] });
+    case 'add-flow':
+      // An ADD replaces any flow with the same match and priority, whoever's (OpenFlow
+      // 1.3.5 §6.4): the planner never sends one where another controller's flow is
+      // (planInstall's foreignFlows). Not OFPFF_CHECK_OVERLAP: OVS checks it against
+      // every flow of the priority, which makes 10,000 adds take seconds, not a second.
+      return flowMod({
+        command: FlowModCommand.ADD,
+        tableId: change.entry.table,
+        priority: change.entry.priority,
+        cookie: change.entry.cookie,
+        hardTimeout: change.entry.hardTimeout ?? 0,
+        match: matchFields(change.entry.match),
+        instructions: [applyActions(flowActions(change.entry.actions))],
+      });
+    case 'modify-flow':
+      return flowMod({
+        command: FlowModCommand.MODIFY_STRICT,
+        tableId: change.entry.table,
+        priority: change.entry.priority,
+        cookie: change.entry.cookie,
+        cookieMask: 0xffff_ffff_ffff_ffffn,
+        match: matchFields(change.entry.match),
+        instructions: [applyActions(flowActions(change.entry.actions))],
+      });
+    case 'delete-flow':
+      // Strict, and only if the cookie is still ours: never another controller's flow.
+      return flowMod({
+        command: FlowModCommand.DELETE_STRICT,
+        tableId: change.entry.table,
+        priority: change.entry.priority,
+        cookie: change.entry.cookie,
+        cookieMask: 0xffff_ffff_ffff_ffffn,
+        match: matchFields(change.entry.match),
+      });
+  }
+}
+
+/**
+ * A dumped flow as a FlowEntry, or undefined when it holds something the pipeline never
+ * writes (another match field, another instruction): such a flow is not one of ours to
+ * read, whatever its cookie says.
+ */
+export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
+  const match = flowMatchOf(stats);
+  if (match === undefined) return undefined;
+  const actions: FlowAction[] = [];
+  for (const instruction of stats.instructions) {
+    if (instruction.type !== 'APPLY_ACTIONS') return undefined;
+    for (const action of instruction.actions) {
+      if (action.type === 'GROUP') actions.push({ type: 'group', groupId: action.groupId });
+      else if (action.type !== 'OUTPUT') return undefined;
+      else if (action.port === OfpPort.CONTROLLER) actions.push({ type: 'controller' });
+      else if (action.port === OfpPort.FLOOD) actions.push({ type: 'flood' });
+      else actions.push({ type: 'output', port: action.port });
+    }
+  }
+  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions };
+}
+
+/**
+ * Where a dumped flow sits (table, priority, match), whatever its actions: for flows of
+ * other controllers, which ours must never take the place of, even when their actions
+ * (goto_table, set_field, ...) are nothing the pipeline writes. Undefined when its
+ * match has fields ours never use (then it cannot be the same entry as one of ours).
+ */
+export function flowSlotOf(stats: FlowStats): FlowEntry | undefined {
+  const match = flowMatchOf(stats);
+  return match === undefined ? undefined : { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions: [] };
+}
+
+function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
+  const match: FlowMatch = {};
+  for (const field of stats.match) {
+    switch (field.field) {
+      case 'IN_PORT':
+        match.inPort = field.value;
+        break;
+      case 'ETH_TYPE':
+        match.ethType = field.value;
+        break;
+      case 'IP_PROTO':
+        match.ipProto = field.value;
+        break;
+      case 'IPV4_DST':
+        match.ipv4Dst = field.value;
+        if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) match.ipv4DstMask = field.mask;
+        break;
+      default:
+        return undefined;
+    }
+  }
+  return match;
+}
+
+/** A dumped group as a GroupEntry; buckets with anything but one OUTPUT or GROUP action are kept empty-handed. */
+export function groupEntryOf(desc: GroupDesc): GroupEntry {
+  const buckets: Bucket[] = [];
+  for (const entry of desc.buckets) {
+    const [action] = entry.actions;
+    if (entry.actions.length !== 1 || action === undefined) continue;
+    if (action.type === 'OUTPUT') buckets.push({ type: 'output', port: action.port });
+    else if (action.type === 'GROUP') buckets.push({ type: 'group', groupId: action.groupId });
+  }
+  const entry: GroupEntry = { groupId: desc.groupId, buckets };
+  // Ours are all of type ALL: another type (a SELECT reaches one member) is drift.
+  if (desc.groupType !== GroupType.ALL) entry.groupType = desc.groupType;
+  return entry;
+}

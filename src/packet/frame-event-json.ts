@@ -1,0 +1,61 @@
+/**
+ * The `snoop --json` line: one object per frame event. This shape is a contract that
+ * scripts and tests rely on: fields may be added, never renamed (see mcastctl-snoop(1)).
+ */
+import { maxRespTimeMs, qqicSeconds } from './igmp/index.js';
+import type { FrameEvent } from './frame-decoder.js';
+
+/**
+ * The contract gives every decoded message a version; for types outside IGMP proper
+ * (DVMRP, mtrace, MRD, ...) it is RFC 1112's reading of the type octet, whose high
+ * nibble is the version (0x13 DVMRP and 0x1f mtrace are "version 1"), when that nibble
+ * is 1 to 3, and 2 otherwise.
+ */
+export function otherMessageVersion(igmpType: number): 1 | 2 | 3 {
+  const nibble = igmpType >> 4;
+  return nibble === 1 || nibble === 3 ? nibble : 2;
+}
+
+/**
+ * The line, serialized by hand rather than built as an object for JSON.stringify:
+ * `snoop --read --json` of a million-message capture spends most of its time here
+ * otherwise. Every value but the error message is a number, a boolean, or a string of
+ * digits, dots and capitals, so only that message needs escaping. The unit tests check
+ * it against JSON.stringify of a plain object built by test/helpers/json-record.ts.
+ */
+export function toJsonLine(event: FrameEvent): string {
+  const head = `{"frame":${event.frame},"ts":${event.ts},"src":${quoteAddress(event.src)},"dst":${quoteAddress(event.dst)}`;
+  if (event.kind === 'malformed') return `${head},"error":"${event.code}","message":${JSON.stringify(event.message)}}`;
+  const message = event.message;
+  switch (message.kind) {
+    case 'query':
+      if (message.version === 3) {
+        return (
+          `${head},"version":3,"type":"query","group":"${message.group}","maxRespTimeMs":${maxRespTimeMs(message)}` +
+          `,"sFlag":${message.sFlag},"qrv":${message.qrv},"qqicSec":${qqicSeconds(message)},"sources":${addressList(message.sources)}}`
+        );
+      }
+      return `${head},"version":${message.version},"type":"query","group":"${message.group}","maxRespTimeMs":${maxRespTimeMs(message)}}`;
+    case 'report':
+      if (message.version === 3) {
+        let records = '';
+        for (const record of message.records) {
+          records += `${records === '' ? '' : ','}{"type":"${record.type}","group":"${record.group}","sources":${addressList(record.sources)}}`;
+        }
+        return `${head},"version":3,"type":"report","records":[${records}]}`;
+      }
+      return `${head},"version":${message.version},"type":"report","group":"${message.group}"}`;
+    case 'leave':
+      return `${head},"version":2,"type":"leave","group":"${message.group}"}`;
+    case 'other':
+      return `${head},"version":${otherMessageVersion(message.igmpType)},"type":"other","igmpType":${message.igmpType}}`;
+  }
+}
+
+function quoteAddress(address: string | null): string {
+  return address === null ? 'null' : `"${address}"`;
+}
+
+function addressList(addresses: readonly string[]): string {
+  return addresses.length === 0 ? '[]' : `["${addresses.join('","')}"]`;
+}

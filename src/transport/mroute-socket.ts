@@ -1,0 +1,375 @@
+/**
+ * The kernel's IPv4 multicast-routing socket: a raw IPPROTO_IGMP socket that, after
+ * MRT_INIT, owns the VIF table and the multicast forwarding cache (MFC) of its network
+ * namespace, and receives the kernel's upcalls (igmpmsg) about packets with no MFC entry.
+ * Only one such socket may exist per namespace (per table): MRT_INIT fails with EADDRINUSE
+ * while another holds it. Closing the socket (or MRT_DONE) makes the kernel drop every VIF
+ * and MFC entry it added.
+ *
+ * The socket comes from raw-socket (a native addon; CommonJS, so it is loaded with
+ * createRequire on first use). It has setsockopt but no ioctl: per-(S,G) and per-VIF
+ * counters come from /proc (see proc.ts).
+ *
+ * Every failure leaves as the project's typed errors:
+ * - PermissionError (exit 77): EPERM/EACCES — a raw socket needs CAP_NET_RAW, the MRT_*
+ *   options CAP_NET_ADMIN.
+ * - UnavailableError (exit 69, EX_UNAVAILABLE): MRT_INIT's EADDRINUSE. The namespace's one
+ *   multicast-router slot is held by another process: a resource we need is unavailable
+ *   and retrying once that router is stopped will work; nothing the user typed is wrong
+ *   (so not 64), and it is not an internal failure (so not the generic 1).
+ * - UsageError (exit 64): an interface that does not exist, values out of range.
+ * - McastError 'io' (exit 1): any other errno, with its name and a hint where one helps.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+import { McastError, PermissionError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
+import { isMulticastIPv4, parseIPv4 } from '../wire/ipv4-address.js';
+import {
+  IPPROTO_IGMP,
+  IPPROTO_IP,
+  IP_ADD_MEMBERSHIP,
+  IP_DROP_MEMBERSHIP,
+  MAXVIFS,
+  MRT_ADD_MFC,
+  MRT_ADD_VIF,
+  MRT_DEL_MFC,
+  MRT_DEL_VIF,
+  MRT_DONE,
+  MRT_FLUSH,
+  MRT_FLUSH_MFC,
+  MRT_FLUSH_VIFS,
+  MRT_INIT,
+  VIFF_USE_IFINDEX,
+} from '../protocol/mroute/constants.js';
+import { errnoOf } from '../protocol/mroute/errno.js';
+import { kernelVifWidth, parseUpcall, type Upcall, type VifWidth } from '../protocol/mroute/igmpmsg.js';
+import * as ipMreqn from '../protocol/mroute/ip-mreqn.js';
+import * as mfcctl from '../protocol/mroute/mfcctl.js';
+import * as vifctl from '../protocol/mroute/vifctl.js';
+
+/** The part of raw-socket's API used here. */
+interface RawSocket {
+  setOption(level: number, option: number, value: Buffer, length: number): void;
+  setOption(level: number, option: number, value: number): void;
+  on(event: 'message', listener: (buffer: Buffer, source: string) => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+  close(): this;
+}
+interface RawSocketModule {
+  createSocket(options: { protocol: number; addressFamily?: number; bufferSize?: number }): RawSocket;
+  AddressFamily: { IPv4: number };
+}
+
+let rawSocketModule: RawSocketModule | undefined;
+
+function loadRawSocket(): RawSocketModule {
+  if (rawSocketModule !== undefined) return rawSocketModule;
+  try {
+    rawSocketModule = createRequire(import.meta.url)('raw-socket') as RawSocketModule;
+  } catch (error) {
+    throw new McastError('internal', `cannot load raw-socket: ${(error as Error).message}`, undefined, {
+      hint: 'its native part is built at install: `npm rebuild raw-socket` (needs a C++ compiler, make and python3)',
+      cause: error,
+    });
+  }
+  return rawSocketModule;
+}
+
+export interface MrouteOpenOptions {
+  /**
+   * MRT_INIT: become this namespace's multicast router (VIFs, MFC, upcalls; they go when
+   * the socket closes). Without it, a socket with CAP_NET_ADMIN may still add VIFs and MFC
+   * entries: the kernel marks them static, keeps them after close, and forwards with them
+   * only while some socket holds MRT_INIT.
+   */
+  init: boolean;
+  /** Width of igmpmsg.im_vif: default from the running kernel (16 on ≥ 5.10). */
+  vifWidth?: VifWidth;
+}
+
+export interface AddVifOptions {
+  vif: number;
+  ifindex: number;
+  /** Minimum TTL of packets forwarded out of this VIF (default 1). */
+  threshold?: number;
+}
+
+export interface AddMfcOptions {
+  source: string;
+  group: string;
+  /** Incoming VIF. */
+  iif: number;
+  /** Outgoing VIFs. */
+  oifs: number[];
+  /** TTL threshold for every oif (default 1). */
+  ttl?: number;
+}
+
+export interface SourceGroup {
+  source: string;
+  group: string;
+}
+
+export interface Membership {
+  group: string;
+  ifindex: number;
+}
+
+/**
+ * A kernel refusal other than a missing privilege or the held MRT_INIT: code 'io', exit 1,
+ * with the errno name (EADDRINUSE, ENOENT, ...) for callers to match on.
+ */
+export class MrouteError extends McastError {
+  override readonly name = 'MrouteError';
+  constructor(
+    message: string,
+    /** The errno name, when raw-socket's message could be mapped back to one. */
+    readonly errno: string | undefined,
+    options: { hint?: string; cause?: unknown } = {},
+  ) {
+    super('io', message, undefined, options);
+  }
+}
+
+/** Per-errno hints of one operation. */
+type Hints = Partial<Record<string, string>>;
+
+const PERMISSION_HINT = 'multicast routing needs CAP_NET_ADMIN (and CAP_NET_RAW for the raw IGMP socket): run as root';
+
+/** Turns a raw-socket failure into the project's typed error. */
+function mrouteError(what: string, error: unknown, hints: Hints = {}): McastError {
+  if (error instanceof McastError) return error;
+  const errno = errnoOf(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  const label = errno ?? detail;
+  switch (errno) {
+    case 'EPERM':
+    case 'EACCES':
+      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? PERMISSION_HINT})`, { hint: PERMISSION_HINT, cause: error });
+    default:
+      return new MrouteError(`${what}: ${label}${errno !== undefined ? ` (${detail})` : ''}`, errno, {
+        ...(errno !== undefined && hints[errno] !== undefined ? { hint: hints[errno] } : {}),
+        cause: error,
+      });
+  }
+}
+
+function checkVif(vif: number, what = 'VIF'): void {
+  if (!Number.isInteger(vif) || vif < 0 || vif >= MAXVIFS) throw new UsageError(`invalid ${what} ${vif}: an integer from 0 to ${MAXVIFS - 1}`);
+}
+
+function checkTtl(ttl: number, what: string): void {
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 254) throw new UsageError(`invalid ${what} ${ttl}: an integer from 1 to 254`);
+}
+
+function checkAddress(address: string, what: string, multicast: boolean): void {
+  if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an IPv4 address`, { code: 'bad-address' });
+  if (multicast && !isMulticastIPv4(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
+}
+
+/** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */
+export function ifindexOf(name: string): number {
+  if (name.length === 0 || Buffer.byteLength(name) > 15 || /[/\s:]/.test(name) || name === '.' || name === '..') {
+    throw new UsageError(`invalid interface name ${quoteInput(name)}: 1 to 15 characters, no '/', ':' or whitespace`);
+  }
+  try {
+    return Number(readFileSync(`/sys/class/net/${name}/ifindex`, 'utf8').trim());
+  } catch (error) {
+    if (isSystemError(error) && error.code === 'ENOENT') {
+      throw new UsageError(`no interface ${name} in this network namespace (list them with \`ip link\`)`, { code: 'no-such-interface', cause: error });
+    }
+    throw new McastError('io', `cannot read the ifindex of ${name}: ${(error as Error).message}`, undefined, { cause: error });
+  }
+}
+
+export class MrouteSocket {
+  readonly #socket: RawSocket;
+  readonly #upcallListeners = new Set<(upcall: Upcall) => void>();
+  readonly #errorListeners = new Set<(error: McastError) => void>();
+  #closed = false;
+  /** igmpmsg.im_vif width this socket decodes upcalls with. */
+  readonly vifWidth: VifWidth;
+
+  private constructor(socket: RawSocket, vifWidth: VifWidth) {
+    this.#socket = socket;
+    this.vifWidth = vifWidth;
+    socket.on('message', (buffer) => {
+      const upcall = parseUpcall(buffer, this.vifWidth);
+      if (upcall === undefined) return; // real IGMP: not ours to handle here
+      for (const listener of this.#upcallListeners) listener(upcall);
+    });
+    socket.on('error', (error) => {
+      // raw-socket closes the socket after an error.
+      this.#closed = true;
+      const typed = mrouteError('the multicast routing socket failed', error);
+      if (this.#errorListeners.size === 0) throw typed;
+      for (const listener of this.#errorListeners) listener(typed);
+    });
+  }
+
+  /** Opens a raw IGMP socket; with `init`, makes it the namespace's multicast router (MRT_INIT). */
+  static open(options: MrouteOpenOptions): MrouteSocket {
+    const raw = loadRawSocket();
+    let socket: RawSocket;
+    try {
+      socket = raw.createSocket({ protocol: IPPROTO_IGMP, addressFamily: raw.AddressFamily.IPv4, bufferSize: 65536 });
+    } catch (error) {
+      throw mrouteError('cannot open a raw IGMP socket', error, {
+        EPERM: 'a raw socket needs CAP_NET_RAW, multicast routing CAP_NET_ADMIN: run as root',
+        EACCES: 'a raw socket needs CAP_NET_RAW, multicast routing CAP_NET_ADMIN: run as root',
+      });
+    }
+    if (options.init) {
+      try {
+        socket.setOption(IPPROTO_IP, MRT_INIT, 1);
+      } catch (error) {
+        socket.close();
+        if (errnoOf(error) === 'EADDRINUSE') {
+          throw new UnavailableError(
+            'cannot become the multicast router of this network namespace: another multicast router holds this network namespace (smcroute, pimd, the mcastctl daemon?) (MRT_INIT: EADDRINUSE)',
+            { hint: 'stop that router, or use another network namespace; find it with `ss -awp` (a raw socket on 0.0.0.0:igmp, with its process)', cause: error },
+          );
+        }
+        throw mrouteError('cannot become the multicast router of this network namespace (MRT_INIT)', error, {
+          EOPNOTSUPP: 'the kernel has no multicast routing (CONFIG_IP_MROUTE)',
+          ENOPROTOOPT: 'the kernel has no multicast routing (CONFIG_IP_MROUTE)',
+        });
+      }
+    }
+    return new MrouteSocket(socket, options.vifWidth ?? kernelVifWidth());
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #set(what: string, option: number, value: Uint8Array | number, hints: Hints = {}): void {
+    if (this.#closed) throw new McastError('internal', `${what}: the multicast routing socket is closed`);
+    try {
+      if (typeof value === 'number') this.#socket.setOption(IPPROTO_IP, option, value);
+      else this.#socket.setOption(IPPROTO_IP, option, Buffer.from(value.buffer, value.byteOffset, value.byteLength), value.byteLength);
+    } catch (error) {
+      throw mrouteError(what, error, hints);
+    }
+  }
+
+  /** MRT_ADD_VIF for a physical interface, by ifindex (VIFF_USE_IFINDEX). */
+  addVif(options: AddVifOptions): void {
+    checkVif(options.vif);
+    const threshold = options.threshold ?? 1;
+    checkTtl(threshold, 'VIF threshold');
+    if (!Number.isInteger(options.ifindex) || options.ifindex < 1) throw new UsageError(`invalid ifindex ${options.ifindex}`);
+    const bytes = vifctl.encode({
+      vif: options.vif,
+      flags: VIFF_USE_IFINDEX,
+      threshold,
+      rateLimit: 0,
+      local: { kind: 'ifindex', ifindex: options.ifindex },
+      remoteAddress: '0.0.0.0',
+    });
+    this.#set(`cannot add VIF ${options.vif} (ifindex ${options.ifindex})`, MRT_ADD_VIF, bytes, {
+      EADDRINUSE: `VIF ${options.vif} exists: delete it first, or pick a free index (/proc/net/ip_mr_vif)`,
+      EADDRNOTAVAIL: `no interface has ifindex ${options.ifindex} in this network namespace, or it cannot carry multicast (ip link)`,
+      ENFILE: `VIF indexes go from 0 to ${MAXVIFS - 1}`,
+      EACCES: 'only the socket that did MRT_INIT, or a process with CAP_NET_ADMIN, may change VIFs',
+    });
+  }
+
+  /** MRT_DEL_VIF. */
+  delVif(vif: number): void {
+    checkVif(vif);
+    const bytes = vifctl.encode({ vif, flags: VIFF_USE_IFINDEX, threshold: 0, rateLimit: 0, local: { kind: 'ifindex', ifindex: 0 }, remoteAddress: '0.0.0.0' });
+    this.#set(`cannot delete VIF ${vif}`, MRT_DEL_VIF, bytes, {
+      EADDRNOTAVAIL: `there is no VIF ${vif} (/proc/net/ip_mr_vif)`,
+    });
+  }
+
+  /** MRT_ADD_MFC: packets from `source` to `group` arriving on VIF `iif` leave through `oifs`. Replaces an existing entry. */
+  addMfc(options: AddMfcOptions): void {
+    checkAddress(options.source, 'source', false);
+    checkAddress(options.group, 'group', true);
+    checkVif(options.iif, 'incoming VIF');
+    const ttl = options.ttl ?? 1;
+    checkTtl(ttl, 'TTL threshold');
+    const ttls = new Array<number>(MAXVIFS).fill(0);
+    for (const oif of options.oifs) {
+      checkVif(oif, 'outgoing VIF');
+      ttls[oif] = ttl;
+    }
+    const bytes = mfcctl.encode({ origin: options.source, group: options.group, parent: options.iif, ttls, packets: 0, bytes: 0, wrongIf: 0, expire: 0 });
+    this.#set(`cannot add the route (${options.source}, ${options.group})`, MRT_ADD_MFC, bytes, {
+      ENFILE: `VIF indexes go from 0 to ${MAXVIFS - 1}`,
+      EINVAL: 'the group must be a multicast address',
+    });
+  }
+
+  /** MRT_DEL_MFC. */
+  delMfc(options: SourceGroup): void {
+    checkAddress(options.source, 'source', false);
+    checkAddress(options.group, 'group', true);
+    const bytes = mfcctl.encode({ origin: options.source, group: options.group, parent: 0, ttls: [], packets: 0, bytes: 0, wrongIf: 0, expire: 0 });
+    this.#set(`cannot delete the route (${options.source}, ${options.group})`, MRT_DEL_MFC, bytes, {
+      ENOENT: `there is no route for (${options.source}, ${options.group}) (/proc/net/ip_mr_cache)`,
+    });
+  }
+
+  /** MRT_FLUSH: removes the (non-static) MFC entries and VIFs; `flags` is MRT_FLUSH_* (default MFC | VIFS). */
+  flush(flags: number = MRT_FLUSH_MFC | MRT_FLUSH_VIFS): void {
+    this.#set('cannot flush the multicast routes', MRT_FLUSH, flags, {
+      ENOPROTOOPT: 'MRT_FLUSH needs Linux 5.8 or later',
+    });
+  }
+
+  /** MRT_DONE: stop being the namespace's multicast router (the kernel drops our VIFs and routes). */
+  done(): void {
+    this.#set('cannot stop being the multicast router (MRT_DONE)', MRT_DONE, 0, {
+      EACCES: 'only the socket that did MRT_INIT may do MRT_DONE',
+    });
+  }
+
+  /** IP_ADD_MEMBERSHIP on interface `ifindex` (ip_mreqn). */
+  joinGroup(options: Membership): void {
+    checkAddress(options.group, 'group', true);
+    this.#set(`cannot join ${options.group} on ifindex ${options.ifindex}`, IP_ADD_MEMBERSHIP, ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }), {
+      EADDRINUSE: `this socket is already a member of ${options.group} there`,
+      ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
+      ENOBUFS: 'too many memberships on this socket (net.ipv4.igmp_max_memberships)',
+    });
+  }
+
+  /** IP_DROP_MEMBERSHIP. */
+  leaveGroup(options: Membership): void {
+    checkAddress(options.group, 'group', true);
+    this.#set(`cannot leave ${options.group} on ifindex ${options.ifindex}`, IP_DROP_MEMBERSHIP, ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }), {
+      EADDRNOTAVAIL: `this socket is not a member of ${options.group} there`,
+      ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
+    });
+  }
+
+  /**
+   * Calls `listener` (synchronously, in the socket's receive callback) with every upcall
+   * (igmpmsg) the kernel sends; real IGMP the socket also receives is skipped. Returns a
+   * function that removes the listener.
+   */
+  onUpcall(listener: (upcall: Upcall) => void): () => void {
+    this.#upcallListeners.add(listener);
+    return () => this.#upcallListeners.delete(listener);
+  }
+
+  /** Receive failures (the socket is closed after one). Without a listener they are thrown. */
+  onError(listener: (error: McastError) => void): () => void {
+    this.#errorListeners.add(listener);
+    return () => this.#errorListeners.delete(listener);
+  }
+
+  /**
+   * Closes the socket (for an initialised one, the kernel does MRT_DONE: its VIFs and MFC
+   * entries go). Until then the socket keeps the event loop alive (raw-socket polls it). Idempotent.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#socket.close();
+  }
+}
