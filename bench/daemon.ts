@@ -1,12 +1,12 @@
 /**
- * `mcastctl daemon` on a lab node's real OVS (issue 6, Benchmarks):
+ * `mcastctl daemon` on a lab node's real OVS:
  *
  * 1. join latency: from a pod's IGMP report on the wire to the first data packet that
  *    reaches the pod, over many joins (a sender pod sends to the group all the time);
  * 2. leave latency (fast leave): from the leave on the wire to the last data packet that
  *    still reaches the old member. Both from ONE capture on the receiver pod's eth0, so
  *    both timestamps come from the same clock; the host's own ~10 ms between its socket
- *    call and its report is not counted (design.md, "Lab facts");
+ *    call and its report is not counted (docs/architecture.md, "The test lab");
  * 3. convergence of 100 pods × 50 groups after the daemon's first general query, until
  *    every group's OVS group has every pod (from the daemon's sync events);
  * 4. the daemon's RSS and idle CPU with those 5,000 memberships.
@@ -22,7 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { ControlClient } from '../src/transport/control/control-client.js';
-import type { DaemonEvent } from '../src/domain/daemon-view.js';
+import type { DaemonEvent } from '../src/transport/control/daemon-view.js';
 import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
 import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
@@ -341,14 +341,22 @@ function breakdownOf(samples: ReturnType<typeof wireSamples>, trace: DaemonTrace
     const wireMs = sample.wire * 1000;
     const packetIn = firstAfter(trace.packetIns, (t) => t, wireMs - 1);
     if (packetIn !== undefined && packetIn - wireMs < 1000) wireToPacketIn.push(packetIn - wireMs);
-    const sync = firstAfter(trace.syncs.filter((s) => s.member), (s) => s.at, wireMs - 1);
+    const sync = firstAfter(
+      trace.syncs.filter((s) => s.member),
+      (s) => s.at,
+      wireMs - 1,
+    );
     if (sync === undefined || sync.at - wireMs > 1000) continue;
     joinSync.push(sync.latencyMs);
     if (sample.data !== undefined) syncToFirstData.push(sample.data * 1000 - sync.at);
   }
   for (const sample of samples.leaves) {
     const wireMs = sample.wire * 1000;
-    const sync = firstAfter(trace.syncs.filter((s) => !s.member), (s) => s.at, wireMs - 1);
+    const sync = firstAfter(
+      trace.syncs.filter((s) => !s.member),
+      (s) => s.at,
+      wireMs - 1,
+    );
     if (sync === undefined || sync.at - wireMs > 1000) continue;
     leaveSync.push(sync.latencyMs);
     if (sample.data !== undefined) syncToLastData.push(sample.data * 1000 - sync.at);
@@ -375,7 +383,8 @@ async function joinLeaveLoop(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: 
   void client
     ?.events((event) => {
       if (event.type === 'igmp' && event.port?.ofport === receiver.ofport) trace.packetIns.push(Date.parse(event.time));
-      else if (event.type === 'sync' && event.group === GROUP && event.ok) trace.syncs.push({ at: Date.parse(event.time), latencyMs: event.latencyMs, member: event.ports.includes(receiver.ofport) });
+      else if (event.type === 'sync' && event.group === GROUP && event.ok)
+        trace.syncs.push({ at: Date.parse(event.time), latencyMs: event.latencyMs, member: event.ports.includes(receiver.ofport) });
     })
     .catch(() => undefined);
   const send = lab.spawn(sender.ns, ['python3', '-u', '-c', SENDER_PY, GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)]);
@@ -391,7 +400,12 @@ async function joinLeaveLoop(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: 
   await capture.stop();
   client?.close();
   const samples = wireSamples(await wireEvents(pcap, GROUP));
-  return joinLeaveFigures(samples, seconds, Number(senderAfter.stdout) - Number(senderStats.stdout), client === undefined ? undefined : breakdownOf(samples, trace));
+  return joinLeaveFigures(
+    samples,
+    seconds,
+    Number(senderAfter.stdout) - Number(senderStats.stdout),
+    client === undefined ? undefined : breakdownOf(samples, trace),
+  );
 }
 
 async function waitListening(daemon: RunningDaemon): Promise<void> {
@@ -465,7 +479,9 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     const BATCH = 20;
     for (let first = 0; first < podCount; first += BATCH) {
       const batch = Array.from({ length: Math.min(BATCH, podCount - first) }, (_, k) => first + k);
-      pods.push(...(await Promise.all(batch.map((i) => big.addPod(`p${i + 1}`, { address: `10.8.${Math.floor((i + 11) / 250)}.${((i + 11) % 250) + 1}/16` })))));
+      pods.push(
+        ...(await Promise.all(batch.map((i) => big.addPod(`p${i + 1}`, { address: `10.8.${Math.floor((i + 11) / 250)}.${((i + 11) % 250) + 1}/16` })))),
+      );
     }
     const groups = Array.from({ length: groupCount }, (_, i) => `239.78.${Math.floor(i / 200)}.${(i % 200) + 1}`);
     const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), ...pods.map((pod) => pod.ns)]);
@@ -555,7 +571,10 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
           }
         })
         .catch(() => undefined);
-      const warnings = convergenceDaemon.entries().filter((entry) => entry['level'] !== 'info' && entry['level'] !== 'debug').map((entry) => entry.msg);
+      const warnings = convergenceDaemon
+        .entries()
+        .filter((entry) => entry['level'] !== 'info' && entry['level'] !== 'debug')
+        .map((entry) => entry.msg);
       problem =
         `not converged: ${complete.size} of ${groupCount} groups seen complete in ${CONVERGENCE_TIMEOUT_MS / 1000} s; events seen ${JSON.stringify(seen)}` +
         (subscriptionError === undefined ? '' : `; the event stream ended: ${String(subscriptionError)}`) +
@@ -639,7 +658,8 @@ const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${m
 
 function joinLeaveLines(figures: JoinLeaveFigures): string[] {
   return [
-    `join  (report on the wire → first data at the pod): ${spread(figures.join)}` + (figures.joinsWithoutData > 0 ? `; ${figures.joinsWithoutData} of ${figures.joins} joins got no data within ${JOINED_MS} ms` : ''),
+    `join  (report on the wire → first data at the pod): ${spread(figures.join)}` +
+      (figures.joinsWithoutData > 0 ? `; ${figures.joinsWithoutData} of ${figures.joins} joins got no data within ${JOINED_MS} ms` : ''),
     `leave (leave on the wire → last data at the pod):   ${spread(figures.leave)}; ${figures.leavesClean} of ${figures.leave.count} leaves had no data after them`,
     `  sender ${Math.round(figures.sendRate).toLocaleString('en-US')} datagrams/s (resolution ~${(1000 / figures.sendRate).toFixed(2)} ms); ${figures.strayPackets} datagrams reached the pod while it was no member (outside 50 ms after a leave)`,
     ...(figures.breakdown === undefined
@@ -673,7 +693,8 @@ export function daemonReport(figures: DaemonFigures): string[] {
     `  mcastctl daemon (fast leave), one node, ${figures.daemon.joins} joins and leaves, timed from one capture on the receiver's eth0 (limits: join p50 ≤ 2 ms, p99 ≤ 10 ms; leave p99 ≤ 5 ms)`,
     ...joinLeaveLines(figures.daemon).map((line) => `    ${line}`),
   ];
-  if (figures.ovsSnooping) lines.push(`  OVS's own IGMP snooping, same loop, for comparison (the issue's figures for it: join 0.9 ms p50, 1.4 ms p90; leave 0.5 ms p50, 5 ms p90):`, ...joinLeaveLines(figures.ovsSnooping).map((line) => `    ${line}`));
+  if (figures.ovsSnooping)
+    lines.push(`  OVS's own IGMP snooping, same loop, for comparison:`, ...joinLeaveLines(figures.ovsSnooping).map((line) => `    ${line}`));
   lines.push(
     `  convergence of ${c.pods} pods × ${c.groups} groups after the first general query (Max Resp Time ${c.queryResponseIntervalMs / 1000} s: hosts answer within it)`,
     c.convergenceMs === undefined || c.lastReportMs === undefined

@@ -41,11 +41,17 @@ export async function benchInstall(count = 10_000): Promise<InstallFigures> {
 
     // mcastctl: one process, one file.
     let started = process.hrtime.bigint();
-    const result = spawnSync(process.execPath, ['bin/mcastctl.js', 'install', '-f', file, '--json', '--ovs-rundir', node.rundir], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const result = spawnSync(process.execPath, ['bin/mcastctl.js', 'install', '-f', file, '--json', '--ovs-rundir', node.rundir], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    });
     const mcastctlSeconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (result.status !== 0) throw new Error(`mcastctl install exited ${result.status}: ${result.stderr}`);
     if ((await countOurs()) !== count) throw new Error('mcastctl did not install every group');
-    const removal = spawnSync(process.execPath, ['bin/mcastctl.js', 'uninstall', '--all', '--json', '--ovs-rundir', node.rundir], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const removal = spawnSync(process.execPath, ['bin/mcastctl.js', 'uninstall', '--all', '--json', '--ovs-rundir', node.rundir], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    });
     if (removal.status !== 0 || (await countOurs()) !== 0) throw new Error(`uninstall --all failed: ${removal.stderr}`);
 
     // ovs-ofctl: the same entries (same ids, cookies, buckets), one call per group and per flow.
@@ -57,7 +63,13 @@ export async function benchInstall(count = 10_000): Promise<InstallFigures> {
       const group = groupAddress(i);
       const { groupId, flow } = { groupId: pipeline.groupId(group), flow: pipeline.groupFlow(group) };
       await run('ovs-ofctl', ['-O', 'OpenFlow13', 'add-group', mgmt, `group_id=${groupId},type=all,${buckets}`]);
-      await run('ovs-ofctl', ['-O', 'OpenFlow13', 'add-flow', mgmt, `cookie=0x${flow.cookie.toString(16)},priority=${flow.priority},ip,nw_dst=${group},actions=group:${groupId}`]);
+      await run('ovs-ofctl', [
+        '-O',
+        'OpenFlow13',
+        'add-flow',
+        mgmt,
+        `cookie=0x${flow.cookie.toString(16)},priority=${flow.priority},ip,nw_dst=${group},actions=group:${groupId}`,
+      ]);
     }
     const ofctlSeconds = Number(process.hrtime.bigint() - started) / 1e9;
     if ((await countOurs()) !== count) throw new Error('ovs-ofctl did not install every group');

@@ -39,7 +39,9 @@ function onRecord(record: PcapRecord): void {
 
 function report(label: string, count: number, ms: number, bytes: number): void {
   const perSecond = Math.round((count / ms) * 1000);
-  console.log(`${label.padEnd(28)} ${count} records in ${ms.toFixed(0)} ms: ${perSecond.toLocaleString('en')} records/s, ${((bytes / ms) * 1000 / 1e6).toFixed(0)} MB/s`);
+  console.log(
+    `${label.padEnd(28)} ${count} records in ${ms.toFixed(0)} ms: ${perSecond.toLocaleString('en')} records/s, ${(((bytes / ms) * 1000) / 1e6).toFixed(0)} MB/s`,
+  );
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'mcastctl-bench-'));

@@ -1,5 +1,5 @@
 /**
- * `mcastctl reconcile` on a lab node's real OVS (issue 7, Benchmarks): a dry run over
+ * `mcastctl reconcile` on a lab node's real OVS: a dry run over
  * 10,000 declared groups (target: at most 1 s), and repairing 1,000 drifted groups
  * (target: at most 2 s). Both are the whole command's wall time, process start included,
  * run inside the node's namespace as cron would run it there.
@@ -70,25 +70,62 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
     const node = await OvsNode.start(lab, 'rbench');
     const names = Array.from({ length: PORTS }, (_, i) => lab.ifname(`m${i}`));
     await node.vsctl(
-      ...names.flatMap((name, i) => [
-        '--', 'add-port', node.bridge, name,
-        '--', 'set', 'interface', name, 'type=internal',
-        `external_ids:pod-name=m${i}`, 'external_ids:pod-namespace=bench', `external_ids:ip-address=10.8.0.${10 + i}/24`,
-      ]).slice(1),
+      ...names
+        .flatMap((name, i) => [
+          '--',
+          'add-port',
+          node.bridge,
+          name,
+          '--',
+          'set',
+          'interface',
+          name,
+          'type=internal',
+          `external_ids:pod-name=m${i}`,
+          'external_ids:pod-namespace=bench',
+          `external_ids:ip-address=10.8.0.${10 + i}/24`,
+        ])
+        .slice(1),
     );
     const ofports = await Promise.all(names.map((name) => node.ofportOf(name)));
 
     const file = lab.file('state.yaml');
     const members = (i: number) => Array.from({ length: PORTS_PER_GROUP }, (_, k) => (i + k) % PORTS);
     const lines = ['groups:'];
-    for (let i = 0; i < count; i++) lines.push(`  - {group: ${groupAddress(i)}, ports: [${members(i).map((k) => names[k]).join(', ')}]}`);
+    for (let i = 0; i < count; i++)
+      lines.push(
+        `  - {group: ${groupAddress(i)}, ports: [${members(i)
+          .map((k) => names[k])
+          .join(', ')}]}`,
+      );
     writeFileSync(file, lines.join('\n') + '\n');
 
     const lockFile = lab.file('reconcile.lock');
     if (options.profileDir !== undefined) mkdirSync(options.profileDir, { recursive: true });
     const reconcile = (extra: string[], expected: number, profile?: string): { seconds: number; report: Report } => {
-      const nodeArgs = options.profileDir !== undefined && profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir', options.profileDir, '--cpu-prof-name', `${profile}.cpuprofile`] : [];
-      const argv = ['netns', 'exec', node.ns, process.execPath, ...nodeArgs, MCASTCTL_BIN, 'reconcile', '-f', file, '--json', '--ovs-rundir', node.rundir, '--control-socket', lab.file('none.sock'), '--lock-file', lockFile, ...extra];
+      const nodeArgs =
+        options.profileDir !== undefined && profile !== undefined
+          ? ['--cpu-prof', '--cpu-prof-dir', options.profileDir, '--cpu-prof-name', `${profile}.cpuprofile`]
+          : [];
+      const argv = [
+        'netns',
+        'exec',
+        node.ns,
+        process.execPath,
+        ...nodeArgs,
+        MCASTCTL_BIN,
+        'reconcile',
+        '-f',
+        file,
+        '--json',
+        '--ovs-rundir',
+        node.rundir,
+        '--control-socket',
+        lab.file('none.sock'),
+        '--lock-file',
+        lockFile,
+        ...extra,
+      ];
       const started = process.hrtime.bigint();
       const result = spawnSync('ip', argv, { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 1 << 30, env: { ...process.env, NO_COLOR: '1' } });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -98,7 +135,8 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
 
     // From an empty bridge: every group is added.
     const initial = reconcile([], 2);
-    if (initial.report.drift.length !== count || initial.report.drift.some((row) => row.result !== 'applied')) throw new Error('the first run did not add every group');
+    if (initial.report.drift.length !== count || initial.report.drift.some((row) => row.result !== 'applied'))
+      throw new Error('the first run did not add every group');
 
     const dryRunSeconds: number[] = [];
     for (let run = 0; run < (options.dryRuns ?? 5); run++) {
@@ -117,7 +155,10 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
     chosen.forEach((i, j) => {
       const kind = j % 4;
       if (kind <= 1) {
-        const buckets = members(i).slice(1).map((k) => `bucket=actions=output:${ofports[k]}`).join(',');
+        const buckets = members(i)
+          .slice(1)
+          .map((k) => `bucket=actions=output:${ofports[k]}`)
+          .join(',');
         groupMods.push(`modify group_id=${groupId(i)},type=all,${buckets}`);
         expected.set(groupAddress(i), 'change');
       } else if (kind === 2) {
@@ -136,18 +177,29 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
     const driftDry = reconcile(['--dry-run'], 2);
     const listed = new Map(driftDry.report.drift.map((row) => [row.key, row.action]));
     if (driftDry.report.drift.length !== drifted || [...expected].some(([group, action]) => listed.get(group) !== action)) {
-      throw new Error(`the dry run lists ${driftDry.report.drift.length} drifted groups, expected ${drifted} (first: ${JSON.stringify(driftDry.report.drift.slice(0, 3))})`);
+      throw new Error(
+        `the dry run lists ${driftDry.report.drift.length} drifted groups, expected ${drifted} (first: ${JSON.stringify(driftDry.report.drift.slice(0, 3))})`,
+      );
     }
 
     const repair = reconcile([], 2, 'repair');
-    if (repair.report.drift.length !== drifted || repair.report.drift.some((row) => row.result !== 'applied')) throw new Error('the repair did not apply every change');
+    if (repair.report.drift.length !== drifted || repair.report.drift.some((row) => row.result !== 'applied'))
+      throw new Error('the repair did not apply every change');
     const repairedByAction: Record<string, number> = {};
     for (const row of repair.report.drift) repairedByAction[row.action] = (repairedByAction[row.action] ?? 0) + 1;
 
     const after = reconcile(['--dry-run'], 0);
     if (!after.report.inSync || after.report.inSyncGroups !== count) throw new Error('not in sync after the repair');
 
-    return { groups: count, drifted, initialSeconds: initial.seconds, dryRunSeconds, driftDryRunSeconds: driftDry.seconds, repairSeconds: repair.seconds, repairedByAction };
+    return {
+      groups: count,
+      drifted,
+      initialSeconds: initial.seconds,
+      dryRunSeconds,
+      driftDryRunSeconds: driftDry.seconds,
+      repairSeconds: repair.seconds,
+      repairedByAction,
+    };
   } finally {
     await lab.destroy();
   }
@@ -159,7 +211,9 @@ export function reconcileReport(figures: ReconcileFigures): string[] {
   const n = (value: number) => value.toLocaleString('en-US');
   return [
     `  dry run over ${n(figures.groups)} groups, in sync: median ${median.toFixed(2)} s (runs: ${figures.dryRunSeconds.map((s) => s.toFixed(2)).join(', ')})   target: at most 1 s`,
-    `  repair of ${n(figures.drifted)} drifted groups (${Object.entries(figures.repairedByAction).map(([action, c]) => `${c} ${action}`).join(', ')}): ${figures.repairSeconds.toFixed(2)} s   target: at most 2 s`,
+    `  repair of ${n(figures.drifted)} drifted groups (${Object.entries(figures.repairedByAction)
+      .map(([action, c]) => `${c} ${action}`)
+      .join(', ')}): ${figures.repairSeconds.toFixed(2)} s   target: at most 2 s`,
     `  (dry run listing that drift: ${figures.driftDryRunSeconds.toFixed(2)} s; first run adding all ${n(figures.groups)} groups: ${figures.initialSeconds.toFixed(2)} s)`,
   ];
 }

@@ -61,7 +61,7 @@ async function routerRole(): Promise<void> {
     return Number(process.hrtime.bigint() - started) / 1e9;
   };
   const addSeconds = add();
-  let started = process.hrtime.bigint();
+  const started = process.hrtime.bigint();
   for (const group of groups) socket.delMfc({ source: SOURCE, group });
   const deleteSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const readdSeconds = add();
@@ -113,8 +113,9 @@ export async function benchRoutes(count = 10_000, runs = 3): Promise<RoutesFigur
     // Untimed: the output has every entry.
     const check = spawnSync('ip', argv, { cwd: PROJECT_ROOT, encoding: 'utf8', maxBuffer: 1 << 28 });
     if (check.status !== 0) throw new Error(`mcastctl routes --json exited ${check.status}: ${check.stderr}`);
-    const shown = (JSON.parse(check.stdout) as { routes: unknown[]; routerActive: boolean });
-    if (shown.routes.length !== count || !shown.routerActive) throw new Error(`routes --json shows ${shown.routes.length} routes (routerActive ${shown.routerActive}), expected ${count} and a router`);
+    const shown = JSON.parse(check.stdout) as { routes: unknown[]; routerActive: boolean };
+    if (shown.routes.length !== count || !shown.routerActive)
+      throw new Error(`routes --json shows ${shown.routes.length} routes (routerActive ${shown.routerActive}), expected ${count} and a router`);
 
     const routesJsonRuns: number[] = [];
     const devNull = openSync('/dev/null', 'w');

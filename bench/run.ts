@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: prints the figures the issues ask for. Benchmarks measure; they do
+ * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
  * pcap-read, routes, install, daemon, reconcile).
@@ -28,7 +28,9 @@ if (selected('decode')) {
 if (selected('snoop-read')) {
   console.log('\nsnoop --read --json > /dev/null (target: 1,000,000 messages in under 5 s)');
   const read = await benchSnoopRead();
-  console.log(`  ${number(read.messages)} messages, ${(read.fileBytes / 1e6).toFixed(1)} MB: ${read.seconds.toFixed(2)} s (${number(read.linesPerSecond)} lines/s)`);
+  console.log(
+    `  ${number(read.messages)} messages, ${(read.fileBytes / 1e6).toFixed(1)} MB: ${read.seconds.toFixed(2)} s (${number(read.linesPerSecond)} lines/s)`,
+  );
 }
 
 if (selected('pcap-read')) {
@@ -49,7 +51,9 @@ if (selected('install')) {
   console.log(`\ninstall -f of ${number(installGroups)} groups × 4 ports on a lab node's OVS, against one ovs-ofctl add-group + add-flow per group`);
   console.log('  (target: at most 2 s, and at least 20 times faster; the ovs-ofctl side takes minutes)');
   const install = await benchInstall(installGroups);
-  console.log(`  mcastctl install -f: ${install.mcastctlSeconds.toFixed(2)} s; ovs-ofctl one by one: ${install.ofctlSeconds.toFixed(1)} s; ratio ${install.ratio.toFixed(0)}×`);
+  console.log(
+    `  mcastctl install -f: ${install.mcastctlSeconds.toFixed(2)} s; ovs-ofctl one by one: ${install.ofctlSeconds.toFixed(1)} s; ratio ${install.ratio.toFixed(0)}×`,
+  );
 }
 
 if (selected('daemon')) {
@@ -59,6 +63,8 @@ if (selected('daemon')) {
 
 if (selected('reconcile')) {
   const options = reconcileOptionsFromEnv();
-  console.log(`\nmcastctl reconcile on a lab node's OVS: ${number(options.groups ?? 10_000)} declared groups × 4 ports, ${number(options.drifted ?? 1_000)} of them drifted (whole command, wall time)`);
+  console.log(
+    `\nmcastctl reconcile on a lab node's OVS: ${number(options.groups ?? 10_000)} declared groups × 4 ports, ${number(options.drifted ?? 1_000)} of them drifted (whole command, wall time)`,
+  );
   console.log(reconcileReport(await benchReconcile(options)).join('\n'));
 }

@@ -21,9 +21,23 @@ export interface SnoopReadFigures {
 async function writeCapture(path: string, messages: number): Promise<void> {
   const frames = [
     buildFrame(igmp.encode({ kind: 'report', version: 2, group: '239.1.2.3' }), '239.1.2.3'),
-    buildFrame(igmp.encode({ kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [] }, { type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.0.0.1', '10.0.0.2'] }] }), '224.0.0.22'),
+    buildFrame(
+      igmp.encode({
+        kind: 'report',
+        version: 3,
+        records: [
+          { type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [] },
+          { type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.0.0.1', '10.0.0.2'] },
+        ],
+      }),
+      '224.0.0.22',
+    ),
     buildFrame(igmp.encode({ kind: 'leave', version: 2, group: '239.1.2.3' }), '224.0.0.2'),
-    buildFrame(igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }), '224.0.0.1', '10.0.0.1'),
+    buildFrame(
+      igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }),
+      '224.0.0.1',
+      '10.0.0.1',
+    ),
   ];
   const writer = PcapWriter.create(path, { linkType: LinkType.ETHERNET });
   for (let i = 0; i < messages; i++) {

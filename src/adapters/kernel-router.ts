@@ -6,7 +6,7 @@
  * removes entries whose packet counters stopped moving, and joins each group with
  * local members on every multicast interface, so that the network upstream sends it.
  *
- * Static VIFs and routes that `mcastctl routes install` left (design.md: they stay, and
+ * Static VIFs and routes that `mcastctl install --source` left (docs/architecture.md: they stay, and
  * forward only while a router runs) are kept: the daemon takes free VIF numbers, reuses
  * a static VIF on the same interface, and never touches an entry it did not add.
  */
@@ -17,7 +17,7 @@ import type { Upcall } from '../protocol/mroute/igmpmsg.js';
 import { ifindexOf, MrouteError, MrouteSocket } from '../transport/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
 import { RoutePolicy } from '../domain/route-policy.js';
-import type { RouteView } from '../domain/daemon-view.js';
+import type { RouteView } from '../transport/control/daemon-view.js';
 
 export interface RouterInterface {
   name: string;
@@ -67,7 +67,12 @@ export class KernelRouter {
     /** VIFs this router added (and the kernel removes when its socket closes). */
     private readonly ownVifs: readonly number[],
   ) {
-    this.policy = new RoutePolicy({ gatewayVif: gateway.vif, uplinkVifs: uplinks.map((uplink) => uplink.vif), idleTimeoutMs: options.idleTimeoutMs, clock: options.clock });
+    this.policy = new RoutePolicy({
+      gatewayVif: gateway.vif,
+      uplinkVifs: uplinks.map((uplink) => uplink.vif),
+      idleTimeoutMs: options.idleTimeoutMs,
+      clock: options.clock,
+    });
     this.memberships = new UpstreamMemberships(maxMemberships(), (error) => this.failed(error));
     for (const entry of [gateway, ...uplinks]) this.vifNames.set(entry.vif, entry.name);
     socket.onUpcall((upcall) => this.onUpcall(upcall));

@@ -21,7 +21,7 @@ export interface DaemonSignalActions {
   onError: (signal: HandledSignal, error: unknown) => void;
 }
 
-export const HANDLED_SIGNALS = ['SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const;
+const HANDLED_SIGNALS = ['SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const;
 export type HandledSignal = (typeof HANDLED_SIGNALS)[number];
 
 const ACTION_OF: Readonly<Record<HandledSignal, keyof Omit<DaemonSignalActions, 'onError'>>> = { SIGHUP: 'reload', SIGUSR1: 'summary', SIGUSR2: 'save' };

@@ -30,7 +30,7 @@ export function describeFailure(error: unknown): ReportedFailure {
 /** The longest line of a failure that reaches stderr (the program-name prefix aside). */
 export const MAX_FAILURE_LINE_CHARACTERS = 1000;
 /** The most lines of a failure's message that reach stderr. */
-export const MAX_FAILURE_LINES = 100;
+const MAX_FAILURE_LINES = 100;
 
 export function printFailure(failure: ReportedFailure, stderr: { write(text: string): unknown }, program = 'mcastctl'): void {
   if (failure.message === '') return;

@@ -6,9 +6,13 @@
  */
 
 /** Aborted when writing to stdout fails with EPIPE (the reader is gone). Set up by bin/. */
-export const stdoutClosed = new AbortController();
+const stdoutClosed = new AbortController();
 
-/** Routes stdout errors: EPIPE stops the command cleanly; anything else is a failure. */
+/**
+ * Routes stdout errors: EPIPE stops the command cleanly; anything else is a failure.
+ * Called by bin/mcastctl.js (through dist/, which the unused-exports check cannot follow).
+ * @public
+ */
 export function watchStdout(stdout: NodeJS.WriteStream = process.stdout): void {
   stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') {

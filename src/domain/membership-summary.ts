@@ -12,8 +12,6 @@ import { applyGroupRecord, type FilterMode } from './membership/source-filter.js
 import { compareIPv4 } from '../wire/ipv4-address.js';
 import type { FrameEvent, IgmpFrameEvent } from '../packet/frame-decoder.js';
 
-export type { FilterMode } from './membership/source-filter.js';
-
 export interface MemberState {
   host: string;
   /** exclude with no sources = "any source", what v1/v2 hosts and a plain v3 join mean. */

@@ -18,7 +18,7 @@ import { planInstall, planUninstall } from './pipeline/plan.js';
 import type { FlowEntry, GroupMembership, InstalledPipeline, MulticastPipeline } from './pipeline/multicast-pipeline.js';
 import { compareIPv4 } from '../wire/ipv4-address.js';
 
-export type DriftAction = 'add' | 'remove' | 'change';
+type DriftAction = 'add' | 'remove' | 'change';
 
 export interface GroupDrift {
   object: 'group';
@@ -64,7 +64,8 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
   const conflicts: GroupReconcilePlan['conflicts'] = [];
   const wanted: GroupMembership[] = [];
   for (const membership of declared) {
-    if (learned.has(membership.group)) conflicts.push({ group: membership.group, problem: 'the daemon learned this group and programs it; reconcile leaves it to the daemon' });
+    if (learned.has(membership.group))
+      conflicts.push({ group: membership.group, problem: 'the daemon learned this group and programs it; reconcile leaves it to the daemon' });
     else wanted.push(membership);
   }
   // Reconcile's view of the switch: its own groups only (the daemon's are not there to change).
@@ -91,21 +92,39 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
       action: current === undefined && !flowOnly ? 'add' : 'change',
       before,
       after: plan.ports,
-      detail: flowOnly ? 'its flow is missing (its OVS group is there)' : current === undefined ? 'declared, not installed' : describeChange(current.problem, before, plan.ports),
+      detail: flowOnly
+        ? 'its flow is missing (its OVS group is there)'
+        : current === undefined
+          ? 'declared, not installed'
+          : describeChange(current.problem, before, plan.ports),
       changes: plan.changes,
     });
   }
   const declaredGroups = new Set(declared.map((membership) => membership.group));
   const extra = own.groups.filter((group) => !declaredGroups.has(group.group)).map((group) => group.group);
   for (const plan of planUninstall(extra, own)) {
-    drift.push({ object: 'group', group: plan.group, action: 'remove', before: plan.ports, after: [], detail: 'installed, not declared', changes: plan.changes });
+    drift.push({
+      object: 'group',
+      group: plan.group,
+      action: 'remove',
+      before: plan.ports,
+      after: [],
+      detail: 'installed, not declared',
+      changes: plan.changes,
+    });
   }
   // OVS groups in our range that no flow reaches: left by a failed change, or made by
   // hand. Those a declared group's chain will reuse are modified by its plan instead.
   const reused = new Set(drift.flatMap((entry) => entry.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : []))));
   for (const stray of installed.strayGroups) {
     if (reused.has(stray.groupId)) continue;
-    drift.push({ object: 'stray-group', groupId: stray.groupId, action: 'remove', detail: 'an OVS group in our id range that no flow of ours reaches', changes: [{ op: 'delete-group', groupId: stray.groupId }] });
+    drift.push({
+      object: 'stray-group',
+      groupId: stray.groupId,
+      action: 'remove',
+      detail: 'an OVS group in our id range that no flow of ours reaches',
+      changes: [{ op: 'delete-group', groupId: stray.groupId }],
+    });
   }
   drift.sort(compareDrift);
   return { drift, conflicts, learnedGroups: [...learned].sort(compareIPv4), inSync };
@@ -115,7 +134,9 @@ function describeChange(problem: string | undefined, before: readonly number[], 
   if (problem !== undefined) return problem;
   const added = after.filter((port) => !before.includes(port));
   const removed = before.filter((port) => !after.includes(port));
-  const parts = [added.length > 0 ? `ports ${added.join(',')} missing` : '', removed.length > 0 ? `ports ${removed.join(',')} not declared` : ''].filter(Boolean);
+  const parts = [added.length > 0 ? `ports ${added.join(',')} missing` : '', removed.length > 0 ? `ports ${removed.join(',')} not declared` : ''].filter(
+    Boolean,
+  );
   return parts.length > 0 ? parts.join('; ') : 'its flow or OVS group differs from what it should be';
 }
 
@@ -169,17 +190,32 @@ export function planRouteReconcile(declared: readonly RouteState[], actual: read
     const theirs = routers.get(key(route));
     if (theirs !== undefined) {
       if (sameRoute(theirs, normal)) inSync++;
-      else conflicts.push({ source: route.source, group: route.group, problem: `the daemon routes it ${theirs.iif} → ${theirs.oifs.join(',') || 'nowhere'}; reconcile leaves the daemon's entry alone` });
+      else
+        conflicts.push({
+          source: route.source,
+          group: route.group,
+          problem: `the daemon routes it ${theirs.iif} → ${theirs.oifs.join(',') || 'nowhere'}; reconcile leaves the daemon's entry alone`,
+        });
       continue;
     }
     const now = current.get(key(route));
-    if (now === undefined) drift.push({ object: 'route', source: route.source, group: route.group, action: 'add', after: normal, detail: 'declared, not in the kernel' });
+    if (now === undefined)
+      drift.push({ object: 'route', source: route.source, group: route.group, action: 'add', after: normal, detail: 'declared, not in the kernel' });
     else if (!sameRoute(now, normal)) {
-      drift.push({ object: 'route', source: route.source, group: route.group, action: 'change', before: now, after: normal, detail: `${now.iif} → ${now.oifs.join(',') || 'nowhere'} instead of ${route.iif} → ${normal.oifs.join(',')}` });
+      drift.push({
+        object: 'route',
+        source: route.source,
+        group: route.group,
+        action: 'change',
+        before: now,
+        after: normal,
+        detail: `${now.iif} → ${now.oifs.join(',') || 'nowhere'} instead of ${route.iif} → ${normal.oifs.join(',')}`,
+      });
     } else inSync++;
   }
   for (const route of current.values()) {
-    if (!wanted.has(key(route))) drift.push({ object: 'route', source: route.source, group: route.group, action: 'remove', before: route, detail: 'in the kernel, not declared' });
+    if (!wanted.has(key(route)))
+      drift.push({ object: 'route', source: route.source, group: route.group, action: 'remove', before: route, detail: 'in the kernel, not declared' });
   }
   drift.sort((a, b) => compareIPv4(a.group, b.group) || compareIPv4(a.source, b.source));
   return { drift, inSync, conflicts };

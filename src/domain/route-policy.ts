@@ -32,9 +32,7 @@ export interface SourceGroupKey {
   group: string;
 }
 
-export type RouteDecision =
-  | { action: 'add'; source: string; group: string; iif: number; oifs: number[] }
-  | { action: 'ignore'; reason: string };
+export type RouteDecision = { action: 'add'; source: string; group: string; iif: number; oifs: number[] } | { action: 'ignore'; reason: string };
 
 export interface RouteCounters extends SourceGroupKey {
   packets: number;

@@ -189,16 +189,7 @@ function ethernetProgram(): Line[] {
  *   reject:   ret  #0
  */
 function rawProgram(): Line[] {
-  return [
-    ldb(0),
-    and(0xf0),
-    jeq(0x60, 'reject', 'ip0'),
-    ...ipv4Checks('ip0', 0),
-    'accept',
-    ret(ACCEPT_WHOLE_FRAME),
-    'reject',
-    ret(0),
-  ];
+  return [ldb(0), and(0xf0), jeq(0x60, 'reject', 'ip0'), ...ipv4Checks('ip0', 0), 'accept', ret(ACCEPT_WHOLE_FRAME), 'reject', ret(0)];
 }
 
 /**

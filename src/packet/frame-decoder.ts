@@ -81,7 +81,8 @@ export function decodeFrame(locate: Ipv4Locator, bytes: Uint8Array, meta: FrameM
   const available = bytes.length - start;
 
   // Too broken to read the protocol: say so. Readable and not IGMP: not ours to report.
-  if (available < IPV4_MIN_HEADER_LENGTH) return malformed(bytes, start, meta, 'truncated', `IPv4 header needs 20 octets; only ${Math.max(0, available)} captured`);
+  if (available < IPV4_MIN_HEADER_LENGTH)
+    return malformed(bytes, start, meta, 'truncated', `IPv4 header needs 20 octets; only ${Math.max(0, available)} captured`);
   const versionAndIhl = bytes[start]!;
   if (versionAndIhl >> 4 === 4 && (versionAndIhl & 0x0f) >= 5 && bytes[start + 9] !== IP_PROTOCOL_IGMP) return undefined;
 

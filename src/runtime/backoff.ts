@@ -11,8 +11,8 @@ export interface BackoffOptions {
   readonly maxDelayMs?: number;
 }
 
-export const DEFAULT_MIN_DELAY_MS = 100;
-export const DEFAULT_MAX_DELAY_MS = 5_000;
+const DEFAULT_MIN_DELAY_MS = 100;
+const DEFAULT_MAX_DELAY_MS = 5_000;
 
 /** The delay before reconnection attempt `attempt` (0-based). */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {

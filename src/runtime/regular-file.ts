@@ -8,7 +8,7 @@
  */
 import { constants as BUFFER_LIMITS } from 'node:buffer';
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { isSystemError, UsageError } from '../errors.js';
 
 export interface ReadRegularFileOptions {
@@ -72,7 +72,7 @@ export async function readRegularFile(path: string, options: ReadRegularFileOpti
   const { what, maxBytes } = options;
   const refuse = (reason: FileRefusal, text: string, hint?: string) => new FileRefusedError(reason, path, `cannot read ${what} ${path}: ${text}`, hint);
   const flags = constants.O_RDONLY | constants.O_NONBLOCK | (options.noFollow === true ? constants.O_NOFOLLOW : 0);
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, flags);
   } catch (error) {

@@ -165,7 +165,8 @@ function checkTtl(ttl: number, what: string): void {
 
 function checkAddress(address: string, what: string, multicast: boolean): void {
   if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an IPv4 address`, { code: 'bad-address' });
-  if (multicast && !isMulticastIPv4(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
+  if (multicast && !isMulticastIPv4(address))
+    throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
 }
 
 /** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */
@@ -228,7 +229,10 @@ export class MrouteSocket {
         if (errnoOf(error) === 'EADDRINUSE') {
           throw new UnavailableError(
             'cannot become the multicast router of this network namespace: another multicast router holds this network namespace (smcroute, pimd, the mcastctl daemon?) (MRT_INIT: EADDRINUSE)',
-            { hint: 'stop that router, or use another network namespace; find it with `ss -awp` (a raw socket on 0.0.0.0:igmp, with its process)', cause: error },
+            {
+              hint: 'stop that router, or use another network namespace; find it with `ss -awp` (a raw socket on 0.0.0.0:igmp, with its process)',
+              cause: error,
+            },
           );
         }
         throw mrouteError('cannot become the multicast router of this network namespace (MRT_INIT)', error, {
@@ -331,20 +335,30 @@ export class MrouteSocket {
   /** IP_ADD_MEMBERSHIP on interface `ifindex` (ip_mreqn). */
   joinGroup(options: Membership): void {
     checkAddress(options.group, 'group', true);
-    this.#set(`cannot join ${options.group} on ifindex ${options.ifindex}`, IP_ADD_MEMBERSHIP, ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }), {
-      EADDRINUSE: `this socket is already a member of ${options.group} there`,
-      ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
-      ENOBUFS: 'too many memberships on this socket (net.ipv4.igmp_max_memberships)',
-    });
+    this.#set(
+      `cannot join ${options.group} on ifindex ${options.ifindex}`,
+      IP_ADD_MEMBERSHIP,
+      ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }),
+      {
+        EADDRINUSE: `this socket is already a member of ${options.group} there`,
+        ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
+        ENOBUFS: 'too many memberships on this socket (net.ipv4.igmp_max_memberships)',
+      },
+    );
   }
 
   /** IP_DROP_MEMBERSHIP. */
   leaveGroup(options: Membership): void {
     checkAddress(options.group, 'group', true);
-    this.#set(`cannot leave ${options.group} on ifindex ${options.ifindex}`, IP_DROP_MEMBERSHIP, ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }), {
-      EADDRNOTAVAIL: `this socket is not a member of ${options.group} there`,
-      ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
-    });
+    this.#set(
+      `cannot leave ${options.group} on ifindex ${options.ifindex}`,
+      IP_DROP_MEMBERSHIP,
+      ipMreqn.encode({ group: options.group, address: '0.0.0.0', ifindex: options.ifindex }),
+      {
+        EADDRNOTAVAIL: `this socket is not a member of ${options.group} there`,
+        ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
+      },
+    );
   }
 
   /**

@@ -70,10 +70,7 @@ interface NativePacketSocket {
   readonly snaplen: number;
   readonly hardwareAddress: string;
   send(frame: Uint8Array, protocol: number): number;
-  start(
-    onFrame: (data: Buffer, tsSec: number, tsNsec: number, originalLength: number, packetType: number) => void,
-    onError: (error: Error) => void,
-  ): void;
+  start(onFrame: (data: Buffer, tsSec: number, tsNsec: number, originalLength: number, packetType: number) => void, onError: (error: Error) => void): void;
   stats(): { packets: number; drops: number };
   close(): void;
 }
@@ -334,9 +331,7 @@ export class PacketCapture {
 function linkTypeOf(iface: string, hardwareType: number): CaptureLinkType {
   const linkType = LINK_TYPE_OF_HARDWARE.get(hardwareType);
   if (linkType === undefined) {
-    throw new UsageError(
-      `cannot capture on ${iface}: unsupported link type (ARPHRD ${hardwareType}); Ethernet, loopback and raw-IP interfaces are supported`,
-    );
+    throw new UsageError(`cannot capture on ${iface}: unsupported link type (ARPHRD ${hardwareType}); Ethernet, loopback and raw-IP interfaces are supported`);
   }
   return linkType;
 }

@@ -6,7 +6,7 @@
  * same exit code whichever service it was.
  */
 import { isIP } from 'node:net';
-import { McastError, PermissionError, UnavailableError, UsageError, quoteInput } from '../errors.js';
+import { type McastError, PermissionError, UnavailableError, UsageError, quoteInput } from '../errors.js';
 
 export type Endpoint =
   | { readonly kind: 'unix'; readonly path: string; readonly text: string }
@@ -16,7 +16,7 @@ export type Endpoint =
  * sockaddr_un holds 108 octets with the terminating NUL. Node does not shorten a longer
  * path the way OVS's own tools do (through /proc/self/fd), so such a path can never connect.
  */
-export const MAX_UNIX_SOCKET_PATH_OCTETS = 107;
+const MAX_UNIX_SOCKET_PATH_OCTETS = 107;
 /** RFC 1035 §2.3.4: a name of at most 253 octets as text, labels of at most 63. */
 const MAX_HOST_NAME_OCTETS = 253;
 const HOST_NAME_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;

@@ -9,7 +9,14 @@ describe('mcastctl: help, version and usage errors', () => {
     [['--help'], 0, 'stdout', /Commands:\n\s+snoop/],
     [['help', 'snoop'], 0, 'stdout', /Usage: mcastctl snoop/],
     [['snoop', '--help'], 0, 'stdout', /--iface <name>/],
-    [['--version'], 0, 'stdout', new RegExp(`^${(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version.replace(/\./g, '\\.')}\n$`)],
+    [
+      ['--version'],
+      0,
+      'stdout',
+      new RegExp(
+        `^${(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version.replace(/\./g, '\\.')}\n$`,
+      ),
+    ],
     [[], 64, 'stderr', /Usage: mcastctl/],
     [['frobnicate'], 64, 'stderr', /unknown command 'frobnicate'/],
     [['--frobnicate'], 64, 'stderr', /unknown option '--frobnicate'/],

@@ -22,7 +22,7 @@ import { cliMissing, mcastctl } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, run, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
-import type { DaemonStatus, GroupView } from '../../src/domain/daemon-view.js';
+import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -128,7 +128,7 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       assert.equal(waiting['keys'], 'workers');
       // The new level took effect: a join is now logged at debug.
       const second = await pods[0].listen(group, 5302);
-      await daemon.waitForLog((entry) => entry['level'] === 'debug' && entry['msg'] === 'join' && entry["port"] === pods[0].port);
+      await daemon.waitForLog((entry) => entry['level'] === 'debug' && entry['msg'] === 'join' && entry['port'] === pods[0].port);
       await second.stop();
 
       // A bad file: refused, and the running configuration stays (still at debug).
@@ -199,7 +199,16 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
     const member = await pods[1].listen('239.31.4.1', 5305);
     await waitUntil('the member', async () => (await membersOf(daemon, '239.31.4.1')).length > 0);
     // Fill it from inside the same mount namespace; dd stops at ENOSPC.
-    await run(['nsenter', '-t', String(daemon.pid), '-m', '--', 'sh', '-c', `dd if=/dev/zero of=${stateDir}/fill bs=4k 2>/dev/null; dd if=/dev/zero of=${stateDir}/fill2 bs=1 2>/dev/null; true`]);
+    await run([
+      'nsenter',
+      '-t',
+      String(daemon.pid),
+      '-m',
+      '--',
+      'sh',
+      '-c',
+      `dd if=/dev/zero of=${stateDir}/fill bs=4k 2>/dev/null; dd if=/dev/zero of=${stateDir}/fill2 bs=1 2>/dev/null; true`,
+    ]);
     const status = await daemon.stop();
     await member.stop();
     assert.equal(status.code, 1, daemon.logs().slice(-5).join('\n'));
@@ -223,7 +232,11 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       ['a state directory that is a file', [...base, '--control-socket', `${dir}/c2.sock`, '--state-dir', `${dir}/a-file`], /state/],
       ['a state directory others may write', [...base, '--control-socket', `${dir}/c3.sock`, '--state-dir', open], /writable by others|chmod/],
       ['a state file that is a FIFO', [...base, '--control-socket', `${dir}/c5.sock`, '--state-dir', fifoState], /FIFO/],
-      ['a multicast metrics address', ['daemon', '--ovs-rundir', `${dir}/no-ovs`, '--metrics-address', '239.1.1.1:9815', '--control-socket', `${dir}/c4.sock`, '--state-dir', `${dir}/s4`], /metrics/],
+      [
+        'a multicast metrics address',
+        ['daemon', '--ovs-rundir', `${dir}/no-ovs`, '--metrics-address', '239.1.1.1:9815', '--control-socket', `${dir}/c4.sock`, '--state-dir', `${dir}/s4`],
+        /metrics/,
+      ],
     ];
     for (const [name, args, message] of cases) {
       const result = await mcastctl(args, { ns, timeoutMs: 15_000 });

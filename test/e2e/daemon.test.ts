@@ -1,5 +1,5 @@
 /**
- * Acceptance of `mcastctl daemon` (issue [5]) on the two-node multicast lab: real OVS
+ * Acceptance of `mcastctl daemon` on the two-node multicast lab: real OVS
  * (user-space datapath) per node, real kernels routing between the gateway and the
  * uplinks, an underlay Linux bridge with IGMP snooping and an IGMPv3 querier, an external
  * host; joins and leaves through real sockets, real UDP multicast, the built CLI.
@@ -30,7 +30,7 @@ import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
-import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/domain/daemon-view.js';
+import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/protocol/mroute/proc.js';
 
 const missing = cliMissing();
@@ -80,19 +80,28 @@ async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | u
 
 /** Waits until the OVS group of `group` forwards to every pod in `pods` (and to none of `not`). */
 async function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = [], timeoutMs = 5000): Promise<number[]> {
-  return waitUntil(`OVS group of ${group} on ${node.name} to forward to ${pods.map((pod) => pod.name).join(',')}`, async () => {
-    const ports = (await ovsGroupPorts(node, group)) ?? [];
-    return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
-  }, timeoutMs);
+  return waitUntil(
+    `OVS group of ${group} on ${node.name} to forward to ${pods.map((pod) => pod.name).join(',')}`,
+    async () => {
+      const ports = (await ovsGroupPorts(node, group)) ?? [];
+      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
 async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
-  await waitUntil(`the underlay bridge to learn ${group} on ${port}`, async () => {
-    const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
-    const tables = JSON.parse(stdout) as Array<{ mdb?: Array<{ port?: string; grp?: string }> }>;
-    return tables.some((table) => (table.mdb ?? []).some((entry) => entry.port === port && entry.grp === group));
-  }, timeoutMs, 100);
+  await waitUntil(
+    `the underlay bridge to learn ${group} on ${port}`,
+    async () => {
+      const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
+      const tables = JSON.parse(stdout) as Array<{ mdb?: Array<{ port?: string; grp?: string }> }>;
+      return tables.some((table) => (table.mdb ?? []).some((entry) => entry.port === port && entry.grp === group));
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`). */
@@ -125,7 +134,9 @@ async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
 
 /** Member port names of every group, sorted: { group: [port names] }. */
 function membership(groups: readonly GroupView[]): Record<string, string[]> {
-  return Object.fromEntries(groups.filter((view) => view.members.length > 0).map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]));
+  return Object.fromEntries(
+    groups.filter((view) => view.members.length > 0).map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]),
+  );
 }
 
 const NFT_TABLE = 'mcltest';
@@ -231,7 +242,8 @@ function readPcap(file: string): Packet[] {
 const isLeave = (packet: Packet, host: string, group: string) =>
   packet.src === host &&
   packet.igmp !== undefined &&
-  ((packet.igmp.type === 0x17 && packet.igmp.group === group) || (packet.igmp.type === 0x22 && packet.igmp.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
+  ((packet.igmp.type === 0x17 && packet.igmp.group === group) ||
+    (packet.igmp.type === 0x22 && packet.igmp.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
 
 /** An IGMP report from `host` that keeps `group` (v1/v2 report, v3 IS_EX/TO_EX record). */
 const isReport = (packet: Packet, host: string, group: string) =>
@@ -308,13 +320,19 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const got = await receiver.stop();
       await capture.stop();
       assert.deepEqual(missingSequences(sequences(got, 't2'), 50), [], `${member.name} on node b missed datagrams`);
-      assert.ok(got.every((datagram) => datagram.from === sender.address), 'datagrams must come from the sender on node a');
+      assert.ok(
+        got.every((datagram) => datagram.from === sender.address),
+        'datagrams must come from the sender on node a',
+      );
       const leaked = readPcap(capture.file).filter((packet) => isData(packet, group, port));
       assert.equal(leaked.length, 0, `${leaked.length} datagrams of ${group} reached the non-member ${other.name}`);
       // Routed: out of node a by the kernel (gw0 → uplink), into node b (uplink → gw0).
       const routeA = await daemonA.waitForLog((e) => e['msg'] === 'route added' && e['group'] === group && e['iif'] === 'gw0', 2000);
       assert.deepEqual(routeA['oifs'], [a.uplink.name]);
-      const routeB = await daemonB.waitForLog((e) => (e['msg'] === 'route added' || e['msg'] === 'route updated') && e['group'] === group && e['iif'] === b.uplink.name, 2000);
+      const routeB = await daemonB.waitForLog(
+        (e) => (e['msg'] === 'route added' || e['msg'] === 'route updated') && e['group'] === group && e['iif'] === b.uplink.name,
+        2000,
+      );
       assert.ok((routeB['oifs'] as string[]).includes('gw0'));
     });
 
@@ -331,11 +349,16 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
         await sender.send(group, port, 10, { intervalMs: 10, ttl: 8, tag: 'i1' });
         await sleep(200);
-        assert.equal(await entry(a.node), true, "node a has the outbound entry while traffic flows");
-        assert.equal(await entry(b.node), true, "node b has the inbound entry while traffic flows");
+        assert.equal(await entry(a.node), true, 'node a has the outbound entry while traffic flows');
+        assert.equal(await entry(b.node), true, 'node b has the inbound entry while traffic flows');
         const stoppedAt = Date.now();
         // Idle for 2 s, found by a sweep at most 1 s later (and one more to be sure).
-        const removed = await waitUntil('both entries removed', async () => (!(await entry(a.node)) && !(await entry(b.node)) ? Date.now() - stoppedAt : undefined), 8_000, 100);
+        const removed = await waitUntil(
+          'both entries removed',
+          async () => (!(await entry(a.node)) && !(await entry(b.node)) ? Date.now() - stoppedAt : undefined),
+          8_000,
+          100,
+        );
         console.log(`idle routes: removed ${ms(removed)} after the traffic stopped (idle timeout 2 s)`);
         assert.ok(removed >= 1_500, `removed after ${ms(removed)}: before the idle timeout`);
         await daemonA.waitForLog((e) => e['msg'] === 'idle route removed' && e['group'] === group, 1_000);
@@ -418,9 +441,14 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const group = '239.5.4.2';
       const { latencyMs, afterLeave, packets, leave } = await measureLeave(lab, node, s, m1, m2, group, 5104, 'sl');
       const queries = packets.filter((packet) => packet.ts > leave.ts && isGroupQuery(packet, group));
-      console.log(`slow leave: last datagram at ${m1.name}'s eth0 ${ms(latencyMs)} after its leave (${afterLeave} after it); ${queries.length} group-specific queries at +${queries.map((q) => ms(q.ts - leave.ts)).join(', +')}`);
+      console.log(
+        `slow leave: last datagram at ${m1.name}'s eth0 ${ms(latencyMs)} after its leave (${afterLeave} after it); ${queries.length} group-specific queries at +${queries.map((q) => ms(q.ts - leave.ts)).join(', +')}`,
+      );
       assert.ok(queries.length >= 1, `no group-specific query for ${group} reached ${m1.name} after its leave`);
-      assert.ok(queries.every((query) => query.dst === group), 'group-specific queries go to the group address');
+      assert.ok(
+        queries.every((query) => query.dst === group),
+        'group-specific queries go to the group address',
+      );
       assert.ok(latencyMs <= MAX_RESPONSE_MS + 1000, `traffic went on for ${ms(latencyMs)} after the leave (limit ${MAX_RESPONSE_MS} + 1000 ms)`);
       // Without fast leave the port is kept while the queries go unanswered.
       assert.ok(latencyMs >= MAX_RESPONSE_MS / 2, `traffic stopped ${ms(latencyMs)} after the leave: that is fast leave, not the last-member queries`);
@@ -438,7 +466,12 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await waitForOvsMembers(node, group, [pod]);
         // At least one periodic report (answer to a general query) after the join, so that the last report is a known one.
         const joinedAt = Date.now();
-        await waitUntil('a periodic report', async () => readPcap(capture.file).some((packet) => packet.ts > joinedAt + 100 && isReport(packet, pod.address, group)), 6000, 100);
+        await waitUntil(
+          'a periodic report',
+          async () => readPcap(capture.file).some((packet) => packet.ts > joinedAt + 100 && isReport(packet, pod.address, group)),
+          6000,
+          100,
+        );
         const listed = await control<GroupView[]>(daemonA, ['groups']);
         assert.deepEqual(membership(listed)[group], [pod.port], `groups --json does not list ${pod.port} in ${group}`);
         await blockIgmp(lab, pod);
@@ -448,19 +481,29 @@ describe('mcastctl daemon', { concurrency: true }, () => {
 
         // Poll OVS (cheap) every 100 ms, and the CLI as fast as it runs, until the member is gone from both.
         let ovsGoneAt: number | undefined;
-        const ovsPoll = waitUntil('OVS to drop the expired member', async () => {
-          const ports = (await ovsGroupPorts(node, group)) ?? [];
-          if (ports.includes(pod.ofport)) return undefined;
-          return (ovsGoneAt = Date.now());
-        }, GMI_MS + 5000, 100);
+        const ovsPoll = waitUntil(
+          'OVS to drop the expired member',
+          async () => {
+            const ports = (await ovsGroupPorts(node, group)) ?? [];
+            if (ports.includes(pod.ofport)) return undefined;
+            return (ovsGoneAt = Date.now());
+          },
+          GMI_MS + 5000,
+          100,
+        );
         const cliPolls: Array<{ start: number; end: number; listed: boolean }> = [];
-        const cliPoll = waitUntil('groups --json to drop the expired member', async () => {
-          const start = Date.now();
-          const groups = await control<GroupView[]>(daemonA, ['groups']);
-          const isListed = (membership(groups)[group] ?? []).includes(pod.port);
-          cliPolls.push({ start, end: Date.now(), listed: isListed });
-          return isListed ? undefined : true;
-        }, GMI_MS + 5000, 0);
+        const cliPoll = waitUntil(
+          'groups --json to drop the expired member',
+          async () => {
+            const start = Date.now();
+            const groups = await control<GroupView[]>(daemonA, ['groups']);
+            const isListed = (membership(groups)[group] ?? []).includes(pod.port);
+            cliPolls.push({ start, end: Date.now(), listed: isListed });
+            return isListed ? undefined : true;
+          },
+          GMI_MS + 5000,
+          0,
+        );
         await Promise.all([ovsPoll, cliPoll]);
         await sleep(300);
         await capture.stop();
@@ -475,11 +518,16 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const ovsExpiry = ovsGoneAt! - lastReport.ts;
         const firstAbsent = cliPolls.find((poll) => !poll.listed)!;
         const lastListed = cliPolls.filter((poll) => poll.listed).at(-1);
-        console.log(`expiry: OVS dropped the port ${ms(ovsExpiry)} after the last report (GMI ${GMI_MS} ms); groups --json stopped listing it in a call that ended ${ms(firstAbsent.end - lastReport.ts)} after it (last listed in a call started at ${lastListed === undefined ? '-' : ms(lastListed.start - lastReport.ts)})`);
+        console.log(
+          `expiry: OVS dropped the port ${ms(ovsExpiry)} after the last report (GMI ${GMI_MS} ms); groups --json stopped listing it in a call that ended ${ms(firstAbsent.end - lastReport.ts)} after it (last listed in a call started at ${lastListed === undefined ? '-' : ms(lastListed.start - lastReport.ts)})`,
+        );
         assert.ok(ovsExpiry >= GMI_MS - 1000, `removed from OVS ${ms(ovsExpiry)} after the last report: before GMI - 1 s`);
         assert.ok(ovsExpiry <= GMI_MS + 1500, `removed from OVS ${ms(ovsExpiry)} after the last report: later than GMI + 1.5 s`);
         // The CLI view: gone by GMI + 1.5 s (allowing for one CLI run), still there at GMI - 1 s.
-        assert.ok(firstAbsent.start - lastReport.ts <= GMI_MS + 1500, `groups --json still listed the member in a call started ${ms(firstAbsent.start - lastReport.ts)} after the last report`);
+        assert.ok(
+          firstAbsent.start - lastReport.ts <= GMI_MS + 1500,
+          `groups --json still listed the member in a call started ${ms(firstAbsent.start - lastReport.ts)} after the last report`,
+        );
         assert.ok(lastListed !== undefined && lastListed.end - lastReport.ts >= GMI_MS - 1500, 'groups --json dropped the member long before the GMI');
       } finally {
         if (member.exitCode === null && member.signalCode === null) member.kill('SIGKILL');
@@ -535,7 +583,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await sleep(300);
         const got = sequences(receiver.received, 'rs');
         const lost = missingSequences(got, count);
-        console.log(`restart: new daemon listening ${ms(readyMs)} after kill -9; ${lost.length} of ${count} datagrams lost${lost.length > 0 ? ` (${lost.slice(0, 20).join(',')})` : ''}`);
+        console.log(
+          `restart: new daemon listening ${ms(readyMs)} after kill -9; ${lost.length} of ${count} datagrams lost${lost.length > 0 ? ` (${lost.slice(0, 20).join(',')})` : ''}`,
+        );
         assert.ok(ready);
         assert.deepEqual(lost, [], `datagrams lost across the restart`);
 
@@ -587,15 +637,23 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await sleep(300);
         assert.deepEqual(missingSequences(sequences(receivers[0]!.received, 'ns'), count), [], 'the member lost datagrams across a restart without state');
         // The member that answers the startup query is known by its address again; the port nobody answers for goes.
-        const removedAfter = await waitUntil('the silent port removed from the OVS group', async () => {
-          const ports = await ovsGroupPorts(node, group);
-          return ports !== undefined && !ports.includes(vanished.ofport) && ports.includes(stays.ofport) ? Date.now() - startedAt : undefined;
-        }, 15_000, 100);
+        const removedAfter = await waitUntil(
+          'the silent port removed from the OVS group',
+          async () => {
+            const ports = await ovsGroupPorts(node, group);
+            return ports !== undefined && !ports.includes(vanished.ofport) && ports.includes(stays.ofport) ? Date.now() - startedAt : undefined;
+          },
+          15_000,
+          100,
+        );
         console.log(`restart without state: the silent member's port was removed ${ms(removedAfter)} after the start`);
         assert.ok(removedAfter >= 2_000, `removed after ${ms(removedAfter)}: before the startup queries could be answered`);
         const groups = await control<GroupView[]>(daemonA, ['groups']);
         const view = groups.find((entry) => entry.group === group);
-        assert.deepEqual(view?.members.map((member) => [member.port.name, member.host]), [[stays.port, stays.address]]);
+        assert.deepEqual(
+          view?.members.map((member) => [member.port.name, member.host]),
+          [[stays.port, stays.address]],
+        );
       } finally {
         await unblockIgmp(lab, vanished).catch(() => undefined);
         for (const receiver of receivers) await receiver.stop();
@@ -623,7 +681,12 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const before = receiver.received.length;
         // The first datagram after vswitchd is back, and the daemon's flow and group for the member.
         const firstAt = waitUntil('a datagram after the restart', async () => (receiver.received.length > before ? Date.now() : undefined), 5000, 5);
-        const flowsAt = waitUntil("the daemon's flow and group back in OVS", async () => ((await ovsGroupPorts(node, group)) ?? []).includes(member.ofport) ? Date.now() : undefined, 5000, 20);
+        const flowsAt = waitUntil(
+          "the daemon's flow and group back in OVS",
+          async () => (((await ovsGroupPorts(node, group)) ?? []).includes(member.ofport) ? Date.now() : undefined),
+          5000,
+          20,
+        );
         const [first, flows] = await Promise.all([firstAt, flowsAt]);
         // After the replay, the traffic goes to the member only (not flooded by OVS's default NORMAL flow).
         await sleep(200);
@@ -657,7 +720,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       await sleep(2500);
 
       // snoop --daemon prints the IGMP of a join.
-      const snoop = startMcastctl(['snoop', '--daemon', '--json', '--count', '1', '--duration', '15s', '--control-socket', daemonB.controlSocket], { timeoutMs: 20_000 });
+      const snoop = startMcastctl(['snoop', '--daemon', '--json', '--count', '1', '--duration', '15s', '--control-socket', daemonB.controlSocket], {
+        timeoutMs: 20_000,
+      });
       await sleep(1500);
       const receivers = [await p2.listen(g1, port)];
       const snooped: CliResult = await snoop.done;
@@ -694,7 +759,10 @@ describe('mcastctl daemon', { concurrency: true }, () => {
           const portNames = view.ports.map((p) => p.name).sort();
           assert.deepEqual(portNames, [...new Set([...view.members.map((m) => m.port.name), 'gw0'])].sort(), `ports of ${view.group}`);
           assert.equal(view.synced, true);
-          assert.ok(view.members.every((m) => m.port.pod === `default/${pods.find((p) => p.port === m.port.name)?.name}`), 'members name their pods');
+          assert.ok(
+            view.members.every((m) => m.port.pod === `default/${pods.find((p) => p.port === m.port.name)?.name}`),
+            'members name their pods',
+          );
         }
 
         // Metrics, from inside the node's namespace.
@@ -714,7 +782,11 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await daemonB.waitForLog((e) => typeof e['msg'] === 'string' && e['msg'].startsWith('stopped'), 1000);
         const vifsAfter = (await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout.trim().split('\n').slice(1);
         assert.deepEqual(vifsAfter, [], 'VIFs left in the kernel after SIGTERM');
-        assert.deepEqual(((await ovsGroupPorts(node, g1)) ?? []).sort(), [p2.ofport, p3.ofport, ml.nodes[1].gateway.ofport].sort(), 'OVS group of g1 after stop');
+        assert.deepEqual(
+          ((await ovsGroupPorts(node, g1)) ?? []).sort(),
+          [p2.ofport, p3.ofport, ml.nodes[1].gateway.ofport].sort(),
+          'OVS group of g1 after stop',
+        );
         assert.deepEqual(((await ovsGroupPorts(node, g2)) ?? []).sort(), [p3.ofport, ml.nodes[1].gateway.ofport].sort(), 'OVS group of g2 after stop');
         const statusAfter = await mcastctl(['status', '--json', '--control-socket', daemonB.controlSocket]);
         assert.equal(statusAfter.code, 69, 'status after stop must say the daemon is unreachable');
@@ -730,7 +802,10 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const stateDir = `${dir}/state`;
       const vifs = async () => (await lab.exec(ns, ['cat', '/proc/net/ip_mr_vif'])).stdout.trim().split('\n').slice(1);
 
-      const bad = await mcastctl(['daemon', '--query-interval', 'soon', '--control-socket', socket, '--state-dir', stateDir, '--metrics-address', '127.0.0.1:0'], { ns, timeoutMs: 15_000 });
+      const bad = await mcastctl(
+        ['daemon', '--query-interval', 'soon', '--control-socket', socket, '--state-dir', stateDir, '--metrics-address', '127.0.0.1:0'],
+        { ns, timeoutMs: 15_000 },
+      );
       assert.equal(bad.code, 64, `exit ${bad.code}: ${bad.stderr}`);
       assert.match(bad.stderr, /query-interval|queryInterval/);
       assert.match(bad.stderr, /soon/);
@@ -752,7 +827,18 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const { node, pods } = ml.nodes[0];
       const first = daemonA;
       // VIF index, name and flags (not the counters, which move with traffic).
-      const vifTable = async () => (await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout.trim().split('\n').slice(1).map((line) => line.trim().split(/\s+/).filter((_, i) => i === 0 || i === 1 || i === 6).join(' '));
+      const vifTable = async () =>
+        (await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout
+          .trim()
+          .split('\n')
+          .slice(1)
+          .map((line) =>
+            line
+              .trim()
+              .split(/\s+/)
+              .filter((_, i) => i === 0 || i === 1 || i === 6)
+              .join(' '),
+          );
       const vifsBefore = await vifTable();
       assert.equal(vifsBefore.length, 2, `node a's VIFs: ${vifsBefore.join(' | ')}`);
       const second = startDaemon(node);
@@ -781,9 +867,18 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       // The node's own kernel joins on gw0: its report enters OVS on the gateway port.
       const own = await node.udp().listen(group, 5206);
       try {
-        await waitUntil('the report from the gateway port to be counted', async () => (await control<DaemonStatus>(daemonA, ['status'])).counters.ignoredNonPod > before.counters.ignoredNonPod, 5_000, 200);
+        await waitUntil(
+          'the report from the gateway port to be counted',
+          async () => (await control<DaemonStatus>(daemonA, ['status'])).counters.ignoredNonPod > before.counters.ignoredNonPod,
+          5_000,
+          200,
+        );
         const groups = await control<GroupView[]>(daemonA, ['groups']);
-        assert.equal(groups.find((view) => view.group === group), undefined, 'a group learned from a port that is no pod');
+        assert.equal(
+          groups.find((view) => view.group === group),
+          undefined,
+          'a group learned from a port that is no pod',
+        );
         assert.equal(await ovsGroupPorts(node, group), undefined, 'an OVS group programmed for it');
       } finally {
         await own.stop();
@@ -799,11 +894,16 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         for (const group of groups) await waitForOvsMembers(node, group, [gone]);
         const deletedAt = Date.now();
         await node.vsctl('del-port', node.bridge, gone.port);
-        const took = await waitUntil('both OVS groups without the port', async () => {
-          const first = await ovsGroupPorts(node, groups[0]!);
-          const second = (await ovsGroupPorts(node, groups[1]!)) ?? [];
-          return first === undefined && second.includes(other.ofport) && !second.includes(gone.ofport) ? Date.now() - deletedAt : undefined;
-        }, 5_000, 50);
+        const took = await waitUntil(
+          'both OVS groups without the port',
+          async () => {
+            const first = await ovsGroupPorts(node, groups[0]!);
+            const second = (await ovsGroupPorts(node, groups[1]!)) ?? [];
+            return first === undefined && second.includes(other.ofport) && !second.includes(gone.ofport) ? Date.now() - deletedAt : undefined;
+          },
+          5_000,
+          50,
+        );
         console.log(`deleted pod port: gone from its groups ${ms(took)} after ovs-vsctl del-port`);
         await daemonA.waitForLog((e) => e['msg'] === 'pod port removed: it leaves every group' && e['port'] === gone.port, 1_000);
         const view = await control<GroupView[]>(daemonA, ['groups']);
@@ -814,14 +914,18 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       }
     });
 
-    it("static routes left by install --source keep their VIFs, forward while the daemon runs, and stay after it stops", async () => {
+    it('static routes left by install --source keep their VIFs, forward while the daemon runs, and stay after it stops', async () => {
       const { node, uplink, gateway } = ml.nodes[1];
       const group = '239.6.8.1';
       const source = '192.168.50.77';
       const procRoute = async () => (await mfcEntries(node)).find((row) => row.group === group && row.origin === source);
       const vifOf = async (name: string) => parseVifTable((await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout).find((row) => row.name === name);
       await daemonB.stop();
-      const installed = await mcastctl(['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
+      const installed = await mcastctl(['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'], {
+        ns: node.ns,
+        env: { ...process.env, ...node.env },
+        timeoutMs: 15_000,
+      });
       assert.equal(installed.code, 0, installed.stderr);
       const staticGateway = await vifOf(gateway.name);
       assert.ok(staticGateway?.static === true, 'install made a static VIF for the gateway');
@@ -835,11 +939,20 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       await waitForUnderlayMember(ml, lab, group, uplink.peer);
       await lab.ip(ml.underlay.ns, 'addr', 'add', `${source}/32`, 'dev', ml.underlay.name);
       const before = (await procRoute())?.packets ?? 0;
-      await lab.exec(ml.underlay.ns, ['python3', '-c', `import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_TTL,8)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_IF,socket.inet_aton("${source}"))\ns.bind(("${source}",0))\nfor i in range(10): s.sendto(b"st %d" % i, ("${group}", 5208))`]);
+      await lab.exec(ml.underlay.ns, [
+        'python3',
+        '-c',
+        `import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_TTL,8)\ns.setsockopt(socket.IPPROTO_IP,socket.IP_MULTICAST_IF,socket.inet_aton("${source}"))\ns.bind(("${source}",0))\nfor i in range(10): s.sendto(b"st %d" % i, ("${group}", 5208))`,
+      ]);
       await sleep(300);
       const after = (await procRoute())?.packets ?? 0;
       await joined.stop();
-      if (after - before < 10) console.log('static route debug:', (await node.exec(['cat', '/proc/net/ip_mr_cache', '/proc/net/ip_mr_vif'])).stdout, (await lab.exec(ml.underlay.ns, ['ip', '-s', 'link', 'show', ml.underlay.name])).stdout);
+      if (after - before < 10)
+        console.log(
+          'static route debug:',
+          (await node.exec(['cat', '/proc/net/ip_mr_cache', '/proc/net/ip_mr_vif'])).stdout,
+          (await lab.exec(ml.underlay.ns, ['ip', '-s', 'link', 'show', ml.underlay.name])).stdout,
+        );
       assert.ok(after - before >= 10, `the static entry forwarded ${after - before} packets while the daemon ran`);
       // A daemon's idle sweep never takes it, and a stop leaves it.
       await daemonB.stop();

@@ -151,7 +151,10 @@ describe('hostile files: the figures of large files, and the flags that go with 
     const count = 104_000;
     const file = join(scratch, 'bad-5mb.yaml');
     writeFileSync(file, groupsFile(count, '  - group: 239.1.1.300\n    ports: [x]\n'));
-    for (const args of [['install', '-f', file], ['reconcile', '-f', file, '--dry-run', '--no-daemon']]) {
+    for (const args of [
+      ['install', '-f', file],
+      ['reconcile', '-f', file, '--dry-run', '--no-daemon'],
+    ]) {
       const result = await measure([...args, '--ovs-rundir', rundir], scratch);
       t.diagnostic(`${args[0]}: ${show(result)}`);
       assert.equal(result.code, 64, result.stderr);
@@ -174,7 +177,10 @@ describe('hostile files: the figures of large files, and the flags that go with 
   it('--max-file-size: a smaller limit refuses, a larger one reads; a bad size is a usage error', async () => {
     const file = join(scratch, 'groups.yaml');
     writeFileSync(file, groupsFile(2_000));
-    for (const command of [['install', '-f', file], ['reconcile', '-f', file, '--dry-run', '--no-daemon']]) {
+    for (const command of [
+      ['install', '-f', file],
+      ['reconcile', '-f', file, '--dry-run', '--no-daemon'],
+    ]) {
       const small = await measure([...command, '--max-file-size', '16K', '--ovs-rundir', rundir], scratch);
       assert.equal(small.code, 64, small.stderr);
       assert.match(small.stderr, /over the limit of 16 KiB\nmcastctl: hint: raise the limit with --max-file-size/);

@@ -47,7 +47,6 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
   const cli = (...args: string[]): Promise<CliResult> => mcastctl([...args, '--ovs-rundir', node.rundir]);
   const pod = (n: number): OvsPod => pods[n - 1]!;
 
-
   function ours(state: { flows: string[]; groups: string[] }) {
     return {
       flows: state.flows.filter((line) => line.startsWith('cookie=0x4d43')),
@@ -56,8 +55,14 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
   }
 
   function assertForeignIntact(state: { flows: string[]; groups: string[] }): void {
-    assert.ok(state.flows.some((line) => line.startsWith('cookie=0x1234,') && line.includes('nw_dst=239.5.5.5 actions=drop')), 'the foreign flow');
-    assert.ok(state.flows.some((line) => line.startsWith('cookie=0x0,') && line.includes('actions=NORMAL')), "the bridge's NORMAL flow");
+    assert.ok(
+      state.flows.some((line) => line.startsWith('cookie=0x1234,') && line.includes('nw_dst=239.5.5.5 actions=drop')),
+      'the foreign flow',
+    );
+    assert.ok(
+      state.flows.some((line) => line.startsWith('cookie=0x0,') && line.includes('actions=NORMAL')),
+      "the bridge's NORMAL flow",
+    );
     assert.ok(state.groups.includes('group_id=7,type=all,bucket=actions=drop'), 'the foreign group');
   }
 
@@ -79,7 +84,17 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const document = JSON.parse(result.stdout) as { groups: { group: string; outcome: string; groupId: number; ports: { name: string; pod?: string }[] }[] };
     assert.deepEqual(
       document.groups.map((g) => [g.group, g.outcome, g.groupId, g.ports.map((p) => [p.name, p.pod])]),
-      [[G1, 'added', G1_ID, [[pod(2).port, 'default/p2'], [pod(3).port, 'default/p3']]]],
+      [
+        [
+          G1,
+          'added',
+          G1_ID,
+          [
+            [pod(2).port, 'default/p2'],
+            [pod(3).port, 'default/p3'],
+          ],
+        ],
+      ],
     );
     const state = await node.switchState();
     assert.deepEqual(ours(state), {
@@ -123,7 +138,11 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const result = await cli('install', '-f', file, '--json');
     assert.equal(result.code, 0, result.stderr);
     const outcomes = (JSON.parse(result.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]);
-    assert.deepEqual(outcomes, [[G1, 'updated'], ['232.1.1.1', 'added'], ['239.255.0.7', 'added']]);
+    assert.deepEqual(outcomes, [
+      [G1, 'updated'],
+      ['232.1.1.1', 'added'],
+      ['239.255.0.7', 'added'],
+    ]);
     const state = ours(await node.switchState());
     assert.equal(state.flows.length, 3);
     assert.ok(state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(4).ofport}`));
@@ -134,11 +153,18 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
   it('show lists the groups read back from the switch, with port and pod names', async () => {
     const result = await cli('show', '--json');
     assert.equal(result.code, 0, result.stderr);
-    const shown = JSON.parse(result.stdout) as { bridge: string; groups: { group: string; groupId: number; ports: { ofport: number; name: string; pod?: string }[]; packets: number }[] };
+    const shown = JSON.parse(result.stdout) as {
+      bridge: string;
+      groups: { group: string; groupId: number; ports: { ofport: number; name: string; pod?: string }[]; packets: number }[];
+    };
     assert.equal(shown.bridge, 'br-int');
     assert.deepEqual(
       shown.groups.map((g) => [g.group, g.ports.map((p) => p.pod)]),
-      [['232.1.1.1', ['default/p1']], [G1, ['default/p2', 'default/p4']], ['239.255.0.7', ['default/p3', 'default/p4']]],
+      [
+        ['232.1.1.1', ['default/p1']],
+        [G1, ['default/p2', 'default/p4']],
+        ['239.255.0.7', ['default/p3', 'default/p4']],
+      ],
     );
     assert.ok((shown.groups.find((g) => g.group === G1)?.packets ?? 0) >= 10, 'the flow counted the traffic it forwarded');
     const human = await cli('show');
@@ -181,7 +207,10 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       assert.match(group?.error ?? '', /another controller's flow \(cookie 0x77\) has the same match and priority 200/);
       assert.match(result.stderr, /OVS refused 1 change/);
       const state = await node.switchState();
-      assert.ok(state.flows.some((line) => line.startsWith('cookie=0x77,') && line.includes('nw_dst=239.1.1.77 actions=drop')), 'the foreign flow is intact');
+      assert.ok(
+        state.flows.some((line) => line.startsWith('cookie=0x77,') && line.includes('nw_dst=239.1.1.77 actions=drop')),
+        'the foreign flow is intact',
+      );
       assert.deepEqual(state, before, 'nothing was changed for it');
       await node.ofctl('del-flows', node.bridge, 'cookie=0x77/-1');
     });
@@ -207,19 +236,30 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint });
     const readBack = async () =>
       pipeline.readInstalled(
-        (await connection.dumpFlows({ cookie: pipeline.cookieMatch.cookie, cookieMask: pipeline.cookieMatch.mask })).flatMap((stats) => flowEntryOf(stats) ?? []),
+        (await connection.dumpFlows({ cookie: pipeline.cookieMatch.cookie, cookieMask: pipeline.cookieMatch.mask })).flatMap(
+          (stats) => flowEntryOf(stats) ?? [],
+        ),
         (await connection.dumpGroups()).filter((desc) => pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf),
       );
     try {
       const members = [pod(2).ofport, pod(3).ofport, pod(4).ofport];
       const [plan] = planInstall(pipeline, [{ group: G1, ports: members }], await readBack());
       // G1 is installed (2 members, one group): its chain's second link is added, then the head changed.
-      assert.deepEqual(plan?.changes.map((change) => change.op), ['add-group', 'modify-group']);
+      assert.deepEqual(
+        plan?.changes.map((change) => change.op),
+        ['add-group', 'modify-group'],
+      );
       const { errors } = await connection.batch(plan!.changes.map(changeMessage));
       assert.equal(errors.size, 0, [...errors.values()].map((error) => error.message).join('; '));
       const state = ours(await node.switchState());
-      assert.ok(state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=group:${G1_ID + 0x10000000}`), state.groups.join('\n'));
-      assert.ok(state.groups.includes(`group_id=${G1_ID + 0x10000000},type=all,bucket=actions=output:${pod(3).ofport},bucket=actions=output:${pod(4).ofport}`), state.groups.join('\n'));
+      assert.ok(
+        state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=group:${G1_ID + 0x10000000}`),
+        state.groups.join('\n'),
+      );
+      assert.ok(
+        state.groups.includes(`group_id=${G1_ID + 0x10000000},type=all,bucket=actions=output:${pod(3).ofport},bucket=actions=output:${pod(4).ofport}`),
+        state.groups.join('\n'),
+      );
       const [, p2, p3, p4] = await deliveries(1, 8);
       assert.deepEqual({ p2, p3, p4 }, { p2: 8, p3: 8, p4: 8 });
       assert.deepEqual((await readBack()).groups.find((group) => group.group === G1)?.ports, members);
@@ -228,13 +268,22 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     }
     // mcastctl (with the real limit) reads the chain too.
     const shown = JSON.parse((await cli('show', '--json')).stdout) as { groups: { group: string; ports: { ofport: number }[] }[] };
-    assert.deepEqual(shown.groups.find((group) => group.group === G1)?.ports.map((port) => port.ofport), [pod(2).ofport, pod(3).ofport, pod(4).ofport]);
+    assert.deepEqual(
+      shown.groups.find((group) => group.group === G1)?.ports.map((port) => port.ofport),
+      [pod(2).ofport, pod(3).ofport, pod(4).ofport],
+    );
   });
 
   it('uninstall removes exactly the named group; --all removes everything of ours, nothing else', async () => {
     const one = await cli('uninstall', G1, '239.9.9.9', '--json');
     assert.equal(one.code, 0, one.stderr);
-    assert.deepEqual((JSON.parse(one.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]), [[G1, 'removed'], ['239.9.9.9', 'absent']]);
+    assert.deepEqual(
+      (JSON.parse(one.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]),
+      [
+        [G1, 'removed'],
+        ['239.9.9.9', 'absent'],
+      ],
+    );
     let state = await node.switchState();
     assert.equal(ours(state).flows.length, 2);
     assert.ok(!ours(state).groups.some((line) => line.startsWith(`group_id=${G1_ID},`)));

@@ -156,8 +156,7 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
   it('captured every kind of message the scenario makes (so the comparison is not vacuous)', () => {
     const [h1, h2, h3] = scenario.hosts;
     const querier = scenario.segment.querier.address;
-    const has = (what: string, predicate: (line: ExpectedLine) => boolean) =>
-      assert.ok(expected.some(predicate), `the capture holds no ${what}`);
+    const has = (what: string, predicate: (line: ExpectedLine) => boolean) => assert.ok(expected.some(predicate), `the capture holds no ${what}`);
     const from = (host: Host | undefined) => (line: ExpectedLine) => line.src === host?.address;
 
     has('v3 general query from the querier', (l) => kindOf(l) === 'v3 query general' && l.src === querier);
@@ -175,7 +174,9 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
     const records = expected.filter(from(h3)).flatMap((l) => l.records ?? []);
     const record = (type: string, group: string, sources: string[] | 'some') =>
       assert.ok(
-        records.some((r) => r.type === type && r.group === group && (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources))),
+        records.some(
+          (r) => r.type === type && r.group === group && (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources)),
+        ),
         `no ${type} record for ${group} with sources ${JSON.stringify(sources)} from h3; h3 sent ${JSON.stringify(records)}`,
       );
     record('CHANGE_TO_EXCLUDE_MODE', G3, []);

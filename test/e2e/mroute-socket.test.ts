@@ -51,9 +51,9 @@ const COUNT = 7;
 // ---------------------------------------------------------------------------------------
 // RoleChild roles (this file, run with MCL_MROUTE_ROLE set inside a namespace)
 
-
 function errorEvent(error: unknown): Record<string, unknown> {
-  if (error instanceof McastError) return { event: 'error', name: error.name, code: error.code, exitCode: error.exitCode, message: error.message, hint: error.hint };
+  if (error instanceof McastError)
+    return { event: 'error', name: error.name, code: error.code, exitCode: error.exitCode, message: error.message, hint: error.hint };
   return { event: 'error', name: (error as Error).name, message: String((error as Error).message) };
 }
 
@@ -61,7 +61,9 @@ function errorEvent(error: unknown): Record<string, unknown> {
 async function routerRole(): Promise<void> {
   const [senderIf, aIf, bIf] = (process.env.MCL_IFACES ?? '').split(',');
   const socket = MrouteSocket.open({ init: true });
-  socket.onUpcall((upcall) => emit({ event: 'upcall', type: upcall.type, vif: upcall.vif, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }));
+  socket.onUpcall((upcall) =>
+    emit({ event: 'upcall', type: upcall.type, vif: upcall.vif, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
+  );
   socket.addVif({ vif: 0, ifindex: ifindexOf(senderIf!) });
   socket.addVif({ vif: 1, ifindex: ifindexOf(aIf!) });
   socket.addVif({ vif: 2, ifindex: ifindexOf(bIf!) });
@@ -157,7 +159,6 @@ async function senderRole(): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // Test side
 
-
 function kernelTests(): void {
   describe('MrouteSocket on a real kernel (lab namespaces)', () => {
     let lab: Lab;
@@ -214,7 +215,11 @@ function kernelTests(): void {
       const vifs = parseVifTable((await lab.exec(routerNs, ['cat', '/proc/net/ip_mr_vif'])).stdout);
       assert.deepEqual(
         vifs.map((v) => [v.vif, v.name]),
-        [[0, ifaces.rs], [1, ifaces.ra], [2, ifaces.rb]],
+        [
+          [0, ifaces.rs],
+          [1, ifaces.ra],
+          [2, ifaces.rb],
+        ],
       );
       // Added with VIFF_USE_IFINDEX: the kernel shows the ifindex where the local address would be.
       const routerIfindex = async (name: string) => Number((await lab.exec(routerNs, ['cat', `/sys/class/net/${name}/ifindex`])).stdout);
@@ -264,7 +269,10 @@ function kernelTests(): void {
       );
       // The unresolved entry shows in the cache while the kernel waits for a route.
       const rows = await cache();
-      assert.ok(rows.some((row) => row.group === UNKNOWN_GROUP && row.origin === SENDER.address), JSON.stringify(rows));
+      assert.ok(
+        rows.some((row) => row.group === UNKNOWN_GROUP && row.origin === SENDER.address),
+        JSON.stringify(rows),
+      );
     });
 
     test('a second MRT_INIT in the namespace: the clear EADDRINUSE error, exit 69', async () => {
@@ -311,35 +319,35 @@ function kernelTests(): void {
         const e = (step?.error ?? {}) as Record<string, unknown>;
         return `${String(e.name)}/${String(e.code)}/${String(e.errno ?? '-')}/${String(e.exitCode)}`;
       };
-      assert.deepEqual(
-        Object.fromEntries([...steps.keys()].map((name) => [name, outcome(name)])),
-        {
-          'addVif 0': 'ok',
-          'addVif 1': 'ok',
-          'addVif 0 again': 'MrouteError/io/EADDRINUSE/1',
-          'addVif 0x7fff ifindex': 'MrouteError/io/EADDRNOTAVAIL/1',
-          'addVif 32': 'UsageError/usage/-/64',
-          addMfc: 'ok',
-          'addMfc unicast group': 'UsageError/bad-address/-/64',
-          'cache after addMfc': 'ok',
-          delMfc: 'ok',
-          'delMfc again': 'MrouteError/io/ENOENT/1',
-          'delVif 1': 'ok',
-          'delVif 1 again': 'MrouteError/io/EADDRNOTAVAIL/1',
-          joinGroup: 'ok',
-          'joinGroup again': 'MrouteError/io/EADDRINUSE/1',
-          leaveGroup: 'ok',
-          'leaveGroup again': 'MrouteError/io/EADDRNOTAVAIL/1',
-          'addMfc before flush': 'ok',
-          flush: 'ok',
-          'tables after flush': 'ok',
-          done: 'ok',
-          'init by another socket after done': 'ok',
-        },
-      );
+      assert.deepEqual(Object.fromEntries([...steps.keys()].map((name) => [name, outcome(name)])), {
+        'addVif 0': 'ok',
+        'addVif 1': 'ok',
+        'addVif 0 again': 'MrouteError/io/EADDRINUSE/1',
+        'addVif 0x7fff ifindex': 'MrouteError/io/EADDRNOTAVAIL/1',
+        'addVif 32': 'UsageError/usage/-/64',
+        addMfc: 'ok',
+        'addMfc unicast group': 'UsageError/bad-address/-/64',
+        'cache after addMfc': 'ok',
+        delMfc: 'ok',
+        'delMfc again': 'MrouteError/io/ENOENT/1',
+        'delVif 1': 'ok',
+        'delVif 1 again': 'MrouteError/io/EADDRNOTAVAIL/1',
+        joinGroup: 'ok',
+        'joinGroup again': 'MrouteError/io/EADDRINUSE/1',
+        leaveGroup: 'ok',
+        'leaveGroup again': 'MrouteError/io/EADDRNOTAVAIL/1',
+        'addMfc before flush': 'ok',
+        flush: 'ok',
+        'tables after flush': 'ok',
+        done: 'ok',
+        'init by another socket after done': 'ok',
+      });
       const cached = run.events.find((e) => e.event === 'cache') as { rows: MfcRow[]; vifs: VifRow[] } | undefined;
       assert.deepEqual(cached?.rows, [{ group: ROUTED_GROUP, origin: SENDER.address, iif: 0, packets: 0, bytes: 0, wrong: 0, oifs: [{ vif: 1, ttl: 4 }] }]);
-      assert.deepEqual(cached?.vifs.map((v) => v.vif), [0, 1]);
+      assert.deepEqual(
+        cached?.vifs.map((v) => v.vif),
+        [0, 1],
+      );
       const flushed = run.events.find((e) => e.event === 'flushed') as { rows: MfcRow[]; vifs: VifRow[] } | undefined;
       assert.deepEqual(flushed, { event: 'flushed', rows: [], vifs: [] });
     });

@@ -54,7 +54,16 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
       ],
     );
     assert.equal(ml.external?.address, MULTICAST_LAB.external);
-    const names = [ml.underlay.name, a.uplink.name, a.uplink.peer, b.uplink.name, b.uplink.peer, ml.external!.iface, ml.external!.port, ...[...a.pods, ...b.pods].map((p) => p.port)];
+    const names = [
+      ml.underlay.name,
+      a.uplink.name,
+      a.uplink.peer,
+      b.uplink.name,
+      b.uplink.peer,
+      ml.external!.iface,
+      ml.external!.port,
+      ...[...a.pods, ...b.pods].map((p) => p.port),
+    ];
     for (const name of names) assert.ok(name.startsWith(lab.prefix) && name.length <= 15, name);
     assert.equal(new Set(names).size, names.length);
     for (const n of ml.nodes) assert.ok(n.gateway.ofport > 0 && n.gateway.ifindex > 0);
@@ -98,9 +107,18 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
     await ml.external!.send(b1.address, UDP_PORT, 3, { tag: 'ext' });
     await sleep(200);
     const payloads = async (receiver: { stop(): Promise<{ from: string; payload: string }[]> }) => (await receiver.stop()).map((d) => `${d.from} ${d.payload}`);
-    assert.deepEqual(await payloads(unicastA1), [0, 1, 2].map((i) => `10.10.1.1 node-a ${i}`));
-    assert.deepEqual(await payloads(groupA2), [0, 1, 2].map((i) => `10.10.1.1 node-a-mc ${i}`));
-    assert.deepEqual(await payloads(unicastB1), [0, 1, 2].map((i) => `${MULTICAST_LAB.external} ext ${i}`));
+    assert.deepEqual(
+      await payloads(unicastA1),
+      [0, 1, 2].map((i) => `10.10.1.1 node-a ${i}`),
+    );
+    assert.deepEqual(
+      await payloads(groupA2),
+      [0, 1, 2].map((i) => `10.10.1.1 node-a-mc ${i}`),
+    );
+    assert.deepEqual(
+      await payloads(unicastB1),
+      [0, 1, 2].map((i) => `${MULTICAST_LAB.external} ext ${i}`),
+    );
   });
 
   it('floods multicast between pods of one node in NORMAL mode, but not to the other node or outside', async () => {

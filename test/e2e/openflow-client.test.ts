@@ -45,7 +45,12 @@ function flowLines(text: string): string[] {
   return text
     .split('\n')
     .filter((line) => line.startsWith(' cookie='))
-    .map((line) => line.trim().replace(/ duration=[^,]+,/, '').replace(/ n_packets=\d+, n_bytes=\d+,/, ''))
+    .map((line) =>
+      line
+        .trim()
+        .replace(/ duration=[^,]+,/, '')
+        .replace(/ n_packets=\d+, n_bytes=\d+,/, ''),
+    )
     .sort();
 }
 
@@ -143,7 +148,10 @@ describe('OpenFlow client against ovs-vswitchd', () => {
 
   it('an unreachable endpoint is UnavailableError ENOENT with the hint', async () => {
     const endpoint = `unix:${join(node.rundir, 'br-missing.mgmt')}`;
-    await assert.rejects(OpenFlowConnection.connect({ endpoint }), (error: unknown) => error instanceof UnavailableError && error.exitCode === 69 && /: ENOENT$/.test(error.message));
+    await assert.rejects(
+      OpenFlowConnection.connect({ endpoint }),
+      (error: unknown) => error instanceof UnavailableError && error.exitCode === 69 && /: ENOENT$/.test(error.message),
+    );
   });
 
   it('FLOW_MOD and GROUP_MOD: ovs-ofctl shows exactly what was installed, dumpFlows/dumpGroups read it back', async () => {
@@ -200,14 +208,20 @@ describe('OpenFlow client against ovs-vswitchd', () => {
 
   it('delete by cookie and mask removes those flows and leaves the others alone', async () => {
     const cookies = [0x5_0001n, 0x5_0002n, 0x6_0001n];
-    await connection.batch(cookies.map((cookie, i) => flowMod({ cookie, priority: 10 + i, match: [IP, { field: 'IPV4_DST', value: `239.9.0.${i + 1}` }], instructions: [applyActions([output(pods[0].ofport)])] })));
+    await connection.batch(
+      cookies.map((cookie, i) =>
+        flowMod({
+          cookie,
+          priority: 10 + i,
+          match: [IP, { field: 'IPV4_DST', value: `239.9.0.${i + 1}` }],
+          instructions: [applyActions([output(pods[0].ofport)])],
+        }),
+      ),
+    );
     const before = (await connection.dumpFlows()).map((flow) => flow.cookie);
     await connection.sendFlowMod(flowMod({ command: FlowModCommand.DELETE, tableId: 0xff, cookie: 0x5_0000n, cookieMask: 0xffff_0000n }));
     const afterDelete = (await connection.dumpFlows()).map((flow) => flow.cookie);
-    assert.deepEqual(
-      afterDelete.sort(),
-      before.filter((cookie) => cookie >> 16n !== 5n).sort(),
-    );
+    assert.deepEqual(afterDelete.sort(), before.filter((cookie) => cookie >> 16n !== 5n).sort());
     assert.ok(afterDelete.includes(0x6_0001n) && afterDelete.includes(0x1234n) && afterDelete.includes(0n));
     assert.doesNotMatch(await node.ofctl('dump-flows', 'br-int'), /cookie=0x5000[12]/);
   });
@@ -226,10 +240,13 @@ describe('OpenFlow client against ovs-vswitchd', () => {
       groupMod({ groupId: 9, command: GroupModCommand.DELETE }),
       groupMod({ groupId: 4242, command: GroupModCommand.MODIFY, buckets: [] }),
     ]);
-    assert.deepEqual([...errors].map(([index, error]) => [index, error.errorName]), [
-      [1, 'GROUP_MOD_FAILED/GROUP_EXISTS'],
-      [3, 'GROUP_MOD_FAILED/UNKNOWN_GROUP'],
-    ]);
+    assert.deepEqual(
+      [...errors].map(([index, error]) => [index, error.errorName]),
+      [
+        [1, 'GROUP_MOD_FAILED/GROUP_EXISTS'],
+        [3, 'GROUP_MOD_FAILED/UNKNOWN_GROUP'],
+      ],
+    );
     assert.match(await node.ofctl('dump-groups', 'br-int'), new RegExp(`group_id=7,type=all,bucket=actions=output:${pods[0].ofport},`));
   });
 
@@ -305,7 +322,13 @@ describe('OpenFlow client against ovs-vswitchd', () => {
 
   it('a batch of 3000 flows is pipelined; the dump spans several multipart parts', async () => {
     const mods = Array.from({ length: 3000 }, (_, i) =>
-      flowMod({ cookie: 0x7_0000n + BigInt(i), tableId: 3, priority: 100, match: [IP, { field: 'IPV4_DST', value: `239.30.${i >> 8}.${i & 0xff}` }], instructions: [applyActions([output(pods[i % 3]!.ofport)])] }),
+      flowMod({
+        cookie: 0x7_0000n + BigInt(i),
+        tableId: 3,
+        priority: 100,
+        match: [IP, { field: 'IPV4_DST', value: `239.30.${i >> 8}.${i & 0xff}` }],
+        instructions: [applyActions([output(pods[i % 3]!.ofport)])],
+      }),
     );
     const started = performance.now();
     const { errors } = await connection.batch(mods);
@@ -339,7 +362,12 @@ describe('OpenFlow client against ovs-vswitchd', () => {
   it('ovs-vswitchd restart: disconnected, then reconnected; flows are gone, replay works, packet-ins still come', async () => {
     const events: string[] = [];
     connection.on('disconnected', () => events.push('disconnected'));
-    const reconnected = new Promise<void>((resolve) => connection.once('reconnected', () => (events.push('reconnected'), resolve())));
+    const reconnected = new Promise<void>((resolve) =>
+      connection.once('reconnected', () => {
+        events.push('reconnected');
+        resolve();
+      }),
+    );
     const started = Date.now();
     await node.restartVswitchd();
     await reconnected;

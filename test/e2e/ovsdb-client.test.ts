@@ -53,7 +53,11 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
 
   it('get_schema returns the schema file the database was created from', async () => {
     const schema = await client.getSchema(DB);
-    const file = JSON.parse(readFileSync(VSWITCH_SCHEMA, 'utf8')) as { name: string; version: string; tables: Record<string, { columns: Record<string, unknown> }> };
+    const file = JSON.parse(readFileSync(VSWITCH_SCHEMA, 'utf8')) as {
+      name: string;
+      version: string;
+      tables: Record<string, { columns: Record<string, unknown> }>;
+    };
     assert.equal(schema.name, file.name);
     assert.equal(schema.version, file.version);
     assert.deepEqual(Object.keys(schema.tables).sort(), Object.keys(file.tables).sort());
@@ -71,7 +75,15 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
       { op: 'insert', table: 'Bridge', row: { name: 'br-tx', datapath_type: 'netdev', ports: [namedUuid('port')] }, uuidName: 'bridge' },
       { op: 'mutate', table: 'Open_vSwitch', where: [], mutations: [['bridges', 'insert', [namedUuid('bridge')]]] },
       { op: 'comment', comment: 'mcastctl e2e: add br-tx' },
-      { op: 'wait', table: 'Bridge', where: [['name', '==', 'br-tx']], columns: ['datapath_type'], until: '==', rows: [{ datapath_type: 'netdev' }], timeout: 0 },
+      {
+        op: 'wait',
+        table: 'Bridge',
+        where: [['name', '==', 'br-tx']],
+        columns: ['datapath_type'],
+        until: '==',
+        rows: [{ datapath_type: 'netdev' }],
+        timeout: 0,
+      },
       { op: 'commit', durable: false },
     ]);
     assert.match(iface.uuid, /^[0-9a-f-]{36}$/);
@@ -84,11 +96,18 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
     assert.equal((await server.vsctl('list-ports', 'br-tx')).trim(), 'tx0');
     assert.equal((await server.vsctl('get', 'Interface', 'tx0', '_uuid')).trim(), iface.uuid);
 
-    const [selected] = await client.transact(DB, [{ op: 'select', table: 'Interface', where: [['_uuid', '==', uuid(iface.uuid)]], columns: ['name', 'type', 'external_ids'] }]);
+    const [selected] = await client.transact(DB, [
+      { op: 'select', table: 'Interface', where: [['_uuid', '==', uuid(iface.uuid)]], columns: ['name', 'type', 'external_ids'] },
+    ]);
     assert.deepEqual(selected.rows, [{ name: 'tx0', type: 'internal', external_ids: { map: [['pod-name', 'web-1']] } }]);
 
     const [updated, mutated] = await client.transact(DB, [
-      { op: 'update', table: 'Bridge', where: [['name', '==', 'br-tx']], row: { other_config: ovsdbMap({ 'mcast-snooping-disable-flood-unregistered': 'true' }), mcast_snooping_enable: true } },
+      {
+        op: 'update',
+        table: 'Bridge',
+        where: [['name', '==', 'br-tx']],
+        row: { other_config: ovsdbMap({ 'mcast-snooping-disable-flood-unregistered': 'true' }), mcast_snooping_enable: true },
+      },
       { op: 'mutate', table: 'Interface', where: [['name', '==', 'tx0']], mutations: [['external_ids', 'insert', ovsdbMap({ 'pod-namespace': 'default' })]] },
     ]);
     assert.equal(updated.count, 1);
@@ -147,7 +166,10 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
       assert.match(error.message, /failed at operation 1 of 2 \(wait on Open_vSwitch\): timed out/);
       return true;
     });
-    await assert.rejects(client.transact(DB, [{ op: 'abort' }]), (error) => error instanceof OvsdbError && error.error === 'aborted' && error.operationIndex === 0);
+    await assert.rejects(
+      client.transact(DB, [{ op: 'abort' }]),
+      (error) => error instanceof OvsdbError && error.error === 'aborted' && error.operationIndex === 0,
+    );
     await assert.rejects(
       client.transact(DB, [{ op: 'insert', table: 'Bridge', row: { name: 7 } }]),
       (error) => error instanceof OvsdbError && error.error === 'syntax error' && error.details === 'expected string' && error.operationIndex === 0,
@@ -191,8 +213,11 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
 
   it('monitor: the initial state, then an update when ovs-vsctl adds a bridge, port and interface', async () => {
     const calls: Array<{ reason: MonitorUpdateReason; updates: TableUpdates }> = [];
-    const initial = await client.monitor(DB, 'e2e-monitor', { Bridge: { columns: ['name', 'ports'] }, Interface: { columns: ['name', 'type'] } }, (updates, reason) =>
-      calls.push({ reason, updates }),
+    const initial = await client.monitor(
+      DB,
+      'e2e-monitor',
+      { Bridge: { columns: ['name', 'ports'] }, Interface: { columns: ['name', 'type'] } },
+      (updates, reason) => calls.push({ reason, updates }),
     );
     assert.deepEqual(initial, {}); // no bridges, no interfaces yet
     assert.deepEqual(calls, [{ reason: 'initial', updates: {} }]);
@@ -213,7 +238,18 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
   });
 
   it('vswitch: findBridge, bridgeInterfaces and watchInterfaces agree with ovs-vsctl', async () => {
-    await server.vsctl('--may-exist', 'add-br', 'br0', '--', 'set', 'Bridge', 'br0', 'datapath_type=netdev', 'protocols=OpenFlow13', 'other_config:mcast-snooping-aging-time=300');
+    await server.vsctl(
+      '--may-exist',
+      'add-br',
+      'br0',
+      '--',
+      'set',
+      'Bridge',
+      'br0',
+      'datapath_type=netdev',
+      'protocols=OpenFlow13',
+      'other_config:mcast-snooping-aging-time=300',
+    );
     const bridge = await findBridge(client, 'br0');
     assert.ok(bridge !== undefined);
     assert.equal(bridge.uuid, (await server.vsctl('get', 'Bridge', 'br0', '_uuid')).trim());
@@ -227,12 +263,29 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
 
     const changes: InterfaceChanges[] = [];
     const watch = await watchInterfaces(client, 'br0', (change) => changes.push(change));
-    assert.deepEqual(changes.map((change) => [change.reason, change.added.map((row) => row.name).sort()]), [['initial', ['br0', 'p1']]]);
+    assert.deepEqual(
+      changes.map((change) => [change.reason, change.added.map((row) => row.name).sort()]),
+      [['initial', ['br0', 'p1']]],
+    );
 
-    await server.vsctl('add-port', 'br0', 'pod1', '--', 'set', 'Interface', 'pod1', 'type=internal', 'external_ids:pod-name=web-1', 'external_ids:ip-address=10.0.0.5/24');
+    await server.vsctl(
+      'add-port',
+      'br0',
+      'pod1',
+      '--',
+      'set',
+      'Interface',
+      'pod1',
+      'type=internal',
+      'external_ids:pod-name=web-1',
+      'external_ids:ip-address=10.0.0.5/24',
+    );
     await waitFor(() => changes.some((change) => change.added.some((row) => row.name === 'pod1')), 'pod1 added');
     const interfaces = await bridgeInterfaces(client, 'br0');
-    assert.deepEqual(interfaces.map((row) => row.name), ['br0', 'p1', 'pod1']);
+    assert.deepEqual(
+      interfaces.map((row) => row.name),
+      ['br0', 'p1', 'pod1'],
+    );
     const pod1 = interfaces.find((row) => row.name === 'pod1')!;
     assert.deepEqual(pod1.external_ids, { 'pod-name': 'web-1', 'ip-address': '10.0.0.5/24' });
     assert.equal(pod1.type, 'internal');
@@ -258,12 +311,25 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
     await server.vsctl('del-br', 'br1');
   });
 
-  it('answers ovsdb-server\'s inactivity probes: a silent peer is dropped, the client is not', async () => {
+  it("answers ovsdb-server's inactivity probes: a silent peer is dropped, the client is not", async () => {
     // A Manager row with a 1 s probe makes ovsdb-server listen on probe.sock and send
     // {"method":"echo"} after 1 s of silence, dropping a peer that does not answer
     // within another second. (The plain db.sock remote is never probed.)
     const probeSocket = join(server.dir, 'probe.sock');
-    await server.vsctl('--', '--id=@m', 'create', 'Manager', `target="punix:${probeSocket}"`, 'inactivity_probe=1000', '--', 'add', 'Open_vSwitch', '.', 'manager_options', '@m');
+    await server.vsctl(
+      '--',
+      '--id=@m',
+      'create',
+      'Manager',
+      `target="punix:${probeSocket}"`,
+      'inactivity_probe=1000',
+      '--',
+      'add',
+      'Open_vSwitch',
+      '.',
+      'manager_options',
+      '@m',
+    );
     await waitFor(() => canConnect(probeSocket), 'probe.sock');
 
     const silent = connect({ path: probeSocket });
@@ -300,12 +366,18 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
     await execute('ovsdb-tool', [
       'transact',
       server.dbPath,
-      JSON.stringify([DB, { op: 'mutate', table: 'Interface', where: [['name', '==', 'p1']], mutations: [['external_ids', 'insert', ['map', [['offline', 'yes']]]]] }]),
+      JSON.stringify([
+        DB,
+        { op: 'mutate', table: 'Interface', where: [['name', '==', 'p1']], mutations: [['external_ids', 'insert', ['map', [['offline', 'yes']]]]] },
+      ]),
     ]);
     await server.start();
     const [event] = (await withTimeout(reconnected, 20_000, 'no reconnected event')) as [{ monitors: string[] }];
     assert.ok(event.monitors.includes('e2e-resync'), event.monitors.join());
-    assert.ok(event.monitors.some((id) => id.startsWith('mcastctl-interfaces-br0-')), event.monitors.join());
+    assert.ok(
+      event.monitors.some((id) => id.startsWith('mcastctl-interfaces-br0-')),
+      event.monitors.join(),
+    );
 
     const resync = monitored.find((call) => call.reason === 'resync');
     assert.ok(resync !== undefined, 'the monitor got its state again');
@@ -313,21 +385,42 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
     assert.deepEqual(p1?.new?.['external_ids'], { map: [['offline', 'yes']] });
     const resynced = watched.find((change) => change.reason === 'resync');
     assert.ok(resynced !== undefined);
-    assert.deepEqual(resynced.modified.map(({ after }) => [after.name, after.external_ids]), [['p1', { offline: 'yes' }]]);
+    assert.deepEqual(
+      resynced.modified.map(({ after }) => [after.name, after.external_ids]),
+      [['p1', { offline: 'yes' }]],
+    );
 
     await server.vsctl('add-port', 'br0', 'after-restart');
-    await waitFor(() => monitored.some((call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('after-restart')), 'an update after the restart');
-    await waitFor(() => watched.some((change) => change.reason === 'update' && change.added.some((row) => row.name === 'after-restart')), 'watchInterfaces after the restart');
+    await waitFor(
+      () => monitored.some((call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('after-restart')),
+      'an update after the restart',
+    );
+    await waitFor(
+      () => watched.some((change) => change.reason === 'update' && change.added.some((row) => row.name === 'after-restart')),
+      'watchInterfaces after the restart',
+    );
     assert.deepEqual(events, ['disconnected', 'reconnected']);
   });
 
-  it('a socket this user may not open is PermissionError (exit 77)', { skip: process.getuid?.() !== 0 && 'needs root, to run a client as nobody' }, async () => {
+  it('a socket this user may not open is PermissionError (exit 77)', {
+    skip: process.getuid?.() !== 0 && 'needs root, to run a client as nobody',
+  }, async () => {
     // The server's directory is 0700 root: nobody gets EACCES.
     const script = `
       const { OvsdbClient } = await import(${JSON.stringify(new URL('../../src/transport/ovsdb/client.ts', import.meta.url).href)});
       try { await OvsdbClient.connect({ endpoint: ${JSON.stringify(server.endpoint)} }); console.log('{}'); }
       catch (error) { console.log(JSON.stringify({ name: error.name, exitCode: error.exitCode, message: error.message, hint: error.hint })); }`;
-    const output = await execute('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script]);
+    const output = await execute('setpriv', [
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+      process.execPath,
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      script,
+    ]);
     assert.deepEqual(JSON.parse(output), {
       name: 'PermissionError',
       exitCode: ExitCode.NoPermission,
@@ -372,7 +465,6 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
     clearTimeout(timer);
   }
 }
-
 
 function execute(file: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {

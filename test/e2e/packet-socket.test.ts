@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/packet/bpf.js';
 import { LinkType } from '../../src/packet/pcap/link-type.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
-import { McastError, PermissionError, UsageError } from '../../src/errors.js';
+import { type McastError, PermissionError, UsageError } from '../../src/errors.js';
 import { PacketCapture, type CapturedFrame } from '../../src/transport/packet-socket.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -310,7 +310,10 @@ function kernelTests(): void {
       run('ip', ['-n', captureNs, 'link', 'add', captureIf, 'type', 'veth', 'peer', 'name', peerIf, 'netns', peerNs]);
       run('ip', ['-n', captureNs, 'addr', 'add', `${CAPTURE_ADDRESS}/24`, 'dev', captureIf]);
       run('ip', ['-n', peerNs, 'addr', 'add', `${PEER_ADDRESS}/24`, 'dev', peerIf]);
-      for (const [ns, dev] of [[captureNs, captureIf], [peerNs, peerIf]] as const) {
+      for (const [ns, dev] of [
+        [captureNs, captureIf],
+        [peerNs, peerIf],
+      ] as const) {
         run('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
         run('ip', ['-n', ns, 'link', 'set', dev, 'up']);
         // The lab's rule for veths: with offload on, UDP leaves with its checksum unfilled.
@@ -361,7 +364,10 @@ function kernelTests(): void {
 
       capture.send('stop');
       assert.equal(await capture.exit(), 0, `capture child failed: ${capture.stderr}`);
-      assert.ok(capture.events.some((e) => e.event === 'closed'), 'the child exited on its own after close(): nothing kept its loop alive');
+      assert.ok(
+        capture.events.some((e) => e.event === 'closed'),
+        'the child exited on its own after close(): nothing kept its loop alive',
+      );
       assert.equal(promiscuity(), 0, 'promiscuous mode ends with the socket');
 
       // Through the filter: IGMP only, in both directions, never the noise.
@@ -434,7 +440,10 @@ function kernelTests(): void {
       );
       assert.match(String(errors[0]?.message), /ENETDOWN/);
       assert.match(String(errors[1]?.message), new RegExp(`${iface}.*removed`));
-      assert.ok(child.events.some((e) => e.event === 'frame-after-up'), 'frames flow again after the link came back');
+      assert.ok(
+        child.events.some((e) => e.event === 'frame-after-up'),
+        'frames flow again after the link came back',
+      );
     });
 
     test('without CAP_NET_RAW: PermissionError', async () => {
@@ -470,7 +479,11 @@ function kernelTests(): void {
 
     test('invalid interface names and options are refused before any system call', () => {
       for (const iface of ['', 'a'.repeat(16), 'eth/0', 'eth 0', 'eth0:1']) {
-        assert.throws(() => PacketCapture.open({ iface }), (error: unknown) => error instanceof UsageError && error.code === 'usage', iface);
+        assert.throws(
+          () => PacketCapture.open({ iface }),
+          (error: unknown) => error instanceof UsageError && error.code === 'usage',
+          iface,
+        );
       }
       assert.throws(() => PacketCapture.open({ iface: 'lo', snaplen: 0 }), UsageError);
       assert.throws(() => PacketCapture.open({ iface: 'lo', receiveBufferBytes: 1.5 }), UsageError);
@@ -487,7 +500,15 @@ function emit(event: Record<string, unknown>): void {
 }
 
 function frameEvent(capture: 'filtered' | 'all', frame: CapturedFrame): Record<string, unknown> {
-  return { event: 'frame', capture, direction: frame.direction, hex: frame.data.toString('hex'), originalLength: frame.originalLength, tsSec: frame.tsSec, tsNsec: frame.tsNsec };
+  return {
+    event: 'frame',
+    capture,
+    direction: frame.direction,
+    hex: frame.data.toString('hex'),
+    originalLength: frame.originalLength,
+    tsSec: frame.tsSec,
+    tsNsec: frame.tsNsec,
+  };
 }
 
 /** Opens a filtered and an unfiltered capture, joins OWN_GROUP on 'join', closes on 'stop'. */

@@ -171,9 +171,16 @@ async function runQuery(label: string, args: string[], options: { ns?: string; j
   return outcome;
 }
 
-function answer(host: string, group: string, version: Version, filter: { mode: 'include' | 'exclude'; sources: string[] } = { mode: 'exclude', sources: [] }): Answer {
+function answer(
+  host: string,
+  group: string,
+  version: Version,
+  filter: { mode: 'include' | 'exclude'; sources: string[] } = { mode: 'exclude', sources: [] },
+): Answer {
   // v1/v2 reports carry no filter: "any source".
-  return version === 3 ? { host, group, version, mode: filter.mode, sources: [...filter.sources].sort() } : { host, group, version, mode: 'exclude', sources: [] };
+  return version === 3
+    ? { host, group, version, mode: filter.mode, sources: [...filter.sources].sort() }
+    : { host, group, version, mode: 'exclude', sources: [] };
 }
 
 function sortAnswers(answers: readonly Answer[]): Answer[] {
@@ -212,7 +219,11 @@ function assertQueries(run: Run, ownAddress: string): void {
   for (const [i, query] of doc.queries.entries()) {
     const want = expected[i]!;
     const { version, kind, group, sources, src, dst, maxRespMs, sentAt } = query;
-    assert.deepEqual({ version, kind, group, sources, src, dst }, { version: want.version, kind: want.kind, group: want.group, sources: want.sources, src: want.src, dst: want.dst }, `query ${i + 1}`);
+    assert.deepEqual(
+      { version, kind, group, sources, src, dst },
+      { version: want.version, kind: want.kind, group: want.group, sources: want.sources, src: want.src, dst: want.dst },
+      `query ${i + 1}`,
+    );
     // IGMPv1 has no Max Resp field; what the command prints for it is not specified.
     if (want.maxRespMs !== undefined) assert.equal(maxRespMs, want.maxRespMs, `maxRespMs of query ${i + 1}`);
     assert.match(sentAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/, `sentAt of query ${i + 1} is an ISO time`);
@@ -245,7 +256,13 @@ function tables(text: string): Table[] {
     const trimmed = line.trim();
     if (trimmed.startsWith('┌')) found.push((current = []));
     else if (trimmed.startsWith('└')) current = undefined;
-    else if (current && trimmed.startsWith('│')) current.push(trimmed.split('│').slice(1, -1).map((cell) => cell.trim()));
+    else if (current && trimmed.startsWith('│'))
+      current.push(
+        trimmed
+          .split('│')
+          .slice(1, -1)
+          .map((cell) => cell.trim()),
+      );
   }
   return found;
 }
@@ -298,10 +315,9 @@ function findAll(tree: Json | undefined, key: string, out: Json[] = []): Json[] 
 const PI_WARN = 0x00600000;
 
 async function readWire(file: string): Promise<WireFrame[]> {
-  const { stdout } = await run(
-    ['tshark', '-n', '-r', file, '-o', 'ip.check_checksum:TRUE', '-o', 'ip.defragment:FALSE', '-T', 'json', '--no-duplicate-keys'],
-    { timeoutMs: 60_000 },
-  );
+  const { stdout } = await run(['tshark', '-n', '-r', file, '-o', 'ip.check_checksum:TRUE', '-o', 'ip.defragment:FALSE', '-T', 'json', '--no-duplicate-keys'], {
+    timeoutMs: 60_000,
+  });
   const packets = JSON.parse(stdout.trim() === '' ? '[]' : stdout) as { _source: { layers: Tree } }[];
   return packets.map(({ _source: { layers } }) => {
     const frame = firstOf(layers.frame);
@@ -340,8 +356,10 @@ function queryProblems(frame: WireFrame, want: SentQuery): string[] {
   if (line.src !== want.src) problems.push(`from ${line.src}, not ${want.src}`);
   if (line.dst !== want.dst) problems.push(`to ${line.dst}, not ${want.dst}`);
   // A v1 query has no group-specific form (RFC 1112): its group field is only checked for a general query.
-  if ((want.version !== 1 || want.group === null) && line.group !== (want.group ?? '0.0.0.0')) problems.push(`group field ${line.group}, not ${want.group ?? '0.0.0.0'}`);
-  if (want.version === 3 && JSON.stringify(line.sources ?? []) !== JSON.stringify(want.sources)) problems.push(`sources ${JSON.stringify(line.sources)}, not ${JSON.stringify(want.sources)}`);
+  if ((want.version !== 1 || want.group === null) && line.group !== (want.group ?? '0.0.0.0'))
+    problems.push(`group field ${line.group}, not ${want.group ?? '0.0.0.0'}`);
+  if (want.version === 3 && JSON.stringify(line.sources ?? []) !== JSON.stringify(want.sources))
+    problems.push(`sources ${JSON.stringify(line.sources)}, not ${JSON.stringify(want.sources)}`);
   if (want.maxRespMs !== undefined && line.maxRespTimeMs !== want.maxRespMs) problems.push(`max resp ${line.maxRespTimeMs} ms, not ${want.maxRespMs}`);
   // S (suppress router-side processing) on v3 group and group-and-source queries only: we ask, we do not prune.
   if (want.version === 3 && line.sFlag !== (want.group !== null)) problems.push(`S flag ${line.sFlag}, not ${want.group !== null}`);
@@ -364,7 +382,7 @@ function compareQueries(frames: readonly WireFrame[], wanted: readonly SentQuery
 
 /** Whether a report frame carries `group` (a v1/v2 report's group, or one of a v3 report's records). */
 function reportsGroup(line: ExpectedLine | undefined, group: string): boolean {
-  if (!line || line.type !== 'report') return false;
+  if (line?.type !== 'report') return false;
   return line.group === group || (line.records ?? []).some((record) => record.group === group);
 }
 
@@ -506,9 +524,7 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         const tcpdump = await lab.startTcpdump(q.ns, q.iface, file, { filter: ['igmp'] });
         try {
           // All at once: nothing may be sent by any of them, whichever way they fail.
-          await Promise.all(
-            cases.map(async ([name, args]) => results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 }))),
-          );
+          await Promise.all(cases.map(async ([name, args]) => results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 }))));
           // A control, sent by the test itself: the capture must see exactly this query.
           await qMember.sendIgmp(marker.dst, v3GroupQuery(marker.dst));
           await sleep(300);
@@ -624,7 +640,9 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         // h1 takes the v3 query for its group as a general query and answers within 10 s.
         const run = await query('v3 group for h1, human', ['--group', G1, '--max-resp', '10'], false);
         const found = tables(run.result.stdout);
-        const responders = found.find((table) => ['group', 'host', 'version', 'filter', 'delay'].every((name) => (table[0] ?? []).some((cell) => cell.toLowerCase().startsWith(name))));
+        const responders = found.find((table) =>
+          ['group', 'host', 'version', 'filter', 'delay'].every((name) => (table[0] ?? []).some((cell) => cell.toLowerCase().startsWith(name))),
+        );
         assert.ok(responders, `no table with columns Group, Host, Version, Filter, Delay in:\n${run.result.stdout}`);
         assert.ok(!(responders[0] ?? []).some((cell) => /^(port|pod)$/i.test(cell)), 'no Port or Pod column on an interface');
         const rows = responders.slice(1).filter((row) => row.some((cell) => cell !== ''));
@@ -637,7 +655,10 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         const rest = run.result.stdout.slice(run.result.stdout.indexOf(h1.address) + h1.address.length);
         assert.match(rest, /querier/i, 'a Queriers table after the answers');
         const queriers = found.slice(found.indexOf(responders) + 1);
-        assert.ok(queriers.some((table) => table.some((row) => row.some((cell) => cell.includes(q.address)))), `our own address in the Queriers table:\n${run.result.stdout}`);
+        assert.ok(
+          queriers.some((table) => table.some((row) => row.some((cell) => cell.includes(q.address)))),
+          `our own address in the Queriers table:\n${run.result.stdout}`,
+        );
       });
 
       it('v2 general query: h1 in v1, everybody else in v2 (h3 and h4 fall back to v2)', async () => {
@@ -738,7 +759,10 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
           if (count !== 1) continue;
           const queryTs = queryFrames[0]!.ts;
           for (const responder of run.doc.responders) {
-            const report = frames.find((frame) => frame.ts > queryTs && frame.ts * 1000 <= run.endedAt && frame.igmp?.src === responder.host && reportsGroup(frame.igmp, responder.group));
+            const report = frames.find(
+              (frame) =>
+                frame.ts > queryTs && frame.ts * 1000 <= run.endedAt && frame.igmp?.src === responder.host && reportsGroup(frame.igmp, responder.group),
+            );
             if (!report) {
               differences.push(`${run.label}: no report from ${responder.host} for ${responder.group} on the wire`);
               continue;
@@ -766,7 +790,14 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
     });
 
     it('queriers: the bridge (v2, elected) and ourselves (self, not elected)', async () => {
-      await bridge.set({ querier: true, igmpVersion: 2, queryUseIfaddr: true, queryIntervalMs: 1000, startupQueryIntervalMs: 500, queryResponseIntervalMs: 500 });
+      await bridge.set({
+        querier: true,
+        igmpVersion: 2,
+        queryUseIfaddr: true,
+        queryIntervalMs: 1000,
+        startupQueryIntervalMs: 500,
+        queryResponseIntervalMs: 500,
+      });
       await sleep(300);
       const tcpdump = await lab.startTcpdump(q2.ns, q2.iface, lab.file('q2.pcap'), { filter: ['igmp'] });
       let outcome: Run;
@@ -847,7 +878,10 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       assertDelays(doc, () => 2000);
       assert.equal(doc.ignored?.reports, 0);
 
-      const queriesAt = async (file: string) => (await readWire(file)).filter((frame) => frame.igmp?.type === 'query').map((frame) => `v${frame.igmp!.version} ${frame.igmp!.dst} TTL ${frame.ttl}${frame.routerAlert ? ' RA' : ''}`);
+      const queriesAt = async (file: string) =>
+        (await readWire(file))
+          .filter((frame) => frame.igmp?.type === 'query')
+          .map((frame) => `v${frame.igmp!.version} ${frame.igmp!.dst} TTL ${frame.ttl}${frame.routerAlert ? ' RA' : ''}`);
       assert.deepEqual(await queriesAt(lab.file('pod1.pcap')), [`v3 ${ALL_HOSTS} TTL 1 RA`], 'the query reached pod p1, once');
       assert.deepEqual(await queriesAt(lab.file('local.pcap')), [], 'no query out of the LOCAL port');
       assert.deepEqual(await flows(), flowsBefore, 'the flow table is as it was before the run');

@@ -1,5 +1,5 @@
 /**
- * Acceptance of `mcastctl reconcile` (issue [6]) on real OVS nodes and real kernels in the
+ * Acceptance of `mcastctl reconcile` on real OVS nodes and real kernels in the
  * lab: drift induced by hand (ovs-ofctl, uninstall) and repaired, exactly ours touched;
  * the daemon's learned groups and (S,G) routes left alone; bad files changing nothing;
  * the run lock.
@@ -31,7 +31,10 @@ function groupId(group: string): number {
 }
 /** The cookie of a group's flow: prefix 0x4d43, kind 03, flag byte (01 learned), the address. */
 function groupCookie(group: string, learned = false): string {
-  const hex = group.split('.').map((octet) => Number(octet).toString(16).padStart(2, '0')).join('');
+  const hex = group
+    .split('.')
+    .map((octet) => Number(octet).toString(16).padStart(2, '0'))
+    .join('');
   return `0x4d4303${learned ? '01' : '00'}${hex}`;
 }
 
@@ -75,7 +78,13 @@ async function kernelState(node: OvsNode): Promise<{ vifs: string[]; routes: str
   return {
     vifs: vifs.map((row) => `${row.vif} ${row.name}${row.static ? ' static' : ''}`).sort(),
     routes: parseMfcCache(mfcText)
-      .map((row) => `(${row.origin}, ${row.group}) ${name(row.iif)} -> ${row.oifs.map((oif) => name(oif.vif)).sort().join(',')}`)
+      .map(
+        (row) =>
+          `(${row.origin}, ${row.group}) ${name(row.iif)} -> ${row.oifs
+            .map((oif) => name(oif.vif))
+            .sort()
+            .join(',')}`,
+      )
       .sort(),
   };
 }
@@ -159,7 +168,11 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
     });
 
     const cli = (...args: string[]): Promise<CliResult> =>
-      mcastctl([...args, '--ovs-rundir', node.rundir, '--control-socket', lab.file('n1-no-daemon.sock'), '--lock-file', lockFile], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
+      mcastctl([...args, '--ovs-rundir', node.rundir, '--control-socket', lab.file('n1-no-daemon.sock'), '--lock-file', lockFile], {
+        ns: node.ns,
+        env: node.env,
+        timeoutMs: 20_000,
+      });
     const ofport = (n: number) => pods[n - 1]!.ofport;
     const declaredGroups = () => ({ [G1]: [ofport(1), ofport(2)], [G2]: [ofport(2), ofport(3)], [G3]: [ofport(1), ofport(3)] });
     const declaredRoute = () => `(${SOURCE}, ${G1}) ${iif} -> gw0`;
@@ -189,7 +202,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
 
       const second = await cli('reconcile', '-f', file);
       assert.equal(second.code, 0, second.stderr);
-      assert.match(second.stdout, /^in sync: 3 groups and 1 route as declared; left alone: 0 groups the daemon learned, 0 routes of its own, 1 flow of other controllers$/m);
+      assert.match(
+        second.stdout,
+        /^in sync: 3 groups and 1 route as declared; left alone: 0 groups the daemon learned, 0 routes of its own, 1 flow of other controllers$/m,
+      );
       const json = await cli('reconcile', '-f', file, '--json');
       assert.equal(json.code, 0, json.stderr);
       const inSync = parseReport(json);
@@ -210,7 +226,11 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const removed = await mcastctl(['uninstall', G1, '--source', SOURCE], { ns: node.ns, env: node.env, timeoutMs: 15_000 });
       assert.equal(removed.code, 0, removed.stderr);
       // 5. a group of ours that the file does not declare
-      const extra = await mcastctl(['install', UNDECLARED, '--ports', pods[0]!.port, '--ovs-rundir', node.rundir], { ns: node.ns, env: node.env, timeoutMs: 15_000 });
+      const extra = await mcastctl(['install', UNDECLARED, '--ports', pods[0]!.port, '--ovs-rundir', node.rundir], {
+        ns: node.ns,
+        env: node.env,
+        timeoutMs: 15_000,
+      });
       assert.equal(extra.code, 0, extra.stderr);
       // 6. a flow that is not ours
       await node.ofctl('add-flow', node.bridge, FOREIGN);
@@ -218,7 +238,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const switchBefore = await node.switchState();
       const kernelBefore = await kernelState(node);
       assert.equal(kernelBefore.routes.length, 0, 'the route is gone');
-      assert.ok(switchBefore.groups.some((line) => line.startsWith(`group_id=${groupId(G1)},`)), "G1's OVS group is still there");
+      assert.ok(
+        switchBefore.groups.some((line) => line.startsWith(`group_id=${groupId(G1)},`)),
+        "G1's OVS group is still there",
+      );
       assert.ok(!switchBefore.flows.some((line) => line.includes(`nw_dst=${G1} `)), "G1's flow is gone");
 
       const dry = await cli('reconcile', '-f', file, '--dry-run', '--json');
@@ -241,7 +264,11 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       assert.deepEqual(byKey.get(`group ${UNDECLARED}`)?.before, { ports: [pods[0]!.port] });
       assert.deepEqual(byKey.get(`route (${SOURCE}, ${G1})`)?.after, { iif, oifs: ['gw0'] });
       assert.equal(planned.inSyncGroups, 1, 'G3 is as declared');
-      assert.equal(planned.leftAlone.foreignFlows >= 2, true, `the foreign flow and the NORMAL flow are counted as others' (${planned.leftAlone.foreignFlows})`);
+      assert.equal(
+        planned.leftAlone.foreignFlows >= 2,
+        true,
+        `the foreign flow and the NORMAL flow are counted as others' (${planned.leftAlone.foreignFlows})`,
+      );
       assert.deepEqual(await node.switchState(), switchBefore, 'the dry run changed nothing in OVS');
       assert.deepEqual(await kernelState(node), kernelBefore, 'the dry run changed nothing in the kernel');
 
@@ -265,7 +292,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       assert.ok(!switchAfter.groups.some((line) => line.startsWith(`group_id=${groupId(UNDECLARED)},`)), "the undeclared group's OVS group is gone");
       assert.equal(switchAfter.groups.length, 3, switchAfter.groups.join('\n'));
       assert.equal(switchAfter.flows.filter((line) => line.startsWith('cookie=0x4d4303')).length, 3, switchAfter.flows.join('\n'));
-      assert.ok(switchAfter.flows.includes('cookie=0x1234, table=0, priority=50,ip,nw_dst=239.9.9.9 actions=drop'), `the foreign flow is untouched:\n${switchAfter.flows.join('\n')}`);
+      assert.ok(
+        switchAfter.flows.includes('cookie=0x1234, table=0, priority=50,ip,nw_dst=239.9.9.9 actions=drop'),
+        `the foreign flow is untouched:\n${switchAfter.flows.join('\n')}`,
+      );
       // Everything else on the bridge that was not ours is exactly as before.
       const notOurs = (flows: string[]) => flows.filter((line) => !line.startsWith('cookie=0x4d43'));
       assert.deepEqual(notOurs(switchAfter.flows), notOurs(switchBefore.flows));
@@ -296,10 +326,13 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const dry = await cli('reconcile', '-f', file, '--dry-run', '--json');
       assert.equal(dry.code, 2, dry.stderr);
       const rows = parseReport(dry).drift;
-      assert.deepEqual(rows.map((row) => [row.object, row.key, row.action]), [
-        ['route', `(${SOURCE}, ${G1})`, 'change'],
-        ['route', `(10.9.9.10, ${G2})`, 'remove'],
-      ]);
+      assert.deepEqual(
+        rows.map((row) => [row.object, row.key, row.action]),
+        [
+          ['route', `(${SOURCE}, ${G1})`, 'change'],
+          ['route', `(10.9.9.10, ${G2})`, 'remove'],
+        ],
+      );
       assert.deepEqual(rows[0]!.before, { iif, oifs: ['gw0', lab.ifname('in1p')].sort() });
       assert.deepEqual(rows[0]!.after, { iif, oifs: ['gw0'] });
       const repair = await cli('reconcile', '-f', file, '--json');
@@ -320,7 +353,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         const result = await cli('reconcile', '-f', conflictFile, '--json');
         assert.equal(result.code, 1, result.stderr);
         const report = parseReport(result);
-        assert.deepEqual(report.conflicts.map((conflict) => [conflict.object, conflict.key]), [['group', '239.1.1.77']]);
+        assert.deepEqual(
+          report.conflicts.map((conflict) => [conflict.object, conflict.key]),
+          [['group', '239.1.1.77']],
+        );
         assert.match(report.conflicts[0]!.problem, /another controller's flow \(cookie 0x77\)/);
         assert.deepEqual(report.drift, []);
         assert.deepEqual(await node.switchState(), before);
@@ -332,14 +368,63 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
     describe('a bad file: exit 64 naming the line, nothing changed', () => {
       const good = () => readFileSync(file, 'utf8').split('\n');
       const cases: [string, () => string, RegExp][] = [
-        ['a YAML syntax error', () => good().map((line, i) => (i === 3 ? line.replace(/\]$/, '') : line)).join('\n'), /bad\.yaml:\d+: not valid YAML or JSON/],
-        ['an unknown key', () => good().map((line, i) => (i === 5 ? line.replace('ports:', 'prots:') : line)).join('\n'), /bad\.yaml:6: unknown key "prots" in a group/],
+        [
+          'a YAML syntax error',
+          () =>
+            good()
+              .map((line, i) => (i === 3 ? line.replace(/\]$/, '') : line))
+              .join('\n'),
+          /bad\.yaml:\d+: not valid YAML or JSON/,
+        ],
+        [
+          'an unknown key',
+          () =>
+            good()
+              .map((line, i) => (i === 5 ? line.replace('ports:', 'prots:') : line))
+              .join('\n'),
+          /bad\.yaml:6: unknown key "prots" in a group/,
+        ],
         ['an unknown top-level key', () => `${good().join('\n')}vlans: [1]\n`, /bad\.yaml:10: unknown key "vlans"/],
-        ['a bad group address', () => good().map((line, i) => (i === 4 ? line.replace(G2, '239.1.1.300') : line)).join('\n'), /bad\.yaml:5: "239\.1\.1\.300" is not an IPv4 address/],
-        ['a unicast group', () => good().map((line, i) => (i === 6 ? line.replace(G3, '10.1.1.3') : line)).join('\n'), /bad\.yaml:7: .*not a multicast address/],
-        ['a bad route source', () => good().map((line, i) => (i === 8 ? line.replace(SOURCE, '10.9.9') : line)).join('\n'), /bad\.yaml:9: "source" must be a unicast host address/],
-        ['an unknown port', () => good().map((line, i) => (i === 5 ? line.replace(/\[.*\]/, `[${pods[1]!.port}, nosuchport]`) : line)).join('\n'), /bad\.yaml:5: bridge br-int has no port nosuchport/],
-        ['an unknown route interface', () => good().map((line, i) => (i === 8 ? line.replace(iif, 'nosuchif0') : line)).join('\n'), /bad\.yaml:9: .*nosuchif0/],
+        [
+          'a bad group address',
+          () =>
+            good()
+              .map((line, i) => (i === 4 ? line.replace(G2, '239.1.1.300') : line))
+              .join('\n'),
+          /bad\.yaml:5: "239\.1\.1\.300" is not an IPv4 address/,
+        ],
+        [
+          'a unicast group',
+          () =>
+            good()
+              .map((line, i) => (i === 6 ? line.replace(G3, '10.1.1.3') : line))
+              .join('\n'),
+          /bad\.yaml:7: .*not a multicast address/,
+        ],
+        [
+          'a bad route source',
+          () =>
+            good()
+              .map((line, i) => (i === 8 ? line.replace(SOURCE, '10.9.9') : line))
+              .join('\n'),
+          /bad\.yaml:9: "source" must be a unicast host address/,
+        ],
+        [
+          'an unknown port',
+          () =>
+            good()
+              .map((line, i) => (i === 5 ? line.replace(/\[.*\]/, `[${pods[1]!.port}, nosuchport]`) : line))
+              .join('\n'),
+          /bad\.yaml:5: bridge br-int has no port nosuchport/,
+        ],
+        [
+          'an unknown route interface',
+          () =>
+            good()
+              .map((line, i) => (i === 8 ? line.replace(iif, 'nosuchif0') : line))
+              .join('\n'),
+          /bad\.yaml:9: .*nosuchif0/,
+        ],
       ];
       for (const [name, text, message] of cases) {
         it(name, async () => {
@@ -381,7 +466,18 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         // A process in the node's namespace holds the lock as reconcile does: it binds the
         // abstract unix socket named after the lock file (all 108 octets, as Node binds
         // it), and writes its pid in the file.
-        holder = spawn('ip', ['netns', 'exec', node.ns, 'python3', '-c', `import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(b"\\0${lockSocketName(lockFile).slice(1)}".ljust(108, b"\\0"))\ns.listen()\nprint("ready",flush=True)\ntime.sleep(30)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+        holder = spawn(
+          'ip',
+          [
+            'netns',
+            'exec',
+            node.ns,
+            'python3',
+            '-c',
+            `import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(b"\\0${lockSocketName(lockFile).slice(1)}".ljust(108, b"\\0"))\ns.listen()\nprint("ready",flush=True)\ntime.sleep(30)`,
+          ],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
         await new Promise((resolve, reject) => {
           holder!.stdout!.once('data', resolve);
           holder!.once('exit', (code) => reject(new Error(`the lock holder exited ${code}`)));
@@ -398,7 +494,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         assert.equal(readFileSync(lockFile, 'utf8').trim(), String(pid), "the holder's lock is left as it was");
         const dry = await cli('reconcile', '-f', file, '--dry-run', '--json');
         assert.equal(dry.code, 2, dry.stderr);
-        assert.deepEqual(parseReport(dry).drift.map((row) => [row.key, row.action]), [[G2, 'change']]);
+        assert.deepEqual(
+          parseReport(dry).drift.map((row) => [row.key, row.action]),
+          [[G2, 'change']],
+        );
       });
 
       it('a lock left by a dead process is taken over', async () => {
@@ -407,7 +506,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         assert.equal(existsSync(lockFile), true, 'the dead holder left its lock file');
         const result = await cli('reconcile', '-f', file, '--json');
         assert.equal(result.code, 2, result.stderr);
-        assert.deepEqual(parseReport(result).drift.map((row) => [row.key, row.action, row.result]), [[G2, 'change', 'applied']]);
+        assert.deepEqual(
+          parseReport(result).drift.map((row) => [row.key, row.action, row.result]),
+          [[G2, 'change', 'applied']],
+        );
         assert.deepEqual(await ourGroups(node), declaredGroups());
         assert.equal(existsSync(lockFile), false, 'the lock is released');
       });
@@ -417,7 +519,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
         const results = await Promise.all([cli('reconcile', '-f', file, '--json'), cli('reconcile', '-f', file, '--json')]);
         const codes = results.map((result) => result.code).sort();
         // Either one repaired (2) and the other was busy (1) or ran after it (0).
-        assert.ok(JSON.stringify(codes) === '[0,2]' || JSON.stringify(codes) === '[1,2]', `exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('\n')}`);
+        assert.ok(
+          JSON.stringify(codes) === '[0,2]' || JSON.stringify(codes) === '[1,2]',
+          `exit codes ${codes.join(',')}: ${results.map((r) => r.stderr).join('\n')}`,
+        );
         for (const result of results) if (result.code === 1) assert.match(result.stderr, /is running: it holds/);
         assert.deepEqual(await ourGroups(node), declaredGroups());
         assert.equal(existsSync(lockFile), false);
@@ -450,7 +555,11 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
     });
 
     const cli = (...args: string[]): Promise<CliResult> =>
-      mcastctl([...args, '--ovs-rundir', node.rundir, '--control-socket', daemon.controlSocket, '--lock-file', lab.file('n2-reconcile.lock')], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
+      mcastctl([...args, '--ovs-rundir', node.rundir, '--control-socket', daemon.controlSocket, '--lock-file', lab.file('n2-reconcile.lock')], {
+        ns: node.ns,
+        env: node.env,
+        timeoutMs: 20_000,
+      });
 
     /** The learned group's flow and OVS group lines, as ovs-ofctl shows them. */
     async function learnedEntries(): Promise<{ flow: string | undefined; group: string | undefined }> {
@@ -479,14 +588,20 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const first = await cli('reconcile', '-f', file, '--json');
       assert.equal(first.code, 2, first.stderr);
       const report = parseReport(first);
-      assert.deepEqual(report.drift.map((row) => [row.object, row.key, row.action, row.result]), [['group', STATIC, 'add', 'applied']]);
+      assert.deepEqual(
+        report.drift.map((row) => [row.object, row.key, row.action, row.result]),
+        [['group', STATIC, 'add', 'applied']],
+      );
       assert.equal(report.daemon, 'running');
       assert.ok(report.leftAlone.learnedGroups >= 1, `learned groups left alone: ${report.leftAlone.learnedGroups}`);
       assert.ok(report.leftAlone.daemonRoutes >= 1, `daemon routes left alone: ${report.leftAlone.daemonRoutes}`);
       assert.deepEqual(report.conflicts, []);
       assert.deepEqual(await learnedEntries(), learnedBefore, 'the learned flow and group are untouched');
       assert.ok((await kernelState(node)).routes.includes(daemonRoute), "the daemon's route is still there");
-      assert.deepEqual((await ourGroups(node))[STATIC], [pods[1]!.ofport, pods[2]!.ofport].sort((a, b) => a - b));
+      assert.deepEqual(
+        (await ourGroups(node))[STATIC],
+        [pods[1]!.ofport, pods[2]!.ofport].sort((a, b) => a - b),
+      );
 
       const second = await cli('reconcile', '-f', file, '--json');
       assert.equal(second.code, 0, second.stderr);
@@ -502,7 +617,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const [, path] = gwRoute.split(') ');
       const [iif, oifs] = path!.split(' -> ');
       const file = lab.file('state-n2-route.yaml');
-      writeFileSync(file, `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\nroutes:\n  - {group: ${LEARNED}, source: ${pods[1]!.address}, iif: ${iif}, oifs: [${oifs}]}\n`);
+      writeFileSync(
+        file,
+        `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\nroutes:\n  - {group: ${LEARNED}, source: ${pods[1]!.address}, iif: ${iif}, oifs: [${oifs}]}\n`,
+      );
       for (let run = 0; run < 2; run++) {
         const result = await cli('reconcile', '-f', file, '--json');
         assert.equal(result.code, 0, `run ${run + 1}: ${result.stdout}${result.stderr}`);
@@ -524,7 +642,10 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
       const result = await cli('reconcile', '-f', file, '--json');
       assert.equal(result.code, 1, result.stderr);
       const report = parseReport(result);
-      assert.deepEqual(report.conflicts.map((conflict) => [conflict.object, conflict.key]), [['group', LEARNED]]);
+      assert.deepEqual(
+        report.conflicts.map((conflict) => [conflict.object, conflict.key]),
+        [['group', LEARNED]],
+      );
       assert.match(report.conflicts[0]!.problem, /the daemon learned this group/);
       assert.deepEqual(report.drift, []);
       assert.deepEqual(await learnedEntries(), learnedBefore);

@@ -53,7 +53,6 @@ const NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
 // ---------------------------------------------------------------------------------------
 // RoleChild roles (this file, run with MCL_ROUTES_ROLE set inside a namespace)
 
-
 /** The test's router: holds MRT_INIT (and adds nothing) until told to quit. */
 async function holderRole(): Promise<void> {
   let socket: MrouteSocket;
@@ -102,7 +101,6 @@ async function senderRole(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------
 // Test side
-
 
 /** `routes --json`, as the contract describes it. */
 interface RoutesJson {
@@ -180,7 +178,12 @@ function routeTests(): void {
       assert.deepEqual(
         table.routes.map((r) => ({ group: r.group, source: r.source, iif: r.iif, oifs: r.oifs })).sort((x, y) => x.group.localeCompare(y.group)),
         k.cache
-          .map((row) => ({ group: row.group, source: row.origin, iif: { vif: row.iif, name: nameOf.get(row.iif) }, oifs: row.oifs.map((o) => ({ vif: o.vif, name: nameOf.get(o.vif), ttl: o.ttl })) }))
+          .map((row) => ({
+            group: row.group,
+            source: row.origin,
+            iif: { vif: row.iif, name: nameOf.get(row.iif) },
+            oifs: row.oifs.map((o) => ({ vif: o.vif, name: nameOf.get(o.vif), ttl: o.ttl })),
+          }))
           .sort((x, y) => x.group.localeCompare(y.group)),
       );
     }
@@ -224,10 +227,19 @@ function routeTests(): void {
 
     test('install (one-shot, --json) exits 0 and reports the route and that no router is active', async () => {
       const result = await cli(['install', GROUP, '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra, '--json']);
-      const output = parseJson<{ route: { group: string; source: string; iif: string; oifs: string[] }; routerActive: boolean; outcome?: unknown }>(result, 'install --json');
+      const output = parseJson<{ route: { group: string; source: string; iif: string; oifs: string[] }; routerActive: boolean; outcome?: unknown }>(
+        result,
+        'install --json',
+      );
       // The contract's keys; an `outcome` beside them (added/updated/unchanged) is welcome.
-      assert.deepEqual({ route: output.route, routerActive: output.routerActive }, { route: { group: GROUP, source: SENDER.address, iif: ifaces.rs, oifs: [ifaces.ra] }, routerActive: false });
-      assert.deepEqual(Object.keys(output).filter((key) => !['route', 'routerActive', 'outcome'].includes(key)), []);
+      assert.deepEqual(
+        { route: output.route, routerActive: output.routerActive },
+        { route: { group: GROUP, source: SENDER.address, iif: ifaces.rs, oifs: [ifaces.ra] }, routerActive: false },
+      );
+      assert.deepEqual(
+        Object.keys(output).filter((key) => !['route', 'routerActive', 'outcome'].includes(key)),
+        [],
+      );
       if ('outcome' in output) assert.equal(output.outcome, 'added');
     });
 
@@ -251,10 +263,19 @@ function routeTests(): void {
       const route = routeOf(table, GROUP);
       assert.ok(route, JSON.stringify(table.routes));
       assert.equal(route.iif.name, ifaces.rs);
-      assert.deepEqual(route.oifs.map((o) => o.name), [ifaces.ra]);
+      assert.deepEqual(
+        route.oifs.map((o) => o.name),
+        [ifaces.ra],
+      );
       assert.equal(route.iif.vif, vifNamed(table, ifaces.rs)!.vif);
-      assert.deepEqual(route.oifs.map((o) => o.vif), [vifNamed(table, ifaces.ra)!.vif]);
-      assert.deepEqual(routeOf(table, GROUP_B)?.oifs.map((o) => o.name), [ifaces.rb]);
+      assert.deepEqual(
+        route.oifs.map((o) => o.vif),
+        [vifNamed(table, ifaces.ra)!.vif],
+      );
+      assert.deepEqual(
+        routeOf(table, GROUP_B)?.oifs.map((o) => o.name),
+        [ifaces.rb],
+      );
       assert.deepEqual([route.packets, route.bytes, route.wrong], [0, 0, 0]);
       await assertAgreesWithKernel(table);
       // Human output names the route too.

@@ -90,10 +90,11 @@ async function liveRun(lab: Lab, log: (line: string) => void): Promise<LiveRun> 
     };
     const marker = (group: string) => new Promise<SnoopLine>((resolve) => waiters.push({ group, resolve }));
     const snoopStarted = Date.now();
-    const snoop = startMcastctl(
-      ['snoop', '--iface', observer.iface, '--json', '--duration', `${SNOOP_DURATION_S}s`, '--write', writtenFile],
-      { ns: observer.ns, timeoutMs: (SNOOP_DURATION_S + 20) * 1000, onStdout: lineSplitter(onLine) },
-    );
+    const snoop = startMcastctl(['snoop', '--iface', observer.iface, '--json', '--duration', `${SNOOP_DURATION_S}s`, '--write', writtenFile], {
+      ns: observer.ns,
+      timeoutMs: (SNOOP_DURATION_S + 20) * 1000,
+      onStdout: lineSplitter(onLine),
+    });
     const exited = snoop.done.then((result) => {
       for (const waiter of waiters.splice(0)) waiter.resolve({ frame: -1, ts: NaN, src: null, dst: null });
       return result;
@@ -194,7 +195,10 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     // sockets in either order (seen once in CI): such a neighbouring pair is put back in
     // tcpdump's order before comparing; anything else still counts as a difference.
     const same = (got: (typeof fromSnoop)[number] | undefined, want: (typeof fromTcpdump)[number] | undefined) =>
-      got !== undefined && want !== undefined && diffLine({ ...got, frame: want.frame, ts: want.ts }, want).length === 0 && Math.abs(got.ts - want.ts) <= TS_TOLERANCE_S;
+      got !== undefined &&
+      want !== undefined &&
+      diffLine({ ...got, frame: want.frame, ts: want.ts }, want).length === 0 &&
+      Math.abs(got.ts - want.ts) <= TS_TOLERANCE_S;
     for (let i = 0; i + 1 < fromSnoop.length; i++) {
       if (!same(fromSnoop[i], fromTcpdump[i]) && same(fromSnoop[i], fromTcpdump[i + 1]) && same(fromSnoop[i + 1], fromTcpdump[i])) {
         [fromSnoop[i], fromSnoop[i + 1]] = [fromSnoop[i + 1]!, fromSnoop[i]!];
@@ -222,19 +226,29 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     const [h1, h2] = hosts;
     const memberships = (await lab.exec(observer.ns, ['cat', '/proc/net/igmp'])).stdout;
     for (const group of [GA, GB, START_MARKER, END_MARKER]) {
-      const hex = group.split('.').map((octet) => Number(octet).toString(16).padStart(2, '0').toUpperCase()).reverse().join('');
+      const hex = group
+        .split('.')
+        .map((octet) => Number(octet).toString(16).padStart(2, '0').toUpperCase())
+        .reverse()
+        .join('');
       assert.ok(!memberships.includes(hex), `the observer is a member of ${group}:\n${memberships}`);
     }
     assert.ok(
       snoopLines.some((l) => l.type === 'report' && l.version === 2 && l.src === h1?.address && l.group === GA),
       `no v2 report for ${GA} from h1 in snoop's output`,
     );
-    assert.ok(snoopLines.some((l) => l.type === 'leave' && l.src === h1?.address && l.group === GA), `no v2 leave for ${GA} from h1`);
+    assert.ok(
+      snoopLines.some((l) => l.type === 'leave' && l.src === h1?.address && l.group === GA),
+      `no v2 leave for ${GA} from h1`,
+    );
     assert.ok(
       snoopLines.some((l) => l.type === 'report' && l.version === 3 && l.src === h2?.address && l.records?.some((r) => r.group === GB)),
       `no v3 report for ${GB} from h2 in snoop's output`,
     );
-    assert.ok(snoopLines.some((l) => l.type === 'query'), 'no query in snoop output');
+    assert.ok(
+      snoopLines.some((l) => l.type === 'query'),
+      'no query in snoop output',
+    );
   });
 
   it('--write produces a pcap that tcpdump -r and tshark -r read with the same frames, those snoop showed', async () => {
@@ -244,7 +258,22 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     // tcpdump: one line per frame, epoch timestamp first.
     const tcpdump = await run(['tcpdump', '-r', writtenFile, '-n', '-tt', '-q']);
     const tcpdumpFrames = tcpdump.stdout.split('\n').filter((l) => l.trim() !== '');
-    const tshark = await run(['tshark', '-r', writtenFile, '-n', '-T', 'fields', '-E', 'separator=,', '-e', 'frame.time_epoch', '-e', 'ip.src', '-e', 'ip.dst']);
+    const tshark = await run([
+      'tshark',
+      '-r',
+      writtenFile,
+      '-n',
+      '-T',
+      'fields',
+      '-E',
+      'separator=,',
+      '-e',
+      'frame.time_epoch',
+      '-e',
+      'ip.src',
+      '-e',
+      'ip.dst',
+    ]);
     const tsharkFrames = tshark.stdout.split('\n').filter((l) => l.trim() !== '');
     assert.equal(tcpdumpFrames.length, tsharkFrames.length, 'tcpdump and tshark count different frames');
     assert.ok(tsharkFrames.length > 0, 'the written pcap holds no frame');
@@ -305,4 +334,3 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     assert.equal(result.stdout, '', 'nothing on stdout');
   });
 });
-

@@ -50,7 +50,15 @@ describe('snoop --read: hostile input among valid frames', () => {
       assert.ok(!('type' in bad));
       for (const field of ['frame', 'ts', 'src', 'dst']) assert.ok(field in bad, `${field} in ${JSON.stringify(bad)}`);
     });
-    assert.deepEqual(lines.at(-1), { frame: frames.length, ts: 1_700_000_000 + frames.length - 1 + 0.5, src: '10.0.0.1', dst: '224.0.0.2', version: 1, type: 'other', igmpType: 31 });
+    assert.deepEqual(lines.at(-1), {
+      frame: frames.length,
+      ts: 1_700_000_000 + frames.length - 1 + 0.5,
+      src: '10.0.0.1',
+      dst: '224.0.0.2',
+      version: 1,
+      type: 'other',
+      igmpType: 31,
+    });
   });
 });
 
@@ -96,7 +104,10 @@ describe('snoop --read: stopping and sources', () => {
   const frames = Array.from({ length: 10 }, () => validFrames.v2Report);
   it('--count stops after n messages', async () => {
     const lines = parseNdjson((await runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3'])).stdout);
-    assert.deepEqual(lines.map((line) => line.frame), [1, 2, 3]);
+    assert.deepEqual(
+      lines.map((line) => line.frame),
+      [1, 2, 3],
+    );
   });
   it('reads standard input with -', async () => {
     const result = await runCli(['snoop', '--read', '-', '--json'], { input: pcapFile(frames) });
@@ -122,7 +133,9 @@ describe('snoop --read: streams that stay open, and stdout that goes away', () =
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+    const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      child.on('close', (code) => resolve({ code, stdout, stderr })),
+    );
     child.stdin.write(pcapFile(frames)); // and never end it
     const linesSeen = async (count: number) => {
       for (let waited = 0; stdout.split('\n').length <= count && waited < 10_000; waited += 50) await sleep(50);
@@ -149,13 +162,21 @@ describe('snoop --read: streams that stay open, and stdout that goes away', () =
   });
   it('a reader that goes away (| head -1) ends it cleanly with exit 0', async () => {
     const capture = writeCapture('many.pcap', pcapFile(Array.from({ length: 50_000 }, () => validFrames.v2Report)));
-    const shell = await run(['bash', '-c', `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${capture}" --json | head -1; echo "status \${PIPESTATUS[0]}" >&2`]);
+    const shell = await run([
+      'bash',
+      '-c',
+      `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${capture}" --json | head -1; echo "status \${PIPESTATUS[0]}" >&2`,
+    ]);
     assert.equal(parseNdjson(shell.stdout).length, 1);
     assert.match(shell.stderr, /^status 0$/m);
     assert.doesNotMatch(shell.stderr, /\n\s+at /, 'no stack trace');
   });
   it('stdout that cannot be written (a full disk) is a clear failure, exit 1', async () => {
-    const shell = await run(['bash', '-c', `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${writeCapture('five.pcap', pcapFile(frames))}" --json > /dev/full; echo "status $?" >&2`]);
+    const shell = await run([
+      'bash',
+      '-c',
+      `"${process.execPath}" "${MCASTCTL_BIN}" snoop --read "${writeCapture('five.pcap', pcapFile(frames))}" --json > /dev/full; echo "status $?" >&2`,
+    ]);
     assert.match(shell.stderr, /mcastctl: cannot write standard output: ENOSPC/);
     assert.match(shell.stderr, /^status 1$/m);
     assert.doesNotMatch(shell.stderr, /\n\s+at /, 'no stack trace');
@@ -172,7 +193,11 @@ describe('snoop: bad input is a usage error (64) with a clear message', () => {
     ['--write with --read', () => ['snoop', '--read', 'x', '--write', 'y'], /--write goes with --iface/],
     ['a missing file', () => ['snoop', '--read', join(dir, 'nope.pcap')], /cannot read capture .*nope\.pcap: ENOENT/],
     ['a file that is not pcap', () => ['snoop', '--read', writeCapture('text.pcap', Buffer.from('hello, world, this is not pcap\n'))], /not a pcap file/],
-    ['a pcapng file', () => ['snoop', '--read', writeCapture('ng.pcap', Buffer.from('0a0d0d0a1c0000004d3c2b1a01000000ffffffffffffffff1c000000', 'hex'))], /editcap/],
+    [
+      'a pcapng file',
+      () => ['snoop', '--read', writeCapture('ng.pcap', Buffer.from('0a0d0d0a1c0000004d3c2b1a01000000ffffffffffffffff1c000000', 'hex'))],
+      /editcap/,
+    ],
     ['an unsupported link type', () => ['snoop', '--read', writeCapture('wifi.pcap', pcapFile([], 105))], /not supported/],
     ['an unknown flag', () => ['snoop', '--read', 'x', '--bogus'], /unknown option '--bogus'/],
   ];
@@ -215,7 +240,10 @@ describe('snoop --read of a FIFO', () => {
     writeFileSync(path, pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]));
     const result = await cli.done;
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(parseNdjson(result.stdout).map((line) => line.type), ['report', 'report']);
+    assert.deepEqual(
+      parseNdjson(result.stdout).map((line) => line.type),
+      ['report', 'report'],
+    );
   });
 });
 

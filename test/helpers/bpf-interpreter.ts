@@ -2,7 +2,22 @@
  * A classic BPF interpreter for the opcodes igmpFilter uses, to check the program's logic
  * without the kernel. (The kernel's own verifier and interpreter run in the e2e tests.)
  */
-import { BPF_ABS, BPF_ALU, BPF_AND, BPF_B, BPF_H, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_K, BPF_LD, BPF_LEN, BPF_RET, BPF_W, type BpfInstruction } from '../../src/packet/bpf.js';
+import {
+  BPF_ABS,
+  BPF_ALU,
+  BPF_AND,
+  BPF_B,
+  BPF_H,
+  BPF_JEQ,
+  BPF_JGE,
+  BPF_JMP,
+  BPF_K,
+  BPF_LD,
+  BPF_LEN,
+  BPF_RET,
+  BPF_W,
+  type BpfInstruction,
+} from '../../src/packet/bpf.js';
 
 export function runBpf(program: readonly BpfInstruction[], packet: Uint8Array): number {
   let a = 0;
@@ -37,4 +52,3 @@ export function runBpf(program: readonly BpfInstruction[], packet: Uint8Array): 
   }
   throw new Error('program ran off its end');
 }
-

@@ -59,10 +59,21 @@ export function ipv4Packet(spec: Ipv4Spec, payload: Uint8Array): Buffer {
   const id = spec.id ?? 0;
   const flagsAndOffset = spec.flagsAndOffset ?? 0;
   const header = Buffer.from([
-    0x40 | (headerLength / 4), 0xc0, totalLength >> 8, totalLength & 0xff,
-    id >> 8, id & 0xff, flagsAndOffset >> 8, flagsAndOffset & 0xff,
-    spec.ttl ?? 1, spec.protocol ?? 2, 0, 0,
-    ...ip(spec.src), ...ip(spec.dst), ...options,
+    0x40 | (headerLength / 4),
+    0xc0,
+    totalLength >> 8,
+    totalLength & 0xff,
+    id >> 8,
+    id & 0xff,
+    flagsAndOffset >> 8,
+    flagsAndOffset & 0xff,
+    spec.ttl ?? 1,
+    spec.protocol ?? 2,
+    0,
+    0,
+    ...ip(spec.src),
+    ...ip(spec.dst),
+    ...options,
   ]);
   return Buffer.concat([withChecksum(header, 10), payload]);
 }

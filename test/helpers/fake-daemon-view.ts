@@ -1,5 +1,5 @@
 /** An in-memory DaemonView for the control socket, metrics and CLI tests: set its fields, emit events. */
-import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../src/domain/daemon-view.js';
+import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../src/transport/control/daemon-view.js';
 
 export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatus {
   return {
@@ -37,7 +37,16 @@ export function sampleGroups(now = Date.now()): GroupView[] {
       synced: true,
       members: [
         { port: podA, host: '10.0.0.5', compatibility: 3, mode: 'exclude', sources: [], lastReportAt: iso(-12_000), expiresAt: iso(248_000) },
-        { port: podB, host: '10.0.0.6', compatibility: 2, mode: 'exclude', sources: [], lastReportAt: iso(-3000), expiresAt: iso(257_000), leavingUntil: iso(1500) },
+        {
+          port: podB,
+          host: '10.0.0.6',
+          compatibility: 2,
+          mode: 'exclude',
+          sources: [],
+          lastReportAt: iso(-3000),
+          expiresAt: iso(257_000),
+          leavingUntil: iso(1500),
+        },
       ],
     },
     {

@@ -62,4 +62,3 @@ function messageFields(message: IgmpMessage): Omit<SnoopJsonRecord, 'frame' | 't
       return { version: otherMessageVersion(message.igmpType), type: 'other', igmpType: message.igmpType };
   }
 }
-

@@ -105,13 +105,19 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
   const multicastInterfaces = options.multicastInterfaces ?? node.uplinks.map((uplink) => uplink.name);
   const args = [
     'daemon',
-    '--bridge', node.bridge,
-    '--gateway', gateway,
+    '--bridge',
+    node.bridge,
+    '--gateway',
+    gateway,
     ...(multicastInterfaces.length > 0 ? ['--multicast-interfaces', multicastInterfaces.join(',')] : []),
-    '--state-dir', stateDir,
-    '--control-socket', controlSocket,
-    '--metrics-address', '127.0.0.1:0',
-    '--log-format', 'json',
+    '--state-dir',
+    stateDir,
+    '--control-socket',
+    controlSocket,
+    '--metrics-address',
+    '127.0.0.1:0',
+    '--log-format',
+    'json',
     ...(options.args ?? []),
   ];
   // `ip netns exec` execs the command: the child's pid is node's, so signals reach it.

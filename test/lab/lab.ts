@@ -1,6 +1,6 @@
 /**
  * The lab: a small network of Linux network namespaces on this machine, for end-to-end
- * tests and the demo (see design.md, "The lab").
+ * tests and the demo (see docs/architecture.md, "The test lab").
  *
  * Everything a lab creates lives in network namespaces named `mcl<id>-<name>` and every
  * interface it creates is named `mcl<id><suffix>`, where `<id>` is the creating process's
@@ -59,17 +59,12 @@ export function run(argv: readonly string[], options: ExecOptions = {}): Promise
   const [file, ...args] = argv;
   if (file === undefined) throw new RangeError('empty argv');
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      file,
-      args,
-      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        if (error) {
-          const code = typeof error.code === 'number' ? error.code : null;
-          reject(new LabCommandError(argv, code, stdout, stderr || error.message));
-        } else resolve({ stdout, stderr });
-      },
-    );
+    const child = execFile(file, args, { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) {
+        const code = typeof error.code === 'number' ? error.code : null;
+        reject(new LabCommandError(argv, code, stdout, stderr || error.message));
+      } else resolve({ stdout, stderr });
+    });
     if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
@@ -223,7 +218,7 @@ export interface HostOptions {
   gateway?: string;
   /** force_igmp_version for the host's interface. */
   igmpVersion?: 1 | 2 | 3;
-  /** Leave transmit checksum offload on (default: off, see design.md). */
+  /** Leave transmit checksum offload on (default: off, see docs/architecture.md, "Open vSwitch"). */
   txOffload?: boolean;
 }
 
@@ -529,7 +524,7 @@ export class Lab {
   /**
    * A host behind a router, on a veth of its own: `/24` addresses on both ends, the
    * host's default route and multicast route via the router, transmit checksum offload
-   * off on both ends (with it on, UDP leaves a veth with its checksum unfilled: design.md).
+   * off on both ends (with it on, UDP leaves a veth with its checksum unfilled: docs/architecture.md).
    */
   async routedLink(router: VethEnd & { address: string }, host: VethEnd & { address: string }): Promise<void> {
     await this.vethPair(router, host);
@@ -627,7 +622,12 @@ export class Lab {
     const child = this.spawn(ns, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     let exited = false;
-    const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+    const exit = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        exited = true;
+        resolve();
+      }),
+    );
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
@@ -655,7 +655,11 @@ export class Lab {
         (stopping ??= (async () => {
           if (exited) return;
           // SIGINT makes tcpdump flush and print its statistics.
-          for (const [signal, waitMs] of [['SIGINT', 3000], ['SIGTERM', 2000], ['SIGKILL', 2000]] as const) {
+          for (const [signal, waitMs] of [
+            ['SIGINT', 3000],
+            ['SIGTERM', 2000],
+            ['SIGKILL', 2000],
+          ] as const) {
             child.kill(signal);
             if (await Promise.race([exit.then(() => true), sleep(waitMs).then(() => false)])) return;
           }

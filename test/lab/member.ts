@@ -2,7 +2,7 @@
  * Typed wrapper of member.py: a long-running multicast group member inside a lab host.
  * Each method sends one command and resolves when member.py acknowledges it, i.e. after
  * the setsockopt call returned (the kernel sends its IGMP message shortly after: about
- * 10 ms for a join, see design.md).
+ * 10 ms for a join, see docs/architecture.md, "The test lab").
  */
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -78,9 +78,7 @@ export class Member {
       return;
     }
     const match = /^err (.*?): (\S+) ?(.*)$/.exec(line);
-    waiting.reject(
-      match ? new MemberError(waiting.command, match[2]!, match[3]!) : new MemberError(waiting.command, 'EPROTO', line),
-    );
+    waiting.reject(match ? new MemberError(waiting.command, match[2]!, match[3]!) : new MemberError(waiting.command, 'EPROTO', line));
   }
 
   private fail(error: Error): void {

@@ -1,5 +1,5 @@
 /**
- * The multi-node multicast lab (design.md, "The lab"): two OVS nodes, each with a gateway
+ * The multi-node multicast lab (docs/architecture.md, "The test lab"): two OVS nodes, each with a gateway
  * port, pods and an uplink into one underlay Linux bridge (IGMP snooping on, an IGMPv3
  * querier), and an external host on that underlay. Unicast routes between the nodes' pod
  * subnets go through the underlay; multicast between nodes and to the outside is what the

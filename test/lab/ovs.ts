@@ -1,5 +1,5 @@
 /**
- * A lab node with its own Open vSwitch (design.md, "The lab"): a network namespace that
+ * A lab node with its own Open vSwitch (docs/architecture.md, "The test lab"): a network namespace that
  * runs a private `ovsdb-server` and `ovs-vswitchd` (user-space datapath, so no kernel
  * module is needed) with bridge `br-int`, and pods: namespaces with one veth into that
  * bridge, registered in OVSDB the way CNI plugins register them.
@@ -45,7 +45,7 @@ export interface OvsPodOptions {
   podNamespace?: string;
   /** `force_igmp_version` of eth0 (default: the kernel's, i.e. v3). */
   igmpVersion?: 1 | 2 | 3;
-  /** Leave transmit checksum offload on (default off: design.md, "Open vSwitch"). */
+  /** Leave transmit checksum offload on (default off: docs/architecture.md, "Open vSwitch"). */
   txOffload?: boolean;
 }
 
@@ -234,8 +234,7 @@ export class OvsNode {
 
   /** Pids of the daemons now running (undefined while one is down). */
   get pids(): { ovsdbServer: number | undefined; vswitchd: number | undefined } {
-    const live = (daemon: Daemon | undefined) =>
-      daemon && daemon.child.exitCode === null && daemon.child.signalCode === null ? daemon.child.pid : undefined;
+    const live = (daemon: Daemon | undefined) => (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null ? daemon.child.pid : undefined);
     return { ovsdbServer: live(this.ovsdb), vswitchd: live(this.vswitchd) };
   }
 
@@ -361,7 +360,9 @@ export class OvsNode {
     const deadline = Date.now() + this.startTimeoutMs;
     while (!existsSync(path)) {
       if (daemon && (daemon.child.exitCode !== null || daemon.child.signalCode !== null)) {
-        throw new Error(`${daemon.name} in ${this.ns} exited (${daemon.child.signalCode ?? daemon.child.exitCode}) before ${what} appeared: ${this.diagnostics(daemon)}`);
+        throw new Error(
+          `${daemon.name} in ${this.ns} exited (${daemon.child.signalCode ?? daemon.child.exitCode}) before ${what} appeared: ${this.diagnostics(daemon)}`,
+        );
       }
       if (Date.now() > deadline) {
         throw new Error(`${what} (${path}) did not appear within ${this.startTimeoutMs} ms: ${daemon ? this.diagnostics(daemon) : ''}`);
@@ -373,7 +374,10 @@ export class OvsNode {
   private diagnostics(daemon: Daemon): string {
     let log = '';
     try {
-      log = readFileSync(join(this.logdir, `${daemon.name}.log`), 'utf8').split('\n').slice(-15).join('\n');
+      log = readFileSync(join(this.logdir, `${daemon.name}.log`), 'utf8')
+        .split('\n')
+        .slice(-15)
+        .join('\n');
     } catch {
       // no log yet
     }
@@ -546,7 +550,13 @@ export class OvsNode {
       'iface-id': `${podNamespace}_${name}`,
     };
     await this.vsctl(
-      'add-port', this.bridge, port, '--', 'set', 'interface', port,
+      'add-port',
+      this.bridge,
+      port,
+      '--',
+      'set',
+      'interface',
+      port,
       ...Object.entries(externalIds).map(([key, value]) => `external_ids:${key}="${value}"`),
     );
     const ofport = await this.ofportOf(port);

@@ -31,7 +31,11 @@ function installCleanupHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   process.once('exit', destroyAllSync);
-  for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]] as const) {
+  for (const [signal, number] of [
+    ['SIGINT', 2],
+    ['SIGTERM', 15],
+    ['SIGHUP', 1],
+  ] as const) {
     process.once(signal, () => {
       destroyAllSync();
       process.exit(128 + number);

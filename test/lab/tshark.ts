@@ -175,13 +175,7 @@ export function expectedFromTshark(layers: Tree): ExpectedLine | undefined {
  */
 export async function tsharkIgmp(file: string): Promise<ExpectedLine[]> {
   const { stdout } = await run(
-    [
-      'tshark', '-n', '-r', file,
-      '-o', 'ip.check_checksum:TRUE',
-      '-o', 'ip.defragment:FALSE',
-      '-Y', 'ip.proto == 2',
-      '-T', 'json', '--no-duplicate-keys',
-    ],
+    ['tshark', '-n', '-r', file, '-o', 'ip.check_checksum:TRUE', '-o', 'ip.defragment:FALSE', '-Y', 'ip.proto == 2', '-T', 'json', '--no-duplicate-keys'],
     { timeoutMs: 60_000 },
   );
   const packets = JSON.parse(stdout.trim() === '' ? '[]' : stdout) as { _source: { layers: Tree } }[];
@@ -206,8 +200,7 @@ function same(a: unknown, b: unknown): boolean {
 /** Field-by-field differences of one frame ('' when they agree). */
 export function diffLine(actual: SnoopLine, expected: ExpectedLine): string[] {
   const diffs: string[] = [];
-  const add = (field: string, a: unknown, e: unknown) =>
-    diffs.push(`  ${field}: snoop ${JSON.stringify(a)}  tshark ${JSON.stringify(e)}`);
+  const add = (field: string, a: unknown, e: unknown) => diffs.push(`  ${field}: snoop ${JSON.stringify(a)}  tshark ${JSON.stringify(e)}`);
   const { undissected = [], rawType: _rawType, ...wanted } = expected;
   for (const [field, value] of Object.entries(wanted)) {
     const got = (actual as unknown as Record<string, unknown>)[field];

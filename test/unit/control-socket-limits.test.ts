@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/cli/options/control-socket-option.js';
+import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/transport/control/socket-path.js';
 import { ControlClient } from '../../src/transport/control/control-client.js';
 import { ControlServer, MAX_CLIENT_BUFFER_BYTES, MAX_CONTROL_CLIENTS, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
-import type { DaemonView, GroupView, RouteView } from '../../src/domain/daemon-view.js';
+import type { DaemonView, GroupView, RouteView } from '../../src/transport/control/daemon-view.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { FakeDaemonView, sampleGroups } from '../helpers/fake-daemon-view.js';
 
@@ -148,7 +148,7 @@ describe('ControlServer limits', () => {
       socket.write('{"id":1,"method":"' + 'x'.repeat(MAX_REQUEST_BYTES + 10));
       await within(closed, 'the server to end the connection');
       assert.equal(lines[0]?.id, null);
-      assert.equal((lines[0]?.error as { code: string }).code, 'request-too-long');
+      assert.equal((lines[0]?.error as { code: string } | undefined)?.code, 'request-too-long');
       await until(() => server.clientCount === 0, 'the server to let the connection go');
     } finally {
       await server.close();
@@ -225,7 +225,10 @@ describe('ControlServer limits', () => {
       const { lines } = readLines(reader);
       reader.resume();
       await until(() => lines.length === 24, 'the first client to get its 24 answers');
-      assert.deepEqual(lines.map((line) => line.id), Array.from({ length: 24 }, (_, index) => index));
+      assert.deepEqual(
+        lines.map((line) => line.id),
+        Array.from({ length: 24 }, (_, index) => index),
+      );
       // Clients that close while their answers are backed up are let go too.
       for (const socket of sockets) socket.destroy();
       await until(() => server.clientCount === 0, 'every connection to be closed on the server side');
@@ -305,7 +308,7 @@ describe('ControlServer limits', () => {
       try {
         await within(silent.closed, 'the silent client to be closed');
         await within(trickled.closed, 'the client trickling a partial line to be closed');
-        assert.equal((silent.lines[0]?.error as { code: string }).code, 'idle-timeout');
+        assert.equal((silent.lines[0]?.error as { code: string } | undefined)?.code, 'idle-timeout');
         await sleep(700);
         assert.equal(server.subscriberCount, 1);
         assert.ok(!subscriber.destroyed && !busy.destroyed);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ControlClient } from '../../src/transport/control/control-client.js';
 import { ControlServer, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
-import type { DaemonEvent } from '../../src/domain/daemon-view.js';
+import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { McastError } from '../../src/errors.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 
@@ -22,7 +22,13 @@ after(async () => {
 /** A fresh socket path in a directory that does not exist yet. */
 const socketPath = () => join(root, `d${++counter}`, 'mcastctl.sock');
 
-const joinEvent = (host: string): DaemonEvent => ({ type: 'join', time: '2026-01-01T00:00:00.000Z', group: '239.1.2.3', port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' }, host });
+const joinEvent = (host: string): DaemonEvent => ({
+  type: 'join',
+  time: '2026-01-01T00:00:00.000Z',
+  group: '239.1.2.3',
+  port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' },
+  host,
+});
 
 /** A raw protocol client: send lines, read lines. */
 class RawClient {
@@ -117,12 +123,22 @@ describe('ControlServer and ControlClient', () => {
       assert.deepEqual(((await raw.next()) as Array<{ id: null; error: { code: string } }>)[0]!.error.code, 'bad-json');
       raw.send('{"id":7}\n[1]\n{"id":8,"method":"status","params":3}\n');
       const errors = (await raw.next(3)) as Array<{ id: unknown; error: { code: string } }>;
-      assert.deepEqual(errors.map((line) => [line.id, line.error.code]), [[7, 'bad-request'], [null, 'bad-request'], [8, 'bad-request']]);
+      assert.deepEqual(
+        errors.map((line) => [line.id, line.error.code]),
+        [
+          [7, 'bad-request'],
+          [null, 'bad-request'],
+          [8, 'bad-request'],
+        ],
+      );
       // A request split across writes, and two in one write.
       raw.send('{"id":2,"met');
       raw.send('hod":"routes"}\n{"id":"x","method":"status","params":{}}\n');
       const answers = (await raw.next(2)) as Array<{ id: unknown; result: unknown }>;
-      assert.deepEqual(answers.map((line) => line.id), [2, 'x']);
+      assert.deepEqual(
+        answers.map((line) => line.id),
+        [2, 'x'],
+      );
       assert.ok(answers.every((line) => line.result !== undefined));
       assert.equal(raw.closed, false);
       raw.socket.destroy();
@@ -140,7 +156,10 @@ describe('ControlServer and ControlClient', () => {
     const server = await ControlServer.listen({ path, view, logger: { warn: () => undefined } });
     try {
       const client = await ControlClient.connect(path);
-      await assert.rejects(client.request('status'), (error: unknown) => error instanceof McastError && error.exitCode === 1 && /refused status: .*view exploded/.test(error.message));
+      await assert.rejects(
+        client.request('status'),
+        (error: unknown) => error instanceof McastError && error.exitCode === 1 && /refused status: .*view exploded/.test(error.message),
+      );
       // The connection still serves.
       assert.deepEqual(await client.request('routes'), view.routesValue);
       client.close();
@@ -200,15 +219,21 @@ describe('ControlServer and ControlClient', () => {
       const client = await ControlClient.connect(path);
       const controller = new AbortController();
       const seen: DaemonEvent[] = [];
-      const streaming = client.events((event) => {
-        seen.push(event);
-        if (seen.length === 2) controller.abort();
-      }, { signal: controller.signal });
+      const streaming = client.events(
+        (event) => {
+          seen.push(event);
+          if (seen.length === 2) controller.abort();
+        },
+        { signal: controller.signal },
+      );
       await until(() => view.listeners.size === 1, 'the subscription');
       view.emit(joinEvent('10.0.0.1'));
       view.emit(joinEvent('10.0.0.2'));
       await streaming;
-      assert.deepEqual(seen.map((event) => (event.type === 'join' ? event.host : '')), ['10.0.0.1', '10.0.0.2']);
+      assert.deepEqual(
+        seen.map((event) => (event.type === 'join' ? event.host : '')),
+        ['10.0.0.1', '10.0.0.2'],
+      );
       await until(() => view.listeners.size === 0, 'the unsubscription');
     } finally {
       await server.close();
@@ -224,7 +249,10 @@ describe('ControlServer and ControlClient', () => {
     streaming.catch(() => undefined); // checked below, after the close
     await until(() => view.listeners.size === 1, 'the subscription');
     await server.close();
-    await assert.rejects(streaming, (error: unknown) => error instanceof McastError && error.exitCode === 69 && /lost the connection to the mcastctl daemon at /.test(error.message));
+    await assert.rejects(
+      streaming,
+      (error: unknown) => error instanceof McastError && error.exitCode === 69 && /lost the connection to the mcastctl daemon at /.test(error.message),
+    );
     assert.equal(view.listeners.size, 0);
   });
 
@@ -242,7 +270,15 @@ describe('ControlServer and ControlClient', () => {
       await slow.next();
       slow.socket.pause(); // reads nothing more
       await until(() => server.subscriberCount === 2, 'two subscribers');
-      const big: DaemonEvent = { type: 'sync', time: '2026-01-01T00:00:00.000Z', group: '239.1.2.3', ports: [1], latencyMs: 1, ok: false, error: 'e'.repeat(4096) };
+      const big: DaemonEvent = {
+        type: 'sync',
+        time: '2026-01-01T00:00:00.000Z',
+        group: '239.1.2.3',
+        ports: [1],
+        latencyMs: 1,
+        ok: false,
+        error: 'e'.repeat(4096),
+      };
       // Emitted in batches, letting the fast client read between them.
       for (let batch = 0; batch < 100 && server.subscriberCount === 2; batch++) {
         for (let index = 0; index < 50; index++) view.emit(big);
@@ -269,7 +305,10 @@ describe('ControlServer and ControlClient', () => {
     await rename(path + '.old', path);
     await first.close();
     assert.ok((await stat(path)).isSocket());
-    await assert.rejects(ControlClient.connect(path), (error: unknown) => error instanceof McastError && error.exitCode === 69 && /ECONNREFUSED/.test(error.message));
+    await assert.rejects(
+      ControlClient.connect(path),
+      (error: unknown) => error instanceof McastError && error.exitCode === 69 && /ECONNREFUSED/.test(error.message),
+    );
     const server = await ControlServer.listen({ path, view: new FakeDaemonView() });
     try {
       const client = await ControlClient.connect(path);
@@ -304,7 +343,10 @@ describe('ControlServer and ControlClient', () => {
     const server = await ControlServer.listen({ path, view: new FakeDaemonView() });
     await server.close();
     await writeFile(path, 'precious');
-    await assert.rejects(ControlServer.listen({ path, view: new FakeDaemonView() }), (error: unknown) => error instanceof McastError && error.exitCode === 64 && /not a socket/.test(error.message));
+    await assert.rejects(
+      ControlServer.listen({ path, view: new FakeDaemonView() }),
+      (error: unknown) => error instanceof McastError && error.exitCode === 64 && /not a socket/.test(error.message),
+    );
     assert.equal((await stat(path)).size, 8);
   });
 
@@ -324,7 +366,10 @@ describe('ControlServer and ControlClient', () => {
     await new Promise<void>((resolve) => mute.listen(path, resolve));
     try {
       const client = await ControlClient.connect(path, { timeoutMs: 100 });
-      await assert.rejects(client.request('status'), (error: unknown) => error instanceof McastError && error.exitCode === 69 && /did not answer status within 100 ms/.test(error.message));
+      await assert.rejects(
+        client.request('status'),
+        (error: unknown) => error instanceof McastError && error.exitCode === 69 && /did not answer status within 100 ms/.test(error.message),
+      );
       client.close();
     } finally {
       await new Promise<void>((resolve) => mute.close(() => resolve()));

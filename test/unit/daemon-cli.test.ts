@@ -11,11 +11,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { ControlServer } from '../../src/transport/control/control-server.js';
-import type { DaemonEvent } from '../../src/domain/daemon-view.js';
+import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const ENTRY = 'import { run } from "./src/cli/main.js"; import { watchStdout } from "./src/cli/stop.js"; watchStdout(); process.exitCode = await run(process.argv.slice(1));';
+const ENTRY =
+  'import { run } from "./src/cli/main.js"; import { watchStdout } from "./src/cli/stop.js"; watchStdout(); process.exitCode = await run(process.argv.slice(1));';
 
 interface Result {
   code: number | null;
@@ -56,7 +57,20 @@ async function until(condition: () => boolean, what: string, timeoutMs = 15_000)
 const time = '2026-01-01T12:00:00.000Z';
 const podA = { ofport: 5, name: 'veth-a', pod: 'default/pod-a' };
 const EVENTS: DaemonEvent[] = [
-  { type: 'igmp', time, port: podA, record: { frame: 1, ts: 1767268800, src: '10.0.0.5', dst: '224.0.0.22', version: 3, type: 'report', records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.2.3', sources: [] }] } },
+  {
+    type: 'igmp',
+    time,
+    port: podA,
+    record: {
+      frame: 1,
+      ts: 1767268800,
+      src: '10.0.0.5',
+      dst: '224.0.0.22',
+      version: 3,
+      type: 'report',
+      records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.2.3', sources: [] }],
+    },
+  },
   { type: 'join', time, group: '239.1.2.3', port: podA, host: '10.0.0.5' },
   { type: 'sync', time, group: '239.1.2.3', ports: [5, 6], latencyMs: 1.25, ok: true },
   { type: 'leave', time, group: '239.1.2.3', port: podA, host: '10.0.0.5', reason: 'expired' },
@@ -114,7 +128,10 @@ describe('mcastctl groups', { concurrency: true }, () => {
     assert.equal(all.code, 0, all.stderr);
     assert.deepEqual(JSON.parse(all.stdout), view.groupsValue);
     const one = await cli(['groups', '232.1.1.1', '--control-socket', path, '--json']);
-    assert.deepEqual(JSON.parse(one.stdout), view.groupsValue.filter((group) => group.group === '232.1.1.1'));
+    assert.deepEqual(
+      JSON.parse(one.stdout),
+      view.groupsValue.filter((group) => group.group === '232.1.1.1'),
+    );
     const none = await cli(['groups', '239.9.9.9', '--control-socket', path, '--json']);
     assert.equal(none.code, 0);
     assert.deepEqual(JSON.parse(none.stdout), []);
@@ -123,7 +140,18 @@ describe('mcastctl groups', { concurrency: true }, () => {
   it('prints one row per member with port, pod, host, version, filter and timers', async () => {
     const result = await cli(['groups', '--control-socket', path]);
     assert.equal(result.code, 0, result.stderr);
-    for (const text of ['239.1.2.3', 'veth-a (5)', 'default/pod-b', '10.0.0.6', 'v2', 'any source', 'INCLUDE {10.9.9.9}', 'sync failed: OFPET_GROUP_MOD_FAILED', 'leaving, ', ' ago']) {
+    for (const text of [
+      '239.1.2.3',
+      'veth-a (5)',
+      'default/pod-b',
+      '10.0.0.6',
+      'v2',
+      'any source',
+      'INCLUDE {10.9.9.9}',
+      'sync failed: OFPET_GROUP_MOD_FAILED',
+      'leaving, ',
+      ' ago',
+    ]) {
       assert.ok(result.stdout.includes(text), `${text} in\n${result.stdout}`);
     }
     assert.match(result.stdout, /2 groups, 3 members/);
@@ -148,7 +176,13 @@ describe('mcastctl snoop --daemon', () => {
       void until(() => server.subscriberCount > 0, 'the subscription').then(() => EVENTS.forEach((event) => view.emit(event)));
     });
     assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(result.stdout.trimEnd().split('\n').map((line) => JSON.parse(line)), EVENTS);
+    assert.deepEqual(
+      result.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+      EVENTS,
+    );
     assert.equal(result.stderr, '');
   });
 

@@ -8,7 +8,15 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { addDaemonOptions, DAEMON_CONFIG_KEYS, loadDaemonConfig, MAX_CONFIG_FILE_BYTES, membershipTiming, type DaemonConfig, type DaemonFlags } from '../../src/controllers/daemon/config.js';
+import {
+  DAEMON_CONFIG_KEYS,
+  loadDaemonConfig,
+  MAX_CONFIG_FILE_BYTES,
+  membershipTiming,
+  type DaemonConfig,
+  type DaemonFlags,
+} from '../../src/controllers/daemon/config.js';
+import { addDaemonOptions } from '../../src/cli/options/daemon-options.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
 
@@ -85,18 +93,36 @@ describe('daemon configuration: defaults', () => {
   it('a key without a value keeps its default', async () => {
     assert.deepEqual(await loadFile('queryInterval:\ngateway: null\n'), DEFAULTS);
   });
-  it('commander gives no values when no flag is given (beyond --no-metrics\'s own true)', () => {
+  it("commander gives no values when no flag is given (beyond --no-metrics's own true)", () => {
     const flags = commandFlags([]);
-    assert.deepEqual(Object.entries(flags).filter(([, value]) => value !== undefined), [['metrics', true]]);
+    assert.deepEqual(
+      Object.entries(flags).filter(([, value]) => value !== undefined),
+      [['metrics', true]],
+    );
   });
 });
 
 describe('daemon configuration: membership timing', () => {
   const cases: Array<{ name: string; yaml: string; gmi: number; lmqt: number }> = [
     { name: 'defaults: 2 × 125 s + 10 s, 2 × 1 s', yaml: '', gmi: 260_000, lmqt: 2_000 },
-    { name: 'robustness 3, 60 s, 5 s, 500 ms', yaml: 'robustness: 3\nqueryInterval: 60s\nqueryResponseInterval: 5s\nlastMemberQueryInterval: 500ms\n', gmi: 185_000, lmqt: 1_500 },
-    { name: 'robustness 1, 2 s, 1 s, 100 ms', yaml: 'robustness: 1\nqueryInterval: 2\nqueryResponseInterval: 1\nlastMemberQueryInterval: 100ms\n', gmi: 3_000, lmqt: 100 },
-    { name: 'robustness 7, the longest query interval', yaml: 'robustness: 7\nqueryInterval: 31744s\nqueryResponseInterval: 3174.4s\n', gmi: 7 * 31_744_000 + 3_174_400, lmqt: 7_000 },
+    {
+      name: 'robustness 3, 60 s, 5 s, 500 ms',
+      yaml: 'robustness: 3\nqueryInterval: 60s\nqueryResponseInterval: 5s\nlastMemberQueryInterval: 500ms\n',
+      gmi: 185_000,
+      lmqt: 1_500,
+    },
+    {
+      name: 'robustness 1, 2 s, 1 s, 100 ms',
+      yaml: 'robustness: 1\nqueryInterval: 2\nqueryResponseInterval: 1\nlastMemberQueryInterval: 100ms\n',
+      gmi: 3_000,
+      lmqt: 100,
+    },
+    {
+      name: 'robustness 7, the longest query interval',
+      yaml: 'robustness: 7\nqueryInterval: 31744s\nqueryResponseInterval: 3174.4s\n',
+      gmi: 7 * 31_744_000 + 3_174_400,
+      lmqt: 7_000,
+    },
   ];
   for (const { name, yaml, gmi, lmqt } of cases) {
     it(name, async () => {
@@ -181,7 +207,13 @@ describe('daemon configuration: file values', () => {
   });
   it('takes lists as comma strings too', async () => {
     const config = await loadFile('multicastInterfaces: "eth0, eth1"\nqueryVersions: "2,3"\n');
-    assert.deepEqual([config.multicastInterfaces, config.queryVersions], [['eth0', 'eth1'], [2, 3]]);
+    assert.deepEqual(
+      [config.multicastInterfaces, config.queryVersions],
+      [
+        ['eth0', 'eth1'],
+        [2, 3],
+      ],
+    );
     assert.deepEqual((await loadFile('queryVersions: 2\n')).queryVersions, [2]);
   });
   it('metricsAddress: any, loopback and unicast addresses are served on', async () => {
@@ -234,10 +266,10 @@ describe('daemon configuration: flags over the file', () => {
     assert.deepEqual(config.queryVersions, [2]);
     assert.equal(config.metricsAddress, '127.0.0.1:9000');
   });
-  it('--no-fast-leave beats the file\'s fastLeave: true', async () => {
+  it("--no-fast-leave beats the file's fastLeave: true", async () => {
     assert.equal((await loadFile(file, commandFlags(['--no-fast-leave']))).fastLeave, false);
   });
-  it('a file\'s fastLeave: false stands when no flag is given', async () => {
+  it("a file's fastLeave: false stands when no flag is given", async () => {
     assert.equal((await loadFile('fastLeave: false\n', commandFlags([]))).fastLeave, false);
     assert.equal((await loadFile('fastLeave: false\n', commandFlags(['--fast-leave']))).fastLeave, true);
   });
@@ -246,23 +278,61 @@ describe('daemon configuration: flags over the file', () => {
     assert.equal(commandFlags(['--fast-leave']).fastLeave, true);
     assert.equal(commandFlags(['--no-fast-leave']).fastLeave, false);
   });
-  it('--no-metrics beats the file\'s metricsAddress; --metrics-address off too', async () => {
+  it("--no-metrics beats the file's metricsAddress; --metrics-address off too", async () => {
     assert.equal((await loadFile(file, commandFlags(['--no-metrics']))).metricsAddress, undefined);
     assert.equal((await loadFile(file, commandFlags(['--metrics-address', 'off']))).metricsAddress, undefined);
     assert.equal((await loadFile(file, commandFlags(['--metrics-address', '0.0.0.0:9100']))).metricsAddress, '0.0.0.0:9100');
   });
-  it('empty --gateway and --multicast-interfaces clear the file\'s', async () => {
+  it("empty --gateway and --multicast-interfaces clear the file's", async () => {
     const config = await loadFile(file, commandFlags(['--gateway', '', '--multicast-interfaces', '']));
     assert.equal(config.gateway, undefined);
     assert.deepEqual(config.multicastInterfaces, []);
   });
   it('the whole command line parses into the config', async () => {
     const flags = commandFlags([
-      '--gateway', 'antrea-gw0', '--multicast-interfaces', 'eth0,eth1', '--query-interval', '30s', '--query-response-interval', '2s',
-      '--query-versions', '3,2', '--robustness', '4', '--last-member-query-interval', '300ms', '--no-fast-leave', '--workers', '1',
-      '--sync-backoff-min', '100ms', '--sync-backoff-max', '1s', '--route-idle-timeout', '30', '--state-dir', '/tmp/s',
-      '--control-socket', '/tmp/c.sock', '--metrics-address', '127.0.0.1:0', '--log-format', 'json', '--log-level', 'error',
-      '--bridge', 'br9', '--ovs-rundir', '/tmp/o', '--table', '3', '--cookie-prefix', '1234', '--group-id-base', '40000000',
+      '--gateway',
+      'antrea-gw0',
+      '--multicast-interfaces',
+      'eth0,eth1',
+      '--query-interval',
+      '30s',
+      '--query-response-interval',
+      '2s',
+      '--query-versions',
+      '3,2',
+      '--robustness',
+      '4',
+      '--last-member-query-interval',
+      '300ms',
+      '--no-fast-leave',
+      '--workers',
+      '1',
+      '--sync-backoff-min',
+      '100ms',
+      '--sync-backoff-max',
+      '1s',
+      '--route-idle-timeout',
+      '30',
+      '--state-dir',
+      '/tmp/s',
+      '--control-socket',
+      '/tmp/c.sock',
+      '--metrics-address',
+      '127.0.0.1:0',
+      '--log-format',
+      'json',
+      '--log-level',
+      'error',
+      '--bridge',
+      'br9',
+      '--ovs-rundir',
+      '/tmp/o',
+      '--table',
+      '3',
+      '--cookie-prefix',
+      '1234',
+      '--group-id-base',
+      '40000000',
     ]);
     assert.deepEqual(await load(flags), {
       target: { bridge: 'br9', db: 'unix:/tmp/o/db.sock', openflow: 'unix:/tmp/o/br9.mgmt' },
@@ -298,8 +368,18 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     { yaml: 'queryInterval: 5s\n', line: 1, key: 'queryInterval', why: /must be longer than queryResponseInterval \(10s, the default\)/ },
     { yaml: 'queryInterval: 20s\nqueryResponseInterval: 20s\n', line: 2, key: 'queryResponseInterval', why: /20s must be shorter than queryInterval \(20s\)/ },
     { yaml: 'queryResponseInterval: 50ms\n', line: 1, key: 'queryResponseInterval', why: /below 100ms/ },
-    { yaml: 'queryVersions: [2, 3]\nqueryResponseInterval: 26s\n', line: 2, key: 'queryResponseInterval', why: /does not fit an IGMPv2 query \(at most 25.5s\)/ },
-    { yaml: 'queryInterval: 2h\nqueryResponseInterval: 3175s\n', line: 2, key: 'queryResponseInterval', why: /does not fit an IGMPv3 query \(at most 3174.4s\)/ },
+    {
+      yaml: 'queryVersions: [2, 3]\nqueryResponseInterval: 26s\n',
+      line: 2,
+      key: 'queryResponseInterval',
+      why: /does not fit an IGMPv2 query \(at most 25.5s\)/,
+    },
+    {
+      yaml: 'queryInterval: 2h\nqueryResponseInterval: 3175s\n',
+      line: 2,
+      key: 'queryResponseInterval',
+      why: /does not fit an IGMPv3 query \(at most 3174.4s\)/,
+    },
     { yaml: 'queryVersions: [4]\n', line: 1, key: 'queryVersions', why: /4 is not an IGMP version/ },
     { yaml: 'queryVersions:\n  - 3\n  - 3\n', line: 3, key: 'queryVersions', why: /version 3 is listed twice/ },
     { yaml: 'queryVersions: []\n', line: 1, key: 'queryVersions', why: /at least one/ },
@@ -320,7 +400,12 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     { yaml: 'multicastInterfaces:\n  - eth0\n  - "eth 1"\n', line: 3, key: 'multicastInterfaces', why: /"eth 1" is not an interface name/ },
     { yaml: 'multicastInterfaces: [eth0, eth0:1]\n', line: 1, key: 'multicastInterfaces', why: /"eth0:1" is not an interface name/ },
     { yaml: 'multicastInterfaces: [eth0, eth0]\n', line: 1, key: 'multicastInterfaces', why: /eth0 is listed twice/ },
-    { yaml: 'gateway: gw0\nmulticastInterfaces:\n  - eth0\n  - gw0\n', line: 4, key: 'multicastInterfaces', why: /gw0 is both the gateway and a multicast interface/ },
+    {
+      yaml: 'gateway: gw0\nmulticastInterfaces:\n  - eth0\n  - gw0\n',
+      line: 4,
+      key: 'multicastInterfaces',
+      why: /gw0 is both the gateway and a multicast interface/,
+    },
     { yaml: 'stateDir: ""\n', line: 1, key: 'stateDir', why: /"" is not a path/ },
     { yaml: 'stateDir: [a]\n', line: 1, key: 'stateDir', why: /a list is not a path/ },
     { yaml: `controlSocket: /${'x'.repeat(120)}\n`, line: 1, key: 'controlSocket', why: /longer than a socket path can be/ },
@@ -409,7 +494,7 @@ describe('daemon configuration: hostile files (exit 64 at once, naming the file 
     await refused(load({ config: path }), 'too-large', /over the limit of 1 MiB$/);
     assert.equal((await loadFile(`# ${'x'.repeat(MAX_CONFIG_FILE_BYTES - 100)}\nworkers: 2\n`)).workers, 2);
   });
-  it('refuses nesting deeper than 64 levels, before either parser\'s stack overflows', async () => {
+  it("refuses nesting deeper than 64 levels, before either parser's stack overflows", async () => {
     await rejectsUsage(loadFile(`queryVersions: ${'['.repeat(1000)}${']'.repeat(1000)}\n`), /^config .* line 1: nested deeper than 64 levels/, 'flow');
     const block = Array.from({ length: 1000 }, (_, depth) => `${' '.repeat(depth + 2)}-`).join('\n');
     await rejectsUsage(loadFile(`workers: 2\nmulticastInterfaces:\n${block}\n`), /^config .* line 6\d: nested deeper than 64 levels/, 'block');
@@ -423,12 +508,20 @@ describe('daemon configuration: hostile files (exit 64 at once, naming the file 
   it('refuses a billion laughs at its first anchor', async () => {
     const levels = ['gateway: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
     for (let level = 1; level < 9; level++) {
-      levels.push(`${DAEMON_CONFIG_KEYS[level]}: &${String.fromCharCode(97 + level)} [${Array(9).fill(`*${String.fromCharCode(96 + level)}`).join(', ')}]`);
+      levels.push(
+        `${DAEMON_CONFIG_KEYS[level]}: &${String.fromCharCode(97 + level)} [${Array(9)
+          .fill(`*${String.fromCharCode(96 + level)}`)
+          .join(', ')}]`,
+      );
     }
     await rejectsUsage(loadFile(`${levels.join('\n')}\n`), /^config .* line 1: an anchor \(&a\)/, 'laughs');
   });
   it('refuses an alias without an anchor', async () => {
-    await rejectsUsage(loadFile('workers: 2\nlogLevel: *level\n'), /^config .* line 2: not valid YAML: unidentified alias "level": anchors and aliases/, 'alias');
+    await rejectsUsage(
+      loadFile('workers: 2\nlogLevel: *level\n'),
+      /^config .* line 2: not valid YAML: unidentified alias "level": anchors and aliases/,
+      'alias',
+    );
   });
   it('refuses more nodes than a configuration has, in well under a second', async () => {
     const keys = Array.from({ length: 40_000 }, (_, index) => `k${index}: 1`).join('\n');
@@ -463,7 +556,11 @@ describe('daemon configuration: bad flags (exit 64, naming the flag)', () => {
     { flags: { metricsAddress: '239.255.255.255:1' }, flag: '--metrics-address', why: /is a multicast address/ },
     { flags: { metricsAddress: '255.255.255.255:9815' }, flag: '--metrics-address', why: /the broadcast address/ },
     { flags: { logLevel: 'v'.repeat(10_000) }, flag: '--log-level', why: /^--log-level: "v{64}"… \(10000 characters\) is not one of debug/ },
-    { flags: { metricsAddress: `${'h'.repeat(10_000)}:1` }, flag: '--metrics-address', why: /^--metrics-address: "h{64}"… \(10000 characters\) is not an IPv4 address/ },
+    {
+      flags: { metricsAddress: `${'h'.repeat(10_000)}:1` },
+      flag: '--metrics-address',
+      why: /^--metrics-address: "h{64}"… \(10000 characters\) is not an IPv4 address/,
+    },
     { flags: { logFormat: 'yaml' }, flag: '--log-format', why: /not one of text, json/ },
     { flags: { logLevel: 'verbose' }, flag: '--log-level', why: /not one of debug/ },
     { flags: { cookiePrefix: 0 }, flag: '--cookie-prefix', why: /0x0 is not a 16-bit value/ },
@@ -478,7 +575,11 @@ describe('daemon configuration: bad flags (exit 64, naming the flag)', () => {
     });
   }
   it('a clash between a flag and a key names both', async () => {
-    await rejectsUsage(load({ config: configFile('queryInterval: 30s\n'), queryResponseInterval: '30s' }), /^--query-response-interval: 30s must be shorter than queryInterval \(30s\)/, 'clash');
+    await rejectsUsage(
+      load({ config: configFile('queryInterval: 30s\n'), queryResponseInterval: '30s' }),
+      /^--query-response-interval: 30s must be shorter than queryInterval \(30s\)/,
+      'clash',
+    );
   });
   it('--no-metrics with --metrics-address is refused', async () => {
     await rejectsUsage(load(commandFlags(['--no-metrics', '--metrics-address', '127.0.0.1:1'])), /--no-metrics and --metrics-address/, 'metrics');

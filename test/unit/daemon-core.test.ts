@@ -1,8 +1,9 @@
 /**
  * The daemon's pure parts: the snooper (frames to membership calls), the pod port store,
  * the querier's schedule and packets, the table's restore and member events, and the OVS
- * programmer's planning against a fake switch. The real loop runs against real OVS and
- * the real kernel in test/e2e/daemon.test.ts.
+ * programmer's planning against a fake switch (test/fakes/). The loop itself runs on the
+ * shared fakes in test/unit/daemon-loop.test.ts, and against real OVS and the real
+ * kernel in test/e2e/daemon.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -12,13 +13,12 @@ import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
 import { Querier, type QuerierOptions } from '../../src/controllers/daemon/querier.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import { MembershipTable, UNKNOWN_HOST, type MemberChange } from '../../src/domain/membership/membership-table.js';
-import type { WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
-import type { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
 import { group as groupAction, output as outputAction } from '../../src/protocol/openflow/action.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
-import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
 import { matchFields } from '../../src/domain/pipeline/openflow-entries.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { FakeOpenFlow } from '../fakes/fake-openflow.js';
 import type { InterfaceRow } from '../../src/adapters/ovs/vswitch.js';
 import { McastError } from '../../src/errors.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
@@ -79,8 +79,20 @@ const interfaces = (...rows: InterfaceRow[]) => ({ interfaces: new Map(rows.map(
 describe('PodPorts', () => {
   it('pods are ports with pod-name; the gateway by name; LOCAL and unnumbered ports never', () => {
     const ports = new PodPorts('gw0');
-    const changes = ports.update(interfaces(row('br-int', 65534), row('gw0', 1), row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop' }), row('p2', 3, { 'pod-name': 'db' }), row('eth1', 4), row('p3', undefined, { 'pod-name': 'late' })));
-    assert.deepEqual(changes.added, [{ ofport: 2, name: 'p1', pod: 'shop/web' }, { ofport: 3, name: 'p2', pod: 'db' }]);
+    const changes = ports.update(
+      interfaces(
+        row('br-int', 65534),
+        row('gw0', 1),
+        row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop' }),
+        row('p2', 3, { 'pod-name': 'db' }),
+        row('eth1', 4),
+        row('p3', undefined, { 'pod-name': 'late' }),
+      ),
+    );
+    assert.deepEqual(changes.added, [
+      { ofport: 2, name: 'p1', pod: 'shop/web' },
+      { ofport: 3, name: 'p2', pod: 'db' },
+    ]);
     assert.equal(changes.gatewayChanged, true);
     assert.deepEqual(ports.gateway, { ofport: 1, name: 'gw0' });
     assert.equal(ports.pod(4), undefined, 'not a pod');
@@ -100,37 +112,6 @@ describe('PodPorts', () => {
   });
 });
 
-/** Timers run by hand: `advance(ms)` fires what is due, in order. */
-function fakeTimers() {
-  let now = 0;
-  let pending: Array<{ at: number; run: () => void; id: number }> = [];
-  let ids = 0;
-  const timers: WorkQueueTimers = {
-    after(ms, run) {
-      const id = ids++;
-      pending.push({ at: now + ms, run, id });
-      return () => (pending = pending.filter((entry) => entry.id !== id));
-    },
-  };
-  return {
-    timers,
-    get now() {
-      return now;
-    },
-    advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        const next = pending.filter((entry) => entry.at <= end).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-        if (next === undefined) break;
-        pending = pending.filter((entry) => entry !== next);
-        now = next.at;
-        next.run();
-      }
-      now = end;
-    },
-  };
-}
-
 interface SentQuery {
   at: number;
   ports: readonly number[];
@@ -140,7 +121,7 @@ interface SentQuery {
 }
 
 function querier(options: Partial<QuerierOptions> = {}) {
-  const clock = fakeTimers();
+  const clock = new FakeClock();
   const sent: SentQuery[] = [];
   const q = new Querier({
     versions: [3],
@@ -153,11 +134,11 @@ function querier(options: Partial<QuerierOptions> = {}) {
     send: async (frame, ports) => {
       const event = decodeFrame(ipv4Locator(1), frame, meta);
       assert.ok(event?.kind === 'igmp', 'the querier sends decodable IGMP');
-      sent.push({ at: clock.now, ports, message: event.message, src: event.src, dst: event.dst });
+      sent.push({ at: clock.monotonicMs(), ports, message: event.message, src: event.src, dst: event.dst });
       return ports.length;
     },
     onError: (error) => assert.fail(String(error)),
-    timers: clock.timers,
+    timers: clock,
     ...options,
   });
   return { q, sent, clock };
@@ -171,7 +152,10 @@ describe('Querier', () => {
     clock.advance(125_000);
     clock.advance(125_000);
     await Promise.resolve();
-    assert.deepEqual(sent.map((s) => s.at), [0, 31_250, 156_250, 281_250]);
+    assert.deepEqual(
+      sent.map((s) => s.at),
+      [0, 31_250, 156_250, 281_250],
+    );
     const first = sent[0]!;
     assert.deepEqual(first.ports, [2, 3]);
     assert.equal(first.src, '10.1.0.1');
@@ -190,7 +174,10 @@ describe('Querier', () => {
   it('one general query per configured version, each as that version encodes it', async () => {
     const { q, sent } = querier({ versions: [1, 2, 3] });
     await q.generalQueries();
-    assert.deepEqual(sent.map((s) => (s.message.kind === 'query' ? s.message.version : 0)), [1, 2, 3]);
+    assert.deepEqual(
+      sent.map((s) => (s.message.kind === 'query' ? s.message.version : 0)),
+      [1, 2, 3],
+    );
     assert.equal(igmp.maxRespTimeMs(sent[1]!.message as igmp.IgmpQuery), 10_000);
   });
 
@@ -198,10 +185,13 @@ describe('Querier', () => {
     const { q, sent, clock } = querier();
     q.groupQueries('239.1.2.3', 3, 3);
     clock.advance(5_000);
-    assert.deepEqual(sent.map((s) => [s.at, s.ports, s.dst, s.message.kind === 'query' ? s.message.group : '']), [
-      [0, [3], '239.1.2.3', '239.1.2.3'],
-      [1_000, [3], '239.1.2.3', '239.1.2.3'],
-    ]);
+    assert.deepEqual(
+      sent.map((s) => [s.at, s.ports, s.dst, s.message.kind === 'query' ? s.message.group : '']),
+      [
+        [0, [3], '239.1.2.3', '239.1.2.3'],
+        [1_000, [3], '239.1.2.3', '239.1.2.3'],
+      ],
+    );
     assert.equal(igmp.maxRespTimeMs(sent[0]!.message as igmp.IgmpQuery), 1_000);
   });
 
@@ -216,7 +206,12 @@ describe('MembershipTable, as the daemon uses it', () => {
   const timing = { groupMembershipIntervalMs: 10_000, lastMemberQueryTimeMs: 2_000 };
 
   it('tells of each host that joins or leaves, with why', () => {
-    const clock = { t: 0, now() { return this.t; } };
+    const clock = {
+      t: 0,
+      now() {
+        return this.t;
+      },
+    };
     const changes: MemberChange[] = [];
     const table = new MembershipTable({ clock, timing, fastLeave: true, onMemberChange: (change) => changes.push(change) });
     table.report(2, '10.1.0.2', '239.1.1.1', 2);
@@ -238,7 +233,12 @@ describe('MembershipTable, as the daemon uses it', () => {
   });
 
   it('restore puts back members with their report times and compatibility; expired ones stay out', () => {
-    const clock = { t: 50_000, now() { return this.t; } };
+    const clock = {
+      t: 50_000,
+      now() {
+        return this.t;
+      },
+    };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     const effects = table.restore([
       { group: '239.1.1.1', port: 2, host: '10.1.0.2', filter: { mode: 'exclude', sources: new Set() }, lastReportAt: 45_000, compatibility: 2 },
@@ -247,10 +247,13 @@ describe('MembershipTable, as the daemon uses it', () => {
     ]);
     assert.deepEqual(effects, [{ kind: 'members', group: '239.1.1.1', ports: [2, 3] }]);
     const [group] = table.snapshot();
-    assert.deepEqual(group!.members.map((m) => [m.port, m.compatibility, m.filter, m.lastReportAt]), [
-      [2, 2, { mode: 'exclude', sources: [] }, 45_000],
-      [3, 3, { mode: 'include', sources: ['10.9.9.9'] }, 41_000],
-    ]);
+    assert.deepEqual(
+      group!.members.map((m) => [m.port, m.compatibility, m.filter, m.lastReportAt]),
+      [
+        [2, 2, { mode: 'exclude', sources: [] }, 45_000],
+        [3, 3, { mode: 'include', sources: ['10.9.9.9'] }, 41_000],
+      ],
+    );
     assert.equal(table.nextDeadline(), 51_000);
     // v2 compatibility restored: a BLOCK from port 2 is ignored (§7.3.2).
     assert.deepEqual(table.record(2, '10.1.0.2', { type: 'BLOCK_OLD_SOURCES', group: '239.1.1.1', sources: ['10.9.9.9'] }), []);
@@ -261,27 +264,54 @@ describe('MembershipTable, as the daemon uses it', () => {
 
 describe('placeholder members (ports found in OVS at a restart, without saved state)', () => {
   const timing = { groupMembershipIntervalMs: 10_000, lastMemberQueryTimeMs: 2_000 };
-  const placeholder = (port: number, lastReportAt: number) => ({ group: '239.1.1.1', port, host: UNKNOWN_HOST, filter: { mode: 'exclude' as const, sources: new Set<string>() }, lastReportAt, compatibility: 3 as const });
+  const placeholder = (port: number, lastReportAt: number) => ({
+    group: '239.1.1.1',
+    port,
+    host: UNKNOWN_HOST,
+    filter: { mode: 'exclude' as const, sources: new Set<string>() },
+    lastReportAt,
+    compatibility: 3 as const,
+  });
 
   it('a real report replaces the placeholder, so that its leave ends the membership at once', () => {
-    const clock = { t: 0, now() { return this.t; } };
+    const clock = {
+      t: 0,
+      now() {
+        return this.t;
+      },
+    };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000)]);
     assert.deepEqual(table.report(2, '10.1.0.2', '239.1.1.1', 2), [], 'the port was already forwarded to');
-    assert.deepEqual(table.snapshot()[0]!.members.map((m) => m.host), ['10.1.0.2']);
+    assert.deepEqual(
+      table.snapshot()[0]!.members.map((m) => m.host),
+      ['10.1.0.2'],
+    );
     assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
   });
 
   it('a leave from a host not heard since the restart ends the placeholder of its port', () => {
-    const clock = { t: 0, now() { return this.t; } };
+    const clock = {
+      t: 0,
+      now() {
+        return this.t;
+      },
+    };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000), placeholder(3, -5_000)]);
     assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [3] }]);
-    assert.deepEqual(table.record(3, '10.1.0.3', { type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] }), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+    assert.deepEqual(table.record(3, '10.1.0.3', { type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] }), [
+      { kind: 'members', group: '239.1.1.1', ports: [] },
+    ]);
   });
 
   it('without fast leave the placeholder port is asked, and removed when nobody answers', () => {
-    const clock = { t: 0, now() { return this.t; } };
+    const clock = {
+      t: 0,
+      now() {
+        return this.t;
+      },
+    };
     const table = new MembershipTable({ clock, timing, fastLeave: false });
     table.restore([placeholder(2, -5_000)]);
     assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'query', group: '239.1.1.1', port: 2 }]);
@@ -290,7 +320,12 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
   });
 
   it('a placeholder nobody reports for ends when its short life is over', () => {
-    const clock = { t: 0, now() { return this.t; } };
+    const clock = {
+      t: 0,
+      now() {
+        return this.t;
+      },
+    };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -7_000)]); // restored with 3 s to live
     assert.equal(table.nextDeadline(), 3_000);
@@ -299,39 +334,14 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
   });
 });
 
-/** A switch that takes flow and group mods in memory and answers dumps, as OVS would. */
-function fakeSwitch(refuse: (message: OpenFlowMessage) => boolean = () => false) {
-  const batches: OpenFlowMessage[][] = [];
-  const connection = {
-    batches,
-    async batch(messages: readonly OpenFlowMessage[]) {
-      batches.push([...messages]);
-      const errors = new Map<number, Error>();
-      messages.forEach((message, index) => {
-        if (refuse(message)) errors.set(index, new Error('OFPGMFC_GROUP_EXISTS'));
-      });
-      return { errors };
-    },
-    flows: [] as FlowStats[],
-    async dumpFlows() {
-      return connection.flows;
-    },
-    groups: [] as GroupDesc[],
-    async dumpGroups() {
-      return connection.groups;
-    },
-  };
-  return connection;
-}
-
 describe('OvsProgrammer', () => {
   const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
   const kinds = (messages: OpenFlowMessage[]) =>
     messages.map((m) => (m.type === 'GROUP_MOD' ? `group-${m.command}` : m.type === 'FLOW_MOD' ? `flow-${m.command}` : m.type));
 
   it('adds, then modifies, then leaves a group alone that is already right, then removes it', async () => {
-    const ovs = fakeSwitch();
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.refresh();
     assert.equal(await programmer.syncGroup('239.1.1.1', [2, 1]), 'added');
     assert.equal(await programmer.syncGroup('239.1.1.1', [1, 2, 3]), 'updated');
@@ -340,16 +350,12 @@ describe('OvsProgrammer', () => {
     assert.deepEqual(programmer.installedGroups, ['239.1.1.1']);
     assert.equal(await programmer.syncGroup('239.1.1.1', []), 'removed');
     assert.equal(await programmer.syncGroup('239.1.1.1', []), 'absent');
-    assert.deepEqual(ovs.batches.map(kinds), [
-      ['group-0', 'flow-0'],
-      ['group-1'],
-      ['flow-4', 'group-2'],
-    ]);
+    assert.deepEqual(ovs.batches.map(kinds), [['group-0', 'flow-0'], ['group-1'], ['flow-4', 'group-2']]);
   });
 
   it('a group too big for one message is chained, and shrinking it deletes the links it no longer needs', async () => {
-    const ovs = fakeSwitch();
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
     // 4 buckets a message: 3 ports and the chain bucket, then the last 4 ports.
     await programmer.syncGroup('239.1.1.1', [1, 2, 3, 4, 5, 6, 7]);
     assert.deepEqual(kinds(ovs.batches[0]!), ['group-0', 'group-0', 'flow-0']);
@@ -359,8 +365,8 @@ describe('OvsProgrammer', () => {
 
   it('a refusal fails the sync (the queue retries) and the next plan starts from what the switch has', async () => {
     let refuse = true;
-    const ovs = fakeSwitch(() => refuse);
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow(() => refuse);
+    const programmer = new OvsProgrammer(ovs, pipeline);
     await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
     refuse = false;
     assert.equal(await programmer.syncGroup('239.1.1.1', [1]), 'added');
@@ -375,31 +381,59 @@ describe('OvsProgrammer', () => {
   });
 
   it("never takes the place of another controller's flow: a group is refused, the base flows too", async () => {
-    const ovs = fakeSwitch();
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
     const theirs = (priority: number, match: FlowStats['match']): FlowStats =>
       ({ tableId: 0, priority, cookie: 0x99n, match, instructions: [], packetCount: 0n, byteCount: 0n }) as unknown as FlowStats;
-    ovs.flows.push(theirs(200, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IPV4_DST', value: '239.1.1.1' }]));
+    ovs.flows.push(
+      theirs(200, [
+        { field: 'ETH_TYPE', value: 0x800 },
+        { field: 'IPV4_DST', value: '239.1.1.1' },
+      ]),
+    );
     await programmer.refresh();
     await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
     assert.equal(await programmer.syncGroup('239.2.2.2', [1]), 'added', 'other groups are fine');
-    ovs.flows.push(theirs(300, [{ field: 'ETH_TYPE', value: 0x800 }, { field: 'IP_PROTO', value: 2 }]));
+    ovs.flows.push(
+      theirs(300, [
+        { field: 'ETH_TYPE', value: 0x800 },
+        { field: 'IP_PROTO', value: 2 },
+      ]),
+    );
     await programmer.refresh();
     const before = ovs.batches.length;
-    await assert.rejects(programmer.installBase(1), /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/);
+    await assert.rejects(
+      programmer.installBase(1),
+      /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/,
+    );
     assert.equal(ovs.batches.length, before, 'nothing sent');
   });
 
   it('a group installed statically (install, reconcile) is left alone: members are refused, an empty sync is a no-op', async () => {
-    const ovs = fakeSwitch();
+    const ovs = new FakeOpenFlow();
     // The switch holds a static group (no learned flag), as `install` wrote it.
     const theirs = pipeline.forwarding({ group: '239.3.3.3', ports: [4] });
-    ovs.flows.push({ tableId: 0, priority: theirs.flow.priority, cookie: theirs.flow.cookie, match: matchFields(theirs.flow.match), instructions: [{ type: 'APPLY_ACTIONS', actions: [groupAction(theirs.groups[0]!.groupId)] }], packetCount: 0n, byteCount: 0n } as unknown as FlowStats);
-    ovs.groups = theirs.groups.map((entry) => ({ groupType: 0, groupId: entry.groupId, buckets: [{ weight: 0, watchPort: 0, watchGroup: 0, actions: [outputAction(4)] }] }));
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    ovs.flows.push({
+      tableId: 0,
+      priority: theirs.flow.priority,
+      cookie: theirs.flow.cookie,
+      match: matchFields(theirs.flow.match),
+      instructions: [{ type: 'APPLY_ACTIONS', actions: [groupAction(theirs.groups[0]!.groupId)] }],
+      packetCount: 0n,
+      byteCount: 0n,
+    } as unknown as FlowStats);
+    ovs.groups = theirs.groups.map((entry) => ({
+      groupType: 0,
+      groupId: entry.groupId,
+      buckets: [{ weight: 0, watchPort: 0, watchGroup: 0, actions: [outputAction(4)] }],
+    }));
+    const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.refresh();
     assert.deepEqual(programmer.learnedGroups, []);
-    await assert.rejects(programmer.syncGroup('239.3.3.3', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message));
+    await assert.rejects(
+      programmer.syncGroup('239.3.3.3', [1]),
+      (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message),
+    );
     assert.equal(await programmer.syncGroup('239.3.3.3', []), 'absent');
     assert.equal(ovs.batches.length, 0, 'nothing sent');
     // ovs-vswitchd restarts: the switch is empty, and the declared group stays reconcile's.
@@ -411,8 +445,8 @@ describe('OvsProgrammer', () => {
   });
 
   it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {
-    const ovs = fakeSwitch();
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.installBase(undefined);
     const drop = pipeline.unknownGroupDrop();
     assert.deepEqual(drop.actions, []);
@@ -421,8 +455,8 @@ describe('OvsProgrammer', () => {
   });
 
   it('base flows: all IGMP to the controller, link-local flooded, other multicast to the gateway', async () => {
-    const ovs = fakeSwitch();
-    const programmer = new OvsProgrammer(ovs as unknown as OpenFlowConnection, pipeline);
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.installBase(1);
     const flows = ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD');
     assert.equal(flows.length, 3);

@@ -23,10 +23,7 @@ describe('planReload', () => {
     const running = await config({ bridge: 'br-int', queryInterval: '125s', logLevel: 'info' });
     const next = await config({ bridge: 'br-other', queryInterval: '60s', logLevel: 'debug', fastLeave: false, workers: '8', routeIdleTimeout: '30s' });
     const plan = planReload(running, next);
-    assert.deepEqual(
-      plan.applied.map((change) => change.key).sort(),
-      ['fastLeave', 'logLevel', 'queryInterval', 'routeIdleTimeout'],
-    );
+    assert.deepEqual(plan.applied.map((change) => change.key).sort(), ['fastLeave', 'logLevel', 'queryInterval', 'routeIdleTimeout']);
     // The bridge names its management socket too.
     assert.deepEqual(plan.needRestart.sort(), ['bridge', 'openflow', 'workers']);
     assert.equal(plan.config.queryIntervalMs, 60_000);
@@ -36,7 +33,10 @@ describe('planReload', () => {
     // Not runtime: the running values stay.
     assert.equal(plan.config.target.bridge, 'br-int');
     assert.equal(plan.config.workers, running.workers);
-    assert.deepEqual(plan.applied.find((change) => change.key === 'queryInterval'), { key: 'queryInterval', from: 125_000, to: 60_000 });
+    assert.deepEqual(
+      plan.applied.find((change) => change.key === 'queryInterval'),
+      { key: 'queryInterval', from: 125_000, to: 60_000 },
+    );
   });
 
   it('finds nothing to do in the same configuration', async () => {
@@ -47,10 +47,23 @@ describe('planReload', () => {
   it('knows every runtime setting by its file key', async () => {
     const running = await config();
     const next = await config({
-      queryInterval: '100s', queryResponseInterval: '5s', queryVersions: '2,3', robustness: '3', lastMemberQueryInterval: '2s',
-      fastLeave: false, syncBackoffMin: '1s', syncBackoffMax: '10s', routeIdleTimeout: '10s', logLevel: 'warn',
+      queryInterval: '100s',
+      queryResponseInterval: '5s',
+      queryVersions: '2,3',
+      robustness: '3',
+      lastMemberQueryInterval: '2s',
+      fastLeave: false,
+      syncBackoffMin: '1s',
+      syncBackoffMax: '10s',
+      routeIdleTimeout: '10s',
+      logLevel: 'warn',
     });
-    assert.deepEqual(planReload(running, next).applied.map((change) => change.key).sort(), [...RUNTIME_SETTINGS].sort());
+    assert.deepEqual(
+      planReload(running, next)
+        .applied.map((change) => change.key)
+        .sort(),
+      [...RUNTIME_SETTINGS].sort(),
+    );
   });
 });
 
@@ -60,10 +73,11 @@ describe('DaemonSignals', () => {
     const seen: string[] = [];
     let release: () => void = () => undefined;
     signals.on({
-      reload: () => new Promise<void>((resolve) => {
-        seen.push('reload');
-        release = resolve;
-      }),
+      reload: () =>
+        new Promise<void>((resolve) => {
+          seen.push('reload');
+          release = resolve;
+        }),
       summary: () => void seen.push('summary'),
       save: () => {
         seen.push('save');
@@ -80,7 +94,10 @@ describe('DaemonSignals', () => {
       process.kill(process.pid, 'SIGHUP');
       process.kill(process.pid, 'SIGHUP');
       await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.deepEqual(seen.filter((entry) => entry === 'reload'), ['reload']);
+      assert.deepEqual(
+        seen.filter((entry) => entry === 'reload'),
+        ['reload'],
+      );
       release();
       await new Promise((resolve) => setTimeout(resolve, 100));
       release();
@@ -112,12 +129,19 @@ describe('runtime settings of the components', () => {
     logger.level = 'debug';
     child.debug('shown');
     assert.equal(logger.level, 'debug');
-    assert.deepEqual(lines.map((line) => JSON.parse(line).msg), ['shown']);
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line).msg),
+      ['shown'],
+    );
   });
 
   it('MembershipTable: a new Group Membership Interval and fast leave count at once', () => {
     let now = 0;
-    const table = new MembershipTable({ clock: { now: () => now }, timing: { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 }, fastLeave: true });
+    const table = new MembershipTable({
+      clock: { now: () => now },
+      timing: { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 },
+      fastLeave: true,
+    });
     table.report(1, '10.0.0.1', '239.1.1.1', 2);
     now = 10_000;
     assert.deepEqual(table.expire(), []);
@@ -133,24 +157,49 @@ describe('runtime settings of the components', () => {
     const timers: Array<{ at: number; run: () => void; cancelled: boolean }> = [];
     let now = 0;
     const querier = new Querier({
-      versions: [3], queryIntervalMs: 125_000, queryResponseIntervalMs: 10_000, lastMemberQueryIntervalMs: 1_000, robustness: 1,
-      source: () => ({ address: '10.0.0.1' }), ports: () => [1], send: async () => 1, onError: () => undefined,
-      timers: { after: (ms, run) => { const timer = { at: now + ms, run, cancelled: false }; timers.push(timer); return () => { timer.cancelled = true; }; } },
+      versions: [3],
+      queryIntervalMs: 125_000,
+      queryResponseIntervalMs: 10_000,
+      lastMemberQueryIntervalMs: 1_000,
+      robustness: 1,
+      source: () => ({ address: '10.0.0.1' }),
+      ports: () => [1],
+      send: async () => 1,
+      onError: () => undefined,
+      timers: {
+        after: (ms, run) => {
+          const timer = { at: now + ms, run, cancelled: false };
+          timers.push(timer);
+          return () => {
+            timer.cancelled = true;
+          };
+        },
+      },
     });
     querier.start();
     const live = () => timers.filter((timer) => !timer.cancelled);
-    assert.deepEqual(live().map((timer) => timer.at), [125_000]);
+    assert.deepEqual(
+      live().map((timer) => timer.at),
+      [125_000],
+    );
     now = 1_000;
     querier.reconfigure({ versions: [2, 3], queryIntervalMs: 30_000, queryResponseIntervalMs: 5_000, lastMemberQueryIntervalMs: 1_000, robustness: 2 });
-    assert.deepEqual(live().map((timer) => timer.at), [31_000]);
+    assert.deepEqual(
+      live().map((timer) => timer.at),
+      [31_000],
+    );
     querier.stop();
   });
 
   it('WorkQueue: new backoff delays from the next failure on', async () => {
     const delays: number[] = [];
     const queue = new WorkQueue<string>({
-      sync: async () => { throw new Error('no'); },
-      workers: 1, minBackoffMs: 5_000, maxBackoffMs: 300_000,
+      sync: async () => {
+        throw new Error('no');
+      },
+      workers: 1,
+      minBackoffMs: 5_000,
+      maxBackoffMs: 300_000,
       timers: { after: () => () => undefined },
       onError: (_key, _error, retryInMs) => delays.push(retryInMs),
     });

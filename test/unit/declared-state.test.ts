@@ -30,7 +30,10 @@ describe('declared state file', () => {
     assert.deepEqual(state.groups, []);
   });
   it('reads JSON', () => {
-    assert.deepEqual(parseDeclaredState('{"groups": [{"group": "239.1.2.3", "ports": ["p1", 2]}]}', 'g.json').groups[0]?.ports, [{ name: 'p1' }, { ofport: 2 }]);
+    assert.deepEqual(parseDeclaredState('{"groups": [{"group": "239.1.2.3", "ports": ["p1", 2]}]}', 'g.json').groups[0]?.ports, [
+      { name: 'p1' },
+      { ofport: 2 },
+    ]);
   });
   it('an empty file or an empty list declares nothing', () => {
     assert.deepEqual(parseDeclaredState('', 'g.yaml').groups, []);
@@ -46,16 +49,31 @@ describe('declared state file', () => {
     ['no ports', 'groups:\n  - group: 239.1.2.3\n', /^g\.yaml:2: group 239\.1\.2\.3 needs "ports"/],
     ['an empty port list', 'groups:\n  - group: 239.1.2.3\n    ports: []\n', /^g\.yaml:3: "ports" must be a non-empty list/],
     ['port 0', 'groups:\n  - group: 239.1.2.3\n    ports: [0]\n', /^g\.yaml:3: port 0 is not an OpenFlow port number/],
-    ['a group twice', 'groups:\n  - {group: 239.1.2.3, ports: [a]}\n  - {group: 239.1.2.3, ports: [b]}\n', /^g\.yaml:3: group 239\.1\.2\.3 is declared twice \(first at line 2\)/],
+    [
+      'a group twice',
+      'groups:\n  - {group: 239.1.2.3, ports: [a]}\n  - {group: 239.1.2.3, ports: [b]}\n',
+      /^g\.yaml:3: group 239\.1\.2\.3 is declared twice \(first at line 2\)/,
+    ],
     ['not a mapping', '- 239.1.2.3\n', /^g\.yaml:1: the file must be a mapping/],
     ['several documents', 'groups: []\n---\ngroups: []\n', /^g\.yaml: not valid YAML or JSON: expected a single document/],
-    ['a route with a multicast source', 'routes:\n  - {group: 239.1.2.3, source: 239.0.0.1, iif: a, oifs: [b]}\n', /^g\.yaml:2: "source" must be a unicast host address/],
+    [
+      'a route with a multicast source',
+      'routes:\n  - {group: 239.1.2.3, source: 239.0.0.1, iif: a, oifs: [b]}\n',
+      /^g\.yaml:2: "source" must be a unicast host address/,
+    ],
     ['a route without oifs', 'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: a\n', /^g\.yaml:2: a route needs "oifs"/],
-    ['a route twice', 'routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: a, oifs: [b]}\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: c, oifs: [d]}\n', /^g\.yaml:3: route \(10\.0\.0\.5, 239\.1\.2\.3\) is declared twice \(first at line 2\)/],
+    [
+      'a route twice',
+      'routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: a, oifs: [b]}\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: c, oifs: [d]}\n',
+      /^g\.yaml:3: route \(10\.0\.0\.5, 239\.1\.2\.3\) is declared twice \(first at line 2\)/,
+    ],
   ];
   for (const [name, text, message] of refusals) {
     it(`refuses ${name}, naming the line`, () => {
-      assert.throws(() => parseDeclaredState(text, 'g.yaml'), (error: unknown) => error instanceof UsageError && message.test(error.message));
+      assert.throws(
+        () => parseDeclaredState(text, 'g.yaml'),
+        (error: unknown) => error instanceof UsageError && message.test(error.message),
+      );
     });
   }
 });
@@ -82,14 +100,34 @@ function manyGroups(count: number, tail = ''): string {
 describe('declared state file: lines, in every layout', () => {
   const cases: [name: string, text: string, message: RegExp][] = [
     ['a bad port deep in a flow list', 'groups:\n  - group: 239.1.2.3\n    ports:\n      - a\n      - # comment\n        0\n', /^g\.yaml:6: port 0 is not/],
-    ['a bad group in multi-line JSON', '{\n  "groups": [\n    {"group": "239.1.2.3", "ports": ["a"]},\n    {\n      "group": "10.0.0.1",\n      "ports": ["b"]\n    }\n  ]\n}\n', /^g\.yaml:5: 10\.0\.0\.1 is not a multicast/],
+    [
+      'a bad group in multi-line JSON',
+      '{\n  "groups": [\n    {"group": "239.1.2.3", "ports": ["a"]},\n    {\n      "group": "10.0.0.1",\n      "ports": ["b"]\n    }\n  ]\n}\n',
+      /^g\.yaml:5: 10\.0\.0\.1 is not a multicast/,
+    ],
     ['a bad port in a JSON list split over lines', '{"groups": [{"group": "239.1.2.3",\n "ports": ["a",\n 0]}]}', /^g\.yaml:3: port 0/],
-    ['a flow list on the line after its key', 'groups:\n  [\n    {group: 239.1.2.3, ports: [a]},\n    {group: 239.1.2.4,\n     portz: [b]}\n  ]\n', /^g\.yaml:5: unknown key "portz"/],
-    ['CRLF line ends and a byte order mark', '\uFEFFgroups:\r\n  - group: 239.1.2.3\r\n    ports: [a]\r\n  - group: 239.1.2.4\r\n    ports:\r\n      - 0\r\n', /^g\.yaml:6: port 0/],
+    [
+      'a flow list on the line after its key',
+      'groups:\n  [\n    {group: 239.1.2.3, ports: [a]},\n    {group: 239.1.2.4,\n     portz: [b]}\n  ]\n',
+      /^g\.yaml:5: unknown key "portz"/,
+    ],
+    [
+      'CRLF line ends and a byte order mark',
+      '\uFEFFgroups:\r\n  - group: 239.1.2.3\r\n    ports: [a]\r\n  - group: 239.1.2.4\r\n    ports:\r\n      - 0\r\n',
+      /^g\.yaml:6: port 0/,
+    ],
     ['document markers', '---\ngroups:\n  - group: 239.1.2.3\n    ports: [0]\n...\n', /^g\.yaml:4: port 0/],
     ['sequences not indented under their key', 'groups:\n- group: 239.1.2.3\n  ports:\n  - a\n  - 70000\n', /^g\.yaml:5: port 70000/],
-    ['a key with no value', 'groups:\n  - group: 239.1.2.3\n    ports:\n  - group: 239.1.2.4\n    ports: [a]\n', /^g\.yaml:3: "ports" must be a non-empty list/],
-    ['a route deep in a block entry', 'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: eth0\n    oifs:\n      - gw0\n      - ""\n', /^g\.yaml:6: "oifs" must be a non-empty list/],
+    [
+      'a key with no value',
+      'groups:\n  - group: 239.1.2.3\n    ports:\n  - group: 239.1.2.4\n    ports: [a]\n',
+      /^g\.yaml:3: "ports" must be a non-empty list/,
+    ],
+    [
+      'a route deep in a block entry',
+      'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: eth0\n    oifs:\n      - gw0\n      - ""\n',
+      /^g\.yaml:6: "oifs" must be a non-empty list/,
+    ],
   ];
   for (const [name, text, message] of cases) {
     it(`names the line: ${name}`, () => throwsUsage(() => parseDeclaredState(text, 'g.yaml'), message));
@@ -114,7 +152,10 @@ describe('declared state file: lines, in every layout', () => {
       return performance.now() - started;
     };
     time(() => parseDeclaredState(good, 'warm.yaml'));
-    const goodMs = Math.min(time(() => parseDeclaredState(good, 'g.yaml')), time(() => parseDeclaredState(good, 'g.yaml')));
+    const goodMs = Math.min(
+      time(() => parseDeclaredState(good, 'g.yaml')),
+      time(() => parseDeclaredState(good, 'g.yaml')),
+    );
     const badMs = time(() => parseDeclaredState(bad, 'g.yaml'));
     throwsUsage(() => parseDeclaredState(bad, 'g.yaml'), new RegExp(`^g\\.yaml:${2 + 2 * count + 1}: port 0 is not`));
     // A second, position-keeping parse of the whole file (the `yaml` package) took ten times one parse.
@@ -123,7 +164,7 @@ describe('declared state file: lines, in every layout', () => {
 });
 
 describe('declared state file: hostile YAML is a usage error naming the line', () => {
-  it('refuses nesting deeper than 64 levels, before the parser\'s stack overflows', () => {
+  it("refuses nesting deeper than 64 levels, before the parser's stack overflows", () => {
     throwsUsage(() => parseDeclaredState(`groups: ${'['.repeat(1000)}${']'.repeat(1000)}\n`, 'g.yaml'), /^g\.yaml:1: nested deeper than 64 levels/);
     const block = Array.from({ length: 1000 }, (_, depth) => `${' '.repeat(depth * 2)}-`).join('\n');
     throwsUsage(() => parseDeclaredState(`groups:\n${block}\n`, 'g.yaml'), /^g\.yaml:6\d: nested deeper than 64 levels/);
@@ -142,10 +183,16 @@ describe('declared state file: hostile YAML is a usage error naming the line', (
     throwsUsage(() => parseDeclaredState(`${levels.join('\n')}\n`, 'g.yaml'), /^g\.yaml:1: an anchor \(&a\)/);
   });
   it('refuses an alias without an anchor, saying why', () => {
-    throwsUsage(() => parseDeclaredState('groups:\n  - *entry\n', 'g.yaml'), /^g\.yaml:2: not valid YAML or JSON: unidentified alias "entry": anchors and aliases .* are not allowed/);
+    throwsUsage(
+      () => parseDeclaredState('groups:\n  - *entry\n', 'g.yaml'),
+      /^g\.yaml:2: not valid YAML or JSON: unidentified alias "entry": anchors and aliases .* are not allowed/,
+    );
   });
   it('quotes a long unknown key cut short', () => {
-    throwsUsage(() => parseDeclaredState(`${'k'.repeat(10_000)}: 1\n`, 'g.yaml'), /^g\.yaml:1: unknown key "k{64}"… \(10000 characters\) \(known: groups, routes\)$/);
+    throwsUsage(
+      () => parseDeclaredState(`${'k'.repeat(10_000)}: 1\n`, 'g.yaml'),
+      /^g\.yaml:1: unknown key "k{64}"… \(10000 characters\) \(known: groups, routes\)$/,
+    );
   });
 });
 
@@ -201,6 +248,7 @@ describe('--max-file-size', () => {
   ];
   for (const [text, bytes] of sizes) it(`${JSON.stringify(text)} is ${bytes} octets`, () => assert.equal(parseFileSize('--max-file-size', text), bytes));
   for (const text of ['', 'lots', '64Q', '-1', '1.5M', '0', '1000', '2G', 'constructor', '9'.repeat(10_000)]) {
-    it(`refuses ${JSON.stringify(text.slice(0, 20))}`, () => throwsUsage(() => parseFileSize('--max-file-size', text), /^--max-file-size (takes a size|of ".*" is not from 1K to 1G)/));
+    it(`refuses ${JSON.stringify(text.slice(0, 20))}`, () =>
+      throwsUsage(() => parseFileSize('--max-file-size', text), /^--max-file-size (takes a size|of ".*" is not from 1K to 1G)/));
   }
 });

@@ -15,7 +15,11 @@ describe('endpoints', () => {
   });
   it('refuses anything else with bad-address, naming the service', () => {
     for (const text of ['', 'unix:', 'db.sock', 'punix:/x', 'tcp:1.2.3.4', 'tcp:1.2.3.4:0', 'tcp:1.2.3.4:70000', 'tcp:::1:6640', 'tcp:[nope]:1']) {
-      assert.throws(() => parseEndpoint(text, 'OVSDB'), (error) => error instanceof UsageError && error.code === 'bad-address' && /^bad OVSDB address/.test(error.message), text);
+      assert.throws(
+        () => parseEndpoint(text, 'OVSDB'),
+        (error) => error instanceof UsageError && error.code === 'bad-address' && /^bad OVSDB address/.test(error.message),
+        text,
+      );
     }
   });
   it('takes a host that looks like a number only as a dotted-quad IPv4 address', () => {
@@ -27,7 +31,9 @@ describe('endpoints', () => {
     }
   });
   it('takes host names of letters, digits and - in labels, at most 253 characters', () => {
-    const longest = Array.from({ length: 4 }, () => 'a'.repeat(63)).join('.').slice(0, 253);
+    const longest = Array.from({ length: 4 }, () => 'a'.repeat(63))
+      .join('.')
+      .slice(0, 253);
     for (const host of ['localhost', 'ovs-1.example', 'A1.b2', longest, `${'x'.repeat(63)}.example`]) {
       assert.equal(parseEndpoint(`tcp:${host}:1`, 'OpenFlow').kind, 'tcp', host);
     }
@@ -96,12 +102,24 @@ describe('a failed connect, the same for every service', () => {
 
 describe('where OVS is', () => {
   it('defaults to /var/run/openvswitch and br-int', () => {
-    assert.deepEqual(resolveOvsTarget({}, {}), { bridge: 'br-int', db: 'unix:/var/run/openvswitch/db.sock', openflow: 'unix:/var/run/openvswitch/br-int.mgmt' });
+    assert.deepEqual(resolveOvsTarget({}, {}), {
+      bridge: 'br-int',
+      db: 'unix:/var/run/openvswitch/db.sock',
+      openflow: 'unix:/var/run/openvswitch/br-int.mgmt',
+    });
   });
   it('follows OVS_RUNDIR, then --ovs-rundir, then --db and --openflow', () => {
-    assert.deepEqual(resolveOvsTarget({ bridge: 'br0' }, { OVS_RUNDIR: '/tmp/ovs/' }), { bridge: 'br0', db: 'unix:/tmp/ovs/db.sock', openflow: 'unix:/tmp/ovs/br0.mgmt' });
+    assert.deepEqual(resolveOvsTarget({ bridge: 'br0' }, { OVS_RUNDIR: '/tmp/ovs/' }), {
+      bridge: 'br0',
+      db: 'unix:/tmp/ovs/db.sock',
+      openflow: 'unix:/tmp/ovs/br0.mgmt',
+    });
     assert.equal(resolveOvsTarget({ ovsRundir: '/x' }, { OVS_RUNDIR: '/tmp/ovs' }).db, 'unix:/x/db.sock');
-    assert.deepEqual(resolveOvsTarget({ db: 'tcp:127.0.0.1:6640', openflow: '/r/br-int.mgmt' }, {}), { bridge: 'br-int', db: 'tcp:127.0.0.1:6640', openflow: 'unix:/r/br-int.mgmt' });
+    assert.deepEqual(resolveOvsTarget({ db: 'tcp:127.0.0.1:6640', openflow: '/r/br-int.mgmt' }, {}), {
+      bridge: 'br-int',
+      db: 'tcp:127.0.0.1:6640',
+      openflow: 'unix:/r/br-int.mgmt',
+    });
   });
   it('refuses a bad bridge name or endpoint', () => {
     assert.throws(() => resolveOvsTarget({ bridge: 'a/b' }, {}), UsageError);

@@ -99,17 +99,94 @@ const settings = <T>(extra: fc.Parameters<T> = {}): fc.Parameters<T> => ({
 
 // Pieces of YAML that mean something to a parser, and values of the right and wrong kinds.
 const token = fc.constantFrom(
-  ...['-', '- ', ':', ': ', '? ', '[', ']', '{', '}', ',', '#', '&', '*', '!', '!!', '|', '>', "'", '"', '%', '@', '`', '\t', '\n', '\r\n', '\r', ' ', '---', '...', '<<'],
+  ...[
+    '-',
+    '- ',
+    ':',
+    ': ',
+    '? ',
+    '[',
+    ']',
+    '{',
+    '}',
+    ',',
+    '#',
+    '&',
+    '*',
+    '!',
+    '!!',
+    '|',
+    '>',
+    "'",
+    '"',
+    '%',
+    '@',
+    '`',
+    '\t',
+    '\n',
+    '\r\n',
+    '\r',
+    ' ',
+    '---',
+    '...',
+    '<<',
+  ],
   ...['&a ', '*a', '*b', '!!binary', '!!timestamp', '!!set', '!!omap', '!local', '!<tag:x>', '%YAML 1.1\n---\n', '\uFEFF', '\u2028', '\u0000', '\u001b[31m'],
 );
 const scalar = fc.oneof(
-  fc.constantFrom('239.1.2.3', '232.1.1.1', '224.0.0.251', '10.0.0.5', '0.0.0.0', '239.1.2', '239.1.1.300', 'eth0', 'gw0', 'pod-a', '7', '0', '65280', '-1', '1.5'),
-  fc.constantFrom('null', '~', 'true', 'no', '0x10', '0o17', '1e400', '.nan', '.inf', '2001-12-14', '125s', '2m', '500ms', 'off', '127.0.0.1:9815', '239.1.1.1:1'),
+  fc.constantFrom(
+    '239.1.2.3',
+    '232.1.1.1',
+    '224.0.0.251',
+    '10.0.0.5',
+    '0.0.0.0',
+    '239.1.2',
+    '239.1.1.300',
+    'eth0',
+    'gw0',
+    'pod-a',
+    '7',
+    '0',
+    '65280',
+    '-1',
+    '1.5',
+  ),
+  fc.constantFrom(
+    'null',
+    '~',
+    'true',
+    'no',
+    '0x10',
+    '0o17',
+    '1e400',
+    '.nan',
+    '.inf',
+    '2001-12-14',
+    '125s',
+    '2m',
+    '500ms',
+    'off',
+    '127.0.0.1:9815',
+    '239.1.1.1:1',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 6 }),
 );
 const key = fc.oneof(
-  fc.constantFrom('groups', 'routes', 'group', 'ports', 'source', 'iif', 'oifs', 'queryInterval', 'workers', 'gateway', 'metricsAddress', 'multicastInterfaces'),
+  fc.constantFrom(
+    'groups',
+    'routes',
+    'group',
+    'ports',
+    'source',
+    'iif',
+    'oifs',
+    'queryInterval',
+    'workers',
+    'gateway',
+    'metricsAddress',
+    'multicastInterfaces',
+  ),
   fc.constantFrom('__proto__', 'constructor', '<<'),
   fc.string({ maxLength: 8 }),
 );
@@ -120,7 +197,7 @@ const value: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
     { depthSize: 'small', withCrossShrink: true },
     scalar,
     fc.integer({ min: -10, max: 70_000 }),
-    fc.constantFrom(null, true, false, 1e400, -0),
+    fc.constantFrom(null, true, false, Number.POSITIVE_INFINITY, -0),
     fc.array(tie('value'), { maxLength: 5 }),
     fc.dictionary(key, tie('value'), { maxKeys: 5 }),
   ),
@@ -130,10 +207,15 @@ const value: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
 const declaredDocument = fc.record(
   {
     groups: fc.array(
-      fc.record({ group: fc.oneof(scalar, value), ports: fc.oneof(fc.array(fc.oneof(scalar, fc.integer({ min: 0, max: 70_000 })), { maxLength: 4 }), value) }, { requiredKeys: [] }),
+      fc.record(
+        { group: fc.oneof(scalar, value), ports: fc.oneof(fc.array(fc.oneof(scalar, fc.integer({ min: 0, max: 70_000 })), { maxLength: 4 }), value) },
+        { requiredKeys: [] },
+      ),
       { maxLength: 8 },
     ),
-    routes: fc.array(fc.record({ group: scalar, source: scalar, iif: scalar, oifs: fc.array(scalar, { maxLength: 3 }) }, { requiredKeys: [] }), { maxLength: 3 }),
+    routes: fc.array(fc.record({ group: scalar, source: scalar, iif: scalar, oifs: fc.array(scalar, { maxLength: 3 }) }, { requiredKeys: [] }), {
+      maxLength: 3,
+    }),
     extra: value,
   },
   { requiredKeys: [] },
@@ -168,7 +250,8 @@ const edited = (texts: fc.Arbitrary<string>, inserts: fc.Arbitrary<string>) =>
     .tuple(texts, fc.array(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), inserts), { maxLength: 6 }))
     .map(([text, edits]) => edits.reduce((out, [at, insert]) => spliced(out, at, insert), text));
 const hugePrefixes = ['groups: x', 'groups: "x', 'x', '? x', 'a: !x', 'a: &x', 'a: *x', 'metricsAddress: 1.2.3.4:9'];
-const flowGroups = (count: number) => Array.from({ length: count }, (_, index) => `{group: 239.0.${index >> 8}.${index & 255}, ports: [${index % 5}]}`).join(', ');
+const flowGroups = (count: number) =>
+  Array.from({ length: count }, (_, index) => `{group: 239.0.${index >> 8}.${index & 255}, ports: [${index % 5}]}`).join(', ');
 
 const hostile = fc.oneof(
   // Deep nesting, flow and block, closed or not, at a random place.
@@ -177,7 +260,12 @@ const hostile = fc.oneof(
   // A billion laughs, and plain anchors and aliases.
   fc.tuple(fc.integer({ min: 2, max: 12 }), fc.integer({ min: 2, max: 12 })).map(([levels, fanOut]) => {
     const lines = [`l0: &l0 [${Array(fanOut).fill('"lol"').join(', ')}]`];
-    for (let level = 1; level < levels; level++) lines.push(`l${level}: &l${level} [${Array(fanOut).fill(`*l${level - 1}`).join(', ')}]`);
+    for (let level = 1; level < levels; level++)
+      lines.push(
+        `l${level}: &l${level} [${Array(fanOut)
+          .fill(`*l${level - 1}`)
+          .join(', ')}]`,
+      );
     return `${lines.join('\n')}\ngroups: *l${levels - 1}\n`;
   }),
   fc.integer({ min: 1, max: 300 }).map((count) => `gateway: &g gw0\nmulticastInterfaces: [${Array(count).fill('*g').join(', ')}]\n`),

@@ -40,7 +40,15 @@ describe('frame decoder', () => {
     assert.ok(compared >= hostileFrames.length + 4);
   });
   it('gives queries their times', () => {
-    assert.deepEqual(toJsonRecord(decode(validFrames.v2Query)!), { ...meta, src: '10.0.0.1', dst: '224.0.0.1', version: 2, type: 'query', group: '0.0.0.0', maxRespTimeMs: 10000 });
+    assert.deepEqual(toJsonRecord(decode(validFrames.v2Query)!), {
+      ...meta,
+      src: '10.0.0.1',
+      dst: '224.0.0.1',
+      version: 2,
+      type: 'query',
+      group: '0.0.0.0',
+      maxRespTimeMs: 10000,
+    });
   });
   it('reports other IGMP types by number', () => {
     const record = toJsonRecord(decode(validFrames.mtrace)!);
@@ -90,6 +98,9 @@ describe('frame decoder', () => {
     assert.equal(decode(Buffer.concat([hex('86dd 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]), ipv4Locator(LinkType.LINUX_SLL2)), undefined);
   });
   it('refuses a link type it cannot decode, by a typed error', () => {
-    assert.throws(() => ipv4Locator(147), (error: unknown) => (error as { code?: string }).code === 'unsupported-link-type');
+    assert.throws(
+      () => ipv4Locator(147),
+      (error: unknown) => (error as { code?: string }).code === 'unsupported-link-type',
+    );
   });
 });

@@ -153,11 +153,17 @@ describe('IGMP encode refuses values the wire cannot hold', () => {
     assert.throws(() => igmp.encode({ kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 0 }), RangeError);
   });
   it('QRV above 7', () => {
-    assert.throws(() => igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 8, qqic: 125, sources: [] }), RangeError);
+    assert.throws(
+      () => igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 8, qqic: 125, sources: [] }),
+      RangeError,
+    );
   });
   it('a group that is not an address', () => assert.throws(() => igmp.encode({ kind: 'report', version: 2, group: '239.1.2' }), RangeError));
   it('aux data that is not whole words', () => {
-    assert.throws(() => igmp.encode({ kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [], auxData: hex('01') }] }), RangeError);
+    assert.throws(
+      () => igmp.encode({ kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [], auxData: hex('01') }] }),
+      RangeError,
+    );
   });
 });
 

@@ -61,7 +61,10 @@ describe('IPv4 header', () => {
   ];
   for (const [name, bytes, code] of failures) {
     it(`refuses: ${name} (${code})`, () => {
-      assert.throws(() => ipv4.decode(bytes), (error: unknown) => error instanceof DecodeError && error.code === code);
+      assert.throws(
+        () => ipv4.decode(bytes),
+        (error: unknown) => error instanceof DecodeError && error.code === code,
+      );
     });
   }
   it('refuses an option whose length runs past the header (bad-ip-header)', () => {
@@ -72,7 +75,10 @@ describe('IPv4 header', () => {
     for (let i = 0; i < 24; i += 2) sum += header.readUInt16BE(i); // header only
     while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
     header.writeUInt16BE(~sum & 0xffff, 10);
-    assert.throws(() => ipv4.decode(header), (error: unknown) => error instanceof DecodeError && error.code === 'bad-ip-header');
+    assert.throws(
+      () => ipv4.decode(header),
+      (error: unknown) => error instanceof DecodeError && error.code === 'bad-ip-header',
+    );
   });
 });
 
@@ -98,7 +104,10 @@ describe('Ethernet', () => {
     assert.throws(() => ethernet.multicastMacForGroup('10.0.0.1'), RangeError);
   });
   it('refuses a frame shorter than its header', () => {
-    assert.throws(() => ethernet.decode(hex('01005e')), (error: unknown) => error instanceof DecodeError && error.code === 'truncated');
+    assert.throws(
+      () => ethernet.decode(hex('01005e')),
+      (error: unknown) => error instanceof DecodeError && error.code === 'truncated',
+    );
   });
 });
 

@@ -25,10 +25,28 @@ describe('logger: text', () => {
       fields: { group: '239.1.2.3', port: 7, pod: 'default/pod a', fast: true, none: null },
       line: '2026-11-30T12:00:00.000Z info  group joined group=239.1.2.3 port=7 pod="default/pod a" fast=true none=null',
     },
-    { name: 'empty strings, = and quotes are quoted', level: 'info', message: 'm', fields: { a: '', b: 'x=y', c: 'say "hi"' }, line: '2026-11-30T12:00:00.000Z info  m a="" b="x=y" c="say \\"hi\\""' },
+    {
+      name: 'empty strings, = and quotes are quoted',
+      level: 'info',
+      message: 'm',
+      fields: { a: '', b: 'x=y', c: 'say "hi"' },
+      line: '2026-11-30T12:00:00.000Z info  m a="" b="x=y" c="say \\"hi\\""',
+    },
     { name: 'undefined fields are left out', level: 'info', message: 'm', fields: { a: undefined, b: 1 }, line: '2026-11-30T12:00:00.000Z info  m b=1' },
-    { name: 'objects and arrays as JSON', level: 'info', message: 'm', fields: { ports: [1, 2], o: { a: 1 } }, line: '2026-11-30T12:00:00.000Z info  m ports=[1,2] o="{\\"a\\":1}"' },
-    { name: 'a date as ISO 8601, a bigint as digits', level: 'info', message: 'm', fields: { at: NOW, n: 2n ** 64n }, line: '2026-11-30T12:00:00.000Z info  m at=2026-11-30T12:00:00.000Z n=18446744073709551616' },
+    {
+      name: 'objects and arrays as JSON',
+      level: 'info',
+      message: 'm',
+      fields: { ports: [1, 2], o: { a: 1 } },
+      line: '2026-11-30T12:00:00.000Z info  m ports=[1,2] o="{\\"a\\":1}"',
+    },
+    {
+      name: 'a date as ISO 8601, a bigint as digits',
+      level: 'info',
+      message: 'm',
+      fields: { at: NOW, n: 2n ** 64n },
+      line: '2026-11-30T12:00:00.000Z info  m at=2026-11-30T12:00:00.000Z n=18446744073709551616',
+    },
     { name: 'a message stays on one line', level: 'info', message: 'two\nlines', line: '2026-11-30T12:00:00.000Z info  two\\nlines' },
     { name: 'a key with spaces is made safe', level: 'info', message: 'm', fields: { 'a b': 1 }, line: '2026-11-30T12:00:00.000Z info  m a_b=1' },
     {
@@ -38,7 +56,13 @@ describe('logger: text', () => {
       fields: { group: '239.1.2.3', error: new UnavailableError('cannot reach OVSDB unix:/x/db.sock: ENOENT') },
       line: '2026-11-30T12:00:00.000Z error sync failed group=239.1.2.3 error="cannot reach OVSDB unix:/x/db.sock: ENOENT" error_code=unavailable',
     },
-    { name: 'a plain Error as its message', level: 'warn', message: 'm', fields: { err: new Error('boom') }, line: '2026-11-30T12:00:00.000Z warn  m err=boom' },
+    {
+      name: 'a plain Error as its message',
+      level: 'warn',
+      message: 'm',
+      fields: { err: new Error('boom') },
+      line: '2026-11-30T12:00:00.000Z warn  m err=boom',
+    },
   ];
   for (const { name, level, message, fields, line } of cases) {
     it(name, () => {
@@ -60,7 +84,16 @@ describe('logger: json', () => {
   it('errors as message and code; reserved keys are renamed; bigints and dates as strings', () => {
     const { logger, lines } = capture({ format: 'json' });
     logger.error('m\nx', { error: new UnavailableError('down'), level: 'x', n: 5n, at: NOW, gone: undefined });
-    assert.deepEqual(JSON.parse(lines[0]!), { time: NOW.toISOString(), level: 'error', msg: 'm\nx', error: 'down', error_code: 'unavailable', field_level: 'x', n: '5', at: NOW.toISOString() });
+    assert.deepEqual(JSON.parse(lines[0]!), {
+      time: NOW.toISOString(),
+      level: 'error',
+      msg: 'm\nx',
+      error: 'down',
+      error_code: 'unavailable',
+      field_level: 'x',
+      n: '5',
+      at: NOW.toISOString(),
+    });
   });
   it('survives a cycle', () => {
     const { logger, lines } = capture({ format: 'json' });
@@ -82,11 +115,17 @@ describe('logger: levels and children', () => {
     it(`at ${level}, writes ${written.join(', ')}`, () => {
       const { logger, lines } = capture({ level, format: 'json' });
       for (const each of ['debug', 'info', 'warn', 'error'] as const) logger[each](each);
-      assert.deepEqual(lines.map((line) => (JSON.parse(line) as { level: string }).level), written);
-      assert.deepEqual((['debug', 'info', 'warn', 'error'] as const).filter((each) => logger.enabled(each)), written);
+      assert.deepEqual(
+        lines.map((line) => (JSON.parse(line) as { level: string }).level),
+        written,
+      );
+      assert.deepEqual(
+        (['debug', 'info', 'warn', 'error'] as const).filter((each) => logger.enabled(each)),
+        written,
+      );
     });
   }
-  it('a child adds its fields to every entry; the entry\'s own win', () => {
+  it("a child adds its fields to every entry; the entry's own win", () => {
     const { logger, lines } = capture();
     const child = logger.child({ component: 'sync', group: '239.1.2.3' }).child({ worker: 2 });
     child.info('programmed', { group: '239.9.9.9', ports: 3 });
@@ -97,7 +136,15 @@ describe('logger: levels and children', () => {
     ]);
   });
   it('a stream that throws does not take the caller down', () => {
-    const logger = new Logger({ format: 'text', level: 'info', stream: { write: () => { throw new Error('EPIPE'); } } });
+    const logger = new Logger({
+      format: 'text',
+      level: 'info',
+      stream: {
+        write: () => {
+          throw new Error('EPIPE');
+        },
+      },
+    });
     assert.doesNotThrow(() => logger.error('m'));
   });
   it('defaults to the real clock', () => {

@@ -9,7 +9,19 @@ import { ROUTER_ALERT } from '../../src/packet/ipv4/header.js';
 let frame = 0;
 function event(src: string, message: IgmpMessage): IgmpFrameEvent {
   frame++;
-  const ip = { tos: 0, totalLength: 0, identification: 0, dontFragment: true, moreFragments: false, fragmentOffset: 0, ttl: 1, protocol: 2, src, dst: '224.0.0.22', options: [ROUTER_ALERT] };
+  const ip = {
+    tos: 0,
+    totalLength: 0,
+    identification: 0,
+    dontFragment: true,
+    moreFragments: false,
+    fragmentOffset: 0,
+    ttl: 1,
+    protocol: 2,
+    src,
+    dst: '224.0.0.22',
+    options: [ROUTER_ALERT],
+  };
   return { kind: 'igmp', frame, ts: 100 + frame, src, dst: ip.dst, ip, message };
 }
 const v3 = (...records: GroupRecord[]): IgmpMessage => ({ kind: 'report', version: 3, records });
@@ -61,11 +73,17 @@ describe('MembershipSummary', () => {
     summary.observe(event('10.0.0.1', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }));
     summary.observe(event('10.0.0.1', { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }));
     summary.observe({ kind: 'malformed', frame: 99, ts: 0, src: null, dst: null, code: 'truncated', message: 'x' });
-    assert.deepEqual(summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]), [
-      ['239.1.1.9', ['10.0.0.9']],
-      ['239.1.1.10', ['10.0.0.9', '10.0.0.10']],
-    ]);
-    assert.deepEqual(summary.querierSummaries().map((q) => [q.address, q.version, q.queries]), [['10.0.0.1', 3, 2]]);
+    assert.deepEqual(
+      summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]),
+      [
+        ['239.1.1.9', ['10.0.0.9']],
+        ['239.1.1.10', ['10.0.0.9', '10.0.0.10']],
+      ],
+    );
+    assert.deepEqual(
+      summary.querierSummaries().map((q) => [q.address, q.version, q.queries]),
+      [['10.0.0.1', 3, 2]],
+    );
     assert.deepEqual(summary.counts, { queries: 2, reports: 3, leaves: 0, other: 0, malformed: 1 });
   });
 });

@@ -1,11 +1,16 @@
-/** The daemon's group state machine (groundwork for [5]): joins, leaves, expiry, compatibility, on a fake clock. */
+/** The daemon's group state machine: joins, leaves, expiry, compatibility, on a fake clock. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MembershipTable, type MembershipEffect } from '../../src/domain/membership/membership-table.js';
 
 const timing = { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 };
 function table(fastLeave: boolean) {
-  const clock = { t: 1_000, now() { return this.t; } };
+  const clock = {
+    t: 1_000,
+    now() {
+      return this.t;
+    },
+  };
   return { clock, members: new MembershipTable({ clock, timing, fastLeave }) };
 }
 const members = (group: string, ports: number[]): MembershipEffect => ({ kind: 'members', group, ports });
@@ -98,6 +103,9 @@ describe('MembershipTable', () => {
     m.report(5, '10.1.0.5', '239.2.2.2', 2);
     m.report(7, '10.1.0.7', '239.2.2.2', 2);
     assert.deepEqual(m.removePort(5), [members('239.1.1.1', []), members('239.2.2.2', [7])]);
-    assert.deepEqual(m.snapshot().map((g) => [g.group, g.ports]), [['239.2.2.2', [7]]]);
+    assert.deepEqual(
+      m.snapshot().map((g) => [g.group, g.ports]),
+      [['239.2.2.2', [7]]],
+    );
   });
 });

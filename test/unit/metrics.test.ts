@@ -31,7 +31,7 @@ describe('DaemonMetrics', () => {
   it('reads groups, members and routes from the view at each scrape', async () => {
     const view = new FakeDaemonView();
     const metrics = new DaemonMetrics(view);
-    assert.match(await metrics.registry.metrics(), /^mcastctl_groups 2$[^]*^mcastctl_members 3$[^]*^mcastctl_routes 1$/m);
+    assert.match(await metrics.registry.metrics(), /^mcastctl_groups 2$[\s\S]*^mcastctl_members 3$[\s\S]*^mcastctl_routes 1$/m);
     view.statusValue = sampleStatus({ groups: 7, members: 9, routes: 0 });
     const text = await metrics.registry.metrics();
     assert.match(text, /^mcastctl_groups 7$/m);
@@ -119,7 +119,11 @@ describe('MetricsServer', () => {
     assert.deepEqual(parseMetricsAddress('[::1]:9100'), { host: '::1', port: 9100 });
     assert.deepEqual(parseMetricsAddress(':9100'), { host: undefined, port: 9100 });
     for (const bad of ['9100', '127.0.0.1', '127.0.0.1:', '127.0.0.1:70000', '::1:9100', 'host:port']) {
-      assert.throws(() => parseMetricsAddress(bad), (error: unknown) => error instanceof McastError && error.exitCode === 64 && /--metrics-address/.test(error.message), bad);
+      assert.throws(
+        () => parseMetricsAddress(bad),
+        (error: unknown) => error instanceof McastError && error.exitCode === 64 && /--metrics-address/.test(error.message),
+        bad,
+      );
     }
   });
 });

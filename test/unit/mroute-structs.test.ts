@@ -39,9 +39,19 @@ describe('vifctl', () => {
   });
 
   test('flags and union must agree; out-of-range fields are refused', () => {
-    assert.throws(() => vifctl.encode({ vif: 0, flags: 0, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }), RangeError);
-    assert.throws(() => vifctl.encode({ vif: 0x10000, flags: VIFF_USE_IFINDEX, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }), RangeError);
-    assert.throws(() => vifctl.decode(new Uint8Array(15)), (error: unknown) => error instanceof DecodeError && error.code === 'truncated');
+    assert.throws(
+      () => vifctl.encode({ vif: 0, flags: 0, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }),
+      RangeError,
+    );
+    assert.throws(
+      () =>
+        vifctl.encode({ vif: 0x10000, flags: VIFF_USE_IFINDEX, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }),
+      RangeError,
+    );
+    assert.throws(
+      () => vifctl.decode(new Uint8Array(15)),
+      (error: unknown) => error instanceof DecodeError && error.code === 'truncated',
+    );
   });
 });
 
@@ -67,7 +77,11 @@ describe('mfcctl', () => {
     const bytes = mfcctl.encode({ origin: '0.0.0.0', group: '239.1.1.1', parent: 0, ttls: [0, 1], packets: 0, bytes: 0, wrongIf: 0, expire: 0 });
     assert.equal(bytes.length, 60);
     assert.deepEqual(mfcctl.decode(bytes).ttls, [0, 1, ...new Array<number>(30).fill(0)]);
-    assert.throws(() => mfcctl.encode({ origin: '0.0.0.0', group: '239.1.1.1', parent: 0, ttls: new Array<number>(33).fill(1), packets: 0, bytes: 0, wrongIf: 0, expire: 0 }), RangeError);
+    assert.throws(
+      () =>
+        mfcctl.encode({ origin: '0.0.0.0', group: '239.1.1.1', parent: 0, ttls: new Array<number>(33).fill(1), packets: 0, bytes: 0, wrongIf: 0, expire: 0 }),
+      RangeError,
+    );
   });
 });
 
@@ -130,7 +144,12 @@ const VIF_FIXTURE = [
   ' 2 mclbmu0rb         0       0         0       0 00008 00000004 00000000',
   '',
 ].join('\n');
-const MFC_FIXTURE = ['Group    Origin   Iif     Pkts    Bytes    Wrong Oifs', '01003DEF 02005B0A 0          7      308        0  1:1  ', '02003DEF 02005B0A -1         0        0        0', ''].join('\n');
+const MFC_FIXTURE = [
+  'Group    Origin   Iif     Pkts    Bytes    Wrong Oifs',
+  '01003DEF 02005B0A 0          7      308        0  1:1  ',
+  '02003DEF 02005B0A -1         0        0        0',
+  '',
+].join('\n');
 
 describe('/proc/net/ip_mr_*', () => {
   test('ip_mr_vif: a row per VIF; with VIFF_USE_IFINDEX the local column is the ifindex', () => {
@@ -143,7 +162,8 @@ describe('/proc/net/ip_mr_*', () => {
   });
 
   test('ip_mr_vif: an address VIF, and the static flag', () => {
-    const text = 'Interface      BytesIn  PktsIn  BytesOut PktsOut Flags Local    Remote\n 3 eth9              1       1         0       0 08000 0100000A 00000000\n';
+    const text =
+      'Interface      BytesIn  PktsIn  BytesOut PktsOut Flags Local    Remote\n 3 eth9              1       1         0       0 08000 0100000A 00000000\n';
     const [row] = parseVifTable(text, true);
     assert.deepEqual(row?.local, { kind: 'address', address: '10.0.0.1' });
     assert.equal(row?.static, true);
@@ -180,7 +200,13 @@ describe('errors', () => {
 
   test('ifindexOf: /sys/class/net, and a usage error for a missing or invalid name', () => {
     assert.equal(ifindexOf('lo'), 1);
-    assert.throws(() => ifindexOf('mclnosuchif0'), (error: unknown) => error instanceof UsageError && error.code === 'no-such-interface' && error.exitCode === 64);
-    assert.throws(() => ifindexOf('a/b'), (error: unknown) => error instanceof McastError && error.code === 'usage');
+    assert.throws(
+      () => ifindexOf('mclnosuchif0'),
+      (error: unknown) => error instanceof UsageError && error.code === 'no-such-interface' && error.exitCode === 64,
+    );
+    assert.throws(
+      () => ifindexOf('a/b'),
+      (error: unknown) => error instanceof McastError && error.code === 'usage',
+    );
   });
 });

@@ -49,8 +49,7 @@ const TO_239_1_2_3: OxmField[] = [IPV4, { field: 'IPV4_DST', value: '239.1.2.3' 
 // group_id=7,type=all,bucket=output:1 as ovs-ofctl encodes it (the data of the GROUP_EXISTS error below).
 const GROUP_7_ONE_BUCKET = '040f003000000006000000000000000700200000ffffffffffffffff0000000000000010000000010000000000000000';
 // An IGMPv3 report for 239.5.5.5 from 10.1.0.11 (Router Alert), as a pod's kernel sent it.
-const IGMP_REPORT_FRAME =
-  '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
+const IGMP_REPORT_FRAME = '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
 const QUERY_FRAME = '01005e010203da666bf436b908004500002000010000010200000a01000be000000111640000e000000100000000';
 
 const captured: Vector[] = [
@@ -134,8 +133,7 @@ const captured: Vector[] = [
       ],
       instructions: [applyActions([toController(0xffff)])],
     }),
-    hex:
-      '040e008800000006000000000000001000000000000000000000000000000032ffffffffffffffffffffffff000000000001003d800000040000000180000806aabbccddeeff8000070c01005e000000ffffff80000080000a020800800017080a010000ffffff008000140102000000000400180000000000000010fffffffdffff000000000000',
+    hex: '040e008800000006000000000000001000000000000000000000000000000032ffffffffffffffffffffffff000000000001003d800000040000000180000806aabbccddeeff8000070c01005e000000ffffff80000080000a020800800017080a010000ffffff008000140102000000000400180000000000000010fffffffdffff000000000000',
   },
   // ovs-ofctl add-flow br-int 'table=1,priority=10,idle_timeout=30,hard_timeout=60,send_flow_rem,ip,
   //   actions=set_field:10.0.0.1->ip_dst,goto_table:2'
@@ -224,7 +222,11 @@ const captured: Vector[] = [
     hex: '0413006800000006000100000000000000580000000000002c67cc400064000000000000000000000000000000001234000000000000000000000000000000000001001280000a02080080001804ef01020300000000000000040010000000000016000800000007',
   },
   // ovs-ofctl dump-groups br-int
-  { name: 'MULTIPART_REQUEST GROUP_DESC', message: { type: 'MULTIPART_REQUEST', xid: 2, flags: 0, body: { kind: 'GROUP_DESC' } }, hex: '04120010000000020007000000000000' },
+  {
+    name: 'MULTIPART_REQUEST GROUP_DESC',
+    message: { type: 'MULTIPART_REQUEST', xid: 2, flags: 0, body: { kind: 'GROUP_DESC' } },
+    hex: '04120010000000020007000000000000',
+  },
   {
     name: 'MULTIPART_REPLY GROUP_DESC (ovs-vswitchd)',
     message: {
@@ -314,7 +316,11 @@ const handWritten: Vector[] = [
   // Version bitmap for 1.0 and 1.3: bits 1 and 4 = 0x12.
   { name: 'HELLO offering 1.0 and 1.3', message: { type: 'HELLO', xid: 1, version: 4, versions: [1, 4] }, hex: '04000010 00000001 0001 0008 00000012' },
   // A bitmap element of two words (version 33), padded from 12 to 16 octets.
-  { name: 'HELLO with a two-word bitmap, padded to 8', message: { type: 'HELLO', xid: 1, version: 4, versions: [4, 33] }, hex: '04000018 00000001 0001 000c 00000010 00000002 00000000' },
+  {
+    name: 'HELLO with a two-word bitmap, padded to 8',
+    message: { type: 'HELLO', xid: 1, version: 4, versions: [4, 33] },
+    hex: '04000018 00000001 0001 000c 00000010 00000002 00000000',
+  },
   {
     name: 'SET_ASYNC',
     message: { type: 'SET_ASYNC', xid: 9, packetIn: [3, 0], portStatus: [7, 7], flowRemoved: [0xf, 0] },
@@ -348,11 +354,7 @@ const handWritten: Vector[] = [
         { field: 'IP_PROTO', value: 17 },
         { field: 'UDP_DST', value: 5000 },
       ],
-      instructions: [
-        { type: 'METER', meterId: 5 },
-        { type: 'WRITE_METADATA', metadata: 0xabn, mask: 0xffn },
-        applyActions([output(OfpPort.IN_PORT)]),
-      ],
+      instructions: [{ type: 'METER', meterId: 5 }, { type: 'WRITE_METADATA', metadata: 0xabn, mask: 0xffn }, applyActions([output(OfpPort.IN_PORT)])],
     }),
     hex:
       '040e0098 00000003 0000000000000000 0000000000000000 00 00 0000 0000 0007 ffffffff ffffffff ffffffff 0000 0000' +
@@ -407,7 +409,11 @@ describe('OpenFlow codec: parts', () => {
   });
 
   it('instructions: an experimenter instruction passes through as RAW', () => {
-    assertRoundTrip(instructionList, [{ type: 'RAW', instructionType: 0xffff, body: hex('00002320') }, gotoTable(9)], hex('ffff 0008 00002320 0001 0008 09 000000'));
+    assertRoundTrip(
+      instructionList,
+      [{ type: 'RAW', instructionType: 0xffff, body: hex('00002320') }, gotoTable(9)],
+      hex('ffff 0008 00002320 0001 0008 09 000000'),
+    );
   });
 
   it('refuses to encode what cannot be sent: a GROUP_MOD over 65535 octets, bad field values', () => {
@@ -486,9 +492,12 @@ const haveOfctl = ofpPrint(hex('0402000800000000')) !== undefined;
 describe('OpenFlow codec: ovs-ofctl ofp-print agrees', { skip: haveOfctl ? false : 'ovs-ofctl is not installed' }, () => {
   const expectations: [string, RegExp][] = [
     ['HELLO offering 1.0 and 1.3', /OFPT_HELLO \(OF1\.3\) \(xid=0x1\):\n version bitmap: 0x01, 0x04/],
-    ['SET_ASYNC', /OFPT_SET_ASYNC \(OF1\.3\) \(xid=0x9\):\n primary:\n {7}PACKET_IN: no_match action\n {5}PORT_STATUS: add delete modify\n {4}FLOW_REMOVED: idle hard delete group_delete/],
+    [
+      'SET_ASYNC',
+      /OFPT_SET_ASYNC \(OF1\.3\) \(xid=0x9\):\n primary:\n {7}PACKET_IN: no_match action\n {5}PORT_STATUS: add delete modify\n {4}FLOW_REMOVED: idle hard delete group_delete/,
+    ],
     ['GET_ASYNC_REQUEST', /OFPT_GET_ASYNC_REQUEST \(OF1\.3\) \(xid=0x9\)/],
-    ['GET_ASYNC_REPLY', /OFPT_GET_ASYNC_REPLY \(OF1\.3\)[^]* secondary:\n {7}PACKET_IN: \(off\)\n {5}PORT_STATUS: add delete modify/],
+    ['GET_ASYNC_REPLY', /OFPT_GET_ASYNC_REPLY \(OF1\.3\)[\s\S]* secondary:\n {7}PACKET_IN: \(off\)\n {5}PORT_STATUS: add delete modify/],
     ['ERROR, Nicira experimenter (NX 12, NXFMFC_HARDWARE)', /OFPT_ERROR \(OF1\.3\) \(xid=0x9\): NXFMFC_HARDWARE/],
     ['ERROR HELLO_FAILED/INCOMPATIBLE with text', /OFPT_ERROR \(OF1\.3\) \(xid=0x1\): OFPHFC_INCOMPATIBLE\nno 1\.3/],
     [

@@ -24,7 +24,7 @@ import { MULTIPART_MORE } from '../../src/protocol/openflow/multipart-type.js';
 
 const DATAPATH_ID = 0xabcdef0123n;
 
-type Handler = (link: FakeLink, message: OpenFlowMessage) => boolean | void;
+type Handler = (link: FakeLink, message: OpenFlowMessage) => boolean | undefined;
 
 interface FakeSwitchOptions {
   /** The HELLO the switch sends first (default: version 6, no bitmap, as OVS does); null: none. */
@@ -199,7 +199,10 @@ describe('OpenFlow connection (fake switch)', () => {
       if (message.type === 'HELLO') link.send({ type: 'ERROR', xid: 0, errorType: 0, code: 0, data: text });
       return true;
     };
-    await assert.rejects(OpenFlowConnection.connect({ endpoint: sw.endpoint, timeoutMs: 2000 }), /refused the handshake: HELLO_FAILED\/INCOMPATIBLE \(version negotiation failed\)/);
+    await assert.rejects(
+      OpenFlowConnection.connect({ endpoint: sw.endpoint, timeoutMs: 2000 }),
+      /refused the handshake: HELLO_FAILED\/INCOMPATIBLE \(version negotiation failed\)/,
+    );
   });
 
   it('cannot connect: UnavailableError (69) naming the endpoint, the errno and what to do', async () => {
@@ -236,25 +239,22 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.equal(new Set(held.map((message) => message.xid)).size, 3);
   });
 
-  it("an OFPT_ERROR becomes an OpenFlowError naming the error and the request", async () => {
+  it('an OFPT_ERROR becomes an OpenFlowError naming the error and the request', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });
     sw.handler = (link, message) => {
       if (message.type === 'GROUP_MOD') link.send(errorReply(message, 6, 0));
       return false;
     };
-    await assert.rejects(
-      connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] })),
-      (error: unknown) => {
-        assert.ok(error instanceof OpenFlowError);
-        assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
-        assert.equal(error.exitCode, 1);
-        assert.match(error.message, /^switch at unix:.* refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 2 buckets\): GROUP_MOD_FAILED\/GROUP_EXISTS$/);
-        assert.equal(error.request.type, 'GROUP_MOD');
-        assert.ok(error.hint);
-        return true;
-      },
-    );
+    await assert.rejects(connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] })), (error: unknown) => {
+      assert.ok(error instanceof OpenFlowError);
+      assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
+      assert.equal(error.exitCode, 1);
+      assert.match(error.message, /^switch at unix:.* refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 2 buckets\): GROUP_MOD_FAILED\/GROUP_EXISTS$/);
+      assert.equal(error.request.type, 'GROUP_MOD');
+      assert.ok(error.hint);
+      return true;
+    });
   });
 
   it('a request without a reply times out as UnavailableError; the connection stays', async () => {
@@ -305,7 +305,10 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.equal(received.length, 1001);
     assert.equal(received.at(-1)!.type, 'BARRIER_REQUEST');
     const xids = received.map((message) => message.xid);
-    assert.ok(xids.every((xid, i) => i === 0 || xid === xids[i - 1]! + 1), 'consecutive xids, in order');
+    assert.ok(
+      xids.every((xid, i) => i === 0 || xid === xids[i - 1]! + 1),
+      'consecutive xids, in order',
+    );
     assert.deepEqual(
       received.slice(0, 3).map((message) => (message.type === 'FLOW_MOD' ? message.cookie : -1n)),
       [0n, 1n, 2n],
@@ -335,9 +338,15 @@ describe('OpenFlow connection (fake switch)', () => {
     const big = (id: number) => groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
     sw.last.socket.pause(); // and never resumes
     const started = Date.now();
-    await assert.rejects(connection.batch(Array.from({ length: 300 }, (_, i) => big(i)), { timeoutMs: 500 }), (error: unknown) => {
-      return error instanceof UnavailableError && /stopped reading: a batch was not sent within 500 ms/.test(error.message);
-    });
+    await assert.rejects(
+      connection.batch(
+        Array.from({ length: 300 }, (_, i) => big(i)),
+        { timeoutMs: 500 },
+      ),
+      (error: unknown) => {
+        return error instanceof UnavailableError && /stopped reading: a batch was not sent within 500 ms/.test(error.message);
+      },
+    );
     assert.ok(Date.now() - started < 5000, 'it did not wait for ever');
   });
 
@@ -347,7 +356,10 @@ describe('OpenFlow connection (fake switch)', () => {
     const before = sw.last.received.length;
     await assert.rejects(connection.batch([flowMod({ priority: 1 }), flowMod({ priority: 70_000 })]), RangeError);
     await connection.barrier();
-    assert.deepEqual(sw.last.received.slice(before).map((message) => message.type), ['BARRIER_REQUEST']);
+    assert.deepEqual(
+      sw.last.received.slice(before).map((message) => message.type),
+      ['BARRIER_REQUEST'],
+    );
   });
 
   it('multipart: a reply in several parts (MORE flag) is joined', async () => {
@@ -355,14 +367,21 @@ describe('OpenFlow connection (fake switch)', () => {
     const connection = await connect({ endpoint: sw.endpoint });
     sw.handler = (link, message) => {
       if (message.type !== 'MULTIPART_REQUEST') return false;
-      for (const [part, more] of [[1, true], [2, true], [3, false]] as const) {
+      for (const [part, more] of [
+        [1, true],
+        [2, true],
+        [3, false],
+      ] as const) {
         const groups = [{ groupType: 0, groupId: part, buckets: [bucket([output(part)])] }];
         link.send({ type: 'MULTIPART_REPLY', xid: message.xid, flags: more ? MULTIPART_MORE : 0, body: { kind: 'GROUP_DESC', groups } });
       }
       return true;
     };
     const groups = await connection.dumpGroups();
-    assert.deepEqual(groups.map((entry) => entry.groupId), [1, 2, 3]);
+    assert.deepEqual(
+      groups.map((entry) => entry.groupId),
+      [1, 2, 3],
+    );
   });
 
   it('dumpFlows: a cookie alone matches exactly; cookie and mask go as given', async () => {
@@ -392,11 +411,24 @@ describe('OpenFlow connection (fake switch)', () => {
     const setAsync = sw.last.of('SET_ASYNC')[0];
     assert.ok(setAsync?.type === 'SET_ASYNC');
     assert.deepEqual(setAsync.packetIn, [3, 0]);
-    assert.deepEqual(sw.last.of('SET_CONFIG').map((m) => (m.type === 'SET_CONFIG' ? m.missSendLen : 0)), [0xffff]);
+    assert.deepEqual(
+      sw.last.of('SET_CONFIG').map((m) => (m.type === 'SET_CONFIG' ? m.missSendLen : 0)),
+      [0xffff],
+    );
     const packetIn = waitFor<OpenFlowMessage>(connection, 'packet-in');
     const other = waitFor<OpenFlowMessage>(connection, 'message');
     const switchError = waitFor<OpenFlowError>(connection, 'switch-error');
-    sw.last.send({ type: 'PACKET_IN', xid: 0, bufferId: 0xffffffff, totalLen: 4, reason: 1, tableId: 0, cookie: 1n, match: [{ field: 'IN_PORT', value: 3 }], data: Uint8Array.of(1, 2, 3, 4) });
+    sw.last.send({
+      type: 'PACKET_IN',
+      xid: 0,
+      bufferId: 0xffffffff,
+      totalLen: 4,
+      reason: 1,
+      tableId: 0,
+      cookie: 1n,
+      match: [{ field: 'IN_PORT', value: 3 }],
+      data: Uint8Array.of(1, 2, 3, 4),
+    });
     sw.last.send({ type: 'OTHER', xid: 0, messageType: 12, body: new Uint8Array(72) });
     sw.last.send({ type: 'ERROR', xid: 0x999, errorType: 2, code: 4, data: openflow.encode(flowMod({ xid: 0x999 })) });
     assert.equal((await packetIn).type, 'PACKET_IN');
@@ -425,7 +457,10 @@ describe('OpenFlow connection (fake switch)', () => {
     const relink = sw.last;
     assert.notEqual(relink, sw.links[0]);
     assert.deepEqual(relink.received.map((message) => message.type).slice(0, 2), ['HELLO', 'FEATURES_REQUEST']);
-    assert.deepEqual(relink.of('SET_CONFIG').map((m) => (m.type === 'SET_CONFIG' ? m.missSendLen : 0)), [128]);
+    assert.deepEqual(
+      relink.of('SET_CONFIG').map((m) => (m.type === 'SET_CONFIG' ? m.missSendLen : 0)),
+      [128],
+    );
     await connection.barrier();
   });
 

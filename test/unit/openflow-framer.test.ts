@@ -78,7 +78,10 @@ describe('OpenFlow framing', () => {
   it('a length below 8 is out of step: bad-length, and it stays failed', () => {
     const framer = new OpenFlowFramer(() => undefined);
     const broken = hex('0402000400000000');
-    assert.throws(() => framer.push(broken), (error: unknown) => error instanceof OpenFlowDecodeError && error.code === 'bad-length');
+    assert.throws(
+      () => framer.push(broken),
+      (error: unknown) => error instanceof OpenFlowDecodeError && error.code === 'bad-length',
+    );
     assert.throws(() => framer.push(STREAM), OpenFlowDecodeError);
   });
 
@@ -88,7 +91,7 @@ describe('OpenFlow framing', () => {
     assert.throws(() => framer.push(hex('0000000000')), OpenFlowDecodeError);
   });
 
-  it("an exception from the handler propagates and stops the framer", () => {
+  it('an exception from the handler propagates and stops the framer', () => {
     const framer = new OpenFlowFramer(() => {
       throw new Error('handler failed');
     });

@@ -78,11 +78,19 @@ describe('OpenFlow lookup tables', () => {
   });
 
   it('endpoints', () => {
-    assert.deepEqual(parseEndpoint('unix:/var/run/openvswitch/br-int.mgmt', 'OpenFlow'), { kind: 'unix', path: '/var/run/openvswitch/br-int.mgmt', text: 'unix:/var/run/openvswitch/br-int.mgmt' });
+    assert.deepEqual(parseEndpoint('unix:/var/run/openvswitch/br-int.mgmt', 'OpenFlow'), {
+      kind: 'unix',
+      path: '/var/run/openvswitch/br-int.mgmt',
+      text: 'unix:/var/run/openvswitch/br-int.mgmt',
+    });
     assert.deepEqual(parseEndpoint('tcp:127.0.0.1:6653', 'OpenFlow'), { kind: 'tcp', host: '127.0.0.1', port: 6653, text: 'tcp:127.0.0.1:6653' });
     assert.deepEqual(parseEndpoint('tcp:[::1]:6653', 'OpenFlow'), { kind: 'tcp', host: '::1', port: 6653, text: 'tcp:[::1]:6653' });
     for (const bad of ['br-int', 'unix:', 'tcp:host', 'tcp:host:0', 'tcp:host:70000', 'ssl:1.2.3.4:6653']) {
-      assert.throws(() => parseEndpoint(bad, 'OpenFlow'), (error: unknown) => error instanceof UsageError && error.code === 'bad-address' && error.exitCode === 64, bad);
+      assert.throws(
+        () => parseEndpoint(bad, 'OpenFlow'),
+        (error: unknown) => error instanceof UsageError && error.code === 'bad-address' && error.exitCode === 64,
+        bad,
+      );
     }
   });
 

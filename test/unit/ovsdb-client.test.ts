@@ -165,7 +165,7 @@ describe('OvsdbClient against a scripted server', () => {
     await assert.rejects(lock, (error) => error instanceof OvsdbError && error.error === 'unknown method' && error.details === undefined);
   });
 
-  it('delivers a monitor\'s initial state before an update that arrives in the same read', async () => {
+  it("delivers a monitor's initial state before an update that arrives in the same read", async () => {
     const { client, peer } = await connected();
     const calls: Array<[MonitorUpdateReason, TableUpdates]> = [];
     const monitor = client.monitor('Open_vSwitch', 'm1', { Interface: { columns: ['name'] } }, (updates, reason) => calls.push([reason, updates]));
@@ -185,7 +185,10 @@ describe('OvsdbClient against a scripted server', () => {
         ['update', 'p2'],
       ],
     );
-    await assert.rejects(client.monitor('Open_vSwitch', 'm1', {}, () => {}), RangeError);
+    await assert.rejects(
+      client.monitor('Open_vSwitch', 'm1', {}, () => {}),
+      RangeError,
+    );
     const cancelled = client.monitorCancel('m1');
     peer.reply(await peer.nextCall('monitor_cancel'), {});
     await cancelled;
@@ -314,7 +317,10 @@ describe('OvsdbClient against a scripted server', () => {
 
   it('close() fails what is pending and emits closed', async () => {
     const { client, peer } = await connected();
-    const pending = assert.rejects(client.listDbs(), (error) => error instanceof UnavailableError && /was closed before the reply to list_dbs/.test(error.message));
+    const pending = assert.rejects(
+      client.listDbs(),
+      (error) => error instanceof UnavailableError && /was closed before the reply to list_dbs/.test(error.message),
+    );
     await peer.nextCall('list_dbs');
     const closed = once(client, 'closed');
     await client.close();
@@ -353,7 +359,6 @@ describe('connecting', () => {
   });
 });
 
-
 describe('backoff', () => {
   it('doubles from the minimum to the cap (default 100 ms to 5 s)', () => {
     assert.deepEqual(
@@ -361,7 +366,10 @@ describe('backoff', () => {
       [100, 200, 400, 800, 1600, 3200, 5000, 5000],
     );
     assert.equal(backoffDelay(10_000), 5000);
-    assert.deepEqual([0, 1, 2].map((attempt) => backoffDelay(attempt, { minDelayMs: 300, maxDelayMs: 100 })), [300, 300, 300]);
+    assert.deepEqual(
+      [0, 1, 2].map((attempt) => backoffDelay(attempt, { minDelayMs: 300, maxDelayMs: 100 })),
+      [300, 300, 300],
+    );
   });
 });
 

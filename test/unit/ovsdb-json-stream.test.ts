@@ -4,13 +4,19 @@
  * strings, escapes (\" \\ \uXXXX) and multi-byte UTF-8 sequences. Two streams: one
  * written out by hand here with its expected values, and one a real ovsdb-server sent
  * (test/fixtures/ovsdb/server-stream.bin, see record-stream.ts).
+ *
+ * The random cuts are the same every time (a fixed seed); FAST_CHECK_SEED=N and
+ * FAST_CHECK_RUNS=N change them. A failure prints the seed and the fewest, earliest cuts that fail.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { OvsdbDecodeError } from '../../src/protocol/ovsdb/errors.js';
 import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
-import { seededRandom } from '../helpers/random.js';
+
+const SEED = Number(process.env.FAST_CHECK_SEED ?? 7047);
+const RUNS = Number(process.env.FAST_CHECK_RUNS ?? 200);
 
 /** The hand-written stream: whitespace between values, escapes, 2-, 3- and 4-byte UTF-8, brackets in strings. */
 const HAND_STREAM = Buffer.from(
@@ -40,7 +46,13 @@ const HAND_VALUES: unknown[] = [
           '6f1e4c0a-0000-4000-8000-000000000001': {
             new: {
               name: 'café-日本-😀',
-              external_ids: ['map', [['note', 'say "hi" \\ {[x]} é😀 /'], ['k', '\\']]],
+              external_ids: [
+                'map',
+                [
+                  ['note', 'say "hi" \\ {[x]} é😀 /'],
+                  ['k', '\\'],
+                ],
+              ],
             },
           },
         },
@@ -67,7 +79,6 @@ function cut(stream: Uint8Array, ...offsets: number[]): Uint8Array[] {
   return bounds.slice(1).map((end, i) => stream.slice(bounds[i], end));
 }
 
-
 for (const [name, stream] of [
   ['a hand-written stream', HAND_STREAM],
   ['a stream recorded from ovsdb-server', SERVER_STREAM],
@@ -89,12 +100,14 @@ for (const [name, stream] of [
       assert.deepEqual(splitAll(cut(stream, ...Array.from({ length: stream.length - 1 }, (_, i) => i + 1))), whole);
     });
 
-    it('gives the same values cut at random points', () => {
-      const next = seededRandom(7047);
-      for (let round = 0; round < 200; round++) {
-        const offsets = Array.from({ length: 1 + Math.floor(next() * 8) }, () => Math.floor(next() * stream.length)).sort((a, b) => a - b);
-        assert.deepEqual(splitAll(cut(stream, ...offsets)), whole, `cut at ${offsets.join(',')}`);
-      }
+    it(`gives the same values cut at random points (seed ${SEED})`, () => {
+      const offsets = fc
+        .array(fc.integer({ min: 0, max: stream.length - 1 }), { minLength: 1, maxLength: 8 })
+        .map((points) => [...points].sort((a, b) => a - b));
+      fc.assert(
+        fc.property(offsets, (points) => assert.deepEqual(splitAll(cut(stream, ...points)), whole, `cut at ${points.join(',')}`)),
+        { seed: SEED, numRuns: RUNS },
+      );
     });
 
     it('keeps its own copy of a value that spans pushes (the caller may reuse its buffer)', () => {
@@ -210,7 +223,13 @@ describe('framing: refusals', () => {
     } catch (error) {
       first = error;
     }
-    assert.throws(() => splitter.push(Buffer.from('{}')), (error) => error === first);
-    assert.throws(() => splitter.end(), (error) => error === first);
+    assert.throws(
+      () => splitter.push(Buffer.from('{}')),
+      (error) => error === first,
+    );
+    assert.throws(
+      () => splitter.end(),
+      (error) => error === first,
+    );
   });
 });

@@ -71,7 +71,11 @@ describe('JSON-RPC messages (RFC 7047 §4)', () => {
   });
 
   it('round-trips non-ASCII text and escapes', () => {
-    assertRoundTrip(rpc, { kind: 'request', method: 'echo', params: ['café "x" \\ 😀'], id: [1, 'a'] }, json('{"method":"echo","params":["café \\"x\\" \\\\ 😀"],"id":[1,"a"]}'));
+    assertRoundTrip(
+      rpc,
+      { kind: 'request', method: 'echo', params: ['café "x" \\ 😀'], id: [1, 'a'] },
+      json('{"method":"echo","params":["café \\"x\\" \\\\ 😀"],"id":[1,"a"]}'),
+    );
   });
 
   it('decodes the terse forms ovsdb-server sends: echo probes, error replies without "result"', () => {
@@ -106,7 +110,7 @@ describe('JSON-RPC messages (RFC 7047 §4)', () => {
     assert.equal(decodeRefusal(() => rpc.decode(json('{"id":1,')), 'bad-json').code, 'bad-json');
   });
 
-  it('refuses to encode beyond the caller\'s buffer', () => {
+  it("refuses to encode beyond the caller's buffer", () => {
     assert.throws(() => rpc.encode({ kind: 'notification', method: 'x', params: [] }, new Uint8Array(10)), RangeError);
   });
 });
@@ -120,9 +124,34 @@ describe('OVSDB data (RFC 7047 §5.1)', () => {
     ['a uuid', ['uuid', UUID_A], { uuid: UUID_A }],
     ['a named-uuid', ['named-uuid', 'new_port'], { namedUuid: 'new_port' }],
     ['an empty set', ['set', []], []],
-    ['a set of uuids', ['set', [['uuid', UUID_A], ['uuid', UUID_B]]], [{ uuid: UUID_A }, { uuid: UUID_B }]],
+    [
+      'a set of uuids',
+      [
+        'set',
+        [
+          ['uuid', UUID_A],
+          ['uuid', UUID_B],
+        ],
+      ],
+      [{ uuid: UUID_A }, { uuid: UUID_B }],
+    ],
     ['an empty map', ['map', []], { map: [] }],
-    ['a map', ['map', [['pod-name', 'web-1'], ['ip-address', '10.0.0.5']]], { map: [['pod-name', 'web-1'], ['ip-address', '10.0.0.5']] }],
+    [
+      'a map',
+      [
+        'map',
+        [
+          ['pod-name', 'web-1'],
+          ['ip-address', '10.0.0.5'],
+        ],
+      ],
+      {
+        map: [
+          ['pod-name', 'web-1'],
+          ['ip-address', '10.0.0.5'],
+        ],
+      },
+    ],
     ['a map of integers to uuids', ['map', [[1, ['uuid', UUID_A]]]], { map: [[1, { uuid: UUID_A }]] }],
   ];
   for (const [name, wire, value] of cases) {
@@ -150,8 +179,25 @@ describe('OVSDB data (RFC 7047 §5.1)', () => {
   });
 
   it('converts maps to and from records', () => {
-    assert.deepEqual(asStringMap(datumFromJson(['map', [['a', '1'], ['b', '2']]])), { a: '1', b: '2' });
-    assert.deepEqual(datumToJson(ovsdbMap({ a: '1', b: '2' })), ['map', [['a', '1'], ['b', '2']]]);
+    assert.deepEqual(
+      asStringMap(
+        datumFromJson([
+          'map',
+          [
+            ['a', '1'],
+            ['b', '2'],
+          ],
+        ]),
+      ),
+      { a: '1', b: '2' },
+    );
+    assert.deepEqual(datumToJson(ovsdbMap({ a: '1', b: '2' })), [
+      'map',
+      [
+        ['a', '1'],
+        ['b', '2'],
+      ],
+    ]);
     assert.deepEqual(datumToJson(ovsdbMap([[1, uuid(UUID_A)]])), ['map', [[1, ['uuid', UUID_A]]]]);
     decodeRefusal(() => asStringMap(datumFromJson(['map', [['a', 1]]])), 'bad-datum');
   });
@@ -161,7 +207,10 @@ describe('OVSDB data (RFC 7047 §5.1)', () => {
   });
 
   it('refuses what is not OVSDB data (bad-datum), saying where', () => {
-    assert.match(decodeRefusal(() => datumFromJson(['uuid', 'nope'], 'Bridge x column ports'), 'bad-datum').message, /^Bridge x column ports: "nope" is not a UUID/);
+    assert.match(
+      decodeRefusal(() => datumFromJson(['uuid', 'nope'], 'Bridge x column ports'), 'bad-datum').message,
+      /^Bridge x column ports: "nope" is not a UUID/,
+    );
     decodeRefusal(() => datumFromJson(['set', 5]), 'bad-datum');
     decodeRefusal(() => datumFromJson(['set', [['set', []]]]), 'bad-datum');
     decodeRefusal(() => datumFromJson(['map', [[1]]]), 'bad-datum');
@@ -184,23 +233,40 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
       { op: 'insert', table: 'Port', row: { name: 'p1', interfaces: [namedUuid('iface')] }, uuidName: 'port' },
       { op: 'insert', table: 'Port', row: { name: 'p1', interfaces: ['set', [['named-uuid', 'iface']]] }, 'uuid-name': 'port' },
     ],
-    [{ op: 'insert', table: 'Bridge', row: { name: 'br0' } }, { op: 'insert', table: 'Bridge', row: { name: 'br0' } }],
+    [
+      { op: 'insert', table: 'Bridge', row: { name: 'br0' } },
+      { op: 'insert', table: 'Bridge', row: { name: 'br0' } },
+    ],
     [
       { op: 'select', table: 'Interface', where: [['name', '==', 'p1']], columns: ['_uuid', 'ofport'] },
       { op: 'select', table: 'Interface', where: [['name', '==', 'p1']], columns: ['_uuid', 'ofport'] },
     ],
-    [{ op: 'select', table: 'Bridge', where: [] }, { op: 'select', table: 'Bridge', where: [] }],
+    [
+      { op: 'select', table: 'Bridge', where: [] },
+      { op: 'select', table: 'Bridge', where: [] },
+    ],
     [
       { op: 'update', table: 'Bridge', where: [['_uuid', '==', uuid(UUID_A)]], row: { other_config: ovsdbMap({ 'mcast-snooping-aging-time': '300' }) } },
       { op: 'update', table: 'Bridge', where: [['_uuid', '==', ['uuid', UUID_A]]], row: { other_config: ['map', [['mcast-snooping-aging-time', '300']]] } },
     ],
     [
-      { op: 'mutate', table: 'Bridge', where: [['name', '==', 'br0']], mutations: [['ports', 'insert', [uuid(UUID_B)]], ['flood_vlans', 'delete', [5]]] },
       {
         op: 'mutate',
         table: 'Bridge',
         where: [['name', '==', 'br0']],
-        mutations: [['ports', 'insert', ['set', [['uuid', UUID_B]]]], ['flood_vlans', 'delete', ['set', [5]]]],
+        mutations: [
+          ['ports', 'insert', [uuid(UUID_B)]],
+          ['flood_vlans', 'delete', [5]],
+        ],
+      },
+      {
+        op: 'mutate',
+        table: 'Bridge',
+        where: [['name', '==', 'br0']],
+        mutations: [
+          ['ports', 'insert', ['set', [['uuid', UUID_B]]]],
+          ['flood_vlans', 'delete', ['set', [5]]],
+        ],
       },
     ],
     [
@@ -211,10 +277,19 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
       { op: 'wait', table: 'Bridge', where: [['name', '==', 'br0']], columns: ['name'], until: '==', rows: [{ name: 'br0' }], timeout: 0 },
       { op: 'wait', table: 'Bridge', where: [['name', '==', 'br0']], columns: ['name'], until: '==', rows: [{ name: 'br0' }], timeout: 0 },
     ],
-    [{ op: 'commit', durable: false }, { op: 'commit', durable: false }],
+    [
+      { op: 'commit', durable: false },
+      { op: 'commit', durable: false },
+    ],
     [{ op: 'abort' }, { op: 'abort' }],
-    [{ op: 'comment', comment: 'mcastctl: add group 239.1.2.3' }, { op: 'comment', comment: 'mcastctl: add group 239.1.2.3' }],
-    [{ op: 'assert', lock: 'mcastctl' }, { op: 'assert', lock: 'mcastctl' }],
+    [
+      { op: 'comment', comment: 'mcastctl: add group 239.1.2.3' },
+      { op: 'comment', comment: 'mcastctl: add group 239.1.2.3' },
+    ],
+    [
+      { op: 'assert', lock: 'mcastctl' },
+      { op: 'assert', lock: 'mcastctl' },
+    ],
   ];
   for (const [operation, wire] of cases) {
     it(`encodes ${operation.op} ${JSON.stringify(wire).slice(0, 60)}`, () => {
@@ -282,7 +357,10 @@ describe('transact results', () => {
     assert.equal(error.error, 'referential integrity violation');
     assert.equal(error.operationIndex, undefined);
     assert.equal(error.operation, undefined);
-    assert.equal(error.message, `OVSDB transact on Open_vSwitch failed at commit, after all 4 operations succeeded: referential integrity violation: ${details}`);
+    assert.equal(
+      error.message,
+      `OVSDB transact on Open_vSwitch failed at commit, after all 4 operations succeeded: referential integrity violation: ${details}`,
+    );
   });
 
   it('refuses results of the wrong shape (bad-datum)', () => {

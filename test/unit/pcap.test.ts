@@ -242,7 +242,16 @@ describe('pcapFileHeader', () => {
   });
 
   it('refuses values the header cannot hold', () => {
-    const base: PcapFileHeader = { byteOrder: 'little', precision: 'micro', versionMajor: 2, versionMinor: 4, thiszone: 0, sigfigs: 0, snaplen: 0, linkType: 1 };
+    const base: PcapFileHeader = {
+      byteOrder: 'little',
+      precision: 'micro',
+      versionMajor: 2,
+      versionMinor: 4,
+      thiszone: 0,
+      sigfigs: 0,
+      snaplen: 0,
+      linkType: 1,
+    };
     assert.throws(() => pcapFileHeader.encode({ ...base, linkType: 0x10000 }), RangeError);
     assert.throws(() => pcapFileHeader.encode({ ...base, fcsLength: 3 }), RangeError);
     assert.throws(() => pcapFileHeader.encode({ ...base, fcsLength: 32 }), RangeError);
@@ -382,17 +391,13 @@ describe('PcapReader', () => {
 
   it('names empty and short files', () => {
     assert.equal(decodeErrorOf(() => readChunks([])).message, 'empty file: no pcap file header');
-    assert.equal(
-      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200')])).message,
-      'file ends inside the pcap file header: it needs 24 octets; only 6 present',
-    );
+    assert.equal(decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200')])).message, 'file ends inside the pcap file header: it needs 24 octets; only 6 present');
     assert.equal(
       decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e2')])).message,
       'file ends inside record 1 at byte offset 24: its header needs 16 octets; only 6 present',
     );
     assert.equal(
-      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e20100 3c000000 3c000000 0102')]))
-        .message,
+      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e20100 3c000000 3c000000 0102')])).message,
       'file ends inside record 1 at byte offset 24: its data needs 60 octets; only 2 present',
     );
   });
@@ -403,8 +408,14 @@ describe('PcapReader', () => {
     assert.equal(error.code, 'bad-pcap');
     assert.match(error.message, /pcapng is not supported; convert with `editcap -F pcap in\.pcapng out\.pcap`/);
     // The reader stays failed with the same error.
-    assert.equal(decodeErrorOf(() => reader.push(hex('00'))), error);
-    assert.equal(decodeErrorOf(() => reader.end()), error);
+    assert.equal(
+      decodeErrorOf(() => reader.push(hex('00'))),
+      error,
+    );
+    assert.equal(
+      decodeErrorOf(() => reader.end()),
+      error,
+    );
   });
 
   it('refuses a pcapng file made by editcap', { skip: noTshark }, () => {
@@ -463,7 +474,10 @@ describe('PcapReader', () => {
     // 2.2: orig_len first.
     assert.deepEqual(lengths([header('0200'), record(100, 4)]), [[4, 100]]);
     // 2.3: either order; the smaller is the captured length.
-    assert.deepEqual(lengths([header('0300'), record(100, 4), record(4, 100)]), [[4, 100], [4, 100]]);
+    assert.deepEqual(lengths([header('0300'), record(100, 4), record(4, 100)]), [
+      [4, 100],
+      [4, 100],
+    ]);
   });
 
   it('calls onHeader before the first record, and exposes the header', () => {
@@ -492,8 +506,14 @@ describe('PcapReader', () => {
     const reader = new PcapReader(() => {
       throw failure;
     });
-    assert.throws(() => reader.push(readFileSync(fixture('ethernet-micro.pcap'))), (error) => error === failure);
-    assert.throws(() => reader.push(new Uint8Array(1)), (error) => error === failure);
+    assert.throws(
+      () => reader.push(readFileSync(fixture('ethernet-micro.pcap'))),
+      (error) => error === failure,
+    );
+    assert.throws(
+      () => reader.push(new Uint8Array(1)),
+      (error) => error === failure,
+    );
   });
 });
 
@@ -511,7 +531,10 @@ describe('readPcapFile', () => {
   });
 
   it('rejects with the file system error for a missing file, and DecodeError for a cut one', async () => {
-    await assert.rejects(readPcapFile(join(scratch, 'missing.pcap'), () => {}), { code: 'ENOENT' });
+    await assert.rejects(
+      readPcapFile(join(scratch, 'missing.pcap'), () => {}),
+      { code: 'ENOENT' },
+    );
     const cut = join(scratch, 'cut.pcap');
     writeFileSync(cut, readFileSync(fixture('ethernet-micro.pcap')).subarray(0, 100));
     let delivered = 0;
@@ -612,7 +635,10 @@ describe('PcapWriter', () => {
     writer.write({ tsSec: 3, tsFraction: 0, data: new Uint8Array(10) });
     await writer.close();
     const records = collect(readFileSync(bigPath));
-    assert.deepEqual(records.map((r) => r.tsSec), [1, 2, 3]);
+    assert.deepEqual(
+      records.map((r) => r.tsSec),
+      [1, 2, 3],
+    );
     assert.deepEqual(Buffer.from(records[1]!.data), Buffer.from(data));
   });
 

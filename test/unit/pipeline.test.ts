@@ -32,7 +32,8 @@ function apply(state: { flows: FlowEntry[]; groups: GroupEntry[] }, changes: Ret
         break;
       case 'add-flow':
         assert.ok(!flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])), 'add over an existing flow');
-        for (const action of change.entry.actions) if (action.type === 'group') assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
+        for (const action of change.entry.actions)
+          if (action.type === 'group') assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
         flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
         break;
       case 'delete-flow':
@@ -92,10 +93,13 @@ describe('MulticastPipeline', () => {
     const foreignFlow: FlowEntry = { ...a.flow, cookie: 0x1234n };
     const stray: GroupEntry = { groupId: pipeline.groupId('239.9.9.9'), buckets: [] };
     const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, pipeline.linkLocalFlood()], [...a.groups, stray]);
-    assert.deepEqual(installed.groups.map((g) => [g.group, g.ports, g.problem]), [
-      ['239.1.1.1', [1, 2], undefined],
-      ['239.1.1.2', [], `OVS group ${pipeline.groupId('239.1.1.2')} is missing`],
-    ]);
+    assert.deepEqual(
+      installed.groups.map((g) => [g.group, g.ports, g.problem]),
+      [
+        ['239.1.1.1', [1, 2], undefined],
+        ['239.1.1.2', [], `OVS group ${pipeline.groupId('239.1.1.2')} is missing`],
+      ],
+    );
     assert.deepEqual(installed.strayGroups, [stray]);
     assert.equal(installed.otherFlows.length, 1);
   });
@@ -116,14 +120,24 @@ describe('the query probe flow', () => {
     assert.equal(probe.hardTimeout, 13);
     assert.equal(pipeline.igmpQueryProbe(7, 1, 1e9).hardTimeout, 0xffff);
     // the run's id in the cookie: a run deletes its own flows, never another run's
-    assert.deepEqual(decodeFlowCookie(probe.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix), { prefix: 0x4d43, kind: FlowKind.IgmpQueryProbe, value: 0xdeadbeef });
+    assert.deepEqual(decodeFlowCookie(probe.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix), {
+      prefix: 0x4d43,
+      kind: FlowKind.IgmpQueryProbe,
+      value: 0xdeadbeef,
+    });
     const message = changeMessage({ op: 'add-flow', entry: probe });
     assert.equal(message.type === 'FLOW_MOD' && message.hardTimeout, 13);
     assert.equal(message.type === 'FLOW_MOD' && message.idleTimeout, 0);
   });
   it('needs room above the snooping flow', () => {
-    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff } }), /below 65535/);
-    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 } }), /above linkLocal/);
+    assert.throws(
+      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff } }),
+      /below 65535/,
+    );
+    assert.throws(
+      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 } }),
+      /above linkLocal/,
+    );
   });
 });
 
@@ -134,20 +148,44 @@ describe('planning', () => {
   it('install: adds, then changes nothing the second time', () => {
     const desired = [{ group: '239.1.2.3', ports: [1, 2] }];
     const first = planInstall(pipeline, desired, read(empty));
-    assert.deepEqual(first.map((p) => [p.outcome, p.changes.map((c) => c.op)]), [['added', ['add-group', 'add-flow']]]);
-    const after = apply(empty, first.flatMap((p) => p.changes));
+    assert.deepEqual(
+      first.map((p) => [p.outcome, p.changes.map((c) => c.op)]),
+      [['added', ['add-group', 'add-flow']]],
+    );
+    const after = apply(
+      empty,
+      first.flatMap((p) => p.changes),
+    );
     const second = planInstall(pipeline, desired, read(after));
-    assert.deepEqual(second.map((p) => [p.outcome, p.changes.length]), [['unchanged', 0]]);
+    assert.deepEqual(
+      second.map((p) => [p.outcome, p.changes.length]),
+      [['unchanged', 0]],
+    );
   });
   it('install: a membership change modifies the group only; growing and shrinking a chain', () => {
-    let state = apply(empty, planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2] }], read(empty)).flatMap((p) => p.changes));
+    let state = apply(
+      empty,
+      planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2] }], read(empty)).flatMap((p) => p.changes),
+    );
     const grow = planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2, 3, 4, 5, 6] }], read(state));
-    assert.deepEqual(grow[0]?.changes.map((c) => c.op), ['add-group', 'modify-group']);
-    state = apply(state, grow.flatMap((p) => p.changes));
+    assert.deepEqual(
+      grow[0]?.changes.map((c) => c.op),
+      ['add-group', 'modify-group'],
+    );
+    state = apply(
+      state,
+      grow.flatMap((p) => p.changes),
+    );
     assert.deepEqual(read(state).groups[0]?.ports, [1, 2, 3, 4, 5, 6]);
     const shrink = planInstall(pipeline, [{ group: '239.1.2.3', ports: [2] }], read(state));
-    assert.deepEqual(shrink[0]?.changes.map((c) => c.op), ['modify-group', 'delete-group']);
-    state = apply(state, shrink.flatMap((p) => p.changes));
+    assert.deepEqual(
+      shrink[0]?.changes.map((c) => c.op),
+      ['modify-group', 'delete-group'],
+    );
+    state = apply(
+      state,
+      shrink.flatMap((p) => p.changes),
+    );
     assert.deepEqual(read(state).groups[0]?.ports, [2]);
     assert.equal(state.groups.length, 1);
   });
@@ -161,11 +199,32 @@ describe('planning', () => {
   it('uninstall: removes the named groups, says which were absent, and all removes all of ours', () => {
     const state = apply(
       empty,
-      planInstall(pipeline, [{ group: '239.1.1.1', ports: [1] }, { group: '239.1.1.2', ports: [2, 3, 4, 5, 6] }], read(empty)).flatMap((p) => p.changes),
+      planInstall(
+        pipeline,
+        [
+          { group: '239.1.1.1', ports: [1] },
+          { group: '239.1.1.2', ports: [2, 3, 4, 5, 6] },
+        ],
+        read(empty),
+      ).flatMap((p) => p.changes),
     );
     const one = planUninstall(['239.1.1.1', '239.7.7.7'], read(state));
-    assert.deepEqual(one.map((p) => [p.group, p.outcome]), [['239.1.1.1', 'removed'], ['239.7.7.7', 'absent']]);
-    assert.deepEqual(read(apply(state, one.flatMap((p) => p.changes))).groups.map((g) => g.group), ['239.1.1.2']);
+    assert.deepEqual(
+      one.map((p) => [p.group, p.outcome]),
+      [
+        ['239.1.1.1', 'removed'],
+        ['239.7.7.7', 'absent'],
+      ],
+    );
+    assert.deepEqual(
+      read(
+        apply(
+          state,
+          one.flatMap((p) => p.changes),
+        ),
+      ).groups.map((g) => g.group),
+      ['239.1.1.2'],
+    );
     const all = planUninstallAll(read({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }));
     const cleared = apply({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
     assert.deepEqual(cleared, empty);

@@ -13,7 +13,8 @@ import type { QueryPacket } from '../../src/packet/query-frame.js';
 import type { QueryLink } from '../../src/adapters/query-link/query-link.js';
 import { runQuery } from '../../src/controllers/query/query-run.js';
 import { parseQuerySpec, queryDestination, queryKind, queryMessage, type QueryRequest } from '../../src/controllers/query/query-spec.js';
-import { ResponderTable, type HeardIgmp, type SentQuery } from '../../src/domain/responder-table.js';
+import type { HeardIgmp } from '../../src/adapters/query-link/query-link.js';
+import { ResponderTable, type SentQuery } from '../../src/controllers/query/responder-table.js';
 import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import { ethernetFrame, hex, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 
@@ -91,7 +92,10 @@ describe('query packet', () => {
 
   it('a v1 query is 8 octets with a zero Max Resp and group', () => {
     const packet = { message: queryMessage(parseQuerySpec({ version: '1' })), src: '10.0.0.1', dst: '224.0.0.1', identification: 7 };
-    assert.deepEqual(Buffer.from(queryPacket.encode(packet)), ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1', id: 7, flagsAndOffset: 0x4000 }, igmpBytes('11 00 0000 00000000')));
+    assert.deepEqual(
+      Buffer.from(queryPacket.encode(packet)),
+      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1', id: 7, flagsAndOffset: 0x4000 }, igmpBytes('11 00 0000 00000000')),
+    );
   });
 
   it('a v3 group-and-source query from 0.0.0.0: float Max Resp, QRV 2, QQIC 125, sources', () => {
@@ -104,12 +108,28 @@ describe('query packet', () => {
     // and the snoop decoder reads it back as that query
     const event = decodeFrame(locate, queryPacket.encodeFrame(packet, '02:00:00:00:00:01'), { frame: 1, ts: 0 });
     assert.equal(event?.kind, 'igmp');
-    assert.deepEqual(event.kind === 'igmp' && event.message, { kind: 'query', version: 3, group: '232.1.1.1', maxRespCode: 0x89, sFlag: true, qrv: 2, qqic: 125, sources: ['10.9.9.1', '10.9.9.2'] });
+    assert.deepEqual(event.kind === 'igmp' && event.message, {
+      kind: 'query',
+      version: 3,
+      group: '232.1.1.1',
+      maxRespCode: 0x89,
+      sFlag: true,
+      qrv: 2,
+      qqic: 125,
+      sources: ['10.9.9.1', '10.9.9.2'],
+    });
     assert.equal(event.kind === 'igmp' && event.ip.ttl, 1);
   });
 
   it('every version and kind decodes back to itself, and the MAC follows the destination', () => {
-    const requests: QueryRequest[] = [{ version: '1' }, { version: '2' }, { version: '2', group: '239.128.1.1' }, {}, { group: '239.255.0.1', maxResp: '1000' }, { group: '232.0.0.9', sources: '192.0.2.1' }];
+    const requests: QueryRequest[] = [
+      { version: '1' },
+      { version: '2' },
+      { version: '2', group: '239.128.1.1' },
+      {},
+      { group: '239.255.0.1', maxResp: '1000' },
+      { group: '232.0.0.9', sources: '192.0.2.1' },
+    ];
     for (const request of requests) {
       const spec = parseQuerySpec(request);
       const packet = { message: queryMessage(spec), src: '192.0.2.200', dst: queryDestination(spec), identification: 0xffff };
@@ -135,10 +155,26 @@ describe('query packet', () => {
 
 describe('responder table', () => {
   const T0 = 1_000_000;
-  const general: SentQuery = { at: T0, version: 3, kind: 'general', group: null, sources: [], src: '10.0.0.1', dst: '224.0.0.1', maxRespMs: 2000, identification: 77 };
+  const general: SentQuery = {
+    at: T0,
+    version: 3,
+    kind: 'general',
+    group: null,
+    sources: [],
+    src: '10.0.0.1',
+    dst: '224.0.0.1',
+    maxRespMs: 2000,
+    identification: 77,
+  };
   const heard = (table: ResponderTable, at: number, src: string, message: IgmpMessage, port?: { name: string; pod?: string }) =>
     table.heard({ at, src, ipId: 1, message, ...(port === undefined ? {} : { port }) });
-  const summary = (table: ResponderTable) => table.responders().map((r) => `${r.group} ${r.host} v${r.version} ${r.mode}{${r.sources.join(',')}} ${r.delayMs}ms x${r.answers}${r.port ? ` ${r.port}` : ''}${r.pod ? ` ${r.pod}` : ''}`);
+  const summary = (table: ResponderTable) =>
+    table
+      .responders()
+      .map(
+        (r) =>
+          `${r.group} ${r.host} v${r.version} ${r.mode}{${r.sources.join(',')}} ${r.delayMs}ms x${r.answers}${r.port ? ` ${r.port}` : ''}${r.pod ? ` ${r.pod}` : ''}`,
+      );
 
   it('lists each host once per group, with the version it spoke and its delay', () => {
     const table = new ResponderTable({ self: { address: '10.0.0.1', version: 3 } });
@@ -220,20 +256,49 @@ describe('responder table', () => {
       ['0.0.0.0 v2 other - 1', '10.0.0.5 v3 self elected 1', '10.0.0.9 v2 other - 2'],
     );
     heard(table, T0 + 4, '10.0.0.3', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 });
-    assert.deepEqual(table.queriers().filter((q) => q.elected).map((q) => q.address), ['10.0.0.3']);
+    assert.deepEqual(
+      table
+        .queriers()
+        .filter((q) => q.elected)
+        .map((q) => q.address),
+      ['10.0.0.3'],
+    );
     // IGMPv1 has no election (RFC 2236 §4): a v1 querier is listed, never elected
     heard(table, T0 + 5, '10.0.0.2', { kind: 'query', version: 1, group: '0.0.0.0' });
-    assert.deepEqual(table.queriers().map((q) => [q.address, q.elected]), [['0.0.0.0', false], ['10.0.0.2', false], ['10.0.0.3', true], ['10.0.0.5', false], ['10.0.0.9', false]]);
+    assert.deepEqual(
+      table.queriers().map((q) => [q.address, q.elected]),
+      [
+        ['0.0.0.0', false],
+        ['10.0.0.2', false],
+        ['10.0.0.3', true],
+        ['10.0.0.5', false],
+        ['10.0.0.9', false],
+      ],
+    );
   });
 
   it('our own query echoed by the link is not another querier', () => {
     const table = new ResponderTable({ self: { address: '10.0.0.1', version: 3 } });
     table.querySent(general);
-    table.heard({ at: T0 + 1, src: '10.0.0.1', ipId: 77, message: { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 20, sFlag: false, qrv: 2, qqic: 125, sources: [] } });
-    assert.deepEqual(table.queriers().map((q) => [q.address, q.self]), [['10.0.0.1', true]]);
+    table.heard({
+      at: T0 + 1,
+      src: '10.0.0.1',
+      ipId: 77,
+      message: { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 20, sFlag: false, qrv: 2, qqic: 125, sources: [] },
+    });
+    assert.deepEqual(
+      table.queriers().map((q) => [q.address, q.self]),
+      [['10.0.0.1', true]],
+    );
     // the same address with another id: somebody else configured with it
     table.heard({ at: T0 + 2, src: '10.0.0.1', ipId: 78, message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 } });
-    assert.deepEqual(table.queriers().map((q) => [q.address, q.self]), [['10.0.0.1', false], ['10.0.0.1', true]]);
+    assert.deepEqual(
+      table.queriers().map((q) => [q.address, q.self]),
+      [
+        ['10.0.0.1', false],
+        ['10.0.0.1', true],
+      ],
+    );
   });
 
   it('a query from 0.0.0.0 leaves us out of the list and the election', () => {
@@ -241,7 +306,10 @@ describe('responder table', () => {
     table.querySent({ ...general, src: '0.0.0.0' });
     assert.deepEqual(table.queriers(), []);
     heard(table, T0 + 2, '10.0.0.9', { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] });
-    assert.deepEqual(table.queriers().map((q) => [q.address, q.elected]), [['10.0.0.9', true]]);
+    assert.deepEqual(
+      table.queriers().map((q) => [q.address, q.elected]),
+      [['10.0.0.9', true]],
+    );
   });
 });
 
@@ -275,7 +343,10 @@ describe('query run', () => {
   it('an answer that arrives while the send is still confirming counts', async () => {
     const link = new FakeLink();
     const result = await runQuery({ link, spec, src: '10.0.0.1', repeat: 1, intervalMs: 1, waitMs: 10, clock });
-    assert.deepEqual(result.table.responders().map((r) => r.host), ['10.0.0.11']);
+    assert.deepEqual(
+      result.table.responders().map((r) => r.host),
+      ['10.0.0.11'],
+    );
     assert.equal(result.table.ignoredReports, 0);
     assert.equal(result.stoppedEarly, false);
   });
@@ -284,7 +355,10 @@ describe('query run', () => {
     const link = new FakeLink();
     const result = await runQuery({ link, spec, src: '10.0.0.1', repeat: 3, intervalMs: 2, waitMs: 5, clock });
     assert.equal(link.sent.length, 3);
-    assert.deepEqual(result.table.queries.map((q) => q.identification), link.sent.map((p) => p.identification));
+    assert.deepEqual(
+      result.table.queries.map((q) => q.identification),
+      link.sent.map((p) => p.identification),
+    );
     assert.equal(result.table.responders()[0]?.answers, 3);
   });
 
@@ -293,7 +367,10 @@ describe('query run', () => {
     const result = await runQuery({ link, spec, src: '10.0.0.1', repeat: 3, intervalMs: 1, waitMs: 1000, clock });
     assert.equal(result.failure?.code, 'refused');
     assert.equal(result.stoppedEarly, true);
-    assert.deepEqual(result.table.responders().map((r) => r.host), ['10.0.0.11']);
+    assert.deepEqual(
+      result.table.responders().map((r) => r.host),
+      ['10.0.0.11'],
+    );
   });
 
   it('a link failure while listening ends the wait at once', async () => {

@@ -13,7 +13,10 @@ const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerG
 /** What the switch would hold after these memberships were installed (learned ones by the daemon). */
 function switchWith(memberships: GroupMembership[], extra: { flows?: FlowEntry[]; groups?: GroupEntry[] } = {}) {
   const entries = memberships.map((membership) => pipeline.forwarding(membership));
-  return pipeline.readInstalled([...entries.map((entry) => entry.flow), ...(extra.flows ?? [])], [...entries.flatMap((entry) => entry.groups), ...(extra.groups ?? [])]);
+  return pipeline.readInstalled(
+    [...entries.map((entry) => entry.flow), ...(extra.flows ?? [])],
+    [...entries.flatMap((entry) => entry.groups), ...(extra.groups ?? [])],
+  );
 }
 
 describe('planGroupReconcile', () => {
@@ -25,14 +28,23 @@ describe('planGroupReconcile', () => {
   });
 
   it('adds what is declared and missing, changes what differs, removes what is not declared', () => {
-    const installed = switchWith([{ group: '239.1.1.2', ports: [1] }, { group: '239.1.1.3', ports: [3] }]);
-    const declared = [{ group: '239.1.1.1', ports: [1, 2] }, { group: '239.1.1.2', ports: [1, 2] }];
-    const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
-    assert.deepEqual(plan.drift.map((entry) => (entry.object === 'group' ? [entry.group, entry.action, entry.before, entry.after, entry.detail] : entry)), [
-      ['239.1.1.1', 'add', [], [1, 2], 'declared, not installed'],
-      ['239.1.1.2', 'change', [1], [1, 2], 'ports 2 missing'],
-      ['239.1.1.3', 'remove', [3], [], 'installed, not declared'],
+    const installed = switchWith([
+      { group: '239.1.1.2', ports: [1] },
+      { group: '239.1.1.3', ports: [3] },
     ]);
+    const declared = [
+      { group: '239.1.1.1', ports: [1, 2] },
+      { group: '239.1.1.2', ports: [1, 2] },
+    ];
+    const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
+    assert.deepEqual(
+      plan.drift.map((entry) => (entry.object === 'group' ? [entry.group, entry.action, entry.before, entry.after, entry.detail] : entry)),
+      [
+        ['239.1.1.1', 'add', [], [1, 2], 'declared, not installed'],
+        ['239.1.1.2', 'change', [1], [1, 2], 'ports 2 missing'],
+        ['239.1.1.3', 'remove', [3], [], 'installed, not declared'],
+      ],
+    );
     const ops = plan.drift.flatMap((entry) => entry.changes.map((change) => change.op));
     assert.deepEqual(ops, ['add-group', 'add-flow', 'modify-group', 'delete-flow', 'delete-group']);
   });
@@ -54,7 +66,10 @@ describe('planGroupReconcile', () => {
     const installed = pipeline.readInstalled([], groups); // the group is there, the flow is gone
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
     assert.equal(plan.drift.length, 1, 'one drift: no separate stray-group removal');
-    assert.deepEqual(plan.drift[0]!.changes.map((change) => change.op), ['modify-group', 'add-flow']);
+    assert.deepEqual(
+      plan.drift[0]!.changes.map((change) => change.op),
+      ['modify-group', 'add-flow'],
+    );
     assert.equal(plan.drift[0]!.action, 'change');
     assert.equal(plan.drift[0]!.detail, 'its flow is missing (its OVS group is there)');
   });
@@ -64,7 +79,13 @@ describe('planGroupReconcile', () => {
     const stray: GroupEntry = { groupId: pipeline.groupId('239.7.7.7'), buckets: [{ type: 'output', port: 1 }] };
     const drifted = switchWith([{ group: '239.1.1.1', ports: [1, 3] }], { groups: [stray] });
     const plan = planGroupReconcile({ pipeline, installed: drifted, foreignFlows: [], declared });
-    assert.deepEqual(plan.drift.map((entry) => [entry.object, entry.action]), [['group', 'change'], ['stray-group', 'remove']]);
+    assert.deepEqual(
+      plan.drift.map((entry) => [entry.object, entry.action]),
+      [
+        ['group', 'change'],
+        ['stray-group', 'remove'],
+      ],
+    );
     assert.match(plan.drift[0]!.detail, /ports 2 missing; ports 3 not declared/);
   });
 
@@ -99,9 +120,15 @@ describe("other controllers' flows, whatever their actions", () => {
   it('an OVS group of ours of another type than ALL is drift', () => {
     const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
     const { flow, groups } = pipeline.forwarding(declared[0]!);
-    const installed = pipeline.readInstalled([flow], groups.map((entry) => ({ ...entry, groupType: 1 /* SELECT */ })));
+    const installed = pipeline.readInstalled(
+      [flow],
+      groups.map((entry) => ({ ...entry, groupType: 1 /* SELECT */ })),
+    );
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
-    assert.deepEqual(plan.drift.map((entry) => [entry.action, entry.changes.map((change) => change.op)]), [['change', ['modify-group']]]);
+    assert.deepEqual(
+      plan.drift.map((entry) => [entry.action, entry.changes.map((change) => change.op)]),
+      [['change', ['modify-group']]],
+    );
   });
 });
 
@@ -119,20 +146,36 @@ describe('planRouteReconcile', () => {
     ];
     const plan = planRouteReconcile(declared, actual);
     assert.equal(plan.inSync, 1);
-    assert.deepEqual(plan.drift.map((entry) => [entry.source, entry.action]), [['10.0.0.6', 'change'], ['10.0.0.7', 'add'], ['10.0.0.9', 'remove']]);
+    assert.deepEqual(
+      plan.drift.map((entry) => [entry.source, entry.action]),
+      [
+        ['10.0.0.6', 'change'],
+        ['10.0.0.7', 'add'],
+        ['10.0.0.9', 'remove'],
+      ],
+    );
     assert.equal(plan.drift[0]!.detail, 'eth1 → gw0 instead of eth0 → gw0');
   });
 
   it("the router's (daemon's) entries: never removed; declared as they are, in sync; declared otherwise, a conflict", () => {
-    const daemon = [{ source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }, { source: '10.0.0.6', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }];
+    const daemon = [
+      { source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
+      { source: '10.0.0.6', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
+    ];
     const plan = planRouteReconcile(
-      [{ source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] }, { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] }],
+      [
+        { source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
+        { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] },
+      ],
       daemon,
       daemon,
     );
     assert.deepEqual(plan.drift, []);
     assert.equal(plan.inSync, 1);
-    assert.deepEqual(plan.conflicts.map((conflict) => conflict.source), ['10.0.0.6']);
+    assert.deepEqual(
+      plan.conflicts.map((conflict) => conflict.source),
+      ['10.0.0.6'],
+    );
     assert.match(plan.conflicts[0]!.problem, /the daemon routes it gw0 → eth0/);
   });
 });

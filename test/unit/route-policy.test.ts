@@ -14,8 +14,20 @@ describe('RoutePolicy', () => {
   });
   it('inbound: from a multicast interface to the gateway only while the group has local members, else to nowhere', () => {
     const p = policy({ value: 0 });
-    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.1.2.3' }, true), { action: 'add', source: '192.0.2.9', group: '239.1.2.3', iif: 2, oifs: [0] });
-    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.9.9.9' }, false), { action: 'add', source: '192.0.2.9', group: '239.9.9.9', iif: 2, oifs: [] });
+    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.1.2.3' }, true), {
+      action: 'add',
+      source: '192.0.2.9',
+      group: '239.1.2.3',
+      iif: 2,
+      oifs: [0],
+    });
+    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.9.9.9' }, false), {
+      action: 'add',
+      source: '192.0.2.9',
+      group: '239.9.9.9',
+      iif: 2,
+      oifs: [],
+    });
     assert.deepEqual(p.inboundOifs(true), [0]);
     assert.equal(p.isInbound(2), true);
     assert.equal(p.isInbound(0), false);

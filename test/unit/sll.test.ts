@@ -86,7 +86,13 @@ describe('sll (LINKTYPE_LINUX_SLL, 113)', () => {
     for (const { raw, values } of frames) {
       const header = sll.decode(raw);
       assert.deepEqual(
-        [String(header.packetType), String(header.arphrdType), String(header.addressLength), macText(header.address), `0x${header.protocol.toString(16).padStart(4, '0')}`],
+        [
+          String(header.packetType),
+          String(header.arphrdType),
+          String(header.addressLength),
+          macText(header.address),
+          `0x${header.protocol.toString(16).padStart(4, '0')}`,
+        ],
         values,
       );
       assert.equal(Buffer.from(sll.encode(header)).toString('hex'), raw.subarray(0, sll.HEADER_LENGTH).toString('hex'));
@@ -126,7 +132,15 @@ describe('sll2 (LINKTYPE_LINUX_SLL2, 276)', () => {
   it('keeps the reserved field and large interface indexes', () => {
     assertRoundTrip(
       sll2,
-      { protocol: 0x86dd, reserved: 0xbeef, interfaceIndex: 0xfffffffe, arphrdType: ArphrdType.LOOPBACK, packetType: 0, addressLength: 12, address: hex('0102030405060708') },
+      {
+        protocol: 0x86dd,
+        reserved: 0xbeef,
+        interfaceIndex: 0xfffffffe,
+        arphrdType: ArphrdType.LOOPBACK,
+        packetType: 0,
+        addressLength: 12,
+        address: hex('0102030405060708'),
+      },
       hex('86dd beef fffffffe 0304 00 0c 0102030405060708'),
     );
   });

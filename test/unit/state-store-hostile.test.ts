@@ -119,7 +119,7 @@ describe('StateStore against other users', () => {
     const names = new Set<string>();
     const { watch } = await import('node:fs');
     const watcher = watch(dir, (_event, name) => {
-      if (name !== null && name.startsWith('state.json.tmp-')) names.add(name);
+      if (name?.startsWith('state.json.tmp-')) names.add(name);
     });
     try {
       for (let round = 0; round < 5; round++) await store.save(sample(1_767_225_600_000 + round));

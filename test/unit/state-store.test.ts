@@ -30,7 +30,10 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
           { portName: 'veth-b', host: '10.0.0.6', mode: 'exclude', sources: [], compatibility: 2, lastReportAt: savedAt - 2000 },
         ],
       },
-      { group: '232.1.1.1', members: [{ portName: 'veth-a', host: '10.0.0.5', mode: 'include', sources: ['10.9.9.9', '10.9.9.8'], compatibility: 3, lastReportAt: savedAt }] },
+      {
+        group: '232.1.1.1',
+        members: [{ portName: 'veth-a', host: '10.0.0.5', mode: 'include', sources: ['10.9.9.9', '10.9.9.8'], compatibility: 3, lastReportAt: savedAt }],
+      },
       ...Array.from({ length: extraGroups }, (_, index) => ({
         group: `239.2.${index >> 8}.${index & 0xff}`,
         members: [{ portName: `veth-${index}`, host: '10.1.0.1', mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt }],
@@ -94,7 +97,10 @@ describe('StateStore', () => {
     const before = Date.now();
     const result = await new StateStore({ dir }).load();
     assert.equal(result.state, undefined);
-    assert.match(result.warning ?? '', /state\.json" is unusable \(.*JSON.*\): moved to state\.json\.corrupt-\d+ in the same directory; starting with no learned memberships/);
+    assert.match(
+      result.warning ?? '',
+      /state\.json" is unusable \(.*JSON.*\): moved to state\.json\.corrupt-\d+ in the same directory; starting with no learned memberships/,
+    );
     const names = await readdir(dir);
     assert.equal(names.length, 1);
     const epoch = Number(/^state\.json\.corrupt-(\d+)$/.exec(names[0]!)?.[1]);
@@ -104,6 +110,7 @@ describe('StateStore', () => {
     assert.deepEqual(await new StateStore({ dir }).load(), {});
   });
 
+  // biome-ignore lint/suspicious/noExplicitAny: each case breaks one nested field of a parsed JSON document
   const invalid: Array<[string, (state: Record<string, any>) => void, RegExp]> = [
     ['a wrong version', (state) => (state.version = 2), /version 2 is not 1/],
     ['a missing bridge', (state) => delete state.bridge, /bridge/],
@@ -123,6 +130,7 @@ describe('StateStore', () => {
     it(`rejects a file with ${what}: moved aside, with a warning naming the field`, async () => {
       const dir = freshDir();
       await mkdir(dir, { recursive: true });
+      // biome-ignore lint/suspicious/noExplicitAny: as above
       const state = JSON.parse(JSON.stringify(sample())) as Record<string, any>;
       damage(state);
       const text = Object.getPrototypeOf(state) === Array.prototype ? '[]' : JSON.stringify(state);

@@ -1,4 +1,4 @@
-/** The keyed work queue (groundwork for [5]): dedupe, no lost update, worker bound, backoff, on fake timers. */
+/** The keyed work queue: dedupe, no lost update, worker bound, backoff, on fake timers. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WorkQueue, type WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
@@ -30,7 +30,13 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 describe('WorkQueue', () => {
   it('a key added many times while it waits is synced once', async () => {
     const synced: string[] = [];
-    const queue = new WorkQueue<string>({ sync: async (key) => void synced.push(key), workers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    const queue = new WorkQueue<string>({
+      sync: async (key) => void synced.push(key),
+      workers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
     queue.add('a'); // starts at once
     queue.add('b');
     queue.add('b');
@@ -47,7 +53,10 @@ describe('WorkQueue', () => {
     assert.equal(calls.length, 1, 'not twice at once');
     calls[0]!.resolve();
     await tick();
-    assert.deepEqual(calls.map((call) => call.key), ['g', 'g']);
+    assert.deepEqual(
+      calls.map((call) => call.key),
+      ['g', 'g'],
+    );
     calls[1]!.resolve();
     await queue.whenIdle();
     assert.equal(calls.length, 2);
@@ -57,10 +66,16 @@ describe('WorkQueue', () => {
     const { calls, sync } = controllableSync();
     const queue = new WorkQueue<string>({ sync, workers: 2, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
     for (const key of ['a', 'b', 'c', 'd']) queue.add(key);
-    assert.deepEqual(calls.map((call) => call.key), ['a', 'b']);
+    assert.deepEqual(
+      calls.map((call) => call.key),
+      ['a', 'b'],
+    );
     calls[0]!.resolve();
     await tick();
-    assert.deepEqual(calls.map((call) => call.key), ['a', 'b', 'c']);
+    assert.deepEqual(
+      calls.map((call) => call.key),
+      ['a', 'b', 'c'],
+    );
     calls[1]!.resolve();
     calls[2]!.resolve();
     await tick();

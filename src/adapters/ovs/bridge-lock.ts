@@ -17,14 +17,14 @@ import { VSWITCH_DB } from './vswitch.js';
 import { isOvsdbMap } from '../../protocol/ovsdb/datum.js';
 
 /** The bridge's external_ids key that names the daemon holding its lock. */
-export const HOLDER_KEY = 'mcastctl-daemon';
+const HOLDER_KEY = 'mcastctl-daemon';
 
 /**
  * The lock's name: an OVSDB <id> (letters, digits, `_`), so every other octet of the
  * bridge's name is written `_XX` in hexadecimal (and `_` itself, so that no two bridges
  * share a name).
  */
-export function bridgeLockName(bridge: string): string {
+function bridgeLockName(bridge: string): string {
   const encoded = [...Buffer.from(bridge, 'utf8')]
     .map((octet) => (/[A-Za-z0-9]/.test(String.fromCharCode(octet)) ? String.fromCharCode(octet) : `_${octet.toString(16).padStart(2, '0')}`))
     .join('');
@@ -104,7 +104,9 @@ export class BridgeLock {
         { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'insert', { map: [[HOLDER_KEY, holder]] }]] },
       ]);
     } catch (error) {
-      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${HOLDER_KEY}: ${messageOf(error)}`, ExitCode.Failure, { cause: error });
+      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${HOLDER_KEY}: ${messageOf(error)}`, ExitCode.Failure, {
+        cause: error,
+      });
     }
   }
 

@@ -29,7 +29,7 @@ export interface BridgePort {
   pod?: string;
 }
 
-export interface FlowCounters {
+interface FlowCounters {
   packets: bigint;
   bytes: bigint;
 }
@@ -103,7 +103,10 @@ export class BridgeSession {
     if (port !== undefined) return port;
     const known = this.ports.filter((p) => p.ofport !== OVSDB_LOCAL_OFPORT).map((p) => `${p.name} (${p.ofport})`);
     const list = known.length > 12 ? `${known.slice(0, 12).join(', ')}, ...` : known.join(', ') || 'none';
-    throw new UsageError(`${where()}: bridge ${this.target.bridge} has no port ${describePortRef(ref)}`, { code: 'no-such-interface', hint: `its ports: ${list}` });
+    throw new UsageError(`${where()}: bridge ${this.target.bridge} has no port ${describePortRef(ref)}`, {
+      code: 'no-such-interface',
+      hint: `its ports: ${list}`,
+    });
   }
 
   portByNumber(ofport: number): BridgePort | undefined {

@@ -5,7 +5,7 @@
 import { quoteInput, UsageError } from '../../errors.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
 
-export const DEFAULT_OVS_RUNDIR = '/var/run/openvswitch';
+const DEFAULT_OVS_RUNDIR = '/var/run/openvswitch';
 export const DEFAULT_BRIDGE = 'br-int';
 
 export interface OvsTarget {

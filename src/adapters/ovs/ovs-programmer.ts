@@ -6,11 +6,21 @@
  * disturbing forwarding.
  */
 import { McastError } from '../../errors.js';
-import type { OpenFlowConnection } from '../../transport/openflow/connection.js';
+import type { FlowDumpFilter } from '../../transport/openflow/connection.js';
+import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
+import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
+import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
+
+/** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
+export interface ProgrammerConnection {
+  dumpGroups(): Promise<GroupDesc[]>;
+  dumpFlows(filter: FlowDumpFilter): Promise<FlowStats[]>;
+  batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: ReadonlyMap<number, Error> }>;
+}
 
 export class OvsProgrammer {
   private installed = new Map<string, InstalledGroup>();
@@ -27,7 +37,7 @@ export class OvsProgrammer {
   private readonly staticGroups = new Set<string>();
 
   constructor(
-    private readonly openflow: OpenFlowConnection,
+    private readonly openflow: ProgrammerConnection,
     readonly pipeline: MulticastPipeline,
   ) {}
 
@@ -87,9 +97,14 @@ export class OvsProgrammer {
     for (const flow of wanted) {
       const clash = this.foreignFlows.find((other) => sameSlot(other, flow));
       if (clash !== undefined) {
-        throw new McastError('conflict', `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`, undefined, {
-          hint: 'give the daemon a table of its own (--table) or remove that flow',
-        });
+        throw new McastError(
+          'conflict',
+          `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`,
+          undefined,
+          {
+            hint: 'give the daemon a table of its own (--table) or remove that flow',
+          },
+        );
       }
     }
     const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
@@ -97,7 +112,10 @@ export class OvsProgrammer {
       const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
       return kind !== FlowKind.IgmpQueryProbe && !wantedCookies.has(flow.cookie);
     });
-    const changes: PipelineChange[] = [...stale.map((entry): PipelineChange => ({ op: 'delete-flow', entry })), ...wanted.map((entry): PipelineChange => ({ op: 'add-flow', entry }))];
+    const changes: PipelineChange[] = [
+      ...stale.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
+      ...wanted.map((entry): PipelineChange => ({ op: 'add-flow', entry })),
+    ];
     await this.apply(changes, 'the base flows');
     this.otherFlows = wanted;
   }
@@ -117,10 +135,19 @@ export class OvsProgrammer {
     // reach them (left by a failed sync): they must be modified, not added.
     const chain = this.chainIds(current);
     const strayGroups =
-      ports.length === 0 ? [] : this.pipeline.forwarding({ group, ports, learned: true }).groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId)).map(({ groupId }) => ({ groupId, buckets: [] }));
+      ports.length === 0
+        ? []
+        : this.pipeline
+            .forwarding({ group, ports, learned: true })
+            .groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId))
+            .map(({ groupId }) => ({ groupId, buckets: [] }));
     const installedView = { groups: current === undefined ? [] : [current], otherFlows: [], strayGroups };
-    const [plan] = ports.length === 0 ? planUninstall([group], installedView) : planInstall(this.pipeline, [{ group, ports, learned: true }], installedView, this.foreignFlows);
-    if (plan?.outcome === 'conflict') throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
+    const [plan] =
+      ports.length === 0
+        ? planUninstall([group], installedView)
+        : planInstall(this.pipeline, [{ group, ports, learned: true }], installedView, this.foreignFlows);
+    if (plan?.outcome === 'conflict')
+      throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
     if (plan === undefined || plan.changes.length === 0) return plan?.outcome ?? 'unchanged';
     try {
       await this.apply(plan.changes, `group ${group}`);
@@ -136,7 +163,13 @@ export class OvsProgrammer {
     if (ports.length === 0) this.installed.delete(group);
     else {
       const forwarding = this.pipeline.forwarding({ group, ports, learned: true });
-      this.installed.set(group, { group, ports: [...ports].sort((a, b) => a - b), flow: forwarding.flow, groups: [...forwarding.groups].reverse(), learned: true });
+      this.installed.set(group, {
+        group,
+        ports: [...ports].sort((a, b) => a - b),
+        flow: forwarding.flow,
+        groups: [...forwarding.groups].reverse(),
+        learned: true,
+      });
     }
     return plan.outcome;
   }
@@ -149,7 +182,10 @@ export class OvsProgrammer {
     if (changes.length === 0) return;
     const { errors } = await this.openflow.batch(changes.map(changeMessage));
     const first = errors.values().next();
-    if (!first.done) throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, { cause: first.value });
+    if (!first.done)
+      throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, {
+        cause: first.value,
+      });
   }
 }
 
@@ -160,6 +196,13 @@ function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
 
 function describeMatch(flow: FlowEntry): string {
   const { inPort, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
-  const parts = [inPort === undefined ? '' : `in_port=${inPort}`, ipProto === undefined ? '' : `nw_proto=${ipProto}`, ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`];
-  return `ip${parts.filter(Boolean).map((part) => `,${part}`).join('')}`;
+  const parts = [
+    inPort === undefined ? '' : `in_port=${inPort}`,
+    ipProto === undefined ? '' : `nw_proto=${ipProto}`,
+    ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`,
+  ];
+  return `ip${parts
+    .filter(Boolean)
+    .map((part) => `,${part}`)
+    .join('')}`;
 }

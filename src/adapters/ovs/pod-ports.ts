@@ -5,7 +5,7 @@
  * are snooped and queried; the gateway is found by name.
  */
 import type { InterfaceChanges, InterfaceRow } from './vswitch.js';
-import type { PortView } from '../../domain/daemon-view.js';
+import type { PortView } from '../../transport/control/daemon-view.js';
 
 /** How OVSDB numbers the bridge's own internal port. */
 const OVSDB_LOCAL_OFPORT = 65534;

@@ -8,16 +8,7 @@
  */
 import { McastError } from '../../errors.js';
 import type { OvsdbClient, RequestOptions } from '../../transport/ovsdb/client.js';
-import {
-  asOptionalBoolean,
-  asOptionalInteger,
-  asOptionalString,
-  asSet,
-  asStringMap,
-  asUuidStrings,
-  isUuid,
-  type Row,
-} from '../../protocol/ovsdb/datum.js';
+import { asOptionalBoolean, asOptionalInteger, asOptionalString, asSet, asStringMap, asUuidStrings, isUuid, type Row } from '../../protocol/ovsdb/datum.js';
 import { TableCache, type MonitorRequests, type MonitorUpdateReason } from '../../protocol/ovsdb/monitor.js';
 import type { Condition } from '../../protocol/ovsdb/operations.js';
 
@@ -36,7 +27,7 @@ export interface BridgeRow {
   readonly protocols: readonly string[];
 }
 
-export interface PortRow {
+interface PortRow {
   readonly uuid: string;
   readonly name: string;
   /** Interface row UUIDs. */
@@ -55,9 +46,9 @@ export interface InterfaceRow {
   readonly mac_in_use: string | undefined;
 }
 
-export const BRIDGE_COLUMNS = ['name', 'datapath_type', 'mcast_snooping_enable', 'other_config', 'ports', 'protocols'] as const;
-export const PORT_COLUMNS = ['name', 'interfaces'] as const;
-export const INTERFACE_COLUMNS = ['name', 'ofport', 'external_ids', 'type', 'mac_in_use'] as const;
+const BRIDGE_COLUMNS = ['name', 'datapath_type', 'mcast_snooping_enable', 'other_config', 'ports', 'protocols'] as const;
+const PORT_COLUMNS = ['name', 'interfaces'] as const;
+const INTERFACE_COLUMNS = ['name', 'ofport', 'external_ids', 'type', 'mac_in_use'] as const;
 
 /** A bridge name that is not in the database. */
 export class NoSuchBridgeError extends McastError {
@@ -72,7 +63,7 @@ export class NoSuchBridgeError extends McastError {
 
 // --- Rows -----------------------------------------------------------------------------
 
-export function bridgeFromRow(uuid: string, row: Row): BridgeRow {
+function bridgeFromRow(uuid: string, row: Row): BridgeRow {
   const at = (column: string) => `Bridge ${uuid} column ${column}`;
   return {
     uuid,
@@ -85,7 +76,7 @@ export function bridgeFromRow(uuid: string, row: Row): BridgeRow {
   };
 }
 
-export function portFromRow(uuid: string, row: Row): PortRow {
+function portFromRow(uuid: string, row: Row): PortRow {
   return {
     uuid,
     name: asOptionalString(row['name'], `Port ${uuid} column name`) ?? '',
@@ -93,7 +84,7 @@ export function portFromRow(uuid: string, row: Row): PortRow {
   };
 }
 
-export function interfaceFromRow(uuid: string, row: Row): InterfaceRow {
+function interfaceFromRow(uuid: string, row: Row): InterfaceRow {
   const at = (column: string) => `Interface ${uuid} column ${column}`;
   const ofport = asOptionalInteger(row['ofport'], at('ofport'));
   return {
@@ -243,11 +234,7 @@ function interfacesOfBridge(
   return out;
 }
 
-function diffInterfaces(
-  before: ReadonlyMap<string, InterfaceRow>,
-  after: ReadonlyMap<string, InterfaceRow>,
-  reason: MonitorUpdateReason,
-): InterfaceChanges {
+function diffInterfaces(before: ReadonlyMap<string, InterfaceRow>, after: ReadonlyMap<string, InterfaceRow>, reason: MonitorUpdateReason): InterfaceChanges {
   const added: InterfaceRow[] = [];
   const modified: Array<{ before: InterfaceRow; after: InterfaceRow }> = [];
   const removed: InterfaceRow[] = [];

@@ -22,8 +22,7 @@ import type { PipelineChange } from '../../domain/pipeline/plan.js';
 import { decodeFrame, ipv4Locator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
 import type { QueryPacket } from '../../packet/query-frame.js';
-import { ownIPv4Address, systemClock, type Clock, type QueryLink } from './query-link.js';
-import type { HeardIgmp, LinkPort } from '../../domain/responder-table.js';
+import { ownIPv4Address, systemClock, type Clock, type HeardIgmp, type LinkPort, type QueryLink } from './query-link.js';
 
 /** OpenFlow's hard_timeout is 16 bits of seconds. */
 export const MAX_PROBE_SECONDS = 0xffff;
@@ -67,10 +66,13 @@ export class BridgeLink implements QueryLink {
     const link = new BridgeLink(session, options, options.clock ?? systemClock);
     if (link.ports.length === 0) {
       await session.close();
-      throw new UsageError(`bridge ${options.target.bridge} has no ${options.allPorts ? 'port to query' : 'pod port (an interface with external_ids pod-name)'}`, {
-        code: 'no-such-interface',
-        ...(options.allPorts ? {} : { hint: '--all-ports queries every port of the bridge' }),
-      });
+      throw new UsageError(
+        `bridge ${options.target.bridge} has no ${options.allPorts ? 'port to query' : 'pod port (an interface with external_ids pod-name)'}`,
+        {
+          code: 'no-such-interface',
+          ...(options.allPorts ? {} : { hint: '--all-ports queries every port of the bridge' }),
+        },
+      );
     }
     return link;
   }
@@ -101,7 +103,10 @@ export class BridgeLink implements QueryLink {
     const refused = await this.session.sendFrame(frame, this.ports);
     const [first] = refused;
     if (first !== undefined) {
-      throw new McastError('refused', `bridge ${this.name.bridge} refused to send the query to ${refused.size} port(s), e.g. ${first[0].name}: ${first[1].message}`);
+      throw new McastError(
+        'refused',
+        `bridge ${this.name.bridge} refused to send the query to ${refused.size} port(s), e.g. ${first[0].name}: ${first[1].message}`,
+      );
     }
   }
 
@@ -110,7 +115,8 @@ export class BridgeLink implements QueryLink {
     this.closed = true;
     try {
       // A lost connection: the switch restarted (its flows are gone) or the hard timeout will do it.
-      if (this.probes.length > 0 && this.session.connected) await this.session.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
+      if (this.probes.length > 0 && this.session.connected)
+        await this.session.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
     } finally {
       await this.session.close();
     }

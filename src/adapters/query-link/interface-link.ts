@@ -13,8 +13,7 @@ import { LinkType } from '../../packet/pcap/link-type.js';
 import { decodeFrame, ipv4Locator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
 import type { QueryPacket } from '../../packet/query-frame.js';
-import { ownIPv4Address, type QueryLink } from './query-link.js';
-import type { HeardIgmp } from '../../domain/responder-table.js';
+import { ownIPv4Address, type HeardIgmp, type QueryLink } from './query-link.js';
 
 /** A full device queue (EAGAIN, ENOBUFS) usually drains within a few milliseconds. */
 const BUSY_RETRY_MS = 20;

@@ -6,7 +6,25 @@
 import { networkInterfaces } from 'node:os';
 import type { McastError } from '../../errors.js';
 import type { QueryPacket } from '../../packet/query-frame.js';
-import type { HeardIgmp } from '../../domain/responder-table.js';
+import type { IgmpMessage } from '../../packet/igmp/message.js';
+
+/** Where on a bridge a packet came in: the OVS interface, and the pod it belongs to. */
+export interface LinkPort {
+  name: string;
+  /** `namespace/name` from the interface's external_ids. */
+  pod?: string;
+}
+
+/** One IGMP message the link heard. */
+export interface HeardIgmp {
+  /** Milliseconds since the epoch. */
+  at: number;
+  src: string;
+  /** The IPv4 identification: tells our own queries, should the link echo them, from another querier's. */
+  ipId: number;
+  message: IgmpMessage;
+  port?: LinkPort;
+}
 
 export interface QueryLink {
   /** For messages and the JSON `link` field: `{ iface }` or `{ bridge }`. */

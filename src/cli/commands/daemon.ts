@@ -5,13 +5,15 @@
  * kernel), then the controller.
  */
 import type { Command } from 'commander';
-import { addDaemonOptions, loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
+import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
+import type { DaemonConfig } from '../../controllers/daemon/daemon-config.js';
+import { addDaemonOptions } from '../options/daemon-options.js';
 import type { ControlServer } from '../../transport/control/control-server.js';
 import type { MulticastController } from '../../controllers/daemon/controller.js';
 import type { MetricsServer } from '../../controllers/daemon/metrics.js';
-import type { DaemonView } from '../../domain/daemon-view.js';
+import type { DaemonView } from '../../transport/control/daemon-view.js';
 import inspector from 'node:inspector';
-import { McastError, messageOf, UnavailableError } from '../../errors.js';
+import { type McastError, messageOf, UnavailableError } from '../../errors.js';
 import { DaemonSignals } from '../daemon-signals.js';
 import { StopSignal } from '../stop.js';
 
@@ -50,9 +52,9 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   const config = await loadDaemonConfig(flags);
   // Loaded here, not at the top: every other command starts faster without them
   // (prom-client alone takes about 50 ms to load).
-  const [{ ControlServer }, { MulticastController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
+  const [{ ControlServer }, { startDaemonController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
     import('../../transport/control/control-server.js'),
-    import('../../controllers/daemon/controller.js'),
+    import('../../controllers/daemon/wiring.js'),
     import('../../runtime/logger.js'),
     import('../../controllers/daemon/metrics.js'),
     import('../../controllers/daemon/state-store.js'),
@@ -81,7 +83,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     reload: async () => {
       if (controller === undefined) return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
       if (flags.config === undefined) return logger.info('SIGHUP: no configuration file (--config) to read again; nothing changed');
-      let next;
+      let next: DaemonConfig;
       try {
         next = await loadDaemonConfig(flags);
       } catch (error) {
@@ -124,8 +126,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     // Metrics are gathered only when they are served (the default process metrics run a timer).
     const metrics = config.metricsAddress === undefined ? undefined : new DaemonMetrics(view);
     if (config.metricsAddress !== undefined && metrics !== undefined) metricsServer = await MetricsServer.listen(config.metricsAddress, metrics.registry);
-    controller = await MulticastController.start({
-      config,
+    controller = await startDaemonController(config, {
       logger,
       stateStore,
       ...(metrics === undefined ? {} : { metrics }),
@@ -134,7 +135,10 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
         stop.stop();
       },
     });
-    logger.info('listening', { controlSocket: config.controlSocket, ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }) });
+    logger.info('listening', {
+      controlSocket: config.controlSocket,
+      ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }),
+    });
     await stop.whenStopped();
     logger.info('stopping');
   } finally {

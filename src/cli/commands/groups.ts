@@ -1,10 +1,10 @@
 /** `mcastctl groups`: who is in which multicast group, as the running daemon has learned it. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { GroupView } from '../../domain/daemon-view.js';
+import type { GroupView } from '../../transport/control/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
 import { isMulticastIPv4 } from '../../wire/ipv4-address.js';
-import { parseControlSocket } from '../options/control-socket-option.js';
+import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 import { describePortView, formatDuration } from './status.js';
 
@@ -49,7 +49,7 @@ export function registerGroups(program: Command): void {
     });
 }
 
-export function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {
+function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {
   const style = output.style;
   if (groups.length === 0 || groups.every((view) => view.members.length === 0 && view.ports.length === 0)) {
     output.line(only === undefined ? 'no multicast group has members' : `${only}: no members`);

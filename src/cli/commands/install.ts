@@ -75,7 +75,8 @@ See mcastctl-install(1) for the pipeline and the OVS options.`,
       }
     }
     const routeResults = [];
-    for (const route of routes) routeResults.push({ route: { group: route.group, source: route.source, iif: route.iif, oifs: route.oifs }, ...(await installRoute(route)) });
+    for (const route of routes)
+      routeResults.push({ route: { group: route.group, source: route.source, iif: route.iif, oifs: route.oifs }, ...(await installRoute(route)) });
     printGroupResults(output, target.bridge, outcome, routeResults);
   });
 }
@@ -85,7 +86,8 @@ function withWhere<T>(where: () => string, check: () => T): T {
   try {
     return check();
   } catch (error) {
-    if (error instanceof UsageError) throw new UsageError(`${where()}: ${error.message}`, { code: error.code, ...(error.hint === undefined ? {} : { hint: error.hint }) });
+    if (error instanceof UsageError)
+      throw new UsageError(`${where()}: ${error.message}`, { code: error.code, ...(error.hint === undefined ? {} : { hint: error.hint }) });
     throw error;
   }
 }

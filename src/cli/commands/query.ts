@@ -4,14 +4,14 @@
  * Response Time, and lists every member with its filter and IGMP version, plus the
  * queriers heard and which of them wins the election.
  */
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { UsageError } from '../../errors.js';
 import { BridgeLink, MAX_PROBE_SECONDS } from '../../adapters/query-link/bridge-link.js';
 import { InterfaceLink } from '../../adapters/query-link/interface-link.js';
 import type { QueryLink } from '../../adapters/query-link/query-link.js';
 import { runQuery, type QueryRunResult } from '../../controllers/query/query-run.js';
 import { parseQuerySpec, queryKind, type QuerySpec } from '../../controllers/query/query-spec.js';
-import type { QuerierSeen, Responder, SentQuery } from '../../domain/responder-table.js';
+import type { QuerierSeen, Responder, SentQuery } from '../../controllers/query/responder-table.js';
 import { describeFilter } from '../render/human-format.js';
 import { checkSourceAddress } from '../../domain/declared-state/group-address.js';
 import { addOvsOptions, ovsSettings, usesOvsOptions, type OvsFlags } from '../options/ovs-options.js';
@@ -60,7 +60,7 @@ export function registerQuery(program: Command): void {
     .option('--interval <time>', 'time between repeated queries: 2, 2s, 500ms (default 1 s)', (text) => parseDurationMs('--interval', text))
     .option('--wait <time>', 'listen this long after the last query (default: the Max Response Time plus 1 s)', (text) => parseDurationMs('--wait', text))
     .option('--json', 'print one JSON document')
-    .option('--all-ports', 'with --bridge: query every port but the bridge\'s own, not only pod ports');
+    .option('--all-ports', "with --bridge: query every port but the bridge's own, not only pod ports");
   addOvsOptions(command, { bridgeHelp: 'query the pod ports of this OVS bridge (instead of --iface)' })
     .addHelpText(
       'after',
@@ -94,7 +94,9 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   const runMs = (flags.repeat - 1) * intervalMs + waitMs;
   const probeSeconds = (runMs + PROBE_MARGIN_MS) / 1000;
   if (flags.bridge !== undefined && probeSeconds > MAX_PROBE_SECONDS) {
-    throw new UsageError(`--repeat, --interval and --wait make a run of ${seconds(runMs)}: on a bridge at most ${seconds((MAX_PROBE_SECONDS * 1000) - PROBE_MARGIN_MS)} (an OpenFlow hard timeout)`);
+    throw new UsageError(
+      `--repeat, --interval and --wait make a run of ${seconds(runMs)}: on a bridge at most ${seconds(MAX_PROBE_SECONDS * 1000 - PROBE_MARGIN_MS)} (an OpenFlow hard timeout)`,
+    );
   }
 
   const link: QueryLink =
@@ -104,7 +106,8 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   const src = from ?? link.ownAddress ?? '0.0.0.0';
   const where = 'iface' in link.name ? link.name.iface : `bridge ${link.name.bridge}`;
   if (!output.json) {
-    const origin = from === undefined && link.ownAddress === undefined ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)` : src;
+    const origin =
+      from === undefined && link.ownAddress === undefined ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)` : src;
     output.info(`querying ${where} from ${origin}: ${describeSpec(spec)}; listening ${seconds(runMs)} (Ctrl-C stops)`);
   }
 

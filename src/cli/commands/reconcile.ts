@@ -5,12 +5,19 @@
  * 2 when drift was found, 1 when a change failed. What the daemon learned is left alone.
  */
 import type { Command } from 'commander';
-import { planGroupReconcile, planRouteReconcile, type GroupDrift, type RouteDrift, type RouteState, type StrayGroupDrift } from '../../domain/reconcile-plan.js';
+import {
+  planGroupReconcile,
+  planRouteReconcile,
+  type GroupDrift,
+  type RouteDrift,
+  type RouteState,
+  type StrayGroupDrift,
+} from '../../domain/reconcile-plan.js';
 import { RunLock } from '../../runtime/run-lock.js';
 import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static/static-routes.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import { parseControlSocket } from '../options/control-socket-option.js';
-import type { RouteView } from '../../domain/daemon-view.js';
+import { parseControlSocket } from '../../transport/control/socket-path.js';
+import type { RouteView } from '../../transport/control/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
 import { MrouteSocket } from '../../transport/mroute-socket.js';
@@ -33,7 +40,7 @@ interface ReconcileFlags extends OvsFlags {
   lockFile?: string;
 }
 
-export const DEFAULT_LOCK_FILE = '/run/mcastctl/reconcile.lock';
+const DEFAULT_LOCK_FILE = '/run/mcastctl/reconcile.lock';
 /** Changes sent to OVS in one batch (one barrier each); the progress bar moves per batch. */
 const BATCH_CHANGES = 2_000;
 /** A reconcile this large shows a progress bar on a terminal. */
@@ -101,16 +108,29 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   try {
     session = await BridgeSession.open(target, { pipeline });
     const bridge = session;
-    const memberships: GroupMembership[] = declared.groups.map((entry) => ({ group: entry.group, ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport) }));
+    const memberships: GroupMembership[] = declared.groups.map((entry) => ({
+      group: entry.group,
+      ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport),
+    }));
     const installed = await bridge.readInstalled();
-    const groupPlan = planGroupReconcile({ pipeline: bridge.pipeline, installed: installed.pipeline, foreignFlows: installed.foreignFlows, declared: memberships });
+    const groupPlan = planGroupReconcile({
+      pipeline: bridge.pipeline,
+      installed: installed.pipeline,
+      foreignFlows: installed.foreignFlows,
+      declared: memberships,
+    });
     const tables = await readRoutes(declared.routes.length > 0);
     const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
     const staticVifs = new Set(tables.vifs.filter((vif) => vif.static).map((vif) => vif.vif));
     const name = (vif: number) => vifName.get(vif) ?? `vif${vif}`;
     // Unresolved entries (no incoming VIF yet: the kernel waits for the router) are nobody's routes.
     const resolved = tables.routes.filter((row) => row.iif >= 0);
-    const actualRoutes: RouteState[] = resolved.map((row) => ({ source: row.origin, group: row.group, iif: name(row.iif), oifs: row.oifs.map((oif) => name(oif.vif)).sort() }));
+    const actualRoutes: RouteState[] = resolved.map((row) => ({
+      source: row.origin,
+      group: row.group,
+      iif: name(row.iif),
+      oifs: row.oifs.map((oif) => name(oif.vif)).sort(),
+    }));
     // The router's entries: those the daemon lists when it answers. When it was not
     // asked (or another router runs), an entry whose incoming VIF is the router's own
     // (not static) is taken for the router's. An entry on a VIF that is gone is static:
@@ -120,7 +140,11 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       for (const row of resolved) if (vifName.has(row.iif) && !staticVifs.has(row.iif)) routerKeys.add(`${row.origin}>${row.group}`);
     }
     const routerRoutes = actualRoutes.filter((route) => routerKeys.has(`${route.source}>${route.group}`));
-    const routePlan = planRouteReconcile(declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })), actualRoutes, routerRoutes);
+    const routePlan = planRouteReconcile(
+      declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })),
+      actualRoutes,
+      routerRoutes,
+    );
 
     const drift: Drift[] = [...groupPlan.drift, ...routePlan.drift];
     const results = new Map<Drift, { result: Result; error?: string }>();
@@ -132,7 +156,10 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       lost = await applyGroupDrift(bridge, groupPlan.drift, results, output);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
-    const conflicts = [...groupPlan.conflicts.map(({ group, problem }) => ({ object: 'group', key: group, problem })), ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem }))];
+    const conflicts = [
+      ...groupPlan.conflicts.map(({ group, problem }) => ({ object: 'group', key: group, problem })),
+      ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem })),
+    ];
     const failed = [...results.values()].some((entry) => entry.result === 'failed') || conflicts.length > 0;
     const report = {
       bridge: target.bridge,
@@ -151,7 +178,12 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     if (lost !== undefined) throw lost;
     const failures = report.drift.filter((row) => row.result === 'failed').length;
     if (failed) {
-      const what = [failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '', conflicts.length > 0 ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict` : ''].filter(Boolean).join(', ');
+      const what = [
+        failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '',
+        conflicts.length > 0 ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       throw new McastError('refused', `reconcile: ${what} (see ${output.json ? 'the JSON document' : 'above'})`, ExitCode.Failure);
     }
     // Drift (found, and repaired unless --dry-run) is no failure, but scripts act on it: exit 2, no message.
@@ -183,7 +215,12 @@ async function daemonLearnedRoutes(path: string): Promise<RouteView[] | undefine
  * Returns the error if the connection to OVS was lost part-way: the rows not confirmed
  * are marked failed, so that the report still says what was done.
  */
-async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<GroupDrift | StrayGroupDrift>, results: Map<Drift, { result: Result; error?: string }>, output: Output): Promise<UnavailableError | undefined> {
+async function applyGroupDrift(
+  session: BridgeSession,
+  drift: ReadonlyArray<GroupDrift | StrayGroupDrift>,
+  results: Map<Drift, { result: Result; error?: string }>,
+  output: Output,
+): Promise<UnavailableError | undefined> {
   const changes: PipelineChange[] = [];
   const owner: Array<GroupDrift | StrayGroupDrift> = [];
   for (const entry of drift) {
@@ -192,7 +229,7 @@ async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<Grou
       owner.push(entry);
     }
   }
-  const progress = changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json ? new ProgressBar(changes.length) : undefined;
+  const progress = changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json ? await progressBar(changes.length) : undefined;
   const errors = new Map<Drift, string>();
   let lost: UnavailableError | undefined;
   for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
@@ -202,7 +239,10 @@ async function applyGroupDrift(session: BridgeSession, drift: ReadonlyArray<Grou
       refused = await session.apply(batch);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
-      lost = new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes were confirmed`, { hint: 'run reconcile again once OVS is back: it repairs what still differs', cause: error });
+      lost = new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes were confirmed`, {
+        hint: 'run reconcile again once OVS is back: it repairs what still differs',
+        cause: error,
+      });
       for (const entry of owner.slice(start)) if (!errors.has(entry)) errors.set(entry, 'not confirmed: the connection to OVS was lost');
       break;
     }
@@ -223,7 +263,10 @@ async function readRoutes(routesDeclared: boolean): Promise<Awaited<ReturnType<t
     return await readRouteTables();
   } catch (error) {
     if (!isSystemError(error) || error.code !== 'ENOENT') throw error;
-    if (routesDeclared) throw new McastError('io', 'the kernel has no multicast routing (no /proc/net/ip_mr_vif): the declared routes cannot be made', ExitCode.Failure, { hint: 'a kernel with CONFIG_IP_MROUTE is needed for routes' });
+    if (routesDeclared)
+      throw new McastError('io', 'the kernel has no multicast routing (no /proc/net/ip_mr_vif): the declared routes cannot be made', ExitCode.Failure, {
+        hint: 'a kernel with CONFIG_IP_MROUTE is needed for routes',
+      });
     return { routerActive: false, vifs: [], routes: [] };
   }
 }
@@ -252,7 +295,14 @@ function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
   const port = (ofport: number) => session.portByNumber(ofport)?.name ?? String(ofport);
   switch (entry.object) {
     case 'group':
-      return { object: 'group', key: entry.group, action: entry.action, detail: entry.detail, before: { ports: entry.before.map(port) }, after: { ports: entry.after.map(port) } };
+      return {
+        object: 'group',
+        key: entry.group,
+        action: entry.action,
+        detail: entry.detail,
+        before: { ports: entry.before.map(port) },
+        after: { ports: entry.after.map(port) },
+      };
     case 'stray-group':
       return { object: 'stray-group', key: `0x${entry.groupId.toString(16)}`, action: entry.action, detail: entry.detail };
     case 'route':
@@ -270,7 +320,22 @@ function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
 /** Most drift rows a human table shows. */
 const TABLE_ROWS = 50;
 
-function print(output: Output, report: { bridge: string; dryRun: boolean; inSync: boolean; drift: Array<DriftRow & { result: Result; error?: string }>; conflicts: Array<{ object: string; key: string; problem: string }>; routerActive: boolean; inSyncGroups: number; inSyncRoutes: number; leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number }; daemon: string }, flags: ReconcileFlags): void {
+function print(
+  output: Output,
+  report: {
+    bridge: string;
+    dryRun: boolean;
+    inSync: boolean;
+    drift: Array<DriftRow & { result: Result; error?: string }>;
+    conflicts: Array<{ object: string; key: string; problem: string }>;
+    routerActive: boolean;
+    inSyncGroups: number;
+    inSyncRoutes: number;
+    leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number };
+    daemon: string;
+  },
+  flags: ReconcileFlags,
+): void {
   if (output.json) {
     output.document(report);
     return;
@@ -288,8 +353,10 @@ function print(output: Output, report: { bridge: string; dryRun: boolean; inSync
     return;
   }
   if (report.drift.length > 0) {
-    const action = (row: DriftRow & { result: Result; error?: string }) => (row.action === 'add' ? style.green(row.action) : row.action === 'remove' ? style.red(row.action) : style.yellow(row.action));
-    const result = (row: DriftRow & { result: Result; error?: string }) => (row.result === 'failed' ? style.red(`failed: ${row.error ?? ''}`) : row.result === 'applied' ? 'repaired' : style.dim('not applied (--dry-run)'));
+    const action = (row: DriftRow & { result: Result; error?: string }) =>
+      row.action === 'add' ? style.green(row.action) : row.action === 'remove' ? style.red(row.action) : style.yellow(row.action);
+    const result = (row: DriftRow & { result: Result; error?: string }) =>
+      row.result === 'failed' ? style.red(`failed: ${row.error ?? ''}`) : row.result === 'applied' ? 'repaired' : style.dim('not applied (--dry-run)');
     output.table({
       head: ['Object', 'Key', 'Drift', 'Detail', 'Result'],
       rows: report.drift.slice(0, TABLE_ROWS).map((row) => [row.object, row.key, action(row), row.detail, result(row)]),
@@ -308,19 +375,20 @@ function print(output: Output, report: { bridge: string; dryRun: boolean; inSync
   output.flush();
 }
 
-/** `[#####.....] 1200/5000 changes` on stderr, redrawn in place. */
-class ProgressBar {
-  constructor(private readonly total: number) {
-    this.update(0);
-  }
-
-  update(done: number): void {
-    const width = 30;
-    const filled = Math.round((done / this.total) * width);
-    process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${this.total} changes`);
-  }
-
-  done(): void {
-    process.stderr.write('\n');
-  }
+/**
+ * `[#####.....] 1200/5000 changes` on stderr, redrawn in place (cli-progress; loaded only
+ * when a reconcile is large enough to show it).
+ */
+async function progressBar(total: number): Promise<{ update(done: number): void; done(): void }> {
+  const { SingleBar } = (await import('cli-progress')).default;
+  const bar = new SingleBar({
+    format: '[{bar}] {value}/{total} changes',
+    barsize: 30,
+    barCompleteChar: '#',
+    barIncompleteChar: '.',
+    stream: process.stderr,
+    hideCursor: false,
+  });
+  bar.start(total, 0);
+  return { update: (done) => bar.update(done), done: () => bar.stop() };
 }

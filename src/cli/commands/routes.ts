@@ -49,7 +49,15 @@ export function registerRoutes(program: Command): void {
       if (vifs.length > 0) {
         output.table({
           head: ['VIF', 'Interface', 'Static', 'Packets in', 'Packets out', 'Bytes in', 'Bytes out'],
-          rows: vifs.map((vif) => [String(vif.vif), vif.name, vif.static ? 'yes' : '', String(vif.packetsIn), String(vif.packetsOut), String(vif.bytesIn), String(vif.bytesOut)]),
+          rows: vifs.map((vif) => [
+            String(vif.vif),
+            vif.name,
+            vif.static ? 'yes' : '',
+            String(vif.packetsIn),
+            String(vif.packetsOut),
+            String(vif.bytesIn),
+            String(vif.bytesOut),
+          ]),
           alignRight: [0, 3, 4, 5, 6],
         });
       }

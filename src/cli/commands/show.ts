@@ -13,7 +13,9 @@ export function registerShow(program: Command): void {
   const command = program
     .command('show')
     .summary('list the multicast groups installed on an OVS bridge')
-    .description('Read the installed groups back from the switch (flows with our cookie and the OVS groups they use) and list each with its member ports and the traffic its flow forwarded.')
+    .description(
+      'Read the installed groups back from the switch (flows with our cookie and the OVS groups they use) and list each with its member ports and the traffic its flow forwarded.',
+    )
     .option('--json', 'print one JSON document');
   addOvsOptions(command).addHelpText('after', '\nSee mcastctl-show(1).');
   command.action(async (flags: ShowFlags) => {

@@ -4,11 +4,11 @@
  */
 import { createWriteStream, openSync } from 'node:fs';
 import type { ChalkInstance } from 'chalk';
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import type { CapturedFrame } from '../../transport/packet-socket.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import { parseControlSocket } from '../options/control-socket-option.js';
-import type { DaemonEvent, PortView } from '../../domain/daemon-view.js';
+import { parseControlSocket } from '../../transport/control/socket-path.js';
+import type { DaemonEvent, PortView } from '../../transport/control/daemon-view.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../packet/pcap/index.js';
 import type { FrameEvent } from '../../packet/frame-decoder.js';
@@ -152,7 +152,8 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
 function unreadableCapture(error: unknown, name: string): unknown {
   if (error instanceof DecodeError) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
   if (isSystemError(error)) {
-    const why = error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
+    const why =
+      error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
     return new UsageError(`cannot read capture ${name}: ${error.code} (${why})`, { code: 'bad-file' });
   }
   return error; // not an input problem: the exit path reports it as it is
@@ -177,7 +178,8 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
   const capture = PacketCapture.open({ iface, promiscuous: flags.promiscuous, filter: igmpFilter });
   let writer: PcapWriter | undefined;
   try {
-    if (flags.write !== undefined) writer = new PcapWriter(createWriteStream('', { fd: openForWriting(flags.write) }), { linkType: capture.linkType, endSinkOnClose: true });
+    if (flags.write !== undefined)
+      writer = new PcapWriter(createWriteStream('', { fd: openForWriting(flags.write) }), { linkType: capture.linkType, endSinkOnClose: true });
   } catch (error) {
     capture.close();
     throw error;
@@ -276,7 +278,7 @@ async function snoopDaemon(path: string, flags: SnoopFlags, output: Output): Pro
 }
 
 /** One human line per daemon event: time, type, port (and pod), group, host, details. */
-export function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): string {
+function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): string {
   const time = Date.parse(event.time);
   const head = `${Number.isNaN(time) ? event.time : formatClock(time / 1000)} ${event.type.padEnd(6)}`;
   switch (event.type) {
@@ -325,7 +327,10 @@ function describeIgmpRecord(record: Record<string, unknown>, style: ChalkInstanc
     case 'report': {
       if (Array.isArray(record.records)) {
         const records = (record.records as Array<{ type?: unknown; group?: unknown; sources?: unknown }>)
-          .map((item) => `${String(item.group)} ${RECORD_LABELS[String(item.type)] ?? String(item.type)} {${Array.isArray(item.sources) ? item.sources.join(', ') : ''}}`)
+          .map(
+            (item) =>
+              `${String(item.group)} ${RECORD_LABELS[String(item.type)] ?? String(item.type)} {${Array.isArray(item.sources) ? item.sources.join(', ') : ''}}`,
+          )
           .join('; ');
         return `${style.green(`${version}report`)}${from}: ${records || '(no records)'}`;
       }

@@ -1,8 +1,8 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, PortView } from '../../domain/daemon-view.js';
-import { parseControlSocket } from '../options/control-socket-option.js';
+import type { DaemonStatus, PortView } from '../../transport/control/daemon-view.js';
+import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 
 interface StatusFlags {
@@ -15,7 +15,7 @@ export function registerStatus(program: Command): void {
     .command('status')
     .summary('show what the running mcastctl daemon is doing')
     .description(
-      "Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, and its counters since it started. Needs root (the control socket is root-only).",
+      'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, and its counters since it started. Needs root (the control socket is root-only).',
     )
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document')
@@ -38,7 +38,7 @@ export function registerStatus(program: Command): void {
     });
 }
 
-export function printStatus(status: DaemonStatus, output: Output): void {
+function printStatus(status: DaemonStatus, output: Output): void {
   const style = output.style;
   const state = (value: 'connected' | 'disconnected') => (value === 'connected' ? style.green(value) : style.red(value));
   const counters = status.counters;

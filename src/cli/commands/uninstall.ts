@@ -21,14 +21,17 @@ export function registerUninstall(program: Command): void {
     .command('uninstall')
     .summary('stop forwarding multicast groups on an OVS bridge')
     .description(
-      "Remove the flow and OVS group(s) of each group. A group that is not installed is reported as absent. " +
+      'Remove the flow and OVS group(s) of each group. A group that is not installed is reported as absent. ' +
         "Only entries with this tool's cookie prefix and group id range are touched.",
     )
     .argument('[groups...]', 'the multicast groups to remove')
     .option('--all', 'remove everything of ours on the bridge')
     .option('--json', 'print the result as one JSON document')
     .option('--source <address>', 'remove the kernel (S,G) route of GROUP from source S instead');
-  addOvsOptions(command).addHelpText('after', '\nExamples:\n  mcastctl uninstall 239.1.2.3\n  mcastctl uninstall --all --bridge br-int\n  mcastctl uninstall 239.1.2.3 --source 10.0.0.5   (a kernel route)\n\nSee mcastctl-uninstall(1).');
+  addOvsOptions(command).addHelpText(
+    'after',
+    '\nExamples:\n  mcastctl uninstall 239.1.2.3\n  mcastctl uninstall --all --bridge br-int\n  mcastctl uninstall 239.1.2.3 --source 10.0.0.5   (a kernel route)\n\nSee mcastctl-uninstall(1).',
+  );
   command.action(async (groups: string[], flags: UninstallFlags) => {
     const output = new Output({ json: flags.json === true });
     if (flags.source !== undefined) {

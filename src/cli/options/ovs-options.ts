@@ -3,9 +3,9 @@
  * multicast pipeline lives on the bridge (see mcastctl-install(1), OVS OPTIONS).
  */
 import { Option, type Command } from 'commander';
-import { quoteInput, UsageError } from '../../errors.js';
-import { resolveOvsTarget, type OvsTarget } from '../../adapters/ovs/locations.js';
+import { DEFAULT_BRIDGE, resolveOvsTarget, type OvsTarget } from '../../adapters/ovs/locations.js';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig, type PipelineConfig } from '../../domain/pipeline/config.js';
+import { parseDecimal, parseHex } from './parse.js';
 
 export interface OvsFlags {
   bridge?: string;
@@ -19,13 +19,27 @@ export interface OvsFlags {
 
 export function addOvsOptions(command: Command, options: { bridgeHelp?: string } = {}): Command {
   return command
-    .option('--bridge <name>', options.bridgeHelp ?? 'the OVS bridge (default br-int)')
+    .option('--bridge <name>', options.bridgeHelp ?? `the OVS bridge (default ${DEFAULT_BRIDGE})`)
     .option('--ovs-rundir <dir>', "where OVS's sockets are (default $OVS_RUNDIR, else /var/run/openvswitch)")
     .option('--db <endpoint>', 'OVSDB: unix:PATH or tcp:HOST:PORT (default unix:<rundir>/db.sock)')
     .option('--openflow <endpoint>', "the bridge's OpenFlow socket (default unix:<rundir>/<bridge>.mgmt)")
-    .addOption(new Option('--table <n>', 'OpenFlow table of the multicast flows (default 0)').argParser((text) => parseDecimal('--table', text, 254)))
-    .addOption(new Option('--cookie-prefix <hex>', 'top 16 bits of our flow cookies, hexadecimal (default 4d43)').argParser((text) => parseHex('--cookie-prefix', text, 0xffff)))
-    .addOption(new Option('--group-id-base <hex>', 'first OVS group id of our range, hexadecimal (default 10000000)').argParser((text) => parseHex('--group-id-base', text, 0xffffffff)));
+    .addOption(
+      new Option('--table <n>', `OpenFlow table of the multicast flows (default ${DEFAULT_PIPELINE_CONFIG.table})`).argParser((text) =>
+        parseDecimal('--table', text, 254),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--cookie-prefix <hex>',
+        `top 16 bits of our flow cookies, hexadecimal (default ${DEFAULT_PIPELINE_CONFIG.cookiePrefix.toString(16)})`,
+      ).argParser((text) => parseHex('--cookie-prefix', text, 0xffff)),
+    )
+    .addOption(
+      new Option(
+        '--group-id-base <hex>',
+        `first OVS group id of our range, hexadecimal (default ${DEFAULT_PIPELINE_CONFIG.groupIdBase.toString(16)})`,
+      ).argParser((text) => parseHex('--group-id-base', text, 0xffffffff)),
+    );
 }
 
 /** Whether any OVS option other than --bridge was given (a command that can also work without OVS refuses them then). */
@@ -34,7 +48,14 @@ export function usesOvsOptions(flags: OvsFlags): boolean {
 }
 
 /** Every key of OvsFlags but bridge: the type makes a new option impossible to forget here. */
-const OVS_OPTION_KEYS: Record<Exclude<keyof OvsFlags, 'bridge'>, true> = { ovsRundir: true, db: true, openflow: true, table: true, cookiePrefix: true, groupIdBase: true };
+const OVS_OPTION_KEYS: Record<Exclude<keyof OvsFlags, 'bridge'>, true> = {
+  ovsRundir: true,
+  db: true,
+  openflow: true,
+  table: true,
+  cookiePrefix: true,
+  groupIdBase: true,
+};
 
 export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: PipelineConfig } {
   const pipeline = validatePipelineConfig({
@@ -44,18 +65,4 @@ export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: Pip
     groupIdBase: flags.groupIdBase ?? DEFAULT_PIPELINE_CONFIG.groupIdBase,
   });
   return { target: resolveOvsTarget(flags), pipeline };
-}
-
-function parseDecimal(flag: string, text: string, max: number): number {
-  const value = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a number from 0 to ${max}, not ${quoteInput(text)}`);
-  return value;
-}
-
-/** Hexadecimal, with or without 0x, as cookies and group ids are always written (ovs-ofctl too). */
-function parseHex(flag: string, text: string, max: number): number {
-  const digits = text.replace(/^0x/i, '');
-  const value = /^[0-9a-f]{1,8}$/i.test(digits) ? parseInt(digits, 16) : NaN;
-  if (!Number.isSafeInteger(value) || value > max) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${quoteInput(text)}`);
-  return value;
 }

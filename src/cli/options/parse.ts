@@ -1,17 +1,26 @@
 /** Parsers for flag values: each returns the value or throws a UsageError naming the flag. */
 import { quoteInput, UsageError } from '../../errors.js';
+import { readDecimal, readDuration, readHex } from '../../runtime/values.js';
 
 export function parsePositiveInteger(flag: string, text: string): number {
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-    throw new UsageError(`${flag} takes a whole number of 1 or more, not ${quoteInput(text)}`);
-  }
-  return Number(text);
+  const value = readDecimal(text);
+  if (!(value >= 1)) throw new UsageError(`${flag} takes a whole number of 1 or more, not ${quoteInput(text)}`);
+  return value;
 }
 
-const DURATION_UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/** A whole number from 0 to `max`. */
+export function parseDecimal(flag: string, text: string, max: number): number {
+  const value = readDecimal(text);
+  if (!(value <= max)) throw new UsageError(`${flag} takes a number from 0 to ${max}, not ${quoteInput(text)}`);
+  return value;
+}
 
-/** Node's timers hold at most 2^31 - 1 ms (24.8 days); a longer one would fire at once. */
-export const MAX_DURATION_MS = 2 ** 31 - 1;
+/** Hexadecimal, with or without 0x, from 0 to `max`. */
+export function parseHex(flag: string, text: string, max: number): number {
+  const value = readHex(text);
+  if (!(value <= max)) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${quoteInput(text)}`);
+  return value;
+}
 
 /**
  * A duration as people write it: `500ms`, `10s`, `2m`, `1h`, or a bare number of
@@ -19,11 +28,8 @@ export const MAX_DURATION_MS = 2 ** 31 - 1;
  * MAX_DURATION_MS.
  */
 export function parseDurationMs(flag: string, text: string, bareUnit: 'ms' | 's' = 's'): number {
-  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)?$/.exec(text.trim());
-  const value = match === null ? NaN : Number(match[1]) * DURATION_UNITS_MS[match[2] ?? bareUnit]!;
-  if (!(value > 0) || !Number.isFinite(value)) {
-    throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${quoteInput(text)}`);
-  }
-  if (value > MAX_DURATION_MS) throw new UsageError(`${flag} of ${quoteInput(text)} is too long: at most 24 days (596h)`);
-  return Math.max(1, Math.round(value));
+  const reading = readDuration(text, bareUnit);
+  if ('ms' in reading) return reading.ms;
+  if (reading.problem === 'too-long') throw new UsageError(`${flag} of ${quoteInput(text)} is too long: at most 24 days (596h)`);
+  throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${quoteInput(text)}`);
 }

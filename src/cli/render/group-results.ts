@@ -19,7 +19,8 @@ export interface RouteResult {
 }
 
 export function printGroupResults(output: Output, bridge: string, outcome: StaticGroupsOutcome, routes: readonly RouteResult[] = []): void {
-  const routeFields = routes.length === 0 ? {} : { routes: routes.map(({ route, outcome: result }) => ({ ...route, outcome: result })), routerActive: routes[0]!.routerActive };
+  const routeFields =
+    routes.length === 0 ? {} : { routes: routes.map(({ route, outcome: result }) => ({ ...route, outcome: result })), routerActive: routes[0]!.routerActive };
   if (output.json) {
     output.document({
       bridge,
@@ -50,7 +51,8 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
     };
     // A table of thousands of rows helps nobody (and cli-table3 takes seconds to draw
     // it): past TABLE_ROWS, show what changed or failed, up to TABLE_ROWS of them.
-    const rows = outcome.groups.length <= TABLE_ROWS ? outcome.groups : outcome.groups.filter((result) => result.outcome !== 'unchanged' && result.outcome !== 'absent');
+    const rows =
+      outcome.groups.length <= TABLE_ROWS ? outcome.groups : outcome.groups.filter((result) => result.outcome !== 'unchanged' && result.outcome !== 'absent');
     if (rows.length > 0) {
       output.table({
         head: ['Group', 'Result', 'Ports'],
@@ -73,8 +75,13 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
   output.flush();
   const failed = outcome.groups.filter((result) => result.outcome === 'failed').length + outcome.otherFailures.length;
   if (failed > 0) {
-    throw new McastError('refused', `OVS refused ${failed} change${failed === 1 ? '' : 's'} on bridge ${bridge}${outcome.otherFailures.length ? `: ${outcome.otherFailures.join('; ')}` : ''}`, ExitCode.Failure, {
-      hint: 'the other groups were applied; see the results above',
-    });
+    throw new McastError(
+      'refused',
+      `OVS refused ${failed} change${failed === 1 ? '' : 's'} on bridge ${bridge}${outcome.otherFailures.length ? `: ${outcome.otherFailures.join('; ')}` : ''}`,
+      ExitCode.Failure,
+      {
+        hint: 'the other groups were applied; see the results above',
+      },
+    );
   }
 }

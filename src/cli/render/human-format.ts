@@ -1,4 +1,4 @@
-/** Human renderings of snoop events and summaries (the `--json` form is json-record.ts). */
+/** Human renderings of snoop events and summaries (the `--json` form is src/packet/frame-event-json.ts). */
 import type { ChalkInstance } from 'chalk';
 import { maxRespTimeMs, otherIgmpTypeName, qqicSeconds, type GroupRecord, type IgmpMessage } from '../../packet/igmp/index.js';
 import type { TableSpec } from './output.js';
@@ -23,7 +23,7 @@ export function formatEvent(event: FrameEvent, style: ChalkInstance): string {
   return `${head}  ${describeMessage(event.message, style)}`;
 }
 
-export function describeMessage(message: IgmpMessage, style: ChalkInstance): string {
+function describeMessage(message: IgmpMessage, style: ChalkInstance): string {
   switch (message.kind) {
     case 'query': {
       const target = message.group === '0.0.0.0' ? 'general' : message.group;

@@ -40,7 +40,12 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
         const calls = message.records.filter((record) => isRoutableGroup(record.group)).map((record): MembershipCall => ({ op: 'record', host: src, record }));
         return { event, type: 'report', version: 3, calls };
       }
-      return { event, type: 'report', version: message.version, calls: isRoutableGroup(message.group) ? [{ op: 'report', group: message.group, host: src, version: message.version }] : [] };
+      return {
+        event,
+        type: 'report',
+        version: message.version,
+        calls: isRoutableGroup(message.group) ? [{ op: 'report', group: message.group, host: src, version: message.version }] : [],
+      };
     case 'leave':
       return { event, type: 'leave', version: 2, calls: isRoutableGroup(message.group) ? [{ op: 'leave', group: message.group, host: src }] : [] };
     case 'query':

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
-import type { DaemonView } from '../../domain/daemon-view.js';
+import type { DaemonView } from '../../transport/control/daemon-view.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
 export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
@@ -35,7 +35,12 @@ export class DaemonMetrics {
     fromStatus('mcastctl_groups', 'Multicast groups with at least one member on this node.', 'groups');
     fromStatus('mcastctl_members', 'Group memberships (group and port) on this node.', 'members');
     fromStatus('mcastctl_routes', 'Kernel (S,G) multicast routes installed by the daemon.', 'routes');
-    this.igmpMessages = new Counter({ name: 'mcastctl_igmp_messages_total', help: 'IGMP messages received from pod ports, by type and version.', labelNames: ['type', 'version'], registers });
+    this.igmpMessages = new Counter({
+      name: 'mcastctl_igmp_messages_total',
+      help: 'IGMP messages received from pod ports, by type and version.',
+      labelNames: ['type', 'version'],
+      registers,
+    });
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
     this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
     this.errors = new Counter({ name: 'mcastctl_errors_total', help: 'Errors, by kind.', labelNames: ['kind'], registers });
@@ -84,7 +89,8 @@ export class DaemonMetrics {
 /** Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address). Throws UsageError naming --metrics-address. */
 export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
   const colon = address.lastIndexOf(':');
-  const bad = () => new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}`, { code: 'bad-address' });
+  const bad = () =>
+    new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}`, { code: 'bad-address' });
   if (colon === -1) throw bad();
   let host = address.slice(0, colon);
   const portText = address.slice(colon + 1);
@@ -119,7 +125,9 @@ export class MetricsServer {
           response.end(request.method === 'HEAD' ? undefined : text);
         },
         (error: unknown) => {
-          response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`cannot collect the metrics: ${error instanceof Error ? error.message : String(error)}\n`);
+          response
+            .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+            .end(`cannot collect the metrics: ${error instanceof Error ? error.message : String(error)}\n`);
         },
       );
     });
@@ -156,10 +164,16 @@ function listenFailure(error: Error, address: string): McastError {
     });
   }
   if (code === 'EACCES' || code === 'EPERM') {
-    return new PermissionError(`cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`, { hint: 'pick another --metrics-address', cause: error });
+    return new PermissionError(`cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`, {
+      hint: 'pick another --metrics-address',
+      cause: error,
+    });
   }
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new UsageError(`cannot serve metrics on ${address}: ${code} (no such address on this host)`, { code: 'bad-address', hint: 'set --metrics-address to an address of this host' });
+    return new UsageError(`cannot serve metrics on ${address}: ${code} (no such address on this host)`, {
+      code: 'bad-address',
+      hint: 'set --metrics-address to an address of this host',
+    });
   }
   return new McastError('io', `cannot serve metrics on ${address}: ${code}`, ExitCode.Failure, { hint: 'check --metrics-address', cause: error });
 }

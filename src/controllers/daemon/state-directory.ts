@@ -3,7 +3,7 @@
  * The daemon runs as root and writes there, so a directory that anyone but the daemon's
  * user could change is refused, and so is a state.json that is not a regular file.
  */
-import { type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
@@ -90,7 +90,12 @@ async function checkWay(path: string, dir: string, euid: number | undefined, che
   };
   const another = (uid: number) => euid !== undefined && uid !== 0 && uid !== euid;
   let current = '/';
-  for (const part of ['', ...resolve(path).split('/').filter((name) => name !== '')]) {
+  for (const part of [
+    '',
+    ...resolve(path)
+      .split('/')
+      .filter((name) => name !== ''),
+  ]) {
     const next = join(current, part);
     if (checked.has(next)) {
       current = next;
@@ -173,4 +178,3 @@ function writers(mode: number): string {
 function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, '0');
 }
-

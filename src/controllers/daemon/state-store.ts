@@ -272,7 +272,8 @@ export function parseSavedState(value: unknown): SavedState {
   const groups = root.groups.map((item, index): SavedGroup => {
     const where = `groups[${index}]`;
     const group = object(item, where);
-    if (typeof group.group !== 'string' || !isMulticastIPv4(group.group)) throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
+    if (typeof group.group !== 'string' || !isMulticastIPv4(group.group))
+      throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
     if (seen.has(group.group)) throw new Error(`${where}.group ${group.group} appears twice`);
     seen.add(group.group);
     if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
@@ -290,7 +291,8 @@ function parseMember(value: unknown, where: string): SavedMember {
   member.sources.forEach((source, index) => {
     if (!isUnicast(source)) throw new Error(`${where}.sources[${index}] ${JSON.stringify(source)} is not an IPv4 unicast address`);
   });
-  if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3) throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
+  if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3)
+    throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
   if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === '')) throw new Error(`${where}.pod is not a non-empty string`);
   return {
     portName: member.portName,
@@ -309,7 +311,8 @@ function object(value: unknown, where: string): Record<string, unknown> {
 }
 
 function epochMs(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${where} ${JSON.stringify(value)} is not a time (epoch milliseconds)`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new Error(`${where} ${JSON.stringify(value)} is not a time (epoch milliseconds)`);
   return value;
 }
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { McastError } from '../../errors.js';
 import { systemClock, type Clock, type QueryLink } from '../../adapters/query-link/query-link.js';
 import { queryDestination, queryKind, queryMessage, type QuerySpec } from './query-spec.js';
-import { ResponderTable } from '../../domain/responder-table.js';
+import { ResponderTable } from './responder-table.js';
 
 export interface QueryRunOptions {
   link: QueryLink;
@@ -54,7 +54,17 @@ export async function runQuery(options: QueryRunOptions): Promise<QueryRunResult
       const identification = randomInt(0x10000);
       // Recorded before it is sent: on a bridge the first answers can arrive before the
       // switch has confirmed the send, and they must find their query.
-      table.querySent({ at: clock.now(), version: spec.version, kind: queryKind(spec), group: spec.group ?? null, sources: [...spec.sources], src, dst, maxRespMs: spec.maxRespMs, identification });
+      table.querySent({
+        at: clock.now(),
+        version: spec.version,
+        kind: queryKind(spec),
+        group: spec.group ?? null,
+        sources: [...spec.sources],
+        src,
+        dst,
+        maxRespMs: spec.maxRespMs,
+        identification,
+      });
       try {
         await link.send({ message, src, dst, identification });
       } catch (error) {

@@ -5,24 +5,23 @@
  */
 import { quoteInput, UsageError } from '../../errors.js';
 import { encodeFloatCode, decodeFloatCode, MAX_FLOAT_CODE_VALUE } from '../../packet/igmp/float-code.js';
-import type { IgmpQuery } from '../../packet/igmp/message.js';
+import type { IgmpQuery, IgmpVersion } from '../../packet/igmp/message.js';
 import { checkGroupAddress, checkSourceAddress } from '../../domain/declared-state/group-address.js';
 
-export type IgmpVersion = 1 | 2 | 3;
 export type QueryKind = 'general' | 'group' | 'group-and-source';
 
 /** A v1 query has no Max Resp field: hosts take it as 10 s (RFC 2236 §4). */
-export const V1_MAX_RESP_MS = 10_000;
+const V1_MAX_RESP_MS = 10_000;
 /** RFC 3376 §8.3 Query Response Interval: what a querier uses unless told otherwise. */
-export const DEFAULT_MAX_RESP_MS = 10_000;
+const DEFAULT_MAX_RESP_MS = 10_000;
 /** RFC 3376 §8.1 Robustness Variable and §8.2 Query Interval, told to v3 hosts in QRV and QQIC. */
-export const DEFAULT_ROBUSTNESS = 2;
-export const DEFAULT_QUERY_INTERVAL_S = 125;
+const DEFAULT_ROBUSTNESS = 2;
+const DEFAULT_QUERY_INTERVAL_S = 125;
 
 /** The largest Max Resp in tenths of a second: one octet in v2, the floating-point form in v3. */
 const MAX_RESP_DS: Readonly<Record<2 | 3, number>> = { 2: 255, 3: MAX_FLOAT_CODE_VALUE };
 /** A query must fit one unfragmented packet on a 1500-octet link: (1500 - 24 - 12) / 4. */
-export const MAX_QUERY_SOURCES = 366;
+const MAX_QUERY_SOURCES = 366;
 
 export interface QuerySpec {
   version: IgmpVersion;

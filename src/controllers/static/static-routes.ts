@@ -3,7 +3,7 @@
  *
  * They are written through a raw IGMP socket that does NOT hold MRT_INIT: the kernel
  * then marks the VIFs static and keeps them, and the MFC entry, after the socket closes
- * (design.md). But it forwards multicast only while some socket holds MRT_INIT in the
+ * (docs/architecture.md, "The kernel"). But it forwards multicast only while some socket holds MRT_INIT in the
  * namespace (a router: the daemon), so every result says whether one is active.
  */
 import { readFileSync } from 'node:fs';
@@ -30,7 +30,7 @@ export interface RouteTables {
 
 export type RouteOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent';
 
-export function routerActive(path = '/proc/sys/net/ipv4/conf/all/mc_forwarding'): boolean {
+function routerActive(path = '/proc/sys/net/ipv4/conf/all/mc_forwarding'): boolean {
   try {
     return readFileSync(path, 'utf8').trim() === '1';
   } catch {

@@ -65,7 +65,7 @@ const ROUTE_KEYS = ['group', 'source', 'iif', 'oifs'] as const;
 /** The largest declared-state file read unless --max-file-size says otherwise: room for some 600,000 groups. */
 export const DEFAULT_MAX_STATE_FILE_BYTES = 32 * 1024 * 1024;
 /** The largest --max-file-size, 1G. (Node.js holds at most 512 MiB of text in one string: a larger file cannot be read whatever the limit.) */
-export const MAX_STATE_FILE_LIMIT_BYTES = 1024 * 1024 * 1024;
+const MAX_STATE_FILE_LIMIT_BYTES = 1024 * 1024 * 1024;
 
 /** Reads and parses a declared-state file (install -f, reconcile -f): see parseDeclaredState. */
 export async function readDeclaredState(path: string, maxBytes: number = DEFAULT_MAX_STATE_FILE_BYTES): Promise<DeclaredState> {
@@ -100,7 +100,9 @@ export function parseDeclaredState(text: string, fileName: string): DeclaredStat
   } catch (error) {
     if (error instanceof YamlShapeError) {
       const hint =
-        error.reason === 'too-deep' ? `a declared-state file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)` : 'write each entry out in full';
+        error.reason === 'too-deep'
+          ? `a declared-state file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)`
+          : 'write each entry out in full';
       throw new UsageError(`${fileName}:${error.line}: ${error.message}`, { code: 'bad-file', hint });
     }
     const syntax = yamlSyntaxError(error);
@@ -122,7 +124,8 @@ function validate(document: unknown, whereOf: (path: DocumentPath) => () => stri
   if (document === undefined || document === null) return { groups: [], routes: [] };
   if (!isRecord(document)) throw new StateProblem([], 'the file must be a mapping with a "groups" list');
   for (const key of Object.keys(document)) {
-    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key)) throw new StateProblem([key], `unknown key ${quoteInput(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
+    if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key))
+      throw new StateProblem([key], `unknown key ${quoteInput(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
   const firstIndex = new Map<string, number>();
   const groups = listAt(document, 'groups').map((item: unknown, index): DeclaredGroup => {
@@ -157,13 +160,15 @@ function listAt(document: Record<string, unknown>, key: string): unknown[] {
 function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute, 'where'> {
   if (!isRecord(item)) throw new StateProblem(path, 'each route must be a mapping like {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}');
   for (const key of Object.keys(item)) {
-    if (!(ROUTE_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
+    if (!(ROUTE_KEYS as readonly string[]).includes(key))
+      throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
   }
   for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
   const source = typeof item.source === 'string' ? parseIPv4(item.source) : undefined;
-  if (source === undefined || source >>> 28 >= 0xe || source === 0) throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
+  if (source === undefined || source >>> 28 >= 0xe || source === 0)
+    throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
   if (typeof item.iif !== 'string' || item.iif === '') throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
   const oifs = item.oifs;
   if (!Array.isArray(oifs) || oifs.length === 0 || !oifs.every((oif) => typeof oif === 'string' && oif !== '')) {
@@ -175,7 +180,8 @@ function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute,
 function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup, 'where'> {
   if (!isRecord(item)) throw new StateProblem(path, 'each group must be a mapping like {group: 239.1.2.3, ports: [p1, p2]}');
   for (const key of Object.keys(item)) {
-    if (!(GROUP_KEYS as readonly string[]).includes(key)) throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a group (known: ${GROUP_KEYS.join(', ')})`);
+    if (!(GROUP_KEYS as readonly string[]).includes(key))
+      throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a group (known: ${GROUP_KEYS.join(', ')})`);
   }
   if (!('group' in item)) throw new StateProblem(path, 'a group entry needs "group"');
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');

@@ -1,5 +1,5 @@
 /**
- * The daemon's group state (groundwork for [5]): which hosts behind which bridge ports
+ * The daemon's group state: which hosts behind which bridge ports
  * are members of which group, kept as a router keeps it (RFC 3376 §6, with the host
  * compatibility rules of §7.3), and what has to happen when that changes.
  *
@@ -9,11 +9,9 @@
  * group-specific query, when a member leaves without fast leave). `expire()` at
  * `nextDeadline()` handles members that fell silent and leaves nobody contradicted.
  */
-import type { GroupRecord } from '../../packet/igmp/message.js';
+import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
 import { compareIPv4 } from '../../wire/ipv4-address.js';
-
-export type IgmpVersion = 1 | 2 | 3;
 
 export interface MembershipTiming {
   /** Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval (§8.13). */
@@ -22,9 +20,9 @@ export interface MembershipTiming {
   lastMemberQueryTimeMs: number;
 }
 
-export const DEFAULT_MEMBERSHIP_TIMING: Readonly<MembershipTiming> = Object.freeze({ groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 });
+const DEFAULT_MEMBERSHIP_TIMING: Readonly<MembershipTiming> = Object.freeze({ groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 });
 
-export interface MembershipClock {
+interface MembershipClock {
   /** Milliseconds, monotonic. */
   now(): number;
 }
@@ -72,7 +70,7 @@ export type MembershipEffect =
   /** Ask `port` whether anyone still wants `group`. */
   | { kind: 'query'; group: string; port: number };
 
-export interface MemberSnapshot {
+interface MemberSnapshot {
   port: number;
   host: string;
   /** The oldest version heard from the port lately: how the port is treated (§7.3.2). */
@@ -175,7 +173,9 @@ export class MembershipTable {
     const now = this.now();
     const effects: MembershipEffect[] = [];
     for (const [group, members] of [...this.groups]) {
-      const due = [...members.values()].filter((member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now));
+      const due = [...members.values()].filter(
+        (member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now),
+      );
       const reason = (member: MemberEntry): LeaveReason => (member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired');
       if (due.length > 0) effects.push(...this.change(group, () => due.forEach((member) => this.remove(group, members, member, reason(member)))));
     }
@@ -269,7 +269,13 @@ export class MembershipTable {
         members = new Map();
         this.groups.set(member.group, members);
       }
-      members.set(memberKey(member.port, member.host), { port: member.port, host: member.host, filter: member.filter, lastReportAt: member.lastReportAt, leavingUntil: undefined });
+      members.set(memberKey(member.port, member.host), {
+        port: member.port,
+        host: member.host,
+        filter: member.filter,
+        lastReportAt: member.lastReportAt,
+        leavingUntil: undefined,
+      });
       if (member.compatibility !== 3) {
         const compat = this.compatibilityOf(member.group, member.port, true);
         const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;

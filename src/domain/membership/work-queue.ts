@@ -1,9 +1,9 @@
 /**
- * A work queue keyed by group (groundwork for [5]), as the daemon's sync needs it: a key
+ * A work queue keyed by group, as the daemon's sync needs it: a key
  * added many times while it waits is synced once; a key added while it is being synced is
  * synced again afterwards, so no update is lost; at most `workers` keys sync at once and
  * never the same key twice at once; a failed sync is retried after an exponential
- * backoff (Antrea: 5 s doubling to 300 s; the same doubling as reconnects, wire/backoff),
+ * backoff (Antrea: 5 s doubling to 300 s; the same doubling as reconnects, runtime/backoff),
  * reset by a success.
  */
 import { backoffDelay } from '../../runtime/backoff.js';

@@ -6,7 +6,7 @@
  */
 import { UsageError } from '../../errors.js';
 
-export interface PipelinePriorities {
+interface PipelinePriorities {
   /** IGMP from a pod port → the controller (the daemon's snooping). */
   igmp: number;
   /** 224.0.0.0/24 (link-local control traffic) → flooded, never snooped. */
@@ -52,14 +52,26 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   // `query` puts its probe one above the snooping flow, and IGMP (v3 reports go to
   // 224.0.0.22) must reach the controller before the link-local flood takes it.
   if (config.priorities.igmp === 0xffff) throw new UsageError('priority igmp must be below 65535: a query probe goes one above it');
-  if (config.priorities.igmp <= config.priorities.linkLocal) throw new UsageError(`priority igmp (${config.priorities.igmp}) must be above linkLocal (${config.priorities.linkLocal})`);
-  if (!Number.isInteger(config.cookiePrefix) || config.cookiePrefix < 1 || config.cookiePrefix > 0xffff) {
-    throw new UsageError(`cookie prefix 0x${config.cookiePrefix.toString(16)} is not a 16-bit value from 0x0001 to 0xffff`);
-  }
-  if (!Number.isInteger(config.groupIdBase) || config.groupIdBase % GROUP_ID_BLOCK !== 0 || config.groupIdBase < GROUP_ID_BLOCK || config.groupIdBase + GROUP_ID_BLOCK > OFPG_MAX) {
+  if (config.priorities.igmp <= config.priorities.linkLocal)
+    throw new UsageError(`priority igmp (${config.priorities.igmp}) must be above linkLocal (${config.priorities.linkLocal})`);
+  const cookieProblem = cookiePrefixProblem(config.cookiePrefix);
+  if (cookieProblem !== undefined) throw new UsageError(`cookie prefix ${cookieProblem}`);
+  if (groupIdBaseProblem(config.groupIdBase) !== undefined) {
     throw new UsageError(`group id base 0x${config.groupIdBase.toString(16)} must be a multiple of 0x10000000 from 0x10000000 to 0xe0000000`);
   }
   return config;
+}
+
+/** What is wrong with a cookie prefix (16 bits, not 0), or undefined when it is right. */
+export function cookiePrefixProblem(prefix: number): string | undefined {
+  if (Number.isInteger(prefix) && prefix >= 1 && prefix <= 0xffff) return undefined;
+  return `0x${prefix.toString(16)} is not a 16-bit value from 0x0001 to 0xffff`;
+}
+
+/** What is wrong with a group id base (a whole block, with a block above it below OFPG_MAX), or undefined when it is right. */
+export function groupIdBaseProblem(base: number): string | undefined {
+  if (Number.isInteger(base) && base % GROUP_ID_BLOCK === 0 && base >= GROUP_ID_BLOCK && base + GROUP_ID_BLOCK <= OFPG_MAX) return undefined;
+  return `0x${base.toString(16)} is not a multiple of 0x10000000 from 0x10000000 to 0xe0000000`;
 }
 
 /** How many chained blocks fit above the base before OFPG_MAX. */

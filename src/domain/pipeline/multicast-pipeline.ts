@@ -23,8 +23,8 @@ import { formatIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
 import { chainBlocks, GROUP_ID_BLOCK, type PipelineConfig } from './config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 
-export const ETH_TYPE_IPV4 = 0x0800;
-export const IP_PROTO_IGMP = 2;
+const ETH_TYPE_IPV4 = 0x0800;
+const IP_PROTO_IGMP = 2;
 
 /** The fields the pipeline matches on. */
 export interface FlowMatch {
@@ -36,11 +36,7 @@ export interface FlowMatch {
   ipv4DstMask?: string;
 }
 
-export type FlowAction =
-  | { type: 'output'; port: number }
-  | { type: 'controller' }
-  | { type: 'flood' }
-  | { type: 'group'; groupId: number };
+export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };
 
 export interface FlowEntry {
   table: number;

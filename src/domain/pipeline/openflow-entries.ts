@@ -26,7 +26,9 @@ export function matchFields(match: FlowMatch): OxmField[] {
   if (match.ethType !== undefined) fields.push({ field: 'ETH_TYPE', value: match.ethType });
   if (match.ipProto !== undefined) fields.push({ field: 'IP_PROTO', value: match.ipProto });
   if (match.ipv4Dst !== undefined) {
-    fields.push(match.ipv4DstMask === undefined ? { field: 'IPV4_DST', value: match.ipv4Dst } : { field: 'IPV4_DST', value: match.ipv4Dst, mask: match.ipv4DstMask });
+    fields.push(
+      match.ipv4DstMask === undefined ? { field: 'IPV4_DST', value: match.ipv4Dst } : { field: 'IPV4_DST', value: match.ipv4Dst, mask: match.ipv4DstMask },
+    );
   }
   return fields;
 }

@@ -45,7 +45,10 @@ export function planInstall(
 ): GroupPlan[] {
   const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
   const foreignByKey = new Map(foreignFlows.map((flow) => [flowKey(flow), flow]));
-  const installedIds = new Set([...installed.groups.flatMap((group) => group.groups.map((entry) => entry.groupId)), ...installed.strayGroups.map((entry) => entry.groupId)]);
+  const installedIds = new Set([
+    ...installed.groups.flatMap((group) => group.groups.map((entry) => entry.groupId)),
+    ...installed.strayGroups.map((entry) => entry.groupId),
+  ]);
   return desired.map((membership) => {
     const forwarding = pipeline.forwarding(membership);
     const current = byGroup.get(membership.group);
@@ -115,7 +118,13 @@ function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
 }
 
 function sameFlow(a: FlowEntry, b: FlowEntry): boolean {
-  return a.cookie === b.cookie && a.priority === b.priority && a.table === b.table && a.actions.length === b.actions.length && a.actions.every((action, index) => sameAction(action, b.actions[index]!));
+  return (
+    a.cookie === b.cookie &&
+    a.priority === b.priority &&
+    a.table === b.table &&
+    a.actions.length === b.actions.length &&
+    a.actions.every((action, index) => sameAction(action, b.actions[index]!))
+  );
 }
 
 function sameAction(a: FlowAction, b: FlowAction): boolean {

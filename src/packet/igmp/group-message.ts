@@ -9,7 +9,8 @@
  */
 import { DecodeError } from '../../errors.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { IGMP_HEADER_LENGTH, ensureAvailable, isMulticastAt, outputBuffer, sealChecksum } from './common.js';
+import { need, outputBuffer } from '../../wire/bytes.js';
+import { IGMP_HEADER_LENGTH, isMulticastAt, sealChecksum, truncated } from './common.js';
 import type { IgmpV1Report, IgmpV2Leave, IgmpV2Report } from './message.js';
 import { IgmpType } from './message-type.js';
 
@@ -34,7 +35,7 @@ export function encode(message: GroupMessage, buf?: Uint8Array, offset = 0): Uin
 }
 
 export function decode(bytes: Uint8Array, start: number, end: number): GroupMessage {
-  ensureAvailable(end, start, IGMP_HEADER_LENGTH, 'an IGMP report');
+  need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMP report', truncated);
   const type = bytes[start]!;
   if (!isMulticastAt(bytes, start + 4)) {
     const what = type === IgmpType.V2LeaveGroup ? 'leave' : 'report';

@@ -7,8 +7,9 @@
  * hands it to the codec of its type. Failures are `DecodeError`s with a stable code.
  */
 import { DecodeError } from '../../errors.js';
+import { need } from '../../wire/bytes.js';
 import { internetChecksum } from '../../wire/checksum.js';
-import { ensureAvailable } from './common.js';
+import { truncated } from './common.js';
 import { decodeFloatCode } from './float-code.js';
 import * as groupMessage from './group-message.js';
 import type { IgmpMessage, IgmpQuery } from './message.js';
@@ -51,7 +52,7 @@ export function encode(message: IgmpMessage, buf?: Uint8Array, offset = 0): Uint
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): IgmpMessage {
   if (end <= start) throw new DecodeError('truncated', 'empty IGMP message');
-  ensureAvailable(end, start, 4, 'the IGMP header');
+  need({ at: start, end }, 4, 'the IGMP header', truncated);
   if (internetChecksum(bytes, start, end) !== 0) {
     const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
     throw new DecodeError('bad-checksum', `IGMP checksum 0x${hex4(stored)} does not match the ${end - start}-octet message`);

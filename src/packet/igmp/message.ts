@@ -88,6 +88,9 @@ export interface IgmpOther {
   body: Uint8Array;
 }
 
+/** The versions of IGMP (RFC 1112, 2236, 3376): the one declaration of the type. */
+export type IgmpVersion = 1 | 2 | 3;
+
 export type IgmpQuery = IgmpV1Query | IgmpV2Query | IgmpV3Query;
 export type IgmpReport = IgmpV1Report | IgmpV2Report | IgmpV3Report;
 export type IgmpMessage = IgmpQuery | IgmpReport | IgmpV2Leave | IgmpOther;

@@ -4,7 +4,8 @@
  *
  *   type | code | checksum(2) | body
  */
-import { IGMP_HEADER_LENGTH, ensureAvailable, outputBuffer, sealChecksum } from './common.js';
+import { need, outputBuffer } from '../../wire/bytes.js';
+import { IGMP_HEADER_LENGTH, sealChecksum, truncated } from './common.js';
 import type { IgmpOther } from './message.js';
 
 /** Type, code and checksum; the body holds the rest. */
@@ -18,7 +19,8 @@ export function encodingLength(message: IgmpOther): number {
 
 export function encode(message: IgmpOther, buf?: Uint8Array, offset = 0): Uint8Array {
   // What encode writes, decode must read back.
-  if (message.body.length < OTHER_MIN_BODY_LENGTH) throw new RangeError(`an IGMP message body has at least ${OTHER_MIN_BODY_LENGTH} octets, not ${message.body.length}`);
+  if (message.body.length < OTHER_MIN_BODY_LENGTH)
+    throw new RangeError(`an IGMP message body has at least ${OTHER_MIN_BODY_LENGTH} octets, not ${message.body.length}`);
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'IGMP message');
   out[offset] = message.igmpType;
@@ -29,6 +31,6 @@ export function encode(message: IgmpOther, buf?: Uint8Array, offset = 0): Uint8A
 }
 
 export function decode(bytes: Uint8Array, start: number, end: number): IgmpOther {
-  ensureAvailable(end, start, IGMP_HEADER_LENGTH, 'an IGMP message');
+  need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMP message', truncated);
   return { kind: 'other', igmpType: bytes[start]!, code: bytes[start + 1]!, body: bytes.slice(start + OTHER_HEADER_LENGTH, end) };
 }

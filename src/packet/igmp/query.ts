@@ -11,7 +11,8 @@
  */
 import { DecodeError } from '../../errors.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { IGMP_HEADER_LENGTH, ensureAvailable, isMulticastAt, isZeroAddressAt, outputBuffer, sealChecksum, truncatedError } from './common.js';
+import { need, outputBuffer, truncationMessage } from '../../wire/bytes.js';
+import { IGMP_HEADER_LENGTH, isMulticastAt, isZeroAddressAt, sealChecksum, truncated } from './common.js';
 import type { IgmpQuery, IgmpV3Query } from './message.js';
 import { IgmpType } from './message-type.js';
 
@@ -53,7 +54,7 @@ export function encode(query: IgmpQuery, buf?: Uint8Array, offset = 0): Uint8Arr
 
 export function decode(bytes: Uint8Array, start: number, end: number): IgmpQuery {
   const length = end - start;
-  ensureAvailable(end, start, IGMP_HEADER_LENGTH, 'an IGMP query');
+  need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMP query', truncated);
   if (!isZeroAddressAt(bytes, start + 4) && !isMulticastAt(bytes, start + 4)) {
     throw new DecodeError('invalid-group', `query for ${readIPv4(bytes, start + 4)}, which is neither 0.0.0.0 nor multicast`);
   }
@@ -67,7 +68,7 @@ export function decode(bytes: Uint8Array, start: number, end: number): IgmpQuery
   }
   const sourceCount = (bytes[start + 10]! << 8) | bytes[start + 11]!;
   if (start + V3_FIXED_LENGTH + 4 * sourceCount > end) {
-    throw truncatedError(`a v3 query with ${sourceCount} sources`, start + V3_FIXED_LENGTH, 4 * sourceCount, end);
+    throw truncated(truncationMessage({ at: start + V3_FIXED_LENGTH, end }, 4 * sourceCount, `a v3 query with ${sourceCount} sources`));
   }
   const sources: string[] = new Array<string>(sourceCount);
   for (let i = 0; i < sourceCount; i++) sources[i] = readIPv4(bytes, start + V3_FIXED_LENGTH + 4 * i);

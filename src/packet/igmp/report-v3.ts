@@ -10,7 +10,8 @@
  */
 import { DecodeError } from '../../errors.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { IGMP_HEADER_LENGTH, ensureAvailable, isMulticastAt, outputBuffer, sealChecksum, truncatedError } from './common.js';
+import { need, outputBuffer, truncationMessage } from '../../wire/bytes.js';
+import { IGMP_HEADER_LENGTH, isMulticastAt, sealChecksum, truncated } from './common.js';
 import type { GroupRecord, IgmpV3Report } from './message.js';
 import { IgmpType } from './message-type.js';
 import { RecordType, recordTypeName } from './record-type.js';
@@ -67,19 +68,21 @@ function encodeRecord(record: GroupRecord, out: Uint8Array, at: number): number 
 }
 
 export function decode(bytes: Uint8Array, start: number, end: number): IgmpV3Report {
-  ensureAvailable(end, start, IGMP_HEADER_LENGTH, 'an IGMPv3 report');
+  need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMPv3 report', truncated);
   const recordCount = (bytes[start + 6]! << 8) | bytes[start + 7]!;
   const records: GroupRecord[] = [];
   let ignoredRecords = 0;
   let at = start + IGMP_HEADER_LENGTH;
   for (let i = 0; i < recordCount; i++) {
-    if (at + RECORD_FIXED_LENGTH > end) throw truncatedError(`record ${i + 1} of ${recordCount}`, at, RECORD_FIXED_LENGTH, end);
+    if (at + RECORD_FIXED_LENGTH > end) throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
     const typeNumber = bytes[at]!;
     const auxLength = bytes[at + 1]! * 4;
     const sourceCount = (bytes[at + 2]! << 8) | bytes[at + 3]!;
     const recordLength = RECORD_FIXED_LENGTH + 4 * sourceCount + auxLength;
     if (at + recordLength > end) {
-      throw truncatedError(`record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`, at, recordLength, end);
+      throw truncated(
+        truncationMessage({ at, end }, recordLength, `record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`),
+      );
     }
     const type = recordTypeName(typeNumber);
     if (type === undefined) {

@@ -27,9 +27,7 @@ export type LinkTypeName = keyof typeof LinkType;
  */
 const RAW_ALIASES: ReadonlySet<number> = new Set([12, 14]);
 
-const NAME_BY_VALUE: ReadonlyMap<number, LinkTypeName> = new Map(
-  (Object.entries(LinkType) as [LinkTypeName, number][]).map(([name, value]) => [value, name]),
-);
+const NAME_BY_VALUE: ReadonlyMap<number, LinkTypeName> = new Map((Object.entries(LinkType) as [LinkTypeName, number][]).map(([name, value]) => [value, name]));
 
 /** The name of a link type value, with the BSD raw-IP aliases mapped to RAW; undefined if unknown. */
 export function linkTypeName(value: number): LinkTypeName | undefined {

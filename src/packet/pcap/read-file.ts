@@ -1,6 +1,6 @@
 /**
  * Reading a whole capture from a file or a stream with PcapReader. The only I/O in
- * src/pcap besides writer.ts.
+ * src/packet/pcap besides writer.ts.
  */
 import { close, constants, createReadStream, fstat, open } from 'node:fs';
 import { promisify } from 'node:util';

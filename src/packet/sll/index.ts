@@ -5,7 +5,7 @@
  */
 export * as sll from './sll.js';
 export * as sll2 from './sll2.js';
-export { SLL_HEADER_LENGTH, type SllHeader } from './sll.js';
-export { SLL2_HEADER_LENGTH, type Sll2Header } from './sll2.js';
+export type { SllHeader } from './sll.js';
+export type { Sll2Header } from './sll2.js';
 export { SllPacketType, sllPacketTypeName, ArphrdType, type SllPacketTypeName } from './packet-type.js';
 export { SLL_ADDRESS_FIELD_LENGTH } from './address.js';

@@ -9,7 +9,7 @@ import { DecodeError } from '../../errors.js';
 import { checkUint, readU16, writeU16 } from '../../wire/bytes.js';
 import { readAddress, SLL_ADDRESS_FIELD_LENGTH, writeAddress } from './address.js';
 
-export const SLL_HEADER_LENGTH = 16;
+const SLL_HEADER_LENGTH = 16;
 /** The same, under the name both cooked-header modules share, for code generic over them. */
 export const HEADER_LENGTH = SLL_HEADER_LENGTH;
 

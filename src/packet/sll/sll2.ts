@@ -11,7 +11,7 @@ import { DecodeError } from '../../errors.js';
 import { checkUint, readU16, readU32, writeU16, writeU32 } from '../../wire/bytes.js';
 import { readAddress, writeAddress } from './address.js';
 
-export const SLL2_HEADER_LENGTH = 20;
+const SLL2_HEADER_LENGTH = 20;
 /** The same, under the name both cooked-header modules share, for code generic over them. */
 export const HEADER_LENGTH = SLL2_HEADER_LENGTH;
 

@@ -20,7 +20,8 @@
 import { release } from 'node:os';
 
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { checkIPv4, checkUint, ensureAvailable, outputBuffer } from './common.js';
+import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
+import { checkIPv4, truncated } from './common.js';
 
 export const IGMPMSG_LENGTH = 20;
 /** Offset of im_mbz, the IP header's protocol field. */
@@ -57,8 +58,8 @@ export function encodingLength(_value: IgmpMsg): number {
 /** Writes the struct with zero unused fields (as a test or fake kernel would). */
 export function encode(value: IgmpMsg, buf?: Uint8Array, offset = 0, options: IgmpMsgOptions = {}): Uint8Array {
   const width = options.vifWidth ?? 16;
-  checkUint(value.type, 8, 'igmpmsg type');
-  checkUint(value.vif, width, 'VIF index');
+  checkUint(value.type, 0xff, 'igmpmsg type');
+  checkUint(value.vif, 2 ** width - 1, 'VIF index');
   checkIPv4(value.source, 'igmpmsg source');
   checkIPv4(value.group, 'igmpmsg group');
   const out = outputBuffer(IGMPMSG_LENGTH, buf, offset, 'igmpmsg');
@@ -73,7 +74,7 @@ export function encode(value: IgmpMsg, buf?: Uint8Array, offset = 0, options: Ig
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length, options: IgmpMsgOptions = {}): IgmpMsg {
-  ensureAvailable(start, end, IGMPMSG_LENGTH, 'an igmpmsg');
+  need({ at: start, end }, IGMPMSG_LENGTH, 'an igmpmsg', truncated);
   const low = bytes[start + 10]!;
   return {
     type: bytes[start + 8]!,

@@ -4,7 +4,8 @@
  *   0 imr_multiaddr in_addr | 4 imr_address in_addr | 8 imr_ifindex int (host order)
  */
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { checkIPv4, checkInt32, ensureAvailable, outputBuffer, view } from './common.js';
+import { need, outputBuffer } from '../../wire/bytes.js';
+import { checkIPv4, checkInt32, truncated, view } from './common.js';
 
 export const IP_MREQN_LENGTH = 12;
 
@@ -31,6 +32,6 @@ export function encode(value: IpMreqn, buf?: Uint8Array, offset = 0): Uint8Array
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): IpMreqn {
-  ensureAvailable(start, end, IP_MREQN_LENGTH, 'an ip_mreqn');
+  need({ at: start, end }, IP_MREQN_LENGTH, 'an ip_mreqn', truncated);
   return { group: readIPv4(bytes, start), address: readIPv4(bytes, start + 4), ifindex: view(bytes).getInt32(start + 8, true) };
 }

@@ -11,7 +11,8 @@
  * means "not an outgoing VIF", anything else is the VIF's TTL threshold.
  */
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { checkIPv4, checkInt32, checkUint, ensureAvailable, outputBuffer, view } from './common.js';
+import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
+import { checkIPv4, checkInt32, truncated, view } from './common.js';
 import { MAXVIFS } from './constants.js';
 
 export const MFCCTL_LENGTH = 60;
@@ -36,12 +37,12 @@ export function encodingLength(_value: MfcCtl): number {
 export function encode(value: MfcCtl, buf?: Uint8Array, offset = 0): Uint8Array {
   checkIPv4(value.origin, 'MFC origin');
   checkIPv4(value.group, 'MFC group');
-  checkUint(value.parent, 16, 'MFC parent VIF');
+  checkUint(value.parent, 0xffff, 'MFC parent VIF');
   if (value.ttls.length > MAXVIFS) throw new RangeError(`an MFC entry has TTLs for at most ${MAXVIFS} VIFs; got ${value.ttls.length}`);
-  value.ttls.forEach((ttl, vif) => checkUint(ttl, 8, `TTL of VIF ${vif}`));
-  checkUint(value.packets, 32, 'MFC packet count');
-  checkUint(value.bytes, 32, 'MFC byte count');
-  checkUint(value.wrongIf, 32, 'MFC wrong-interface count');
+  value.ttls.forEach((ttl, vif) => checkUint(ttl, 0xff, `TTL of VIF ${vif}`));
+  checkUint(value.packets, 0xffffffff, 'MFC packet count');
+  checkUint(value.bytes, 0xffffffff, 'MFC byte count');
+  checkUint(value.wrongIf, 0xffffffff, 'MFC wrong-interface count');
   checkInt32(value.expire, 'MFC expire');
   const out = outputBuffer(MFCCTL_LENGTH, buf, offset, 'mfcctl');
   out.fill(0, offset, offset + MFCCTL_LENGTH);
@@ -58,7 +59,7 @@ export function encode(value: MfcCtl, buf?: Uint8Array, offset = 0): Uint8Array 
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): MfcCtl {
-  ensureAvailable(start, end, MFCCTL_LENGTH, 'an mfcctl');
+  need({ at: start, end }, MFCCTL_LENGTH, 'an mfcctl', truncated);
   const dv = view(bytes);
   return {
     origin: readIPv4(bytes, start),

@@ -73,7 +73,8 @@ function procInt32(hex: string, littleEndian: boolean): number {
 }
 
 function integer(text: string | undefined, what: string, line: string): number {
-  if (text === undefined || !/^-?\d+$/.test(text)) throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `${what} missing or not a number in ${JSON.stringify(line)}`);
+  if (text === undefined || !/^-?\d+$/.test(text))
+    throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `${what} missing or not a number in ${JSON.stringify(line)}`);
   return Number(text);
 }
 
@@ -92,7 +93,10 @@ export function parseVifTable(text: string, littleEndian = LITTLE_ENDIAN): VifRo
       packetsOut: integer(fields[5], 'PktsOut', line),
       flags,
       static: (flags & VIFF_STATIC) !== 0,
-      local: (flags & VIFF_USE_IFINDEX) !== 0 ? { kind: 'ifindex', ifindex: procInt32(fields[7]!, littleEndian) } : { kind: 'address', address: procAddress(fields[7]!, littleEndian) },
+      local:
+        (flags & VIFF_USE_IFINDEX) !== 0
+          ? { kind: 'ifindex', ifindex: procInt32(fields[7]!, littleEndian) }
+          : { kind: 'address', address: procAddress(fields[7]!, littleEndian) },
       remoteAddress: procAddress(fields[8]!, littleEndian),
     };
   });
@@ -102,7 +106,8 @@ export function parseMfcCache(text: string, littleEndian = LITTLE_ENDIAN): MfcRo
   const lines = text.split('\n').filter((line) => line.trim() !== '');
   return lines.slice(1).map((line) => {
     const fields = line.trim().split(/\s+/);
-    if (fields.length < 6) throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `expected at least 6 fields in ip_mr_cache line ${JSON.stringify(line)}`);
+    if (fields.length < 6)
+      throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `expected at least 6 fields in ip_mr_cache line ${JSON.stringify(line)}`);
     const oifs = fields.slice(6).map((field) => {
       const match = /^(\d+):(\d+)$/.exec(field);
       if (!match) throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `bad oif ${JSON.stringify(field)} in ip_mr_cache line ${JSON.stringify(line)}`);

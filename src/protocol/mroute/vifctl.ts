@@ -8,7 +8,8 @@
  * holds an ifindex exactly when VIFF_USE_IFINDEX is among the flags.
  */
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { checkIPv4, checkInt32, checkUint, ensureAvailable, outputBuffer, view } from './common.js';
+import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
+import { checkIPv4, checkInt32, truncated, view } from './common.js';
 import { VIFF_USE_IFINDEX } from './constants.js';
 
 export const VIFCTL_LENGTH = 16;
@@ -33,14 +34,16 @@ export function encodingLength(_value: VifCtl): number {
 }
 
 export function encode(value: VifCtl, buf?: Uint8Array, offset = 0): Uint8Array {
-  checkUint(value.vif, 16, 'VIF index');
-  checkUint(value.flags, 8, 'VIF flags');
-  checkUint(value.threshold, 8, 'VIF threshold');
-  checkUint(value.rateLimit, 32, 'VIF rate limit');
+  checkUint(value.vif, 0xffff, 'VIF index');
+  checkUint(value.flags, 0xff, 'VIF flags');
+  checkUint(value.threshold, 0xff, 'VIF threshold');
+  checkUint(value.rateLimit, 0xffffffff, 'VIF rate limit');
   checkIPv4(value.remoteAddress, 'VIF remote address');
   const byIndex = (value.flags & VIFF_USE_IFINDEX) !== 0;
   if (byIndex !== (value.local.kind === 'ifindex')) {
-    throw new RangeError(`a VIF's local end is an ifindex exactly when its flags include VIFF_USE_IFINDEX (0x8); flags 0x${value.flags.toString(16)}, local ${value.local.kind}`);
+    throw new RangeError(
+      `a VIF's local end is an ifindex exactly when its flags include VIFF_USE_IFINDEX (0x8); flags 0x${value.flags.toString(16)}, local ${value.local.kind}`,
+    );
   }
   if (value.local.kind === 'ifindex') checkInt32(value.local.ifindex, 'ifindex');
   else checkIPv4(value.local.address, 'VIF local address');
@@ -57,7 +60,7 @@ export function encode(value: VifCtl, buf?: Uint8Array, offset = 0): Uint8Array 
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): VifCtl {
-  ensureAvailable(start, end, VIFCTL_LENGTH, 'a vifctl');
+  need({ at: start, end }, VIFCTL_LENGTH, 'a vifctl', truncated);
   const dv = view(bytes);
   const flags = dv.getUint8(start + 2);
   const local: VifLocal =

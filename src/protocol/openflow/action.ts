@@ -12,11 +12,11 @@
  * they were.
  */
 import { OfpActionType } from './action-type.js';
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import * as oxm from './oxm.js';
 import type { OxmField } from './oxm.js';
 import { OfpControllerMaxLen, OfpPort } from './reserved.js';
-import { copyBytes, outputBuffer, pad8, readU16, readU32, writeU16, writeU32 } from './wire.js';
+import { copyBytes, need, outputBuffer, pad8, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
 
 export interface OutputAction {
   type: 'OUTPUT';
@@ -85,41 +85,41 @@ export function actionLength(action: Action): number {
 function encodeAction(action: Action, out: Uint8Array, at: number): void {
   const length = actionLength(action);
   if (length % 8 !== 0) throw new RangeError(`${action.type} action of ${length} octets is not a multiple of 8`);
-  writeU16(out, at + 2, length, 'action length');
+  writeU16Field(out, at + 2, length, 'action length');
   switch (action.type) {
     case 'OUTPUT':
-      writeU16(out, at, OfpActionType.OUTPUT, 'action type');
-      writeU32(out, at + 4, action.port, 'output port');
-      writeU16(out, at + 8, action.maxLen, 'output max_len');
+      writeU16Field(out, at, OfpActionType.OUTPUT, 'action type');
+      writeU32Field(out, at + 4, action.port, 'output port');
+      writeU16Field(out, at + 8, action.maxLen, 'output max_len');
       out.fill(0, at + 10, at + OUTPUT_LENGTH);
       return;
     case 'GROUP':
-      writeU16(out, at, OfpActionType.GROUP, 'action type');
-      writeU32(out, at + 4, action.groupId, 'group id');
+      writeU16Field(out, at, OfpActionType.GROUP, 'action type');
+      writeU32Field(out, at + 4, action.groupId, 'group id');
       return;
     case 'SET_FIELD': {
-      writeU16(out, at, OfpActionType.SET_FIELD, 'action type');
+      writeU16Field(out, at, OfpActionType.SET_FIELD, 'action type');
       oxm.encode(action.field, out, at + ACTION_HEADER_LENGTH);
       out.fill(0, at + ACTION_HEADER_LENGTH + oxm.encodingLength(action.field), at + length);
       return;
     }
     case 'RAW':
-      writeU16(out, at, action.actionType, 'action type');
+      writeU16Field(out, at, action.actionType, 'action type');
       out.set(action.body, at + ACTION_HEADER_LENGTH);
       return;
   }
 }
 
 function decodeAction(bytes: Uint8Array, at: number, length: number): Action {
-  const type = readU16(bytes, at);
+  const type = readU16BE(bytes, at);
   const end = at + length;
   switch (type) {
     case OfpActionType.OUTPUT:
       expectLength('OUTPUT', length, OUTPUT_LENGTH);
-      return { type: 'OUTPUT', port: readU32(bytes, at + 4), maxLen: readU16(bytes, at + 8) };
+      return { type: 'OUTPUT', port: readU32BE(bytes, at + 4), maxLen: readU16BE(bytes, at + 8) };
     case OfpActionType.GROUP:
       expectLength('GROUP', length, GROUP_LENGTH);
-      return { type: 'GROUP', groupId: readU32(bytes, at + 4) };
+      return { type: 'GROUP', groupId: readU32BE(bytes, at + 4) };
     case OfpActionType.SET_FIELD: {
       const fieldStart = at + ACTION_HEADER_LENGTH;
       const fieldLength = oxm.lengthAt(bytes, fieldStart, end);
@@ -159,10 +159,10 @@ export function encode(actions: readonly Action[], buf?: Uint8Array, offset = 0)
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Action[] {
   const actions: Action[] = [];
   for (let at = start; at < end; ) {
-    ensureAvailable(end, at, ACTION_HEADER_LENGTH, 'an action header');
-    const length = readU16(bytes, at + 2);
+    need({ at, end }, ACTION_HEADER_LENGTH, 'an action header', truncated);
+    const length = readU16BE(bytes, at + 2);
     if (length < 8 || length % 8 !== 0) throw new OpenFlowDecodeError('bad-length', `action length ${length} is not a positive multiple of 8`);
-    ensureAvailable(end, at, length, `an action of ${length} octets`);
+    need({ at, end }, length, `an action of ${length} octets`, truncated);
     actions.push(decodeAction(bytes, at, length));
     at += length;
   }

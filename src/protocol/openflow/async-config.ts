@@ -9,7 +9,7 @@
  */
 import { readMessageHeader, writeHeader } from './header.js';
 import { OFP_TYPE_NUMBERS } from './message-type.js';
-import { outputBuffer, readU32, writeU32 } from './wire.js';
+import { outputBuffer, readU32BE, writeU32Field } from '../../wire/bytes.js';
 
 /** [master or equal, slave] */
 export type RoleMasks = [number, number];
@@ -32,13 +32,13 @@ export function encode(message: AsyncConfig, buf?: Uint8Array, offset = 0): Uint
   const out = outputBuffer(LENGTH, buf, offset, message.type);
   writeHeader(out, offset, message.type, LENGTH, message.xid);
   const masks = [...message.packetIn, ...message.portStatus, ...message.flowRemoved];
-  masks.forEach((mask, i) => writeU32(out, offset + 8 + 4 * i, mask, 'async mask'));
+  masks.forEach((mask, i) => writeU32Field(out, offset + 8 + 4 * i, mask, 'async mask'));
   return out;
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): AsyncConfig {
   const type = bytes[start + 1] === OFP_TYPE_NUMBERS.SET_ASYNC ? 'SET_ASYNC' : 'GET_ASYNC_REPLY';
   const header = readMessageHeader(bytes, start, end, type, LENGTH);
-  const mask = (i: number) => readU32(bytes, start + 8 + 4 * i);
+  const mask = (i: number) => readU32BE(bytes, start + 8 + 4 * i);
   return { type, xid: header.xid, packetIn: [mask(0), mask(1)], portStatus: [mask(2), mask(3)], flowRemoved: [mask(4), mask(5)] };
 }

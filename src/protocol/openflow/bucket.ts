@@ -6,9 +6,9 @@
  */
 import * as actionList from './action.js';
 import type { Action } from './action.js';
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import { OfpGroup, OfpPort } from './reserved.js';
-import { outputBuffer, readU16, readU32, writeU16, writeU32 } from './wire.js';
+import { need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
 
 export interface Bucket {
   /** SELECT groups only; 0 otherwise. */
@@ -42,10 +42,10 @@ export function encode(buckets: readonly Bucket[], buf?: Uint8Array, offset = 0)
   let at = offset;
   for (const bucket of buckets) {
     const length = bucketLength(bucket);
-    writeU16(out, at, length, 'bucket length');
-    writeU16(out, at + 2, bucket.weight, 'bucket weight');
-    writeU32(out, at + 4, bucket.watchPort, 'bucket watch_port');
-    writeU32(out, at + 8, bucket.watchGroup, 'bucket watch_group');
+    writeU16Field(out, at, length, 'bucket length');
+    writeU16Field(out, at + 2, bucket.weight, 'bucket weight');
+    writeU32Field(out, at + 4, bucket.watchPort, 'bucket watch_port');
+    writeU32Field(out, at + 8, bucket.watchGroup, 'bucket watch_group');
     out.fill(0, at + 12, at + BUCKET_HEADER_LENGTH);
     actionList.encode(bucket.actions, out, at + BUCKET_HEADER_LENGTH);
     at += length;
@@ -57,16 +57,16 @@ export function encode(buckets: readonly Bucket[], buf?: Uint8Array, offset = 0)
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Bucket[] {
   const buckets: Bucket[] = [];
   for (let at = start; at < end; ) {
-    ensureAvailable(end, at, BUCKET_HEADER_LENGTH, 'a bucket header');
-    const length = readU16(bytes, at);
+    need({ at, end }, BUCKET_HEADER_LENGTH, 'a bucket header', truncated);
+    const length = readU16BE(bytes, at);
     if (length < BUCKET_HEADER_LENGTH || length % 8 !== 0) {
       throw new OpenFlowDecodeError('bad-length', `bucket length ${length} is not a multiple of 8 of at least 16`);
     }
-    ensureAvailable(end, at, length, `a bucket of ${length} octets`);
+    need({ at, end }, length, `a bucket of ${length} octets`, truncated);
     buckets.push({
-      weight: readU16(bytes, at + 2),
-      watchPort: readU32(bytes, at + 4),
-      watchGroup: readU32(bytes, at + 8),
+      weight: readU16BE(bytes, at + 2),
+      watchPort: readU32BE(bytes, at + 4),
+      watchGroup: readU32BE(bytes, at + 8),
       actions: actionList.decode(bytes, at + BUCKET_HEADER_LENGTH, at + length),
     });
     at += length;

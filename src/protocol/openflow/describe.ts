@@ -5,7 +5,7 @@
 import type { OpenFlowMessage } from './message.js';
 import { describeOfpType } from './message-type.js';
 import { flowModCommandName, groupModCommandName, groupTypeName } from './mod-command.js';
-import { hex } from './wire.js';
+import { hex } from '../../wire/bytes.js';
 
 export function summarize(message: OpenFlowMessage, xid: number): string {
   switch (message.type) {

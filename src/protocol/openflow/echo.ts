@@ -4,7 +4,7 @@
  */
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { OFP_TYPE_NUMBERS } from './message-type.js';
-import { copyBytes, outputBuffer } from './wire.js';
+import { copyBytes, outputBuffer } from '../../wire/bytes.js';
 
 export interface Echo {
   type: 'ECHO_REQUEST' | 'ECHO_REPLY';

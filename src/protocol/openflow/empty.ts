@@ -5,7 +5,7 @@
 import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { describeOfpType, OFP_TYPE_NUMBERS } from './message-type.js';
-import { outputBuffer } from './wire.js';
+import { outputBuffer } from '../../wire/bytes.js';
 
 export const EMPTY_MESSAGE_TYPES = ['BARRIER_REQUEST', 'BARRIER_REPLY', 'FEATURES_REQUEST', 'GET_CONFIG_REQUEST', 'GET_ASYNC_REQUEST'] as const;
 export type EmptyMessageType = (typeof EMPTY_MESSAGE_TYPES)[number];

@@ -12,7 +12,7 @@
 import { OFP_ERROR_TYPES } from './error-code.js';
 import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
-import { copyBytes, outputBuffer, readU16, readU32, writeU16, writeU32 } from './wire.js';
+import { copyBytes, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
 
 export interface ErrorMessage {
   type: 'ERROR';
@@ -39,12 +39,12 @@ export function encode(message: ErrorMessage, buf?: Uint8Array, offset = 0): Uin
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'ERROR');
   writeHeader(out, offset, 'ERROR', length, message.xid);
-  writeU16(out, offset + 8, message.errorType, 'error type');
-  writeU16(out, offset + 10, message.code, 'error code');
+  writeU16Field(out, offset + 8, message.errorType, 'error type');
+  writeU16Field(out, offset + 10, message.code, 'error code');
   let at = offset + FIXED_LENGTH;
   if (isExperimenter(message)) {
     if (message.experimenter === undefined) throw new RangeError('an EXPERIMENTER error needs an experimenter id');
-    writeU32(out, at, message.experimenter, 'experimenter');
+    writeU32Field(out, at, message.experimenter, 'experimenter');
     at += 4;
   }
   out.set(message.data, at);
@@ -53,12 +53,12 @@ export function encode(message: ErrorMessage, buf?: Uint8Array, offset = 0): Uin
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): ErrorMessage {
   const header = readMessageHeader(bytes, start, end, 'ERROR', FIXED_LENGTH);
-  const errorType = readU16(bytes, start + 8);
-  const message: ErrorMessage = { type: 'ERROR', xid: header.xid, errorType, code: readU16(bytes, start + 10), data: new Uint8Array(0) };
+  const errorType = readU16BE(bytes, start + 8);
+  const message: ErrorMessage = { type: 'ERROR', xid: header.xid, errorType, code: readU16BE(bytes, start + 10), data: new Uint8Array(0) };
   let at = start + FIXED_LENGTH;
   if (isExperimenter(message)) {
     if (end - at < 4) throw new OpenFlowDecodeError('bad-length', 'EXPERIMENTER error ends before its experimenter id');
-    message.experimenter = readU32(bytes, at);
+    message.experimenter = readU32BE(bytes, at);
     at += 4;
   }
   message.data = copyBytes(bytes, at, end);

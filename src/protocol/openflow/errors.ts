@@ -12,6 +12,7 @@
  * common version) are `UnavailableError`s (exit 69) from ../errors.ts.
  */
 import { DecodeError, McastError, ExitCode } from '../../errors.js';
+import type { TruncatedError } from '../../wire/bytes.js';
 import { describeError, type ErrorIdentity } from './error-code.js';
 
 export type OpenFlowDecodeReason =
@@ -33,13 +34,8 @@ export class OpenFlowDecodeError extends DecodeError {
   }
 }
 
-/** Throws `truncated` unless `needed` octets are there at `at` (before `end`). */
-export function ensureAvailable(end: number, at: number, needed: number, what: string): void {
-  if (at + needed > end) {
-    const left = Math.max(0, end - at);
-    throw new OpenFlowDecodeError('truncated', `${what} needs ${needed} octets; only ${left} ${left === 1 ? 'is' : 'are'} left`);
-  }
-}
+/** The OpenFlow codecs' error for data that ends too soon (see need() in src/wire/bytes.ts). */
+export const truncated: TruncatedError = (message) => new OpenFlowDecodeError('truncated', message);
 
 /** What an OpenFlowError says about the request that failed. */
 export interface FailedRequest {

@@ -6,7 +6,7 @@
  * (OpenFlow 1.3 dropped the port list that 1.0 appended: ports come by multipart PORT_DESC.)
  */
 import { readMessageHeader, writeHeader } from './header.js';
-import { outputBuffer, readU32, readU64, writeU32, writeU64, writeU8 } from './wire.js';
+import { outputBuffer, readU32BE, readU64BE, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface FeaturesReply {
   type: 'FEATURES_REPLY';
@@ -29,13 +29,13 @@ export function encodingLength(_message: FeaturesReply): number {
 export function encode(message: FeaturesReply, buf?: Uint8Array, offset = 0): Uint8Array {
   const out = outputBuffer(LENGTH, buf, offset, 'FEATURES_REPLY');
   writeHeader(out, offset, 'FEATURES_REPLY', LENGTH, message.xid);
-  writeU64(out, offset + 8, message.datapathId, 'datapath_id');
-  writeU32(out, offset + 16, message.nBuffers, 'n_buffers');
-  writeU8(out, offset + 20, message.nTables, 'n_tables');
-  writeU8(out, offset + 21, message.auxiliaryId, 'auxiliary_id');
+  writeU64Field(out, offset + 8, message.datapathId, 'datapath_id');
+  writeU32Field(out, offset + 16, message.nBuffers, 'n_buffers');
+  writeU8Field(out, offset + 20, message.nTables, 'n_tables');
+  writeU8Field(out, offset + 21, message.auxiliaryId, 'auxiliary_id');
   out.fill(0, offset + 22, offset + 24);
-  writeU32(out, offset + 24, message.capabilities, 'capabilities');
-  writeU32(out, offset + 28, message.reserved, 'reserved');
+  writeU32Field(out, offset + 24, message.capabilities, 'capabilities');
+  writeU32Field(out, offset + 28, message.reserved, 'reserved');
   return out;
 }
 
@@ -44,12 +44,12 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Featur
   return {
     type: 'FEATURES_REPLY',
     xid: header.xid,
-    datapathId: readU64(bytes, start + 8),
-    nBuffers: readU32(bytes, start + 16),
+    datapathId: readU64BE(bytes, start + 8),
+    nBuffers: readU32BE(bytes, start + 16),
     nTables: bytes[start + 20]!,
     auxiliaryId: bytes[start + 21]!,
-    capabilities: readU32(bytes, start + 24),
-    reserved: readU32(bytes, start + 28),
+    capabilities: readU32BE(bytes, start + 24),
+    reserved: readU32BE(bytes, start + 28),
   };
 }
 
@@ -57,4 +57,3 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Featur
 export function formatDatapathId(datapathId: bigint): string {
   return datapathId.toString(16).padStart(16, '0');
 }
-

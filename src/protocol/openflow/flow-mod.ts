@@ -15,7 +15,7 @@ import * as match from './match.js';
 import { FlowModCommand } from './mod-command.js';
 import type { OxmField } from './oxm.js';
 import { OFP_NO_BUFFER, OfpGroup, OfpPort } from './reserved.js';
-import { outputBuffer, readU16, readU32, readU64, writeU16, writeU32, writeU64, writeU8 } from './wire.js';
+import { outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface FlowMod {
   type: 'FLOW_MOD';
@@ -71,17 +71,17 @@ export function encode(message: FlowMod, buf?: Uint8Array, offset = 0): Uint8Arr
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'FLOW_MOD');
   writeHeader(out, offset, 'FLOW_MOD', length, message.xid);
-  writeU64(out, offset + 8, message.cookie, 'cookie');
-  writeU64(out, offset + 16, message.cookieMask, 'cookie_mask');
-  writeU8(out, offset + 24, message.tableId, 'table_id');
-  writeU8(out, offset + 25, message.command, 'command');
-  writeU16(out, offset + 26, message.idleTimeout, 'idle_timeout');
-  writeU16(out, offset + 28, message.hardTimeout, 'hard_timeout');
-  writeU16(out, offset + 30, message.priority, 'priority');
-  writeU32(out, offset + 32, message.bufferId, 'buffer_id');
-  writeU32(out, offset + 36, message.outPort, 'out_port');
-  writeU32(out, offset + 40, message.outGroup, 'out_group');
-  writeU16(out, offset + 44, message.flags, 'flags');
+  writeU64Field(out, offset + 8, message.cookie, 'cookie');
+  writeU64Field(out, offset + 16, message.cookieMask, 'cookie_mask');
+  writeU8Field(out, offset + 24, message.tableId, 'table_id');
+  writeU8Field(out, offset + 25, message.command, 'command');
+  writeU16Field(out, offset + 26, message.idleTimeout, 'idle_timeout');
+  writeU16Field(out, offset + 28, message.hardTimeout, 'hard_timeout');
+  writeU16Field(out, offset + 30, message.priority, 'priority');
+  writeU32Field(out, offset + 32, message.bufferId, 'buffer_id');
+  writeU32Field(out, offset + 36, message.outPort, 'out_port');
+  writeU32Field(out, offset + 40, message.outGroup, 'out_group');
+  writeU16Field(out, offset + 44, message.flags, 'flags');
   out.fill(0, offset + 46, offset + 48);
   match.encode(message.match, out, offset + FIXED_LENGTH);
   instructionList.encode(message.instructions, out, offset + FIXED_LENGTH + match.encodingLength(message.match));
@@ -95,17 +95,17 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): FlowMo
   return {
     type: 'FLOW_MOD',
     xid: header.xid,
-    cookie: readU64(bytes, start + 8),
-    cookieMask: readU64(bytes, start + 16),
+    cookie: readU64BE(bytes, start + 8),
+    cookieMask: readU64BE(bytes, start + 16),
     tableId: bytes[start + 24]!,
     command: bytes[start + 25]!,
-    idleTimeout: readU16(bytes, start + 26),
-    hardTimeout: readU16(bytes, start + 28),
-    priority: readU16(bytes, start + 30),
-    bufferId: readU32(bytes, start + 32),
-    outPort: readU32(bytes, start + 36),
-    outGroup: readU32(bytes, start + 40),
-    flags: readU16(bytes, start + 44),
+    idleTimeout: readU16BE(bytes, start + 26),
+    hardTimeout: readU16BE(bytes, start + 28),
+    priority: readU16BE(bytes, start + 30),
+    bufferId: readU32BE(bytes, start + 32),
+    outPort: readU32BE(bytes, start + 36),
+    outGroup: readU32BE(bytes, start + 40),
+    flags: readU16BE(bytes, start + 44),
     match: match.decode(bytes, matchStart, matchEnd),
     instructions: instructionList.decode(bytes, matchEnd, end),
   };

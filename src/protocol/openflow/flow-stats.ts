@@ -9,13 +9,13 @@
  *   | idle_timeout(2) | hard_timeout(2) | flags(2) | pad(4) | cookie(8)
  *   | packet_count(8) | byte_count(8) | match (padded) | instructions
  */
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import * as instructionList from './instruction.js';
 import type { Instruction } from './instruction.js';
 import * as match from './match.js';
 import type { OxmField } from './oxm.js';
 import { OFPTT_ALL, OfpGroup, OfpPort } from './reserved.js';
-import { outputBuffer, readU16, readU32, readU64, writeU16, writeU32, writeU64, writeU8 } from './wire.js';
+import { need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface FlowStatsRequest {
   kind: 'FLOW';
@@ -61,25 +61,25 @@ export const request = {
   },
   encode(body: FlowStatsRequest, buf?: Uint8Array, offset = 0): Uint8Array {
     const out = outputBuffer(request.encodingLength(body), buf, offset, 'flow stats request');
-    writeU8(out, offset, body.tableId, 'table_id');
+    writeU8Field(out, offset, body.tableId, 'table_id');
     out.fill(0, offset + 1, offset + 4);
-    writeU32(out, offset + 4, body.outPort, 'out_port');
-    writeU32(out, offset + 8, body.outGroup, 'out_group');
+    writeU32Field(out, offset + 4, body.outPort, 'out_port');
+    writeU32Field(out, offset + 8, body.outGroup, 'out_group');
     out.fill(0, offset + 12, offset + 16);
-    writeU64(out, offset + 16, body.cookie, 'cookie');
-    writeU64(out, offset + 24, body.cookieMask, 'cookie_mask');
+    writeU64Field(out, offset + 16, body.cookie, 'cookie');
+    writeU64Field(out, offset + 24, body.cookieMask, 'cookie_mask');
     match.encode(body.match, out, offset + REQUEST_FIXED_LENGTH);
     return out;
   },
   decode(bytes: Uint8Array, start = 0, end = bytes.length): FlowStatsRequest {
-    ensureAvailable(end, start, REQUEST_FIXED_LENGTH, 'a flow stats request');
+    need({ at: start, end }, REQUEST_FIXED_LENGTH, 'a flow stats request', truncated);
     return {
       kind: 'FLOW',
       tableId: bytes[start]!,
-      outPort: readU32(bytes, start + 4),
-      outGroup: readU32(bytes, start + 8),
-      cookie: readU64(bytes, start + 16),
-      cookieMask: readU64(bytes, start + 24),
+      outPort: readU32BE(bytes, start + 4),
+      outGroup: readU32BE(bytes, start + 8),
+      cookie: readU64BE(bytes, start + 16),
+      cookieMask: readU64BE(bytes, start + 24),
       match: match.decode(bytes, start + REQUEST_FIXED_LENGTH, end),
     };
   },
@@ -101,19 +101,19 @@ export const reply = {
     let at = offset;
     for (const entry of entries) {
       const length = entryLength(entry);
-      writeU16(out, at, length, 'flow stats length');
-      writeU8(out, at + 2, entry.tableId, 'table_id');
+      writeU16Field(out, at, length, 'flow stats length');
+      writeU8Field(out, at + 2, entry.tableId, 'table_id');
       out[at + 3] = 0;
-      writeU32(out, at + 4, entry.durationSec, 'duration_sec');
-      writeU32(out, at + 8, entry.durationNsec, 'duration_nsec');
-      writeU16(out, at + 12, entry.priority, 'priority');
-      writeU16(out, at + 14, entry.idleTimeout, 'idle_timeout');
-      writeU16(out, at + 16, entry.hardTimeout, 'hard_timeout');
-      writeU16(out, at + 18, entry.flags, 'flags');
+      writeU32Field(out, at + 4, entry.durationSec, 'duration_sec');
+      writeU32Field(out, at + 8, entry.durationNsec, 'duration_nsec');
+      writeU16Field(out, at + 12, entry.priority, 'priority');
+      writeU16Field(out, at + 14, entry.idleTimeout, 'idle_timeout');
+      writeU16Field(out, at + 16, entry.hardTimeout, 'hard_timeout');
+      writeU16Field(out, at + 18, entry.flags, 'flags');
       out.fill(0, at + 20, at + 24);
-      writeU64(out, at + 24, entry.cookie, 'cookie');
-      writeU64(out, at + 32, entry.packetCount, 'packet_count');
-      writeU64(out, at + 40, entry.byteCount, 'byte_count');
+      writeU64Field(out, at + 24, entry.cookie, 'cookie');
+      writeU64Field(out, at + 32, entry.packetCount, 'packet_count');
+      writeU64Field(out, at + 40, entry.byteCount, 'byte_count');
       match.encode(entry.match, out, at + ENTRY_FIXED_LENGTH);
       instructionList.encode(entry.instructions, out, at + ENTRY_FIXED_LENGTH + match.encodingLength(entry.match));
       at += length;
@@ -123,25 +123,25 @@ export const reply = {
   decode(bytes: Uint8Array, start = 0, end = bytes.length): FlowStats[] {
     const entries: FlowStats[] = [];
     for (let at = start; at < end; ) {
-      ensureAvailable(end, at, ENTRY_FIXED_LENGTH, 'a flow stats entry');
-      const length = readU16(bytes, at);
+      need({ at, end }, ENTRY_FIXED_LENGTH, 'a flow stats entry', truncated);
+      const length = readU16BE(bytes, at);
       if (length < ENTRY_FIXED_LENGTH + 8 || length % 8 !== 0) {
         throw new OpenFlowDecodeError('bad-length', `flow stats length ${length} is not a multiple of 8 of at least 56`);
       }
-      ensureAvailable(end, at, length, `a flow stats entry of ${length} octets`);
+      need({ at, end }, length, `a flow stats entry of ${length} octets`, truncated);
       const matchStart = at + ENTRY_FIXED_LENGTH;
       const matchEnd = matchStart + match.lengthAt(bytes, matchStart, at + length);
       entries.push({
         tableId: bytes[at + 2]!,
-        durationSec: readU32(bytes, at + 4),
-        durationNsec: readU32(bytes, at + 8),
-        priority: readU16(bytes, at + 12),
-        idleTimeout: readU16(bytes, at + 14),
-        hardTimeout: readU16(bytes, at + 16),
-        flags: readU16(bytes, at + 18),
-        cookie: readU64(bytes, at + 24),
-        packetCount: readU64(bytes, at + 32),
-        byteCount: readU64(bytes, at + 40),
+        durationSec: readU32BE(bytes, at + 4),
+        durationNsec: readU32BE(bytes, at + 8),
+        priority: readU16BE(bytes, at + 12),
+        idleTimeout: readU16BE(bytes, at + 14),
+        hardTimeout: readU16BE(bytes, at + 16),
+        flags: readU16BE(bytes, at + 18),
+        cookie: readU64BE(bytes, at + 24),
+        packetCount: readU64BE(bytes, at + 32),
+        byteCount: readU64BE(bytes, at + 40),
         match: match.decode(bytes, matchStart, matchEnd),
         instructions: instructionList.decode(bytes, matchEnd, at + length),
       });

@@ -7,8 +7,8 @@
  */
 import * as bucketList from './bucket.js';
 import type { Bucket } from './bucket.js';
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
-import { outputBuffer, readU16, readU32, writeU16, writeU32, writeU8 } from './wire.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
+import { need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface GroupDesc {
   /** GroupType */
@@ -34,10 +34,10 @@ export function encode(entries: readonly GroupDesc[], buf?: Uint8Array, offset =
   let at = offset;
   for (const entry of entries) {
     const length = entryLength(entry);
-    writeU16(out, at, length, 'group desc length');
-    writeU8(out, at + 2, entry.groupType, 'group type');
+    writeU16Field(out, at, length, 'group desc length');
+    writeU8Field(out, at + 2, entry.groupType, 'group type');
     out[at + 3] = 0;
-    writeU32(out, at + 4, entry.groupId, 'group_id');
+    writeU32Field(out, at + 4, entry.groupId, 'group_id');
     bucketList.encode(entry.buckets, out, at + ENTRY_FIXED_LENGTH);
     at += length;
   }
@@ -47,15 +47,15 @@ export function encode(entries: readonly GroupDesc[], buf?: Uint8Array, offset =
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): GroupDesc[] {
   const entries: GroupDesc[] = [];
   for (let at = start; at < end; ) {
-    ensureAvailable(end, at, ENTRY_FIXED_LENGTH, 'a group desc entry');
-    const length = readU16(bytes, at);
+    need({ at, end }, ENTRY_FIXED_LENGTH, 'a group desc entry', truncated);
+    const length = readU16BE(bytes, at);
     if (length < ENTRY_FIXED_LENGTH || length % 8 !== 0) {
       throw new OpenFlowDecodeError('bad-length', `group desc length ${length} is not a multiple of 8 of at least 8`);
     }
-    ensureAvailable(end, at, length, `a group desc entry of ${length} octets`);
+    need({ at, end }, length, `a group desc entry of ${length} octets`, truncated);
     entries.push({
       groupType: bytes[at + 2]!,
-      groupId: readU32(bytes, at + 4),
+      groupId: readU32BE(bytes, at + 4),
       buckets: bucketList.decode(bytes, at + ENTRY_FIXED_LENGTH, at + length),
     });
     at += length;

@@ -11,7 +11,7 @@ import * as bucketList from './bucket.js';
 import type { Bucket } from './bucket.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { GroupModCommand, GroupType } from './mod-command.js';
-import { outputBuffer, readU16, readU32, writeU16, writeU32, writeU8 } from './wire.js';
+import { outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface GroupMod {
   type: 'GROUP_MOD';
@@ -39,10 +39,10 @@ export function encode(message: GroupMod, buf?: Uint8Array, offset = 0): Uint8Ar
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'GROUP_MOD');
   writeHeader(out, offset, 'GROUP_MOD', length, message.xid);
-  writeU16(out, offset + 8, message.command, 'group command');
-  writeU8(out, offset + 10, message.groupType, 'group type');
+  writeU16Field(out, offset + 8, message.command, 'group command');
+  writeU8Field(out, offset + 10, message.groupType, 'group type');
   out[offset + 11] = 0;
-  writeU32(out, offset + 12, message.groupId, 'group_id');
+  writeU32Field(out, offset + 12, message.groupId, 'group_id');
   bucketList.encode(message.buckets, out, offset + GROUP_MOD_FIXED_LENGTH);
   return out;
 }
@@ -52,9 +52,9 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): GroupM
   return {
     type: 'GROUP_MOD',
     xid: header.xid,
-    command: readU16(bytes, start + 8),
+    command: readU16BE(bytes, start + 8),
     groupType: bytes[start + 10]!,
-    groupId: readU32(bytes, start + 12),
+    groupId: readU32BE(bytes, start + 12),
     buckets: bucketList.decode(bytes, start + GROUP_MOD_FIXED_LENGTH, end),
   };
 }

@@ -6,9 +6,9 @@
  * `length` counts the whole message, header included, so a stream of messages frames
  * itself (see framer.ts).
  */
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import { OFP_TYPE_NUMBERS, OFP13_VERSION, type OfpTypeName } from './message-type.js';
-import { outputBuffer, readU16, readU32, writeU16, writeU32, writeU8 } from './wire.js';
+import { need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
 
 export const HEADER_LENGTH = 8;
 /** `length` is 16 bits: no message is longer. */
@@ -28,19 +28,19 @@ export function encodingLength(_header?: OfpHeader): number {
 
 export function encode(header: OfpHeader, buf?: Uint8Array, offset = 0): Uint8Array {
   const out = outputBuffer(HEADER_LENGTH, buf, offset, 'OpenFlow header');
-  writeU8(out, offset, header.version, 'version');
-  writeU8(out, offset + 1, header.type, 'type');
-  writeU16(out, offset + 2, header.length, 'length');
-  writeU32(out, offset + 4, header.xid, 'xid');
+  writeU8Field(out, offset, header.version, 'version');
+  writeU8Field(out, offset + 1, header.type, 'type');
+  writeU16Field(out, offset + 2, header.length, 'length');
+  writeU32Field(out, offset + 4, header.xid, 'xid');
   return out;
 }
 
 /** Reads the header at `start`. Throws if fewer than 8 octets remain or `length` is below 8. */
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OfpHeader {
-  ensureAvailable(end, start, HEADER_LENGTH, 'the OpenFlow header');
-  const length = readU16(bytes, start + 2);
+  need({ at: start, end }, HEADER_LENGTH, 'the OpenFlow header', truncated);
+  const length = readU16BE(bytes, start + 2);
   if (length < HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `OpenFlow message length ${length} is below the 8-octet header`);
-  return { version: bytes[start]!, type: bytes[start + 1]!, length, xid: readU32(bytes, start + 4) };
+  return { version: bytes[start]!, type: bytes[start + 1]!, length, xid: readU32BE(bytes, start + 4) };
 }
 
 /** Writes an OpenFlow 1.3 header for a message of `length` octets, after checking it fits the 16-bit length. */

@@ -9,9 +9,9 @@
  * `length` of an element excludes its padding. Unknown element types are skipped (§7.5.1
  * says to ignore them).
  */
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
-import { outputBuffer, pad8, readU16, readU32, writeU16, writeU32 } from './wire.js';
+import { need, outputBuffer, pad8, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
 
 export interface Hello {
   type: 'HELLO';
@@ -42,14 +42,14 @@ export function encode(message: Hello, buf?: Uint8Array, offset = 0): Uint8Array
   if (message.versions === undefined) return out;
   const words = bitmapWords(message.versions);
   const at = offset + HEADER_LENGTH;
-  writeU16(out, at, ELEMENT_VERSION_BITMAP, 'element type');
-  writeU16(out, at + 2, ELEMENT_HEADER_LENGTH + 4 * words, 'element length');
+  writeU16Field(out, at, ELEMENT_VERSION_BITMAP, 'element type');
+  writeU16Field(out, at + 2, ELEMENT_HEADER_LENGTH + 4 * words, 'element length');
   const bitmap = new Array<number>(words).fill(0);
   for (const version of message.versions) {
     if (!Number.isInteger(version) || version < 0 || version > 0xff) throw new RangeError(`version ${version} is not 0..255`);
     bitmap[version >> 5] = (bitmap[version >> 5]! | (1 << (version & 31))) >>> 0;
   }
-  bitmap.forEach((word, i) => writeU32(out, at + ELEMENT_HEADER_LENGTH + 4 * i, word, 'version bitmap'));
+  bitmap.forEach((word, i) => writeU32Field(out, at + ELEMENT_HEADER_LENGTH + 4 * i, word, 'version bitmap'));
   out.fill(0, at + ELEMENT_HEADER_LENGTH + 4 * words, offset + length);
   return out;
 }
@@ -58,15 +58,15 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Hello 
   const header = readMessageHeader(bytes, start, end, 'HELLO', HEADER_LENGTH);
   const hello: Hello = { type: 'HELLO', xid: header.xid, version: header.version };
   for (let at = start + HEADER_LENGTH; at < end; ) {
-    ensureAvailable(end, at, ELEMENT_HEADER_LENGTH, 'a HELLO element header');
-    const type = readU16(bytes, at);
-    const length = readU16(bytes, at + 2);
+    need({ at, end }, ELEMENT_HEADER_LENGTH, 'a HELLO element header', truncated);
+    const type = readU16BE(bytes, at);
+    const length = readU16BE(bytes, at + 2);
     if (length < ELEMENT_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `HELLO element length ${length} is below 4`);
-    ensureAvailable(end, at, length, `a HELLO element of ${length} octets`);
+    need({ at, end }, length, `a HELLO element of ${length} octets`, truncated);
     if (type === ELEMENT_VERSION_BITMAP) {
       const versions: number[] = [];
       for (let word = 0; ELEMENT_HEADER_LENGTH + 4 * word + 4 <= length; word++) {
-        const bits = readU32(bytes, at + ELEMENT_HEADER_LENGTH + 4 * word);
+        const bits = readU32BE(bytes, at + ELEMENT_HEADER_LENGTH + 4 * word);
         for (let bit = 0; bit < 32; bit++) if ((bits >>> bit) & 1) versions.push(32 * word + bit);
       }
       hello.versions = versions;

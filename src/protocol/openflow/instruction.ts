@@ -13,8 +13,8 @@
 import * as actionList from './action.js';
 import type { Action } from './action.js';
 import { OfpInstructionType } from './action-type.js';
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
-import { copyBytes, outputBuffer, readU16, readU32, readU64, writeU16, writeU32, writeU64, writeU8 } from './wire.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
+import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface GotoTableInstruction {
   type: 'GOTO_TABLE';
@@ -48,13 +48,7 @@ export interface RawInstruction {
   body: Uint8Array;
 }
 
-export type Instruction =
-  | GotoTableInstruction
-  | WriteMetadataInstruction
-  | ActionsInstruction
-  | ClearActionsInstruction
-  | MeterInstruction
-  | RawInstruction;
+export type Instruction = GotoTableInstruction | WriteMetadataInstruction | ActionsInstruction | ClearActionsInstruction | MeterInstruction | RawInstruction;
 
 const HEADER_LENGTH = 4;
 /** Type, length and 4 octets of padding before the actions. */
@@ -100,17 +94,17 @@ function encodeInstruction(instruction: Instruction, out: Uint8Array, at: number
   const length = instructionLength(instruction);
   if (length % 8 !== 0) throw new RangeError(`${instruction.type} instruction of ${length} octets is not a multiple of 8`);
   const type = instruction.type === 'RAW' ? instruction.instructionType : OfpInstructionType[instruction.type];
-  writeU16(out, at, type, 'instruction type');
-  writeU16(out, at + 2, length, 'instruction length');
+  writeU16Field(out, at, type, 'instruction type');
+  writeU16Field(out, at + 2, length, 'instruction length');
   switch (instruction.type) {
     case 'GOTO_TABLE':
-      writeU8(out, at + 4, instruction.tableId, 'goto table id');
+      writeU8Field(out, at + 4, instruction.tableId, 'goto table id');
       out.fill(0, at + 5, at + 8);
       return;
     case 'WRITE_METADATA':
       out.fill(0, at + 4, at + 8);
-      writeU64(out, at + 8, instruction.metadata, 'metadata');
-      writeU64(out, at + 16, instruction.mask, 'metadata mask');
+      writeU64Field(out, at + 8, instruction.metadata, 'metadata');
+      writeU64Field(out, at + 16, instruction.mask, 'metadata mask');
       return;
     case 'WRITE_ACTIONS':
     case 'APPLY_ACTIONS':
@@ -121,7 +115,7 @@ function encodeInstruction(instruction: Instruction, out: Uint8Array, at: number
       out.fill(0, at + 4, at + 8);
       return;
     case 'METER':
-      writeU32(out, at + 4, instruction.meterId, 'meter id');
+      writeU32Field(out, at + 4, instruction.meterId, 'meter id');
       return;
     case 'RAW':
       out.set(instruction.body, at + HEADER_LENGTH);
@@ -130,14 +124,14 @@ function encodeInstruction(instruction: Instruction, out: Uint8Array, at: number
 }
 
 function decodeInstruction(bytes: Uint8Array, at: number, length: number): Instruction {
-  const type = readU16(bytes, at);
+  const type = readU16BE(bytes, at);
   switch (type) {
     case OfpInstructionType.GOTO_TABLE:
       expectLength('GOTO_TABLE', length, 8);
       return { type: 'GOTO_TABLE', tableId: bytes[at + 4]! };
     case OfpInstructionType.WRITE_METADATA:
       expectLength('WRITE_METADATA', length, 24);
-      return { type: 'WRITE_METADATA', metadata: readU64(bytes, at + 8), mask: readU64(bytes, at + 16) };
+      return { type: 'WRITE_METADATA', metadata: readU64BE(bytes, at + 8), mask: readU64BE(bytes, at + 16) };
     case OfpInstructionType.WRITE_ACTIONS:
     case OfpInstructionType.APPLY_ACTIONS:
       if (length < ACTIONS_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `actions instruction length ${length} is below 8`);
@@ -150,7 +144,7 @@ function decodeInstruction(bytes: Uint8Array, at: number, length: number): Instr
       return { type: 'CLEAR_ACTIONS' };
     case OfpInstructionType.METER:
       expectLength('METER', length, 8);
-      return { type: 'METER', meterId: readU32(bytes, at + 4) };
+      return { type: 'METER', meterId: readU32BE(bytes, at + 4) };
     default:
       return { type: 'RAW', instructionType: type, body: copyBytes(bytes, at + HEADER_LENGTH, at + length) };
   }
@@ -182,10 +176,10 @@ export function encode(instructions: readonly Instruction[], buf?: Uint8Array, o
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Instruction[] {
   const instructions: Instruction[] = [];
   for (let at = start; at < end; ) {
-    ensureAvailable(end, at, HEADER_LENGTH, 'an instruction header');
-    const length = readU16(bytes, at + 2);
+    need({ at, end }, HEADER_LENGTH, 'an instruction header', truncated);
+    const length = readU16BE(bytes, at + 2);
     if (length < 8 || length % 8 !== 0) throw new OpenFlowDecodeError('bad-length', `instruction length ${length} is not a positive multiple of 8`);
-    ensureAvailable(end, at, length, `an instruction of ${length} octets`);
+    need({ at, end }, length, `an instruction of ${length} octets`, truncated);
     instructions.push(decodeInstruction(bytes, at, length));
     at += length;
   }

@@ -7,10 +7,10 @@
  * `0001 0004 00000000`: length 4, 8 octets on the wire. The codec works on the padded
  * region: `decode` takes exactly [start, start + lengthAt()).
  */
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
 import * as oxm from './oxm.js';
 import type { OxmField } from './oxm.js';
-import { outputBuffer, pad8, readU16, writeU16 } from './wire.js';
+import { need, outputBuffer, pad8, readU16BE, writeU16Field } from '../../wire/bytes.js';
 
 const OFPMT_OXM = 1;
 const MATCH_HEADER_LENGTH = 4;
@@ -29,8 +29,8 @@ export function encodingLength(fields: readonly OxmField[]): number {
 export function encode(fields: readonly OxmField[], buf?: Uint8Array, offset = 0): Uint8Array {
   const declared = declaredLength(fields);
   const out = outputBuffer(pad8(declared), buf, offset, 'match');
-  writeU16(out, offset, OFPMT_OXM, 'match type');
-  writeU16(out, offset + 2, declared, 'match length');
+  writeU16Field(out, offset, OFPMT_OXM, 'match type');
+  writeU16Field(out, offset + 2, declared, 'match length');
   let at = offset + MATCH_HEADER_LENGTH;
   for (const field of fields) {
     oxm.encode(field, out, at);
@@ -42,19 +42,19 @@ export function encode(fields: readonly OxmField[], buf?: Uint8Array, offset = 0
 
 /** The octets the match at `start` occupies, padding included; checked against `end`. */
 export function lengthAt(bytes: Uint8Array, start: number, end: number): number {
-  ensureAvailable(end, start, MATCH_HEADER_LENGTH, 'a match header');
-  const type = readU16(bytes, start);
+  need({ at: start, end }, MATCH_HEADER_LENGTH, 'a match header', truncated);
+  const type = readU16BE(bytes, start);
   if (type !== OFPMT_OXM) throw new OpenFlowDecodeError('bad-match-type', `match type ${type} is not OFPMT_OXM (1)`);
-  const declared = readU16(bytes, start + 2);
+  const declared = readU16BE(bytes, start + 2);
   if (declared < MATCH_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `match length ${declared} is below 4`);
-  ensureAvailable(end, start, pad8(declared), `a match of ${declared} octets and its padding`);
+  need({ at: start, end }, pad8(declared), `a match of ${declared} octets and its padding`, truncated);
   return pad8(declared);
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmField[] {
   const padded = lengthAt(bytes, start, end);
   if (padded !== end - start) throw new OpenFlowDecodeError('bad-length', `match of ${padded} octets (padded) does not fill its ${end - start}`);
-  const fieldsEnd = start + readU16(bytes, start + 2);
+  const fieldsEnd = start + readU16BE(bytes, start + 2);
   const fields: OxmField[] = [];
   for (let at = start + MATCH_HEADER_LENGTH; at < fieldsEnd; ) {
     const length = oxm.lengthAt(bytes, at, fieldsEnd);

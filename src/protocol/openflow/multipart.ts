@@ -14,7 +14,7 @@ import * as groupDesc from './group-desc.js';
 import type { GroupDesc } from './group-desc.js';
 import { OFP_TYPE_NUMBERS } from './message-type.js';
 import { MultipartType } from './multipart-type.js';
-import { copyBytes, outputBuffer, readU16, writeU16 } from './wire.js';
+import { copyBytes, outputBuffer, readU16BE, writeU16Field } from '../../wire/bytes.js';
 
 export interface GroupDescRequest {
   kind: 'GROUP_DESC';
@@ -84,8 +84,8 @@ export function encode(message: Multipart, buf?: Uint8Array, offset = 0): Uint8A
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, message.type);
   writeHeader(out, offset, message.type, length, message.xid);
-  writeU16(out, offset + 8, multipartTypeOf(message.body), 'multipart type');
-  writeU16(out, offset + 10, message.flags, 'multipart flags');
+  writeU16Field(out, offset + 8, multipartTypeOf(message.body), 'multipart type');
+  writeU16Field(out, offset + 10, message.flags, 'multipart flags');
   out.fill(0, offset + 12, offset + FIXED_LENGTH);
   const at = offset + FIXED_LENGTH;
   const body = message.body;
@@ -108,8 +108,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Multip
   const isReply = bytes[start + 1] === OFP_TYPE_NUMBERS.MULTIPART_REPLY;
   const type = isReply ? 'MULTIPART_REPLY' : 'MULTIPART_REQUEST';
   const header = readMessageHeader(bytes, start, end, type, FIXED_LENGTH);
-  const multipartType = readU16(bytes, start + 8);
-  const flags = readU16(bytes, start + 10);
+  const multipartType = readU16BE(bytes, start + 8);
+  const flags = readU16BE(bytes, start + 10);
   const at = start + FIXED_LENGTH;
   if (isReply) {
     let body: MultipartReplyBody;

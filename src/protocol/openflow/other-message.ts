@@ -5,7 +5,7 @@
  */
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { ofpTypeName } from './message-type.js';
-import { copyBytes, outputBuffer } from './wire.js';
+import { copyBytes, outputBuffer } from '../../wire/bytes.js';
 
 export interface OtherMessage {
   type: 'OTHER';

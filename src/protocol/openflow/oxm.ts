@@ -10,17 +10,9 @@
  */
 import { readMac, writeMac } from '../../packet/ethernet.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
-import { OpenFlowDecodeError, ensureAvailable } from './errors.js';
-import {
-  OXM_FIELDS,
-  OxmClass,
-  oxmFieldName,
-  type Ipv4OxmFieldName,
-  type MacOxmFieldName,
-  type OxmFieldName,
-  type UintOxmFieldName,
-} from './oxm-field.js';
-import { copyBytes, outputBuffer, readU16, readU32, readU64, writeU16, writeU64 } from './wire.js';
+import { OpenFlowDecodeError, truncated } from './errors.js';
+import { OXM_FIELDS, OxmClass, oxmFieldName, type Ipv4OxmFieldName, type MacOxmFieldName, type OxmFieldName, type UintOxmFieldName } from './oxm-field.js';
+import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU64Field } from '../../wire/bytes.js';
 
 export const OXM_HEADER_LENGTH = 4;
 
@@ -73,7 +65,7 @@ export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Arra
   const out = outputBuffer(length, buf, offset, 'OXM field');
   if (length - OXM_HEADER_LENGTH > 0xff) throw new RangeError(`OXM payload of ${length - OXM_HEADER_LENGTH} octets exceeds 255`);
   if (field.field === 'RAW') {
-    writeU16(out, offset, field.oxmClass, 'OXM class');
+    writeU16Field(out, offset, field.oxmClass, 'OXM class');
     if (!Number.isInteger(field.oxmField) || field.oxmField < 0 || field.oxmField > 0x7f) throw new RangeError(`OXM field ${field.oxmField} is not 0..127`);
     out[offset + 2] = (field.oxmField << 1) | (field.hasMask ? 1 : 0);
     out[offset + 3] = field.payload.length;
@@ -82,7 +74,7 @@ export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Arra
   }
   const spec = OXM_FIELDS[field.field];
   const hasMask = field.mask !== undefined;
-  writeU16(out, offset, OxmClass.OPENFLOW_BASIC, 'OXM class');
+  writeU16Field(out, offset, OxmClass.OPENFLOW_BASIC, 'OXM class');
   out[offset + 2] = (spec.number << 1) | (hasMask ? 1 : 0);
   out[offset + 3] = length - OXM_HEADER_LENGTH;
   const at = offset + OXM_HEADER_LENGTH;
@@ -104,7 +96,7 @@ function writeValue(field: UintOxm | MacOxm | Ipv4Oxm | MetadataOxm, out: Uint8A
         writeIPv4(out, where, value as string);
         return;
       case 'u64':
-        writeU64(out, where, value as bigint, `${field.field} ${what}`);
+        writeU64Field(out, where, value as bigint, `${field.field} ${what}`);
         return;
     }
   };
@@ -114,8 +106,8 @@ function writeValue(field: UintOxm | MacOxm | Ipv4Oxm | MetadataOxm, out: Uint8A
 
 /** Decodes the one OXM TLV at [start, end) (end = start + 4 + its length). */
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmField {
-  ensureAvailable(end, start, OXM_HEADER_LENGTH, 'an OXM field header');
-  const oxmClass = readU16(bytes, start);
+  need({ at: start, end }, OXM_HEADER_LENGTH, 'an OXM field header', truncated);
+  const oxmClass = readU16BE(bytes, start);
   const oxmField = bytes[start + 2]! >> 1;
   const hasMask = (bytes[start + 2]! & 1) === 1;
   const payloadLength = bytes[start + 3]!;
@@ -151,8 +143,8 @@ function readNamed(name: OxmFieldName, bytes: Uint8Array, at: number, size: numb
       return field;
     }
     case 'u64': {
-      const field: MetadataOxm = { field: 'METADATA', value: readU64(bytes, at) };
-      if (hasMask) field.mask = readU64(bytes, at + size);
+      const field: MetadataOxm = { field: 'METADATA', value: readU64BE(bytes, at) };
+      if (hasMask) field.mask = readU64BE(bytes, at + size);
       return field;
     }
   }
@@ -160,9 +152,9 @@ function readNamed(name: OxmFieldName, bytes: Uint8Array, at: number, size: numb
 
 /** The length of the OXM TLV at `start` (header + payload), checked against `end`. */
 export function lengthAt(bytes: Uint8Array, start: number, end: number): number {
-  ensureAvailable(end, start, OXM_HEADER_LENGTH, 'an OXM field header');
+  need({ at: start, end }, OXM_HEADER_LENGTH, 'an OXM field header', truncated);
   const length = OXM_HEADER_LENGTH + bytes[start + 3]!;
-  ensureAvailable(end, start, length, 'an OXM field');
+  need({ at: start, end }, length, 'an OXM field', truncated);
   return length;
 }
 
@@ -171,9 +163,9 @@ function readUintN(bytes: Uint8Array, at: number, size: number): number {
     case 1:
       return bytes[at]!;
     case 2:
-      return readU16(bytes, at);
+      return readU16BE(bytes, at);
     default:
-      return readU32(bytes, at);
+      return readU32BE(bytes, at);
   }
 }
 

@@ -13,7 +13,7 @@ import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import * as match from './match.js';
 import type { OxmField } from './oxm.js';
-import { copyBytes, outputBuffer, readU16, readU32, readU64, writeU16, writeU32, writeU64, writeU8 } from './wire.js';
+import { copyBytes, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
 
 export interface PacketIn {
   type: 'PACKET_IN';
@@ -43,11 +43,11 @@ export function encode(message: PacketIn, buf?: Uint8Array, offset = 0): Uint8Ar
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'PACKET_IN');
   writeHeader(out, offset, 'PACKET_IN', length, message.xid);
-  writeU32(out, offset + 8, message.bufferId, 'buffer_id');
-  writeU16(out, offset + 12, message.totalLen, 'total_len');
-  writeU8(out, offset + 14, message.reason, 'reason');
-  writeU8(out, offset + 15, message.tableId, 'table_id');
-  writeU64(out, offset + 16, message.cookie, 'cookie');
+  writeU32Field(out, offset + 8, message.bufferId, 'buffer_id');
+  writeU16Field(out, offset + 12, message.totalLen, 'total_len');
+  writeU8Field(out, offset + 14, message.reason, 'reason');
+  writeU8Field(out, offset + 15, message.tableId, 'table_id');
+  writeU64Field(out, offset + 16, message.cookie, 'cookie');
   match.encode(message.match, out, offset + FIXED_LENGTH);
   const padAt = offset + FIXED_LENGTH + match.encodingLength(message.match);
   out.fill(0, padAt, padAt + PAD_AFTER_MATCH);
@@ -63,11 +63,11 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Packet
   return {
     type: 'PACKET_IN',
     xid: header.xid,
-    bufferId: readU32(bytes, start + 8),
-    totalLen: readU16(bytes, start + 12),
+    bufferId: readU32BE(bytes, start + 8),
+    totalLen: readU16BE(bytes, start + 12),
     reason: bytes[start + 14]!,
     tableId: bytes[start + 15]!,
-    cookie: readU64(bytes, start + 16),
+    cookie: readU64BE(bytes, start + 16),
     match: match.decode(bytes, matchStart, matchEnd),
     data: copyBytes(bytes, matchEnd + PAD_AFTER_MATCH, end),
   };

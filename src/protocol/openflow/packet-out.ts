@@ -12,7 +12,7 @@ import * as actionList from './action.js';
 import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { OFP_NO_BUFFER, OfpPort } from './reserved.js';
-import { copyBytes, outputBuffer, readU16, readU32, writeU16, writeU32 } from './wire.js';
+import { copyBytes, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
 
 export interface PacketOut {
   type: 'PACKET_OUT';
@@ -39,9 +39,9 @@ export function encode(message: PacketOut, buf?: Uint8Array, offset = 0): Uint8A
   const actionsLength = actionList.encodingLength(message.actions);
   const out = outputBuffer(length, buf, offset, 'PACKET_OUT');
   writeHeader(out, offset, 'PACKET_OUT', length, message.xid);
-  writeU32(out, offset + 8, message.bufferId, 'buffer_id');
-  writeU32(out, offset + 12, message.inPort, 'in_port');
-  writeU16(out, offset + 16, actionsLength, 'actions_len');
+  writeU32Field(out, offset + 8, message.bufferId, 'buffer_id');
+  writeU32Field(out, offset + 12, message.inPort, 'in_port');
+  writeU16Field(out, offset + 16, actionsLength, 'actions_len');
   out.fill(0, offset + 18, offset + FIXED_LENGTH);
   actionList.encode(message.actions, out, offset + FIXED_LENGTH);
   out.set(message.data, offset + FIXED_LENGTH + actionsLength);
@@ -50,14 +50,14 @@ export function encode(message: PacketOut, buf?: Uint8Array, offset = 0): Uint8A
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): PacketOut {
   const header = readMessageHeader(bytes, start, end, 'PACKET_OUT', FIXED_LENGTH);
-  const actionsLength = readU16(bytes, start + 16);
+  const actionsLength = readU16BE(bytes, start + 16);
   const actionsEnd = start + FIXED_LENGTH + actionsLength;
   if (actionsEnd > end) throw new OpenFlowDecodeError('bad-length', `PACKET_OUT actions_len ${actionsLength} runs past the message`);
   return {
     type: 'PACKET_OUT',
     xid: header.xid,
-    bufferId: readU32(bytes, start + 8),
-    inPort: readU32(bytes, start + 12),
+    bufferId: readU32BE(bytes, start + 8),
+    inPort: readU32BE(bytes, start + 12),
     actions: actionList.decode(bytes, start + FIXED_LENGTH, actionsEnd),
     data: copyBytes(bytes, actionsEnd, end),
   };

@@ -9,7 +9,7 @@
  */
 import { readMessageHeader, writeHeader } from './header.js';
 import { OFP_TYPE_NUMBERS } from './message-type.js';
-import { outputBuffer, readU16, writeU16 } from './wire.js';
+import { outputBuffer, readU16BE, writeU16Field } from '../../wire/bytes.js';
 
 export interface SwitchConfig {
   type: 'GET_CONFIG_REPLY' | 'SET_CONFIG';
@@ -29,13 +29,13 @@ export function encodingLength(_message: SwitchConfig): number {
 export function encode(message: SwitchConfig, buf?: Uint8Array, offset = 0): Uint8Array {
   const out = outputBuffer(LENGTH, buf, offset, message.type);
   writeHeader(out, offset, message.type, LENGTH, message.xid);
-  writeU16(out, offset + 8, message.flags, 'config flags');
-  writeU16(out, offset + 10, message.missSendLen, 'miss_send_len');
+  writeU16Field(out, offset + 8, message.flags, 'config flags');
+  writeU16Field(out, offset + 10, message.missSendLen, 'miss_send_len');
   return out;
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): SwitchConfig {
   const type = bytes[start + 1] === OFP_TYPE_NUMBERS.SET_CONFIG ? 'SET_CONFIG' : 'GET_CONFIG_REPLY';
   const header = readMessageHeader(bytes, start, end, type, LENGTH);
-  return { type, xid: header.xid, flags: readU16(bytes, start + 8), missSendLen: readU16(bytes, start + 10) };
+  return { type, xid: header.xid, flags: readU16BE(bytes, start + 8), missSendLen: readU16BE(bytes, start + 10) };
 }

@@ -14,7 +14,7 @@
  * `["set", ...]`, which is valid for any size.
  */
 import { OvsdbDecodeError } from './errors.js';
-import type { JsonValue } from './rpc.js';
+import { isPlainObject, preview, type JsonValue } from './json.js';
 
 /** A row's identity, `["uuid", "<uuid>"]`. */
 export interface Uuid {
@@ -235,21 +235,10 @@ export function asStringMap(datum: Datum | undefined, where = 'datum'): Record<s
 
 // --- Helpers --------------------------------------------------------------------------
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isIterable(value: unknown): value is Iterable<readonly [Atom, Atom]> {
   return typeof value === 'object' && value !== null && Symbol.iterator in value;
 }
 
 function badDatum(where: string, message: string): OvsdbDecodeError {
   return new OvsdbDecodeError('bad-datum', `${where}: ${message}`);
-}
-
-/** A short rendering of untrusted JSON for messages. */
-export function preview(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

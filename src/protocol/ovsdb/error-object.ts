@@ -3,7 +3,7 @@
  * to which ovsdb-server adds `"syntax"` (the offending JSON) for syntax errors. A JSON-RPC
  * error reply may instead carry a bare string ("unknown method", "canceled").
  */
-import { isPlainObject, preview } from './datum.js';
+import { isPlainObject, preview } from './json.js';
 import type { OvsdbErrorName } from './errors.js';
 
 export interface OvsdbErrorObject {

@@ -13,7 +13,6 @@
  * src/errors.ts, with a hint.
  */
 import { DecodeError, ExitCode, McastError } from '../../errors.js';
-import type { Operation } from './operations.js';
 
 /** Why the OVSDB protocol layer refused the server's data. Kebab-case, stable. */
 export type OvsdbDecodeErrorCode =
@@ -67,7 +66,7 @@ export interface OvsdbErrorInit {
   /** transact: the 0-based index of the operation that failed; undefined when the commit failed. */
   operationIndex?: number | undefined;
   /** transact: the operation that failed. */
-  operation?: Operation | undefined;
+  operation?: FailedOperation | undefined;
   /** transact: how many operations the transaction had. */
   operationCount?: number | undefined;
 }
@@ -82,7 +81,7 @@ export class OvsdbError extends McastError {
   readonly details: string | undefined;
   readonly syntax: string | undefined;
   readonly operationIndex: number | undefined;
-  readonly operation: Operation | undefined;
+  readonly operation: FailedOperation | undefined;
 
   constructor(init: OvsdbErrorInit) {
     super('refused', describe(init), ExitCode.Failure, hintFor(init.error));
@@ -121,7 +120,14 @@ function describe(init: OvsdbErrorInit): string {
   return `OVSDB transact${on} failed at operation ${init.operationIndex} of ${init.operationCount}${op}: ${what}`;
 }
 
-function describeOperation(operation: Operation): string {
+/** What an error says of the operation that failed (any Operation of operations.ts fits). */
+export interface FailedOperation {
+  readonly op: string;
+  readonly table?: string;
+  readonly lock?: string;
+}
+
+function describeOperation(operation: FailedOperation): string {
   switch (operation.op) {
     case 'insert':
       return `insert into ${operation.table}`;

@@ -7,9 +7,10 @@
  * and `old` for delete (every monitored column) and modify (only the columns that
  * changed). So the cache replaces a row with `new` and forgets it when `new` is absent.
  */
-import { isPlainObject, preview, rowFromJson, type Row } from './datum.js';
+import { rowFromJson, type Row } from './datum.js';
+import { isPlainObject, preview } from './json.js';
 import { OvsdbDecodeError } from './errors.js';
-import type { JsonValue } from './rpc.js';
+import type { JsonValue } from './json.js';
 
 /** Which kinds of change to report (all true by default). */
 export interface MonitorSelect {

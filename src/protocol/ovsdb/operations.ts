@@ -10,10 +10,11 @@
  * operation succeeded but the commit did not (e.g. a referential integrity violation),
  * the array has one more element: the commit's error (§4.1.3).
  */
-import { atomFromJson, checkOvsdbId, datumToJson, isPlainObject, isUuid, preview, rowFromJson, rowToJson, type Datum, type Row } from './datum.js';
+import { atomFromJson, checkOvsdbId, datumToJson, isUuid, rowFromJson, rowToJson, type Datum, type Row } from './datum.js';
+import { isPlainObject, preview } from './json.js';
 import { errorObjectFromJson, isErrorObject } from './error-object.js';
 import { OvsdbDecodeError, OvsdbError } from './errors.js';
-import type { JsonValue } from './rpc.js';
+import type { JsonValue } from './json.js';
 
 export type ConditionFunction = '<' | '<=' | '==' | '!=' | '>=' | '>' | 'includes' | 'excludes';
 /** `[column, function, value]`. */

@@ -12,12 +12,12 @@
  * lenient where ovsdb-server is terse (an error reply without `result`, a notification
  * without `id`) and ignores members it does not know; it is strict about types.
  */
-import { preview } from './datum.js';
+import { preview, type JsonValue } from './json.js';
 import { OvsdbDecodeError } from './errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type { JsonValue };
 
 /** Any JSON value but null (null marks a notification). The client uses numbers; ovsdb-server's echo uses "echo". */
 export type RpcId = Exclude<JsonValue, null>;
@@ -75,9 +75,7 @@ export function fromJson(json: unknown): RpcMessage {
     const params = object['params'];
     if (!Array.isArray(params)) throw badMessage(`"params" of ${method} must be an array, got ${preview(params)}`);
     if (hasValue(object, 'result') || hasValue(object, 'error')) throw badMessage(`a ${method} request must not carry "result" or "error"`);
-    return id === null
-      ? { kind: 'notification', method, params: params as JsonValue[] }
-      : { kind: 'request', method, params: params as JsonValue[], id };
+    return id === null ? { kind: 'notification', method, params: params as JsonValue[] } : { kind: 'request', method, params: params as JsonValue[], id };
   }
   if (id === null) throw badMessage(`a message with neither "method" nor "id": ${preview(json)}`);
   const error = object['error'] ?? null;

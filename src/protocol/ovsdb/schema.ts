@@ -3,9 +3,9 @@
  * this client relies on it: names, version and tables with columns. Column types are
  * kept as the server sent them.
  */
-import { isPlainObject, preview } from './datum.js';
+import { isPlainObject, preview } from './json.js';
 import { OvsdbDecodeError } from './errors.js';
-import type { JsonValue } from './rpc.js';
+import type { JsonValue } from './json.js';
 
 export interface ColumnSchema {
   /** `<type>` of §3.2, as sent: a string atom type or an object with key, value, min, max. */

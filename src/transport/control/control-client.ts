@@ -3,10 +3,11 @@
  * `mcastctl status`, `groups` and `snoop --daemon`.
  */
 import { createConnection, type Socket } from 'node:net';
-import { parseControlSocket } from '../../cli/options/control-socket-option.js';
+import { parseControlSocket } from './socket-path.js';
 import { ExitCode, isSystemError, McastError, PermissionError, UnavailableError } from '../../errors.js';
 import type { ControlMethod } from './control-server.js';
-import type { DaemonEvent } from '../../domain/daemon-view.js';
+import type { DaemonEvent } from './daemon-view.js';
+import { RequestTable } from '../../runtime/request-table.js';
 
 /** Where the daemon listens unless --control-socket says otherwise. */
 export const DEFAULT_CONTROL_SOCKET = '/run/mcastctl/mcastctl.sock';
@@ -23,16 +24,9 @@ export interface EventsOptions {
 
 const DEFAULT_TIMEOUT_MS = 5000;
 
-interface Pending {
-  method: string;
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
-  timer: NodeJS.Timeout | undefined;
-}
-
 export class ControlClient {
-  private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
+  /** Requests in flight, by id; the meta is the method. */
+  private readonly pending = new RequestTable<ControlMethod, Record<string, unknown>>();
   private eventListener: ((event: DaemonEvent) => void) | undefined;
   private lineChunks: string[] = [];
   private ended = false;
@@ -69,7 +63,11 @@ export class ControlClient {
       const socket = createConnection({ path });
       const timer = setTimeout(() => {
         socket.destroy();
-        reject(new UnavailableError(`cannot reach the mcastctl daemon at ${path}: no answer within ${timeoutMs} ms`, { hint: 'is the daemon stuck? see its log (journalctl -u mcastctl)' }));
+        reject(
+          new UnavailableError(`cannot reach the mcastctl daemon at ${path}: no answer within ${timeoutMs} ms`, {
+            hint: 'is the daemon stuck? see its log (journalctl -u mcastctl)',
+          }),
+        );
       }, timeoutMs);
       socket.once('error', (error) => {
         clearTimeout(timer);
@@ -87,17 +85,19 @@ export class ControlClient {
   /** Sends one request and waits for its answer; an error answer becomes an McastError. */
   request<T>(method: ControlMethod, params?: Record<string, unknown>): Promise<T> {
     if (this.ended) return Promise.reject(this.endError ?? connectionLost(this.path));
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      const timer =
-        this.timeoutMs > 0 && method !== 'events'
-          ? setTimeout(() => {
-              this.pending.delete(id);
-              reject(new UnavailableError(`the mcastctl daemon at ${this.path} did not answer ${method} within ${this.timeoutMs} ms`, { hint: 'is the daemon stuck? see its log' }));
-            }, this.timeoutMs)
-          : undefined;
-      this.pending.set(id, { method, resolve: resolve as (value: unknown) => void, reject, timer });
-      this.socket.write(JSON.stringify({ id, method, ...(params === undefined ? {} : { params }) }) + '\n');
+    return this.pending.start({
+      meta: method,
+      // The event stream's answer comes when the daemon has subscribed us: no limit on it.
+      timeoutMs: method === 'events' ? 0 : this.timeoutMs,
+      timeoutError: () =>
+        new UnavailableError(`the mcastctl daemon at ${this.path} did not answer ${method} within ${this.timeoutMs} ms`, {
+          hint: 'is the daemon stuck? see its log',
+        }),
+      accept: (message) => {
+        if ('error' in message) throw this.refusal(method, message.error);
+        return message.result as T;
+      },
+      send: (id) => void this.socket.write(JSON.stringify({ id, method, ...(params === undefined ? {} : { params }) }) + '\n'),
     });
   }
 
@@ -165,43 +165,46 @@ export class ControlClient {
       return;
     }
     const id = message.id;
-    const pending = typeof id === 'number' ? this.pending.get(id) : undefined;
-    if (pending === undefined) {
-      // An error about no request in particular (the server could not read one of ours, or has no room for us).
-      if (id === null && typeof message.error === 'object' && message.error !== null) {
-        const error = message.error as { code?: unknown; message?: unknown };
-        if (error.code === 'too-many-clients') {
-          this.end(new UnavailableError(`the mcastctl daemon at ${this.path} refused the connection: ${String(error.message)}`, {
+    if (typeof id === 'number' && this.pending.settle(id, message)) return;
+    // An error about no request in particular (the server could not read one of ours, or has no room for us).
+    if (id === null && typeof message.error === 'object' && message.error !== null) {
+      const error = message.error as { code?: unknown; message?: unknown };
+      if (error.code === 'too-many-clients') {
+        this.end(
+          new UnavailableError(`the mcastctl daemon at ${this.path} refused the connection: ${String(error.message)}`, {
             hint: 'too many clients are connected to its control socket; try again shortly, and see its log',
-          }));
-          return;
-        }
-        if (error.code === 'idle-timeout') {
-          this.end(new UnavailableError(`the mcastctl daemon at ${this.path} closed an idle connection: ${String(error.message)}`, {
-            hint: 'connect just before asking, or follow `events` to stay connected',
-          }));
-          return;
-        }
-        this.protocolError(`the daemon refused a request: ${String(error.message)}`);
+          }),
+        );
+        return;
       }
-      return;
-    }
-    this.pending.delete(id as number);
-    clearTimeout(pending.timer);
-    if ('error' in message) {
-      const error = (message.error ?? {}) as { code?: unknown; message?: unknown };
-      pending.reject(
-        new McastError('internal', `the mcastctl daemon at ${this.path} refused ${pending.method}: ${String(error.message ?? 'no message')} (${String(error.code ?? 'no code')})`, ExitCode.Failure, {
-          hint: 'is this mcastctl the same version as the daemon? (mcastctl status shows its version)',
-        }),
-      );
-    } else {
-      pending.resolve(message.result);
+      if (error.code === 'idle-timeout') {
+        this.end(
+          new UnavailableError(`the mcastctl daemon at ${this.path} closed an idle connection: ${String(error.message)}`, {
+            hint: 'connect just before asking, or follow `events` to stay connected',
+          }),
+        );
+        return;
+      }
+      this.protocolError(`the daemon refused a request: ${String(error.message)}`);
     }
   }
 
+  private refusal(method: string, answer: unknown): McastError {
+    const error = (answer ?? {}) as { code?: unknown; message?: unknown };
+    return new McastError(
+      'internal',
+      `the mcastctl daemon at ${this.path} refused ${method}: ${String(error.message ?? 'no message')} (${String(error.code ?? 'no code')})`,
+      ExitCode.Failure,
+      {
+        hint: 'is this mcastctl the same version as the daemon? (mcastctl status shows its version)',
+      },
+    );
+  }
+
   private protocolError(message: string): void {
-    this.end(new McastError('internal', `control socket ${this.path}: ${message}`, ExitCode.Failure, { hint: 'is this mcastctl the same version as the daemon?' }));
+    this.end(
+      new McastError('internal', `control socket ${this.path}: ${message}`, ExitCode.Failure, { hint: 'is this mcastctl the same version as the daemon?' }),
+    );
   }
 
   private end(error: McastError): void {
@@ -213,11 +216,7 @@ export class ControlClient {
     if (this.ended) return;
     this.ended = true;
     this.endError = error;
-    for (const pending of this.pending.values()) {
-      clearTimeout(pending.timer);
-      pending.reject(error);
-    }
-    this.pending.clear();
+    this.pending.failAll(() => error);
     for (const resolve of this.endWaiters.splice(0)) resolve();
   }
 }
@@ -228,7 +227,9 @@ function connectFailure(path: string, error: Error): McastError {
     return new PermissionError(`cannot reach the mcastctl daemon at ${path}: ${code} (the control socket is root-only: run as root)`, { cause: error });
   }
   if (code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'ENOTSOCK' || code === 'ENOTDIR') {
-    return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code} (is \`mcastctl daemon\` running? set --control-socket)`, { cause: error });
+    return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code} (is \`mcastctl daemon\` running? set --control-socket)`, {
+      cause: error,
+    });
   }
   return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code}`, { hint: 'check --control-socket', cause: error });
 }

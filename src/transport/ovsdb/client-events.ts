@@ -4,12 +4,12 @@
 
 export type OvsdbClientState = 'connected' | 'reconnecting' | 'closed';
 
-export interface DisconnectedEvent {
+interface DisconnectedEvent {
   readonly error: Error;
   readonly willReconnect: boolean;
 }
 
-export interface ReconnectingEvent {
+interface ReconnectingEvent {
   /** 1 for the first attempt after a drop. */
   readonly attempt: number;
   readonly delayMs: number;
@@ -17,13 +17,13 @@ export interface ReconnectingEvent {
   readonly error: Error;
 }
 
-export interface ReconnectedEvent {
+interface ReconnectedEvent {
   readonly attempts: number;
   /** Monitors re-established (their callbacks got `resync` before this event). */
   readonly monitors: readonly string[];
 }
 
-export interface MonitorErrorEvent {
+interface MonitorErrorEvent {
   readonly monitorId: string;
   /** Why the monitor could not be re-established after a reconnection; it has been dropped. */
   readonly error: Error;
@@ -41,4 +41,3 @@ export type OvsdbClientEvents = {
   /** After close(), or after a drop with reconnection off. */
   closed: [];
 };
-

@@ -21,9 +21,11 @@
  */
 import { EventEmitter } from 'node:events';
 import { UnavailableError } from '../../errors.js';
-import { backoffDelay, type BackoffOptions } from '../../runtime/backoff.js';
+import type { BackoffOptions } from '../../runtime/backoff.js';
+import { Reconnector } from '../../runtime/reconnector.js';
 import { RpcConnection } from './connection.js';
 import { isOvsdbId } from '../../protocol/ovsdb/datum.js';
+import { lockedFromJson, lockIdError } from '../../protocol/ovsdb/lock.js';
 import { parseEndpoint, type Endpoint as OvsdbEndpoint } from '../../wire/endpoint.js';
 import { OvsdbDecodeError, OvsdbError, OvsdbTimeoutError } from '../../protocol/ovsdb/errors.js';
 import type { OvsdbClientEvents, OvsdbClientState } from './client-events.js';
@@ -35,9 +37,10 @@ import {
   type MonitorUpdateReason,
   type TableUpdates,
 } from '../../protocol/ovsdb/monitor.js';
-import { PendingRequests } from './pending-requests.js';
+import { RequestTable } from '../../runtime/request-table.js';
+import { errorObjectFromJson } from '../../protocol/ovsdb/error-object.js';
 import { operationToJson, transactResultsFromJson, type Operation, type TransactResults } from '../../protocol/ovsdb/operations.js';
-import type { JsonValue, RpcMessage, RpcNotification } from '../../protocol/ovsdb/rpc.js';
+import type { JsonValue, RpcErrorReply, RpcMessage, RpcNotification, RpcResult } from '../../protocol/ovsdb/rpc.js';
 import { schemaFromJson, type DatabaseSchema } from '../../protocol/ovsdb/schema.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -73,21 +76,30 @@ interface ActiveMonitor {
 export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   readonly endpoint: OvsdbEndpoint;
   private readonly timeoutMs: number;
-  private readonly backoff: BackoffOptions | undefined;
   private readonly maxMessageBytes: number | undefined;
 
   private connection: RpcConnection | undefined;
   private currentState: OvsdbClientState = 'connected';
-  private readonly pending = new PendingRequests();
+  /** Requests in flight, by JSON-RPC id; the meta is the method, named in the errors of a lost connection. */
+  private readonly pending = new RequestTable<string, RpcResult | RpcErrorReply>();
   private readonly monitors = new Map<string, ActiveMonitor>();
-  /** Ends the reconnection delay early (close()). */
-  private wake: (() => void) | undefined;
+  /** Dials again after a drop; undefined with `reconnect: false`. */
+  private readonly reconnector: Reconnector<RpcConnection> | undefined;
 
   private constructor(options: OvsdbClientOptions) {
     super();
     this.endpoint = parseEndpoint(options.endpoint, 'OVSDB');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.backoff = options.reconnect === false ? undefined : options.reconnect === true || options.reconnect === undefined ? {} : options.reconnect;
+    const backoff = options.reconnect === false ? undefined : options.reconnect === true || options.reconnect === undefined ? {} : options.reconnect;
+    this.reconnector =
+      backoff &&
+      new Reconnector({
+        backoff,
+        connect: () => this.openConnection(),
+        onAttempt: (attempt) => this.emit('reconnecting', attempt),
+        discard: (connection) => connection.close(),
+        onConnected: (connection, attempts) => this.onReconnected(connection, attempts),
+      });
     this.maxMessageBytes = options.maxMessageBytes;
   }
 
@@ -178,7 +190,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
    */
   lock(lockId: string, options: RequestOptions = {}): Promise<boolean> {
     if (!isOvsdbId(lockId)) return Promise.reject(lockIdError(lockId));
-    return this.request('lock', [lockId], options, undefined, (result) => lockedFlag('lock', result));
+    return this.request('lock', [lockId], options, undefined, (result) => lockedFromJson('lock', result));
   }
 
   unlock(lockId: string, options: RequestOptions = {}): Promise<void> {
@@ -198,7 +210,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   async close(): Promise<void> {
     if (this.currentState === 'closed') return;
     this.currentState = 'closed';
-    this.wake?.();
+    this.reconnector?.cancel();
     const connection = this.connection;
     this.connection = undefined;
     this.pending.failAll((method) => new UnavailableError(`the OVSDB client for ${this.endpoint.text} was closed before the reply to ${method}`));
@@ -232,12 +244,14 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     }
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     return this.pending.start({
-      method,
-      db,
+      meta: method,
       timeoutMs,
       signal: options.signal,
       timeoutError: () => new OvsdbTimeoutError(method, this.endpoint.text, timeoutMs),
-      decode,
+      accept: (reply) => {
+        if (reply.kind === 'error') throw new OvsdbError({ method, db, ...errorObjectFromJson(reply.error) });
+        return decode(reply.result);
+      },
       send: (id) => connection.send({ kind: 'request', method, params, id }),
       // Tell the server, so that a transaction blocked in "wait" stops too.
       abandon: (id) => {
@@ -252,7 +266,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     switch (message.kind) {
       case 'result':
       case 'error':
-        this.pending.settle(message);
+        if (typeof message.id === 'number') this.pending.settle(message.id, message);
         return;
       case 'request':
         if (message.method === 'echo') connection.send({ kind: 'result', result: message.params, id: message.id });
@@ -329,49 +343,27 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     this.pending.failAll(
       (method) =>
         new UnavailableError(`OVSDB connection ${this.endpoint.text} was lost before the reply to ${method}: ${reason.message}`, {
-          hint:
-            method === 'transact'
-              ? 'the transaction may or may not have been committed; read the state again before retrying'
-              : 'is ovsdb-server running?',
+          hint: method === 'transact' ? 'the transaction may or may not have been committed; read the state again before retrying' : 'is ovsdb-server running?',
           cause: reason,
         }),
     );
-    const willReconnect = this.backoff !== undefined;
+    const willReconnect = this.reconnector !== undefined;
     this.currentState = willReconnect ? 'reconnecting' : 'closed';
     this.emit('disconnected', { error: reason, willReconnect });
-    if (willReconnect) void this.reconnect(reason);
+    if (willReconnect) this.reconnector?.start(reason);
     else {
       this.monitors.clear();
       this.emit('closed');
     }
   }
 
-  private async reconnect(reason: Error): Promise<void> {
-    let lastError = reason;
-    for (let attempt = 0; this.currentState === 'reconnecting'; attempt++) {
-      const delayMs = backoffDelay(attempt, this.backoff);
-      this.emit('reconnecting', { attempt: attempt + 1, delayMs, error: lastError });
-      await this.sleep(delayMs);
-      if (this.currentState !== 'reconnecting') return;
-      let connection: RpcConnection;
-      try {
-        connection = await this.openConnection();
-      } catch (error) {
-        lastError = error instanceof Error ? error : new Error(String(error));
-        continue;
-      }
-      if (this.currentState !== 'reconnecting') {
-        connection.close();
-        return;
-      }
-      this.connection = connection;
-      this.currentState = 'connected';
-      const monitors = await this.resyncMonitors(connection);
-      // Dropped again while resyncing: the close handler has started the next round.
-      if (this.connection !== connection) return;
-      this.emit('reconnected', { attempts: attempt + 1, monitors });
-      return;
-    }
+  private async onReconnected(connection: RpcConnection, attempts: number): Promise<void> {
+    this.connection = connection;
+    this.currentState = 'connected';
+    const monitors = await this.resyncMonitors(connection);
+    // Dropped again while resyncing: the close handler has started the next round.
+    if (this.connection !== connection) return;
+    this.emit('reconnected', { attempts, monitors });
   }
 
   /** Re-issues every established monitor; returns the ids that are back. */
@@ -399,28 +391,4 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     );
     return resynced;
   }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
-  }
-}
-
-function lockIdError(lockId: string): RangeError {
-  return new RangeError(`lock name ${JSON.stringify(lockId)} is not an OVSDB id (letters, digits and _, not starting with a digit)`);
-}
-
-function lockedFlag(method: string, result: JsonValue): boolean {
-  if (typeof result === 'object' && result !== null && !Array.isArray(result)) {
-    const locked = (result as { readonly [key: string]: JsonValue })['locked'];
-    if (typeof locked === 'boolean') return locked;
-  }
-  throw new OvsdbDecodeError('bad-datum', `${method} returned ${JSON.stringify(result)}, not {"locked": <boolean>}`);
 }

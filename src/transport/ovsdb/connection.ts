@@ -47,8 +47,7 @@ export class RpcConnection {
   static open(options: RpcConnectionOptions): Promise<RpcConnection> {
     const { endpoint } = options;
     return new Promise((resolve, reject) => {
-      const socket =
-        endpoint.kind === 'unix' ? createConnection({ path: endpoint.path }) : createConnection({ host: endpoint.host, port: endpoint.port });
+      const socket = endpoint.kind === 'unix' ? createConnection({ path: endpoint.path }) : createConnection({ host: endpoint.host, port: endpoint.port });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(connectError(endpoint, `timed out after ${options.connectTimeoutMs} ms`));
@@ -118,8 +117,6 @@ export class RpcConnection {
 /** As the OpenFlow client's (connectFailure): the same errno gives the same exit code. */
 function connectError(endpoint: OvsdbEndpoint, reason: string, cause?: unknown): McastError {
   const unavailableHint =
-    endpoint.kind === 'unix'
-      ? 'is ovsdb-server running? set OVS_RUNDIR or --db'
-      : 'is ovsdb-server listening there (a ptcp: remote)? set --db';
+    endpoint.kind === 'unix' ? 'is ovsdb-server running? set OVS_RUNDIR or --db' : 'is ovsdb-server listening there (a ptcp: remote)? set --db';
   return connectFailure(endpoint, 'OVSDB', reason, { unavailableHint, ...(cause === undefined ? {} : { cause }) });
 }

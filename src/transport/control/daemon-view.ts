@@ -4,7 +4,7 @@
  * (`mcastctl status`, `groups`, `snoop --daemon`), the metrics endpoint and the state
  * directory. Plain JSON-able data only, so that the control socket sends it as it is.
  */
-import type { IgmpVersion } from './membership/membership-table.js';
+import type { IgmpVersion } from '../../packet/igmp/message.js';
 
 export interface PortView {
   ofport: number;

@@ -4,28 +4,12 @@
  * spoke; and which querier wins the election. Pure: the link feeds it what it heard,
  * stamped with the time it was heard.
  */
-import type { IgmpMessage, IgmpReport, IgmpV2Leave } from '../packet/igmp/message.js';
-import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from './membership/source-filter.js';
-import { compareIPv4 } from '../wire/ipv4-address.js';
-import type { IgmpVersion, QueryKind } from '../controllers/query/query-spec.js';
-
-/** Where on a bridge a packet came in: the OVS interface, and the pod it belongs to. */
-export interface LinkPort {
-  name: string;
-  /** `namespace/name` from the interface's external_ids. */
-  pod?: string;
-}
-
-/** One IGMP message the link heard. */
-export interface HeardIgmp {
-  /** Milliseconds since the epoch. */
-  at: number;
-  src: string;
-  /** The IPv4 identification: tells our own queries, should the link echo them, from another querier's. */
-  ipId: number;
-  message: IgmpMessage;
-  port?: LinkPort;
-}
+import type { IgmpReport, IgmpV2Leave } from '../../packet/igmp/message.js';
+import type { HeardIgmp, LinkPort } from '../../adapters/query-link/query-link.js';
+import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from '../../domain/membership/source-filter.js';
+import { compareIPv4 } from '../../wire/ipv4-address.js';
+import type { IgmpVersion } from '../../packet/igmp/message.js';
+import type { QueryKind } from './query-spec.js';
 
 export interface SentQuery {
   /** Milliseconds since the epoch. */
@@ -193,7 +177,13 @@ export class ResponderTable {
     this.update(event, message.group, query, () => filter, message.version);
   }
 
-  private update(event: HeardIgmp, group: string, query: SentQuery, next: (current: SourceFilter | undefined) => SourceFilter | undefined, version: IgmpVersion): void {
+  private update(
+    event: HeardIgmp,
+    group: string,
+    query: SentQuery,
+    next: (current: SourceFilter | undefined) => SourceFilter | undefined,
+    version: IgmpVersion,
+  ): void {
     const key = `${group}|${event.src}|${event.port?.name ?? ''}`;
     const entry = this.entries.get(key);
     const filter = next(entry?.filter);

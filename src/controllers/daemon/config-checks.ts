@@ -1,0 +1,106 @@
+/**
+ * The rules between settings: each value was read alone already (settings.ts); these say
+ * which combinations the daemon refuses. A clash is blamed on the first of its keys the
+ * user set, and names the other with its value.
+ */
+import { showMs } from '../../runtime/values.js';
+import { MIN_RESP_MS, V2_MAX_RESP_MS, V3_MAX_RESP_MS } from './setting-values.js';
+import type { DaemonConfigKey, SettingValue } from './settings.js';
+
+/** What a check is given: every setting's value, and how to report a clash. */
+export interface CheckContext {
+  value<K extends DaemonConfigKey>(key: K): SettingValue<K>;
+  /** Of keys that clash, the one to blame: the first the user set. */
+  blame(...keys: DaemonConfigKey[]): DaemonConfigKey;
+  /** How a clashing value is named in a message: `queryInterval (125s)`, `--query-interval (60s)`, with `, the default` when it is one. */
+  named(key: DaemonConfigKey, shown: string): string;
+  fail(key: DaemonConfigKey, reason: string, item?: number): never;
+}
+
+interface ConfigCheck {
+  name: string;
+  keys: readonly DaemonConfigKey[];
+  check(context: CheckContext): void;
+}
+
+/** The checks, in the order they run. */
+export const CONFIG_CHECKS: readonly ConfigCheck[] = [
+  {
+    name: 'gateway-is-not-an-uplink',
+    keys: ['gateway', 'multicastInterfaces'],
+    check({ value, blame, fail }) {
+      const gateway = value('gateway');
+      const index = gateway === undefined ? -1 : value('multicastInterfaces').indexOf(gateway);
+      if (index < 0) return;
+      const key = blame('multicastInterfaces', 'gateway');
+      fail(
+        key,
+        `${gateway} is both the gateway and a multicast interface: an interface is one or the other`,
+        key === 'multicastInterfaces' ? index : undefined,
+      );
+    },
+  },
+  {
+    name: 'query-response-interval-below-query-interval',
+    keys: ['queryInterval', 'queryResponseInterval'],
+    check({ value, blame, named, fail }) {
+      const queryIntervalMs = value('queryInterval');
+      const queryResponseIntervalMs = value('queryResponseInterval');
+      if (queryResponseIntervalMs < queryIntervalMs) return;
+      const key = blame('queryResponseInterval', 'queryInterval');
+      fail(
+        key,
+        key === 'queryInterval'
+          ? `${showMs(queryIntervalMs)} must be longer than ${named('queryResponseInterval', showMs(queryResponseIntervalMs))}`
+          : `${showMs(queryResponseIntervalMs)} must be shorter than ${named('queryInterval', showMs(queryIntervalMs))}`,
+      );
+    },
+  },
+  {
+    name: 'query-response-interval-at-least-a-tenth',
+    keys: ['queryResponseInterval', 'queryVersions'],
+    check({ value, fail }) {
+      const queryResponseIntervalMs = value('queryResponseInterval');
+      if (value('queryVersions').some((version) => version !== 1) && queryResponseIntervalMs < MIN_RESP_MS) {
+        fail(
+          'queryResponseInterval',
+          `${showMs(queryResponseIntervalMs)} is below 100ms, the least an IGMPv2 or v3 query can carry (0 would make it an IGMPv1 query)`,
+        );
+      }
+    },
+  },
+  {
+    name: 'query-response-interval-fits-the-versions',
+    keys: ['queryResponseInterval', 'queryVersions'],
+    check({ value, blame, named, fail }) {
+      const queryResponseIntervalMs = value('queryResponseInterval');
+      const versions = value('queryVersions');
+      const tightest = versions.includes(2) ? { version: 2, max: V2_MAX_RESP_MS } : versions.includes(3) ? { version: 3, max: V3_MAX_RESP_MS } : undefined;
+      if (tightest === undefined || queryResponseIntervalMs <= tightest.max) return;
+      const key = blame('queryResponseInterval', 'queryVersions');
+      const shown = showMs(queryResponseIntervalMs);
+      fail(
+        key,
+        key === 'queryResponseInterval'
+          ? `${shown} does not fit an IGMPv${tightest.version} query (at most ${showMs(tightest.max)})`
+          : `an IGMPv${tightest.version} query cannot carry ${named('queryResponseInterval', shown)}: at most ${showMs(tightest.max)}`,
+      );
+    },
+  },
+  {
+    name: 'sync-backoff-max-not-below-min',
+    keys: ['syncBackoffMin', 'syncBackoffMax'],
+    check({ value, blame, named, fail }) {
+      const minMs = value('syncBackoffMin');
+      const maxMs = value('syncBackoffMax');
+      if (maxMs >= minMs) return;
+      const key = blame('syncBackoffMax', 'syncBackoffMin');
+      fail(
+        key,
+        key === 'syncBackoffMax'
+          ? `${showMs(maxMs)} is shorter than ${named('syncBackoffMin', showMs(minMs))}`
+          : `${showMs(minMs)} is longer than ${named('syncBackoffMax', showMs(maxMs))}`,
+      );
+    },
+  },
+];

@@ -1,0 +1,53 @@
+/**
+ * The daemon's configuration, as the running daemon takes it: every setting checked and
+ * in its unit (milliseconds, numbers, absolute paths). settings.ts says which setting
+ * fills which field.
+ */
+import type { MembershipTiming } from '../../domain/membership/membership-table.js';
+import type { OvsTarget } from '../../adapters/ovs/locations.js';
+import type { PipelineConfig } from '../../domain/pipeline/config.js';
+import type { LogFormat, LogLevel } from '../../runtime/logger.js';
+import type { QueryVersion } from './setting-values.js';
+
+export interface DaemonConfig {
+  target: OvsTarget;
+  pipeline: PipelineConfig;
+  /** OVS port name of the node's gateway, also the kernel interface of that name in the daemon's netns. */
+  gateway?: string;
+  /** Uplinks: kernel interfaces that join groups upstream and route (S,G) traffic. */
+  multicastInterfaces: string[];
+  /** Query Interval (RFC 3376 §8.2). */
+  queryIntervalMs: number;
+  /** Max Response Time of general queries (§8.3); below queryIntervalMs. */
+  queryResponseIntervalMs: number;
+  /** Versions of the general queries sent: distinct, ascending. */
+  queryVersions: QueryVersion[];
+  /** Robustness Variable (QRV, §8.1), 1 to 7. */
+  robustness: number;
+  /** Last Member Query Interval (§8.8); the Last Member Query Count is the robustness. */
+  lastMemberQueryIntervalMs: number;
+  fastLeave: boolean;
+  /** Sync workers (OVS and kernel programming in parallel, one group each). */
+  workers: number;
+  syncBackoffMinMs: number;
+  syncBackoffMaxMs: number;
+  /** An (S,G) route whose packet counter has not moved for this long is removed. */
+  routeIdleTimeoutMs: number;
+  stateDir: string;
+  controlSocket: string;
+  /** HOST:PORT of the Prometheus endpoint; undefined when disabled. */
+  metricsAddress?: string;
+  logFormat: LogFormat;
+  logLevel: LogLevel;
+}
+
+/** The fields of DaemonConfig that one setting fills alone (target and pipeline are assembled from several). */
+export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline'>;
+
+export function membershipTiming(config: DaemonConfig): MembershipTiming {
+  return {
+    groupMembershipIntervalMs: config.robustness * config.queryIntervalMs + config.queryResponseIntervalMs,
+    // The Last Member Query Count defaults to the Robustness Variable (RFC 3376 §8.9).
+    lastMemberQueryTimeMs: config.robustness * config.lastMemberQueryIntervalMs,
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The daemon's sync of groups: a work queue by group that makes OVS (the group and its
+ * flow) and the kernel (the group's local members) match the membership table, retried
+ * with backoff, timed from the first change a sync waited for.
+ */
+import { messageOf } from '../../errors.js';
+import { WorkQueue } from '../../domain/membership/work-queue.js';
+import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
+import type { ControllerLogger, ControllerMetrics, DaemonClock, RouterPort, SwitchPort } from './ports.js';
+
+export interface GroupSyncOptions {
+  vswitch: SwitchPort;
+  router: RouterPort | undefined;
+  clock: DaemonClock;
+  logger: ControllerLogger;
+  metrics: ControllerMetrics;
+  /** Counted into: syncs, syncErrors. */
+  counters: DaemonCounters;
+  workers: number;
+  minBackoffMs: number;
+  maxBackoffMs: number;
+  /** The member ports of `group` now. */
+  membersOf: (group: string) => readonly number[];
+  /** The gateway's port now (every group with members also goes there). */
+  gatewayOfport: () => number | undefined;
+  publish: (event: DaemonEvent) => void;
+  isoNow: () => string;
+}
+
+export class GroupSync {
+  private readonly queue: WorkQueue<string>;
+  /** When each group waiting for a sync first changed (for the sync latency). */
+  private readonly dirtySince = new Map<string, number>();
+  private readonly errors = new Map<string, string>();
+  private stopped = false;
+
+  constructor(private readonly options: GroupSyncOptions) {
+    this.queue = new WorkQueue<string>({
+      sync: (group) => this.syncGroup(group),
+      workers: options.workers,
+      minBackoffMs: options.minBackoffMs,
+      maxBackoffMs: options.maxBackoffMs,
+      timers: options.clock,
+      onError: (group, error, retryInMs) => {
+        const message = messageOf(error);
+        this.errors.set(group, message);
+        options.logger.warn('sync failed; retrying', { group, error: message, retryInMs });
+      },
+    });
+  }
+
+  /** Asks for `group` to be synced (again). */
+  markDirty(group: string): void {
+    if (!this.dirtySince.has(group)) this.dirtySince.set(group, this.options.clock.monotonicMs());
+    this.queue.add(group);
+  }
+
+  /** Groups waiting for a sync. */
+  get dirty(): ReadonlyMap<string, number> {
+    return this.dirtySince;
+  }
+
+  /** The last error of each group whose sync is failing. */
+  get syncErrors(): ReadonlyMap<string, string> {
+    return this.errors;
+  }
+
+  get size(): number {
+    return this.queue.size;
+  }
+
+  setBackoff(minBackoffMs: number, maxBackoffMs: number): void {
+    this.queue.setBackoff(minBackoffMs, maxBackoffMs);
+  }
+
+  whenIdle(): Promise<void> {
+    return this.queue.whenIdle();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.queue.stop();
+  }
+
+  /** Makes OVS and the kernel match the group's members now (whatever changed meanwhile). */
+  private async syncGroup(group: string): Promise<void> {
+    if (this.stopped) return;
+    const { clock, counters, metrics, publish, isoNow } = this.options;
+    const since = this.dirtySince.get(group) ?? clock.monotonicMs();
+    this.dirtySince.delete(group);
+    const members = this.options.membersOf(group);
+    const gateway = this.options.gatewayOfport();
+    const ports = members.length > 0 && gateway !== undefined ? [...members, gateway] : [...members];
+    try {
+      await this.options.vswitch.syncGroup(group, ports);
+      this.options.router?.setLocalMembers(group, members.length > 0);
+    } catch (error) {
+      // A failed sync keeps its start time, so the latency counts the retries too.
+      if (!this.dirtySince.has(group)) this.dirtySince.set(group, since);
+      counters.syncErrors++;
+      const latencyMs = clock.monotonicMs() - since;
+      metrics.syncDone(latencyMs / 1000, false);
+      metrics.error('sync');
+      publish({ type: 'sync', time: isoNow(), group, ports, latencyMs, ok: false, error: messageOf(error) });
+      throw error;
+    }
+    const latencyMs = clock.monotonicMs() - since;
+    this.errors.delete(group);
+    counters.syncs++;
+    metrics.syncDone(latencyMs / 1000, true);
+    publish({ type: 'sync', time: isoNow(), group, ports, latencyMs, ok: true });
+  }
+}

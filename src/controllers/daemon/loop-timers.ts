@@ -1,0 +1,96 @@
+/**
+ * The loop's own timers, besides the querier's and the sync retries: membership expiry
+ * (at the table's next deadline, moved up by a leave), the idle-route sweep and the
+ * delayed state save. All on the loop's one clock.
+ */
+import type { MembershipEffect, MembershipTable } from '../../domain/membership/membership-table.js';
+import type { QuerierTiming } from './querier.js';
+import type { DaemonConfig } from './config.js';
+import type { DaemonClock, RouterPort } from './ports.js';
+
+/** How long membership changes wait before they are written to the state directory. */
+const SAVE_DELAY_MS = 1_000;
+/** How long stop() waits for running syncs. */
+export const STOP_SYNC_WAIT_MS = 2_000;
+
+export interface LoopTimersOptions {
+  clock: DaemonClock;
+  table: MembershipTable;
+  router: RouterPort | undefined;
+  /** Members expired: the effects to apply. */
+  onExpired: (effects: readonly MembershipEffect[]) => void;
+  /** The idle timeout of kernel routes now (the sweep runs a quarter of it apart, 1 to 10 s). */
+  routeIdleTimeoutMs: () => number;
+  /** Whether there is a state store to save to. */
+  saves: boolean;
+  save: () => Promise<void>;
+  onSweepError: (error: unknown) => void;
+}
+
+export class LoopTimers {
+  private expiry: { at: number; cancel: () => void } | undefined;
+  private cancelSave: (() => void) | undefined;
+  private cancelSweep: (() => void) | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: LoopTimersOptions) {}
+
+  /** Arms the expiry timer at the table's next deadline (sooner, after a leave). */
+  armExpiry(sooner = false): void {
+    if (this.stopped) return;
+    if (this.expiry !== undefined && !sooner) return;
+    const { clock, table } = this.options;
+    const next = table.nextDeadline();
+    if (next === undefined) return;
+    if (this.expiry !== undefined) {
+      if (this.expiry.at <= next) return;
+      this.expiry.cancel();
+    }
+    const cancel = clock.after(Math.max(1, next - clock.monotonicMs()), () => {
+      this.expiry = undefined;
+      const effects = table.expire();
+      this.options.onExpired(effects);
+      if (effects.length > 0) this.scheduleSave();
+      this.armExpiry();
+    });
+    this.expiry = { at: next, cancel };
+  }
+
+  scheduleSweep(): void {
+    const router = this.options.router;
+    if (router === undefined || this.stopped) return;
+    const every = Math.max(1_000, Math.min(10_000, Math.floor(this.options.routeIdleTimeoutMs() / 4)));
+    this.cancelSweep = this.options.clock.after(every, () => {
+      void router
+        .sweepIdle()
+        .catch((error: unknown) => this.options.onSweepError(error))
+        .finally(() => this.scheduleSweep());
+    });
+  }
+
+  scheduleSave(): void {
+    if (!this.options.saves || this.cancelSave !== undefined || this.stopped) return;
+    this.cancelSave = this.options.clock.after(SAVE_DELAY_MS, () => {
+      this.cancelSave = undefined;
+      void this.options.save();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.expiry?.cancel();
+    this.cancelSave?.();
+    this.cancelSweep?.();
+  }
+}
+
+/** The querier's timing, as the configuration sets it. */
+export function querierTiming(config: DaemonConfig): QuerierTiming {
+  return {
+    versions: config.queryVersions,
+    queryIntervalMs: config.queryIntervalMs,
+    queryResponseIntervalMs: config.queryResponseIntervalMs,
+    lastMemberQueryIntervalMs: config.lastMemberQueryIntervalMs,
+    robustness: config.robustness,
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * What the daemon's control loop needs of the world outside it, each as narrow as the
+ * loop uses it. The loop connects to nothing itself: src/controllers/daemon/wiring.ts
+ * connects the real OVS, kernel and host and hands them in; the unit tests hand in
+ * fakes (test/fakes/).
+ */
+import type { McastError } from '../../errors.js';
+import type { DaemonConfig } from './config.js';
+import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
+import type { GroupOutcome } from '../../domain/pipeline/plan.js';
+import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
+import type { RouteView } from '../../transport/control/daemon-view.js';
+import type { SavedState } from './state-store.js';
+
+export interface ControllerLogger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+/** What the controller tells the metrics (src/controllers/daemon/metrics.ts implements it). */
+export interface ControllerMetrics {
+  packetIn(): void;
+  igmpMessage(type: string, version: number): void;
+  ignoredNonPod(): void;
+  syncDone(seconds: number, ok: boolean): void;
+  error(kind: string): void;
+  queriesSent(count: number): void;
+}
+
+/** Where learned state is kept across restarts (src/controllers/daemon/state-store.ts). */
+export interface ControllerStateStore {
+  load(): Promise<{ state?: SavedState; warning?: string }>;
+  save(state: SavedState): Promise<void>;
+}
+
+/** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out. */
+export interface SwitchPort {
+  readonly connected: boolean;
+  /** Reads what of ours is installed (at start and after a reconnect). */
+  refresh(): Promise<void>;
+  /** Groups whose forwarding of ours is on the switch (as of the last refresh or sync). */
+  readonly installedGroups: readonly string[];
+  /** Groups the daemon itself installed, with their member ports then. */
+  readonly learnedGroups: ReadonlyArray<{ group: string; ports: readonly number[] }>;
+  /** Makes the switch forward `group` to exactly `ports` (none: remove it). */
+  syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome>;
+  /** The flows every group relies on (IGMP to the controller, link-local, unknown groups). */
+  installBase(gatewayOfport: number | undefined): Promise<void>;
+  /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
+  sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }>;
+  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined) => void): void;
+  onDisconnected(listener: (error: Error) => void): void;
+  /** ovs-vswitchd is reachable again (perhaps restarted, with nothing installed). */
+  onReconnected(listener: () => void): void;
+  enablePacketIn(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The bridge's interfaces, from OVSDB. */
+export interface PortWatch {
+  readonly connected: boolean;
+  /** Every Interface on the bridge now, by UUID. */
+  interfaces(): ReadonlyMap<string, InterfaceRow>;
+  /** Told of every change after the listener was added; `resync` after a reconnection. */
+  onChange(listener: (interfaces: ReadonlyMap<string, InterfaceRow>, resync: boolean) => void): void;
+  onDisconnected(listener: (error: Error) => void): void;
+  onReconnected(listener: () => void): void;
+  close(): Promise<void>;
+}
+
+export interface RouteChange {
+  action: 'add' | 'update' | 'remove';
+  source: string;
+  group: string;
+  iif: string;
+  oifs: string[];
+}
+
+/** The kernel's multicast router, already open (src/adapters/kernel-router.ts). */
+export interface RouterPort {
+  /** Where its upcalls' routes and its failures go from now on (the loop binds itself at construction). */
+  bind(events: RouterEvents): void;
+  setLocalMembers(group: string, present: boolean): void;
+  sweepIdle(): Promise<void>;
+  routeViews(): Promise<RouteView[]>;
+  readonly routeCount: number;
+  idleTimeoutMs: number;
+  readonly active: boolean;
+  close(): void;
+}
+
+/** What the router asks and tells the loop; the router is opened with these bound to it. */
+export interface RouterEvents {
+  hasLocalMembers(group: string): boolean;
+  onRoute(change: RouteChange): void;
+  /** A kernel call refused: the router goes on. */
+  onError(error: McastError): void;
+  /** The routing socket failed: the kernel dropped our VIFs and routes. */
+  onFailure(error: McastError): void;
+}
+
+/** One daemon per bridge: the lock, already taken. */
+export interface BridgeLockPort {
+  /** After an OVSDB reconnection: false when another daemon has it now. */
+  reacquire(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/** Facts about this host's interfaces. */
+export interface HostFacts {
+  /** The interface's IPv4 address and MAC, if it has one. */
+  interfaceIPv4(name: string): { address: string; mac: string } | undefined;
+}
+
+/** Time, for every timer and timestamp of the loop. */
+export interface DaemonClock extends WorkQueueTimers {
+  /** Monotonic milliseconds. */
+  monotonicMs(): number;
+  /** Wall-clock epoch milliseconds. */
+  wallMs(): number;
+}
+
+/** What the loop is given (see src/controllers/daemon/controller.ts). */
+export interface ControllerOptions {
+  config: DaemonConfig;
+  logger: ControllerLogger;
+  /** The bridge over OpenFlow, connected. */
+  vswitch: SwitchPort;
+  /** The bridge's interfaces over OVSDB, watched. */
+  portWatch: PortWatch;
+  /** The kernel's multicast router, open (with a gateway and multicast interfaces). */
+  router?: RouterPort;
+  /** The bridge's lock, held. */
+  bridgeLock?: BridgeLockPort;
+  host: HostFacts;
+  clock: DaemonClock;
+  stateStore?: ControllerStateStore;
+  metrics?: ControllerMetrics;
+  /** Something the daemon cannot go on without failed (the routing socket, the bridge lock): stop and exit 1. */
+  onFatal?: (error: McastError) => void;
+  /** For the status (default: this process's). */
+  pid?: number;
+}
+
+export const NO_METRICS: ControllerMetrics = { packetIn() {}, igmpMessage() {}, ignoredNonPod() {}, syncDone() {}, error() {}, queriesSent() {} };

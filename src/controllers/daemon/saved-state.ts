@@ -1,0 +1,168 @@
+/**
+ * The daemon's learned state as it is saved across restarts, and back: ports by name
+ * and pod (their numbers may change while the daemon is down), report times on the
+ * wall clock (the monotonic clock restarts with the process).
+ */
+import { ANY_SOURCE } from '../../domain/membership/source-filter.js';
+import { UNKNOWN_HOST, type GroupSnapshot, type MembershipTable, type RestoredMember } from '../../domain/membership/membership-table.js';
+import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import type { SavedMember, SavedState } from './state-store.js';
+import type { DaemonConfig } from './config.js';
+import type { ControllerLogger, ControllerStateStore, DaemonClock } from './ports.js';
+
+interface ClockPair {
+  /** Monotonic milliseconds now, the table's clock. */
+  monoNow: number;
+  /** Wall-clock epoch milliseconds now. */
+  wallNow: number;
+}
+
+export interface SavedStateInput {
+  bridge: string;
+  groups: readonly GroupSnapshot[];
+  pods: PodPorts;
+  clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
+}
+
+export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): SavedState {
+  const monoNow = clock.monotonicMs();
+  const wallNow = clock.wallMs();
+  return {
+    version: 1,
+    savedAt: wallNow,
+    bridge,
+    groups: groups.map((group) => ({
+      group: group.group,
+      members: group.members.flatMap((member): SavedMember[] => {
+        const port = pods.view(member.port);
+        // Placeholders are not saved: the next start finds them in OVS again.
+        if (port === undefined || member.host === UNKNOWN_HOST) return [];
+        return [
+          {
+            portName: port.name,
+            ...(port.pod === undefined ? {} : { pod: port.pod }),
+            host: member.host,
+            mode: member.filter.mode,
+            sources: member.filter.sources,
+            compatibility: member.compatibility,
+            lastReportAt: Math.round(wallNow - (monoNow - member.lastReportAt)),
+          },
+        ];
+      }),
+    })),
+  };
+}
+
+interface RestoredState {
+  members: RestoredMember[];
+  /** Members left out: their port is gone, or another pod has it now. */
+  skipped: number;
+}
+
+function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockPair & { pods: PodPorts }): RestoredState {
+  const members: RestoredMember[] = [];
+  let skipped = 0;
+  for (const group of state.groups) {
+    for (const member of group.members) {
+      const port = pods.byName(member.portName);
+      if (port === undefined || (member.pod !== undefined && port.pod !== member.pod)) {
+        skipped++;
+        continue;
+      }
+      members.push({
+        group: group.group,
+        port: port.ofport,
+        host: member.host,
+        filter: member.mode === 'exclude' && member.sources.length === 0 ? ANY_SOURCE : { mode: member.mode, sources: new Set(member.sources) },
+        lastReportAt: monoNow - Math.max(0, wallNow - member.lastReportAt),
+        compatibility: member.compatibility,
+      });
+    }
+  }
+  return { members, skipped };
+}
+
+interface PlaceholderInput {
+  learned: ReadonlyArray<{ group: string; ports: readonly number[] }>;
+  /** The ports the table already has members on, by group. */
+  knownPorts: (group: string) => readonly number[];
+  pods: PodPorts;
+  /** Monotonic milliseconds now. */
+  now: number;
+  groupMembershipIntervalMs: number;
+  /** How long a placeholder lives: until the startup queries have been answered. */
+  graceMs: number;
+}
+
+/**
+ * Member ports of groups the daemon installed before it restarted that the saved state
+ * does not know (it was lost, or the last second of joins was never written). They keep
+ * forwarding, as placeholder members, until the startup queries have been answered.
+ */
+function placeholderMembers({ learned, knownPorts, pods, now, groupMembershipIntervalMs: gmi, graceMs }: PlaceholderInput): RestoredMember[] {
+  const gateway = pods.gateway?.ofport;
+  const members: RestoredMember[] = [];
+  for (const { group, ports } of learned) {
+    const known = new Set(knownPorts(group));
+    for (const port of ports) {
+      if (port === gateway || known.has(port) || pods.pod(port) === undefined) continue;
+      members.push({ group, port, host: UNKNOWN_HOST, filter: ANY_SOURCE, lastReportAt: now - gmi + graceMs, compatibility: 3 });
+    }
+  }
+  return members;
+}
+
+export interface RestoreInput {
+  store: ControllerStateStore | undefined;
+  bridge: string;
+  table: MembershipTable;
+  pods: PodPorts;
+  clock: DaemonClock;
+  logger: ControllerLogger;
+}
+
+/** Puts back saved members whose ports still exist; returns every group the last run had. */
+export async function restoreSavedState({ store, bridge, table, pods, clock, logger }: RestoreInput): Promise<string[]> {
+  if (store === undefined) return [];
+  const { state, warning } = await store.load();
+  if (warning !== undefined) logger.warn(warning);
+  if (state === undefined) return [];
+  if (state.bridge !== bridge) {
+    logger.warn('saved state is of another bridge; not restored', { saved: state.bridge, bridge });
+    return [];
+  }
+  const { members, skipped } = restoredMembersOf(state, { pods, monoNow: clock.monotonicMs(), wallNow: clock.wallMs() });
+  table.restore(members);
+  const savedAt = new Date(state.savedAt).toISOString();
+  logger.info('state restored', { groups: table.groupCount, members: table.memberCount, skippedMembersOfGonePods: skipped, savedAt });
+  return state.groups.map((group) => group.group);
+}
+
+export interface SeedInput {
+  learned: PlaceholderInput['learned'];
+  config: Pick<DaemonConfig, 'robustness' | 'queryIntervalMs' | 'queryResponseIntervalMs'>;
+  table: MembershipTable;
+  pods: PodPorts;
+  clock: DaemonClock;
+  logger: ControllerLogger;
+}
+
+/**
+ * Ports of groups installed before the restart that the saved state does not know keep
+ * forwarding, as placeholders, until the startup queries have been answered: a member
+ * there replaces its placeholder by reporting; a port nobody answers for is removed then.
+ * Forwarding never shrinks because the state was short.
+ */
+export function seedPlaceholders({ learned, config, table, pods, clock, logger }: SeedInput): void {
+  const { groupMembershipIntervalMs } = table.timings;
+  const { robustness, queryIntervalMs, queryResponseIntervalMs } = config;
+  const graceMs = Math.min(groupMembershipIntervalMs, (robustness - 1) * Math.floor(queryIntervalMs / 4) + queryResponseIntervalMs + 2_000);
+  const knownPorts = (group: string) => table.portsOf(group);
+  const members = placeholderMembers({ learned, knownPorts, pods, now: clock.monotonicMs(), groupMembershipIntervalMs, graceMs });
+  if (members.length === 0) return;
+  table.restore(members);
+  logger.info('ports found in OVS without saved members kept until the startup queries are answered', {
+    members: members.length,
+    seconds: Math.round(graceMs / 1000),
+  });
+}

@@ -1,0 +1,34 @@
+/**
+ * The OpenFlow side of a switch as OvsProgrammer uses it (ProgrammerConnection): flow and
+ * group mods taken in memory, every batch recorded, dumps answered from what the test put.
+ */
+import type { ProgrammerConnection } from '../../src/adapters/ovs/ovs-programmer.js';
+import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
+import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
+
+export class FakeOpenFlow implements ProgrammerConnection {
+  readonly batches: OpenFlowMessage[][] = [];
+  flows: FlowStats[] = [];
+  groups: GroupDesc[] = [];
+
+  /** @param refuse which messages the switch answers with an error */
+  constructor(private readonly refuse: (message: OpenFlowMessage) => boolean = () => false) {}
+
+  async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
+    this.batches.push([...messages]);
+    const errors = new Map<number, Error>();
+    messages.forEach((message, index) => {
+      if (this.refuse(message)) errors.set(index, new Error('OFPGMFC_GROUP_EXISTS'));
+    });
+    return { errors };
+  }
+
+  async dumpFlows(): Promise<FlowStats[]> {
+    return this.flows;
+  }
+
+  async dumpGroups(): Promise<GroupDesc[]> {
+    return this.groups;
+  }
+}

@@ -1,0 +1,62 @@
+/** The bridge's interfaces as OVSDB would report them (PortWatch), changed by the test. */
+import type { InterfaceRow } from '../../src/adapters/ovs/vswitch.js';
+import type { PortWatch } from '../../src/controllers/daemon/ports.js';
+
+export class FakePortWatch implements PortWatch {
+  connected = true;
+  closed = false;
+  private readonly rows = new Map<string, InterfaceRow>();
+  private readonly changeListeners: Array<(interfaces: ReadonlyMap<string, InterfaceRow>, resync: boolean) => void> = [];
+  private readonly reconnectListeners: Array<() => void> = [];
+  private readonly disconnectListeners: Array<(error: Error) => void> = [];
+
+  /** A port on the bridge; a pod's when `pod` is given (`namespace/name` or `name`). */
+  addPort(name: string, ofport: number, pod?: string): this {
+    const [namespace, podName] = pod?.includes('/') === true ? pod.split('/') : [undefined, pod];
+    const externalIds: Record<string, string> = {};
+    if (podName !== undefined) externalIds['pod-name'] = podName;
+    if (namespace !== undefined) externalIds['pod-namespace'] = namespace;
+    this.rows.set(`uuid-${name}`, { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: undefined });
+    this.emit(false);
+    return this;
+  }
+
+  removePort(name: string): void {
+    this.rows.delete(`uuid-${name}`);
+    this.emit(false);
+  }
+
+  interfaces(): ReadonlyMap<string, InterfaceRow> {
+    return new Map(this.rows);
+  }
+
+  onChange(listener: (interfaces: ReadonlyMap<string, InterfaceRow>, resync: boolean) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  onDisconnected(listener: (error: Error) => void): void {
+    this.disconnectListeners.push(listener);
+  }
+
+  onReconnected(listener: () => void): void {
+    this.reconnectListeners.push(listener);
+  }
+
+  /** ovsdb-server came back: the monitor resyncs, then the client says it reconnected. */
+  reconnect(): void {
+    this.connected = false;
+    for (const listener of this.disconnectListeners) listener(new Error('connection reset'));
+    this.connected = true;
+    this.emit(true);
+    for (const listener of this.reconnectListeners) listener();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private emit(resync: boolean): void {
+    const snapshot = this.interfaces();
+    for (const listener of this.changeListeners) listener(snapshot, resync);
+  }
+}

@@ -1,0 +1,20 @@
+/** A state directory in memory (ControllerStateStore): what was saved last, and how often. */
+import type { ControllerStateStore } from '../../src/controllers/daemon/ports.js';
+import type { SavedState } from '../../src/controllers/daemon/state-store.js';
+
+export class MemoryStateStore implements ControllerStateStore {
+  saves = 0;
+  failSaves = false;
+
+  constructor(public state: SavedState | undefined = undefined) {}
+
+  async load(): Promise<{ state?: SavedState }> {
+    return this.state === undefined ? {} : { state: structuredClone(this.state) };
+  }
+
+  async save(state: SavedState): Promise<void> {
+    if (this.failSaves) throw new Error('EROFS: read-only file system');
+    this.saves++;
+    this.state = structuredClone(state);
+  }
+}
