@@ -59,14 +59,22 @@ async function listeners(node: OvsNode): Promise<string[]> {
     .sort();
 }
 
-/** Proves delivery pod to pod: `receiver` gets every one of 20 datagrams from `sender`. */
-async function delivers(sender: OvsPod, receiver: OvsPod, group: string, port: number, tag: string): Promise<void> {
+/**
+ * Proves delivery pod to pod: `receiver` gets every one of 20 datagrams from `sender`.
+ * Then waits until the daemon has taken the receiver's leave to OVS, so that the next
+ * test starts from a switch without the group.
+ */
+async function delivers(daemon: RunningDaemon, sender: OvsPod, receiver: OvsPod, group: string, port: number, tag: string): Promise<void> {
   const socket = await receiver.listen(group, port);
   await sleep(300);
   await sender.send(group, port, 20, { intervalMs: 5, tag });
   await sleep(300);
   const got = (await socket.stop()).filter((datagram) => datagram.payload.startsWith(`${tag} `)).length;
   assert.equal(got, 20, `${receiver.name} got ${got} of 20 datagrams of ${group}`);
+  await waitUntil(`the leave of ${group} in OVS`, async () => {
+    const left = (await membersOf(daemon, group)).length === 0;
+    return left && (await control<DaemonStatus>(daemon, ['status'])).pendingSyncs === 0;
+  });
 }
 
 describe('daemon hardening: signals, one daemon per bridge, full disk, settings checked first', { concurrency: 1 }, () => {
@@ -102,7 +110,7 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       const probe = await node.exec(['sh', '-c', 'curl -s -m 2 http://127.0.0.1:9229/json/list; echo "exit=$?"']);
       assert.match(probe.stdout, /exit=7/, `curl reached something on 9229: ${probe.stdout}`);
       assert.equal(daemon.running(), true);
-      await delivers(pods[0], pods[1], '239.31.1.1', 5301, 'usr1');
+      await delivers(daemon, pods[0], pods[1], '239.31.1.1', 5301, 'usr1');
     } finally {
       assert.equal((await daemon.stop()).code, 0);
     }
@@ -153,7 +161,8 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       const status = await control<DaemonStatus>(daemon, ['status']);
       assert.equal(status.pid, daemon.pid);
       await member.stop();
-      await delivers(pods[0], pods[1], '239.31.2.2', 5303, 'hup');
+      await waitUntil(`the leave of ${group}`, async () => (await membersOf(daemon, group)).length === 0);
+      await delivers(daemon, pods[0], pods[1], '239.31.2.2', 5303, 'hup');
     } finally {
       assert.equal((await daemon.stop()).code, 0);
     }
@@ -177,7 +186,7 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       assert.match(message, new RegExp(`pid ${first.pid}\\b`), `the holder is not named: ${message}`);
       assert.deepEqual(await node.switchState(), switchBefore, 'the second daemon changed the switch');
       assert.equal(first.running(), true);
-      await delivers(pods[0], pods[1], '239.31.3.1', 5304, 'second');
+      await delivers(first, pods[0], pods[1], '239.31.3.1', 5304, 'second');
     } finally {
       assert.equal((await first.stop()).code, 0);
     }
