@@ -25,7 +25,7 @@ export function registerDaemon(program: Command): void {
       'Snoop IGMP from the pod ports of an OVS bridge, keep the group state (RFC 3376 timers, queries, ' +
         'expiry), program an OVS group and flow per group so that its traffic reaches exactly its members, ' +
         "and, with --gateway and --multicast-interfaces, be the kernel's multicast router between the pods " +
-        'and the network outside. Runs until SIGTERM or SIGINT. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
+        'and the network outside. Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration file, SIGUSR1 logs a state summary, SIGUSR2 saves the state. One daemon per bridge. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
     );
   addDaemonOptions(command).addHelpText(
     'after',
