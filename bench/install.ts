@@ -12,6 +12,7 @@ import { Lab } from '../test/lab/lab.js';
 import { OvsNode } from '../test/lab/ovs.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../src/domain/pipeline/config.js';
 import { MulticastPipeline } from '../src/domain/pipeline/multicast-pipeline.js';
+import { type GroupAddress, groupAddress } from '../src/wire/ip-address.js';
 
 const run = promisify(execFile);
 
@@ -22,8 +23,8 @@ export interface InstallFigures {
   ratio: number;
 }
 
-function groupAddress(index: number): string {
-  return `239.${10 + (index >> 16)}.${(index >> 8) & 0xff}.${index & 0xff}`;
+function groupAt(index: number): GroupAddress {
+  return groupAddress(`239.${10 + (index >> 16)}.${(index >> 8) & 0xff}.${index & 0xff}`);
 }
 
 export async function benchInstall(count = 10_000): Promise<InstallFigures> {
@@ -35,7 +36,7 @@ export async function benchInstall(count = 10_000): Promise<InstallFigures> {
     const file = lab.file('groups.yaml');
     const portList = pods.map((pod) => pod.port).join(', ');
     const lines = ['groups:'];
-    for (let i = 0; i < count; i++) lines.push(`  - {group: ${groupAddress(i)}, ports: [${portList}]}`);
+    for (let i = 0; i < count; i++) lines.push(`  - {group: ${groupAt(i)}, ports: [${portList}]}`);
     writeFileSync(file, lines.join('\n') + '\n');
     const countOurs = async () => (await node.ofctl('dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
 
@@ -60,7 +61,7 @@ export async function benchInstall(count = 10_000): Promise<InstallFigures> {
     const buckets = pods.map((pod) => `bucket=actions=output:${pod.ofport}`).join(',');
     started = process.hrtime.bigint();
     for (let i = 0; i < count; i++) {
-      const group = groupAddress(i);
+      const group = groupAt(i);
       const { groupId, flow } = { groupId: pipeline.groupId(group), flow: pipeline.groupFlow(group) };
       await run('ovs-ofctl', ['-O', 'OpenFlow13', 'add-group', mgmt, `group_id=${groupId},type=all,${buckets}`]);
       await run('ovs-ofctl', [

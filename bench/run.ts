@@ -2,18 +2,19 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile).
+ * pcap-read, routes, install, daemon, reconcile, logger).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
 import { benchDecode } from './decode.js';
 import { benchInstall } from './install.js';
+import { benchLogger } from './logger.js';
 import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
 import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -67,4 +68,12 @@ if (selected('reconcile')) {
     `\nmcastctl reconcile on a lab node's OVS: ${number(options.groups ?? 10_000)} declared groups × 4 ports, ${number(options.drifted ?? 1_000)} of them drifted (whole command, wall time)`,
   );
   console.log(reconcileReport(await benchReconcile(options)).join('\n'));
+}
+
+if (selected('logger')) {
+  console.log('\ndaemon logger, own against pino, to a stream that drops its input (the daemon needs a few thousand lines/s)');
+  const logger = benchLogger();
+  for (const figure of logger.throughput)
+    console.log(`  ${figure.name.padEnd(30)} ${figure.format.padEnd(4)} ${number(figure.linesPerSecond).padStart(10)} lines/s`);
+  for (const figure of logger.imports) console.log(`  ${figure.name.padEnd(30)} cold import ${figure.milliseconds.toFixed(1)} ms`);
 }

@@ -16,7 +16,8 @@ import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
 import type { Upcall } from '../protocol/mroute/igmpmsg.js';
 import { ifindexOf, MrouteError, MrouteSocket } from '../transport/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
-import { RoutePolicy } from '../domain/route-policy.js';
+import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
+import { type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
 import type { RouteView } from '../transport/control/daemon-view.js';
 
 export interface RouterInterface {
@@ -32,8 +33,8 @@ export interface KernelRouterOptions {
   /** Milliseconds, monotonic. */
   clock: () => number;
   /** Whether `group` has members on this node now. */
-  hasLocalMembers: (group: string) => boolean;
-  onRoute?: (change: { action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }) => void;
+  hasLocalMembers: (group: GroupAddress) => boolean;
+  onRoute?: (change: { action: 'add' | 'update' | 'remove'; source: SourceAddress; group: GroupAddress; iif: string; oifs: string[] }) => void;
   /** A kernel call refused (an entry not added, a join refused): the router goes on. */
   onError?: (error: McastError) => void;
   /**
@@ -44,8 +45,8 @@ export interface KernelRouterOptions {
 }
 
 interface Route {
-  source: string;
-  group: string;
+  source: SourceAddress;
+  group: GroupAddress;
   iif: number;
   oifs: number[];
 }
@@ -147,7 +148,9 @@ export class KernelRouter {
   async sweepIdle(): Promise<void> {
     const rows = await readMfcCache();
     const ours = rows.filter((row) => this.routes.has(keyOf(row.origin, row.group)));
-    for (const idle of this.policy.expireIdle(ours.map((row) => ({ source: row.origin, group: row.group, packets: row.packets })))) {
+    // Every row of ours has the addresses of a route we added: they parse.
+    const counters = ours.map((row) => ({ ...sourceGroupOf(row.origin, row.group)!, packets: row.packets }));
+    for (const idle of this.policy.expireIdle(counters)) {
       const route = this.routes.get(keyOf(idle.source, idle.group));
       if (route === undefined) continue;
       try {
@@ -185,7 +188,10 @@ export class KernelRouter {
 
   private onUpcall(upcall: Upcall): void {
     if (upcall.type !== IGMPMSG_NOCACHE) return;
-    const decision = this.policy.onNoCache(upcall, this.options.hasLocalMembers(upcall.group));
+    // A packet the kernel holds for an (S,G) whose source is no unicast address (spoofed): no route for it.
+    const key = sourceGroupOf(upcall.source, upcall.group);
+    if (key === undefined) return;
+    const decision = this.policy.onNoCache({ ...key, vif: upcall.vif }, this.options.hasLocalMembers(key.group));
     if (decision.action === 'ignore') return;
     this.addRoute({ source: decision.source, group: decision.group, iif: decision.iif, oifs: decision.oifs });
   }
@@ -203,7 +209,7 @@ export class KernelRouter {
     this.options.onRoute?.({ action, ...this.describe(route) });
   }
 
-  private describe(route: Route): { source: string; group: string; iif: string; oifs: string[] } {
+  private describe(route: Route): { source: SourceAddress; group: GroupAddress; iif: string; oifs: string[] } {
     const name = (vif: number): string => this.vifNames.get(vif) ?? `vif${vif}`;
     return { source: route.source, group: route.group, iif: name(route.iif), oifs: route.oifs.map(name) };
   }
@@ -287,4 +293,11 @@ function keyOf(source: string, group: string): string {
 
 function sameVifs(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((vif, index) => vif === b[index]);
+}
+
+/** The (S,G) of addresses the kernel gave as text, or undefined when they are no source and group. */
+function sourceGroupOf(source: string, group: string): SourceGroupKey | undefined {
+  const checkedSource = parseSourceAddress(source);
+  const checkedGroup = parseGroupAddress(group);
+  return checkedSource === undefined || checkedGroup === undefined ? undefined : { source: checkedSource, group: checkedGroup };
 }

@@ -7,9 +7,9 @@
  * host) and applies each report to it, without timers. Expiry and querier election
  * belong to the group state of the daemon.
  */
-import type { GroupRecord } from '../packet/igmp/index.js';
+import type { GroupRecord, IgmpVersion } from '../packet/igmp/index.js';
 import { applyGroupRecord, type FilterMode } from './membership/source-filter.js';
-import { compareIPv4 } from '../wire/ipv4-address.js';
+import { compareAddresses } from '../wire/ip-address.js';
 import type { FrameEvent, IgmpFrameEvent } from '../packet/frame-decoder.js';
 
 export interface MemberState {
@@ -18,7 +18,7 @@ export interface MemberState {
   mode: FilterMode;
   sources: string[];
   /** The version of the host's last report. */
-  version: 1 | 2 | 3;
+  version: IgmpVersion;
   lastSeen: number;
 }
 
@@ -30,7 +30,7 @@ export interface GroupSummary {
 
 export interface QuerierSummary {
   address: string;
-  version: 1 | 2 | 3;
+  version: IgmpVersion;
   queries: number;
   lastSeen: number;
 }
@@ -46,7 +46,7 @@ export interface SnoopCounts {
 interface MemberEntry {
   mode: FilterMode;
   sources: ReadonlySet<string>;
-  version: 1 | 2 | 3;
+  version: IgmpVersion;
   lastSeen: number;
 }
 
@@ -92,20 +92,20 @@ export class MembershipSummary {
       const members: MemberState[] = [];
       let lastSeen = 0;
       for (const [host, entry] of hosts) {
-        members.push({ host, mode: entry.mode, sources: [...entry.sources].sort(compareIPv4), version: entry.version, lastSeen: entry.lastSeen });
+        members.push({ host, mode: entry.mode, sources: [...entry.sources].sort(compareAddresses), version: entry.version, lastSeen: entry.lastSeen });
         lastSeen = Math.max(lastSeen, entry.lastSeen);
       }
-      members.sort((a, b) => compareIPv4(a.host, b.host));
+      members.sort((a, b) => compareAddresses(a.host, b.host));
       out.push({ group, members, lastSeen });
     }
-    return out.sort((a, b) => compareIPv4(a.group, b.group));
+    return out.sort((a, b) => compareAddresses(a.group, b.group));
   }
 
   querierSummaries(): QuerierSummary[] {
-    return [...this.queriers.values()].sort((a, b) => compareIPv4(a.address, b.address));
+    return [...this.queriers.values()].sort((a, b) => compareAddresses(a.address, b.address));
   }
 
-  private observeQuery(address: string, version: 1 | 2 | 3, ts: number): void {
+  private observeQuery(address: string, version: IgmpVersion, ts: number): void {
     const querier = this.queriers.get(address);
     if (querier === undefined) {
       this.queriers.set(address, { address, version, queries: 1, lastSeen: ts });

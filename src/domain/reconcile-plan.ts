@@ -16,13 +16,13 @@
 import type { PipelineChange } from './pipeline/plan.js';
 import { planInstall, planUninstall } from './pipeline/plan.js';
 import type { FlowEntry, GroupMembership, InstalledPipeline, MulticastPipeline } from './pipeline/multicast-pipeline.js';
-import { compareIPv4 } from '../wire/ipv4-address.js';
+import { compareAddresses, type GroupAddress } from '../wire/ip-address.js';
 
 type DriftAction = 'add' | 'remove' | 'change';
 
 export interface GroupDrift {
   object: 'group';
-  group: string;
+  group: GroupAddress;
   action: DriftAction;
   /** Member ports on the switch now, and as declared (OpenFlow port numbers). */
   before: number[];
@@ -43,9 +43,9 @@ export interface StrayGroupDrift {
 export interface GroupReconcilePlan {
   drift: Array<GroupDrift | StrayGroupDrift>;
   /** Declared groups that cannot be made true here, and why (another controller's flow, the daemon's group). */
-  conflicts: Array<{ group: string; problem: string }>;
+  conflicts: Array<{ group: GroupAddress; problem: string }>;
   /** Groups the daemon learned, left alone. */
-  learnedGroups: string[];
+  learnedGroups: GroupAddress[];
   /** Declared groups already right. */
   inSync: number;
 }
@@ -127,7 +127,7 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
     });
   }
   drift.sort(compareDrift);
-  return { drift, conflicts, learnedGroups: [...learned].sort(compareIPv4), inSync };
+  return { drift, conflicts, learnedGroups: [...learned].sort(compareAddresses), inSync };
 }
 
 function describeChange(problem: string | undefined, before: readonly number[], after: readonly number[]): string {
@@ -141,12 +141,15 @@ function describeChange(problem: string | undefined, before: readonly number[], 
 }
 
 function compareDrift(a: GroupDrift | StrayGroupDrift, b: GroupDrift | StrayGroupDrift): number {
-  if (a.object === 'group' && b.object === 'group') return compareIPv4(a.group, b.group);
+  if (a.object === 'group' && b.object === 'group') return compareAddresses(a.group, b.group);
   if (a.object === 'stray-group' && b.object === 'stray-group') return a.groupId - b.groupId;
   return a.object === 'group' ? -1 : 1;
 }
 
-/** A kernel route as the diff sees it: interfaces by name. */
+/**
+ * A kernel route as the diff sees it: interfaces by name, addresses as the kernel holds
+ * them (an entry of another router's may have any source, 0.0.0.0 included).
+ */
 export interface RouteState {
   source: string;
   group: string;
@@ -217,7 +220,7 @@ export function planRouteReconcile(declared: readonly RouteState[], actual: read
     if (!wanted.has(key(route)))
       drift.push({ object: 'route', source: route.source, group: route.group, action: 'remove', before: route, detail: 'in the kernel, not declared' });
   }
-  drift.sort((a, b) => compareIPv4(a.group, b.group) || compareIPv4(a.source, b.source));
+  drift.sort((a, b) => compareAddresses(a.group, b.group) || compareAddresses(a.source, b.source));
   return { drift, inSync, conflicts };
 }
 

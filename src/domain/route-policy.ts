@@ -15,6 +15,7 @@
  * - an entry whose packet count has not moved for `idleTimeoutMs` is removed, so that
  *   a source that stopped does not keep a route for ever.
  */
+import type { GroupAddress, SourceAddress } from '../wire/ip-address.js';
 
 export interface RoutePolicyOptions {
   /** The VIF of the gateway port (the node's pods are behind it). */
@@ -28,11 +29,11 @@ export interface RoutePolicyOptions {
 }
 
 export interface SourceGroupKey {
-  source: string;
-  group: string;
+  source: SourceAddress;
+  group: GroupAddress;
 }
 
-export type RouteDecision = { action: 'add'; source: string; group: string; iif: number; oifs: number[] } | { action: 'ignore'; reason: string };
+export type RouteDecision = { action: 'add'; source: SourceAddress; group: GroupAddress; iif: number; oifs: number[] } | { action: 'ignore'; reason: string };
 
 export interface RouteCounters extends SourceGroupKey {
   packets: number;

@@ -4,6 +4,7 @@
  */
 import { maxRespTimeMs, qqicSeconds } from './igmp/index.js';
 import type { FrameEvent } from './frame-decoder.js';
+import type { IgmpVersion } from './igmp/message.js';
 
 /**
  * The contract gives every decoded message a version; for types outside IGMP proper
@@ -11,7 +12,7 @@ import type { FrameEvent } from './frame-decoder.js';
  * nibble is the version (0x13 DVMRP and 0x1f mtrace are "version 1"), when that nibble
  * is 1 to 3, and 2 otherwise.
  */
-export function otherMessageVersion(igmpType: number): 1 | 2 | 3 {
+export function otherMessageVersion(igmpType: number): IgmpVersion {
   const nibble = igmpType >> 4;
   return nibble === 1 || nibble === 3 ? nibble : 2;
 }

@@ -24,7 +24,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 import { McastError, PermissionError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
-import { isMulticastIPv4, parseIPv4 } from '../wire/ipv4-address.js';
+import { parseIPv4 } from '../wire/ipv4-address.js';
+import { isMulticast } from '../wire/ip-address.js';
 import {
   IPPROTO_IGMP,
   IPPROTO_IP,
@@ -165,8 +166,7 @@ function checkTtl(ttl: number, what: string): void {
 
 function checkAddress(address: string, what: string, multicast: boolean): void {
   if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an IPv4 address`, { code: 'bad-address' });
-  if (multicast && !isMulticastIPv4(address))
-    throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
+  if (multicast && !isMulticast(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
 }
 
 /** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */

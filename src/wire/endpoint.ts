@@ -30,17 +30,39 @@ export function parseEndpoint(text: string, service: string): Endpoint {
   if (text.startsWith('/')) return { kind: 'unix', path: checkSocketPath(text, bad), text: `unix:${text}` };
   if (text.startsWith('unix:')) return { kind: 'unix', path: checkSocketPath(text.slice('unix:'.length), bad), text };
   if (text.startsWith('tcp:')) {
-    const rest = text.slice('tcp:'.length);
-    const match = /^\[([^\]]+)\]:([0-9]+)$/.exec(rest) ?? /^([^:[\]]+):([0-9]+)$/.exec(rest);
-    if (match === null) throw bad('expected tcp:<host>:<port> (tcp:[<IPv6>]:<port> for IPv6)');
-    const host = match[1]!;
-    const port = Number(match[2]);
-    if (port < 1 || port > 65535) throw bad(`port ${quoteInput(match[2]!)} is not 1 to 65535`);
-    if (rest.startsWith('[')) checkIPv6(host, bad);
-    else checkHost(host, bad);
-    return { kind: 'tcp', host, port, text };
+    const { host, port } = parseHostPort(text.slice('tcp:'.length), { bad, malformed: 'expected tcp:<host>:<port> (tcp:[<IPv6>]:<port> for IPv6)' });
+    return { kind: 'tcp', host: host!, port, text };
   }
   throw bad('expected unix:<path>, tcp:<host>:<port> or an absolute socket path');
+}
+
+export interface HostPortRules {
+  /** Makes the error for a reason ("port \"0\" is not 1 to 65535"): the caller names the service or flag. */
+  readonly bad: (reason: string) => UsageError;
+  /** The reason when the text is not HOST:PORT at all. */
+  readonly malformed: string;
+  /** `:9100`, no host: a listener on every address. */
+  readonly emptyHost?: boolean;
+  /** Port 0: a listener on any free port. */
+  readonly portZero?: boolean;
+}
+
+/**
+ * `HOST:PORT`, `[IPv6]:PORT`, and `:PORT` when `emptyHost` is allowed (host undefined). The
+ * host is checked as an endpoint's is: a dotted quad, a host name, or an IPv6 address in
+ * brackets. Throws what `rules.bad` makes.
+ */
+export function parseHostPort(text: string, rules: HostPortRules): { host: string | undefined; port: number } {
+  const { bad } = rules;
+  const match = /^\[([^\]]+)\]:([0-9]+)$/.exec(text) ?? /^([^:[\]]*):([0-9]+)$/.exec(text);
+  if (match === null || (match[1] === '' && rules.emptyHost !== true)) throw bad(rules.malformed);
+  const host = match[1]!;
+  const port = Number(match[2]);
+  const lowest = rules.portZero === true ? 0 : 1;
+  if (port < lowest || port > 65535) throw bad(`port ${quoteInput(match[2]!)} is not ${lowest} to 65535`);
+  if (text.startsWith('[')) checkIPv6(host, bad);
+  else if (host !== '') checkHost(host, bad);
+  return { host: host === '' ? undefined : host, port };
 }
 
 function checkSocketPath(path: string, bad: (reason: string) => UsageError): string {

@@ -40,14 +40,3 @@ export function writeIPv4(bytes: Uint8Array, offset: number, address: string): v
   bytes[offset + 2] = (value >>> 8) & 0xff;
   bytes[offset + 3] = value & 0xff;
 }
-
-/** 224.0.0.0/4 (RFC 5771). */
-export function isMulticastIPv4(address: string | number): boolean {
-  const value = typeof address === 'number' ? address : parseIPv4(address);
-  return value !== undefined && value >>> 28 === 0xe;
-}
-
-/** Numeric order of dotted quads (10.0.0.9 before 10.0.0.10); unparsable text sorts last. */
-export function compareIPv4(a: string, b: string): number {
-  return (parseIPv4(a) ?? Infinity) - (parseIPv4(b) ?? Infinity) || 0;
-}

@@ -16,8 +16,9 @@ import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { changeMessage, flowEntryOf, groupEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
 import { planInstall } from '../../src/domain/pipeline/plan.js';
+import { groupAddress } from '../../src/wire/ip-address.js';
 
-const G1 = '239.1.2.3';
+const G1 = groupAddress('239.1.2.3');
 const G1_ID = 0x10000000 + 0x0f010203;
 const G1_COOKIE = '0x4d430300ef010203';
 /** Entries of another controller on the same bridge: they must survive everything. */

@@ -6,10 +6,11 @@
 import type { McastError } from '../../src/errors.js';
 import type { RouteView } from '../../src/transport/control/daemon-view.js';
 import type { RouteChange, RouterEvents, RouterPort } from '../../src/controllers/daemon/ports.js';
+import { type GroupAddress, groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 export class FakeRouter implements RouterPort {
   /** Every setLocalMembers call, in order. */
-  readonly localMembers: Array<{ group: string; present: boolean }> = [];
+  readonly localMembers: Array<{ group: GroupAddress; present: boolean }> = [];
   readonly routes = new Map<string, RouteView>();
   /** Routes the next sweep finds idle and removes. */
   readonly idle = new Set<string>();
@@ -30,12 +31,12 @@ export class FakeRouter implements RouterPort {
     this.events = events;
   }
 
-  setLocalMembers(group: string, present: boolean): void {
+  setLocalMembers(group: GroupAddress, present: boolean): void {
     this.localMembers.push({ group, present });
   }
 
   /** Whether the loop says `group` has members on this node now. */
-  hasLocalMembers(group: string): boolean {
+  hasLocalMembers(group: GroupAddress): boolean {
     return this.bound.hasLocalMembers(group);
   }
 
@@ -45,7 +46,7 @@ export class FakeRouter implements RouterPort {
       const route = this.routes.get(key);
       if (route === undefined) continue;
       this.routes.delete(key);
-      this.bound.onRoute({ action: 'remove', source: route.source, group: route.group, iif: route.iif, oifs: route.oifs });
+      this.bound.onRoute({ action: 'remove', source: sourceAddress(route.source), group: groupAddress(route.group), iif: route.iif, oifs: route.oifs });
     }
     this.idle.clear();
   }

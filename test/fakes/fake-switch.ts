@@ -6,9 +6,10 @@
 import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
 import type { SwitchPort } from '../../src/controllers/daemon/ports.js';
+import type { GroupAddress } from '../../src/wire/ip-address.js';
 
 export interface AppliedGroup {
-  group: string;
+  group: GroupAddress;
   ports: number[];
   outcome: GroupOutcome;
 }
@@ -16,9 +17,9 @@ export interface AppliedGroup {
 export class FakeSwitch implements SwitchPort {
   connected = true;
   /** What the switch forwards now: learned groups, by group. */
-  readonly groups = new Map<string, number[]>();
+  readonly groups = new Map<GroupAddress, number[]>();
   /** Groups installed statically (install, reconcile), with their ports. */
-  readonly staticGroups = new Map<string, number[]>();
+  readonly staticGroups = new Map<GroupAddress, number[]>();
   /** Every sync that changed the switch, in order. */
   readonly applied: AppliedGroup[] = [];
   /** Every installBase call: the gateway port it was given. */
@@ -38,7 +39,7 @@ export class FakeSwitch implements SwitchPort {
   }
 
   /** A group the daemon installed in an earlier run (read back by refresh). */
-  preinstall(group: string, ports: number[]): void {
+  preinstall(group: GroupAddress, ports: number[]): void {
     this.groups.set(group, sorted(ports));
   }
 
@@ -46,15 +47,15 @@ export class FakeSwitch implements SwitchPort {
     this.refreshes++;
   }
 
-  get installedGroups(): string[] {
+  get installedGroups(): GroupAddress[] {
     return [...this.groups.keys(), ...this.staticGroups.keys()];
   }
 
-  get learnedGroups(): Array<{ group: string; ports: number[] }> {
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
     return [...this.groups].map(([group, ports]) => ({ group, ports: [...ports] }));
   }
 
-  async syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome> {
+  async syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
     if (this.staticGroups.has(group)) {
       if (ports.length === 0) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`);

@@ -92,3 +92,15 @@ export const randomFrame: fc.Arbitrary<Buffer> = fc
     }
     return frame;
   });
+
+/**
+ * A fast-check reporter for properties over one frame: fast-check's own report (seed, path,
+ * the smallest counterexample) with that frame in hex, which is how captures are read.
+ */
+export function reportWithFrameHex(details: fc.RunDetails<[Buffer]>): void {
+  if (!details.failed) return;
+  const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+  const [counterexample] = details.counterexample ?? [];
+  const shown = counterexample === undefined ? '' : `\nFrame (${counterexample.length} bytes): ${counterexample.toString('hex')}`;
+  throw new Error(`${fc.defaultReportMessage(details) ?? 'property failed'}${shown}\nGot error: ${error}`);
+}

@@ -19,7 +19,7 @@
  * message or a query whose group is not multicast (nor 0.0.0.0 for a query) is an
  * `invalid-group` error, and a frame tshark calls malformed must be some error.
  */
-import { isMulticastIPv4 } from '../../src/wire/ipv4-address.js';
+import { isMulticast } from '../../src/wire/ip-address.js';
 import { run } from './lab.js';
 
 export const RECORD_TYPE_NAMES: Record<number, string> = {
@@ -137,7 +137,7 @@ export function expectedFromTshark(layers: Tree): ExpectedLine | undefined {
   const group = text(igmp, 'igmp.maddr');
   // tshark has no opinion on this one; the contract does: a report or leave names a
   // multicast group, a query one or 0.0.0.0 (general).
-  const groupOk = group !== undefined && (isMulticastIPv4(group) || (igmpType === 0x11 && group === '0.0.0.0'));
+  const groupOk = group !== undefined && (isMulticast(group) || (igmpType === 0x11 && group === '0.0.0.0'));
   if ([0x11, 0x12, 0x16, 0x17].includes(igmpType) && !groupOk) return { ...line, error: 'invalid-group' };
   switch (igmpType) {
     case 0x11: {

@@ -206,7 +206,7 @@ describe('daemon configuration: file values', () => {
     });
   });
   it('takes lists as comma strings too', async () => {
-    const config = await loadFile('multicastInterfaces: "eth0, eth1"\nqueryVersions: "2,3"\n');
+    const config = await loadFile('gateway: gw0\nmulticastInterfaces: "eth0, eth1"\nqueryVersions: "2,3"\n');
     assert.deepEqual(
       [config.multicastInterfaces, config.queryVersions],
       [
@@ -282,6 +282,13 @@ describe('daemon configuration: flags over the file', () => {
     assert.equal((await loadFile(file, commandFlags(['--no-metrics']))).metricsAddress, undefined);
     assert.equal((await loadFile(file, commandFlags(['--metrics-address', 'off']))).metricsAddress, undefined);
     assert.equal((await loadFile(file, commandFlags(['--metrics-address', '0.0.0.0:9100']))).metricsAddress, '0.0.0.0:9100');
+  });
+  it('multicast interfaces without a gateway are refused, from a file or from flags, before the daemon touches anything', async () => {
+    const message = 'multicastInterfaces (--multicast-interfaces) need a gateway (--gateway): traffic crosses between the uplinks and the pods through it';
+    const refused = (error: unknown) => error instanceof UsageError && error.message === message && error.code === 'usage' && error.exitCode === ExitCode.Usage;
+    await assert.rejects(loadFile('multicastInterfaces: [eth0]\n'), refused);
+    await assert.rejects(loadFile(file, commandFlags(['--gateway', ''])), refused);
+    await assert.rejects(load(commandFlags(['--multicast-interfaces', 'eth0'])), refused);
   });
   it("empty --gateway and --multicast-interfaces clear the file's", async () => {
     const config = await loadFile(file, commandFlags(['--gateway', '', '--multicast-interfaces', '']));

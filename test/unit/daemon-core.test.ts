@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isRoutableGroup, snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
+import { routableGroup, snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
 import { Querier, type QuerierOptions } from '../../src/controllers/daemon/querier.js';
@@ -25,6 +25,8 @@ import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
+import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
+import type { SourceAddress } from '../../src/wire/ip-address.js';
 
 const frameOf = (src: string, dst: string, igmpHex: string) => ethernetFrame(ipv4Packet({ src, dst }, igmpBytes(igmpHex)));
 const meta = { frame: 1, ts: 0 };
@@ -34,21 +36,23 @@ describe('snoopFrame', () => {
     const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01 02 03'), meta)!;
     assert.equal(report.type, 'report');
     assert.equal(report.version, 2);
-    assert.deepEqual(report.calls, [{ op: 'report', group: '239.1.2.3', host: '10.1.0.5', version: 2 }]);
+    assert.deepEqual(report.calls, [{ op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 2 }]);
     const leave = snoopFrame(frameOf('10.1.0.5', '224.0.0.2', '17 00 0000 ef 01 02 03'), meta)!;
-    assert.deepEqual(leave.calls, [{ op: 'leave', group: '239.1.2.3', host: '10.1.0.5' }]);
+    assert.deepEqual(leave.calls, [{ op: 'leave', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5') }]);
   });
 
   it('a v1 report counts as version 1', () => {
     const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '12 00 0000 ef 01 02 03'), meta)!;
-    assert.deepEqual(report.calls, [{ op: 'report', group: '239.1.2.3', host: '10.1.0.5', version: 1 }]);
+    assert.deepEqual(report.calls, [{ op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 1 }]);
   });
 
   it('a v3 report gives one call per record, link-local groups left out', () => {
     // two records: TO_EX {} for 239.1.1.1, IS_IN {10.9.9.1} for 224.0.0.251 (mDNS, link-local)
     const snooped = snoopFrame(frameOf('10.1.0.5', '224.0.0.22', '22 00 0000 0000 0002 04 00 0000 ef 01 01 01 01 00 0001 e0 00 00 fb 0a 09 09 01'), meta)!;
     assert.equal(snooped.version, 3);
-    assert.deepEqual(snooped.calls, [{ op: 'record', host: '10.1.0.5', record: { type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1', sources: [] } }]);
+    assert.deepEqual(snooped.calls, [
+      { op: 'record', host: hostAddress('10.1.0.5'), record: { type: 'CHANGE_TO_EXCLUDE_MODE', group: groupAddress('239.1.1.1'), sources: [] } },
+    ]);
   });
 
   it('queries are counted and change nothing; malformed IGMP is reported, not thrown', () => {
@@ -67,7 +71,10 @@ describe('snoopFrame', () => {
   });
 
   it('routable groups: multicast outside 224.0.0.0/24', () => {
-    assert.deepEqual(['239.1.1.1', '224.0.1.1', '232.1.1.1', '224.0.0.251', '10.0.0.1', 'x'].map(isRoutableGroup), [true, true, true, false, false, false]);
+    assert.deepEqual(
+      ['239.1.1.1', '224.0.1.1', '232.1.1.1', '224.0.0.251', '10.0.0.1', 'x'].map((text) => routableGroup(text) !== undefined),
+      [true, true, true, false, false, false],
+    );
   });
 });
 
@@ -183,7 +190,7 @@ describe('Querier', () => {
 
   it('a last-member query goes Robustness times, LMQI apart, to the one port, about the group', () => {
     const { q, sent, clock } = querier();
-    q.groupQueries('239.1.2.3', 3, 3);
+    q.groupQueries(groupAddress('239.1.2.3'), 3, 3);
     clock.advance(5_000);
     assert.deepEqual(
       sent.map((s) => [s.at, s.ports, s.dst, s.message.kind === 'query' ? s.message.group : '']),
@@ -214,21 +221,21 @@ describe('MembershipTable, as the daemon uses it', () => {
     };
     const changes: MemberChange[] = [];
     const table = new MembershipTable({ clock, timing, fastLeave: true, onMemberChange: (change) => changes.push(change) });
-    table.report(2, '10.1.0.2', '239.1.1.1', 2);
-    table.report(2, '10.1.0.2', '239.1.1.1', 2);
-    table.report(3, '10.1.0.3', '239.1.1.1', 2);
-    table.leave(2, '10.1.0.2', '239.1.1.1');
-    table.report(4, '10.1.0.4', '239.2.2.2', 2);
+    table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2);
+    table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2);
+    table.report(3, hostAddress('10.1.0.3'), groupAddress('239.1.1.1'), 2);
+    table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'));
+    table.report(4, hostAddress('10.1.0.4'), groupAddress('239.2.2.2'), 2);
     table.removePort(4);
     clock.t = 10_000;
     table.expire();
     assert.deepEqual(changes, [
-      { type: 'join', group: '239.1.1.1', port: 2, host: '10.1.0.2' },
-      { type: 'join', group: '239.1.1.1', port: 3, host: '10.1.0.3' },
-      { type: 'leave', group: '239.1.1.1', port: 2, host: '10.1.0.2', reason: 'leave' },
-      { type: 'join', group: '239.2.2.2', port: 4, host: '10.1.0.4' },
-      { type: 'leave', group: '239.2.2.2', port: 4, host: '10.1.0.4', reason: 'port-removed' },
-      { type: 'leave', group: '239.1.1.1', port: 3, host: '10.1.0.3', reason: 'expired' },
+      { type: 'join', group: groupAddress('239.1.1.1'), port: 2, host: hostAddress('10.1.0.2') },
+      { type: 'join', group: groupAddress('239.1.1.1'), port: 3, host: hostAddress('10.1.0.3') },
+      { type: 'leave', group: groupAddress('239.1.1.1'), port: 2, host: hostAddress('10.1.0.2'), reason: 'leave' },
+      { type: 'join', group: groupAddress('239.2.2.2'), port: 4, host: hostAddress('10.1.0.4') },
+      { type: 'leave', group: groupAddress('239.2.2.2'), port: 4, host: hostAddress('10.1.0.4'), reason: 'port-removed' },
+      { type: 'leave', group: groupAddress('239.1.1.1'), port: 3, host: hostAddress('10.1.0.3'), reason: 'expired' },
     ]);
   });
 
@@ -241,22 +248,46 @@ describe('MembershipTable, as the daemon uses it', () => {
     };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     const effects = table.restore([
-      { group: '239.1.1.1', port: 2, host: '10.1.0.2', filter: { mode: 'exclude', sources: new Set() }, lastReportAt: 45_000, compatibility: 2 },
-      { group: '239.1.1.1', port: 3, host: '10.1.0.3', filter: { mode: 'include', sources: new Set(['10.9.9.9']) }, lastReportAt: 41_000, compatibility: 3 },
-      { group: '239.2.2.2', port: 2, host: '10.1.0.2', filter: { mode: 'exclude', sources: new Set() }, lastReportAt: 40_000, compatibility: 3 },
+      {
+        group: groupAddress('239.1.1.1'),
+        port: 2,
+        host: hostAddress('10.1.0.2'),
+        filter: { mode: 'exclude', sources: new Set() },
+        lastReportAt: 45_000,
+        compatibility: 2,
+      },
+      {
+        group: groupAddress('239.1.1.1'),
+        port: 3,
+        host: hostAddress('10.1.0.3'),
+        filter: { mode: 'include', sources: new Set([sourceAddress('10.9.9.9')]) },
+        lastReportAt: 41_000,
+        compatibility: 3,
+      },
+      {
+        group: groupAddress('239.2.2.2'),
+        port: 2,
+        host: hostAddress('10.1.0.2'),
+        filter: { mode: 'exclude', sources: new Set() },
+        lastReportAt: 40_000,
+        compatibility: 3,
+      },
     ]);
-    assert.deepEqual(effects, [{ kind: 'members', group: '239.1.1.1', ports: [2, 3] }]);
+    assert.deepEqual(effects, [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [2, 3] }]);
     const [group] = table.snapshot();
     assert.deepEqual(
       group!.members.map((m) => [m.port, m.compatibility, m.filter, m.lastReportAt]),
       [
         [2, 2, { mode: 'exclude', sources: [] }, 45_000],
-        [3, 3, { mode: 'include', sources: ['10.9.9.9'] }, 41_000],
+        [3, 3, { mode: 'include', sources: [sourceAddress('10.9.9.9')] }, 41_000],
       ],
     );
     assert.equal(table.nextDeadline(), 51_000);
     // v2 compatibility restored: a BLOCK from port 2 is ignored (§7.3.2).
-    assert.deepEqual(table.record(2, '10.1.0.2', { type: 'BLOCK_OLD_SOURCES', group: '239.1.1.1', sources: ['10.9.9.9'] }), []);
+    assert.deepEqual(
+      table.record(2, hostAddress('10.1.0.2'), { type: 'BLOCK_OLD_SOURCES', group: groupAddress('239.1.1.1'), sources: [sourceAddress('10.9.9.9')] }),
+      [],
+    );
     assert.equal(table.memberCount, 2);
     assert.equal(table.groupCount, 1);
   });
@@ -265,10 +296,10 @@ describe('MembershipTable, as the daemon uses it', () => {
 describe('placeholder members (ports found in OVS at a restart, without saved state)', () => {
   const timing = { groupMembershipIntervalMs: 10_000, lastMemberQueryTimeMs: 2_000 };
   const placeholder = (port: number, lastReportAt: number) => ({
-    group: '239.1.1.1',
+    group: groupAddress('239.1.1.1'),
     port,
     host: UNKNOWN_HOST,
-    filter: { mode: 'exclude' as const, sources: new Set<string>() },
+    filter: { mode: 'exclude' as const, sources: new Set<SourceAddress>() },
     lastReportAt,
     compatibility: 3 as const,
   });
@@ -282,12 +313,12 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000)]);
-    assert.deepEqual(table.report(2, '10.1.0.2', '239.1.1.1', 2), [], 'the port was already forwarded to');
+    assert.deepEqual(table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2), [], 'the port was already forwarded to');
     assert.deepEqual(
       table.snapshot()[0]!.members.map((m) => m.host),
       ['10.1.0.2'],
     );
-    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }]);
   });
 
   it('a leave from a host not heard since the restart ends the placeholder of its port', () => {
@@ -299,9 +330,9 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000), placeholder(3, -5_000)]);
-    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'members', group: '239.1.1.1', ports: [3] }]);
-    assert.deepEqual(table.record(3, '10.1.0.3', { type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] }), [
-      { kind: 'members', group: '239.1.1.1', ports: [] },
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [3] }]);
+    assert.deepEqual(table.record(3, hostAddress('10.1.0.3'), { type: 'CHANGE_TO_INCLUDE_MODE', group: groupAddress('239.1.1.1'), sources: [] }), [
+      { kind: 'members', group: groupAddress('239.1.1.1'), ports: [] },
     ]);
   });
 
@@ -314,9 +345,9 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: false });
     table.restore([placeholder(2, -5_000)]);
-    assert.deepEqual(table.leave(2, '10.1.0.2', '239.1.1.1'), [{ kind: 'query', group: '239.1.1.1', port: 2 }]);
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'query', group: groupAddress('239.1.1.1'), port: 2 }]);
     clock.t = 2_000;
-    assert.deepEqual(table.expire(), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+    assert.deepEqual(table.expire(), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }]);
   });
 
   it('a placeholder nobody reports for ends when its short life is over', () => {
@@ -330,7 +361,7 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     table.restore([placeholder(2, -7_000)]); // restored with 3 s to live
     assert.equal(table.nextDeadline(), 3_000);
     clock.t = 3_000;
-    assert.deepEqual(table.expire(), [{ kind: 'members', group: '239.1.1.1', ports: [] }]);
+    assert.deepEqual(table.expire(), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }]);
   });
 });
 
@@ -343,13 +374,13 @@ describe('OvsProgrammer', () => {
     const ovs = new FakeOpenFlow();
     const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.refresh();
-    assert.equal(await programmer.syncGroup('239.1.1.1', [2, 1]), 'added');
-    assert.equal(await programmer.syncGroup('239.1.1.1', [1, 2, 3]), 'updated');
-    assert.equal(await programmer.syncGroup('239.1.1.1', [3, 2, 1]), 'unchanged');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [2, 1]), 'added');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2, 3]), 'updated');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [3, 2, 1]), 'unchanged');
     assert.equal(ovs.batches.length, 2, 'nothing sent for an unchanged group');
     assert.deepEqual(programmer.installedGroups, ['239.1.1.1']);
-    assert.equal(await programmer.syncGroup('239.1.1.1', []), 'removed');
-    assert.equal(await programmer.syncGroup('239.1.1.1', []), 'absent');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), []), 'removed');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), []), 'absent');
     assert.deepEqual(ovs.batches.map(kinds), [['group-0', 'flow-0'], ['group-1'], ['flow-4', 'group-2']]);
   });
 
@@ -357,9 +388,9 @@ describe('OvsProgrammer', () => {
     const ovs = new FakeOpenFlow();
     const programmer = new OvsProgrammer(ovs, pipeline);
     // 4 buckets a message: 3 ports and the chain bucket, then the last 4 ports.
-    await programmer.syncGroup('239.1.1.1', [1, 2, 3, 4, 5, 6, 7]);
+    await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2, 3, 4, 5, 6, 7]);
     assert.deepEqual(kinds(ovs.batches[0]!), ['group-0', 'group-0', 'flow-0']);
-    await programmer.syncGroup('239.1.1.1', [1, 2]);
+    await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2]);
     assert.deepEqual(kinds(ovs.batches[1]!), ['group-1', 'group-2']);
   });
 
@@ -367,17 +398,17 @@ describe('OvsProgrammer', () => {
     let refuse = true;
     const ovs = new FakeOpenFlow(() => refuse);
     const programmer = new OvsProgrammer(ovs, pipeline);
-    await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
+    await assert.rejects(programmer.syncGroup(groupAddress('239.1.1.1'), [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
     refuse = false;
-    assert.equal(await programmer.syncGroup('239.1.1.1', [1]), 'added');
+    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [1]), 'added');
   });
 
   it('learned groups carry the cookie flag that tells them from install, and read back so', async () => {
-    const forwarding = pipeline.forwarding({ group: '239.1.1.1', ports: [1], learned: true });
+    const forwarding = pipeline.forwarding({ group: groupAddress('239.1.1.1'), ports: [1], learned: true });
     assert.equal(forwarding.flow.cookie, 0x4d43_03_01_ef010101n);
     const [installed] = pipeline.readInstalled([forwarding.flow], forwarding.groups).groups;
     assert.equal(installed!.learned, true);
-    assert.equal(pipeline.readInstalled([pipeline.groupFlow('239.1.1.1')], forwarding.groups).groups[0]!.learned, false);
+    assert.equal(pipeline.readInstalled([pipeline.groupFlow(groupAddress('239.1.1.1'))], forwarding.groups).groups[0]!.learned, false);
   });
 
   it("never takes the place of another controller's flow: a group is refused, the base flows too", async () => {
@@ -392,8 +423,8 @@ describe('OvsProgrammer', () => {
       ]),
     );
     await programmer.refresh();
-    await assert.rejects(programmer.syncGroup('239.1.1.1', [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
-    assert.equal(await programmer.syncGroup('239.2.2.2', [1]), 'added', 'other groups are fine');
+    await assert.rejects(programmer.syncGroup(groupAddress('239.1.1.1'), [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
+    assert.equal(await programmer.syncGroup(groupAddress('239.2.2.2'), [1]), 'added', 'other groups are fine');
     ovs.flows.push(
       theirs(300, [
         { field: 'ETH_TYPE', value: 0x800 },
@@ -412,7 +443,7 @@ describe('OvsProgrammer', () => {
   it('a group installed statically (install, reconcile) is left alone: members are refused, an empty sync is a no-op', async () => {
     const ovs = new FakeOpenFlow();
     // The switch holds a static group (no learned flag), as `install` wrote it.
-    const theirs = pipeline.forwarding({ group: '239.3.3.3', ports: [4] });
+    const theirs = pipeline.forwarding({ group: groupAddress('239.3.3.3'), ports: [4] });
     ovs.flows.push({
       tableId: 0,
       priority: theirs.flow.priority,
@@ -431,17 +462,17 @@ describe('OvsProgrammer', () => {
     await programmer.refresh();
     assert.deepEqual(programmer.learnedGroups, []);
     await assert.rejects(
-      programmer.syncGroup('239.3.3.3', [1]),
+      programmer.syncGroup(groupAddress('239.3.3.3'), [1]),
       (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message),
     );
-    assert.equal(await programmer.syncGroup('239.3.3.3', []), 'absent');
+    assert.equal(await programmer.syncGroup(groupAddress('239.3.3.3'), []), 'absent');
     assert.equal(ovs.batches.length, 0, 'nothing sent');
     // ovs-vswitchd restarts: the switch is empty, and the declared group stays reconcile's.
     ovs.flows = [];
     ovs.groups = [];
     await programmer.refresh();
-    await assert.rejects(programmer.syncGroup('239.3.3.3', [1]), /installed statically/);
-    assert.equal(await programmer.syncGroup('239.4.4.4', [1]), 'added', 'other groups are the daemon’s');
+    await assert.rejects(programmer.syncGroup(groupAddress('239.3.3.3'), [1]), /installed statically/);
+    assert.equal(await programmer.syncGroup(groupAddress('239.4.4.4'), [1]), 'added', 'other groups are the daemon’s');
   });
 
   it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {

@@ -21,8 +21,9 @@ import { FakeSwitch } from '../fakes/fake-switch.js';
 import { decodeQuery, v1Report, v2GeneralQuery, v2Leave, v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
+import { groupAddress, hostAddress, sourceAddress, type HostAddress } from '../../src/wire/ip-address.js';
 
-const GROUP = '239.1.1.1';
+const GROUP = groupAddress('239.1.1.1');
 const GATEWAY = 1;
 /** Robustness 2, Query Interval 125 s, Query Response Interval 10 s: GMI 260 s. */
 const GMI_MS = 260_000;
@@ -203,7 +204,7 @@ describe('daemon loop: joins and leaves', () => {
     await t.packetIn(v2Leave('10.1.0.2', GROUP), 2);
     assert.deepEqual(t.vswitch.groups.get(GROUP), [GATEWAY, 2], 'a v2 leave is ignored in v1 mode');
     await t.packetIn(v2Report('10.1.0.3', GROUP), 3);
-    await t.packetIn(v3Report('10.1.0.3', [{ type: 'BLOCK_OLD_SOURCES', group: GROUP, sources: ['10.9.9.9'] }]), 3);
+    await t.packetIn(v3Report('10.1.0.3', [{ type: 'BLOCK_OLD_SOURCES', group: GROUP, sources: [sourceAddress('10.9.9.9')] }]), 3);
     const members = t.loop.groups()[0]!.members;
     assert.deepEqual(
       members.map((m) => [m.port.ofport, m.compatibility, m.mode]),
@@ -226,7 +227,7 @@ describe('daemon loop: joins and leaves', () => {
     t.portWatch.removePort('p1');
     await settle();
     assert.deepEqual(t.vswitch.groups.get(GROUP), [GATEWAY, 3]);
-    assert.equal(t.vswitch.groups.has('239.2.2.2'), false);
+    assert.equal(t.vswitch.groups.has(groupAddress('239.2.2.2')), false);
     assert.deepEqual(
       ofEvents(t.events, 'leave').map((e) => [e.group, e.reason]),
       [
@@ -305,10 +306,10 @@ describe('daemon loop: the switch', () => {
   });
 
   it('a group installed statically is left alone', async () => {
-    const t = await startLoop({ prepare: ({ vswitch }) => vswitch.staticGroups.set('239.3.3.3', [9]) });
+    const t = await startLoop({ prepare: ({ vswitch }) => vswitch.staticGroups.set(groupAddress('239.3.3.3'), [9]) });
     assert.deepEqual(t.vswitch.applied, [], 'not synced at start');
     await t.packetIn(v2Report('10.1.0.2', '239.3.3.3'), 2);
-    assert.deepEqual(t.vswitch.staticGroups.get('239.3.3.3'), [9]);
+    assert.deepEqual(t.vswitch.staticGroups.get(groupAddress('239.3.3.3')), [9]);
     assert.deepEqual(t.vswitch.applied, []);
     assert.match(t.loop.groups()[0]!.error ?? '', /installed statically/);
     await t.stop();
@@ -338,7 +339,7 @@ describe('daemon loop: the switch', () => {
 
 describe('daemon loop: restarts', () => {
   const REPORTED_V2 = { mode: 'exclude' as const, sources: [], compatibility: 2 as const };
-  const savedState = (members: Array<{ portName: string; pod?: string; host: string }>, savedAt: number): SavedState => ({
+  const savedState = (members: Array<{ portName: string; pod?: string; host: HostAddress }>, savedAt: number): SavedState => ({
     version: 1,
     savedAt,
     bridge: 'br-test',
@@ -350,8 +351,8 @@ describe('daemon loop: restarts', () => {
       prepare: ({ vswitch, store }) => {
         vswitch.preinstall(GROUP, [GATEWAY, 2, 3]);
         const members = [
-          { portName: 'p1', pod: 'shop/web', host: '10.1.0.2' },
-          { portName: 'p2', pod: 'shop/db', host: '10.1.0.3' },
+          { portName: 'p1', pod: 'shop/web', host: hostAddress('10.1.0.2') },
+          { portName: 'p2', pod: 'shop/db', host: hostAddress('10.1.0.3') },
         ];
         store.state = savedState(members, Date.UTC(2026, 0, 1) - 1_000);
       },
@@ -380,7 +381,7 @@ describe('daemon loop: restarts', () => {
     const t = await startLoop({
       prepare: ({ vswitch, store }) => {
         vswitch.preinstall(GROUP, [GATEWAY, 2]);
-        store.state = savedState([{ portName: 'p1', pod: 'shop/old', host: '10.1.0.2' }], Date.UTC(2026, 0, 1));
+        store.state = savedState([{ portName: 'p1', pod: 'shop/old', host: hostAddress('10.1.0.2') }], Date.UTC(2026, 0, 1));
       },
     });
     assert.equal(t.logger.find('state restored')[0]?.fields.skippedMembersOfGonePods, 1);
@@ -425,8 +426,8 @@ describe('daemon loop: kernel routes', () => {
     assert.equal(t.router!.hasLocalMembers(GROUP), false);
     await t.packetIn(v2Report('10.1.0.2', GROUP), 2);
     assert.equal(t.router!.hasLocalMembers(GROUP), true);
-    t.router!.upcall({ source: '192.0.2.7', group: GROUP, iif: 'eth0', oifs: ['gw0'] });
-    const route = { action: 'add', source: '192.0.2.7', group: GROUP, iif: 'eth0', oifs: ['gw0'] };
+    t.router!.upcall({ source: sourceAddress('192.0.2.7'), group: GROUP, iif: 'eth0', oifs: ['gw0'] });
+    const route = { action: 'add', source: sourceAddress('192.0.2.7'), group: GROUP, iif: 'eth0', oifs: ['gw0'] };
     assert.deepEqual(
       t.logger.find('route added').map((line) => line.fields),
       [route],
@@ -445,7 +446,7 @@ describe('daemon loop: kernel routes', () => {
 
   it('idle routes are swept a quarter of the idle timeout apart', async () => {
     const t = await startLoop({ router: true });
-    t.router!.upcall({ source: '192.0.2.7', group: GROUP, iif: 'eth0', oifs: [] });
+    t.router!.upcall({ source: sourceAddress('192.0.2.7'), group: GROUP, iif: 'eth0', oifs: [] });
     t.router!.idle.add(`192.0.2.7,${GROUP}`);
     await t.advance(4_999);
     assert.equal(t.router!.sweeps, 0);

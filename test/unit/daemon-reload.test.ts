@@ -11,6 +11,7 @@ import { Logger } from '../../src/runtime/logger.js';
 import { MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { Querier } from '../../src/controllers/daemon/querier.js';
 import { WorkQueue } from '../../src/domain/membership/work-queue.js';
+import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 
 const ENV = { OVS_RUNDIR: '/run/mcl-unit' };
 
@@ -142,15 +143,15 @@ describe('runtime settings of the components', () => {
       timing: { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 },
       fastLeave: true,
     });
-    table.report(1, '10.0.0.1', '239.1.1.1', 2);
+    table.report(1, hostAddress('10.0.0.1'), groupAddress('239.1.1.1'), 2);
     now = 10_000;
     assert.deepEqual(table.expire(), []);
     table.reconfigure({ timing: { groupMembershipIntervalMs: 5_000, lastMemberQueryTimeMs: 2_000 }, fastLeave: false });
     assert.equal(table.nextDeadline(), 5_000);
     assert.ok(table.expire().some((effect) => effect.kind === 'members'));
-    table.report(2, '10.0.0.2', '239.1.1.2', 2);
+    table.report(2, hostAddress('10.0.0.2'), groupAddress('239.1.1.2'), 2);
     // No fast leave now: a leave makes the port be asked first.
-    assert.ok(table.leave(2, '10.0.0.2', '239.1.1.2').some((effect) => effect.kind === 'query'));
+    assert.ok(table.leave(2, hostAddress('10.0.0.2'), groupAddress('239.1.1.2')).some((effect) => effect.kind === 'query'));
   });
 
   it('Querier: the next general query comes one new interval after the reload', () => {

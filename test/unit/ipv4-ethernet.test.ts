@@ -5,7 +5,8 @@ import { DecodeError } from '../../src/errors.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';
 import { ROUTER_ALERT, type Ipv4Header } from '../../src/packet/ipv4/header.js';
 import { V3_JOIN_239_1_1_1 } from '../fixtures/real-frames.js';
-import { formatIPv4, isMulticastIPv4, parseIPv4, readIPv4, writeIPv4 } from '../../src/wire/ipv4-address.js';
+import { formatIPv4, parseIPv4, readIPv4, writeIPv4 } from '../../src/wire/ipv4-address.js';
+import { isMulticast } from '../../src/wire/ip-address.js';
 import { hex, ipv4Packet } from '../helpers/bytes.js';
 
 /** The IPv4 header of the real join (tcpdump -xx), options included. */
@@ -129,7 +130,7 @@ describe('IPv4 addresses', () => {
     assert.throws(() => writeIPv4(bytes, 0, '224.0.0'), RangeError);
   });
   it('knows multicast from unicast (224.0.0.0/4)', () => {
-    assert.ok(isMulticastIPv4('224.0.0.1') && isMulticastIPv4('239.255.255.255'));
-    assert.ok(!isMulticastIPv4('223.255.255.255') && !isMulticastIPv4('240.0.0.1') && !isMulticastIPv4('nonsense'));
+    assert.ok(isMulticast('224.0.0.1') && isMulticast('239.255.255.255'));
+    assert.ok(!isMulticast('223.255.255.255') && !isMulticast('240.0.0.1') && !isMulticast('nonsense'));
   });
 });

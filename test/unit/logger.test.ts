@@ -104,6 +104,56 @@ describe('logger: json', () => {
   });
 });
 
+describe('logger: fields that clash or carry codes', () => {
+  it('in JSON, fields named time, level or msg are written as field_<name>, after the fixed keys', () => {
+    const { logger, lines } = capture({ format: 'json' });
+    logger.info('m', { time: 'then', level: 'loud', msg: 'other', field: 1 });
+    assert.equal(
+      lines[0],
+      '{"time":"2026-11-30T12:00:00.000Z","level":"info","msg":"m","field_time":"then","field_level":"loud","field_msg":"other","field":1}\n',
+    );
+  });
+  it('in text, such fields keep their names (the line has no keys of its own)', () => {
+    const { logger, lines } = capture();
+    logger.info('m', { time: 'then', level: 'loud' });
+    assert.deepEqual(lines, ['2026-11-30T12:00:00.000Z info  m time=then level=loud\n']);
+  });
+  it("a system error's string code is written; a code that is not a string is not", () => {
+    const { logger, lines } = capture({ format: 'json' });
+    const system = Object.assign(new Error('connect ENOENT /x.sock'), { code: 'ENOENT' });
+    const numeric = Object.assign(new Error('exit'), { code: 2 });
+    logger.warn('m', { cause: system, other: numeric });
+    assert.deepEqual(JSON.parse(lines[0]!), {
+      time: NOW.toISOString(),
+      level: 'warn',
+      msg: 'm',
+      cause: 'connect ENOENT /x.sock',
+      cause_code: 'ENOENT',
+      other: 'exit',
+    });
+  });
+  it('bigints nested in objects and arrays are written as strings in JSON and text', () => {
+    const json = capture({ format: 'json' });
+    json.logger.info('m', { counters: { bytes: 2n ** 64n, list: [1n] } });
+    assert.deepEqual(JSON.parse(json.lines[0]!).counters, { bytes: '18446744073709551616', list: ['1'] });
+    const text = capture();
+    text.logger.info('m', { list: [1n, 2n] });
+    assert.deepEqual(text.lines, ['2026-11-30T12:00:00.000Z info  m list="[\\"1\\",\\"2\\"]"\n']);
+  });
+  it('an Error nested in an object is written as its message', () => {
+    const { logger, lines } = capture({ format: 'json' });
+    logger.info('m', { result: { error: new UnavailableError('down') } });
+    assert.deepEqual(JSON.parse(lines[0]!).result, { error: 'down' });
+  });
+  it('a cycle in text is written, not thrown', () => {
+    const { logger, lines } = capture();
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    logger.info('m', { cyclic });
+    assert.deepEqual(lines, ['2026-11-30T12:00:00.000Z info  m cyclic="{\\"a\\":1,\\"self\\":\\"[circular]\\"}"\n']);
+  });
+});
+
 describe('logger: levels and children', () => {
   const table: Array<{ level: LogLevel; written: LogLevel[] }> = [
     { level: 'debug', written: ['debug', 'info', 'warn', 'error'] },
@@ -146,6 +196,37 @@ describe('logger: levels and children', () => {
       },
     });
     assert.doesNotThrow(() => logger.error('m'));
+  });
+  it('a stream that throws does not take the caller down in JSON either, and later lines are still tried', () => {
+    let calls = 0;
+    const logger = new Logger({
+      format: 'json',
+      level: 'info',
+      stream: {
+        write: () => {
+          calls += 1;
+          throw new Error('EPIPE');
+        },
+      },
+    });
+    assert.doesNotThrow(() => logger.child({ a: 1 }).error('m', { n: 1n }));
+    assert.doesNotThrow(() => logger.warn('m'));
+    assert.equal(calls, 2);
+  });
+  it('the level is shared by a logger and its children, whichever sets it', () => {
+    const { logger, lines } = capture({ level: 'info' });
+    const child = logger.child({ component: 'sync' });
+    const grandchild = child.child({ worker: 1 });
+    assert.equal(child.level, 'info');
+    logger.level = 'warn';
+    assert.equal(grandchild.level, 'warn');
+    assert.equal(child.enabled('info'), false);
+    grandchild.info('dropped');
+    grandchild.level = 'debug';
+    assert.equal(logger.level, 'debug');
+    logger.debug('parent');
+    child.debug('child');
+    assert.deepEqual(lines, ['2026-11-30T12:00:00.000Z debug parent\n', '2026-11-30T12:00:00.000Z debug child component=sync\n']);
   });
   it('defaults to the real clock', () => {
     const lines: string[] = [];

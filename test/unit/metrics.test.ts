@@ -126,4 +126,40 @@ describe('MetricsServer', () => {
       );
     }
   });
+
+  it('accepts port 0 (any free port), a host name and an IPv6 address with a zone', () => {
+    assert.deepEqual(parseMetricsAddress('127.0.0.1:0'), { host: '127.0.0.1', port: 0 });
+    assert.deepEqual(parseMetricsAddress('localhost:9100'), { host: 'localhost', port: 9100 });
+    assert.deepEqual(parseMetricsAddress('[fe80::1%eth0]:9100'), { host: 'fe80::1%eth0', port: 9100 });
+  });
+
+  const refusals: Array<{ address: string; why: RegExp }> = [
+    { address: '127.0.0.1', why: /expected HOST:PORT/ },
+    { address: '[::1]', why: /expected HOST:PORT/ },
+    { address: '127.0.0.1:65536', why: /port "65536" is not 0 to 65535/ },
+    { address: ':99999999', why: /port "99999999" is not 0 to 65535/ },
+    { address: '[::1:9100', why: /expected HOST:PORT/ },
+    { address: '[::1]9100', why: /expected HOST:PORT/ },
+    { address: '[]:9100', why: /expected HOST:PORT/ },
+    { address: '[127.0.0.1]:9100', why: /is not an IPv6 address/ },
+    { address: '[fe80::1%bad zone]:9100', why: /is not an IPv6 address/ },
+    { address: 'my host:9100', why: /neither an IPv4 address nor a host name/ },
+    { address: `${'a'.repeat(64)}:9100`, why: /neither an IPv4 address nor a host name/ },
+    { address: `${Array(64).fill('abcd').join('.')}:9100`, why: /neither an IPv4 address nor a host name/ },
+    { address: '999.1.1.1:9100', why: /not an IPv4 address/ },
+    { address: '1.2.3:9100', why: /not an IPv4 address/ },
+  ];
+  for (const { address, why } of refusals) {
+    it(`refuses ${JSON.stringify(address)} as a bad address naming the flag`, () => {
+      assert.throws(
+        () => parseMetricsAddress(address),
+        (error: unknown) =>
+          error instanceof McastError &&
+          error.code === 'bad-address' &&
+          error.exitCode === 64 &&
+          /^--metrics-address takes HOST:PORT/.test(error.message) &&
+          why.test(error.message),
+      );
+    });
+  }
 });

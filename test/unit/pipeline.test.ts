@@ -6,6 +6,7 @@ import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/domain/p
 import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { changeMessage } from '../../src/domain/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, planUninstallAll } from '../../src/domain/pipeline/plan.js';
+import { groupAddress } from '../../src/wire/ip-address.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 
@@ -56,14 +57,14 @@ describe('FlowCookie', () => {
 
 describe('MulticastPipeline', () => {
   it('gives each group a stable OVS group id from its address, and reads it back', () => {
-    assert.equal(pipeline.groupId('239.1.2.3'), 0x10000000 + 0x0f010203);
-    assert.equal(pipeline.groupId('224.0.1.0'), 0x10000100);
-    assert.equal(pipeline.groupOfId(pipeline.groupId('232.255.0.9')), '232.255.0.9');
-    assert.equal(pipeline.groupId('239.1.2.3', 1), 0x20000000 + 0x0f010203, 'chain link 1');
+    assert.equal(pipeline.groupId(groupAddress('239.1.2.3')), 0x10000000 + 0x0f010203);
+    assert.equal(pipeline.groupId(groupAddress('224.0.1.0')), 0x10000100);
+    assert.equal(pipeline.groupIds.groupOf(pipeline.groupId(groupAddress('232.255.0.9'))), '232.255.0.9');
+    assert.equal(pipeline.groupId(groupAddress('239.1.2.3'), 1), 0x20000000 + 0x0f010203, 'chain link 1');
     assert.ok(pipeline.ownsGroupId(0x2f010203) && !pipeline.ownsGroupId(0x0f010203) && !pipeline.ownsGroupId(7));
   });
   it('forwards a group to its member ports with one ALL group and one flow', () => {
-    const forwarding = pipeline.forwarding({ group: '239.1.2.3', ports: [7, 3, 3, 5] });
+    const forwarding = pipeline.forwarding({ group: groupAddress('239.1.2.3'), ports: [7, 3, 3, 5] });
     assert.deepEqual(forwarding.groups, [{ groupId: 0x1f010203, buckets: [3, 5, 7].map((port) => ({ type: 'output', port })) }]);
     assert.deepEqual(forwarding.flow, {
       table: 0,
@@ -74,7 +75,7 @@ describe('MulticastPipeline', () => {
     });
   });
   it('chains a group too large for one message, tail first', () => {
-    const forwarding = pipeline.forwarding({ group: '239.0.0.1', ports: [1, 2, 3, 4, 5, 6, 7, 8] });
+    const forwarding = pipeline.forwarding({ group: groupAddress('239.0.0.1'), ports: [1, 2, 3, 4, 5, 6, 7, 8] });
     // 4 buckets a group: 3 ports + a jump, 3 ports + a jump, 2 ports.
     assert.deepEqual(
       forwarding.groups.map((group) => [group.groupId.toString(16), group.buckets.map((b) => (b.type === 'output' ? b.port : `g${b.groupId.toString(16)}`))]),
@@ -88,26 +89,75 @@ describe('MulticastPipeline', () => {
     assert.deepEqual(installed.groups[0]?.ports, [1, 2, 3, 4, 5, 6, 7, 8]);
   });
   it('reads back what it installed, and reports what does not fit together', () => {
-    const a = pipeline.forwarding({ group: '239.1.1.1', ports: [1, 2] });
-    const b = pipeline.forwarding({ group: '239.1.1.2', ports: [3] });
+    const a = pipeline.forwarding({ group: groupAddress('239.1.1.1'), ports: [1, 2] });
+    const b = pipeline.forwarding({ group: groupAddress('239.1.1.2'), ports: [3] });
     const foreignFlow: FlowEntry = { ...a.flow, cookie: 0x1234n };
-    const stray: GroupEntry = { groupId: pipeline.groupId('239.9.9.9'), buckets: [] };
+    const stray: GroupEntry = { groupId: pipeline.groupId(groupAddress('239.9.9.9')), buckets: [] };
     const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, pipeline.linkLocalFlood()], [...a.groups, stray]);
     assert.deepEqual(
       installed.groups.map((g) => [g.group, g.ports, g.problem]),
       [
         ['239.1.1.1', [1, 2], undefined],
-        ['239.1.1.2', [], `OVS group ${pipeline.groupId('239.1.1.2')} is missing`],
+        ['239.1.1.2', [], `OVS group ${pipeline.groupId(groupAddress('239.1.1.2'))} is missing`],
       ],
     );
     assert.deepEqual(installed.strayGroups, [stray]);
     assert.equal(installed.otherFlows.length, 1);
   });
   it('a flow with our cookie whose value is no multicast address is ours to remove, not a group', () => {
-    const odd: FlowEntry = { ...pipeline.groupFlow('239.1.1.1'), cookie: encodeFlowCookie({ prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0x0a000001 }) };
+    const odd: FlowEntry = {
+      ...pipeline.groupFlow(groupAddress('239.1.1.1')),
+      cookie: encodeFlowCookie({ prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0x0a000001 }),
+    };
     const installed = pipeline.readInstalled([odd], []);
     assert.deepEqual(installed.groups, []);
     assert.deepEqual(installed.otherFlows, [odd]);
+  });
+});
+
+describe('OVS group ids', () => {
+  const fresh = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
+  const G = groupAddress('239.1.2.3');
+  const H = groupAddress('239.4.5.6');
+
+  it('are taken back from the switch after a restart: the group action of the flow says which', () => {
+    // A group whose head sits in another slot than its preferred one (it collided when installed).
+    const before = fresh();
+    before.groupIds.adopt(G, DEFAULT_PIPELINE_CONFIG.groupIdBase + 77);
+    const installed = before.forwarding({ group: G, ports: [1, 2, 3, 4, 5] });
+    assert.equal(installed.flow.actions[0]?.type === 'group' && installed.flow.actions[0].groupId, DEFAULT_PIPELINE_CONFIG.groupIdBase + 77);
+
+    const after = fresh();
+    const read = after.readInstalled([installed.flow], installed.groups);
+    assert.deepEqual(
+      read.groups.map((group) => [group.group, group.ports, group.problem]),
+      [[G, [1, 2, 3, 4, 5], undefined]],
+    );
+    assert.equal(after.groupId(G), DEFAULT_PIPELINE_CONFIG.groupIdBase + 77, 'the recovered head');
+    assert.equal(after.groupId(G, 1), DEFAULT_PIPELINE_CONFIG.groupIdBase + 0x10000000 + 77, 'its chain in the same slot');
+    assert.deepEqual(planInstall(after, [{ group: G, ports: [1, 2, 3, 4, 5] }], read)[0]?.changes, [], 'nothing to rewrite');
+  });
+
+  it('a group whose preferred slot is held gets the next free one; a released slot is free again', () => {
+    const pipeline = fresh();
+    const preferredOfH = pipeline.groupIds.idOf(H);
+    pipeline.groupIds.release(H);
+    assert.ok(pipeline.groupIds.adopt(G, preferredOfH), 'G holds the slot H would like');
+    assert.equal(pipeline.groupId(H), preferredOfH + 1);
+    assert.equal(pipeline.groupIds.adopt(H, preferredOfH), false, 'a held slot is not taken over');
+    pipeline.groupIds.release(G);
+    assert.equal(pipeline.groupIds.groupOf(preferredOfH), undefined);
+    assert.equal(pipeline.groupIds.adopt(H, preferredOfH), true);
+    assert.equal(pipeline.groupId(H), preferredOfH);
+  });
+
+  it('a flow that points at no head of ours is reported, not followed', () => {
+    const pipeline = fresh();
+    const forwarding = pipeline.forwarding({ group: G, ports: [1] });
+    const chainLink = { ...forwarding.flow, actions: [{ type: 'group' as const, groupId: pipeline.groupId(G, 1) }] };
+    const read = fresh().readInstalled([chainLink], forwarding.groups);
+    assert.match(read.groups[0]?.problem ?? '', /not the head of one of ours/);
+    assert.deepEqual(read.strayGroups, forwarding.groups, 'the group it should use is unreached');
   });
 });
 
@@ -146,7 +196,7 @@ describe('planning', () => {
   const read = (state: typeof empty) => pipeline.readInstalled(state.flows, state.groups);
 
   it('install: adds, then changes nothing the second time', () => {
-    const desired = [{ group: '239.1.2.3', ports: [1, 2] }];
+    const desired = [{ group: groupAddress('239.1.2.3'), ports: [1, 2] }];
     const first = planInstall(pipeline, desired, read(empty));
     assert.deepEqual(
       first.map((p) => [p.outcome, p.changes.map((c) => c.op)]),
@@ -165,9 +215,9 @@ describe('planning', () => {
   it('install: a membership change modifies the group only; growing and shrinking a chain', () => {
     let state = apply(
       empty,
-      planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2] }], read(empty)).flatMap((p) => p.changes),
+      planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1, 2] }], read(empty)).flatMap((p) => p.changes),
     );
-    const grow = planInstall(pipeline, [{ group: '239.1.2.3', ports: [1, 2, 3, 4, 5, 6] }], read(state));
+    const grow = planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1, 2, 3, 4, 5, 6] }], read(state));
     assert.deepEqual(
       grow[0]?.changes.map((c) => c.op),
       ['add-group', 'modify-group'],
@@ -177,7 +227,7 @@ describe('planning', () => {
       grow.flatMap((p) => p.changes),
     );
     assert.deepEqual(read(state).groups[0]?.ports, [1, 2, 3, 4, 5, 6]);
-    const shrink = planInstall(pipeline, [{ group: '239.1.2.3', ports: [2] }], read(state));
+    const shrink = planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [2] }], read(state));
     assert.deepEqual(
       shrink[0]?.changes.map((c) => c.op),
       ['modify-group', 'delete-group'],
@@ -190,8 +240,8 @@ describe('planning', () => {
     assert.equal(state.groups.length, 1);
   });
   it("install: a group whose flow would replace someone else's is a conflict, and nothing is done for it", () => {
-    const foreign: FlowEntry = { ...pipeline.groupFlow('239.1.2.3'), cookie: 0x77n, actions: [] };
-    const [plan] = planInstall(pipeline, [{ group: '239.1.2.3', ports: [1] }], read(empty), [foreign]);
+    const foreign: FlowEntry = { ...pipeline.groupFlow(groupAddress('239.1.2.3')), cookie: 0x77n, actions: [] };
+    const [plan] = planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1] }], read(empty), [foreign]);
     assert.equal(plan?.outcome, 'conflict');
     assert.deepEqual(plan?.changes, []);
     assert.match(plan?.problem ?? '', /cookie 0x77/);
@@ -202,13 +252,13 @@ describe('planning', () => {
       planInstall(
         pipeline,
         [
-          { group: '239.1.1.1', ports: [1] },
-          { group: '239.1.1.2', ports: [2, 3, 4, 5, 6] },
+          { group: groupAddress('239.1.1.1'), ports: [1] },
+          { group: groupAddress('239.1.1.2'), ports: [2, 3, 4, 5, 6] },
         ],
         read(empty),
       ).flatMap((p) => p.changes),
     );
-    const one = planUninstall(['239.1.1.1', '239.7.7.7'], read(state));
+    const one = planUninstall([groupAddress('239.1.1.1'), groupAddress('239.7.7.7')], read(state));
     assert.deepEqual(
       one.map((p) => [p.group, p.outcome]),
       [

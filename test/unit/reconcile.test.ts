@@ -7,6 +7,7 @@ import { gotoTable } from '../../src/protocol/openflow/instruction.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { flowEntryOf, flowSlotOf, matchFields } from '../../src/domain/pipeline/openflow-entries.js';
 import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupMembership } from '../../src/domain/pipeline/multicast-pipeline.js';
+import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 
@@ -21,7 +22,7 @@ function switchWith(memberships: GroupMembership[], extra: { flows?: FlowEntry[]
 
 describe('planGroupReconcile', () => {
   it('in sync: nothing to do', () => {
-    const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
+    const declared = [{ group: groupAddress('239.1.1.1'), ports: [1, 2] }];
     const plan = planGroupReconcile({ pipeline, installed: switchWith(declared), foreignFlows: [], declared });
     assert.deepEqual(plan.drift, []);
     assert.equal(plan.inSync, 1);
@@ -29,12 +30,12 @@ describe('planGroupReconcile', () => {
 
   it('adds what is declared and missing, changes what differs, removes what is not declared', () => {
     const installed = switchWith([
-      { group: '239.1.1.2', ports: [1] },
-      { group: '239.1.1.3', ports: [3] },
+      { group: groupAddress('239.1.1.2'), ports: [1] },
+      { group: groupAddress('239.1.1.3'), ports: [3] },
     ]);
     const declared = [
-      { group: '239.1.1.1', ports: [1, 2] },
-      { group: '239.1.1.2', ports: [1, 2] },
+      { group: groupAddress('239.1.1.1'), ports: [1, 2] },
+      { group: groupAddress('239.1.1.2'), ports: [1, 2] },
     ];
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
     assert.deepEqual(
@@ -50,18 +51,18 @@ describe('planGroupReconcile', () => {
   });
 
   it("never touches the daemon's learned groups; declaring one is a conflict", () => {
-    const installed = switchWith([{ group: '239.2.2.2', ports: [5], learned: true }]);
+    const installed = switchWith([{ group: groupAddress('239.2.2.2'), ports: [5], learned: true }]);
     assert.equal(installed.groups[0]!.learned, true);
     const untouched = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared: [] });
     assert.deepEqual(untouched.drift, []);
     assert.deepEqual(untouched.learnedGroups, ['239.2.2.2']);
-    const conflict = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared: [{ group: '239.2.2.2', ports: [1] }] });
+    const conflict = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared: [{ group: groupAddress('239.2.2.2'), ports: [1] }] });
     assert.deepEqual(conflict.drift, []);
     assert.match(conflict.conflicts[0]!.problem, /the daemon learned this group/);
   });
 
   it('a flow deleted by hand: its OVS group is reused (modified, not added) and the flow comes back', () => {
-    const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
+    const declared = [{ group: groupAddress('239.1.1.1'), ports: [1, 2] }];
     const { groups } = pipeline.forwarding(declared[0]!);
     const installed = pipeline.readInstalled([], groups); // the group is there, the flow is gone
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
@@ -75,9 +76,9 @@ describe('planGroupReconcile', () => {
   });
 
   it('a stray OVS group in our range is removed; a changed bucket list is a change', () => {
-    const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
-    const stray: GroupEntry = { groupId: pipeline.groupId('239.7.7.7'), buckets: [{ type: 'output', port: 1 }] };
-    const drifted = switchWith([{ group: '239.1.1.1', ports: [1, 3] }], { groups: [stray] });
+    const declared = [{ group: groupAddress('239.1.1.1'), ports: [1, 2] }];
+    const stray: GroupEntry = { groupId: pipeline.groupId(groupAddress('239.7.7.7')), buckets: [{ type: 'output', port: 1 }] };
+    const drifted = switchWith([{ group: groupAddress('239.1.1.1'), ports: [1, 3] }], { groups: [stray] });
     const plan = planGroupReconcile({ pipeline, installed: drifted, foreignFlows: [], declared });
     assert.deepEqual(
       plan.drift.map((entry) => [entry.object, entry.action]),
@@ -90,8 +91,8 @@ describe('planGroupReconcile', () => {
   });
 
   it("a declared group whose flow would replace another controller's is a conflict, not a change", () => {
-    const declared = [{ group: '239.1.1.1', ports: [1] }];
-    const theirs = { ...pipeline.groupFlow('239.1.1.1'), cookie: 0x1234n };
+    const declared = [{ group: groupAddress('239.1.1.1'), ports: [1] }];
+    const theirs = { ...pipeline.groupFlow(groupAddress('239.1.1.1')), cookie: 0x1234n };
     const plan = planGroupReconcile({ pipeline, installed: switchWith([]), foreignFlows: [theirs], declared });
     assert.deepEqual(plan.drift, []);
     assert.match(plan.conflicts[0]!.problem, /another controller's flow/);
@@ -102,7 +103,7 @@ describe("other controllers' flows, whatever their actions", () => {
   it('a flow with actions the pipeline never writes (goto_table) still holds its place: ours may not replace it', () => {
     const theirs = {
       tableId: 0,
-      priority: pipeline.groupFlow('239.1.1.1').priority,
+      priority: pipeline.groupFlow(groupAddress('239.1.1.1')).priority,
       cookie: 0x99n,
       match: matchFields({ ethType: 0x0800, ipv4Dst: '239.1.1.1' }),
       instructions: [gotoTable(10)],
@@ -112,13 +113,18 @@ describe("other controllers' flows, whatever their actions", () => {
     assert.equal(flowEntryOf(theirs), undefined, 'not a flow the pipeline could have written');
     const slot = flowSlotOf(theirs);
     assert.ok(slot !== undefined);
-    const plan = planGroupReconcile({ pipeline, installed: switchWith([]), foreignFlows: [slot], declared: [{ group: '239.1.1.1', ports: [1] }] });
+    const plan = planGroupReconcile({
+      pipeline,
+      installed: switchWith([]),
+      foreignFlows: [slot],
+      declared: [{ group: groupAddress('239.1.1.1'), ports: [1] }],
+    });
     assert.deepEqual(plan.drift, []);
     assert.match(plan.conflicts[0]!.problem, /another controller's flow \(cookie 0x99\)/);
   });
 
   it('an OVS group of ours of another type than ALL is drift', () => {
-    const declared = [{ group: '239.1.1.1', ports: [1, 2] }];
+    const declared = [{ group: groupAddress('239.1.1.1'), ports: [1, 2] }];
     const { flow, groups } = pipeline.forwarding(declared[0]!);
     const installed = pipeline.readInstalled(
       [flow],
@@ -135,14 +141,14 @@ describe("other controllers' flows, whatever their actions", () => {
 describe('planRouteReconcile', () => {
   it('adds, changes (oifs compared as a set) and removes routes', () => {
     const declared = [
-      { source: '10.0.0.5', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0', 'eth1'] },
-      { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] },
-      { source: '10.0.0.7', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] },
+      { source: sourceAddress('10.0.0.5'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['gw0', 'eth1'] },
+      { source: sourceAddress('10.0.0.6'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['gw0'] },
+      { source: sourceAddress('10.0.0.7'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['gw0'] },
     ];
     const actual = [
-      { source: '10.0.0.5', group: '239.1.1.1', iif: 'eth0', oifs: ['eth1', 'gw0'] },
-      { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth1', oifs: ['gw0'] },
-      { source: '10.0.0.9', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] },
+      { source: sourceAddress('10.0.0.5'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['eth1', 'gw0'] },
+      { source: sourceAddress('10.0.0.6'), group: groupAddress('239.1.1.1'), iif: 'eth1', oifs: ['gw0'] },
+      { source: sourceAddress('10.0.0.9'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['gw0'] },
     ];
     const plan = planRouteReconcile(declared, actual);
     assert.equal(plan.inSync, 1);
@@ -159,13 +165,13 @@ describe('planRouteReconcile', () => {
 
   it("the router's (daemon's) entries: never removed; declared as they are, in sync; declared otherwise, a conflict", () => {
     const daemon = [
-      { source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
-      { source: '10.0.0.6', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
+      { source: sourceAddress('10.0.0.5'), group: groupAddress('239.1.1.1'), iif: 'gw0', oifs: ['eth0'] },
+      { source: sourceAddress('10.0.0.6'), group: groupAddress('239.1.1.1'), iif: 'gw0', oifs: ['eth0'] },
     ];
     const plan = planRouteReconcile(
       [
-        { source: '10.0.0.5', group: '239.1.1.1', iif: 'gw0', oifs: ['eth0'] },
-        { source: '10.0.0.6', group: '239.1.1.1', iif: 'eth0', oifs: ['gw0'] },
+        { source: sourceAddress('10.0.0.5'), group: groupAddress('239.1.1.1'), iif: 'gw0', oifs: ['eth0'] },
+        { source: sourceAddress('10.0.0.6'), group: groupAddress('239.1.1.1'), iif: 'eth0', oifs: ['gw0'] },
       ],
       daemon,
       daemon,

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RoutePolicy } from '../../src/domain/route-policy.js';
+import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 function policy(now: { value: number }) {
   return new RoutePolicy({ gatewayVif: 0, uplinkVifs: [1, 2], idleTimeoutMs: 60_000, clock: () => now.value });
@@ -9,22 +10,22 @@ function policy(now: { value: number }) {
 
 describe('RoutePolicy', () => {
   it('outbound: from the gateway to every multicast interface, members or not', () => {
-    const decision = policy({ value: 0 }).onNoCache({ vif: 0, source: '10.1.0.11', group: '239.1.2.3' }, false);
-    assert.deepEqual(decision, { action: 'add', source: '10.1.0.11', group: '239.1.2.3', iif: 0, oifs: [1, 2] });
+    const decision = policy({ value: 0 }).onNoCache({ vif: 0, source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }, false);
+    assert.deepEqual(decision, { action: 'add', source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3'), iif: 0, oifs: [1, 2] });
   });
   it('inbound: from a multicast interface to the gateway only while the group has local members, else to nowhere', () => {
     const p = policy({ value: 0 });
-    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.1.2.3' }, true), {
+    assert.deepEqual(p.onNoCache({ vif: 2, source: sourceAddress('192.0.2.9'), group: groupAddress('239.1.2.3') }, true), {
       action: 'add',
-      source: '192.0.2.9',
-      group: '239.1.2.3',
+      source: sourceAddress('192.0.2.9'),
+      group: groupAddress('239.1.2.3'),
       iif: 2,
       oifs: [0],
     });
-    assert.deepEqual(p.onNoCache({ vif: 2, source: '192.0.2.9', group: '239.9.9.9' }, false), {
+    assert.deepEqual(p.onNoCache({ vif: 2, source: sourceAddress('192.0.2.9'), group: groupAddress('239.9.9.9') }, false), {
       action: 'add',
-      source: '192.0.2.9',
-      group: '239.9.9.9',
+      source: sourceAddress('192.0.2.9'),
+      group: groupAddress('239.9.9.9'),
       iif: 2,
       oifs: [],
     });
@@ -33,25 +34,25 @@ describe('RoutePolicy', () => {
     assert.equal(p.isInbound(0), false);
   });
   it('ignores a VIF that is neither gateway nor uplink, and refuses a gateway that is also an uplink', () => {
-    assert.equal(policy({ value: 0 }).onNoCache({ vif: 7, source: '10.1.0.11', group: '239.1.2.3' }, true).action, 'ignore');
+    assert.equal(policy({ value: 0 }).onNoCache({ vif: 7, source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }, true).action, 'ignore');
     assert.throws(() => new RoutePolicy({ gatewayVif: 1, uplinkVifs: [1], idleTimeoutMs: 1, clock: () => 0 }), RangeError);
   });
   it('removes an entry whose packet count has not moved for the idle time, and only that one', () => {
     const now = { value: 0 };
     const p = policy(now);
-    p.onNoCache({ vif: 0, source: '10.1.0.11', group: '239.1.2.3' }, false);
-    p.onNoCache({ vif: 0, source: '10.1.0.12', group: '239.1.2.3' }, false);
+    p.onNoCache({ vif: 0, source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }, false);
+    p.onNoCache({ vif: 0, source: sourceAddress('10.1.0.12'), group: groupAddress('239.1.2.3') }, false);
     const counters = (a: number, b: number) => [
-      { source: '10.1.0.11', group: '239.1.2.3', packets: a },
-      { source: '10.1.0.12', group: '239.1.2.3', packets: b },
+      { source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3'), packets: a },
+      { source: sourceAddress('10.1.0.12'), group: groupAddress('239.1.2.3'), packets: b },
     ];
     now.value = 30_000;
     assert.deepEqual(p.expireIdle(counters(5, 0)), []);
     now.value = 60_000; // the second has not moved for 60 s; the first moved at 30 s
-    assert.deepEqual(p.expireIdle(counters(5, 0)), [{ source: '10.1.0.12', group: '239.1.2.3' }]);
+    assert.deepEqual(p.expireIdle(counters(5, 0)), [{ source: sourceAddress('10.1.0.12'), group: groupAddress('239.1.2.3') }]);
     now.value = 89_999;
     assert.deepEqual(p.expireIdle(counters(5, 0).slice(0, 1)), []);
     now.value = 90_000;
-    assert.deepEqual(p.expireIdle(counters(5, 0).slice(0, 1)), [{ source: '10.1.0.11', group: '239.1.2.3' }]);
+    assert.deepEqual(p.expireIdle(counters(5, 0).slice(0, 1)), [{ source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }]);
   });
 });

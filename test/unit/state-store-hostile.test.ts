@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
 import { ExitCode, McastError, PermissionError, UsageError } from '../../src/errors.js';
+import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 
 /** The uid of nobody: another user than the daemon's (root). */
 const OTHER_UID = 65534;
@@ -52,10 +53,15 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
     savedAt,
     bridge: 'br-int',
     groups: [
-      { group: '239.1.2.3', members: [{ portName: 'veth-a', host: '10.0.0.5', mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 }] },
+      {
+        group: groupAddress('239.1.2.3'),
+        members: [{ portName: 'veth-a', host: hostAddress('10.0.0.5'), mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 }],
+      },
       ...Array.from({ length: extraGroups }, (_, index) => ({
-        group: `239.2.${index >> 8}.${index & 0xff}`,
-        members: [{ portName: `veth-${index}`, host: '10.1.0.1', mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt }],
+        group: groupAddress(`239.2.${index >> 8}.${index & 0xff}`),
+        members: [
+          { portName: `veth-${index}`, host: hostAddress('10.1.0.1'), mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt },
+        ],
       })),
     ],
   };

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseSavedState, StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
 import { McastError, UsageError } from '../../src/errors.js';
+import { type GroupAddress, groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 let root: string;
 let counter = 0;
@@ -24,19 +25,30 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
     bridge: 'br-int',
     groups: [
       {
-        group: '239.1.2.3',
+        group: groupAddress('239.1.2.3'),
         members: [
-          { portName: 'veth-a', host: '10.0.0.5', mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 },
-          { portName: 'veth-b', host: '10.0.0.6', mode: 'exclude', sources: [], compatibility: 2, lastReportAt: savedAt - 2000 },
+          { portName: 'veth-a', host: hostAddress('10.0.0.5'), mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 },
+          { portName: 'veth-b', host: hostAddress('10.0.0.6'), mode: 'exclude', sources: [], compatibility: 2, lastReportAt: savedAt - 2000 },
         ],
       },
       {
-        group: '232.1.1.1',
-        members: [{ portName: 'veth-a', host: '10.0.0.5', mode: 'include', sources: ['10.9.9.9', '10.9.9.8'], compatibility: 3, lastReportAt: savedAt }],
+        group: groupAddress('232.1.1.1'),
+        members: [
+          {
+            portName: 'veth-a',
+            host: hostAddress('10.0.0.5'),
+            mode: 'include',
+            sources: [sourceAddress('10.9.9.9'), sourceAddress('10.9.9.8')],
+            compatibility: 3,
+            lastReportAt: savedAt,
+          },
+        ],
       },
       ...Array.from({ length: extraGroups }, (_, index) => ({
-        group: `239.2.${index >> 8}.${index & 0xff}`,
-        members: [{ portName: `veth-${index}`, host: '10.1.0.1', mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt }],
+        group: groupAddress(`239.2.${index >> 8}.${index & 0xff}`),
+        members: [
+          { portName: `veth-${index}`, host: hostAddress('10.1.0.1'), mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt },
+        ],
       })),
     ],
   };
@@ -153,7 +165,7 @@ describe('StateStore', () => {
     const dir = freshDir();
     const store = new StateStore({ dir });
     await store.save(sample());
-    const bad = { ...sample(), groups: [{ group: '1.2.3.4', members: [] }] };
+    const bad = { ...sample(), groups: [{ group: '1.2.3.4' as GroupAddress, members: [] }] };
     await assert.rejects(store.save(bad), (error: unknown) => error instanceof McastError && error.code === 'internal');
     assert.deepEqual(await store.load(), { state: sample() });
   });

@@ -13,11 +13,8 @@
  */
 import { McastError, ExitCode, messageOf } from '../../errors.js';
 import type { OvsdbClient } from '../../transport/ovsdb/client.js';
-import { VSWITCH_DB } from './vswitch.js';
+import { DAEMON_HOLDER_KEY, VSWITCH_DB } from './ovs-constants.js';
 import { isOvsdbMap } from '../../protocol/ovsdb/datum.js';
-
-/** The bridge's external_ids key that names the daemon holding its lock. */
-const HOLDER_KEY = 'mcastctl-daemon';
 
 /**
  * The lock's name: an OVSDB <id> (letters, digits, `_`), so every other octet of the
@@ -87,7 +84,7 @@ export class BridgeLock {
     try {
       await client.transact(VSWITCH_DB, [
         { op: 'assert', lock: this.name },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [HOLDER_KEY]]] },
+        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]] },
       ]);
       await client.unlock(this.name);
     } catch {
@@ -100,11 +97,11 @@ export class BridgeLock {
     try {
       await client.transact(VSWITCH_DB, [
         { op: 'assert', lock: this.name },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [HOLDER_KEY]]] },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'insert', { map: [[HOLDER_KEY, holder]] }]] },
+        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]] },
+        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'insert', { map: [[DAEMON_HOLDER_KEY, holder]] }]] },
       ]);
     } catch (error) {
-      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${HOLDER_KEY}: ${messageOf(error)}`, ExitCode.Failure, {
+      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${DAEMON_HOLDER_KEY}: ${messageOf(error)}`, ExitCode.Failure, {
         cause: error,
       });
     }
@@ -116,7 +113,7 @@ export class BridgeLock {
     ]);
     const ids = rows[0]?.['external_ids'];
     if (ids === undefined || !isOvsdbMap(ids)) return undefined;
-    const entry = ids.map.find(([key]) => key === HOLDER_KEY);
+    const entry = ids.map.find(([key]) => key === DAEMON_HOLDER_KEY);
     return entry === undefined ? undefined : String(entry[1]);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * One bridge, as the static-group commands see it: its ports (from OVSDB), what of the
  * multicast pipeline is installed on it (read back over OpenFlow), and a way to apply a
- * plan. The narrow interface between the commands and the two OVS clients.
+ * plan. The narrow interface between the one-shot commands and the two OVS clients; its
+ * ports and read-back are the daemon's too (./bridge-ports.ts, ./read-back.ts).
  */
 import { UsageError } from '../../errors.js';
 import { output } from '../../protocol/openflow/action.js';
@@ -9,38 +10,16 @@ import { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import { inPortOf } from '../../protocol/openflow/packet-in.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
-import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../protocol/openflow/limits.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
 import { bridgeInterfaces, NoSuchBridgeError, type InterfaceRow } from './vswitch.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
-import { MulticastPipeline, type FlowEntry, type InstalledPipeline } from '../../domain/pipeline/multicast-pipeline.js';
-import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
+import type { MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
+import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
 import { describePortRef, type PortRef } from '../../domain/declared-state/group-address.js';
+import { BridgePorts, isLocalPort, type BridgePort } from './bridge-ports.js';
+import { ovsPipeline, readInstalled, type InstalledState } from './read-back.js';
 import type { OvsTarget } from './locations.js';
-
-/** How OVSDB numbers the bridge's own internal port (OpenFlow 1.3 calls it LOCAL, 0xfffffffe). */
-const OVSDB_LOCAL_OFPORT = 65534;
-
-export interface BridgePort {
-  ofport: number;
-  name: string;
-  /** `namespace/name` from the interface's external_ids, where a CNI plugin set them. */
-  pod?: string;
-}
-
-interface FlowCounters {
-  packets: bigint;
-  bytes: bigint;
-}
-
-export interface InstalledState {
-  pipeline: InstalledPipeline;
-  /** Packet and byte counts of each group's flow. */
-  counters: Map<string, FlowCounters>;
-  /** Flows of others in our table that have the shape of ours (install must not take their place). */
-  foreignFlows: FlowEntry[];
-}
 
 export interface BridgeSessionOptions {
   pipeline: PipelineConfig;
@@ -52,9 +31,7 @@ export class BridgeSession {
   private constructor(
     readonly target: OvsTarget,
     readonly pipeline: MulticastPipeline,
-    readonly ports: readonly BridgePort[],
-    /** The MAC of the bridge's own (LOCAL) interface, the source of frames it sends. */
-    readonly localMac: string | undefined,
+    private readonly bridgePorts: BridgePorts,
     private readonly ovsdb: OvsdbClient,
     private readonly openflow: OpenFlowConnection,
   ) {}
@@ -81,27 +58,22 @@ export class BridgeSession {
       await ovsdb.close();
       throw error;
     }
-    const ports = interfaces
-      .filter((row) => row.ofport !== undefined && row.ofport > 0)
-      .map((row): BridgePort => {
-        const pod = row.external_ids['pod-name'];
-        const namespace = row.external_ids['pod-namespace'];
-        return { ofport: row.ofport!, name: row.name, ...(pod === undefined ? {} : { pod: namespace === undefined ? pod : `${namespace}/${pod}` }) };
-      })
-      .sort((a, b) => a.ofport - b.ofport);
-    const pipeline = new MulticastPipeline(options.pipeline, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
-    const localMac = interfaces.find((row) => row.ofport === OVSDB_LOCAL_OFPORT)?.mac_in_use;
-    return new BridgeSession(target, pipeline, ports, localMac, ovsdb, openflow);
+    return new BridgeSession(target, ovsPipeline(options.pipeline), new BridgePorts(interfaces), ovsdb, openflow);
+  }
+
+  /** The MAC of the bridge's own (LOCAL) interface, the source of frames it sends. */
+  get localMac(): string | undefined {
+    return this.bridgePorts.localMac;
   }
 
   /** The port a user named, or a UsageError (prefixed with `where()`) saying which ports the bridge has. */
   resolvePort(ref: PortRef, where: () => string): BridgePort {
-    const port = 'ofport' in ref ? this.ports.find((p) => p.ofport === ref.ofport) : this.ports.find((p) => p.name === ref.name);
-    if (port !== undefined && port.ofport === OVSDB_LOCAL_OFPORT) {
+    const port = 'ofport' in ref ? this.bridgePorts.byNumber(ref.ofport) : this.bridgePorts.byName(ref.name);
+    if (port !== undefined && isLocalPort(port)) {
       throw new UsageError(`${where()}: ${port.name} is the bridge's own (LOCAL) port, which cannot be a group member`, { code: 'no-such-interface' });
     }
     if (port !== undefined) return port;
-    const known = this.ports.filter((p) => p.ofport !== OVSDB_LOCAL_OFPORT).map((p) => `${p.name} (${p.ofport})`);
+    const known = this.memberPorts.map((p) => `${p.name} (${p.ofport})`);
     const list = known.length > 12 ? `${known.slice(0, 12).join(', ')}, ...` : known.join(', ') || 'none';
     throw new UsageError(`${where()}: bridge ${this.target.bridge} has no port ${describePortRef(ref)}`, {
       code: 'no-such-interface',
@@ -110,7 +82,7 @@ export class BridgeSession {
   }
 
   portByNumber(ofport: number): BridgePort | undefined {
-    return this.ports.find((port) => port.ofport === ofport);
+    return this.bridgePorts.byNumber(ofport);
   }
 
   /** False once the OpenFlow connection is lost (the switch restarted or went away). */
@@ -125,7 +97,7 @@ export class BridgeSession {
 
   /** Every port but the bridge's own LOCAL one: where pods and other hosts attach. */
   get memberPorts(): BridgePort[] {
-    return this.ports.filter((port) => port.ofport !== OVSDB_LOCAL_OFPORT);
+    return this.bridgePorts.members;
   }
 
   /**
@@ -151,37 +123,8 @@ export class BridgeSession {
   }
 
   /** What of ours is on the switch now, read back from it. */
-  async readInstalled(): Promise<InstalledState> {
-    // Groups first, then flows: a controller that adds a group and then its flow (the
-    // daemon) is never caught between the two, its group seen without its flow (stray).
-    // Both requests go out at once: the switch answers one connection's requests in
-    // order, so the group dump is still taken before the flow dump. The whole table, not
-    // only our cookie: install must see a flow of someone else's that has the very match
-    // and priority it is about to add.
-    const [descriptions, stats] = await Promise.all([this.openflow.dumpGroups(), this.openflow.dumpFlows({ tableId: this.pipeline.config.table })]);
-    const { cookie, mask } = this.pipeline.cookieMatch;
-    const flows: FlowEntry[] = [];
-    const foreignFlows: FlowEntry[] = [];
-    const counters = new Map<string, FlowCounters>();
-    const countersByFlow = new Map<FlowEntry, FlowCounters>();
-    for (const entry of stats) {
-      if ((entry.cookie & mask) !== cookie) {
-        const slot = flowSlotOf(entry);
-        if (slot !== undefined) foreignFlows.push(slot);
-        continue;
-      }
-      const flow = flowEntryOf(entry);
-      if (flow === undefined) continue;
-      flows.push(flow);
-      countersByFlow.set(flow, { packets: entry.packetCount, bytes: entry.byteCount });
-    }
-    const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
-    const pipeline = this.pipeline.readInstalled(flows, groups);
-    for (const group of pipeline.groups) {
-      const flowCounters = countersByFlow.get(group.flow);
-      if (flowCounters !== undefined) counters.set(group.group, flowCounters);
-    }
-    return { pipeline, counters, foreignFlows };
+  readInstalled(): Promise<InstalledState> {
+    return readInstalled(this.openflow, this.pipeline);
   }
 
   /**

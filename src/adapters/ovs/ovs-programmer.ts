@@ -3,27 +3,24 @@
  * step with the group state. It mirrors what of ours is installed (read back at start
  * and after every reconnect), so that a sync sends only what differs: nothing at all
  * for a group that is already right, which is how a restarted daemon resumes without
- * disturbing forwarding.
+ * disturbing forwarding. The read-back is the one the commands use (./read-back.ts).
  */
 import { McastError } from '../../errors.js';
-import type { FlowDumpFilter } from '../../transport/openflow/connection.js';
-import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
-import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
-import { changeMessage, flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
+import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
+import { readInstalled, type PipelineReader } from './read-back.js';
 
 /** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
-export interface ProgrammerConnection {
-  dumpGroups(): Promise<GroupDesc[]>;
-  dumpFlows(filter: FlowDumpFilter): Promise<FlowStats[]>;
+export interface ProgrammerConnection extends PipelineReader {
   batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: ReadonlyMap<number, Error> }>;
 }
 
 export class OvsProgrammer {
-  private installed = new Map<string, InstalledGroup>();
+  private installed = new Map<GroupAddress, InstalledGroup>();
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   private groupIds = new Set<number>();
   private otherFlows: FlowEntry[] = [];
@@ -34,7 +31,7 @@ export class OvsProgrammer {
    * restart of ovs-vswitchd, which empties the switch: the declared group is reconcile's
    * to put back, not the daemon's to take as learned.
    */
-  private readonly staticGroups = new Set<string>();
+  private readonly staticGroups = new Set<GroupAddress>();
 
   constructor(
     private readonly openflow: ProgrammerConnection,
@@ -43,39 +40,24 @@ export class OvsProgrammer {
 
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
   async refresh(): Promise<void> {
-    const { cookie, mask } = this.pipeline.cookieMatch;
-    // The whole table, not only our cookie: a flow of someone else's with the match and
-    // priority of one of ours must be seen, or our OFPFC_ADD would replace it.
-    // Groups before flows (one connection's requests are answered in order), as BridgeSession does.
-    const [descriptions, stats] = await Promise.all([this.openflow.dumpGroups(), this.openflow.dumpFlows({ tableId: this.pipeline.config.table })]);
-    const flows: FlowEntry[] = [];
-    const foreign: FlowEntry[] = [];
-    for (const entry of stats) {
-      // Others' flows by their place alone (whatever their actions): ours must not take it.
-      const flow = (entry.cookie & mask) === cookie ? flowEntryOf(entry) : flowSlotOf(entry);
-      if (flow === undefined) continue;
-      if ((entry.cookie & mask) === cookie) flows.push(flow);
-      else foreign.push(flow);
-    }
-    const groups = descriptions.filter((desc) => this.pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
-    const pipeline = this.pipeline.readInstalled(flows, groups);
+    const { pipeline, foreignFlows, groupIds } = await readInstalled(this.openflow, this.pipeline);
     this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
     for (const group of pipeline.groups) {
       if (group.learned) this.staticGroups.delete(group.group);
       else this.staticGroups.add(group.group);
     }
-    this.groupIds = new Set(groups.map((group) => group.groupId));
+    this.groupIds = groupIds;
     this.otherFlows = pipeline.otherFlows;
-    this.foreignFlows = foreign;
+    this.foreignFlows = foreignFlows;
   }
 
   /** The groups whose forwarding of ours is on the switch. */
-  get installedGroups(): string[] {
+  get installedGroups(): GroupAddress[] {
     return [...this.installed.keys()];
   }
 
   /** The groups the daemon itself installed (its cookie flag), with their member ports then. */
-  get learnedGroups(): Array<{ group: string; ports: number[] }> {
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
     return [...this.installed.values()].filter((group) => group.learned).map(({ group, ports }) => ({ group, ports }));
   }
 
@@ -121,7 +103,7 @@ export class OvsProgrammer {
   }
 
   /** Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). */
-  async syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome> {
+  async syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
     const current = this.installed.get(group);
     // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
     // two never write the same group (see mcastctl-reconcile(1)).
@@ -160,8 +142,11 @@ export class OvsProgrammer {
       if (change.op === 'add-group' || change.op === 'modify-group') this.groupIds.add(change.entry.groupId);
       else if (change.op === 'delete-group') this.groupIds.delete(change.groupId);
     }
-    if (ports.length === 0) this.installed.delete(group);
-    else {
+    if (ports.length === 0) {
+      this.installed.delete(group);
+      // Its entries are gone from the switch: the slot may go to another group.
+      this.pipeline.groupIds.release(group);
+    } else {
       const forwarding = this.pipeline.forwarding({ group, ports, learned: true });
       this.installed.set(group, {
         group,

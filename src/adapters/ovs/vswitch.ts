@@ -11,8 +11,7 @@ import type { OvsdbClient, RequestOptions } from '../../transport/ovsdb/client.j
 import { asOptionalBoolean, asOptionalInteger, asOptionalString, asSet, asStringMap, asUuidStrings, isUuid, type Row } from '../../protocol/ovsdb/datum.js';
 import { TableCache, type MonitorRequests, type MonitorUpdateReason } from '../../protocol/ovsdb/monitor.js';
 import type { Condition } from '../../protocol/ovsdb/operations.js';
-
-export const VSWITCH_DB = 'Open_vSwitch';
+import { VSWITCH_DB } from './ovs-constants.js';
 
 export interface BridgeRow {
   readonly uuid: string;

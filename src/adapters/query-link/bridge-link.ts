@@ -13,7 +13,8 @@
  */
 import { randomInt } from 'node:crypto';
 import { McastError, UnavailableError, UsageError } from '../../errors.js';
-import { BridgeSession, type BridgePort } from '../ovs/bridge-session.js';
+import { BridgeSession } from '../ovs/bridge-session.js';
+import type { BridgePort } from '../ovs/bridge-ports.js';
 import type { OvsTarget } from '../ovs/locations.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';

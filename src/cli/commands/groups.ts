@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import type { GroupView } from '../../transport/control/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
-import { isMulticastIPv4 } from '../../wire/ipv4-address.js';
+import { isMulticast } from '../../wire/ip-address.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 import { describePortView, formatDuration } from './status.js';
@@ -29,7 +29,7 @@ export function registerGroups(program: Command): void {
     )
     .action(async (group: string | undefined, flags: GroupsFlags) => {
       const output = new Output({ json: flags.json === true });
-      if (group !== undefined && !isMulticastIPv4(group)) {
+      if (group !== undefined && !isMulticast(group)) {
         throw new UsageError(`${quoteInput(group)} is not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)`, { code: 'bad-address' });
       }
       const client = await ControlClient.connect(flags.controlSocket);

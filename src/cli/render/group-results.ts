@@ -2,7 +2,7 @@
 import { ExitCode, McastError } from '../../errors.js';
 import type { GroupResult, StaticGroupsOutcome } from '../../controllers/static/static-groups.js';
 import { NO_ROUTER_WARNING, type RouteOutcome } from '../../controllers/static/static-routes.js';
-import type { BridgePort } from '../../adapters/ovs/bridge-session.js';
+import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
 import type { Output } from './output.js';
 
 /** Most rows a human table shows. */

@@ -3,6 +3,7 @@
  * which combinations the daemon refuses. A clash is blamed on the first of its keys the
  * user set, and names the other with its value.
  */
+import { UsageError } from '../../errors.js';
 import { showMs } from '../../runtime/values.js';
 import { MIN_RESP_MS, V2_MAX_RESP_MS, V3_MAX_RESP_MS } from './setting-values.js';
 import type { DaemonConfigKey, SettingValue } from './settings.js';
@@ -37,6 +38,18 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
         key,
         `${gateway} is both the gateway and a multicast interface: an interface is one or the other`,
         key === 'multicastInterfaces' ? index : undefined,
+      );
+    },
+  },
+  {
+    name: 'multicast-interfaces-need-a-gateway',
+    keys: ['multicastInterfaces', 'gateway'],
+    check({ value }) {
+      if (value('multicastInterfaces').length === 0 || value('gateway') !== undefined) return;
+      // Thrown as it is, not through fail(): the clash is of two keys, neither with a value at
+      // fault, so the message names both rather than blaming one (and is the one operators know).
+      throw new UsageError(
+        'multicastInterfaces (--multicast-interfaces) need a gateway (--gateway): traffic crosses between the uplinks and the pods through it',
       );
     },
   },

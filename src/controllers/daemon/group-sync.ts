@@ -4,6 +4,7 @@
  * with backoff, timed from the first change a sync waited for.
  */
 import { messageOf } from '../../errors.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import { WorkQueue } from '../../domain/membership/work-queue.js';
 import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, RouterPort, SwitchPort } from './ports.js';
@@ -20,7 +21,7 @@ export interface GroupSyncOptions {
   minBackoffMs: number;
   maxBackoffMs: number;
   /** The member ports of `group` now. */
-  membersOf: (group: string) => readonly number[];
+  membersOf: (group: GroupAddress) => readonly number[];
   /** The gateway's port now (every group with members also goes there). */
   gatewayOfport: () => number | undefined;
   publish: (event: DaemonEvent) => void;
@@ -28,14 +29,14 @@ export interface GroupSyncOptions {
 }
 
 export class GroupSync {
-  private readonly queue: WorkQueue<string>;
+  private readonly queue: WorkQueue<GroupAddress>;
   /** When each group waiting for a sync first changed (for the sync latency). */
-  private readonly dirtySince = new Map<string, number>();
-  private readonly errors = new Map<string, string>();
+  private readonly dirtySince = new Map<GroupAddress, number>();
+  private readonly errors = new Map<GroupAddress, string>();
   private stopped = false;
 
   constructor(private readonly options: GroupSyncOptions) {
-    this.queue = new WorkQueue<string>({
+    this.queue = new WorkQueue<GroupAddress>({
       sync: (group) => this.syncGroup(group),
       workers: options.workers,
       minBackoffMs: options.minBackoffMs,
@@ -50,18 +51,18 @@ export class GroupSync {
   }
 
   /** Asks for `group` to be synced (again). */
-  markDirty(group: string): void {
+  markDirty(group: GroupAddress): void {
     if (!this.dirtySince.has(group)) this.dirtySince.set(group, this.options.clock.monotonicMs());
     this.queue.add(group);
   }
 
   /** Groups waiting for a sync. */
-  get dirty(): ReadonlyMap<string, number> {
+  get dirty(): ReadonlyMap<GroupAddress, number> {
     return this.dirtySince;
   }
 
   /** The last error of each group whose sync is failing. */
-  get syncErrors(): ReadonlyMap<string, string> {
+  get syncErrors(): ReadonlyMap<GroupAddress, string> {
     return this.errors;
   }
 
@@ -83,7 +84,7 @@ export class GroupSync {
   }
 
   /** Makes OVS and the kernel match the group's members now (whatever changed meanwhile). */
-  private async syncGroup(group: string): Promise<void> {
+  private async syncGroup(group: GroupAddress): Promise<void> {
     if (this.stopped) return;
     const { clock, counters, metrics, publish, isoNow } = this.options;
     const since = this.dirtySince.get(group) ?? clock.monotonicMs();

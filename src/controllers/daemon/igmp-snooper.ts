@@ -3,16 +3,25 @@
  * (Antrea's "discovery"). Pure: a frame and the port it came in on go in; out come the
  * decoded event (for the event stream and the counters) and the membership calls to make.
  */
-import type { GroupRecord } from '../../packet/igmp/message.js';
+import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { decodeFrame, ipv4Locator, type FrameEvent } from '../../packet/frame-decoder.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
-import { isMulticastIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
+import type { MembershipRecord } from '../../domain/membership/membership-table.js';
+import {
+  type GroupAddress,
+  type HostAddress,
+  isLinkScopeGroup,
+  parseGroupAddress,
+  parseHostAddress,
+  parseSourceAddress,
+  type SourceAddress,
+} from '../../wire/ip-address.js';
 
 /** What one IGMP message asks of the group state. */
 export type MembershipCall =
-  | { op: 'report'; group: string; host: string; version: 1 | 2 }
-  | { op: 'record'; host: string; record: GroupRecord }
-  | { op: 'leave'; group: string; host: string };
+  | { op: 'report'; group: GroupAddress; host: HostAddress; version: Exclude<IgmpVersion, 3> }
+  | { op: 'record'; host: HostAddress; record: MembershipRecord }
+  | { op: 'leave'; group: GroupAddress; host: HostAddress };
 
 export interface SnoopedIgmp {
   event: FrameEvent;
@@ -33,21 +42,31 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
   const event = decodeFrame(locateEthernet, frame, meta);
   if (event === undefined) return undefined;
   if (event.kind === 'malformed') return { event, type: 'malformed', version: 0, calls: [] };
-  const { message, src } = event;
+  const { message } = event;
+  // A sender whose address is a group's is no host: its message changes no membership.
+  const host = parseHostAddress(event.src);
   switch (message.kind) {
-    case 'report':
+    case 'report': {
       if (message.version === 3) {
-        const calls = message.records.filter((record) => isRoutableGroup(record.group)).map((record): MembershipCall => ({ op: 'record', host: src, record }));
+        const calls: MembershipCall[] = [];
+        for (const record of host === undefined ? [] : message.records) {
+          const checked = membershipRecord(record);
+          if (checked !== undefined && host !== undefined) calls.push({ op: 'record', host, record: checked });
+        }
         return { event, type: 'report', version: 3, calls };
       }
+      const group = routableGroup(message.group);
       return {
         event,
         type: 'report',
         version: message.version,
-        calls: isRoutableGroup(message.group) ? [{ op: 'report', group: message.group, host: src, version: message.version }] : [],
+        calls: group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: message.version }],
       };
-    case 'leave':
-      return { event, type: 'leave', version: 2, calls: isRoutableGroup(message.group) ? [{ op: 'leave', group: message.group, host: src }] : [] };
+    }
+    case 'leave': {
+      const group = routableGroup(message.group);
+      return { event, type: 'leave', version: 2, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
+    }
     case 'query':
       // A querier among the pods: noted, but the daemon is the querier of its ports.
       return { event, type: 'query', version: message.version, calls: [] };
@@ -57,10 +76,22 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
 }
 
 /**
- * Groups worth tracking: multicast, and not 224.0.0.0/24, whose link-local control
- * traffic is flooded and never needs membership (RFC 4541 §2.1.2).
+ * Groups worth tracking: multicast, and not link-scope, whose control traffic is flooded
+ * and never needs membership (RFC 4541 §2.1.2).
  */
-export function isRoutableGroup(group: string): boolean {
-  const address = parseIPv4(group);
-  return address !== undefined && isMulticastIPv4(group) && address >>> 8 !== 0xe00000;
+export function routableGroup(text: string): GroupAddress | undefined {
+  const group = parseGroupAddress(text);
+  return group === undefined || isLinkScopeGroup(group) ? undefined : group;
+}
+
+/** A v3 record with its addresses checked: a source that is no unicast address is dropped, a record for no routable group is. */
+function membershipRecord(record: GroupRecord): MembershipRecord | undefined {
+  const group = routableGroup(record.group);
+  if (group === undefined) return undefined;
+  const sources: SourceAddress[] = [];
+  for (const text of record.sources) {
+    const source = parseSourceAddress(text);
+    if (source !== undefined) sources.push(source);
+  }
+  return { type: record.type, group, sources };
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
 import type { DaemonView } from '../../transport/control/daemon-view.js';
+import { parseHostPort } from '../../wire/endpoint.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
 export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
@@ -86,18 +87,20 @@ export class DaemonMetrics {
   }
 }
 
-/** Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address). Throws UsageError naming --metrics-address. */
+/**
+ * Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address; port 0 for any free
+ * one), with the host checks of the OVS endpoints. Throws UsageError (`bad-address`) naming --metrics-address.
+ */
 export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
-  const colon = address.lastIndexOf(':');
-  const bad = () =>
-    new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}`, { code: 'bad-address' });
-  if (colon === -1) throw bad();
-  let host = address.slice(0, colon);
-  const portText = address.slice(colon + 1);
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  else if (host.includes(':')) throw bad(); // IPv6 without brackets
-  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw bad();
-  return { host: host === '' ? undefined : host, port: Number(portText) };
+  return parseHostPort(address, {
+    bad: (reason) =>
+      new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}: ${reason}`, {
+        code: 'bad-address',
+      }),
+    malformed: 'expected HOST:PORT, [IPv6]:PORT or :PORT',
+    emptyHost: true,
+    portZero: true,
+  });
 }
 
 export class MetricsServer {

@@ -3,6 +3,7 @@
  * interfaces over OVSDB, this host's interfaces, and the system clock.
  */
 import { networkInterfaces } from 'node:os';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import { output } from '../../protocol/openflow/action.js';
 import { inPortOf } from '../../protocol/openflow/packet-in.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
@@ -29,15 +30,15 @@ export class OvsSwitch implements SwitchPort {
     return this.programmer.refresh();
   }
 
-  get installedGroups(): string[] {
+  get installedGroups(): GroupAddress[] {
     return this.programmer.installedGroups;
   }
 
-  get learnedGroups(): Array<{ group: string; ports: number[] }> {
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
     return this.programmer.learnedGroups;
   }
 
-  syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome> {
+  syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
     return this.programmer.syncGroup(group, ports);
   }
 

@@ -4,6 +4,7 @@
  * connects the real OVS, kernel and host and hands them in; the unit tests hand in
  * fakes (test/fakes/).
  */
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import type { McastError } from '../../errors.js';
 import type { DaemonConfig } from './config.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
@@ -41,11 +42,11 @@ export interface SwitchPort {
   /** Reads what of ours is installed (at start and after a reconnect). */
   refresh(): Promise<void>;
   /** Groups whose forwarding of ours is on the switch (as of the last refresh or sync). */
-  readonly installedGroups: readonly string[];
+  readonly installedGroups: readonly GroupAddress[];
   /** Groups the daemon itself installed, with their member ports then. */
-  readonly learnedGroups: ReadonlyArray<{ group: string; ports: readonly number[] }>;
+  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[] }>;
   /** Makes the switch forward `group` to exactly `ports` (none: remove it). */
-  syncGroup(group: string, ports: readonly number[]): Promise<GroupOutcome>;
+  syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome>;
   /** The flows every group relies on (IGMP to the controller, link-local, unknown groups). */
   installBase(gatewayOfport: number | undefined): Promise<void>;
   /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
@@ -72,8 +73,8 @@ export interface PortWatch {
 
 export interface RouteChange {
   action: 'add' | 'update' | 'remove';
-  source: string;
-  group: string;
+  source: SourceAddress;
+  group: GroupAddress;
   iif: string;
   oifs: string[];
 }
@@ -82,7 +83,7 @@ export interface RouteChange {
 export interface RouterPort {
   /** Where its upcalls' routes and its failures go from now on (the loop binds itself at construction). */
   bind(events: RouterEvents): void;
-  setLocalMembers(group: string, present: boolean): void;
+  setLocalMembers(group: GroupAddress, present: boolean): void;
   sweepIdle(): Promise<void>;
   routeViews(): Promise<RouteView[]>;
   readonly routeCount: number;
@@ -93,7 +94,7 @@ export interface RouterPort {
 
 /** What the router asks and tells the loop; the router is opened with these bound to it. */
 export interface RouterEvents {
-  hasLocalMembers(group: string): boolean;
+  hasLocalMembers(group: GroupAddress): boolean;
   onRoute(change: RouteChange): void;
   /** A kernel call refused: the router goes on. */
   onError(error: McastError): void;

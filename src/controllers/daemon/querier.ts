@@ -6,13 +6,15 @@
  * Last Member Query Interval apart (§6.4.2). The pods' replies come back as packet-ins.
  */
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
-import type { IgmpQuery } from '../../packet/igmp/message.js';
+import type { IgmpQuery, IgmpVersion } from '../../packet/igmp/message.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
+import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 
 /** What a reload may change in a running querier. */
 export interface QuerierTiming {
-  versions: ReadonlyArray<1 | 2 | 3>;
+  versions: readonly IgmpVersion[];
   queryIntervalMs: number;
   queryResponseIntervalMs: number;
   lastMemberQueryIntervalMs: number;
@@ -71,12 +73,12 @@ export class Querier {
   async generalQueries(ports: readonly number[] = this.options.ports()): Promise<void> {
     if (ports.length === 0) return;
     for (const version of this.options.versions) {
-      await this.send(this.generalQuery(version), '224.0.0.1', ports);
+      await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, ports);
     }
   }
 
   /** Asks `port` Robustness times whether anyone still wants `group`, in `version` (v1 has no group query). */
-  groupQueries(group: string, port: number, version: 2 | 3): void {
+  groupQueries(group: GroupAddress, port: number, version: Exclude<IgmpVersion, 1>): void {
     let remaining = this.options.robustness;
     const once = (): void => {
       this.pendingGroupQueries.delete(cancel);
@@ -98,7 +100,7 @@ export class Querier {
     this.pendingGroupQueries.clear();
   }
 
-  private generalQuery(version: 1 | 2 | 3): IgmpQuery {
+  private generalQuery(version: IgmpVersion): IgmpQuery {
     const tenths = Math.round(this.options.queryResponseIntervalMs / 100);
     switch (version) {
       case 1:

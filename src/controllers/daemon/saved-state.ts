@@ -3,6 +3,7 @@
  * and pod (their numbers may change while the daemon is down), report times on the
  * wall clock (the monotonic clock restarts with the process).
  */
+import type { GroupAddress } from '../../wire/ip-address.js';
 import { ANY_SOURCE } from '../../domain/membership/source-filter.js';
 import { UNKNOWN_HOST, type GroupSnapshot, type MembershipTable, type RestoredMember } from '../../domain/membership/membership-table.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
@@ -83,9 +84,9 @@ function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockP
 }
 
 interface PlaceholderInput {
-  learned: ReadonlyArray<{ group: string; ports: readonly number[] }>;
+  learned: ReadonlyArray<{ group: GroupAddress; ports: readonly number[] }>;
   /** The ports the table already has members on, by group. */
-  knownPorts: (group: string) => readonly number[];
+  knownPorts: (group: GroupAddress) => readonly number[];
   pods: PodPorts;
   /** Monotonic milliseconds now. */
   now: number;
@@ -122,7 +123,7 @@ export interface RestoreInput {
 }
 
 /** Puts back saved members whose ports still exist; returns every group the last run had. */
-export async function restoreSavedState({ store, bridge, table, pods, clock, logger }: RestoreInput): Promise<string[]> {
+export async function restoreSavedState({ store, bridge, table, pods, clock, logger }: RestoreInput): Promise<GroupAddress[]> {
   if (store === undefined) return [];
   const { state, warning } = await store.load();
   if (warning !== undefined) logger.warn(warning);
@@ -157,7 +158,7 @@ export function seedPlaceholders({ learned, config, table, pods, clock, logger }
   const { groupMembershipIntervalMs } = table.timings;
   const { robustness, queryIntervalMs, queryResponseIntervalMs } = config;
   const graceMs = Math.min(groupMembershipIntervalMs, (robustness - 1) * Math.floor(queryIntervalMs / 4) + queryResponseIntervalMs + 2_000);
-  const knownPorts = (group: string) => table.portsOf(group);
+  const knownPorts = (group: GroupAddress) => table.portsOf(group);
   const members = placeholderMembers({ learned, knownPorts, pods, now: clock.monotonicMs(), groupMembershipIntervalMs, graceMs });
   if (members.length === 0) return;
   table.restore(members);

@@ -3,6 +3,8 @@
  * (a string, or the number commander's OVS options parsed already). Each throws a
  * ValueProblem that says what is wrong with the value; the caller adds where it came from.
  */
+import type { IgmpVersion } from '../../packet/igmp/message.js';
+import { isMulticast } from '../../wire/ip-address.js';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { quoteInput, UsageError } from '../../errors.js';
@@ -21,7 +23,7 @@ export class ValueProblem extends Error {
   }
 }
 
-export type QueryVersion = 1 | 2 | 3;
+export type QueryVersion = IgmpVersion;
 
 function describe(value: unknown): string {
   return typeof value === 'string' ? quoteInput(value) : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'a mapping' : String(value);
@@ -190,7 +192,7 @@ export function parseMetricsAddress(value: unknown): string | undefined {
   // Nothing could reach a listener there, though binding may succeed: refused rather than logged as served.
   const address = host === 'localhost' ? undefined : parseIPv4(host);
   const servable = 'metrics are served on a local address (127.0.0.1), a unicast one, or 0.0.0.0';
-  if (address !== undefined && address >>> 28 === 0xe) throw new ValueProblem(`${host} is a multicast address: ${servable}`);
+  if (address !== undefined && isMulticast(host)) throw new ValueProblem(`${host} is a multicast address: ${servable}`);
   if (address === 0xffffffff) throw new ValueProblem(`${host} is the broadcast address: ${servable}`);
   return `${host}:${port}`;
 }

@@ -25,7 +25,8 @@ import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-di
 
 export { STATE_FILE } from './state-directory.js';
 import { FileRefusedError, readRegularFile, showBytes } from '../../runtime/regular-file.js';
-import { isMulticastIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
+import type { IgmpVersion } from '../../packet/igmp/message.js';
+import { type GroupAddress, type HostAddress, parseGroupAddress, parseHostAddress, parseSourceAddress, type SourceAddress } from '../../wire/ip-address.js';
 
 export interface SavedMember {
   portName: string;
@@ -34,16 +35,16 @@ export interface SavedMember {
    * pod, never to another pod whose port got the same name while the daemon was down.
    */
   pod?: string;
-  host: string;
+  host: HostAddress;
   mode: 'include' | 'exclude';
-  sources: string[];
-  compatibility: 1 | 2 | 3;
+  sources: SourceAddress[];
+  compatibility: IgmpVersion;
   /** Epoch milliseconds. */
   lastReportAt: number;
 }
 
 export interface SavedGroup {
-  group: string;
+  group: GroupAddress;
   members: SavedMember[];
 }
 
@@ -268,16 +269,16 @@ export function parseSavedState(value: unknown): SavedState {
   const savedAt = epochMs(root.savedAt, 'savedAt');
   if (typeof root.bridge !== 'string' || root.bridge === '') throw new Error('bridge is not a non-empty string');
   if (!Array.isArray(root.groups)) throw new Error('groups is not an array');
-  const seen = new Set<string>();
+  const seen = new Set<GroupAddress>();
   const groups = root.groups.map((item, index): SavedGroup => {
     const where = `groups[${index}]`;
     const group = object(item, where);
-    if (typeof group.group !== 'string' || !isMulticastIPv4(group.group))
-      throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
-    if (seen.has(group.group)) throw new Error(`${where}.group ${group.group} appears twice`);
-    seen.add(group.group);
+    const address = typeof group.group === 'string' ? parseGroupAddress(group.group) : undefined;
+    if (address === undefined) throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
+    if (seen.has(address)) throw new Error(`${where}.group ${address} appears twice`);
+    seen.add(address);
     if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
-    return { group: group.group, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
+    return { group: address, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
   });
   return { version: 1, savedAt, bridge: root.bridge, groups };
 }
@@ -285,11 +286,14 @@ export function parseSavedState(value: unknown): SavedState {
 function parseMember(value: unknown, where: string): SavedMember {
   const member = object(value, where);
   if (typeof member.portName !== 'string' || member.portName === '') throw new Error(`${where}.portName is not a non-empty string`);
-  if (!isUnicast(member.host)) throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
+  const host = typeof member.host === 'string' ? parseHostAddress(member.host) : undefined;
+  if (host === undefined) throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
   if (member.mode !== 'include' && member.mode !== 'exclude') throw new Error(`${where}.mode ${JSON.stringify(member.mode)} is not include or exclude`);
   if (!Array.isArray(member.sources)) throw new Error(`${where}.sources is not an array`);
-  member.sources.forEach((source, index) => {
-    if (!isUnicast(source)) throw new Error(`${where}.sources[${index}] ${JSON.stringify(source)} is not an IPv4 unicast address`);
+  const sources = member.sources.map((text: unknown, index) => {
+    const source = typeof text === 'string' ? parseSourceAddress(text) : undefined;
+    if (source === undefined) throw new Error(`${where}.sources[${index}] ${JSON.stringify(text)} is not an IPv4 unicast address`);
+    return source;
   });
   if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3)
     throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
@@ -297,9 +301,9 @@ function parseMember(value: unknown, where: string): SavedMember {
   return {
     portName: member.portName,
     ...(member.pod === undefined ? {} : { pod: member.pod as string }),
-    host: member.host,
+    host,
     mode: member.mode,
-    sources: [...(member.sources as string[])],
+    sources,
     compatibility: member.compatibility,
     lastReportAt: epochMs(member.lastReportAt, `${where}.lastReportAt`),
   };
@@ -314,9 +318,4 @@ function epochMs(value: unknown, where: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
     throw new Error(`${where} ${JSON.stringify(value)} is not a time (epoch milliseconds)`);
   return value;
-}
-
-/** A dotted quad that is not multicast (hosts and sources; 0.0.0.0 is allowed for a v1/v2 host that reported without an address). */
-function isUnicast(value: unknown): value is string {
-  return typeof value === 'string' && parseIPv4(value) !== undefined && !isMulticastIPv4(value);
 }

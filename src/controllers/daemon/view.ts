@@ -3,7 +3,7 @@
  * groups with their members, its kernel routes. Built from the loop's state on demand.
  */
 import { VERSION } from '../../version.js';
-import { compareIPv4 } from '../../wire/ipv4-address.js';
+import { compareAddresses } from '../../wire/ip-address.js';
 import type { GroupSnapshot, MemberChange, MembershipTable } from '../../domain/membership/membership-table.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, GroupView, MemberView, PortView, RouteView } from '../../transport/control/daemon-view.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
@@ -107,5 +107,5 @@ export function groupViewsOf(input: GroupViewInput): GroupView[] {
 
 /** Kernel routes by group, then source. */
 export function sortedRoutes(views: RouteView[]): RouteView[] {
-  return views.sort((a, b) => compareIPv4(a.group, b.group) || compareIPv4(a.source, b.source));
+  return views.sort((a, b) => compareAddresses(a.group, b.group) || compareAddresses(a.source, b.source));
 }

@@ -13,12 +13,11 @@ import { hostname } from 'node:os';
 import { McastError, UsageError } from '../../errors.js';
 import { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
-import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../protocol/openflow/limits.js';
-import { MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import { BridgeLock } from '../../adapters/ovs/bridge-lock.js';
 import { KernelRouter } from '../../adapters/kernel-router.js';
 import { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
-import { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
+import { ovsPipeline } from '../../adapters/ovs/read-back.js';
 import { findBridge, watchInterfaces } from '../../adapters/ovs/vswitch.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { DaemonConfig } from './config.js';
@@ -45,11 +44,6 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
   const { target } = config;
   const { logger } = deps;
   const clock = deps.clock ?? systemClock;
-  if (config.multicastInterfaces.length > 0 && config.gateway === undefined) {
-    throw new UsageError(
-      'multicastInterfaces (--multicast-interfaces) need a gateway (--gateway): traffic crosses between the uplinks and the pods through it',
-    );
-  }
   let portWatch: OvsdbPortWatch | undefined;
   let bridgeLock: BridgeLock | undefined;
   let router: RouterRelay | undefined;
@@ -70,9 +64,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
     bridgeLock = await BridgeLock.acquire({ client: ovsdb, bridge: target.bridge, holder });
     const watch = portWatch;
     watch.attach(await watchInterfaces(ovsdb, target.bridge, (changes) => watch.changed(changes.interfaces, changes.reason === 'resync')));
-    const pods = new PodPorts(config.gateway);
-    pods.update({ interfaces: watch.interfaces() });
-    if (config.gateway !== undefined && pods.gateway === undefined) {
+    if (config.gateway !== undefined && new BridgePorts(watch.interfaces().values()).member(config.gateway) === undefined) {
       throw new UsageError(`bridge ${target.bridge} has no port ${config.gateway} with an OpenFlow port number (--gateway)`, {
         code: 'no-such-interface',
         hint: `add it (ovs-vsctl add-port ${target.bridge} ${config.gateway} -- set interface ${config.gateway} type=internal), or name the right port`,
@@ -86,7 +78,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
 
     // OpenFlow: the loop reads what is installed, puts back what was learned, then syncs.
     openflow = await OpenFlowConnection.connect({ endpoint: target.openflow, timeoutMs: CONNECT_TIMEOUT_MS, reconnect: OPENFLOW_RECONNECT });
-    const programmer = new OvsProgrammer(openflow, new MulticastPipeline(config.pipeline, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD }));
+    const programmer = new OvsProgrammer(openflow, ovsPipeline(config.pipeline));
     const vswitch = new OvsSwitch(openflow, programmer);
     handedOver = true; // the loop closes every port from now on, also when its start fails
     return await MulticastController.start({

@@ -7,7 +7,7 @@
 import type { IgmpReport, IgmpV2Leave } from '../../packet/igmp/message.js';
 import type { HeardIgmp, LinkPort } from '../../adapters/query-link/query-link.js';
 import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from '../../domain/membership/source-filter.js';
-import { compareIPv4 } from '../../wire/ipv4-address.js';
+import { compareAddresses } from '../../wire/ip-address.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 import type { QueryKind } from './query-spec.js';
 
@@ -63,7 +63,8 @@ export interface ResponderTableOptions {
 }
 
 interface ResponderEntry {
-  filter: SourceFilter;
+  /** The sources as the reports carried them. */
+  filter: SourceFilter<string>;
   version: IgmpVersion;
   delayMs: number;
   answers: number;
@@ -123,13 +124,13 @@ export class ResponderTable {
         group: entry.group,
         version: entry.version,
         mode: entry.filter.mode,
-        sources: [...entry.filter.sources].sort(compareIPv4),
+        sources: [...entry.filter.sources].sort(compareAddresses),
         delayMs: entry.delayMs,
         answers: entry.answers,
         ...portFields(entry.port),
       });
     }
-    return out.sort((a, b) => compareIPv4(a.group, b.group) || compareIPv4(a.host, b.host) || (a.port ?? '').localeCompare(b.port ?? ''));
+    return out.sort((a, b) => compareAddresses(a.group, b.group) || compareAddresses(a.host, b.host) || (a.port ?? '').localeCompare(b.port ?? ''));
   }
 
   /** Every querier heard, and ours; sorted by address, the election decided. */
@@ -143,7 +144,7 @@ export class ResponderTable {
     }));
     const { self } = this.options;
     if (self.address !== '0.0.0.0' && this.sent.length > 0) all.push({ address: self.address, version: self.version, self: true, queries: this.sent.length });
-    all.sort((a, b) => compareIPv4(a.address, b.address) || Number(a.self) - Number(b.self));
+    all.sort((a, b) => compareAddresses(a.address, b.address) || Number(a.self) - Number(b.self));
     const winner = all.find((querier) => querier.address !== '0.0.0.0' && querier.version !== 1);
     return all.map((querier) => ({ ...querier, elected: querier === winner }));
   }
@@ -181,7 +182,7 @@ export class ResponderTable {
     event: HeardIgmp,
     group: string,
     query: SentQuery,
-    next: (current: SourceFilter | undefined) => SourceFilter | undefined,
+    next: (current: SourceFilter<string> | undefined) => SourceFilter<string> | undefined,
     version: IgmpVersion,
   ): void {
     const key = `${group}|${event.src}|${event.port?.name ?? ''}`;

@@ -4,8 +4,10 @@
  * change, apply it in one batch, and report group by group.
  */
 import { UnavailableError } from '../../errors.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
-import type { BridgePort, BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import type { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
 import { planInstall, planUninstall, planUninstallAll, type GroupOutcome, type GroupPlan, type PipelineChange } from '../../domain/pipeline/plan.js';
 import type { DeclaredGroup } from '../../domain/declared-state/declared-state.js';
@@ -39,7 +41,7 @@ export async function installGroups(session: BridgeSession, groups: readonly Sta
 }
 
 /** Removes the named groups, or with 'all' everything of ours on the bridge. */
-export async function uninstallGroups(session: BridgeSession, groups: readonly string[] | 'all'): Promise<StaticGroupsOutcome> {
+export async function uninstallGroups(session: BridgeSession, groups: readonly GroupAddress[] | 'all'): Promise<StaticGroupsOutcome> {
   const installed = await session.readInstalled();
   if (groups === 'all') {
     const plan = planUninstallAll(installed.pipeline);

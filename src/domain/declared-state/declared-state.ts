@@ -19,20 +19,20 @@
  */
 import { quoteInput, UsageError } from '../../errors.js';
 import { readRegularFile, showBytes } from '../../runtime/regular-file.js';
-import { parseIPv4 } from '../../wire/ipv4-address.js';
+import { type GroupAddress, parseSourceAddress, type SourceAddress } from '../../wire/ip-address.js';
 import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
 import { loadYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError, type LoadedYaml } from '../../runtime/safe-yaml.js';
 
 export interface DeclaredGroup {
-  group: string;
+  group: GroupAddress;
   ports: PortRef[];
   /** Where it is declared (`file:line`), for messages; computed only when asked. */
   where: () => string;
 }
 
 export interface DeclaredRoute {
-  group: string;
-  source: string;
+  group: GroupAddress;
+  source: SourceAddress;
   iif: string;
   oifs: string[];
   where: () => string;
@@ -166,15 +166,14 @@ function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute,
   for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
-  const source = typeof item.source === 'string' ? parseIPv4(item.source) : undefined;
-  if (source === undefined || source >>> 28 >= 0xe || source === 0)
-    throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
+  const source = typeof item.source === 'string' ? parseSourceAddress(item.source) : undefined;
+  if (source === undefined) throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
   if (typeof item.iif !== 'string' || item.iif === '') throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
   const oifs = item.oifs;
   if (!Array.isArray(oifs) || oifs.length === 0 || !oifs.every((oif) => typeof oif === 'string' && oif !== '')) {
     throw new StateProblem([...path, 'oifs'], '"oifs" must be a non-empty list of interface names');
   }
-  return { group, source: item.source as string, iif: item.iif, oifs: oifs as string[] };
+  return { group, source, iif: item.iif, oifs: oifs as string[] };
 }
 
 function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup, 'where'> {

@@ -11,7 +11,7 @@
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
-import { compareIPv4 } from '../../wire/ipv4-address.js';
+import { compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 
 export interface MembershipTiming {
   /** Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval (§8.13). */
@@ -45,19 +45,26 @@ export interface MembershipTableOptions {
  * restarted, without saved state for it): some host behind the port wanted the group.
  * The first real report from the port replaces it; a leave from any host there ends it.
  */
-export const UNKNOWN_HOST = '0.0.0.0';
+export const UNKNOWN_HOST: HostAddress = hostAddress('0.0.0.0');
+
+/** One group record of an IGMPv3 report, its addresses checked (the snooper drops sources that are none). */
+export interface MembershipRecord {
+  type: GroupRecord['type'];
+  group: GroupAddress;
+  sources: readonly SourceAddress[];
+}
 
 export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed';
 
 export type MemberChange =
-  | { type: 'join'; group: string; port: number; host: string }
-  | { type: 'leave'; group: string; port: number; host: string; reason: LeaveReason };
+  | { type: 'join'; group: GroupAddress; port: number; host: HostAddress }
+  | { type: 'leave'; group: GroupAddress; port: number; host: HostAddress; reason: LeaveReason };
 
 /** A member as saved by the daemon and given back to restore(). */
 export interface RestoredMember {
-  group: string;
+  group: GroupAddress;
   port: number;
-  host: string;
+  host: HostAddress;
   filter: SourceFilter;
   /** On this table's clock. */
   lastReportAt: number;
@@ -66,30 +73,30 @@ export interface RestoredMember {
 
 export type MembershipEffect =
   /** The ports with members of `group` changed: forward it to exactly these (none: stop). */
-  | { kind: 'members'; group: string; ports: number[] }
+  | { kind: 'members'; group: GroupAddress; ports: number[] }
   /** Ask `port` whether anyone still wants `group`. */
-  | { kind: 'query'; group: string; port: number };
+  | { kind: 'query'; group: GroupAddress; port: number };
 
 interface MemberSnapshot {
   port: number;
-  host: string;
+  host: HostAddress;
   /** The oldest version heard from the port lately: how the port is treated (§7.3.2). */
   compatibility: IgmpVersion;
-  filter: { mode: SourceFilter['mode']; sources: string[] };
+  filter: { mode: SourceFilter['mode']; sources: SourceAddress[] };
   lastReportAt: number;
   /** Set while a leave waits for the Last Member Query Time. */
   leavingUntil?: number;
 }
 
 export interface GroupSnapshot {
-  group: string;
+  group: GroupAddress;
   ports: number[];
   members: MemberSnapshot[];
 }
 
 interface MemberEntry {
   port: number;
-  host: string;
+  host: HostAddress;
   filter: SourceFilter;
   lastReportAt: number;
   leavingUntil: number | undefined;
@@ -104,7 +111,7 @@ export class MembershipTable {
   private timing: MembershipTiming;
   private fastLeave: boolean;
   /** group → `port|host` → member */
-  private readonly groups = new Map<string, Map<string, MemberEntry>>();
+  private readonly groups = new Map<GroupAddress, Map<string, MemberEntry>>();
   /** `group|port` → when older-version hosts were last heard there (§7.3.2 is per group). */
   private readonly compatibility = new Map<string, PortCompatibility>();
 
@@ -124,7 +131,7 @@ export class MembershipTable {
   }
 
   /** An IGMPv1 or v2 report: the host wants the group from any source. */
-  report(port: number, host: string, group: string, version: 1 | 2): MembershipEffect[] {
+  report(port: number, host: HostAddress, group: GroupAddress, version: 1 | 2): MembershipEffect[] {
     const compat = this.compatibilityOf(group, port, true);
     const until = this.now() + this.timing.groupMembershipIntervalMs;
     if (version === 1) compat.v1Until = until;
@@ -133,9 +140,9 @@ export class MembershipTable {
   }
 
   /** One group record of an IGMPv3 report, as the port's compatibility mode lets it count. */
-  record(port: number, host: string, record: GroupRecord): MembershipEffect[] {
+  record(port: number, host: HostAddress, record: MembershipRecord): MembershipEffect[] {
     const mode = this.modeOf(record.group, port);
-    let effective: Pick<GroupRecord, 'type' | 'sources'> = record;
+    let effective: Pick<MembershipRecord, 'type' | 'sources'> = record;
     if (mode !== 3) {
       // §7.3.2: BLOCK is ignored and TO_EX's sources too; in v1 mode no leave counts (a
       // v1 host, which never says it leaves, may still be there).
@@ -151,7 +158,7 @@ export class MembershipTable {
   }
 
   /** An IGMPv2 leave. Ignored while the port has v1 hosts for the group (§7.3.2). */
-  leave(port: number, host: string, group: string): MembershipEffect[] {
+  leave(port: number, host: HostAddress, group: GroupAddress): MembershipEffect[] {
     if (this.modeOf(group, port) === 1) return [];
     return this.leaveOf(group, port, host);
   }
@@ -196,7 +203,7 @@ export class MembershipTable {
   }
 
   /** The ports with members of `group`, sorted. */
-  portsOf(group: string): number[] {
+  portsOf(group: GroupAddress): number[] {
     const members = this.groups.get(group);
     return members === undefined ? [] : [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
   }
@@ -208,20 +215,20 @@ export class MembershipTable {
         group,
         ports: this.portsOf(group),
         members: [...members.values()]
-          .sort((a, b) => a.port - b.port || compareIPv4(a.host, b.host))
+          .sort((a, b) => a.port - b.port || compareAddresses(a.host, b.host))
           .map((member) => ({
             port: member.port,
             host: member.host,
             compatibility: this.modeOf(group, member.port),
-            filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareIPv4) },
+            filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareAddresses) },
             lastReportAt: member.lastReportAt,
             ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
           })),
       }))
-      .sort((a, b) => compareIPv4(a.group, b.group));
+      .sort((a, b) => compareAddresses(a.group, b.group));
   }
 
-  private leaveOf(group: string, port: number, leaving: string): MembershipEffect[] {
+  private leaveOf(group: GroupAddress, port: number, leaving: HostAddress): MembershipEffect[] {
     const members = this.groups.get(group);
     // A host not known by address may be the one an UNKNOWN_HOST member stands for.
     const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
@@ -233,7 +240,7 @@ export class MembershipTable {
     return [{ kind: 'query', group, port }];
   }
 
-  private upsert(group: string, port: number, host: string, filter: SourceFilter): void {
+  private upsert(group: GroupAddress, port: number, host: HostAddress, filter: SourceFilter): void {
     let members = this.groups.get(group);
     if (members === undefined) {
       members = new Map();
@@ -248,7 +255,7 @@ export class MembershipTable {
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
   }
 
-  private remove(group: string, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
+  private remove(group: GroupAddress, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
     members.delete(memberKey(member.port, member.host));
     this.options.onMemberChange?.({ type: 'leave', group, port: member.port, host: member.host, reason });
   }
@@ -260,7 +267,7 @@ export class MembershipTable {
    */
   restore(saved: readonly RestoredMember[]): MembershipEffect[] {
     const now = this.now();
-    const touched = new Map<string, number[]>();
+    const touched = new Map<GroupAddress, number[]>();
     for (const member of saved) {
       if (member.lastReportAt + this.timing.groupMembershipIntervalMs <= now) continue;
       if (!touched.has(member.group)) touched.set(member.group, this.portsOf(member.group));
@@ -308,7 +315,7 @@ export class MembershipTable {
   }
 
   /** Runs `mutate` and says whether the group's member ports changed. */
-  private change(group: string, mutate: () => void): MembershipEffect[] {
+  private change(group: GroupAddress, mutate: () => void): MembershipEffect[] {
     const before = this.portsOf(group);
     mutate();
     if (this.groups.get(group)?.size === 0) this.groups.delete(group);
@@ -316,7 +323,7 @@ export class MembershipTable {
     return sameNumbers(before, after) ? [] : [{ kind: 'members', group, ports: after }];
   }
 
-  private modeOf(group: string, port: number): IgmpVersion {
+  private modeOf(group: GroupAddress, port: number): IgmpVersion {
     const compat = this.compatibilityOf(group, port, false);
     const now = this.now();
     if (compat === undefined) return 3;
@@ -324,9 +331,9 @@ export class MembershipTable {
     return compat.v2Until > now ? 2 : 3;
   }
 
-  private compatibilityOf(group: string, port: number, create: true): PortCompatibility;
-  private compatibilityOf(group: string, port: number, create: false): PortCompatibility | undefined;
-  private compatibilityOf(group: string, port: number, create: boolean): PortCompatibility | undefined {
+  private compatibilityOf(group: GroupAddress, port: number, create: true): PortCompatibility;
+  private compatibilityOf(group: GroupAddress, port: number, create: false): PortCompatibility | undefined;
+  private compatibilityOf(group: GroupAddress, port: number, create: boolean): PortCompatibility | undefined {
     const key = `${group}|${port}`;
     let compat = this.compatibility.get(key);
     if (compat === undefined && create) {
@@ -341,7 +348,7 @@ export class MembershipTable {
   }
 }
 
-function memberKey(port: number, host: string): string {
+function memberKey(port: number, host: HostAddress): string {
   return `${port}|${host}`;
 }
 

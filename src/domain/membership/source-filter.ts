@@ -4,23 +4,31 @@
  * host's own filter). Shared by `snoop`'s summary and `query`'s responder table.
  */
 import type { GroupRecord } from '../../packet/igmp/message.js';
+import type { SourceAddress } from '../../wire/ip-address.js';
 
 export type FilterMode = 'include' | 'exclude';
 
-export interface SourceFilter {
+/**
+ * The daemon's filters hold checked SourceAddress values; the tools that show what was
+ * on the wire (`snoop`, `query`) keep the sources as the packet carried them (S = string).
+ */
+export interface SourceFilter<S extends string = SourceAddress> {
   /** exclude with no sources = "any source": what v1/v2 hosts and a plain v3 join mean. */
   mode: FilterMode;
-  sources: ReadonlySet<string>;
+  sources: ReadonlySet<S>;
 }
 
 /** What a v1 or v2 report says (RFC 3376 §7.3.2: treated as IS_EX {}). */
-export const ANY_SOURCE: SourceFilter = Object.freeze({ mode: 'exclude', sources: new Set<string>() });
+export const ANY_SOURCE: SourceFilter<never> = Object.freeze({ mode: 'exclude', sources: new Set<never>() });
 
 /**
  * The filter after `record`; undefined when the host is not (or no longer) a member:
  * INCLUDE {} is a leave, and blocking sources of a group it is not in changes nothing.
  */
-export function applyGroupRecord(current: SourceFilter | undefined, record: Pick<GroupRecord, 'type' | 'sources'>): SourceFilter | undefined {
+export function applyGroupRecord<S extends string>(
+  current: SourceFilter<S> | undefined,
+  record: { type: GroupRecord['type']; sources: readonly S[] },
+): SourceFilter<S> | undefined {
   const sources = new Set(record.sources);
   switch (record.type) {
     case 'MODE_IS_INCLUDE':

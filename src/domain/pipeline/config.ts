@@ -23,9 +23,9 @@ export interface PipelineConfig {
   /** The top 16 bits of every cookie we write. */
   cookiePrefix: number;
   /**
-   * First OVS group id of our range. A group's id is this plus the low 28 bits of its
-   * address, so ids are stable and need no allocation table; chained groups (for groups
-   * too large for one message) use the next 2^28 blocks.
+   * First OVS group id of our range: blocks of GROUP_ID_BLOCK ids, the first for the
+   * head of each group's chain, the next ones for the links of chained groups (groups
+   * too large for one message). group-ids.ts gives each group its slot.
    */
   groupIdBase: number;
 }
@@ -37,7 +37,7 @@ export const DEFAULT_PIPELINE_CONFIG: Readonly<PipelineConfig> = Object.freeze({
   groupIdBase: 0x10000000,
 });
 
-/** 2^28: one id per IPv4 multicast address (224.0.0.0/4). */
+/** 2^28: a slot for each IPv4 multicast address (224.0.0.0/4). */
 export const GROUP_ID_BLOCK = 0x10000000;
 /** OFPG_MAX: ids above it are reserved (ALL, ANY). */
 const OFPG_MAX = 0xffffff00;

@@ -7,6 +7,7 @@
  * Order matters on the wire, and the plan is in wire order: an OVS group exists before
  * a group or flow that points to it; a flow goes before the group it points to.
  */
+import type { GroupAddress } from '../../wire/ip-address.js';
 import type { FlowAction, FlowEntry, GroupEntry, GroupMembership, InstalledGroup, InstalledPipeline, MulticastPipeline } from './multicast-pipeline.js';
 
 export type PipelineChange =
@@ -23,7 +24,7 @@ export type PipelineChange =
 export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent' | 'conflict';
 
 export interface GroupPlan {
-  group: string;
+  group: GroupAddress;
   outcome: GroupOutcome;
   /** Member ports after the change (for a removal: the ports it had). */
   ports: number[];
@@ -76,7 +77,7 @@ export function planInstall(
 }
 
 /** Removes the named groups (absent ones are reported as such, not as errors). */
-export function planUninstall(groups: readonly string[], installed: InstalledPipeline): GroupPlan[] {
+export function planUninstall(groups: readonly GroupAddress[], installed: InstalledPipeline): GroupPlan[] {
   const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
   return groups.map((group) => {
     const current = byGroup.get(group);

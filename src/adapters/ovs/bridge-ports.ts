@@ -1,0 +1,72 @@
+/**
+ * The ports of a bridge, one model for the commands (a snapshot, ./bridge-session.ts)
+ * and the daemon (kept in step with an OVSDB monitor, ./pod-ports.ts). An Interface row
+ * with an OpenFlow port number is a port; one a CNI plugin registered (external_ids
+ * pod-name, and pod-namespace) is a pod's; the bridge's own internal port (LOCAL) is a
+ * port but never a group member.
+ */
+import type { InterfaceRow } from './vswitch.js';
+import { OVSDB_LOCAL_OFPORT, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
+
+export interface BridgePort {
+  ofport: number;
+  /** The OVS interface name. */
+  name: string;
+  /** `namespace/name` from the interface's external_ids, where a CNI plugin set them. */
+  pod?: string;
+}
+
+/** The port of an Interface row, or undefined while it has no OpenFlow port number. */
+function bridgePortOf(row: InterfaceRow): BridgePort | undefined {
+  if (row.ofport === undefined || row.ofport <= 0) return undefined;
+  const pod = row.external_ids[POD_NAME_KEY];
+  const namespace = row.external_ids[POD_NAMESPACE_KEY];
+  return { ofport: row.ofport, name: row.name, ...(pod === undefined ? {} : { pod: namespace === undefined ? pod : `${namespace}/${pod}` }) };
+}
+
+export function isLocalPort(port: Pick<BridgePort, 'ofport'>): boolean {
+  return port.ofport === OVSDB_LOCAL_OFPORT;
+}
+
+export function samePort(a: BridgePort | undefined, b: BridgePort | undefined): boolean {
+  return a?.ofport === b?.ofport && a?.name === b?.name && a?.pod === b?.pod;
+}
+
+/** A bridge's ports at one moment, from its Interface rows. */
+export class BridgePorts {
+  /** Every numbered port, LOCAL included, by port number. */
+  readonly all: readonly BridgePort[];
+  /** The MAC of the bridge's own (LOCAL) interface, the source of frames it sends. */
+  readonly localMac: string | undefined;
+
+  constructor(rows: Iterable<InterfaceRow>) {
+    const all: BridgePort[] = [];
+    let localMac: string | undefined;
+    for (const row of rows) {
+      const port = bridgePortOf(row);
+      if (port === undefined) continue;
+      all.push(port);
+      if (isLocalPort(port)) localMac = row.mac_in_use;
+    }
+    this.all = all.sort((a, b) => a.ofport - b.ofport);
+    this.localMac = localMac;
+  }
+
+  byNumber(ofport: number): BridgePort | undefined {
+    return this.all.find((port) => port.ofport === ofport);
+  }
+
+  byName(name: string): BridgePort | undefined {
+    return this.all.find((port) => port.name === name);
+  }
+
+  /** Every port but the bridge's own LOCAL one: where pods and other hosts attach. */
+  get members(): BridgePort[] {
+    return this.all.filter((port) => !isLocalPort(port));
+  }
+
+  /** The member port named `name` (the gateway's lookup): undefined for none, or for LOCAL. */
+  member(name: string | undefined): BridgePort | undefined {
+    return name === undefined ? undefined : this.members.find((port) => port.name === name);
+  }
+}

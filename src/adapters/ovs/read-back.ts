@@ -1,0 +1,73 @@
+/**
+ * What of ours is installed on a bridge, read back over OpenFlow: the one read-back
+ * behind both the commands (BridgeSession) and the daemon (OvsProgrammer), so that the
+ * two see the switch alike, and the pipeline as OVS takes it (at most as many buckets
+ * per group as one GROUP_MOD holds).
+ */
+import type { FlowDumpFilter } from '../../transport/openflow/connection.js';
+import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
+import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
+import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../protocol/openflow/limits.js';
+import type { PipelineConfig } from '../../domain/pipeline/config.js';
+import { MulticastPipeline, type FlowEntry, type InstalledPipeline } from '../../domain/pipeline/multicast-pipeline.js';
+import { flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
+
+/** What the read-back uses of an OpenFlow connection (OpenFlowConnection has it). */
+export interface PipelineReader {
+  dumpGroups(): Promise<GroupDesc[]>;
+  dumpFlows(filter: FlowDumpFilter): Promise<FlowStats[]>;
+}
+
+interface FlowCounters {
+  packets: bigint;
+  bytes: bigint;
+}
+
+export interface InstalledState {
+  pipeline: InstalledPipeline;
+  /** Packet and byte counts of each group's flow. */
+  counters: Map<string, FlowCounters>;
+  /** Flows of others in our table that have the shape of ours: ours must never take their place (OFPFC_ADD would). */
+  foreignFlows: FlowEntry[];
+  /** Every OVS group id of our range on the switch, whatever reaches it. */
+  groupIds: Set<number>;
+}
+
+export function ovsPipeline(config: PipelineConfig): MulticastPipeline {
+  return new MulticastPipeline(config, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
+}
+
+/** What of ours is on the switch now, read back from it. */
+export async function readInstalled(openflow: PipelineReader, pipeline: MulticastPipeline): Promise<InstalledState> {
+  // Groups first, then flows: a controller that adds a group and then its flow (the
+  // daemon) is never caught between the two, its group seen without its flow (stray).
+  // Both requests go out at once: the switch answers one connection's requests in
+  // order, so the group dump is still taken before the flow dump. The whole table, not
+  // only our cookie: install must see a flow of someone else's that has the very match
+  // and priority it is about to add.
+  const [descriptions, stats] = await Promise.all([openflow.dumpGroups(), openflow.dumpFlows({ tableId: pipeline.config.table })]);
+  const { cookie, mask } = pipeline.cookieMatch;
+  const flows: FlowEntry[] = [];
+  const foreignFlows: FlowEntry[] = [];
+  const countersByFlow = new Map<FlowEntry, FlowCounters>();
+  for (const entry of stats) {
+    if ((entry.cookie & mask) !== cookie) {
+      // Others' flows by their place alone (whatever their actions).
+      const slot = flowSlotOf(entry);
+      if (slot !== undefined) foreignFlows.push(slot);
+      continue;
+    }
+    const flow = flowEntryOf(entry);
+    if (flow === undefined) continue;
+    flows.push(flow);
+    countersByFlow.set(flow, { packets: entry.packetCount, bytes: entry.byteCount });
+  }
+  const groups = descriptions.filter((desc) => pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf);
+  const installed = pipeline.readInstalled(flows, groups);
+  const counters = new Map<string, FlowCounters>();
+  for (const group of installed.groups) {
+    const flowCounters = countersByFlow.get(group.flow);
+    if (flowCounters !== undefined) counters.set(group.group, flowCounters);
+  }
+  return { pipeline: installed, counters, foreignFlows, groupIds: new Set(groups.map((group) => group.groupId)) };
+}

@@ -1,0 +1,121 @@
+/**
+ * The OVS adapter's shared parts: the one port model (LOCAL, pods from external_ids, the
+ * gateway by name) and the one read-back of the installed pipeline, which the commands'
+ * BridgeSession and the daemon's OvsProgrammer both go through.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { BridgePorts, isLocalPort } from '../../src/adapters/ovs/bridge-ports.js';
+import { OVSDB_LOCAL_OFPORT } from '../../src/adapters/ovs/ovs-constants.js';
+import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { ovsPipeline, readInstalled } from '../../src/adapters/ovs/read-back.js';
+import type { InterfaceRow } from '../../src/adapters/ovs/vswitch.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { matchFields } from '../../src/domain/pipeline/openflow-entries.js';
+import { group as groupAction, output as outputAction } from '../../src/protocol/openflow/action.js';
+import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../src/protocol/openflow/limits.js';
+import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
+import { groupAddress } from '../../src/wire/ip-address.js';
+import { FakeOpenFlow } from '../fakes/fake-openflow.js';
+
+function row(name: string, ofport: number | undefined, externalIds: Record<string, string> = {}, mac?: string): InterfaceRow {
+  return { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: mac };
+}
+
+describe('BridgePorts', () => {
+  const ports = new BridgePorts([
+    row('p2', 3, { 'pod-name': 'db' }),
+    row('br-int', OVSDB_LOCAL_OFPORT, {}, '02:00:00:00:00:01'),
+    row('gw0', 1),
+    row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop' }),
+    row('p3', undefined, { 'pod-name': 'late' }),
+  ]);
+
+  it('every numbered port, LOCAL included, by number; pods named namespace/name', () => {
+    assert.deepEqual(ports.all, [
+      { ofport: 1, name: 'gw0' },
+      { ofport: 2, name: 'p1', pod: 'shop/web' },
+      { ofport: 3, name: 'p2', pod: 'db' },
+      { ofport: OVSDB_LOCAL_OFPORT, name: 'br-int' },
+    ]);
+    assert.equal(ports.localMac, '02:00:00:00:00:01');
+    assert.equal(ports.byName('p3'), undefined, 'no OpenFlow port number yet');
+    assert.equal(ports.byNumber(2)?.name, 'p1');
+  });
+
+  it('members leave out LOCAL; the gateway is a member found by name', () => {
+    assert.deepEqual(
+      ports.members.map((port) => port.ofport),
+      [1, 2, 3],
+    );
+    assert.equal(isLocalPort({ ofport: OVSDB_LOCAL_OFPORT }), true);
+    assert.deepEqual(ports.member('gw0'), { ofport: 1, name: 'gw0' });
+    assert.equal(ports.member('br-int'), undefined, 'LOCAL is never the gateway');
+    assert.equal(ports.member(undefined), undefined);
+  });
+});
+
+describe('readInstalled', () => {
+  const pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG);
+  const declared = pipeline.forwarding({ group: groupAddress('239.3.3.3'), ports: [4] });
+  const flowStats = (fields: Partial<FlowStats> & Pick<FlowStats, 'priority' | 'cookie' | 'match'>): FlowStats =>
+    ({ tableId: 0, instructions: [], packetCount: 0n, byteCount: 0n, ...fields }) as unknown as FlowStats;
+  const groupDesc = (groupId: number, port: number): GroupDesc => ({
+    groupType: 0,
+    groupId,
+    buckets: [{ weight: 0, watchPort: 0, watchGroup: 0, actions: [outputAction(port)] }],
+  });
+
+  function switchWithOneGroup(): FakeOpenFlow {
+    const ovs = new FakeOpenFlow();
+    ovs.flows = [
+      flowStats({
+        priority: declared.flow.priority,
+        cookie: declared.flow.cookie,
+        match: matchFields(declared.flow.match),
+        instructions: [{ type: 'APPLY_ACTIONS', actions: [groupAction(declared.groups[0]!.groupId)] }],
+        packetCount: 7n,
+        byteCount: 700n,
+      } as Partial<FlowStats> as FlowStats),
+      // Someone else's flow with the place of one of ours.
+      flowStats({ priority: declared.flow.priority, cookie: 0x99n, match: matchFields(pipeline.groupFlow(groupAddress('239.4.4.4')).match) }),
+    ];
+    const stray = pipeline.groupId(groupAddress('239.5.5.5'));
+    ovs.groups = [...declared.groups.map((entry) => groupDesc(entry.groupId, 4)), groupDesc(stray, 5)];
+    return ovs;
+  }
+
+  it('the pipeline as OVS takes it: no more buckets a group than one GROUP_MOD holds', () => {
+    const big = pipeline.forwarding({ group: groupAddress('239.6.6.6'), ports: Array.from({ length: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD + 1 }, (_, i) => i + 1) });
+    assert.equal(big.groups.length, 2);
+  });
+
+  it('reads our groups with their counters, our stray group ids, and the flows of others in our places', async () => {
+    const installed = await readInstalled(switchWithOneGroup(), pipeline);
+    assert.deepEqual(
+      installed.pipeline.groups.map((group) => [group.group, group.ports, group.learned]),
+      [['239.3.3.3', [4], false]],
+    );
+    assert.deepEqual(installed.counters.get(groupAddress('239.3.3.3')), { packets: 7n, bytes: 700n });
+    assert.equal(installed.foreignFlows.length, 1);
+    assert.equal(installed.foreignFlows[0]!.cookie, 0x99n);
+    assert.deepEqual(
+      installed.pipeline.strayGroups.map((entry) => entry.groupId),
+      [pipeline.groupId(groupAddress('239.5.5.5'))],
+    );
+    assert.deepEqual([...installed.groupIds].sort(), [...declared.groups.map((entry) => entry.groupId), pipeline.groupId(groupAddress('239.5.5.5'))].sort());
+  });
+
+  it("the daemon's programmer sees the switch as the commands do", async () => {
+    const ovs = switchWithOneGroup();
+    const programmer = new OvsProgrammer(ovs, pipeline);
+    await programmer.refresh();
+    const installed = await readInstalled(ovs, pipeline);
+    assert.deepEqual(
+      programmer.installedGroups,
+      installed.pipeline.groups.map((group) => group.group),
+    );
+    await assert.rejects(programmer.syncGroup(groupAddress('239.4.4.4'), [1]), /not programmed/, "another controller's flow is in its place");
+  });
+});
