@@ -18,6 +18,8 @@
  *   logfmt rules as the own logger, and pino's JSON line is thrown away.
  */
 import { pino, type DestinationStream, type Logger as PinoCore } from 'pino';
+// The logfmt rules are the project's own logger's, so that both write the same text.
+import { oneLine, textKey, textValue } from '../src/runtime/logger.js';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -163,23 +165,4 @@ function textLine(time: string, entry: Record<string, unknown>): string {
   let line = `${time} ${level.padEnd(5)} ${oneLine(String(entry['\u0000msg']))}`;
   for (const [key, value] of flatten(entry)) line += ` ${textKey(key)}=${textValue(value)}`;
   return `${line}\n`;
-}
-
-function oneLine(text: string): string {
-  return /[\u0000-\u001f\u007f]/.test(text) ? JSON.stringify(text).slice(1, -1) : text;
-}
-
-function textKey(key: string): string {
-  const cleaned = key.replace(/[\s="\u0000-\u001f\u007f]/g, '_');
-  return cleaned === '' ? '_' : cleaned;
-}
-
-function textValue(value: unknown): string {
-  let text: string;
-  if (typeof value === 'string') text = value;
-  else if (value === null) return 'null';
-  else if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  else if (value instanceof Date) return value.toISOString();
-  else text = JSON.stringify(normalize(value, new WeakSet())) ?? String(value);
-  return text === '' || /[\s="\\\u0000-\u001f\u007f]/.test(text) ? JSON.stringify(text) : text;
 }

@@ -130,16 +130,18 @@ function textLine(time: string, level: LogLevel, message: string, entries: Array
 }
 
 /** A message stays on its line: control characters are escaped as JSON escapes them. */
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   return /[\u0000-\u001f\u007f]/.test(text) ? JSON.stringify(text).slice(1, -1) : text;
 }
 
-function textKey(key: string): string {
+/** A field name as a logfmt key: no spaces, '=', quotes or control characters. */
+export function textKey(key: string): string {
   const cleaned = key.replace(/[\s="\u0000-\u001f\u007f]/g, '_');
   return cleaned === '' ? '_' : cleaned;
 }
 
-function textValue(value: unknown): string {
+/** A field value as logfmt: quoted when it is empty or holds spaces, '=', quotes, backslashes or control characters. */
+export function textValue(value: unknown): string {
   let text: string;
   if (typeof value === 'string') text = value;
   else if (value === null) return 'null';
