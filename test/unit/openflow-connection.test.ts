@@ -320,7 +320,12 @@ describe('OpenFlow connection (fake switch)', () => {
     const connection = await connect({ endpoint: sw.endpoint });
     const big = (id: number) => groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
     sw.last.socket.pause(); // the switch stops reading: our writes back up
-    const batch = connection.batch(Array.from({ length: 300 }, (_, i) => big(i)));
+    // 10 MB to encode, write and decode: a limit well above what a loaded machine needs, as the
+    // limit itself is the next test's.
+    const batch = connection.batch(
+      Array.from({ length: 300 }, (_, i) => big(i)),
+      { timeoutMs: 30_000 },
+    );
     await sleep(200);
     assert.ok(sw.last.of('GROUP_MOD').length === 0);
     sw.last.socket.resume();
