@@ -4,6 +4,7 @@
  */
 import type { OpenFlowMessage } from './message.js';
 import { describeOfpType } from './message-type.js';
+import { meterModCommandName } from './meter-mod.js';
 import { flowModCommandName, groupModCommandName, groupTypeName } from './mod-command.js';
 import { hex } from '../../wire/bytes.js';
 
@@ -18,6 +19,11 @@ export function summarize(message: OpenFlowMessage, xid: number): string {
       const type = groupTypeName(message.groupType) ?? `type ${message.groupType}`;
       const buckets = `${message.buckets.length} bucket${message.buckets.length === 1 ? '' : 's'}`;
       return `GROUP_MOD ${command} group ${message.groupId} (xid ${xid}, ${type}, ${buckets})`;
+    }
+    case 'METER_MOD': {
+      const command = meterModCommandName(message.command) ?? `command ${message.command}`;
+      const bands = `${message.bands.length} band${message.bands.length === 1 ? '' : 's'}`;
+      return `METER_MOD ${command} meter ${message.meterId} (xid ${xid}, flags ${hex(message.flags, 1)}, ${bands})`;
     }
     case 'MULTIPART_REQUEST':
       return `MULTIPART_REQUEST ${message.body.kind === 'OTHER' ? `type ${message.body.multipartType}` : message.body.kind} (xid ${xid})`;

@@ -78,6 +78,16 @@ function hintFor(errorName: string): { hint?: string } {
       return { hint: 'no group has that id: add it first' };
     case 'GROUP_MOD_FAILED/OUT_OF_BUCKETS':
       return { hint: 'too many buckets for one message: chain groups' };
+    case 'METER_MOD_FAILED/METER_EXISTS':
+      return { hint: 'the meter id is taken: modify the meter, or delete it first' };
+    case 'METER_MOD_FAILED/UNKNOWN_METER':
+      return { hint: 'no meter has that id: add it first' };
+    case 'METER_MOD_FAILED/INVALID_METER':
+      return { hint: 'meter ids run from 1 to 0xffff0000' };
+    case 'METER_MOD_FAILED/OUT_OF_METERS':
+      return { hint: 'the switch holds no more meters: see its METER_FEATURES max_meter' };
+    case 'METER_MOD_FAILED/BAD_FLAGS':
+      return { hint: 'set exactly one rate unit (KBPS or PKTPS), and only flags METER_FEATURES lists' };
     case 'BAD_REQUEST/BAD_VERSION':
       return { hint: 'the switch does not speak this OpenFlow version on this connection' };
     default:

@@ -72,6 +72,11 @@ export function clearActions(): ClearActionsInstruction {
   return { type: 'CLEAR_ACTIONS' };
 }
 
+/** Sends the flow's packets through meter `meterId` (meter-mod.ts) before its other instructions. */
+export function meter(meterId: number): MeterInstruction {
+  return { type: 'METER', meterId };
+}
+
 // --- one instruction -----------------------------------------------------------------------
 
 export function instructionLength(instruction: Instruction): number {

@@ -25,6 +25,8 @@ import * as header from './header.js';
 import * as hello from './hello.js';
 import type { Hello } from './hello.js';
 import { OFP_TYPE_NUMBERS, ofpTypeName } from './message-type.js';
+import * as meterMod from './meter-mod.js';
+import type { MeterMod } from './meter-mod.js';
 import * as multipart from './multipart.js';
 import type { MultipartReply, MultipartRequest } from './multipart.js';
 import * as otherMessage from './other-message.js';
@@ -46,6 +48,7 @@ export type OpenFlowMessage =
   | AsyncConfig
   | FlowMod
   | GroupMod
+  | MeterMod
   | PacketIn
   | PacketOut
   | MultipartRequest
@@ -81,6 +84,8 @@ export function encodingLength(message: OpenFlowMessage): number {
       return flowMod.encodingLength(message);
     case 'GROUP_MOD':
       return groupMod.encodingLength(message);
+    case 'METER_MOD':
+      return meterMod.encodingLength(message);
     case 'PACKET_IN':
       return packetIn.encodingLength(message);
     case 'PACKET_OUT':
@@ -120,6 +125,8 @@ export function encode(message: OpenFlowMessage, buf?: Uint8Array, offset = 0): 
       return flowMod.encode(message, buf, offset);
     case 'GROUP_MOD':
       return groupMod.encode(message, buf, offset);
+    case 'METER_MOD':
+      return meterMod.encode(message, buf, offset);
     case 'PACKET_IN':
       return packetIn.encode(message, buf, offset);
     case 'PACKET_OUT':
@@ -161,6 +168,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OpenFl
       return flowMod.decode(bytes, start, end);
     case 'GROUP_MOD':
       return groupMod.decode(bytes, start, end);
+    case 'METER_MOD':
+      return meterMod.decode(bytes, start, end);
     case 'PACKET_IN':
       return packetIn.decode(bytes, start, end);
     case 'PACKET_OUT':

@@ -4,14 +4,19 @@
  *   header | type(2) | flags(2) | pad(4) | body
  *
  * A reply too large for one message comes as several with the same xid, every one but
- * the last with flags & MULTIPART_MORE (see connection.ts, which joins them). FLOW and
- * GROUP_DESC bodies are decoded; any other type's body is kept as octets.
+ * the last with flags & MULTIPART_MORE (see connection.ts, which joins them). FLOW,
+ * GROUP_DESC, METER, METER_CONFIG and METER_FEATURES bodies are decoded; any other
+ * type's body is kept as octets.
  */
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import * as flowStats from './flow-stats.js';
 import type { FlowStats, FlowStatsRequest } from './flow-stats.js';
 import * as groupDesc from './group-desc.js';
 import type { GroupDesc } from './group-desc.js';
+import * as meterFeatures from './meter-features.js';
+import type { MeterFeatures, MeterFeaturesRequest } from './meter-features.js';
+import * as meterStats from './meter-stats.js';
+import type { MeterConfig, MeterConfigRequest, MeterStats, MeterStatsRequest } from './meter-stats.js';
 import { OFP_TYPE_NUMBERS } from './message-type.js';
 import { MultipartType } from './multipart-type.js';
 import { copyBytes, outputBuffer, readU16BE, writeU16Field } from '../../wire/bytes.js';
@@ -27,7 +32,7 @@ export interface OtherMultipartBody {
   data: Uint8Array;
 }
 
-export type MultipartRequestBody = FlowStatsRequest | GroupDescRequest | OtherMultipartBody;
+export type MultipartRequestBody = FlowStatsRequest | GroupDescRequest | MeterStatsRequest | MeterConfigRequest | MeterFeaturesRequest | OtherMultipartBody;
 
 export interface FlowStatsReply {
   kind: 'FLOW';
@@ -39,7 +44,22 @@ export interface GroupDescReply {
   groups: GroupDesc[];
 }
 
-export type MultipartReplyBody = FlowStatsReply | GroupDescReply | OtherMultipartBody;
+export interface MeterStatsReply {
+  kind: 'METER';
+  meters: MeterStats[];
+}
+
+export interface MeterConfigReply {
+  kind: 'METER_CONFIG';
+  meters: MeterConfig[];
+}
+
+export interface MeterFeaturesReply {
+  kind: 'METER_FEATURES';
+  features: MeterFeatures;
+}
+
+export type MultipartReplyBody = FlowStatsReply | GroupDescReply | MeterStatsReply | MeterConfigReply | MeterFeaturesReply | OtherMultipartBody;
 
 export interface MultipartRequest {
   type: 'MULTIPART_REQUEST';
@@ -73,6 +93,12 @@ function bodyLength(message: Multipart): number {
       return 'groups' in body ? groupDesc.encodingLength(body.groups) : 0;
     case 'FLOW':
       return 'flows' in body ? flowStats.reply.encodingLength(body.flows) : flowStats.request.encodingLength(body);
+    case 'METER':
+      return 'meters' in body ? meterStats.stats.encodingLength(body.meters) : meterStats.request.encodingLength(body);
+    case 'METER_CONFIG':
+      return 'meters' in body ? meterStats.config.encodingLength(body.meters) : meterStats.request.encodingLength(body);
+    case 'METER_FEATURES':
+      return 'features' in body ? meterFeatures.encodingLength(body.features) : 0;
   }
 }
 
@@ -100,6 +126,17 @@ export function encode(message: Multipart, buf?: Uint8Array, offset = 0): Uint8A
       if ('flows' in body) flowStats.reply.encode(body.flows, out, at);
       else flowStats.request.encode(body, out, at);
       break;
+    case 'METER':
+      if ('meters' in body) meterStats.stats.encode(body.meters, out, at);
+      else meterStats.request.encode(body, out, at);
+      break;
+    case 'METER_CONFIG':
+      if ('meters' in body) meterStats.config.encode(body.meters, out, at);
+      else meterStats.request.encode(body, out, at);
+      break;
+    case 'METER_FEATURES':
+      if ('features' in body) meterFeatures.encode(body.features, out, at);
+      break;
   }
   return out;
 }
@@ -111,16 +148,37 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Multip
   const multipartType = readU16BE(bytes, start + 8);
   const flags = readU16BE(bytes, start + 10);
   const at = start + FIXED_LENGTH;
-  if (isReply) {
-    let body: MultipartReplyBody;
-    if (multipartType === MultipartType.FLOW) body = { kind: 'FLOW', flows: flowStats.reply.decode(bytes, at, end) };
-    else if (multipartType === MultipartType.GROUP_DESC) body = { kind: 'GROUP_DESC', groups: groupDesc.decode(bytes, at, end) };
-    else body = { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
-    return { type: 'MULTIPART_REPLY', xid: header.xid, flags, body };
+  if (isReply) return { type: 'MULTIPART_REPLY', xid: header.xid, flags, body: decodeReplyBody(multipartType, bytes, at, end) };
+  return { type: 'MULTIPART_REQUEST', xid: header.xid, flags, body: decodeRequestBody(multipartType, bytes, at, end) };
+}
+
+function decodeReplyBody(multipartType: number, bytes: Uint8Array, at: number, end: number): MultipartReplyBody {
+  switch (multipartType) {
+    case MultipartType.FLOW:
+      return { kind: 'FLOW', flows: flowStats.reply.decode(bytes, at, end) };
+    case MultipartType.GROUP_DESC:
+      return { kind: 'GROUP_DESC', groups: groupDesc.decode(bytes, at, end) };
+    case MultipartType.METER:
+      return { kind: 'METER', meters: meterStats.stats.decode(bytes, at, end) };
+    case MultipartType.METER_CONFIG:
+      return { kind: 'METER_CONFIG', meters: meterStats.config.decode(bytes, at, end) };
+    case MultipartType.METER_FEATURES:
+      return { kind: 'METER_FEATURES', features: meterFeatures.decode(bytes, at, end) };
+    default:
+      return { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
   }
-  let body: MultipartRequestBody;
-  if (multipartType === MultipartType.FLOW) body = flowStats.request.decode(bytes, at, end);
-  else if (multipartType === MultipartType.GROUP_DESC && at === end) body = { kind: 'GROUP_DESC' };
-  else body = { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
-  return { type: 'MULTIPART_REQUEST', xid: header.xid, flags, body };
+}
+
+function decodeRequestBody(multipartType: number, bytes: Uint8Array, at: number, end: number): MultipartRequestBody {
+  switch (multipartType) {
+    case MultipartType.FLOW:
+      return flowStats.request.decode(bytes, at, end);
+    case MultipartType.METER:
+      return { kind: 'METER', meterId: meterStats.request.decodeMeterId(bytes, at, end) };
+    case MultipartType.METER_CONFIG:
+      return { kind: 'METER_CONFIG', meterId: meterStats.request.decodeMeterId(bytes, at, end) };
+  }
+  if (at === end && multipartType === MultipartType.GROUP_DESC) return { kind: 'GROUP_DESC' };
+  if (at === end && multipartType === MultipartType.METER_FEATURES) return { kind: 'METER_FEATURES' };
+  return { kind: 'OTHER', multipartType, data: copyBytes(bytes, at, end) };
 }

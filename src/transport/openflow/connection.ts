@@ -23,6 +23,8 @@ import type { FlowMod } from '../../protocol/openflow/flow-mod.js';
 import { flowStatsRequest, type FlowStats } from '../../protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
 import type { GroupMod } from '../../protocol/openflow/group-mod.js';
+import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
+import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
 import * as codec from '../../protocol/openflow/message.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { describeOfpVersion, OFP13_VERSION } from '../../protocol/openflow/message-type.js';
@@ -36,6 +38,7 @@ import { sendBatch, type BatchContext, type BatchResult } from './batch.js';
 import { checkVersion, HELLO, HelloWaiter } from './handshake.js';
 import { Keepalive } from './keepalive.js';
 import { OpenFlowLink } from './link.js';
+import { readMeterFeatures, readMeterStats, type MeterSelector } from './meters.js';
 import { configurePacketIn, packetInConfig, type PacketInOptions } from './packet-in-config.js';
 import { OpenFlowRequests, type RequestOptions } from './requests.js';
 import type { FlowDumpFilter, OpenFlowConnectionEvents, PacketOutRequest } from './connection-types.js';
@@ -165,7 +168,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   }
 
   /**
-   * Sends `messages` (FLOW_MODs, GROUP_MODs, ... anything the switch does not answer)
+   * Sends `messages` (FLOW_MODs, GROUP_MODs, METER_MODs, ... anything the switch does not answer)
    * back to back without waiting, as fast as the socket takes them, then one barrier.
    * Resolves with the errors the switch sent for them, by index; rejects only when the
    * connection fails. Every message is encoded before the first is sent, so a message
@@ -216,6 +219,16 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   async dumpGroups(options: RequestOptions = {}): Promise<GroupDesc[]> {
     const parts = await this.multipart({ kind: 'GROUP_DESC' }, options);
     return parts.flatMap((part) => (part.body.kind === 'GROUP_DESC' ? part.body.groups : []));
+  }
+
+  /** Counters of meter `meterId`, or of every meter (METER multipart); joined from all the parts of the reply. */
+  async meterStats(meterId: MeterSelector, options: RequestOptions = {}): Promise<MeterStats[]> {
+    return readMeterStats((body) => this.multipart(body, options), meterId);
+  }
+
+  /** The switch's meter limits (METER_FEATURES): how many meters, which band types and flags. */
+  async meterFeatures(options: RequestOptions = {}): Promise<MeterFeatures> {
+    return readMeterFeatures((body) => this.multipart(body, options));
   }
 
   /** Sends a multipart request; resolves with every part of the reply (the last one without MULTIPART_MORE). */
