@@ -2,11 +2,12 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile, logger).
+ * pcap-read, routes, install, daemon, reconcile, logger, flood).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
 import { benchDecode } from './decode.js';
+import { benchFlood, floodOptionsFromEnv, floodReport } from './flood.js';
 import { benchInstall } from './install.js';
 import { benchLogger } from './logger.js';
 import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
@@ -14,7 +15,7 @@ import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -76,4 +77,9 @@ if (selected('logger')) {
   for (const figure of logger.throughput)
     console.log(`  ${figure.name.padEnd(30)} ${figure.format.padEnd(4)} ${number(figure.linesPerSecond).padStart(10)} lines/s`);
   for (const figure of logger.imports) console.log(`  ${figure.name.padEnd(30)} cold import ${figure.milliseconds.toFixed(1)} ms`);
+}
+
+if (selected('flood')) {
+  console.log('\nmcastctl daemon under an IGMPv3 flood from one pod (about 1.5 min; BENCH_FLOOD_S, BENCH_FLOOD_REPORTS, BENCH_FLOOD_RECORDS)');
+  for (const line of floodReport(await benchFlood(floodOptionsFromEnv()))) console.log(line);
 }

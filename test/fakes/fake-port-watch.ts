@@ -10,12 +10,16 @@ export class FakePortWatch implements PortWatch {
   private readonly reconnectListeners: Array<() => void> = [];
   private readonly disconnectListeners: Array<(error: Error) => void> = [];
 
-  /** A port on the bridge; a pod's when `pod` is given (`namespace/name` or `name`). */
-  addPort(name: string, ofport: number, pod?: string): this {
+  /**
+   * A port on the bridge; a pod's when `pod` is given (`namespace/name` or `name`), with
+   * external_ids ip-address when `ipAddress` is (`10.1.0.2`, `10.1.0.2/24`, a list).
+   */
+  addPort(name: string, ofport: number, pod?: string, ipAddress?: string): this {
     const [namespace, podName] = pod?.includes('/') === true ? pod.split('/') : [undefined, pod];
     const externalIds: Record<string, string> = {};
     if (podName !== undefined) externalIds['pod-name'] = podName;
     if (namespace !== undefined) externalIds['pod-namespace'] = namespace;
+    if (ipAddress !== undefined) externalIds['ip-address'] = ipAddress;
     this.rows.set(`uuid-${name}`, { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: undefined });
     this.emit(false);
     return this;

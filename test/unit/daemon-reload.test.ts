@@ -57,6 +57,9 @@ describe('planReload', () => {
       syncBackoffMin: '1s',
       syncBackoffMax: '10s',
       routeIdleTimeout: '10s',
+      maxGroupsPerPort: '10',
+      maxSourcesPerGroup: '10',
+      maxGroups: '10',
       logLevel: 'warn',
     });
     assert.deepEqual(

@@ -6,7 +6,8 @@
  * port but never a group member.
  */
 import type { InterfaceRow } from './vswitch.js';
-import { OVSDB_LOCAL_OFPORT, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
+import { isIPv4 } from 'node:net';
+import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
 
 export interface BridgePort {
   ofport: number;
@@ -24,6 +25,15 @@ function bridgePortOf(row: InterfaceRow): BridgePort | undefined {
   return { ofport: row.ofport, name: row.name, ...(pod === undefined ? {} : { pod: namespace === undefined ? pod : `${namespace}/${pod}` }) };
 }
 
+/** `10.1.0.2`, `10.1.0.2/24`, `10.1.0.2,fd00::2`: the IPv4 addresses (IPv6 ones are no IGMP sources). */
+function addressesOf(value: string | undefined): string[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  return value
+    .split(',')
+    .map((item) => item.trim().replace(/\/\d+$/, ''))
+    .filter((item) => isIPv4(item));
+}
+
 export function isLocalPort(port: Pick<BridgePort, 'ofport'>): boolean {
   return port.ofport === OVSDB_LOCAL_OFPORT;
 }
@@ -38,16 +48,26 @@ export class BridgePorts {
   readonly all: readonly BridgePort[];
   /** The MAC of the bridge's own (LOCAL) interface, the source of frames it sends. */
   readonly localMac: string | undefined;
+  /**
+   * The IPv4 addresses of each port whose external_ids have ip-address, by port number,
+   * without prefix lengths: the only sources (with 0.0.0.0) a pod's IGMP may come from.
+   * Kept apart from BridgePort, which the commands print as it is.
+   */
+  readonly addresses: ReadonlyMap<number, readonly string[]>;
 
   constructor(rows: Iterable<InterfaceRow>) {
     const all: BridgePort[] = [];
+    const addresses = new Map<number, readonly string[]>();
     let localMac: string | undefined;
     for (const row of rows) {
       const port = bridgePortOf(row);
       if (port === undefined) continue;
       all.push(port);
       if (isLocalPort(port)) localMac = row.mac_in_use;
+      const known = addressesOf(row.external_ids[POD_IP_ADDRESS_KEY]);
+      if (known !== undefined) addresses.set(port.ofport, known);
     }
+    this.addresses = addresses;
     this.all = all.sort((a, b) => a.ofport - b.ofport);
     this.localMac = localMac;
   }

@@ -12,6 +12,8 @@ export const OVSDB_LOCAL_OFPORT = 65534;
 /** The Interface external_ids a CNI plugin (Antrea, OVN-Kubernetes, ...) writes for a pod's port. */
 export const POD_NAME_KEY = 'pod-name';
 export const POD_NAMESPACE_KEY = 'pod-namespace';
+/** The pod's addresses (Antrea writes them: `10.1.0.2`, or a comma-separated list; a prefix length may follow each). */
+export const POD_IP_ADDRESS_KEY = 'ip-address';
 
 /** The bridge's external_ids key that names the daemon holding its lock. */
 export const DAEMON_HOLDER_KEY = 'mcastctl-daemon';

@@ -20,6 +20,7 @@ export interface PodPortChanges {
 export class PodPorts {
   private byOfport = new Map<number, BridgePort>();
   private gatewayPort: BridgePort | undefined;
+  private addresses: ReadonlyMap<number, readonly string[]> = new Map();
 
   constructor(private readonly gatewayName: string | undefined) {}
 
@@ -33,6 +34,7 @@ export class PodPorts {
     const gatewayChanged = !samePort(this.gatewayPort, gateway);
     this.byOfport = next;
     this.gatewayPort = gateway;
+    this.addresses = ports.addresses;
     return { added, removed, gatewayChanged };
   }
 
@@ -48,6 +50,11 @@ export class PodPorts {
   /** Any port we know of by number: a pod or the gateway. */
   view(ofport: number): BridgePort | undefined {
     return this.byOfport.get(ofport) ?? (this.gatewayPort?.ofport === ofport ? this.gatewayPort : undefined);
+  }
+
+  /** The pod's IPv4 addresses (external_ids ip-address), or undefined when its port does not say. */
+  addressesOf(ofport: number): readonly string[] | undefined {
+    return this.byOfport.has(ofport) ? this.addresses.get(ofport) : undefined;
   }
 
   byName(name: string): BridgePort | undefined {

@@ -1,7 +1,7 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, PortView } from '../../transport/control/daemon-view.js';
+import type { DaemonStatus, IgmpRefusals, PortView } from '../../transport/control/daemon-view.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 
@@ -63,6 +63,7 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ['packet-ins', String(counters.packetIns)],
     ['IGMP messages', igmp === '' ? '0' : igmp],
     ['ignored (not pod)', String(counters.ignoredNonPod)],
+    ...(status.igmpRefused === undefined ? [] : [['IGMP refused', describeRefusals(status.igmpRefused, style)] as [string, string]]),
     ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
     ['replays', String(counters.replays)],
     ['queries sent', String(counters.queriesSent)],
@@ -72,6 +73,15 @@ function printStatus(status: DaemonStatus, output: Output): void {
   ];
   const width = Math.max(...lines.map(([key]) => key.length)) + 1;
   for (const [key, value] of lines) output.line(`${`${key}:`.padEnd(width)}  ${value}`);
+}
+
+/** `port-groups 3, spoofed 2 (veth-a (5) 4, veth-b (6) 1)`: the reasons, then the ports with their totals. */
+function describeRefusals(refused: IgmpRefusals, style: Output['style']): string {
+  const counts = (record: Record<string, number>) => Object.entries(record).filter(([, count]) => count > 0);
+  const reasons = counts(refused.total).map(([reason, count]) => `${reason} ${count}`);
+  if (reasons.length === 0) return '0';
+  const ports = refused.byPort.map(({ port, counts: byReason }) => `${describePortView(port)} ${counts(byReason).reduce((sum, [, count]) => sum + count, 0)}`);
+  return style.yellow(reasons.join(', ')) + (ports.length === 0 ? '' : ` (${ports.join(', ')})`);
 }
 
 export function describePortView(port: PortView): string {

@@ -20,7 +20,9 @@ import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
 import { toJsonLine } from '../../packet/frame-event-json.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
-import { snoopFrame, type MembershipCall } from './igmp-snooper.js';
+import { membershipLimits } from './daemon-config.js';
+import { callTable, snoopFrame } from './igmp-snooper.js';
+import { IgmpGuard } from './igmp-guard.js';
 import { Querier } from './querier.js';
 import { restoreSavedState, savedStateOf, seedPlaceholders } from './saved-state.js';
 import { GroupSync } from './group-sync.js';
@@ -44,6 +46,7 @@ export class MulticastController implements DaemonView {
   private readonly timers: LoopTimers;
   private readonly pods: PodPorts;
   private readonly querier: Querier;
+  private readonly guard: IgmpGuard;
   private readonly metrics: ControllerMetrics;
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
   private readonly startedAt: number;
@@ -80,7 +83,9 @@ export class MulticastController implements DaemonView {
     options.portWatch.onChange((interfaces, resync) => this.onPortChanges(interfaces, resync));
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
-    this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange });
+    this.guard = new IgmpGuard({ logger: this.logger, pods: this.pods, now: () => clock.monotonicMs() });
+    const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
+    this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange, ...limits });
     const { vswitch, router, logger, metrics, counters } = this;
     this.sync = new GroupSync({
       ...{ vswitch, router, clock, logger, metrics, counters },
@@ -186,9 +191,11 @@ export class MulticastController implements DaemonView {
       }
       return;
     }
+    // Reports for someone else's address change nothing (counted and logged by the guard).
+    if (snooped.calls.length > 0 && snooped.event.src !== null && this.guard.spoofed(pod.ofport, snooped.event.src)) return;
     let leaving = false;
     for (const call of snooped.calls) {
-      const effects = this.call(pod.ofport, call);
+      const effects = callTable(this.table, pod.ofport, call);
       this.apply(effects);
       // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
       // empties the filter) ends sooner than any member's GMI: the timer must move up.
@@ -197,17 +204,6 @@ export class MulticastController implements DaemonView {
     if (snooped.calls.length > 0) {
       this.timers.scheduleSave();
       this.timers.armExpiry(leaving);
-    }
-  }
-
-  private call(port: number, call: MembershipCall): MembershipEffect[] {
-    switch (call.op) {
-      case 'report':
-        return this.table.report(port, call.host, call.group, call.version);
-      case 'record':
-        return this.table.record(port, call.host, call.record);
-      case 'leave':
-        return this.table.leave(port, call.host, call.group);
     }
   }
 
@@ -223,6 +219,7 @@ export class MulticastController implements DaemonView {
     for (const port of removed) {
       this.logger.info('pod port removed: it leaves every group', { port: port.name, ofport: port.ofport, pod: port.pod });
       this.apply(this.table.removePort(port.ofport));
+      this.guard.forgetPort(port.ofport);
     }
     if (removed.length > 0) this.timers.scheduleSave();
     for (const port of added) this.logger.info('pod port added', { port: port.name, ofport: port.ofport, pod: port.pod });
@@ -302,7 +299,7 @@ export class MulticastController implements DaemonView {
    */
   reconfigure(config: DaemonConfig): void {
     this.config = config;
-    this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave });
+    this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
     this.querier.reconfigure(querierTiming(config));
     this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
     if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;
@@ -320,7 +317,8 @@ export class MulticastController implements DaemonView {
   status(): DaemonStatus {
     const { config, startedAt, clock, vswitch, router, pods, table, counters } = this;
     const { portWatch, pid = process.pid } = this.options;
-    return daemonStatusOf({ config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, pendingSyncs: this.sync.size, pid });
+    const igmpRefused = this.guard.view();
+    return daemonStatusOf({ config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, igmpRefused, pendingSyncs: this.sync.size, pid });
   }
 
   groups(): GroupView[] {

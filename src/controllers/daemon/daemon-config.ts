@@ -4,6 +4,7 @@
  * fills which field.
  */
 import type { MembershipTiming } from '../../domain/membership/membership-table.js';
+import type { MembershipLimitSettings } from '../../domain/membership/membership-limits.js';
 import type { OvsTarget } from '../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
@@ -33,6 +34,12 @@ export interface DaemonConfig {
   syncBackoffMaxMs: number;
   /** An (S,G) route whose packet counter has not moved for this long is removed. */
   routeIdleTimeoutMs: number;
+  /** Groups one pod port may be a member of (a new group past it is refused). */
+  maxGroupsPerPort: number;
+  /** Sources in one port's filter of one group (a new source past it is refused). */
+  maxSourcesPerGroup: number;
+  /** Groups with members on the node, each an OVS group (a new group past it is refused). */
+  maxGroups: number;
   stateDir: string;
   controlSocket: string;
   /** HOST:PORT of the Prometheus endpoint; undefined when disabled. */
@@ -43,6 +50,11 @@ export interface DaemonConfig {
 
 /** The fields of DaemonConfig that one setting fills alone (target and pipeline are assembled from several). */
 export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline'>;
+
+/** The membership limits of the configuration (see domain/membership/membership-limits.ts). */
+export function membershipLimits(config: DaemonConfig): MembershipLimitSettings {
+  return { maxGroupsPerPort: config.maxGroupsPerPort, maxSourcesPerGroup: config.maxSourcesPerGroup, maxGroups: config.maxGroups };
+}
 
 export function membershipTiming(config: DaemonConfig): MembershipTiming {
   return {

@@ -6,7 +6,7 @@
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { decodeFrame, ipv4Locator, type FrameEvent } from '../../packet/frame-decoder.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
-import type { MembershipRecord } from '../../domain/membership/membership-table.js';
+import type { MembershipEffect, MembershipRecord, MembershipTable } from '../../domain/membership/membership-table.js';
 import {
   type GroupAddress,
   type HostAddress,
@@ -72,6 +72,18 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
       return { event, type: 'query', version: message.version, calls: [] };
     case 'other':
       return { event, type: 'other', version: 0, calls: [] };
+  }
+}
+
+/** Makes one membership call on the table of group state. */
+export function callTable(table: MembershipTable, port: number, call: MembershipCall): MembershipEffect[] {
+  switch (call.op) {
+    case 'report':
+      return table.report(port, call.host, call.group, call.version);
+    case 'record':
+      return table.record(port, call.host, call.record);
+    case 'leave':
+      return table.leave(port, call.host, call.group);
   }
 }
 

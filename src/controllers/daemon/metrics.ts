@@ -8,6 +8,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
 import type { DaemonView } from '../../transport/control/daemon-view.js';
 import { parseHostPort } from '../../wire/endpoint.js';
+import { IGMP_REFUSAL_REASONS } from './igmp-guard.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
 export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
@@ -41,6 +42,18 @@ export class DaemonMetrics {
       help: 'IGMP messages received from pod ports, by type and version.',
       labelNames: ['type', 'version'],
       registers,
+    });
+    new Counter({
+      name: 'mcastctl_igmp_refused_total',
+      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), or a spoofed source (spoofed).',
+      labelNames: ['reason'],
+      registers,
+      // The daemon's own counts, read when scraped (they only grow).
+      collect() {
+        const total = view.status().igmpRefused?.total ?? {};
+        this.reset();
+        for (const reason of IGMP_REFUSAL_REASONS) this.inc({ reason }, total[reason] ?? 0);
+      },
     });
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
     this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });

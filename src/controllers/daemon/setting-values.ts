@@ -64,6 +64,14 @@ export function parseInteger(value: unknown, min: number, max: number): number {
   return number;
 }
 
+/** The highest membership limit: far above any real use, low enough that a count never nears a float's precision. */
+export const MAX_MEMBERSHIP_LIMIT = 1_000_000;
+
+/** A membership limit (groups per port, sources per group, groups per node): a whole number from 1. */
+export function parseMembershipLimit(value: unknown): number {
+  return parseInteger(value, 1, MAX_MEMBERSHIP_LIMIT);
+}
+
 export function parseBoolean(value: unknown): boolean {
   if (typeof value === 'boolean') return value;
   throw new ValueProblem(`${describe(value)} is not true or false`);

@@ -5,7 +5,16 @@
 import { VERSION } from '../../version.js';
 import { compareAddresses } from '../../wire/ip-address.js';
 import type { GroupSnapshot, MemberChange, MembershipTable } from '../../domain/membership/membership-table.js';
-import type { DaemonCounters, DaemonEvent, DaemonStatus, GroupView, MemberView, PortView, RouteView } from '../../transport/control/daemon-view.js';
+import type {
+  DaemonCounters,
+  DaemonEvent,
+  DaemonStatus,
+  GroupView,
+  IgmpRefusals,
+  MemberView,
+  PortView,
+  RouteView,
+} from '../../transport/control/daemon-view.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { DaemonConfig } from './config.js';
 import type { DaemonClock, PortWatch, RouterPort, SwitchPort } from './ports.js';
@@ -23,6 +32,7 @@ export interface StatusInput {
   table: Pick<MembershipTable, 'groupCount' | 'memberCount'>;
   pendingSyncs: number;
   counters: DaemonCounters;
+  igmpRefused: IgmpRefusals;
 }
 
 export function daemonStatusOf(input: StatusInput): DaemonStatus {
@@ -45,6 +55,7 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
     routes: router?.routeCount ?? 0,
     pendingSyncs: input.pendingSyncs,
     counters: { ...input.counters, igmpMessages: { ...input.counters.igmpMessages } },
+    igmpRefused: input.igmpRefused,
     stateDir: config.stateDir,
     controlSocket: config.controlSocket,
     ...(config.metricsAddress === undefined ? {} : { metricsAddress: config.metricsAddress }),

@@ -11,6 +11,7 @@
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
+import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, refusalOf, UNLIMITED } from './membership-limits.js';
 import { compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 
 export interface MembershipTiming {
@@ -38,6 +39,10 @@ export interface MembershipTableOptions {
   fastLeave: boolean;
   /** Told of every host that joins or leaves a group (for the event stream and logs). */
   onMemberChange?: (change: MemberChange) => void;
+  /** What a report may add (./membership-limits.ts); none: no limits. */
+  limits?: MembershipLimitSettings;
+  /** Told of every join the limits refused. */
+  onRefusal?: (refusal: MembershipRefusal) => void;
 }
 
 /**
@@ -114,24 +119,30 @@ export class MembershipTable {
   private readonly groups = new Map<GroupAddress, Map<string, MemberEntry>>();
   /** `group|port` → when older-version hosts were last heard there (§7.3.2 is per group). */
   private readonly compatibility = new Map<string, PortCompatibility>();
+  private limits: Readonly<MembershipLimitSettings>;
+  private readonly portGroups = new PortGroupCounts();
 
   constructor(private readonly options: MembershipTableOptions) {
     this.timing = options.timing ?? DEFAULT_MEMBERSHIP_TIMING;
     this.fastLeave = options.fastLeave;
+    this.limits = options.limits ?? UNLIMITED;
   }
 
   /**
    * New timing and leave handling (a reload). Every member's deadline is measured with the
    * new intervals from its last report: a shorter interval can make members due at once
    * (the next expire() removes them); a leave already being asked about keeps its end.
+   * New limits hold for joins from now on: what is over a lowered limit stays.
    */
-  reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean }): void {
+  reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean; limits?: MembershipLimitSettings }): void {
     this.timing = settings.timing;
     this.fastLeave = settings.fastLeave;
+    if (settings.limits !== undefined) this.limits = settings.limits;
   }
 
   /** An IGMPv1 or v2 report: the host wants the group from any source. */
   report(port: number, host: HostAddress, group: GroupAddress, version: 1 | 2): MembershipEffect[] {
+    if (this.refuses(group, port, host, ANY_SOURCE)) return [];
     const compat = this.compatibilityOf(group, port, true);
     const until = this.now() + this.timing.groupMembershipIntervalMs;
     if (version === 1) compat.v1Until = until;
@@ -154,6 +165,11 @@ export class MembershipTable {
     const current = this.groups.get(record.group)?.get(key);
     const filter = applyGroupRecord(current?.filter, effective);
     if (filter === undefined) return this.leaveOf(record.group, port, host);
+    if (this.refuses(record.group, port, host, filter)) {
+      // Nothing new is added, but the member that reported is still there.
+      if (current !== undefined) current.lastReportAt = this.now();
+      return [];
+    }
     return this.change(record.group, () => this.upsert(record.group, port, host, filter));
   }
 
@@ -249,14 +265,15 @@ export class MembershipTable {
     // A report answers any pending last-member query.
     const key = memberKey(port, host);
     // A real report from the port replaces the placeholder for whoever was there.
-    if (host !== UNKNOWN_HOST) members.delete(memberKey(port, UNKNOWN_HOST));
+    if (host !== UNKNOWN_HOST && members.delete(memberKey(port, UNKNOWN_HOST))) this.portGroups.removed(port, group);
     const isNew = !members.has(key);
+    if (isNew) this.portGroups.added(port, group);
     members.set(key, { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
   }
 
   private remove(group: GroupAddress, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
-    members.delete(memberKey(member.port, member.host));
+    if (members.delete(memberKey(member.port, member.host))) this.portGroups.removed(member.port, group);
     this.options.onMemberChange?.({ type: 'leave', group, port: member.port, host: member.host, reason });
   }
 
@@ -276,6 +293,7 @@ export class MembershipTable {
         members = new Map();
         this.groups.set(member.group, members);
       }
+      if (!members.has(memberKey(member.port, member.host))) this.portGroups.added(member.port, member.group);
       members.set(memberKey(member.port, member.host), {
         port: member.port,
         host: member.host,
@@ -312,6 +330,15 @@ export class MembershipTable {
 
   get groupCount(): number {
     return this.groups.size;
+  }
+
+  /** Whether the limits refuse what the report would add (and tells onRefusal so). */
+  private refuses(group: GroupAddress, port: number, host: HostAddress, filter: SourceFilter): boolean {
+    const members = this.groups.get(group)?.values();
+    const request = { limits: this.limits, group, port, host, filter, members, groupCount: this.groups.size };
+    const refusal = refusalOf({ ...request, portGroupCount: this.portGroups.groupsOf(port) });
+    if (refusal !== undefined) this.options.onRefusal?.({ ...refusal, group, port, host });
+    return refusal !== undefined;
   }
 
   /** Runs `mutate` and says whether the group's member ports changed. */

@@ -31,9 +31,13 @@ import {
 } from './control-connection.js';
 import { listenOn } from './control-listen.js';
 import { CONTROL_METHODS, type ControlMethod, type ControlRequest, type ControlResponse } from './control-protocol.js';
-import { WarningLimiter, type ControlLogger } from './control-warnings.js';
+import { WarningLimiter, type WarningLogger } from '../../runtime/warning-limiter.js';
 
-export type { ControlLogger } from './control-warnings.js';
+/** Where the control server's warnings go. */
+export type ControlLogger = WarningLogger;
+
+/** Each kind of client warning is logged at most once in this long (a flood of clients is one line). */
+const WARNING_INTERVAL_MS = 10_000;
 
 export { MAX_CLIENT_BUFFER_BYTES, MAX_REQUEST_BYTES } from './control-connection.js';
 export type { ControlMethod, ControlRequest } from './control-protocol.js';
@@ -70,7 +74,7 @@ export class ControlServer implements ConnectionOwner {
     private readonly logger: ControlLogger | undefined,
     options: ControlServerOptions,
   ) {
-    this.warnings = new WarningLimiter(logger);
+    this.warnings = new WarningLimiter({ now: Date.now, intervalMs: WARNING_INTERVAL_MS });
     this.maxClients = options.maxClients ?? MAX_CONTROL_CLIENTS;
     this.idleTimeoutMs = options.idleTimeoutMs ?? CLIENT_IDLE_TIMEOUT_MS;
     server.on('connection', (socket) => this.accept(socket));
@@ -149,7 +153,9 @@ export class ControlServer implements ConnectionOwner {
    */
   private refuse(socket: Socket): void {
     this.refused++;
-    this.warnings.warn('too-many-clients', `control socket: refused a client: ${this.maxClients} are connected already`, { refusedSinceStart: this.refused });
+    this.warnings.warn(this.logger, 'too-many-clients', `control socket: refused a client: ${this.maxClients} are connected already`, {
+      refusedSinceStart: this.refused,
+    });
     socket.on('error', () => socket.destroy());
     const message = `the daemon serves at most ${this.maxClients} control-socket clients at once`;
     const refusal: ControlResponse = { id: null, error: { code: 'too-many-clients', message } };
@@ -216,8 +222,9 @@ export class ControlServer implements ConnectionOwner {
   /** @internal Drops a client whose unread output passed MAX_CLIENT_BUFFER_BYTES. */
   dropSlowClient(client: ControlConnection, what: 'answers' | 'events'): void {
     const bufferedBytes = client.socket.writableLength;
-    if (what === 'events') this.warnings.warn('slow-subscriber', 'control socket: dropped an event subscriber that reads too slowly', { bufferedBytes });
-    else this.warnings.warn('slow-client', 'control socket: dropped a client that does not read its answers', { bufferedBytes });
+    if (what === 'events')
+      this.warnings.warn(this.logger, 'slow-subscriber', 'control socket: dropped an event subscriber that reads too slowly', { bufferedBytes });
+    else this.warnings.warn(this.logger, 'slow-client', 'control socket: dropped a client that does not read its answers', { bufferedBytes });
     this.removeSubscriber(client);
     client.socket.destroy();
   }

@@ -72,9 +72,18 @@ export interface DaemonStatus {
   pendingSyncs: number;
   /** Counters since start. */
   counters: DaemonCounters;
+  /** IGMP the daemon refused: joins past a membership limit, and spoofed reports (absent from older daemons). */
+  igmpRefused?: IgmpRefusals;
   stateDir: string;
   controlSocket: string;
   metricsAddress?: string;
+}
+
+export interface IgmpRefusals {
+  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `spoofed`. */
+  total: Record<string, number>;
+  /** Each pod port with refusals, by reason, since it appeared. */
+  byPort: Array<{ port: PortView; counts: Record<string, number> }>;
 }
 
 export interface DaemonCounters {

@@ -1,0 +1,98 @@
+/**
+ * The daemon's defence against a hostile pod: it counts and logs what the membership
+ * limits refused (src/domain/membership/membership-limits.ts), and refuses IGMP whose
+ * IPv4 source is not the pod's own address. A flood is one warning line per reason and
+ * port every REFUSAL_WARNING_INTERVAL_MS (./../../runtime/warning-limiter.ts), with the
+ * count held back; `status` and the metrics have every count.
+ */
+import type { MembershipRefusal } from '../../domain/membership/membership-limits.js';
+import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import { WarningLimiter } from '../../runtime/warning-limiter.js';
+import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
+import type { ControllerLogger } from './ports.js';
+import { portViewOf } from './view.js';
+
+/** Why IGMP was refused: a membership limit, or a source address the pod does not have. */
+export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'spoofed'] as const;
+export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
+
+/** Each reason is logged at most once in this long for each port. */
+const REFUSAL_WARNING_INTERVAL_MS = 10_000;
+
+const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
+  'port-groups': 'IGMP join refused: the port is in as many groups as it may be (maxGroupsPerPort)',
+  'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
+  'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
+  spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address)",
+};
+
+/**
+ * Whether a pod's IGMP comes from an address that is not its own: neither one of
+ * `addresses` nor 0.0.0.0 (a host without an address yet may report so, RFC 3376 §4.2.13).
+ * A port that does not say its addresses (undefined) accepts any source.
+ */
+function isSpoofedSource(source: string, addresses: readonly string[] | undefined): boolean {
+  return addresses !== undefined && source !== '0.0.0.0' && !addresses.includes(source);
+}
+
+function zeroCounts(): Record<IgmpRefusalReason, number> {
+  return Object.fromEntries(IGMP_REFUSAL_REASONS.map((reason) => [reason, 0])) as Record<IgmpRefusalReason, number>;
+}
+
+export interface IgmpGuardOptions {
+  logger: ControllerLogger;
+  pods: PodPorts;
+  /** Milliseconds, monotonic: the warnings' clock. */
+  now: () => number;
+}
+
+export class IgmpGuard {
+  private readonly total = zeroCounts();
+  /** Ports with refusals, until they go away. */
+  private readonly byPort = new Map<number, Record<IgmpRefusalReason, number>>();
+  private readonly warnings: WarningLimiter;
+
+  constructor(private readonly options: IgmpGuardOptions) {
+    this.warnings = new WarningLimiter({ now: options.now, intervalMs: REFUSAL_WARNING_INTERVAL_MS });
+  }
+
+  /** A join the membership limits refused (the table's onRefusal). */
+  refused(refusal: MembershipRefusal): void {
+    const { reason, group, host, limit } = refusal;
+    this.count(reason, refusal.port, { group, host, limit });
+  }
+
+  /** Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it. */
+  spoofed(ofport: number, source: string): boolean {
+    const addresses = this.options.pods.addressesOf(ofport);
+    if (!isSpoofedSource(source, addresses)) return false;
+    this.count('spoofed', ofport, { source, addresses: addresses?.join(',') ?? '' });
+    return true;
+  }
+
+  /** The port went away: its counts and its warnings' state go with it. */
+  forgetPort(ofport: number): void {
+    this.byPort.delete(ofport);
+    for (const reason of IGMP_REFUSAL_REASONS) this.warnings.forget(`${reason}|${ofport}`);
+  }
+
+  /** For `status`: the totals since start, and each port's since it appeared. */
+  view(): IgmpRefusals {
+    const { pods } = this.options;
+    const byPort = [...this.byPort.entries()].sort(([a], [b]) => a - b).map(([ofport, counts]) => ({ port: portViewOf(pods, ofport), counts: { ...counts } }));
+    return { total: { ...this.total }, byPort };
+  }
+
+  private count(reason: IgmpRefusalReason, ofport: number, fields: Record<string, unknown>): void {
+    this.total[reason]++;
+    let counts = this.byPort.get(ofport);
+    if (counts === undefined) {
+      counts = zeroCounts();
+      this.byPort.set(ofport, counts);
+    }
+    counts[reason]++;
+    const port = portViewOf(this.options.pods, ofport);
+    const where = { port: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) };
+    this.warnings.warn(this.options.logger, `${reason}|${ofport}`, WARNINGS[reason], { ...where, ...fields, refusedOnPort: counts[reason] });
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * How much group state one port, and the node, may hold: the admission decision the
+ * MembershipTable asks before a report adds anything. A pod that floods reports for
+ * ever new groups or sources would otherwise grow the daemon's memory and the node's
+ * OVS groups without bound. At a limit only the NEW join is refused (a new group for the
+ * port, a new source in the port's filter of a group, a new group for the node):
+ * what is already there stays, and a report that refreshes it is no new join. Nothing
+ * is evicted, also when a reload lowers a limit.
+ */
+import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
+import type { SourceFilter } from './source-filter.js';
+
+export interface MembershipLimitSettings {
+  /** Groups one port may be a member of. */
+  maxGroupsPerPort: number;
+  /** Sources in one port's filter of one group (include or exclude). */
+  maxSourcesPerGroup: number;
+  /** Groups with members on the node: each is one OVS group. */
+  maxGroups: number;
+}
+
+/** No limits: what a table built without settings runs with. */
+export const UNLIMITED: Readonly<MembershipLimitSettings> = Object.freeze({
+  maxGroupsPerPort: Number.POSITIVE_INFINITY,
+  maxSourcesPerGroup: Number.POSITIVE_INFINITY,
+  maxGroups: Number.POSITIVE_INFINITY,
+});
+
+type RefusalReason = 'port-groups' | 'group-sources' | 'node-groups';
+
+/** A join the limits refused. */
+export interface MembershipRefusal {
+  reason: RefusalReason;
+  group: GroupAddress;
+  port: number;
+  host: HostAddress;
+  /** The limit that was reached. */
+  limit: number;
+}
+
+/** A member of the group as the table holds it (only what admission reads). */
+interface AdmittedMember {
+  port: number;
+  host: HostAddress;
+  filter: SourceFilter;
+}
+
+export interface AdmissionRequest {
+  limits: Readonly<MembershipLimitSettings>;
+  group: GroupAddress;
+  port: number;
+  host: HostAddress;
+  /** The host's filter after the report. */
+  filter: SourceFilter;
+  /** The group's members now; undefined or empty when the node has none. */
+  members: Iterable<AdmittedMember> | undefined;
+  /** Groups with members on the node now. */
+  groupCount: number;
+  /** Groups the port is a member of now. */
+  portGroupCount: number;
+}
+
+/** Why the report may not add what it asks for, or undefined when it may. Pure. */
+export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
+  const { limits, port, host } = request;
+  const before = new Set<SourceAddress>();
+  const after = new Set<SourceAddress>(request.filter.sources);
+  let groupHasMembers = false;
+  let portIsMember = false;
+  for (const member of request.members ?? []) {
+    groupHasMembers = true;
+    if (member.port !== port) continue;
+    portIsMember = true;
+    for (const source of member.filter.sources) {
+      before.add(source);
+      if (member.host !== host) after.add(source);
+    }
+  }
+  if (!groupHasMembers && request.groupCount >= limits.maxGroups) return { reason: 'node-groups', limit: limits.maxGroups };
+  if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort) return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
+  if (after.size > limits.maxSourcesPerGroup && [...after].some((source) => !before.has(source)))
+    return { reason: 'group-sources', limit: limits.maxSourcesPerGroup };
+  return undefined;
+}
+
+/** How many groups each port is a member of (members by port and group), kept as the table adds and removes members. */
+export class PortGroupCounts {
+  /** port → group → members of the group on the port */
+  private readonly ports = new Map<number, Map<GroupAddress, number>>();
+
+  added(port: number, group: GroupAddress): void {
+    let groups = this.ports.get(port);
+    if (groups === undefined) {
+      groups = new Map();
+      this.ports.set(port, groups);
+    }
+    groups.set(group, (groups.get(group) ?? 0) + 1);
+  }
+
+  removed(port: number, group: GroupAddress): void {
+    const groups = this.ports.get(port);
+    const count = groups?.get(group);
+    if (groups === undefined || count === undefined) return;
+    if (count > 1) groups.set(group, count - 1);
+    else groups.delete(group);
+    if (groups.size === 0) this.ports.delete(port);
+  }
+
+  groupsOf(port: number): number {
+    return this.ports.get(port)?.size ?? 0;
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The daemon loop against a hostile pod, on the shared fakes: the membership limits
+ * (groups per port, sources per group, groups per node) refuse only the new join, and
+ * reports from an address that is not the pod's are ignored; both are counted (status,
+ * metrics) and logged at most once per interval.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { MulticastController } from '../../src/controllers/daemon/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakeSwitch } from '../fakes/fake-switch.js';
+import { v2Report, v3Report } from '../fakes/igmp-frames.js';
+import { RecordingLogger } from '../fakes/recording-logger.js';
+import { settle } from '../fakes/wait.js';
+import { groupAddress } from '../../src/wire/ip-address.js';
+
+const GATEWAY = 1;
+const P1 = 2;
+const P2 = 3;
+const P3 = 4;
+const group = (n: number) => groupAddress(`239.1.1.${n}`);
+
+function configOf(overrides: Partial<DaemonConfig>): DaemonConfig {
+  return {
+    target: { bridge: 'br-test', db: 'unix:/nonexistent/db.sock', openflow: 'unix:/nonexistent/br-test.mgmt' },
+    pipeline: DEFAULT_PIPELINE_CONFIG,
+    gateway: 'gw0',
+    multicastInterfaces: [],
+    queryIntervalMs: 125_000,
+    queryResponseIntervalMs: 10_000,
+    queryVersions: [3],
+    robustness: 2,
+    lastMemberQueryIntervalMs: 1_000,
+    fastLeave: true,
+    workers: 2,
+    syncBackoffMinMs: 500,
+    syncBackoffMaxMs: 8_000,
+    routeIdleTimeoutMs: 20_000,
+    maxGroupsPerPort: 1024,
+    maxSourcesPerGroup: 256,
+    maxGroups: 8192,
+    stateDir: '/nonexistent/state',
+    controlSocket: '/nonexistent/mcastctl.sock',
+    logFormat: 'text',
+    logLevel: 'debug',
+    ...overrides,
+  };
+}
+
+/** The gateway on 1; pods p1 (10.1.0.2) on 2, p2 (10.1.0.3/24 and an IPv6 address) on 3, p3 (no ip-address) on 4. */
+async function startLoop(overrides: Partial<DaemonConfig> = {}) {
+  const clock = new FakeClock();
+  const vswitch = new FakeSwitch();
+  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
+  portWatch.addPort('p2', P2, 'shop/db', '10.1.0.3/24,fd00::3').addPort('p3', P3, 'cache');
+  const logger = new RecordingLogger();
+  const loop = new MulticastController({
+    config: configOf(overrides),
+    logger,
+    vswitch,
+    portWatch,
+    host: { interfaceIPv4: () => undefined },
+    clock,
+    pid: 4242,
+  });
+  await loop.start();
+  await settle();
+  const packetIn = async (frame: Uint8Array, ofport: number) => {
+    vswitch.packetIn(frame, ofport);
+    await settle();
+  };
+  const warnings = (text: string) => logger.lines.filter((line) => line.level === 'warn' && line.message.includes(text));
+  const stop = async () => {
+    const stopping = loop.stop();
+    clock.advance(2_000);
+    await stopping;
+  };
+  return { loop, clock, vswitch, portWatch, logger, packetIn, warnings, stop };
+}
+
+const refused = (loop: MulticastController) => loop.status().igmpRefused!;
+
+describe('daemon limits: groups per port', () => {
+  it('the (N+1)th group of a port is refused and counted; the same join from another port works; OVS sees nothing of it', async () => {
+    const t = await startLoop({ maxGroupsPerPort: 2 });
+    await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
+    await t.packetIn(v2Report('10.1.0.2', group(2)), P1);
+    const applied = t.vswitch.applied.length;
+    await t.packetIn(v2Report('10.1.0.2', group(3)), P1);
+    assert.equal(t.vswitch.groups.has(group(3)), false, 'no OVS group for the refused join');
+    assert.equal(t.vswitch.applied.length, applied, 'the refused join writes nothing to the switch');
+    assert.equal(refused(t.loop).total['port-groups'], 1);
+    assert.deepEqual(refused(t.loop).byPort, [
+      { port: { ofport: P1, name: 'p1', pod: 'shop/web' }, counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, spoofed: 0 } },
+    ]);
+    // A refresh of a group it is in is no new join.
+    await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
+    assert.equal(refused(t.loop).total['port-groups'], 1);
+    // Another port is untouched by p1's limit.
+    await t.packetIn(v2Report('10.1.0.3', group(3)), P2);
+    assert.deepEqual(t.vswitch.groups.get(group(3)), [GATEWAY, P2]);
+    assert.deepEqual(t.vswitch.groups.get(group(1)), [GATEWAY, P1], 'existing members stay');
+    await t.stop();
+  });
+
+  it('a flood of refused joins is one warning per interval, the next one saying how many were held back', async () => {
+    const t = await startLoop({ maxGroupsPerPort: 1 });
+    await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
+    for (let n = 2; n <= 6; n++) await t.packetIn(v2Report('10.1.0.2', group(n)), P1);
+    assert.equal(refused(t.loop).total['port-groups'], 5);
+    const [first, ...rest] = t.warnings('maxGroupsPerPort');
+    assert.equal(rest.length, 0);
+    assert.equal(first!.fields.port, 'p1');
+    assert.equal(first!.fields.group, group(2));
+    assert.equal(first!.fields.suppressed, undefined);
+    t.clock.advance(10_000);
+    await t.packetIn(v2Report('10.1.0.2', group(7)), P1);
+    const lines = t.warnings('maxGroupsPerPort');
+    assert.equal(lines.length, 2);
+    assert.equal(lines[1]!.fields.suppressed, 4);
+    assert.equal(lines[1]!.fields.refusedOnPort, 6);
+    await t.stop();
+  });
+});
+
+describe('daemon limits: sources per group', () => {
+  it("a new source past the limit of a port's filter is refused; the group keeps forwarding; another port has its own", async () => {
+    const t = await startLoop({ maxSourcesPerGroup: 2 });
+    await t.packetIn(v3Report('10.1.0.2', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]), P1);
+    const applied = t.vswitch.applied.length;
+    await t.packetIn(v3Report('10.1.0.2', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.3'] }]), P1);
+    assert.equal(refused(t.loop).total['group-sources'], 1);
+    assert.equal(t.vswitch.applied.length, applied, 'nothing written to the switch');
+    const [view] = t.loop.groups();
+    assert.deepEqual(
+      view!.members.map((member) => member.sources),
+      [['10.9.0.1', '10.9.0.2']],
+    );
+    // The same report again (no new source) is a refresh.
+    await t.packetIn(v3Report('10.1.0.2', [{ type: 'MODE_IS_INCLUDE', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]), P1);
+    assert.equal(refused(t.loop).total['group-sources'], 1);
+    await t.packetIn(v3Report('10.1.0.3', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.3', '10.9.0.4'] }]), P2);
+    assert.equal(refused(t.loop).total['group-sources'], 1);
+    assert.deepEqual(t.vswitch.groups.get(group(1)), [GATEWAY, P1, P2]);
+    await t.stop();
+  });
+});
+
+describe('daemon limits: groups per node', () => {
+  it('a new group past the node limit is refused from every port; joining a group that exists works; a reload lowers the limit without evicting', async () => {
+    const t = await startLoop({ maxGroups: 2 });
+    await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
+    await t.packetIn(v2Report('10.1.0.3', group(2)), P2);
+    const applied = t.vswitch.applied.length;
+    await t.packetIn(v2Report('10.1.0.2', group(3)), P1);
+    await t.packetIn(v2Report('10.1.0.9', group(3)), P3);
+    assert.equal(refused(t.loop).total['node-groups'], 2);
+    assert.equal(t.vswitch.groups.has(group(3)), false);
+    assert.equal(t.vswitch.applied.length, applied);
+    await t.packetIn(v2Report('10.1.0.9', group(1)), P3);
+    assert.deepEqual(t.vswitch.groups.get(group(1)), [GATEWAY, P1, P3]);
+    t.loop.reconfigure({ ...t.loop.configuration, maxGroups: 1 });
+    assert.equal(t.loop.status().groups, 2, 'nothing evicted');
+    t.loop.reconfigure({ ...t.loop.configuration, maxGroups: 3 });
+    await t.packetIn(v2Report('10.1.0.2', group(3)), P1);
+    assert.deepEqual(t.vswitch.groups.get(group(3)), [GATEWAY, P1]);
+    await t.stop();
+  });
+});
+
+describe('daemon limits: spoofed reports', () => {
+  it("a report from an address not the pod's is counted and ignored; its own address, 0.0.0.0, and a port without ip-address pass", async () => {
+    const t = await startLoop();
+    await t.packetIn(v2Report('10.1.0.99', group(1)), P1);
+    await t.packetIn(v3Report('10.1.0.2', [{ type: 'MODE_IS_EXCLUDE', group: group(2) }]), P1);
+    await t.packetIn(v2Report('0.0.0.0', group(3)), P1);
+    await t.packetIn(v2Report('10.1.0.3', group(4)), P2);
+    await t.packetIn(v2Report('10.1.0.2', group(5)), P2);
+    await t.packetIn(v2Report('10.7.7.7', group(6)), P3);
+    assert.equal(t.vswitch.groups.has(group(1)), false, 'the spoofed report joins nothing');
+    assert.equal(t.vswitch.groups.has(group(5)), false, "p1's address is not p2's");
+    for (const n of [2, 3, 4, 6]) assert.ok(t.vswitch.groups.has(group(n)), `group ${n}`);
+    assert.equal(refused(t.loop).total.spoofed, 2);
+    assert.deepEqual(
+      refused(t.loop).byPort.map(({ port, counts }) => [port.name, counts.spoofed]),
+      [
+        ['p1', 1],
+        ['p2', 1],
+      ],
+    );
+    const [line] = t.warnings('not the pod');
+    assert.deepEqual([line!.fields.port, line!.fields.source, line!.fields.addresses], ['p1', '10.1.0.99', '10.1.0.2']);
+    // A port that goes away takes its counts along; the totals stay.
+    t.portWatch.removePort('p1');
+    await settle();
+    assert.deepEqual(
+      refused(t.loop).byPort.map(({ port }) => port.name),
+      ['p2'],
+    );
+    assert.equal(refused(t.loop).total.spoofed, 2);
+    await t.stop();
+  });
+
+  it('the metrics count refusals by reason', async () => {
+    const t = await startLoop({ maxGroupsPerPort: 1 });
+    const metrics = new DaemonMetrics(t.loop);
+    assert.match(await metrics.registry.metrics(), /^mcastctl_igmp_refused_total\{reason="spoofed"\} 0$/m);
+    await t.packetIn(v2Report('10.1.0.99', group(1)), P1);
+    await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
+    await t.packetIn(v2Report('10.1.0.2', group(2)), P1);
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_igmp_refused_total\{reason="spoofed"\} 1$/m);
+    assert.match(text, /^mcastctl_igmp_refused_total\{reason="port-groups"\} 1$/m);
+    assert.match(text, /^mcastctl_igmp_refused_total\{reason="node-groups"\} 0$/m);
+    assert.match(text, /^# TYPE mcastctl_igmp_refused_total counter$/m);
+    await t.stop();
+  });
+});
