@@ -9,7 +9,6 @@ import { describe, it } from 'node:test';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
-import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { FakePortWatch } from '../fakes/fake-port-watch.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
@@ -17,39 +16,13 @@ import { v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
+import { testDaemonConfig } from '../fakes/daemon-config.js';
 
 const GATEWAY = 1;
 const P1 = 2;
 const P2 = 3;
 const P3 = 4;
 const group = (n: number) => groupAddress(`239.1.1.${n}`);
-
-function configOf(overrides: Partial<DaemonConfig>): DaemonConfig {
-  return {
-    target: { bridge: 'br-test', db: 'unix:/nonexistent/db.sock', openflow: 'unix:/nonexistent/br-test.mgmt' },
-    pipeline: DEFAULT_PIPELINE_CONFIG,
-    gateway: 'gw0',
-    multicastInterfaces: [],
-    queryIntervalMs: 125_000,
-    queryResponseIntervalMs: 10_000,
-    queryVersions: [3],
-    robustness: 2,
-    lastMemberQueryIntervalMs: 1_000,
-    fastLeave: true,
-    workers: 2,
-    syncBackoffMinMs: 500,
-    syncBackoffMaxMs: 8_000,
-    routeIdleTimeoutMs: 20_000,
-    maxGroupsPerPort: 1024,
-    maxSourcesPerGroup: 256,
-    maxGroups: 8192,
-    stateDir: '/nonexistent/state',
-    controlSocket: '/nonexistent/mcastctl.sock',
-    logFormat: 'text',
-    logLevel: 'debug',
-    ...overrides,
-  };
-}
 
 /** The gateway on 1; pods p1 (10.1.0.2) on 2, p2 (10.1.0.3/24 and an IPv6 address) on 3, p3 (no ip-address) on 4. */
 async function startLoop(overrides: Partial<DaemonConfig> = {}) {
@@ -59,7 +32,7 @@ async function startLoop(overrides: Partial<DaemonConfig> = {}) {
   portWatch.addPort('p2', P2, 'shop/db', '10.1.0.3/24,fd00::3').addPort('p3', P3, 'cache');
   const logger = new RecordingLogger();
   const loop = new MulticastController({
-    config: configOf(overrides),
+    config: testDaemonConfig(overrides),
     logger,
     vswitch,
     portWatch,

@@ -9,7 +9,6 @@ import { MulticastController } from '../../src/controllers/daemon/controller.js'
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import type { BridgeLockPort } from '../../src/controllers/daemon/ports.js';
 import type { SavedState } from '../../src/controllers/daemon/state-store.js';
-import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { UNKNOWN_HOST } from '../../src/domain/membership/membership-table.js';
 import { McastError } from '../../src/errors.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
@@ -22,6 +21,7 @@ import { decodeQuery, v1Report, v2GeneralQuery, v2Leave, v2Report, v3Report } fr
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
 import { groupAddress, hostAddress, sourceAddress, type HostAddress } from '../../src/wire/ip-address.js';
+import { testDaemonConfig } from '../fakes/daemon-config.js';
 
 const GROUP = groupAddress('239.1.1.1');
 const GATEWAY = 1;
@@ -29,33 +29,6 @@ const GATEWAY = 1;
 const GMI_MS = 260_000;
 /** Robustness 2 × Last Member Query Interval 1 s. */
 const LMQT_MS = 2_000;
-
-function configOf(overrides: Partial<DaemonConfig> = {}): DaemonConfig {
-  return {
-    target: { bridge: 'br-test', db: 'unix:/nonexistent/db.sock', openflow: 'unix:/nonexistent/br-test.mgmt' },
-    pipeline: DEFAULT_PIPELINE_CONFIG,
-    gateway: 'gw0',
-    multicastInterfaces: [],
-    queryIntervalMs: 125_000,
-    queryResponseIntervalMs: 10_000,
-    queryVersions: [3],
-    robustness: 2,
-    lastMemberQueryIntervalMs: 1_000,
-    fastLeave: true,
-    workers: 2,
-    syncBackoffMinMs: 500,
-    syncBackoffMaxMs: 8_000,
-    routeIdleTimeoutMs: 20_000,
-    maxGroupsPerPort: 1024,
-    maxSourcesPerGroup: 256,
-    maxGroups: 8192,
-    stateDir: '/nonexistent/state',
-    controlSocket: '/nonexistent/mcastctl.sock',
-    logFormat: 'text',
-    logLevel: 'debug',
-    ...overrides,
-  };
-}
 
 interface LoopSetup {
   config?: Partial<DaemonConfig>;
@@ -77,7 +50,7 @@ async function startLoop(setup: LoopSetup = {}) {
   const fatal: McastError[] = [];
   setup.prepare?.({ vswitch, store, portWatch });
   const loop = new MulticastController({
-    config: configOf(setup.config),
+    config: testDaemonConfig(setup.config),
     logger,
     vswitch,
     portWatch,

@@ -1,0 +1,30 @@
+/** A daemon configuration for the loop's unit tests: nothing in it points at a real file or socket. */
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
+
+export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonConfig {
+  return {
+    target: { bridge: 'br-test', db: 'unix:/nonexistent/db.sock', openflow: 'unix:/nonexistent/br-test.mgmt' },
+    pipeline: DEFAULT_PIPELINE_CONFIG,
+    gateway: 'gw0',
+    multicastInterfaces: [],
+    queryIntervalMs: 125_000,
+    queryResponseIntervalMs: 10_000,
+    queryVersions: [3],
+    robustness: 2,
+    lastMemberQueryIntervalMs: 1_000,
+    fastLeave: true,
+    workers: 2,
+    syncBackoffMinMs: 500,
+    syncBackoffMaxMs: 8_000,
+    routeIdleTimeoutMs: 20_000,
+    maxGroupsPerPort: 1024,
+    maxSourcesPerGroup: 256,
+    maxGroups: 8192,
+    stateDir: '/nonexistent/state',
+    controlSocket: '/nonexistent/mcastctl.sock',
+    logFormat: 'text',
+    logLevel: 'debug',
+    ...overrides,
+  };
+}
