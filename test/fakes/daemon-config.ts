@@ -21,6 +21,8 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     maxGroupsPerPort: 1024,
     maxSourcesPerGroup: 256,
     maxGroups: 8192,
+    igmpRatePerPort: 200,
+    igmpBurstPerPort: 1000,
     stateDir: '/nonexistent/state',
     controlSocket: '/nonexistent/mcastctl.sock',
     logFormat: 'text',

@@ -68,7 +68,7 @@ describe('daemon limits: groups per port', () => {
     assert.equal(t.vswitch.applied.length, applied, 'the refused join writes nothing to the switch');
     assert.equal(refused(t.loop).total['port-groups'], 1);
     assert.deepEqual(refused(t.loop).byPort, [
-      { port: { ofport: P1, name: 'p1', pod: 'shop/web' }, counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, spoofed: 0 } },
+      { port: { ofport: P1, name: 'p1', pod: 'shop/web' }, counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, spoofed: 0, 'port-rate': 0 } },
     ]);
     // A refresh of a group it is in is no new join.
     await t.packetIn(v2Report('10.1.0.2', group(1)), P1);
@@ -141,6 +141,28 @@ describe('daemon limits: groups per node', () => {
     t.loop.reconfigure({ ...t.loop.configuration, maxGroups: 3 });
     await t.packetIn(v2Report('10.1.0.2', group(3)), P1);
     assert.deepEqual(t.vswitch.groups.get(group(3)), [GATEWAY, P1]);
+    await t.stop();
+  });
+});
+
+describe('daemon limits: the per-port IGMP budget', () => {
+  it('a port past its burst has its messages dropped unread and counted, while another port is handled; the budget refills at its rate', async () => {
+    const t = await startLoop({ igmpRatePerPort: 10, igmpBurstPerPort: 5 });
+    for (let n = 1; n <= 8; n++) await t.packetIn(v2Report('10.1.0.2', group(n)), P1);
+    assert.equal(refused(t.loop).total['port-rate'], 3);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6].map((n) => t.vswitch.groups.has(group(n))),
+      [true, true, true, true, true, false],
+    );
+    assert.equal(t.loop.status().counters.igmpMessages.v2_report, 5, 'the dropped ones were not decoded');
+    await t.packetIn(v2Report('10.1.0.3', group(6)), P2);
+    assert.deepEqual(t.vswitch.groups.get(group(6)), [GATEWAY, P2], 'another port is not held up');
+    t.clock.advance(300); // 10 a second: 3 more
+    for (let n = 6; n <= 9; n++) await t.packetIn(v2Report('10.1.0.2', group(n)), P1);
+    assert.equal(refused(t.loop).total['port-rate'], 4);
+    assert.deepEqual(t.vswitch.groups.get(group(8)), [GATEWAY, P1]);
+    assert.equal(t.vswitch.groups.has(group(9)), false);
+    assert.equal(t.warnings('igmpRatePerPort').length, 1, 'logged once in the interval');
     await t.stop();
   });
 });

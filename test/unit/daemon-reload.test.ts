@@ -60,6 +60,8 @@ describe('planReload', () => {
       maxGroupsPerPort: '10',
       maxSourcesPerGroup: '10',
       maxGroups: '10',
+      igmpRatePerPort: '10',
+      igmpBurstPerPort: '10',
       logLevel: 'warn',
     });
     assert.deepEqual(

@@ -20,7 +20,7 @@ import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
 import { toJsonLine } from '../../packet/frame-event-json.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
-import { membershipLimits } from './daemon-config.js';
+import { membershipLimits, packetBudget } from './daemon-config.js';
 import { callTable, snoopFrame } from './igmp-snooper.js';
 import { IgmpGuard } from './igmp-guard.js';
 import { Querier } from './querier.js';
@@ -83,7 +83,7 @@ export class MulticastController implements DaemonView {
     options.portWatch.onChange((interfaces, resync) => this.onPortChanges(interfaces, resync));
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
-    this.guard = new IgmpGuard({ logger: this.logger, pods: this.pods, now: () => clock.monotonicMs() });
+    this.guard = new IgmpGuard({ logger: this.logger, pods: this.pods, now: () => clock.monotonicMs(), budget: packetBudget(config) });
     const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
     this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange, ...limits });
     const { vswitch, router, logger, metrics, counters } = this;
@@ -174,12 +174,14 @@ export class MulticastController implements DaemonView {
   private onPacketIn(frame: Uint8Array, ofport: number | undefined): void {
     this.counters.packetIns++;
     this.metrics.packetIn();
+    const pod = ofport === undefined ? undefined : this.pods.pod(ofport);
+    // A pod port past its budget: dropped before it is decoded (the guard counts it).
+    if (pod !== undefined && this.guard.overBudget(pod.ofport)) return;
     const snooped = snoopFrame(frame, { frame: ++this.frames, ts: this.clock.wallMs() / 1000 });
     if (snooped === undefined) return;
     const label = snooped.type === 'malformed' ? 'malformed' : `v${snooped.version}_${snooped.type}`;
     this.counters.igmpMessages[label] = (this.counters.igmpMessages[label] ?? 0) + 1;
     this.metrics.igmpMessage(snooped.type, snooped.version);
-    const pod = ofport === undefined ? undefined : this.pods.pod(ofport);
     if (this.listeners.size > 0) {
       const port = ofport === undefined ? null : portViewOf(this.pods, ofport);
       this.publish({ type: 'igmp', time: this.isoNow(), port, record: JSON.parse(toJsonLine(snooped.event)) as Record<string, unknown> });
@@ -300,6 +302,7 @@ export class MulticastController implements DaemonView {
   reconfigure(config: DaemonConfig): void {
     this.config = config;
     this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
+    this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure(querierTiming(config));
     this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
     if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;

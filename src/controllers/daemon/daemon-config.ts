@@ -5,6 +5,7 @@
  */
 import type { MembershipTiming } from '../../domain/membership/membership-table.js';
 import type { MembershipLimitSettings } from '../../domain/membership/membership-limits.js';
+import type { PacketBudgetSettings } from '../../domain/membership/packet-budget.js';
 import type { OvsTarget } from '../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
@@ -40,6 +41,10 @@ export interface DaemonConfig {
   maxSourcesPerGroup: number;
   /** Groups with members on the node, each an OVS group (a new group past it is refused). */
   maxGroups: number;
+  /** IGMP messages a second one pod port may have handled, on average (the excess is dropped unread). */
+  igmpRatePerPort: number;
+  /** IGMP messages one pod port may send at once. */
+  igmpBurstPerPort: number;
   stateDir: string;
   controlSocket: string;
   /** HOST:PORT of the Prometheus endpoint; undefined when disabled. */
@@ -54,6 +59,11 @@ export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline'>;
 /** The membership limits of the configuration (see domain/membership/membership-limits.ts). */
 export function membershipLimits(config: DaemonConfig): MembershipLimitSettings {
   return { maxGroupsPerPort: config.maxGroupsPerPort, maxSourcesPerGroup: config.maxSourcesPerGroup, maxGroups: config.maxGroups };
+}
+
+/** The per-port IGMP budget of the configuration (see domain/membership/packet-budget.ts). */
+export function packetBudget(config: DaemonConfig): PacketBudgetSettings {
+  return { ratePerSecond: config.igmpRatePerPort, burst: config.igmpBurstPerPort };
 }
 
 export function membershipTiming(config: DaemonConfig): MembershipTiming {

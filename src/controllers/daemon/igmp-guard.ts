@@ -6,6 +6,7 @@
  * count held back; `status` and the metrics have every count.
  */
 import type { MembershipRefusal } from '../../domain/membership/membership-limits.js';
+import { type PacketBudgetSettings, PortPacketBudget } from '../../domain/membership/packet-budget.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
 import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
@@ -13,7 +14,7 @@ import type { ControllerLogger } from './ports.js';
 import { portViewOf } from './view.js';
 
 /** Why IGMP was refused: a membership limit, or a source address the pod does not have. */
-export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'spoofed'] as const;
+export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'spoofed', 'port-rate'] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
 
 /** Each reason is logged at most once in this long for each port. */
@@ -24,6 +25,7 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
   spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address)",
+  'port-rate': 'IGMP dropped unread: the port sends more than it may (igmpRatePerPort, igmpBurstPerPort)',
 };
 
 /**
@@ -42,8 +44,10 @@ function zeroCounts(): Record<IgmpRefusalReason, number> {
 export interface IgmpGuardOptions {
   logger: ControllerLogger;
   pods: PodPorts;
-  /** Milliseconds, monotonic: the warnings' clock. */
+  /** Milliseconds, monotonic: the warnings' and the budget's clock. */
   now: () => number;
+  /** How much IGMP each pod port may have handled. */
+  budget: PacketBudgetSettings;
 }
 
 export class IgmpGuard {
@@ -51,9 +55,27 @@ export class IgmpGuard {
   /** Ports with refusals, until they go away. */
   private readonly byPort = new Map<number, Record<IgmpRefusalReason, number>>();
   private readonly warnings: WarningLimiter;
+  private readonly budget: PortPacketBudget;
 
   constructor(private readonly options: IgmpGuardOptions) {
     this.warnings = new WarningLimiter({ now: options.now, intervalMs: REFUSAL_WARNING_INTERVAL_MS });
+    this.budget = new PortPacketBudget(options.budget, options.now);
+  }
+
+  /**
+   * Whether the pod port `ofport` has used up its budget: its message is then dropped
+   * before it is decoded (counted and logged as port-rate), so a flood costs the daemon
+   * little and the other ports' reports wait behind nothing.
+   */
+  overBudget(ofport: number): boolean {
+    if (this.budget.take(ofport)) return false;
+    this.count('port-rate', ofport, {});
+    return true;
+  }
+
+  /** New budget settings (a reload). */
+  reconfigure(budget: PacketBudgetSettings): void {
+    this.budget.reconfigure(budget);
   }
 
   /** A join the membership limits refused (the table's onRefusal). */
@@ -73,6 +95,7 @@ export class IgmpGuard {
   /** The port went away: its counts and its warnings' state go with it. */
   forgetPort(ofport: number): void {
     this.byPort.delete(ofport);
+    this.budget.forget(ofport);
     for (const reason of IGMP_REFUSAL_REASONS) this.warnings.forget(`${reason}|${ofport}`);
   }
 

@@ -45,7 +45,7 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_igmp_refused_total',
-      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), or a spoofed source (spoofed).',
+      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
       labelNames: ['reason'],
       registers,
       // The daemon's own counts, read when scraped (they only grow).

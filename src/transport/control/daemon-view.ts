@@ -80,7 +80,7 @@ export interface DaemonStatus {
 }
 
 export interface IgmpRefusals {
-  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `spoofed`. */
+  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `spoofed`, `port-rate` (the budget). */
   total: Record<string, number>;
   /** Each pod port with refusals, by reason, since it appeared. */
   byPort: Array<{ port: PortView; counts: Record<string, number> }>;
