@@ -22,7 +22,7 @@ export function otherMessageVersion(igmpType: number): IgmpVersion {
  * `snoop --read --json` of a million-message capture spends most of its time here
  * otherwise. Every value but the error message is a number, a boolean, or a string of
  * digits, dots and capitals, so only that message needs escaping. The unit tests check
- * it against JSON.stringify of a plain object built by test/helpers/json-record.ts.
+ * it against JSON.stringify of the typed record (frame-event-record.ts).
  */
 export function toJsonLine(event: FrameEvent): string {
   const head = `{"frame":${event.frame},"ts":${event.ts},"src":${quoteAddress(event.src)},"dst":${quoteAddress(event.dst)}`;

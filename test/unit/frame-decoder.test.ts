@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { LinkType } from '../../src/packet/pcap/index.js';
 import { decodeFrame, ipv4Locator, type FrameEvent } from '../../src/packet/frame-decoder.js';
 import { toJsonLine } from '../../src/packet/frame-event-json.js';
-import { toJsonRecord } from '../helpers/json-record.js';
+import { toJsonRecord } from '../../src/packet/frame-event-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { hex } from '../helpers/bytes.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';

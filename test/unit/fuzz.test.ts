@@ -16,7 +16,7 @@ import * as ipv4 from '../../src/packet/ipv4/header.js';
 import { LinkType } from '../../src/packet/pcap/index.js';
 import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import { toJsonLine } from '../../src/packet/frame-event-json.js';
-import { toJsonRecord } from '../helpers/json-record.js';
+import { toJsonRecord } from '../../src/packet/frame-event-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { mutatedFrame, randomFrame } from '../helpers/arbitraries.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';

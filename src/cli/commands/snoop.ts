@@ -12,7 +12,8 @@ import type { DaemonEvent, PortView } from '../../transport/control/daemon-view.
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../packet/pcap/index.js';
 import type { FrameEvent } from '../../packet/frame-decoder.js';
-import { describeCounts, formatClock, formatEvent, groupTable, querierTable } from '../render/human-format.js';
+import type { FrameEventRecord } from '../../packet/frame-event-record.js';
+import { describeCounts, formatClock, formatEvent, groupTable, querierTable, recordTypeLabel } from '../render/human-format.js';
 import { toJsonLine } from '../../packet/frame-event-json.js';
 import { SnoopSession } from '../../controllers/snoop/session.js';
 import { Output } from '../render/output.js';
@@ -308,30 +309,16 @@ function describeEventPort(port: PortView): string {
   return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
 }
 
-const RECORD_LABELS: Readonly<Record<string, string>> = {
-  MODE_IS_INCLUDE: 'IS_IN',
-  MODE_IS_EXCLUDE: 'IS_EX',
-  CHANGE_TO_INCLUDE_MODE: 'TO_IN',
-  CHANGE_TO_EXCLUDE_MODE: 'TO_EX',
-  ALLOW_NEW_SOURCES: 'ALLOW',
-  BLOCK_OLD_SOURCES: 'BLOCK',
-};
-
-/** The `igmp` event's record is snoop --json's line for the message: described from its fields. */
-function describeIgmpRecord(record: Record<string, unknown>, style: ChalkInstance): string {
-  const from = typeof record.src === 'string' ? ` from ${record.src}` : '';
-  if (typeof record.error === 'string') return style.red(`malformed (${record.error})${from}: ${String(record.message ?? '')}`);
-  const version = typeof record.version === 'number' ? `v${record.version} ` : '';
-  const group = typeof record.group === 'string' ? record.group : '?';
+/** The `igmp` event's record is snoop --json's line for the message (a newer daemon's may hold more). */
+function describeIgmpRecord(record: FrameEventRecord, style: ChalkInstance): string {
+  const from = record.src === null ? '' : ` from ${record.src}`;
+  if (record.error !== undefined) return style.red(`malformed (${record.error})${from}: ${record.message ?? ''}`);
+  const version = record.version === undefined ? '' : `v${record.version} `;
+  const group = record.group ?? '?';
   switch (record.type) {
     case 'report': {
-      if (Array.isArray(record.records)) {
-        const records = (record.records as Array<{ type?: unknown; group?: unknown; sources?: unknown }>)
-          .map(
-            (item) =>
-              `${String(item.group)} ${RECORD_LABELS[String(item.type)] ?? String(item.type)} {${Array.isArray(item.sources) ? item.sources.join(', ') : ''}}`,
-          )
-          .join('; ');
+      if (record.records !== undefined) {
+        const records = record.records.map((item) => `${item.group} ${recordTypeLabel(item.type)} {${item.sources.join(', ')}}`).join('; ');
         return `${style.green(`${version}report`)}${from}: ${records || '(no records)'}`;
       }
       return `${style.green(`${version}report`)}${from}: ${group}`;

@@ -57,6 +57,11 @@ const RECORD_LABELS: Readonly<Record<GroupRecord['type'], string>> = {
   BLOCK_OLD_SOURCES: 'BLOCK',
 };
 
+/** A record type in RFC 3376's shorthand (TO_EX, ALLOW, ...); a type this version does not know, as it came. */
+export function recordTypeLabel(type: string): string {
+  return (RECORD_LABELS as Readonly<Record<string, string>>)[type] ?? type;
+}
+
 /** RFC 3376's own shorthand: "239.1.1.1 TO_EX {}", "232.1.1.1 ALLOW {10.0.0.4}". */
 function describeRecord(record: GroupRecord): string {
   return `${record.group} ${RECORD_LABELS[record.type]} {${record.sources.join(', ')}}`;

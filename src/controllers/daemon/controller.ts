@@ -17,7 +17,7 @@ import { ExitCode, McastError, messageOf } from '../../errors.js';
 import { MembershipTable, type MemberChange, type MembershipEffect } from '../../domain/membership/membership-table.js';
 import { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
-import { toJsonLine } from '../../packet/frame-event-json.js';
+import { toJsonRecord } from '../../packet/frame-event-record.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
 import { membershipLimits, packetBudget } from './daemon-config.js';
@@ -184,7 +184,7 @@ export class MulticastController implements DaemonView {
     this.metrics.igmpMessage(snooped.type, snooped.version);
     if (this.listeners.size > 0) {
       const port = ofport === undefined ? null : portViewOf(this.pods, ofport);
-      this.publish({ type: 'igmp', time: this.isoNow(), port, record: JSON.parse(toJsonLine(snooped.event)) as Record<string, unknown> });
+      this.publish({ type: 'igmp', time: this.isoNow(), port, record: toJsonRecord(snooped.event) });
     }
     if (pod === undefined) {
       if (snooped.calls.length > 0 || snooped.type === 'query') {

@@ -4,6 +4,7 @@
  * (`mcastctl status`, `groups`, `snoop --daemon`), the metrics endpoint and the state
  * directory. Plain JSON-able data only, so that the control socket sends it as it is.
  */
+import type { FrameEventRecord } from '../../packet/frame-event-record.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 
 export interface PortView {
@@ -104,7 +105,7 @@ export interface DaemonCounters {
  * `igmp` carries what snoop --json prints for the message, plus the port it came in on.
  */
 export type DaemonEvent =
-  | { type: 'igmp'; time: string; port: PortView | null; record: Record<string, unknown> }
+  | { type: 'igmp'; time: string; port: PortView | null; record: FrameEventRecord }
   | { type: 'join'; time: string; group: string; port: PortView; host: string }
   | { type: 'leave'; time: string; group: string; port: PortView; host: string; reason: 'leave' | 'fast-leave' | 'expired' | 'port-removed' | 'no-answer' }
   | { type: 'sync'; time: string; group: string; ports: number[]; latencyMs: number; ok: boolean; error?: string }

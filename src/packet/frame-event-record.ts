@@ -1,12 +1,13 @@
 /**
- * The `snoop --json` record as a plain object, built the obvious way: the oracle that the
- * hand-written serializer (src/packet/frame-event-json.ts, toJsonLine) is checked against.
+ * The `snoop --json` record as a typed object, built the obvious way: what the daemon
+ * sends `snoop --daemon` for each IGMP message, and the oracle that the hand-written
+ * serializer of `snoop --json` (frame-event-json.ts, toJsonLine) is checked against.
  */
-import { maxRespTimeMs, qqicSeconds, type IgmpMessage, type RecordTypeName } from '../../src/packet/igmp/index.js';
-import type { FrameEvent } from '../../src/packet/frame-decoder.js';
-import { otherMessageVersion } from '../../src/packet/frame-event-json.js';
+import { maxRespTimeMs, qqicSeconds, type IgmpMessage, type RecordTypeName } from './igmp/index.js';
+import type { FrameEvent } from './frame-decoder.js';
+import { otherMessageVersion } from './frame-event-json.js';
 
-export interface SnoopJsonRecord {
+export interface FrameEventRecord {
   frame: number;
   ts: number;
   src: string | null;
@@ -25,13 +26,13 @@ export interface SnoopJsonRecord {
   message?: string;
 }
 
-export function toJsonRecord(event: FrameEvent): SnoopJsonRecord {
+export function toJsonRecord(event: FrameEvent): FrameEventRecord {
   const base = { frame: event.frame, ts: event.ts, src: event.src, dst: event.dst };
   if (event.kind === 'malformed') return { ...base, error: event.code, message: event.message };
   return { ...base, ...messageFields(event.message) };
 }
 
-function messageFields(message: IgmpMessage): Omit<SnoopJsonRecord, 'frame' | 'ts' | 'src' | 'dst'> {
+function messageFields(message: IgmpMessage): Omit<FrameEventRecord, 'frame' | 'ts' | 'src' | 'dst'> {
   switch (message.kind) {
     case 'query':
       if (message.version === 3) {
