@@ -149,10 +149,9 @@ async function joinCycles(victim: OvsPod, until: number): Promise<{ joinMs: numb
     if (firstAt === undefined) joinsWithoutData++;
     else joinMs.push(firstAt - joinedAt);
     const settled = all.slice(settledFrom ?? all.length).map((datagram) => sequenceOf(datagram.payload));
-    // Numbered by the sender in that window: from the first to the last it read, or, when it
-    // read none, the sender's rate over the window.
-    const span = settled.length === 0 ? ((JOINED_MS - SETTLE_MS) / SEND_INTERVAL_MS) * 0.5 : Math.max(...settled) - Math.min(...settled) + 1;
-    deliveryRatios.push(Math.min(1, new Set(settled).size / span));
+    // Against what the sender numbered from the first to the last it read (none read: 0).
+    const span = settled.length === 0 ? 1 : Math.max(...settled) - Math.min(...settled) + 1;
+    deliveryRatios.push(new Set(settled).size / span);
     await sleep(LEFT_MS);
   }
   return { joinMs, joinsWithoutData, deliveryRatios };

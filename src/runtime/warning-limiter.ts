@@ -25,8 +25,10 @@ export class WarningLimiter {
   /**
    * Logs `message` unless `key` was logged less than the interval ago (then counts it as
    * suppressed). Returns whether it logged. Without a logger nothing is logged or counted.
+   * `fields` may be a function, called only when the line is written: a flood's held-back
+   * events then cost a count, not the building of fields nobody reads.
    */
-  warn(logger: WarningLogger | undefined, key: string, message: string, fields: Record<string, unknown> = {}): boolean {
+  warn(logger: WarningLogger | undefined, key: string, message: string, fields: Record<string, unknown> | (() => Record<string, unknown>) = {}): boolean {
     if (logger === undefined) return false;
     const now = this.options.now();
     const last = this.keys.get(key);
@@ -36,7 +38,8 @@ export class WarningLimiter {
     }
     this.keys.set(key, { loggedAt: now, suppressed: 0 });
     const suppressed = last?.suppressed ?? 0;
-    logger.warn(message, suppressed > 0 ? { ...fields, suppressed } : fields);
+    const written = typeof fields === 'function' ? fields() : fields;
+    logger.warn(message, suppressed > 0 ? { ...written, suppressed } : written);
     return true;
   }
 

@@ -52,4 +52,16 @@ describe('WarningLimiter', () => {
     assert.equal(limiter.warn(logger, 'a', 'seen'), true);
     assert.deepEqual(lines, [{ message: 'seen', fields: {} }]);
   });
+
+  it('builds fields given as a function only for a line it writes', () => {
+    const { limiter, logger, lines } = setup();
+    let built = 0;
+    const fields = () => {
+      built++;
+      return { port: 7 };
+    };
+    for (let i = 0; i < 5; i++) limiter.warn(logger, 'a', 'flood', fields);
+    assert.equal(built, 1);
+    assert.deepEqual(lines, [{ message: 'flood', fields: { port: 7 } }]);
+  });
 });

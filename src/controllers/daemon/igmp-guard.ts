@@ -69,7 +69,7 @@ export class IgmpGuard {
    */
   overBudget(ofport: number): boolean {
     if (this.budget.take(ofport)) return false;
-    this.count('port-rate', ofport, {});
+    this.count('port-rate', ofport);
     return true;
   }
 
@@ -81,14 +81,14 @@ export class IgmpGuard {
   /** A join the membership limits refused (the table's onRefusal). */
   refused(refusal: MembershipRefusal): void {
     const { reason, group, host, limit } = refusal;
-    this.count(reason, refusal.port, { group, host, limit });
+    this.count(reason, refusal.port, () => ({ group, host, limit }));
   }
 
   /** Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it. */
   spoofed(ofport: number, source: string): boolean {
     const addresses = this.options.pods.addressesOf(ofport);
     if (!isSpoofedSource(source, addresses)) return false;
-    this.count('spoofed', ofport, { source, addresses: addresses?.join(',') ?? '' });
+    this.count('spoofed', ofport, () => ({ source, addresses: addresses?.join(',') ?? '' }));
     return true;
   }
 
@@ -106,7 +106,8 @@ export class IgmpGuard {
     return { total: { ...this.total }, byPort };
   }
 
-  private count(reason: IgmpRefusalReason, ofport: number, fields: Record<string, unknown>): void {
+  /** Counts one refusal; the warning's fields are built only when the limiter writes the line. */
+  private count(reason: IgmpRefusalReason, ofport: number, fields: () => Record<string, unknown> = () => ({})): void {
     this.total[reason]++;
     let counts = this.byPort.get(ofport);
     if (counts === undefined) {
@@ -114,8 +115,10 @@ export class IgmpGuard {
       this.byPort.set(ofport, counts);
     }
     counts[reason]++;
-    const port = portViewOf(this.options.pods, ofport);
-    const where = { port: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) };
-    this.warnings.warn(this.options.logger, `${reason}|${ofport}`, WARNINGS[reason], { ...where, ...fields, refusedOnPort: counts[reason] });
+    const refusedOnPort = counts[reason];
+    this.warnings.warn(this.options.logger, `${reason}|${ofport}`, WARNINGS[reason], () => {
+      const port = portViewOf(this.options.pods, ofport);
+      return { port: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }), ...fields(), refusedOnPort };
+    });
   }
 }
