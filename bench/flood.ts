@@ -1,28 +1,58 @@
 /**
- * `mcastctl daemon` under an IGMP flood, on a lab node's real OVS. One pod (the attacker)
- * writes IGMPv3 reports of its own through a packet socket, each joining fresh groups,
- * at a set rate; meanwhile a victim pod joins and leaves one group, again and again, and
- * a sender pod sends to that group all the time. Printed:
+ * `mcastctl daemon` under an IGMP flood, on a lab node's real OVS. Attacker pods (one by
+ * default) write IGMPv3 reports of their own through a packet socket, each joining fresh
+ * groups (a range of its own per attacker, so the per-port limits and meters apply to
+ * each), at a set rate; meanwhile a victim pod, apart from the attackers, joins and leaves
+ * one group, again and again, and a sender pod sends to that group all the time. The
+ * daemon runs with short membership timers (BENCH_FLOOD_QUERY_INTERVAL_S and friends) so
+ * that the attackers' groups expire soon after the flood. Printed:
  *
- * - the victim's join latency: from its join call to the first datagram it reads (this
- *   includes the host's own time to send its report, well under a millisecond for v3);
+ * - the victim's join latency: from its join call to the first datagram it reads, timed
+ *   inside the pod on one clock (the join call sends the report at once; the sender's
+ *   1 ms interval is the resolution);
  * - its delivery ratio from 1 s after each join on: the datagrams it read against those
  *   the sender numbered in that second;
  * - the daemon's peak RSS and mean CPU, ovs-vswitchd's mean CPU, over the flood;
- * - how many of the attacker's groups the daemon and OVS hold at the end.
+ * - the round trip of a FLOW_MOD + barrier to ovs-vswitchd, on a connection of the
+ *   bench's own, every 100 ms of the flood (p50, p99, max; target: under 10 ms);
+ * - the daemon's metrics at the end of the flood: the IGMP meter's drops on the
+ *   attackers' ports (mcastctl_igmp_meter_drops_total, n/a when the daemon has none, e.g.
+ *   run with --no-igmp-meter) and its refusals by reason (mcastctl_igmp_refused_total);
+ * - how many of the attackers' groups the daemon and OVS hold at the end of the flood;
+ * - after it: the time until the daemon held none of the attackers' groups, against the
+ *   group membership interval (robustness × query interval + query response interval;
+ *   watched until GMI + 15 s), and the daemon's RSS at start, at peak and at the end
+ *   (Node gives freed heap back to the OS lazily: the end figure is what the kernel says).
  *
  *   node --import tsx bench/flood.ts      (root; `npm run build` first: it runs dist/)
  *
- * Environment: BENCH_FLOOD_S (flood seconds, default 60), BENCH_FLOOD_REPORTS (reports a
- * second, default 2,000), BENCH_FLOOD_RECORDS (records a report, default 10),
- * BENCH_FLOOD_DAEMON_ARGS (more daemon flags, e.g. `--max-groups-per-port 1000000
- * --max-groups 1000000` to see the flood without the limits).
+ * Environment: BENCH_FLOOD_S (flood seconds, default 60), BENCH_FLOOD_ATTACKERS (attacker
+ * pods, default 1, each at the full rate), BENCH_FLOOD_REPORTS (reports a second per
+ * attacker, default 2,000), BENCH_FLOOD_RECORDS (records a report, default 10),
+ * BENCH_FLOOD_QUERY_INTERVAL_S (default 10), BENCH_FLOOD_QUERY_RESPONSE_INTERVAL_S
+ * (default 5), BENCH_FLOOD_ROBUSTNESS (default 2): the daemon's timers, from which the
+ * GMI is reckoned (set them here, not in the daemon flags), BENCH_FLOOD_DAEMON_ARGS (more
+ * daemon flags, after the bench's own: e.g. `--no-igmp-meter` to compare without the
+ * meter, `--max-groups-per-port 1000000 --max-groups 1000000` to see the flood without
+ * the limits).
  */
-import { readFileSync } from 'node:fs';
 import { ControlClient } from '../src/transport/control/control-client.js';
 import { startDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
+import {
+  cpuPercent,
+  type Expiry,
+  type FlowModRoundTrips,
+  type MeterAndRefusals,
+  percentile,
+  procTicks,
+  rssMiB,
+  scrapeMeterAndRefusals,
+  startFlowModProbe,
+  watchExpiry,
+} from './flood-probes.js';
+import { FLOOD_PY, SEND_PY, VICTIM_PY } from './flood-scripts.js';
 
 const VICTIM_GROUP = '239.77.0.1';
 const UDP_PORT = 5000;
@@ -33,70 +63,23 @@ const JOINED_MS = 2_000;
 const LEFT_MS = 500;
 /** Delivery counts from this long after the join call on. */
 const SETTLE_MS = 1_000;
-const CLK_TCK = 100;
-
-/**
- * The attacker: Ethernet / IPv4 (TTL 1, Router Alert) / IGMPv3 report to 224.0.0.22 with
- * `records` CHANGE_TO_EXCLUDE records of groups never used before, `rate` a second, out
- * of eth0 through an AF_PACKET socket. Prints how many reports it sent.
- */
-const FLOOD_PY = `
-import socket, struct, sys, time
-iface, src, mac, rate, records, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-def csum(b):
-    if len(b) % 2: b += b"\\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while t >> 16: t = (t & 0xffff) + (t >> 16)
-    return (~t) & 0xffff
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((iface, 0))
-eth = bytes.fromhex("01005e000016") + bytes.fromhex(mac.replace(":", "")) + b"\\x08\\x00"
-srcb = socket.inet_aton(src)
-dst = socket.inet_aton("224.0.0.22")
-n = 0
-sent = 0
-start = time.monotonic()
-interval = 1.0 / rate
-while True:
-    now = time.monotonic()
-    if now - start >= seconds: break
-    body = b""
-    for _ in range(records):
-        g = 0xEFC80000 + (n % 0x370000)  # 239.200.0.0 and up: fresh groups
-        n += 1
-        body += struct.pack("!BBH", 4, 0, 0) + struct.pack("!I", g)
-    igmp = struct.pack("!BBHHH", 0x22, 0, 0, 0, records) + body
-    igmp = igmp[:2] + struct.pack("!H", csum(igmp)) + igmp[4:]
-    total = 24 + len(igmp)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x46, 0xc0, total, 0, 0x4000, 1, 2, 0, srcb, dst) + b"\\x94\\x04\\x00\\x00"
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    s.send(eth + ip + igmp)
-    sent += 1
-    delay = start + sent * interval - time.monotonic()
-    if delay > 0: time.sleep(delay)
-print(sent)
-`;
-
-/** The sender: numbered datagrams `data <i>` to group:port every `interval` ms, for `seconds`. */
-const SEND_PY = `
-import socket, sys, time
-group, port, interval, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-start = time.monotonic()
-i = 0
-while time.monotonic() - start < seconds:
-    s.sendto(("data %d" % i).encode(), (group, port))
-    i += 1
-    delay = start + i * interval - time.monotonic()
-    if delay > 0: time.sleep(delay)
-print(i)
-`;
-
+/** The attackers' groups: 239.200.0.0 and up, split in equal ranges, one per attacker. */
+const ATTACKER_GROUP_BASE = 0xefc80000;
+const ATTACKER_GROUP_SPAN = 0x370000;
+/** How long after the GMI the expiry is watched. */
+const EXPIRY_GRACE_S = 15;
+/** The pause between two FLOW_MOD probes. */
+const FLOW_MOD_INTERVAL_MS = 100;
+/** Attacker i is 10.7.0.(FIRST_ATTACKER_HOST + i). */
+const FIRST_ATTACKER_HOST = 21;
+const MAX_ATTACKERS = 200;
 export interface FloodFigures {
   seconds: number;
+  attackers: number;
+  /** Per attacker. */
   reportsPerSecondAsked: number;
-  reportsSent: number;
+  /** Reports each attacker sent. */
+  reportsSent: number[];
   recordsPerReport: number;
   /** ms from the victim's join call to its first datagram, one per join cycle. */
   joinMs: number[];
@@ -108,81 +91,85 @@ export interface FloodFigures {
   daemonStartRssMiB: number;
   daemonCpuPercent: number;
   vswitchdCpuPercent: number;
+  flowMods: FlowModRoundTrips;
+  /** Scraped at the end of the flood. */
+  metrics: MeterAndRefusals;
   /** At the end of the flood. */
   daemonGroups: number | undefined;
+  /** Groups waiting for (or retrying) their sync to OVS. */
+  pendingSyncs: number | undefined;
   ovsGroups: number;
-}
-
-function procTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime, stime
-}
-
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((entry) => entry.startsWith('VmRSS:'));
-  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) / 1024;
+  /** s from the first report to the end of the last attacker's flood. */
+  floodElapsedS: number;
+  /** The group membership interval the daemon ran with, s. */
+  gmiS: number;
+  expiry: Expiry;
 }
 
 /** The sequence number a datagram of the sender carries (`<tag> <i>`). */
-function sequenceOf(payload: string): number {
-  return Number(payload.slice(payload.lastIndexOf(' ') + 1));
-}
-
-async function joinCycles(victim: OvsPod, until: number): Promise<{ joinMs: number[]; joinsWithoutData: number; deliveryRatios: number[] }> {
+/** The victim's join cycles (VICTIM_PY), each timed inside the pod from its join call to its first datagram. */
+async function joinCycles(lab: Lab, victim: OvsPod, seconds: number): Promise<{ joinMs: number[]; joinsWithoutData: number; deliveryRatios: number[] }> {
+  const args = [VICTIM_GROUP, String(UDP_PORT), String(JOINED_MS), String(LEFT_MS), String(SETTLE_MS), String(seconds)];
+  const { stdout } = await lab.exec(victim.ns, ['python3', '-c', VICTIM_PY, ...args], { timeoutMs: (seconds + 30) * 1000 });
   const joinMs: number[] = [];
   const deliveryRatios: number[] = [];
   let joinsWithoutData = 0;
-  while (performance.now() + JOINED_MS < until) {
-    const joinedAt = performance.now();
-    const receiver = await victim.listen(VICTIM_GROUP, UDP_PORT);
-    let firstAt: number | undefined;
-    let settledFrom: number | undefined;
-    while (performance.now() - joinedAt < JOINED_MS) {
-      if (firstAt === undefined && receiver.received.length > 0) firstAt = performance.now();
-      if (settledFrom === undefined && performance.now() - joinedAt >= SETTLE_MS) settledFrom = receiver.received.length;
-      await sleep(1);
-    }
-    const all = await receiver.stop();
-    if (firstAt === undefined) joinsWithoutData++;
-    else joinMs.push(firstAt - joinedAt);
-    const settled = all.slice(settledFrom ?? all.length).map((datagram) => sequenceOf(datagram.payload));
+  for (const line of stdout.split('\n').filter((text) => text.startsWith('{'))) {
+    const cycle = JSON.parse(line) as { joinMs: number | null; numbers: number[] };
+    if (cycle.joinMs === null) joinsWithoutData++;
+    else joinMs.push(cycle.joinMs);
     // Against what the sender numbered from the first to the last it read (none read: 0).
-    const span = settled.length === 0 ? 1 : Math.max(...settled) - Math.min(...settled) + 1;
-    deliveryRatios.push(new Set(settled).size / span);
-    await sleep(LEFT_MS);
+    const span = cycle.numbers.length === 0 ? 1 : Math.max(...cycle.numbers) - Math.min(...cycle.numbers) + 1;
+    deliveryRatios.push(new Set(cycle.numbers).size / span);
   }
   return { joinMs, joinsWithoutData, deliveryRatios };
 }
 
 export interface FloodOptions {
   seconds?: number;
+  /** Attacker pods, each flooding at `reportsPerSecond` (default 1). */
+  attackers?: number;
   reportsPerSecond?: number;
   records?: number;
-  /** More daemon flags, e.g. limits raised to see the flood without them. */
+  /** The daemon's --query-interval, s (default 10). */
+  queryIntervalS?: number;
+  /** The daemon's --query-response-interval, s (default 5). */
+  queryResponseIntervalS?: number;
+  /** The daemon's --robustness (default 2). */
+  robustness?: number;
+  /** More daemon flags, e.g. limits raised to see the flood without them, or --no-igmp-meter. */
   daemonArgs?: string[];
 }
 
 export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigures> {
   const seconds = options.seconds ?? 60;
+  const attackerCount = options.attackers ?? 1;
+  if (!Number.isInteger(attackerCount) || attackerCount < 1 || attackerCount > MAX_ATTACKERS) {
+    throw new RangeError(`BENCH_FLOOD_ATTACKERS: ${attackerCount} is not an integer from 1 to ${MAX_ATTACKERS}`);
+  }
   const rate = options.reportsPerSecond ?? 2_000;
   const records = options.records ?? 10;
+  const queryIntervalS = options.queryIntervalS ?? 10;
+  const queryResponseIntervalS = options.queryResponseIntervalS ?? 5;
+  const robustness = options.robustness ?? 2;
+  const gmiS = robustness * queryIntervalS + queryResponseIntervalS;
   const lab = Lab.create();
   try {
     const node = await OvsNode.start(lab, 'f');
     await node.addGateway({ address: '10.7.0.1/24' });
-    const [attacker, victim, sender] = await Promise.all([
-      node.addPod('atk', { address: '10.7.0.11/24' }),
+    const [victim, sender, ...attackers] = await Promise.all([
       node.addPod('vic', { address: '10.7.0.12/24' }),
       node.addPod('snd', { address: '10.7.0.13/24' }),
+      ...Array.from({ length: attackerCount }, (_, i) => node.addPod(`atk${i}`, { address: `10.7.0.${FIRST_ATTACKER_HOST + i}/24` })),
     ]);
-    const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', ...(options.daemonArgs ?? [])] });
-    await daemon.ready();
+    const timers = ['--query-interval', `${queryIntervalS}s`, '--query-response-interval', `${queryResponseIntervalS}s`, '--robustness', String(robustness)];
+    const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', ...timers, ...(options.daemonArgs ?? [])] });
+    const listening = await daemon.ready();
+    const metricsUrl = typeof listening['metrics'] === 'string' ? listening['metrics'] : undefined;
     const vswitchd = node.pids.vswitchd;
     if (vswitchd === undefined) throw new Error('ovs-vswitchd is not running');
     const daemonStartRssMiB = rssMiB(daemon.pid);
+    const flowModProbe = await startFlowModProbe(node, FLOW_MOD_INTERVAL_MS);
 
     const sending = lab
       .exec(sender!.ns, ['python3', '-c', SEND_PY, VICTIM_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS), String(seconds + 3)], {
@@ -191,12 +178,25 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       .catch(() => undefined);
     const started = performance.now();
     const ticksBefore = { daemon: procTicks(daemon.pid), vswitchd: procTicks(vswitchd) };
-    const flood = lab.exec(
-      attacker!.ns,
-      ['python3', '-c', FLOOD_PY, attacker!.iface, attacker!.address, attacker!.mac, String(rate), String(records), String(seconds)],
-      {
-        timeoutMs: (seconds + 30) * 1000,
-      },
+    const span = Math.floor(ATTACKER_GROUP_SPAN / attackerCount);
+    const floods = attackers.map((attacker, i) =>
+      lab.exec(
+        attacker.ns,
+        [
+          'python3',
+          '-c',
+          FLOOD_PY,
+          attacker.iface,
+          attacker.address,
+          attacker.mac,
+          String(rate),
+          String(records),
+          String(seconds),
+          String(ATTACKER_GROUP_BASE + i * span),
+          String(span),
+        ],
+        { timeoutMs: (seconds + 30) * 1000 },
+      ),
     );
     let peakRss = daemonStartRssMiB;
     const sampler = setInterval(() => {
@@ -207,63 +207,126 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       }
     }, 250);
     await sleep(2_000); // the flood is under way
-    const cycles = await joinCycles(victim!, started + seconds * 1000);
-    const { stdout } = await flood;
-    const elapsedS = (performance.now() - started) / 1000;
+    const cycles = await joinCycles(lab, victim!, seconds - 2);
+    const outputs = await Promise.all(floods);
+    const floodEndedAt = performance.now();
+    const elapsedS = (floodEndedAt - started) / 1000;
     const ticksAfter = { daemon: procTicks(daemon.pid), vswitchd: procTicks(vswitchd) };
     clearInterval(sampler);
     peakRss = Math.max(peakRss, rssMiB(daemon.pid));
+    const flowMods = await flowModProbe.stop();
+    const attackerPorts = new Set(attackers.map((attacker) => attacker.port));
+    const metrics =
+      metricsUrl === undefined
+        ? { attackerMeterDrops: undefined, otherMeterDrops: undefined, refusedByReason: {}, scrapeError: 'the daemon serves no metrics' }
+        : await scrapeMeterAndRefusals(node, metricsUrl, attackerPorts);
 
     const client = await ControlClient.connect(daemon.controlSocket);
     let daemonGroups: number | undefined;
+    let pendingSyncs: number | undefined;
     try {
-      daemonGroups = (await client.request<{ groups: number }>('status')).groups;
+      ({ groups: daemonGroups, pendingSyncs } = await client.request<{ groups: number; pendingSyncs: number }>('status'));
     } finally {
       client.close();
     }
     const ovsGroups = (await node.ofctl('-O', 'OpenFlow13', 'dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
+    const expiry = await watchExpiry({
+      controlSocket: daemon.controlSocket,
+      pid: daemon.pid,
+      keep: VICTIM_GROUP,
+      floodEndedAt,
+      limitS: gmiS + EXPIRY_GRACE_S,
+    });
     await daemon.stop();
     await sending;
     return {
       seconds,
+      attackers: attackerCount,
       reportsPerSecondAsked: rate,
-      reportsSent: Number(stdout.trim()),
+      reportsSent: outputs.map(({ stdout }) => Number(stdout.trim())),
       recordsPerReport: records,
       ...cycles,
       daemonPeakRssMiB: peakRss,
       daemonStartRssMiB,
-      daemonCpuPercent: ((ticksAfter.daemon - ticksBefore.daemon) / CLK_TCK / elapsedS) * 100,
-      vswitchdCpuPercent: ((ticksAfter.vswitchd - ticksBefore.vswitchd) / CLK_TCK / elapsedS) * 100,
+      daemonCpuPercent: cpuPercent(ticksBefore.daemon, ticksAfter.daemon, elapsedS),
+      vswitchdCpuPercent: cpuPercent(ticksBefore.vswitchd, ticksAfter.vswitchd, elapsedS),
+      flowMods,
+      metrics,
       daemonGroups,
+      pendingSyncs,
       ovsGroups,
+      floodElapsedS: elapsedS,
+      gmiS,
+      expiry,
     };
   } finally {
     await lab.destroy();
   }
 }
 
-function percentile(values: readonly number[], p: number): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const count = (value: number) => Math.round(value).toLocaleString('en-US');
+const ms = (value: number | undefined) => (value === undefined ? 'n/a' : `${value.toFixed(2)} ms`);
+const ratio = (value: number | undefined) => (value === undefined ? 'n/a' : `${(value * 100).toFixed(1)} %`);
+const mib = (value: number) => `${value.toFixed(1)} MiB`;
+const orNa = (value: number | undefined) => (value === undefined ? 'n/a' : count(value));
+
+function refusals(figures: FloodFigures): string {
+  const entries = Object.entries(figures.metrics.refusedByReason);
+  if (entries.length === 0) return `n/a${figures.metrics.scrapeError === undefined ? '' : ` (${figures.metrics.scrapeError})`}`;
+  return entries.map(([reason, value]) => `${reason} ${count(value)}`).join(', ');
+}
+
+function expiryLine(figures: FloodFigures): string {
+  const { expiry } = figures;
+  // A held group expires a GMI after its last report, which came at some time in the flood (the per-port limit
+  // admits new groups only as held ones expire): gone within a GMI of the flood's end is on schedule.
+  if (expiry.goneAfterS !== undefined) {
+    return `${expiry.goneAfterS.toFixed(1)} s after the flood's end, ${(expiry.goneAfterS + figures.floodElapsedS).toFixed(1)} s after its start (GMI ${figures.gmiS} s)`;
+  }
+  return `not gone: ${count(expiry.groupsLeft)} left ${figures.gmiS + EXPIRY_GRACE_S} s after the flood (GMI ${figures.gmiS} s)`;
 }
 
 export function floodReport(figures: FloodFigures): string[] {
-  const ms = (value: number | undefined) => (value === undefined ? 'n/a' : `${value.toFixed(2)} ms`);
-  const ratio = (value: number | undefined) => (value === undefined ? 'n/a' : `${(value * 100).toFixed(1)} %`);
-  const records = figures.reportsSent * figures.recordsPerReport;
-  return [
-    `  attacker: ${figures.reportsSent.toLocaleString('en-US')} IGMPv3 reports × ${figures.recordsPerReport} fresh groups in ${figures.seconds} s` +
-      ` (${Math.round(records / figures.seconds).toLocaleString('en-US')} records/s; asked ${figures.reportsPerSecondAsked.toLocaleString('en-US')} reports/s)`,
+  const reportsSent = figures.reportsSent.reduce((total, sent) => total + sent, 0);
+  const records = reportsSent * figures.recordsPerReport;
+  const roundTrips = figures.flowMods.roundTripsMs;
+  const flowModLine =
+    `p50 ${ms(percentile(roundTrips, 50))}, p99 ${ms(percentile(roundTrips, 99))}, max ${ms(percentile(roundTrips, 100))}` +
+    ` over ${roundTrips.length} probes, ${figures.flowMods.failures} failed`;
+  const peakRss = Math.max(figures.daemonPeakRssMiB, figures.expiry.peakRssMiB);
+  const lines = [
+    `  ${figures.attackers} attacker${figures.attackers === 1 ? '' : 's'}: ${count(reportsSent)} IGMPv3 reports × ${figures.recordsPerReport} fresh groups in ${figures.seconds} s` +
+      ` (${count(records / figures.seconds)} records/s; asked ${count(figures.reportsPerSecondAsked)} reports/s each` +
+      (figures.attackers === 1 ? ')' : `; fewest sent by one: ${count(Math.min(...figures.reportsSent))})`),
     `  victim, ${figures.deliveryRatios.length} join cycles: join → first datagram p50 ${ms(percentile(figures.joinMs, 50))}, p99 ${ms(percentile(figures.joinMs, 99))};` +
       ` ${figures.joinsWithoutData} joins without data`,
     `    delivery from ${SETTLE_MS / 1000} s after the join on: min ${ratio(percentile(figures.deliveryRatios, 0))}, p50 ${ratio(percentile(figures.deliveryRatios, 50))}` +
       ` (target: at least 99 %)`,
-    `  daemon: RSS ${figures.daemonStartRssMiB.toFixed(1)} MiB at start, peak ${figures.daemonPeakRssMiB.toFixed(1)} MiB (target: at most 150);` +
+    `  daemon: RSS ${mib(figures.daemonStartRssMiB)} at start, peak ${mib(figures.daemonPeakRssMiB)} during the flood (target: at most 150);` +
       ` CPU ${figures.daemonCpuPercent.toFixed(0)} % of one core (target: at most 50)`,
     `  ovs-vswitchd: CPU ${figures.vswitchdCpuPercent.toFixed(0)} % of one core`,
-    `  at the end: the daemon holds ${figures.daemonGroups ?? 'n/a'} groups, OVS ${figures.ovsGroups.toLocaleString('en-US')} OVS groups`,
+    `  FLOW_MOD + barrier to ovs-vswitchd every ${FLOW_MOD_INTERVAL_MS} ms of the flood: ${flowModLine} (target: under 10 ms)`,
+    `  IGMP meter drops at the end of the flood: attackers ${orNa(figures.metrics.attackerMeterDrops)}, other ports ${orNa(figures.metrics.otherMeterDrops)}`,
+    `  IGMP refused by the daemon: ${refusals(figures)}`,
+    `  at the end of the flood: the daemon holds ${figures.daemonGroups ?? 'n/a'} groups (${figures.pendingSyncs ?? 'n/a'} waiting for a sync), OVS ${count(figures.ovsGroups)} OVS groups`,
+    `  after it: the attackers' ${count(figures.expiry.groupsAtFloodEnd)} groups gone ${expiryLine(figures)};` +
+      ` RSS ${mib(figures.daemonStartRssMiB)} at start, peak ${mib(peakRss)}, ${mib(figures.expiry.endRssMiB)} at the end`,
+    '',
+    '  summary:',
+    `    attackers: ${figures.attackers} × ${count(figures.reportsPerSecondAsked)} reports/s × ${figures.recordsPerReport} records, ${figures.seconds} s`,
+    `    reports sent: ${count(reportsSent)} (${count(records / figures.seconds)} records/s)`,
+    `    victim join p50 / p99: ${ms(percentile(figures.joinMs, 50))} / ${ms(percentile(figures.joinMs, 99))}, ${figures.joinsWithoutData} without data`,
+    `    victim delivery min / p50: ${ratio(percentile(figures.deliveryRatios, 0))} / ${ratio(percentile(figures.deliveryRatios, 50))}`,
+    `    daemon CPU: ${figures.daemonCpuPercent.toFixed(0)} %`,
+    `    ovs-vswitchd CPU: ${figures.vswitchdCpuPercent.toFixed(0)} %`,
+    `    flow mod p50 / p99 / max: ${ms(percentile(roundTrips, 50))} / ${ms(percentile(roundTrips, 99))} / ${ms(percentile(roundTrips, 100))}`,
+    `    meter drops (attackers): ${orNa(figures.metrics.attackerMeterDrops)}`,
+    `    refused: ${refusals(figures)}`,
+    `    groups at flood end (daemon / OVS / waiting for a sync): ${figures.daemonGroups ?? 'n/a'} / ${count(figures.ovsGroups)} / ${figures.pendingSyncs ?? 'n/a'}`,
+    `    attackers' groups gone: ${expiryLine(figures)}`,
+    `    RSS start / peak / end: ${mib(figures.daemonStartRssMiB)} / ${mib(peakRss)} / ${mib(figures.expiry.endRssMiB)}`,
   ];
+  return lines;
 }
 
 export function floodOptionsFromEnv(): FloodOptions {
@@ -271,8 +334,12 @@ export function floodOptionsFromEnv(): FloodOptions {
   const args = process.env.BENCH_FLOOD_DAEMON_ARGS?.split(' ').filter((word) => word !== '');
   return {
     seconds: number('BENCH_FLOOD_S'),
+    attackers: number('BENCH_FLOOD_ATTACKERS'),
     reportsPerSecond: number('BENCH_FLOOD_REPORTS'),
     records: number('BENCH_FLOOD_RECORDS'),
+    queryIntervalS: number('BENCH_FLOOD_QUERY_INTERVAL_S'),
+    queryResponseIntervalS: number('BENCH_FLOOD_QUERY_RESPONSE_INTERVAL_S'),
+    robustness: number('BENCH_FLOOD_ROBUSTNESS'),
     ...(args === undefined ? {} : { daemonArgs: args }),
   };
 }

@@ -21,6 +21,7 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     maxGroupsPerPort: 1024,
     maxSourcesPerGroup: 256,
     maxGroups: 8192,
+    igmpMeter: true,
     igmpRatePerPort: 200,
     igmpBurstPerPort: 1000,
     stateDir: '/nonexistent/state',

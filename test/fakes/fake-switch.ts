@@ -6,6 +6,7 @@
 import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
 import type { SwitchPort } from '../../src/controllers/daemon/ports.js';
+import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
 import type { GroupAddress } from '../../src/wire/ip-address.js';
 
 export interface AppliedGroup {
@@ -26,6 +27,12 @@ export class FakeSwitch implements SwitchPort {
   readonly baseFlows: Array<number | undefined> = [];
   /** Every frame sent out, with its ports. */
   readonly sent: Array<{ frame: Uint8Array; ports: number[] }> = [];
+  /** What each pod port has of ours: its meter and send-policy drops. */
+  readonly ports = new Map<number, WantedPortEntries>();
+  /** Packets each port's meter dropped, as the test sets them. */
+  readonly drops = new Map<number, bigint>();
+  /** The switch has meters (false: like a switch without them, every port unmetered). */
+  meters = true;
   refreshes = 0;
   closed = false;
   private failures = 0;
@@ -79,6 +86,21 @@ export class FakeSwitch implements SwitchPort {
     this.baseFlows.push(gatewayOfport);
   }
 
+  async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
+    const meter = this.meters ? wanted?.meter : undefined;
+    if (wanted === undefined || (meter === undefined && wanted.deniedSend.length === 0)) this.ports.delete(ofport);
+    else this.ports.set(ofport, { deniedSend: [...wanted.deniedSend], ...(meter === undefined ? {} : { meter: { ...meter } }) });
+    return { metered: meter !== undefined };
+  }
+
+  get portsWithEntries(): number[] {
+    return [...this.ports.keys()];
+  }
+
+  async meterDrops(): Promise<Map<number, bigint>> {
+    return new Map([...this.drops].filter(([ofport]) => this.ports.get(ofport)?.meter !== undefined));
+  }
+
   async sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }> {
     this.sent.push({ frame, ports: [...ports] });
     return { sent: ports.length, refused: [] };
@@ -112,6 +134,7 @@ export class FakeSwitch implements SwitchPort {
     this.connected = false;
     for (const listener of this.disconnectListeners) listener(new Error('connection reset'));
     this.groups.clear();
+    this.ports.clear();
     this.connected = true;
     for (const listener of this.reconnectListeners) listener();
   }

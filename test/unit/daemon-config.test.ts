@@ -49,7 +49,13 @@ function commandFlags(argv: string[]): DaemonFlags {
 
 const DEFAULTS: DaemonConfig = {
   target: { bridge: 'br-int', db: 'unix:/var/run/openvswitch/db.sock', openflow: 'unix:/var/run/openvswitch/br-int.mgmt' },
-  pipeline: { table: 0, priorities: { igmp: 300, linkLocal: 250, group: 200, unknownGroup: 190 }, cookiePrefix: 0x4d43, groupIdBase: 0x10000000 },
+  pipeline: {
+    table: 0,
+    priorities: { igmp: 300, sendPolicy: 280, linkLocal: 250, group: 200, unknownGroup: 190 },
+    cookiePrefix: 0x4d43,
+    groupIdBase: 0x10000000,
+    meterIdBase: 0x20000,
+  },
   multicastInterfaces: [],
   queryIntervalMs: 125_000,
   queryResponseIntervalMs: 10_000,
@@ -64,6 +70,7 @@ const DEFAULTS: DaemonConfig = {
   maxGroupsPerPort: 1024,
   maxSourcesPerGroup: 256,
   maxGroups: 8192,
+  igmpMeter: true,
   igmpRatePerPort: 200,
   igmpBurstPerPort: 1000,
   stateDir: '/var/lib/mcastctl',
@@ -206,6 +213,7 @@ describe('daemon configuration: file values', () => {
       maxGroupsPerPort: 1024,
       maxSourcesPerGroup: 256,
       maxGroups: 8192,
+      igmpMeter: true,
       igmpRatePerPort: 200,
       igmpBurstPerPort: 1000,
       stateDir: '/tmp/mcast-state',
@@ -369,6 +377,7 @@ describe('daemon configuration: flags over the file', () => {
       maxGroupsPerPort: 1024,
       maxSourcesPerGroup: 256,
       maxGroups: 8192,
+      igmpMeter: true,
       igmpRatePerPort: 200,
       igmpBurstPerPort: 1000,
       stateDir: '/tmp/s',

@@ -68,7 +68,10 @@ describe('daemon limits: groups per port', () => {
     assert.equal(t.vswitch.applied.length, applied, 'the refused join writes nothing to the switch');
     assert.equal(refused(t.loop).total['port-groups'], 1);
     assert.deepEqual(refused(t.loop).byPort, [
-      { port: { ofport: P1, name: 'p1', pod: 'shop/web' }, counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, spoofed: 0, 'port-rate': 0 } },
+      {
+        port: { ofport: P1, name: 'p1', pod: 'shop/web' },
+        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, policy: 0, spoofed: 0, 'port-rate': 0 },
+      },
     ]);
     // A refresh of a group it is in is no new join.
     await t.packetIn(v2Report('10.1.0.2', group(1)), P1);

@@ -60,8 +60,10 @@ describe('planReload', () => {
       maxGroupsPerPort: '10',
       maxSourcesPerGroup: '10',
       maxGroups: '10',
+      igmpMeter: false,
       igmpRatePerPort: '10',
       igmpBurstPerPort: '10',
+      groupPolicy: '/tmp/policy.yaml',
       logLevel: 'warn',
     });
     assert.deepEqual(

@@ -162,9 +162,10 @@ describe('OVS group ids', () => {
 });
 
 describe('the query probe flow', () => {
-  it("sends a queried port's IGMP to the controller one above the snooping flow, with a hard timeout on the wire", () => {
+  it("sends a queried port's IGMP to the controller above the snooping flows (the pod's metered one too), with a hard timeout on the wire", () => {
     const probe = pipeline.igmpQueryProbe(7, 0xdeadbeef, 12.2);
-    assert.equal(probe.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 1);
+    assert.equal(probe.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2);
+    assert.ok(probe.priority > pipeline.igmpToControllerMetered(7).priority);
     assert.deepEqual(probe.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
     assert.deepEqual(probe.actions, [{ type: 'controller' }]);
     assert.equal(probe.hardTimeout, 13);
@@ -182,11 +183,15 @@ describe('the query probe flow', () => {
   it('needs room above the snooping flow', () => {
     assert.throws(
       () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff } }),
-      /below 65535/,
+      /below 65534/,
     );
     assert.throws(
       () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 } }),
-      /above linkLocal/,
+      /above sendPolicy/,
+    );
+    assert.throws(
+      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, sendPolicy: 240 } }),
+      /sendPolicy \(240\) must be above linkLocal/,
     );
   });
 });

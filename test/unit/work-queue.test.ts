@@ -45,6 +45,25 @@ describe('WorkQueue', () => {
     assert.deepEqual(synced, ['a', 'b']);
   });
 
+  it("lanes take turns: one lane's thousand keys do not hold back another lane's one", async () => {
+    const synced: string[] = [];
+    const queue = new WorkQueue<string>({
+      sync: async (key) => void synced.push(key),
+      workers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
+    for (let index = 0; index < 1000; index++) queue.add(`flood-${index}`, 'attacker');
+    queue.add('join', 'victim');
+    queue.add('expired'); // the default lane: nobody's in particular
+    queue.add('flood-1', 'victim'); // already waiting in its first lane: not twice
+    await queue.whenIdle();
+    assert.deepEqual(synced.slice(0, 4), ['flood-0', 'flood-1', 'join', 'expired']);
+    assert.equal(synced.length, 1002);
+    assert.equal(new Set(synced).size, 1002);
+  });
+
   it('a key added while it is syncing is synced again afterwards (no lost update), never twice at once', async () => {
     const { calls, sync } = controllableSync();
     const queue = new WorkQueue<string>({ sync, workers: 4, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });

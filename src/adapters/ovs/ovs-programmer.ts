@@ -12,11 +12,17 @@ import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
+import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
+import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
+import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
+import type { MeterSelector } from '../../transport/openflow/meters.js';
 import { readInstalled, type PipelineReader } from './read-back.js';
 
 /** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
 export interface ProgrammerConnection extends PipelineReader {
   batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: ReadonlyMap<number, Error> }>;
+  meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
+  meterFeatures(): Promise<MeterFeatures>;
 }
 
 export class OvsProgrammer {
@@ -32,6 +38,10 @@ export class OvsProgrammer {
    * to put back, not the daemon's to take as learned.
    */
   private readonly staticGroups = new Set<GroupAddress>();
+  /** Each pod port's entries of ours (its meter, metered IGMP flow, send-policy drops) on the switch. */
+  private ports = new Map<number, PortEntries>();
+  /** The highest meter id the switch holds (0: it has no meters); read once, at the first refresh. */
+  private maxMeter: number | undefined;
 
   constructor(
     private readonly openflow: ProgrammerConnection,
@@ -40,15 +50,68 @@ export class OvsProgrammer {
 
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
   async refresh(): Promise<void> {
-    const { pipeline, foreignFlows, groupIds } = await readInstalled(this.openflow, this.pipeline);
+    const { pipeline, foreignFlows, groupIds, meters } = await readInstalled(this.openflow, this.pipeline);
     this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
     for (const group of pipeline.groups) {
       if (group.learned) this.staticGroups.delete(group.group);
       else this.staticGroups.add(group.group);
     }
     this.groupIds = groupIds;
-    this.otherFlows = pipeline.otherFlows;
+    this.otherFlows = pipeline.otherFlows.filter((flow) => portOfFlow(this.pipeline, flow) === undefined);
+    this.ports = installedPortEntries(this.pipeline, pipeline.otherFlows, meters);
     this.foreignFlows = foreignFlows;
+    this.maxMeter ??= await this.openflow.meterFeatures().then(
+      (features) => features.maxMeter,
+      () => 0,
+    );
+  }
+
+  /** Pod ports with entries of ours on the switch (as of the last refresh or sync). */
+  get portsWithEntries(): number[] {
+    return [...this.ports.keys()];
+  }
+
+  /** Whether the switch can hold the IGMP meter of pod port `ofport` (known after the first refresh). */
+  canMeter(ofport: number): boolean {
+    return this.pipeline.meterIdOf(ofport) <= (this.maxMeter ?? 0);
+  }
+
+  /**
+   * Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of
+   * the port's). A meter the switch cannot hold (past its meters) is left out, and with
+   * it the metered flow: the port's IGMP then takes the flow for every port. Returns
+   * whether the port is metered now.
+   */
+  async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
+    const meter = wanted?.meter !== undefined && this.canMeter(ofport) ? wanted.meter : undefined;
+    const entries =
+      wanted === undefined ? undefined : portEntries(this.pipeline, ofport, { deniedSend: wanted.deniedSend, ...(meter === undefined ? {} : { meter }) });
+    for (const flow of entries?.flows ?? []) this.refuseForeignSlot(flow);
+    const changes = planPortSync(this.pipeline, ofport, this.ports.get(ofport), entries);
+    try {
+      await this.apply(changes, `port ${ofport}`);
+    } catch (error) {
+      await this.refresh().catch(() => undefined);
+      throw error;
+    }
+    if (entries === undefined || (entries.meter === undefined && entries.flows.length === 0)) this.ports.delete(ofport);
+    else this.ports.set(ofport, entries);
+    return { metered: entries?.meter !== undefined };
+  }
+
+  /** Packets each pod port's IGMP meter dropped (its band's count), by port, since the meter was added or last changed. */
+  async meterDrops(): Promise<Map<number, bigint>> {
+    const drops = new Map<number, bigint>();
+    if ((this.maxMeter ?? 0) === 0) return drops;
+    for (const stats of await this.openflow.meterStats('all')) {
+      const ofport = this.pipeline.meterPort(stats.meterId);
+      if (ofport !== undefined)
+        drops.set(
+          ofport,
+          stats.bandStats.reduce((sum, band) => sum + band.packetCount, 0n),
+        );
+    }
+    return drops;
   }
 
   /** The groups whose forwarding of ours is on the switch. */
@@ -65,8 +128,8 @@ export class OvsProgrammer {
    * The flows every group relies on: IGMP to the controller, link-local flooding, and
    * any other multicast to the gateway (without one: dropped, so that a group nobody
    * here wants is not flooded to every pod by the bridge's own flows). Our earlier
-   * flows of those kinds that are not wanted now (another gateway port, per-port IGMP
-   * flows) go. `query`'s probe flows are left to their run. Throws McastError
+   * flows of those kinds that are not wanted now (another gateway port) go. `query`'s
+   * probe flows are left to their run, the pod ports' entries to syncPort. Throws McastError
    * 'conflict' (nothing changed) when another controller's flow has the match and
    * priority of one of these.
    */
@@ -76,19 +139,7 @@ export class OvsProgrammer {
       this.pipeline.linkLocalFlood(),
       gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport),
     ];
-    for (const flow of wanted) {
-      const clash = this.foreignFlows.find((other) => sameSlot(other, flow));
-      if (clash !== undefined) {
-        throw new McastError(
-          'conflict',
-          `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`,
-          undefined,
-          {
-            hint: 'give the daemon a table of its own (--table) or remove that flow',
-          },
-        );
-      }
-    }
+    for (const flow of wanted) this.refuseForeignSlot(flow);
     const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
     const stale = this.otherFlows.filter((flow) => {
       const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
@@ -157,6 +208,18 @@ export class OvsProgrammer {
       });
     }
     return plan.outcome;
+  }
+
+  /** Throws McastError 'conflict' when another controller's flow has the match and priority of `flow`. */
+  private refuseForeignSlot(flow: FlowEntry): void {
+    const clash = this.foreignFlows.find((other) => sameSlot(other, flow));
+    if (clash === undefined) return;
+    throw new McastError(
+      'conflict',
+      `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`,
+      undefined,
+      { hint: 'give the daemon a table of its own (--table) or remove that flow' },
+    );
   }
 
   private chainIds(current: InstalledGroup | undefined): Set<number> {

@@ -5,6 +5,11 @@
  * per group as one GROUP_MOD holds).
  */
 import type { FlowDumpFilter } from '../../transport/openflow/connection.js';
+import type { MeterSelector } from '../../transport/openflow/meters.js';
+import { OpenFlowError } from '../../protocol/openflow/errors.js';
+import { MeterFlag } from '../../protocol/openflow/meter-mod.js';
+import type { MeterConfig } from '../../protocol/openflow/meter-stats.js';
+import type { PortMeter } from '../../domain/pipeline/multicast-pipeline.js';
 import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
 import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../protocol/openflow/limits.js';
@@ -16,6 +21,7 @@ import { flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/ope
 export interface PipelineReader {
   dumpGroups(): Promise<GroupDesc[]>;
   dumpFlows(filter: FlowDumpFilter): Promise<FlowStats[]>;
+  meterConfigs(meterId: MeterSelector): Promise<MeterConfig[]>;
 }
 
 interface FlowCounters {
@@ -31,6 +37,8 @@ export interface InstalledState {
   foreignFlows: FlowEntry[];
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   groupIds: Set<number>;
+  /** The meters of our id range, by meter id. */
+  meters: Map<number, PortMeter>;
 }
 
 export function ovsPipeline(config: PipelineConfig): MulticastPipeline {
@@ -45,7 +53,11 @@ export async function readInstalled(openflow: PipelineReader, pipeline: Multicas
   // order, so the group dump is still taken before the flow dump. The whole table, not
   // only our cookie: install must see a flow of someone else's that has the very match
   // and priority it is about to add.
-  const [descriptions, stats] = await Promise.all([openflow.dumpGroups(), openflow.dumpFlows({ tableId: pipeline.config.table })]);
+  const [descriptions, stats, meterConfigs] = await Promise.all([
+    openflow.dumpGroups(),
+    openflow.dumpFlows({ tableId: pipeline.config.table }),
+    readMeterConfigs(openflow),
+  ]);
   const { cookie, mask } = pipeline.cookieMatch;
   const flows: FlowEntry[] = [];
   const foreignFlows: FlowEntry[] = [];
@@ -69,5 +81,25 @@ export async function readInstalled(openflow: PipelineReader, pipeline: Multicas
     const flowCounters = countersByFlow.get(group.flow);
     if (flowCounters !== undefined) counters.set(group.group, flowCounters);
   }
-  return { pipeline: installed, counters, foreignFlows, groupIds: new Set(groups.map((group) => group.groupId)) };
+  const meters = new Map<number, PortMeter>();
+  for (const config of meterConfigs) if (pipeline.meterPort(config.meterId) !== undefined) meters.set(config.meterId, portMeterOf(config));
+  return { pipeline: installed, counters, foreignFlows, groupIds: new Set(groups.map((group) => group.groupId)), meters };
+}
+
+/** Every meter's configuration; none from a switch that has no meters (it refuses the request). */
+async function readMeterConfigs(openflow: PipelineReader): Promise<MeterConfig[]> {
+  try {
+    return await openflow.meterConfigs('all');
+  } catch (error) {
+    if (error instanceof OpenFlowError) return [];
+    throw error;
+  }
+}
+
+/** A meter as the pipeline writes it: packets a second, with a burst, one drop band. Anything else reads as a rate of -1, which no wanted meter has. */
+function portMeterOf(config: MeterConfig): PortMeter {
+  const [band] = config.bands;
+  const ours = (config.flags & (MeterFlag.PKTPS | MeterFlag.BURST)) === (MeterFlag.PKTPS | MeterFlag.BURST);
+  if (!ours || config.bands.length !== 1 || band?.type !== 'DROP') return { rate: -1, burst: -1 };
+  return { rate: band.rate, burst: band.burstSize };
 }

@@ -7,6 +7,8 @@
 import type { Command } from 'commander';
 import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
 import type { DaemonConfig } from '../../controllers/daemon/daemon-config.js';
+import { loadGroupPolicy } from '../../controllers/daemon/policy-loader.js';
+import { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { addDaemonOptions } from '../options/daemon-options.js';
 import type { ControlServer } from '../../transport/control/control-server.js';
 import type { MulticastController } from '../../controllers/daemon/controller.js';
@@ -50,6 +52,8 @@ See mcastctl-daemon(1) for every setting and what stays behind after it stops.`,
 
 async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<void> {
   const config = await loadDaemonConfig(flags);
+  // A bad policy file stops the start here (exit 64, naming its line), before anything is touched.
+  const policy = config.groupPolicy === undefined ? undefined : { policy: await loadGroupPolicy(config.groupPolicy), file: config.groupPolicy };
   // Loaded here, not at the top: every other command starts faster without them
   // (prom-client alone takes about 50 ms to load).
   const [{ ControlServer }, { startDaemonController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
@@ -78,27 +82,44 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     return controller;
   };
 
+  // Re-reads the file with the same flags; a bad file leaves everything as it runs.
+  const reloadConfig = async (running: MulticastController): Promise<void> => {
+    let next: DaemonConfig;
+    try {
+      next = await loadDaemonConfig(flags);
+    } catch (error) {
+      return logger.error('SIGHUP: the configuration was not reloaded; the running one stays', { file: flags.config, error: messageOf(error) });
+    }
+    const plan = planReload(running.configuration, next);
+    if (plan.applied.length > 0) {
+      running.reconfigure(plan.config);
+      logger.level = plan.config.logLevel;
+    }
+    if (plan.needRestart.length > 0) {
+      logger.warn('SIGHUP: these settings changed in the file but take effect only at the next start', { keys: plan.needRestart.join(',') });
+    }
+    if (plan.applied.length === 0 && plan.needRestart.length === 0) logger.info('SIGHUP: configuration read again; nothing changed', { file: flags.config });
+    for (const change of plan.applied) logger.info('SIGHUP: setting changed', { key: change.key, from: change.from, to: change.to });
+  };
+  // The policy file is read again whatever else changed; a bad one leaves the policy in force.
+  const reloadPolicy = async (running: MulticastController): Promise<void> => {
+    const file = running.configuration.groupPolicy;
+    let next: GroupPolicy;
+    try {
+      next = file === undefined ? GroupPolicy.allowAll() : await loadGroupPolicy(file);
+    } catch (error) {
+      return logger.error('SIGHUP: the group policy was not reloaded; the one in force stays', { file, error: messageOf(error) });
+    }
+    running.setPolicy(next, file);
+    logger.info('SIGHUP: group policy in force', { file: file ?? 'none', rules: next.ruleCount });
+  };
+
   signals.on({
-    // Re-reads the file with the same flags; a bad file leaves everything as it runs.
     reload: async () => {
       if (controller === undefined) return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
-      if (flags.config === undefined) return logger.info('SIGHUP: no configuration file (--config) to read again; nothing changed');
-      let next: DaemonConfig;
-      try {
-        next = await loadDaemonConfig(flags);
-      } catch (error) {
-        return logger.error('SIGHUP: the configuration was not reloaded; the running one stays', { file: flags.config, error: messageOf(error) });
-      }
-      const plan = planReload(controller.configuration, next);
-      if (plan.applied.length > 0) {
-        controller.reconfigure(plan.config);
-        logger.level = plan.config.logLevel;
-      }
-      if (plan.needRestart.length > 0) {
-        logger.warn('SIGHUP: these settings changed in the file but take effect only at the next start', { keys: plan.needRestart.join(',') });
-      }
-      if (plan.applied.length === 0 && plan.needRestart.length === 0) logger.info('SIGHUP: configuration read again; nothing changed', { file: flags.config });
-      for (const change of plan.applied) logger.info('SIGHUP: setting changed', { key: change.key, from: change.from, to: change.to });
+      if (flags.config === undefined) logger.info('SIGHUP: no configuration file (--config) to read again');
+      else await reloadConfig(controller);
+      await reloadPolicy(controller);
     },
     summary: () => {
       if (controller === undefined) logger.info('SIGUSR1: starting');
@@ -130,6 +151,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
       logger,
       stateStore,
       ...(metrics === undefined ? {} : { metrics }),
+      ...(policy === undefined ? {} : { policy }),
       onFatal: (error) => {
         fatal ??= error;
         stop.stop();

@@ -297,6 +297,8 @@ function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): string {
       return `${head} ${event.action} (${event.source}, ${event.group}) iif ${event.iif} oifs ${event.oifs.length === 0 ? 'none' : event.oifs.join(',')}`;
     case 'replay':
       return `${head} ${event.what} reconnected: ${event.groups} group${event.groups === 1 ? '' : 's'} replayed`;
+    case 'refused':
+      return `${head} ${describeEventPort(event.port)}  ${style.red(event.group)} join denied by the group policy${event.rule === undefined ? '' : ` (rule at line ${event.rule})`}`;
     default: {
       // A newer daemon's event type: shown, not dropped.
       const unknown = event as { type: unknown };

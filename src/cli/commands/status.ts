@@ -1,7 +1,7 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, IgmpRefusals, PortView } from '../../transport/control/daemon-view.js';
+import type { DaemonStatus, GroupPolicyView, IgmpMeterView, IgmpRefusals, PortView } from '../../transport/control/daemon-view.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 
@@ -64,6 +64,8 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ['IGMP messages', igmp === '' ? '0' : igmp],
     ['ignored (not pod)', String(counters.ignoredNonPod)],
     ...(status.igmpRefused === undefined ? [] : [['IGMP refused', describeRefusals(status.igmpRefused, style)] as [string, string]]),
+    ...(status.igmpMeter === undefined ? [] : [['IGMP meters', describeMeters(status.igmpMeter, style)] as [string, string]]),
+    ...(status.groupPolicy === undefined ? [] : [['group policy', describePolicy(status.groupPolicy, style)] as [string, string]]),
     ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
     ['replays', String(counters.replays)],
     ['queries sent', String(counters.queriesSent)],
@@ -82,6 +84,22 @@ function describeRefusals(refused: IgmpRefusals, style: Output['style']): string
   if (reasons.length === 0) return '0';
   const ports = refused.byPort.map(({ port, counts: byReason }) => `${describePortView(port)} ${counts(byReason).reduce((sum, [, count]) => sum + count, 0)}`);
   return style.yellow(reasons.join(', ')) + (ports.length === 0 ? '' : ` (${ports.join(', ')})`);
+}
+
+/** `200/s, burst 1000, on 5 ports; 1234 dropped (veth-a (5) 1234)`, or off. */
+function describeMeters(meters: IgmpMeterView, style: Output['style']): string {
+  if (!meters.enabled) return style.dim('off');
+  const head = `${meters.ratePerSecond}/s, burst ${meters.burst}, on ${meters.meteredPorts} port${meters.meteredPorts === 1 ? '' : 's'}`;
+  if (meters.dropped === 0) return `${head}; 0 dropped`;
+  const ports = meters.byPort.filter((entry) => entry.dropped > 0).map((entry) => `${describePortView(entry.port)} ${entry.dropped}`);
+  return `${head}; ${style.yellow(`${meters.dropped} dropped`)} (${ports.join(', ')})`;
+}
+
+/** `/etc/mcastctl/policy.yaml: 4 rules, read 2026-12-01T15:00:00.000Z; 2 ports denied sending`, or none. */
+function describePolicy(policy: GroupPolicyView, style: Output['style']): string {
+  if (policy.file === undefined) return style.dim('none (every pod may join and send to every group)');
+  const sending = policy.portsDeniedSending === 0 ? '' : `; ${policy.portsDeniedSending} port${policy.portsDeniedSending === 1 ? '' : 's'} denied sending`;
+  return `${policy.file}: ${policy.rules} rule${policy.rules === 1 ? '' : 's'}, read ${policy.loadedAt}${sending}`;
 }
 
 export function describePortView(port: PortView): string {

@@ -15,6 +15,7 @@ export interface OvsFlags {
   table?: number;
   cookiePrefix?: number;
   groupIdBase?: number;
+  meterIdBase?: number;
 }
 
 export function addOvsOptions(command: Command, options: { bridgeHelp?: string } = {}): Command {
@@ -39,6 +40,11 @@ export function addOvsOptions(command: Command, options: { bridgeHelp?: string }
         '--group-id-base <hex>',
         `first OVS group id of our range, hexadecimal (default ${DEFAULT_PIPELINE_CONFIG.groupIdBase.toString(16)})`,
       ).argParser((text) => parseHex('--group-id-base', text, 0xffffffff)),
+    )
+    .addOption(
+      new Option('--meter-id-base <n>', `first OpenFlow meter id of our range (default ${DEFAULT_PIPELINE_CONFIG.meterIdBase})`).argParser((text) =>
+        parseDecimal('--meter-id-base', text, 0xffffffff),
+      ),
     );
 }
 
@@ -55,6 +61,7 @@ const OVS_OPTION_KEYS: Record<Exclude<keyof OvsFlags, 'bridge'>, true> = {
   table: true,
   cookiePrefix: true,
   groupIdBase: true,
+  meterIdBase: true,
 };
 
 export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: PipelineConfig } {
@@ -63,6 +70,7 @@ export function ovsSettings(flags: OvsFlags): { target: OvsTarget; pipeline: Pip
     table: flags.table ?? DEFAULT_PIPELINE_CONFIG.table,
     cookiePrefix: flags.cookiePrefix ?? DEFAULT_PIPELINE_CONFIG.cookiePrefix,
     groupIdBase: flags.groupIdBase ?? DEFAULT_PIPELINE_CONFIG.groupIdBase,
+    meterIdBase: flags.meterIdBase ?? DEFAULT_PIPELINE_CONFIG.meterIdBase,
   });
   return { target: resolveOvsTarget(flags), pipeline };
 }

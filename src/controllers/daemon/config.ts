@@ -22,7 +22,11 @@ export { membershipTiming, type DaemonConfig } from './daemon-config.js';
 export { DAEMON_CONFIG_KEYS } from './settings.js';
 
 /** What commander's OVS options hand over parsed already (see cli/options/ovs-options.ts). */
-type FlagValue<K extends DaemonConfigKey> = K extends 'table' | 'cookiePrefix' | 'groupIdBase' ? number : K extends 'fastLeave' ? boolean : string;
+type FlagValue<K extends DaemonConfigKey> = K extends 'table' | 'cookiePrefix' | 'groupIdBase' | 'meterIdBase'
+  ? number
+  : K extends 'fastLeave' | 'igmpMeter'
+    ? boolean
+    : string;
 
 /**
  * What commander hands the action (see cli/options/daemon-options.ts): one value per
@@ -127,6 +131,7 @@ function assemble(value: <K extends DaemonConfigKey>(key: K) => SettingValue<K>,
     table: value('table'),
     cookiePrefix: value('cookiePrefix'),
     groupIdBase: value('groupIdBase'),
+    meterIdBase: value('meterIdBase'),
   });
   const fields: Partial<Record<SettingField, unknown>> = {};
   for (const setting of DAEMON_SETTINGS) {

@@ -13,21 +13,25 @@
  * the ports of ./ports.ts, already connected (./wiring.ts connects the real ones), so
  * that the loop is the same under test and in production.
  */
-import { ExitCode, McastError, messageOf } from '../../errors.js';
+import { McastError, messageOf } from '../../errors.js';
+import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { MembershipTable, type MemberChange, type MembershipEffect } from '../../domain/membership/membership-table.js';
 import { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
-import { toJsonRecord } from '../../packet/frame-event-record.js';
 import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
 import { membershipLimits, packetBudget } from './daemon-config.js';
-import { callTable, snoopFrame } from './igmp-snooper.js';
+import { callTable } from './igmp-snooper.js';
 import { IgmpGuard } from './igmp-guard.js';
+import { IgmpIntake } from './igmp-intake.js';
+import { PortEntriesSync } from './port-entries-sync.js';
+import { PolicyInForce } from './policy-in-force.js';
 import { Querier } from './querier.js';
 import { restoreSavedState, savedStateOf, seedPlaceholders } from './saved-state.js';
 import { GroupSync } from './group-sync.js';
 import { LoopTimers, querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
-import { retakeBridgeLock, routingFailure } from './failures.js';
+import { finalSaveFailure, retakeBridgeLock } from './failures.js';
+import { routerEventsOf } from './router-events.js';
 import { daemonStatusOf, groupViewsOf, memberEvent, portViewOf, sortedRoutes, summaryOf } from './view.js';
 import type { SavedState } from './state-store.js';
 import { NO_METRICS } from './ports.js';
@@ -47,26 +51,17 @@ export class MulticastController implements DaemonView {
   private readonly pods: PodPorts;
   private readonly querier: Querier;
   private readonly guard: IgmpGuard;
+  private readonly intake: IgmpIntake;
+  private readonly portEntries: PortEntriesSync;
+  private readonly policy: PolicyInForce;
   private readonly metrics: ControllerMetrics;
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
   private readonly startedAt: number;
   private readonly counters: DaemonCounters = { packetIns: 0, igmpMessages: {}, ignoredNonPod: 0, syncs: 0, syncErrors: 0, replays: 0, queriesSent: 0 };
-  private frames = 0;
   private stopping = false;
 
   /** What the kernel router asks and tells the loop. */
-  readonly routerEvents: RouterEvents = {
-    hasLocalMembers: (group) => this.table.portsOf(group).length > 0,
-    onRoute: (change) => {
-      this.logger.info(change.action === 'add' ? 'route added' : change.action === 'update' ? 'route updated' : 'idle route removed', { ...change });
-      this.publish({ type: 'route', time: this.isoNow(), ...change });
-    },
-    onError: (error) => this.fail('mroute', error),
-    onFailure: (error) => {
-      this.fail('mroute', error);
-      this.options.onFatal?.(routingFailure(error));
-    },
-  };
+  readonly routerEvents: RouterEvents;
 
   constructor(private readonly options: ControllerOptions) {
     const { config, clock } = options;
@@ -75,6 +70,11 @@ export class MulticastController implements DaemonView {
     this.clock = clock;
     this.vswitch = options.vswitch;
     this.router = options.router;
+    this.routerEvents = routerEventsOf({
+      ...{ hasLocalMembers: (group) => this.table.portsOf(group).length > 0, logger: options.logger },
+      ...{ publish: (event) => this.publish(event), isoNow: () => this.isoNow(), fail: (kind, error) => this.fail(kind, error) },
+      onFatal: (error) => options.onFatal?.(error),
+    });
     this.router?.bind(this.routerEvents);
     this.metrics = options.metrics ?? NO_METRICS;
     this.startedAt = clock.wallMs();
@@ -83,17 +83,26 @@ export class MulticastController implements DaemonView {
     options.portWatch.onChange((interfaces, resync) => this.onPortChanges(interfaces, resync));
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
-    this.guard = new IgmpGuard({ logger: this.logger, pods: this.pods, now: () => clock.monotonicMs(), budget: packetBudget(config) });
+    const { vswitch, router, logger, metrics, counters, pods } = this;
+    this.policy = new PolicyInForce(options.policy, clock);
+    const policy = () => this.policy.current;
+    const [publish, isoNow, listened] = [(event: DaemonEvent) => this.publish(event), () => this.isoNow(), () => this.listeners.size > 0];
+    this.guard = new IgmpGuard({ logger, pods, now: () => clock.monotonicMs(), budget: packetBudget(config), policy });
+    this.intake = new IgmpIntake({ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow });
+    this.portEntries = new PortEntriesSync({
+      ...{ vswitch, pods, clock, logger },
+      meter: () => (this.config.igmpMeter ? { rate: this.config.igmpRatePerPort, burst: this.config.igmpBurstPerPort } : undefined),
+      deniedSend: (pod) => this.policy.deniedSend(pod),
+      fail: (error) => this.fail('openflow', error),
+      retryMs: () => this.config.syncBackoffMinMs,
+    });
     const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
     this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange, ...limits });
-    const { vswitch, router, logger, metrics, counters } = this;
     this.sync = new GroupSync({
-      ...{ vswitch, router, clock, logger, metrics, counters },
+      ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
       ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
       membersOf: (group) => this.table.portsOf(group),
       gatewayOfport: () => this.pods.gateway?.ofport,
-      publish: (event) => this.publish(event),
-      isoNow: () => this.isoNow(),
     });
     this.timers = new LoopTimers({
       ...{ clock, router, table: this.table },
@@ -137,10 +146,13 @@ export class MulticastController implements DaemonView {
     const { table, pods, clock, logger } = this;
     const saved = await restoreSavedState({ store: stateStore, bridge: target.bridge, table, pods, clock, logger });
     seedPlaceholders({ learned: vswitch.learnedGroups, config: this.config, table, pods, clock, logger });
+    table.removeMembers(this.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
     if (stateStore !== undefined) await stateStore.save(this.savedState());
     await vswitch.installBase(this.pods.gateway?.ofport);
+    // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
+    this.portEntries.start();
     const installed = new Set(vswitch.installedGroups);
     // Every group this daemon installed is synced: to its members now, or removed. Groups
     // it did not learn (installed by `mcastctl install`) are not ours to judge here.
@@ -172,46 +184,26 @@ export class MulticastController implements DaemonView {
 
   /** One IGMP packet-in. Synchronous up to the queue, so a join's sync starts at once. */
   private onPacketIn(frame: Uint8Array, ofport: number | undefined): void {
-    this.counters.packetIns++;
-    this.metrics.packetIn();
-    const pod = ofport === undefined ? undefined : this.pods.pod(ofport);
-    // A pod port past its budget: dropped before it is decoded (the guard counts it).
-    if (pod !== undefined && this.guard.overBudget(pod.ofport)) return;
-    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: this.clock.wallMs() / 1000 });
-    if (snooped === undefined) return;
-    const label = snooped.type === 'malformed' ? 'malformed' : `v${snooped.version}_${snooped.type}`;
-    this.counters.igmpMessages[label] = (this.counters.igmpMessages[label] ?? 0) + 1;
-    this.metrics.igmpMessage(snooped.type, snooped.version);
-    if (this.listeners.size > 0) {
-      const port = ofport === undefined ? null : portViewOf(this.pods, ofport);
-      this.publish({ type: 'igmp', time: this.isoNow(), port, record: toJsonRecord(snooped.event) });
-    }
-    if (pod === undefined) {
-      if (snooped.calls.length > 0 || snooped.type === 'query') {
-        this.counters.ignoredNonPod++;
-        this.metrics.ignoredNonPod();
-      }
-      return;
-    }
-    // Reports for someone else's address change nothing (counted and logged by the guard).
-    if (snooped.calls.length > 0 && snooped.event.src !== null && this.guard.spoofed(pod.ofport, snooped.event.src)) return;
+    const taken = this.intake.take(frame, ofport);
+    if (taken === undefined) return;
     let leaving = false;
-    for (const call of snooped.calls) {
-      const effects = callTable(this.table, pod.ofport, call);
-      this.apply(effects);
+    for (const call of taken.calls) {
+      const effects = callTable(this.table, taken.ofport, call);
+      this.apply(effects, taken.ofport);
       // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
       // empties the filter) ends sooner than any member's GMI: the timer must move up.
       if (effects.some((effect) => effect.kind === 'query')) leaving = true;
     }
-    if (snooped.calls.length > 0) {
+    if (taken.calls.length > 0) {
       this.timers.scheduleSave();
       this.timers.armExpiry(leaving);
     }
   }
 
-  private apply(effects: readonly MembershipEffect[]): void {
+  /** `port`: the pod port whose IGMP had these effects (its syncs take turns with other ports'). */
+  private apply(effects: readonly MembershipEffect[], port?: number): void {
     for (const effect of effects) {
-      if (effect.kind === 'members') this.sync.markDirty(effect.group);
+      if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
       else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
     }
   }
@@ -222,9 +214,13 @@ export class MulticastController implements DaemonView {
       this.logger.info('pod port removed: it leaves every group', { port: port.name, ofport: port.ofport, pod: port.pod });
       this.apply(this.table.removePort(port.ofport));
       this.guard.forgetPort(port.ofport);
+      this.portEntries.forget(port.ofport);
     }
     if (removed.length > 0) this.timers.scheduleSave();
-    for (const port of added) this.logger.info('pod port added', { port: port.name, ofport: port.ofport, pod: port.pod });
+    for (const port of added) {
+      this.logger.info('pod port added', { port: port.name, ofport: port.ofport, pod: port.pod });
+      this.portEntries.markDirty(port.ofport);
+    }
     // A new pod is asked at once what it wants, instead of at the next general query.
     if (added.length > 0) void this.querier.generalQueries(added.map((port) => port.ofport));
     if (gatewayChanged) {
@@ -259,6 +255,7 @@ export class MulticastController implements DaemonView {
     }
     const groups = this.table.snapshot().map((entry) => entry.group);
     for (const group of groups) this.sync.markDirty(group);
+    this.portEntries.markAll();
     this.counters.replays++;
     this.logger.info('OpenFlow reconnected; replaying', { groups: groups.length });
     this.publish({ type: 'replay', time: this.isoNow(), what: 'openflow', groups: groups.length });
@@ -287,7 +284,7 @@ export class MulticastController implements DaemonView {
     return this.config.stateDir;
   }
 
-  // --- configuration ---------------------------------------------------------------------
+  // --- configuration and the view -------------------------------------------------------
 
   /** The configuration it runs with (a reload may have changed its runtime settings). */
   get configuration(): DaemonConfig {
@@ -300,7 +297,9 @@ export class MulticastController implements DaemonView {
    * every deadline measured from now on, uses the new values.
    */
   reconfigure(config: DaemonConfig): void {
+    const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some((key) => config[key] !== this.config[key]);
     this.config = config;
+    if (meterChanged) this.portEntries.markAll();
     this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
     this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure(querierTiming(config));
@@ -310,8 +309,6 @@ export class MulticastController implements DaemonView {
     this.timers.armExpiry(true);
   }
 
-  // --- the view --------------------------------------------------------------------------
-
   /** One line's worth of what the daemon holds, for the log (SIGUSR1). */
   summary(): Record<string, unknown> {
     return summaryOf(this.status(), this.sync.syncErrors.size);
@@ -320,8 +317,10 @@ export class MulticastController implements DaemonView {
   status(): DaemonStatus {
     const { config, startedAt, clock, vswitch, router, pods, table, counters } = this;
     const { portWatch, pid = process.pid } = this.options;
-    const igmpRefused = this.guard.view();
-    return daemonStatusOf({ config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, igmpRefused, pendingSyncs: this.sync.size, pid });
+    const [igmpRefused, igmpMeter, pendingSyncs] = [this.guard.view(), this.portEntries.view(), this.sync.size + this.portEntries.pending];
+    const groupPolicy = this.policy.view(this.portEntries.portsDenyingSend);
+    const parts = { config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, pid };
+    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, pendingSyncs });
   }
 
   groups(): GroupView[] {
@@ -341,8 +340,16 @@ export class MulticastController implements DaemonView {
   }
 
   /** Waits until no sync is queued or running (tests and benchmarks). */
-  whenIdle(): Promise<void> {
-    return this.sync.whenIdle();
+  async whenIdle(): Promise<void> {
+    await Promise.all([this.sync.whenIdle(), this.portEntries.whenIdle()]);
+  }
+
+  /** A new group policy (a reload): members it denies leave at once; only the send-policy drops that differ change. */
+  setPolicy(policy: GroupPolicy, file: string | undefined): void {
+    this.policy.replace(policy, file);
+    this.apply(this.table.removeMembers(this.policy.deniesMember(this.pods), 'denied'));
+    this.portEntries.markAll();
+    this.timers.scheduleSave();
   }
 
   // --- shutdown --------------------------------------------------------------------------
@@ -359,27 +366,23 @@ export class MulticastController implements DaemonView {
     this.querier.stop();
     this.timers.stop();
     this.sync.stop();
+    this.portEntries.stop();
     let cancelWait: (() => void) | undefined;
     await Promise.race([this.sync.whenIdle(), new Promise<void>((resolve) => (cancelWait = this.clock.after(STOP_SYNC_WAIT_MS, resolve)))]);
     cancelWait?.();
-    let saveFailure: unknown;
-    if (options.save !== false && this.options.stateStore !== undefined) {
-      try {
-        await this.options.stateStore.save(this.savedState());
-      } catch (error) {
+    const store = options.save === false ? undefined : this.options.stateStore;
+    const saveFailure = await store?.save(this.savedState()).then(
+      () => undefined,
+      (error: unknown) => {
         this.fail('state', error);
-        saveFailure = error;
-      }
-    }
+        return finalSaveFailure(error);
+      },
+    );
     this.router?.close();
     await this.options.bridgeLock?.release();
     await Promise.allSettled([this.options.portWatch.close(), this.vswitch.close()]);
     this.listeners.clear();
-    if (saveFailure !== undefined) {
-      throw saveFailure instanceof McastError
-        ? saveFailure
-        : new McastError('io', `the final save of the daemon state failed: ${messageOf(saveFailure)}`, ExitCode.Failure, { cause: saveFailure });
-    }
+    if (saveFailure !== undefined) throw saveFailure;
   }
 
   private publish(event: DaemonEvent): void {

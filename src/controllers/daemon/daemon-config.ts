@@ -41,10 +41,14 @@ export interface DaemonConfig {
   maxSourcesPerGroup: number;
   /** Groups with members on the node, each an OVS group (a new group past it is refused). */
   maxGroups: number;
-  /** IGMP messages a second one pod port may have handled, on average (the excess is dropped unread). */
+  /** Whether each pod port's IGMP goes through its own OpenFlow meter (at igmpRatePerPort and igmpBurstPerPort). */
+  igmpMeter: boolean;
+  /** IGMP messages a second one pod port may send, on average: its meter drops the excess in OVS, the daemon's budget what still comes. */
   igmpRatePerPort: number;
   /** IGMP messages one pod port may send at once. */
   igmpBurstPerPort: number;
+  /** The group policy file; undefined: none (every pod may join and send to every group). */
+  groupPolicy?: string;
   stateDir: string;
   controlSocket: string;
   /** HOST:PORT of the Prometheus endpoint; undefined when disabled. */

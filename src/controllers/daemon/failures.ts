@@ -3,7 +3,7 @@
  * reconnection (the server forgot it with the old connection, so it is taken again, or,
  * if another daemon took the bridge meanwhile, this one stops: one daemon per bridge).
  */
-import { ExitCode, McastError } from '../../errors.js';
+import { ExitCode, McastError, messageOf } from '../../errors.js';
 import type { BridgeLockPort } from './ports.js';
 
 export interface RetakeOptions {
@@ -28,6 +28,12 @@ export async function retakeBridgeLock({ lock, bridge, fail, onFatal }: RetakeOp
   });
   fail(error);
   onFatal(error);
+}
+
+/** The last save, at stop, failed: the daemon exits 1 (the state on disk is older than what it held). */
+export function finalSaveFailure(error: unknown): McastError {
+  if (error instanceof McastError) return error;
+  return new McastError('io', `the final save of the daemon state failed: ${messageOf(error)}`, ExitCode.Failure, { cause: error });
 }
 
 /** The routing socket failed: the daemon stops, so that a restart sets routing up again. */

@@ -50,10 +50,10 @@ export class GroupSync {
     });
   }
 
-  /** Asks for `group` to be synced (again). */
-  markDirty(group: GroupAddress): void {
+  /** Asks for `group` to be synced (again); `port`: the pod port whose IGMP changed it (ports take turns). */
+  markDirty(group: GroupAddress, port?: number): void {
     if (!this.dirtySince.has(group)) this.dirtySince.set(group, this.options.clock.monotonicMs());
-    this.queue.add(group);
+    this.queue.add(group, port);
   }
 
   /** Groups waiting for a sync. */

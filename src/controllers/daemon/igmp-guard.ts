@@ -8,13 +8,14 @@
 import type { MembershipRefusal } from '../../domain/membership/membership-limits.js';
 import { type PacketBudgetSettings, PortPacketBudget } from '../../domain/membership/packet-budget.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
 import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger } from './ports.js';
 import { portViewOf } from './view.js';
 
-/** Why IGMP was refused: a membership limit, or a source address the pod does not have. */
-export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'spoofed', 'port-rate'] as const;
+/** Why IGMP was refused: a membership limit, the group policy, a source address the pod does not have, or its port's budget. */
+export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'policy', 'spoofed', 'port-rate'] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
 
 /** Each reason is logged at most once in this long for each port. */
@@ -24,7 +25,8 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'port-groups': 'IGMP join refused: the port is in as many groups as it may be (maxGroupsPerPort)',
   'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
-  spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address)",
+  policy: 'IGMP join refused: the group policy denies this pod the group',
+  spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
   'port-rate': 'IGMP dropped unread: the port sends more than it may (igmpRatePerPort, igmpBurstPerPort)',
 };
 
@@ -48,6 +50,8 @@ export interface IgmpGuardOptions {
   now: () => number;
   /** How much IGMP each pod port may have handled. */
   budget: PacketBudgetSettings;
+  /** The group policy in force (its sourceAddresses widen what a pod may report from). */
+  policy: () => GroupPolicy;
 }
 
 export class IgmpGuard {
@@ -84,10 +88,16 @@ export class IgmpGuard {
     this.count(reason, refusal.port, () => ({ group, host, limit }));
   }
 
+  /** A join the group policy denied (`line`: the deciding rule's line of the file). */
+  denied(ofport: number, group: string, line: number | undefined): void {
+    this.count('policy', ofport, () => ({ group, ...(line === undefined ? {} : { rule: `line ${line}` }) }));
+  }
+
   /** Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it. */
   spoofed(ofport: number, source: string): boolean {
     const addresses = this.options.pods.addressesOf(ofport);
     if (!isSpoofedSource(source, addresses)) return false;
+    if (this.options.policy().admitsExtraSource(this.options.pods.pod(ofport)?.pod, source)) return false;
     this.count('spoofed', ofport, () => ({ source, addresses: addresses?.join(',') ?? '' }));
     return true;
   }

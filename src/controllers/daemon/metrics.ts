@@ -45,7 +45,7 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_igmp_refused_total',
-      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
+      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a join the group policy denies (policy), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
       labelNames: ['reason'],
       registers,
       // The daemon's own counts, read when scraped (they only grow).
@@ -53,6 +53,17 @@ export class DaemonMetrics {
         const total = view.status().igmpRefused?.total ?? {};
         this.reset();
         for (const reason of IGMP_REFUSAL_REASONS) this.inc({ reason }, total[reason] ?? 0);
+      },
+    });
+    new Counter({
+      name: 'mcastctl_igmp_meter_drops_total',
+      help: "IGMP messages a pod port's OpenFlow meter dropped in OVS (past igmpRatePerPort and igmpBurstPerPort), by port and pod.",
+      labelNames: ['port', 'pod'],
+      registers,
+      // One series per metered pod port: bounded by the node's pods.
+      collect() {
+        this.reset();
+        for (const { port, dropped } of view.status().igmpMeter?.byPort ?? []) this.inc({ port: port.name, pod: port.pod ?? '' }, dropped);
       },
     });
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });

@@ -9,6 +9,7 @@ import { inPortOf } from '../../protocol/openflow/packet-in.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
 import { systemTimers } from '../../domain/membership/work-queue.js';
 import type { GroupOutcome } from '../../domain/pipeline/plan.js';
+import type { WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import type { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import type { OvsdbClient } from '../../transport/ovsdb/client.js';
 import type { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
@@ -44,6 +45,18 @@ export class OvsSwitch implements SwitchPort {
 
   installBase(gatewayOfport: number | undefined): Promise<void> {
     return this.programmer.installBase(gatewayOfport);
+  }
+
+  syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
+    return this.programmer.syncPort(ofport, wanted);
+  }
+
+  get portsWithEntries(): number[] {
+    return this.programmer.portsWithEntries;
+  }
+
+  meterDrops(): Promise<Map<number, bigint>> {
+    return this.programmer.meterDrops();
   }
 
   async sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }> {

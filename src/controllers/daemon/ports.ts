@@ -9,9 +9,11 @@ import type { McastError } from '../../errors.js';
 import type { DaemonConfig } from './config.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
 import type { GroupOutcome } from '../../domain/pipeline/plan.js';
+import type { WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { SavedState } from './state-store.js';
+import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 
 export interface ControllerLogger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -49,6 +51,12 @@ export interface SwitchPort {
   syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome>;
   /** The flows every group relies on (IGMP to the controller, link-local, unknown groups). */
   installBase(gatewayOfport: number | undefined): Promise<void>;
+  /** Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is metered now. */
+  syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }>;
+  /** Ports with entries of ours (meters, metered IGMP flows, send-policy drops) on the switch. */
+  readonly portsWithEntries: readonly number[];
+  /** Packets each pod port's IGMP meter dropped, by port (its counter restarts when the meter changes). */
+  meterDrops(): Promise<ReadonlyMap<number, bigint>>;
   /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
   sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }>;
   onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined) => void): void;
@@ -123,6 +131,13 @@ export interface DaemonClock extends WorkQueueTimers {
   wallMs(): number;
 }
 
+/** The group policy a daemon starts with: the file's, or none (everything allowed). */
+export interface LoadedPolicy {
+  policy: GroupPolicy;
+  /** The file it was read from. */
+  file?: string;
+}
+
 /** What the loop is given (see src/controllers/daemon/controller.ts). */
 export interface ControllerOptions {
   config: DaemonConfig;
@@ -139,6 +154,8 @@ export interface ControllerOptions {
   clock: DaemonClock;
   stateStore?: ControllerStateStore;
   metrics?: ControllerMetrics;
+  /** The group policy to start with (default: none, everything allowed); setPolicy replaces it. */
+  policy?: LoadedPolicy;
   /** Something the daemon cannot go on without failed (the routing socket, the bridge lock): stop and exit 1. */
   onFatal?: (error: McastError) => void;
   /** For the status (default: this process's). */

@@ -8,7 +8,7 @@ import { isMulticast } from '../../wire/ip-address.js';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { quoteInput, UsageError } from '../../errors.js';
-import { cookiePrefixProblem, GROUP_ID_BLOCK, groupIdBaseProblem } from '../../domain/pipeline/config.js';
+import { cookiePrefixProblem, GROUP_ID_BLOCK, groupIdBaseProblem, meterIdBaseProblem } from '../../domain/pipeline/config.js';
 import { readDecimal, readDuration, readHex, showMs } from '../../runtime/values.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
@@ -95,6 +95,13 @@ export function parseCookiePrefix(value: unknown): number {
   const problem = cookiePrefixProblem(prefix);
   if (problem !== undefined) throw new ValueProblem(problem);
   return prefix;
+}
+
+export function parseMeterIdBase(value: unknown): number {
+  const base = parseInteger(value, 1, 0xffffffff);
+  const problem = meterIdBaseProblem(base);
+  if (problem !== undefined) throw new ValueProblem(problem);
+  return base;
 }
 
 export function parseGroupIdBase(value: unknown): number {
@@ -186,6 +193,11 @@ export function parseQueryVersions(value: unknown): QueryVersion[] {
 export function parsePath(value: unknown): string {
   if (typeof value !== 'string' || value === '' || value.includes('\0')) throw new ValueProblem(`${describe(value)} is not a path`);
   return resolvePath(value);
+}
+
+/** A path, or none for an empty string. */
+export function parseOptionalPath(value: unknown): string | undefined {
+  return value === '' ? undefined : parsePath(value);
 }
 
 /** HOST:PORT (an IPv4 address or localhost, a port 0 to 65535), or "off" / false: no metrics. */

@@ -10,6 +10,8 @@ import type {
   DaemonEvent,
   DaemonStatus,
   GroupView,
+  GroupPolicyView,
+  IgmpMeterView,
   IgmpRefusals,
   MemberView,
   PortView,
@@ -33,6 +35,8 @@ export interface StatusInput {
   pendingSyncs: number;
   counters: DaemonCounters;
   igmpRefused: IgmpRefusals;
+  igmpMeter: IgmpMeterView;
+  groupPolicy: GroupPolicyView;
 }
 
 export function daemonStatusOf(input: StatusInput): DaemonStatus {
@@ -56,6 +60,8 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
     pendingSyncs: input.pendingSyncs,
     counters: { ...input.counters, igmpMessages: { ...input.counters.igmpMessages } },
     igmpRefused: input.igmpRefused,
+    igmpMeter: input.igmpMeter,
+    groupPolicy: input.groupPolicy,
     stateDir: config.stateDir,
     controlSocket: config.controlSocket,
     ...(config.metricsAddress === undefined ? {} : { metricsAddress: config.metricsAddress }),

@@ -24,7 +24,7 @@ import type { DaemonConfig } from './config.js';
 import { MulticastController } from './controller.js';
 import { routingFailure } from './failures.js';
 import { OvsdbPortWatch, OvsSwitch, systemClock, systemHost } from './ovs-ports.js';
-import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, RouterEvents, RouterPort } from './ports.js';
+import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
 
 const OPENFLOW_RECONNECT = { minDelayMs: 100, maxDelayMs: 1_000 };
 const OVSDB_RECONNECT = { minDelayMs: 100, maxDelayMs: 2_000 };
@@ -34,6 +34,8 @@ export interface DaemonDeps {
   logger: ControllerLogger;
   stateStore?: ControllerStateStore;
   metrics?: ControllerMetrics;
+  /** The group policy to start with (default: none). */
+  policy?: LoadedPolicy;
   /** Something the daemon cannot go on without failed: stop and exit 1. */
   onFatal?: (error: McastError) => void;
   /** Default: the system's. */
@@ -92,6 +94,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       clock,
       ...(deps.stateStore === undefined ? {} : { stateStore: deps.stateStore }),
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+      ...(deps.policy === undefined ? {} : { policy: deps.policy }),
       ...(deps.onFatal === undefined ? {} : { onFatal: deps.onFatal }),
     });
   } catch (error) {

@@ -45,7 +45,9 @@ export async function uninstallGroups(session: BridgeSession, groups: readonly G
   const installed = await session.readInstalled();
   if (groups === 'all') {
     const plan = planUninstallAll(installed.pipeline);
-    return applyPlans(session, plan.groups, plan.extra);
+    // The daemon's meters last: their flows are among the extra flows, deleted first.
+    const meters = [...installed.meters.keys()].map((meterId): PipelineChange => ({ op: 'delete-meter', meterId }));
+    return applyPlans(session, plan.groups, [...plan.extra, ...meters]);
   }
   return applyPlans(session, planUninstall(groups, installed.pipeline), []);
 }

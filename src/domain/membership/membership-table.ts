@@ -59,7 +59,7 @@ export interface MembershipRecord {
   sources: readonly SourceAddress[];
 }
 
-export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed';
+export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed' | 'denied';
 
 export type MemberChange =
   | { type: 'join'; group: GroupAddress; port: number; host: HostAddress }
@@ -181,12 +181,17 @@ export class MembershipTable {
 
   /** The port is gone (the pod was deleted): it leaves every group at once. */
   removePort(port: number): MembershipEffect[] {
+    return this.removeMembers((_group, member) => member === port, 'port-removed');
+  }
+
+  /** The ports `picks` picks leave those groups at once (denied: a new group policy no longer lets them in). */
+  removeMembers(picks: (group: GroupAddress, port: number) => boolean, reason: 'port-removed' | 'denied'): MembershipEffect[] {
     const effects: MembershipEffect[] = [];
     for (const [group, members] of [...this.groups]) {
-      const affected = [...members.values()].filter((member) => member.port === port);
+      const affected = [...members.values()].filter((member) => picks(group, member.port));
       if (affected.length === 0) continue;
-      effects.push(...this.change(group, () => affected.forEach((member) => this.remove(group, members, member, 'port-removed'))));
-      this.compatibility.delete(`${group}|${port}`);
+      effects.push(...this.change(group, () => affected.forEach((member) => this.remove(group, members, member, reason))));
+      for (const port of new Set(affected.map((member) => member.port))) this.compatibility.delete(`${group}|${port}`);
     }
     return effects;
   }

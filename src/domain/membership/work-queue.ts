@@ -5,6 +5,10 @@
  * never the same key twice at once; a failed sync is retried after an exponential
  * backoff (Antrea: 5 s doubling to 300 s; the same doubling as reconnects, runtime/backoff),
  * reset by a success.
+ *
+ * Keys wait in lanes (the daemon's: the pod port whose IGMP made the change), and the
+ * lanes take turns: a port that dirties thousands of groups at once has one of them
+ * synced in each turn, so another port's single join waits for a turn, not for them all.
  */
 import { backoffDelay } from '../../runtime/backoff.js';
 
@@ -20,6 +24,8 @@ export const systemTimers: WorkQueueTimers = {
   },
 };
 
+const DEFAULT_LANE = Symbol('default lane');
+
 export interface WorkQueueOptions<Key> {
   /** Syncs one key; a rejection schedules a retry. */
   sync: (key: Key) => Promise<void>;
@@ -33,7 +39,9 @@ export interface WorkQueueOptions<Key> {
 }
 
 export class WorkQueue<Key> {
-  private readonly ready: Key[] = [];
+  /** Ready keys by lane, each first in first out; the first lane is the next to give one. */
+  private readonly lanes = new Map<unknown, Key[]>();
+  private readyCount = 0;
   private readonly queued = new Set<Key>();
   private readonly running = new Set<Key>();
   /** Added again while running: queue once more when done. */
@@ -56,8 +64,8 @@ export class WorkQueue<Key> {
     this.backoff = { minDelayMs: minBackoffMs, maxDelayMs: maxBackoffMs };
   }
 
-  /** Asks for `key` to be synced (again). */
-  add(key: Key): void {
+  /** Asks for `key` to be synced (again); `lane` says on whose behalf (the default lane: nobody's in particular). */
+  add(key: Key, lane: unknown = DEFAULT_LANE): void {
     if (this.stopped) return;
     // A pending retry is overtaken by fresh work: sync now, keep the failure count.
     this.retries.get(key)?.();
@@ -65,7 +73,10 @@ export class WorkQueue<Key> {
     if (this.running.has(key)) this.dirty.add(key);
     else if (!this.queued.has(key)) {
       this.queued.add(key);
-      this.ready.push(key);
+      const waiting = this.lanes.get(lane);
+      if (waiting === undefined) this.lanes.set(lane, [key]);
+      else waiting.push(key);
+      this.readyCount++;
     }
     this.pump();
   }
@@ -77,14 +88,15 @@ export class WorkQueue<Key> {
 
   /** Resolves when nothing is queued or running (retries may still be pending). */
   whenIdle(): Promise<void> {
-    if (this.ready.length === 0 && this.running.size === 0) return Promise.resolve();
+    if (this.readyCount === 0 && this.running.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Drops queued work and pending retries; running syncs finish. */
   stop(): void {
     this.stopped = true;
-    this.ready.length = 0;
+    this.lanes.clear();
+    this.readyCount = 0;
     this.queued.clear();
     this.dirty.clear();
     for (const cancel of this.retries.values()) cancel();
@@ -93,8 +105,8 @@ export class WorkQueue<Key> {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running.size < this.options.workers && this.ready.length > 0) {
-      const key = this.ready.shift()!;
+    while (!this.stopped && this.running.size < this.options.workers && this.readyCount > 0) {
+      const key = this.nextReady();
       this.queued.delete(key);
       this.running.add(key);
       void this.runOne(key);
@@ -128,8 +140,18 @@ export class WorkQueue<Key> {
     }
   }
 
+  /** The first key of the first lane; that lane, if it has more, goes to the back of the turns. */
+  private nextReady(): Key {
+    const [lane, waiting] = this.lanes.entries().next().value as [unknown, Key[]];
+    const key = waiting.shift()!;
+    this.lanes.delete(lane);
+    if (waiting.length > 0) this.lanes.set(lane, waiting);
+    this.readyCount--;
+    return key;
+  }
+
   private settleIdle(): void {
-    if (this.ready.length > 0 || this.running.size > 0) return;
+    if (this.readyCount > 0 || this.running.size > 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const resolve of waiters) resolve();

@@ -7,8 +7,13 @@
 import { UsageError } from '../../errors.js';
 
 interface PipelinePriorities {
-  /** IGMP from a pod port → the controller (the daemon's snooping). */
+  /**
+   * IGMP → the controller (the daemon's snooping): from any port at this priority, from
+   * a pod port through its meter one above, and from a port `query` listens on two above.
+   */
   igmp: number;
+  /** Multicast a pod may not send (the group policy) → dropped; above every forwarding flow. */
+  sendPolicy: number;
   /** 224.0.0.0/24 (link-local control traffic) → flooded, never snooped. */
   linkLocal: number;
   /** A group with members on this node → its OVS group. */
@@ -28,14 +33,26 @@ export interface PipelineConfig {
    * too large for one message). group-ids.ts gives each group its slot.
    */
   groupIdBase: number;
+  /**
+   * The IGMP meter of pod port P is meter meterIdBase + P: the ids from meterIdBase to
+   * meterIdBase + 0xffff are ours (OpenFlow port numbers are 16-bit).
+   */
+  meterIdBase: number;
 }
 
 export const DEFAULT_PIPELINE_CONFIG: Readonly<PipelineConfig> = Object.freeze({
   table: 0,
-  priorities: Object.freeze({ igmp: 300, linkLocal: 250, group: 200, unknownGroup: 190 }),
+  priorities: Object.freeze({ igmp: 300, sendPolicy: 280, linkLocal: 250, group: 200, unknownGroup: 190 }),
   cookiePrefix: 0x4d43, // "MC"
   groupIdBase: 0x10000000,
+  // OVS's user-space datapath holds 262,144 meters: the whole range fits below it.
+  meterIdBase: 0x20000,
 });
+
+/** Meter ids of one range: a port number's worth. */
+export const METER_ID_BLOCK = 0x10000;
+/** OFPM_MAX: ids above it are reserved. */
+const OFPM_MAX = 0xffff0000;
 
 /** 2^28: a slot for each IPv4 multicast address (224.0.0.0/4). */
 export const GROUP_ID_BLOCK = 0x10000000;
@@ -49,17 +66,29 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   for (const [name, priority] of Object.entries(config.priorities)) {
     if (!Number.isInteger(priority) || priority < 1 || priority > 0xffff) throw new UsageError(`priority ${name} ${priority} is not 1 to 65535`);
   }
-  // `query` puts its probe one above the snooping flow, and IGMP (v3 reports go to
-  // 224.0.0.22) must reach the controller before the link-local flood takes it.
-  if (config.priorities.igmp === 0xffff) throw new UsageError('priority igmp must be below 65535: a query probe goes one above it');
-  if (config.priorities.igmp <= config.priorities.linkLocal)
-    throw new UsageError(`priority igmp (${config.priorities.igmp}) must be above linkLocal (${config.priorities.linkLocal})`);
+  // A pod's metered IGMP flow goes one above the snooping flow and `query`'s probe two
+  // above; IGMP (v3 reports go to 224.0.0.22) must reach the controller before the
+  // link-local flood or a send-policy drop takes it, and the drop must come before the
+  // flows that forward.
+  const { igmp, sendPolicy, linkLocal, group, unknownGroup } = config.priorities;
+  if (igmp > 0xfffd) throw new UsageError('priority igmp must be below 65534: the metered and the query flows go above it');
+  if (igmp <= sendPolicy) throw new UsageError(`priority igmp (${igmp}) must be above sendPolicy (${sendPolicy})`);
+  if (sendPolicy <= Math.max(linkLocal, group, unknownGroup))
+    throw new UsageError(`priority sendPolicy (${sendPolicy}) must be above linkLocal, group and unknownGroup (${Math.max(linkLocal, group, unknownGroup)})`);
   const cookieProblem = cookiePrefixProblem(config.cookiePrefix);
   if (cookieProblem !== undefined) throw new UsageError(`cookie prefix ${cookieProblem}`);
   if (groupIdBaseProblem(config.groupIdBase) !== undefined) {
     throw new UsageError(`group id base 0x${config.groupIdBase.toString(16)} must be a multiple of 0x10000000 from 0x10000000 to 0xe0000000`);
   }
+  const meterProblem = meterIdBaseProblem(config.meterIdBase);
+  if (meterProblem !== undefined) throw new UsageError(`meter id base ${meterProblem}`);
   return config;
+}
+
+/** What is wrong with a meter id base (1 or more, with its whole range at or below OFPM_MAX), or undefined when it is right. */
+export function meterIdBaseProblem(base: number): string | undefined {
+  if (Number.isInteger(base) && base >= 1 && base + METER_ID_BLOCK - 1 <= OFPM_MAX) return undefined;
+  return `${base} is not a meter id from 1 to ${OFPM_MAX - METER_ID_BLOCK + 1}`;
 }
 
 /** What is wrong with a cookie prefix (16 bits, not 0), or undefined when it is right. */

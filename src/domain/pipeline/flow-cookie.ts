@@ -9,7 +9,7 @@
  * switch tells by its cookie alone what it was written for.
  */
 export const FlowKind = {
-  /** IGMP → controller; value: the in_port it matches, or 0 for every port (the daemon's). */
+  /** IGMP → controller; value: the in_port it matches (the pod's metered flow), or 0 for every port. */
   IgmpToController: 1,
   /** 224.0.0.0/24 → flood; value: 0. */
   LinkLocalFlood: 2,
@@ -19,6 +19,8 @@ export const FlowKind = {
   UnknownGroupToGateway: 4,
   /** IGMP from a queried port → controller while `mcastctl query` listens; value: the run's id. Expires by itself. */
   IgmpQueryProbe: 5,
+  /** Multicast a pod may not send (the group policy) → dropped; value: the in_port it matches. */
+  SendPolicyDrop: 6,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

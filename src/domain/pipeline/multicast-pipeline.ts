@@ -6,13 +6,21 @@
  * All flows live in one table (config.table, default 0), above the bridge's own flows:
  *
  *   priority       match                              actions                 kind
- *   igmp+1 (301)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
- *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon)
+ *   igmp+2 (302)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
+ *   igmp+1 (301)   ip, nw_proto=2, in_port=<pod>      meter:<m(pod)>,         IGMP snooping (daemon): a pod's
+ *                                                     CONTROLLER              IGMP, through its meter
+ *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon): any port
+ *   sendPolicy     ip, in_port=<pod>, nw_dst=<range>  (drop)                  what the pod may not send
+ *     (280)
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
  *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
  *                                                     or drop, without one)
  *   (below)        the bridge's own flows (NORMAL, other controllers): everything else
+ *
+ * The meter of a pod port (m(pod) = meterIdBase + its port number) drops the pod's IGMP
+ * past a rate in the switch, so that a flooding pod costs the daemon, and the switch's
+ * slow path, no more than that rate.
  *
  * The OVS group of G (type ALL) has one bucket per member port: OVS copies the packet to
  * each, and skips the port it came in on, so a member that sends does not hear itself.
@@ -22,7 +30,7 @@
 import { addressOrderKey, type GroupAddress, parseGroupAddress } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { familyOf } from '../family/families.js';
-import { chainBlocks, type PipelineConfig } from './config.js';
+import { chainBlocks, METER_ID_BLOCK, type PipelineConfig } from './config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 import { GroupIdAllocation } from './group-ids.js';
 
@@ -44,8 +52,16 @@ export interface FlowEntry {
   cookie: bigint;
   match: FlowMatch;
   actions: FlowAction[];
+  /** The meter the flow's packets go through before its actions (absent: none). */
+  meterId?: number;
   /** Seconds until the switch removes the flow by itself (absent: never). */
   hardTimeout?: number;
+}
+
+/** The IGMP meter of a pod port: a drop band past `rate` packets a second, with a bucket of `burst` packets. */
+export interface PortMeter {
+  rate: number;
+  burst: number;
 }
 
 /** A bucket of an ALL group: one output port, or the next group of a chain. */
@@ -160,8 +176,43 @@ export class MulticastPipeline {
     };
   }
 
+  /** The meter of pod port `ofport`'s IGMP. */
+  meterIdOf(ofport: number): number {
+    return this.config.meterIdBase + ofport;
+  }
+
+  /** The pod port whose IGMP meter `meterId` is, or undefined when the id is not in our range. */
+  meterPort(meterId: number): number | undefined {
+    const ofport = meterId - this.config.meterIdBase;
+    return ofport >= 0 && ofport < METER_ID_BLOCK ? ofport : undefined;
+  }
+
   /**
-   * IGMP from one queried port → the controller, one above the snooping flow, for as
+   * IGMP from a pod port → its meter → the controller, one above the flow for every
+   * port: the meter drops what the pod sends past its rate, in the switch.
+   */
+  igmpToControllerMetered(ofport: number): FlowEntry {
+    return { ...this.igmpToController(ofport), priority: this.config.priorities.igmp + 1, meterId: this.meterIdOf(ofport) };
+  }
+
+  /** Multicast from pod port `ofport` to `range` (an address and dotted mask) → dropped. */
+  sendPolicyDrop(ofport: number, range: { address: string; mask: string }): FlowEntry {
+    return {
+      table: this.config.table,
+      priority: this.config.priorities.sendPolicy,
+      cookie: this.cookie(FlowKind.SendPolicyDrop, ofport),
+      match: {
+        inPort: ofport,
+        ethType: IPV4_FAMILY.etherType,
+        ipv4Dst: range.address,
+        ...(range.mask === '255.255.255.255' ? {} : { ipv4DstMask: range.mask }),
+      },
+      actions: [],
+    };
+  }
+
+  /**
+   * IGMP from one queried port → the controller, two above the snooping flow, for as
    * long as a query listens. Nothing else hears those reports meanwhile, so hosts do not
    * suppress theirs (RFC 2236 §3) and every member answers. `runId` (the cookie value)
    * tells one run's flows from another's, so a run deletes only its own. The flow
@@ -170,7 +221,7 @@ export class MulticastPipeline {
   igmpQueryProbe(ofport: number, runId: number, hardTimeoutSeconds: number): FlowEntry {
     return {
       table: this.config.table,
-      priority: this.config.priorities.igmp + 1,
+      priority: this.config.priorities.igmp + 2,
       cookie: this.cookie(FlowKind.IgmpQueryProbe, runId),
       match: { inPort: ofport, ethType: IPV4_FAMILY.etherType, ipProto: IPV4_FAMILY.membershipIpProto },
       actions: [{ type: 'controller' }],

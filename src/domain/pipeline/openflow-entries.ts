@@ -9,8 +9,10 @@ import { flowMod } from '../../protocol/openflow/flow-mod.js';
 import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
 import { groupMod } from '../../protocol/openflow/group-mod.js';
-import { applyActions } from '../../protocol/openflow/instruction.js';
+import { applyActions, meter, type Instruction } from '../../protocol/openflow/instruction.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
+import { dropBand } from '../../protocol/openflow/meter-band.js';
+import { MeterModCommand, meterMod } from '../../protocol/openflow/meter-mod.js';
 import { FlowModCommand, GroupModCommand, GroupType } from '../../protocol/openflow/mod-command.js';
 import type { OxmField } from '../../protocol/openflow/oxm.js';
 import { OfpPort } from '../../protocol/openflow/reserved.js';
@@ -48,6 +50,12 @@ function flowActions(actions: readonly FlowAction[]): Action[] {
   });
 }
 
+/** The meter first (OpenFlow 1.3.5 §5.9: a METER instruction precedes APPLY_ACTIONS), then the actions. */
+function flowInstructions(entry: FlowEntry): Instruction[] {
+  const actions = applyActions(flowActions(entry.actions));
+  return entry.meterId === undefined ? [actions] : [meter(entry.meterId), actions];
+}
+
 function bucketActions(entry: Bucket): Action[] {
   return [entry.type === 'output' ? output(entry.port) : groupAction(entry.groupId)];
 }
@@ -77,7 +85,7 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         cookie: change.entry.cookie,
         hardTimeout: change.entry.hardTimeout ?? 0,
         match: matchFields(change.entry.match),
-        instructions: [applyActions(flowActions(change.entry.actions))],
+        instructions: flowInstructions(change.entry),
       });
     case 'modify-flow':
       return flowMod({
@@ -87,8 +95,18 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         cookie: change.entry.cookie,
         cookieMask: 0xffff_ffff_ffff_ffffn,
         match: matchFields(change.entry.match),
-        instructions: [applyActions(flowActions(change.entry.actions))],
+        instructions: flowInstructions(change.entry),
       });
+    case 'add-meter':
+    case 'modify-meter':
+      // Packets a second, with the burst given (meterMod's default flags) and counted.
+      return meterMod({
+        command: change.op === 'add-meter' ? MeterModCommand.ADD : MeterModCommand.MODIFY,
+        meterId: change.meterId,
+        bands: [dropBand(change.meter.rate, change.meter.burst)],
+      });
+    case 'delete-meter':
+      return meterMod({ command: MeterModCommand.DELETE, meterId: change.meterId });
     case 'delete-flow':
       // Strict, and only if the cookie is still ours: never another controller's flow.
       return flowMod({
@@ -111,7 +129,12 @@ export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
   const match = flowMatchOf(stats);
   if (match === undefined) return undefined;
   const actions: FlowAction[] = [];
+  let meterId: number | undefined;
   for (const instruction of stats.instructions) {
+    if (instruction.type === 'METER') {
+      meterId = instruction.meterId;
+      continue;
+    }
     if (instruction.type !== 'APPLY_ACTIONS') return undefined;
     for (const action of instruction.actions) {
       if (action.type === 'GROUP') actions.push({ type: 'group', groupId: action.groupId });
@@ -121,7 +144,7 @@ export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
       else actions.push({ type: 'output', port: action.port });
     }
   }
-  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions };
+  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions, ...(meterId === undefined ? {} : { meterId }) };
 }
 
 /**

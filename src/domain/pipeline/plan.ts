@@ -8,7 +8,16 @@
  * a group or flow that points to it; a flow goes before the group it points to.
  */
 import type { GroupAddress } from '../../wire/ip-address.js';
-import type { FlowAction, FlowEntry, GroupEntry, GroupMembership, InstalledGroup, InstalledPipeline, MulticastPipeline } from './multicast-pipeline.js';
+import type {
+  FlowAction,
+  FlowEntry,
+  PortMeter,
+  GroupEntry,
+  GroupMembership,
+  InstalledGroup,
+  InstalledPipeline,
+  MulticastPipeline,
+} from './multicast-pipeline.js';
 
 export type PipelineChange =
   | { op: 'add-group'; entry: GroupEntry }
@@ -19,7 +28,11 @@ export type PipelineChange =
   /** Changes the actions of our own flow (strict match, and only with our cookie). */
   | { op: 'modify-flow'; entry: FlowEntry }
   /** Deletes exactly this flow (strict: table, priority, match, and our cookie). */
-  | { op: 'delete-flow'; entry: FlowEntry };
+  | { op: 'delete-flow'; entry: FlowEntry }
+  /** A pod port's IGMP meter (port-entries.ts): added, or its band replaced (which zeroes its counters). */
+  | { op: 'add-meter' | 'modify-meter'; meterId: number; meter: PortMeter }
+  /** Deletes a meter, and with it (in OVS) every flow that uses it. */
+  | { op: 'delete-meter'; meterId: number };
 
 export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent' | 'conflict';
 

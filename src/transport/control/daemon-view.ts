@@ -73,18 +73,44 @@ export interface DaemonStatus {
   pendingSyncs: number;
   /** Counters since start. */
   counters: DaemonCounters;
-  /** IGMP the daemon refused: joins past a membership limit, and spoofed reports (absent from older daemons). */
+  /** IGMP the daemon refused: joins past a membership limit or denied by the group policy, spoofed reports (absent from older daemons). */
   igmpRefused?: IgmpRefusals;
+  /** The pod ports' IGMP meters in OVS, and what they dropped (absent from older daemons). */
+  igmpMeter?: IgmpMeterView;
+  /** The group policy in force (absent from older daemons). */
+  groupPolicy?: GroupPolicyView;
   stateDir: string;
   controlSocket: string;
   metricsAddress?: string;
 }
 
 export interface IgmpRefusals {
-  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `spoofed`, `port-rate` (the budget). */
+  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `policy` (the group policy), `spoofed`, `port-rate` (the budget). */
   total: Record<string, number>;
   /** Each pod port with refusals, by reason, since it appeared. */
   byPort: Array<{ port: PortView; counts: Record<string, number> }>;
+}
+
+export interface IgmpMeterView {
+  /** Whether pod ports' IGMP goes through meters (igmpMeter). */
+  enabled: boolean;
+  ratePerSecond?: number;
+  burst?: number;
+  /** Pod ports metered now (a switch without meters, or past its meters, leaves a port unmetered). */
+  meteredPorts: number;
+  /** IGMP messages the meters dropped, in all and per pod port: since each meter was added or last changed (a meter an earlier run left as it is counts on). */
+  dropped: number;
+  byPort: Array<{ port: PortView; dropped: number }>;
+}
+
+export interface GroupPolicyView {
+  /** The policy file; absent: none (everything allowed). */
+  file?: string;
+  rules: number;
+  /** ISO 8601: when the policy in force was read. */
+  loadedAt: string;
+  /** Pod ports with send-policy drops in OVS. */
+  portsDeniedSending: number;
 }
 
 export interface DaemonCounters {
@@ -107,10 +133,19 @@ export interface DaemonCounters {
 export type DaemonEvent =
   | { type: 'igmp'; time: string; port: PortView | null; record: FrameEventRecord }
   | { type: 'join'; time: string; group: string; port: PortView; host: string }
-  | { type: 'leave'; time: string; group: string; port: PortView; host: string; reason: 'leave' | 'fast-leave' | 'expired' | 'port-removed' | 'no-answer' }
+  | {
+      type: 'leave';
+      time: string;
+      group: string;
+      port: PortView;
+      host: string;
+      reason: 'leave' | 'fast-leave' | 'expired' | 'port-removed' | 'no-answer' | 'denied';
+    }
   | { type: 'sync'; time: string; group: string; ports: number[]; latencyMs: number; ok: boolean; error?: string }
   | { type: 'route'; time: string; action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }
-  | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number };
+  | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number }
+  /** A join the group policy denied (the other refusals are counted in the status, not streamed: a flood would be all of them). */
+  | { type: 'refused'; time: string; group: string; port: PortView; reason: 'policy'; rule?: number };
 
 export interface DaemonView {
   status(): DaemonStatus;

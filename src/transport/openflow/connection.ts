@@ -24,7 +24,7 @@ import { flowStatsRequest, type FlowStats } from '../../protocol/openflow/flow-s
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
 import type { GroupMod } from '../../protocol/openflow/group-mod.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
-import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
+import type { MeterConfig, MeterStats } from '../../protocol/openflow/meter-stats.js';
 import * as codec from '../../protocol/openflow/message.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { describeOfpVersion, OFP13_VERSION } from '../../protocol/openflow/message-type.js';
@@ -38,7 +38,7 @@ import { sendBatch, type BatchContext, type BatchResult } from './batch.js';
 import { checkVersion, HELLO, HelloWaiter } from './handshake.js';
 import { Keepalive } from './keepalive.js';
 import { OpenFlowLink } from './link.js';
-import { readMeterFeatures, readMeterStats, type MeterSelector } from './meters.js';
+import { readMeterConfigs, readMeterFeatures, readMeterStats, type MeterSelector } from './meters.js';
 import { configurePacketIn, packetInConfig, type PacketInOptions } from './packet-in-config.js';
 import { OpenFlowRequests, type RequestOptions } from './requests.js';
 import type { FlowDumpFilter, OpenFlowConnectionEvents, PacketOutRequest } from './connection-types.js';
@@ -221,13 +221,14 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     return parts.flatMap((part) => (part.body.kind === 'GROUP_DESC' ? part.body.groups : []));
   }
 
-  /** Counters of meter `meterId`, or of every meter (METER multipart); joined from all the parts of the reply. */
-  async meterStats(meterId: MeterSelector, options: RequestOptions = {}): Promise<MeterStats[]> {
+  /** Meters (./meters.ts): counters (METER) and flags and bands (METER_CONFIG) of one or all, the limits (METER_FEATURES). */
+  meterStats(meterId: MeterSelector, options: RequestOptions = {}): Promise<MeterStats[]> {
     return readMeterStats((body) => this.multipart(body, options), meterId);
   }
-
-  /** The switch's meter limits (METER_FEATURES): how many meters, which band types and flags. */
-  async meterFeatures(options: RequestOptions = {}): Promise<MeterFeatures> {
+  meterConfigs(meterId: MeterSelector, options: RequestOptions = {}): Promise<MeterConfig[]> {
+    return readMeterConfigs((body) => this.multipart(body, options), meterId);
+  }
+  meterFeatures(options: RequestOptions = {}): Promise<MeterFeatures> {
     return readMeterFeatures((body) => this.multipart(body, options));
   }
 

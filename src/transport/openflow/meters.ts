@@ -6,7 +6,7 @@
 import { UnavailableError } from '../../errors.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
 import { OfpMeter } from '../../protocol/openflow/meter-mod.js';
-import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
+import type { MeterConfig, MeterStats } from '../../protocol/openflow/meter-stats.js';
 import type { MultipartReply, MultipartRequestBody } from '../../protocol/openflow/multipart.js';
 import { checkUint } from '../../wire/bytes.js';
 
@@ -24,6 +24,12 @@ function meterIdOf(selector: MeterSelector): number {
 export async function readMeterStats(transact: MultipartTransact, selector: MeterSelector): Promise<MeterStats[]> {
   const parts = await transact({ kind: 'METER', meterId: meterIdOf(selector) });
   return parts.flatMap((part) => (part.body.kind === 'METER' ? part.body.meters : []));
+}
+
+/** The flags and bands of one meter or all of them (METER_CONFIG). */
+export async function readMeterConfigs(transact: MultipartTransact, selector: MeterSelector): Promise<MeterConfig[]> {
+  const parts = await transact({ kind: 'METER_CONFIG', meterId: meterIdOf(selector) });
+  return parts.flatMap((part) => (part.body.kind === 'METER_CONFIG' ? part.body.meters : []));
 }
 
 /** What meters the switch supports: how many, which band types, which flags. */

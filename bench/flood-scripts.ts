@@ -1,0 +1,94 @@
+/** The Python programs bench/flood.ts runs in its pods (raw IGMP through a packet socket is simplest there). */
+
+/**
+ * The attacker: Ethernet / IPv4 (TTL 1, Router Alert) / IGMPv3 report to 224.0.0.22 with
+ * `records` CHANGE_TO_EXCLUDE records of groups never used before (from `base` on, wrapping
+ * after `span` groups), `rate` a second, out of eth0 through an AF_PACKET socket. Prints how
+ * many reports it sent.
+ */
+export const FLOOD_PY = `
+import socket, struct, sys, time
+iface, src, mac, rate, records, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+base, span = int(sys.argv[7]), int(sys.argv[8])
+def csum(b):
+    if len(b) % 2: b += b"\\0"
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while t >> 16: t = (t & 0xffff) + (t >> 16)
+    return (~t) & 0xffff
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((iface, 0))
+eth = bytes.fromhex("01005e000016") + bytes.fromhex(mac.replace(":", "")) + b"\\x08\\x00"
+srcb = socket.inet_aton(src)
+dst = socket.inet_aton("224.0.0.22")
+n = 0
+sent = 0
+start = time.monotonic()
+interval = 1.0 / rate
+while True:
+    now = time.monotonic()
+    if now - start >= seconds: break
+    body = b""
+    for _ in range(records):
+        g = base + (n % span)  # fresh groups
+        n += 1
+        body += struct.pack("!BBH", 4, 0, 0) + struct.pack("!I", g)
+    igmp = struct.pack("!BBHHH", 0x22, 0, 0, 0, records) + body
+    igmp = igmp[:2] + struct.pack("!H", csum(igmp)) + igmp[4:]
+    total = 24 + len(igmp)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x46, 0xc0, total, 0, 0x4000, 1, 2, 0, srcb, dst) + b"\\x94\\x04\\x00\\x00"
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    s.send(eth + ip + igmp)
+    sent += 1
+    delay = start + sent * interval - time.monotonic()
+    if delay > 0: time.sleep(delay)
+print(sent)
+`;
+
+/** The sender: numbered datagrams `data <i>` to group:port every `interval` ms, for `seconds`. */
+export const SEND_PY = `
+import socket, sys, time
+group, port, interval, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+start = time.monotonic()
+i = 0
+while time.monotonic() - start < seconds:
+    s.sendto(("data %d" % i).encode(), (group, port))
+    i += 1
+    delay = start + i * interval - time.monotonic()
+    if delay > 0: time.sleep(delay)
+print(i)
+`;
+
+/**
+ * The victim: joins `group` (IP_ADD_MEMBERSHIP, which sends its report at once), reads for
+ * `joined` ms, leaves, waits `left` ms, again until `seconds` passed. Per join cycle it
+ * prints one JSON line: the ms from the join call to the first datagram (null: none), and
+ * the datagrams' numbers read from `settle` ms after the join on. One process, one clock
+ * (CLOCK_MONOTONIC), no process start inside a measurement.
+ */
+export const VICTIM_PY = `
+import json, select, socket, struct, sys, time
+group, port, joined, left, settle, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000, float(sys.argv[5]) / 1000, float(sys.argv[6])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((group, port))
+mreq = struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton("0.0.0.0"))
+end = time.monotonic() + seconds
+while time.monotonic() + joined < end:
+    while select.select([s], [], [], 0)[0]: s.recv(2048)  # left over from the last cycle
+    t0 = time.monotonic()
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    first, numbers = None, []
+    while True:
+        remaining = t0 + joined - time.monotonic()
+        if remaining <= 0: break
+        if not select.select([s], [], [], remaining)[0]: continue
+        data = s.recv(2048)
+        now = time.monotonic()
+        if first is None: first = (now - t0) * 1000
+        if now - t0 >= settle: numbers.append(int(data.split()[-1]))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+    print(json.dumps({"joinMs": first, "numbers": numbers}), flush=True)
+    time.sleep(left)
+`;

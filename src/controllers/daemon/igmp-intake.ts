@@ -1,0 +1,85 @@
+/**
+ * One IGMP packet-in, from the frame to the membership calls it may make: counted, past
+ * the port's budget dropped unread, decoded, published to the event stream, and then,
+ * for a pod port, checked against the pod's addresses (spoofing) and the group policy
+ * (joins it denies). What is left goes to the membership table.
+ */
+import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import type { MembershipCall } from './igmp-snooper.js';
+import type { GroupPolicy } from '../../domain/policy/group-policy.js';
+import { toJsonRecord } from '../../packet/frame-event-record.js';
+import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
+import type { IgmpGuard } from './igmp-guard.js';
+import { snoopFrame } from './igmp-snooper.js';
+import type { ControllerMetrics } from './ports.js';
+import { portViewOf } from './view.js';
+
+export interface IgmpIntakeOptions {
+  pods: PodPorts;
+  guard: IgmpGuard;
+  policy: () => GroupPolicy;
+  counters: DaemonCounters;
+  metrics: ControllerMetrics;
+  /** Whether anyone listens to the event stream (an IGMP event is built only then). */
+  listened: () => boolean;
+  publish: (event: DaemonEvent) => void;
+  wallMs: () => number;
+  isoNow: () => string;
+}
+
+/** Whether a call would add the port to a group or to sources of it (a join the policy may deny). */
+function joins(call: MembershipCall): boolean {
+  if (call.op === 'report') return true;
+  if (call.op === 'leave') return false;
+  const { type, sources } = call.record;
+  return type === 'ALLOW_NEW_SOURCES' || ((type === 'MODE_IS_INCLUDE' || type === 'CHANGE_TO_INCLUDE_MODE') && sources.length > 0) || type.includes('EXCLUDE');
+}
+
+export class IgmpIntake {
+  private frames = 0;
+
+  constructor(private readonly options: IgmpIntakeOptions) {}
+
+  /** The membership calls of one packet-in from `ofport`, and the pod port they are for; undefined: none to make. */
+  take(frame: Uint8Array, ofport: number | undefined): { ofport: number; calls: MembershipCall[] } | undefined {
+    const { counters, metrics, pods, guard } = this.options;
+    counters.packetIns++;
+    metrics.packetIn();
+    const pod = ofport === undefined ? undefined : pods.pod(ofport);
+    // A pod port past its budget: dropped before it is decoded (the guard counts it).
+    if (pod !== undefined && guard.overBudget(pod.ofport)) return undefined;
+    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: this.options.wallMs() / 1000 });
+    if (snooped === undefined) return undefined;
+    const label = snooped.type === 'malformed' ? 'malformed' : `v${snooped.version}_${snooped.type}`;
+    counters.igmpMessages[label] = (counters.igmpMessages[label] ?? 0) + 1;
+    metrics.igmpMessage(snooped.type, snooped.version);
+    if (this.options.listened()) {
+      const port = ofport === undefined ? null : portViewOf(pods, ofport);
+      this.options.publish({ type: 'igmp', time: this.options.isoNow(), port, record: toJsonRecord(snooped.event) });
+    }
+    if (pod === undefined) {
+      if (snooped.calls.length > 0 || snooped.type === 'query') {
+        counters.ignoredNonPod++;
+        metrics.ignoredNonPod();
+      }
+      return undefined;
+    }
+    if (snooped.calls.length === 0) return undefined;
+    // Reports for someone else's address change nothing (counted and logged by the guard).
+    if (snooped.event.src !== null && guard.spoofed(pod.ofport, snooped.event.src)) return undefined;
+    const policy = this.options.policy();
+    const calls = snooped.calls.filter((call) => {
+      if (!joins(call)) return true;
+      const group = call.op === 'record' ? call.record.group : call.group;
+      const decision = policy.decide(pod.pod, group, 'join');
+      if (decision.allowed) return true;
+      guard.denied(pod.ofport, group, decision.line);
+      if (this.options.listened()) {
+        const rule = decision.line === undefined ? {} : { rule: decision.line };
+        this.options.publish({ type: 'refused', time: this.options.isoNow(), port: portViewOf(pods, pod.ofport), group, reason: 'policy', ...rule });
+      }
+      return false;
+    });
+    return { ofport: pod.ofport, calls };
+  }
+}

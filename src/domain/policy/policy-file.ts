@@ -1,0 +1,176 @@
+/**
+ * The group policy file, YAML (or JSON):
+ *
+ *   rules:                               # the first rule that matches decides; none: allowed
+ *     - action: deny                     # allow | deny
+ *       pods: tenant-b/*                 # NAMESPACE/NAME globs, one or a list; absent: every pod
+ *       groups: 239.1.0.0/16             # CIDR blocks or addresses in 224.0.0.0/4; absent: all of it
+ *       directions: [join, send]         # absent: both
+ *   sourceAddresses:                     # extra IGMP sources some pods may report from
+ *     - pods: kube-system/vrrp-*
+ *       addresses: [10.0.0.0/24, 10.1.2.3]
+ *
+ * Every problem is a UsageError naming the file and the line of the node at fault. An
+ * empty file is the policy that allows everything. Read as the declared state is
+ * (safe-yaml.ts: no anchors, bounded nesting, one parse).
+ */
+import { quoteInput, UsageError } from '../../errors.js';
+import { loadYaml, type LoadedYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
+import { GroupPolicy, type PolicyAction, type PolicyDirection, type PolicyRule, type SourceGrant } from './group-policy.js';
+import { type AddressRange, MULTICAST_RANGE, normalizeRanges, parsePrefix, prefixRange, rangeWithin, UNICAST_RANGE } from './ipv4-prefix.js';
+import { EVERY_POD, type PodGlob, parsePodGlob } from './pod-glob.js';
+
+/** The most rules, and the most sourceAddresses entries, a file may hold. */
+export const MAX_POLICY_RULES = 10_000;
+
+type DocumentPath = readonly (string | number)[];
+
+/** A problem found in the document, before its line is known. */
+class PolicyProblem extends Error {
+  constructor(
+    readonly path: DocumentPath,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const TOP_LEVEL_KEYS = ['rules', 'sourceAddresses'] as const;
+const RULE_KEYS = ['action', 'pods', 'groups', 'directions'] as const;
+const GRANT_KEYS = ['pods', 'addresses'] as const;
+const ACTIONS: readonly PolicyAction[] = ['allow', 'deny'];
+const DIRECTIONS: readonly PolicyDirection[] = ['join', 'send'];
+const HINT = 'see contrib/group-policy.yaml for an example of every key';
+
+/** Parses a policy file's text; `origin` (its path) begins every message: `origin:LINE: what is wrong`. */
+export function parseGroupPolicy(text: string, origin: string): GroupPolicy {
+  let loaded: LoadedYaml;
+  try {
+    loaded = loadYaml(text, { filename: origin });
+  } catch (error) {
+    if (error instanceof YamlShapeError) {
+      const hint =
+        error.reason === 'too-deep' ? `a policy file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)` : 'write each entry out in full';
+      throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint });
+    }
+    const syntax = yamlSyntaxError(error);
+    if (syntax === undefined) throw error;
+    const at = syntax.line === undefined ? origin : `${origin}:${syntax.line}`;
+    throw new UsageError(`${at}: not valid YAML or JSON: ${syntax.reason}`, { code: 'bad-file' });
+  }
+  try {
+    return validate(loaded);
+  } catch (error) {
+    if (!(error instanceof PolicyProblem)) throw error;
+    throw new UsageError(`${origin}:${loaded.lineOf(error.path)}: ${error.message}`, { code: 'bad-file', hint: HINT });
+  }
+}
+
+function validate(loaded: LoadedYaml): GroupPolicy {
+  const document = loaded.document;
+  if (document === undefined || document === null) return GroupPolicy.allowAll();
+  if (!isRecord(document)) throw new PolicyProblem([], 'the file must be a mapping with "rules" and/or "sourceAddresses"');
+  checkKeys(document, [], TOP_LEVEL_KEYS, 'the file');
+  const rules = listAt(document, 'rules').map((item, index) => parseRule(item, ['rules', index], loaded.lineOf(['rules', index])));
+  const grants = listAt(document, 'sourceAddresses').map((item, index) => parseGrant(item, ['sourceAddresses', index]));
+  return new GroupPolicy(rules, grants);
+}
+
+/** The list under a top-level key: none when absent or empty. */
+function listAt(document: Record<string, unknown>, key: string): unknown[] {
+  const list = document[key];
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw new PolicyProblem([key], `"${key}" must be a list`);
+  if (list.length > MAX_POLICY_RULES) throw new PolicyProblem([key, MAX_POLICY_RULES], `"${key}" has more than ${MAX_POLICY_RULES} entries`);
+  return list;
+}
+
+function parseRule(item: unknown, path: DocumentPath, line: number): PolicyRule {
+  if (!isRecord(item)) throw new PolicyProblem(path, 'each rule must be a mapping like {action: deny, pods: tenant-b/*, groups: 239.1.0.0/16}');
+  checkKeys(item, path, RULE_KEYS, 'a rule');
+  if (!('action' in item) || item.action === null) throw new PolicyProblem(path, 'a rule needs "action" (allow or deny)');
+  const action = item.action;
+  if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) {
+    throw new PolicyProblem([...path, 'action'], `"action" must be allow or deny, not ${describe(action)}`);
+  }
+  const pods = parsePods(item, path);
+  const groupTexts = stringsAt(item, path, 'groups', 'CIDR blocks such as 239.1.0.0/16');
+  const groups =
+    groupTexts === undefined
+      ? [MULTICAST_RANGE]
+      : normalizeRanges(groupTexts.map(({ text, at }) => rangeOf(text, at, MULTICAST_RANGE, 'is not inside 224.0.0.0/4, the multicast groups')));
+  const directionTexts = stringsAt(item, path, 'directions', 'join or send');
+  const directions = directionTexts === undefined ? DIRECTIONS : [...new Set(directionTexts.map(({ text, at }) => direction(text, at)))];
+  return { action: action as PolicyAction, pods, groups, directions, line };
+}
+
+function parseGrant(item: unknown, path: DocumentPath): SourceGrant {
+  if (!isRecord(item)) throw new PolicyProblem(path, 'each sourceAddresses entry must be a mapping like {pods: kube-system/vrrp-*, addresses: [10.0.0.0/24]}');
+  checkKeys(item, path, GRANT_KEYS, 'a sourceAddresses entry');
+  const pods = parsePods(item, path);
+  const addressTexts = stringsAt(item, path, 'addresses', 'unicast addresses or CIDR blocks such as 10.0.0.0/24');
+  if (addressTexts === undefined) throw new PolicyProblem(path, 'a sourceAddresses entry needs "addresses"');
+  const message = 'is not unicast: a source is neither 0.0.0.0 nor in 224.0.0.0/3 (multicast and reserved)';
+  return { pods, addresses: normalizeRanges(addressTexts.map(({ text, at }) => rangeOf(text, at, UNICAST_RANGE, message))) };
+}
+
+function parsePods(item: Record<string, unknown>, path: DocumentPath): readonly PodGlob[] {
+  const texts = stringsAt(item, path, 'pods', 'NAMESPACE/NAME globs such as tenant-b/*');
+  if (texts === undefined) return [EVERY_POD];
+  return texts.map(({ text, at }) => {
+    const parsed = parsePodGlob(text);
+    if (!parsed.ok) throw new PolicyProblem(at, `pod glob ${quoteInput(text)}: ${parsed.reason}`);
+    return parsed.glob;
+  });
+}
+
+/** The addresses of a prefix that must lie within `within`. */
+function rangeOf(text: string, at: DocumentPath, within: AddressRange, outside: string): AddressRange {
+  const parsed = parsePrefix(text);
+  if (!parsed.ok) throw new PolicyProblem(at, `${quoteInput(text)}: ${parsed.reason}`);
+  const range = prefixRange(parsed.prefix);
+  if (!rangeWithin(range, within)) throw new PolicyProblem(at, `${quoteInput(text)} ${outside}`);
+  return range;
+}
+
+function direction(text: string, at: DocumentPath): PolicyDirection {
+  if (!(DIRECTIONS as readonly string[]).includes(text)) throw new PolicyProblem(at, `a direction is join or send, not ${quoteInput(text)}`);
+  return text as PolicyDirection;
+}
+
+/**
+ * A key whose value is one string or a non-empty list of strings, each with its path; undefined
+ * when the key is absent. A key without a value is refused: `pods:` alone could mean none or all.
+ */
+function stringsAt(item: Record<string, unknown>, path: DocumentPath, key: string, what: string): { text: string; at: DocumentPath }[] | undefined {
+  if (!(key in item)) return undefined;
+  const value = item[key];
+  const at = [...path, key];
+  if (value === null) throw new PolicyProblem(at, `"${key}" has no value: give ${what}, or leave the key out`);
+  if (typeof value === 'string') return [{ text: value, at }];
+  if (!Array.isArray(value)) throw new PolicyProblem(at, `"${key}" must be ${what}, one or a list, not ${describe(value)}`);
+  if (value.length === 0) throw new PolicyProblem(at, `"${key}" is an empty list: give ${what}, or leave the key out`);
+  return value.map((entry: unknown, index) => {
+    const entryAt = [...at, index];
+    if (typeof entry !== 'string') throw new PolicyProblem(entryAt, `an entry of "${key}" must be a string (${what}), not ${describe(entry)}`);
+    return { text: entry, at: entryAt };
+  });
+}
+
+function checkKeys(item: Record<string, unknown>, path: DocumentPath, known: readonly string[], what: string): void {
+  for (const key of Object.keys(item)) {
+    if (!known.includes(key)) throw new PolicyProblem([...path, key], `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`);
+  }
+}
+
+/** A value of the wrong kind, for a message. */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return quoteInput(value);
+  if (Array.isArray(value)) return 'a list';
+  if (isRecord(value)) return 'a mapping';
+  return quoteInput(String(value));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,157 @@
+/**
+ * A pod port's own entries: the metered IGMP flow and send-policy drops the pipeline
+ * builds, their messages on the wire (the METER instruction before the actions, and read
+ * back), the plan between two states (meter before the flows that use it, deleted after
+ * them, nothing for what is already right), and the programmer that keeps them, reading
+ * what of them is on the switch at a refresh.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { changeMessage, flowEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
+import { installedPortEntries, planPortSync, portEntries } from '../../src/domain/pipeline/port-entries.js';
+import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
+import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import { MeterFlag, MeterModCommand, type MeterMod } from '../../src/protocol/openflow/meter-mod.js';
+import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
+import { FakeOpenFlow } from '../fakes/fake-openflow.js';
+
+const pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG);
+const METER = { rate: 200, burst: 1000 };
+const DROP_239 = { address: '239.0.0.0', mask: '255.0.0.0' };
+
+/** A FLOW_MOD as the switch would dump the flow it adds. */
+function dumped(message: OpenFlowMessage): FlowStats {
+  const mod = message as FlowMod;
+  return {
+    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
+    ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
+  } as FlowStats;
+}
+
+const ops = (messages: readonly OpenFlowMessage[]) =>
+  messages.map((m) => (m.type === 'METER_MOD' ? `meter-${m.command}:${m.meterId}` : m.type === 'FLOW_MOD' ? `flow-${m.command}:${m.priority}` : m.type));
+
+describe('per-port entries in the pipeline', () => {
+  it("sends a pod's IGMP through its meter, one above the flow for every port", () => {
+    const flow = pipeline.igmpToControllerMetered(7);
+    assert.equal(flow.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 1);
+    assert.equal(flow.meterId, DEFAULT_PIPELINE_CONFIG.meterIdBase + 7);
+    assert.deepEqual(flow.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
+    assert.equal(pipeline.meterPort(flow.meterId!), 7);
+    assert.equal(pipeline.meterPort(DEFAULT_PIPELINE_CONFIG.meterIdBase - 1), undefined);
+    assert.equal(pipeline.meterPort(DEFAULT_PIPELINE_CONFIG.meterIdBase + 0x10000), undefined);
+    const message = changeMessage({ op: 'add-flow', entry: flow }) as FlowMod;
+    assert.deepEqual(
+      message.instructions.map((instruction) => instruction.type),
+      ['METER', 'APPLY_ACTIONS'],
+    );
+    assert.deepEqual(flowEntryOf(dumped(message)), flow, 'read back as written, meter and all');
+  });
+
+  it('drops what a pod may not send above every forwarding flow, matching an exact group without a mask', () => {
+    const range = pipeline.sendPolicyDrop(5, DROP_239);
+    assert.equal(range.priority, DEFAULT_PIPELINE_CONFIG.priorities.sendPolicy);
+    assert.ok(range.priority > DEFAULT_PIPELINE_CONFIG.priorities.linkLocal && range.priority < DEFAULT_PIPELINE_CONFIG.priorities.igmp);
+    assert.deepEqual(range.match, { inPort: 5, ethType: 0x0800, ipv4Dst: '239.0.0.0', ipv4DstMask: '255.0.0.0' });
+    assert.deepEqual(range.actions, []);
+    assert.deepEqual(pipeline.sendPolicyDrop(5, { address: '239.1.2.3', mask: '255.255.255.255' }).match.ipv4DstMask, undefined);
+    assert.deepEqual(flowEntryOf(dumped(changeMessage({ op: 'add-flow', entry: range }))), range);
+  });
+
+  it('a meter goes before the flow that uses it, and after the flows when it goes', () => {
+    const wanted = portEntries(pipeline, 5, { meter: METER, deniedSend: [DROP_239] });
+    const adding = planPortSync(pipeline, 5, undefined, wanted);
+    assert.deepEqual(
+      adding.map((change) => change.op),
+      ['add-meter', 'add-flow', 'add-flow'],
+    );
+    const meter = changeMessage(adding[0]!) as MeterMod;
+    assert.equal(meter.command, MeterModCommand.ADD);
+    assert.equal(meter.flags, MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS);
+    assert.deepEqual(meter.bands, [{ type: 'DROP', rate: 200, burstSize: 1000 }]);
+    assert.deepEqual(planPortSync(pipeline, 5, wanted, wanted), [], 'nothing for what is already right');
+    assert.deepEqual(
+      planPortSync(pipeline, 5, wanted, undefined).map((change) => change.op),
+      ['delete-flow', 'delete-flow', 'delete-meter'],
+    );
+    const faster = portEntries(pipeline, 5, { meter: { rate: 50, burst: 1000 }, deniedSend: [DROP_239] });
+    assert.deepEqual(
+      planPortSync(pipeline, 5, wanted, faster).map((change) => change.op),
+      ['modify-meter'],
+      'a new rate changes the meter alone',
+    );
+    const otherRange = portEntries(pipeline, 5, { meter: METER, deniedSend: [{ address: '238.0.0.0', mask: '255.0.0.0' }] });
+    assert.deepEqual(
+      planPortSync(pipeline, 5, wanted, otherRange).map((change) => change.op),
+      ['delete-flow', 'add-flow'],
+      'a new policy changes its drops alone',
+    );
+  });
+
+  it('reads the ports back from our flows and meters, by the port their cookie and id name', () => {
+    const flows = [...portEntries(pipeline, 5, { meter: METER, deniedSend: [DROP_239] }).flows, pipeline.igmpToController(), pipeline.linkLocalFlood()];
+    const meters = new Map([
+      [pipeline.meterIdOf(5), METER],
+      [pipeline.meterIdOf(9), METER],
+      [7, METER], // not ours
+    ]);
+    const read = installedPortEntries(pipeline, flows, meters);
+    assert.deepEqual([...read.keys()].sort(), [5, 9]);
+    assert.equal(read.get(5)?.flows.length, 2);
+    assert.deepEqual(read.get(9), { flows: [], meter: METER });
+  });
+});
+
+describe('OvsProgrammer: per-port entries', () => {
+  it('adds and removes a port (the meter first, then last), and sends nothing when it is right', async () => {
+    const ovs = new FakeOpenFlow();
+    const programmer = new OvsProgrammer(ovs, pipeline);
+    await programmer.refresh();
+    assert.deepEqual(await programmer.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
+    assert.deepEqual(await programmer.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
+    assert.deepEqual(await programmer.syncPort(5, undefined), { metered: false });
+    assert.deepEqual(programmer.portsWithEntries, []);
+    const id = pipeline.meterIdOf(5);
+    assert.deepEqual(ovs.batches.map(ops), [
+      [`meter-0:${id}`, 'flow-0:301'],
+      ['flow-4:301', `meter-2:${id}`],
+    ]);
+  });
+
+  it('leaves a port past the switch meters unmetered, and takes the meters on the switch as they are', async () => {
+    const ovs = new FakeOpenFlow();
+    ovs.features = { ...ovs.features, maxMeter: pipeline.meterIdOf(8) };
+    ovs.meters = [
+      { flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS, meterId: pipeline.meterIdOf(5), bands: [{ type: 'DROP', rate: 200, burstSize: 1000 }] },
+    ];
+    ovs.flows = [dumped(changeMessage({ op: 'add-flow', entry: pipeline.igmpToControllerMetered(5) }))];
+    const programmer = new OvsProgrammer(ovs, pipeline);
+    await programmer.refresh();
+    assert.deepEqual(programmer.portsWithEntries, [5]);
+    await programmer.syncPort(5, { meter: METER, deniedSend: [] });
+    assert.equal(ovs.batches.length, 0, 'a restarted daemon leaves a right meter and its counters alone');
+    assert.deepEqual(await programmer.syncPort(9, { meter: METER, deniedSend: [] }), { metered: false });
+    assert.deepEqual(programmer.portsWithEntries, [5]);
+  });
+
+  it("reads each port's drops from its meter's band counters", async () => {
+    const ovs = new FakeOpenFlow();
+    const band = (packetCount: bigint) => ({ packetCount, byteCount: 0n });
+    const stats = (meterId: number, dropped: bigint) => ({
+      meterId,
+      flowCount: 1,
+      packetInCount: 0n,
+      byteInCount: 0n,
+      durationSec: 0,
+      durationNsec: 0,
+      bandStats: [band(dropped)],
+    });
+    ovs.meterCounters = [stats(pipeline.meterIdOf(5), 42n), stats(3, 9n)];
+    const programmer = new OvsProgrammer(ovs, pipeline);
+    await programmer.refresh();
+    assert.deepEqual([...(await programmer.meterDrops())], [[5, 42n]]);
+  });
+});
