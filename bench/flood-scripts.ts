@@ -61,34 +61,55 @@ print(i)
 `;
 
 /**
- * The victim: joins `group` (IP_ADD_MEMBERSHIP, which sends its report at once), reads for
- * `joined` ms, leaves, waits `left` ms, again until `seconds` passed. Per join cycle it
- * prints one JSON line: the ms from the join call to the first datagram (null: none), and
- * the datagrams' numbers read from `settle` ms after the join on. One process, one clock
- * (CLOCK_MONOTONIC), no process start inside a measurement.
+ * The victim: joins `group` (IP_ADD_MEMBERSHIP; the kernel sends its report a few ticks
+ * later), reads for `joined` ms, leaves, waits `left` ms, again until `seconds` passed.
+ * Per join cycle it prints one JSON line: the ms from its report on the wire (the kernel's
+ * own timestamp of the frame leaving eth0, seen by a packet socket) to the first datagram
+ * (the kernel's timestamp of its arrival), the ms from the join call to that datagram, and
+ * the datagrams' numbers read from `settle` ms after the join on. One process, kernel
+ * timestamps on one clock, no process start inside a measurement.
  */
 export const VICTIM_PY = `
 import json, select, socket, struct, sys, time
-group, port, joined, left, settle, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000, float(sys.argv[5]) / 1000, float(sys.argv[6])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+iface, group, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+joined, left, settle, seconds = float(sys.argv[4]) / 1000, float(sys.argv[5]) / 1000, float(sys.argv[6]) / 1000, float(sys.argv[7])
+SO_TIMESTAMPNS = 35
+def stamped(sock):
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    return sock
+def receive(sock):
+    data, ancillary, _, address = sock.recvmsg(2048, 64)
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", value[:16])
+            return data, address, sec + nsec / 1e9
+    return data, address, time.time()
+s = stamped(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((group, port))
+wire = stamped(socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0003)))  # ETH_P_ALL: only it sees outgoing frames
+wire.bind((iface, 0))
 mreq = struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton("0.0.0.0"))
 end = time.monotonic() + seconds
 while time.monotonic() + joined < end:
-    while select.select([s], [], [], 0)[0]: s.recv(2048)  # left over from the last cycle
-    t0 = time.monotonic()
+    for sock in (s, wire):
+        while select.select([sock], [], [], 0)[0]: sock.recv(2048)  # left over from the last cycle
+    t0 = time.time()
     s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
-    first, numbers = None, []
+    reported, first, numbers = None, None, []
     while True:
-        remaining = t0 + joined - time.monotonic()
+        remaining = t0 + joined - time.time()
         if remaining <= 0: break
-        if not select.select([s], [], [], remaining)[0]: continue
-        data = s.recv(2048)
-        now = time.monotonic()
-        if first is None: first = (now - t0) * 1000
-        if now - t0 >= settle: numbers.append(int(data.split()[-1]))
+        for sock in select.select([s, wire], [], [], remaining)[0]:
+            data, address, at = receive(sock)
+            if sock is wire:
+                # Outgoing (PACKET_OUTGOING) IGMP (IPv4 protocol 2): the report on the wire.
+                if reported is None and address[1] == 0x0800 and address[2] == 4 and len(data) > 9 and data[9] == 2: reported = at
+                continue
+            if first is None: first = at
+            if at - t0 >= settle: numbers.append(int(data.split()[-1]))
     s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
-    print(json.dumps({"joinMs": first, "numbers": numbers}), flush=True)
+    ms = lambda since: None if first is None or since is None else (first - since) * 1000
+    print(json.dumps({"joinMs": ms(reported), "joinCallMs": ms(t0), "numbers": numbers}), flush=True)
     time.sleep(left)
 `;

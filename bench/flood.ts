@@ -81,8 +81,10 @@ export interface FloodFigures {
   /** Reports each attacker sent. */
   reportsSent: number[];
   recordsPerReport: number;
-  /** ms from the victim's join call to its first datagram, one per join cycle. */
+  /** ms from the victim's report on the wire to its first datagram, one per join cycle (kernel timestamps). */
   joinMs: number[];
+  /** ms from the victim's join call to its first datagram: joinMs plus the kernel's delay before it sends the report. */
+  joinCallMs: number[];
   /** Joins after which no datagram came within the joined time. */
   joinsWithoutData: number;
   /** Per join cycle: datagrams read / datagrams numbered, from SETTLE_MS after the join on. */
@@ -108,21 +110,27 @@ export interface FloodFigures {
 
 /** The sequence number a datagram of the sender carries (`<tag> <i>`). */
 /** The victim's join cycles (VICTIM_PY), each timed inside the pod from its join call to its first datagram. */
-async function joinCycles(lab: Lab, victim: OvsPod, seconds: number): Promise<{ joinMs: number[]; joinsWithoutData: number; deliveryRatios: number[] }> {
-  const args = [VICTIM_GROUP, String(UDP_PORT), String(JOINED_MS), String(LEFT_MS), String(SETTLE_MS), String(seconds)];
+async function joinCycles(
+  lab: Lab,
+  victim: OvsPod,
+  seconds: number,
+): Promise<{ joinMs: number[]; joinCallMs: number[]; joinsWithoutData: number; deliveryRatios: number[] }> {
+  const args = [victim.iface, VICTIM_GROUP, String(UDP_PORT), String(JOINED_MS), String(LEFT_MS), String(SETTLE_MS), String(seconds)];
   const { stdout } = await lab.exec(victim.ns, ['python3', '-c', VICTIM_PY, ...args], { timeoutMs: (seconds + 30) * 1000 });
   const joinMs: number[] = [];
+  const joinCallMs: number[] = [];
   const deliveryRatios: number[] = [];
   let joinsWithoutData = 0;
   for (const line of stdout.split('\n').filter((text) => text.startsWith('{'))) {
-    const cycle = JSON.parse(line) as { joinMs: number | null; numbers: number[] };
-    if (cycle.joinMs === null) joinsWithoutData++;
-    else joinMs.push(cycle.joinMs);
+    const cycle = JSON.parse(line) as { joinMs: number | null; joinCallMs: number | null; numbers: number[] };
+    if (cycle.joinCallMs === null) joinsWithoutData++;
+    else joinCallMs.push(cycle.joinCallMs);
+    if (cycle.joinMs !== null) joinMs.push(cycle.joinMs);
     // Against what the sender numbered from the first to the last it read (none read: 0).
     const span = cycle.numbers.length === 0 ? 1 : Math.max(...cycle.numbers) - Math.min(...cycle.numbers) + 1;
     deliveryRatios.push(new Set(cycle.numbers).size / span);
   }
-  return { joinMs, joinsWithoutData, deliveryRatios };
+  return { joinMs, joinCallMs, joinsWithoutData, deliveryRatios };
 }
 
 export interface FloodOptions {
@@ -298,8 +306,9 @@ export function floodReport(figures: FloodFigures): string[] {
     `  ${figures.attackers} attacker${figures.attackers === 1 ? '' : 's'}: ${count(reportsSent)} IGMPv3 reports × ${figures.recordsPerReport} fresh groups in ${figures.seconds} s` +
       ` (${count(records / figures.seconds)} records/s; asked ${count(figures.reportsPerSecondAsked)} reports/s each` +
       (figures.attackers === 1 ? ')' : `; fewest sent by one: ${count(Math.min(...figures.reportsSent))})`),
-    `  victim, ${figures.deliveryRatios.length} join cycles: join → first datagram p50 ${ms(percentile(figures.joinMs, 50))}, p99 ${ms(percentile(figures.joinMs, 99))};` +
-      ` ${figures.joinsWithoutData} joins without data`,
+    `  victim, ${figures.deliveryRatios.length} join cycles: report on the wire → first datagram p50 ${ms(percentile(figures.joinMs, 50))},` +
+      ` p99 ${ms(percentile(figures.joinMs, 99))} (target: p50 at most 5 ms); ${figures.joinsWithoutData} joins without data`,
+    `    join call → first datagram (with the kernel's delay before its report) p50 ${ms(percentile(figures.joinCallMs, 50))}, p99 ${ms(percentile(figures.joinCallMs, 99))}`,
     `    delivery from ${SETTLE_MS / 1000} s after the join on: min ${ratio(percentile(figures.deliveryRatios, 0))}, p50 ${ratio(percentile(figures.deliveryRatios, 50))}` +
       ` (target: at least 99 %)`,
     `  daemon: RSS ${mib(figures.daemonStartRssMiB)} at start, peak ${mib(figures.daemonPeakRssMiB)} during the flood (target: at most 150);` +

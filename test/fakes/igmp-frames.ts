@@ -11,8 +11,12 @@ import { IP_PROTOCOL_IGMP, ROUTER_ALERT } from '../../src/packet/ipv4/header.js'
 import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 
 /** `message` from `src` to `dst`, in an Ethernet frame to the destination's multicast MAC. */
-export function igmpFrame(message: IgmpMessage, { src, dst }: { src: string; dst: string }): Uint8Array {
-  const options = [ROUTER_ALERT];
+/** A frame as a pod's kernel sends it (TTL 1, Router Alert), or with `ttl` and `routerAlert` as a crafted one may have them. */
+export function igmpFrame(
+  message: IgmpMessage,
+  { src, dst, ttl = 1, routerAlert = true }: { src: string; dst: string; ttl?: number; routerAlert?: boolean },
+): Uint8Array {
+  const options = routerAlert ? [ROUTER_ALERT] : [];
   const header: ipv4.Ipv4Header = {
     tos: 0xc0,
     totalLength: ipv4.encodingLength({ options }) + igmp.encodingLength(message),
@@ -20,7 +24,7 @@ export function igmpFrame(message: IgmpMessage, { src, dst }: { src: string; dst
     dontFragment: true,
     moreFragments: false,
     fragmentOffset: 0,
-    ttl: 1,
+    ttl,
     protocol: IP_PROTOCOL_IGMP,
     src,
     dst,

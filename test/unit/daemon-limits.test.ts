@@ -12,7 +12,7 @@ import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { FakePortWatch } from '../fakes/fake-port-watch.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
-import { v2Report, v3Report } from '../fakes/igmp-frames.js';
+import { igmpFrame, v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
@@ -70,7 +70,7 @@ describe('daemon limits: groups per port', () => {
     assert.deepEqual(refused(t.loop).byPort, [
       {
         port: { ofport: P1, name: 'p1', pod: 'shop/web' },
-        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, policy: 0, spoofed: 0, 'port-rate': 0 },
+        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, policy: 0, 'off-link': 0, spoofed: 0, 'port-rate': 0 },
       },
     ]);
     // A refresh of a group it is in is no new join.
@@ -215,6 +215,33 @@ describe('daemon limits: spoofed reports', () => {
     assert.match(text, /^mcastctl_igmp_refused_total\{reason="port-groups"\} 1$/m);
     assert.match(text, /^mcastctl_igmp_refused_total\{reason="node-groups"\} 0$/m);
     assert.match(text, /^# TYPE mcastctl_igmp_refused_total counter$/m);
+    await t.stop();
+  });
+});
+
+describe('daemon: IGMP headers no host on the link sends', () => {
+  const v3Join = (ttl: number, routerAlert: boolean) =>
+    igmpFrame(
+      { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.9', sources: [] }] },
+      { src: '10.1.0.2', dst: '224.0.0.22', ttl, routerAlert },
+    );
+  it('ignores a TTL other than 1, and an IGMPv3 report without Router Alert; keeps an IGMPv2 report without it', async () => {
+    const t = await startLoop();
+    await t.packetIn(v3Join(64, true), P1);
+    await t.packetIn(v3Join(1, false), P1);
+    assert.equal(t.loop.groups().length, 0, 'neither joins');
+    assert.equal(refused(t.loop).total['off-link'], 2);
+    assert.equal(t.warnings('not from a host on the link').length, 1, 'one warning an interval');
+    await t.packetIn(igmpFrame({ kind: 'report', version: 2, group: '239.1.1.8' }, { src: '10.1.0.2', dst: '239.1.1.8', routerAlert: false }), P1);
+    await t.packetIn(v3Join(1, true), P1);
+    assert.deepEqual(
+      t.loop
+        .groups()
+        .map((view) => view.group)
+        .sort(),
+      ['239.1.1.8', '239.1.1.9'],
+    );
+    assert.equal(refused(t.loop).total['off-link'], 2);
     await t.stop();
   });
 });

@@ -14,8 +14,11 @@ import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger } from './ports.js';
 import { portViewOf } from './view.js';
 
-/** Why IGMP was refused: a membership limit, the group policy, a source address the pod does not have, or its port's budget. */
-export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'policy', 'spoofed', 'port-rate'] as const;
+/**
+ * Why IGMP was refused: a membership limit, the group policy, an IP header no host on the
+ * pod's own link sends (off-link), a source address the pod does not have, or its port's budget.
+ */
+export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'policy', 'off-link', 'spoofed', 'port-rate'] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
 
 /** Each reason is logged at most once in this long for each port. */
@@ -26,6 +29,7 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
   policy: 'IGMP join refused: the group policy denies this pod the group',
+  'off-link': 'IGMP ignored: a TTL other than 1, or an IGMPv3 report without Router Alert, is not from a host on the link',
   spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
   'port-rate': 'IGMP dropped unread: the port sends more than it may (igmpRatePerPort, igmpBurstPerPort)',
 };
@@ -91,6 +95,20 @@ export class IgmpGuard {
   /** A join the group policy denied (`line`: the deciding rule's line of the file). */
   denied(ofport: number, group: string, line: number | undefined): void {
     this.count('policy', ofport, () => ({ group, ...(line === undefined ? {} : { rule: `line ${line}` }) }));
+  }
+
+  /**
+   * Whether IGMP with this IP header is what no host on the pod's link sends, and is
+   * ignored (counted and logged). Every IGMP message is sent with TTL 1 (RFC 1112,
+   * RFC 2236 §2, RFC 3376 §4), and IGMPv3 ones with Router Alert (RFC 3376 §4); the
+   * security considerations of both RFCs (§9) are about reports that did not come from
+   * the link itself, which is what such a header says. Router Alert is not asked of
+   * IGMPv1 and IGMPv2 reports: IGMPv1 predates it, and old IGMPv2 stacks leave it out.
+   */
+  offLink(ofport: number, header: { ttl: number; routerAlert: boolean }, version: number): boolean {
+    if (header.ttl === 1 && (version !== 3 || header.routerAlert)) return false;
+    this.count('off-link', ofport, () => ({ ttl: header.ttl, routerAlert: header.routerAlert, version }));
+    return true;
   }
 
   /** Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it. */

@@ -8,6 +8,7 @@ import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { MembershipCall } from './igmp-snooper.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { toJsonRecord } from '../../packet/frame-event-record.js';
+import { hasRouterAlert } from '../../packet/ipv4/header.js';
 import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
 import type { IgmpGuard } from './igmp-guard.js';
 import { snoopFrame } from './igmp-snooper.js';
@@ -65,7 +66,11 @@ export class IgmpIntake {
       return undefined;
     }
     if (snooped.calls.length === 0) return undefined;
-    // Reports for someone else's address change nothing (counted and logged by the guard).
+    // A header no host on the pod's link sends, or a report for someone else's address,
+    // changes nothing (counted and logged by the guard).
+    const { event } = snooped;
+    const header = event.kind === 'igmp' ? { ttl: event.ip.ttl, routerAlert: hasRouterAlert(event.ip) } : undefined;
+    if (header !== undefined && guard.offLink(pod.ofport, header, snooped.version)) return undefined;
     if (snooped.event.src !== null && guard.spoofed(pod.ofport, snooped.event.src)) return undefined;
     const policy = this.options.policy();
     const calls = snooped.calls.filter((call) => {
