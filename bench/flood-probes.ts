@@ -151,6 +151,18 @@ export async function scrapeMeterAndRefusals(node: OvsNode, url: string, attacke
   };
 }
 
+/** The daemon's V8 heap in use (prom-client's nodejs_heap_size_used_bytes), MiB; undefined when it cannot be read. */
+export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<number | undefined> {
+  if (url === undefined) return undefined;
+  try {
+    const text = (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
+    const sample = parseExposition(text).find((entry) => entry.name === 'nodejs_heap_size_used_bytes');
+    return sample === undefined ? undefined : sample.value / 2 ** 20;
+  } catch {
+    return undefined;
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // After the flood
 

@@ -50,6 +50,7 @@ import {
   rssMiB,
   scrapeMeterAndRefusals,
   startFlowModProbe,
+  scrapeHeapUsedMiB,
   watchExpiry,
 } from './flood-probes.js';
 import { FLOOD_PY, SEND_PY, VICTIM_PY } from './flood-scripts.js';
@@ -63,6 +64,8 @@ const JOINED_MS = 2_000;
 const LEFT_MS = 500;
 /** Delivery counts from this long after the join call on. */
 const SETTLE_MS = 1_000;
+/** How long after the attackers' groups are gone the RSS is read again (the daemon gives memory back 5 s after expiry stops). */
+const SETTLED_AFTER_MS = 8_000;
 /** The attackers' groups: 239.200.0.0 and up, split in equal ranges, one per attacker. */
 const ATTACKER_GROUP_BASE = 0xefc80000;
 const ATTACKER_GROUP_SPAN = 0x370000;
@@ -91,6 +94,10 @@ export interface FloodFigures {
   deliveryRatios: number[];
   daemonPeakRssMiB: number;
   daemonStartRssMiB: number;
+  /** The daemon's V8 heap in use at start and at the end of the watch after the flood (what RSS keeps beyond it is memory V8 holds, not state). */
+  heapUsedMiB: { start: number | undefined; end: number | undefined };
+  /** The daemon's RSS SETTLED_AFTER_MS after the watch ended. */
+  settledRssMiB: number;
   daemonCpuPercent: number;
   vswitchdCpuPercent: number;
   flowMods: FlowModRoundTrips;
@@ -177,6 +184,7 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     const vswitchd = node.pids.vswitchd;
     if (vswitchd === undefined) throw new Error('ovs-vswitchd is not running');
     const daemonStartRssMiB = rssMiB(daemon.pid);
+    const heapAtStartMiB = await scrapeHeapUsedMiB(node, metricsUrl);
     const flowModProbe = await startFlowModProbe(node, FLOW_MOD_INTERVAL_MS);
 
     const sending = lab
@@ -245,6 +253,10 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       floodEndedAt,
       limitS: gmiS + EXPIRY_GRACE_S,
     });
+    // The daemon gives the memory of expired groups back after a quiet spell of 5 s.
+    await sleep(SETTLED_AFTER_MS);
+    const settledRssMiB = rssMiB(daemon.pid);
+    const heapAtEndMiB = await scrapeHeapUsedMiB(node, metricsUrl);
     await daemon.stop();
     await sending;
     return {
@@ -256,6 +268,8 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       ...cycles,
       daemonPeakRssMiB: peakRss,
       daemonStartRssMiB,
+      heapUsedMiB: { start: heapAtStartMiB, end: heapAtEndMiB },
+      settledRssMiB,
       daemonCpuPercent: cpuPercent(ticksBefore.daemon, ticksAfter.daemon, elapsedS),
       vswitchdCpuPercent: cpuPercent(ticksBefore.vswitchd, ticksAfter.vswitchd, elapsedS),
       flowMods,
@@ -334,6 +348,8 @@ export function floodReport(figures: FloodFigures): string[] {
     `    groups at flood end (daemon / OVS / waiting for a sync): ${figures.daemonGroups ?? 'n/a'} / ${count(figures.ovsGroups)} / ${figures.pendingSyncs ?? 'n/a'}`,
     `    attackers' groups gone: ${expiryLine(figures)}`,
     `    RSS start / peak / end: ${mib(figures.daemonStartRssMiB)} / ${mib(peakRss)} / ${mib(figures.expiry.endRssMiB)}`,
+    `    RSS ${SETTLED_AFTER_MS / 1000} s after the attackers' groups were gone: ${mib(figures.settledRssMiB)}`,
+    `    V8 heap used start / end: ${figures.heapUsedMiB.start === undefined ? 'n/a' : mib(figures.heapUsedMiB.start)} / ${figures.heapUsedMiB.end === undefined ? 'n/a' : mib(figures.heapUsedMiB.end)}`,
   ];
   return lines;
 }

@@ -19,6 +19,22 @@ export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatu
     routes: 1,
     pendingSyncs: 0,
     counters: { packetIns: 10, igmpMessages: { v3_report: 7, v2_leave: 1 }, ignoredNonPod: 2, syncs: 5, syncErrors: 1, replays: 0, queriesSent: 4 },
+    igmpRefused: {
+      total: { 'port-groups': 0, policy: 2, spoofed: 1 },
+      byPort: [{ port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' }, counts: { policy: 2, spoofed: 1 } }],
+    },
+    igmpMeter: {
+      enabled: true,
+      ratePerSecond: 200,
+      burst: 1000,
+      meteredPorts: 3,
+      dropped: 4200,
+      byPort: [
+        { port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' }, dropped: 4200 },
+        { port: { ofport: 6, name: 'veth-b', pod: 'default/pod-b' }, dropped: 0 },
+      ],
+    },
+    groupPolicy: { file: '/etc/mcastctl/policy.yaml', rules: 4, loadedAt: '2026-12-01T15:00:00.000Z', portsDeniedSending: 1 },
     stateDir: '/var/lib/mcastctl',
     controlSocket: '/run/mcastctl/mcastctl.sock',
     metricsAddress: '127.0.0.1:9100',

@@ -109,6 +109,9 @@ describe('mcastctl status', { concurrency: true }, () => {
     assert.match(result.stdout, /^kernel routing: +active, interfaces eth0, gateway gw0 \(1\)$/m);
     assert.match(result.stdout, /^groups: +2 \(3 members\)$/m);
     assert.match(result.stdout, /^IGMP messages: +v2_leave 1, v3_report 7$/m);
+    assert.match(result.stdout, /^IGMP refused: +policy 2, spoofed 1 \(veth-a \(5\) default\/pod-a 3\)$/m);
+    assert.match(result.stdout, /^IGMP meters: +200\/s, burst 1000, on 3 ports; 4200 dropped \(veth-a \(5\) default\/pod-a 4200\)$/m);
+    assert.match(result.stdout, /^group policy: +\/etc\/mcastctl\/policy\.yaml: 4 rules, read 2026-12-01T15:00:00\.000Z; 1 port denied sending$/m);
     assert.match(result.stdout, /^syncs: +5 \(1 failed\)$/m);
     assert.match(result.stdout, /^metrics: +http:\/\/127\.0\.0\.1:9100\/metrics$/m);
   });
@@ -155,6 +158,7 @@ describe('mcastctl groups', { concurrency: true }, () => {
       assert.ok(result.stdout.includes(text), `${text} in\n${result.stdout}`);
     }
     assert.match(result.stdout, /2 groups, 3 members/);
+    assert.match(result.stdout, /^IGMP refused: policy 2, spoofed 1 \(veth-a \(5\) default\/pod-a 3\)$/m, 'the joins refused, last');
   });
 
   it('a group with no members: says so, exit 0', async () => {

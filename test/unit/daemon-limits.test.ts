@@ -25,7 +25,7 @@ const P3 = 4;
 const group = (n: number) => groupAddress(`239.1.1.${n}`);
 
 /** The gateway on 1; pods p1 (10.1.0.2) on 2, p2 (10.1.0.3/24 and an IPv6 address) on 3, p3 (no ip-address) on 4. */
-async function startLoop(overrides: Partial<DaemonConfig> = {}) {
+async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: () => void) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
   const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
@@ -39,6 +39,7 @@ async function startLoop(overrides: Partial<DaemonConfig> = {}) {
     host: { interfaceIPv4: () => undefined },
     clock,
     pid: 4242,
+    ...(releaseMemory === undefined ? {} : { releaseMemory }),
   });
   await loop.start();
   await settle();
@@ -242,6 +243,38 @@ describe('daemon: IGMP headers no host on the link sends', () => {
       ['239.1.1.8', '239.1.1.9'],
     );
     assert.equal(refused(t.loop).total['off-link'], 2);
+    await t.stop();
+  });
+});
+
+describe('daemon: memory after a flood', () => {
+  it("gives memory back once a flood's thousand groups have expired and no more come, not for a few", async () => {
+    let releases = 0;
+    const t = await startLoop({}, () => releases++);
+    const join = (from: number, count: number) =>
+      v3Report(
+        '10.1.0.2',
+        Array.from({ length: count }, (_, index) => ({
+          type: 'CHANGE_TO_EXCLUDE_MODE' as const,
+          group: `239.9.${(from + index) >> 8}.${(from + index) & 0xff}`,
+        })),
+      );
+    await t.packetIn(join(0, 10), P1);
+    t.clock.advance(261_000); // past the Group Membership Interval: the ten expire
+    await settle();
+    t.clock.advance(10_000);
+    assert.equal(t.loop.groups().length, 0);
+    assert.equal(releases, 0, 'ten groups are not worth a full collection');
+    for (let from = 0; from < 1000; from += 100) await t.packetIn(join(from, 100), P1);
+    assert.equal(t.loop.status().groups, 1000);
+    t.clock.advance(261_000);
+    await settle();
+    assert.equal(t.loop.status().groups, 0);
+    assert.equal(releases, 0, 'not while they may still be expiring');
+    t.clock.advance(5_000);
+    assert.equal(releases, 1);
+    t.clock.advance(60_000);
+    assert.equal(releases, 1, 'once');
     await t.stop();
   });
 });

@@ -1,12 +1,12 @@
 /** `mcastctl groups`: who is in which multicast group, as the running daemon has learned it. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { GroupView } from '../../transport/control/daemon-view.js';
+import type { DaemonStatus, GroupView, IgmpRefusals } from '../../transport/control/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
 import { isMulticast } from '../../wire/ip-address.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
-import { describePortView, formatDuration } from './status.js';
+import { describePortView, describeRefusals, formatDuration } from './status.js';
 
 interface GroupsFlags {
   controlSocket: string;
@@ -18,7 +18,7 @@ export function registerGroups(program: Command): void {
     .command('groups')
     .summary('list the multicast groups and members the running daemon has learned')
     .description(
-      'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again. Needs root (the control socket is root-only).',
+      'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again; then the IGMP it refused (limits, group policy, spoofing), by reason and port. Needs root (the control socket is root-only).',
     )
     .argument('[group]', 'only this group (an IPv4 multicast address)')
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
@@ -34,8 +34,11 @@ export function registerGroups(program: Command): void {
       }
       const client = await ControlClient.connect(flags.controlSocket);
       let groups: GroupView[];
+      let refused: IgmpRefusals | undefined;
       try {
         groups = await client.request<GroupView[]>('groups');
+        // For the human view of every group, a last line: the IGMP the daemon refused (the JSON stays the array of groups).
+        if (!output.json && group === undefined) refused = (await client.request<DaemonStatus>('status')).igmpRefused;
       } finally {
         client.close();
       }
@@ -45,6 +48,7 @@ export function registerGroups(program: Command): void {
         return;
       }
       printGroups(groups, output, Date.now(), group);
+      if (refused !== undefined) output.line(`IGMP refused: ${describeRefusals(refused, output.style)}`);
       output.flush();
     });
 }

@@ -78,7 +78,7 @@ function printStatus(status: DaemonStatus, output: Output): void {
 }
 
 /** `port-groups 3, spoofed 2 (veth-a (5) 4, veth-b (6) 1)`: the reasons, then the ports with their totals. */
-function describeRefusals(refused: IgmpRefusals, style: Output['style']): string {
+export function describeRefusals(refused: IgmpRefusals, style: Output['style']): string {
   const counts = (record: Record<string, number>) => Object.entries(record).filter(([, count]) => count > 0);
   const reasons = counts(refused.total).map(([reason, count]) => `${reason} ${count}`);
   if (reasons.length === 0) return '0';

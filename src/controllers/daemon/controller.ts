@@ -105,7 +105,7 @@ export class MulticastController implements DaemonView {
       gatewayOfport: () => this.pods.gateway?.ofport,
     });
     this.timers = new LoopTimers({
-      ...{ clock, router, table: this.table },
+      ...{ clock, router, table: this.table, releaseMemory: options.releaseMemory },
       onExpired: (effects) => this.apply(effects),
       routeIdleTimeoutMs: () => this.config.routeIdleTimeoutMs,
       saves: options.stateStore !== undefined,

@@ -8,6 +8,12 @@ import type { QuerierTiming } from './querier.js';
 import type { DaemonConfig } from './config.js';
 import type { DaemonClock, RouterPort } from './ports.js';
 
+/**
+ * After this many groups lost members to expiry since the last time (a flood's groups
+ * ending), and a quiet spell of RELEASE_QUIET_MS without more, their memory is given back.
+ */
+const RELEASE_AFTER_EXPIRED = 1_000;
+const RELEASE_QUIET_MS = 5_000;
 /** How long membership changes wait before they are written to the state directory. */
 const SAVE_DELAY_MS = 1_000;
 /** How long stop() waits for running syncs. */
@@ -25,12 +31,17 @@ export interface LoopTimersOptions {
   saves: boolean;
   save: () => Promise<void>;
   onSweepError: (error: unknown) => void;
+  /** Gives the memory of dropped state back to the system (runtime/memory-release.ts); none: never. */
+  releaseMemory?: () => void;
 }
 
 export class LoopTimers {
   private expiry: { at: number; cancel: () => void } | undefined;
   private cancelSave: (() => void) | undefined;
   private cancelSweep: (() => void) | undefined;
+  private cancelRelease: (() => void) | undefined;
+  /** Groups that lost members to expiry since memory was last given back. */
+  private expiredSinceRelease = 0;
   private stopped = false;
 
   constructor(private readonly options: LoopTimersOptions) {}
@@ -51,9 +62,24 @@ export class LoopTimers {
       const effects = table.expire();
       this.options.onExpired(effects);
       if (effects.length > 0) this.scheduleSave();
+      this.expired(effects.length);
       this.armExpiry();
     });
     this.expiry = { at: next, cancel };
+  }
+
+  /** Counts expired groups; past RELEASE_AFTER_EXPIRED, gives memory back once they stop coming for a while. */
+  private expired(groups: number): void {
+    const release = this.options.releaseMemory;
+    if (release === undefined || groups === 0) return;
+    this.expiredSinceRelease += groups;
+    if (this.expiredSinceRelease < RELEASE_AFTER_EXPIRED) return;
+    this.cancelRelease?.();
+    this.cancelRelease = this.options.clock.after(RELEASE_QUIET_MS, () => {
+      this.cancelRelease = undefined;
+      this.expiredSinceRelease = 0;
+      release();
+    });
   }
 
   scheduleSweep(): void {
@@ -79,6 +105,7 @@ export class LoopTimers {
   stop(): void {
     this.stopped = true;
     this.expiry?.cancel();
+    this.cancelRelease?.();
     this.cancelSave?.();
     this.cancelSweep?.();
   }

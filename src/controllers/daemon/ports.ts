@@ -154,6 +154,8 @@ export interface ControllerOptions {
   clock: DaemonClock;
   stateStore?: ControllerStateStore;
   metrics?: ControllerMetrics;
+  /** Gives the memory of dropped state back to the system (a full collection); none: never. */
+  releaseMemory?: () => void;
   /** The group policy to start with (default: none, everything allowed); setPolicy replaces it. */
   policy?: LoadedPolicy;
   /** Something the daemon cannot go on without failed (the routing socket, the bridge lock): stop and exit 1. */

@@ -23,6 +23,7 @@ import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { DaemonConfig } from './config.js';
 import { MulticastController } from './controller.js';
 import { routingFailure } from './failures.js';
+import { releaseMemory } from '../../runtime/memory-release.js';
 import { OvsdbPortWatch, OvsSwitch, systemClock, systemHost } from './ovs-ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
 
@@ -95,6 +96,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       ...(deps.stateStore === undefined ? {} : { stateStore: deps.stateStore }),
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
       ...(deps.policy === undefined ? {} : { policy: deps.policy }),
+      releaseMemory,
       ...(deps.onFatal === undefined ? {} : { onFatal: deps.onFatal }),
     });
   } catch (error) {

@@ -1,0 +1,68 @@
+/**
+ * Gives the memory of dropped state back to the system. V8 collects garbage only as the
+ * program allocates, so a daemon that goes quiet after a flood (thousands of groups
+ * learned, then expired) keeps the memory they took for as long as it stays quiet; and
+ * what V8 and the socket buffers free, glibc's malloc keeps in its arenas. A full
+ * collection, then malloc_trim (native/memory_trim.c) with the arenas limited to two from
+ * the start, returns both. Measured 8 s after a flood's groups expired (start: 67 MiB
+ * resident, 12 MiB of V8 heap): 105 MiB with none of it, 105 with the collection and the
+ * trim on glibc's eight arenas a core (the heap back to 12 MiB), 74 with all three.
+ *
+ * V8 hands its collector to a program only with --expose-gc; setting the flag at run time
+ * and fetching `gc` from a fresh context is the one way without a command-line flag (the
+ * daemon refuses NODE_OPTIONS, and its unit file starts it without flags).
+ */
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+let collect: (() => void) | undefined;
+interface MemoryTrimAddon {
+  trim(): boolean;
+  limitArenas(count: number): boolean;
+}
+
+let addon: MemoryTrimAddon | null | undefined;
+
+/** The addon (native/memory_trim.c), or null in a tree built without it: then memory stays as it is, which is no failure. */
+function memoryTrim(): MemoryTrimAddon | null {
+  if (addon === undefined) {
+    // Two levels below the project root, as src/runtime/*.ts (tsx) and dist/runtime/*.js.
+    const path = fileURLToPath(new URL('../../build/Release/memory_trim.node', import.meta.url));
+    try {
+      addon = createRequire(import.meta.url)(path) as MemoryTrimAddon;
+    } catch {
+      addon = null;
+    }
+  }
+  return addon;
+}
+
+/** A full garbage collection (a pause of some milliseconds for a heap of tens of MiB). */
+export function collectGarbage(): void {
+  if (collect === undefined) {
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as () => void;
+  }
+  collect();
+}
+
+/** Hands the C heap's free pages to the kernel; false when there were none, or without the addon. */
+export function trimNativeHeap(): boolean {
+  return memoryTrim()?.trim() ?? false;
+}
+
+/**
+ * At most `count` malloc arenas from now on, for a long-running process: fewer arenas
+ * keep less freed memory each to themselves. Called once, at the daemon's start.
+ */
+export function limitMallocArenas(count: number): boolean {
+  return memoryTrim()?.limitArenas(count) ?? false;
+}
+
+/** Both: what the daemon runs once a flood's state has expired. */
+export function releaseMemory(): void {
+  collectGarbage();
+  trimNativeHeap();
+}
