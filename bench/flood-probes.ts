@@ -151,13 +151,13 @@ export async function scrapeMeterAndRefusals(node: OvsNode, url: string, attacke
   };
 }
 
-/** The daemon's V8 heap in use (prom-client's nodejs_heap_size_used_bytes), MiB; undefined when it cannot be read. */
-export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<number | undefined> {
+/** The daemon's V8 heap in use and its memory outside the heap (buffers), MiB, from prom-client's process metrics; undefined when they cannot be read. */
+export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<{ heap: number; external: number } | undefined> {
   if (url === undefined) return undefined;
   try {
-    const text = (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
-    const sample = parseExposition(text).find((entry) => entry.name === 'nodejs_heap_size_used_bytes');
-    return sample === undefined ? undefined : sample.value / 2 ** 20;
+    const samples = parseExposition((await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout);
+    const mib = (name: string) => (samples.find((entry) => entry.name === name)?.value ?? Number.NaN) / 2 ** 20;
+    return { heap: mib('nodejs_heap_size_used_bytes'), external: mib('nodejs_external_memory_bytes') };
   } catch {
     return undefined;
   }

@@ -21,8 +21,9 @@
  * - how many of the attackers' groups the daemon and OVS hold at the end of the flood;
  * - after it: the time until the daemon held none of the attackers' groups, against the
  *   group membership interval (robustness × query interval + query response interval;
- *   watched until GMI + 15 s), and the daemon's RSS at start, at peak and at the end
- *   (Node gives freed heap back to the OS lazily: the end figure is what the kernel says).
+ *   watched until GMI + 15 s), and the daemon's RSS at start, at peak, at the end and 20 s
+ *   later (the daemon gives a flood's memory back 5 s after its groups stop expiring),
+ *   with its V8 heap in use at start and at the end.
  *
  *   node --import tsx bench/flood.ts      (root; `npm run build` first: it runs dist/)
  *
@@ -64,8 +65,8 @@ const JOINED_MS = 2_000;
 const LEFT_MS = 500;
 /** Delivery counts from this long after the join call on. */
 const SETTLE_MS = 1_000;
-/** How long after the attackers' groups are gone the RSS is read again (the daemon gives memory back 5 s after expiry stops). */
-const SETTLED_AFTER_MS = 8_000;
+/** How long after the attackers' groups are gone the RSS is read again (the daemon gives memory back 5 s after expiry stops; V8 shrinks its heap in the seconds after). */
+const SETTLED_AFTER_MS = 20_000;
 /** The attackers' groups: 239.200.0.0 and up, split in equal ranges, one per attacker. */
 const ATTACKER_GROUP_BASE = 0xefc80000;
 const ATTACKER_GROUP_SPAN = 0x370000;
@@ -95,7 +96,7 @@ export interface FloodFigures {
   daemonPeakRssMiB: number;
   daemonStartRssMiB: number;
   /** The daemon's V8 heap in use at start and at the end of the watch after the flood (what RSS keeps beyond it is memory V8 holds, not state). */
-  heapUsedMiB: { start: number | undefined; end: number | undefined };
+  heapUsedMiB: { start: { heap: number; external: number } | undefined; end: { heap: number; external: number } | undefined };
   /** The daemon's RSS SETTLED_AFTER_MS after the watch ended. */
   settledRssMiB: number;
   daemonCpuPercent: number;
@@ -138,6 +139,10 @@ async function joinCycles(
     deliveryRatios.push(new Set(cycle.numbers).size / span);
   }
   return { joinMs, joinCallMs, joinsWithoutData, deliveryRatios };
+}
+
+function memory(figure: { heap: number; external: number } | undefined, part: 'heap' | 'external'): string {
+  return figure === undefined ? 'n/a' : `${figure[part].toFixed(1)} MiB`;
 }
 
 export interface FloodOptions {
@@ -349,7 +354,8 @@ export function floodReport(figures: FloodFigures): string[] {
     `    attackers' groups gone: ${expiryLine(figures)}`,
     `    RSS start / peak / end: ${mib(figures.daemonStartRssMiB)} / ${mib(peakRss)} / ${mib(figures.expiry.endRssMiB)}`,
     `    RSS ${SETTLED_AFTER_MS / 1000} s after the attackers' groups were gone: ${mib(figures.settledRssMiB)}`,
-    `    V8 heap used start / end: ${figures.heapUsedMiB.start === undefined ? 'n/a' : mib(figures.heapUsedMiB.start)} / ${figures.heapUsedMiB.end === undefined ? 'n/a' : mib(figures.heapUsedMiB.end)}`,
+    `    V8 heap used start / end: ${memory(figures.heapUsedMiB.start, 'heap')} / ${memory(figures.heapUsedMiB.end, 'heap')};` +
+      ` outside the heap (buffers): ${memory(figures.heapUsedMiB.start, 'external')} / ${memory(figures.heapUsedMiB.end, 'external')}`,
   ];
   return lines;
 }

@@ -80,6 +80,8 @@ if (selected('logger')) {
 }
 
 if (selected('flood')) {
-  console.log('\nmcastctl daemon under an IGMPv3 flood from one pod (about 1.5 min; BENCH_FLOOD_S, BENCH_FLOOD_REPORTS, BENCH_FLOOD_RECORDS)');
+  console.log(
+    '\nmcastctl daemon under an IGMPv3 flood from attacker pods (about 3 min; BENCH_FLOOD_S, BENCH_FLOOD_ATTACKERS, BENCH_FLOOD_REPORTS, BENCH_FLOOD_RECORDS, BENCH_FLOOD_DAEMON_ARGS: see bench/flood.ts)',
+  );
   for (const line of floodReport(await benchFlood(floodOptionsFromEnv()))) console.log(line);
 }

@@ -25,12 +25,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cliMissing, mcastctl } from '../lab/cli.js';
-import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
+import { cliMissing } from '../lab/cli.js';
+import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
 import { IGMPV3_RECORD, sendReport } from '../lab/igmp-frames.js';
-import { Lab, sleep, type Host } from '../lab/lab.js';
+import { type Host, Lab, waitUntil } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
+import { ovsGroupPorts, waitForOvsMembers, deliverNumbered, scrapeMetrics } from '../lab/switch-checks.js';
 import type { DaemonStatus, GroupView, MemberView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -38,27 +39,6 @@ if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: 
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
-    await sleep(50);
-  }
-}
-
-async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
-  const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
-  assert.equal(result.code, 0, `mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
-  return JSON.parse(result.stdout) as T;
-}
 
 /** The members of `group` as the daemon shows them (none when it does not know the group). */
 async function membersOf(daemon: RunningDaemon, group: string): Promise<MemberView[]> {
@@ -95,29 +75,6 @@ function waitForRefusal(daemon: RunningDaemon, pod: OvsPod, reason: string): Pro
   });
 }
 
-/**
- * The output ports of the OVS group that the flow for `group` (nw_dst=group) points to,
- * read with ovs-ofctl; undefined when no such flow exists.
- */
-async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const flow = flows.split('\n').find((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
-  const id = flow?.match(/actions=group:(\d+)/)?.[1];
-  if (id === undefined) return undefined;
-  const groups = await node.ofctl('dump-groups', node.bridge);
-  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
-  if (line === undefined) return [];
-  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
-}
-
-/** Waits until OVS forwards `group` to every pod of `pods` and to none of `not`. */
-function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = []): Promise<number[]> {
-  return waitUntil(`OVS to forward ${group} to ${pods.map((pod) => pod.name).join(',')}`, async () => {
-    const ports = (await ovsGroupPorts(node, group)) ?? [];
-    return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
-  });
-}
-
 /** Every group flow of OVS (nw_dst of a multicast group, not the base flows' 224.0.0.0/4). */
 async function ovsGroupFlows(node: OvsNode): Promise<string[]> {
   const flows = await node.ofctl('dump-flows', node.bridge);
@@ -132,19 +89,6 @@ async function waitForEmpty(daemon: RunningDaemon, node: OvsNode): Promise<void>
     if ((await control<DaemonStatus>(daemon, ['status'])).pendingSyncs !== 0) return false;
     return (await ovsGroupFlows(node)).length === 0;
   });
-}
-
-/** `sender` sends 20 numbered datagrams to group:port; resolves with how many of them each receiver got. */
-async function deliver(sender: OvsPod, receivers: readonly Receiver[], group: string, port: number, tag: string): Promise<number[]> {
-  await sleep(200);
-  await sender.send(group, port, 20, { intervalMs: 5, tag });
-  await sleep(300);
-  return receivers.map((receiver) => receiver.received.filter((datagram) => datagram.payload.startsWith(`${tag} `)).length);
-}
-
-/** The metrics endpoint's text, fetched from inside the node (it listens on the node's 127.0.0.1). */
-async function scrape(node: OvsNode, url: string): Promise<string> {
-  return (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
 }
 
 /** The value of mcastctl_igmp_refused_total{reason="<reason>"} in `metrics`. */
@@ -240,8 +184,8 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         assert.equal((await refusedOn(daemon, b))['port-groups'] ?? 0, 0, `${b.name}'s port counted refusals`);
 
         // Real UDP: b gets the fourth group, a (whose kernel joined it too) nothing of it; a gets its first.
-        assert.deepEqual(await deliver(c, [bFourth, aFourth], fourth, 5401, 'fourth'), [20, 0], `of 20 datagrams of ${fourth}: [${b.name}, ${a.name}]`);
-        assert.deepEqual(await deliver(c, [receivers[0]!], first, 5401, 'first'), [20], `of 20 datagrams of ${first}: [${a.name}]`);
+        assert.deepEqual(await deliverNumbered(c, [bFourth, aFourth], fourth, 5401, 'fourth'), [20, 0], `of 20 datagrams of ${fourth}: [${b.name}, ${a.name}]`);
+        assert.deepEqual(await deliverNumbered(c, [receivers[0]!], first, 5401, 'first'), [20], `of 20 datagrams of ${first}: [${a.name}]`);
       } finally {
         await stopAll(receivers);
       }
@@ -320,7 +264,7 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
 
     it('the metrics count the refusals by reason, as status does', async () => {
       const status = await control<DaemonStatus>(daemon, ['status']);
-      const metrics = await scrape(node, metricsUrl);
+      const metrics = await scrapeMetrics(node, metricsUrl);
       for (const reason of ['port-groups', 'group-sources', 'spoofed']) {
         const value = refusedMetric(metrics, reason);
         assert.ok(value > 0, `mcastctl_igmp_refused_total{reason="${reason}"} is ${value}`);
@@ -376,10 +320,10 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         await waitForOvsMembers(node, first, [a, d], [b, c]);
         assert.equal((await refusedOn(daemon, d))['node-groups'] ?? 0, 0, `${d.name}'s port counted refusals`);
 
-        assert.deepEqual(await deliver(b, [aFirst, dFirst], first, 5403, 'first'), [20, 20], `of 20 datagrams of ${first}: [${a.name}, ${d.name}]`);
-        assert.deepEqual(await deliver(a, [cThird], third, 5403, 'third'), [0], `${c.name} got datagrams of the refused ${third}`);
+        assert.deepEqual(await deliverNumbered(b, [aFirst, dFirst], first, 5403, 'first'), [20, 20], `of 20 datagrams of ${first}: [${a.name}, ${d.name}]`);
+        assert.deepEqual(await deliverNumbered(a, [cThird], third, 5403, 'third'), [0], `${c.name} got datagrams of the refused ${third}`);
 
-        const metrics = await scrape(node, metricsUrl);
+        const metrics = await scrapeMetrics(node, metricsUrl);
         assert.ok(refusedMetric(metrics, 'node-groups') > 0, 'mcastctl_igmp_refused_total{reason="node-groups"} is 0');
       } finally {
         await stopAll(receivers);

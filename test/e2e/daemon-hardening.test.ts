@@ -19,34 +19,18 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl } from '../lab/cli.js';
-import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
-import { Lab, run, sleep } from '../lab/lab.js';
+import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
+import { Lab, run, sleep, waitUntil } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
 
-async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
-  const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
-  assert.equal(result.code, 0, `mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
-  return JSON.parse(result.stdout) as T;
-}
-
 /** Member port names of `group` as the daemon sees them. */
 async function membersOf(daemon: RunningDaemon, group: string): Promise<string[]> {
   const groups = await control<GroupView[]>(daemon, ['groups']);
   return [...new Set(groups.find((view) => view.group === group)?.members.map((member) => member.port.name) ?? [])].sort();
-}
-
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 /** Listening TCP and UDP sockets in the namespace, as `ss` lists them (address:port). */

@@ -23,10 +23,11 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl } from '../lab/cli.js';
-import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
+import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
 import { floodReports, IGMPV3_RECORD } from '../lab/igmp-frames.js';
-import { Lab, sleep } from '../lab/lab.js';
+import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
+import { ovsGroupPorts, waitForOvsMembers, deliverNumbered, scrapeMetrics } from '../lab/switch-checks.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -39,27 +40,6 @@ const BURST = 20;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
-    await sleep(50);
-  }
-}
-
-async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
-  const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
-  assert.equal(result.code, 0, `mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
-  return JSON.parse(result.stdout) as T;
-}
 
 const status = (daemon: RunningDaemon) => control<DaemonStatus>(daemon, ['status']);
 
@@ -129,40 +109,6 @@ function assertMetered(pod: OvsPod, meters: Map<number, OvsMeter>, metered: Map<
   assert.match(flow, /(,igmp,|,ip,.*nw_proto=2)/, flow);
   assert.match(flow, new RegExp(`actions=meter:${METER_ID_BASE + pod.ofport},CONTROLLER`), flow);
   assert.ok(flow.includes(`cookie=${meteredCookie(pod.ofport)},`), `cookie of ${flow}, not ${meteredCookie(pod.ofport)}`);
-}
-
-/**
- * The output ports of the OVS group that the flow for `group` (nw_dst=group) points to;
- * undefined when no such flow exists.
- */
-async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const flow = flows.split('\n').find((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
-  const id = flow?.match(/actions=group:(\d+)/)?.[1];
-  if (id === undefined) return undefined;
-  const groups = await node.ofctl('dump-groups', node.bridge);
-  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
-  if (line === undefined) return [];
-  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
-}
-
-function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[]): Promise<number[]> {
-  return waitUntil(`OVS to forward ${group} to ${pods.map((pod) => pod.name).join(',')}`, async () => {
-    const ports = (await ovsGroupPorts(node, group)) ?? [];
-    return pods.every((pod) => ports.includes(pod.ofport)) ? ports : undefined;
-  });
-}
-
-/** `sender` sends 20 numbered datagrams to group:port; resolves with how many of them each receiver got. */
-async function deliver(sender: OvsPod, receivers: readonly Receiver[], group: string, port: number, tag: string): Promise<number[]> {
-  await sleep(200);
-  await sender.send(group, port, 20, { intervalMs: 5, tag });
-  await sleep(300);
-  return receivers.map((receiver) => receiver.received.filter((datagram) => datagram.payload.startsWith(`${tag} `)).length);
-}
-
-async function scrape(node: OvsNode, url: string): Promise<string> {
-  return (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
 }
 
 /** The value of the metric line that starts with `prefix` (name and labels), or undefined. */
@@ -301,7 +247,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
         const member = await listen(b, group, 5501);
         await waitUntil(`${b.name} in ${group}`, async () => (await memberPorts(daemon, group)).includes(b.port), 3_000);
         await waitForOvsMembers(node, group, [b]);
-        return deliver(t, [member], group, 5501, 'flood');
+        return deliverNumbered(t, [member], group, 5501, 'flood');
       })(),
     ]);
     assert.equal(flood.sent, count);
@@ -331,7 +277,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const meterView = (await status(daemon)).igmpMeter!;
     for (const entry of meterView.byPort) if (entry.port.name !== f.port) assert.equal(entry.dropped, 0, `${entry.port.name} dropped ${entry.dropped}`);
     assert.ok(meterView.dropped >= dropped, `total ${meterView.dropped} < ${dropped}`);
-    const metric = metricValue(await scrape(node, metricsUrl), `mcastctl_igmp_meter_drops_total{port="${f.port}",pod="${podName(f)}"}`);
+    const metric = metricValue(await scrapeMetrics(node, metricsUrl), `mcastctl_igmp_meter_drops_total{port="${f.port}",pod="${podName(f)}"}`);
     assert.ok(metric !== undefined && metric >= dropped && metric <= count - seen, `metric ${metric}, status ${dropped}`);
     context.diagnostic(
       `sent ${flood.sent} in ${flood.seconds} s; daemon saw ${seen} (${packetIns} packet-ins); dropped ${dropped}; refused ${JSON.stringify(refusedAfter)}`,
@@ -347,7 +293,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     assert.equal(await ovsGroupPorts(node, group), undefined, `OVS has a flow for ${group}`);
     const total = (await status(daemon)).igmpRefused?.total ?? {};
     assert.ok((total['policy'] ?? 0) > 0, `status totals: ${JSON.stringify(total)}`);
-    const metric = metricValue(await scrape(node, metricsUrl), 'mcastctl_igmp_refused_total{reason="policy"}');
+    const metric = metricValue(await scrapeMetrics(node, metricsUrl), 'mcastctl_igmp_refused_total{reason="policy"}');
     assert.ok(metric !== undefined && metric > 0, `mcastctl_igmp_refused_total{reason="policy"} is ${metric}`);
 
     const bMember = await listen(b, group, 5502);
@@ -355,7 +301,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     await waitUntil(`${b.name} in ${group}`, async () => (await memberPorts(daemon, group)).join() === b.port);
     const ports = await waitForOvsMembers(node, group, [b]);
     assert.equal(ports.includes(a.ofport), false, `OVS forwards ${group} to ${a.name}`);
-    assert.deepEqual(await deliver(t, [bMember, aMember], group, 5502, 'join'), [20, 0], `of 20 datagrams of ${group}: [${b.name}, ${a.name}]`);
+    assert.deepEqual(await deliverNumbered(t, [bMember, aMember], group, 5502, 'join'), [20, 0], `of 20 datagrams of ${group}: [${b.name}, ${a.name}]`);
     assert.deepEqual(await memberPorts(daemon, group), [b.port]);
   });
 
@@ -368,12 +314,12 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const [drop] = drops.get(s.ofport)!;
     assert.match(drop!, new RegExp(`priority=280,ip,in_port=${s.ofport},nw_dst=239\\.60\\.0\\.0/16 actions=drop$`), drop);
     assert.equal((await status(daemon)).groupPolicy?.portsDeniedSending, 1);
-    assert.deepEqual(await deliver(s, [rMember], group, 5503, 'denied'), [0], `${r.name} got datagrams of ${group} from ${s.name}`);
-    assert.deepEqual(await deliver(t, [rMember], group, 5503, 'allowed'), [20], `${r.name}: of 20 datagrams of ${group} from ${t.name}`);
+    assert.deepEqual(await deliverNumbered(s, [rMember], group, 5503, 'denied'), [0], `${r.name} got datagrams of ${group} from ${s.name}`);
+    assert.deepEqual(await deliverNumbered(t, [rMember], group, 5503, 'allowed'), [20], `${r.name}: of 20 datagrams of ${group} from ${t.name}`);
     // s may still send elsewhere.
     const other = await listen(r, '239.61.0.1', 5503);
     await waitForOvsMembers(node, '239.61.0.1', [r]);
-    assert.deepEqual(await deliver(s, [other], '239.61.0.1', 5503, 'elsewhere'), [20]);
+    assert.deepEqual(await deliverNumbered(s, [other], '239.61.0.1', 5503, 'elsewhere'), [20]);
   });
 
   it('SIGHUP: a newly denied member leaves within 1 s and only what the change implies changes in OVS; a broken file keeps the policy in force', async () => {
@@ -408,7 +354,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     assert.deepEqual(await memberPorts(daemon, group), [], `${b.name} still a member of ${group} 1 s after SIGHUP`);
     assert.equal(await ovsGroupPorts(node, group), undefined, `OVS still has a flow for ${group} 1 s after SIGHUP`);
     await daemon.waitForLog((entry) => entry['msg'] === 'SIGHUP: group policy in force' && entry['rules'] === 5);
-    assert.deepEqual(await deliver(t, [bMember], group, 5502, 'reloaded'), [0], `${b.name} got datagrams of ${group} after the reload`);
+    assert.deepEqual(await deliverNumbered(t, [bMember], group, 5502, 'reloaded'), [0], `${b.name} got datagrams of ${group} after the reload`);
 
     await waitUntil('nothing to sync', async () => (await status(daemon)).pendingSyncs === 0);
     const switchAfter = await node.switchState();
@@ -441,7 +387,7 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const again = await listen(b, '239.50.0.2', 5504);
     await waitUntil(`a policy refusal on ${b.name}'s port`, async () => ((await refusedOn(daemon, b))['policy'] ?? 0) > refusedBefore);
     assert.deepEqual(await memberPorts(daemon, '239.50.0.2'), []);
-    assert.deepEqual(await deliver(t, [again], '239.50.0.2', 5504, 'broken'), [0]);
+    assert.deepEqual(await deliverNumbered(t, [again], '239.50.0.2', 5504, 'broken'), [0]);
     assert.equal((await status(daemon)).groupPolicy?.rules, 5);
     assert.equal((await flowsAt(node, 280)).has(t.ofport), true, `${t.name}'s drop flow went with the broken file`);
     assert.equal(daemon.running(), true);
@@ -471,8 +417,8 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     for (const pod of [a, b, s, t, r, f]) assertMetered(pod, meters, metered);
     // Still in force on the new switch: s's sends dropped, t's delivered.
     const rMember = receivers.find((receiver) => receiver.group === '239.60.0.1')!;
-    assert.deepEqual(await deliver(s, [rMember], '239.60.0.1', 5503, 'restart-denied'), [0]);
-    assert.deepEqual(await deliver(t, [rMember], '239.60.0.1', 5503, 'restart-allowed'), [20]);
+    assert.deepEqual(await deliverNumbered(s, [rMember], '239.60.0.1', 5503, 'restart-denied'), [0]);
+    assert.deepEqual(await deliverNumbered(t, [rMember], '239.60.0.1', 5503, 'restart-allowed'), [20]);
   });
 
   it('a broken policy file at the start exits 64 naming FILE:LINE', async (context) => {

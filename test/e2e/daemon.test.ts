@@ -26,10 +26,11 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl, parseNdjson, startMcastctl, type CliResult } from '../lab/cli.js';
-import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
-import { Lab, sleep, type Tcpdump } from '../lab/lab.js';
+import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
+import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
+import { ovsGroupPorts, waitForOvsMembers } from '../lab/switch-checks.js';
 import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/protocol/mroute/proc.js';
 
@@ -47,48 +48,6 @@ const MAX_RESPONSE_MS = 2 * 500;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
-    await sleep(everyMs);
-  }
-}
-
-/**
- * The output ports of the OVS group that the flow for `group` (nw_dst=group) points to,
- * read with ovs-ofctl; undefined when no such flow exists.
- */
-async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const flow = flows.split('\n').find((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
-  const id = flow?.match(/actions=group:(\d+)/)?.[1];
-  if (id === undefined) return undefined;
-  const groups = await node.ofctl('dump-groups', node.bridge);
-  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
-  if (line === undefined) return [];
-  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
-}
-
-/** Waits until the OVS group of `group` forwards to every pod in `pods` (and to none of `not`). */
-async function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = [], timeoutMs = 5000): Promise<number[]> {
-  return waitUntil(
-    `OVS group of ${group} on ${node.name} to forward to ${pods.map((pod) => pod.name).join(',')}`,
-    async () => {
-      const ports = (await ovsGroupPorts(node, group)) ?? [];
-      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
-    },
-    timeoutMs,
-  );
-}
 
 /** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
 async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
@@ -126,11 +85,6 @@ async function mfcEntries(node: OvsNode): Promise<MfcRow[]> {
 }
 
 /** `mcastctl <args> --json --control-socket <daemon's>`, parsed; fails on a non-zero exit. */
-async function control<T>(daemon: RunningDaemon, args: string[]): Promise<T> {
-  const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
-  assert.equal(result.code, 0, `mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
-  return JSON.parse(result.stdout) as T;
-}
 
 /** Member port names of every group, sorted: { group: [port names] }. */
 function membership(groups: readonly GroupView[]): Record<string, string[]> {

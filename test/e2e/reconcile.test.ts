@@ -16,7 +16,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
-import { Lab, sleep } from '../lab/lab.js';
+import { Lab, waitUntil } from '../lab/lab.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
 import { parseMfcCache, parseVifTable } from '../../src/protocol/mroute/proc.js';
 import { lockSocketName } from '../../src/runtime/run-lock.js';
@@ -100,16 +100,6 @@ async function ourGroups(node: OvsNode): Promise<Record<string, number[]>> {
     result[match[1]!] = groupLine === undefined ? [] : [...groupLine.matchAll(/bucket=actions=output:(\d+)/g)].map((m) => Number(m[1])).sort((a, b) => a - b);
   }
   return result;
-}
-
-async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 const noStack = (result: CliResult) => assert.doesNotMatch(result.stderr, /\n\s+at /, `no stack trace: ${result.stderr}`);

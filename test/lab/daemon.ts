@@ -12,7 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
-import { MCASTCTL_BIN, REPO_ROOT } from './cli.js';
+import { MCASTCTL_BIN, mcastctl, REPO_ROOT } from './cli.js';
 import { sleep } from './lab.js';
 import type { OvsNode } from './ovs.js';
 
@@ -208,4 +208,11 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
       await exited;
     },
   };
+}
+
+/** `mcastctl ARGS --json` against the daemon's control socket: its document, or an assertion error with stderr when it exits other than 0. */
+export async function control<T>(daemon: Pick<RunningDaemon, 'controlSocket'>, args: readonly string[]): Promise<T> {
+  const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
+  if (result.code !== 0) throw new Error(`mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
+  return JSON.parse(result.stdout) as T;
 }

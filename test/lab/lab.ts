@@ -719,6 +719,26 @@ export class Lab {
   }
 }
 
+/**
+ * Polls `probe` every `everyMs` until it gives a value (not undefined or false), and
+ * returns it; a probe that throws is asked again. Past `timeoutMs`, throws saying what
+ * was awaited and the probe's last error.
+ */
+export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    await sleep(everyMs);
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,0 +1,45 @@
+/**
+ * What the daemon's e2e tests read off a lab node to see what it programmed: the ports the
+ * OVS group of a multicast group outputs to (read with ovs-ofctl, an independent reader),
+ * a wait until OVS forwards a group to exactly some pods, numbered datagrams delivered to
+ * receivers, and the daemon's metrics fetched from inside the node.
+ */
+import { sleep, waitUntil } from './lab.js';
+import type { OvsNode, OvsPod, Receiver } from './ovs.js';
+
+/** The output ports of the OVS group that the flow for `group` (nw_dst=group) points to; undefined when no such flow exists. */
+export async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
+  const flows = await node.ofctl('dump-flows', node.bridge);
+  const flow = flows.split('\n').find((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
+  const id = flow?.match(/actions=group:(\d+)/)?.[1];
+  if (id === undefined) return undefined;
+  const groups = await node.ofctl('dump-groups', node.bridge);
+  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
+  if (line === undefined) return [];
+  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
+}
+
+/** Waits until the OVS group of `group` forwards to every pod in `pods` (and to none of `not`); its ports. */
+export function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = [], timeoutMs = 10_000): Promise<number[]> {
+  return waitUntil(
+    `OVS group of ${group} on ${node.name} to forward to ${pods.map((pod) => pod.name).join(',')}`,
+    async () => {
+      const ports = (await ovsGroupPorts(node, group)) ?? [];
+      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** `sender` sends 20 numbered datagrams to group:port; resolves with how many of them each receiver got. */
+export async function deliverNumbered(sender: OvsPod, receivers: readonly Receiver[], group: string, port: number, tag: string): Promise<number[]> {
+  await sleep(200);
+  await sender.send(group, port, 20, { intervalMs: 5, tag });
+  await sleep(300);
+  return receivers.map((receiver) => receiver.received.filter((datagram) => datagram.payload.startsWith(`${tag} `)).length);
+}
+
+/** The metrics endpoint's text, fetched from inside the node (it listens on the node's 127.0.0.1). */
+export async function scrapeMetrics(node: OvsNode, url: string): Promise<string> {
+  return (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
+}
