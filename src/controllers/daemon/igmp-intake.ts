@@ -33,7 +33,17 @@ function joins(call: MembershipCall): boolean {
   if (call.op === 'report') return true;
   if (call.op === 'leave') return false;
   const { type, sources } = call.record;
-  return type === 'ALLOW_NEW_SOURCES' || ((type === 'MODE_IS_INCLUDE' || type === 'CHANGE_TO_INCLUDE_MODE') && sources.length > 0) || type.includes('EXCLUDE');
+  switch (type) {
+    case 'MODE_IS_EXCLUDE':
+    case 'CHANGE_TO_EXCLUDE_MODE':
+    case 'ALLOW_NEW_SOURCES':
+      return true;
+    case 'MODE_IS_INCLUDE':
+    case 'CHANGE_TO_INCLUDE_MODE':
+      return sources.length > 0;
+    default:
+      return false; // BLOCK_OLD_SOURCES only takes sources away
+  }
 }
 
 export class IgmpIntake {

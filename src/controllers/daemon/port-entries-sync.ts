@@ -133,7 +133,7 @@ export class PortEntriesSync {
   private async drain(): Promise<void> {
     const { vswitch, pods } = this.options;
     while (this.dirty.size > 0 && !this.stopped && vswitch.connected) {
-      const [ofport] = this.dirty as Iterable<number> as [number];
+      const ofport = this.dirty.values().next().value as number;
       this.dirty.delete(ofport);
       const pod = pods.pod(ofport);
       const meter = this.options.meter();
