@@ -207,6 +207,27 @@ describe('daemon: group policy', () => {
     await t.stop();
   });
 
+  it('a policy read again that decides alike (a comment added, a rule written otherwise) redoes nothing', async () => {
+    const t = await startLoop({ policy: POLICY });
+    await t.packetIn(v2Report('10.1.0.2', '239.2.0.1'), WEB);
+    await t.loop.whenIdle();
+    const same = parseGroupPolicy(
+      [
+        '# the same rules, written otherwise',
+        'rules:',
+        '  - {action: allow, pods: [shop/web], groups: [239.2.0.0/16], directions: [join, send]}',
+        '  - {action: deny, pods: "shop/*", groups: 239.0.0.0/8}',
+        '  - {action: deny, pods: shop/db, groups: 238.1.0.0/16, directions: send}',
+        'sourceAddresses:',
+        '  - {pods: shop/db, addresses: [10.9.0.0/24]}',
+      ].join('\n'),
+      'policy.yaml',
+    );
+    assert.equal(t.loop.setPolicy(same, 'policy.yaml'), false);
+    assert.equal(t.loop.setPolicy(parseGroupPolicy('rules: []', 'policy.yaml'), 'policy.yaml'), true);
+    await t.stop();
+  });
+
   it("admits IGMP from the policy's extra source addresses of a pod, and from no other pod", async () => {
     const t = await startLoop({ policy: POLICY });
     await t.packetIn(v2Report('10.9.0.7', '237.1.0.1'), DB);

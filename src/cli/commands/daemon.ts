@@ -116,8 +116,11 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     } catch (error) {
       return logger.error('SIGHUP: the group policy was not reloaded; the one in force stays', { file, error: messageOf(error) });
     }
-    running.setPolicy(next, file);
-    logger.info('SIGHUP: group policy in force', { file: file ?? 'none', rules: next.ruleCount });
+    const changed = running.setPolicy(next, file);
+    logger.info(changed ? 'SIGHUP: group policy in force' : 'SIGHUP: group policy read again; it decides as before', {
+      file: file ?? 'none',
+      rules: next.ruleCount,
+    });
   };
 
   signals.on({

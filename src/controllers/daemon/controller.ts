@@ -278,9 +278,8 @@ export class MulticastController implements DaemonView {
 
   /** Writes the state file now (SIGUSR2); rejects when the write fails. */
   async saveNow(): Promise<string | undefined> {
-    const store = this.options.stateStore;
-    if (store === undefined) return undefined;
-    await store.save(this.savedState());
+    if (this.options.stateStore === undefined) return undefined;
+    await this.options.stateStore.save(this.savedState());
     return this.config.stateDir;
   }
 
@@ -292,9 +291,8 @@ export class MulticastController implements DaemonView {
   }
 
   /**
-   * Takes new runtime settings (see src/controllers/daemon/reload.ts: the caller has kept every other
-   * setting as it was). Timers already running keep their time; what they arm next, and
-   * every deadline measured from now on, uses the new values.
+   * Takes new runtime settings (./reload.ts: the caller kept every other setting as it was). Timers
+   * already running keep their time; what they arm next, and every deadline from now on, uses the new values.
    */
   reconfigure(config: DaemonConfig): void {
     const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some((key) => config[key] !== this.config[key]);
@@ -344,12 +342,13 @@ export class MulticastController implements DaemonView {
     await Promise.all([this.sync.whenIdle(), this.portEntries.whenIdle()]);
   }
 
-  /** A new group policy (a reload): members it denies leave at once; only the send-policy drops that differ change. */
-  setPolicy(policy: GroupPolicy, file: string | undefined): void {
-    this.policy.replace(policy, file);
+  /** A new group policy (a reload): members it denies leave at once, the send drops that differ change; false: it decides as the last. */
+  setPolicy(policy: GroupPolicy, file: string | undefined): boolean {
+    if (!this.policy.replace(policy, file)) return false; // the same decisions: nothing to redo
     this.apply(this.table.removeMembers(this.policy.deniesMember(this.pods), 'denied'));
     this.portEntries.markAll();
     this.timers.scheduleSave();
+    return true;
   }
 
   // --- shutdown --------------------------------------------------------------------------

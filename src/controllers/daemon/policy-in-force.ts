@@ -29,10 +29,13 @@ export class PolicyInForce {
     return this.policy;
   }
 
-  replace(policy: GroupPolicy, file: string | undefined): void {
+  /** Takes `policy` (its rule lines may have moved, so it is kept even when it decides alike); whether it decides otherwise. */
+  replace(policy: GroupPolicy, file: string | undefined): boolean {
+    const changed = policy.fingerprint !== this.policy.fingerprint;
     this.policy = policy;
     this.file = file;
     this.loadedAtMs = this.clock.wallMs();
+    return changed;
   }
 
   /** Whether the policy denies pod port `port` its membership of `group` (the ports as `pods` knows them). */
