@@ -5,10 +5,10 @@
  * the flood.
  */
 import { readFileSync } from 'node:fs';
-import { flowMod } from '../src/protocol/openflow/flow-mod.js';
+import { fileURLToPath } from 'node:url';
+import { type ChildProcess, fork } from 'node:child_process';
 import type { GroupView } from '../src/transport/control/daemon-view.js';
 import { ControlClient } from '../src/transport/control/control-client.js';
-import { OpenFlowConnection } from '../src/transport/openflow/connection.js';
 import { sleep } from '../test/lab/lab.js';
 import type { OvsNode } from '../test/lab/ovs.js';
 
@@ -42,13 +42,6 @@ export function percentile(values: readonly number[], p: number): number | undef
 // ---------------------------------------------------------------------------------------
 // FLOW_MOD round trip
 
-/** A table the daemon never programs (it uses --table, 0 by default) and a match no frame of the bench has. */
-const PROBE_TABLE = 200;
-const PROBE_MATCH = [
-  { field: 'ETH_TYPE' as const, value: 0x0800 },
-  { field: 'IPV4_DST' as const, value: '192.0.2.200' },
-];
-
 export interface FlowModRoundTrips {
   /** ms from sending the FLOW_MOD to the barrier's reply, one per probe. */
   roundTripsMs: number[];
@@ -62,38 +55,38 @@ export interface FlowModProbe {
 }
 
 /**
- * Every `intervalMs`, one FLOW_MOD ADD of the same flow in table 200 (after the first, OVS
- * replaces it: a modify) and a barrier, on an OpenFlow connection of its own to
- * `node`'s bridge, timed from send to the barrier's reply. It measures how long
- * ovs-vswitchd keeps a controller's flow mods waiting while the flood goes on: the
- * daemon's own flow mods queue behind the same main loop. The figure includes this
- * process's event-loop delay, which the victim's 1 ms polling keeps small.
+ * Every `intervalMs`, one FLOW_MOD ADD of the same flow in table 200 (a table the daemon
+ * never programs; after the first, OVS replaces the flow) and a barrier, on an OpenFlow
+ * connection of its own to `node`'s bridge, timed from send to the barrier's reply. It
+ * measures how long ovs-vswitchd keeps a controller's flow mods waiting while the flood
+ * goes on: the daemon's own flow mods queue behind the same main loop. The loop runs in a
+ * process of its own (flow-mod-probe-process.ts), out of the way of the bench's own work.
  */
 export async function startFlowModProbe(node: OvsNode, intervalMs = 100): Promise<FlowModProbe> {
-  const connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, timeoutMs: 5_000 });
-  const figures: FlowModRoundTrips = { roundTripsMs: [], failures: 0 };
-  let stopped = false;
-  const mod = flowMod({ tableId: PROBE_TABLE, cookie: 0n, priority: 1, match: PROBE_MATCH, instructions: [] });
-  const loop = (async () => {
-    while (!stopped) {
-      const started = performance.now();
-      try {
-        await connection.sendFlowMod(mod);
-        figures.roundTripsMs.push(performance.now() - started);
-      } catch {
-        figures.failures++;
-      }
-      await sleep(Math.max(0, started + intervalMs - performance.now()));
-    }
-  })();
+  // fork() runs it with this process's node flags (--import tsx).
+  const probe = fork(fileURLToPath(new URL('./flow-mod-probe-process.ts', import.meta.url)), [node.openflowEndpoint, String(intervalMs)]);
+  await nextMessage(probe); // connected, probing
   return {
     async stop() {
-      stopped = true;
-      await loop;
-      await connection.close();
-      return figures;
+      const figures = nextMessage(probe);
+      probe.send('stop');
+      return (await figures) as FlowModRoundTrips;
     },
   };
+}
+
+/** The probe's next message; rejects if it fails or ends first. */
+function nextMessage(probe: ChildProcess): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const done = (settle: () => void) => {
+      probe.off('message', onMessage).off('error', onError).off('exit', onExit);
+      settle();
+    };
+    const onMessage = (message: unknown) => done(() => resolve(message));
+    const onError = (error: Error) => done(() => reject(error));
+    const onExit = (code: number | null) => done(() => reject(new Error(`the FLOW_MOD probe ended (exit ${code})`)));
+    probe.on('message', onMessage).on('error', onError).on('exit', onExit);
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -151,13 +144,13 @@ export async function scrapeMeterAndRefusals(node: OvsNode, url: string, attacke
   };
 }
 
-/** The daemon's V8 heap in use and its memory outside the heap (buffers), MiB, from prom-client's process metrics; undefined when they cannot be read. */
-export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<{ heap: number; external: number } | undefined> {
+/** The daemon's V8 heap in use and taken from the system (committed), and its memory outside the heap (buffers), MiB, from prom-client's process metrics; undefined when they cannot be read. */
+export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<{ heap: number; committed: number; external: number } | undefined> {
   if (url === undefined) return undefined;
   try {
     const samples = parseExposition((await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout);
     const mib = (name: string) => (samples.find((entry) => entry.name === name)?.value ?? Number.NaN) / 2 ** 20;
-    return { heap: mib('nodejs_heap_size_used_bytes'), external: mib('nodejs_external_memory_bytes') };
+    return { heap: mib('nodejs_heap_size_used_bytes'), committed: mib('nodejs_heap_size_total_bytes'), external: mib('nodejs_external_memory_bytes') };
   } catch {
     return undefined;
   }

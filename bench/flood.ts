@@ -7,14 +7,16 @@
  * daemon runs with short membership timers (BENCH_FLOOD_QUERY_INTERVAL_S and friends) so
  * that the attackers' groups expire soon after the flood. Printed:
  *
- * - the victim's join latency: from its join call to the first datagram it reads, timed
- *   inside the pod on one clock (the join call sends the report at once; the sender's
- *   1 ms interval is the resolution);
+ * - the victim's join latency: from its report on the wire to the first datagram it
+ *   reads (the kernel's timestamps of both frames, seen by a packet socket in the pod),
+ *   and from its join call (which adds the kernel's delay before the report); the
+ *   sender's 1 ms interval is the resolution;
  * - its delivery ratio from 1 s after each join on: the datagrams it read against those
  *   the sender numbered in that second;
  * - the daemon's peak RSS and mean CPU, ovs-vswitchd's mean CPU, over the flood;
  * - the round trip of a FLOW_MOD + barrier to ovs-vswitchd, on a connection of the
- *   bench's own, every 100 ms of the flood (p50, p99, max; target: under 10 ms);
+ *   bench's own, every 100 ms of the flood (p50, p99, max; target: under 10 ms), and the
+ *   same for 10 s before it: what the machine gives without a flood;
  * - the daemon's metrics at the end of the flood: the IGMP meter's drops on the
  *   attackers' ports (mcastctl_igmp_meter_drops_total, n/a when the daemon has none, e.g.
  *   run with --no-igmp-meter) and its refusals by reason (mcastctl_igmp_refused_total);
@@ -23,7 +25,9 @@
  *   group membership interval (robustness × query interval + query response interval;
  *   watched until GMI + 15 s), and the daemon's RSS at start, at peak, at the end and 20 s
  *   later (the daemon gives a flood's memory back 5 s after its groups stop expiring),
- *   with its V8 heap in use at start and at the end.
+ *   with its V8 heap (in use, and taken from the system) and its memory outside the heap
+ *   at start, at the flood's end and then;
+ * - the group syncs the daemon did and how many were still waiting at the flood's end.
  *
  *   node --import tsx bench/flood.ts      (root; `npm run build` first: it runs dist/)
  *
@@ -35,7 +39,8 @@
  * GMI is reckoned (set them here, not in the daemon flags), BENCH_FLOOD_DAEMON_ARGS (more
  * daemon flags, after the bench's own: e.g. `--no-igmp-meter` to compare without the
  * meter, `--max-groups-per-port 1000000 --max-groups 1000000` to see the flood without
- * the limits).
+ * the limits), BENCH_FLOOD_CPU_PROFILE (a directory: the daemon's CPU profile is written
+ * there when it stops, node --cpu-prof).
  */
 import { ControlClient } from '../src/transport/control/control-client.js';
 import { startDaemon } from '../test/lab/daemon.js';
@@ -74,6 +79,8 @@ const ATTACKER_GROUP_SPAN = 0x370000;
 const EXPIRY_GRACE_S = 15;
 /** The pause between two FLOW_MOD probes. */
 const FLOW_MOD_INTERVAL_MS = 100;
+/** How long the flow-mod probe runs before the flood, for the machine's own figure. */
+const IDLE_PROBE_MS = 10_000;
 /** Attacker i is 10.7.0.(FIRST_ATTACKER_HOST + i). */
 const FIRST_ATTACKER_HOST = 21;
 const MAX_ATTACKERS = 200;
@@ -96,18 +103,22 @@ export interface FloodFigures {
   daemonPeakRssMiB: number;
   daemonStartRssMiB: number;
   /** The daemon's V8 heap in use at start and at the end of the watch after the flood (what RSS keeps beyond it is memory V8 holds, not state). */
-  heapUsedMiB: { start: { heap: number; external: number } | undefined; end: { heap: number; external: number } | undefined };
+  heapUsedMiB: { start: HeapFigures | undefined; floodEnd: HeapFigures | undefined; end: HeapFigures | undefined };
   /** The daemon's RSS SETTLED_AFTER_MS after the watch ended. */
   settledRssMiB: number;
   daemonCpuPercent: number;
   vswitchdCpuPercent: number;
   flowMods: FlowModRoundTrips;
+  /** The same probe for IDLE_PROBE_MS before the flood, the daemon up: what the machine itself gives. */
+  idleFlowMods: FlowModRoundTrips;
   /** Scraped at the end of the flood. */
   metrics: MeterAndRefusals;
   /** At the end of the flood. */
   daemonGroups: number | undefined;
   /** Groups waiting for (or retrying) their sync to OVS. */
   pendingSyncs: number | undefined;
+  /** Group syncs done and failed from the daemon's start to the end of the flood. */
+  syncs: { done: number; failed: number } | undefined;
   ovsGroups: number;
   /** s from the first report to the end of the last attacker's flood. */
   floodElapsedS: number;
@@ -115,6 +126,8 @@ export interface FloodFigures {
   gmiS: number;
   expiry: Expiry;
 }
+
+type HeapFigures = { heap: number; committed: number; external: number };
 
 /** The sequence number a datagram of the sender carries (`<tag> <i>`). */
 /** The victim's join cycles (VICTIM_PY), each timed inside the pod from its join call to its first datagram. */
@@ -141,7 +154,7 @@ async function joinCycles(
   return { joinMs, joinCallMs, joinsWithoutData, deliveryRatios };
 }
 
-function memory(figure: { heap: number; external: number } | undefined, part: 'heap' | 'external'): string {
+function memory(figure: HeapFigures | undefined, part: keyof HeapFigures): string {
   return figure === undefined ? 'n/a' : `${figure[part].toFixed(1)} MiB`;
 }
 
@@ -159,6 +172,8 @@ export interface FloodOptions {
   robustness?: number;
   /** More daemon flags, e.g. limits raised to see the flood without them, or --no-igmp-meter. */
   daemonArgs?: string[];
+  /** Where the daemon's CPU profile goes (node --cpu-prof); none: not profiled. */
+  cpuProfileDir?: string;
 }
 
 export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigures> {
@@ -183,13 +198,21 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       ...Array.from({ length: attackerCount }, (_, i) => node.addPod(`atk${i}`, { address: `10.7.0.${FIRST_ATTACKER_HOST + i}/24` })),
     ]);
     const timers = ['--query-interval', `${queryIntervalS}s`, '--query-response-interval', `${queryResponseIntervalS}s`, '--robustness', String(robustness)];
-    const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', ...timers, ...(options.daemonArgs ?? [])] });
+    // With a profile directory, node writes the daemon's CPU profile there when it stops.
+    const profile =
+      options.cpuProfileDir === undefined
+        ? {}
+        : { wrapper: ['sh', '-c', 'exec "$0" --cpu-prof --cpu-prof-dir="$PROFILE_DIR" "$@"'], env: { PROFILE_DIR: options.cpuProfileDir } };
+    const daemon = startDaemon(node, { multicastInterfaces: [], ...profile, args: ['--fast-leave', ...timers, ...(options.daemonArgs ?? [])] });
     const listening = await daemon.ready();
     const metricsUrl = typeof listening['metrics'] === 'string' ? listening['metrics'] : undefined;
     const vswitchd = node.pids.vswitchd;
     if (vswitchd === undefined) throw new Error('ovs-vswitchd is not running');
     const daemonStartRssMiB = rssMiB(daemon.pid);
     const heapAtStartMiB = await scrapeHeapUsedMiB(node, metricsUrl);
+    const idleProbe = await startFlowModProbe(node, FLOW_MOD_INTERVAL_MS);
+    await sleep(IDLE_PROBE_MS);
+    const idleFlowMods = await idleProbe.stop();
     const flowModProbe = await startFlowModProbe(node, FLOW_MOD_INTERVAL_MS);
 
     const sending = lab
@@ -245,11 +268,15 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     const client = await ControlClient.connect(daemon.controlSocket);
     let daemonGroups: number | undefined;
     let pendingSyncs: number | undefined;
+    let syncs: { done: number; failed: number } | undefined;
     try {
-      ({ groups: daemonGroups, pendingSyncs } = await client.request<{ groups: number; pendingSyncs: number }>('status'));
+      const status = await client.request<{ groups: number; pendingSyncs: number; counters: { syncs: number; syncErrors: number } }>('status');
+      ({ groups: daemonGroups, pendingSyncs } = status);
+      syncs = { done: status.counters.syncs, failed: status.counters.syncErrors };
     } finally {
       client.close();
     }
+    const heapAtFloodEndMiB = await scrapeHeapUsedMiB(node, metricsUrl);
     const ovsGroups = (await node.ofctl('-O', 'OpenFlow13', 'dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
     const expiry = await watchExpiry({
       controlSocket: daemon.controlSocket,
@@ -273,14 +300,16 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
       ...cycles,
       daemonPeakRssMiB: peakRss,
       daemonStartRssMiB,
-      heapUsedMiB: { start: heapAtStartMiB, end: heapAtEndMiB },
+      heapUsedMiB: { start: heapAtStartMiB, floodEnd: heapAtFloodEndMiB, end: heapAtEndMiB },
       settledRssMiB,
       daemonCpuPercent: cpuPercent(ticksBefore.daemon, ticksAfter.daemon, elapsedS),
       vswitchdCpuPercent: cpuPercent(ticksBefore.vswitchd, ticksAfter.vswitchd, elapsedS),
       flowMods,
+      idleFlowMods,
       metrics,
       daemonGroups,
       pendingSyncs,
+      syncs,
       ovsGroups,
       floodElapsedS: elapsedS,
       gmiS,
@@ -317,9 +346,10 @@ export function floodReport(figures: FloodFigures): string[] {
   const reportsSent = figures.reportsSent.reduce((total, sent) => total + sent, 0);
   const records = reportsSent * figures.recordsPerReport;
   const roundTrips = figures.flowMods.roundTripsMs;
-  const flowModLine =
-    `p50 ${ms(percentile(roundTrips, 50))}, p99 ${ms(percentile(roundTrips, 99))}, max ${ms(percentile(roundTrips, 100))}` +
-    ` over ${roundTrips.length} probes, ${figures.flowMods.failures} failed`;
+  const idleRoundTrips = figures.idleFlowMods.roundTripsMs;
+  const flowModLine = (probe: FlowModRoundTrips) =>
+    `p50 ${ms(percentile(probe.roundTripsMs, 50))}, p99 ${ms(percentile(probe.roundTripsMs, 99))}, max ${ms(percentile(probe.roundTripsMs, 100))}` +
+    ` over ${probe.roundTripsMs.length} probes, ${probe.failures} failed`;
   const peakRss = Math.max(figures.daemonPeakRssMiB, figures.expiry.peakRssMiB);
   const lines = [
     `  ${figures.attackers} attacker${figures.attackers === 1 ? '' : 's'}: ${count(reportsSent)} IGMPv3 reports × ${figures.recordsPerReport} fresh groups in ${figures.seconds} s` +
@@ -333,10 +363,12 @@ export function floodReport(figures: FloodFigures): string[] {
     `  daemon: RSS ${mib(figures.daemonStartRssMiB)} at start, peak ${mib(figures.daemonPeakRssMiB)} during the flood (target: at most 150);` +
       ` CPU ${figures.daemonCpuPercent.toFixed(0)} % of one core (target: at most 50)`,
     `  ovs-vswitchd: CPU ${figures.vswitchdCpuPercent.toFixed(0)} % of one core`,
-    `  FLOW_MOD + barrier to ovs-vswitchd every ${FLOW_MOD_INTERVAL_MS} ms of the flood: ${flowModLine} (target: under 10 ms)`,
+    `  FLOW_MOD + barrier to ovs-vswitchd every ${FLOW_MOD_INTERVAL_MS} ms of the flood: ${flowModLine(figures.flowMods)} (target: under 10 ms)`,
+    `    the same for ${IDLE_PROBE_MS / 1000} s before the flood (the daemon up, no flood): ${flowModLine(figures.idleFlowMods)}`,
     `  IGMP meter drops at the end of the flood: attackers ${orNa(figures.metrics.attackerMeterDrops)}, other ports ${orNa(figures.metrics.otherMeterDrops)}`,
     `  IGMP refused by the daemon: ${refusals(figures)}`,
-    `  at the end of the flood: the daemon holds ${figures.daemonGroups ?? 'n/a'} groups (${figures.pendingSyncs ?? 'n/a'} waiting for a sync), OVS ${count(figures.ovsGroups)} OVS groups`,
+    `  at the end of the flood: the daemon holds ${figures.daemonGroups ?? 'n/a'} groups (${figures.pendingSyncs ?? 'n/a'} waiting for a sync), OVS ${count(figures.ovsGroups)} OVS groups;` +
+      ` group syncs since the start: ${figures.syncs === undefined ? 'n/a' : `${count(figures.syncs.done)} done, ${count(figures.syncs.failed)} failed`}`,
     `  after it: the attackers' ${count(figures.expiry.groupsAtFloodEnd)} groups gone ${expiryLine(figures)};` +
       ` RSS ${mib(figures.daemonStartRssMiB)} at start, peak ${mib(peakRss)}, ${mib(figures.expiry.endRssMiB)} at the end`,
     '',
@@ -347,15 +379,19 @@ export function floodReport(figures: FloodFigures): string[] {
     `    victim delivery min / p50: ${ratio(percentile(figures.deliveryRatios, 0))} / ${ratio(percentile(figures.deliveryRatios, 50))}`,
     `    daemon CPU: ${figures.daemonCpuPercent.toFixed(0)} %`,
     `    ovs-vswitchd CPU: ${figures.vswitchdCpuPercent.toFixed(0)} %`,
-    `    flow mod p50 / p99 / max: ${ms(percentile(roundTrips, 50))} / ${ms(percentile(roundTrips, 99))} / ${ms(percentile(roundTrips, 100))}`,
+    `    flow mod p50 / p99 / max: ${ms(percentile(roundTrips, 50))} / ${ms(percentile(roundTrips, 99))} / ${ms(percentile(roundTrips, 100))}` +
+      ` (before the flood: ${ms(percentile(idleRoundTrips, 50))} / ${ms(percentile(idleRoundTrips, 99))} / ${ms(percentile(idleRoundTrips, 100))})`,
     `    meter drops (attackers): ${orNa(figures.metrics.attackerMeterDrops)}`,
     `    refused: ${refusals(figures)}`,
     `    groups at flood end (daemon / OVS / waiting for a sync): ${figures.daemonGroups ?? 'n/a'} / ${count(figures.ovsGroups)} / ${figures.pendingSyncs ?? 'n/a'}`,
     `    attackers' groups gone: ${expiryLine(figures)}`,
     `    RSS start / peak / end: ${mib(figures.daemonStartRssMiB)} / ${mib(peakRss)} / ${mib(figures.expiry.endRssMiB)}`,
     `    RSS ${SETTLED_AFTER_MS / 1000} s after the attackers' groups were gone: ${mib(figures.settledRssMiB)}`,
-    `    V8 heap used start / end: ${memory(figures.heapUsedMiB.start, 'heap')} / ${memory(figures.heapUsedMiB.end, 'heap')};` +
-      ` outside the heap (buffers): ${memory(figures.heapUsedMiB.start, 'external')} / ${memory(figures.heapUsedMiB.end, 'external')}`,
+    ...(['heap', 'committed', 'external'] as const).map((part) => {
+      const { start, floodEnd, end } = figures.heapUsedMiB;
+      const what = { heap: 'V8 heap in use', committed: 'V8 heap taken from the system', external: 'memory outside the V8 heap (buffers)' }[part];
+      return `    ${what}, start / flood end / settled: ${memory(start, part)} / ${memory(floodEnd, part)} / ${memory(end, part)}`;
+    }),
   ];
   return lines;
 }
@@ -372,6 +408,7 @@ export function floodOptionsFromEnv(): FloodOptions {
     queryResponseIntervalS: number('BENCH_FLOOD_QUERY_RESPONSE_INTERVAL_S'),
     robustness: number('BENCH_FLOOD_ROBUSTNESS'),
     ...(args === undefined ? {} : { daemonArgs: args }),
+    ...(process.env.BENCH_FLOOD_CPU_PROFILE === undefined ? {} : { cpuProfileDir: process.env.BENCH_FLOOD_CPU_PROFILE }),
   };
 }
 

@@ -3,19 +3,34 @@
  * JSON and tshark show), 32-bit unsigned numbers on the wire.
  */
 
-/** Parses a strict dotted quad ("239.1.2.3"); returns undefined for anything else. */
+/**
+ * Parses a strict dotted quad ("239.1.2.3"); returns undefined for anything else: no
+ * signs, no spaces, no leading zeros (they read as octal in inet_aton). One pass over the
+ * characters, no regular expression and no split: every record of every report goes
+ * through here, and sorting thousands of groups compares them this way.
+ */
 export function parseIPv4(text: string): number | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
+  const length = text.length;
+  if (length < 7 || length > 15) return undefined;
   let value = 0;
-  for (const part of parts) {
-    // No signs, no spaces, no leading zeros (they read as octal in inet_aton).
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(part)) return undefined;
-    const octet = Number(part);
-    if (octet > 255) return undefined;
-    value = value * 256 + octet;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let index = 0; index < length; index++) {
+    const code = text.charCodeAt(index);
+    if (code === 0x2e) {
+      if (digits === 0 || ++dots > 3) return undefined;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+    } else if (code >= 0x30 && code <= 0x39) {
+      if (digits === 1 && octet === 0) return undefined;
+      octet = octet * 10 + (code - 0x30);
+      digits++;
+      if (octet > 255) return undefined;
+    } else return undefined;
   }
-  return value;
+  return dots === 3 && digits > 0 ? value * 256 + octet : undefined;
 }
 
 export function formatIPv4(value: number): string {

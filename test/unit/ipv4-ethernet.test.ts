@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { describe, it } from 'node:test';
 import * as ethernet from '../../src/packet/ethernet.js';
 import { DecodeError } from '../../src/errors.js';
@@ -117,9 +118,40 @@ describe('IPv4 addresses', () => {
     assert.equal(parseIPv4('239.1.2.3'), 0xef010203);
     assert.equal(parseIPv4('0.0.0.0'), 0);
     assert.equal(parseIPv4('255.255.255.255'), 0xffffffff);
-    for (const bad of ['239.1.2', '239.1.2.3.4', '256.1.1.1', '010.1.1.1', '1.1.1.-1', ' 1.1.1.1', '1.1.1.1 ', 'a.b.c.d', '', '1..1.1']) {
+    for (const bad of [
+      '239.1.2',
+      '239.1.2.3.4',
+      '256.1.1.1',
+      '010.1.1.1',
+      '1.1.1.-1',
+      ' 1.1.1.1',
+      '1.1.1.1 ',
+      'a.b.c.d',
+      '',
+      '1..1.1',
+      '1.1.1.',
+      '.1.1.1',
+      '1.1.1.1000',
+      '1.1.1.00',
+      '1.1.1.+1',
+      '1.1.1.1e0',
+      '１.1.1.1',
+    ]) {
       assert.equal(parseIPv4(bad), undefined, JSON.stringify(bad));
     }
+  });
+  it('parses exactly the text that splits into four decimal octets without leading zeros (the definition, on random text)', () => {
+    const reference = (text: string) => {
+      const parts = text.split('.');
+      if (parts.length !== 4 || !parts.every((part) => /^(0|[1-9][0-9]{0,2})$/.test(part) && Number(part) <= 255)) return undefined;
+      return parts.reduce((value, part) => value * 256 + Number(part), 0);
+    };
+    const addressLike = fc.stringMatching(/^[0-9.]{0,16}$/);
+    const octets = fc.tuple(fc.nat(300), fc.nat(300), fc.nat(300), fc.nat(300)).map((parts) => parts.join('.'));
+    fc.assert(
+      fc.property(fc.oneof(addressLike, octets, fc.string()), (text) => parseIPv4(text) === reference(text)),
+      { numRuns: 20_000 },
+    );
   });
   it('formats, reads and writes what it parses', () => {
     const bytes = new Uint8Array(6);

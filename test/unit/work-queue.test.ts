@@ -64,6 +64,47 @@ describe('WorkQueue', () => {
     assert.equal(new Set(synced).size, 1002);
   });
 
+  it('a lane that had nothing waiting gives its key before the lanes that keep having work', async () => {
+    const { calls, sync } = controllableSync();
+    const queue = new WorkQueue<string>({ sync, workers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    for (let index = 0; index < 1000; index++) queue.add(`flood-${index}`, 'attacker');
+    const next = async () => {
+      calls.at(-1)!.resolve();
+      await tick();
+      return calls.at(-1)!.key;
+    };
+    assert.equal(await next(), 'flood-1');
+    for (let index = 0; index < 10; index++) queue.add(`expired-${index}`);
+    assert.equal(await next(), 'expired-0', 'the default lane was idle');
+    assert.equal(await next(), 'flood-2', 'then the lanes take turns');
+    queue.add('join', 'victim');
+    assert.equal(await next(), 'join', 'before expired-1 and flood-3: its lane was idle');
+    assert.equal(await next(), 'expired-1');
+    assert.equal(await next(), 'flood-3');
+    queue.stop();
+  });
+
+  it('a key synced again, after a change while it ran or after a failure, waits in its lane, not behind the default lane', async () => {
+    const { calls, sync } = controllableSync();
+    const timers = new FakeTimers();
+    const queue = new WorkQueue<string>({ sync, workers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers });
+    queue.add('join', 'victim');
+    for (let index = 0; index < 100; index++) queue.add(`expired-${index}`);
+    queue.add('join', 'victim'); // a leave and a join again while its sync runs
+    calls[0]!.resolve();
+    await tick();
+    calls[1]!.resolve(); // expired-0
+    await tick();
+    assert.equal(calls[2]?.key, 'join', 'its turn comes next, not after 99 expired groups');
+    calls[2]!.reject(new Error('OVS refused it'));
+    await tick();
+    timers.fire(); // the backoff is over: the retry waits in the victim's lane again
+    calls[3]!.resolve(); // expired-1
+    await tick();
+    assert.equal(calls[4]?.key, 'join', 'its lane had nothing waiting: it goes first');
+    queue.stop();
+  });
+
   it('a key added while it is syncing is synced again afterwards (no lost update), never twice at once', async () => {
     const { calls, sync } = controllableSync();
     const queue = new WorkQueue<string>({ sync, workers: 4, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });

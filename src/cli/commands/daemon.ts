@@ -9,7 +9,7 @@ import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/con
 import type { DaemonConfig } from '../../controllers/daemon/daemon-config.js';
 import { loadGroupPolicy } from '../../controllers/daemon/policy-loader.js';
 import { GroupPolicy } from '../../domain/policy/group-policy.js';
-import { limitMallocArenas } from '../../runtime/memory-release.js';
+import { holdYoungGeneration, limitMallocArenas } from '../../runtime/memory-release.js';
 
 /** malloc arenas of the daemon (glibc's default: eight per core). */
 const DAEMON_MALLOC_ARENAS = 2;
@@ -70,6 +70,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   ]);
   // Two malloc arenas, not eight per core: a flood's freed memory goes back (runtime/memory-release.ts).
   limitMallocArenas(DAEMON_MALLOC_ARENAS);
+  holdYoungGeneration();
   const logger = new Logger({ format: config.logFormat, level: config.logLevel });
   closeInspector(logger);
   const stop = new StopSignal();

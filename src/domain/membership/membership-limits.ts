@@ -60,24 +60,39 @@ export interface AdmissionRequest {
   portGroupCount: number;
 }
 
-/** Why the report may not add what it asks for, or undefined when it may. Pure. */
+/**
+ * Why the report may not add what it asks for, or undefined when it may. Pure. A flood's
+ * record (a new group for a port at its limit) is decided without building anything.
+ */
 export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
-  const { limits, port, host } = request;
-  const before = new Set<SourceAddress>();
-  const after = new Set<SourceAddress>(request.filter.sources);
+  const { limits, port } = request;
   let groupHasMembers = false;
   let portIsMember = false;
   for (const member of request.members ?? []) {
     groupHasMembers = true;
+    if (member.port === port) {
+      portIsMember = true;
+      break;
+    }
+  }
+  if (!groupHasMembers && request.groupCount >= limits.maxGroups) return { reason: 'node-groups', limit: limits.maxGroups };
+  if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort) return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
+  if (request.filter.sources.size === 0 && !portIsMember) return undefined;
+  return sourcesRefusal(request);
+}
+
+/** The sources limit: the port's sources of the group after the report (its other hosts' too), when some are new. */
+function sourcesRefusal(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
+  const { limits, port, host } = request;
+  const before = new Set<SourceAddress>();
+  const after = new Set<SourceAddress>(request.filter.sources);
+  for (const member of request.members ?? []) {
     if (member.port !== port) continue;
-    portIsMember = true;
     for (const source of member.filter.sources) {
       before.add(source);
       if (member.host !== host) after.add(source);
     }
   }
-  if (!groupHasMembers && request.groupCount >= limits.maxGroups) return { reason: 'node-groups', limit: limits.maxGroups };
-  if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort) return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
   if (after.size > limits.maxSourcesPerGroup && [...after].some((source) => !before.has(source)))
     return { reason: 'group-sources', limit: limits.maxSourcesPerGroup };
   return undefined;

@@ -12,7 +12,7 @@
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
 import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, refusalOf, UNLIMITED } from './membership-limits.js';
-import { compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
+import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 
 export interface MembershipTiming {
   /** Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval (§8.13). */
@@ -231,6 +231,9 @@ export class MembershipTable {
 
   /** Every group with members, sorted by address; members by port, then host. */
   snapshot(): GroupSnapshot[] {
+    // Sorted by a key parsed once per group (a save and every `groups` take a snapshot of thousands).
+    const order = new Map<GroupAddress, number>();
+    for (const group of this.groups.keys()) order.set(group, addressOrderKey(group));
     return [...this.groups.entries()]
       .map(([group, members]) => ({
         group,
@@ -246,7 +249,7 @@ export class MembershipTable {
             ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
           })),
       }))
-      .sort((a, b) => compareAddresses(a.group, b.group));
+      .sort((a, b) => order.get(a.group)! - order.get(b.group)!);
   }
 
   private leaveOf(group: GroupAddress, port: number, leaving: HostAddress): MembershipEffect[] {
@@ -340,9 +343,11 @@ export class MembershipTable {
   /** Whether the limits refuse what the report would add (and tells onRefusal so). */
   private refuses(group: GroupAddress, port: number, host: HostAddress, filter: SourceFilter): boolean {
     const members = this.groups.get(group)?.values();
-    const request = { limits: this.limits, group, port, host, filter, members, groupCount: this.groups.size };
-    const refusal = refusalOf({ ...request, portGroupCount: this.portGroups.groupsOf(port) });
-    if (refusal !== undefined) this.options.onRefusal?.({ ...refusal, group, port, host });
+    const groupCount = this.groups.size;
+    const refusal = refusalOf({ limits: this.limits, group, port, host, filter, members, groupCount, portGroupCount: this.portGroups.groupsOf(port) });
+    // Built field by field: with a spread of `refusal` here, a refused record cost 5.9 µs
+    // instead of 0.9 (a flooding port at its limit sends thousands a second).
+    if (refusal !== undefined) this.options.onRefusal?.({ reason: refusal.reason, limit: refusal.limit, group, port, host });
     return refusal !== undefined;
   }
 

@@ -9,6 +9,9 @@
  * Keys wait in lanes (the daemon's: the pod port whose IGMP made the change), and the
  * lanes take turns: a port that dirties thousands of groups at once has one of them
  * synced in each turn, so another port's single join waits for a turn, not for them all.
+ * A lane that had nothing waiting goes before the lanes that keep having work (the new
+ * flows of fair queueing, as in FQ-CoDel), for its first key: a quiet pod's join waits
+ * for a free worker, not for a turn of every flooding port.
  */
 import { backoffDelay } from '../../runtime/backoff.js';
 
@@ -41,11 +44,15 @@ export interface WorkQueueOptions<Key> {
 export class WorkQueue<Key> {
   /** Ready keys by lane, each first in first out; the first lane is the next to give one. */
   private readonly lanes = new Map<unknown, Key[]>();
+  /** Lanes that had nothing waiting when their first key came: they give one key before the others. */
+  private readonly newLanes = new Map<unknown, Key[]>();
   private readyCount = 0;
   private readonly queued = new Set<Key>();
   private readonly running = new Set<Key>();
-  /** Added again while running: queue once more when done. */
-  private readonly dirty = new Set<Key>();
+  /** Added again while running: queue once more when done, in the lane of that add. */
+  private readonly dirty = new Map<Key, unknown>();
+  /** The lane each queued or running key was added in (a retry goes back to it). */
+  private readonly laneOf = new Map<Key, unknown>();
   private readonly failures = new Map<Key, number>();
   private readonly retries = new Map<Key, () => void>();
   private readonly timers: WorkQueueTimers;
@@ -70,11 +77,12 @@ export class WorkQueue<Key> {
     // A pending retry is overtaken by fresh work: sync now, keep the failure count.
     this.retries.get(key)?.();
     this.retries.delete(key);
-    if (this.running.has(key)) this.dirty.add(key);
+    if (this.running.has(key)) this.dirty.set(key, lane);
     else if (!this.queued.has(key)) {
       this.queued.add(key);
-      const waiting = this.lanes.get(lane);
-      if (waiting === undefined) this.lanes.set(lane, [key]);
+      this.laneOf.set(key, lane);
+      const waiting = this.lanes.get(lane) ?? this.newLanes.get(lane);
+      if (waiting === undefined) this.newLanes.set(lane, [key]);
       else waiting.push(key);
       this.readyCount++;
     }
@@ -96,9 +104,11 @@ export class WorkQueue<Key> {
   stop(): void {
     this.stopped = true;
     this.lanes.clear();
+    this.newLanes.clear();
     this.readyCount = 0;
     this.queued.clear();
     this.dirty.clear();
+    this.laneOf.clear();
     for (const cancel of this.retries.values()) cancel();
     this.retries.clear();
     this.settleIdle();
@@ -115,6 +125,7 @@ export class WorkQueue<Key> {
   }
 
   private async runOne(key: Key): Promise<void> {
+    const lane = this.laneOf.get(key) ?? DEFAULT_LANE;
     try {
       await this.options.sync(key);
       this.failures.delete(key);
@@ -129,22 +140,25 @@ export class WorkQueue<Key> {
           key,
           this.timers.after(delay, () => {
             this.retries.delete(key);
-            this.add(key);
+            this.add(key, lane);
           }),
         );
       }
     } finally {
       this.running.delete(key);
-      if (this.dirty.delete(key)) this.add(key);
+      this.laneOf.delete(key);
+      const again = this.dirty.get(key);
+      if (this.dirty.delete(key)) this.add(key, again);
       this.pump();
     }
   }
 
-  /** The first key of the first lane; that lane, if it has more, goes to the back of the turns. */
+  /** The first key of the first new lane, else of the first lane; a lane with more goes to the back of the turns. */
   private nextReady(): Key {
-    const [lane, waiting] = this.lanes.entries().next().value as [unknown, Key[]];
+    const from = this.newLanes.size > 0 ? this.newLanes : this.lanes;
+    const [lane, waiting] = from.entries().next().value as [unknown, Key[]];
     const key = waiting.shift()!;
-    this.lanes.delete(lane);
+    from.delete(lane);
     if (waiting.length > 0) this.lanes.set(lane, waiting);
     this.readyCount--;
     return key;
