@@ -6,6 +6,7 @@
  *   OUTPUT     type(2)=0  len(2)=16 | port(4) | max_len(2) | pad(6)
  *   GROUP      type(2)=22 len(2)=8  | group_id(4)
  *   SET_FIELD  type(2)=25 len(2)    | OXM TLV | zero padding to a multiple of 8
+ *              (the TLV may be of class NXM_1, e.g. tun_dst, which has no basic-class OXM)
  *
  * Any other action (POP_VLAN, DEC_NW_TTL, OVS's Nicira actions such as resubmit or ct,
  * ...) is kept as `RAW`: its type and the octets after its 4-octet header, re-encoded as
@@ -65,6 +66,15 @@ export function group(groupId: number): GroupAction {
 
 export function setField(field: OxmField): SetFieldAction {
   return { type: 'SET_FIELD', field };
+}
+
+/**
+ * `set_field:ADDRESS->tun_dst`: the outer IPv4 destination for a flow-based tunnel port
+ * (remote_ip=flow), to be followed by an OUTPUT to that port. Encodes as OVS writes it
+ * in OpenFlow 1.3: a SET_FIELD of 16 octets holding the NXM_1 header 0x00014004.
+ */
+export function setTunnelDestination(address: string): SetFieldAction {
+  return setField({ field: 'TUN_IPV4_DST', value: address });
 }
 
 // --- one action ------------------------------------------------------------------------------

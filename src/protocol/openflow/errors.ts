@@ -22,7 +22,7 @@ export type OpenFlowDecodeReason =
   | 'bad-length'
   /** An ofp_match whose type is not OFPMT_OXM (the only one OpenFlow 1.3 defines). */
   | 'bad-match-type'
-  /** An OXM field of the basic class whose payload length is not the one its field has. */
+  /** A named OXM field (basic class, or the NXM_1 tunnel endpoints) whose payload length is not the one its field has. */
   | 'bad-field-length';
 
 export class OpenFlowDecodeError extends DecodeError {

@@ -15,7 +15,8 @@
  * with more members must be split: OpenFlow 1.3 has no insert-bucket command, so the
  * pipeline chains groups (a bucket whose action is GROUP to the next one).
  */
-import { BUCKET_HEADER_LENGTH } from './bucket.js';
+import { output, setTunnelDestination } from './action.js';
+import { BUCKET_HEADER_LENGTH, bucket, bucketLength } from './bucket.js';
 import { GROUP_MOD_FIXED_LENGTH } from './group-mod.js';
 import { MAX_MESSAGE_LENGTH } from './header.js';
 
@@ -32,3 +33,11 @@ export function maxBucketsPerGroupMod(bucketLength: number): number {
 
 /** 2047: the most ALL-group buckets of one OUTPUT action each that one GROUP_MOD carries, and OVS 3.1 accepts. */
 export const MAX_OUTPUT_BUCKETS_PER_GROUP_MOD = maxBucketsPerGroupMod(BUCKET_HEADER_LENGTH + OUTPUT_ACTION_LENGTH);
+
+/**
+ * 48: the octets of one tunnel bucket, `set_field:PEER->tun_dst,output:TUN` (bucket header
+ * 16 + SET_FIELD 16 + OUTPUT 16). Taken from the codec itself so that it cannot drift from
+ * what is sent. It is half again a one-OUTPUT bucket (32), so one GROUP_MOD carries at most
+ * maxBucketsPerGroupMod(TUNNEL_BUCKET_LENGTH) = 1364 tunnel buckets, not 2047.
+ */
+export const TUNNEL_BUCKET_LENGTH = bucketLength(bucket([setTunnelDestination('0.0.0.0'), output(0)]));

@@ -1,8 +1,9 @@
 /**
- * OXM fields of the OpenFlow basic class (OpenFlow 1.3.5 §7.2.3.7, `oxm_ofb_match_fields`)
- * this client decodes into named values, with their payload lengths, value formats and
- * whether the spec lets them carry a mask. Fields not listed here (and every other OXM
- * class, e.g. OVS's NXM registers in a packet-in's match) pass through as raw bytes.
+ * OXM fields this client decodes into named values, with their payload lengths, value
+ * formats and whether they may carry a mask: those of the OpenFlow basic class (OpenFlow
+ * 1.3.5 §7.2.3.7, `oxm_ofb_match_fields`), and Open vSwitch's two IPv4 tunnel endpoints
+ * of class NXM_1. Fields not listed here (e.g. OVS's NXM registers in a packet-in's match)
+ * pass through as raw bytes.
  */
 
 /** OXM classes (`ofp_oxm_class`). */
@@ -51,21 +52,49 @@ export const OXM_FIELDS = {
   ARP_THA: { number: 25, length: 6, format: 'mac', maskable: true },
 } as const satisfies Record<string, OxmFieldSpec>;
 
-export type OxmFieldName = keyof typeof OXM_FIELDS;
+/**
+ * The tunnel's outer IPv4 source and destination (Open vSwitch's NXM_NX_TUN_IPV4_SRC and
+ * NXM_NX_TUN_IPV4_DST). They have no basic-class OXM, so OVS uses these NXM_1
+ * headers even in OpenFlow 1.3: in a packet-in's match from a tunnel port, and in
+ * SET_FIELD for `set_field:PEER->tun_dst` on a flow-based (remote_ip=flow) tunnel.
+ */
+export const NXM_1_FIELDS = {
+  TUN_IPV4_SRC: { number: 31, length: 4, format: 'ipv4', maskable: true },
+  TUN_IPV4_DST: { number: 32, length: 4, format: 'ipv4', maskable: true },
+} as const satisfies Record<string, OxmFieldSpec>;
+
+/** Every named field with its OXM class: what oxm.ts encodes and decodes. */
+export const NAMED_OXM_FIELDS = {
+  ...inClass(OxmClass.OPENFLOW_BASIC, OXM_FIELDS),
+  ...inClass(OxmClass.NXM_1, NXM_1_FIELDS),
+};
+
+function inClass<T extends Record<string, OxmFieldSpec>>(oxmClass: number, fields: T): { [K in keyof T]: T[K] & { readonly oxmClass: number } } {
+  return Object.fromEntries(Object.entries(fields).map(([name, spec]) => [name, { ...spec, oxmClass }])) as {
+    [K in keyof T]: T[K] & { readonly oxmClass: number };
+  };
+}
+
+export type OxmFieldName = keyof typeof NAMED_OXM_FIELDS;
 type FieldsOfFormat<F extends OxmFormat> = {
-  [K in OxmFieldName]: (typeof OXM_FIELDS)[K]['format'] extends F ? K : never;
+  [K in OxmFieldName]: (typeof NAMED_OXM_FIELDS)[K]['format'] extends F ? K : never;
 }[OxmFieldName];
 export type UintOxmFieldName = FieldsOfFormat<'uint'>;
 export type MacOxmFieldName = FieldsOfFormat<'mac'>;
 export type Ipv4OxmFieldName = FieldsOfFormat<'ipv4'>;
 
-const BY_NUMBER: readonly (OxmFieldName | undefined)[] = (() => {
-  const names: (OxmFieldName | undefined)[] = [];
-  for (const [name, spec] of Object.entries(OXM_FIELDS)) names[spec.number] = name as OxmFieldName;
-  return names;
+/** Field names by class, then by field number. */
+const BY_CLASS_AND_NUMBER: ReadonlyMap<number, readonly (OxmFieldName | undefined)[]> = (() => {
+  const byClass = new Map<number, (OxmFieldName | undefined)[]>();
+  for (const [name, spec] of Object.entries(NAMED_OXM_FIELDS)) {
+    const names = byClass.get(spec.oxmClass) ?? [];
+    names[spec.number] = name as OxmFieldName;
+    byClass.set(spec.oxmClass, names);
+  }
+  return byClass;
 })();
 
-/** The named basic-class field with number `field`, if this client decodes it. */
-export function oxmFieldName(field: number): OxmFieldName | undefined {
-  return BY_NUMBER[field];
+/** The named field with number `field` in `oxmClass` (by default the basic class), if this client decodes it. */
+export function oxmFieldName(field: number, oxmClass: number = OxmClass.OPENFLOW_BASIC): OxmFieldName | undefined {
+  return BY_CLASS_AND_NUMBER.get(oxmClass)?.[field];
 }

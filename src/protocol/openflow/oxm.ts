@@ -4,14 +4,14 @@
  *
  *   class(2) | field(7) hasmask(1) | length(1) | value(length) [or value + mask, length = 2 × size]
  *
- * Basic-class fields listed in oxm-field.ts decode to named, typed values; everything
- * else (other classes, e.g. OVS's NXM registers and tunnel fields in a packet-in, and
- * unlisted basic fields) is kept as `RAW` and re-encoded octet for octet.
+ * Fields listed in oxm-field.ts (basic-class ones and OVS's NXM_1 tunnel endpoints)
+ * decode to named, typed values; everything else (e.g. OVS's NXM registers in a
+ * packet-in, and unlisted basic fields) is kept as `RAW` and re-encoded octet for octet.
  */
 import { readMac, writeMac } from '../../packet/ethernet.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { OXM_FIELDS, OxmClass, oxmFieldName, type Ipv4OxmFieldName, type MacOxmFieldName, type OxmFieldName, type UintOxmFieldName } from './oxm-field.js';
+import { NAMED_OXM_FIELDS, oxmFieldName, type Ipv4OxmFieldName, type MacOxmFieldName, type OxmFieldName, type UintOxmFieldName } from './oxm-field.js';
 import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU64Field } from '../../wire/bytes.js';
 
 export const OXM_HEADER_LENGTH = 4;
@@ -56,7 +56,7 @@ export type OxmField = UintOxm | MacOxm | Ipv4Oxm | MetadataOxm | RawOxm;
 
 export function encodingLength(field: OxmField): number {
   if (field.field === 'RAW') return OXM_HEADER_LENGTH + field.payload.length;
-  const size = OXM_FIELDS[field.field].length;
+  const size = NAMED_OXM_FIELDS[field.field].length;
   return OXM_HEADER_LENGTH + (field.mask === undefined ? size : 2 * size);
 }
 
@@ -72,9 +72,9 @@ export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Arra
     out.set(field.payload, offset + OXM_HEADER_LENGTH);
     return out;
   }
-  const spec = OXM_FIELDS[field.field];
+  const spec = NAMED_OXM_FIELDS[field.field];
   const hasMask = field.mask !== undefined;
-  writeU16Field(out, offset, OxmClass.OPENFLOW_BASIC, 'OXM class');
+  writeU16Field(out, offset, spec.oxmClass, 'OXM class');
   out[offset + 2] = (spec.number << 1) | (hasMask ? 1 : 0);
   out[offset + 3] = length - OXM_HEADER_LENGTH;
   const at = offset + OXM_HEADER_LENGTH;
@@ -83,7 +83,7 @@ export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Arra
 }
 
 function writeValue(field: UintOxm | MacOxm | Ipv4Oxm | MetadataOxm, out: Uint8Array, at: number, size: number): void {
-  const { format } = OXM_FIELDS[field.field];
+  const { format } = NAMED_OXM_FIELDS[field.field];
   const write = (value: number | string | bigint, where: number, what: string) => {
     switch (format) {
       case 'uint':
@@ -115,9 +115,9 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmFie
     throw new OpenFlowDecodeError('bad-length', `OXM field of ${payloadLength} payload octets does not fill its ${end - start - OXM_HEADER_LENGTH}`);
   }
   const at = start + OXM_HEADER_LENGTH;
-  const name = oxmClass === OxmClass.OPENFLOW_BASIC ? oxmFieldName(oxmField) : undefined;
+  const name = oxmFieldName(oxmField, oxmClass);
   if (name === undefined) return { field: 'RAW', oxmClass, oxmField, hasMask, payload: copyBytes(bytes, at, end) };
-  const spec = OXM_FIELDS[name];
+  const spec = NAMED_OXM_FIELDS[name];
   const expected = hasMask ? 2 * spec.length : spec.length;
   if (payloadLength !== expected) {
     throw new OpenFlowDecodeError('bad-field-length', `OXM ${name}${hasMask ? ' with mask' : ''} needs ${expected} payload octets, not ${payloadLength}`);
@@ -126,7 +126,7 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmFie
 }
 
 function readNamed(name: OxmFieldName, bytes: Uint8Array, at: number, size: number, hasMask: boolean): OxmField {
-  switch (OXM_FIELDS[name].format) {
+  switch (NAMED_OXM_FIELDS[name].format) {
     case 'uint': {
       const field: UintOxm = { field: name as UintOxmFieldName, value: readUintN(bytes, at, size) };
       if (hasMask) field.mask = readUintN(bytes, at + size, size);

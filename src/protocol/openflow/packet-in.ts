@@ -5,9 +5,10 @@
  *   | match (padded to 8) | pad(2) | data
  *
  * The match carries the packet's pipeline fields: IN_PORT always; Open vSwitch adds
- * others (metadata, registers, tunnel fields) when they are nonzero, which decode as RAW
- * OXM fields. The two octets of padding put the Ethernet payload's IP header on a 4-octet
- * boundary.
+ * others (metadata, registers, tunnel fields) when they are nonzero. The tunnel's outer
+ * IPv4 source and destination decode as TUN_IPV4_SRC and TUN_IPV4_DST, most of the rest
+ * as RAW OXM fields. The two octets of padding put the Ethernet payload's IP header on a
+ * 4-octet boundary.
  */
 import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
@@ -76,5 +77,15 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Packet
 /** The packet's ingress port (its IN_PORT match field), or undefined if the switch sent none. */
 export function inPortOf(message: Pick<PacketIn, 'match'>): number | undefined {
   for (const field of message.match) if (field.field === 'IN_PORT') return field.value;
+  return undefined;
+}
+
+/**
+ * The outer IPv4 source of a packet that came in on a tunnel port (its TUN_IPV4_SRC match
+ * field), or undefined for one that did not. It is what the underlay delivered, so a NAT
+ * on the way shows here and not in the inner packet.
+ */
+export function tunnelSourceOf(message: Pick<PacketIn, 'match'>): string | undefined {
+  for (const field of message.match) if (field.field === 'TUN_IPV4_SRC') return field.value;
   return undefined;
 }

@@ -1,0 +1,278 @@
+/**
+ * The tunnel lab (docs/architecture.md, "The test lab"): three OVS nodes whose pods reach
+ * each other only through a flow-based Geneve port on br-int, over an underlay that
+ * carries no multicast at all (an nftables bridge rule drops every IPv4 multicast packet
+ * and counts it).
+ *
+ * ```
+ *   pods p<i>1 p<i>2 (10.20.<i>.11/.12) ─ br-int (netdev) ─ gw0 10.20.<i>.1
+ *                                          └ tun0: geneve, options:remote_ip=flow
+ *   node n<i>:  br-phy (netdev, standalone) ─ internal port br-phy 192.168.60.1<i>/24
+ *                └ uplink veth mcl<id>n<i>u (its only other port)
+ *                        │
+ *   underlay ns: Linux bridge mcl<id>ul0, no address, snooping off;
+ *                nftables "table bridge mcl_underlay": IPv4 multicast → counter drop
+ * ```
+ *
+ * Why the node's underlay address sits on br-phy's internal port and not on the uplink
+ * veth: the user-space datapath tunnels by OVS's own route and neighbour tables (read
+ * from the node's kernel, `ovs-appctl ovs/route/show`), and with the address on the veth
+ * the route picks the veth, which is the packet's input port: OVS logs "learned port is
+ * input port" and drops. With the address on br-phy, the encapsulated packet leaves
+ * through br-phy's NORMAL flow out of the uplink, and what arrives for that address is
+ * decapsulated (tnl_pop) on its way to br-phy's LOCAL port.
+ *
+ * Nothing here programs br-int: its flows and groups are the test's (by hand with
+ * ovs-ofctl, or by the daemon). Every name carries the lab's prefix or lives in a lab
+ * namespace, and `lab.destroy()` removes it all.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { sleep, waitUntil, type Lab, type LinuxBridge } from './lab.js';
+import { OvsNode, type OvsGateway, type OvsPod } from './ovs.js';
+
+/** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`. */
+export const TUNNEL_LAB = {
+  nodeNames: ['n1', 'n2', 'n3'],
+  /** br-phy addresses (the nodes' `--node-address`). */
+  underlayAddresses: ['192.168.60.11', '192.168.60.12', '192.168.60.13'],
+  underlaySubnet: '192.168.60.0/24',
+  podSubnets: ['10.20.1.0/24', '10.20.2.0/24', '10.20.3.0/24'],
+  gateways: ['10.20.1.1', '10.20.2.1', '10.20.3.1'],
+  /** Pod j (0-based) of node k has `10.20.<k+1>.<11+j>`. */
+  firstPodHost: 11,
+  physBridge: 'br-phy',
+  tunnelPort: 'tun0',
+  /** Geneve's IANA port: what tcpdump filters and tshark decodes as Geneve. */
+  geneveUdpPort: 6081,
+  /** The nftables table in the underlay namespace. */
+  nftTable: 'mcl_underlay',
+  /** Geneve over IPv4: 14 inner Ethernet + 8 Geneve + 8 UDP + 20 IPv4. */
+  encapsulationOverhead: 50,
+} as const;
+
+export interface TunnelLabOptions {
+  /** Pods per node (default 2, at most 9): `p11`, `p12` on n1, `p21`, ... */
+  podsPerNode?: number;
+  /** MTU of every pod's eth0 and its node-side veth (default: the kernel's, 1,500). */
+  podMtu?: number;
+  /** MTU of the underlay path: ul0, the uplink veths (both ends) and br-phy (default: the kernel's, 1,500). */
+  underlayMtu?: number;
+}
+
+export interface TunnelLabNode {
+  node: OvsNode;
+  /** The address on br-phy's internal port. */
+  underlayAddress: string;
+  /** Node-side uplink veth (a port of br-phy, in the node's namespace). */
+  uplink: string;
+  /** Underlay-side end of the uplink (a port of ul0, in the underlay namespace): where captures of "the wire" run. */
+  uplinkPeer: string;
+  gateway: OvsGateway;
+  /** The flow-based Geneve port on br-int. */
+  tunnel: { name: string; ofport: number };
+  pods: OvsPod[];
+}
+
+export interface TunnelLab {
+  underlayNs: string;
+  underlay: LinuxBridge;
+  nodes: [TunnelLabNode, TunnelLabNode, TunnelLabNode];
+  /** Packets the underlay's multicast drop rule has dropped so far. */
+  multicastDropped(): Promise<number>;
+}
+
+/** Builds the three-node tunnel lab in `lab` (which destroys it all). */
+export async function buildTunnelLab(lab: Lab, options: TunnelLabOptions = {}): Promise<TunnelLab> {
+  const podsPerNode = options.podsPerNode ?? 2;
+  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 9) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
+  const underlayNs = await lab.namespace('ul');
+  const underlay = await lab.linuxBridge(underlayNs, 'ul0', { snooping: false });
+  await dropIpv4Multicast(lab, underlayNs);
+  const nodes = (await Promise.all(TUNNEL_LAB.nodeNames.map((_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu })))) as [
+    TunnelLabNode,
+    TunnelLabNode,
+    TunnelLabNode,
+  ];
+  if (options.underlayMtu !== undefined) await setUnderlayMtu({ nodes, underlay }, options.underlayMtu);
+  return { underlayNs, underlay, nodes, multicastDropped: () => multicastDropped(lab, underlayNs) };
+}
+
+interface NodeBuild {
+  lab: Lab;
+  underlay: LinuxBridge;
+  /** 0, 1 or 2: node `n<index+1>`. */
+  index: number;
+  podsPerNode: number;
+  podMtu: number | undefined;
+}
+
+async function buildNode({ lab, underlay, index, podsPerNode, podMtu }: NodeBuild): Promise<TunnelLabNode> {
+  const T = TUNNEL_LAB;
+  const name = T.nodeNames[index]!;
+  const node = await OvsNode.start(lab, name);
+  // A pod may otherwise learn its gateway's address at the node-side end of its veth.
+  await lab.sysctl(node.ns, 'net.ipv4.conf.all.arp_ignore', 1);
+  const gateway = await node.addGateway({ address: `${T.gateways[index]}/24` });
+  const underlayAddress = T.underlayAddresses[index]!;
+  const { uplink, uplinkPeer } = await addPhysBridge(node, underlay, {
+    address: underlayAddress,
+  });
+  const tunnel = await addTunnelPort(node);
+  const subnet = T.podSubnets[index]!.split('.').slice(0, 3).join('.');
+  const pods: OvsPod[] = [];
+  // One at a time: pods' ofports then follow pod order.
+  for (let j = 0; j < podsPerNode; j++) {
+    const pod = await node.addPod(`p${index + 1}${j + 1}`, { address: `${subnet}.${T.firstPodHost + j}/24`, gateway: gateway.address });
+    if (podMtu !== undefined) await setPodMtu(pod, podMtu);
+    pods.push(pod);
+  }
+  return { node, underlayAddress, uplink, uplinkPeer, gateway, tunnel, pods };
+}
+
+interface PhysBridgeOptions {
+  /** Without prefix length: the bridge is on the underlay's /24. */
+  address: string;
+}
+
+/**
+ * br-phy (netdev, fail-mode standalone, so its NORMAL flow switches), the uplink veth as
+ * its port, the underlay address on its internal port. Resolves once OVS's own route
+ * table has the underlay subnet on br-phy, which is what tunnelling looks up.
+ */
+async function addPhysBridge(node: OvsNode, underlay: LinuxBridge, options: PhysBridgeOptions): Promise<{ uplink: string; uplinkPeer: string }> {
+  const { lab, ns } = node;
+  const bridge = TUNNEL_LAB.physBridge;
+  const uplink = lab.ifname(`${node.name}u`);
+  const uplinkPeer = lab.ifname(`${node.name}up`);
+  await lab.vethPair({ ns, name: uplink }, { ns: underlay.ns, name: uplinkPeer });
+  await underlay.attach(uplinkPeer);
+  const { stdout } = await lab.ip(ns, '-j', 'link', 'show', uplink);
+  const mac = (JSON.parse(stdout) as { address: string }[])[0]!.address;
+  await node.vsctl('add-br', bridge, '--', 'set', 'bridge', bridge, 'datapath_type=netdev', 'fail_mode=standalone', `other_config:hwaddr="${mac}"`);
+  const mgmt = join(node.rundir, `${bridge}.mgmt`);
+  await waitUntil(`${bridge}.mgmt in ${node.rundir}`, async () => existsSync(mgmt), 20_000, 20);
+  await node.vsctl('add-port', bridge, uplink);
+  await lab.ip(ns, 'link', 'set', uplink, 'up');
+  await waitUntil(
+    `the ${bridge} internal port in ${ns}`,
+    async () => {
+      await lab.ip(ns, 'link', 'show', bridge);
+      return true;
+    },
+    20_000,
+  );
+  await lab.ip(ns, 'addr', 'add', `${options.address}/24`, 'dev', bridge);
+  await lab.ip(ns, 'link', 'set', bridge, 'up');
+  // Devices that send into the user-space datapath must fill their checksums (docs/architecture.md, "Open vSwitch").
+  await lab.exec(ns, ['ethtool', '-K', bridge, 'tx', 'off']);
+  await lab.exec(ns, ['ethtool', '-K', uplink, 'tx', 'off']);
+  await lab.exec(underlay.ns, ['ethtool', '-K', uplinkPeer, 'tx', 'off']);
+  const subnet = TUNNEL_LAB.underlaySubnet.replace(/[./]/g, (c) => `\\${c}`);
+  const route = new RegExp(`${subnet} dev ${bridge}\\b`);
+  await waitUntil(
+    `OVS's route to ${TUNNEL_LAB.underlaySubnet} on ${bridge} in ${ns}`,
+    async () => route.test(await node.appctl('ovs/route/show')),
+    20_000,
+    100,
+  );
+  return { uplink, uplinkPeer };
+}
+
+/** The flow-based Geneve port on br-int: every packet sent into it names its destination in tun_dst. */
+async function addTunnelPort(node: OvsNode): Promise<{ name: string; ofport: number }> {
+  const name = TUNNEL_LAB.tunnelPort;
+  await node.vsctl('add-port', node.bridge, name, '--', 'set', 'interface', name, 'type=geneve', 'options:remote_ip=flow');
+  return { name, ofport: await node.ofportOf(name) };
+}
+
+/**
+ * Sets the MTU of the whole underlay path: each node's br-phy and uplink veth, their
+ * underlay ends, then ul0 (last: a bridge refuses an MTU above its ports' when raised).
+ */
+export async function setUnderlayMtu(tl: Pick<TunnelLab, 'nodes' | 'underlay'>, mtu: number): Promise<void> {
+  checkMtu(mtu);
+  const { lab, ns: underlayNs, name: bridge } = tl.underlay;
+  for (const n of tl.nodes) {
+    for (const device of [n.uplink, TUNNEL_LAB.physBridge]) await lab.ip(n.node.ns, 'link', 'set', device, 'mtu', String(mtu));
+    await lab.ip(underlayNs, 'link', 'set', n.uplinkPeer, 'mtu', String(mtu));
+  }
+  await lab.ip(underlayNs, 'link', 'set', bridge, 'mtu', String(mtu));
+}
+
+function checkMtu(mtu: number): void {
+  if (!Number.isInteger(mtu) || mtu < 68 || mtu > 9000) throw new RangeError(`bad MTU ${mtu}`);
+}
+
+/** Sets the MTU of a pod's eth0 and of its node-side veth (e.g. 1,450, leaving room for the encapsulation). */
+export async function setPodMtu(pod: OvsPod, mtu: number): Promise<void> {
+  checkMtu(mtu);
+  await pod.node.lab.ip(pod.ns, 'link', 'set', pod.iface, 'mtu', String(mtu));
+  await pod.node.lab.ip(pod.node.ns, 'link', 'set', pod.port, 'mtu', String(mtu));
+}
+
+/**
+ * Installs the underlay's rule: every bridged IPv4 packet to 224.0.0.0/4 is counted and
+ * dropped. In the forward hook, so it holds for frames between ports whatever their
+ * MAC address, and the bridge device itself is not involved.
+ */
+async function dropIpv4Multicast(lab: Lab, ns: string): Promise<void> {
+  const rules = `table bridge ${TUNNEL_LAB.nftTable} {
+  chain multicast_filter {
+    type filter hook forward priority 0; policy accept;
+    ether type ip ip daddr 224.0.0.0/4 counter drop
+  }
+}
+`;
+  await lab.exec(ns, ['nft', '-f', '-'], { input: rules });
+}
+
+interface NftRuleset {
+  nftables: { rule?: { expr?: { counter?: { packets: number } }[] } }[];
+}
+
+async function multicastDropped(lab: Lab, ns: string): Promise<number> {
+  const { stdout } = await lab.exec(ns, ['nft', '-j', 'list', 'table', 'bridge', TUNNEL_LAB.nftTable]);
+  const ruleset = JSON.parse(stdout) as NftRuleset;
+  const counters = ruleset.nftables.flatMap((entry) => entry.rule?.expr ?? []).flatMap((expr) => (expr.counter ? [expr.counter.packets] : []));
+  if (counters.length === 0) throw new Error(`no counter in nftables table bridge ${TUNNEL_LAB.nftTable} of ${ns}: ${stdout}`);
+  return counters.reduce((sum, packets) => sum + packets, 0);
+}
+
+/** argv: address port count intervalMs size tag. Datagram i is `<tag> <i> ` padded with `x` to exactly `size` octets. */
+const SIZED_SENDER_PY = `
+import socket, sys, time
+address, port, count, interval, size, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5]), sys.argv[6]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+for i in range(count):
+    if i: time.sleep(interval)
+    s.sendto(f"{tag} {i} ".ljust(size, "x").encode(), (address, port))
+print(f"sent {count}", flush=True)
+`;
+
+export interface SizedSendOptions {
+  group: string;
+  port: number;
+  count: number;
+  /** UDP payload octets (the datagram's IPv4 packet is 28 more). */
+  size: number;
+  /** Payload prefix (default: the pod's name). */
+  tag?: string;
+  /** Pause between datagrams (default 10 ms). */
+  intervalMs?: number;
+}
+
+/**
+ * Sends `count` UDP datagrams of exactly `size` payload octets from a pod (the lab's own
+ * sender sends short ones). The pod's kernel fragments what exceeds eth0's MTU.
+ */
+export async function sendSized(pod: OvsPod, options: SizedSendOptions): Promise<void> {
+  const tag = options.tag ?? pod.name;
+  if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
+  if (!Number.isInteger(options.size) || options.size < tag.length + 8 || options.size > 65_507) throw new RangeError(`bad size ${options.size}`);
+  const argv = [options.group, String(options.port), String(options.count), String(options.intervalMs ?? 10), String(options.size), tag];
+  await pod.node.lab.exec(pod.ns, ['python3', '-c', SIZED_SENDER_PY, ...argv]);
+  // Let the last datagram cross three namespaces before anyone looks.
+  await sleep(50);
+}
