@@ -20,6 +20,27 @@ interface PipelinePriorities {
   group: number;
   /** Any other multicast → the gateway port, so that receivers outside still get it. */
   unknownGroup: number;
+  /**
+   * Tunnel mode only (absent: DEFAULT_TUNNEL_PRIORITIES): a group's traffic from the tunnel
+   * or the gateway → its local pods (see tunnel-layout.ts).
+   */
+  ingress?: number;
+  /** Tunnel mode: other multicast from the tunnel → dropped; above linkLocal, so other nodes' link-local traffic does not flood. */
+  tunnelDrop?: number;
+  /** Tunnel mode: other multicast from the gateway → dropped; below linkLocal, so the node's own link-local traffic still floods. */
+  gatewayDrop?: number;
+}
+
+/** The priorities of tunnel mode's flows when the configuration gives none. */
+export const DEFAULT_TUNNEL_PRIORITIES = Object.freeze({ ingress: 270, tunnelDrop: 260, gatewayDrop: 245 });
+
+/** The tunnel-mode priorities of `priorities`, each given or its default. */
+export function tunnelPriorities(priorities: PipelinePriorities): { ingress: number; tunnelDrop: number; gatewayDrop: number } {
+  return {
+    ingress: priorities.ingress ?? DEFAULT_TUNNEL_PRIORITIES.ingress,
+    tunnelDrop: priorities.tunnelDrop ?? DEFAULT_TUNNEL_PRIORITIES.tunnelDrop,
+    gatewayDrop: priorities.gatewayDrop ?? DEFAULT_TUNNEL_PRIORITIES.gatewayDrop,
+  };
 }
 
 export interface PipelineConfig {
@@ -75,6 +96,24 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   if (igmp <= sendPolicy) throw new UsageError(`priority igmp (${igmp}) must be above sendPolicy (${sendPolicy})`);
   if (sendPolicy <= Math.max(linkLocal, group, unknownGroup))
     throw new UsageError(`priority sendPolicy (${sendPolicy}) must be above linkLocal, group and unknownGroup (${Math.max(linkLocal, group, unknownGroup)})`);
+  // Tunnel mode: a group's ingress flow must win over the catch-all drops, traffic from
+  // the tunnel must be dropped before the link-local flood takes it and traffic from the
+  // gateway after it, and both drops must come before the flows that forward (flow 200
+  // would send the gateway's traffic back out to the peers).
+  const { ingress, tunnelDrop, gatewayDrop } = tunnelPriorities(config.priorities);
+  const order: [string, number][] = [
+    ['sendPolicy', sendPolicy],
+    ['ingress', ingress],
+    ['tunnelDrop', tunnelDrop],
+    ['linkLocal', linkLocal],
+    ['gatewayDrop', gatewayDrop],
+    ['group and unknownGroup', Math.max(group, unknownGroup)],
+  ];
+  for (let index = 1; index < order.length; index++) {
+    const [upperName, upper] = order[index - 1]!;
+    const [lowerName, lower] = order[index]!;
+    if (upper <= lower) throw new UsageError(`priority ${upperName} (${upper}) must be above ${lowerName} (${lower})`);
+  }
   const cookieProblem = cookiePrefixProblem(config.cookiePrefix);
   if (cookieProblem !== undefined) throw new UsageError(`cookie prefix ${cookieProblem}`);
   if (groupIdBaseProblem(config.groupIdBase) !== undefined) {

@@ -21,6 +21,10 @@ export const FlowKind = {
   IgmpQueryProbe: 5,
   /** Multicast a pod may not send (the group policy) → dropped; value: the in_port it matches. */
   SendPolicyDrop: 6,
+  /** Tunnel mode: a group's traffic from the tunnel or the gateway → link 1 of its chain (its pods); value: the group address. */
+  IngressForward: 7,
+  /** Tunnel mode: other multicast from the tunnel or the gateway → dropped; value: the in_port it matches. */
+  IngressDrop: 8,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

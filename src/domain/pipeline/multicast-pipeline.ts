@@ -12,7 +12,12 @@
  *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon): any port
  *   sendPolicy     ip, in_port=<pod>, nw_dst=<range>  (drop)                  what the pod may not send
  *     (280)
+ *   ingress (270)  ip, in_port=<tunnel|gw>, nw_dst=<G> group:<link 1 of G>    tunnel mode: to the pods only
+ *   tunnelDrop     ip, in_port=<tunnel>, 224.0.0.0/4   (drop)                  tunnel mode: anything else
+ *     (260)                                                                   from other nodes
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
+ *   gatewayDrop    ip, in_port=<gw>, 224.0.0.0/4      (drop)                  tunnel mode: anything else
+ *     (245)                                                                   from the gateway
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
  *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
  *                                                     or drop, without one)
@@ -25,75 +30,42 @@
  * The OVS group of G (type ALL) has one bucket per member port: OVS copies the packet to
  * each, and skips the port it came in on, so a member that sends does not hear itself.
  * A group with more members than one GROUP_MOD can carry is chained: its last bucket
- * jumps to a second group holding the rest, and so on.
+ * jumps to a second group holding the rest, and so on. In tunnel mode link 0 holds the
+ * gateway and the peers, and the pods start at link 1 (tunnel-layout.ts).
  */
-import { addressOrderKey, type GroupAddress, parseGroupAddress } from '../../wire/ip-address.js';
+import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, parseGroupAddress } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { familyOf } from '../family/families.js';
-import { chainBlocks, METER_ID_BLOCK, type PipelineConfig } from './config.js';
+import { chainBlocks, METER_ID_BLOCK, type PipelineConfig, tunnelPriorities } from './config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 import { GroupIdAllocation } from './group-ids.js';
+import type {
+  Bucket,
+  FlowEntry,
+  FlowMatch,
+  GroupEntry,
+  GroupForwarding,
+  GroupMembership,
+  InstalledGroup,
+  InstalledPipeline,
+  PipelineLimits,
+} from './pipeline-entries.js';
+import { attachIngress, tunnelLayout } from './tunnel-layout.js';
 
-/** The fields the pipeline matches on. */
-export interface FlowMatch {
-  inPort?: number;
-  ethType?: number;
-  ipProto?: number;
-  ipv4Dst?: string;
-  /** Absent: an exact match. */
-  ipv4DstMask?: string;
-}
-
-export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };
-
-export interface FlowEntry {
-  table: number;
-  priority: number;
-  cookie: bigint;
-  match: FlowMatch;
-  actions: FlowAction[];
-  /** The meter the flow's packets go through before its actions (absent: none). */
-  meterId?: number;
-  /** Seconds until the switch removes the flow by itself (absent: never). */
-  hardTimeout?: number;
-}
-
-/** The IGMP meter of a pod port: a drop band past `rate` packets a second, with a bucket of `burst` packets. */
-export interface PortMeter {
-  rate: number;
-  burst: number;
-}
-
-/** A bucket of an ALL group: one output port, or the next group of a chain. */
-export type Bucket = { type: 'output'; port: number } | { type: 'group'; groupId: number };
-
-export interface GroupEntry {
-  groupId: number;
-  buckets: Bucket[];
-  /** Read back from a switch: an OVS group type other than ALL (ours are all ALL). */
-  groupType?: number;
-}
-
-/** A multicast group's members on this bridge, by OpenFlow port number. */
-export interface GroupMembership {
-  group: GroupAddress;
-  ports: readonly number[];
-  /** Members the daemon learned (its flow's cookie says so), not declared with `install`. */
-  learned?: boolean;
-}
-
-/** The entries that forward one multicast group: its groups (chain tail first) and its flow. */
-export interface GroupForwarding {
-  group: GroupAddress;
-  /** Ordered so that each group exists before a group or flow that points to it. */
-  groups: GroupEntry[];
-  flow: FlowEntry;
-}
-
-export interface PipelineLimits {
-  /** Buckets one GROUP_MOD can carry on this switch (see src/openflow). */
-  maxBucketsPerGroup: number;
-}
+export type {
+  Bucket,
+  FlowAction,
+  FlowEntry,
+  FlowMatch,
+  GroupEntry,
+  GroupForwarding,
+  GroupMembership,
+  InstalledGroup,
+  InstalledPipeline,
+  PipelineLimits,
+  PortMeter,
+  TunnelMembers,
+} from './pipeline-entries.js';
 
 export class MulticastPipeline {
   /** Which OVS group ids the groups use: held per pipeline, taken back from the switch by readInstalled. */
@@ -127,15 +99,41 @@ export class MulticastPipeline {
     return perLink * chainBlocks(this.config) + 1;
   }
 
-  /** The groups and the flow that forward `membership`. Throws RangeError if it has too many members. */
+  /**
+   * The groups and the flow that forward `membership` (in tunnel mode, its ingress flows
+   * too: see tunnel-layout.ts). Throws RangeError if it has too many members, UsageError
+   * if more peers than one GROUP_MOD carries.
+   */
   forwarding(membership: GroupMembership): GroupForwarding {
+    const learned = membership.learned === true;
+    if (membership.tunnel !== undefined) {
+      const layout = tunnelLayout(membership, this.limits);
+      const capacity = (this.limits.maxBucketsPerGroup - 1) * (chainBlocks(this.config) - 1) + 1; // link 0 is the tunnel's
+      if (layout.pods.length > capacity) {
+        throw new RangeError(`${membership.group} has ${layout.pods.length} pod ports; at most ${capacity} fit in the group id range in tunnel mode`);
+      }
+      const podLinks = this.chain(membership.group, layout.pods, 1);
+      const linkOne = podLinks.length === 0 ? undefined : this.groupId(membership.group, 1);
+      const head: GroupEntry = { groupId: this.groupId(membership.group), buckets: layout.headBuckets(linkOne) };
+      const ingress =
+        linkOne === undefined ? [] : layout.ingressPorts.map((inPort) => this.ingressForward({ group: membership.group, inPort, linkOne, learned }));
+      return { group: membership.group, groups: [...podLinks, head], flow: this.groupFlow(membership.group, learned), ingress };
+    }
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     if (ports.length > this.maxMembers) {
       throw new RangeError(`${membership.group} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
     }
+    return { group: membership.group, groups: this.chain(membership.group, ports, 0), flow: this.groupFlow(membership.group, learned) };
+  }
+
+  /**
+   * The links that output to `ports`, tail first, from link `firstLink` on: link k holds
+   * up to max-1 ports and a bucket to link k+1. None for no port (from link 1 on).
+   */
+  private chain(group: GroupAddress, ports: readonly number[], firstLink: number): GroupEntry[] {
+    if (ports.length === 0 && firstLink > 0) return [];
     const max = this.limits.maxBucketsPerGroup;
     const groups: GroupEntry[] = [];
-    // Build from the tail: link k holds up to max-1 ports and a bucket to link k+1.
     const links = ports.length <= max ? 1 : Math.ceil((ports.length - 1) / (max - 1));
     let next: number | undefined;
     for (let link = links - 1; link >= 0; link--) {
@@ -143,11 +141,50 @@ export class MulticastPipeline {
       const slice = link === links - 1 ? ports.slice(start) : ports.slice(start, start + max - 1);
       const buckets: Bucket[] = slice.map((port) => ({ type: 'output', port }));
       if (next !== undefined) buckets.push({ type: 'group', groupId: next });
-      const groupId = this.groupId(membership.group, link);
+      const groupId = this.groupId(group, firstLink + link);
       groups.push({ groupId, buckets });
       next = groupId;
     }
-    return { group: membership.group, groups, flow: this.groupFlow(membership.group, membership.learned === true) };
+    return groups;
+  }
+
+  /** Tunnel mode: `group`'s traffic from the tunnel or the gateway (`inPort`) → link 1 of its chain, its local pods only. */
+  ingressForward(options: { group: GroupAddress; inPort: number; linkOne: number; learned?: boolean }): FlowEntry {
+    const family = familyOf(options.group);
+    return {
+      table: this.config.table,
+      priority: tunnelPriorities(this.config.priorities).ingress,
+      cookie: this.cookie(FlowKind.IngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      match: { inPort: options.inPort, ...family.groupMatch(options.group) },
+      actions: [{ type: 'group', groupId: options.linkOne }],
+    };
+  }
+
+  /**
+   * Tunnel mode: any other multicast from the tunnel port → dropped. Above the link-local
+   * flood, so that link-local traffic of other nodes does not flood here.
+   */
+  tunnelDrop(tunnelOfport: number): FlowEntry {
+    return this.ingressDrop(tunnelOfport, tunnelPriorities(this.config.priorities).tunnelDrop);
+  }
+
+  /**
+   * Tunnel mode: any other multicast from the gateway → dropped, not sent on to peers (each
+   * gets outside traffic through its own gateway). Below the link-local flood, so that the
+   * node's own link-local traffic (mDNS) still floods to the pods.
+   */
+  gatewayDrop(gatewayOfport: number): FlowEntry {
+    return this.ingressDrop(gatewayOfport, tunnelPriorities(this.config.priorities).gatewayDrop);
+  }
+
+  private ingressDrop(inPort: number, priority: number): FlowEntry {
+    return {
+      table: this.config.table,
+      priority,
+      cookie: this.cookie(FlowKind.IngressDrop, inPort),
+      match: { inPort, ...IPV4_FAMILY.multicastMatch },
+      actions: [],
+    };
   }
 
   groupFlow(group: GroupAddress, learned = false): FlowEntry {
@@ -271,9 +308,14 @@ export class MulticastPipeline {
     const installed: InstalledGroup[] = [];
     const reached = new Set<number>();
     const otherFlows: FlowEntry[] = [];
+    const ingressFlows: FlowEntry[] = [];
     for (const flow of flows) {
       const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
       if (fields === undefined) continue; // not ours
+      if (fields.kind === FlowKind.IngressForward) {
+        ingressFlows.push(flow); // attached to its group below
+        continue;
+      }
       // Ours by cookie but not a group flow, or one that matches no multicast group, or
       // whose cookie does not carry its group (a hand-made flow, or a prefix someone else
       // uses too): not a group to show, but still ours to remove.
@@ -283,6 +325,7 @@ export class MulticastPipeline {
         continue;
       }
       const ports: number[] = [];
+      const peers: HostAddress[] = [];
       const chain: GroupEntry[] = [];
       let problem: string | undefined;
       // The switch says which id the group has: the group action of its flow.
@@ -304,42 +347,39 @@ export class MulticastPipeline {
         chain.push(entry);
         groupId = undefined;
         for (const bucket of entry.buckets) {
-          if (bucket.type === 'output') ports.push(bucket.port);
-          else groupId = bucket.groupId;
+          if (bucket.type === 'group') groupId = bucket.groupId;
+          else if (bucket.tunnelDestination !== undefined) peers.push(bucket.tunnelDestination);
+          else ports.push(bucket.port);
         }
       }
       const learned = ((fields.flags ?? 0) & FlowCookieFlag.Learned) !== 0;
-      installed.push({ group, ports: ports.sort((a, b) => a - b), flow, groups: chain, learned, ...(problem === undefined ? {} : { problem }) });
+      installed.push({
+        group,
+        ports: ports.sort((a, b) => a - b),
+        flow,
+        groups: chain,
+        learned,
+        ...(problem === undefined ? {} : { problem }),
+        ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
+      });
     }
+    otherFlows.push(...attachIngress(installed, ingressFlows, (flow) => this.ingressGroupOf(flow)));
     const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
     // By address, each parsed once (10,000 groups are 130,000 comparisons).
     const order = new Map(installed.map((entry) => [entry, addressOrderKey(entry.group)]));
     return { groups: installed.sort((a, b) => order.get(a)! - order.get(b)!), otherFlows, strayGroups };
   }
 
+  /** The group an ingress flow forwards, when its match and its cookie agree on it. */
+  private ingressGroupOf(flow: FlowEntry): GroupAddress | undefined {
+    const group = groupMatched(flow.match);
+    const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
+    return group !== undefined && fields?.value === familyOf(group).cookieValue(group) >>> 0 ? group : undefined;
+  }
+
   private cookie(kind: FlowKind, value: number, flags = 0): bigint {
     return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value, flags });
   }
-}
-
-export interface InstalledGroup {
-  group: GroupAddress;
-  ports: number[];
-  flow: FlowEntry;
-  /** The OVS groups of its chain, head first. */
-  groups: GroupEntry[];
-  /** Written by the daemon for learned members (FlowCookieFlag.Learned), not by `install`. */
-  learned: boolean;
-  /** Why this group does not forward as it should (a missing or shared OVS group). */
-  problem?: string;
-}
-
-export interface InstalledPipeline {
-  groups: InstalledGroup[];
-  /** Our flows of the other kinds (IGMP, link-local, unknown group). */
-  otherFlows: FlowEntry[];
-  /** OVS groups in our range that no flow of ours reaches. */
-  strayGroups: GroupEntry[];
 }
 
 /** The group a flow forwards: an exact match on one multicast destination. */

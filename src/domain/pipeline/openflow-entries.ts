@@ -2,7 +2,7 @@
  * The pipeline's entries on the wire: FlowEntry and GroupEntry to FLOW_MOD and GROUP_MOD
  * messages, and back from the flow stats and group descriptions the switch dumps.
  */
-import { group as groupAction, output, toController } from '../../protocol/openflow/action.js';
+import { group as groupAction, output, setTunnelDestination, toController } from '../../protocol/openflow/action.js';
 import type { Action } from '../../protocol/openflow/action.js';
 import { bucket } from '../../protocol/openflow/bucket.js';
 import { flowMod } from '../../protocol/openflow/flow-mod.js';
@@ -16,6 +16,7 @@ import { MeterModCommand, meterMod } from '../../protocol/openflow/meter-mod.js'
 import { FlowModCommand, GroupModCommand, GroupType } from '../../protocol/openflow/mod-command.js';
 import type { OxmField } from '../../protocol/openflow/oxm.js';
 import { OfpPort } from '../../protocol/openflow/reserved.js';
+import { parseHostAddress } from '../../wire/ip-address.js';
 import type { Bucket, FlowAction, FlowEntry, FlowMatch, GroupEntry } from './multicast-pipeline.js';
 import type { PipelineChange } from './plan.js';
 
@@ -57,7 +58,8 @@ function flowInstructions(entry: FlowEntry): Instruction[] {
 }
 
 function bucketActions(entry: Bucket): Action[] {
-  return [entry.type === 'output' ? output(entry.port) : groupAction(entry.groupId)];
+  if (entry.type === 'group') return [groupAction(entry.groupId)];
+  return entry.tunnelDestination === undefined ? [output(entry.port)] : [setTunnelDestination(entry.tunnelDestination), output(entry.port)];
 }
 
 /** The message that makes one change; the plan's order is the wire order. */
@@ -182,10 +184,18 @@ function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
   return match;
 }
 
-/** A dumped group as a GroupEntry; buckets with anything but one OUTPUT or GROUP action are kept empty-handed. */
+/**
+ * A dumped group as a GroupEntry: buckets of one OUTPUT or GROUP action, and tunnel
+ * buckets (SET_FIELD of an unmasked TUN_IPV4_DST, then OUTPUT); any other bucket is left out.
+ */
 export function groupEntryOf(desc: GroupDesc): GroupEntry {
   const buckets: Bucket[] = [];
   for (const entry of desc.buckets) {
+    const tunnel = tunnelBucketOf(entry.actions);
+    if (tunnel !== undefined) {
+      buckets.push(tunnel);
+      continue;
+    }
     const [action] = entry.actions;
     if (entry.actions.length !== 1 || action === undefined) continue;
     if (action.type === 'OUTPUT') buckets.push({ type: 'output', port: action.port });
@@ -195,4 +205,14 @@ export function groupEntryOf(desc: GroupDesc): GroupEntry {
   // Ours are all of type ALL: another type (a SELECT reaches one member) is drift.
   if (desc.groupType !== GroupType.ALL) entry.groupType = desc.groupType;
   return entry;
+}
+
+/** `set_field:PEER->tun_dst, output:PORT` as the pipeline writes it, or undefined for any other action list. */
+function tunnelBucketOf(actions: readonly Action[]): Bucket | undefined {
+  const [setField, outputAction] = actions;
+  if (actions.length !== 2 || setField?.type !== 'SET_FIELD' || outputAction?.type !== 'OUTPUT') return undefined;
+  const field = setField.field;
+  if (field.field !== 'TUN_IPV4_DST' || (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK)) return undefined;
+  const peer = parseHostAddress(field.value);
+  return peer === undefined ? undefined : { type: 'output', port: outputAction.port, tunnelDestination: peer };
 }

@@ -67,8 +67,13 @@ export function planInstall(
     const forwarding = pipeline.forwarding(membership);
     const current = byGroup.get(membership.group);
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
-    const foreign = foreignByKey.get(flowKey(forwarding.flow));
-    if (current === undefined && foreign !== undefined) {
+    const currentIngress = new Map((current?.ingress ?? []).map((flow) => [flow.match.inPort, flow]));
+    const wantedIngress = forwarding.ingress ?? [];
+    // Only flows that are not ours yet can take the place of someone else's.
+    const foreign = [...(current === undefined ? [forwarding.flow] : []), ...wantedIngress.filter((flow) => !currentIngress.has(flow.match.inPort))]
+      .map((flow) => foreignByKey.get(flowKey(flow)))
+      .find((flow) => flow !== undefined);
+    if (foreign !== undefined) {
       const problem = `another controller's flow (cookie 0x${foreign.cookie.toString(16)}) has the same match and priority ${foreign.priority}`;
       return { group: membership.group, outcome: 'conflict', ports, changes: [], problem };
     }
@@ -78,6 +83,14 @@ export function planInstall(
       const existing = currentById.get(entry.groupId);
       if (existing === undefined) changes.push({ op: installedIds.has(entry.groupId) ? 'modify-group' : 'add-group', entry });
       else if (!sameBuckets(existing, entry)) changes.push({ op: 'modify-group', entry });
+    }
+    // Tunnel mode's ingress flows, by in_port: each after the link it points to, and before the group flow.
+    const wantedInPorts = new Set(wantedIngress.map((flow) => flow.match.inPort));
+    for (const flow of current?.ingress ?? []) if (!wantedInPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
+    for (const flow of wantedIngress) {
+      const existing = currentIngress.get(flow.match.inPort);
+      if (existing === undefined) changes.push({ op: 'add-flow', entry: flow });
+      else if (!sameFlow(existing, flow)) changes.push({ op: 'modify-flow', entry: flow });
     }
     if (current === undefined) changes.push({ op: 'add-flow', entry: forwarding.flow });
     else if (!sameFlow(current.flow, forwarding.flow)) changes.push({ op: 'modify-flow', entry: forwarding.flow });
@@ -112,8 +125,13 @@ export function planUninstallAll(installed: InstalledPipeline): { groups: GroupP
   return { groups, extra };
 }
 
+/** Every flow of the group (its group flow, then its ingress flows) before the groups they point to. */
 function removal(current: InstalledGroup): PipelineChange[] {
-  return [{ op: 'delete-flow', entry: current.flow }, ...current.groups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId }))];
+  return [
+    { op: 'delete-flow', entry: current.flow },
+    ...(current.ingress ?? []).map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
+    ...current.groups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId })),
+  ];
 }
 
 /** What makes two flows the same entry of a table: table, priority and match. */
@@ -127,7 +145,8 @@ function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
   if (a.groupType !== b.groupType || a.buckets.length !== b.buckets.length) return false;
   return a.buckets.every((bucket, index) => {
     const other = b.buckets[index]!;
-    return bucket.type === 'output' ? other.type === 'output' && other.port === bucket.port : other.type === 'group' && other.groupId === bucket.groupId;
+    if (bucket.type === 'group') return other.type === 'group' && other.groupId === bucket.groupId;
+    return other.type === 'output' && other.port === bucket.port && other.tunnelDestination === bucket.tunnelDestination;
   });
 }
 

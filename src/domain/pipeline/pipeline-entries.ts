@@ -1,0 +1,115 @@
+/**
+ * The entries of the multicast pipeline, as the pipeline builds them and reads them back
+ * from a switch: flows, OVS groups and their buckets, and a group's membership.
+ */
+import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
+
+/** The fields the pipeline matches on. */
+export interface FlowMatch {
+  inPort?: number;
+  ethType?: number;
+  ipProto?: number;
+  ipv4Dst?: string;
+  /** Absent: an exact match. */
+  ipv4DstMask?: string;
+}
+
+export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };
+
+export interface FlowEntry {
+  table: number;
+  priority: number;
+  cookie: bigint;
+  match: FlowMatch;
+  actions: FlowAction[];
+  /** The meter the flow's packets go through before its actions (absent: none). */
+  meterId?: number;
+  /** Seconds until the switch removes the flow by itself (absent: never). */
+  hardTimeout?: number;
+}
+
+/** The IGMP meter of a pod port: a drop band past `rate` packets a second, with a bucket of `burst` packets. */
+export interface PortMeter {
+  rate: number;
+  burst: number;
+}
+
+/**
+ * A bucket of an ALL group: one output port, or the next group of a chain. In tunnel mode
+ * an output bucket with a `tunnelDestination` is a copy to one peer node:
+ * `set_field:PEER->tun_dst, output:PORT` on a flow-based tunnel port (it is no member port).
+ */
+export type Bucket = { type: 'output'; port: number; tunnelDestination?: HostAddress } | { type: 'group'; groupId: number };
+
+export interface GroupEntry {
+  groupId: number;
+  buckets: Bucket[];
+  /** Read back from a switch: an OVS group type other than ALL (ours are all ALL). */
+  groupType?: number;
+}
+
+/** A multicast group's members on this bridge, by OpenFlow port number. */
+export interface GroupMembership {
+  group: GroupAddress;
+  ports: readonly number[];
+  /** Members the daemon learned (its flow's cookie says so), not declared with `install`. */
+  learned?: boolean;
+  /**
+   * Tunnel mode: the flow-based tunnel port and the peer nodes that want the group. Absent:
+   * today's layout, entry for entry. Present: `ports` are the pod ports (the gateway and the
+   * tunnel port are left out of them if given there too).
+   */
+  tunnel?: TunnelMembers;
+  /** Tunnel mode: the gateway port, in link 0 whenever the group has a member, local or remote. Not read without `tunnel`. */
+  gateway?: number;
+}
+
+/** The remote side of a group in tunnel mode. */
+export interface TunnelMembers {
+  /** The OpenFlow port of the flow-based tunnel (options:remote_ip=flow). */
+  ofport: number;
+  /** Unicast addresses of the nodes that want the group; sorted and deduplicated by the pipeline. */
+  peers: readonly HostAddress[];
+}
+
+/** The entries that forward one multicast group: its groups (chain tail first) and its flow. */
+export interface GroupForwarding {
+  group: GroupAddress;
+  /** Ordered so that each group exists before a group or flow that points to it. */
+  groups: GroupEntry[];
+  flow: FlowEntry;
+  /**
+   * Tunnel mode only: what comes in from the tunnel or the gateway for this group → link 1,
+   * its local pods (none when it has no pod member).
+   */
+  ingress?: FlowEntry[];
+}
+
+export interface PipelineLimits {
+  /** Buckets one GROUP_MOD can carry on this switch (see src/openflow). */
+  maxBucketsPerGroup: number;
+}
+
+export interface InstalledGroup {
+  group: GroupAddress;
+  ports: number[];
+  flow: FlowEntry;
+  /** The OVS groups of its chain, head first. */
+  groups: GroupEntry[];
+  /** Written by the daemon for learned members (FlowCookieFlag.Learned), not by `install`. */
+  learned: boolean;
+  /** Why this group does not forward as it should (a missing or shared OVS group). */
+  problem?: string;
+  /** Tunnel mode: the peers of its tunnel buckets, sorted (absent when it has none). */
+  peers?: HostAddress[];
+  /** Tunnel mode: its ingress flows (absent when it has none). */
+  ingress?: FlowEntry[];
+}
+
+export interface InstalledPipeline {
+  groups: InstalledGroup[];
+  /** Our flows of the other kinds (IGMP, link-local, unknown group). */
+  otherFlows: FlowEntry[];
+  /** OVS groups in our range that no flow of ours reaches. */
+  strayGroups: GroupEntry[];
+}
