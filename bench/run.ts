@@ -2,7 +2,7 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile, logger, flood).
+ * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
@@ -13,9 +13,10 @@ import { benchLogger } from './logger.js';
 import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
 import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
+import { benchTunnel, tunnelOptionsFromEnv, tunnelReport } from './tunnel.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -84,4 +85,12 @@ if (selected('flood')) {
     '\nmcastctl daemon under an IGMPv3 flood from attacker pods (about 3 min; BENCH_FLOOD_S, BENCH_FLOOD_ATTACKERS, BENCH_FLOOD_REPORTS, BENCH_FLOOD_RECORDS, BENCH_FLOOD_DAEMON_ARGS: see bench/flood.ts)',
   );
   for (const line of floodReport(await benchFlood(floodOptionsFromEnv()))) console.log(line);
+}
+
+if (selected('tunnel')) {
+  console.log(
+    '\nmcastctl daemon in tunnel mode on three lab nodes: cross-node join and leave latency, the time to drop a dead peer' +
+      ' (about 1.5 min; BENCH_TUNNEL_JOINS, BENCH_TUNNEL_PEER_TIMEOUT_S, BENCH_TUNNEL_REFRESH_S: see bench/tunnel.ts)',
+  );
+  for (const line of tunnelReport(await benchTunnel(tunnelOptionsFromEnv()))) console.log(line);
 }

@@ -7,26 +7,41 @@ import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
 import type { SwitchPort } from '../../src/controllers/daemon/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
-import type { GroupAddress } from '../../src/wire/ip-address.js';
+import { compareAddresses, type GroupAddress, type HostAddress } from '../../src/wire/ip-address.js';
 
 export interface AppliedGroup {
   group: GroupAddress;
   ports: number[];
   outcome: GroupOutcome;
+  /** Tunnel mode: the peers it was synced with (sorted, once each), and the tunnel port. */
+  tunnel?: { ofport: number; peers: HostAddress[] };
+}
+
+/** One sendToPeers call. */
+export interface PeerFrame {
+  frame: Uint8Array;
+  tunnelOfport: number;
+  peers: HostAddress[];
 }
 
 export class FakeSwitch implements SwitchPort {
   connected = true;
   /** What the switch forwards now: learned groups, by group. */
   readonly groups = new Map<GroupAddress, number[]>();
+  /** Tunnel mode: the peers each learned group goes to now (groups without peers are absent). */
+  readonly peers = new Map<GroupAddress, HostAddress[]>();
   /** Groups installed statically (install, reconcile), with their ports. */
   readonly staticGroups = new Map<GroupAddress, number[]>();
   /** Every sync that changed the switch, in order. */
   readonly applied: AppliedGroup[] = [];
   /** Every installBase call: the gateway port it was given. */
   readonly baseFlows: Array<number | undefined> = [];
+  /** Every installBase call, in the same order as baseFlows: the tunnel port it was given (undefined: tunnel mode off). */
+  readonly baseTunnels: Array<number | undefined> = [];
   /** Every frame sent out, with its ports. */
   readonly sent: Array<{ frame: Uint8Array; ports: number[] }> = [];
+  /** Every frame sent to peers through the tunnel, with its tunnel port and peers. */
+  readonly sentToPeers: PeerFrame[] = [];
   /** What each pod port has of ours: its meter and send-policy drops. */
   readonly ports = new Map<number, WantedPortEntries>();
   /** Packets each port's meter dropped, as the test sets them. */
@@ -36,7 +51,7 @@ export class FakeSwitch implements SwitchPort {
   refreshes = 0;
   closed = false;
   private failures = 0;
-  private readonly packetInListeners: Array<(frame: Uint8Array, ofport: number | undefined) => void> = [];
+  private readonly packetInListeners: Array<(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void> = [];
   private readonly reconnectListeners: Array<() => void> = [];
   private readonly disconnectListeners: Array<(error: Error) => void> = [];
 
@@ -45,9 +60,10 @@ export class FakeSwitch implements SwitchPort {
     this.failures = count;
   }
 
-  /** A group the daemon installed in an earlier run (read back by refresh). */
-  preinstall(group: GroupAddress, ports: number[]): void {
+  /** A group the daemon installed in an earlier run (read back by refresh); in tunnel mode with its peers. */
+  preinstall(group: GroupAddress, ports: number[], peers: readonly HostAddress[] = []): void {
     this.groups.set(group, sorted(ports));
+    if (peers.length > 0) this.peers.set(group, sortedPeers(peers));
   }
 
   async refresh(): Promise<void> {
@@ -58,32 +74,40 @@ export class FakeSwitch implements SwitchPort {
     return [...this.groups.keys(), ...this.staticGroups.keys()];
   }
 
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
-    return [...this.groups].map(([group, ports]) => ({ group, ports: [...ports] }));
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
+    return [...this.groups].map(([group, ports]) => {
+      const peers = this.peers.get(group);
+      return { group, ports: [...ports], ...(peers === undefined ? {} : { peers: [...peers] }) };
+    });
   }
 
-  async syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
+  async syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
+    const peers = sortedPeers(tunnel?.peers ?? []);
+    const removing = ports.length === 0 && peers.length === 0;
     if (this.staticGroups.has(group)) {
-      if (ports.length === 0) return 'absent';
+      if (removing) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`);
     }
     const current = this.groups.get(group);
     const wanted = sorted(ports);
-    if (ports.length === 0 && current === undefined) return 'absent';
-    if (current !== undefined && same(current, wanted)) return 'unchanged';
+    if (removing && current === undefined) return 'absent';
+    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers)) return 'unchanged';
     if (this.failures > 0) {
       this.failures--;
       throw new McastError('refused', `OVS refused 2 of 2 changes for group ${group}: OFPGMFC_GROUP_EXISTS`);
     }
-    const outcome: GroupOutcome = ports.length === 0 ? 'removed' : current === undefined ? 'added' : 'updated';
-    if (ports.length === 0) this.groups.delete(group);
+    const outcome: GroupOutcome = removing ? 'removed' : current === undefined ? 'added' : 'updated';
+    if (removing) this.groups.delete(group);
     else this.groups.set(group, wanted);
-    this.applied.push({ group, ports: wanted, outcome });
+    if (peers.length === 0) this.peers.delete(group);
+    else this.peers.set(group, peers);
+    this.applied.push({ group, ports: wanted, outcome, ...(tunnel === undefined ? {} : { tunnel: { ofport: tunnel.ofport, peers } }) });
     return outcome;
   }
 
-  async installBase(gatewayOfport: number | undefined): Promise<void> {
+  async installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
     this.baseFlows.push(gatewayOfport);
+    this.baseTunnels.push(tunnelOfport);
   }
 
   async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
@@ -106,7 +130,12 @@ export class FakeSwitch implements SwitchPort {
     return { sent: ports.length, refused: [] };
   }
 
-  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined) => void): void {
+  async sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }> {
+    this.sentToPeers.push({ frame, tunnelOfport, peers: [...peers] });
+    return { sent: peers.length, refused: [] };
+  }
+
+  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void): void {
     this.packetInListeners.push(listener);
   }
 
@@ -124,9 +153,9 @@ export class FakeSwitch implements SwitchPort {
     this.closed = true;
   }
 
-  /** A frame from `ofport`, as OVS sends it up to the controller. */
-  packetIn(frame: Uint8Array, ofport: number | undefined): void {
-    for (const listener of this.packetInListeners) listener(frame, ofport);
+  /** A frame from `ofport`, as OVS sends it up to the controller; from a tunnel port, with the outer source it came from. */
+  packetIn(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string): void {
+    for (const listener of this.packetInListeners) listener(frame, ofport, tunnelSource);
   }
 
   /** ovs-vswitchd restarted: the switch comes back empty (static groups are reconcile's to put back). */
@@ -134,6 +163,7 @@ export class FakeSwitch implements SwitchPort {
     this.connected = false;
     for (const listener of this.disconnectListeners) listener(new Error('connection reset'));
     this.groups.clear();
+    this.peers.clear();
     this.ports.clear();
     this.connected = true;
     for (const listener of this.reconnectListeners) listener();
@@ -142,6 +172,14 @@ export class FakeSwitch implements SwitchPort {
 
 function sorted(ports: readonly number[]): number[] {
   return [...ports].sort((a, b) => a - b);
+}
+
+function sortedPeers(peers: readonly HostAddress[]): HostAddress[] {
+  return [...new Set(peers)].sort(compareAddresses);
+}
+
+function samePeers(a: readonly HostAddress[], b: readonly HostAddress[]): boolean {
+  return a.length === b.length && a.every((peer, index) => peer === b[index]);
 }
 
 function same(a: readonly number[], b: readonly number[]): boolean {

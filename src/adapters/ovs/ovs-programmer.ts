@@ -6,10 +6,17 @@
  * disturbing forwarding. The read-back is the one the commands use (./read-back.ts).
  */
 import { McastError } from '../../errors.js';
-import type { GroupAddress } from '../../wire/ip-address.js';
+import { compareAddresses, type GroupAddress, type HostAddress } from '../../wire/ip-address.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
-import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
+import type {
+  FlowEntry,
+  GroupForwarding,
+  GroupMembership,
+  InstalledGroup,
+  MulticastPipeline,
+  TunnelMembers,
+} from '../../domain/pipeline/multicast-pipeline.js';
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
 import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
@@ -42,6 +49,8 @@ export class OvsProgrammer {
   private ports = new Map<number, PortEntries>();
   /** The highest meter id the switch holds (0: it has no meters); read once, at the first refresh. */
   private maxMeter: number | undefined;
+  /** The gateway port installBase was last given: in tunnel mode it sits in link 0 of every group with a member. */
+  private gatewayOfport: number | undefined;
 
   constructor(
     private readonly openflow: ProgrammerConnection,
@@ -119,25 +128,31 @@ export class OvsProgrammer {
     return [...this.installed.keys()];
   }
 
-  /** The groups the daemon itself installed (its cookie flag), with their member ports then. */
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
-    return [...this.installed.values()].filter((group) => group.learned).map(({ group, ports }) => ({ group, ports }));
+  /** The groups the daemon itself installed (its cookie flag), with their member ports then, and in tunnel mode their peers. */
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
+    return [...this.installed.values()]
+      .filter((group) => group.learned)
+      .map(({ group, ports, peers }) => ({ group, ports, ...(peers === undefined ? {} : { peers: [...peers] }) }));
   }
 
   /**
    * The flows every group relies on: IGMP to the controller, link-local flooding, and
    * any other multicast to the gateway (without one: dropped, so that a group nobody
-   * here wants is not flooded to every pod by the bridge's own flows). Our earlier
-   * flows of those kinds that are not wanted now (another gateway port) go. `query`'s
-   * probe flows are left to their run, the pod ports' entries to syncPort. Throws McastError
-   * 'conflict' (nothing changed) when another controller's flow has the match and
-   * priority of one of these.
+   * here wants is not flooded to every pod by the bridge's own flows). In tunnel mode
+   * (`tunnelOfport`) also the catch-all drops of what comes in from the tunnel, and from
+   * the gateway when there is one: only a group's ingress flows take those to its pods.
+   * Our earlier flows of those kinds that are not wanted now (another gateway or tunnel
+   * port, tunnel mode turned off) go. `query`'s probe flows are left to their run, the pod
+   * ports' entries to syncPort. Throws McastError 'conflict' (nothing changed) when
+   * another controller's flow has the match and priority of one of these.
    */
-  async installBase(gatewayOfport: number | undefined): Promise<void> {
+  async installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
     const wanted = [
       this.pipeline.igmpToController(),
       this.pipeline.linkLocalFlood(),
       gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport),
+      ...(tunnelOfport === undefined ? [] : [this.pipeline.tunnelDrop(tunnelOfport)]),
+      ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : [this.pipeline.gatewayDrop(gatewayOfport)]),
     ];
     for (const flow of wanted) this.refuseForeignSlot(flow);
     const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
@@ -151,34 +166,41 @@ export class OvsProgrammer {
     ];
     await this.apply(changes, 'the base flows');
     this.otherFlows = wanted;
+    this.gatewayOfport = gatewayOfport;
   }
 
-  /** Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). */
-  async syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
+  /**
+   * Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). In
+   * tunnel mode (`tunnel`) also to each of its peers through the tunnel port, in the
+   * tunnel layout (tunnel-layout.ts), with the gateway installBase was last given in link
+   * 0; the group goes when it has neither ports nor peers.
+   */
+  async syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: TunnelMembers): Promise<GroupOutcome> {
     const current = this.installed.get(group);
+    const wanted = ports.length > 0 || (tunnel?.peers.length ?? 0) > 0;
     // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
     // two never write the same group (see mcastctl-reconcile(1)).
     if ((current !== undefined && !current.learned) || (current === undefined && this.staticGroups.has(group))) {
-      if (ports.length === 0) return 'absent';
+      if (!wanted) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
         hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
       });
     }
+    const membership: GroupMembership = {
+      group,
+      ports,
+      learned: true,
+      ...(tunnel === undefined ? {} : { tunnel, ...(this.gatewayOfport === undefined ? {} : { gateway: this.gatewayOfport }) }),
+    };
+    const forwarding = wanted ? this.pipeline.forwarding(membership) : undefined;
     // Ids of the wanted chain that are on the switch though this group's flow does not
     // reach them (left by a failed sync): they must be modified, not added.
     const chain = this.chainIds(current);
-    const strayGroups =
-      ports.length === 0
-        ? []
-        : this.pipeline
-            .forwarding({ group, ports, learned: true })
-            .groups.filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId))
-            .map(({ groupId }) => ({ groupId, buckets: [] }));
+    const strayGroups = (forwarding?.groups ?? [])
+      .filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId))
+      .map(({ groupId }) => ({ groupId, buckets: [] }));
     const installedView = { groups: current === undefined ? [] : [current], otherFlows: [], strayGroups };
-    const [plan] =
-      ports.length === 0
-        ? planUninstall([group], installedView)
-        : planInstall(this.pipeline, [{ group, ports, learned: true }], installedView, this.foreignFlows);
+    const [plan] = wanted ? planInstall(this.pipeline, [membership], installedView, this.foreignFlows) : planUninstall([group], installedView);
     if (plan?.outcome === 'conflict')
       throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
     if (plan === undefined || plan.changes.length === 0) return plan?.outcome ?? 'unchanged';
@@ -193,19 +215,12 @@ export class OvsProgrammer {
       if (change.op === 'add-group' || change.op === 'modify-group') this.groupIds.add(change.entry.groupId);
       else if (change.op === 'delete-group') this.groupIds.delete(change.groupId);
     }
-    if (ports.length === 0) {
+    if (forwarding === undefined) {
       this.installed.delete(group);
       // Its entries are gone from the switch: the slot may go to another group.
       this.pipeline.groupIds.release(group);
     } else {
-      const forwarding = this.pipeline.forwarding({ group, ports, learned: true });
-      this.installed.set(group, {
-        group,
-        ports: [...ports].sort((a, b) => a - b),
-        flow: forwarding.flow,
-        groups: [...forwarding.groups].reverse(),
-        learned: true,
-      });
+      this.installed.set(group, installedOf(forwarding));
     }
     return plan.outcome;
   }
@@ -235,6 +250,33 @@ export class OvsProgrammer {
         cause: first.value,
       });
   }
+}
+
+/**
+ * What the read-back would make of `forwarding` once it is on the switch (readInstalled
+ * in multicast-pipeline.ts): the chain head first, the ports of its output buckets (the
+ * gateway's too), the peers of its tunnel buckets and the ingress flows, so that the next
+ * sync of the same members plans nothing.
+ */
+function installedOf(forwarding: GroupForwarding): InstalledGroup {
+  const groups = [...forwarding.groups].reverse();
+  const ports: number[] = [];
+  const peers: HostAddress[] = [];
+  for (const bucket of groups.flatMap((entry) => entry.buckets)) {
+    if (bucket.type !== 'output') continue;
+    if (bucket.tunnelDestination === undefined) ports.push(bucket.port);
+    else peers.push(bucket.tunnelDestination);
+  }
+  const ingress = forwarding.ingress ?? [];
+  return {
+    group: forwarding.group,
+    ports: ports.sort((a, b) => a - b),
+    flow: forwarding.flow,
+    groups,
+    learned: true,
+    ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
+    ...(ingress.length === 0 ? {} : { ingress: [...ingress].sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1)) }),
+  };
 }
 
 /** Two flows that are the same entry of a table: table, priority and match. */

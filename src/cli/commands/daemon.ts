@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
 import type { DaemonConfig } from '../../controllers/daemon/daemon-config.js';
 import { loadGroupPolicy } from '../../controllers/daemon/policy-loader.js';
+import { type PeersFileWatch, type PeersReread, rereadPeers, watchPeersFile } from '../../controllers/daemon/peers-loader.js';
 import { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { holdYoungGeneration, limitMallocArenas } from '../../runtime/memory-release.js';
 
@@ -31,7 +32,7 @@ export function registerDaemon(program: Command): void {
       'Snoop IGMP from the pod ports of an OVS bridge, keep the group state (RFC 3376 timers, queries, ' +
         'expiry), program an OVS group and flow per group so that its traffic reaches exactly its members, ' +
         "and, with --gateway and --multicast-interfaces, be the kernel's multicast router between the pods " +
-        'and the network outside. Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration file, SIGUSR1 logs a state summary, SIGUSR2 saves the state. One daemon per bridge. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
+        'and the network outside. Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration file, the group policy and the peers file, SIGUSR1 logs a state summary, SIGUSR2 saves the state. One daemon per bridge. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
     );
   addDaemonOptions(command).addHelpText(
     'after',
@@ -124,12 +125,34 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     });
   };
 
+  // The peers file is read again at SIGHUP and whenever it changes; a bad one leaves the peers as they are.
+  const reloadPeers = async (running: MulticastController, why: string): Promise<void> => {
+    const tunnel = running.configuration.tunnel;
+    if (tunnel?.peersFile === undefined) return;
+    let reread: PeersReread;
+    try {
+      reread = await rereadPeers({ ...tunnel, peersFile: tunnel.peersFile });
+    } catch (error) {
+      return logger.error(`${why}: the peers file was not reloaded; the peers stay`, { file: tunnel.peersFile, error: messageOf(error) });
+    }
+    if (reread.added.length === 0 && reread.removed.length === 0)
+      return logger.info(`${why}: peers file read again; the same peers`, { file: tunnel.peersFile });
+    running.reconfigure({ ...running.configuration, tunnel: reread.tunnel });
+    logger.info(`${why}: the peers changed`, {
+      file: tunnel.peersFile,
+      added: reread.added.join(','),
+      removed: reread.removed.join(','),
+      peers: reread.tunnel.peers.length,
+    });
+  };
+
   signals.on({
     reload: async () => {
       if (controller === undefined) return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
       if (flags.config === undefined) logger.info('SIGHUP: no configuration file (--config) to read again');
       else await reloadConfig(controller);
       await reloadPolicy(controller);
+      await reloadPeers(controller, 'SIGHUP');
     },
     summary: () => {
       if (controller === undefined) logger.info('SIGUSR1: starting');
@@ -150,6 +173,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   let fatal: McastError | undefined;
   let metricsServer: MetricsServer | undefined;
   let controlServer: ControlServer | undefined;
+  let peersWatch: PeersFileWatch | undefined;
   try {
     // Before anything is connected to: a state directory others could change is refused (64).
     const stateStore = await StateStore.prepare({ dir: config.stateDir });
@@ -167,6 +191,12 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
         stop.stop();
       },
     });
+    const peersFile = config.tunnel?.peersFile;
+    if (peersFile !== undefined) {
+      const running = controller;
+      const onError = (error: Error) => logger.warn('the peers file cannot be watched: SIGHUP reads it again', { file: peersFile, error: error.message });
+      peersWatch = watchPeersFile({ path: peersFile, onChange: () => void reloadPeers(running, 'peers file changed'), onError });
+    }
     logger.info('listening', {
       controlSocket: config.controlSocket,
       ...(metricsServer === undefined ? {} : { metrics: `http://${metricsServer.address}/metrics` }),
@@ -175,6 +205,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     logger.info('stopping');
   } finally {
     stop.dispose();
+    peersWatch?.close();
     await controlServer?.close();
     await metricsServer?.close();
     // A failed final save throws here: exit 1, after everything else was closed.

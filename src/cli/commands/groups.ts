@@ -18,7 +18,7 @@ export function registerGroups(program: Command): void {
     .command('groups')
     .summary('list the multicast groups and members the running daemon has learned')
     .description(
-      'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again; then the IGMP it refused (limits, group policy, spoofing), by reason and port. Needs root (the control socket is root-only).',
+      'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again, and in tunnel mode the peers (other nodes) with members; then the IGMP it refused (limits, group policy, spoofing), by reason and port. Needs root (the control socket is root-only).',
     )
     .argument('[group]', 'only this group (an IPv4 multicast address)')
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
@@ -55,14 +55,15 @@ export function registerGroups(program: Command): void {
 
 function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {
   const style = output.style;
-  if (groups.length === 0 || groups.every((view) => view.members.length === 0 && view.ports.length === 0)) {
+  const remoteOf = (view: GroupView) => view.remoteMembers ?? [];
+  if (groups.length === 0 || groups.every((view) => view.members.length === 0 && view.ports.length === 0 && remoteOf(view).length === 0)) {
     output.line(only === undefined ? 'no multicast group has members' : `${only}: no members`);
     return;
   }
   const rows: string[][] = [];
   for (const view of groups) {
     const groupCell = view.synced ? view.group : `${view.group}\n${style.red(view.error === undefined ? 'not synced yet' : `sync failed: ${view.error}`)}`;
-    if (view.members.length === 0) {
+    if (view.members.length === 0 && remoteOf(view).length === 0) {
       rows.push([groupCell, view.ports.map(describePortView).join('\n') || '-', '', '', '', '', '', '']);
       continue;
     }
@@ -83,8 +84,23 @@ function printGroups(groups: readonly GroupView[], output: Output, now: number, 
         expires,
       ]);
     });
+    // A peer (another node) with members: its copies go into the tunnel; it reports as IGMPv3, for any source.
+    remoteOf(view).forEach((remote, index) => {
+      rows.push([
+        index === 0 && view.members.length === 0 ? groupCell : '',
+        'tunnel',
+        'peer',
+        remote.peer,
+        'v3',
+        'any source',
+        remote.lastRefresh === null ? style.dim('restored') : `${formatDuration(now - Date.parse(remote.lastRefresh))} ago`,
+        formatDuration(remote.expiresInMs),
+      ]);
+    });
   }
   output.table({ head: ['Group', 'Port', 'Pod', 'Host', 'Version', 'Filter', 'Last report', 'Expires in'], rows });
   const members = groups.reduce((sum, view) => sum + view.members.length, 0);
-  output.line(`${groups.length} group${groups.length === 1 ? '' : 's'}, ${members} member${members === 1 ? '' : 's'}`);
+  const remote = groups.reduce((sum, view) => sum + remoteOf(view).length, 0);
+  const remotePart = groups.some((view) => view.remoteMembers !== undefined) ? `, ${remote} remote member${remote === 1 ? '' : 's'}` : '';
+  output.line(`${groups.length} group${groups.length === 1 ? '' : 's'}, ${members} member${members === 1 ? '' : 's'}${remotePart}`);
 }

@@ -1,7 +1,7 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, GroupPolicyView, IgmpMeterView, IgmpRefusals, PortView } from '../../transport/control/daemon-view.js';
+import type { DaemonStatus, GroupPolicyView, IgmpMeterView, IgmpRefusals, PeerView, PortView, TunnelView } from '../../transport/control/daemon-view.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 
@@ -15,7 +15,7 @@ export function registerStatus(program: Command): void {
     .command('status')
     .summary('show what the running mcastctl daemon is doing')
     .description(
-      'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, and its counters since it started. Needs root (the control socket is root-only).',
+      'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, in tunnel mode its peers with their state and last contact, and its counters since it started. Needs root (the control socket is root-only).',
     )
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document')
@@ -66,6 +66,7 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ...(status.igmpRefused === undefined ? [] : [['IGMP refused', describeRefusals(status.igmpRefused, style)] as [string, string]]),
     ...(status.igmpMeter === undefined ? [] : [['IGMP meters', describeMeters(status.igmpMeter, style)] as [string, string]]),
     ...(status.groupPolicy === undefined ? [] : [['group policy', describePolicy(status.groupPolicy, style)] as [string, string]]),
+    ...(status.tunnel === undefined ? [] : tunnelLines(status.tunnel, style, Date.now())),
     ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
     ['replays', String(counters.replays)],
     ['queries sent', String(counters.queriesSent)],
@@ -75,6 +76,33 @@ function printStatus(status: DaemonStatus, output: Output): void {
   ];
   const width = Math.max(...lines.map(([key]) => key.length)) + 1;
   for (const [key, value] of lines) output.line(`${`${key}:`.padEnd(width)}  ${value}`);
+}
+
+/** `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer. */
+function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): Array<[string, string]> {
+  const byState = (['up', 'down', 'unknown'] as const)
+    .map((state) => [state, tunnel.peers.filter((peer) => peer.state === state).length] as const)
+    .filter(([, count]) => count > 0)
+    .map(([state, count]) => `${count} ${state}`);
+  const drops = Object.entries(tunnel.drops)
+    .filter(([, count]) => count > 0)
+    .map(([reason, count]) => `${reason} ${count}`);
+  const port = `${tunnel.port} (${tunnel.ofport ?? style.red('not on the bridge')})`;
+  const peers = `${tunnel.peers.length} peer${tunnel.peers.length === 1 ? '' : 's'}${byState.length === 0 ? '' : ` (${byState.join(', ')})`}`;
+  const head: [string, string] = [
+    'tunnel',
+    `${port}, node ${tunnel.nodeAddress}, ${peers}; ${drops.length === 0 ? '0 dropped' : style.yellow(`dropped ${drops.join(', ')}`)}`,
+  ];
+  const state = { up: style.green('up'), down: style.red('down'), unknown: style.dim('unknown') };
+  return [
+    head,
+    ...tunnel.peers.map((peer: PeerView): [string, string] => {
+      const contact = peer.lastContact === null ? 'never heard from' : `last contact ${formatDuration(now - Date.parse(peer.lastContact))} ago`;
+      // The outer source is worth a word only when NAT changed it.
+      const nat = peer.outerSource === null || peer.outerSource === peer.address ? '' : `, arrives as ${peer.outerSource}`;
+      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${nat}`];
+    }),
+  ];
 }
 
 /** `port-groups 3, spoofed 2 (veth-a (5) 4, veth-b (6) 1)`: the reasons, then the ports with their totals. */

@@ -16,7 +16,14 @@ export interface CheckContext {
   /** How a clashing value is named in a message: `queryInterval (125s)`, `--query-interval (60s)`, with `, the default` when it is one. */
   named(key: DaemonConfigKey, shown: string): string;
   fail(key: DaemonConfigKey, reason: string, item?: number): never;
+  /** Where a key's value came from, as messages name it: its flag, or `key` for the file and the default. */
+  source(key: DaemonConfigKey): string;
+  /** Whether the file or a flag gives the key a value other than its default (an empty one is none). */
+  setByUser(key: DaemonConfigKey): boolean;
 }
+
+/** The tunnel settings that mean nothing without a tunnel port. */
+const TUNNEL_ONLY_KEYS = ['peers', 'peersFile', 'nodeAddress', 'peerRefreshInterval', 'peerTimeout', 'maxGroupsPerPeer'] as const;
 
 interface ConfigCheck {
   name: string;
@@ -113,6 +120,54 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
         key === 'syncBackoffMax'
           ? `${showMs(maxMs)} is shorter than ${named('syncBackoffMin', showMs(minMs))}`
           : `${showMs(minMs)} is longer than ${named('syncBackoffMax', showMs(maxMs))}`,
+      );
+    },
+  },
+  {
+    name: 'tunnel-settings-need-a-tunnel-port',
+    keys: ['tunnelPort', ...TUNNEL_ONLY_KEYS],
+    check({ value, setByUser, source }) {
+      if (value('tunnelPort') !== undefined) return;
+      const key = TUNNEL_ONLY_KEYS.find(setByUser);
+      if (key === undefined) return;
+      throw new UsageError(`${source(key)} is a tunnel mode setting: it needs --tunnel-port (the flow-based tunnel port on the bridge)`, {
+        hint: 'give --tunnel-port NAME (tunnelPort in the file), or leave the tunnel settings out; see mcastctl-daemon(1), TUNNEL MODE',
+      });
+    },
+  },
+  {
+    name: 'tunnel-port-needs-peers',
+    keys: ['tunnelPort', 'peers', 'peersFile'],
+    check({ value, source }) {
+      if (value('tunnelPort') === undefined || value('peers') !== undefined || value('peersFile') !== undefined) return;
+      throw new UsageError(`${source('tunnelPort')} needs the peers: --peers ADDR,ADDR,... or --peers-file FILE`, {
+        hint: 'a node alone in tunnel mode takes --peers "" and --node-address ADDR',
+      });
+    },
+  },
+  {
+    name: 'peers-or-peers-file',
+    keys: ['peers', 'peersFile'],
+    check({ value, blame, named, fail }) {
+      if (value('peersFile') === undefined || (value('peers') ?? []).length === 0) return;
+      const key = blame('peers', 'peersFile');
+      const other = key === 'peers' ? named('peersFile', value('peersFile') ?? '') : named('peers', (value('peers') ?? []).join(','));
+      fail(key, `the peers come from one place: this and ${other} contradict each other`);
+    },
+  },
+  {
+    name: 'peer-timeout-above-refresh-interval',
+    keys: ['peerTimeout', 'peerRefreshInterval'],
+    check({ value, blame, named, fail }) {
+      const timeoutMs = value('peerTimeout');
+      const refreshMs = value('peerRefreshInterval');
+      if (timeoutMs === undefined || timeoutMs > refreshMs) return;
+      const key = blame('peerTimeout', 'peerRefreshInterval');
+      fail(
+        key,
+        key === 'peerTimeout'
+          ? `${showMs(timeoutMs)} must be longer than ${named('peerRefreshInterval', showMs(refreshMs))}, or every peer would expire between refreshes`
+          : `${showMs(refreshMs)} must be shorter than ${named('peerTimeout', showMs(timeoutMs))}, or every peer would expire between refreshes`,
       );
     },
   },

@@ -18,7 +18,7 @@ import { DAEMON_CONFIG_KEYS, isDaemonConfigKey, type DaemonConfigKey } from './s
 /** The largest configuration file read: contrib/daemon.yaml, every key with comments, is under 4 KiB. */
 export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
 /**
- * The most keys, values and list items in the file: there are 24 keys, and the kernel has
+ * The most keys, values and list items in the file: there are about 40 keys, and the kernel has
  * 32 VIFs. (The `yaml` package takes some 4 s for 1 MiB of small nodes, and checks a
  * mapping's keys for duplicates in time quadratic in their number: minutes for 100,000.)
  */

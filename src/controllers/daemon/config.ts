@@ -14,11 +14,12 @@ import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../domain/pi
 import { CONFIG_CHECKS, type CheckContext } from './config-checks.js';
 import { readConfigFile, type FileSettings, type GivenValue } from './config-file.js';
 import { ValueProblem } from './setting-values.js';
+import { resolveTunnel, type NodeAddressFinder, type TunnelDraft } from './tunnel-config.js';
 import type { DaemonConfig, SettingField } from './daemon-config.js';
 import { DAEMON_SETTINGS, settingOf, type DaemonConfigKey, type SettingValue } from './settings.js';
 
 export { MAX_CONFIG_FILE_BYTES } from './config-file.js';
-export { membershipTiming, type DaemonConfig } from './daemon-config.js';
+export { membershipTiming, type DaemonConfig, type TunnelConfig } from './daemon-config.js';
 export { DAEMON_CONFIG_KEYS } from './settings.js';
 
 /** What commander's OVS options hand over parsed already (see cli/options/ovs-options.ts). */
@@ -37,9 +38,17 @@ type FlagValue<K extends DaemonConfigKey> = K extends 'table' | 'cookiePrefix' |
  */
 export type DaemonFlags = { [K in DaemonConfigKey]?: FlagValue<K> } & { config?: string; metrics?: boolean };
 
-export async function loadDaemonConfig(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env): Promise<DaemonConfig> {
+/** How the configuration is read: the environment (OVS_RUNDIR), and how this node's tunnel address is found when none is given. */
+export interface DaemonConfigSources {
+  env?: NodeJS.ProcessEnv;
+  nodeAddressFinder?: NodeAddressFinder;
+}
+
+export async function loadDaemonConfig(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env, sources: DaemonConfigSources = {}): Promise<DaemonConfig> {
   const file = flags.config === undefined ? undefined : await readConfigFile(flags.config);
-  return buildConfig(flags, file, env);
+  const { config, tunnel } = buildConfig(flags, file, sources.env ?? env);
+  if (tunnel === undefined) return config;
+  return { ...config, tunnel: await resolveTunnel(tunnel, config, sources.nodeAddressFinder) };
 }
 
 /** A problem with one key's value, before it is placed. */
@@ -54,7 +63,7 @@ class Problem extends Error {
   }
 }
 
-function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: NodeJS.ProcessEnv): DaemonConfig {
+function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: NodeJS.ProcessEnv): { config: DaemonConfig; tunnel?: TunnelDraft } {
   const given = new Map<DaemonConfigKey, GivenValue>(file?.values ?? []);
   for (const setting of DAEMON_SETTINGS) {
     const value: unknown = flags[setting.key];
@@ -89,9 +98,15 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
       fail: (key, reason, item) => {
         throw new Problem(key, reason, item);
       },
+      source: (key) => where(key),
+      setByUser: (key) => {
+        const set = value(key);
+        return given.has(key) && set !== undefined && !(Array.isArray(set) && set.length === 0) && !same(set, settingOf(key).fallback);
+      },
     };
     for (const rule of CONFIG_CHECKS) rule.check(context);
-    return assemble(value, env);
+    const tunnel = tunnelDraftOf(value);
+    return { config: assemble(value, env), ...(tunnel === undefined ? {} : { tunnel }) };
   } catch (error) {
     if (!(error instanceof Problem)) throw error;
     const origin = given.get(error.key)?.origin;
@@ -121,6 +136,29 @@ function readValues(given: ReadonlyMap<DaemonConfigKey, GivenValue>): Map<Daemon
     }
   }
   return values;
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Tunnel mode's settings, when it is on (a tunnel port is given). */
+function tunnelDraftOf(value: <K extends DaemonConfigKey>(key: K) => SettingValue<K>): TunnelDraft | undefined {
+  const port = value('tunnelPort');
+  if (port === undefined) return undefined;
+  const optional = <K extends DaemonConfigKey, F extends keyof TunnelDraft>(key: K, field: F) => {
+    const set = value(key);
+    return set === undefined ? {} : { [field]: set };
+  };
+  return {
+    port,
+    listedPeers: value('peers') ?? [],
+    refreshIntervalMs: value('peerRefreshInterval'),
+    ...optional('peersFile', 'peersFile'),
+    ...optional('nodeAddress', 'nodeAddress'),
+    ...optional('peerTimeout', 'peerTimeoutMs'),
+    ...optional('maxGroupsPerPeer', 'maxGroupsPerPeer'),
+  };
 }
 
 /** The configuration of checked values: the OVS target and pipeline from their settings, every other field from its own. */

@@ -15,6 +15,7 @@
  */
 import { McastError, messageOf } from '../../errors.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import { MembershipTable, type MemberChange, type MembershipEffect } from '../../domain/membership/membership-table.js';
 import { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
@@ -26,12 +27,13 @@ import { IgmpGuard } from './igmp-guard.js';
 import { IgmpIntake } from './igmp-intake.js';
 import { PortEntriesSync } from './port-entries-sync.js';
 import { PolicyInForce } from './policy-in-force.js';
-import { Querier } from './querier.js';
-import { restoreSavedState, savedStateOf, seedPlaceholders } from './saved-state.js';
+import { Querier, queryFrameSender } from './querier.js';
+import { groupsToSync, restoreSavedState, savedStateOf, seedPlaceholders } from './saved-state.js';
 import { GroupSync } from './group-sync.js';
 import { LoopTimers, querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
 import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
+import { type TunnelMode, tunnelModeOf } from './tunnel-mode.js';
 import { daemonStatusOf, groupViewsOf, memberEvent, portViewOf, sortedRoutes, summaryOf } from './view.js';
 import type { SavedState } from './state-store.js';
 import { NO_METRICS } from './ports.js';
@@ -54,6 +56,7 @@ export class MulticastController implements DaemonView {
   private readonly intake: IgmpIntake;
   private readonly portEntries: PortEntriesSync;
   private readonly policy: PolicyInForce;
+  private readonly tunnel: TunnelMode | undefined;
   private readonly metrics: ControllerMetrics;
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
   private readonly startedAt: number;
@@ -81,6 +84,8 @@ export class MulticastController implements DaemonView {
     this.pods = new PodPorts(config.gateway);
     this.pods.update({ interfaces: options.portWatch.interfaces() });
     options.portWatch.onChange((interfaces, resync) => this.onPortChanges(interfaces, resync));
+    const markDirty = (group: GroupAddress, lane?: string) => this.sync.markDirty(group, lane);
+    this.tunnel = tunnelModeOf({ ...options, config, markDirty, interfaces: options.portWatch.interfaces() });
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
     const { vswitch, router, logger, metrics, counters, pods } = this;
@@ -103,6 +108,7 @@ export class MulticastController implements DaemonView {
       ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
       membersOf: (group) => this.table.portsOf(group),
       gatewayOfport: () => this.pods.gateway?.ofport,
+      tunnelOf: (group) => this.tunnel?.tunnelOf(group),
     });
     this.timers = new LoopTimers({
       ...{ clock, router, table: this.table, releaseMemory: options.releaseMemory },
@@ -120,7 +126,7 @@ export class MulticastController implements DaemonView {
       // The gateway's address and MAC, or 0.0.0.0 (a snooping switch's proxy querier).
       source: () => (config.gateway === undefined ? undefined : options.host.interfaceIPv4(config.gateway)) ?? { address: '0.0.0.0' },
       ports: () => this.pods.pods.map((pod) => pod.ofport),
-      send: (frame, ports) => this.sendFrame(frame, ports),
+      send: queryFrameSender({ vswitch, counters, metrics }),
       onError: (error) => this.fail('query', error),
       timers: clock,
     });
@@ -146,34 +152,32 @@ export class MulticastController implements DaemonView {
     const { table, pods, clock, logger } = this;
     const saved = await restoreSavedState({ store: stateStore, bridge: target.bridge, table, pods, clock, logger });
     seedPlaceholders({ learned: vswitch.learnedGroups, config: this.config, table, pods, clock, logger });
+    for (const { group, peers } of vswitch.learnedGroups) if (peers !== undefined) this.tunnel?.seed(group, peers); // kept until refreshed or timed out
     table.removeMembers(this.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
     if (stateStore !== undefined) await stateStore.save(this.savedState());
-    await vswitch.installBase(this.pods.gateway?.ofport);
+    await vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport);
     // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
     this.portEntries.start();
-    const installed = new Set(vswitch.installedGroups);
-    // Every group this daemon installed is synced: to its members now, or removed. Groups
-    // it did not learn (installed by `mcastctl install`) are not ours to judge here.
     const learned = vswitch.learnedGroups.map((entry) => entry.group);
-    const known = this.table.snapshot().map((entry) => entry.group);
-    for (const group of new Set([...known, ...learned, ...saved.filter((group) => installed.has(group))])) this.sync.markDirty(group);
+    for (const group of groupsToSync({ installed: vswitch.installedGroups, learned, table, saved })) this.sync.markDirty(group);
 
-    vswitch.onPacketIn((frame, ofport) => this.onPacketIn(frame, ofport));
-    const lost = (what: string, endpoint: string) => (error: Error) => {
-      if (!this.stopping) this.logger.warn(`${what} connection lost; reconnecting`, { endpoint, error: error.message });
-    };
+    for (const { group, ports } of this.table.snapshot()) this.tunnel?.localMembers(group, ports.length > 0);
+    vswitch.onPacketIn((frame, ofport, tunnelSource) => this.onPacketIn(frame, ofport, tunnelSource));
+    const lost = (what: string, endpoint: string) => (error: Error) =>
+      this.stopping || this.logger.warn(`${what} connection lost; reconnecting`, { endpoint, error: error.message });
     vswitch.onDisconnected(lost('OpenFlow', target.openflow));
     vswitch.onReconnected(() => void this.replay());
     portWatch.onDisconnected(lost('OVSDB', target.db));
-    portWatch.onReconnected(() => {
-      if (this.stopping || this.options.bridgeLock === undefined) return;
-      const onFatal = (error: McastError) => this.options.onFatal?.(error);
-      void retakeBridgeLock({ lock: this.options.bridgeLock, bridge: target.bridge, fail: (error) => this.fail('ovsdb', error), onFatal });
-    });
+    const onFatal = (error: McastError) => this.options.onFatal?.(error);
+    const lock = this.options.bridgeLock;
+    portWatch.onReconnected(
+      () => lock === undefined || this.stopping || void retakeBridgeLock({ lock, bridge: target.bridge, fail: (e) => this.fail('ovsdb', e), onFatal }),
+    );
     await vswitch.enablePacketIn();
     this.querier.start();
+    this.tunnel?.start();
     this.timers.armExpiry();
     this.timers.scheduleSweep();
     const { groupCount: groups, memberCount: members } = this.table;
@@ -182,8 +186,9 @@ export class MulticastController implements DaemonView {
 
   // --- events in -------------------------------------------------------------------------
 
-  /** One IGMP packet-in. Synchronous up to the queue, so a join's sync starts at once. */
-  private onPacketIn(frame: Uint8Array, ofport: number | undefined): void {
+  /** One IGMP packet-in (a peer's, from the tunnel port, is the tunnel's). Synchronous up to the queue, so a join's sync starts at once. */
+  private onPacketIn(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string): void {
+    if (this.tunnel?.takes(frame, ofport, tunnelSource) === true) return;
     const taken = this.intake.take(frame, ofport);
     if (taken === undefined) return;
     let leaving = false;
@@ -203,13 +208,16 @@ export class MulticastController implements DaemonView {
   /** `port`: the pod port whose IGMP had these effects (its syncs take turns with other ports'). */
   private apply(effects: readonly MembershipEffect[], port?: number): void {
     for (const effect of effects) {
-      if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
-      else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
+      if (effect.kind === 'members') {
+        this.sync.markDirty(effect.group, port);
+        this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
+      } else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
     }
   }
 
   private onPortChanges(interfaces: ReadonlyMap<string, InterfaceRow>, resync: boolean): void {
     const { added, removed, gatewayChanged } = this.pods.update({ interfaces });
+    const tunnelChanged = this.tunnel?.updatePorts(interfaces) === true;
     for (const port of removed) {
       this.logger.info('pod port removed: it leaves every group', { port: port.name, ofport: port.ofport, pod: port.pod });
       this.apply(this.table.removePort(port.ofport));
@@ -223,9 +231,9 @@ export class MulticastController implements DaemonView {
     }
     // A new pod is asked at once what it wants, instead of at the next general query.
     if (added.length > 0) void this.querier.generalQueries(added.map((port) => port.ofport));
-    if (gatewayChanged) {
-      this.logger.warn('the gateway port changed', { gateway: this.pods.gateway?.name, ofport: this.pods.gateway?.ofport });
-      void this.vswitch.installBase(this.pods.gateway?.ofport).catch((error: unknown) => this.fail('openflow', error));
+    if (gatewayChanged || tunnelChanged) {
+      this.logger.warn('the gateway or tunnel port changed', { gateway: this.pods.gateway?.ofport, tunnel: this.tunnel?.ofport });
+      void this.vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport).catch((error: unknown) => this.fail('openflow', error));
       for (const group of this.table.snapshot()) this.sync.markDirty(group.group);
     }
     if (resync) {
@@ -248,7 +256,7 @@ export class MulticastController implements DaemonView {
     if (this.stopping) return;
     try {
       await this.vswitch.refresh();
-      await this.vswitch.installBase(this.pods.gateway?.ofport);
+      await this.vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport);
     } catch (error) {
       this.fail('openflow', error);
       return; // the connection dropped again: the next reconnect replays
@@ -259,15 +267,6 @@ export class MulticastController implements DaemonView {
     this.counters.replays++;
     this.logger.info('OpenFlow reconnected; replaying', { groups: groups.length });
     this.publish({ type: 'replay', time: this.isoNow(), what: 'openflow', groups: groups.length });
-  }
-
-  private async sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<number> {
-    if (!this.vswitch.connected || ports.length === 0) return 0;
-    const { sent, refused } = await this.vswitch.sendFrame(frame, ports);
-    this.counters.queriesSent += sent;
-    this.metrics.queriesSent(sent);
-    if (refused.length > 0) throw new McastError('refused', `OVS refused ${refused.length} of ${ports.length} queries: ${refused[0]!.message}`);
-    return sent;
   }
 
   // --- state directory -------------------------------------------------------------------
@@ -302,6 +301,7 @@ export class MulticastController implements DaemonView {
     this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure(querierTiming(config));
     this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
+    if (config.tunnel !== undefined) this.tunnel?.setPeers(config.tunnel.peers);
     if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;
     // A shorter Group Membership Interval can bring the next expiry forward.
     this.timers.armExpiry(true);
@@ -315,16 +315,16 @@ export class MulticastController implements DaemonView {
   status(): DaemonStatus {
     const { config, startedAt, clock, vswitch, router, pods, table, counters } = this;
     const { portWatch, pid = process.pid } = this.options;
-    const [igmpRefused, igmpMeter, pendingSyncs] = [this.guard.view(), this.portEntries.view(), this.sync.size + this.portEntries.pending];
-    const groupPolicy = this.policy.view(this.portEntries.portsDenyingSend);
+    const [igmpRefused, igmpMeter, groupPolicy] = [this.guard.view(), this.portEntries.view(), this.policy.view(this.portEntries.portsDenyingSend)];
+    const pendingSyncs = this.sync.size + this.portEntries.pending;
     const parts = { config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, pid };
-    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, pendingSyncs });
+    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, pendingSyncs, ...(this.tunnel && { tunnel: this.tunnel.status() }) });
   }
 
   groups(): GroupView[] {
-    const { groupMembershipIntervalMs } = this.table.timings;
-    const { dirty, syncErrors } = this.sync;
-    return groupViewsOf({ groups: this.table.snapshot(), pods: this.pods, groupMembershipIntervalMs, dirty, syncErrors, clock: this.clock });
+    const [{ groupMembershipIntervalMs }, { dirty, syncErrors }] = [this.table.timings, this.sync];
+    const local = groupViewsOf({ groups: this.table.snapshot(), pods: this.pods, groupMembershipIntervalMs, dirty, syncErrors, clock: this.clock });
+    return this.tunnel?.groupViews(local, this.sync) ?? local;
   }
 
   /** The kernel entries this daemon added, with their counters (read from /proc). */
@@ -363,6 +363,7 @@ export class MulticastController implements DaemonView {
     if (this.stopping) return;
     this.stopping = true;
     this.querier.stop();
+    this.tunnel?.stop();
     this.timers.stop();
     this.sync.stop();
     this.portEntries.stop();

@@ -9,7 +9,26 @@ import type { PacketBudgetSettings } from '../../domain/membership/packet-budget
 import type { OvsTarget } from '../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
+import type { HostAddress } from '../../wire/ip-address.js';
 import type { QueryVersion } from './setting-values.js';
+
+/** Tunnel mode's settings (tunnel-settings.ts), checked and with their defaults worked out (tunnel-config.ts). */
+export interface TunnelConfig {
+  /** The flow-based tunnel port on the bridge (type geneve or vxlan, options:remote_ip=flow). */
+  port: string;
+  /** The other nodes' underlay addresses, deduplicated, this node's own address left out (peer-set.ts). */
+  peers: readonly HostAddress[];
+  /** Where the peers were read from, re-read on SIGHUP and when it changes; undefined: --peers only. */
+  peersFile?: string;
+  /** This node's underlay address: the inner source of its reports, how the peers name it. */
+  nodeAddress: HostAddress;
+  /** How often every peer gets this node's full state (default 30 s). */
+  refreshIntervalMs: number;
+  /** A peer's membership of a group lasts this long after its last report of it (default robustness × refresh + 10 s = 70 s). */
+  peerTimeoutMs: number;
+  /** Groups one peer may be a member of on this node (default: the node's maxGroups). */
+  maxGroupsPerPeer: number;
+}
 
 export interface DaemonConfig {
   target: OvsTarget;
@@ -55,10 +74,12 @@ export interface DaemonConfig {
   metricsAddress?: string;
   logFormat: LogFormat;
   logLevel: LogLevel;
+  /** Tunnel mode: membership and traffic shared with the peers through a flow-based tunnel port; undefined: off. */
+  tunnel?: TunnelConfig;
 }
 
-/** The fields of DaemonConfig that one setting fills alone (target and pipeline are assembled from several). */
-export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline'>;
+/** The fields of DaemonConfig that one setting fills alone (target, pipeline and tunnel are assembled from several). */
+export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline' | 'tunnel'>;
 
 /** The membership limits of the configuration (see domain/membership/membership-limits.ts). */
 export function membershipLimits(config: DaemonConfig): MembershipLimitSettings {

@@ -4,7 +4,7 @@
  * with backoff, timed from the first change a sync waited for.
  */
 import { messageOf } from '../../errors.js';
-import type { GroupAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
 import { WorkQueue } from '../../domain/membership/work-queue.js';
 import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, RouterPort, SwitchPort } from './ports.js';
@@ -24,6 +24,8 @@ export interface GroupSyncOptions {
   membersOf: (group: GroupAddress) => readonly number[];
   /** The gateway's port now (every group with members also goes there). */
   gatewayOfport: () => number | undefined;
+  /** Tunnel mode: the tunnel port and the peers that want `group` now; undefined: no tunnel (or not on the bridge yet). */
+  tunnelOf?: (group: GroupAddress) => { ofport: number; peers: readonly HostAddress[] } | undefined;
   publish: (event: DaemonEvent) => void;
   isoNow: () => string;
 }
@@ -50,10 +52,10 @@ export class GroupSync {
     });
   }
 
-  /** Asks for `group` to be synced (again); `port`: the pod port whose IGMP changed it (ports take turns). */
-  markDirty(group: GroupAddress, port?: number): void {
+  /** Asks for `group` to be synced (again); `lane`: on whose behalf (a pod port, a peer): they take turns. */
+  markDirty(group: GroupAddress, lane?: number | string): void {
     if (!this.dirtySince.has(group)) this.dirtySince.set(group, this.options.clock.monotonicMs());
-    this.queue.add(group, port);
+    this.queue.add(group, lane);
   }
 
   /** Groups waiting for a sync. */
@@ -90,10 +92,14 @@ export class GroupSync {
     const since = this.dirtySince.get(group) ?? clock.monotonicMs();
     this.dirtySince.delete(group);
     const members = this.options.membersOf(group);
+    const tunnel = this.options.tunnelOf?.(group);
+    // A group that only peers want still goes to the gateway too: what leaves the node is
+    // its own to route, as for a group with local members.
+    const wanted = members.length > 0 || (tunnel?.peers.length ?? 0) > 0;
     const gateway = this.options.gatewayOfport();
-    const ports = members.length > 0 && gateway !== undefined ? [...members, gateway] : [...members];
+    const ports = wanted && gateway !== undefined ? [...members, gateway] : [...members];
     try {
-      await this.options.vswitch.syncGroup(group, ports);
+      await (tunnel === undefined ? this.options.vswitch.syncGroup(group, ports) : this.options.vswitch.syncGroup(group, ports, tunnel));
       this.options.router?.setLocalMembers(group, members.length > 0);
     } catch (error) {
       // A failed sync keeps its start time, so the latency counts the retries too.

@@ -21,6 +21,7 @@ export class DaemonMetrics {
   private readonly errors: Counter<'kind'>;
   private readonly syncDuration: Histogram<'result'>;
   private readonly queries: Counter;
+  private readonly peerMessages: Counter<'peer' | 'direction' | 'type'>;
 
   constructor(view: DaemonView) {
     const registers = [this.registry];
@@ -66,6 +67,35 @@ export class DaemonMetrics {
         for (const { port, dropped } of view.status().igmpMeter?.byPort ?? []) this.inc({ port: port.name, pod: port.pod ?? '' }, dropped);
       },
     });
+    // Tunnel mode: one series per configured peer (at most MAX_PEERS), read from the status when scraped.
+    new Gauge({
+      name: 'mcastctl_peer_members',
+      help: 'Tunnel mode: groups each peer (another node) is a member of on this node.',
+      labelNames: ['peer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const peer of view.status().tunnel?.peers ?? []) this.set({ peer: peer.address }, peer.members);
+      },
+    });
+    new Counter({
+      name: 'mcastctl_peer_drops_total',
+      help: 'Tunnel mode: messages from the tunnel dropped, by reason: a sender not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        const drops = view.status().tunnel?.drops;
+        this.reset();
+        if (drops === undefined) return;
+        for (const [reason, count] of Object.entries(drops)) this.inc({ reason }, count);
+      },
+    });
+    this.peerMessages = new Counter({
+      name: 'mcastctl_peer_messages_total',
+      help: 'Tunnel mode: IGMP messages exchanged with each peer, by direction (in, out) and type (report, query).',
+      labelNames: ['peer', 'direction', 'type'],
+      registers,
+    });
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
     this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
     this.errors = new Counter({ name: 'mcastctl_errors_total', help: 'Errors, by kind.', labelNames: ['kind'], registers });
@@ -108,6 +138,16 @@ export class DaemonMetrics {
 
   queriesSent(n: number): void {
     if (n > 0) this.queries.inc(n);
+  }
+
+  /** Tunnel mode: `count` messages of `type` received from or sent to `peer`. */
+  peerMessage(peer: string, direction: 'in' | 'out', type: 'report' | 'query', count = 1): void {
+    if (count > 0) this.peerMessages.inc({ peer, direction, type }, count);
+  }
+
+  /** Tunnel mode: a peer left the list; its series go with it, so that the series stay bounded by the peers configured. */
+  peerRemoved(peer: string): void {
+    for (const direction of ['in', 'out'] as const) for (const type of ['report', 'query'] as const) this.peerMessages.remove({ peer, direction, type });
   }
 }
 

@@ -2,10 +2,11 @@
  * The real ports of the daemon's loop (see ./ports.ts): the bridge over OpenFlow, its
  * interfaces over OVSDB, this host's interfaces, and the system clock.
  */
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import type { GroupAddress } from '../../wire/ip-address.js';
-import { output } from '../../protocol/openflow/action.js';
-import { inPortOf } from '../../protocol/openflow/packet-in.js';
+import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
+import { output, setTunnelDestination } from '../../protocol/openflow/action.js';
+import { inPortOf, tunnelSourceOf } from '../../protocol/openflow/packet-in.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
 import { systemTimers } from '../../domain/membership/work-queue.js';
 import type { GroupOutcome } from '../../domain/pipeline/plan.js';
@@ -35,16 +36,16 @@ export class OvsSwitch implements SwitchPort {
     return this.programmer.installedGroups;
   }
 
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[] }> {
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
     return this.programmer.learnedGroups;
   }
 
-  syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome> {
-    return this.programmer.syncGroup(group, ports);
+  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
+    return this.programmer.syncGroup(group, ports, tunnel);
   }
 
-  installBase(gatewayOfport: number | undefined): Promise<void> {
-    return this.programmer.installBase(gatewayOfport);
+  installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
+    return this.programmer.installBase(gatewayOfport, tunnelOfport);
   }
 
   syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
@@ -64,8 +65,16 @@ export class OvsSwitch implements SwitchPort {
     return { sent: ports.length - errors.size, refused: [...errors.values()] };
   }
 
-  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined) => void): void {
-    this.openflow.on('packet-in', (packetIn) => listener(packetIn.data, inPortOf(packetIn)));
+  /** In one batch (one barrier): a PACKET_OUT from CONTROLLER per peer, its outer destination set, out of the tunnel port. */
+  async sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }> {
+    if (peers.length === 0) return { sent: 0, refused: [] };
+    const messages = peers.map((peer) => packetOut({ data: frame, actions: [setTunnelDestination(peer), output(tunnelOfport)] }));
+    const { errors } = await this.openflow.batch(messages);
+    return { sent: peers.length - errors.size, refused: [...errors.values()] };
+  }
+
+  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void): void {
+    this.openflow.on('packet-in', (packetIn) => listener(packetIn.data, inPortOf(packetIn), tunnelSourceOf(packetIn)));
   }
 
   onDisconnected(listener: (error: Error) => void): void {
@@ -133,6 +142,19 @@ export const systemHost: HostFacts = {
   interfaceIPv4(name) {
     const entry = networkInterfaces()[name]?.find((address) => address.family === 'IPv4');
     return entry === undefined ? undefined : { address: entry.address, mac: entry.mac };
+  },
+  interfaceMtu(name) {
+    // An interface name is no path: anything else (a slash, dots) is not looked up.
+    if (!/^[\w.-]{1,15}$/.test(name) || name === '.' || name === '..') return undefined;
+    try {
+      const mtu = Number(readFileSync(`/sys/class/net/${name}/mtu`, 'utf8').trim());
+      return Number.isInteger(mtu) && mtu > 0 ? mtu : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  interfaceHolding(address) {
+    return Object.entries(networkInterfaces()).find(([, entries]) => entries?.some((entry) => entry.address === address))?.[0];
   },
 };
 

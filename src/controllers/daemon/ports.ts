@@ -4,7 +4,7 @@
  * connects the real OVS, kernel and host and hands them in; the unit tests hand in
  * fakes (test/fakes/).
  */
-import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
 import type { McastError } from '../../errors.js';
 import type { DaemonConfig } from './config.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
@@ -30,6 +30,8 @@ export interface ControllerMetrics {
   syncDone(seconds: number, ok: boolean): void;
   error(kind: string): void;
   queriesSent(count: number): void;
+  /** A membership message from (in) or to (out) a peer of tunnel mode. */
+  peerMessage(peer: string, direction: 'in' | 'out', type: 'report' | 'query'): void;
 }
 
 /** Where learned state is kept across restarts (src/controllers/daemon/state-store.ts). */
@@ -46,11 +48,20 @@ export interface SwitchPort {
   /** Groups whose forwarding of ours is on the switch (as of the last refresh or sync). */
   readonly installedGroups: readonly GroupAddress[];
   /** Groups the daemon itself installed, with their member ports then. */
-  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[] }>;
-  /** Makes the switch forward `group` to exactly `ports` (none: remove it). */
-  syncGroup(group: GroupAddress, ports: readonly number[]): Promise<GroupOutcome>;
-  /** The flows every group relies on (IGMP to the controller, link-local, unknown groups). */
-  installBase(gatewayOfport: number | undefined): Promise<void>;
+  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; peers?: readonly HostAddress[] }>;
+  /**
+   * Makes the switch forward `group` to exactly `ports` (none: remove it). Tunnel mode
+   * (`tunnel`): to the peers too, through the tunnel port, in the pipeline's tunnel layout;
+   * `ports` are still the local member pod ports and the gateway, and link 0 holds the
+   * gateway installBase was last given. Removed when it has neither ports nor peers.
+   */
+  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome>;
+  /**
+   * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
+   * Tunnel mode (`tunnelOfport`): also the catch-all drop of multicast from the tunnel,
+   * and from the gateway when there is one.
+   */
+  installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void>;
   /** Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is metered now. */
   syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }>;
   /** Ports with entries of ours (meters, metered IGMP flows, send-policy drops) on the switch. */
@@ -59,7 +70,10 @@ export interface SwitchPort {
   meterDrops(): Promise<ReadonlyMap<number, bigint>>;
   /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
   sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }>;
-  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined) => void): void;
+  /** Sends `frame` to each of `peers` through the tunnel port `tunnelOfport` (one PACKET_OUT each): how many went, and what the switch refused. */
+  sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }>;
+  /** Every packet-in: its frame, its in_port, and (one from a tunnel port) the outer IPv4 source the underlay delivered it from. */
+  onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void): void;
   onDisconnected(listener: (error: Error) => void): void;
   /** ovs-vswitchd is reachable again (perhaps restarted, with nothing installed). */
   onReconnected(listener: () => void): void;
@@ -121,6 +135,10 @@ export interface BridgeLockPort {
 export interface HostFacts {
   /** The interface's IPv4 address and MAC, if it has one. */
   interfaceIPv4(name: string): { address: string; mac: string } | undefined;
+  /** The interface's MTU, if the host tells it. */
+  interfaceMtu?(name: string): number | undefined;
+  /** The interface that holds `address`, if one does. */
+  interfaceHolding?(address: string): string | undefined;
 }
 
 /** Time, for every timer and timestamp of the loop. */
@@ -164,4 +182,12 @@ export interface ControllerOptions {
   pid?: number;
 }
 
-export const NO_METRICS: ControllerMetrics = { packetIn() {}, igmpMessage() {}, ignoredNonPod() {}, syncDone() {}, error() {}, queriesSent() {} };
+export const NO_METRICS: ControllerMetrics = {
+  packetIn() {},
+  igmpMessage() {},
+  ignoredNonPod() {},
+  syncDone() {},
+  error() {},
+  queriesSent() {},
+  peerMessage() {},
+};

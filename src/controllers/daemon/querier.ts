@@ -11,6 +11,9 @@ import { encodeFrame } from '../../packet/query-frame.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
 import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
+import { McastError } from '../../errors.js';
+import type { DaemonCounters } from '../../transport/control/daemon-view.js';
+import type { ControllerMetrics, SwitchPort } from './ports.js';
 
 /** What a reload may change in a running querier. */
 export interface QuerierTiming {
@@ -30,6 +33,19 @@ export interface QuerierOptions extends QuerierTiming {
   send: (frame: Uint8Array, ports: readonly number[]) => Promise<number>;
   onError: (error: unknown) => void;
   timers: WorkQueueTimers;
+}
+
+/** The querier's `send` on the switch: each frame out of each port, counted (queriesSent); rejects when OVS refused some. */
+export function queryFrameSender(options: { vswitch: Pick<SwitchPort, 'connected' | 'sendFrame'>; counters: DaemonCounters; metrics: ControllerMetrics }) {
+  const { vswitch, counters, metrics } = options;
+  return async (frame: Uint8Array, ports: readonly number[]): Promise<number> => {
+    if (!vswitch.connected || ports.length === 0) return 0;
+    const { sent, refused } = await vswitch.sendFrame(frame, ports);
+    counters.queriesSent += sent;
+    metrics.queriesSent(sent);
+    if (refused.length > 0) throw new McastError('refused', `OVS refused ${refused.length} of ${ports.length} queries: ${refused[0]!.message}`);
+    return sent;
+  };
 }
 
 export class Querier {

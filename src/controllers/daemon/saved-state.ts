@@ -167,3 +167,19 @@ export function seedPlaceholders({ learned, config, table, pods, clock, logger }
     seconds: Math.round(graceMs / 1000),
   });
 }
+
+/**
+ * The groups a start syncs: every group this daemon installed (to its members now, or
+ * removed), every group with members, and the saved ones still on the switch. Groups it
+ * did not learn (installed by `mcastctl install`) are not ours to judge.
+ */
+export function groupsToSync(options: {
+  installed: readonly GroupAddress[];
+  learned: readonly GroupAddress[];
+  table: MembershipTable;
+  saved: readonly GroupAddress[];
+}): Set<GroupAddress> {
+  const installed = new Set(options.installed);
+  const known = options.table.snapshot().map((entry) => entry.group);
+  return new Set([...known, ...options.learned, ...options.saved.filter((group) => installed.has(group))]);
+}

@@ -55,3 +55,10 @@ export function ovs<K extends string, T>(
 ): SettingDefinition<K, T> {
   return { ...input, runtime: false };
 }
+
+/** A setting assembled with others into one DaemonConfig field (the tunnel's, by tunnel-config.ts); a restart applies it. */
+export function assembled<K extends string, T>(
+  input: Omit<SettingInput<K, T>, 'runtime'> & { help: string; fileDefault: string; flagDefault: string; read(config: DaemonConfig): unknown },
+): SettingDefinition<K, T> {
+  return { ...input, runtime: false };
+}

@@ -4,7 +4,8 @@
  * ValueProblem that says what is wrong with the value; the caller adds where it came from.
  */
 import type { IgmpVersion } from '../../packet/igmp/message.js';
-import { isMulticast } from '../../wire/ip-address.js';
+import { hostAddress, isMulticast, parseSourceAddress, type HostAddress } from '../../wire/ip-address.js';
+import { parsePeerList } from '../../domain/peers/peer-set.js';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { quoteInput, UsageError } from '../../errors.js';
@@ -56,7 +57,7 @@ export const MIN_RESP_MS = 100;
 export const MIN_QUERY_INTERVAL_MS = 1_000;
 export const MAX_QUERY_INTERVAL_MS = 31_744_000;
 /** sun_path is 108 bytes, NUL included. */
-export const MAX_SOCKET_PATH_BYTES = 107;
+const MAX_SOCKET_PATH_BYTES = 107;
 
 export function parseInteger(value: unknown, min: number, max: number): number {
   const number = typeof value === 'number' ? value : typeof value === 'string' ? readDecimal(value.trim()) : NaN;
@@ -195,6 +196,14 @@ export function parsePath(value: unknown): string {
   return resolvePath(value);
 }
 
+/** A socket's path, short enough for sun_path. */
+export function parseSocketPath(value: unknown): string {
+  const path = parsePath(value);
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
+    throw new ValueProblem(`${quoteInput(path)} is longer than a socket path can be (${MAX_SOCKET_PATH_BYTES} bytes)`);
+  return path;
+}
+
 /** A path, or none for an empty string. */
 export function parseOptionalPath(value: unknown): string | undefined {
   return value === '' ? undefined : parsePath(value);
@@ -215,4 +224,39 @@ export function parseMetricsAddress(value: unknown): string | undefined {
   if (address !== undefined && isMulticast(host)) throw new ValueProblem(`${host} is a multicast address: ${servable}`);
   if (address === 0xffffffff) throw new ValueProblem(`${host} is the broadcast address: ${servable}`);
   return `${host}:${port}`;
+}
+
+/** An empty string means "not set" (the default is worked out from other settings). */
+export function optional<T>(parse: (value: unknown) => T): (value: unknown) => T | undefined {
+  return (value) => (value === '' ? undefined : parse(value));
+}
+
+/** This node's underlay address: a unicast IPv4 address, not a loopback one; none for an empty string. */
+export function parseNodeAddress(value: unknown): HostAddress | undefined {
+  if (value === '') return undefined;
+  if (typeof value !== 'string' || parseSourceAddress(value) === undefined || value.startsWith('127.'))
+    throw new ValueProblem(`${describe(value)} is not a unicast IPv4 address of this node, such as 192.168.60.11`);
+  return hostAddress(value);
+}
+
+/**
+ * The peers as given, each a peer address (peer-set.ts says which), duplicates kept: the
+ * list is normalised once this node's address is known (tunnel-config.ts).
+ */
+export function parsePeerAddresses(value: unknown): HostAddress[] {
+  const items = listItems(value);
+  return items.map((item, index) => {
+    const at = Array.isArray(value) ? index : undefined;
+    if (typeof item !== 'string') throw new ValueProblem(`${describe(item)} is not an IPv4 address`, at);
+    try {
+      const [peer] = parsePeerList(item, 'peers', { localAddresses: new Set() }).peers;
+      if (peer === undefined) throw new UsageError('peers: entry 1: an empty entry');
+      return peer;
+    } catch (error) {
+      // A list item is named by its line; an entry of a comma-separated string by its place.
+      const reason = error instanceof UsageError ? error.message.replace(/^peers: entry 1: /, '') : undefined;
+      if (reason !== undefined) throw new ValueProblem(at === undefined ? `entry ${index + 1}: ${reason}` : reason, at);
+      throw error;
+    }
+  });
 }

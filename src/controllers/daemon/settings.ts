@@ -6,23 +6,15 @@
  * all come from here; test/unit/daemon-settings.test.ts holds contrib/daemon.yaml and
  * mcastctl-daemon(1) to it.
  */
-import { quoteInput } from '../../errors.js';
 import { DEFAULT_BRIDGE } from '../../adapters/ovs/locations.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../domain/pipeline/config.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../../runtime/logger.js';
 import { showMs } from '../../runtime/values.js';
 import { DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import * as values from './setting-values.js';
-import {
-  durationFrom,
-  MAX_QUERY_INTERVAL_MS,
-  MAX_SOCKET_PATH_BYTES,
-  MIN_QUERY_INTERVAL_MS,
-  MIN_RESP_MS,
-  V2_MAX_RESP_MS,
-  ValueProblem,
-} from './setting-values.js';
+import { durationFrom, MAX_QUERY_INTERVAL_MS, MIN_QUERY_INTERVAL_MS, MIN_RESP_MS, V2_MAX_RESP_MS, ValueProblem } from './setting-values.js';
 import { fills, ovs } from './setting-definition.js';
+import { TUNNEL_SETTINGS } from './tunnel-settings.js';
 
 const DURATION = 'duration';
 
@@ -143,6 +135,7 @@ export const DAEMON_SETTINGS = [
     flagDefault: 'none',
     runtime: false,
   }),
+  ...TUNNEL_SETTINGS,
   fills('queryIntervalMs', {
     key: 'queryInterval',
     flag: '--query-interval',
@@ -338,12 +331,7 @@ export const DAEMON_SETTINGS = [
     kind: 'path',
     fallback: DEFAULT_CONTROL_SOCKET,
     runtime: false,
-    parse: (value) => {
-      const path = values.parsePath(value);
-      if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
-        throw new ValueProblem(`${quoteInput(path)} is longer than a socket path can be (${MAX_SOCKET_PATH_BYTES} bytes)`);
-      return path;
-    },
+    parse: values.parseSocketPath,
     help: 'the control socket of status, groups, snoop --daemon',
   }),
   fills('metricsAddress', {

@@ -14,11 +14,15 @@ import type {
   IgmpMeterView,
   IgmpRefusals,
   MemberView,
+  PeerDropReason,
   PortView,
+  RemoteMemberView,
   RouteView,
+  TunnelView,
 } from '../../transport/control/daemon-view.js';
+import type { RemoteMembersView } from '../../domain/peers/remote-members.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
-import type { DaemonConfig } from './config.js';
+import type { DaemonConfig, TunnelConfig } from './config.js';
 import type { DaemonClock, PortWatch, RouterPort, SwitchPort } from './ports.js';
 
 export interface StatusInput {
@@ -37,6 +41,8 @@ export interface StatusInput {
   igmpRefused: IgmpRefusals;
   igmpMeter: IgmpMeterView;
   groupPolicy: GroupPolicyView;
+  /** Tunnel mode's part (tunnelViewOf), when it is on. */
+  tunnel?: TunnelView;
 }
 
 export function daemonStatusOf(input: StatusInput): DaemonStatus {
@@ -62,6 +68,7 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
     igmpRefused: input.igmpRefused,
     igmpMeter: input.igmpMeter,
     groupPolicy: input.groupPolicy,
+    ...(input.tunnel === undefined ? {} : { tunnel: input.tunnel }),
     stateDir: config.stateDir,
     controlSocket: config.controlSocket,
     ...(config.metricsAddress === undefined ? {} : { metricsAddress: config.metricsAddress }),
@@ -120,6 +127,89 @@ export function groupViewsOf(input: GroupViewInput): GroupView[] {
     const error = input.syncErrors.get(group.group);
     return { group: group.group, ports, members, synced: !input.dirty.has(group.group) && error === undefined, ...(error === undefined ? {} : { error }) };
   });
+}
+
+/** Monotonic milliseconds as ISO 8601 wall-clock time. */
+function wallTimeOf(clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>): (mono: number) => string {
+  const monoNow = clock.monotonicMs();
+  const wallNow = clock.wallMs();
+  return (mono) => new Date(wallNow - (monoNow - mono)).toISOString();
+}
+
+const PEER_DROP_REASONS: readonly PeerDropReason[] = ['unknown-peer', 'self', 'rate', 'unsupported', 'malformed', 'refused'];
+
+export interface TunnelViewInput {
+  tunnel: TunnelConfig;
+  /** The tunnel port's OpenFlow port number; undefined until OVSDB has it. */
+  ofport: number | undefined;
+  /** The remote members' view (PeerExchange.view()): lastContact in monotonic milliseconds. */
+  remote: RemoteMembersView;
+  /** Messages from the tunnel dropped since start, by reason; a reason left out is 0. */
+  drops: Partial<Record<PeerDropReason, number>>;
+  clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
+}
+
+/** The status's tunnel part: the port, this node's address, every configured peer. */
+export function tunnelViewOf(input: TunnelViewInput): TunnelView {
+  const iso = wallTimeOf(input.clock);
+  const drops = Object.fromEntries(PEER_DROP_REASONS.map((reason) => [reason, input.drops[reason] ?? 0])) as Record<PeerDropReason, number>;
+  return {
+    port: input.tunnel.port,
+    ofport: input.ofport ?? null,
+    nodeAddress: input.tunnel.nodeAddress,
+    peers: input.remote.peers.map((peer) => ({
+      address: peer.address,
+      state: peer.state,
+      lastContact: peer.lastContact === null ? null : iso(peer.lastContact),
+      outerSource: peer.outerSource,
+      members: peer.members,
+    })),
+    drops,
+  };
+}
+
+export interface RemoteGroupsInput {
+  /** The groups with local members (groupViewsOf). */
+  local: readonly GroupView[];
+  remote: RemoteMembersView;
+  clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
+  /** As groupViewsOf's, for the groups with remote members only. */
+  dirty: ReadonlySet<string> | ReadonlyMap<string, unknown>;
+  syncErrors: ReadonlyMap<string, string>;
+}
+
+/**
+ * The groups of tunnel mode: each local group with its remote members, and every group
+ * with remote members only (forwarded into the tunnel from local senders), by address.
+ */
+export function withRemoteMembers(input: RemoteGroupsInput): GroupView[] {
+  const iso = wallTimeOf(input.clock);
+  const remoteOf = new Map<string, RemoteMemberView[]>();
+  for (const { group, members } of input.remote.groups) {
+    remoteOf.set(
+      group,
+      members.map((member) => ({
+        peer: member.peer,
+        lastRefresh: member.lastRefresh === null ? null : iso(member.lastRefresh),
+        expiresInMs: member.expiresInMs,
+      })),
+    );
+  }
+  const views = input.local.map((view): GroupView => ({ ...view, remoteMembers: remoteOf.get(view.group) ?? [] }));
+  const local = new Set(input.local.map((view) => view.group));
+  for (const [group, remoteMembers] of remoteOf) {
+    if (local.has(group)) continue;
+    const error = input.syncErrors.get(group);
+    views.push({
+      group,
+      ports: [],
+      members: [],
+      synced: !input.dirty.has(group) && error === undefined,
+      ...(error === undefined ? {} : { error }),
+      remoteMembers,
+    });
+  }
+  return views.sort((a, b) => compareAddresses(a.group, b.group));
 }
 
 /** Kernel routes by group, then source. */

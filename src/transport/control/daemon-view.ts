@@ -40,6 +40,18 @@ export interface GroupView {
   synced: boolean;
   /** The last sync failure, while there is one. */
   error?: string;
+  /** Tunnel mode: the peers with members of the group, each a copy into the tunnel (absent: not in tunnel mode, or older daemons). */
+  remoteMembers?: RemoteMemberView[];
+}
+
+/** A peer (another node) that is a member of a group, by its reports through the tunnel. */
+export interface RemoteMemberView {
+  /** The peer's configured underlay address. */
+  peer: string;
+  /** ISO 8601: its last report of the group; null for one restored from the saved state, not yet confirmed. */
+  lastRefresh: string | null;
+  /** Until the membership ends unless the peer reports it again. */
+  expiresInMs: number;
 }
 
 export interface RouteView {
@@ -79,9 +91,36 @@ export interface DaemonStatus {
   igmpMeter?: IgmpMeterView;
   /** The group policy in force (absent from older daemons). */
   groupPolicy?: GroupPolicyView;
+  /** Tunnel mode, when it is on (absent: off, or older daemons). */
+  tunnel?: TunnelView;
   stateDir: string;
   controlSocket: string;
   metricsAddress?: string;
+}
+
+/** Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate, IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer. */
+export type PeerDropReason = 'unknown-peer' | 'self' | 'rate' | 'unsupported' | 'malformed' | 'refused';
+
+export interface TunnelView {
+  /** The tunnel port's name, and its OpenFlow port number (null until OVSDB has it). */
+  port: string;
+  ofport: number | null;
+  nodeAddress: string;
+  peers: PeerView[];
+  /** Messages from the tunnel dropped since start, by reason. */
+  drops: Record<PeerDropReason, number>;
+}
+
+export interface PeerView {
+  address: string;
+  /** unknown: not heard from since the daemon started; up: heard within the peer timeout; down: silent longer. */
+  state: 'unknown' | 'up' | 'down';
+  /** ISO 8601 of its last message; null: none yet. */
+  lastContact: string | null;
+  /** The outer (underlay) source its messages last came from: another address when NAT is on the way; null: none yet. */
+  outerSource: string | null;
+  /** Groups it is a member of on this node. */
+  members: number;
 }
 
 export interface IgmpRefusals {

@@ -1,0 +1,377 @@
+/**
+ * Tunnel mode's exchange of group membership with the peers (the other nodes), as IGMPv3
+ * inside the tunnel: what comes in from the tunnel port goes to the remote members, what
+ * this node's pods want goes out to every peer.
+ *
+ * - In: a packet-in from the tunnel port is decoded as the pod path decodes IGMP; its
+ *   sender is named by the INNER IPv4 source (the peer's --node-address: the underlay may
+ *   NAT the outer one, which is only noted and logged once). Only a configured peer counts.
+ *   A v3 report updates the remote members; a v3 general query ("send me your full
+ *   state") is answered to that peer only, at most once per `queryAnswerIntervalMs`.
+ * - Out: local changes are batched and sent on the next tick, and once again at the
+ *   announcer's retransmission time; every peer gets the full state every refresh
+ *   interval (±10 %, drawn anew for each peer and period, so the peers' reports do not
+ *   bunch up), which also serves as the heartbeat.
+ * - Remote memberships expire at their deadlines; every change of a group's peers goes to
+ *   `groupsChanged`, which the loop turns into a sync.
+ *
+ * Nothing here throws on what the network sends: every frame dropped is counted by reason.
+ */
+import { messageOf } from '../../errors.js';
+import { PeerAnnouncer } from '../../domain/peers/announcer.js';
+import { RemoteMembers, type RemoteMembersEffect, type RemoteMembersView } from '../../domain/peers/remote-members.js';
+import { encodeReportFrame } from '../../domain/peers/report-packet.js';
+import type { MembershipRecord } from '../../domain/membership/membership-table.js';
+import { encodeFloatCode } from '../../packet/igmp/float-code.js';
+import type { IgmpV3Report } from '../../packet/igmp/message.js';
+import { encodeFrame } from '../../packet/query-frame.js';
+import { WarningLimiter } from '../../runtime/warning-limiter.js';
+import { type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
+import { snoopFrame } from './igmp-snooper.js';
+import type { ControllerLogger, DaemonClock } from './ports.js';
+
+/** Why a frame from the tunnel changed nothing. */
+export type PeerDropReason = 'unknown-peer' | 'self' | 'unsupported' | 'malformed' | 'rate';
+
+/** What the exchange counts, for the status and the metrics. */
+export interface PeerExchangeCounters {
+  received: { reports: number; queries: number };
+  /** Frames handed to the switch, one per peer they went to. */
+  sent: { reports: number; queries: number };
+  drops: Record<PeerDropReason, number>;
+  /** Frames the switch refused or failed to send, one per peer. */
+  sendErrors: number;
+}
+
+/** What the exchange needs of the loop: the switch's tunnel, the sync, time and the log. */
+export interface PeerExchangePort {
+  /** Sends `frame` into the tunnel once per peer (a PACKET_OUT with set_field:PEER->tun_dst,output:TUN). */
+  sendToPeers(frame: Uint8Array, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }>;
+  /** The remote members of `groups` changed: sync them; `peer`, when one peer's message changed them (its lane). */
+  groupsChanged(groups: readonly GroupAddress[], peer: HostAddress | undefined): void;
+  clock: Pick<DaemonClock, 'after' | 'monotonicMs'>;
+  logger: ControllerLogger;
+  /** Told of every message from a peer (in) and every one sent to peers (out, once per peer), for the metrics. */
+  onMessage?: (peer: HostAddress, direction: 'in' | 'out', type: 'report' | 'query') => void;
+}
+
+export interface PeerExchangeOptions {
+  port: PeerExchangePort;
+  /** This node's --node-address: the inner source of what it sends, and a sender that is dropped as `self`. */
+  nodeAddress: HostAddress;
+  /** The source MAC of what it sends (the gateway's), when there is one. */
+  sourceMac: () => string | undefined;
+  /** The configured peers, normalised (src/domain/peers/peer-set.ts). */
+  peers: readonly HostAddress[];
+  /** MTU of the underlay path (1,500 when unknown): how many records a report holds. */
+  pathMtu: number;
+  /** How often each peer gets the full state (jittered ±10 %). */
+  refreshIntervalMs: number;
+  /** How long a remote membership lasts after the record that last asserted it. */
+  peerTimeoutMs: number;
+  maxGroupsPerPeer: number;
+  /** When a local change is sent again (RFC 3376 §5.1: 1 s). */
+  retransmitIntervalMs?: number;
+  /** The least time between two answers to one peer's queries (default 1 s). */
+  queryAnswerIntervalMs?: number;
+  /** A number in [0, 1) for the jitter (default Math.random). */
+  random?: () => number;
+}
+
+/** Source MAC when the node has no gateway MAC: the querier's fallback (src/packet/query-frame.ts), locally administered. */
+const FALLBACK_MAC = '02:00:00:00:6d:63';
+/** Where general queries go (RFC 3376 §4.1.12). */
+const ALL_SYSTEMS = '224.0.0.1';
+/** How long a peer may take to answer our query: it answers at once, so 1 s is ample. */
+const QUERY_MAX_RESPONSE_TENTHS = 10;
+const DEFAULT_RETRANSMIT_INTERVAL_MS = 1_000;
+const DEFAULT_QUERY_ANSWER_INTERVAL_MS = 1_000;
+/** The refresh period is drawn from interval × [1 − JITTER, 1 + JITTER]. */
+const REFRESH_JITTER = 0.1;
+/** Each kind of dropped frame is logged at most once in this long. */
+const DROP_LOG_INTERVAL_MS = 60_000;
+
+function newCounters(): PeerExchangeCounters {
+  return {
+    received: { reports: 0, queries: 0 },
+    sent: { reports: 0, queries: 0 },
+    drops: { 'unknown-peer': 0, self: 0, unsupported: 0, malformed: 0, rate: 0 },
+    sendErrors: 0,
+  };
+}
+
+export class PeerExchange {
+  readonly counters: PeerExchangeCounters = newCounters();
+  private readonly remote: RemoteMembers;
+  private readonly announcer: PeerAnnouncer;
+  private readonly warnings: WarningLimiter;
+  private peers: HostAddress[];
+  /** peer → cancel of its next refresh. */
+  private readonly refreshTimers = new Map<HostAddress, () => void>();
+  /** peer → when its query was last answered. */
+  private readonly answeredAt = new Map<HostAddress, number>();
+  private cancelFlush: (() => void) | undefined;
+  private retransmit: { at: number; cancel: () => void } | undefined;
+  private expiry: { at: number; cancel: () => void } | undefined;
+  private identification = Math.floor(Math.random() * 0x10000);
+  private frames = 0;
+  private started = false;
+  private stopped = false;
+
+  constructor(private readonly options: PeerExchangeOptions) {
+    const { port } = options;
+    this.peers = [...options.peers];
+    this.warnings = new WarningLimiter({ now: () => port.clock.monotonicMs(), intervalMs: DROP_LOG_INTERVAL_MS });
+    this.remote = new RemoteMembers({
+      peers: this.peers,
+      timeoutMs: options.peerTimeoutMs,
+      maxGroupsPerPeer: options.maxGroupsPerPeer,
+      onRefusal: ({ peer, group, limit }) =>
+        this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit }),
+    });
+    this.announcer = new PeerAnnouncer({ pathMtu: options.pathMtu, retransmitIntervalMs: options.retransmitIntervalMs ?? DEFAULT_RETRANSMIT_INTERVAL_MS });
+  }
+
+  /** Greets every peer with our full state and a query (its answer confirms what it has), and starts the timers. */
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.greet(this.peers);
+    if (this.announcer.hasPending) this.scheduleFlush();
+    this.armExpiry();
+  }
+
+  /**
+   * A membership found on the switch at start (a tunnel bucket installed before a restart):
+   * kept for one peer timeout unless the peer confirms it, so the first sync keeps the bucket.
+   */
+  seed(group: GroupAddress, peers: readonly HostAddress[]): void {
+    const deadline = this.options.port.clock.monotonicMs() + this.options.peerTimeoutMs;
+    for (const peer of peers) this.remote.seed(peer, group, deadline);
+    this.armExpiry();
+  }
+
+  /** One packet-in from the tunnel port; `tunnelSource`: its outer source (tun_src), when the switch gave one. */
+  take(frame: Uint8Array, tunnelSource: string | undefined): void {
+    if (this.stopped) return;
+    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
+    // Only IGMP is sent up from the tunnel: anything else is as broken as a bad checksum.
+    if (snooped === undefined || snooped.event.kind === 'malformed') {
+      this.drop('malformed', undefined, {
+        source: snooped?.event.src ?? null,
+        error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'not IGMP',
+      });
+      return;
+    }
+    const { event } = snooped;
+    const peer = parseHostAddress(event.src);
+    if (peer === this.options.nodeAddress || peer === undefined || !this.remote.isPeer(peer)) {
+      this.drop(peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, { source: event.src });
+      return;
+    }
+    const now = this.options.port.clock.monotonicMs();
+    if (tunnelSource !== undefined && this.remote.noteOuterSource(peer, tunnelSource)) {
+      this.options.port.logger.info(`peer ${peer} arrives NATed as ${tunnelSource}`, { peer, outerSource: tunnelSource });
+    }
+    const { message } = event;
+    if (message.kind === 'report' && message.version === 3) {
+      this.counters.received.reports++;
+      this.options.port.onMessage?.(peer, 'in', 'report');
+      const records: MembershipRecord[] = [];
+      for (const call of snooped.calls) if (call.op === 'record') records.push(call.record);
+      this.changed(this.remote.apply(peer, records, now), peer);
+      return;
+    }
+    if (message.kind === 'query' && message.version === 3 && message.group === '0.0.0.0') {
+      this.counters.received.queries++;
+      this.options.port.onMessage?.(peer, 'in', 'query');
+      // Any message is contact, a query too.
+      this.remote.apply(peer, [], now);
+      const last = this.answeredAt.get(peer);
+      if (last !== undefined && now - last < (this.options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS)) {
+        this.drop('rate', peer, { peer });
+        return;
+      }
+      this.answeredAt.set(peer, now);
+      this.sendFullState([peer]);
+      return;
+    }
+    // v1 and v2, group-specific queries and other IGMP: peers speak v3 reports and general queries only.
+    this.drop('unsupported', peer, { peer, kind: message.kind, version: 'version' in message ? message.version : null });
+  }
+
+  /** A local group gained its first or lost its last pod member: told to every peer on the next tick. */
+  localGroupChanged(group: GroupAddress, hasMembers: boolean): void {
+    this.announcer.setLocalMembers(group, hasMembers);
+    if (this.started && this.announcer.hasPending) this.scheduleFlush();
+  }
+
+  /**
+   * A new peer list (a reload): peers that left lose their groups at once, new ones are
+   * greeted as at start, those that stay keep what they have.
+   */
+  setPeers(peers: readonly HostAddress[]): void {
+    const before = new Set(this.peers);
+    const after = new Set(peers);
+    this.peers = [...peers];
+    this.changed(this.remote.setPeers(peers), undefined);
+    for (const peer of before) {
+      if (after.has(peer)) continue;
+      this.refreshTimers.get(peer)?.();
+      this.refreshTimers.delete(peer);
+      this.answeredAt.delete(peer);
+      this.warnings.forget(`refused:${peer}`);
+      this.warnings.forget(`unsupported:${peer}`);
+    }
+    if (!this.started || this.stopped) return;
+    this.greet(this.peers.filter((peer) => !before.has(peer)));
+  }
+
+  /** The peers that want `group` now, sorted (its tunnel buckets). */
+  peersOf(group: GroupAddress): HostAddress[] {
+    return this.remote.peersOf(group);
+  }
+
+  /** The peers and the remote members, for `status` and `groups`. */
+  view(): RemoteMembersView {
+    return this.remote.view(this.options.port.clock.monotonicMs());
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const cancel of this.refreshTimers.values()) cancel();
+    this.refreshTimers.clear();
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
+    this.retransmit?.cancel();
+    this.retransmit = undefined;
+    this.expiry?.cancel();
+    this.expiry = undefined;
+  }
+
+  /** Full state and a general query to peers heard of for the first time (the same frames to all), then their refreshes. */
+  private greet(peers: readonly HostAddress[]): void {
+    if (peers.length === 0) return;
+    this.sendFullState(peers);
+    this.send('query', this.generalQueryFrame(), peers);
+    for (const peer of peers) this.armRefresh(peer);
+  }
+
+  private armRefresh(peer: HostAddress): void {
+    const random = this.options.random ?? Math.random;
+    const factor = 1 - REFRESH_JITTER + 2 * REFRESH_JITTER * random();
+    const cancel = this.options.port.clock.after(Math.round(this.options.refreshIntervalMs * factor), () => {
+      if (this.stopped || this.refreshTimers.get(peer) !== cancel) return;
+      this.sendFullState([peer]);
+      this.armRefresh(peer);
+    });
+    this.refreshTimers.set(peer, cancel);
+  }
+
+  private scheduleFlush(): void {
+    if (this.cancelFlush !== undefined || this.stopped) return;
+    this.cancelFlush = this.options.port.clock.after(0, () => {
+      this.cancelFlush = undefined;
+      this.flush();
+    });
+  }
+
+  /** The batched changes and the retransmissions due now, to every peer; then the next retransmission's timer. */
+  private flush(): void {
+    if (this.stopped) return;
+    const { clock } = this.options.port;
+    for (const report of this.announcer.flush(clock.monotonicMs())) this.send('report', this.reportFrame(report), this.peers);
+    const next = this.announcer.nextDeadline();
+    if (next === undefined || (this.retransmit !== undefined && this.retransmit.at <= next)) return;
+    this.retransmit?.cancel();
+    const cancel = clock.after(Math.max(0, next - clock.monotonicMs()), () => {
+      this.retransmit = undefined;
+      this.flush();
+    });
+    this.retransmit = { at: next, cancel };
+  }
+
+  /** Arms the expiry timer at the remote members' next deadline, if that is sooner than the armed one. */
+  private armExpiry(): void {
+    if (!this.started || this.stopped) return;
+    const next = this.remote.nextDeadline();
+    if (next === undefined || (this.expiry !== undefined && this.expiry.at <= next)) return;
+    this.expiry?.cancel();
+    const { clock } = this.options.port;
+    const cancel = clock.after(Math.max(0, next - clock.monotonicMs()), () => {
+      this.expiry = undefined;
+      if (this.stopped) return;
+      this.changed(this.remote.expire(clock.monotonicMs()), undefined);
+    });
+    this.expiry = { at: next, cancel };
+  }
+
+  /** Hands the groups whose peers changed to the loop, and keeps the expiry timer on the earliest deadline. */
+  private changed(effects: readonly RemoteMembersEffect[], peer: HostAddress | undefined): void {
+    if (effects.length > 0)
+      this.options.port.groupsChanged(
+        effects.map((effect) => effect.group),
+        peer,
+      );
+    this.armExpiry();
+  }
+
+  private sendFullState(peers: readonly HostAddress[]): void {
+    for (const report of this.announcer.fullState()) this.send('report', this.reportFrame(report), peers);
+  }
+
+  private reportFrame(report: IgmpV3Report): Uint8Array {
+    return encodeReportFrame({ report, source: this.options.nodeAddress, identification: this.nextIdentification() }, this.sourceMac());
+  }
+
+  private generalQueryFrame(): Uint8Array {
+    const message = {
+      kind: 'query' as const,
+      version: 3 as const,
+      group: '0.0.0.0',
+      maxRespCode: encodeFloatCode(QUERY_MAX_RESPONSE_TENTHS),
+      sFlag: false,
+      qrv: 2,
+      qqic: encodeFloatCode(Math.round(this.options.refreshIntervalMs / 1000)),
+      sources: [],
+    };
+    return encodeFrame({ message, src: this.options.nodeAddress, dst: ALL_SYSTEMS, identification: this.nextIdentification() }, this.sourceMac());
+  }
+
+  private sourceMac(): string {
+    return this.options.sourceMac() ?? FALLBACK_MAC;
+  }
+
+  private nextIdentification(): number {
+    this.identification = (this.identification + 1) & 0xffff;
+    return this.identification;
+  }
+
+  /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
+  private send(kind: 'report' | 'query', frame: Uint8Array, peers: readonly HostAddress[]): void {
+    if (peers.length === 0) return;
+    const { port } = this.options;
+    const counted = kind === 'report' ? 'reports' : 'queries';
+    const failed = (count: number, error: string): void => {
+      this.counters.sendErrors += count;
+      this.warnings.warn(port.logger, 'send', 'sending to peers failed', { kind, peers: peers.length, error });
+    };
+    port.sendToPeers(frame, peers).then(
+      ({ sent, refused }) => {
+        this.counters.sent[counted] += sent;
+        // Which peers the switch refused it for is not told: all are counted when all went.
+        if (refused.length === 0) for (const peer of peers) port.onMessage?.(peer, 'out', kind);
+        if (refused.length > 0) failed(refused.length, messageOf(refused[0]));
+      },
+      (error: unknown) => failed(peers.length, messageOf(error)),
+    );
+  }
+
+  private drop(reason: PeerDropReason, peer: HostAddress | undefined, fields: Record<string, unknown>): void {
+    this.counters.drops[reason]++;
+    const key = peer === undefined ? reason : `${reason}:${peer}`;
+    // A peer's query past the rate is routine (two nodes restarting at once): not worth a warning.
+    if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);
+    else this.warnings.warn(this.options.port.logger, key, `dropped a frame from the tunnel: ${reason}`, fields);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * Tunnel mode in the daemon's loop: the tunnel port on the bridge (found by name in
+ * OVSDB, like the gateway), the exchange of membership with the peers through it
+ * (./peer-exchange.ts), and what a group's sync needs of both (the port and the peers
+ * that want the group). The controller owns one when --tunnel-port is set; without it,
+ * nothing of this runs and the switch is programmed as before.
+ */
+import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
+import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
+import type { GroupView, TunnelView } from '../../transport/control/daemon-view.js';
+import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
+import type { DaemonConfig, TunnelConfig } from './daemon-config.js';
+import type { GroupSync } from './group-sync.js';
+import { PeerExchange } from './peer-exchange.js';
+import type { ControllerLogger, ControllerMetrics, DaemonClock, HostFacts, SwitchPort } from './ports.js';
+import { tunnelViewOf, withRemoteMembers } from './view.js';
+
+/** The MTU of the underlay path when the daemon cannot tell: Ethernet's. */
+const DEFAULT_PATH_MTU = 1_500;
+/** What Geneve (or VXLAN) over IPv4 adds to a pod's packet: inner Ethernet 14, the tunnel header 8, UDP 8, outer IPv4 20. */
+const TUNNEL_OVERHEAD = 50;
+
+export interface TunnelModeOptions {
+  config: TunnelConfig;
+  vswitch: SwitchPort;
+  clock: DaemonClock;
+  logger: ControllerLogger;
+  /** The frames to the peers come from the gateway's MAC, when there is a gateway. */
+  host: Pick<HostFacts, 'interfaceIPv4' | 'interfaceMtu' | 'interfaceHolding'>;
+  gateway: string | undefined;
+  /** The remote members of `group` changed: sync it (`lane`: the peer's, when one peer's message changed it; its syncs take turns with the pods'). */
+  markDirty: (group: GroupAddress, lane: string | undefined) => void;
+  metrics?: Pick<ControllerMetrics, 'peerMessage'>;
+}
+
+export class TunnelMode {
+  private readonly exchange: PeerExchange;
+  private port: { ofport: number } | undefined;
+  /** The MTU of the interface that holds the node address: what an encapsulated packet must fit. */
+  readonly pathMtu: number;
+  /** Pod ports already checked against the path MTU (each is warned of once). */
+  private readonly mtuChecked = new Set<string>();
+
+  constructor(private readonly options: TunnelModeOptions) {
+    const { config, vswitch, clock, logger, host } = options;
+    const underlay = host.interfaceHolding?.(config.nodeAddress);
+    this.pathMtu = (underlay === undefined ? undefined : host.interfaceMtu?.(underlay)) ?? DEFAULT_PATH_MTU;
+    this.exchange = new PeerExchange({
+      port: {
+        sendToPeers: async (frame, peers) => {
+          const ofport = this.port?.ofport;
+          if (ofport === undefined || !vswitch.connected) return { sent: 0, refused: [] };
+          return vswitch.sendToPeers(frame, ofport, peers);
+        },
+        groupsChanged: (groups, peer) => {
+          for (const group of groups) options.markDirty(group, peer === undefined ? undefined : `peer ${peer}`);
+        },
+        clock,
+        logger,
+        onMessage: (peer, direction, type) => options.metrics?.peerMessage(peer, direction, type),
+      },
+      nodeAddress: config.nodeAddress,
+      sourceMac: () => (options.gateway === undefined ? undefined : options.host.interfaceIPv4(options.gateway)?.mac),
+      peers: config.peers,
+      pathMtu: this.pathMtu,
+      refreshIntervalMs: config.refreshIntervalMs,
+      peerTimeoutMs: config.peerTimeoutMs,
+      maxGroupsPerPeer: config.maxGroupsPerPeer,
+    });
+  }
+
+  /** The tunnel port's number on the bridge, once OVSDB has shown it. */
+  get ofport(): number | undefined {
+    return this.port?.ofport;
+  }
+
+  /** Takes the bridge's interfaces as they are now; true when the tunnel port appeared, went or got another number. */
+  updatePorts(interfaces: ReadonlyMap<string, InterfaceRow>): boolean {
+    const ports = new BridgePorts(interfaces.values());
+    this.checkMtu(ports.members.filter((port) => port.pod !== undefined).map((port) => port.name));
+    const found = ports.member(this.options.config.port);
+    const before = this.port?.ofport;
+    this.port = found === undefined ? undefined : { ofport: found.ofport };
+    if (before === this.port?.ofport) return false;
+    if (this.port === undefined)
+      this.options.logger.warn('the tunnel port is not on the bridge: nothing goes to the peers', { port: this.options.config.port });
+    return true;
+  }
+
+  /** Warns of each new pod port whose MTU leaves no room for the encapsulation: its large datagrams would not cross. */
+  private checkMtu(podPorts: readonly string[]): void {
+    const { host, logger } = this.options;
+    const current = new Set(podPorts);
+    for (const name of this.mtuChecked) if (!current.has(name)) this.mtuChecked.delete(name); // gone: a new pod of that name is checked again
+    for (const name of podPorts) {
+      if (this.mtuChecked.has(name)) continue;
+      this.mtuChecked.add(name);
+      const mtu = host.interfaceMtu?.(name);
+      if (mtu === undefined || mtu + TUNNEL_OVERHEAD <= this.pathMtu) continue;
+      logger.warn('a pod port leaves no room for the tunnel: its datagrams over the path MTU less 50 octets will not reach other nodes', {
+        port: name,
+        mtu,
+        pathMtu: this.pathMtu,
+        hint: `give the pods an MTU of at most ${this.pathMtu - TUNNEL_OVERHEAD}, or the underlay one of at least ${mtu + TUNNEL_OVERHEAD}`,
+      });
+    }
+  }
+
+  /** Starts the exchange: every peer gets this node's groups and is asked for its own. */
+  start(): void {
+    this.exchange.start();
+  }
+
+  /** Whether the packet-in came in on the tunnel port; if so, it is the exchange's (a peer's report or query). */
+  takes(frame: Uint8Array, ofport: number | undefined, tunnelSource: string | undefined): boolean {
+    if (ofport === undefined || ofport !== this.port?.ofport) return false;
+    this.exchange.take(frame, tunnelSource);
+    return true;
+  }
+
+  /** A group's local members changed: the peers are told when it gained its first or lost its last. */
+  localMembers(group: GroupAddress, hasMembers: boolean): void {
+    this.exchange.localGroupChanged(group, hasMembers);
+  }
+
+  /** What the sync of `group` programs toward the tunnel; undefined while the tunnel port is not on the bridge. */
+  tunnelOf(group: GroupAddress): { ofport: number; peers: readonly HostAddress[] } | undefined {
+    const ofport = this.port?.ofport;
+    return ofport === undefined ? undefined : { ofport, peers: this.exchange.peersOf(group) };
+  }
+
+  /** A groups' remote members read back from the switch at start (a restart): they hold until refreshed or timed out. */
+  seed(group: GroupAddress, peers: readonly HostAddress[]): void {
+    this.exchange.seed(group, peers);
+  }
+
+  /** New peers (a reload): the ones gone lose their groups at once, new ones are greeted. */
+  setPeers(peers: readonly HostAddress[]): void {
+    this.exchange.setPeers(peers);
+  }
+
+  /** The status's tunnel part: the port, this node's address, every configured peer, the drops. */
+  status(): TunnelView {
+    const { counters } = this.exchange;
+    const { config, clock } = this.options;
+    return tunnelViewOf({ tunnel: config, ofport: this.port?.ofport, remote: this.exchange.view(), drops: counters.drops, clock });
+  }
+
+  /** The groups as `groups` shows them: the local ones with their remote members, and those only peers want. */
+  groupViews(local: readonly GroupView[], sync: Pick<GroupSync, 'dirty' | 'syncErrors'>): GroupView[] {
+    const { dirty, syncErrors } = sync;
+    return withRemoteMembers({ local, remote: this.exchange.view(), clock: this.options.clock, dirty, syncErrors });
+  }
+
+  stop(): void {
+    this.exchange.stop();
+  }
+}
+
+/** Tunnel mode as `config` has it (found on the bridge's `interfaces` now), or undefined when it is off (no --tunnel-port). */
+export function tunnelModeOf(
+  options: Omit<TunnelModeOptions, 'config' | 'gateway'> & { config: DaemonConfig; interfaces: ReadonlyMap<string, InterfaceRow> },
+): TunnelMode | undefined {
+  const { config, interfaces, ...rest } = options;
+  if (config.tunnel === undefined) return undefined;
+  const tunnel = new TunnelMode({ ...rest, config: config.tunnel, gateway: config.gateway });
+  tunnel.updatePorts(interfaces);
+  return tunnel;
+}

@@ -1,0 +1,299 @@
+/**
+ * OvsProgrammer and OvsSwitch in tunnel mode, on an OpenFlow fake that applies what it is
+ * sent: the base's catch-all drops, a group's tunnel layout (peers in link 0, pods from
+ * link 1, ingress flows), a second identical sync that sends nothing, the read-back of a
+ * new programmer (a restarted daemon), and the frames to peers and from the tunnel.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
+import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';
+import { DEFAULT_PIPELINE_CONFIG, tunnelPriorities } from '../../src/domain/pipeline/config.js';
+import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
+import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
+import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
+import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
+import { FlowModCommand, GroupModCommand } from '../../src/protocol/openflow/mod-command.js';
+import type { PacketIn } from '../../src/protocol/openflow/packet-in.js';
+import type { PacketOut } from '../../src/protocol/openflow/packet-out.js';
+import { OfpPort } from '../../src/protocol/openflow/reserved.js';
+import type { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
+import { type HostAddress, parseGroupAddress, parseHostAddress } from '../../src/wire/ip-address.js';
+import { FakeOpenFlow } from '../fakes/fake-openflow.js';
+
+const GATEWAY = 1;
+const TUNNEL = 2;
+const POD_A = 3;
+const POD_B = 4;
+const G = parseGroupAddress('239.1.2.3')!;
+const NODE_2 = parseHostAddress('192.168.60.12')!;
+const NODE_3 = parseHostAddress('192.168.60.13')!;
+const priorities = tunnelPriorities(DEFAULT_PIPELINE_CONFIG.priorities);
+
+/** A switch in memory: flow and group mods change its flows and groups, which the dumps return. */
+class ApplyingOpenFlow extends FakeOpenFlow {
+  override async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
+    const result = await super.batch(messages);
+    for (const message of messages) {
+      if (message.type === 'FLOW_MOD') this.applyFlow(message);
+      else if (message.type === 'GROUP_MOD') this.applyGroup(message);
+    }
+    return result;
+  }
+
+  private applyFlow(mod: FlowMod): void {
+    const slot = (flow: FlowStats) => flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
+    if (mod.command === FlowModCommand.DELETE_STRICT) this.flows = this.flows.filter((flow) => !slot(flow));
+    else if (mod.command === FlowModCommand.MODIFY_STRICT)
+      this.flows = this.flows.map((flow) => (slot(flow) ? { ...flow, instructions: mod.instructions } : flow));
+    else if (mod.command === FlowModCommand.ADD) this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
+    else throw new Error(`flow mod command ${mod.command} not simulated`);
+  }
+
+  private applyGroup(mod: GroupMod): void {
+    const others = this.groups.filter((group) => group.groupId !== mod.groupId);
+    this.groups = mod.command === GroupModCommand.DELETE ? others : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
+  }
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  const text = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+  return text(a) === text(b);
+}
+
+/** A FLOW_MOD as the switch would dump the flow it adds. */
+function dumped(mod: FlowMod): FlowStats {
+  return {
+    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
+    ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
+  };
+}
+
+function flowMods(messages: readonly OpenFlowMessage[] | undefined): FlowMod[] {
+  return (messages ?? []).filter((message): message is FlowMod => message.type === 'FLOW_MOD');
+}
+
+/** What a batch did, one word a message: `flow-<command>:<priority>` or `group-<command>:<link>` of G. */
+function ops(messages: readonly OpenFlowMessage[] | undefined, pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG)): string[] {
+  const linkOf = (groupId: number) => [0, 1, 2].find((link) => pipeline.groupId(G, link) === groupId) ?? groupId;
+  return (messages ?? []).map((message) => {
+    if (message.type === 'FLOW_MOD') return `flow-${message.command}:${message.priority}`;
+    if (message.type === 'GROUP_MOD') return `group-${message.command}:${linkOf(message.groupId)}`;
+    return message.type;
+  });
+}
+
+function kindOf(flow: FlowStats): number | undefined {
+  return decodeFlowCookie(flow.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind;
+}
+
+async function started(ovs = new ApplyingOpenFlow()): Promise<{ ovs: ApplyingOpenFlow; programmer: OvsProgrammer }> {
+  const programmer = new OvsProgrammer(ovs, ovsPipeline(DEFAULT_PIPELINE_CONFIG));
+  await programmer.refresh();
+  return { ovs, programmer };
+}
+
+const tunnel = (...peers: HostAddress[]) => ({ ofport: TUNNEL, peers });
+
+describe('OvsProgrammer: the base in tunnel mode', () => {
+  it('adds the tunnel catch-all drop, and the gateway one with a gateway', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    const drops = ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop);
+    assert.deepEqual(drops.map((flow) => flow.priority).sort(), [priorities.gatewayDrop, priorities.tunnelDrop].sort());
+    const inPorts = drops
+      .map((flow) => flow.match.find((field) => field.field === 'IN_PORT'))
+      .map((field) => (field !== undefined && 'value' in field ? field.value : undefined));
+    assert.deepEqual(inPorts.sort(), [GATEWAY, TUNNEL]);
+    assert.ok(
+      drops.every(
+        (flow) => flow.instructions.length === 0 || flow.instructions.every((instruction) => 'actions' in instruction && instruction.actions.length === 0),
+      ),
+      'they drop',
+    );
+  });
+
+  it('without a gateway only the tunnel drop; without a tunnel none, and the kind-8 flows of before go', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    await programmer.installBase(undefined, TUNNEL);
+    assert.deepEqual(
+      ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop).map((flow) => flow.priority),
+      [priorities.tunnelDrop],
+    );
+    await programmer.installBase(GATEWAY, 7);
+    const restarted = await started(ovs);
+    await restarted.programmer.installBase(GATEWAY);
+    assert.deepEqual(
+      ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop),
+      [],
+      'read back and removed by a base without the tunnel',
+    );
+    const deleted = flowMods(ovs.batches.at(-1)).filter((mod) => mod.command === FlowModCommand.DELETE_STRICT);
+    assert.deepEqual(deleted.map((mod) => mod.priority).sort(), [priorities.gatewayDrop, priorities.tunnelDrop].sort());
+  });
+
+  it('without a tunnel the base is what it always was', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY);
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['flow-0:300', 'flow-0:250', 'flow-0:190']);
+  });
+});
+
+describe('OvsProgrammer: a group in tunnel mode', () => {
+  it('installs the tunnel layout tail first, and a second identical sync sends nothing', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    const before = ovs.batches.length;
+    assert.equal(await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_2)), 'added');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['group-0:1', 'group-0:0', 'flow-0:270', 'flow-0:270', 'flow-0:200']);
+    const head = ovs.groups.find((group) => group.groupId === programmer.pipeline.groupId(G))!;
+    assert.equal(head.buckets.length, 3, 'gateway, node 2, link 1');
+    assert.equal(await programmer.syncGroup(G, [GATEWAY, POD_B], tunnel(NODE_2, NODE_2)), 'unchanged');
+    assert.equal(ovs.batches.length, before + 1, 'nothing sent for the same members and peers');
+    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_B], peers: [NODE_2] }]);
+  });
+
+  it('a new peer changes link 0 alone; the last pod going takes link 1 and the ingress flows', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_2));
+    assert.equal(await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_3, NODE_2)), 'updated');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:0']);
+    assert.equal(await programmer.syncGroup(G, [], tunnel(NODE_2, NODE_3)), 'updated');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:0', 'flow-4:270', 'flow-4:270', 'group-2:1']);
+    const head = ovs.groups.find((group) => group.groupId === programmer.pipeline.groupId(G))!;
+    assert.equal(head.buckets.length, 3, 'the gateway stays with remote members only, and two peers');
+    assert.equal(ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressForward).length, 0);
+    assert.equal(await programmer.syncGroup(G, [], tunnel(NODE_3, NODE_2)), 'unchanged');
+    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY], peers: [NODE_2, NODE_3] }]);
+  });
+
+  it('with neither pods nor peers the group goes, flows before groups', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    await programmer.syncGroup(G, [POD_A, GATEWAY], tunnel(NODE_2));
+    assert.equal(await programmer.syncGroup(G, [], tunnel()), 'removed');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['flow-4:200', 'flow-4:270', 'flow-4:270', 'group-2:0', 'group-2:1']);
+    assert.deepEqual(programmer.installedGroups, []);
+    assert.equal(await programmer.syncGroup(G, [], tunnel()), 'absent');
+    assert.deepEqual(
+      ovs.flows.filter((flow) => kindOf(flow) !== FlowKind.IngressDrop && flow.priority === 200),
+      [],
+    );
+  });
+
+  it('a restarted programmer reads the peers and ingress flows back and plans nothing for the same input', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY, TUNNEL);
+    await programmer.syncGroup(G, [POD_A, POD_B, GATEWAY], tunnel(NODE_3, NODE_2));
+    const restarted = await started(ovs);
+    assert.deepEqual(restarted.programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] }]);
+    // As the daemon starts: read back, the base, then the syncs.
+    await restarted.programmer.installBase(GATEWAY, TUNNEL);
+    const before = ovs.batches.length;
+    assert.equal(await restarted.programmer.syncGroup(G, [GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3)), 'unchanged');
+    assert.equal(ovs.batches.length, before);
+    assert.equal(await restarted.programmer.syncGroup(G, [GATEWAY, POD_B], tunnel(NODE_2, NODE_3)), 'updated');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:1'], 'one pod less: link 1 alone');
+  });
+
+  it('without a tunnel a group keeps the layout of before', async () => {
+    const { ovs, programmer } = await started();
+    await programmer.installBase(GATEWAY);
+    assert.equal(await programmer.syncGroup(G, [POD_A, GATEWAY]), 'added');
+    assert.deepEqual(ops(ovs.batches.at(-1)), ['group-0:0', 'flow-0:200']);
+    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A] }]);
+    assert.equal(await programmer.syncGroup(G, [GATEWAY, POD_A]), 'unchanged');
+  });
+});
+
+/** What OvsSwitch uses of an OpenFlow connection for frames: batches and packet-ins. */
+class FrameConnection {
+  readonly batches: OpenFlowMessage[][] = [];
+  private listener: ((packetIn: PacketIn) => void) | undefined;
+  refuse = 0;
+
+  async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
+    this.batches.push([...messages]);
+    const errors = new Map<number, Error>();
+    for (let index = 0; index < this.refuse && index < messages.length; index++) errors.set(index, new Error('OFPBAC_BAD_OUT_PORT'));
+    return { errors };
+  }
+
+  on(event: string, listener: (packetIn: PacketIn) => void): void {
+    if (event === 'packet-in') this.listener = listener;
+  }
+
+  packetIn(message: PacketIn): void {
+    this.listener?.(message);
+  }
+}
+
+function switchOn(connection: FrameConnection): OvsSwitch {
+  return new OvsSwitch(connection as unknown as OpenFlowConnection, new OvsProgrammer(new FakeOpenFlow(), ovsPipeline(DEFAULT_PIPELINE_CONFIG)));
+}
+
+describe('OvsSwitch: frames through the tunnel', () => {
+  it('sends one PACKET_OUT from CONTROLLER per peer, its tun_dst set, out of the tunnel port, in one batch', async () => {
+    const connection = new FrameConnection();
+    const frame = new Uint8Array([1, 2, 3]);
+    assert.deepEqual(await switchOn(connection).sendToPeers(frame, TUNNEL, [NODE_2, NODE_3]), { sent: 2, refused: [] });
+    assert.equal(connection.batches.length, 1);
+    const outs = connection.batches[0] as PacketOut[];
+    assert.deepEqual(
+      outs.map((out) => [out.type, out.inPort, out.actions]),
+      [NODE_2, NODE_3].map((peer) => [
+        'PACKET_OUT',
+        OfpPort.CONTROLLER,
+        [
+          { type: 'SET_FIELD', field: { field: 'TUN_IPV4_DST', value: peer } },
+          { type: 'OUTPUT', port: TUNNEL, maxLen: 0 },
+        ],
+      ]),
+    );
+    assert.ok(outs.every((out) => out.data === frame));
+  });
+
+  it('counts what the switch refused, and sends nothing to no peer', async () => {
+    const connection = new FrameConnection();
+    connection.refuse = 1;
+    const port = switchOn(connection);
+    const result = await port.sendToPeers(new Uint8Array(1), TUNNEL, [NODE_2, NODE_3]);
+    assert.equal(result.sent, 1);
+    assert.equal(result.refused.length, 1);
+    assert.deepEqual(await port.sendToPeers(new Uint8Array(1), TUNNEL, []), { sent: 0, refused: [] });
+    assert.equal(connection.batches.length, 1);
+  });
+
+  it('gives a packet-in from the tunnel its outer source, and one from a pod none', () => {
+    const connection = new FrameConnection();
+    const heard: Array<[number | undefined, string | undefined]> = [];
+    switchOn(connection).onPacketIn((_frame, ofport, tunnelSource) => heard.push([ofport, tunnelSource]));
+    const packetIn = (match: PacketIn['match']): PacketIn => ({
+      type: 'PACKET_IN',
+      xid: 0,
+      bufferId: 0,
+      totalLen: 1,
+      reason: 0,
+      tableId: 0,
+      cookie: 0n,
+      match,
+      data: new Uint8Array(1),
+    });
+    connection.packetIn(
+      packetIn([
+        { field: 'IN_PORT', value: TUNNEL },
+        { field: 'TUN_IPV4_SRC', value: NODE_2 },
+        { field: 'TUN_IPV4_DST', value: '192.168.60.11' },
+      ] as PacketIn['match']),
+    );
+    connection.packetIn(packetIn([{ field: 'IN_PORT', value: POD_A }] as PacketIn['match']));
+    assert.deepEqual(heard, [
+      [TUNNEL, NODE_2],
+      [POD_A, undefined],
+    ]);
+  });
+});

@@ -1,0 +1,131 @@
+/** The peers file: read with its limits, read again against a running tunnel, and watched for changes. */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { loadPeersFile, rereadPeers, watchPeersFile } from '../../src/controllers/daemon/peers-loader.js';
+import type { TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
+import { UsageError } from '../../src/errors.js';
+import { FileRefusedError } from '../../src/runtime/regular-file.js';
+import type { HostAddress } from '../../src/wire/ip-address.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'mcastctl-peers-loader-'));
+after(() => rmSync(directory, { recursive: true, force: true }));
+
+const host = (text: string) => text as HostAddress;
+
+function tunnelOf(peersFile: string, peers: string[]): TunnelConfig & { peersFile: string } {
+  return {
+    port: 'tun0',
+    peers: peers.map(host),
+    peersFile,
+    nodeAddress: host('10.0.0.1'),
+    refreshIntervalMs: 30_000,
+    peerTimeoutMs: 70_000,
+    maxGroupsPerPeer: 8192,
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+describe('loadPeersFile', () => {
+  it('reads lines or a YAML list; this node is left out once its address is known', async () => {
+    const lines = join(directory, 'lines');
+    writeFileSync(lines, '10.0.0.3\n10.0.0.1\n10.0.0.2\n10.0.0.2\n');
+    const text = await loadPeersFile(lines);
+    assert.equal(text.firstPeer(), '10.0.0.1');
+    const set = text.peersFor(host('10.0.0.1'));
+    assert.deepEqual(set.peers, ['10.0.0.2', '10.0.0.3']);
+    assert.deepEqual(set.droppedSelf, ['10.0.0.1']);
+    assert.deepEqual(set.duplicates, ['10.0.0.2']);
+    const yaml = join(directory, 'list.yaml');
+    writeFileSync(yaml, '- 10.0.0.4\n- 10.0.0.5\n');
+    assert.deepEqual((await loadPeersFile(yaml)).peersFor(host('10.0.0.1')).peers, ['10.0.0.4', '10.0.0.5']);
+  });
+
+  it('refuses a bad entry with FILE:LINE before anything else is done', async () => {
+    const path = join(directory, 'bad');
+    writeFileSync(path, '10.0.0.2\n\n# a comment\nnode-3\n');
+    await assert.rejects(loadPeersFile(path), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.match(error.message, new RegExp(`^${path}:4: "node-3" is not an IPv4 address`));
+      return true;
+    });
+  });
+
+  it('refuses what is no regular file, or too large, saying what to give', async () => {
+    await assert.rejects(loadPeersFile(directory), (error: unknown) => error instanceof FileRefusedError && error.reason === 'not-regular');
+    const large = join(directory, 'large');
+    writeFileSync(large, '# padding\n'.repeat(30_000));
+    await assert.rejects(loadPeersFile(large), (error: unknown) => {
+      assert.ok(error instanceof FileRefusedError);
+      assert.equal(error.reason, 'too-large');
+      assert.match(error.hint ?? '', /at most 256 KiB/);
+      return true;
+    });
+  });
+});
+
+describe('rereadPeers', () => {
+  it('gives the peers added and removed, the rest of the tunnel as it runs', async () => {
+    const path = join(directory, 'reread');
+    writeFileSync(path, '10.0.0.2\n10.0.0.4\n10.0.0.1\n');
+    const running = tunnelOf(path, ['10.0.0.2', '10.0.0.3']);
+    const reread = await rereadPeers(running);
+    assert.deepEqual(reread.tunnel, { ...running, peers: ['10.0.0.2', '10.0.0.4'] });
+    assert.deepEqual(reread.added, ['10.0.0.4']);
+    assert.deepEqual(reread.removed, ['10.0.0.3']);
+    assert.deepEqual(reread.droppedSelf, ['10.0.0.1']);
+  });
+
+  it('a bad file is refused: the caller keeps the peers it has', async () => {
+    const path = join(directory, 'reread-bad');
+    writeFileSync(path, '10.0.0.2\n10.0.0\n');
+    const running = tunnelOf(path, ['10.0.0.2']);
+    await assert.rejects(rereadPeers(running), (error: unknown) => error instanceof UsageError && error.message.startsWith(`${path}:2:`));
+    assert.deepEqual(running.peers, ['10.0.0.2']);
+  });
+});
+
+describe('watchPeersFile', () => {
+  it('reports a burst of changes once, after it is quiet; a file replaced by a rename too; other files not', async () => {
+    const dir = join(directory, 'watched');
+    mkdirSync(dir);
+    const path = join(dir, 'peers');
+    writeFileSync(path, '10.0.0.2\n');
+    let changes = 0;
+    const errors: Error[] = [];
+    const watch = watchPeersFile({ path, debounceMs: 50, onChange: () => changes++, onError: (error) => errors.push(error) });
+    try {
+      await delay(20);
+      writeFileSync(path, '10.0.0.2\n10.0.0.3\n');
+      writeFileSync(path, '10.0.0.2\n10.0.0.3\n10.0.0.4\n');
+      await delay(200);
+      assert.equal(changes, 1);
+      writeFileSync(join(dir, 'unrelated'), 'x');
+      await delay(200);
+      assert.equal(changes, 1);
+      const next = join(dir, 'peers.new');
+      writeFileSync(next, '10.0.0.5\n');
+      renameSync(next, path);
+      await delay(200);
+      assert.equal(changes, 2);
+      assert.deepEqual(errors, []);
+    } finally {
+      watch.close();
+    }
+    writeFileSync(path, '10.0.0.6\n');
+    await delay(150);
+    assert.equal(changes, 2, 'nothing after close');
+  });
+
+  it('a directory that cannot be watched is an error reported, not thrown', () => {
+    const errors: Error[] = [];
+    const watch = watchPeersFile({ path: join(directory, 'no-such-dir', 'peers'), onChange: () => {}, onError: (error) => errors.push(error) });
+    watch.close();
+    assert.equal(errors.length, 1);
+  });
+});
