@@ -89,8 +89,9 @@ if (selected('flood')) {
 
 if (selected('tunnel')) {
   console.log(
-    '\nmcastctl daemon in tunnel mode on three lab nodes: cross-node join and leave latency, the time to drop a dead peer' +
-      ' (about 1.5 min; BENCH_TUNNEL_JOINS, BENCH_TUNNEL_PEER_TIMEOUT_S, BENCH_TUNNEL_REFRESH_S: see bench/tunnel.ts)',
+    '\nmcastctl daemon in tunnel mode on three lab nodes: convergence after a general query, cross-node join and leave latency,' +
+      ' the time to drop a dead peer (about 2 min; BENCH_TUNNEL_PODS, BENCH_TUNNEL_GROUPS, BENCH_TUNNEL_JOINS, BENCH_TUNNEL_PEER_TIMEOUT_S,' +
+      ' BENCH_TUNNEL_REFRESH_S: see bench/tunnel.ts)',
   );
   for (const line of tunnelReport(await benchTunnel(tunnelOptionsFromEnv()))) console.log(line);
 }

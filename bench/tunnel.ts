@@ -11,22 +11,29 @@
  * 3. the time to drop a dead peer: node 3's daemon killed with -9 and its ovs-vswitchd
  *    killed while a pod of node 3 is a member; until node 1's OVS no longer sends the
  *    group toward node 3 (ovs-ofctl, polled every 20 ms). Bounded by --peer-timeout.
+ * 0. (measured first, on fresh daemons) convergence: 20 pods on every node, each holding
+ *    the same 50 groups (one group set for the whole cluster, so every node needs a
+ *    tunnel bucket toward both others for every group); from the first general query of
+ *    the daemons' start on a pod's wire until every node's OVS has, for every group, its
+ *    local pods and a tunnel bucket toward each other node (ovs-ofctl dump-flows and
+ *    dump-groups on the three nodes, polled).
  *
  *   node --import tsx bench/tunnel.ts            (root; `npm run build` first: it runs dist/)
  *
  * Environment: BENCH_TUNNEL_JOINS (default 200: about 60 s), BENCH_TUNNEL_PEER_TIMEOUT_S (5),
- * BENCH_TUNNEL_REFRESH_S (2).
+ * BENCH_TUNNEL_REFRESH_S (2),
+ * BENCH_TUNNEL_PODS (pods per node in the convergence, default 20), BENCH_TUNNEL_GROUPS (50).
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
 import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
-import type { OvsNode } from '../test/lab/ovs.js';
+import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
+import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine } from './pod-processes.js';
 
 const GROUP = '239.79.0.1';
 const UDP_PORT = 5000;
@@ -37,16 +44,29 @@ const JOINED_MS = 100;
 const LEFT_MS = 200;
 /** A leave's last Geneve frame counts when it comes within this long of the leave; later ones are strays. */
 const LEAVE_WINDOW_S = 0.15;
+/** The convergence's groups: 239.79.1.1 and on, apart from GROUP. */
+const CONVERGENCE_GROUP_PREFIX = '239.79.1.';
+/** The query's Max Resp Time: hosts answer within it, so convergence takes about this long. */
+const QUERY_RESPONSE_INTERVAL_S = 1;
+const CONVERGENCE_TIMEOUT_MS = 20_000;
 
-export interface Distribution {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
+export interface TunnelConvergenceFigures {
+  podsPerNode: number;
+  groups: number;
+  setupSeconds: number;
+  /** ms from the first general query on a pod's wire (earliest of the three nodes) to every node complete; undefined with `problem`. */
+  convergenceMs: number | undefined;
+  /** ms from the same query to each node seen complete (n1, n2, n3): the poll that saw it complete ended then. */
+  perNodeMs: (number | undefined)[];
+  /** ms from the same query to the start of each node's last poll that saw it incomplete: it became complete after this. */
+  perNodeAfterMs: (number | undefined)[];
+  /** Mean time of one poll of the three nodes' OVS: the resolution of the figures. */
+  pollMs: number;
+  problem: string | undefined;
 }
 
 export interface TunnelFigures {
+  convergence: TunnelConvergenceFigures;
   joins: number;
   /** Joins after which no datagram arrived before the next leave. */
   joinsWithoutData: number;
@@ -69,12 +89,9 @@ export interface TunnelBenchOptions {
   joins?: number;
   peerTimeoutMs?: number;
   refreshIntervalMs?: number;
-}
-
-function distribution(values: readonly number[]): Distribution {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN };
+  /** Pods per node in the convergence (default 20). */
+  podsPerNode?: number;
+  groups?: number;
 }
 
 /** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until killed. */
@@ -96,49 +113,6 @@ while True:
     elif delay < -0.05:
         nxt = time.perf_counter()
 `;
-
-/** Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints "done". */
-const CYCLER_PY = `
-import socket, sys, time
-group, count, joined, left = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-mreq = socket.inet_aton(group) + socket.inet_aton("0.0.0.0")
-time.sleep(left)
-for i in range(count):
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
-    time.sleep(joined)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
-    time.sleep(left)
-print("done", flush=True)
-`;
-
-/** Resolves with the child's first stdout line equal to `word`; rejects if it exits first. */
-function waitForLine(child: ChildProcess, word: string, timeoutMs: number, what: string): Promise<void> {
-  let stderr = '';
-  child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: no "${word}" within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.trim() === word) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code}) before "${word}": ${stderr.trim()}`));
-    });
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
-  return exited.finally(() => clearTimeout(timer));
-}
 
 // --- capture analysis ------------------------------------------------------------------
 
@@ -260,6 +234,155 @@ async function tunnelDestinations(node: OvsNode, group: string): Promise<string[
   return [...new Set(groups.flatMap((line) => [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!)))].sort();
 }
 
+// --- convergence ------------------------------------------------------------------------
+
+/** Adds pods to a tunnel lab node up to `podsPerNode` (a few at a time), named and addressed as the lab's own. */
+async function growPods(n: TunnelLabNode, index: number, podsPerNode: number): Promise<void> {
+  const subnet = TUNNEL_LAB.podSubnets[index]!.split('.').slice(0, 3).join('.');
+  const BATCH = 5;
+  for (let first = n.pods.length; first < podsPerNode; first += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, podsPerNode - first) }, (_, k) => first + k);
+    const added = await Promise.all(
+      batch.map((j) => n.node.addPod(`p${index + 1}${j + 1}`, { address: `${subnet}.${TUNNEL_LAB.firstPodHost + j}/24`, gateway: n.gateway.address })),
+    );
+    n.pods.push(...added);
+  }
+}
+
+interface OvsGroupEntry {
+  outputs: Set<number>;
+  tunnelDestinations: Set<string>;
+  next: string[];
+}
+
+/**
+ * Whether `node`'s OVS forwards each of `groups` to every port of `localPorts` and toward
+ * every address of `peers`: the union of the buckets of every OVS group its flows for the
+ * group reach (a chain's links jump to the next with group:N).
+ */
+async function nodeComplete(node: OvsNode, groups: readonly string[], localPorts: readonly number[], peers: readonly string[]): Promise<boolean> {
+  const [flows, dump] = await Promise.all([node.ofctl('dump-flows', node.bridge), node.ofctl('dump-groups', node.bridge)]);
+  const entries = new Map<string, OvsGroupEntry>();
+  for (const line of dump.split('\n')) {
+    const id = /group_id=(\d+)/.exec(line)?.[1];
+    if (id === undefined) continue;
+    entries.set(id, {
+      outputs: new Set([...line.matchAll(/output:(\d+)/g)].map((match) => Number(match[1]))),
+      tunnelDestinations: new Set([...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!)),
+      next: [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!),
+    });
+  }
+  const starts = new Map<string, string[]>();
+  for (const line of flows.split('\n')) {
+    const group = /nw_dst=(\d+\.\d+\.\d+\.\d+)[ ,]/.exec(line)?.[1];
+    if (group === undefined) continue;
+    starts.set(group, [...(starts.get(group) ?? []), ...[...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)]);
+  }
+  return groups.every((group) => {
+    const outputs = new Set<number>();
+    const destinations = new Set<string>();
+    const visited = new Set<string>();
+    const pending = [...(starts.get(group) ?? [])];
+    for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+      const entry = entries.get(id);
+      if (visited.has(id) || entry === undefined) continue;
+      visited.add(id);
+      for (const port of entry.outputs) outputs.add(port);
+      for (const address of entry.tunnelDestinations) destinations.add(address);
+      pending.push(...entry.next);
+    }
+    return localPorts.every((port) => outputs.has(port)) && peers.every((address) => destinations.has(address));
+  });
+}
+
+/** Capture time (ms, wall clock) of the first IGMP query in a pcap of a pod's eth0. */
+async function firstQueryAt(file: string): Promise<number | undefined> {
+  let first: number | undefined;
+  await readPcapFile(file, (record) => {
+    const b = record.data;
+    if (first !== undefined || b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00 || b[23] !== 2) return;
+    if (b[14 + (b[14]! & 0x0f) * 4] === 0x11) first = record.ts * 1000;
+  });
+  return first;
+}
+
+interface ConvergenceRun {
+  lab: Lab;
+  nodes: readonly TunnelLabNode[];
+  podsPerNode: number;
+  groupCount: number;
+  startDaemons: () => RunningDaemon[];
+}
+
+/**
+ * Grows the pods, holds the groups in every pod, then starts the daemons (their startup
+ * general query is what the hosts answer) and polls the three nodes' OVS until complete.
+ * Returns the figures, the running daemons, and the holders to stop.
+ */
+async function measureConvergence(run: ConvergenceRun): Promise<{ figures: TunnelConvergenceFigures; daemons: RunningDaemon[]; holders: ChildProcess[] }> {
+  const { lab, nodes, podsPerNode, groupCount } = run;
+  const setupStarted = performance.now();
+  await Promise.all(nodes.map((n, index) => growPods(n, index, podsPerNode)));
+  const groups = Array.from({ length: groupCount }, (_, i) => `${CONVERGENCE_GROUP_PREFIX}${i + 1}`);
+  const holders = nodes.map((n) => lab.spawn(n.node.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), ...n.pods.map((pod: OvsPod) => pod.ns)]));
+  await Promise.all(holders.map((holder, index) => waitForLine(holder, 'ready', 60_000, `group holder of ${nodes[index]!.node.name}`)));
+  // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
+  await sleep(1500);
+  const setupSeconds = (performance.now() - setupStarted) / 1000;
+  const pcaps = nodes.map((n) => lab.file(`convergence-query-${n.node.name}.pcap`));
+  const captures = await Promise.all(nodes.map((n, index) => lab.startTcpdump(n.pods[0]!.ns, n.pods[0]!.iface, pcaps[index]!, { filter: ['igmp'] })));
+  const daemons = run.startDaemons();
+  const completeAt: (number | undefined)[] = nodes.map(() => undefined);
+  const incompleteAt: (number | undefined)[] = nodes.map(() => undefined);
+  const deadline = performance.now() + CONVERGENCE_TIMEOUT_MS;
+  let polls = 0;
+  const pollStarted = performance.now();
+  while (completeAt.some((at) => at === undefined) && performance.now() < deadline) {
+    await Promise.all(
+      nodes.map(async (n, index) => {
+        if (completeAt[index] !== undefined) return;
+        const peers = nodes.filter((other) => other !== n).map((other) => other.underlayAddress);
+        const ports = n.pods.map((pod) => pod.ofport);
+        const readStartedAt = Date.now();
+        if (await nodeComplete(n.node, groups, ports, peers).catch(() => false)) completeAt[index] = Date.now();
+        else incompleteAt[index] = readStartedAt;
+      }),
+    );
+    polls++;
+    await sleep(10);
+  }
+  const pollMs = (performance.now() - pollStarted) / Math.max(1, polls);
+  await Promise.all(captures.map((capture) => capture.stop()));
+  const queries = (await Promise.all(pcaps.map(firstQueryAt))).filter((at): at is number => at !== undefined);
+  const firstQuery = queries.length === 0 ? undefined : Math.min(...queries);
+  let problem: string | undefined;
+  if (firstQuery === undefined) problem = 'no general query seen on any node';
+  else if (completeAt.some((at) => at === undefined)) {
+    problem = `not converged in ${CONVERGENCE_TIMEOUT_MS / 1000} s: complete on ${
+      nodes
+        .filter((_, index) => completeAt[index] !== undefined)
+        .map((n) => n.node.name)
+        .join(', ') || 'no node'
+    }`;
+  }
+  const sinceQuery = (at: number | undefined) => (at === undefined || firstQuery === undefined ? undefined : at - firstQuery);
+  const perNodeMs = completeAt.map(sinceQuery);
+  return {
+    figures: {
+      podsPerNode,
+      groups: groupCount,
+      setupSeconds,
+      convergenceMs: problem === undefined ? Math.max(...perNodeMs.map((value) => value ?? NaN)) : undefined,
+      perNodeMs,
+      perNodeAfterMs: incompleteAt.map(sinceQuery),
+      pollMs,
+      problem,
+    },
+    daemons,
+    holders,
+  };
+}
+
 function startTunnelDaemon(n: TunnelLabNode, timers: string[]): RunningDaemon {
   return startDaemon(n.node, {
     gateway: n.gateway.name,
@@ -272,14 +395,30 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
   const joins = options.joins ?? 200;
   const peerTimeoutMs = options.peerTimeoutMs ?? 5000;
   const refreshIntervalMs = options.refreshIntervalMs ?? 2000;
-  const timers = ['--peer-refresh-interval', `${refreshIntervalMs}ms`, '--peer-timeout', `${peerTimeoutMs}ms`, '--query-interval', '600s'];
+  const podsPerNode = options.podsPerNode ?? 20;
+  const groupCount = options.groups ?? 50;
+  const timers = [
+    ...['--peer-refresh-interval', `${refreshIntervalMs}ms`, '--peer-timeout', `${peerTimeoutMs}ms`],
+    ...['--query-interval', '600s', '--query-response-interval', `${QUERY_RESPONSE_INTERVAL_S}s`],
+  ];
   const started = performance.now();
   const lab = Lab.create();
   try {
     const tl = await buildTunnelLab(lab);
     const [n1, n2, n3] = tl.nodes;
-    const daemons = tl.nodes.map((n) => startTunnelDaemon(n, timers));
+    // --- 0: convergence (first: the daemons' startup query is the one the hosts answer) ---
+    const convergence = await measureConvergence({
+      lab,
+      nodes: tl.nodes,
+      podsPerNode,
+      groupCount,
+      startDaemons: () => tl.nodes.map((n) => startTunnelDaemon(n, timers)),
+    });
+    const { daemons } = convergence;
     await Promise.all(daemons.map((daemon) => daemon.ready()));
+    // The holders' sockets close with them: their leaves empty the groups before the join loop.
+    await Promise.all(convergence.holders.map(stopChild));
+    await sleep(1000);
 
     // --- 1, 2: cross-node join and leave ----------------------------------------------
     const sender = n1.pods[0]!;
@@ -328,6 +467,7 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
     }
     for (const daemon of daemons) await daemon.stop();
     return {
+      convergence: convergence.figures,
       joins: samples.joins.length,
       joinsWithoutData: samples.joins.length - timed.length,
       join: distribution(timed.map((sample) => (sample.data! - sample.wire) * 1000)),
@@ -348,8 +488,32 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
 
+/** "<after>–<seen> ms" for one node: it became complete after the first figure, and was seen complete by the second. */
+function nodeRange(c: TunnelConvergenceFigures, index: number): string {
+  const seen = c.perNodeMs[index];
+  if (seen === undefined) return '-';
+  const after = c.perNodeAfterMs[index];
+  return `${after === undefined ? '' : `${Math.max(0, after).toFixed(0)}–`}${seen.toFixed(0)} ms`;
+}
+
+function convergenceReport(c: TunnelConvergenceFigures): string[] {
+  const scale = c.podsPerNode < 20 ? ` (fewer than the asked 20 pods a node: BENCH_TUNNEL_PODS=${c.podsPerNode})` : '';
+  return [
+    `  convergence of 3 nodes × ${c.podsPerNode} pods × ${c.groups} groups (the same groups on every node)${scale} after the daemons' startup general query` +
+      ` (Max Resp Time ${QUERY_RESPONSE_INTERVAL_S} s: hosts answer within it)`,
+    c.convergenceMs === undefined
+      ? `    not measured: ${c.problem}`
+      : `    every node's OVS has every group's local pods and a tunnel bucket toward both other nodes` +
+        ` ${c.convergenceMs.toFixed(0)} ms after the query on the wire` +
+        ` (seen complete at most this long after it; ${c.perNodeMs.map((_, index) => `${TUNNEL_LAB.nodeNames[index]} ${nodeRange(c, index)}`).join(', ')};` +
+        ` OVS polled every ${c.pollMs.toFixed(0)} ms, so a node's figure is a range: incomplete at the start of one poll, complete at the end of the next)`,
+    `    setup (pods, joins, the hosts' own reports let pass) ${c.setupSeconds.toFixed(1)} s`,
+  ];
+}
+
 export function tunnelReport(figures: TunnelFigures): string[] {
   return [
+    ...convergenceReport(figures.convergence),
     `  cross-node join (report on node 2's pod wire → first datagram there from node 1; target p50 10 ms): ${spread(figures.join)}`,
     `    ${figures.joins} joins in ${figures.loopSeconds.toFixed(1)} s, ${figures.joinsWithoutData} without data before the leave`,
     `  cross-node leave (leave on the pod's wire → last Geneve frame toward node 2; target under 1 s): ${spread(figures.leave)}`,
@@ -372,6 +536,8 @@ export function tunnelOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Tunn
     joins: number('BENCH_TUNNEL_JOINS'),
     peerTimeoutMs: seconds('BENCH_TUNNEL_PEER_TIMEOUT_S'),
     refreshIntervalMs: seconds('BENCH_TUNNEL_REFRESH_S'),
+    podsPerNode: number('BENCH_TUNNEL_PODS'),
+    groups: number('BENCH_TUNNEL_GROUPS'),
   };
 }
 

@@ -12,7 +12,8 @@
  *
  * The tests share one lab and run in order: each leaves the memberships the next expects.
  * After delivery, joins and leaves come the peers file (SIGHUP), kill -9 of node 1's
- * daemon, an ovs-vswitchd restart on node 1, and last the death of node 3 (for good).
+ * daemon, an ovs-vswitchd restart on node 1, the death of node 3 (for good), and last
+ * the MTU: the daemons' warning of pods at 1,500 on a 1,500 underlay, and pods at 1,450.
  * MCASTCTL_TEST_LOG_DIR=DIR keeps every daemon's whole log there.
  *
  * Needs root, iproute2, ethtool, nft, tcpdump, tshark, python3, Open vSwitch and the built
@@ -28,7 +29,7 @@ import { Lab, run, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts, scrapeMetrics } from '../lab/switch-checks.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
-import { buildTunnelLab, TUNNEL_LAB, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
+import { buildTunnelLab, sendSized, setPodMtu, TUNNEL_LAB, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -50,6 +51,10 @@ const GROUP = '239.60.1.1';
 const GROUP_AFTER_RESTART = '239.60.1.2';
 /** Joined by non-members (on the same UDP port): their sockets and their wire stay silent for GROUP. */
 const OTHER_GROUP = '239.60.1.99';
+/** The MTU tests' group: joined only after node 3 is gone, so node 1 sends it toward node 2 alone. */
+const GROUP_MTU = '239.60.1.3';
+/** The daemon's warning for a pod port whose MTU leaves no room for the encapsulation. */
+const MTU_WARNING = 'a pod port leaves no room for the tunnel';
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -494,5 +499,59 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     assert.notEqual(dead?.state, 'up');
     console.log(`node 3 died ${ms(Date.now() - diedAt)} ago`);
     for (const receiver of [atNode1, atNode2, atNode3]) await receiver?.stop();
+  });
+
+  it('pods at 1,500 on a 1,500 underlay: every daemon warned at its start of each of its pod ports, with pathMtu 1500', () => {
+    const overhead = TUNNEL_LAB.encapsulationOverhead;
+    for (const { node, daemon } of everyDaemon) {
+      const n = tl.nodes.find((candidate) => candidate.node.name === node)!;
+      const warnings = daemon.entries().filter((entry) => entry['level'] === 'warn' && String(entry['msg']).startsWith(MTU_WARNING));
+      assert.deepEqual(
+        warnings.map((entry) => entry['port']).sort(),
+        n.pods.map((pod) => pod.port).sort(),
+        `${node}'s daemon (pid ${daemon.pid}) warns once of each pod port: ${JSON.stringify(warnings)}`,
+      );
+      for (const entry of warnings) {
+        assert.equal(entry['mtu'], 1500, `${node}: the node-side veth's MTU`);
+        assert.equal(entry['pathMtu'], 1500, `${node}: the MTU of br-phy, which holds --node-address`);
+        const hint = String(entry['hint']);
+        assert.ok(hint.includes(String(1500 - overhead)) && hint.includes(String(1500 + overhead)), `${node}: the hint names both ways out: ${hint}`);
+      }
+    }
+  });
+
+  it('1,472-octet datagrams from pods at 1,500 do not fit the tunnel; with the pods at 1,450, 1,400-octet ones reach node 2, all, full length', async () => {
+    const port = 5202;
+    const [sender, member1] = n1.pods as [OvsPod, OvsPod];
+    const [member2] = n2.pods as [OvsPod];
+    const podsOf12 = [...n1.pods, ...n2.pods];
+    const local = await member1.listen(GROUP_MTU, port);
+    const remote = await member2.listen(GROUP_MTU, port);
+    try {
+      await waitForTunnelDestinations(n1.node, GROUP_MTU, [A2!], 5000);
+      // 1,472 octets fill a 1,500-octet IPv4 packet: the pod's kernel sends it whole, and it leaves no room for the 50.
+      await sendSized(sender, { group: GROUP_MTU, port, count: 5, size: 1472, tag: 'm1500', intervalMs: 5 });
+      await sleep(250);
+      assertExactlyOnce(local, 'm1500', 5, `${member1.name} on node 1 (no tunnel on the way)`);
+      assert.deepEqual(sequences(remote.received, 'm1500'), [], 'a datagram over the tunnel room reached node 2');
+
+      // The same memberships, the README's MTU: what fits a pod's eth0 now fits the tunnel.
+      for (const pod of podsOf12) await setPodMtu(pod, 1450);
+      const count = 50;
+      const size = 1400;
+      await sendSized(sender, { group: GROUP_MTU, port, count, size, tag: 'm1450', intervalMs: 5 });
+      await sleep(250);
+      const heard = await remote.stop();
+      assertExactlyOnce(heard, 'm1450', count, `${member2.name} on node 2`);
+      const mtu1450 = heard.filter((datagram) => datagram.payload.startsWith('m1450 '));
+      assert.deepEqual(
+        mtu1450.filter((datagram) => datagram.payload.length !== size || datagram.from !== sender.address).map((d) => [d.from, d.payload.length]),
+        [],
+        `every datagram on node 2 is the sender's, ${size} octets long`,
+      );
+    } finally {
+      await Promise.all([local.stop(), remote.stop()]);
+      for (const pod of podsOf12) await setPodMtu(pod, 1500);
+    }
   });
 });

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/peer-exchange.js';
 import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
+import type { PeerMessageNotice } from '../../src/transport/control/daemon-view.js';
 import { type GroupAddress, groupAddress, type HostAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { formatIPv4 } from '../../src/wire/ipv4-address.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -28,11 +29,14 @@ interface SentFrame {
 }
 
 /** The exchange on a fake clock; what it sends and syncs is kept for the assertions. */
-function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean } = {}) {
+function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; refusedBySwitch?: boolean; watched?: boolean } = {}) {
   const clock = new FakeClock();
   const logger = new RecordingLogger();
   const sent: SentFrame[] = [];
   const changes: { groups: GroupAddress[]; peer: HostAddress | undefined }[] = [];
+  const notices: PeerMessageNotice[] = [];
+  /** Whether someone follows the messages now (`snoop --daemon`). */
+  const watching = { now: overrides.watched ?? false };
   const port: PeerExchangePort = {
     async sendToPeers(frame, peers) {
       const event = decodeFrame(ipv4Locator(1), frame, { frame: 1, ts: 0 });
@@ -40,6 +44,7 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean } 
       if (event?.kind !== 'igmp') throw new Error('unreachable');
       sent.push({ at: clock.monotonicMs(), peers: [...peers], src: event.src, dst: event.dst, message: event.message });
       if (overrides.refuse === true) throw new Error('switch gone');
+      if (overrides.refusedBySwitch === true) return { sent: 0, refused: peers.map(() => new Error('no such port')) };
       return { sent: peers.length, refused: [] };
     },
     groupsChanged(groups, peer) {
@@ -47,6 +52,7 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean } 
     },
     clock,
     logger,
+    watchers: { listened: () => watching.now, publish: (notice) => notices.push(notice) },
   };
   const exchange = new PeerExchange({
     port,
@@ -62,7 +68,7 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean } 
   });
   /** The sent frames so far, emptied. */
   const take = (): SentFrame[] => sent.splice(0);
-  return { clock, logger, sent, take, changes, exchange };
+  return { clock, logger, sent, take, changes, exchange, notices, watching };
 }
 
 /** "TYPE group" of every record of every report in `frames`. */
@@ -414,5 +420,79 @@ describe('PeerExchange: reload and stop', () => {
     await settle();
     assert.deepEqual(exchange.counters.sent, { reports: 2, queries: 2 });
     exchange.stop();
+  });
+});
+
+describe('PeerExchange: the messages as events (snoop --daemon)', () => {
+  it("a peer's report and query are told as they come in, the report with its records", () => {
+    const { exchange, notices } = harness({ watched: true });
+    exchange.take(
+      v3Report(P2, [
+        { type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 },
+        { type: 'MODE_IS_INCLUDE', group: G2, sources: ['10.0.0.9'] },
+      ]),
+      P2,
+    );
+    exchange.take(v3GeneralQuery(P3), P3);
+    assert.deepEqual(notices, [
+      {
+        type: 'peer-report',
+        direction: 'in',
+        peer: P2,
+        records: [
+          { type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 },
+          { type: 'MODE_IS_INCLUDE', group: G2 },
+        ],
+      },
+      { type: 'peer-query', direction: 'in', peer: P3 },
+    ]);
+  });
+
+  it('what is dropped is not told', () => {
+    const { exchange, notices } = harness({ watched: true });
+    exchange.take(join('192.168.60.99', G1), undefined);
+    exchange.take(join(NODE, G1), undefined);
+    exchange.take(v2Report(P2, G1), P2);
+    assert.deepEqual(notices, []);
+  });
+
+  it('what goes out is told once per message, with every peer it went to, once the switch took it', async () => {
+    const { exchange, clock, notices } = harness({ watched: true });
+    exchange.start();
+    assert.deepEqual(notices, [], 'not before the switch answered');
+    await settle();
+    assert.deepEqual(notices, [
+      { type: 'peer-report', direction: 'out', peers: [P2, P3], records: [] },
+      { type: 'peer-query', direction: 'out', peers: [P2, P3] },
+    ]);
+    notices.length = 0;
+    exchange.localGroupChanged(G1, true);
+    clock.advance(0);
+    await settle();
+    assert.deepEqual(notices, [{ type: 'peer-report', direction: 'out', peers: [P2, P3], records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 }] }]);
+    exchange.stop();
+  });
+
+  it('nothing is built while no one listens, and a message the switch refused is not told', async () => {
+    const quiet = harness();
+    quiet.exchange.start();
+    quiet.exchange.take(join(P2, G1), P2);
+    await settle();
+    assert.equal(quiet.notices.length, 0);
+    quiet.watching.now = true;
+    quiet.exchange.take(v3GeneralQuery(P2), P2);
+    await settle();
+    assert.deepEqual(
+      quiet.notices.map((notice) => `${notice.type} ${notice.direction}`),
+      ['peer-query in', 'peer-report out'],
+    );
+    quiet.exchange.stop();
+    for (const failure of [{ refuse: true }, { refusedBySwitch: true }]) {
+      const refused = harness({ watched: true, ...failure });
+      refused.exchange.start();
+      await settle();
+      assert.deepEqual(refused.notices, []);
+      refused.exchange.stop();
+    }
   });
 });

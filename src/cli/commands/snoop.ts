@@ -3,17 +3,15 @@
  * (--iface), then who is in which group; or follow the running daemon's events (--daemon).
  */
 import { createWriteStream, openSync } from 'node:fs';
-import type { ChalkInstance } from 'chalk';
 import { type Command, Option } from 'commander';
 import type { CapturedFrame } from '../../transport/packet-socket.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
-import type { DaemonEvent, PortView } from '../../transport/control/daemon-view.js';
 import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../packet/pcap/index.js';
 import type { FrameEvent } from '../../packet/frame-decoder.js';
-import type { FrameEventRecord } from '../../packet/frame-event-record.js';
-import { describeCounts, formatClock, formatEvent, groupTable, querierTable, recordTypeLabel } from '../render/human-format.js';
+import { describeCounts, formatEvent, groupTable, querierTable } from '../render/human-format.js';
+import { formatDaemonEvent } from '../render/daemon-events.js';
 import { toJsonLine } from '../../packet/frame-event-json.js';
 import { SnoopSession } from '../../controllers/snoop/session.js';
 import { Output } from '../render/output.js';
@@ -41,7 +39,7 @@ export function registerSnoop(program: Command): void {
       'Decode every IGMP message (v1, v2, v3) in a pcap file (--read) or crossing an interface (--iface), ' +
         'one line each, then summarise the memberships and queriers seen. Malformed IGMP is shown with ' +
         'the reason, never skipped. Live capture needs CAP_NET_RAW. With --daemon, follow the running ' +
-        "daemon's events instead (IGMP from pod ports, joins, leaves, OVS syncs, routes), one line each.",
+        "daemon's events instead (IGMP from pod ports, joins, leaves, OVS syncs, routes, messages with the peers), one line each.",
     )
     .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts(['iface', 'daemon']))
     .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts(['read', 'daemon']))
@@ -275,63 +273,5 @@ async function snoopDaemon(path: string, flags: SnoopFlags, output: Output): Pro
     stop.dispose();
     client.close();
     output.flush();
-  }
-}
-
-/** One human line per daemon event: time, type, port (and pod), group, host, details. */
-function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): string {
-  const time = Date.parse(event.time);
-  const head = `${Number.isNaN(time) ? event.time : formatClock(time / 1000)} ${event.type.padEnd(6)}`;
-  switch (event.type) {
-    case 'igmp':
-      return `${head} ${event.port === null ? '(no port)' : describeEventPort(event.port)}  ${describeIgmpRecord(event.record, style)}`;
-    case 'join':
-      return `${head} ${describeEventPort(event.port)}  ${style.green(event.group)} host ${event.host}`;
-    case 'leave':
-      return `${head} ${describeEventPort(event.port)}  ${style.yellow(event.group)} host ${event.host} (${event.reason})`;
-    case 'sync': {
-      const result = event.ok ? style.green('ok') : style.red(`failed${event.error === undefined ? '' : `: ${event.error}`}`);
-      return `${head} ${event.group} ports ${event.ports.length === 0 ? 'none' : event.ports.join(',')} in ${event.latencyMs.toFixed(1)} ms: ${result}`;
-    }
-    case 'route':
-      return `${head} ${event.action} (${event.source}, ${event.group}) iif ${event.iif} oifs ${event.oifs.length === 0 ? 'none' : event.oifs.join(',')}`;
-    case 'replay':
-      return `${head} ${event.what} reconnected: ${event.groups} group${event.groups === 1 ? '' : 's'} replayed`;
-    case 'refused':
-      return `${head} ${describeEventPort(event.port)}  ${style.red(event.group)} join denied by the group policy${event.rule === undefined ? '' : ` (rule at line ${event.rule})`}`;
-    default: {
-      // A newer daemon's event type: shown, not dropped.
-      const unknown = event as { type: unknown };
-      return `${head} ${JSON.stringify(unknown)}`;
-    }
-  }
-}
-
-function describeEventPort(port: PortView): string {
-  return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
-}
-
-/** The `igmp` event's record is snoop --json's line for the message (a newer daemon's may hold more). */
-function describeIgmpRecord(record: FrameEventRecord, style: ChalkInstance): string {
-  const from = record.src === null ? '' : ` from ${record.src}`;
-  if (record.error !== undefined) return style.red(`malformed (${record.error})${from}: ${record.message ?? ''}`);
-  const version = record.version === undefined ? '' : `v${record.version} `;
-  const group = record.group ?? '?';
-  switch (record.type) {
-    case 'report': {
-      if (record.records !== undefined) {
-        const records = record.records.map((item) => `${item.group} ${recordTypeLabel(item.type)} {${item.sources.join(', ')}}`).join('; ');
-        return `${style.green(`${version}report`)}${from}: ${records || '(no records)'}`;
-      }
-      return `${style.green(`${version}report`)}${from}: ${group}`;
-    }
-    case 'leave':
-      return `${style.yellow(`${version}leave`)}${from}: ${group}`;
-    case 'query':
-      return `${style.cyan(`${version}query`)}${from}: ${group === '0.0.0.0' ? 'general' : group}`;
-    case 'other':
-      return style.magenta(`IGMP type ${String(record.igmpType)}${from}`);
-    default:
-      return JSON.stringify(record);
   }
 }

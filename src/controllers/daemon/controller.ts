@@ -85,7 +85,7 @@ export class MulticastController implements DaemonView {
     this.pods.update({ interfaces: options.portWatch.interfaces() });
     options.portWatch.onChange((interfaces, resync) => this.onPortChanges(interfaces, resync));
     const markDirty = (group: GroupAddress, lane?: string) => this.sync.markDirty(group, lane);
-    this.tunnel = tunnelModeOf({ ...options, config, markDirty, interfaces: options.portWatch.interfaces() });
+    this.tunnel = tunnelModeOf({ ...options, config, markDirty, interfaces: options.portWatch.interfaces(), listeners: this.listeners });
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
     const { vswitch, router, logger, metrics, counters, pods } = this;

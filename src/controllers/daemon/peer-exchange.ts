@@ -24,6 +24,7 @@ import { encodeReportFrame } from '../../domain/peers/report-packet.js';
 import type { MembershipRecord } from '../../domain/membership/membership-table.js';
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
 import type { IgmpV3Report } from '../../packet/igmp/message.js';
+import type { PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
 import { type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
@@ -53,6 +54,8 @@ export interface PeerExchangePort {
   logger: ControllerLogger;
   /** Told of every message from a peer (in) and every one sent to peers (out, once per peer), for the metrics. */
   onMessage?: (peer: HostAddress, direction: 'in' | 'out', type: 'report' | 'query') => void;
+  /** Whoever follows the messages (`snoop --daemon`): a notice is built only while `listened()`, once per message (not per peer). */
+  watchers?: { listened(): boolean; publish(notice: PeerMessageNotice): void };
 }
 
 export interface PeerExchangeOptions {
@@ -117,6 +120,7 @@ export class PeerExchange {
   private frames = 0;
   private started = false;
   private stopped = false;
+  private readonly listened = (): boolean => this.options.port.watchers?.listened() ?? false;
 
   constructor(private readonly options: PeerExchangeOptions) {
     const { port } = options;
@@ -177,6 +181,7 @@ export class PeerExchange {
     if (message.kind === 'report' && message.version === 3) {
       this.counters.received.reports++;
       this.options.port.onMessage?.(peer, 'in', 'report');
+      if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-report', direction: 'in', peer, records: recordsOf(message) });
       const records: MembershipRecord[] = [];
       for (const call of snooped.calls) if (call.op === 'record') records.push(call.record);
       this.changed(this.remote.apply(peer, records, now), peer);
@@ -185,6 +190,7 @@ export class PeerExchange {
     if (message.kind === 'query' && message.version === 3 && message.group === '0.0.0.0') {
       this.counters.received.queries++;
       this.options.port.onMessage?.(peer, 'in', 'query');
+      if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-query', direction: 'in', peer });
       // Any message is contact, a query too.
       this.remote.apply(peer, [], now);
       const last = this.answeredAt.get(peer);
@@ -253,7 +259,7 @@ export class PeerExchange {
   private greet(peers: readonly HostAddress[]): void {
     if (peers.length === 0) return;
     this.sendFullState(peers);
-    this.send('query', this.generalQueryFrame(), peers);
+    this.send({ kind: 'query' }, peers);
     for (const peer of peers) this.armRefresh(peer);
   }
 
@@ -280,7 +286,7 @@ export class PeerExchange {
   private flush(): void {
     if (this.stopped) return;
     const { clock } = this.options.port;
-    for (const report of this.announcer.flush(clock.monotonicMs())) this.send('report', this.reportFrame(report), this.peers);
+    for (const report of this.announcer.flush(clock.monotonicMs())) this.send({ kind: 'report', report }, this.peers);
     const next = this.announcer.nextDeadline();
     if (next === undefined || (this.retransmit !== undefined && this.retransmit.at <= next)) return;
     this.retransmit?.cancel();
@@ -317,7 +323,7 @@ export class PeerExchange {
   }
 
   private sendFullState(peers: readonly HostAddress[]): void {
-    for (const report of this.announcer.fullState()) this.send('report', this.reportFrame(report), peers);
+    for (const report of this.announcer.fullState()) this.send({ kind: 'report', report }, peers);
   }
 
   private reportFrame(report: IgmpV3Report): Uint8Array {
@@ -348,19 +354,27 @@ export class PeerExchange {
   }
 
   /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
-  private send(kind: 'report' | 'query', frame: Uint8Array, peers: readonly HostAddress[]): void {
+  private send(message: { kind: 'query' } | { kind: 'report'; report: IgmpV3Report }, peers: readonly HostAddress[]): void {
+    const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
     if (peers.length === 0) return;
     const { port } = this.options;
-    const counted = kind === 'report' ? 'reports' : 'queries';
+    // Built now (the peers may change before the switch answers), published once all of them got it.
+    const notice: PeerMessageNotice | undefined = !this.listened()
+      ? undefined
+      : message.kind === 'report'
+        ? { type: 'peer-report', direction: 'out', peers: [...peers], records: recordsOf(message.report) }
+        : { type: 'peer-query', direction: 'out', peers: [...peers] };
+    const counted = message.kind === 'report' ? 'reports' : 'queries';
     const failed = (count: number, error: string): void => {
       this.counters.sendErrors += count;
-      this.warnings.warn(port.logger, 'send', 'sending to peers failed', { kind, peers: peers.length, error });
+      this.warnings.warn(port.logger, 'send', 'sending to peers failed', { kind: message.kind, peers: peers.length, error });
     };
     port.sendToPeers(frame, peers).then(
       ({ sent, refused }) => {
         this.counters.sent[counted] += sent;
         // Which peers the switch refused it for is not told: all are counted when all went.
-        if (refused.length === 0) for (const peer of peers) port.onMessage?.(peer, 'out', kind);
+        if (refused.length === 0) for (const peer of peers) port.onMessage?.(peer, 'out', message.kind);
+        if (refused.length === 0 && sent > 0 && notice !== undefined) port.watchers?.publish(notice);
         if (refused.length > 0) failed(refused.length, messageOf(refused[0]));
       },
       (error: unknown) => failed(peers.length, messageOf(error)),
@@ -374,4 +388,9 @@ export class PeerExchange {
     if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);
     else this.warnings.warn(this.options.port.logger, key, `dropped a frame from the tunnel: ${reason}`, fields);
   }
+}
+
+/** A report's records as the event stream shows them: the sources are left out (a peer's records name none). */
+function recordsOf(report: IgmpV3Report): PeerReportRecord[] {
+  return report.records.map((record) => ({ type: record.type, group: record.group }));
 }

@@ -7,7 +7,7 @@
  */
 import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
-import type { GroupView, TunnelView } from '../../transport/control/daemon-view.js';
+import type { DaemonEvent, GroupView, TunnelView } from '../../transport/control/daemon-view.js';
 import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
 import type { DaemonConfig, TunnelConfig } from './daemon-config.js';
 import type { GroupSync } from './group-sync.js';
@@ -31,6 +31,8 @@ export interface TunnelModeOptions {
   /** The remote members of `group` changed: sync it (`lane`: the peer's, when one peer's message changed it; its syncs take turns with the pods'). */
   markDirty: (group: GroupAddress, lane: string | undefined) => void;
   metrics?: Pick<ControllerMetrics, 'peerMessage'>;
+  /** The daemon's event subscribers, live (`snoop --daemon`): the messages with the peers go to them, built only while there is one. */
+  listeners?: ReadonlySet<(event: DaemonEvent) => void>;
 }
 
 export class TunnelMode {
@@ -58,6 +60,13 @@ export class TunnelMode {
         clock,
         logger,
         onMessage: (peer, direction, type) => options.metrics?.peerMessage(peer, direction, type),
+        watchers: {
+          listened: () => (options.listeners?.size ?? 0) > 0,
+          publish: (notice) => {
+            const event: DaemonEvent = { ...notice, time: new Date(clock.wallMs()).toISOString() };
+            for (const listener of options.listeners ?? []) listener(event);
+          },
+        },
       },
       nodeAddress: config.nodeAddress,
       sourceMac: () => (options.gateway === undefined ? undefined : options.host.interfaceIPv4(options.gateway)?.mac),

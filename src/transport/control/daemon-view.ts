@@ -6,6 +6,7 @@
  */
 import type { FrameEventRecord } from '../../packet/frame-event-record.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
+import type { RecordTypeName } from '../../packet/igmp/record-type.js';
 
 export interface PortView {
   ofport: number;
@@ -184,7 +185,29 @@ export type DaemonEvent =
   | { type: 'route'; time: string; action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }
   | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number }
   /** A join the group policy denied (the other refusals are counted in the status, not streamed: a flood would be all of them). */
-  | { type: 'refused'; time: string; group: string; port: PortView; reason: 'policy'; rule?: number };
+  | { type: 'refused'; time: string; group: string; port: PortView; reason: 'policy'; rule?: number }
+  | PeerMessageEvent;
+
+/**
+ * Tunnel mode: one membership message between this node and its peers. `in`: from `peer`;
+ * `out`: one event per message this node sent, with every peer it went to.
+ */
+type PeerMessageEvent =
+  | ({ type: 'peer-report'; time: string; records: PeerReportRecord[] } & PeerMessageParties)
+  | ({ type: 'peer-query'; time: string } & PeerMessageParties);
+
+type WithoutTime<Event> = Event extends unknown ? Omit<Event, 'time'> : never;
+/** A message between nodes as the daemon's loop hands it on, less its time (the loop's wall clock stamps it). */
+export type PeerMessageNotice = WithoutTime<PeerMessageEvent>;
+
+/** Who a message between nodes is from (in) or went to (out). */
+export type PeerMessageParties = { direction: 'in'; peer: string } | { direction: 'out'; peers: string[] };
+
+/** A record of a report between nodes: its IGMPv3 record type (as snoop --json names it) and group. */
+export interface PeerReportRecord {
+  type: RecordTypeName;
+  group: string;
+}
 
 export interface DaemonView {
   status(): DaemonStatus;

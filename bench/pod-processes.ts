@@ -1,0 +1,91 @@
+/**
+ * What the lab benches (daemon.ts, tunnel.ts) share: the pods' python helpers that cycle a
+ * membership and hold many at once, a child's "ready" line and its stop, and the
+ * distribution of a set of latencies.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface Distribution {
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export function distribution(values: readonly number[]): Distribution {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN };
+}
+
+/** Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints "done". */
+export const CYCLER_PY = `
+import socket, sys, time
+group, count, joined, left = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+mreq = socket.inet_aton(group) + socket.inet_aton("0.0.0.0")
+time.sleep(left)
+for i in range(count):
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+    time.sleep(joined)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, mreq)
+    time.sleep(left)
+print("done", flush=True)
+`;
+
+/**
+ * One process for every pod: enters each pod's network namespace in turn (setns) and
+ * joins the groups there with sockets made in it (a socket keeps its namespace), at most
+ * 20 groups a socket (net.ipv4.igmp_max_memberships). argv: groups-joined-by-commas,
+ * then namespace names. Prints "ready" once every join is made; holds them until stdin closes.
+ */
+export const HOLDER_PY = `
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+groups = sys.argv[1].split(",")
+sockets = []
+for ns in sys.argv[2:]:
+    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns " + ns)
+    os.close(fd)
+    for start in range(0, len(groups), 20):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for g in groups[start:start + 20]:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0"))
+        sockets.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+`;
+
+/** Resolves with the child's first stdout line equal to `word`; rejects if it exits first. */
+export function waitForLine(child: ChildProcess, word: string, timeoutMs: number, what: string): Promise<void> {
+  let stderr = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: no "${word}" within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.trim() === word) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}) before "${word}": ${stderr.trim()}`));
+    });
+  });
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.stdin?.end();
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+  return exited.finally(() => clearTimeout(timer));
+}
