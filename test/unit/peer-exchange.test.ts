@@ -95,6 +95,21 @@ describe('PeerExchange: frames from the tunnel', () => {
     assert.equal(view.peers.find((peer) => peer.address === P3)?.state, 'unknown');
   });
 
+  it('a group past maxGroupsPerPeer is refused and counted; the groups the peer has stay', () => {
+    const { exchange } = harness({ maxGroupsPerPeer: 1 });
+    exchange.start();
+    exchange.take(
+      v3Report(P2, [
+        { type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 },
+        { type: 'CHANGE_TO_EXCLUDE_MODE', group: G2 },
+      ]),
+      P2,
+    );
+    assert.deepEqual(exchange.peersOf(G1), [P2]);
+    assert.deepEqual(exchange.peersOf(G2), []);
+    assert.equal(exchange.counters.drops.refused, 1);
+  });
+
   it('a refresh changes no peers and syncs nothing; TO_IN {} removes the peer at once', () => {
     const { exchange, changes } = harness();
     exchange.start();
@@ -114,7 +129,7 @@ describe('PeerExchange: frames from the tunnel', () => {
     exchange.take(join(NODE, G1), NODE);
     // The outer source of a configured peer does not make the unknown inner one a peer.
     assert.deepEqual(changes, []);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 2, self: 1, unsupported: 0, malformed: 0, rate: 0 });
+    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 2, self: 1, unsupported: 0, malformed: 0, rate: 0, refused: 0 });
     // One warning per reason, not per frame.
     assert.equal(logger.lines.filter((line) => line.message === 'dropped a frame from the tunnel: unknown-peer').length, 1);
     assert.equal(logger.find('dropped a frame from the tunnel: self').length, 1);
@@ -148,7 +163,7 @@ describe('PeerExchange: frames from the tunnel', () => {
     udp[14 + 9] = 17; // IPv4 protocol: UDP
     exchange.take(udp, P2);
     assert.deepEqual(changes, []);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 0, self: 0, unsupported: 3, malformed: 4, rate: 0 });
+    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 0, self: 0, unsupported: 3, malformed: 4, rate: 0, refused: 0 });
   });
 
   it("a peer's general query gets our full state, to that peer only, at most once a second", async () => {

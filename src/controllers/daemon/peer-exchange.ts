@@ -32,7 +32,8 @@ import { snoopFrame } from './igmp-snooper.js';
 import type { ControllerLogger, DaemonClock } from './ports.js';
 
 /** Why a frame from the tunnel changed nothing. */
-export type PeerDropReason = 'unknown-peer' | 'self' | 'unsupported' | 'malformed' | 'rate';
+/** `refused`: a group past maxGroupsPerPeer (the rest of that report still counts). */
+export type PeerDropReason = 'unknown-peer' | 'self' | 'unsupported' | 'malformed' | 'rate' | 'refused';
 
 /** What the exchange counts, for the status and the metrics. */
 export interface PeerExchangeCounters {
@@ -98,7 +99,7 @@ function newCounters(): PeerExchangeCounters {
   return {
     received: { reports: 0, queries: 0 },
     sent: { reports: 0, queries: 0 },
-    drops: { 'unknown-peer': 0, self: 0, unsupported: 0, malformed: 0, rate: 0 },
+    drops: { 'unknown-peer': 0, self: 0, unsupported: 0, malformed: 0, rate: 0, refused: 0 },
     sendErrors: 0,
   };
 }
@@ -130,8 +131,10 @@ export class PeerExchange {
       peers: this.peers,
       timeoutMs: options.peerTimeoutMs,
       maxGroupsPerPeer: options.maxGroupsPerPeer,
-      onRefusal: ({ peer, group, limit }) =>
-        this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit }),
+      onRefusal: ({ peer, group, limit }) => {
+        this.counters.drops.refused++;
+        this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit });
+      },
     });
     this.announcer = new PeerAnnouncer({ pathMtu: options.pathMtu, retransmitIntervalMs: options.retransmitIntervalMs ?? DEFAULT_RETRANSMIT_INTERVAL_MS });
   }
