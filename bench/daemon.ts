@@ -21,12 +21,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../src/transport/control/control-client.js';
 import type { DaemonEvent } from '../src/transport/control/daemon-view.js';
-import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
 import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine } from './pod-processes.js';
+import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
 
 const GROUP = '239.77.0.1';
 const UDP_PORT = 5000;
@@ -132,47 +131,6 @@ while True:
 `;
 
 // --- capture analysis ------------------------------------------------------------------
-
-type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
-
-/** The IGMP state changes for `group` and the UDP datagrams to it in a pcap of an Ethernet interface, in order. */
-async function wireEvents(file: string, group: string): Promise<WireEvent[]> {
-  const events: WireEvent[] = [];
-  const wanted = group.split('.').map(Number);
-  await readPcapFile(file, (record) => {
-    const b = record.data;
-    if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00) return;
-    const ihl = (b[14]! & 0x0f) * 4;
-    const total = (b[16]! << 8) | b[17]!;
-    const protocol = b[23];
-    const end = Math.min(b.length, 14 + total);
-    if (protocol === 17) {
-      if (b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
-      return;
-    }
-    if (protocol !== 2) return;
-    let message: IgmpMessage;
-    try {
-      message = decodeIgmp(b, 14 + ihl, end);
-    } catch {
-      return;
-    }
-    if (message.kind === 'leave' && message.group === group) events.push({ ts: record.ts, kind: 'leave' });
-    else if (message.kind === 'report') {
-      if (message.version !== 3) {
-        if (message.group === group) events.push({ ts: record.ts, kind: 'join' });
-        return;
-      }
-      for (const r of message.records) {
-        if (r.group !== group) continue;
-        // Any-source join: TO_EX{} (or IS_EX{} answering a query); leave: TO_IN{}.
-        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
-        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });
-      }
-    }
-  });
-  return events;
-}
 
 /** One join or leave on the wire, with the data packet that timed it (first after a join, last after a leave). */
 interface WireSample {

@@ -1,10 +1,13 @@
 /**
  * What the lab benches (daemon.ts, tunnel.ts) share: the pods' python helpers that cycle a
  * membership and hold many at once, a child's "ready" line and its stop, and the
- * distribution of a set of latencies.
+ * distribution of a set of latencies, and the joins, leaves and datagrams of a group in a
+ * pod's capture.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
+import { readPcapFile } from '../src/packet/pcap/index.js';
 
 export interface Distribution {
   count: number;
@@ -88,4 +91,46 @@ export function stopChild(child: ChildProcess): Promise<void> {
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
   return exited.finally(() => clearTimeout(timer));
+}
+
+/** What a pod's wire shows of one group: its joins and leaves, and datagrams to it. */
+export type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
+
+/** The IGMP state changes for `group` and the UDP datagrams to it in a pcap of an Ethernet interface, in order. */
+export async function wireEvents(file: string, group: string): Promise<WireEvent[]> {
+  const events: WireEvent[] = [];
+  const wanted = group.split('.').map(Number);
+  await readPcapFile(file, (record) => {
+    const b = record.data;
+    if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00) return;
+    const ihl = (b[14]! & 0x0f) * 4;
+    const total = (b[16]! << 8) | b[17]!;
+    const protocol = b[23];
+    const end = Math.min(b.length, 14 + total);
+    if (protocol === 17) {
+      if (b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
+      return;
+    }
+    if (protocol !== 2) return;
+    let message: IgmpMessage;
+    try {
+      message = decodeIgmp(b, 14 + ihl, end);
+    } catch {
+      return;
+    }
+    if (message.kind === 'leave' && message.group === group) events.push({ ts: record.ts, kind: 'leave' });
+    else if (message.kind === 'report') {
+      if (message.version !== 3) {
+        if (message.group === group) events.push({ ts: record.ts, kind: 'join' });
+        return;
+      }
+      for (const r of message.records) {
+        if (r.group !== group) continue;
+        // Any-source join: TO_EX{} (or IS_EX{} answering a query); leave: TO_IN{}.
+        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
+        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });
+      }
+    }
+  });
+  return events;
 }

@@ -27,13 +27,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decode as decodeIgmp, type IgmpMessage } from '../src/packet/igmp/index.js';
 import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine } from './pod-processes.js';
+import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
 
 const GROUP = '239.79.0.1';
 const UDP_PORT = 5000;
@@ -116,49 +115,8 @@ while True:
 
 // --- capture analysis ------------------------------------------------------------------
 
-type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
-
 const isGroup = (b: Uint8Array, offset: number, group: readonly number[]) =>
   b[offset] === group[0] && b[offset + 1] === group[1] && b[offset + 2] === group[2] && b[offset + 3] === group[3];
-
-/** The IGMP state changes for `group` and the UDP datagrams to it in a pcap of the pod's eth0, in order (seconds). */
-async function podEvents(file: string, group: string): Promise<WireEvent[]> {
-  const events: WireEvent[] = [];
-  const wanted = group.split('.').map(Number);
-  await readPcapFile(file, (record) => {
-    const b = record.data;
-    if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00) return;
-    const ihl = (b[14]! & 0x0f) * 4;
-    const total = (b[16]! << 8) | b[17]!;
-    const protocol = b[23];
-    if (protocol === 17) {
-      if (isGroup(b, 30, wanted)) events.push({ ts: record.ts, kind: 'data' });
-      return;
-    }
-    if (protocol !== 2) return;
-    let message: IgmpMessage;
-    try {
-      message = decodeIgmp(b, 14 + ihl, Math.min(b.length, 14 + total));
-    } catch {
-      return;
-    }
-    if (message.kind === 'leave' && message.group === group) events.push({ ts: record.ts, kind: 'leave' });
-    else if (message.kind === 'report') {
-      if (message.version !== 3) {
-        if (message.group === group) events.push({ ts: record.ts, kind: 'join' });
-        return;
-      }
-      for (const r of message.records) {
-        if (r.group !== group) continue;
-        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
-        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) {
-          events.push({ ts: record.ts, kind: 'leave' });
-        }
-      }
-    }
-  });
-  return events;
-}
 
 /**
  * Capture times (s) of the Geneve frames whose inner IPv4 destination is `group`, from a
@@ -436,7 +394,7 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
     await stopChild(send);
     await sleep(200);
     await Promise.all([podCapture.stop(), uplinkCapture.stop()]);
-    const samples = joinSamples(await podEvents(podPcap, GROUP));
+    const samples = joinSamples(await wireEvents(podPcap, GROUP));
     const timed = samples.joins.filter((sample) => sample.data !== undefined);
     const leave = leaveSamples(
       samples.leaves,
