@@ -17,6 +17,9 @@ missing=()
 for command in "${!package_of[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${package_of[$command]}")
 done
+# GNU time (the tests read a command's CPU time and peak RSS from it): `command -v time`
+# finds the shell's keyword, so the file itself is looked for.
+[ -x /usr/bin/time ] || missing+=(time)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi

@@ -16,6 +16,7 @@ import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
 import type { Upcall } from '../protocol/mroute/igmpmsg.js';
 import { ifindexOf, MrouteError, MrouteSocket } from '../transport/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
+import type { Ipv4Prefix } from '../domain/policy/ipv4-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
 import { type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
 import type { RouteView } from '../transport/control/daemon-view.js';
@@ -30,6 +31,8 @@ export interface KernelRouterOptions {
   gateway: string;
   multicastInterfaces: readonly string[];
   idleTimeoutMs: number;
+  /** Sources whose multicast arrives through the tunnel (the cluster's pods): routed out, never in (RoutePolicy). */
+  tunnelledSources?: readonly Ipv4Prefix[];
   /** Milliseconds, monotonic. */
   clock: () => number;
   /** Whether `group` has members on this node now. */
@@ -72,6 +75,7 @@ export class KernelRouter {
       gatewayVif: gateway.vif,
       uplinkVifs: uplinks.map((uplink) => uplink.vif),
       idleTimeoutMs: options.idleTimeoutMs,
+      ...(options.tunnelledSources === undefined ? {} : { tunnelledSources: options.tunnelledSources }),
       clock: options.clock,
     });
     this.memberships = new UpstreamMemberships(maxMemberships(), (error) => this.failed(error));
@@ -133,10 +137,10 @@ export class KernelRouter {
    * caller's sync is retried; joins already made are kept and not repeated).
    */
   setLocalMembers(group: string, present: boolean): void {
-    const oifs = this.policy.inboundOifs(present);
     for (const route of this.routes.values()) {
-      if (route.group !== group || !this.policy.isInbound(route.iif) || sameVifs(route.oifs, oifs)) continue;
-      this.addRoute({ ...route, oifs });
+      if (route.group !== group || !this.policy.isInbound(route.iif)) continue;
+      const oifs = this.policy.inboundOifs(route.source, present);
+      if (!sameVifs(route.oifs, oifs)) this.addRoute({ ...route, oifs });
     }
     for (const uplink of this.uplinks) {
       if (present) this.memberships.join(group, uplink.ifindex);

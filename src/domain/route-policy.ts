@@ -12,10 +12,16 @@
  *   is still added, with no outgoing VIF: the kernel then drops the traffic without
  *   queueing it or asking again, and the entry gets the gateway the moment a member
  *   joins (inboundOifs), instead of after the kernel's 10 s unresolved-entry timeout;
+ * - inbound from a tunnelled source (a pod of another node, in tunnel mode): the entry
+ *   never gets the gateway, whatever the members. Such traffic reached this node's pods
+ *   through the tunnel already; routed in from the uplink as well, it would be a second
+ *   copy. The entry without outgoing VIF still stops the kernel's upcalls;
  * - an entry whose packet count has not moved for `idleTimeoutMs` is removed, so that
  *   a source that stopped does not keep a route for ever.
  */
+import { parseIPv4 } from '../wire/ipv4-address.js';
 import type { GroupAddress, SourceAddress } from '../wire/ip-address.js';
+import { prefixContains, type Ipv4Prefix } from './policy/ipv4-prefix.js';
 
 export interface RoutePolicyOptions {
   /** The VIF of the gateway port (the node's pods are behind it). */
@@ -24,6 +30,8 @@ export interface RoutePolicyOptions {
   uplinkVifs: readonly number[];
   /** Remove an entry whose packet count has not moved for this long. */
   idleTimeoutMs: number;
+  /** Sources whose multicast comes through the tunnel (the cluster's pod ranges): never routed in from an uplink. */
+  tunnelledSources?: readonly Ipv4Prefix[];
   /** Milliseconds; injected so that tests need not wait. */
   clock: () => number;
 }
@@ -67,7 +75,7 @@ export class RoutePolicy {
       return this.add(upcall, gatewayVif, [...uplinkVifs]);
     }
     if (uplinkVifs.includes(upcall.vif)) {
-      return this.add(upcall, upcall.vif, this.inboundOifs(groupHasLocalMembers));
+      return this.add(upcall, upcall.vif, this.inboundOifs(upcall.source, groupHasLocalMembers));
     }
     return { action: 'ignore', reason: `VIF ${upcall.vif} is neither the gateway nor a multicast interface` };
   }
@@ -96,9 +104,17 @@ export class RoutePolicy {
     return idle;
   }
 
-  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface). */
-  inboundOifs(groupHasLocalMembers: boolean): number[] {
-    return groupHasLocalMembers ? [this.options.gatewayVif] : [];
+  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface) from `source`. */
+  inboundOifs(source: SourceAddress, groupHasLocalMembers: boolean): number[] {
+    return groupHasLocalMembers && !this.isTunnelled(source) ? [this.options.gatewayVif] : [];
+  }
+
+  /** Whether `source`'s multicast reaches this node through the tunnel (it is in tunnelledSources). */
+  isTunnelled(source: SourceAddress): boolean {
+    const prefixes = this.options.tunnelledSources;
+    if (prefixes === undefined || prefixes.length === 0) return false;
+    const value = parseIPv4(source);
+    return value !== undefined && prefixes.some((prefix) => prefixContains(prefix, value));
   }
 
   /** Whether an entry with incoming VIF `iif` is inbound (its oifs follow the group's local members). */

@@ -51,6 +51,8 @@ const GROUP = '239.60.1.1';
 const GROUP_AFTER_RESTART = '239.60.1.2';
 /** Joined by non-members (on the same UDP port): their sockets and their wire stay silent for GROUP. */
 const OTHER_GROUP = '239.60.1.99';
+/** A group that pods of other nodes want and no pod of node 1. */
+const GROUP_OF_PEERS_ONLY = '239.60.1.4';
 /** The MTU tests' group: joined only after node 3 is gone, so node 1 sends it toward node 2 alone. */
 const GROUP_MTU = '239.60.1.3';
 /** The daemon's warning for a pod port whose MTU leaves no room for the encapsulation. */
@@ -452,26 +454,49 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       assert.ok(peerMessages(metrics, { peer, direction: 'out', type: 'query' }) >= 1, `no query to ${peer} at the start: ${peerLines(metrics)}`);
   });
 
-  it('ovs-vswitchd restart on node 1: delivery to node 2’s member is back within 3 s, without a new join', async () => {
+  it('ovs-vswitchd restart on node 1: delivery to node 2’s members is back within 3 s, without a new join, for a group only peers want too', async () => {
     const port = 5201;
     const [sender] = n1.pods as [OvsPod];
-    const count = 200; // 5 s at 25 ms
-    const sending = sender.send(GROUP, port, count, { intervalMs: 25, tag: 't7' });
-    await waitUntil('traffic to flow', async () => sequences(atNode2.received, 't7').length >= 5, 3000, 10);
-    await n1.node.restartVswitchd();
-    const backAt = Date.now();
-    const before = sequences(atNode2.received, 't7').length;
-    const deliveredAfter = await waitUntil(
-      'a datagram at node 2 after the restart',
-      async () => (sequences(atNode2.received, 't7').length > before ? Date.now() - backAt : undefined),
-      5000,
-      5,
-    );
-    await sending;
-    await sleep(300);
-    console.log(`ovs-vswitchd restart on node 1: node 2's member receives again ${ms(deliveredAfter)} after it is back`);
-    assert.ok(deliveredAfter <= 3000, `delivery to node 2 back ${ms(deliveredAfter)} after the restart`);
-    assert.deepEqual(await tunnelDestinations(n1.node, GROUP), [A2, A3].sort(), 'the tunnel buckets replayed');
+    const [, podOf2] = n2.pods as [OvsPod, OvsPod];
+    // No pod of node 1 is a member of this one: node 1 holds it for its peer alone.
+    const remoteOnly = await podOf2.listen(GROUP_OF_PEERS_ONLY, port + 1);
+    try {
+      await waitForTunnelDestinations(n1.node, GROUP_OF_PEERS_ONLY, [A2!], 5000);
+      const count = 200; // 5 s at 25 ms
+      const sending = [
+        sender.send(GROUP, port, count, { intervalMs: 25, tag: 't7' }),
+        sender.send(GROUP_OF_PEERS_ONLY, port + 1, count, { intervalMs: 25, tag: 't7r' }),
+      ];
+      const streams = [
+        { receiver: atNode2, tag: 't7' },
+        { receiver: remoteOnly, tag: 't7r' },
+      ];
+      await waitUntil('traffic to flow', async () => streams.every(({ receiver, tag }) => sequences(receiver.received, tag).length >= 5), 3000, 10);
+      await n1.node.restartVswitchd();
+      const backAt = Date.now();
+      const before = streams.map(({ receiver, tag }) => sequences(receiver.received, tag).length);
+      const [deliveredAfter, remoteOnlyAfter] = await Promise.all(
+        streams.map(({ receiver, tag }, index) =>
+          waitUntil(
+            `a datagram of ${tag} at node 2 after the restart`,
+            async () => (sequences(receiver.received, tag).length > before[index]! ? Date.now() - backAt : undefined),
+            5000,
+            5,
+          ),
+        ),
+      );
+      await Promise.all(sending);
+      await sleep(300);
+      console.log(
+        `ovs-vswitchd restart on node 1: node 2's members receive again ${ms(deliveredAfter!)} after it is back (${ms(remoteOnlyAfter!)} for the group of peers only)`,
+      );
+      assert.ok(deliveredAfter! <= 3000, `delivery to node 2 back ${ms(deliveredAfter!)} after the restart`);
+      assert.ok(remoteOnlyAfter! <= 3000, `delivery of the group only peers want back ${ms(remoteOnlyAfter!)} after the restart`);
+      assert.deepEqual(await tunnelDestinations(n1.node, GROUP), [A2, A3].sort(), 'the tunnel buckets replayed');
+      assert.deepEqual(await tunnelDestinations(n1.node, GROUP_OF_PEERS_ONLY), [A2], 'the group of peers only replayed');
+    } finally {
+      await remoteOnly.stop();
+    }
   });
 
   it('node 3 dies (daemon kill -9, ovs-vswitchd stopped): node 1 stops sending toward it after the peer timeout', async () => {

@@ -1,7 +1,7 @@
 /**
  * Hostile files given to the built CLI: install -f, reconcile -f --dry-run and daemon
  * --config on /dev/zero, a 50 MB file, a FIFO, 1,000 levels of nesting and a billion
- * laughs each exit 64 within 2 s and under 200 MiB of peak RSS, naming the file (and the
+ * laughs each exit 64 within 2 s of CPU time and under 200 MiB of peak RSS, naming the file (and the
  * line); no stack trace. Also the figures of a 5 MB file with one bad line and of a valid
  * 100,000-group file, and the flags that go with the files (--max-file-size, --lock-file).
  *
@@ -19,37 +19,35 @@ import { cliMissing, MCASTCTL_BIN, REPO_ROOT } from '../lab/cli.js';
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the hostile-file tests run the built CLI: ${missing}`);
 
-const LIMIT_MS = 2_000;
+/**
+ * "At once" is judged by the CPU time the command used (user + system): a file parsed
+ * whole, or read to its end, takes seconds of it. Its wall time on a loaded machine says
+ * more of the machine than of the command (0.4 s alone, 5 s with both cores busy, seen
+ * here), so the wall time only catches a command that hangs (the FIFO read blocking).
+ */
+const LIMIT_CPU_MS = 2_000;
+const LIMIT_WALL_MS = 30_000;
 const LIMIT_RSS_BYTES = 200 * 1024 * 1024;
-/** GNU time gives the exact peak RSS (from wait4); without it, /proc/PID/status is polled. */
+/** GNU time gives the exact CPU time and peak RSS (from wait4); scripts/setup.sh installs it. */
 const GNU_TIME = '/usr/bin/time';
+if (!existsSync(GNU_TIME)) throw new Error(`the hostile-file tests measure with GNU time: ${GNU_TIME} is missing (scripts/setup.sh installs it)`);
 
 interface Measured {
   code: number | null;
   stdout: string;
   stderr: string;
   elapsedMs: number;
+  /** User plus system CPU time of the command. */
+  cpuMs: number;
   peakRssBytes: number;
 }
 
-/** Runs `node bin/mcastctl.js ARGS` and measures its wall time and peak resident set. */
+/** Runs `node bin/mcastctl.js ARGS` under GNU time: its wall time, CPU time and peak resident set. */
 function measure(args: readonly string[], scratch: string): Promise<Measured> {
   const timeFile = join(scratch, `time-${process.hrtime.bigint()}.txt`);
-  const gnuTime = existsSync(GNU_TIME);
-  const argv = gnuTime ? [GNU_TIME, '-f', '%M', '-o', timeFile, process.execPath, MCASTCTL_BIN, ...args] : [process.execPath, MCASTCTL_BIN, ...args];
+  const argv = [GNU_TIME, '-f', '%U %S %M', '-o', timeFile, process.execPath, MCASTCTL_BIN, ...args];
   const started = performance.now();
   const child = spawn(argv[0]!, argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-  let peakKib = 0;
-  const poll = gnuTime
-    ? undefined
-    : setInterval(() => {
-        try {
-          const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-          if (hwm !== null) peakKib = Math.max(peakKib, Number(hwm[1]));
-        } catch {
-          // exited meanwhile
-        }
-      }, 5);
   const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   let stdout = '';
   let stderr = '';
@@ -60,17 +58,16 @@ function measure(args: readonly string[], scratch: string): Promise<Measured> {
     child.once('close', (code) => {
       const elapsedMs = performance.now() - started;
       clearTimeout(killer);
-      if (poll !== undefined) clearInterval(poll);
-      if (gnuTime) {
-        peakKib = Number(readFileSync(timeFile, 'utf8').trim().split('\n').pop());
-        rmSync(timeFile, { force: true });
-      }
-      resolve({ code, stdout, stderr, elapsedMs, peakRssBytes: peakKib * 1024 });
+      // The last line: "Command exited with non-zero status N" comes before it.
+      const [user, system, peakKib] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+      rmSync(timeFile, { force: true });
+      resolve({ code, stdout, stderr, elapsedMs, cpuMs: (user! + system!) * 1000, peakRssBytes: peakKib! * 1024 });
     });
   });
 }
 
-const show = (result: Measured) => `exit ${result.code}, ${(result.elapsedMs / 1000).toFixed(2)} s, ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MiB peak RSS`;
+const show = (result: Measured) =>
+  `exit ${result.code}, ${(result.elapsedMs / 1000).toFixed(2)} s (${(result.cpuMs / 1000).toFixed(2)} s of CPU), ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MiB peak RSS`;
 
 /** A file of `count` valid groups in block style (two lines each, from line 2), then `tail`. */
 function groupsFile(count: number, tail = ''): string {
@@ -124,13 +121,14 @@ describe('hostile files: refused at once, in little memory', { timeout: 300_000 
   };
   for (const command of ['install -f', 'reconcile -f', 'daemon --config']) {
     for (const name of Object.keys(expected)) {
-      it(`${command} ${name}: exit 64 within 2 s, under 200 MiB`, async (t) => {
+      it(`${command} ${name}: exit 64 within 2 s of CPU, under 200 MiB`, async (t) => {
         const result = await measure(commands[command]!(files[name]!), scratch);
         t.diagnostic(show(result));
         assert.equal(result.code, 64, result.stderr);
         assert.match(result.stderr, expected[name]!);
         assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
-        assert.ok(result.elapsedMs < LIMIT_MS, show(result));
+        assert.ok(result.cpuMs < LIMIT_CPU_MS, show(result));
+        assert.ok(result.elapsedMs < LIMIT_WALL_MS, show(result));
         assert.ok(result.peakRssBytes < LIMIT_RSS_BYTES, show(result));
       });
     }

@@ -12,7 +12,9 @@ export class FakePortWatch implements PortWatch {
 
   /**
    * A port on the bridge; a pod's when `pod` is given (`namespace/name` or `name`), with
-   * external_ids ip-address when `ipAddress` is (`10.1.0.2`, `10.1.0.2/24`, a list).
+   * external_ids ip-address when `ipAddress` is (`10.1.0.2`, `10.1.0.2/24`, a list). One
+   * named `tun...` is what a node's tunnel port is (Geneve, options:remote_ip=flow); any
+   * other a system device (type ''). setInterface changes either.
    */
   addPort(name: string, ofport: number, pod?: string, ipAddress?: string): this {
     const [namespace, podName] = pod?.includes('/') === true ? pod.split('/') : [undefined, pod];
@@ -20,7 +22,19 @@ export class FakePortWatch implements PortWatch {
     if (podName !== undefined) externalIds['pod-name'] = podName;
     if (namespace !== undefined) externalIds['pod-namespace'] = namespace;
     if (ipAddress !== undefined) externalIds['ip-address'] = ipAddress;
-    this.rows.set(`uuid-${name}`, { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: undefined });
+    const kind: Pick<InterfaceRow, 'type' | 'options'> = name.startsWith('tun')
+      ? { type: 'geneve', options: { remote_ip: 'flow' } }
+      : { type: '', options: {} };
+    this.rows.set(`uuid-${name}`, { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, ...kind, mac_in_use: undefined });
+    this.emit(false);
+    return this;
+  }
+
+  /** Changes the type and options of the port `name` (`ovs-vsctl set Interface`). */
+  setInterface(name: string, columns: { type: string; options?: Record<string, string> }): this {
+    const row = this.rows.get(`uuid-${name}`);
+    if (row === undefined) throw new Error(`no port ${name} on the fake bridge`);
+    this.rows.set(row.uuid, { ...row, type: columns.type, options: columns.options ?? {} });
     this.emit(false);
     return this;
   }

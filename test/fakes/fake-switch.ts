@@ -52,6 +52,8 @@ export class FakeSwitch implements SwitchPort {
   closed = false;
   private failures = 0;
   private readonly packetInListeners: Array<(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void> = [];
+  /** The tunnel port each group's buckets toward the peers output to. */
+  readonly tunnelPorts = new Map<GroupAddress, number>();
   private readonly reconnectListeners: Array<() => void> = [];
   private readonly disconnectListeners: Array<(error: Error) => void> = [];
 
@@ -91,7 +93,8 @@ export class FakeSwitch implements SwitchPort {
     const current = this.groups.get(group);
     const wanted = sorted(ports);
     if (removing && current === undefined) return 'absent';
-    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers)) return 'unchanged';
+    const sameTunnel = peers.length === 0 || this.tunnelPorts.get(group) === tunnel?.ofport;
+    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers) && sameTunnel) return 'unchanged';
     if (this.failures > 0) {
       this.failures--;
       throw new McastError('refused', `OVS refused 2 of 2 changes for group ${group}: OFPGMFC_GROUP_EXISTS`);
@@ -99,8 +102,13 @@ export class FakeSwitch implements SwitchPort {
     const outcome: GroupOutcome = removing ? 'removed' : current === undefined ? 'added' : 'updated';
     if (removing) this.groups.delete(group);
     else this.groups.set(group, wanted);
-    if (peers.length === 0) this.peers.delete(group);
-    else this.peers.set(group, peers);
+    if (peers.length === 0) {
+      this.peers.delete(group);
+      this.tunnelPorts.delete(group);
+    } else {
+      this.peers.set(group, peers);
+      this.tunnelPorts.set(group, tunnel!.ofport);
+    }
     this.applied.push({ group, ports: wanted, outcome, ...(tunnel === undefined ? {} : { tunnel: { ofport: tunnel.ofport, peers } }) });
     return outcome;
   }
@@ -164,6 +172,7 @@ export class FakeSwitch implements SwitchPort {
     for (const listener of this.disconnectListeners) listener(new Error('connection reset'));
     this.groups.clear();
     this.peers.clear();
+    this.tunnelPorts.clear();
     this.ports.clear();
     this.connected = true;
     for (const listener of this.reconnectListeners) listener();

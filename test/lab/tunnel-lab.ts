@@ -22,14 +22,19 @@
  * through br-phy's NORMAL flow out of the uplink, and what arrives for that address is
  * decapsulated (tnl_pop) on its way to br-phy's LOCAL port.
  *
+ * Options turn the lab toward an underlay that routes too: `underlayMulticast` makes the
+ * nftables rule count IPv4 multicast and let it through (the nodes' kernels can then route
+ * multicast between gw0 and br-phy, rp_filter being off there already: see buildNode),
+ * `outsideHost` puts a host on ul0, and `tunnelType: 'vxlan'` makes tun0 a VXLAN port.
+ *
  * Nothing here programs br-int: its flows and groups are the test's (by hand with
  * ovs-ofctl, or by the daemon). Every name carries the lab's prefix or lives in a lab
  * namespace, and `lab.destroy()` removes it all.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { sleep, waitUntil, type Lab, type LinuxBridge } from './lab.js';
-import { OvsNode, type OvsGateway, type OvsPod } from './ovs.js';
+import { sleep, waitUntil, type Host, type Lab, type LinuxBridge, type Tcpdump } from './lab.js';
+import { OvsNode, udpEndpoint, type Datagram, type OvsGateway, type OvsPod, type UdpEndpoint } from './ovs.js';
 
 /** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`. */
 export const TUNNEL_LAB = {
@@ -45,11 +50,17 @@ export const TUNNEL_LAB = {
   tunnelPort: 'tun0',
   /** Geneve's IANA port: what tcpdump filters and tshark decodes as Geneve. */
   geneveUdpPort: 6081,
+  /** VXLAN's IANA port (OVS's default for type=vxlan): what tshark decodes as VXLAN. */
+  vxlanUdpPort: 4789,
+  /** The outside host's address on the underlay (with `outsideHost`). */
+  outsideHostAddress: '192.168.60.100',
   /** The nftables table in the underlay namespace. */
   nftTable: 'mcl_underlay',
-  /** Geneve over IPv4: 14 inner Ethernet + 8 Geneve + 8 UDP + 20 IPv4. */
+  /** Geneve (or VXLAN) over IPv4: 14 inner Ethernet + 8 Geneve (or VXLAN) + 8 UDP + 20 IPv4. */
   encapsulationOverhead: 50,
 } as const;
+
+export type TunnelType = 'geneve' | 'vxlan';
 
 export interface TunnelLabOptions {
   /** Pods per node (default 2, at most 9): `p11`, `p12` on n1, `p21`, ... */
@@ -58,7 +69,16 @@ export interface TunnelLabOptions {
   podMtu?: number;
   /** MTU of the underlay path: ul0, the uplink veths (both ends) and br-phy (default: the kernel's, 1,500). */
   underlayMtu?: number;
+  /** The underlay carries IPv4 multicast: its nftables rule counts it and accepts it (default false: counted and dropped). */
+  underlayMulticast?: boolean;
+  /** A host on ul0 at `TUNNEL_LAB.outsideHostAddress` that sends to and joins groups (default false). */
+  outsideHost?: boolean;
+  /** The type of tun0 (default geneve). */
+  tunnelType?: TunnelType;
 }
+
+/** A host on the underlay with UDP sockets: `listen`/`receive`/`send` as pods have. */
+export type OutsideHost = Host & UdpEndpoint;
 
 export interface TunnelLabNode {
   node: OvsNode;
@@ -69,7 +89,7 @@ export interface TunnelLabNode {
   /** Underlay-side end of the uplink (a port of ul0, in the underlay namespace): where captures of "the wire" run. */
   uplinkPeer: string;
   gateway: OvsGateway;
-  /** The flow-based Geneve port on br-int. */
+  /** The flow-based tunnel port on br-int (Geneve unless the lab's `tunnelType` says otherwise). */
   tunnel: { name: string; ofport: number };
   pods: OvsPod[];
 }
@@ -78,7 +98,12 @@ export interface TunnelLab {
   underlayNs: string;
   underlay: LinuxBridge;
   nodes: [TunnelLabNode, TunnelLabNode, TunnelLabNode];
-  /** Packets the underlay's multicast drop rule has dropped so far. */
+  tunnelType: TunnelType;
+  /** The UDP port of tun0's encapsulation on the wire (Geneve's or VXLAN's): what captures filter on. */
+  tunnelUdpPort: number;
+  /** With `outsideHost`: the host on ul0. */
+  outside: OutsideHost | undefined;
+  /** Packets the underlay's multicast drop rule has dropped so far (with `underlayMulticast`: counted and let through). */
   multicastDropped(): Promise<number>;
 }
 
@@ -88,14 +113,21 @@ export async function buildTunnelLab(lab: Lab, options: TunnelLabOptions = {}): 
   if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 9) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
   const underlayNs = await lab.namespace('ul');
   const underlay = await lab.linuxBridge(underlayNs, 'ul0', { snooping: false });
-  await dropIpv4Multicast(lab, underlayNs);
-  const nodes = (await Promise.all(TUNNEL_LAB.nodeNames.map((_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu })))) as [
-    TunnelLabNode,
-    TunnelLabNode,
-    TunnelLabNode,
-  ];
+  await countIpv4Multicast(lab, underlayNs, options.underlayMulticast ? 'accept' : 'drop');
+  const tunnelType = options.tunnelType ?? 'geneve';
+  const nodes = (await Promise.all(
+    TUNNEL_LAB.nodeNames.map((_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType })),
+  )) as [TunnelLabNode, TunnelLabNode, TunnelLabNode];
   if (options.underlayMtu !== undefined) await setUnderlayMtu({ nodes, underlay }, options.underlayMtu);
-  return { underlayNs, underlay, nodes, multicastDropped: () => multicastDropped(lab, underlayNs) };
+  const outside = options.outsideHost ? await addOutsideHost(lab, underlay) : undefined;
+  const tunnelUdpPort = tunnelType === 'vxlan' ? TUNNEL_LAB.vxlanUdpPort : TUNNEL_LAB.geneveUdpPort;
+  return { underlayNs, underlay, nodes, tunnelType, tunnelUdpPort, outside, multicastDropped: () => multicastDropped(lab, underlayNs) };
+}
+
+/** The outside host: on ul0 at `TUNNEL_LAB.outsideHostAddress`, its multicast routed out of its one interface. */
+async function addOutsideHost(lab: Lab, underlay: LinuxBridge): Promise<OutsideHost> {
+  const host = await lab.host('out', { bridge: underlay, address: `${TUNNEL_LAB.outsideHostAddress}/24` });
+  return Object.assign(host, udpEndpoint(lab, host.ns, { name: host.name }));
 }
 
 interface NodeBuild {
@@ -105,20 +137,22 @@ interface NodeBuild {
   index: number;
   podsPerNode: number;
   podMtu: number | undefined;
+  tunnelType: TunnelType;
 }
 
-async function buildNode({ lab, underlay, index, podsPerNode, podMtu }: NodeBuild): Promise<TunnelLabNode> {
+async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType }: NodeBuild): Promise<TunnelLabNode> {
   const T = TUNNEL_LAB;
   const name = T.nodeNames[index]!;
   const node = await OvsNode.start(lab, name);
   // A pod may otherwise learn its gateway's address at the node-side end of its veth.
   await lab.sysctl(node.ns, 'net.ipv4.conf.all.arp_ignore', 1);
+  // addGateway makes the node a router (rp_filter 0 for all and default): br-phy, made after, inherits 0, so the kernel may route multicast in from it.
   const gateway = await node.addGateway({ address: `${T.gateways[index]}/24` });
   const underlayAddress = T.underlayAddresses[index]!;
   const { uplink, uplinkPeer } = await addPhysBridge(node, underlay, {
     address: underlayAddress,
   });
-  const tunnel = await addTunnelPort(node);
+  const tunnel = await addTunnelPort(node, tunnelType);
   const subnet = T.podSubnets[index]!.split('.').slice(0, 3).join('.');
   const pods: OvsPod[] = [];
   // One at a time: pods' ofports then follow pod order.
@@ -179,10 +213,10 @@ async function addPhysBridge(node: OvsNode, underlay: LinuxBridge, options: Phys
   return { uplink, uplinkPeer };
 }
 
-/** The flow-based Geneve port on br-int: every packet sent into it names its destination in tun_dst. */
-async function addTunnelPort(node: OvsNode): Promise<{ name: string; ofport: number }> {
+/** The flow-based tunnel port on br-int: every packet sent into it names its destination in tun_dst. */
+async function addTunnelPort(node: OvsNode, type: TunnelType): Promise<{ name: string; ofport: number }> {
   const name = TUNNEL_LAB.tunnelPort;
-  await node.vsctl('add-port', node.bridge, name, '--', 'set', 'interface', name, 'type=geneve', 'options:remote_ip=flow');
+  await node.vsctl('add-port', node.bridge, name, '--', 'set', 'interface', name, `type=${type}`, 'options:remote_ip=flow');
   return { name, ofport: await node.ofportOf(name) };
 }
 
@@ -212,15 +246,16 @@ export async function setPodMtu(pod: OvsPod, mtu: number): Promise<void> {
 }
 
 /**
- * Installs the underlay's rule: every bridged IPv4 packet to 224.0.0.0/4 is counted and
- * dropped. In the forward hook, so it holds for frames between ports whatever their
- * MAC address, and the bridge device itself is not involved.
+ * Installs the underlay's rule: every bridged IPv4 packet to 224.0.0.0/4 is counted, then
+ * dropped (or accepted). In the forward hook, so it holds for frames between ports
+ * whatever their MAC address, and the bridge device itself is not involved; a flooded
+ * frame is counted once for each port it leaves by.
  */
-async function dropIpv4Multicast(lab: Lab, ns: string): Promise<void> {
+async function countIpv4Multicast(lab: Lab, ns: string, verdict: 'drop' | 'accept'): Promise<void> {
   const rules = `table bridge ${TUNNEL_LAB.nftTable} {
   chain multicast_filter {
     type filter hook forward priority 0; policy accept;
-    ether type ip ip daddr 224.0.0.0/4 counter drop
+    ether type ip ip daddr 224.0.0.0/4 counter ${verdict}
   }
 }
 `;
@@ -275,4 +310,62 @@ export async function sendSized(pod: OvsPod, options: SizedSendOptions): Promise
   await pod.node.lab.exec(pod.ns, ['python3', '-c', SIZED_SENDER_PY, ...argv]);
   // Let the last datagram cross three namespaces before anyone looks.
   await sleep(50);
+}
+
+/** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`), in arrival order, duplicates kept. */
+function sequencesOf(datagrams: readonly Datagram[], tag: string): number[] {
+  return datagrams.flatMap((datagram) => {
+    const [t, n] = datagram.payload.split(' ');
+    return t === tag && n !== undefined ? [Number(n)] : [];
+  });
+}
+
+/** Of datagrams 0..count-1 tagged `tag`: those that never came, and those that came more than once (both empty: exactly once each). */
+export function deliveryFaults(datagrams: readonly Datagram[], tag: string, count: number): { lost: number[]; duplicated: number[] } {
+  const seen = new Map<number, number>();
+  for (const n of sequencesOf(datagrams, tag)) seen.set(n, (seen.get(n) ?? 0) + 1);
+  const lost = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
+  const duplicated = [...seen].filter(([, times]) => times > 1).map(([n]) => n);
+  return { lost, duplicated };
+}
+
+/**
+ * tshark display filter of the encapsulated frames toward `node` (outer IPv4 destination) whose inner IPv4
+ * destination is `group`, for the lab's tunnel type: ip.dst matches either header.
+ */
+export function encapsulatedFor(tl: Pick<TunnelLab, 'tunnelType'>, group: string, node: Pick<TunnelLabNode, 'underlayAddress'>): string {
+  return `${tl.tunnelType} && ip.dst == ${node.underlayAddress} && ip.dst == ${group}`;
+}
+
+/** Starts a capture of the lab's tunnel traffic on the wire at each of `nodes` (the underlay end of its uplink). */
+export function captureTunnelFrames(
+  lab: Lab,
+  tl: Pick<TunnelLab, 'underlayNs' | 'tunnelUdpPort'>,
+  nodes: readonly TunnelLabNode[],
+  label: string,
+): Promise<Tcpdump[]> {
+  return Promise.all(
+    nodes.map((n) =>
+      lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), { filter: ['udp', 'port', String(tl.tunnelUdpPort)] }),
+    ),
+  );
+}
+
+/**
+ * The peers node's OVS sends `group` toward: the tun_dst of every bucket of every OVS group a flow for `group`
+ * points to (read with ovs-ofctl, an independent reader), sorted, once each.
+ */
+export async function tunnelDestinations(node: OvsNode, group: string): Promise<string[]> {
+  const flows = (await node.ofctl('dump-flows', node.bridge)).split('\n');
+  const ids = new Set(
+    flows
+      .filter((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`))
+      .flatMap((line) => [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)),
+  );
+  if (ids.size === 0) return [];
+  const groups = (await node.ofctl('dump-groups', node.bridge)).split('\n');
+  const destinations = groups
+    .filter((line) => [...ids].some((id) => line.includes(`group_id=${id},`)))
+    .flatMap((line) => [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!));
+  return [...new Set(destinations)].sort();
 }

@@ -65,7 +65,7 @@ async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => voi
     clock.advance(2_000);
     await stopping;
   };
-  return { loop, vswitch, config, logger, advance, peerReport, stop };
+  return { loop, vswitch, portWatch, config, logger, advance, peerReport, stop };
 }
 
 /** The IGMPv3 records of a frame sent to the peers: [type, group]. */
@@ -145,6 +145,26 @@ describe('daemon loop in tunnel mode', () => {
       loop.reconfigure({ ...config, tunnel: tunnelConfig({ peers: [PEER3] }) });
       await settle();
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER3]);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('a group only peers want is replayed after an ovs-vswitchd restart, and synced again when the tunnel port is renumbered', async () => {
+    const { vswitch, portWatch, advance, peerReport, stop } = await startTunnelLoop();
+    try {
+      await peerReport(PEER2, 'MODE_IS_EXCLUDE');
+      assert.deepEqual(vswitch.groups.get(GROUP), [GATEWAY], 'no local member: the gateway and the tunnel bucket only');
+      vswitch.restartVswitchd();
+      await advance(1);
+      assert.deepEqual(vswitch.groups.get(GROUP), [GATEWAY], 'replayed though no pod is a member');
+      assert.deepEqual(vswitch.peers.get(GROUP), [PEER2]);
+      assert.equal(vswitch.tunnelPorts.get(GROUP), TUNNEL);
+      portWatch.removePort('tun0');
+      portWatch.addPort('tun0', TUNNEL + 1);
+      await advance(1);
+      assert.equal(vswitch.tunnelPorts.get(GROUP), TUNNEL + 1, 'the bucket toward the peer outputs to the new number');
+      assert.deepEqual(vswitch.peers.get(GROUP), [PEER2]);
     } finally {
       await stop();
     }

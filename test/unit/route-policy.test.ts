@@ -3,6 +3,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RoutePolicy } from '../../src/domain/route-policy.js';
 import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
+import { parsePrefix, type Ipv4Prefix } from '../../src/domain/policy/ipv4-prefix.js';
+
+function prefix(text: string): Ipv4Prefix {
+  const parsed = parsePrefix(text);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.prefix;
+}
 
 function policy(now: { value: number }) {
   return new RoutePolicy({ gatewayVif: 0, uplinkVifs: [1, 2], idleTimeoutMs: 60_000, clock: () => now.value });
@@ -29,9 +36,34 @@ describe('RoutePolicy', () => {
       iif: 2,
       oifs: [],
     });
-    assert.deepEqual(p.inboundOifs(true), [0]);
+    assert.deepEqual(p.inboundOifs(sourceAddress('192.168.50.100'), true), [0]);
     assert.equal(p.isInbound(2), true);
     assert.equal(p.isInbound(0), false);
+  });
+  it('tunnelled sources (the cluster pods): routed out from the gateway, never in from an uplink, members or not', () => {
+    const p = new RoutePolicy({
+      gatewayVif: 0,
+      uplinkVifs: [1],
+      idleTimeoutMs: 60_000,
+      tunnelledSources: [prefix('10.20.0.0/16'), prefix('10.99.1.0/24')],
+      clock: () => 0,
+    });
+    const group = groupAddress('239.1.2.3');
+    const inbound = (source: string) => p.onNoCache({ vif: 1, source: sourceAddress(source), group }, true);
+    assert.deepEqual(inbound('10.20.2.11'), { action: 'add', source: sourceAddress('10.20.2.11'), group, iif: 1, oifs: [] });
+    assert.deepEqual(inbound('10.99.1.255'), { action: 'add', source: sourceAddress('10.99.1.255'), group, iif: 1, oifs: [] });
+    // Just outside either block: an outside source, to the gateway as ever.
+    assert.deepEqual(inbound('10.21.0.1'), { action: 'add', source: sourceAddress('10.21.0.1'), group, iif: 1, oifs: [0] });
+    assert.deepEqual(inbound('10.99.2.0'), { action: 'add', source: sourceAddress('10.99.2.0'), group, iif: 1, oifs: [0] });
+    assert.deepEqual(p.inboundOifs(sourceAddress('10.20.9.9'), true), []);
+    // A local pod's own traffic (from the gateway) still goes out of the uplinks.
+    assert.deepEqual(p.onNoCache({ vif: 0, source: sourceAddress('10.20.1.11'), group }, false), {
+      action: 'add',
+      source: sourceAddress('10.20.1.11'),
+      group,
+      iif: 0,
+      oifs: [1],
+    });
   });
   it('ignores a VIF that is neither gateway nor uplink, and refuses a gateway that is also an uplink', () => {
     assert.equal(policy({ value: 0 }).onNoCache({ vif: 7, source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }, true).action, 'ignore');

@@ -199,6 +199,43 @@ describe('tunnel mode settings', () => {
     assert.deepEqual(planReload(fromFile, fileChanged).needRestart, []);
   });
 
+  it('cluster CIDRs: a list or a comma string; needed with multicast interfaces, refused when bad or without a tunnel', async () => {
+    const both = { tunnelPort: 'tun0', peers: '10.0.0.2', nodeAddress: '10.0.0.1', gateway: 'gw0', multicastInterfaces: 'eth1' };
+    const config = await load(
+      commandFlags(['--tunnel-port=tun0', '--peers=10.0.0.2', '--node-address=10.0.0.1', '--cluster-cidrs', '10.244.0.0/16, 10.99.1.0/24']),
+    );
+    assert.deepEqual(config.tunnel?.clusterCidrs, [
+      { address: '10.244.0.0', length: 16 },
+      { address: '10.99.1.0', length: 24 },
+    ]);
+    const yaml = await load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n') });
+    assert.deepEqual(yaml.tunnel?.clusterCidrs, [{ address: '10.244.0.0', length: 16 }]);
+    // Tunnel mode and underlay routing at once: the cluster's pod ranges are needed.
+    await rejectsUsage(
+      load(both),
+      /^--tunnel-port with --multicast-interfaces needs --cluster-cidrs: the pods' multicast from other nodes comes through the tunnel/,
+    );
+    assert.equal((await load({ ...both, clusterCidrs: '10.244.0.0/16' })).tunnel?.clusterCidrs?.length, 1);
+    await rejectsUsage(
+      load({ ...both, clusterCidrs: '10.244.0.1/16' }),
+      /^--cluster-cidrs: entry 1: "10\.244\.0\.1\/16": host bits are set: the block of 10\.244\.0\.1\/16 is 10\.244\.0\.0\/16/,
+    );
+    await rejectsUsage(
+      load({ ...both, clusterCidrs: '10.244.0.0/16,239.0.0.0/8' }),
+      /^--cluster-cidrs: entry 2: "239\.0\.0\.0\/8" is not a block of unicast addresses/,
+    );
+    await rejectsUsage(
+      load({ ...both, clusterCidrs: 'pods' }),
+      /^--cluster-cidrs: entry 1: "pods": not an IPv4 address or CIDR block such as 10\.244\.0\.0\/16/,
+    );
+    await rejectsUsage(load({ ...both, clusterCidrs: '10.1.0.0/16,10.1.0.0/16' }), /^--cluster-cidrs: 10\.1\.0\.0\/16 is listed twice/);
+    await rejectsUsage(
+      load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n  - 10.300.0.0/16\n') }),
+      /line 6: clusterCidrs: "10\.300\.0\.0\/16": not an IPv4 address/,
+    );
+    await rejectsUsage(load({ clusterCidrs: '10.244.0.0/16' }), /^--cluster-cidrs is a tunnel mode setting: it needs --tunnel-port/);
+  });
+
   it("the kernel's route: connect() gives a source address and sends nothing", async () => {
     // 127.0.0.2 is on lo everywhere; the kernel answers with the source it would use.
     const source = await KERNEL_ROUTE.sourceAddressToward('127.0.0.2' as HostAddress);

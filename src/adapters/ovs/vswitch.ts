@@ -42,12 +42,14 @@ export interface InterfaceRow {
   readonly external_ids: Readonly<Record<string, string>>;
   /** '' (a system device), `internal`, `patch`, `tap`, `dpdk`, ... */
   readonly type: string;
+  /** Per-type settings, e.g. a tunnel's remote_ip (`flow`: each packet's tun_dst); absent in rows not read from OVSDB, meaning none. */
+  readonly options?: Readonly<Record<string, string>>;
   readonly mac_in_use: string | undefined;
 }
 
 const BRIDGE_COLUMNS = ['name', 'datapath_type', 'mcast_snooping_enable', 'other_config', 'ports', 'protocols'] as const;
 const PORT_COLUMNS = ['name', 'interfaces'] as const;
-const INTERFACE_COLUMNS = ['name', 'ofport', 'external_ids', 'type', 'mac_in_use'] as const;
+const INTERFACE_COLUMNS = ['name', 'ofport', 'external_ids', 'type', 'options', 'mac_in_use'] as const;
 
 /** A bridge name that is not in the database. */
 export class NoSuchBridgeError extends McastError {
@@ -92,6 +94,7 @@ function interfaceFromRow(uuid: string, row: Row): InterfaceRow {
     ofport: ofport === undefined || ofport < 0 ? undefined : ofport,
     external_ids: asStringMap(row['external_ids'], at('external_ids')),
     type: asOptionalString(row['type'], at('type')) ?? '',
+    options: asStringMap(row['options'], at('options')),
     mac_in_use: asOptionalString(row['mac_in_use'], at('mac_in_use')),
   };
 }
@@ -248,7 +251,11 @@ function diffInterfaces(before: ReadonlyMap<string, InterfaceRow>, after: Readon
 
 function sameInterface(a: InterfaceRow, b: InterfaceRow): boolean {
   if (a.name !== b.name || a.ofport !== b.ofport || a.type !== b.type || a.mac_in_use !== b.mac_in_use) return false;
-  const aKeys = Object.keys(a.external_ids);
-  if (aKeys.length !== Object.keys(b.external_ids).length) return false;
-  return aKeys.every((key) => a.external_ids[key] === b.external_ids[key]);
+  return sameMap(a.external_ids, b.external_ids) && sameMap(a.options ?? {}, b.options ?? {});
+}
+
+function sameMap(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  return aKeys.every((key) => a[key] === b[key]);
 }

@@ -15,7 +15,7 @@ export function registerStatus(program: Command): void {
     .command('status')
     .summary('show what the running mcastctl daemon is doing')
     .description(
-      'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, in tunnel mode its peers with their state and last contact, and its counters since it started. Needs root (the control socket is root-only).',
+      'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, in tunnel mode its peers with their state, last contact and drops, and its counters since it started. Needs root (the control socket is root-only).',
     )
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document')
@@ -78,15 +78,17 @@ function printStatus(status: DaemonStatus, output: Output): void {
   for (const [key, value] of lines) output.line(`${`${key}:`.padEnd(width)}  ${value}`);
 }
 
-/** `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer. */
+/** `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer (with its own drops). */
 function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): Array<[string, string]> {
+  const dropped = (counts: Partial<Record<string, number>>): string[] =>
+    Object.entries(counts)
+      .filter(([, count]) => (count ?? 0) > 0)
+      .map(([reason, count]) => `${reason} ${count}`);
   const byState = (['up', 'down', 'unknown'] as const)
     .map((state) => [state, tunnel.peers.filter((peer) => peer.state === state).length] as const)
     .filter(([, count]) => count > 0)
     .map(([state, count]) => `${count} ${state}`);
-  const drops = Object.entries(tunnel.drops)
-    .filter(([, count]) => count > 0)
-    .map(([reason, count]) => `${reason} ${count}`);
+  const drops = dropped(tunnel.drops);
   const port = `${tunnel.port} (${tunnel.ofport ?? style.red('not on the bridge')})`;
   const peers = `${tunnel.peers.length} peer${tunnel.peers.length === 1 ? '' : 's'}${byState.length === 0 ? '' : ` (${byState.join(', ')})`}`;
   const head: [string, string] = [
@@ -100,7 +102,9 @@ function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): A
       const contact = peer.lastContact === null ? 'never heard from' : `last contact ${formatDuration(now - Date.parse(peer.lastContact))} ago`;
       // The outer source is worth a word only when NAT changed it.
       const nat = peer.outerSource === null || peer.outerSource === peer.address ? '' : `, arrives as ${peer.outerSource}`;
-      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${nat}`];
+      const peerDrops = dropped(peer.drops ?? {});
+      const drop = peerDrops.length === 0 ? '' : `; ${style.yellow(`dropped ${peerDrops.join(', ')}`)}`;
+      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${nat}${drop}`];
     }),
   ];
 }

@@ -23,7 +23,7 @@ export interface CheckContext {
 }
 
 /** The tunnel settings that mean nothing without a tunnel port. */
-const TUNNEL_ONLY_KEYS = ['peers', 'peersFile', 'nodeAddress', 'peerRefreshInterval', 'peerTimeout', 'maxGroupsPerPeer'] as const;
+const TUNNEL_ONLY_KEYS = ['peers', 'peersFile', 'nodeAddress', 'clusterCidrs', 'peerRefreshInterval', 'peerTimeout', 'maxGroupsPerPeer'] as const;
 
 interface ConfigCheck {
   name: string;
@@ -143,6 +143,19 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
       throw new UsageError(`${source('tunnelPort')} needs the peers: --peers ADDR,ADDR,... or --peers-file FILE`, {
         hint: 'a node alone in tunnel mode takes --peers "" and --node-address ADDR',
       });
+    },
+  },
+  {
+    // Both ways between nodes at once: a pod's datagram would reach another node through the
+    // tunnel and again through the underlay, into that node's kernel and out of its gateway.
+    name: 'tunnel-and-routing-need-cluster-cidrs',
+    keys: ['tunnelPort', 'multicastInterfaces', 'clusterCidrs'],
+    check({ value, source }) {
+      if (value('tunnelPort') === undefined || value('multicastInterfaces').length === 0 || value('clusterCidrs').length > 0) return;
+      throw new UsageError(
+        `${source('tunnelPort')} with ${source('multicastInterfaces')} needs --cluster-cidrs: the pods' multicast from other nodes comes through the tunnel, and without the cluster's pod ranges the kernel would route a second copy in from the uplinks`,
+        { hint: "give --cluster-cidrs CIDR,CIDR,... (clusterCidrs in the file): every node's pod address range, or one block that holds them all" },
+      );
     },
   },
   {

@@ -153,6 +153,7 @@ function tunnelDraftOf(value: <K extends DaemonConfigKey>(key: K) => SettingValu
   return {
     port,
     listedPeers: value('peers') ?? [],
+    clusterCidrs: value('clusterCidrs'),
     refreshIntervalMs: value('peerRefreshInterval'),
     ...optional('peersFile', 'peersFile'),
     ...optional('nodeAddress', 'nodeAddress'),

@@ -132,18 +132,6 @@ export class MulticastController implements DaemonView {
     });
   }
 
-  /** Constructs the loop and starts it; if the start fails, undoes it (closing the ports) and throws. */
-  static async start(options: ControllerOptions): Promise<MulticastController> {
-    const controller = new MulticastController(options);
-    try {
-      await controller.start();
-    } catch (error) {
-      await controller.stop({ save: false });
-      throw error;
-    }
-    return controller;
-  }
-
   /** Reads the switch, resumes saved state, installs the pipeline, then listens and queries. */
   async start(): Promise<void> {
     const { vswitch, portWatch, stateStore } = this.options;
@@ -234,7 +222,7 @@ export class MulticastController implements DaemonView {
     if (gatewayChanged || tunnelChanged) {
       this.logger.warn('the gateway or tunnel port changed', { gateway: this.pods.gateway?.ofport, tunnel: this.tunnel?.ofport });
       void this.vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport).catch((error: unknown) => this.fail('openflow', error));
-      for (const group of this.table.snapshot()) this.sync.markDirty(group.group);
+      for (const group of this.groupsInUse()) this.sync.markDirty(group);
     }
     if (resync) {
       this.counters.replays++;
@@ -251,6 +239,11 @@ export class MulticastController implements DaemonView {
 
   // --- reconnections ---------------------------------------------------------------------
 
+  /** The groups the switch must hold: those with local members, and those only peers want. */
+  private groupsInUse(): Set<GroupAddress> {
+    return new Set([...this.table.snapshot().map((entry) => entry.group), ...(this.tunnel?.groupsWithRemoteMembers() ?? [])]);
+  }
+
   /** ovs-vswitchd is back (perhaps restarted, with nothing installed): read it and replay. */
   private async replay(): Promise<void> {
     if (this.stopping) return;
@@ -261,12 +254,12 @@ export class MulticastController implements DaemonView {
       this.fail('openflow', error);
       return; // the connection dropped again: the next reconnect replays
     }
-    const groups = this.table.snapshot().map((entry) => entry.group);
+    const groups = this.groupsInUse();
     for (const group of groups) this.sync.markDirty(group);
     this.portEntries.markAll();
     this.counters.replays++;
-    this.logger.info('OpenFlow reconnected; replaying', { groups: groups.length });
-    this.publish({ type: 'replay', time: this.isoNow(), what: 'openflow', groups: groups.length });
+    this.logger.info('OpenFlow reconnected; replaying', { groups: groups.size });
+    this.publish({ type: 'replay', time: this.isoNow(), what: 'openflow', groups: groups.size });
   }
 
   // --- state directory -------------------------------------------------------------------

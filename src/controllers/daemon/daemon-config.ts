@@ -10,6 +10,7 @@ import type { OvsTarget } from '../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
 import type { HostAddress } from '../../wire/ip-address.js';
+import type { Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
 import type { QueryVersion } from './setting-values.js';
 
 /** Tunnel mode's settings (tunnel-settings.ts), checked and with their defaults worked out (tunnel-config.ts). */
@@ -22,6 +23,13 @@ export interface TunnelConfig {
   peersFile?: string;
   /** This node's underlay address: the inner source of its reports, how the peers name it. */
   nodeAddress: HostAddress;
+  /**
+   * The pods' address ranges of the whole cluster. With underlay routing on too, multicast
+   * from these sources that arrives on a multicast interface is not routed to the gateway:
+   * the tunnel brought it already, and a second copy would reach the members. Undefined or
+   * empty: none given (tunnel mode alone needs none).
+   */
+  clusterCidrs?: readonly Ipv4Prefix[];
   /** How often every peer gets this node's full state (default 30 s). */
   refreshIntervalMs: number;
   /** A peer's membership of a group lasts this long after its last report of it (default robustness × refresh + 10 s = 70 s). */

@@ -22,6 +22,8 @@ export class DaemonMetrics {
   private readonly syncDuration: Histogram<'result'>;
   private readonly queries: Counter;
   private readonly peerMessages: Counter<'peer' | 'direction' | 'type'>;
+  /** The peers with message series: those no longer in the status's peer list lose them at the next scrape. */
+  private readonly messagePeers = new Set<string>();
 
   constructor(view: DaemonView) {
     const registers = [this.registry];
@@ -80,14 +82,17 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_peer_drops_total',
-      help: 'Tunnel mode: messages from the tunnel dropped, by reason: a sender not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
-      labelNames: ['reason'],
+      help: 'Tunnel mode: messages from the tunnel dropped, by the configured peer that sent them (no peer label: a sender that is no configured peer) and reason: a sender not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
+      labelNames: ['peer', 'reason'],
       registers,
+      // Series by peer only for configured peers (bounded, and gone with the peer); never by a sender's address.
       collect() {
-        const drops = view.status().tunnel?.drops;
+        const tunnel = view.status().tunnel;
         this.reset();
-        if (drops === undefined) return;
-        for (const [reason, count] of Object.entries(drops)) this.inc({ reason }, count);
+        if (tunnel === undefined) return;
+        for (const peer of tunnel.peers) for (const [reason, count] of Object.entries(peer.drops ?? {})) this.inc({ peer: peer.address, reason }, count);
+        // A view without the split by peer has the node's totals only.
+        for (const [reason, count] of Object.entries(tunnel.unattributedDrops ?? tunnel.drops)) this.inc({ reason }, count);
       },
     });
     this.peerMessages = new Counter({
@@ -95,6 +100,8 @@ export class DaemonMetrics {
       help: 'Tunnel mode: IGMP messages exchanged with each peer, by direction (in, out) and type (report, query).',
       labelNames: ['peer', 'direction', 'type'],
       registers,
+      // Counted as the messages go; a peer taken off the list (a reload) is noticed here, before its series are shown.
+      collect: () => this.forgetRemovedPeers(view),
     });
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
     this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
@@ -142,12 +149,27 @@ export class DaemonMetrics {
 
   /** Tunnel mode: `count` messages of `type` received from or sent to `peer`. */
   peerMessage(peer: string, direction: 'in' | 'out', type: 'report' | 'query', count = 1): void {
-    if (count > 0) this.peerMessages.inc({ peer, direction, type }, count);
+    if (count <= 0) return;
+    this.peerMessages.inc({ peer, direction, type }, count);
+    this.messagePeers.add(peer);
   }
 
   /** Tunnel mode: a peer left the list; its series go with it, so that the series stay bounded by the peers configured. */
   peerRemoved(peer: string): void {
     for (const direction of ['in', 'out'] as const) for (const type of ['report', 'query'] as const) this.peerMessages.remove({ peer, direction, type });
+    this.messagePeers.delete(peer);
+  }
+
+  /**
+   * Removes the message series of the peers no longer configured. The members and drops
+   * series are rebuilt from the status at each scrape; the messages are counted as they go,
+   * and a send to a peer may complete after a reload removed it, so the status's peer list
+   * is checked here rather than only at the reload.
+   */
+  private forgetRemovedPeers(view: DaemonView): void {
+    if (this.messagePeers.size === 0) return;
+    const configured = new Set((view.status().tunnel?.peers ?? []).map((peer) => peer.address));
+    for (const peer of [...this.messagePeers]) if (!configured.has(peer)) this.peerRemoved(peer);
   }
 }
 

@@ -15,35 +15,23 @@
  * - Remote memberships expire at their deadlines; every change of a group's peers goes to
  *   `groupsChanged`, which the loop turns into a sync.
  *
- * Nothing here throws on what the network sends: every frame dropped is counted by reason.
+ * Nothing here throws on what the network sends: every frame dropped is counted by reason,
+ * and by peer when a configured peer sent it (./peer-counters.ts).
  */
 import { messageOf } from '../../errors.js';
 import { PeerAnnouncer } from '../../domain/peers/announcer.js';
-import { RemoteMembers, type RemoteMembersEffect, type RemoteMembersView } from '../../domain/peers/remote-members.js';
+import { RemoteMembers, type RemoteMembersEffect } from '../../domain/peers/remote-members.js';
 import { encodeReportFrame } from '../../domain/peers/report-packet.js';
 import type { MembershipRecord } from '../../domain/membership/membership-table.js';
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
 import type { IgmpV3Report } from '../../packet/igmp/message.js';
-import type { PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
+import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
 import { type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
 import { snoopFrame } from './igmp-snooper.js';
+import { newCounters, PeerDropCounts, type PeerExchangeCounters, type RemoteMembersWithDrops } from './peer-counters.js';
 import type { ControllerLogger, DaemonClock } from './ports.js';
-
-/** Why a frame from the tunnel changed nothing. */
-/** `refused`: a group past maxGroupsPerPeer (the rest of that report still counts). */
-export type PeerDropReason = 'unknown-peer' | 'self' | 'unsupported' | 'malformed' | 'rate' | 'refused';
-
-/** What the exchange counts, for the status and the metrics. */
-export interface PeerExchangeCounters {
-  received: { reports: number; queries: number };
-  /** Frames handed to the switch, one per peer they went to. */
-  sent: { reports: number; queries: number };
-  drops: Record<PeerDropReason, number>;
-  /** Frames the switch refused or failed to send, one per peer. */
-  sendErrors: number;
-}
 
 /** What the exchange needs of the loop: the switch's tunnel, the sync, time and the log. */
 export interface PeerExchangePort {
@@ -95,17 +83,10 @@ const REFRESH_JITTER = 0.1;
 /** Each kind of dropped frame is logged at most once in this long. */
 const DROP_LOG_INTERVAL_MS = 60_000;
 
-function newCounters(): PeerExchangeCounters {
-  return {
-    received: { reports: 0, queries: 0 },
-    sent: { reports: 0, queries: 0 },
-    drops: { 'unknown-peer': 0, self: 0, unsupported: 0, malformed: 0, rate: 0, refused: 0 },
-    sendErrors: 0,
-  };
-}
-
 export class PeerExchange {
   readonly counters: PeerExchangeCounters = newCounters();
+  /** The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer; the rest of that report still counts). */
+  private readonly dropCounts = new PeerDropCounts(this.counters.drops);
   private readonly remote: RemoteMembers;
   private readonly announcer: PeerAnnouncer;
   private readonly warnings: WarningLimiter;
@@ -132,7 +113,7 @@ export class PeerExchange {
       timeoutMs: options.peerTimeoutMs,
       maxGroupsPerPeer: options.maxGroupsPerPeer,
       onRefusal: ({ peer, group, limit }) => {
-        this.counters.drops.refused++;
+        this.dropCounts.count('refused', peer);
         this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit });
       },
     });
@@ -164,7 +145,9 @@ export class PeerExchange {
     const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
     // Only IGMP is sent up from the tunnel: anything else is as broken as a bad checksum.
     if (snooped === undefined || snooped.event.kind === 'malformed') {
-      this.drop('malformed', undefined, {
+      // A broken frame is still charged to the configured peer its IPv4 header names, if any: that node needs looking at.
+      const sender = snooped?.event.src == null ? undefined : parseHostAddress(snooped.event.src);
+      this.drop('malformed', sender !== undefined && sender !== this.options.nodeAddress && this.remote.isPeer(sender) ? sender : undefined, {
         source: snooped?.event.src ?? null,
         error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'not IGMP',
       });
@@ -229,11 +212,18 @@ export class PeerExchange {
       this.refreshTimers.get(peer)?.();
       this.refreshTimers.delete(peer);
       this.answeredAt.delete(peer);
+      this.dropCounts.forget(peer);
       this.warnings.forget(`refused:${peer}`);
       this.warnings.forget(`unsupported:${peer}`);
+      this.warnings.forget(`malformed:${peer}`);
     }
     if (!this.started || this.stopped) return;
     this.greet(this.peers.filter((peer) => !before.has(peer)));
+  }
+
+  /** The groups some peer wants now. */
+  groupsWithRemoteMembers(): GroupAddress[] {
+    return this.remote.groupsWithMembers();
   }
 
   /** The peers that want `group` now, sorted (its tunnel buckets). */
@@ -241,9 +231,9 @@ export class PeerExchange {
     return this.remote.peersOf(group);
   }
 
-  /** The peers and the remote members, for `status` and `groups`. */
-  view(): RemoteMembersView {
-    return this.remote.view(this.options.port.clock.monotonicMs());
+  /** The peers (with their drops) and the remote members, for `status` and `groups`. */
+  view(): RemoteMembersWithDrops {
+    return this.dropCounts.annotate(this.remote.view(this.options.port.clock.monotonicMs()));
   }
 
   stop(): void {
@@ -384,8 +374,9 @@ export class PeerExchange {
     );
   }
 
+  /** `peer`: the configured peer that sent the frame, undefined when none did. */
   private drop(reason: PeerDropReason, peer: HostAddress | undefined, fields: Record<string, unknown>): void {
-    this.counters.drops[reason]++;
+    this.dropCounts.count(reason, peer);
     const key = peer === undefined ? reason : `${reason}:${peer}`;
     // A peer's query past the rate is routine (two nodes restarting at once): not worth a warning.
     if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);

@@ -13,6 +13,7 @@ import { cookiePrefixProblem, GROUP_ID_BLOCK, groupIdBaseProblem, meterIdBasePro
 import { readDecimal, readDuration, readHex, showMs } from '../../runtime/values.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
+import { formatPrefix, parsePrefix, prefixRange, rangeWithin, UNICAST_RANGE, type Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
 
 /** What is wrong with one value; `item` is the index of the list item at fault, for its line. */
 export class ValueProblem extends Error {
@@ -237,6 +238,25 @@ export function parseNodeAddress(value: unknown): HostAddress | undefined {
   if (typeof value !== 'string' || parseSourceAddress(value) === undefined || value.startsWith('127.'))
     throw new ValueProblem(`${describe(value)} is not a unicast IPv4 address of this node, such as 192.168.60.11`);
   return hostAddress(value);
+}
+
+/** The pods' address ranges of the whole cluster: unicast CIDR blocks, each once. */
+export function parseClusterCidrs(value: unknown): Ipv4Prefix[] {
+  const prefixes = listItems(value).map((item, index) => {
+    const at = Array.isArray(value) ? index : undefined;
+    const place = at === undefined ? `entry ${index + 1}: ` : '';
+    if (typeof item !== 'string') throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as 10.244.0.0/16`, at);
+    const parsed = parsePrefix(item);
+    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16', '10.244.0.0/16')}`, at);
+    if (!rangeWithin(prefixRange(parsed.prefix), UNICAST_RANGE))
+      throw new ValueProblem(`${place}${quoteInput(item)} is not a block of unicast addresses (pods' addresses are below 224.0.0.0)`, at);
+    return parsed.prefix;
+  });
+  const texts = prefixes.map(formatPrefix);
+  texts.forEach((text, index) => {
+    if (texts.indexOf(text) !== index) throw new ValueProblem(`${text} is listed twice`, Array.isArray(value) ? index : undefined);
+  });
+  return prefixes;
 }
 
 /**

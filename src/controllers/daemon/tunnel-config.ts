@@ -8,6 +8,7 @@ import { createSocket } from 'node:dgram';
 import { UsageError } from '../../errors.js';
 import { parsePeerList } from '../../domain/peers/peer-set.js';
 import { hostAddress, type HostAddress } from '../../wire/ip-address.js';
+import type { Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
 import type { TunnelConfig } from './daemon-config.js';
 import { loadPeersFile } from './peers-loader.js';
 import { PEER_TIMEOUT_MARGIN_MS } from './tunnel-settings.js';
@@ -19,6 +20,7 @@ export interface TunnelDraft {
   listedPeers: readonly HostAddress[];
   peersFile?: string;
   nodeAddress?: HostAddress;
+  clusterCidrs: readonly Ipv4Prefix[];
   refreshIntervalMs: number;
   peerTimeoutMs?: number;
   maxGroupsPerPeer?: number;
@@ -70,6 +72,7 @@ export async function resolveTunnel(draft: TunnelDraft, defaults: TunnelDefaults
     peers,
     ...(draft.peersFile === undefined ? {} : { peersFile: draft.peersFile }),
     nodeAddress,
+    ...(draft.clusterCidrs.length === 0 ? {} : { clusterCidrs: draft.clusterCidrs }),
     refreshIntervalMs: draft.refreshIntervalMs,
     peerTimeoutMs: draft.peerTimeoutMs ?? defaults.robustness * draft.refreshIntervalMs + PEER_TIMEOUT_MARGIN_MS,
     maxGroupsPerPeer: draft.maxGroupsPerPeer ?? defaults.maxGroups,

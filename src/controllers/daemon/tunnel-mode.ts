@@ -3,10 +3,14 @@
  * OVSDB, like the gateway), the exchange of membership with the peers through it
  * (./peer-exchange.ts), and what a group's sync needs of both (the port and the peers
  * that want the group). The controller owns one when --tunnel-port is set; without it,
- * nothing of this runs and the switch is programmed as before.
+ * nothing of this runs and the switch is programmed as before. The port must be a
+ * flow-based Geneve or VXLAN one (../../domain/peers/tunnel-port.ts): one that is not is
+ * refused at start and, when it changes so later, treated as absent.
  */
 import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
+import { tunnelPortProblem } from '../../domain/peers/tunnel-port.js';
+import { UsageError } from '../../errors.js';
 import type { DaemonEvent, GroupView, TunnelView } from '../../transport/control/daemon-view.js';
 import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
 import type { DaemonConfig, TunnelConfig } from './daemon-config.js';
@@ -17,7 +21,10 @@ import { tunnelViewOf, withRemoteMembers } from './view.js';
 
 /** The MTU of the underlay path when the daemon cannot tell: Ethernet's. */
 const DEFAULT_PATH_MTU = 1_500;
-/** What Geneve (or VXLAN) over IPv4 adds to a pod's packet: inner Ethernet 14, the tunnel header 8, UDP 8, outer IPv4 20. */
+/**
+ * What Geneve (without options) or VXLAN over IPv4 adds to a pod's packet: inner Ethernet 14,
+ * the tunnel header 8 (the same size for both), UDP 8, outer IPv4 20.
+ */
 const TUNNEL_OVERHEAD = 50;
 
 export interface TunnelModeOptions {
@@ -35,9 +42,24 @@ export interface TunnelModeOptions {
   listeners?: ReadonlySet<(event: DaemonEvent) => void>;
 }
 
+/** The tunnel port named `name` among the bridge's `interfaces`: its number, and why it cannot be used when it cannot; undefined while it is not there. */
+function tunnelPortOn(interfaces: ReadonlyMap<string, InterfaceRow>, name: string): { ofport: number; problem: string | undefined } | undefined {
+  const member = new BridgePorts(interfaces.values()).member(name);
+  const row = member === undefined ? undefined : [...interfaces.values()].find((candidate) => candidate.name === name);
+  return member === undefined || row === undefined ? undefined : { ofport: member.ofport, problem: tunnelPortProblem(row) };
+}
+
+/** What makes `name` a port the tunnel can use. */
+function tunnelPortHint(name: string): string {
+  return `make it a flow-based tunnel: ovs-vsctl set Interface ${name} type=geneve options:remote_ip=flow (or type=vxlan), or name another with --tunnel-port`;
+}
+
 export class TunnelMode {
   private readonly exchange: PeerExchange;
+  /** The tunnel port while it is on the bridge and usable. */
   private port: { ofport: number } | undefined;
+  /** Why the port on the bridge cannot be used, as last warned of; undefined while it can (or is absent). */
+  private problem: string | undefined;
   /** The MTU of the interface that holds the node address: what an encapsulated packet must fit. */
   readonly pathMtu: number;
   /** Pod ports already checked against the path MTU (each is warned of once). */
@@ -83,16 +105,29 @@ export class TunnelMode {
     return this.port?.ofport;
   }
 
-  /** Takes the bridge's interfaces as they are now; true when the tunnel port appeared, went or got another number. */
+  /**
+   * Takes the bridge's interfaces as they are now; true when the usable tunnel port
+   * appeared, went or got another number. A port of that name that cannot carry the
+   * frames to the peers (not a flow-based tunnel) counts as absent, warned of once per reason.
+   */
   updatePorts(interfaces: ReadonlyMap<string, InterfaceRow>): boolean {
+    const { config, logger } = this.options;
     const ports = new BridgePorts(interfaces.values());
     this.checkMtu(ports.members.filter((port) => port.pod !== undefined).map((port) => port.name));
-    const found = ports.member(this.options.config.port);
+    const found = tunnelPortOn(interfaces, config.port);
     const before = this.port?.ofport;
-    this.port = found === undefined ? undefined : { ofport: found.ofport };
+    this.port = found === undefined || found.problem !== undefined ? undefined : { ofport: found.ofport };
+    const problem = found?.problem;
+    if (problem !== undefined && problem !== this.problem) {
+      logger.warn('the tunnel port cannot carry frames to the peers: nothing goes to them', {
+        port: config.port,
+        reason: problem,
+        hint: tunnelPortHint(config.port),
+      });
+    }
+    this.problem = problem;
     if (before === this.port?.ofport) return false;
-    if (this.port === undefined)
-      this.options.logger.warn('the tunnel port is not on the bridge: nothing goes to the peers', { port: this.options.config.port });
+    if (found === undefined) logger.warn('the tunnel port is not on the bridge: nothing goes to the peers', { port: config.port });
     return true;
   }
 
@@ -138,6 +173,11 @@ export class TunnelMode {
     return ofport === undefined ? undefined : { ofport, peers: this.exchange.peersOf(group) };
   }
 
+  /** The groups some peer wants now: synced like the local ones when the switch needs them all again. */
+  groupsWithRemoteMembers(): GroupAddress[] {
+    return this.exchange.groupsWithRemoteMembers();
+  }
+
   /** A groups' remote members read back from the switch at start (a restart): they hold until refreshed or timed out. */
   seed(group: GroupAddress, peers: readonly HostAddress[]): void {
     this.exchange.seed(group, peers);
@@ -172,7 +212,24 @@ export function tunnelModeOf(
 ): TunnelMode | undefined {
   const { config, interfaces, ...rest } = options;
   if (config.tunnel === undefined) return undefined;
+  const { port } = config.tunnel;
+  refuseUnusableTunnelPort({ config, interfaces });
+  // Absent is no refusal: the port may be added after the daemon (it is used once it appears).
+  if (tunnelPortOn(interfaces, port) === undefined)
+    rest.logger.warn('the tunnel port is not on the bridge yet: nothing goes to the peers until it is', { port });
   const tunnel = new TunnelMode({ ...rest, config: config.tunnel, gateway: config.gateway });
   tunnel.updatePorts(interfaces);
   return tunnel;
+}
+
+/**
+ * Throws a UsageError (exit 64) when tunnel mode is on and its port is on the bridge but
+ * cannot carry the frames to the peers (a bucket's set_field:PEER->tun_dst means nothing
+ * on it): at start, before anything is programmed. A port not there (yet) passes.
+ */
+export function refuseUnusableTunnelPort(options: { config: Pick<DaemonConfig, 'tunnel'>; interfaces: ReadonlyMap<string, InterfaceRow> }): void {
+  const port = options.config.tunnel?.port;
+  const problem = port === undefined ? undefined : tunnelPortOn(options.interfaces, port)?.problem;
+  if (port === undefined || problem === undefined) return;
+  throw new UsageError(`the tunnel port ${port} cannot carry frames to the peers (--tunnel-port): ${problem}`, { hint: tunnelPortHint(port) });
 }

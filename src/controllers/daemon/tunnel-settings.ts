@@ -65,6 +65,18 @@ export const TUNNEL_SETTINGS = [
     read: (config) => config.tunnel?.nodeAddress,
   }),
   assembled({
+    key: 'clusterCidrs',
+    flag: '--cluster-cidrs',
+    argument: '<list>',
+    kind: 'list of CIDR blocks',
+    parse: values.parseClusterCidrs,
+    fallback: [],
+    help: "tunnel mode: the pods' address ranges of the whole cluster; with --multicast-interfaces, their multicast is not routed in from the uplinks (it came through the tunnel)",
+    fileDefault: '""',
+    flagDefault: 'none',
+    read: (config) => config.tunnel?.clusterCidrs,
+  }),
+  assembled({
     key: 'peerRefreshInterval',
     flag: '--peer-refresh-interval',
     argument: '<time>',

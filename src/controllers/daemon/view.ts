@@ -21,6 +21,7 @@ import type {
   TunnelView,
 } from '../../transport/control/daemon-view.js';
 import type { RemoteMembersView } from '../../domain/peers/remote-members.js';
+import type { RemoteMembersWithDrops } from './peer-counters.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { DaemonConfig, TunnelConfig } from './config.js';
 import type { DaemonClock, PortWatch, RouterPort, SwitchPort } from './ports.js';
@@ -138,33 +139,42 @@ function wallTimeOf(clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>): (mono: 
 
 const PEER_DROP_REASONS: readonly PeerDropReason[] = ['unknown-peer', 'self', 'rate', 'unsupported', 'malformed', 'refused'];
 
+/** A peer of the remote members' view, with its drops when the exchange counts them. */
+type RemotePeer = RemoteMembersView['peers'][number] & { drops?: Partial<Record<PeerDropReason, number>> };
+
 export interface TunnelViewInput {
   tunnel: TunnelConfig;
   /** The tunnel port's OpenFlow port number; undefined until OVSDB has it. */
   ofport: number | undefined;
-  /** The remote members' view (PeerExchange.view()): lastContact in monotonic milliseconds. */
-  remote: RemoteMembersView;
+  /**
+   * The remote members' view (PeerExchange.view()): lastContact in monotonic milliseconds;
+   * each peer's drops and those of no peer when the exchange counts them apart.
+   */
+  remote: RemoteMembersView | RemoteMembersWithDrops;
   /** Messages from the tunnel dropped since start, by reason; a reason left out is 0. */
   drops: Partial<Record<PeerDropReason, number>>;
   clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
 }
 
-/** The status's tunnel part: the port, this node's address, every configured peer. */
+/** The status's tunnel part: the port, this node's address, every configured peer (with its drops), the drops in all and of no peer. */
 export function tunnelViewOf(input: TunnelViewInput): TunnelView {
+  const unattributedDrops = 'unattributedDrops' in input.remote ? input.remote.unattributedDrops : undefined;
   const iso = wallTimeOf(input.clock);
   const drops = Object.fromEntries(PEER_DROP_REASONS.map((reason) => [reason, input.drops[reason] ?? 0])) as Record<PeerDropReason, number>;
   return {
     port: input.tunnel.port,
     ofport: input.ofport ?? null,
     nodeAddress: input.tunnel.nodeAddress,
-    peers: input.remote.peers.map((peer) => ({
+    peers: input.remote.peers.map((peer: RemotePeer) => ({
       address: peer.address,
       state: peer.state,
       lastContact: peer.lastContact === null ? null : iso(peer.lastContact),
       outerSource: peer.outerSource,
       members: peer.members,
+      ...(peer.drops === undefined ? {} : { drops: { ...peer.drops } }),
     })),
     drops,
+    ...(unattributedDrops === undefined ? {} : { unattributedDrops: { ...unattributedDrops } }),
   };
 }
 

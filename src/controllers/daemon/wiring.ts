@@ -22,8 +22,10 @@ import { findBridge, watchInterfaces } from '../../adapters/ovs/vswitch.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { DaemonConfig } from './config.js';
 import { MulticastController } from './controller.js';
+import { refuseUnusableTunnelPort } from './tunnel-mode.js';
 import { routingFailure } from './failures.js';
 import { releaseMemory } from '../../runtime/memory-release.js';
+import { formatPrefix } from '../../domain/policy/ipv4-prefix.js';
 import { OvsdbPortWatch, OvsSwitch, systemClock, systemHost } from './ovs-ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
 
@@ -74,6 +76,8 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       });
     }
 
+    refuseUnusableTunnelPort({ config, interfaces: watch.interfaces() });
+
     // The kernel, before OVS is touched: a refused MRT_INIT changes nothing.
     if (config.gateway !== undefined && config.multicastInterfaces.length > 0) {
       router = await RouterRelay.open({ config: { ...config, gateway: config.gateway }, clock, logger, onFatal: deps.onFatal });
@@ -83,8 +87,8 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
     openflow = await OpenFlowConnection.connect({ endpoint: target.openflow, timeoutMs: CONNECT_TIMEOUT_MS, reconnect: OPENFLOW_RECONNECT });
     const programmer = new OvsProgrammer(openflow, ovsPipeline(config.pipeline));
     const vswitch = new OvsSwitch(openflow, programmer);
-    handedOver = true; // the loop closes every port from now on, also when its start fails
-    return await MulticastController.start({
+    // A configuration the loop refuses throws here, while the ports are still this function's to close.
+    const controller = new MulticastController({
       config,
       logger,
       vswitch,
@@ -99,6 +103,14 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       releaseMemory,
       ...(deps.onFatal === undefined ? {} : { onFatal: deps.onFatal }),
     });
+    handedOver = true; // the loop closes every port from now on, also when its start fails
+    try {
+      await controller.start();
+    } catch (error) {
+      await controller.stop({ save: false });
+      throw error;
+    }
+    return controller;
   } catch (error) {
     if (!handedOver) {
       router?.close();
@@ -147,6 +159,7 @@ class RouterRelay implements RouterPort {
       gateway: config.gateway,
       multicastInterfaces: config.multicastInterfaces,
       idleTimeoutMs: config.routeIdleTimeoutMs,
+      ...(config.tunnel?.clusterCidrs === undefined ? {} : { tunnelledSources: config.tunnel.clusterCidrs }),
       clock: () => clock.monotonicMs(),
       hasLocalMembers: (group) => relay.events.hasLocalMembers(group),
       onRoute: (change) => relay.events.onRoute(change),
@@ -155,7 +168,12 @@ class RouterRelay implements RouterPort {
     });
     relay.router = router;
     const uplinks = router.uplinks.map((uplink) => `${uplink.name} (vif ${uplink.vif})`).join(',');
-    logger.info('multicast routing on', { gateway: `${router.gateway.name} (vif ${router.gateway.vif})`, uplinks });
+    const tunnelled = config.tunnel?.clusterCidrs?.map(formatPrefix).join(',');
+    logger.info('multicast routing on', {
+      gateway: `${router.gateway.name} (vif ${router.gateway.vif})`,
+      uplinks,
+      ...(tunnelled === undefined || tunnelled === '' ? {} : { notRoutedIn: tunnelled }),
+    });
     return relay;
   }
 

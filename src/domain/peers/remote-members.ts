@@ -196,6 +196,11 @@ export class RemoteMembers {
     return this.liveEarliest()?.deadline;
   }
 
+  /** The groups that have at least one remote member. */
+  groupsWithMembers(): GroupAddress[] {
+    return [...this.groups.keys()];
+  }
+
   /** The peers that are members of `group`, sorted by address. */
   peersOf(group: GroupAddress): HostAddress[] {
     const members = this.groups.get(group);

@@ -110,6 +110,8 @@ export interface TunnelView {
   peers: PeerView[];
   /** Messages from the tunnel dropped since start, by reason. */
   drops: Record<PeerDropReason, number>;
+  /** Of those, the ones from a sender that is no configured peer, or that names none (absent from older daemons). */
+  unattributedDrops?: Partial<Record<PeerDropReason, number>>;
 }
 
 export interface PeerView {
@@ -122,6 +124,8 @@ export interface PeerView {
   outerSource: string | null;
   /** Groups it is a member of on this node. */
   members: number;
+  /** Its messages dropped since it joined the peer list, by reason (absent from older daemons). */
+  drops?: Partial<Record<PeerDropReason, number>>;
 }
 
 export interface IgmpRefusals {
