@@ -1,7 +1,8 @@
 /** The keyed work queue: dedupe, no lost update, worker bound, backoff, on fake timers. */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs';
 import { describe, it } from 'node:test';
-import { WorkQueue, type WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
+import { systemTimers, WorkQueue, type WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
 
 /** Timers that fire only when the test says so. */
 class FakeTimers implements WorkQueueTimers {
@@ -200,5 +201,27 @@ describe('WorkQueue', () => {
     queue.add('h');
     await queue.whenIdle();
     assert.deepEqual(synced, ['g', 'g']);
+  });
+});
+
+describe('systemTimers', () => {
+  it('after(0) runs once the current work is done, without the 1 ms of a timer; each can be cancelled', async () => {
+    const order: string[] = [];
+    // Inside an I/O callback the loop runs immediates before timers (Node's event loop):
+    // a 0 that became a 1 ms timer would come after the timer set before it.
+    await new Promise<void>((resolve, reject) =>
+      readFile(import.meta.filename, (error) => {
+        if (error !== null) return reject(error);
+        setTimeout(() => order.push('a 1 ms timer set first'), 1);
+        systemTimers.after(0, () => order.push('after 0'));
+        const cancelZero = systemTimers.after(0, () => order.push('cancelled 0'));
+        const cancelLater = systemTimers.after(5, () => order.push('cancelled 5'));
+        cancelZero();
+        cancelLater();
+        order.push('now');
+        setTimeout(resolve, 20);
+      }),
+    );
+    assert.deepEqual(order, ['now', 'after 0', 'a 1 ms timer set first']);
   });
 });

@@ -179,27 +179,26 @@ export class MulticastController implements DaemonView {
     if (this.tunnel?.takes(frame, ofport, tunnelSource) === true) return;
     const taken = this.intake.take(frame, ofport);
     if (taken === undefined) return;
-    let leaving = false;
-    for (const call of taken.calls) {
-      const effects = callTable(this.table, taken.ofport, call);
-      this.apply(effects, taken.ofport);
-      // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
-      // empties the filter) ends sooner than any member's GMI: the timer must move up.
-      if (effects.some((effect) => effect.kind === 'query')) leaving = true;
-    }
+    // Every record of the packet first, then their effects at once (one report to the peers).
+    const effects = taken.calls.flatMap((call) => callTable(this.table, taken.ofport, call));
+    this.apply(effects, taken.ofport);
     if (taken.calls.length > 0) {
       this.timers.scheduleSave();
-      this.timers.armExpiry(leaving);
+      // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
+      // empties the filter) ends sooner than any member's GMI: the timer must move up.
+      this.timers.armExpiry(effects.some((effect) => effect.kind === 'query'));
     }
   }
 
   /** `port`: the pod port whose IGMP had these effects (its syncs take turns with other ports'). */
   private apply(effects: readonly MembershipEffect[], port?: number): void {
+    // The peers first: a cross-node join waits for their syncs, and on the one OpenFlow
+    // connection the report to them would otherwise queue behind this node's own entries.
+    for (const effect of effects) if (effect.kind === 'members') this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
+    this.tunnel?.announceChanges();
     for (const effect of effects) {
-      if (effect.kind === 'members') {
-        this.sync.markDirty(effect.group, port);
-        this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
-      } else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
+      if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
+      else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
     }
   }
 

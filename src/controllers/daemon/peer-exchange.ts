@@ -198,6 +198,14 @@ export class PeerExchange {
     if (this.started && this.announcer.hasPending) this.scheduleFlush();
   }
 
+  /** Sends the changes told so far now, instead of on the next tick (the caller's batch is complete). */
+  flushChanges(): void {
+    if (!this.started || this.stopped || !this.announcer.hasPending) return;
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
+    this.flush();
+  }
+
   /**
    * A new peer list (a reload): peers that left lose their groups at once, new ones are
    * greeted as at start, those that stay keep what they have.

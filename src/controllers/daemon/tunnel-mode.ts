@@ -167,6 +167,11 @@ export class TunnelMode {
     this.exchange.localGroupChanged(group, hasMembers);
   }
 
+  /** The changes told by localMembers go to the peers now. */
+  announceChanges(): void {
+    this.exchange.flushChanges();
+  }
+
   /** What the sync of `group` programs toward the tunnel; undefined while the tunnel port is not on the bridge. */
   tunnelOf(group: GroupAddress): { ofport: number; peers: readonly HostAddress[] } | undefined {
     const ofport = this.port?.ofport;

@@ -22,6 +22,12 @@ export interface WorkQueueTimers {
 
 export const systemTimers: WorkQueueTimers = {
   after(ms, run) {
+    // 0 is "once the current work is done": setImmediate, where setTimeout would wait at
+    // least 1 ms (what a report batched for the peers would add to every cross-node join).
+    if (ms <= 0) {
+      const immediate = setImmediate(run);
+      return () => clearImmediate(immediate);
+    }
     const timer = setTimeout(run, ms);
     return () => clearTimeout(timer);
   },
