@@ -64,6 +64,16 @@ export interface TunnelConvergenceFigures {
   problem: string | undefined;
 }
 
+/** ms spent by each node on a cross-node join, read off the wire (see joinLegs). */
+export interface JoinLegs {
+  /** Node 2: its pod's report → its report to node 1 leaves its uplink. */
+  joiner: Distribution;
+  /** Node 1: that report on the underlay → the group's first datagram toward node 2. */
+  sender: Distribution;
+  /** Node 2: that datagram on its uplink → at its pod. */
+  delivery: Distribution;
+}
+
 export interface TunnelFigures {
   convergence: TunnelConvergenceFigures;
   joins: number;
@@ -71,6 +81,8 @@ export interface TunnelFigures {
   joinsWithoutData: number;
   /** ms from the report on the pod's wire to its first datagram. */
   join: Distribution;
+  /** The same joins' time, leg by leg (joinLegs). */
+  joinLegs: JoinLegs;
   /** ms from the leave on the pod's wire to the last Geneve frame for the group on node 2's uplink (0 when none came after it). */
   leave: Distribution;
   /** Geneve frames for the group toward node 2 while its pod was away, outside the leave window (should be 0). */
@@ -118,14 +130,20 @@ while True:
 const isGroup = (b: Uint8Array, offset: number, group: readonly number[]) =>
   b[offset] === group[0] && b[offset + 1] === group[1] && b[offset + 2] === group[2] && b[offset + 3] === group[3];
 
+/** The addresses of a Geneve frame that a capture analysis picks frames by. */
+interface GeneveAddresses {
+  outerSource: Uint8Array;
+  outerDestination: Uint8Array;
+  innerDestination: Uint8Array;
+}
+
 /**
- * Capture times (s) of the Geneve frames whose inner IPv4 destination is `group`, from a
- * pcap of an underlay port: outer Ethernet, IPv4, UDP to 6081, Geneve (8 octets and its
- * options), inner Ethernet, inner IPv4.
+ * Capture times (s) of the Geneve frames that `wanted` picks, from a pcap of an underlay
+ * port: outer Ethernet, IPv4, UDP to 6081, Geneve (8 octets and its options), inner
+ * Ethernet, inner IPv4.
  */
-async function geneveTimes(file: string, group: string): Promise<number[]> {
+async function geneveFrameTimes(file: string, wanted: (addresses: GeneveAddresses) => boolean): Promise<number[]> {
   const times: number[] = [];
-  const wanted = group.split('.').map(Number);
   await readPcapFile(file, (record) => {
     const b = record.data;
     if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00 || b[23] !== 17) return;
@@ -135,9 +153,57 @@ async function geneveTimes(file: string, group: string): Promise<number[]> {
     const innerEthernet = geneve + 8 + (b[geneve]! & 0x3f) * 4;
     const innerIp = innerEthernet + 14;
     if (b.length < innerIp + 20 || b[innerEthernet + 12] !== 0x08 || b[innerEthernet + 13] !== 0x00) return;
-    if (isGroup(b, innerIp + 16, wanted)) times.push(record.ts);
+    const addresses = { outerSource: b.subarray(26, 30), outerDestination: b.subarray(30, 34), innerDestination: b.subarray(innerIp + 16, innerIp + 20) };
+    if (wanted(addresses)) times.push(record.ts);
   });
   return times;
+}
+
+const octets = (address: string) => address.split('.').map(Number);
+
+/** The Geneve frames whose inner IPv4 destination is `group` (its datagrams, toward any peer). */
+function geneveTimes(file: string, group: string): Promise<number[]> {
+  const wanted = octets(group);
+  return geneveFrameTimes(file, ({ innerDestination }) => isGroup(innerDestination, 0, wanted));
+}
+
+/** The Geneve frames of IGMPv3 reports (inner destination 224.0.0.22) from the node at `from` to the node at `to`. */
+function peerReportTimes(file: string, from: string, to: string): Promise<number[]> {
+  const [source, destination, reports] = [octets(from), octets(to), octets('224.0.0.22')];
+  return geneveFrameTimes(
+    file,
+    (frame) => isGroup(frame.outerSource, 0, source) && isGroup(frame.outerDestination, 0, destination) && isGroup(frame.innerDestination, 0, reports),
+  );
+}
+
+/** The first time in sorted `times` after `after`, or undefined. */
+function firstAfter(times: readonly number[], after: number): number | undefined {
+  let low = 0;
+  let high = times.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (times[middle]! <= after) low = middle + 1;
+    else high = middle;
+  }
+  return times[low];
+}
+
+/**
+ * Where a cross-node join's time goes, from the two captures: node 2 (the report on its
+ * pod's wire → its report to node 1 on its uplink), node 1 (that report → the group's
+ * first datagram toward node 2 on the same uplink) and node 2 again (→ at the pod).
+ */
+function joinLegs(joins: readonly Sample[], peerReports: readonly number[], dataTowardNode2: readonly number[]): JoinLegs {
+  const legs = { joiner: [] as number[], sender: [] as number[], delivery: [] as number[] };
+  for (const { wire, data } of joins) {
+    const told = firstAfter(peerReports, wire);
+    const sent = told === undefined ? undefined : firstAfter(dataTowardNode2, told);
+    if (data === undefined || told === undefined || sent === undefined || sent > data) continue;
+    legs.joiner.push((told - wire) * 1000);
+    legs.sender.push((sent - told) * 1000);
+    legs.delivery.push((data - sent) * 1000);
+  }
+  return { joiner: distribution(legs.joiner), sender: distribution(legs.sender), delivery: distribution(legs.delivery) };
 }
 
 interface Sample {
@@ -396,11 +462,13 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
     await Promise.all([podCapture.stop(), uplinkCapture.stop()]);
     const samples = joinSamples(await wireEvents(podPcap, GROUP));
     const timed = samples.joins.filter((sample) => sample.data !== undefined);
+    const dataFrames = await geneveTimes(uplinkPcap, GROUP);
     const leave = leaveSamples(
       samples.leaves,
       samples.joins.map((sample) => sample.wire),
-      await geneveTimes(uplinkPcap, GROUP),
+      dataFrames,
     );
+    const legs = joinLegs(timed, await peerReportTimes(uplinkPcap, n2.underlayAddress, n1.underlayAddress), dataFrames);
 
     // --- 3: a dead peer ---------------------------------------------------------------
     let deadPeerDropMs: number | undefined;
@@ -429,6 +497,7 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
       joins: samples.joins.length,
       joinsWithoutData: samples.joins.length - timed.length,
       join: distribution(timed.map((sample) => (sample.data! - sample.wire) * 1000)),
+      joinLegs: legs,
       leave: distribution(leave.latencies),
       strayFrames: leave.stray,
       loopSeconds,
@@ -474,6 +543,9 @@ export function tunnelReport(figures: TunnelFigures): string[] {
     ...convergenceReport(figures.convergence),
     `  cross-node join (report on node 2's pod wire → first datagram there from node 1; target p50 10 ms): ${spread(figures.join)}`,
     `    ${figures.joins} joins in ${figures.loopSeconds.toFixed(1)} s, ${figures.joinsWithoutData} without data before the leave`,
+    `    leg by leg, p50: node 2 (pod's report → its report to node 1 on the uplink) ${ms(figures.joinLegs.joiner.p50)}, ` +
+      `node 1 (that report → first datagram toward node 2) ${ms(figures.joinLegs.sender.p50)}, ` +
+      `node 2 (→ at the pod) ${ms(figures.joinLegs.delivery.p50)} (n=${figures.joinLegs.sender.count})`,
     `  cross-node leave (leave on the pod's wire → last Geneve frame toward node 2; target under 1 s): ${spread(figures.leave)}`,
     `    ${figures.strayFrames} Geneve frames toward node 2 while its pod was away, outside the ${LEAVE_WINDOW_S * 1000} ms leave window`,
     figures.deadPeerDropMs === undefined
