@@ -10,6 +10,8 @@
  * - A report whose IPv4 source is not the pod's own address (its Interface's
  *   external_ids:ip-address) changes nothing; the same frame with the pod's own address,
  *   or with 0.0.0.0, joins (so the crafted frame is otherwise one the daemon takes).
+ * - The SSM range (232.0.0.0/8): a join of any source to a group in it is refused (ssm);
+ *   a source-specific join (IP_ADD_SOURCE_MEMBERSHIP, through member.py) is installed.
  * - Each refusal is counted by reason and port in `status --json` and in the metric
  *   mcastctl_igmp_refused_total.
  *
@@ -273,6 +275,46 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
       }
       assert.equal(refusedMetric(metrics, 'spoofed'), 1);
       assert.equal(refusedMetric(metrics, 'node-groups'), 0);
+    });
+
+    it("the SSM range: c's plain join of 232.1.1.1 is refused as ssm; d's (S, 232.1.1.2) is installed, and c's plain join of it adds nothing", async () => {
+      const [plain, specific] = ['232.1.1.1', '232.1.1.2'] as const;
+      // c and d have no group left from the cases above, so no per-port limit is near.
+      const source = b.address;
+      const receivers: Receiver[] = [];
+      const memberD = await Member.start(lab, asHost(d));
+      try {
+        // An ordinary socket join: IP_ADD_MEMBERSHIP, which c's kernel reports as TO_EX {}.
+        receivers.push(await c.listen(plain, 5404));
+        await waitForRefusal(daemon, c, 'ssm');
+
+        // IP_ADD_SOURCE_MEMBERSHIP: d's kernel reports an INCLUDE {S} record.
+        await memberD.joinSource(specific, source);
+        await waitForOvsMembers(node, specific, [d], [c]);
+        const memberOfD = (await membersOf(daemon, specific)).find((member) => member.port.name === d.port);
+        assert.equal(memberOfD?.mode, 'include');
+        assert.deepEqual(memberOfD?.sources, [source]);
+        assert.equal((await refusedOn(daemon, d))['ssm'] ?? 0, 0, `${d.name}'s port counted ssm refusals`);
+        // Read after d's join was installed: c's refused join would have been by now.
+        assert.deepEqual(await membersOf(daemon, plain), [], `${plain} got members from a join of any source`);
+        assert.equal(await ovsGroupPorts(node, plain), undefined, `OVS has a flow for ${plain}`);
+
+        // A join of any source to a group with a source-specific member leaves the group as it is.
+        const before = (await refusedOn(daemon, c))['ssm'] ?? 0;
+        receivers.push(await c.listen(specific, 5404));
+        await waitUntil(`a second ssm refusal on ${c.name}'s port`, async () => ((await refusedOn(daemon, c))['ssm'] ?? 0) > before);
+        assert.deepEqual(await memberPorts(daemon, specific), [d.port]);
+        await waitForOvsMembers(node, specific, [d], [c]);
+
+        const status = await control<DaemonStatus>(daemon, ['status']);
+        assert.ok((status.igmpRefused?.total['ssm'] ?? 0) >= 2, `status totals: ${JSON.stringify(status.igmpRefused?.total)}`);
+        const metrics = await scrapeMetrics(node, metricsUrl);
+        assert.ok(refusedMetric(metrics, 'ssm') >= 2, 'mcastctl_igmp_refused_total{reason="ssm"} is below 2');
+      } finally {
+        await stopAll(receivers);
+        await memberD.quit();
+      }
+      await waitForEmpty(daemon, node);
     });
   });
 

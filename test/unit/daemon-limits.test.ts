@@ -71,7 +71,7 @@ describe('daemon limits: groups per port', () => {
     assert.deepEqual(refused(t.loop).byPort, [
       {
         port: { ofport: P1, name: 'p1', pod: 'shop/web' },
-        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, policy: 0, 'off-link': 0, spoofed: 0, 'port-rate': 0 },
+        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, ssm: 0, policy: 0, 'off-link': 0, spoofed: 0, 'port-rate': 0 },
       },
     ]);
     // A refresh of a group it is in is no new join.

@@ -63,6 +63,7 @@ describe('planReload', () => {
       igmpMeter: false,
       igmpRatePerPort: '10',
       igmpBurstPerPort: '10',
+      ssmRange: '',
       groupPolicy: '/tmp/policy.yaml',
       logLevel: 'warn',
     });

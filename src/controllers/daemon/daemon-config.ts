@@ -68,6 +68,8 @@ export interface DaemonConfig {
   maxSourcesPerGroup: number;
   /** Groups with members on the node, each an OVS group (a new group past it is refused). */
   maxGroups: number;
+  /** The source-specific multicast range (RFC 4607): its groups are joined for named sources only; empty: none. */
+  ssmRange: readonly Ipv4Prefix[];
   /** Whether each pod port's IGMP goes through its own OpenFlow meter (at igmpRatePerPort and igmpBurstPerPort). */
   igmpMeter: boolean;
   /** IGMP messages a second one pod port may send, on average: its meter drops the excess in OVS, the daemon's budget what still comes. */
@@ -91,7 +93,7 @@ export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline' | '
 
 /** The membership limits of the configuration (see domain/membership/membership-limits.ts). */
 export function membershipLimits(config: DaemonConfig): MembershipLimitSettings {
-  return { maxGroupsPerPort: config.maxGroupsPerPort, maxSourcesPerGroup: config.maxSourcesPerGroup, maxGroups: config.maxGroups };
+  return { maxGroupsPerPort: config.maxGroupsPerPort, maxSourcesPerGroup: config.maxSourcesPerGroup, maxGroups: config.maxGroups, ssmRange: config.ssmRange };
 }
 
 /** The per-port IGMP budget of the configuration (see domain/membership/packet-budget.ts). */

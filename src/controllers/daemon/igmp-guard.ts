@@ -15,10 +15,11 @@ import type { ControllerLogger } from './ports.js';
 import { portViewOf } from './view.js';
 
 /**
- * Why IGMP was refused: a membership limit, the group policy, an IP header no host on the
- * pod's own link sends (off-link), a source address the pod does not have, or its port's budget.
+ * Why IGMP was refused: a membership limit, a join of any source to a group of the SSM
+ * range (ssm), the group policy, an IP header no host on the pod's own link sends
+ * (off-link), a source address the pod does not have, or its port's budget.
  */
-export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'policy', 'off-link', 'spoofed', 'port-rate'] as const;
+export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'ssm', 'policy', 'off-link', 'spoofed', 'port-rate'] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
 
 /** Each reason is logged at most once in this long for each port. */
@@ -28,6 +29,7 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'port-groups': 'IGMP join refused: the port is in as many groups as it may be (maxGroupsPerPort)',
   'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
+  ssm: 'IGMP join refused: a group of the SSM range (ssmRange) is joined only for named sources (INCLUDE mode), not for any source',
   policy: 'IGMP join refused: the group policy denies this pod the group',
   'off-link': 'IGMP ignored: a TTL other than 1, or an IGMPv3 report without Router Alert, is not from a host on the link',
   spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
@@ -89,7 +91,7 @@ export class IgmpGuard {
   /** A join the membership limits refused (the table's onRefusal). */
   refused(refusal: MembershipRefusal): void {
     const { reason, group, host, limit } = refusal;
-    this.count(reason, refusal.port, () => ({ group, host, limit }));
+    this.count(reason, refusal.port, () => ({ group, host, ...(limit === undefined ? {} : { limit }) }));
   }
 
   /** A join the group policy denied (`line`: the deciding rule's line of the file). */

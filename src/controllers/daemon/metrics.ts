@@ -48,7 +48,7 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_igmp_refused_total',
-      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a join the group policy denies (policy), a TTL other than 1 or an IGMPv3 report without Router Alert (off-link), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
+      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a join of any source to a group in the SSM range (ssm), a join the group policy denies (policy), a TTL other than 1 or an IGMPv3 report without Router Alert (off-link), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
       labelNames: ['reason'],
       registers,
       // The daemon's own counts, read when scraped (they only grow).

@@ -13,7 +13,16 @@ import { cookiePrefixProblem, GROUP_ID_BLOCK, groupIdBaseProblem, meterIdBasePro
 import { readDecimal, readDuration, readHex, showMs } from '../../runtime/values.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
-import { formatPrefix, parsePrefix, prefixRange, rangeWithin, UNICAST_RANGE, type Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import {
+  type AddressRange,
+  formatPrefix,
+  type Ipv4Prefix,
+  MULTICAST_RANGE,
+  parsePrefix,
+  prefixRange,
+  rangeWithin,
+  UNICAST_RANGE,
+} from '../../domain/policy/ipv4-prefix.js';
 
 /** What is wrong with one value; `item` is the index of the list item at fault, for its line. */
 export class ValueProblem extends Error {
@@ -242,14 +251,31 @@ export function parseNodeAddress(value: unknown): HostAddress | undefined {
 
 /** The pods' address ranges of the whole cluster: unicast CIDR blocks, each once. */
 export function parseClusterCidrs(value: unknown): Ipv4Prefix[] {
+  return parsePrefixList(value, {
+    example: '10.244.0.0/16',
+    within: UNICAST_RANGE,
+    outside: "is not a block of unicast addresses (pods' addresses are below 224.0.0.0)",
+  });
+}
+
+/** The source-specific multicast range: blocks of multicast groups, each once; "" or [] turns it off. */
+export function parseSsmRange(value: unknown): Ipv4Prefix[] {
+  return parsePrefixList(value, {
+    example: '232.0.0.0/8',
+    within: MULTICAST_RANGE,
+    outside: 'is not a block of multicast groups (inside 224.0.0.0/4, such as 232.0.0.0/8)',
+  });
+}
+
+/** CIDR blocks, each inside `within` and listed once; `example` is the block the messages show. */
+function parsePrefixList(value: unknown, rule: { example: string; within: AddressRange; outside: string }): Ipv4Prefix[] {
   const prefixes = listItems(value).map((item, index) => {
     const at = Array.isArray(value) ? index : undefined;
     const place = at === undefined ? `entry ${index + 1}: ` : '';
-    if (typeof item !== 'string') throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as 10.244.0.0/16`, at);
+    if (typeof item !== 'string') throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as ${rule.example}`, at);
     const parsed = parsePrefix(item);
-    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16', '10.244.0.0/16')}`, at);
-    if (!rangeWithin(prefixRange(parsed.prefix), UNICAST_RANGE))
-      throw new ValueProblem(`${place}${quoteInput(item)} is not a block of unicast addresses (pods' addresses are below 224.0.0.0)`, at);
+    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16', rule.example)}`, at);
+    if (!rangeWithin(prefixRange(parsed.prefix), rule.within)) throw new ValueProblem(`${place}${quoteInput(item)} ${rule.outside}`, at);
     return parsed.prefix;
   });
   const texts = prefixes.map(formatPrefix);

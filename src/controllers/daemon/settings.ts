@@ -14,6 +14,7 @@ import { DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.j
 import * as values from './setting-values.js';
 import { durationFrom, MAX_QUERY_INTERVAL_MS, MIN_QUERY_INTERVAL_MS, MIN_RESP_MS, V2_MAX_RESP_MS, ValueProblem } from './setting-values.js';
 import { fills, ovs } from './setting-definition.js';
+import { MEMBERSHIP_SETTINGS } from './membership-settings.js';
 import { TUNNEL_SETTINGS } from './tunnel-settings.js';
 
 const DURATION = 'duration';
@@ -242,66 +243,7 @@ export const DAEMON_SETTINGS = [
     },
     help: 'remove an (S,G) route whose packet counter has not moved for this long',
   }),
-  fills('maxGroupsPerPort', {
-    key: 'maxGroupsPerPort',
-    flag: '--max-groups-per-port',
-    argument: '<n>',
-    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
-    parse: values.parseMembershipLimit,
-    fallback: 1024,
-    runtime: true,
-    help: 'groups one pod port may join; a new group past it is refused (a flood stops here; real pods use tens, rarely hundreds)',
-  }),
-  fills('maxSourcesPerGroup', {
-    key: 'maxSourcesPerGroup',
-    flag: '--max-sources-per-group',
-    argument: '<n>',
-    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
-    parse: values.parseMembershipLimit,
-    fallback: 256,
-    runtime: true,
-    help: "sources in one port's filter of a group; a new source past it is refused (SSM receivers name a few)",
-  }),
-  fills('maxGroups', {
-    key: 'maxGroups',
-    flag: '--max-groups',
-    argument: '<n>',
-    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
-    parse: values.parseMembershipLimit,
-    fallback: 8192,
-    runtime: true,
-    help: "groups on the node, each one OVS group; a new group past it is refused (room for 8 pods' worth of the per-port limit)",
-  }),
-  fills('igmpMeter', {
-    key: 'igmpMeter',
-    flag: '--igmp-meter',
-    kind: 'true or false',
-    parse: values.parseBoolean,
-    fallback: true,
-    runtime: true,
-    help: "each pod port's IGMP goes through an OpenFlow meter at igmpRatePerPort and igmpBurstPerPort: OVS drops a flood (default)",
-    negation: { flag: '--no-igmp-meter', help: 'no meters: every IGMP message reaches the daemon, whose own budget is the only one' },
-  }),
-  fills('igmpRatePerPort', {
-    key: 'igmpRatePerPort',
-    flag: '--igmp-rate-per-port',
-    argument: '<n>',
-    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
-    parse: values.parseMembershipLimit,
-    fallback: 200,
-    runtime: true,
-    help: "IGMP messages a second one pod port may send, on average: the port's meter drops the excess in OVS, the daemon what still comes (port-rate)",
-  }),
-  fills('igmpBurstPerPort', {
-    key: 'igmpBurstPerPort',
-    flag: '--igmp-burst-per-port',
-    argument: '<n>',
-    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
-    parse: values.parseMembershipLimit,
-    fallback: 1000,
-    runtime: true,
-    help: 'IGMP messages one pod port may send at once (an IGMPv2 pod answering a query for hundreds of groups sends one each)',
-  }),
+  ...MEMBERSHIP_SETTINGS,
   fills('groupPolicy', {
     key: 'groupPolicy',
     flag: '--group-policy',

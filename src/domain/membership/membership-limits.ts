@@ -6,8 +6,14 @@
  * port, a new source in the port's filter of a group, a new group for the node):
  * what is already there stays, and a report that refreshes it is no new join. Nothing
  * is evicted, also when a reload lowers a limit.
+ *
+ * The SSM range is decided here too: a group in it is joined only for named sources
+ * (RFC 4607), so a record that asks for any source (EXCLUDE mode) is refused, as RFC 4604
+ * §2.2.1 asks of routers, also from a port that is already an INCLUDE member of the group.
  */
 import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
+import { parseIPv4 } from '../../wire/ipv4-address.js';
+import { type AddressRange, type Ipv4Prefix, prefixRange } from '../policy/ipv4-prefix.js';
 import type { SourceFilter } from './source-filter.js';
 
 export interface MembershipLimitSettings {
@@ -17,6 +23,8 @@ export interface MembershipLimitSettings {
   maxSourcesPerGroup: number;
   /** Groups with members on the node: each is one OVS group. */
   maxGroups: number;
+  /** The source-specific multicast range: its groups take INCLUDE-mode records only. Absent or empty: none. */
+  ssmRange?: readonly Ipv4Prefix[];
 }
 
 /** No limits: what a table built without settings runs with. */
@@ -26,7 +34,7 @@ export const UNLIMITED: Readonly<MembershipLimitSettings> = Object.freeze({
   maxGroups: Number.POSITIVE_INFINITY,
 });
 
-type RefusalReason = 'port-groups' | 'group-sources' | 'node-groups';
+export type RefusalReason = 'port-groups' | 'group-sources' | 'node-groups' | 'ssm';
 
 /** A join the limits refused. */
 export interface MembershipRefusal {
@@ -34,8 +42,8 @@ export interface MembershipRefusal {
   group: GroupAddress;
   port: number;
   host: HostAddress;
-  /** The limit that was reached. */
-  limit: number;
+  /** The limit that was reached; absent for `ssm`, which is no count. */
+  limit?: number;
 }
 
 /** A member of the group as the table holds it (only what admission reads). */
@@ -66,6 +74,8 @@ export interface AdmissionRequest {
  */
 export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
   const { limits, port } = request;
+  // Before the counts: the record is refused for what it asks, whatever the port holds.
+  if (request.filter.mode === 'exclude' && limits.ssmRange !== undefined && inSsmRange(request.group, limits.ssmRange)) return { reason: 'ssm' };
   let groupHasMembers = false;
   let portIsMember = false;
   for (const member of request.members ?? []) {
@@ -79,6 +89,20 @@ export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'r
   if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort) return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
   if (request.filter.sources.size === 0 && !portIsMember) return undefined;
   return sourcesRefusal(request);
+}
+
+/** Each range list's address ranges, worked out once: a flood of v2 reports asks for every one of them. */
+const SSM_RANGES = new WeakMap<readonly Ipv4Prefix[], readonly AddressRange[]>();
+
+function inSsmRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boolean {
+  if (prefixes.length === 0) return false;
+  let ranges = SSM_RANGES.get(prefixes);
+  if (ranges === undefined) {
+    ranges = prefixes.map(prefixRange);
+    SSM_RANGES.set(prefixes, ranges);
+  }
+  const address = parseIPv4(group);
+  return address !== undefined && ranges.some((range) => address >= range.start && address <= range.end);
 }
 
 /** The sources limit: the port's sources of the group after the report (its other hosts' too), when some are new. */

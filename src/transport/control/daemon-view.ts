@@ -129,7 +129,7 @@ export interface PeerView {
 }
 
 export interface IgmpRefusals {
-  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `policy` (the group policy), `spoofed`, `port-rate` (the budget). */
+  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `ssm` (any source of a group in the SSM range), `policy` (the group policy), `spoofed`, `port-rate` (the budget). */
   total: Record<string, number>;
   /** Each pod port with refusals, by reason, since it appeared. */
   byPort: Array<{ port: PortView; counts: Record<string, number> }>;
