@@ -40,6 +40,12 @@ describe('planReload', () => {
     );
   });
 
+  it('a changed SSM range is applied, and shown as blocks of text', async () => {
+    const plan = planReload(await config(), await config({ ssmRange: '232.0.0.0/8,239.232.0.0/16' }));
+    assert.deepEqual(plan.applied, [{ key: 'ssmRange', from: '232.0.0.0/8', to: '232.0.0.0/8,239.232.0.0/16' }]);
+    assert.equal(plan.config.ssmRange.length, 2);
+  });
+
   it('finds nothing to do in the same configuration', async () => {
     const plan = planReload(await config(), await config());
     assert.deepEqual([plan.applied, plan.needRestart], [[], []]);

@@ -154,6 +154,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
       assert.equal(vswitch.baseTunnels.at(-1), undefined, 'the base has no tunnel port');
       assert.equal(vswitch.peers.has(GROUP), false, 'no bucket toward the peer');
       assert.equal(loop.status().tunnel?.ofport, null, 'the status shows it as not on the bridge');
+      assert.equal(loop.status().tunnel?.portProblem, 'type internal, not geneve or vxlan', 'and why');
       const warnings = logger.find(UNUSABLE);
       assert.equal(warnings.length, 1);
       assert.equal(warnings[0]?.fields['reason'], 'type internal, not geneve or vxlan');
@@ -169,6 +170,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
       portWatch.setInterface('tun0', { type: 'geneve', options: { remote_ip: 'flow' } });
       await advance(1);
       assert.equal(vswitch.baseTunnels.at(-1), TUNNEL, 'used again');
+      assert.equal(loop.status().tunnel?.portProblem, undefined);
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2], 'the bucket toward the peer is back');
       await advance(REFRESH_MS * 2);
       assert.ok(vswitch.sentToPeers.length > sentBefore, 'the peers hear from this node again');

@@ -89,7 +89,8 @@ function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): A
     .filter(([, count]) => count > 0)
     .map(([state, count]) => `${count} ${state}`);
   const drops = dropped(tunnel.drops);
-  const port = `${tunnel.port} (${tunnel.ofport ?? style.red('not on the bridge')})`;
+  const absent = tunnel.portProblem === undefined ? 'not on the bridge' : `unusable: ${tunnel.portProblem}`;
+  const port = `${tunnel.port} (${tunnel.ofport ?? style.red(absent)})`;
   const peers = `${tunnel.peers.length} peer${tunnel.peers.length === 1 ? '' : 's'}${byState.length === 0 ? '' : ` (${byState.join(', ')})`}`;
   const head: [string, string] = [
     'tunnel',

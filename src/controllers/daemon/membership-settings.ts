@@ -83,5 +83,6 @@ export const MEMBERSHIP_SETTINGS = [
     help: 'the source-specific multicast range, comma-separated blocks of groups: a join of any source to a group in it is refused (ssm); "" turns it off',
     fileDefault: `"${formatPrefix(SSM_DEFAULT_RANGE)}"`,
     flagDefault: formatPrefix(SSM_DEFAULT_RANGE),
+    show: (range) => range.map(formatPrefix).join(','),
   }),
 ] as const;

@@ -41,7 +41,8 @@ export function planReload(running: DaemonConfig, next: DaemonConfig): ReloadPla
       needRestart.push(setting.key);
       continue;
     }
-    applied.push({ key: setting.key, from, to });
+    const show = (value: unknown) => (setting.show === undefined ? value : setting.show(value as never));
+    applied.push({ key: setting.key, from: show(from), to: show(to) });
     copyField(config, next, setting.field);
   }
   return { config, applied, needRestart };

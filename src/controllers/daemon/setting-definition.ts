@@ -29,6 +29,8 @@ export interface SettingInput<K extends string, T> {
   flagDefault?: string;
   /** Whether a reload applies a changed value to the running daemon (mcastctl-daemon(1), SIGNALS). */
   runtime: boolean;
+  /** The value as a reload's log shows it, when not as it is (CIDR blocks as text). */
+  show?(value: T): unknown;
 }
 
 export interface SettingDefinition<K extends string = string, T = unknown> extends SettingInput<K, T> {

@@ -197,7 +197,7 @@ export class TunnelMode {
   status(): TunnelView {
     const { counters } = this.exchange;
     const { config, clock } = this.options;
-    return tunnelViewOf({ tunnel: config, ofport: this.port?.ofport, remote: this.exchange.view(), drops: counters.drops, clock });
+    return tunnelViewOf({ tunnel: config, ofport: this.port?.ofport, portProblem: this.problem, remote: this.exchange.view(), drops: counters.drops, clock });
   }
 
   /** The groups as `groups` shows them: the local ones with their remote members, and those only peers want. */

@@ -146,6 +146,8 @@ export interface TunnelViewInput {
   tunnel: TunnelConfig;
   /** The tunnel port's OpenFlow port number; undefined until OVSDB has it. */
   ofport: number | undefined;
+  /** Why the port of that name cannot be the tunnel (not a flow-based tunnel); undefined when it can, or is absent. */
+  portProblem?: string | undefined;
   /**
    * The remote members' view (PeerExchange.view()): lastContact in monotonic milliseconds;
    * each peer's drops and those of no peer when the exchange counts them apart.
@@ -164,6 +166,7 @@ export function tunnelViewOf(input: TunnelViewInput): TunnelView {
   return {
     port: input.tunnel.port,
     ofport: input.ofport ?? null,
+    ...(input.portProblem === undefined ? {} : { portProblem: input.portProblem }),
     nodeAddress: input.tunnel.nodeAddress,
     peers: input.remote.peers.map((peer: RemotePeer) => ({
       address: peer.address,

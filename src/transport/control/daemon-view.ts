@@ -106,6 +106,8 @@ export interface TunnelView {
   /** The tunnel port's name, and its OpenFlow port number (null until OVSDB has it). */
   port: string;
   ofport: number | null;
+  /** Why the port of that name on the bridge cannot carry frames to the peers (then ofport is null); absent when it can or is not there. */
+  portProblem?: string;
   nodeAddress: string;
   peers: PeerView[];
   /** Messages from the tunnel dropped since start, by reason. */
