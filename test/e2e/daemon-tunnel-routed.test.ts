@@ -35,7 +35,7 @@ import {
   deliveryFaults,
   encapsulatedFor,
   TUNNEL_LAB,
-  tunnelDestinations,
+  waitForTunnelDestinations,
   type TunnelLab,
   type TunnelLabNode,
 } from '../lab/tunnel-lab.js';
@@ -70,17 +70,6 @@ const tunnelArgs = (n: TunnelLabNode) => [
   '--node-address',
   n.underlayAddress,
 ];
-
-/** Waits until node's OVS sends `group` toward exactly `peers`. */
-async function waitForTunnelDestinations(node: OvsNode, group: string, peers: readonly string[], timeoutMs = 5000): Promise<void> {
-  const wanted = [...peers].sort().join(',');
-  await waitUntil(
-    `OVS of ${node.name} to send ${group} toward [${wanted}]`,
-    async () => (await tunnelDestinations(node, group)).join(',') === wanted,
-    timeoutMs,
-    20,
-  );
-}
 
 /** Waits until node's OVS forwards `group` to `pod`'s port. */
 async function waitForLocalMember(pod: OvsPod, group: string): Promise<void> {

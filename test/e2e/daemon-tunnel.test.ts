@@ -26,10 +26,19 @@ import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, run, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
-import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
+import type { Datagram, OvsPod, Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts, scrapeMetrics } from '../lab/switch-checks.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
-import { buildTunnelLab, sendSized, setPodMtu, TUNNEL_LAB, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
+import {
+  buildTunnelLab,
+  sendSized,
+  setPodMtu,
+  TUNNEL_LAB,
+  tunnelDestinations,
+  type TunnelLab,
+  type TunnelLabNode,
+  waitForTunnelDestinations,
+} from '../lab/tunnel-lab.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -97,39 +106,6 @@ function peerMessages(metrics: string, labels: { peer: string; direction: 'in' |
     if (found['peer'] === labels.peer && found['direction'] === labels.direction && found['type'] === labels.type) return Number(match[2]);
   }
   return 0;
-}
-
-/**
- * The peers node's OVS sends `group` toward: the tun_dst of every bucket of every OVS group
- * a flow for `group` points to (read with ovs-ofctl, an independent reader).
- */
-async function tunnelDestinations(node: OvsNode, group: string): Promise<string[]> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const ids = new Set(
-    flows
-      .split('\n')
-      .filter((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`))
-      .flatMap((line) => [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)),
-  );
-  if (ids.size === 0) return [];
-  const groups = (await node.ofctl('dump-groups', node.bridge)).split('\n');
-  const destinations = groups
-    .filter((line) => [...ids].some((id) => line.includes(`group_id=${id},`)))
-    .flatMap((line) => [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!));
-  return [...new Set(destinations)].sort();
-}
-
-/** Waits until node's OVS sends `group` toward exactly `peers` (sorted); resolves with the ms it took. */
-async function waitForTunnelDestinations(node: OvsNode, group: string, peers: readonly string[], timeoutMs: number): Promise<number> {
-  const started = Date.now();
-  const wanted = [...peers].sort().join(',');
-  await waitUntil(
-    `OVS of ${node.name} to send ${group} toward [${wanted}]`,
-    async () => (await tunnelDestinations(node, group)).join(',') === wanted,
-    timeoutMs,
-    20,
-  );
-  return Date.now() - started;
 }
 
 /**

@@ -369,3 +369,16 @@ export async function tunnelDestinations(node: OvsNode, group: string): Promise<
     .flatMap((line) => [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!));
   return [...new Set(destinations)].sort();
 }
+
+/** Waits until node's OVS sends `group` toward exactly `peers` (any order); resolves with the ms it took. */
+export async function waitForTunnelDestinations(node: OvsNode, group: string, peers: readonly string[], timeoutMs = 5000): Promise<number> {
+  const started = Date.now();
+  const wanted = [...peers].sort().join(',');
+  await waitUntil(
+    `OVS of ${node.name} to send ${group} toward [${wanted}]`,
+    async () => (await tunnelDestinations(node, group)).join(',') === wanted,
+    timeoutMs,
+    20,
+  );
+  return Date.now() - started;
+}
