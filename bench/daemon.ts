@@ -25,7 +25,7 @@ import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
+import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, SENDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
 
 const GROUP = '239.77.0.1';
 const UDP_PORT = 5000;
@@ -107,28 +107,6 @@ export interface DaemonBenchOptions {
 }
 
 // ---------------------------------------------------------------------------------------
-
-/** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until stdin closes or it is killed. */
-const SENDER_PY = `
-import socket, sys, time, select
-group, port, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
-print("ready", flush=True)
-payload = b"x" * 18
-nxt = time.perf_counter()
-sent = 0
-while True:
-    s.sendto(payload, (group, port))
-    sent += 1
-    nxt += interval
-    delay = nxt - time.perf_counter()
-    if delay > 0:
-        time.sleep(delay)
-    elif delay < -0.05:
-        nxt = time.perf_counter()
-`;
 
 // --- capture analysis ------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 /**
- * What the lab benches (daemon.ts, tunnel.ts) share: the pods' python helpers that cycle a
- * membership and hold many at once, a child's "ready" line and its stop, and the
+ * What the lab benches (daemon.ts, tunnel.ts) share: the pods' python helpers that send a
+ * paced stream, cycle a membership and hold many at once, a child's "ready" line and its stop, and the
  * distribution of a set of latencies, and the joins, leaves and datagrams of a group in a
  * pod's capture.
  */
@@ -22,6 +22,26 @@ export function distribution(values: readonly number[]): Distribution {
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
   return { count: sorted.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN };
 }
+
+/** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until killed. */
+export const SENDER_PY = `
+import socket, sys, time
+group, port, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+print("ready", flush=True)
+payload = b"x" * 18
+nxt = time.perf_counter()
+while True:
+    s.sendto(payload, (group, port))
+    nxt += interval
+    delay = nxt - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    elif delay < -0.05:
+        nxt = time.perf_counter()
+`;
 
 /** Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints "done". */
 export const CYCLER_PY = `

@@ -32,7 +32,7 @@ import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
+import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, SENDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
 
 const GROUP = '239.79.0.1';
 const UDP_PORT = 5000;
@@ -104,26 +104,6 @@ export interface TunnelBenchOptions {
   podsPerNode?: number;
   groups?: number;
 }
-
-/** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until killed. */
-const SENDER_PY = `
-import socket, sys, time
-group, port, interval = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
-print("ready", flush=True)
-payload = b"x" * 18
-nxt = time.perf_counter()
-while True:
-    s.sendto(payload, (group, port))
-    nxt += interval
-    delay = nxt - time.perf_counter()
-    if delay > 0:
-        time.sleep(delay)
-    elif delay < -0.05:
-        nxt = time.perf_counter()
-`;
 
 // --- capture analysis ------------------------------------------------------------------
 
