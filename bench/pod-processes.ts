@@ -113,13 +113,62 @@ export function stopChild(child: ChildProcess): Promise<void> {
   return exited.finally(() => clearTimeout(timer));
 }
 
+/**
+ * Joins and leaves (`source`, `group`) `count` times (IP_ADD/DROP_SOURCE_MEMBERSHIP on the
+ * multicast route's interface), then prints "done".
+ */
+export const SOURCE_CYCLER_PY = `
+import socket, sys, time
+group, source, count, joined, left = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]) / 1000, float(sys.argv[5]) / 1000
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+mreq = socket.inet_aton(group) + socket.inet_aton("0.0.0.0") + socket.inet_aton(source)
+time.sleep(left)
+for i in range(count):
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_SOURCE_MEMBERSHIP, mreq)
+    time.sleep(joined)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_SOURCE_MEMBERSHIP, mreq)
+    time.sleep(left)
+print("done", flush=True)
+`;
+
+/**
+ * HOLDER_PY for source-specific memberships: every group of argv[1] joined from each
+ * source of argv[2] (both joined by commas; at most net.ipv4.igmp_max_msf sources), 20
+ * groups a socket, in each namespace of the rest of argv.
+ */
+export const SOURCE_HOLDER_PY = `
+import ctypes, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+groups, sources = sys.argv[1].split(","), sys.argv[2].split(",")
+sockets = []
+for ns in sys.argv[3:]:
+    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns " + ns)
+    os.close(fd)
+    for start in range(0, len(groups), 20):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for g in groups[start:start + 20]:
+            for src in sources:
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_SOURCE_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0") + socket.inet_aton(src))
+        sockets.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+`;
+
 /** What a pod's wire shows of one group: its joins and leaves, and datagrams to it. */
 export type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
 
-/** The IGMP state changes for `group` and the UDP datagrams to it in a pcap of an Ethernet interface, in order. */
-export async function wireEvents(file: string, group: string): Promise<WireEvent[]> {
+/**
+ * The IGMP state changes for `group` and the UDP datagrams to it in a pcap of an Ethernet
+ * interface, in order. With `source`: the joins and leaves of (source, group) (ALLOW and
+ * BLOCK of it), and only datagrams from it.
+ */
+export async function wireEvents(file: string, group: string, source?: string): Promise<WireEvent[]> {
   const events: WireEvent[] = [];
   const wanted = group.split('.').map(Number);
+  const from = source?.split('.').map(Number);
   await readPcapFile(file, (record) => {
     const b = record.data;
     if (b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00) return;
@@ -128,7 +177,8 @@ export async function wireEvents(file: string, group: string): Promise<WireEvent
     const protocol = b[23];
     const end = Math.min(b.length, 14 + total);
     if (protocol === 17) {
-      if (b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
+      const fromSource = from === undefined || (b[26] === from[0] && b[27] === from[1] && b[28] === from[2] && b[29] === from[3]);
+      if (fromSource && b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
       return;
     }
     if (protocol !== 2) return;
@@ -146,6 +196,12 @@ export async function wireEvents(file: string, group: string): Promise<WireEvent
       }
       for (const r of message.records) {
         if (r.group !== group) continue;
+        if (source !== undefined) {
+          const names = r.sources.includes(source);
+          if (names && r.type === 'ALLOW_NEW_SOURCES') events.push({ ts: record.ts, kind: 'join' });
+          else if ((names && r.type === 'BLOCK_OLD_SOURCES') || (!names && r.type === 'CHANGE_TO_INCLUDE_MODE')) events.push({ ts: record.ts, kind: 'leave' });
+          continue;
+        }
         // Any-source join: TO_EX{} (or IS_EX{} answering a query); leave: TO_IN{}.
         if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
         else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });

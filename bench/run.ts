@@ -2,7 +2,7 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel).
+ * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel, sources).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
@@ -13,10 +13,11 @@ import { benchLogger } from './logger.js';
 import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
 import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
+import { benchSources, sourcesOptionsFromEnv, sourcesReport } from './sources.js';
 import { benchTunnel, tunnelOptionsFromEnv, tunnelReport } from './tunnel.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel', 'sources'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -94,4 +95,12 @@ if (selected('tunnel')) {
       ' BENCH_TUNNEL_REFRESH_S: see bench/tunnel.ts)',
   );
   for (const line of tunnelReport(await benchTunnel(tunnelOptionsFromEnv()))) console.log(line);
+}
+
+if (selected('sources')) {
+  console.log(
+    '\nmcastctl daemon forwarding per source on one lab node: a source-specific join against a plain one, and the scale of' +
+      ' many sources (BENCH_SOURCES_JOINS, BENCH_SOURCES_PODS, BENCH_SOURCES_GROUPS, BENCH_SOURCES_SOURCES: see bench/sources.ts)',
+  );
+  for (const line of sourcesReport(await benchSources(sourcesOptionsFromEnv()))) console.log(line);
 }

@@ -2,9 +2,10 @@
  * The kernel side of the daemon (Antrea's route client): this network namespace's
  * multicast router. It holds MRT_INIT, gives the gateway and each multicast interface
  * a VIF, turns the kernel's NOCACHE upcalls into (S,G) entries (RoutePolicy decides),
- * keeps the inbound entries' outgoing VIF in step with the group's local members,
- * removes entries whose packet counters stopped moving, and joins each group with
- * local members on every multicast interface, so that the network upstream sends it.
+ * keeps the inbound entries' outgoing VIF in step with the group's local members and the
+ * sources they want, removes entries whose packet counters stopped moving, and joins each
+ * group with local members on every multicast interface with their source filter
+ * (upstream-memberships.ts), so that the network upstream sends it those sources.
  *
  * Static VIFs and routes that `mcastctl install --source` left (docs/architecture.md: they stay, and
  * forward only while a router runs) are kept: the daemon takes free VIF numbers, reuses
@@ -14,7 +15,9 @@ import { readFileSync } from 'node:fs';
 import { McastError } from '../errors.js';
 import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
 import type { Upcall } from '../protocol/mroute/igmpmsg.js';
-import { ifindexOf, MrouteError, MrouteSocket } from '../transport/mroute-socket.js';
+import { ifindexOf, MrouteSocket } from '../transport/mroute-socket.js';
+import { admits, type SourceFilter } from '../domain/membership/source-filter.js';
+import { UpstreamMemberships } from './upstream-memberships.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
 import type { Ipv4Prefix } from '../domain/policy/ipv4-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
@@ -55,9 +58,12 @@ interface Route {
 }
 
 const DEFAULT_MAX_MEMBERSHIPS = 20;
+const DEFAULT_MAX_SOURCES = 10;
 
 export class KernelRouter {
   private readonly routes = new Map<string, Route>();
+  /** The sources each group's local members want, as setLocalMembers last told (none: any source). */
+  private readonly filters = new Map<string, SourceFilter>();
   private readonly policy: RoutePolicy;
   private readonly memberships: UpstreamMemberships;
   private readonly vifNames = new Map<number, string>();
@@ -78,7 +84,12 @@ export class KernelRouter {
       ...(options.tunnelledSources === undefined ? {} : { tunnelledSources: options.tunnelledSources }),
       clock: options.clock,
     });
-    this.memberships = new UpstreamMemberships(maxMemberships(), (error) => this.failed(error));
+    this.memberships = new UpstreamMemberships({
+      perSocket: ipv4Sysctl('igmp_max_memberships', DEFAULT_MAX_MEMBERSHIPS),
+      maxSources: ipv4Sysctl('igmp_max_msf', DEFAULT_MAX_SOURCES),
+      onFailure: (error) => this.failed(error),
+      onError: (error) => this.options.onError?.(error),
+    });
     for (const entry of [gateway, ...uplinks]) this.vifNames.set(entry.vif, entry.name);
     socket.onUpcall((upcall) => this.onUpcall(upcall));
     socket.onError((error) => this.failed(error));
@@ -132,20 +143,29 @@ export class KernelRouter {
   }
 
   /**
-   * The group's local members changed from none to some or back: re-point its inbound
-   * entries, then join or leave it upstream. Throws if the kernel refuses a join (the
-   * caller's sync is retried; joins already made are kept and not repeated).
+   * The group's local members, or the sources they want (`filter`: the merge of their
+   * filters; absent: any source), changed: re-point its inbound entries, so that only the
+   * sources wanted reach the gateway, then join, refilter or leave it upstream. Throws if
+   * the kernel refuses a join (the caller's sync is retried; what was set is kept and not repeated).
    */
-  setLocalMembers(group: string, present: boolean): void {
+  setLocalMembers(group: string, present: boolean, filter?: SourceFilter): void {
+    if (present && filter !== undefined) this.filters.set(group, filter);
+    else this.filters.delete(group);
     for (const route of this.routes.values()) {
       if (route.group !== group || !this.policy.isInbound(route.iif)) continue;
-      const oifs = this.policy.inboundOifs(route.source, present);
+      const oifs = this.policy.inboundOifs(route.source, present && this.wanted(group, route.source));
       if (!sameVifs(route.oifs, oifs)) this.addRoute({ ...route, oifs });
     }
     for (const uplink of this.uplinks) {
-      if (present) this.memberships.join(group, uplink.ifindex);
+      if (present) this.memberships.join(group, uplink.ifindex, filter);
       else this.memberships.leave(group, uplink.ifindex);
     }
+  }
+
+  /** Whether the local members of `group` want `source` (no filter told: any source). */
+  private wanted(group: string, source: SourceAddress): boolean {
+    const filter = this.filters.get(group);
+    return filter === undefined || admits(filter, source);
   }
 
   /** Removes entries idle for the idle timeout (their packet counts did not move). */
@@ -195,7 +215,8 @@ export class KernelRouter {
     // A packet the kernel holds for an (S,G) whose source is no unicast address (spoofed): no route for it.
     const key = sourceGroupOf(upcall.source, upcall.group);
     if (key === undefined) return;
-    const decision = this.policy.onNoCache({ ...key, vif: upcall.vif }, this.options.hasLocalMembers(key.group));
+    const wanted = this.options.hasLocalMembers(key.group) && this.wanted(key.group, key.source);
+    const decision = this.policy.onNoCache({ ...key, vif: upcall.vif }, wanted);
     if (decision.action === 'ignore') return;
     this.addRoute({ source: decision.source, group: decision.group, iif: decision.iif, oifs: decision.oifs });
   }
@@ -219,75 +240,13 @@ export class KernelRouter {
   }
 }
 
-/**
- * Upstream group memberships, spread over as many raw sockets as needed: the kernel
- * lets one socket hold only net.ipv4.igmp_max_memberships of them (20 by default).
- */
-class UpstreamMemberships {
-  private readonly sockets: Array<{ socket: MrouteSocket; count: number; full: boolean }> = [];
-  private readonly holder = new Map<string, { socket: MrouteSocket; count: number; full: boolean }>();
-
-  constructor(
-    private readonly perSocket: number,
-    private readonly onFailure: (error: McastError) => void,
-  ) {}
-
-  join(group: string, ifindex: number): void {
-    const key = `${group}|${ifindex}`;
-    if (this.holder.has(key)) return;
-    for (;;) {
-      let slot = this.sockets.find((entry) => !entry.full && entry.count < this.perSocket);
-      if (slot === undefined) {
-        const socket = MrouteSocket.open({ init: false });
-        socket.onError((error) => this.onFailure(error));
-        slot = { socket, count: 0, full: false };
-        this.sockets.push(slot);
-      }
-      try {
-        slot.socket.joinGroup({ group, ifindex });
-      } catch (error) {
-        // The kernel's per-socket limit came sooner than counted (a leave that failed
-        // earlier still holds a place): use another socket.
-        if (error instanceof MrouteError && error.errno === 'ENOBUFS' && slot.count > 0) {
-          slot.full = true;
-          continue;
-        }
-        throw error;
-      }
-      slot.count++;
-      this.holder.set(key, slot);
-      return;
-    }
-  }
-
-  leave(group: string, ifindex: number): void {
-    const key = `${group}|${ifindex}`;
-    const slot = this.holder.get(key);
-    if (slot === undefined) return;
-    try {
-      slot.socket.leaveGroup({ group, ifindex });
-    } catch (error) {
-      // Not a member there any more (the interface went and came back): the goal holds.
-      if (!(error instanceof MrouteError && error.errno === 'EADDRNOTAVAIL')) throw error;
-    }
-    this.holder.delete(key);
-    slot.count--;
-    slot.full = false;
-  }
-
-  close(): void {
-    for (const slot of this.sockets) slot.socket.close();
-    this.sockets.length = 0;
-    this.holder.clear();
-  }
-}
-
-function maxMemberships(): number {
+/** A positive integer sysctl of net.ipv4 (read once, at start), or `fallback` when it cannot be read. */
+function ipv4Sysctl(name: string, fallback: number): number {
   try {
-    const value = Number(readFileSync('/proc/sys/net/ipv4/igmp_max_memberships', 'utf8').trim());
-    return Number.isInteger(value) && value > 0 ? value : DEFAULT_MAX_MEMBERSHIPS;
+    const value = Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim());
+    return Number.isInteger(value) && value > 0 ? value : fallback;
   } catch {
-    return DEFAULT_MAX_MEMBERSHIPS;
+    return fallback;
   }
 }
 

@@ -8,7 +8,10 @@
  * "learned" cookie flag are the daemon's: never changed or removed here (a declared
  * group the daemon has learned is a conflict, reported). Every other group of ours
  * (our cookie, our group-id range) is reconcile's: added, changed or removed to match
- * the file. Flows of other controllers and our non-group flows (the daemon's IGMP,
+ * the file. A group's (S,G) entries are entries of their own, each keyed by its forwarding
+ * key: one can be missing, differ or be undeclared while the group's (*,G) entry is right.
+ * Ownership stays per group: a declared (S,G) entry of a group the daemon learned is a
+ * conflict too. Flows of other controllers and our non-group flows (the daemon's IGMP,
  * link-local and gateway flows) are left alone. Kernel routes: the daemon's own (S,G)
  * entries (listed by its control socket) are left alone; every other entry is static
  * and must be declared.
@@ -16,13 +19,16 @@
 import type { PipelineChange } from './pipeline/plan.js';
 import { planInstall, planUninstall } from './pipeline/plan.js';
 import type { FlowEntry, GroupMembership, InstalledPipeline, MulticastPipeline } from './pipeline/multicast-pipeline.js';
-import { compareAddresses, type GroupAddress } from '../wire/ip-address.js';
+import { compareAddresses, type GroupAddress, type SourceAddress } from '../wire/ip-address.js';
+import { type ForwardingTarget, forwardingKey } from './pipeline/forwarding-key.js';
 
 type DriftAction = 'add' | 'remove' | 'change';
 
 export interface GroupDrift {
   object: 'group';
   group: GroupAddress;
+  /** Present: the drift of the group's (S,G) entry for this source. */
+  source?: SourceAddress;
   action: DriftAction;
   /** Member ports on the switch now, and as declared (OpenFlow port numbers). */
   before: number[];
@@ -43,7 +49,7 @@ export interface StrayGroupDrift {
 export interface GroupReconcilePlan {
   drift: Array<GroupDrift | StrayGroupDrift>;
   /** Declared groups that cannot be made true here, and why (another controller's flow, the daemon's group). */
-  conflicts: Array<{ group: GroupAddress; problem: string }>;
+  conflicts: Array<{ group: GroupAddress; source?: SourceAddress; problem: string }>;
   /** Groups the daemon learned, left alone. */
   learnedGroups: GroupAddress[];
   /** Declared groups already right. */
@@ -64,31 +70,32 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
   const conflicts: GroupReconcilePlan['conflicts'] = [];
   const wanted: GroupMembership[] = [];
   for (const membership of declared) {
-    if (learned.has(membership.group))
-      conflicts.push({ group: membership.group, problem: 'the daemon learned this group and programs it; reconcile leaves it to the daemon' });
-    else wanted.push(membership);
+    if (learned.has(membership.group)) {
+      const problem = 'the daemon learned this group and programs it; reconcile leaves it to the daemon';
+      conflicts.push({ ...targetOf(membership), problem });
+    } else wanted.push(membership);
   }
   // Reconcile's view of the switch: its own groups only (the daemon's are not there to change).
   const own: InstalledPipeline = { ...installed, groups: installed.groups.filter((group) => !group.learned) };
-  const byGroup = new Map(own.groups.map((group) => [group.group, group]));
+  const byKey = new Map(own.groups.map((group) => [forwardingKey(group), group]));
   const drift: GroupReconcilePlan['drift'] = [];
   let inSync = 0;
   for (const plan of planInstall(pipeline, wanted, own, foreignFlows)) {
     if (plan.outcome === 'conflict') {
-      conflicts.push({ group: plan.group, problem: plan.problem ?? 'conflict' });
+      conflicts.push({ ...targetOf(plan), problem: plan.problem ?? 'conflict' });
       continue;
     }
     if (plan.changes.length === 0) {
       inSync++;
       continue;
     }
-    const current = byGroup.get(plan.group);
+    const current = byKey.get(forwardingKey(plan));
     const before = current?.ports ?? [];
     // No flow, but its OVS group is there (a flow deleted by hand): a change, not an add.
     const flowOnly = current === undefined && plan.changes.some((change) => change.op === 'modify-group');
     drift.push({
       object: 'group',
-      group: plan.group,
+      ...targetOf(plan),
       action: current === undefined && !flowOnly ? 'add' : 'change',
       before,
       after: plan.ports,
@@ -100,12 +107,12 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
       changes: plan.changes,
     });
   }
-  const declaredGroups = new Set(declared.map((membership) => membership.group));
-  const extra = own.groups.filter((group) => !declaredGroups.has(group.group)).map((group) => group.group);
+  const declaredKeys = new Set(declared.map(forwardingKey));
+  const extra = own.groups.filter((group) => !declaredKeys.has(forwardingKey(group))).map(targetOf);
   for (const plan of planUninstall(extra, own)) {
     drift.push({
       object: 'group',
-      group: plan.group,
+      ...targetOf(plan),
       action: 'remove',
       before: plan.ports,
       after: [],
@@ -130,6 +137,11 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
   return { drift, conflicts, learnedGroups: [...learned].sort(compareAddresses), inSync };
 }
 
+/** The group and, for an (S,G) entry, the source: no `source` key at all for a (*,G) one. */
+function targetOf(entry: ForwardingTarget): ForwardingTarget {
+  return entry.source === undefined ? { group: entry.group } : { group: entry.group, source: entry.source };
+}
+
 function describeChange(problem: string | undefined, before: readonly number[], after: readonly number[]): string {
   if (problem !== undefined) return problem;
   const added = after.filter((port) => !before.includes(port));
@@ -141,9 +153,15 @@ function describeChange(problem: string | undefined, before: readonly number[], 
 }
 
 function compareDrift(a: GroupDrift | StrayGroupDrift, b: GroupDrift | StrayGroupDrift): number {
-  if (a.object === 'group' && b.object === 'group') return compareAddresses(a.group, b.group);
+  if (a.object === 'group' && b.object === 'group') return compareAddresses(a.group, b.group) || compareSources(a.source, b.source);
   if (a.object === 'stray-group' && b.object === 'stray-group') return a.groupId - b.groupId;
   return a.object === 'group' ? -1 : 1;
+}
+
+/** A group's (*,G) entry before its (S,G) entries, and those by source. */
+function compareSources(a: SourceAddress | undefined, b: SourceAddress | undefined): number {
+  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? -1 : 1;
+  return compareAddresses(a, b);
 }
 
 /**

@@ -8,7 +8,9 @@
  * - outbound: traffic from a pod (arriving on the gateway VIF) goes out of every
  *   multicast interface (the uplinks), so receivers elsewhere get it;
  * - inbound: traffic from outside (arriving on a multicast interface) goes to the
- *   gateway only while the group has members on this node. Without members the entry
+ *   gateway only while the group has members on this node that want its source (the
+ *   caller's `groupHasLocalMembers` is "members whose merged IGMPv3 filter admits this
+ *   source": a source no local member asks for is not routed in). Without them the entry
  *   is still added, with no outgoing VIF: the kernel then drops the traffic without
  *   queueing it or asking again, and the entry gets the gateway the moment a member
  *   joins (inboundOifs), instead of after the kernel's 10 s unresolved-entry timeout;
@@ -67,7 +69,7 @@ export class RoutePolicy {
     this.idleTimeout = ms;
   }
 
-  /** What to do with a NOCACHE upcall for (source, group) that arrived on `vif`. */
+  /** What to do with a NOCACHE upcall for (source, group) that arrived on `vif`; `groupHasLocalMembers`: local members want this source. */
   onNoCache(upcall: SourceGroupKey & { vif: number }, groupHasLocalMembers: boolean): RouteDecision {
     const { gatewayVif, uplinkVifs } = this.options;
     if (upcall.vif === gatewayVif) {
@@ -104,7 +106,7 @@ export class RoutePolicy {
     return idle;
   }
 
-  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface) from `source`. */
+  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface) from `source`; `groupHasLocalMembers` as for onNoCache. */
   inboundOifs(source: SourceAddress, groupHasLocalMembers: boolean): number[] {
     return groupHasLocalMembers && !this.isTunnelled(source) ? [this.options.gatewayVif] : [];
   }

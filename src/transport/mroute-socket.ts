@@ -23,15 +23,16 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-import { McastError, PermissionError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
-import { parseIPv4 } from '../wire/ipv4-address.js';
-import { isMulticast } from '../wire/ip-address.js';
+import { McastError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
+import { checkAddress, checkTtl, checkVif } from '../protocol/mroute/arguments.js';
 import {
   IPPROTO_IGMP,
   IPPROTO_IP,
   IP_ADD_MEMBERSHIP,
   IP_DROP_MEMBERSHIP,
   MAXVIFS,
+  MCAST_JOIN_SOURCE_GROUP,
+  MCAST_MSFILTER,
   MRT_ADD_MFC,
   MRT_ADD_VIF,
   MRT_DEL_MFC,
@@ -44,6 +45,8 @@ import {
   VIFF_USE_IFINDEX,
 } from '../protocol/mroute/constants.js';
 import { errnoOf } from '../protocol/mroute/errno.js';
+import { type Hints, MrouteError, mrouteError } from '../protocol/mroute/mroute-error.js';
+import { type FilterModeName, groupFilter, groupSourceReq } from '../protocol/mroute/group-req.js';
 import { kernelVifWidth, parseUpcall, type Upcall, type VifWidth } from '../protocol/mroute/igmpmsg.js';
 import * as ipMreqn from '../protocol/mroute/ip-mreqn.js';
 import * as mfcctl from '../protocol/mroute/mfcctl.js';
@@ -117,57 +120,17 @@ export interface Membership {
   ifindex: number;
 }
 
-/**
- * A kernel refusal other than a missing privilege or the held MRT_INIT: code 'io', exit 1,
- * with the errno name (EADDRINUSE, ENOENT, ...) for callers to match on.
- */
-export class MrouteError extends McastError {
-  override readonly name = 'MrouteError';
-  constructor(
-    message: string,
-    /** The errno name, when raw-socket's message could be mapped back to one. */
-    readonly errno: string | undefined,
-    options: { hint?: string; cause?: unknown } = {},
-  ) {
-    super('io', message, undefined, options);
-  }
+export interface SourceMembership extends Membership {
+  source: string;
 }
 
-/** Per-errno hints of one operation. */
-type Hints = Partial<Record<string, string>>;
-
-const PERMISSION_HINT = 'multicast routing needs CAP_NET_ADMIN (and CAP_NET_RAW for the raw IGMP socket): run as root';
-
-/** Turns a raw-socket failure into the project's typed error. */
-function mrouteError(what: string, error: unknown, hints: Hints = {}): McastError {
-  if (error instanceof McastError) return error;
-  const errno = errnoOf(error);
-  const detail = error instanceof Error ? error.message : String(error);
-  const label = errno ?? detail;
-  switch (errno) {
-    case 'EPERM':
-    case 'EACCES':
-      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? PERMISSION_HINT})`, { hint: PERMISSION_HINT, cause: error });
-    default:
-      return new MrouteError(`${what}: ${label}${errno !== undefined ? ` (${detail})` : ''}`, errno, {
-        ...(errno !== undefined && hints[errno] !== undefined ? { hint: hints[errno] } : {}),
-        cause: error,
-      });
-  }
+/** A socket's whole source filter for one group on one interface (INCLUDE with no sources is a leave, for the kernel too). */
+export interface SourceFilterSetting extends Membership {
+  mode: FilterModeName;
+  sources: readonly string[];
 }
 
-function checkVif(vif: number, what = 'VIF'): void {
-  if (!Number.isInteger(vif) || vif < 0 || vif >= MAXVIFS) throw new UsageError(`invalid ${what} ${vif}: an integer from 0 to ${MAXVIFS - 1}`);
-}
-
-function checkTtl(ttl: number, what: string): void {
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 254) throw new UsageError(`invalid ${what} ${ttl}: an integer from 1 to 254`);
-}
-
-function checkAddress(address: string, what: string, multicast: boolean): void {
-  if (parseIPv4(address) === undefined) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an IPv4 address`, { code: 'bad-address' });
-  if (multicast && !isMulticast(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (224.0.0.0/4)`, { code: 'bad-address' });
-}
+export { MrouteError };
 
 /** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */
 export function ifindexOf(name: string): number {
@@ -359,6 +322,32 @@ export class MrouteSocket {
         ENODEV: `no interface has ifindex ${options.ifindex} in this network namespace (ip link)`,
       },
     );
+  }
+
+  /** MCAST_JOIN_SOURCE_GROUP: joins `group` on `ifindex` in INCLUDE mode with `source`, or adds `source` to such a membership. */
+  joinSourceGroup(options: SourceMembership): void {
+    checkAddress(options.group, 'group', true);
+    checkAddress(options.source, 'source', false);
+    const { group, source, ifindex } = options;
+    this.#set(`cannot join (${source}, ${group}) on ifindex ${ifindex}`, MCAST_JOIN_SOURCE_GROUP, groupSourceReq.encode({ group, source, ifindex }), {
+      EINVAL: `this socket is a member of ${group} there in EXCLUDE mode: change its filter (MCAST_MSFILTER) instead`,
+      ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
+      ENOBUFS: 'too many memberships on this socket (net.ipv4.igmp_max_memberships), or sources in its filter (net.ipv4.igmp_max_msf)',
+    });
+  }
+
+  /** MCAST_MSFILTER: replaces the socket's filter of `group` on `ifindex` (it must have joined it there); the kernel reports the change. */
+  setSourceFilter(options: SourceFilterSetting): void {
+    checkAddress(options.group, 'group', true);
+    for (const source of options.sources) checkAddress(source, 'source', false);
+    const { group, ifindex, mode } = options;
+    const bytes = groupFilter.encode({ group, ifindex, mode, sources: [...options.sources] });
+    this.#set(`cannot set the ${mode} filter of ${options.sources.length} sources for ${group} on ifindex ${ifindex}`, MCAST_MSFILTER, bytes, {
+      ENOBUFS: 'more sources than a filter may hold (net.ipv4.igmp_max_msf)',
+      EINVAL: `this socket has not joined ${group} there`,
+      EADDRNOTAVAIL: `this socket has not joined ${group} there`,
+      ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
+    });
   }
 
   /**

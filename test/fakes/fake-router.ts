@@ -4,6 +4,7 @@
  * idle route removed by a sweep, a failed routing socket).
  */
 import type { McastError } from '../../src/errors.js';
+import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
 import type { RouteView } from '../../src/transport/control/daemon-view.js';
 import type { RouteChange, RouterEvents, RouterPort } from '../../src/controllers/daemon/ports.js';
 import { type GroupAddress, groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
@@ -11,6 +12,8 @@ import { type GroupAddress, groupAddress, sourceAddress } from '../../src/wire/i
 export class FakeRouter implements RouterPort {
   /** Every setLocalMembers call, in order. */
   readonly localMembers: Array<{ group: GroupAddress; present: boolean }> = [];
+  /** The filter of each group with local members as the last setLocalMembers told it (none: any source). */
+  readonly localFilters = new Map<GroupAddress, SourceFilter>();
   readonly routes = new Map<string, RouteView>();
   /** Routes the next sweep finds idle and removes. */
   readonly idle = new Set<string>();
@@ -31,8 +34,10 @@ export class FakeRouter implements RouterPort {
     this.events = events;
   }
 
-  setLocalMembers(group: GroupAddress, present: boolean): void {
+  setLocalMembers(group: GroupAddress, present: boolean, filter?: SourceFilter): void {
     this.localMembers.push({ group, present });
+    if (present && filter !== undefined) this.localFilters.set(group, filter);
+    else this.localFilters.delete(group);
   }
 
   /** Whether the loop says `group` has members on this node now. */

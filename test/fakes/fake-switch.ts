@@ -1,13 +1,14 @@
 /**
  * A bridge over OpenFlow, in memory, as the daemon's loop sees it (SwitchPort): it keeps
- * each group's ports as OVS would, records every change that reached it, can refuse the
+ * each group's ports as OVS would (its (S,G) entries too), records every change that reached it, can refuse the
  * next syncs, holds groups installed statically, and emits packet-ins and reconnections.
  */
 import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
-import type { SwitchPort } from '../../src/controllers/daemon/ports.js';
+import type { SwitchPort, WantedForwarding } from '../../src/controllers/daemon/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
-import { compareAddresses, type GroupAddress, type HostAddress } from '../../src/wire/ip-address.js';
+import type { SourcePorts } from '../../src/domain/pipeline/source-split.js';
+import { compareAddresses, type GroupAddress, type HostAddress, type SourceAddress } from '../../src/wire/ip-address.js';
 
 export interface AppliedGroup {
   group: GroupAddress;
@@ -15,6 +16,8 @@ export interface AppliedGroup {
   outcome: GroupOutcome;
   /** Tunnel mode: the peers it was synced with (sorted, once each), and the tunnel port. */
   tunnel?: { ofport: number; peers: HostAddress[] };
+  /** Its (S,G) entries, when it has some: each source's ports (sorted), by source. */
+  sources?: SourcePorts[];
 }
 
 /** One sendToPeers call. */
@@ -26,8 +29,12 @@ export interface PeerFrame {
 
 export class FakeSwitch implements SwitchPort {
   connected = true;
-  /** What the switch forwards now: learned groups, by group. */
+  /** What the switch forwards now: learned groups, by group, with every port any of their entries reaches. */
   readonly groups = new Map<GroupAddress, number[]>();
+  /** The ports of each learned group's (*,G) entry now: those of every source its (S,G) entries leave out. */
+  readonly everySource = new Map<GroupAddress, number[]>();
+  /** The (S,G) entries of each learned group now, by source (groups without any are absent). */
+  readonly sources = new Map<GroupAddress, SourcePorts[]>();
   /** Tunnel mode: the peers each learned group goes to now (groups without peers are absent). */
   readonly peers = new Map<GroupAddress, HostAddress[]>();
   /** Groups installed statically (install, reconcile), with their ports. */
@@ -65,7 +72,16 @@ export class FakeSwitch implements SwitchPort {
   /** A group the daemon installed in an earlier run (read back by refresh); in tunnel mode with its peers. */
   preinstall(group: GroupAddress, ports: number[], peers: readonly HostAddress[] = []): void {
     this.groups.set(group, sorted(ports));
+    this.everySource.set(group, sorted(ports));
     if (peers.length > 0) this.peers.set(group, sortedPeers(peers));
+  }
+
+  /** The (S,G) entries of a group the daemon installed in an earlier run (with preinstall for its (*,G) ports). */
+  preinstallSources(group: GroupAddress, sources: readonly SourcePorts[]): void {
+    const ports = this.everySource.get(group) ?? [];
+    this.everySource.set(group, ports);
+    this.sources.set(group, sortedSources(sources));
+    this.groups.set(group, reached(ports, sources));
   }
 
   async refresh(): Promise<void> {
@@ -76,32 +92,51 @@ export class FakeSwitch implements SwitchPort {
     return [...this.groups.keys(), ...this.staticGroups.keys()];
   }
 
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
-    return [...this.groups].map(([group, ports]) => {
+  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[]; sources?: SourcePorts[] }> {
+    return [...this.everySource].map(([group, ports]) => {
       const peers = this.peers.get(group);
-      return { group, ports: [...ports], ...(peers === undefined ? {} : { peers: [...peers] }) };
+      const sources = this.sources.get(group);
+      return {
+        group,
+        ports: [...ports],
+        ...(peers === undefined ? {} : { peers: [...peers] }),
+        ...(sources === undefined ? {} : { sources: sortedSources(sources) }),
+      };
     });
   }
 
-  async syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
+  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
+    return this.syncForwarding({ group, ports, bySource: [], ...(tunnel === undefined ? {} : { tunnel }) });
+  }
+
+  async syncForwarding({ group, ports, bySource, tunnel }: WantedForwarding): Promise<GroupOutcome> {
     const peers = sortedPeers(tunnel?.peers ?? []);
-    const removing = ports.length === 0 && peers.length === 0;
+    const sources = sortedSources(bySource);
+    const removing = ports.length === 0 && peers.length === 0 && sources.length === 0;
     if (this.staticGroups.has(group)) {
       if (removing) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`);
     }
-    const current = this.groups.get(group);
+    const current = this.everySource.get(group);
     const wanted = sorted(ports);
     if (removing && current === undefined) return 'absent';
     const sameTunnel = peers.length === 0 || this.tunnelPorts.get(group) === tunnel?.ofport;
-    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers) && sameTunnel) return 'unchanged';
+    const sameEntries = sameSources(this.sources.get(group) ?? [], sources);
+    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers) && sameTunnel && sameEntries) return 'unchanged';
     if (this.failures > 0) {
       this.failures--;
       throw new McastError('refused', `OVS refused 2 of 2 changes for group ${group}: OFPGMFC_GROUP_EXISTS`);
     }
     const outcome: GroupOutcome = removing ? 'removed' : current === undefined ? 'added' : 'updated';
-    if (removing) this.groups.delete(group);
-    else this.groups.set(group, wanted);
+    if (removing) {
+      this.groups.delete(group);
+      this.everySource.delete(group);
+    } else {
+      this.groups.set(group, reached(wanted, sources));
+      this.everySource.set(group, wanted);
+    }
+    if (sources.length === 0) this.sources.delete(group);
+    else this.sources.set(group, sources);
     if (peers.length === 0) {
       this.peers.delete(group);
       this.tunnelPorts.delete(group);
@@ -109,7 +144,13 @@ export class FakeSwitch implements SwitchPort {
       this.peers.set(group, peers);
       this.tunnelPorts.set(group, tunnel!.ofport);
     }
-    this.applied.push({ group, ports: wanted, outcome, ...(tunnel === undefined ? {} : { tunnel: { ofport: tunnel.ofport, peers } }) });
+    this.applied.push({
+      group,
+      ports: wanted,
+      outcome,
+      ...(tunnel === undefined ? {} : { tunnel: { ofport: tunnel.ofport, peers } }),
+      ...(sources.length === 0 ? {} : { sources }),
+    });
     return outcome;
   }
 
@@ -171,6 +212,8 @@ export class FakeSwitch implements SwitchPort {
     this.connected = false;
     for (const listener of this.disconnectListeners) listener(new Error('connection reset'));
     this.groups.clear();
+    this.everySource.clear();
+    this.sources.clear();
     this.peers.clear();
     this.tunnelPorts.clear();
     this.ports.clear();
@@ -181,6 +224,19 @@ export class FakeSwitch implements SwitchPort {
 
 function sorted(ports: readonly number[]): number[] {
   return [...ports].sort((a, b) => a - b);
+}
+
+/** Every port the entries of a group reach. */
+function reached(ports: readonly number[], sources: readonly SourcePorts[]): number[] {
+  return sorted([...new Set([...ports, ...sources.flatMap((entry) => entry.ports)])]);
+}
+
+function sortedSources(sources: ReadonlyArray<{ source: SourceAddress; ports: readonly number[] }>): SourcePorts[] {
+  return sources.map(({ source, ports }) => ({ source, ports: sorted(ports) })).sort((a, b) => compareAddresses(a.source, b.source));
+}
+
+function sameSources(a: readonly SourcePorts[], b: readonly SourcePorts[]): boolean {
+  return a.length === b.length && a.every((entry, index) => entry.source === b[index]!.source && same(entry.ports, b[index]!.ports));
 }
 
 function sortedPeers(peers: readonly HostAddress[]): HostAddress[] {

@@ -315,6 +315,35 @@ describe('OpenFlow connection (fake switch)', () => {
     );
   });
 
+  it('batch: batches asked for while two barriers are unanswered share the next barrier, each whole and in order, errors by their own index', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint });
+    const held: OpenFlowMessage[] = [];
+    sw.handler = (link, message) => {
+      if (message.type === 'FLOW_MOD' && message.cookie === 31n) link.send(errorReply(message, 5, 1));
+      if (message.type !== 'BARRIER_REQUEST') return message.type === 'FLOW_MOD';
+      held.push(message); // answered below, once every batch is asked for
+      return true;
+    };
+    const batchOf = (n: number) =>
+      [0, 1].map((i) => flowMod({ cookie: BigInt(n * 10 + i), priority: 100, match: [{ field: 'IN_PORT', value: n * 10 + i + 1 }] }));
+    const results = [1, 2, 3, 4, 5].map((n) => connection.batch(batchOf(n)));
+    await sleep(50);
+    assert.equal(held.length, 2, 'the first two went at once, each with its barrier; the others wait');
+    for (const barrier of held.splice(0)) sw.last.send({ type: 'BARRIER_REPLY', xid: barrier.xid });
+    await sleep(50);
+    assert.equal(held.length, 1, 'the three that waited went together, behind one barrier');
+    sw.last.send({ type: 'BARRIER_REPLY', xid: held[0]!.xid });
+    const settled = await Promise.all(results);
+    assert.deepEqual(
+      settled.map(({ errors }) => [...errors.keys()]),
+      [[], [], [1], [], []],
+      'the error is the third batch’s second message',
+    );
+    const cookies = sw.last.received.flatMap((message) => (message.type === 'FLOW_MOD' ? [message.cookie] : []));
+    assert.deepEqual(cookies, [10n, 11n, 20n, 21n, 30n, 31n, 40n, 41n, 50n, 51n]);
+  });
+
   it('batch: waits for the socket to drain (backpressure) and still delivers everything in order', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });

@@ -88,7 +88,8 @@ describe('the SSM rule on the membership table', () => {
     record('ALLOW_NEW_SOURCES', other, [S2]);
     record('BLOCK_OLD_SOURCES', other, [S1]);
     assert.deepEqual(table.snapshot().find((group) => group.group === other)?.members[0]?.filter, { mode: 'include', sources: [S2] });
-    assert.deepEqual(record('CHANGE_TO_INCLUDE_MODE', other, [S1]), []);
+    // A change of filter alone changes what is forwarded: the group is synced again.
+    assert.deepEqual(record('CHANGE_TO_INCLUDE_MODE', other, [S1]), [{ kind: 'members', group: other, ports: [5] }]);
     assert.deepEqual(refusals, []);
   });
 

@@ -6,24 +6,18 @@
  * disturbing forwarding. The read-back is the one the commands use (./read-back.ts).
  */
 import { McastError } from '../../errors.js';
-import { compareAddresses, type GroupAddress, type HostAddress } from '../../wire/ip-address.js';
+import type { GroupAddress } from '../../wire/ip-address.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
-import type {
-  FlowEntry,
-  GroupForwarding,
-  GroupMembership,
-  InstalledGroup,
-  MulticastPipeline,
-  TunnelMembers,
-} from '../../domain/pipeline/multicast-pipeline.js';
+import type { FlowEntry, MulticastPipeline, TunnelMembers } from '../../domain/pipeline/multicast-pipeline.js';
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
-import { planInstall, planUninstall, type GroupOutcome, type PipelineChange } from '../../domain/pipeline/plan.js';
+import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
 import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
 import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
 import type { MeterSelector } from '../../transport/openflow/meters.js';
 import { readInstalled, type PipelineReader } from './read-back.js';
+import { InstalledForwarding, planForwarding, type ForwardingWanted, type LearnedForwarding } from './forwarding-sync.js';
 
 /** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
 export interface ProgrammerConnection extends PipelineReader {
@@ -33,7 +27,7 @@ export interface ProgrammerConnection extends PipelineReader {
 }
 
 export class OvsProgrammer {
-  private installed = new Map<GroupAddress, InstalledGroup>();
+  private installed = new InstalledForwarding();
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   private groupIds = new Set<number>();
   private otherFlows: FlowEntry[] = [];
@@ -60,10 +54,12 @@ export class OvsProgrammer {
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
   async refresh(): Promise<void> {
     const { pipeline, foreignFlows, groupIds, meters } = await readInstalled(this.openflow, this.pipeline);
-    this.installed = new Map(pipeline.groups.map((group) => [group.group, group]));
-    for (const group of pipeline.groups) {
-      if (group.learned) this.staticGroups.delete(group.group);
-      else this.staticGroups.add(group.group);
+    this.installed = new InstalledForwarding(pipeline.groups);
+    // Any static entry of a group, (*,G) or (S,G), makes the group the operator's.
+    const staticNow = new Set(pipeline.groups.filter((entry) => !entry.learned).map((entry) => entry.group));
+    for (const { group } of pipeline.groups) {
+      if (staticNow.has(group)) this.staticGroups.add(group);
+      else this.staticGroups.delete(group);
     }
     this.groupIds = groupIds;
     this.otherFlows = pipeline.otherFlows.filter((flow) => portOfFlow(this.pipeline, flow) === undefined);
@@ -125,14 +121,15 @@ export class OvsProgrammer {
 
   /** The groups whose forwarding of ours is on the switch. */
   get installedGroups(): GroupAddress[] {
-    return [...this.installed.keys()];
+    return this.installed.groups;
   }
 
-  /** The groups the daemon itself installed (its cookie flag), with their member ports then, and in tunnel mode their peers. */
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
-    return [...this.installed.values()]
-      .filter((group) => group.learned)
-      .map(({ group, ports, peers }) => ({ group, ports, ...(peers === undefined ? {} : { peers: [...peers] }) }));
+  /**
+   * The groups the daemon itself installed (its cookie flag), with the ports of their
+   * (*,G) entry then, in tunnel mode their peers, and the ports of each (S,G) entry.
+   */
+  get learnedGroups(): LearnedForwarding[] {
+    return this.installed.learned;
   }
 
   /**
@@ -173,37 +170,33 @@ export class OvsProgrammer {
    * Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). In
    * tunnel mode (`tunnel`) also to each of its peers through the tunnel port, in the
    * tunnel layout (tunnel-layout.ts), with the gateway installBase was last given in link
-   * 0; the group goes when it has neither ports nor peers.
+   * 0; the group goes when it has neither ports nor peers. Its (S,G) entries go too.
    */
-  async syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: TunnelMembers): Promise<GroupOutcome> {
-    const current = this.installed.get(group);
-    const wanted = ports.length > 0 || (tunnel?.peers.length ?? 0) > 0;
+  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: TunnelMembers): Promise<GroupOutcome> {
+    return this.syncForwarding({ group, ports, bySource: [], ...(tunnel === undefined ? {} : { tunnel }) });
+  }
+
+  /**
+   * syncGroup with the group's (S,G) entries: each source of `bySource` to its own ports,
+   * every other source to `ports`; the group's (S,G) entries not named there go, and
+   * their group id slots with them. One batch, planned in forwarding-sync.ts.
+   */
+  async syncForwarding(wanted: ForwardingWanted): Promise<GroupOutcome> {
+    const { group } = wanted;
+    const current = this.installed.of(group);
+    const isWanted = wanted.ports.length > 0 || wanted.bySource.length > 0 || (wanted.tunnel?.peers.length ?? 0) > 0;
     // A group declared with `install` (or `reconcile`) is theirs, not the daemon's: the
-    // two never write the same group (see mcastctl-reconcile(1)).
-    if ((current !== undefined && !current.learned) || (current === undefined && this.staticGroups.has(group))) {
-      if (!wanted) return 'absent';
+    // two never write the same group (see mcastctl-reconcile(1)). Any static entry of
+    // the group, (*,G) or (S,G), makes the whole group theirs.
+    if (current.some((entry) => !entry.learned) || (current.length === 0 && this.staticGroups.has(group))) {
+      if (!isWanted) return 'absent';
       throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
         hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
       });
     }
-    const membership: GroupMembership = {
-      group,
-      ports,
-      learned: true,
-      ...(tunnel === undefined ? {} : { tunnel, ...(this.gatewayOfport === undefined ? {} : { gateway: this.gatewayOfport }) }),
-    };
-    const forwarding = wanted ? this.pipeline.forwarding(membership) : undefined;
-    // Ids of the wanted chain that are on the switch though this group's flow does not
-    // reach them (left by a failed sync): they must be modified, not added.
-    const chain = this.chainIds(current);
-    const strayGroups = (forwarding?.groups ?? [])
-      .filter((entry) => this.groupIds.has(entry.groupId) && !chain.has(entry.groupId))
-      .map(({ groupId }) => ({ groupId, buckets: [] }));
-    const installedView = { groups: current === undefined ? [] : [current], otherFlows: [], strayGroups };
-    const [plan] = wanted ? planInstall(this.pipeline, [membership], installedView, this.foreignFlows) : planUninstall([group], installedView);
-    if (plan?.outcome === 'conflict')
-      throw new McastError('conflict', `group ${group} not programmed: ${plan.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
-    if (plan === undefined || plan.changes.length === 0) return plan?.outcome ?? 'unchanged';
+    const { pipeline, groupIds, foreignFlows, gatewayOfport } = this;
+    const plan = planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport });
+    if (plan.changes.length === 0) return plan.outcome;
     try {
       await this.apply(plan.changes, `group ${group}`);
     } catch (error) {
@@ -215,13 +208,12 @@ export class OvsProgrammer {
       if (change.op === 'add-group' || change.op === 'modify-group') this.groupIds.add(change.entry.groupId);
       else if (change.op === 'delete-group') this.groupIds.delete(change.groupId);
     }
-    if (forwarding === undefined) {
-      this.installed.delete(group);
+    for (const target of plan.removed) {
+      this.installed.delete(target);
       // Its entries are gone from the switch: the slot may go to another group.
-      this.pipeline.groupIds.release(group);
-    } else {
-      this.installed.set(group, installedOf(forwarding));
+      this.pipeline.groupIds.releaseTarget(target);
     }
+    for (const entry of plan.installed) this.installed.set(entry);
     return plan.outcome;
   }
 
@@ -237,10 +229,6 @@ export class OvsProgrammer {
     );
   }
 
-  private chainIds(current: InstalledGroup | undefined): Set<number> {
-    return new Set((current?.groups ?? []).map((entry) => entry.groupId));
-  }
-
   private async apply(changes: readonly PipelineChange[], what: string): Promise<void> {
     if (changes.length === 0) return;
     const { errors } = await this.openflow.batch(changes.map(changeMessage));
@@ -252,43 +240,17 @@ export class OvsProgrammer {
   }
 }
 
-/**
- * What the read-back would make of `forwarding` once it is on the switch (readInstalled
- * in multicast-pipeline.ts): the chain head first, the ports of its output buckets (the
- * gateway's too), the peers of its tunnel buckets and the ingress flows, so that the next
- * sync of the same members plans nothing.
- */
-function installedOf(forwarding: GroupForwarding): InstalledGroup {
-  const groups = [...forwarding.groups].reverse();
-  const ports: number[] = [];
-  const peers: HostAddress[] = [];
-  for (const bucket of groups.flatMap((entry) => entry.buckets)) {
-    if (bucket.type !== 'output') continue;
-    if (bucket.tunnelDestination === undefined) ports.push(bucket.port);
-    else peers.push(bucket.tunnelDestination);
-  }
-  const ingress = forwarding.ingress ?? [];
-  return {
-    group: forwarding.group,
-    ports: ports.sort((a, b) => a - b),
-    flow: forwarding.flow,
-    groups,
-    learned: true,
-    ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
-    ...(ingress.length === 0 ? {} : { ingress: [...ingress].sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1)) }),
-  };
-}
-
 /** Two flows that are the same entry of a table: table, priority and match. */
 function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
   return a.table === b.table && a.priority === b.priority && JSON.stringify(a.match) === JSON.stringify(b.match);
 }
 
 function describeMatch(flow: FlowEntry): string {
-  const { inPort, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
+  const { inPort, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
   const parts = [
     inPort === undefined ? '' : `in_port=${inPort}`,
     ipProto === undefined ? '' : `nw_proto=${ipProto}`,
+    ipv4Src === undefined ? '' : `nw_src=${ipv4Src}`,
     ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`,
   ];
   return `ip${parts

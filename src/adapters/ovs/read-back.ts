@@ -16,6 +16,7 @@ import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../protocol/openflow/limits
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import { MulticastPipeline, type FlowEntry, type InstalledPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import { flowEntryOf, flowSlotOf, groupEntryOf } from '../../domain/pipeline/openflow-entries.js';
+import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 
 /** What the read-back uses of an OpenFlow connection (OpenFlowConnection has it). */
 export interface PipelineReader {
@@ -31,7 +32,7 @@ interface FlowCounters {
 
 export interface InstalledState {
   pipeline: InstalledPipeline;
-  /** Packet and byte counts of each group's flow. */
+  /** Packet and byte counts of each entry's flow, by its forwarding key: the group for (*,G), `S>G` for (S,G). */
   counters: Map<string, FlowCounters>;
   /** Flows of others in our table that have the shape of ours: ours must never take their place (OFPFC_ADD would). */
   foreignFlows: FlowEntry[];
@@ -79,7 +80,7 @@ export async function readInstalled(openflow: PipelineReader, pipeline: Multicas
   const counters = new Map<string, FlowCounters>();
   for (const group of installed.groups) {
     const flowCounters = countersByFlow.get(group.flow);
-    if (flowCounters !== undefined) counters.set(group.group, flowCounters);
+    if (flowCounters !== undefined) counters.set(forwardingKey(group), flowCounters);
   }
   const meters = new Map<number, PortMeter>();
   for (const config of meterConfigs) if (pipeline.meterPort(config.meterId) !== undefined) meters.set(config.meterId, portMeterOf(config));

@@ -6,6 +6,7 @@ import { quoteInput, UsageError } from '../../errors.js';
 import { isMulticast } from '../../wire/ip-address.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
+import { sourceReceiverLines } from '../render/group-sources.js';
 import { describePortView, describeRefusals, formatDuration } from './status.js';
 
 interface GroupsFlags {
@@ -99,6 +100,7 @@ function printGroups(groups: readonly GroupView[], output: Output, now: number, 
     });
   }
   output.table({ head: ['Group', 'Port', 'Pod', 'Host', 'Version', 'Filter', 'Last report', 'Expires in'], rows });
+  for (const line of sourceReceiverLines(groups)) output.line(line);
   const members = groups.reduce((sum, view) => sum + view.members.length, 0);
   const remote = groups.reduce((sum, view) => sum + remoteOf(view).length, 0);
   const remotePart = groups.some((view) => view.remoteMembers !== undefined) ? `, ${remote} remote member${remote === 1 ? '' : 's'}` : '';

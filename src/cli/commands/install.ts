@@ -6,7 +6,7 @@ import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import { checkRoute, installRoute } from '../../controllers/static/static-routes.js';
 import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../domain/declared-state/declared-state.js';
-import { checkGroupAddress, parsePortRef } from '../../domain/declared-state/group-address.js';
+import { checkGroupAddress, checkSourceAddress, parsePortRef } from '../../domain/declared-state/group-address.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
 import { Output } from '../render/output.js';
@@ -30,14 +30,15 @@ export function registerInstall(program: Command): void {
       'Program the bridge so that traffic to each group reaches exactly its member ports: an OVS group ' +
         '(type ALL) with one bucket per member and a flow that sends the group to it. Adds missing groups, ' +
         'updates groups whose members differ, and leaves the rest untouched: installing the same thing twice ' +
-        'changes nothing. Everything is checked before anything changes.',
+        'changes nothing. With --source S, only traffic from S to the group goes to those ports: an (S,G) entry, ' +
+        "which takes precedence over the group's own entry for that source. Everything is checked before anything changes.",
     )
     .argument('[group]', 'the multicast group, e.g. 239.1.2.3')
     .option('--ports <list>', 'member ports, by name or OpenFlow port number: p1,p2,7')
     .option('-f, --file <file>', 'install every group of a declared-state file (YAML or JSON)')
     .option('--max-file-size <size>', `the largest -f FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
     .option('--json', 'print the result as one JSON document')
-    .option('--source <address>', 'a kernel (S,G) route instead: the source S (with --iif and --oif)')
+    .option('--source <address>', 'only traffic from source S: with --ports an OVS (S,G) entry; with --iif and --oif a kernel (S,G) route instead')
     .option('--iif <name>', 'the route: the interface traffic from S to GROUP comes in on')
     .option('--oif <list>', 'the route: the interfaces it goes out of: if1,if2');
   addOvsOptions(command).addHelpText(
@@ -45,6 +46,7 @@ export function registerInstall(program: Command): void {
     `
 Examples:
   mcastctl install 239.1.2.3 --ports pod-a,pod-b
+  mcastctl install 232.1.1.1 --source 10.0.0.5 --ports pod-a   (an OVS (S,G) entry)
   mcastctl install -f groups.yaml --bridge br-int
   mcastctl install 239.1.2.3 --source 10.0.0.5 --iif eth0 --oif gw0   (a kernel route)
 
@@ -52,12 +54,14 @@ File format (also what reconcile reads):
   groups:
     - group: 239.1.2.3
       ports: [pod-a, pod-b, 7]
+    - {group: 232.1.1.1, source: 10.0.0.5, ports: [pod-a]}
 
 See mcastctl-install(1) for the pipeline and the OVS options.`,
   );
   command.action(async (group: string | undefined, flags: InstallFlags) => {
     const output = new Output({ json: flags.json === true });
-    if (flags.source !== undefined || flags.iif !== undefined || flags.oif !== undefined) {
+    // --iif/--oif make a kernel route; --source without them narrows the OVS entry of --ports to one source.
+    if (flags.iif !== undefined || flags.oif !== undefined) {
       await installStaticRoute(group, flags, output);
       return;
     }
@@ -95,15 +99,24 @@ function withWhere<T>(where: () => string, check: () => T): T {
 /** The groups (and routes) asked for, from the command line or a file: checked before anything is touched. */
 async function declaredState(group: string | undefined, flags: InstallFlags): Promise<{ groups: StaticGroup[]; routes: DeclaredRoute[] }> {
   if (flags.file !== undefined) {
-    if (group !== undefined || flags.ports !== undefined) throw new UsageError('give either GROUP --ports LIST or -f FILE, not both');
+    if (group !== undefined || flags.ports !== undefined || flags.source !== undefined) {
+      throw new UsageError('give either GROUP [--source S] --ports LIST or -f FILE, not both');
+    }
     const maxBytes = flags.maxFileSize === undefined ? DEFAULT_MAX_STATE_FILE_BYTES : parseFileSize('--max-file-size', flags.maxFileSize);
     return readDeclaredState(flags.file, maxBytes);
   }
   if (flags.maxFileSize !== undefined) throw new UsageError('--max-file-size goes with -f FILE');
   if (group === undefined) throw new UsageError('install needs GROUP --ports LIST, or -f FILE');
-  if (flags.ports === undefined) throw new UsageError(`install ${quoteInput(group)} needs --ports LIST (names or OpenFlow port numbers)`);
+  if (flags.ports === undefined) {
+    if (flags.source !== undefined) {
+      throw new UsageError(`install ${quoteInput(group)} --source S needs --ports LIST (an OVS (S,G) entry) or --iif IF --oif LIST (a kernel route)`);
+    }
+    throw new UsageError(`install ${quoteInput(group)} needs --ports LIST (names or OpenFlow port numbers)`);
+  }
   const ports = flags.ports.split(',').map((text) => parsePortRef(text, '--ports'));
-  return { groups: [{ group: checkGroupAddress(group, 'GROUP'), ports, where: () => '--ports' }], routes: [] };
+  const source = flags.source === undefined ? undefined : checkSourceAddress(flags.source, '--source');
+  const entry: StaticGroup = { group: checkGroupAddress(group, 'GROUP'), ...(source === undefined ? {} : { source }), ports, where: () => '--ports' };
+  return { groups: [entry], routes: [] };
 }
 
 /** `install GROUP --source S --iif IF --oif IF2,...`: a static kernel (S,G) route. */

@@ -110,6 +110,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     const bridge = session;
     const memberships: GroupMembership[] = declared.groups.map((entry) => ({
       group: entry.group,
+      ...(entry.source === undefined ? {} : { source: entry.source }),
       ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport),
     }));
     const installed = await bridge.readInstalled();
@@ -157,7 +158,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
     const conflicts = [
-      ...groupPlan.conflicts.map(({ group, problem }) => ({ object: 'group', key: group, problem })),
+      ...groupPlan.conflicts.map(({ group, source, problem }) => ({ object: 'group', key: forwardingLabel(group, source), problem })),
       ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem })),
     ];
     const failed = [...results.values()].some((entry) => entry.result === 'failed') || conflicts.length > 0;
@@ -297,7 +298,7 @@ function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
     case 'group':
       return {
         object: 'group',
-        key: entry.group,
+        key: forwardingLabel(entry.group, entry.source),
         action: entry.action,
         detail: entry.detail,
         before: { ports: entry.before.map(port) },
@@ -391,4 +392,9 @@ async function progressBar(total: number): Promise<{ update(done: number): void;
   });
   bar.start(total, 0);
   return { update: (done) => bar.update(done), done: () => bar.stop() };
+}
+
+/** A group entry as reconcile's report names it: the group, or `(S, G)` for a per-source entry. */
+function forwardingLabel(group: string, source: string | undefined): string {
+  return source === undefined ? group : `(${source}, ${group})`;
 }

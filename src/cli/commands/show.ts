@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { describePort } from '../render/group-results.js';
 import { Output } from '../render/output.js';
+import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 
 interface ShowFlags extends OvsFlags {
@@ -14,7 +15,8 @@ export function registerShow(program: Command): void {
     .command('show')
     .summary('list the multicast groups installed on an OVS bridge')
     .description(
-      'Read the installed groups back from the switch (flows with our cookie and the OVS groups they use) and list each with its member ports and the traffic its flow forwarded.',
+      'Read the installed groups back from the switch (flows with our cookie and the OVS groups they use) and list each with its member ports ' +
+        'and the traffic its flow forwarded; a per-source entry, which forwards one source of a group to its own ports, is a row (S, G) of its own.',
     )
     .option('--json', 'print one JSON document');
   addOvsOptions(command).addHelpText('after', '\nSee mcastctl-show(1).');
@@ -24,12 +26,14 @@ export function registerShow(program: Command): void {
     const session = await BridgeSession.open(target, { pipeline });
     try {
       const { pipeline: installed, counters } = await session.readInstalled();
+      // An (S,G) entry is an item of its own, its chain's head read back (its id is not the group's); its counters are by its forwarding key.
       const groups = installed.groups.map((group) => ({
         group: group.group,
-        groupId: session.pipeline.groupId(group.group),
+        ...(group.source === undefined ? {} : { source: group.source }),
+        groupId: group.source === undefined ? session.pipeline.groupId(group.group) : (group.groups[0]?.groupId ?? 0),
         ports: group.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
-        packets: Number(counters.get(group.group)?.packets ?? 0n),
-        bytes: Number(counters.get(group.group)?.bytes ?? 0n),
+        packets: Number(counters.get(forwardingKey(group))?.packets ?? 0n),
+        bytes: Number(counters.get(forwardingKey(group))?.bytes ?? 0n),
         ...(group.problem === undefined ? {} : { problem: group.problem }),
       }));
       if (output.json) {
@@ -42,7 +46,7 @@ export function registerShow(program: Command): void {
         output.table({
           head: ['Group', 'OVS group', 'Members', 'Packets', 'Bytes'],
           rows: groups.map((group) => [
-            group.problem === undefined ? group.group : `${group.group}\n${output.style.red(group.problem)}`,
+            group.problem === undefined ? describeEntry(group) : `${describeEntry(group)}\n${output.style.red(group.problem)}`,
             `0x${group.groupId.toString(16)}`,
             group.ports.map(describePort).join('\n'),
             String(group.packets),
@@ -50,11 +54,19 @@ export function registerShow(program: Command): void {
           ]),
           alignRight: [3, 4],
         });
-        output.line(`bridge ${target.bridge}: ${groups.length} group${groups.length === 1 ? '' : 's'}`);
+        const sourceEntries = groups.filter((group) => group.source !== undefined).length;
+        const groupCount = groups.length - sourceEntries;
+        const sourcePart = sourceEntries === 0 ? '' : `, ${sourceEntries} (S, G) entr${sourceEntries === 1 ? 'y' : 'ies'}`;
+        output.line(`bridge ${target.bridge}: ${groupCount} group${groupCount === 1 ? '' : 's'}${sourcePart}`);
       }
       output.flush();
     } finally {
       await session.close();
     }
   });
+}
+
+/** A group's (*,G) entry by its address alone; an (S,G) entry as `(S, G)`, as routes are written. */
+function describeEntry(entry: { group: string; source?: string }): string {
+  return entry.source === undefined ? entry.group : `(${entry.source}, ${entry.group})`;
 }

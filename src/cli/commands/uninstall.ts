@@ -4,7 +4,8 @@ import { uninstallGroups } from '../../controllers/static/static-groups.js';
 import { uninstallRoute } from '../../controllers/static/static-routes.js';
 import { UsageError } from '../../errors.js';
 import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
-import { checkGroupAddress } from '../../domain/declared-state/group-address.js';
+import { checkGroupAddress, checkSourceAddress } from '../../domain/declared-state/group-address.js';
+import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
 import { Output } from '../render/output.js';
@@ -14,6 +15,7 @@ interface UninstallFlags extends OvsFlags {
   all?: boolean;
   json?: boolean;
   source?: string;
+  ovs?: boolean;
 }
 
 export function registerUninstall(program: Command): void {
@@ -21,21 +23,37 @@ export function registerUninstall(program: Command): void {
     .command('uninstall')
     .summary('stop forwarding multicast groups on an OVS bridge')
     .description(
-      'Remove the flow and OVS group(s) of each group. A group that is not installed is reported as absent. ' +
+      'Remove the flow and OVS group(s) of each group: its own entry and every per-source (S,G) entry of it. ' +
+        'A group that is not installed is reported as absent. ' +
         "Only entries with this tool's cookie prefix and group id range are touched.",
     )
     .argument('[groups...]', 'the multicast groups to remove')
     .option('--all', 'remove everything of ours on the bridge')
     .option('--json', 'print the result as one JSON document')
-    .option('--source <address>', 'remove the kernel (S,G) route of GROUP from source S instead');
+    .option('--source <address>', 'remove the kernel (S,G) route of GROUP from source S instead')
+    .option('--ovs', "with --source: remove GROUP's OVS (S,G) entry for S (install GROUP --source S --ports LIST) instead of the kernel route");
   addOvsOptions(command).addHelpText(
     'after',
-    '\nExamples:\n  mcastctl uninstall 239.1.2.3\n  mcastctl uninstall --all --bridge br-int\n  mcastctl uninstall 239.1.2.3 --source 10.0.0.5   (a kernel route)\n\nSee mcastctl-uninstall(1).',
+    [
+      '',
+      'Examples:',
+      '  mcastctl uninstall 239.1.2.3',
+      '  mcastctl uninstall --all --bridge br-int',
+      '  mcastctl uninstall 232.1.1.1 --source 10.0.0.5 --ovs   (one OVS (S,G) entry)',
+      '  mcastctl uninstall 239.1.2.3 --source 10.0.0.5   (a kernel route)',
+      '',
+      'See mcastctl-uninstall(1).',
+    ].join('\n'),
   );
   command.action(async (groups: string[], flags: UninstallFlags) => {
     const output = new Output({ json: flags.json === true });
+    if (flags.ovs === true && flags.source === undefined) throw new UsageError('--ovs goes with --source S (a whole group needs no flag)');
     if (flags.source !== undefined) {
       if (groups.length !== 1 || flags.all === true) throw new UsageError('uninstall --source S takes exactly one GROUP');
+      if (flags.ovs === true) {
+        await uninstallSourceEntry({ group: checkGroupAddress(groups[0]!, 'GROUP'), source: checkSourceAddress(flags.source, '--source') }, flags, output);
+        return;
+      }
       const route = { group: groups[0]!, source: flags.source };
       printRouteResult(output, route, await uninstallRoute(route));
       return;
@@ -51,4 +69,15 @@ export function registerUninstall(program: Command): void {
       await session.close();
     }
   });
+}
+
+/** `uninstall GROUP --source S --ovs`: the group's OVS (S,G) entry for S alone; its other entries stay. */
+async function uninstallSourceEntry(entry: Required<ForwardingTarget>, flags: UninstallFlags, output: Output): Promise<void> {
+  const { target, pipeline } = ovsSettings(flags);
+  const session = await BridgeSession.open(target, { pipeline });
+  try {
+    printGroupResults(output, target.bridge, await uninstallGroups(session, [entry]));
+  } finally {
+    await session.close();
+  }
 }

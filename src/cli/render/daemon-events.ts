@@ -20,7 +20,8 @@ export function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): str
       return `${head} ${describeEventPort(event.port)}  ${style.yellow(event.group)} host ${event.host} (${event.reason})`;
     case 'sync': {
       const result = event.ok ? style.green('ok') : style.red(`failed${event.error === undefined ? '' : `: ${event.error}`}`);
-      return `${head} ${event.group} ports ${event.ports.length === 0 ? 'none' : event.ports.join(',')} in ${event.latencyMs.toFixed(1)} ms: ${result}`;
+      const sources = (event.sources ?? []).map((entry) => `; ${entry.source} → ${describePortNumbers(entry.ports)}`).join('');
+      return `${head} ${event.group} ports ${describePortNumbers(event.ports)}${sources} in ${event.latencyMs.toFixed(1)} ms: ${result}`;
     }
     case 'route':
       return `${head} ${event.action} (${event.source}, ${event.group}) iif ${event.iif} oifs ${event.oifs.length === 0 ? 'none' : event.oifs.join(',')}`;
@@ -45,6 +46,10 @@ export function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): str
 /** `in from PEER` or `out to PEER, PEER...` (one outgoing message, every peer it went to). */
 function describePeers(event: PeerMessageParties): string {
   return event.direction === 'in' ? `in  from ${event.peer}` : `out to ${event.peers.join(', ')}`;
+}
+
+function describePortNumbers(ports: readonly number[]): string {
+  return ports.length === 0 ? 'none' : ports.join(',');
 }
 
 function describeEventPort(port: PortView): string {

@@ -12,6 +12,11 @@ export function describePort(port: BridgePort): string {
   return `${port.name} (${port.ofport})${port.pod === undefined ? '' : ` ${port.pod}`}`;
 }
 
+/** A group's (*,G) entry by its address; an (S,G) entry as `(S, G)`, as routes are written. */
+function describeTarget(result: Pick<GroupResult, 'group' | 'source'>): string {
+  return result.source === undefined ? result.group : `(${result.source}, ${result.group})`;
+}
+
 export interface RouteResult {
   route: { group: string; source: string; iif: string; oifs: string[] };
   outcome: RouteOutcome;
@@ -26,6 +31,7 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
       bridge,
       groups: outcome.groups.map((result) => ({
         group: result.group,
+        ...(result.source === undefined ? {} : { source: result.source }),
         groupId: result.groupId,
         outcome: result.outcome,
         ports: result.ports.map((port) => ({ ofport: port.ofport, name: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) })),
@@ -56,7 +62,7 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
     if (rows.length > 0) {
       output.table({
         head: ['Group', 'Result', 'Ports'],
-        rows: rows.slice(0, TABLE_ROWS).map((result) => [result.group, colour(result), result.ports.map(describePort).join('\n')]),
+        rows: rows.slice(0, TABLE_ROWS).map((result) => [describeTarget(result), colour(result), result.ports.map(describePort).join('\n')]),
       });
       if (rows.length > TABLE_ROWS) output.line(style.dim(`... and ${rows.length - TABLE_ROWS} more (--json lists every group)`));
     }

@@ -107,6 +107,7 @@ export class MulticastController implements DaemonView {
       ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
       ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
       membersOf: (group) => this.table.portsOf(group),
+      filtersOf: (group) => this.table.portFiltersOf(group),
       gatewayOfport: () => this.pods.gateway?.ofport,
       tunnelOf: (group) => this.tunnel?.tunnelOf(group),
     });
@@ -198,7 +199,7 @@ export class MulticastController implements DaemonView {
     this.tunnel?.announceChanges();
     for (const effect of effects) {
       if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
-      else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2);
+      else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2, { sources: effect.sources });
     }
   }
 
@@ -314,8 +315,9 @@ export class MulticastController implements DaemonView {
   }
 
   groups(): GroupView[] {
-    const [{ groupMembershipIntervalMs }, { dirty, syncErrors }] = [this.table.timings, this.sync];
-    const local = groupViewsOf({ groups: this.table.snapshot(), pods: this.pods, groupMembershipIntervalMs, dirty, syncErrors, clock: this.clock });
+    const [{ groupMembershipIntervalMs }, { dirty, syncErrors }, table] = [this.table.timings, this.sync, this.table];
+    const inputs = { groupMembershipIntervalMs, dirty, syncErrors, clock: this.clock, ssmRange: this.config.ssmRange, pods: this.pods };
+    const local = groupViewsOf({ ...inputs, groups: table.snapshot(), portFiltersOf: (group) => table.portFiltersOf(group) });
     return this.tunnel?.groupViews(local, this.sync) ?? local;
   }
 

@@ -1,11 +1,14 @@
 /**
- * The daemon's sync of groups: a work queue by group that makes OVS (the group and its
- * flow) and the kernel (the group's local members) match the membership table, retried
+ * The daemon's sync of groups: a work queue by group that makes OVS (the group's (*,G)
+ * entry, and an (S,G) entry for each source whose receivers differ) and the kernel (the
+ * group's local members and the sources they want) match the membership table, retried
  * with backoff, timed from the first change a sync waited for.
  */
 import { messageOf } from '../../errors.js';
 import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
 import { WorkQueue } from '../../domain/membership/work-queue.js';
+import { mergeFilters, type PortFilter } from '../../domain/membership/source-filter.js';
+import { splitBySource, type SourcePorts } from '../../domain/pipeline/source-split.js';
 import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, RouterPort, SwitchPort } from './ports.js';
 
@@ -22,6 +25,8 @@ export interface GroupSyncOptions {
   maxBackoffMs: number;
   /** The member ports of `group` now. */
   membersOf: (group: GroupAddress) => readonly number[];
+  /** The merged source filter of each member port of `group` now. */
+  filtersOf: (group: GroupAddress) => readonly PortFilter[];
   /** The gateway's port now (every group with members also goes there). */
   gatewayOfport: () => number | undefined;
   /** Tunnel mode: the tunnel port and the peers that want `group` now; undefined: no tunnel (or not on the bridge yet). */
@@ -92,15 +97,22 @@ export class GroupSync {
     const since = this.dirtySince.get(group) ?? clock.monotonicMs();
     this.dirtySince.delete(group);
     const members = this.options.membersOf(group);
+    const filters = this.options.filtersOf(group);
+    const split = splitBySource(filters);
     const tunnel = this.options.tunnelOf?.(group);
     // A group that only peers want still goes to the gateway too: what leaves the node is
-    // its own to route, as for a group with local members.
+    // its own to route, as for a group with local members. Every source does: outside
+    // receivers are the gateway's to filter.
     const wanted = members.length > 0 || (tunnel?.peers.length ?? 0) > 0;
     const gateway = this.options.gatewayOfport();
-    const ports = wanted && gateway !== undefined ? [...members, gateway] : [...members];
+    const withGateway = (ports: readonly number[]) => (wanted && gateway !== undefined ? [...ports, gateway] : [...ports]);
+    // Nobody filters: every member takes every source through the (*,G) entry alone.
+    const ports = withGateway(split.bySource.length === 0 ? members : split.other);
+    const sources: SourcePorts[] = split.bySource.map(({ source, ports: receivers }) => ({ source, ports: withGateway(receivers) }));
+    const sourcesEvent = sources.length === 0 ? {} : { sources };
     try {
-      await (tunnel === undefined ? this.options.vswitch.syncGroup(group, ports) : this.options.vswitch.syncGroup(group, ports, tunnel));
-      this.options.router?.setLocalMembers(group, members.length > 0);
+      await this.options.vswitch.syncForwarding({ group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }) });
+      this.options.router?.setLocalMembers(group, members.length > 0, mergeFilters(filters.map(({ filter }) => filter)));
     } catch (error) {
       // A failed sync keeps its start time, so the latency counts the retries too.
       if (!this.dirtySince.has(group)) this.dirtySince.set(group, since);
@@ -108,13 +120,13 @@ export class GroupSync {
       const latencyMs = clock.monotonicMs() - since;
       metrics.syncDone(latencyMs / 1000, false);
       metrics.error('sync');
-      publish({ type: 'sync', time: isoNow(), group, ports, latencyMs, ok: false, error: messageOf(error) });
+      publish({ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, latencyMs, ok: false, error: messageOf(error) });
       throw error;
     }
     const latencyMs = clock.monotonicMs() - since;
     this.errors.delete(group);
     counters.syncs++;
     metrics.syncDone(latencyMs / 1000, true);
-    publish({ type: 'sync', time: isoNow(), group, ports, latencyMs, ok: true });
+    publish({ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, latencyMs, ok: true });
   }
 }

@@ -40,6 +40,28 @@ export class DaemonMetrics {
     fromStatus('mcastctl_groups', 'Multicast groups with at least one member on this node.', 'groups');
     fromStatus('mcastctl_members', 'Group memberships (group and port) on this node.', 'members');
     fromStatus('mcastctl_routes', 'Kernel (S,G) multicast routes installed by the daemon.', 'routes');
+    // Per-source forwarding: rebuilt from the groups view at each scrape, one series per group that names sources (bounded by maxGroups).
+    new Gauge({
+      name: 'mcastctl_source_entries',
+      help: 'Per-source (S,G) forwarding entries wanted in OVS: the sources of a group whose receivers differ from its other sources.',
+      registers,
+      collect() {
+        this.set(view.groups().reduce((sum, group) => sum + (group.sources?.length ?? 0), 0));
+      },
+    });
+    new Gauge({
+      name: 'mcastctl_group_sources',
+      help: "Sources named by the members' IGMPv3 filters (included or excluded), by group; only groups that name some.",
+      labelNames: ['group'],
+      registers,
+      collect() {
+        this.reset();
+        for (const group of view.groups()) {
+          const named = new Set(group.members.flatMap((member) => member.sources));
+          if (named.size > 0) this.set({ group: group.group }, named.size);
+        }
+      },
+    });
     this.igmpMessages = new Counter({
       name: 'mcastctl_igmp_messages_total',
       help: 'IGMP messages received from pod ports, by type and version.',

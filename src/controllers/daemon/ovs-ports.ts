@@ -14,8 +14,9 @@ import type { WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import type { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import type { OvsdbClient } from '../../transport/ovsdb/client.js';
 import type { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
+import type { LearnedForwarding } from '../../adapters/ovs/forwarding-sync.js';
 import type { InterfaceRow, InterfaceWatch } from '../../adapters/ovs/vswitch.js';
-import type { DaemonClock, HostFacts, PortWatch, SwitchPort } from './ports.js';
+import type { DaemonClock, HostFacts, PortWatch, SwitchPort, WantedForwarding } from './ports.js';
 
 /** The bridge: the programmer's mirror of our flows and groups, and the connection under it. */
 export class OvsSwitch implements SwitchPort {
@@ -36,12 +37,16 @@ export class OvsSwitch implements SwitchPort {
     return this.programmer.installedGroups;
   }
 
-  get learnedGroups(): Array<{ group: GroupAddress; ports: number[]; peers?: HostAddress[] }> {
+  get learnedGroups(): LearnedForwarding[] {
     return this.programmer.learnedGroups;
   }
 
   syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
     return this.programmer.syncGroup(group, ports, tunnel);
+  }
+
+  syncForwarding(wanted: WantedForwarding): Promise<GroupOutcome> {
+    return this.programmer.syncForwarding(wanted);
   }
 
   installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {

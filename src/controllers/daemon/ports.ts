@@ -10,6 +10,8 @@ import type { DaemonConfig } from './config.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
 import type { GroupOutcome } from '../../domain/pipeline/plan.js';
 import type { WantedPortEntries } from '../../domain/pipeline/port-entries.js';
+import type { SourcePorts } from '../../domain/pipeline/source-split.js';
+import type { SourceFilter } from '../../domain/membership/source-filter.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { SavedState } from './state-store.js';
@@ -40,6 +42,16 @@ export interface ControllerStateStore {
   save(state: SavedState): Promise<void>;
 }
 
+/** What one group should be forwarded to, source by source (see SwitchPort.syncForwarding). */
+export interface WantedForwarding {
+  group: GroupAddress;
+  /** The receivers of every source not in `bySource` (all members when nobody filters), the gateway included when the group is wanted. */
+  ports: readonly number[];
+  /** The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: one entry, as syncGroup. */
+  bySource: readonly SourcePorts[];
+  tunnel?: { ofport: number; peers: readonly HostAddress[] };
+}
+
 /** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out. */
 export interface SwitchPort {
   readonly connected: boolean;
@@ -48,7 +60,7 @@ export interface SwitchPort {
   /** Groups whose forwarding of ours is on the switch (as of the last refresh or sync). */
   readonly installedGroups: readonly GroupAddress[];
   /** Groups the daemon itself installed, with their member ports then. */
-  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; peers?: readonly HostAddress[] }>;
+  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; peers?: readonly HostAddress[]; sources?: readonly SourcePorts[] }>;
   /**
    * Makes the switch forward `group` to exactly `ports` (none: remove it). Tunnel mode
    * (`tunnel`): to the peers too, through the tunnel port, in the pipeline's tunnel layout;
@@ -56,6 +68,12 @@ export interface SwitchPort {
    * gateway installBase was last given. Removed when it has neither ports nor peers.
    */
   syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome>;
+  /**
+   * syncGroup with the group's per-source entries: each source of `bySource` goes to its
+   * own ports, every other source to `ports`; the (S,G) entries of the group not named
+   * there go. `bySource` empty: exactly syncGroup.
+   */
+  syncForwarding(wanted: WantedForwarding): Promise<GroupOutcome>;
   /**
    * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
    * Tunnel mode (`tunnelOfport`): also the catch-all drop of multicast from the tunnel,
@@ -105,7 +123,12 @@ export interface RouteChange {
 export interface RouterPort {
   /** Where its upcalls' routes and its failures go from now on (the loop binds itself at construction). */
   bind(events: RouterEvents): void;
-  setLocalMembers(group: GroupAddress, present: boolean): void;
+  /**
+   * Whether the node has members of `group`, and (`filter`) which sources they want all
+   * told (the merge of every local member's filter; absent: any source): the upstream
+   * join and the inbound routes follow it.
+   */
+  setLocalMembers(group: GroupAddress, present: boolean, filter?: SourceFilter): void;
   sweepIdle(): Promise<void>;
   routeViews(): Promise<RouteView[]>;
   readonly routeCount: number;

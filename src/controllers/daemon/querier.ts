@@ -3,14 +3,16 @@
  * queries of each configured version at startup (Robustness of them, a quarter of the
  * Query Interval apart, §8.6-8.7) and then every Query Interval; and, when a member
  * leaves without fast leave, group-specific queries to its port, Robustness of them, a
- * Last Member Query Interval apart (§6.4.2). The pods' replies come back as packet-ins.
+ * Last Member Query Interval apart (§6.4.2); when a host stops wanting some sources,
+ * group-and-source-specific queries about those (§6.6.3.2). The pods' replies come back
+ * as packet-ins.
  */
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
 import type { IgmpQuery, IgmpVersion } from '../../packet/igmp/message.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
 import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
-import type { GroupAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { McastError } from '../../errors.js';
 import type { DaemonCounters } from '../../transport/control/daemon-view.js';
 import type { ControllerMetrics, SwitchPort } from './ports.js';
@@ -93,13 +95,18 @@ export class Querier {
     }
   }
 
-  /** Asks `port` Robustness times whether anyone still wants `group`, in `version` (v1 has no group query). */
-  groupQueries(group: GroupAddress, port: number, version: Exclude<IgmpVersion, 1>): void {
+  /**
+   * Asks `port` Robustness times whether anyone still wants `group`, in `version` (v1 has no
+   * group query); with `sources`, whether anyone still wants those sources of it (v2 has no
+   * source list and asks about the whole group).
+   */
+  groupQueries(group: GroupAddress, port: number, version: Exclude<IgmpVersion, 1>, scope: { sources?: readonly SourceAddress[] } = {}): void {
     let remaining = this.options.robustness;
+    const lists = version === 3 && scope.sources !== undefined && scope.sources.length > 0 ? sourceLists(scope.sources) : [[]];
     const once = (): void => {
       this.pendingGroupQueries.delete(cancel);
       if (this.stopped) return;
-      void this.send(this.groupQuery(group, version), group, [port]);
+      for (const sources of lists) void this.send(this.groupQuery(group, version, sources), group, [port]);
       if (--remaining > 0) {
         cancel = this.options.timers.after(this.options.lastMemberQueryIntervalMs, once);
         this.pendingGroupQueries.add(cancel);
@@ -128,12 +135,12 @@ export class Querier {
     }
   }
 
-  private groupQuery(group: string, version: 2 | 3): IgmpQuery {
+  private groupQuery(group: string, version: 2 | 3, sources: readonly string[]): IgmpQuery {
     const tenths = Math.max(1, Math.round(this.options.lastMemberQueryIntervalMs / 100));
-    return version === 2 ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) } : this.v3Query(group, tenths);
+    return version === 2 ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) } : this.v3Query(group, tenths, sources);
   }
 
-  private v3Query(group: string, maxRespTenths: number): IgmpQuery {
+  private v3Query(group: string, maxRespTenths: number, sources: readonly string[] = []): IgmpQuery {
     return {
       kind: 'query',
       version: 3,
@@ -142,7 +149,7 @@ export class Querier {
       sFlag: false,
       qrv: this.options.robustness <= 7 ? this.options.robustness : 0,
       qqic: encodeFloatCode(Math.round(this.options.queryIntervalMs / 1000)),
-      sources: [],
+      sources: [...sources],
     };
   }
 
@@ -156,4 +163,17 @@ export class Querier {
       this.options.onError(error);
     }
   }
+}
+
+/**
+ * Sources per query that fit one 1500-octet frame: 1500 - 24 (IPv4 header with Router
+ * Alert) - 12 (the v3 query header), 4 octets each.
+ */
+const SOURCES_PER_QUERY = 366;
+
+/** `sources` in lists that each fit one query. */
+function sourceLists(sources: readonly SourceAddress[]): SourceAddress[][] {
+  const lists: SourceAddress[][] = [];
+  for (let at = 0; at < sources.length; at += SOURCES_PER_QUERY) lists.push(sources.slice(at, at + SOURCES_PER_QUERY));
+  return lists;
 }

@@ -3,8 +3,9 @@
  * and pod (their numbers may change while the daemon is down), report times on the
  * wall clock (the monotonic clock restarts with the process).
  */
-import type { GroupAddress } from '../../wire/ip-address.js';
-import { ANY_SOURCE } from '../../domain/membership/source-filter.js';
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import { ANY_SOURCE, type SourceFilter } from '../../domain/membership/source-filter.js';
+import type { SourcePorts } from '../../domain/pipeline/source-split.js';
 import { UNKNOWN_HOST, type GroupSnapshot, type MembershipTable, type RestoredMember } from '../../domain/membership/membership-table.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { SavedMember, SavedState } from './state-store.js';
@@ -84,7 +85,8 @@ function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockP
 }
 
 interface PlaceholderInput {
-  learned: ReadonlyArray<{ group: GroupAddress; ports: readonly number[] }>;
+  /** `ports`: of the (*,G) entry; `sources`: the ports of each (S,G) entry. */
+  learned: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; sources?: readonly SourcePorts[] }>;
   /** The ports the table already has members on, by group. */
   knownPorts: (group: GroupAddress) => readonly number[];
   pods: PodPorts;
@@ -98,19 +100,34 @@ interface PlaceholderInput {
 /**
  * Member ports of groups the daemon installed before it restarted that the saved state
  * does not know (it was lost, or the last second of joins was never written). They keep
- * forwarding, as placeholder members, until the startup queries have been answered.
+ * forwarding, as placeholder members, until the startup queries have been answered, each
+ * with the filter its entries express (placeholderFilter).
  */
 function placeholderMembers({ learned, knownPorts, pods, now, groupMembershipIntervalMs: gmi, graceMs }: PlaceholderInput): RestoredMember[] {
   const gateway = pods.gateway?.ofport;
   const members: RestoredMember[] = [];
-  for (const { group, ports } of learned) {
+  for (const { group, ports, sources = [] } of learned) {
     const known = new Set(knownPorts(group));
-    for (const port of ports) {
+    const everySource = new Set(ports);
+    for (const port of new Set([...ports, ...sources.flatMap((entry) => entry.ports)])) {
       if (port === gateway || known.has(port) || pods.pod(port) === undefined) continue;
-      members.push({ group, port, host: UNKNOWN_HOST, filter: ANY_SOURCE, lastReportAt: now - gmi + graceMs, compatibility: 3 });
+      const filter = placeholderFilter(port, everySource.has(port), sources);
+      members.push({ group, port, host: UNKNOWN_HOST, filter, lastReportAt: now - gmi + graceMs, compatibility: 3 });
     }
   }
   return members;
+}
+
+/**
+ * The filter the entries of a group give `port`: in the (*,G) entry (`everySource`), it
+ * excludes the sources whose (S,G) entry leaves it out; otherwise it includes those whose
+ * (S,G) entry has it.
+ */
+function placeholderFilter(port: number, everySource: boolean, sources: readonly SourcePorts[]): SourceFilter {
+  const named = (reaches: boolean) => new Set<SourceAddress>(sources.filter((entry) => entry.ports.includes(port) === reaches).map((entry) => entry.source));
+  if (!everySource) return { mode: 'include', sources: named(true) };
+  const blocked = named(false);
+  return blocked.size === 0 ? ANY_SOURCE : { mode: 'exclude', sources: blocked };
 }
 
 export interface RestoreInput {

@@ -3,8 +3,13 @@
  * groups with their members, its kernel routes. Built from the loop's state on demand.
  */
 import { VERSION } from '../../version.js';
-import { compareAddresses } from '../../wire/ip-address.js';
+import { compareAddresses, type GroupAddress } from '../../wire/ip-address.js';
+import { parseIPv4 } from '../../wire/ipv4-address.js';
 import type { GroupSnapshot, MemberChange, MembershipTable } from '../../domain/membership/membership-table.js';
+import type { PortFilter } from '../../domain/membership/source-filter.js';
+import { portFiltersOfMembers } from '../../domain/membership/port-filters.js';
+import { splitBySource } from '../../domain/pipeline/source-split.js';
+import { prefixContains, type Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
 import type {
   DaemonCounters,
   DaemonEvent,
@@ -18,6 +23,7 @@ import type {
   PortView,
   RemoteMemberView,
   RouteView,
+  SourceReceiversView,
   TunnelView,
 } from '../../transport/control/daemon-view.js';
 import type { RemoteMembersView } from '../../domain/peers/remote-members.js';
@@ -98,6 +104,10 @@ export interface GroupViewInput {
   dirty: ReadonlySet<string> | ReadonlyMap<string, unknown>;
   /** The last sync error of each group whose sync is failing. */
   syncErrors: ReadonlyMap<string, string>;
+  /** Each port's merged filter of a group (MembershipTable.portFiltersOf); absent: merged here from the snapshot's members. */
+  portFiltersOf?: (group: GroupAddress) => readonly PortFilter[];
+  /** The SSM range in force, to mark its groups; absent: none marked. */
+  ssmRange?: readonly Ipv4Prefix[];
 }
 
 export function portViewOf(pods: PodPorts, ofport: number): PortView {
@@ -126,8 +136,45 @@ export function groupViewsOf(input: GroupViewInput): GroupView[] {
       }),
     );
     const error = input.syncErrors.get(group.group);
-    return { group: group.group, ports, members, synced: !input.dirty.has(group.group) && error === undefined, ...(error === undefined ? {} : { error }) };
+    const filters = input.portFiltersOf?.(group.group) ?? snapshotPortFilters(group);
+    return {
+      group: group.group,
+      ports,
+      members,
+      synced: !input.dirty.has(group.group) && error === undefined,
+      ...(error === undefined ? {} : { error }),
+      ...(input.ssmRange !== undefined && inRange(group.group, input.ssmRange) ? { ssm: true } : {}),
+      ...sourceReceiversOf(filters, (ofport) => portViewOf(pods, ofport), gateway),
+    };
   });
+}
+
+/**
+ * Who gets which source, as the per-source entries forward it (splitBySource): nothing
+ * while every member takes every source. The gateway is on every list, as on `ports`.
+ */
+function sourceReceiversOf(
+  filters: readonly PortFilter[],
+  viewOf: (ofport: number) => PortView,
+  gateway: PortView | undefined,
+): Pick<GroupView, 'sources' | 'otherSources'> {
+  const split = splitBySource(filters);
+  if (split.bySource.length === 0) return {};
+  const viewsOf = (ofports: readonly number[]): PortView[] => [...ofports.map(viewOf), ...(gateway === undefined ? [] : [gateway])];
+  const sources = split.bySource.map((entry): SourceReceiversView => ({ source: entry.source, ports: viewsOf(entry.ports) }));
+  return { sources, otherSources: viewsOf(split.other) };
+}
+
+/** Each member port's filter, merged over its hosts (RFC 3376 §3.2), from a snapshot (which has no fading sources). */
+function snapshotPortFilters(group: GroupSnapshot): PortFilter[] {
+  return portFiltersOfMembers(
+    group.members.map((member) => ({ port: member.port, filter: { mode: member.filter.mode, sources: new Set(member.filter.sources) } })),
+  );
+}
+
+function inRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boolean {
+  const address = parseIPv4(group);
+  return address !== undefined && prefixes.some((prefix) => prefixContains(prefix, address));
 }
 
 /** Monotonic milliseconds as ISO 8601 wall-clock time. */

@@ -28,6 +28,7 @@ import { releaseMemory } from '../../runtime/memory-release.js';
 import { formatPrefix } from '../../domain/policy/ipv4-prefix.js';
 import { OvsdbPortWatch, OvsSwitch, systemClock, systemHost } from './ovs-ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
+import type { SourceFilter } from '../../domain/membership/source-filter.js';
 
 const OPENFLOW_RECONNECT = { minDelayMs: 100, maxDelayMs: 1_000 };
 const OVSDB_RECONNECT = { minDelayMs: 100, maxDelayMs: 2_000 };
@@ -186,8 +187,8 @@ class RouterRelay implements RouterPort {
     this.events = events;
   }
 
-  setLocalMembers(group: string, present: boolean): void {
-    this.opened.setLocalMembers(group, present);
+  setLocalMembers(group: string, present: boolean, filter?: SourceFilter): void {
+    this.opened.setLocalMembers(group, present, filter);
   }
 
   sweepIdle(): Promise<void> {

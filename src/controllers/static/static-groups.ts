@@ -5,6 +5,7 @@
  */
 import { UnavailableError } from '../../errors.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
+import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
 import type { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
@@ -17,6 +18,9 @@ export type StaticGroup = DeclaredGroup;
 
 export interface GroupResult {
   group: string;
+  /** Present: the result of the group's (S,G) entry for this source. */
+  source?: string;
+  /** The OVS group at the head of its chain. */
   groupId: number;
   outcome: Exclude<GroupOutcome, 'conflict'> | 'failed';
   ports: BridgePort[];
@@ -34,14 +38,19 @@ export async function installGroups(session: BridgeSession, groups: readonly Sta
   // Every port resolves before anything is read or changed: bad input changes nothing.
   const memberships: GroupMembership[] = groups.map((entry) => ({
     group: entry.group,
+    ...(entry.source === undefined ? {} : { source: entry.source }),
     ports: entry.ports.map((ref) => session.resolvePort(ref, entry.where).ofport),
   }));
   const installed = await session.readInstalled();
   return applyPlans(session, planInstall(session.pipeline, memberships, installed.pipeline, installed.foreignFlows), []);
 }
 
-/** Removes the named groups, or with 'all' everything of ours on the bridge. */
-export async function uninstallGroups(session: BridgeSession, groups: readonly GroupAddress[] | 'all'): Promise<StaticGroupsOutcome> {
+/**
+ * Removes the named entries, or with 'all' everything of ours on the bridge. A bare group
+ * is the whole group: its (*,G) entry and every (S,G) entry of it; a target with a
+ * source is that one (S,G) entry.
+ */
+export async function uninstallGroups(session: BridgeSession, groups: readonly (GroupAddress | ForwardingTarget)[] | 'all'): Promise<StaticGroupsOutcome> {
   const installed = await session.readInstalled();
   if (groups === 'all') {
     const plan = planUninstallAll(installed.pipeline);
@@ -49,7 +58,14 @@ export async function uninstallGroups(session: BridgeSession, groups: readonly G
     const meters = [...installed.meters.keys()].map((meterId): PipelineChange => ({ op: 'delete-meter', meterId }));
     return applyPlans(session, plan.groups, [...plan.extra, ...meters]);
   }
-  return applyPlans(session, planUninstall(groups, installed.pipeline), []);
+  const targets = groups.flatMap((named): ForwardingTarget[] => {
+    if (typeof named !== 'string') return [named];
+    const sources = installed.pipeline.groups.flatMap((entry) => (entry.group === named && entry.source !== undefined ? [entry.source] : []));
+    // The (*,G) entry is reported absent only when the group has no entry at all.
+    const whole = sources.length === 0 || installed.pipeline.groups.some((entry) => entry.group === named && entry.source === undefined);
+    return [...(whole ? [{ group: named }] : []), ...sources.map((source) => ({ group: named, source }))];
+  });
+  return applyPlans(session, planUninstall(targets, installed.pipeline), []);
 }
 
 async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], extra: readonly PipelineChange[]): Promise<StaticGroupsOutcome> {
@@ -88,7 +104,8 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
     const error = errors.get(index)?.message ?? plan.problem;
     const result: GroupResult = {
       group: plan.group,
-      groupId: session.pipeline.groupId(plan.group),
+      ...(plan.source === undefined ? {} : { source: plan.source }),
+      groupId: plan.source === undefined ? session.pipeline.groupId(plan.group) : session.pipeline.sourceGroupId(plan.source, plan.group),
       outcome: error === undefined && plan.outcome !== 'conflict' ? plan.outcome : 'failed',
       ports: plan.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
     };

@@ -5,6 +5,7 @@
  *   groups:
  *     - group: 239.1.2.3
  *       ports: [pod-a, pod-b, 7]        # interface names or OpenFlow port numbers
+ *     - {group: 232.1.1.1, source: 10.0.0.5, ports: [pod-a]}   # an OVS (S,G) entry
  *   routes:                             # static kernel (S,G) routes
  *     - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}
  *
@@ -20,11 +21,14 @@
 import { quoteInput, UsageError } from '../../errors.js';
 import { readRegularFile, showBytes } from '../../runtime/regular-file.js';
 import { type GroupAddress, parseSourceAddress, type SourceAddress } from '../../wire/ip-address.js';
+import { forwardingKey } from '../pipeline/forwarding-key.js';
 import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
 import { loadYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError, type LoadedYaml } from '../../runtime/safe-yaml.js';
 
 export interface DeclaredGroup {
   group: GroupAddress;
+  /** Present: the (S,G) entry of `group` for this source, beside (or without) the group's own (*,G) entry. */
+  source?: SourceAddress;
   ports: PortRef[];
   /** Where it is declared (`file:line`), for messages; computed only when asked. */
   where: () => string;
@@ -59,7 +63,7 @@ class StateProblem extends Error {
 }
 
 const TOP_LEVEL_KEYS = ['groups', 'routes'] as const;
-const GROUP_KEYS = ['group', 'ports'] as const;
+const GROUP_KEYS = ['group', 'source', 'ports'] as const;
 const ROUTE_KEYS = ['group', 'source', 'iif', 'oifs'] as const;
 
 /** The largest declared-state file read unless --max-file-size says otherwise: room for some 600,000 groups. */
@@ -127,13 +131,18 @@ function validate(document: unknown, whereOf: (path: DocumentPath) => () => stri
     if (!(TOP_LEVEL_KEYS as readonly string[]).includes(key))
       throw new StateProblem([key], `unknown key ${quoteInput(key)} (known: ${TOP_LEVEL_KEYS.join(', ')})`);
   }
+  // By forwarding key: a group may be declared once for every source and once for each source of its own.
   const firstIndex = new Map<string, number>();
   const groups = listAt(document, 'groups').map((item: unknown, index): DeclaredGroup => {
     const path = ['groups', index];
     const entry = parseGroupEntry(item, path);
-    const first = firstIndex.get(entry.group);
-    if (first !== undefined) throw new StateProblem(path, `group ${entry.group} is declared twice`, ['groups', first]);
-    firstIndex.set(entry.group, index);
+    const key = forwardingKey(entry);
+    const first = firstIndex.get(key);
+    if (first !== undefined) {
+      const what = entry.source === undefined ? `group ${entry.group}` : `(${entry.source}, ${entry.group})`;
+      throw new StateProblem(path, `${what} is declared twice`, ['groups', first]);
+    }
+    firstIndex.set(key, index);
     return { ...entry, where: whereOf(path) };
   });
   const firstRoute = new Map<string, number>();
@@ -166,8 +175,7 @@ function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute,
   for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
-  const source = typeof item.source === 'string' ? parseSourceAddress(item.source) : undefined;
-  if (source === undefined) throw new StateProblem([...path, 'source'], '"source" must be a unicast host address such as 10.0.0.5');
+  const source = parseSourceAddressAt(item.source, [...path, 'source']);
   if (typeof item.iif !== 'string' || item.iif === '') throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
   const oifs = item.oifs;
   if (!Array.isArray(oifs) || oifs.length === 0 || !oifs.every((oif) => typeof oif === 'string' && oif !== '')) {
@@ -185,17 +193,25 @@ function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup,
   if (!('group' in item)) throw new StateProblem(path, 'a group entry needs "group"');
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
+  const source = 'source' in item ? parseSourceAddressAt(item.source, [...path, 'source']) : undefined;
   if (!('ports' in item)) throw new StateProblem(path, `group ${group} needs "ports"`);
   const ports = item.ports;
   if (!Array.isArray(ports) || ports.length === 0) throw new StateProblem([...path, 'ports'], '"ports" must be a non-empty list of port names or numbers');
   return {
     group,
+    ...(source === undefined ? {} : { source }),
     ports: ports.map((port: unknown, index) => {
       const portPath = [...path, 'ports', index];
       if (typeof port !== 'string' && typeof port !== 'number') throw new StateProblem(portPath, 'a port is a name or an OpenFlow port number');
       return withProblemPath(portPath, () => parsePortRef(String(port), 'port'));
     }),
   };
+}
+
+function parseSourceAddressAt(value: unknown, path: DocumentPath): SourceAddress {
+  const source = typeof value === 'string' ? parseSourceAddress(value) : undefined;
+  if (source === undefined) throw new StateProblem(path, '"source" must be a unicast host address such as 10.0.0.5');
+  return source;
 }
 
 /** Runs a check that throws UsageError("what: why") and re-throws it as a StateProblem at `path`. */

@@ -5,12 +5,17 @@
  *
  * Pure and driven from outside: IGMP comes in as method calls, time comes from an
  * injected clock, and every call returns the effects to carry out: a group's member
- * ports changed (reprogram its OVS group), or a port must be asked about a group (a
- * group-specific query, when a member leaves without fast leave). `expire()` at
- * `nextDeadline()` handles members that fell silent and leaves nobody contradicted.
+ * ports or their source filters changed (reprogram its OVS entries), or a port must be
+ * asked about a group (a group-specific query, when a member leaves without fast leave)
+ * or about some of its sources (when a host stops wanting them). `expire()` at
+ * `nextDeadline()` handles members that fell silent, leaves nobody contradicted and
+ * dropped sources whose Last Member Query Time is over.
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
-import { ANY_SOURCE, applyGroupRecord, type SourceFilter } from './source-filter.js';
+import { ANY_SOURCE, applyGroupRecord, type PortFilter, type SourceFilter } from './source-filter.js';
+import { forwardingShape, portFiltersOfMembers } from './port-filters.js';
+import { HostCompatibility, recordAsCounted } from './host-compatibility.js';
+import { droppedSources, type FadingFilter, nextFading } from './leaving-sources.js';
 import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, type RefusalReason, refusalOf, UNLIMITED } from './membership-limits.js';
 import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 
@@ -77,10 +82,10 @@ export interface RestoredMember {
 }
 
 export type MembershipEffect =
-  /** The ports with members of `group` changed: forward it to exactly these (none: stop). */
+  /** The ports with members of `group`, or their filters (portFiltersOf), changed: forward it to exactly these (none: stop). */
   | { kind: 'members'; group: GroupAddress; ports: number[] }
-  /** Ask `port` whether anyone still wants `group`. */
-  | { kind: 'query'; group: GroupAddress; port: number };
+  /** Ask `port` whether anyone still wants `group` (from `sources` only, when given: sources a host stopped wanting). */
+  | { kind: 'query'; group: GroupAddress; port: number; sources?: SourceAddress[] };
 
 interface MemberSnapshot {
   port: number;
@@ -105,11 +110,8 @@ interface MemberEntry {
   filter: SourceFilter;
   lastReportAt: number;
   leavingUntil: number | undefined;
-}
-
-interface PortCompatibility {
-  v1Until: number;
-  v2Until: number;
+  /** Sources the host stopped wanting, still forwarded while the port is asked about them (fast leave off). */
+  fading: FadingFilter | undefined;
 }
 
 export class MembershipTable {
@@ -117,8 +119,8 @@ export class MembershipTable {
   private fastLeave: boolean;
   /** group → `port|host` → member */
   private readonly groups = new Map<GroupAddress, Map<string, MemberEntry>>();
-  /** `group|port` → when older-version hosts were last heard there (§7.3.2 is per group). */
-  private readonly compatibility = new Map<string, PortCompatibility>();
+  /** When older-version hosts were last heard on each port, per group (§7.3.2). */
+  private readonly compatibility = new HostCompatibility();
   private limits: Readonly<MembershipLimitSettings>;
   private readonly portGroups = new PortGroupCounts();
 
@@ -143,24 +145,14 @@ export class MembershipTable {
   /** An IGMPv1 or v2 report: the host wants the group from any source. */
   report(port: number, host: HostAddress, group: GroupAddress, version: 1 | 2): MembershipEffect[] {
     if (this.refusal(group, port, host, ANY_SOURCE) !== undefined) return [];
-    const compat = this.compatibilityOf(group, port, true);
-    const until = this.now() + this.timing.groupMembershipIntervalMs;
-    if (version === 1) compat.v1Until = until;
-    else compat.v2Until = until;
-    return this.change(group, () => this.upsert(group, port, host, ANY_SOURCE));
+    this.compatibility.heard({ group, port, version, until: this.now() + this.timing.groupMembershipIntervalMs });
+    return this.change(group, new Set([port]), () => this.upsert(group, { port, host, filter: ANY_SOURCE }));
   }
 
   /** One group record of an IGMPv3 report, as the port's compatibility mode lets it count. */
   record(port: number, host: HostAddress, record: MembershipRecord): MembershipEffect[] {
-    const mode = this.modeOf(record.group, port);
-    let effective: Pick<MembershipRecord, 'type' | 'sources'> = record;
-    if (mode !== 3) {
-      // §7.3.2: BLOCK is ignored and TO_EX's sources too; in v1 mode no leave counts (a
-      // v1 host, which never says it leaves, may still be there).
-      if (record.type === 'BLOCK_OLD_SOURCES') return [];
-      if (record.type === 'CHANGE_TO_EXCLUDE_MODE' || record.type === 'MODE_IS_EXCLUDE') effective = { type: record.type, sources: [] };
-      if (mode === 1 && (record.type === 'CHANGE_TO_INCLUDE_MODE' || record.type === 'MODE_IS_INCLUDE') && record.sources.length === 0) return [];
-    }
+    const effective = recordAsCounted(this.modeOf(record.group, port), record);
+    if (effective === undefined) return [];
     const key = memberKey(port, host);
     const current = this.groups.get(record.group)?.get(key);
     const filter = applyGroupRecord(current?.filter, effective);
@@ -171,7 +163,11 @@ export class MembershipTable {
       if (current !== undefined && refused !== 'ssm') current.lastReportAt = this.now();
       return [];
     }
-    return this.change(record.group, () => this.upsert(record.group, port, host, filter));
+    const dropped = this.fastLeave || current === undefined ? undefined : droppedSources(current.filter, filter);
+    const dropping = dropped === undefined ? undefined : current?.filter;
+    const effects = this.change(record.group, new Set([port]), () => this.upsert(record.group, { port, host, filter }, dropping));
+    if (dropped === undefined) return effects;
+    return [...effects, { kind: 'query', group: record.group, port, ...(dropped.sources === undefined ? {} : { sources: dropped.sources }) }];
   }
 
   /** An IGMPv2 leave. Ignored while the port has v1 hosts for the group (§7.3.2). */
@@ -191,8 +187,9 @@ export class MembershipTable {
     for (const [group, members] of [...this.groups]) {
       const affected = [...members.values()].filter((member) => picks(group, member.port));
       if (affected.length === 0) continue;
-      effects.push(...this.change(group, () => affected.forEach((member) => this.remove(group, members, member, reason))));
-      for (const port of new Set(affected.map((member) => member.port))) this.compatibility.delete(`${group}|${port}`);
+      const ports = new Set(affected.map((member) => member.port));
+      effects.push(...this.change(group, ports, () => affected.forEach((member) => this.remove(group, members, member, reason))));
+      for (const port of ports) this.compatibility.forget(group, port);
     }
     return effects;
   }
@@ -206,9 +203,17 @@ export class MembershipTable {
         (member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now),
       );
       const reason = (member: MemberEntry): LeaveReason => (member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired');
-      if (due.length > 0) effects.push(...this.change(group, () => due.forEach((member) => this.remove(group, members, member, reason(member)))));
+      const faded = [...members.values()].filter((member) => member.fading !== undefined && member.fading.until <= now);
+      if (due.length === 0 && faded.length === 0) continue;
+      const ports = new Set([...due, ...faded].map((member) => member.port));
+      effects.push(
+        ...this.change(group, ports, () => {
+          for (const member of faded) member.fading = undefined;
+          for (const member of due) this.remove(group, members, member, reason(member));
+        }),
+      );
     }
-    for (const [key, compat] of this.compatibility) if (compat.v1Until <= now && compat.v2Until <= now) this.compatibility.delete(key);
+    this.compatibility.expire(now);
     return effects;
   }
 
@@ -217,7 +222,7 @@ export class MembershipTable {
     let next: number | undefined;
     for (const members of this.groups.values()) {
       for (const member of members.values()) {
-        const due = Math.min(member.lastReportAt + this.timing.groupMembershipIntervalMs, member.leavingUntil ?? Infinity);
+        const due = Math.min(member.lastReportAt + this.timing.groupMembershipIntervalMs, member.leavingUntil ?? Infinity, member.fading?.until ?? Infinity);
         if (next === undefined || due < next) next = due;
       }
     }
@@ -228,6 +233,15 @@ export class MembershipTable {
   portsOf(group: GroupAddress): number[] {
     const members = this.groups.get(group);
     return members === undefined ? [] : [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
+  }
+
+  /**
+   * Each member port of `group` with the filter of the hosts behind it merged (a host whose leave
+   * is being asked about still counts, and so do sources being asked about), sorted by port.
+   */
+  portFiltersOf(group: GroupAddress): PortFilter[] {
+    const members = this.groups.get(group);
+    return members === undefined ? [] : portFiltersOfMembers(members.values());
   }
 
   /** Every group with members, sorted by address; members by port, then host. */
@@ -259,13 +273,14 @@ export class MembershipTable {
     const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
     const member = members?.get(memberKey(port, host));
     if (members === undefined || member === undefined) return [];
-    if (this.fastLeave) return this.change(group, () => this.remove(group, members, member, 'leave'));
+    if (this.fastLeave) return this.change(group, new Set([port]), () => this.remove(group, members, member, 'leave'));
     if (member.leavingUntil !== undefined) return []; // already being asked
     member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
     return [{ kind: 'query', group, port }];
   }
 
-  private upsert(group: GroupAddress, port: number, host: HostAddress, filter: SourceFilter): void {
+  /** `dropping`: the filter the host had, when the new one drops sources of it (they fade over the LMQT). */
+  private upsert(group: GroupAddress, { port, host, filter }: { port: number; host: HostAddress; filter: SourceFilter }, dropping?: SourceFilter): void {
     let members = this.groups.get(group);
     if (members === undefined) {
       members = new Map();
@@ -275,9 +290,12 @@ export class MembershipTable {
     const key = memberKey(port, host);
     // A real report from the port replaces the placeholder for whoever was there.
     if (host !== UNKNOWN_HOST && members.delete(memberKey(port, UNKNOWN_HOST))) this.portGroups.removed(port, group);
-    const isNew = !members.has(key);
-    if (isNew) this.portGroups.added(port, group);
-    members.set(key, { port, host, filter, lastReportAt: this.now(), leavingUntil: undefined });
+    const previous = members.get(key);
+    if (previous === undefined) this.portGroups.added(port, group);
+    const now = this.now();
+    const fading = nextFading({ fading: previous?.fading, dropping, current: filter, now, until: now + this.timing.lastMemberQueryTimeMs });
+    members.set(key, { port, host, filter, lastReportAt: now, leavingUntil: undefined, fading });
+    const isNew = previous === undefined;
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
   }
 
@@ -293,10 +311,10 @@ export class MembershipTable {
    */
   restore(saved: readonly RestoredMember[]): MembershipEffect[] {
     const now = this.now();
-    const touched = new Map<GroupAddress, number[]>();
+    const touched = new Map<GroupAddress, string>();
     for (const member of saved) {
       if (member.lastReportAt + this.timing.groupMembershipIntervalMs <= now) continue;
-      if (!touched.has(member.group)) touched.set(member.group, this.portsOf(member.group));
+      if (!touched.has(member.group)) touched.set(member.group, this.shapeOf(member.group));
       let members = this.groups.get(member.group);
       if (members === undefined) {
         members = new Map();
@@ -309,18 +327,16 @@ export class MembershipTable {
         filter: member.filter,
         lastReportAt: member.lastReportAt,
         leavingUntil: undefined,
+        fading: undefined,
       });
       if (member.compatibility !== 3) {
-        const compat = this.compatibilityOf(member.group, member.port, true);
         const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;
-        if (member.compatibility === 1) compat.v1Until = Math.max(compat.v1Until, until);
-        else compat.v2Until = Math.max(compat.v2Until, until);
+        this.compatibility.restored({ group: member.group, port: member.port, version: member.compatibility, until });
       }
     }
     const effects: MembershipEffect[] = [];
     for (const [group, before] of touched) {
-      const after = this.portsOf(group);
-      if (!sameNumbers(before, after)) effects.push({ kind: 'members', group, ports: after });
+      if (this.shapeOf(group) !== before) effects.push({ kind: 'members', group, ports: this.portsOf(group) });
     }
     return effects;
   }
@@ -352,33 +368,24 @@ export class MembershipTable {
     return refusal?.reason;
   }
 
-  /** Runs `mutate` and says whether the group's member ports changed. */
-  private change(group: GroupAddress, mutate: () => void): MembershipEffect[] {
-    const before = this.portsOf(group);
+  /**
+   * Runs `mutate`, which changes members on `ports` only, and says whether the group's member
+   * ports or any port's merged filter changed.
+   */
+  private change(group: GroupAddress, ports: ReadonlySet<number>, mutate: () => void): MembershipEffect[] {
+    const before = this.shapeOf(group, ports);
     mutate();
     if (this.groups.get(group)?.size === 0) this.groups.delete(group);
-    const after = this.portsOf(group);
-    return sameNumbers(before, after) ? [] : [{ kind: 'members', group, ports: after }];
+    return before === this.shapeOf(group, ports) ? [] : [{ kind: 'members', group, ports: this.portsOf(group) }];
+  }
+
+  /** A canonical form of what forwarding `group` depends on: its member ports (of `ports`, if given) and their merged filters. */
+  private shapeOf(group: GroupAddress, ports?: ReadonlySet<number>): string {
+    return forwardingShape(this.groups.get(group)?.values() ?? [], ports);
   }
 
   private modeOf(group: GroupAddress, port: number): IgmpVersion {
-    const compat = this.compatibilityOf(group, port, false);
-    const now = this.now();
-    if (compat === undefined) return 3;
-    if (compat.v1Until > now) return 1;
-    return compat.v2Until > now ? 2 : 3;
-  }
-
-  private compatibilityOf(group: GroupAddress, port: number, create: true): PortCompatibility;
-  private compatibilityOf(group: GroupAddress, port: number, create: false): PortCompatibility | undefined;
-  private compatibilityOf(group: GroupAddress, port: number, create: boolean): PortCompatibility | undefined {
-    const key = `${group}|${port}`;
-    let compat = this.compatibility.get(key);
-    if (compat === undefined && create) {
-      compat = { v1Until: 0, v2Until: 0 };
-      this.compatibility.set(key, compat);
-    }
-    return compat;
+    return this.compatibility.modeOf(group, port, this.now());
   }
 
   private now(): number {
@@ -388,8 +395,4 @@ export class MembershipTable {
 
 function memberKey(port: number, host: HostAddress): string {
   return `${port}|${host}`;
-}
-
-function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((value, index) => value === b[index]);
 }

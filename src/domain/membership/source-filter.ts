@@ -58,3 +58,34 @@ function union<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
 function difference<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): Set<T> {
   return new Set([...a].filter((item) => !b.has(item)));
 }
+
+/** A port's filter for a group: the merge of its hosts' filters. */
+export interface PortFilter {
+  port: number;
+  filter: SourceFilter;
+}
+
+/**
+ * The filter of an interface from the filters of the hosts behind it (RFC 3376 §3.2): with
+ * any EXCLUDE, EXCLUDE of the sources every EXCLUDE filter blocks and no INCLUDE filter
+ * asks for; otherwise INCLUDE of every source asked for. Undefined for no filter.
+ */
+export function mergeFilters<S extends string>(filters: Iterable<SourceFilter<S>>): SourceFilter<S> | undefined {
+  let blocked: Set<S> | undefined;
+  const included = new Set<S>();
+  let any = false;
+  for (const filter of filters) {
+    any = true;
+    if (filter.mode === 'include') for (const source of filter.sources) included.add(source);
+    else blocked = blocked === undefined ? new Set(filter.sources) : new Set([...blocked].filter((source) => filter.sources.has(source)));
+  }
+  if (!any) return undefined;
+  if (blocked === undefined) return { mode: 'include', sources: included };
+  for (const source of included) blocked.delete(source);
+  return { mode: 'exclude', sources: blocked };
+}
+
+/** Whether traffic from `source` passes `filter`. */
+export function admits<S extends string>(filter: SourceFilter<S>, source: S): boolean {
+  return filter.mode === 'include' ? filter.sources.has(source) : !filter.sources.has(source);
+}

@@ -29,6 +29,13 @@ interface PipelinePriorities {
   tunnelDrop?: number;
   /** Tunnel mode: other multicast from the gateway → dropped; below linkLocal, so the node's own link-local traffic still floods. */
   gatewayDrop?: number;
+  /**
+   * Tunnel mode: one source's traffic of a group from the tunnel or the gateway → the pods
+   * that want that source; above ingress (absent: see sourcePriorities).
+   */
+  sourceIngress?: number;
+  /** One source's traffic of a group (an (S,G) entry) → its own OVS group; above group (absent: see sourcePriorities). */
+  sourceGroup?: number;
 }
 
 /** The priorities of tunnel mode's flows when the configuration gives none. */
@@ -40,6 +47,25 @@ export function tunnelPriorities(priorities: PipelinePriorities): { ingress: num
     ingress: priorities.ingress ?? DEFAULT_TUNNEL_PRIORITIES.ingress,
     tunnelDrop: priorities.tunnelDrop ?? DEFAULT_TUNNEL_PRIORITIES.tunnelDrop,
     gatewayDrop: priorities.gatewayDrop ?? DEFAULT_TUNNEL_PRIORITIES.gatewayDrop,
+  };
+}
+
+/** The priorities of the (S,G) flows when the configuration gives none and the defaults fit between their neighbours. */
+export const DEFAULT_SOURCE_PRIORITIES = Object.freeze({ sourceIngress: 275, sourceGroup: 210 });
+
+/**
+ * The (S,G) priorities of `priorities`, each given or its default. A default that does not
+ * fit between its neighbours (a configuration written before the (S,G) flows, with the
+ * tunnel priorities moved) becomes the one just above its lower neighbour, so that such a
+ * configuration stays valid wherever there is room.
+ */
+export function sourcePriorities(priorities: PipelinePriorities): { sourceIngress: number; sourceGroup: number } {
+  const { ingress, gatewayDrop } = tunnelPriorities(priorities);
+  const below = Math.max(priorities.group, priorities.unknownGroup);
+  const fits = (value: number, lower: number, upper: number): number => (value > lower && value < upper ? value : lower + 1);
+  return {
+    sourceIngress: priorities.sourceIngress ?? fits(DEFAULT_SOURCE_PRIORITIES.sourceIngress, ingress, priorities.sendPolicy),
+    sourceGroup: priorities.sourceGroup ?? fits(DEFAULT_SOURCE_PRIORITIES.sourceGroup, below, gatewayDrop),
   };
 }
 
@@ -101,19 +127,27 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   // gateway after it, and both drops must come before the flows that forward (flow 200
   // would send the gateway's traffic back out to the peers).
   const { ingress, tunnelDrop, gatewayDrop } = tunnelPriorities(config.priorities);
-  const order: [string, number][] = [
+  checkDescending([
     ['sendPolicy', sendPolicy],
     ['ingress', ingress],
     ['tunnelDrop', tunnelDrop],
     ['linkLocal', linkLocal],
     ['gatewayDrop', gatewayDrop],
     ['group and unknownGroup', Math.max(group, unknownGroup)],
-  ];
-  for (let index = 1; index < order.length; index++) {
-    const [upperName, upper] = order[index - 1]!;
-    const [lowerName, lower] = order[index]!;
-    if (upper <= lower) throw new UsageError(`priority ${upperName} (${upper}) must be above ${lowerName} (${lower})`);
-  }
+  ]);
+  // An (S,G) flow must win over its group's (*,G) flow of the same kind, and stay below
+  // the drops and the send policy that the (*,G) flows are below too.
+  const { sourceIngress, sourceGroup } = sourcePriorities(config.priorities);
+  checkDescending([
+    ['sendPolicy', sendPolicy],
+    ['sourceIngress', sourceIngress],
+    ['ingress', ingress],
+  ]);
+  checkDescending([
+    ['gatewayDrop', gatewayDrop],
+    ['sourceGroup', sourceGroup],
+    ['group and unknownGroup', Math.max(group, unknownGroup)],
+  ]);
   const cookieProblem = cookiePrefixProblem(config.cookiePrefix);
   if (cookieProblem !== undefined) throw new UsageError(`cookie prefix ${cookieProblem}`);
   if (groupIdBaseProblem(config.groupIdBase) !== undefined) {
@@ -122,6 +156,15 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   const meterProblem = meterIdBaseProblem(config.meterIdBase);
   if (meterProblem !== undefined) throw new UsageError(`meter id base ${meterProblem}`);
   return config;
+}
+
+/** Throws UsageError at the first named priority that is not above the next one. */
+function checkDescending(order: readonly (readonly [string, number])[]): void {
+  for (let index = 1; index < order.length; index++) {
+    const [upperName, upper] = order[index - 1]!;
+    const [lowerName, lower] = order[index]!;
+    if (upper <= lower) throw new UsageError(`priority ${upperName} (${upper}) must be above ${lowerName} (${lower})`);
+  }
 }
 
 /** What is wrong with a meter id base (1 or more, with its whole range at or below OFPM_MAX), or undefined when it is right. */

@@ -25,6 +25,10 @@ export const FlowKind = {
   IngressForward: 7,
   /** Tunnel mode: other multicast from the tunnel or the gateway → dropped; value: the in_port it matches. */
   IngressDrop: 8,
+  /** One source's traffic of a group (an (S,G) entry) → its OVS group; value: the group address (the source is in the match). */
+  SourceForward: 9,
+  /** Tunnel mode: one source's traffic of a group from the tunnel or the gateway → link 1 of its (S,G) chain, or dropped; value: the group address. */
+  SourceIngressForward: 10,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

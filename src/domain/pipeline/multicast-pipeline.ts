@@ -12,12 +12,16 @@
  *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon): any port
  *   sendPolicy     ip, in_port=<pod>, nw_dst=<range>  (drop)                  what the pod may not send
  *     (280)
+ *   sourceIngress  ip, in_port=<tunnel|gw>,           group:<link 1 of (S,G)> tunnel mode: one source to the
+ *     (275)          nw_src=<S>, nw_dst=<G>           or (drop)               pods that want it, or none
  *   ingress (270)  ip, in_port=<tunnel|gw>, nw_dst=<G> group:<link 1 of G>    tunnel mode: to the pods only
  *   tunnelDrop     ip, in_port=<tunnel>, 224.0.0.0/4   (drop)                  tunnel mode: anything else
  *     (260)                                                                   from other nodes
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
  *   gatewayDrop    ip, in_port=<gw>, 224.0.0.0/4      (drop)                  tunnel mode: anything else
  *     (245)                                                                   from the gateway
+ *   sourceGroup    ip, nw_src=<S>, nw_dst=<G>         group:<id(S,G)>         one source of a group whose
+ *     (210)                                                                   ports filter it (IGMPv3)
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
  *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
  *                                                     or drop, without one)
@@ -32,25 +36,22 @@
  * A group with more members than one GROUP_MOD can carry is chained: its last bucket
  * jumps to a second group holding the rest, and so on. In tunnel mode link 0 holds the
  * gateway and the peers, and the pods start at link 1 (tunnel-layout.ts).
+ *
+ * A source of G whose receivers differ from those of G's other sources (source-split.ts)
+ * has an (S,G) entry of its own: its flow, above G's, and its chain, built the same way
+ * with ids of its own (group-ids.ts). Both flows' cookies carry G; the source is read
+ * back from the match.
  */
-import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, parseGroupAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { familyOf } from '../family/families.js';
-import { chainBlocks, METER_ID_BLOCK, type PipelineConfig, tunnelPriorities } from './config.js';
-import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+import { chainBlocks, METER_ID_BLOCK, type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
+import { encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+import type { ForwardingTarget } from './forwarding-key.js';
 import { GroupIdAllocation } from './group-ids.js';
-import type {
-  Bucket,
-  FlowEntry,
-  FlowMatch,
-  GroupEntry,
-  GroupForwarding,
-  GroupMembership,
-  InstalledGroup,
-  InstalledPipeline,
-  PipelineLimits,
-} from './pipeline-entries.js';
-import { attachIngress, tunnelLayout } from './tunnel-layout.js';
+import { readInstalledEntries } from './installed-reader.js';
+import type { Bucket, FlowEntry, GroupEntry, GroupForwarding, GroupMembership, InstalledPipeline, PipelineLimits } from './pipeline-entries.js';
+import { tunnelLayout } from './tunnel-layout.js';
 
 export type {
   Bucket,
@@ -99,38 +100,52 @@ export class MulticastPipeline {
     return perLink * chainBlocks(this.config) + 1;
   }
 
+  /** The OVS group id of the (S,G) chain of `source` and `group`, or of its `link`-th group. */
+  sourceGroupId(source: SourceAddress, group: GroupAddress, link = 0): number {
+    return this.groupIds.idOfSource(source, group, link);
+  }
+
   /**
-   * The groups and the flow that forward `membership` (in tunnel mode, its ingress flows
-   * too: see tunnel-layout.ts). Throws RangeError if it has too many members, UsageError
-   * if more peers than one GROUP_MOD carries.
+   * The groups and the flow that forward `membership`, its (S,G) entry when it has a
+   * `source` (in tunnel mode, its ingress flows too: see tunnel-layout.ts). Throws
+   * RangeError if it has too many members, UsageError if more peers than one GROUP_MOD carries.
    */
   forwarding(membership: GroupMembership): GroupForwarding {
     const learned = membership.learned === true;
+    const { group, source } = membership;
+    const target: ForwardingTarget = source === undefined ? { group } : { group, source };
+    const name = source === undefined ? group : `(${source}, ${group})`;
+    const flow = source === undefined ? this.groupFlow(group, learned) : this.sourceFlow({ group, source, learned });
+    const sourced = source === undefined ? {} : { source };
     if (membership.tunnel !== undefined) {
       const layout = tunnelLayout(membership, this.limits);
       const capacity = (this.limits.maxBucketsPerGroup - 1) * (chainBlocks(this.config) - 1) + 1; // link 0 is the tunnel's
       if (layout.pods.length > capacity) {
-        throw new RangeError(`${membership.group} has ${layout.pods.length} pod ports; at most ${capacity} fit in the group id range in tunnel mode`);
+        throw new RangeError(`${name} has ${layout.pods.length} pod ports; at most ${capacity} fit in the group id range in tunnel mode`);
       }
-      const podLinks = this.chain(membership.group, layout.pods, 1);
-      const linkOne = podLinks.length === 0 ? undefined : this.groupId(membership.group, 1);
-      const head: GroupEntry = { groupId: this.groupId(membership.group), buckets: layout.headBuckets(linkOne) };
+      const podLinks = this.chain(target, layout.pods, 1);
+      const linkOne = podLinks.length === 0 ? undefined : this.groupIds.idOfTarget(target, 1);
+      const head: GroupEntry = { groupId: this.groupIds.idOfTarget(target), buckets: layout.headBuckets(linkOne) };
       const ingress =
-        linkOne === undefined ? [] : layout.ingressPorts.map((inPort) => this.ingressForward({ group: membership.group, inPort, linkOne, learned }));
-      return { group: membership.group, groups: [...podLinks, head], flow: this.groupFlow(membership.group, learned), ingress };
+        source !== undefined
+          ? layout.ingressPorts.map((inPort) => this.sourceIngressForward({ group, source, inPort, linkOne, learned }))
+          : linkOne === undefined
+            ? []
+            : layout.ingressPorts.map((inPort) => this.ingressForward({ group, inPort, linkOne, learned }));
+      return { group, ...sourced, groups: [...podLinks, head], flow, ingress };
     }
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     if (ports.length > this.maxMembers) {
-      throw new RangeError(`${membership.group} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
+      throw new RangeError(`${name} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
     }
-    return { group: membership.group, groups: this.chain(membership.group, ports, 0), flow: this.groupFlow(membership.group, learned) };
+    return { group, ...sourced, groups: this.chain(target, ports, 0), flow };
   }
 
   /**
    * The links that output to `ports`, tail first, from link `firstLink` on: link k holds
    * up to max-1 ports and a bucket to link k+1. None for no port (from link 1 on).
    */
-  private chain(group: GroupAddress, ports: readonly number[], firstLink: number): GroupEntry[] {
+  private chain(target: ForwardingTarget, ports: readonly number[], firstLink: number): GroupEntry[] {
     if (ports.length === 0 && firstLink > 0) return [];
     const max = this.limits.maxBucketsPerGroup;
     const groups: GroupEntry[] = [];
@@ -141,7 +156,7 @@ export class MulticastPipeline {
       const slice = link === links - 1 ? ports.slice(start) : ports.slice(start, start + max - 1);
       const buckets: Bucket[] = slice.map((port) => ({ type: 'output', port }));
       if (next !== undefined) buckets.push({ type: 'group', groupId: next });
-      const groupId = this.groupId(group, firstLink + link);
+      const groupId = this.groupIds.idOfTarget(target, firstLink + link);
       groups.push({ groupId, buckets });
       next = groupId;
     }
@@ -157,6 +172,22 @@ export class MulticastPipeline {
       cookie: this.cookie(FlowKind.IngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
       match: { inPort: options.inPort, ...family.groupMatch(options.group) },
       actions: [{ type: 'group', groupId: options.linkOne }],
+    };
+  }
+
+  /**
+   * Tunnel mode: `source`'s traffic of `group` from the tunnel or the gateway → link 1 of
+   * its (S,G) chain, or dropped (`linkOne` undefined: no local pod wants the source), above
+   * the group's own ingress flow, which would deliver it to the pods of the other sources.
+   */
+  sourceIngressForward(options: { group: GroupAddress; source: SourceAddress; inPort: number; linkOne: number | undefined; learned?: boolean }): FlowEntry {
+    const family = familyOf(options.group);
+    return {
+      table: this.config.table,
+      priority: sourcePriorities(this.config.priorities).sourceIngress,
+      cookie: this.cookie(FlowKind.SourceIngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      match: { inPort: options.inPort, ...family.groupMatch(options.group), ipv4Src: options.source },
+      actions: options.linkOne === undefined ? [] : [{ type: 'group', groupId: options.linkOne }],
     };
   }
 
@@ -195,6 +226,18 @@ export class MulticastPipeline {
       cookie: this.cookie(FlowKind.GroupForward, family.cookieValue(group), learned ? FlowCookieFlag.Learned : 0),
       match: family.groupMatch(group),
       actions: [{ type: 'group', groupId: this.groupId(group) }],
+    };
+  }
+
+  /** `source`'s traffic of `group` → the head of its (S,G) chain, above the group's flow. The cookie carries the group, the match the source. */
+  sourceFlow(options: { group: GroupAddress; source: SourceAddress; learned?: boolean }): FlowEntry {
+    const family = familyOf(options.group);
+    return {
+      table: this.config.table,
+      priority: sourcePriorities(this.config.priorities).sourceGroup,
+      cookie: this.cookie(FlowKind.SourceForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      match: { ...family.groupMatch(options.group), ipv4Src: options.source },
+      actions: [{ type: 'group', groupId: this.sourceGroupId(options.source, options.group) }],
     };
   }
 
@@ -298,98 +341,14 @@ export class MulticastPipeline {
   }
 
   /**
-   * Reads the installed groups back from entries dumped from the switch: every flow of
-   * ours of kind GroupForward, followed through its group chain. Flows or groups that
-   * do not fit together (a flow whose group is gone, a broken chain) are reported so
-   * that reconcile can repair them.
+   * Reads the installed entries back from entries dumped from the switch (installed-reader.ts),
+   * taking the ids they use into this pipeline's allocation.
    */
   readInstalled(flows: readonly FlowEntry[], groups: readonly GroupEntry[]): InstalledPipeline {
-    const groupById = new Map(groups.filter((entry) => this.ownsGroupId(entry.groupId)).map((entry) => [entry.groupId, entry]));
-    const installed: InstalledGroup[] = [];
-    const reached = new Set<number>();
-    const otherFlows: FlowEntry[] = [];
-    const ingressFlows: FlowEntry[] = [];
-    for (const flow of flows) {
-      const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
-      if (fields === undefined) continue; // not ours
-      if (fields.kind === FlowKind.IngressForward) {
-        ingressFlows.push(flow); // attached to its group below
-        continue;
-      }
-      // Ours by cookie but not a group flow, or one that matches no multicast group, or
-      // whose cookie does not carry its group (a hand-made flow, or a prefix someone else
-      // uses too): not a group to show, but still ours to remove.
-      const group = fields.kind === FlowKind.GroupForward ? groupMatched(flow.match) : undefined;
-      if (group === undefined || fields.value !== familyOf(group).cookieValue(group) >>> 0) {
-        otherFlows.push(flow);
-        continue;
-      }
-      const ports: number[] = [];
-      const peers: HostAddress[] = [];
-      const chain: GroupEntry[] = [];
-      let problem: string | undefined;
-      // The switch says which id the group has: the group action of its flow.
-      let groupId = headGroupId(flow);
-      if (groupId === undefined) problem = 'its flow outputs to no OVS group';
-      else if (!this.groupIds.adopt(group, groupId)) problem = `its flow points at OVS group ${groupId}, which is not the head of one of ours`;
-      if (problem !== undefined) groupId = undefined;
-      while (groupId !== undefined) {
-        const entry = groupById.get(groupId);
-        if (entry === undefined) {
-          problem = `OVS group ${groupId} is missing`;
-          break;
-        }
-        if (reached.has(groupId)) {
-          problem = `OVS group ${groupId} is reached twice`;
-          break;
-        }
-        reached.add(groupId);
-        chain.push(entry);
-        groupId = undefined;
-        for (const bucket of entry.buckets) {
-          if (bucket.type === 'group') groupId = bucket.groupId;
-          else if (bucket.tunnelDestination !== undefined) peers.push(bucket.tunnelDestination);
-          else ports.push(bucket.port);
-        }
-      }
-      const learned = ((fields.flags ?? 0) & FlowCookieFlag.Learned) !== 0;
-      installed.push({
-        group,
-        ports: ports.sort((a, b) => a - b),
-        flow,
-        groups: chain,
-        learned,
-        ...(problem === undefined ? {} : { problem }),
-        ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
-      });
-    }
-    otherFlows.push(...attachIngress(installed, ingressFlows, (flow) => this.ingressGroupOf(flow)));
-    const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
-    // By address, each parsed once (10,000 groups are 130,000 comparisons).
-    const order = new Map(installed.map((entry) => [entry, addressOrderKey(entry.group)]));
-    return { groups: installed.sort((a, b) => order.get(a)! - order.get(b)!), otherFlows, strayGroups };
-  }
-
-  /** The group an ingress flow forwards, when its match and its cookie agree on it. */
-  private ingressGroupOf(flow: FlowEntry): GroupAddress | undefined {
-    const group = groupMatched(flow.match);
-    const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
-    return group !== undefined && fields?.value === familyOf(group).cookieValue(group) >>> 0 ? group : undefined;
+    return readInstalledEntries({ config: this.config, groupIds: this.groupIds, flows, groups });
   }
 
   private cookie(kind: FlowKind, value: number, flags = 0): bigint {
     return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value, flags });
   }
-}
-
-/** The group a flow forwards: an exact match on one multicast destination. */
-function groupMatched(match: FlowMatch): GroupAddress | undefined {
-  if (match.ipv4Dst === undefined || match.ipv4DstMask !== undefined) return undefined;
-  return parseGroupAddress(match.ipv4Dst);
-}
-
-/** The OVS group a group flow sends to: its only action, as the pipeline writes it. */
-function headGroupId(flow: FlowEntry): number | undefined {
-  const action = flow.actions.length === 1 ? flow.actions[0] : undefined;
-  return action?.type === 'group' ? action.groupId : undefined;
 }

@@ -22,12 +22,13 @@ import type { PipelineChange } from './plan.js';
 
 const EXACT_IPV4_MASK = '255.255.255.255';
 
-/** OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, IPV4_DST. */
+/** OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, IPV4_SRC, IPV4_DST. */
 export function matchFields(match: FlowMatch): OxmField[] {
   const fields: OxmField[] = [];
   if (match.inPort !== undefined) fields.push({ field: 'IN_PORT', value: match.inPort });
   if (match.ethType !== undefined) fields.push({ field: 'ETH_TYPE', value: match.ethType });
   if (match.ipProto !== undefined) fields.push({ field: 'IP_PROTO', value: match.ipProto });
+  if (match.ipv4Src !== undefined) fields.push({ field: 'IPV4_SRC', value: match.ipv4Src });
   if (match.ipv4Dst !== undefined) {
     fields.push(
       match.ipv4DstMask === undefined ? { field: 'IPV4_DST', value: match.ipv4Dst } : { field: 'IPV4_DST', value: match.ipv4Dst, mask: match.ipv4DstMask },
@@ -172,6 +173,11 @@ function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
         break;
       case 'IP_PROTO':
         match.ipProto = field.value;
+        break;
+      case 'IPV4_SRC':
+        // The pipeline matches one source exactly: a masked source is nobody's (S,G) entry.
+        if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) return undefined;
+        match.ipv4Src = field.value;
         break;
       case 'IPV4_DST':
         match.ipv4Dst = field.value;

@@ -2,7 +2,7 @@
  * The entries of the multicast pipeline, as the pipeline builds them and reads them back
  * from a switch: flows, OVS groups and their buckets, and a group's membership.
  */
-import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
 
 /** The fields the pipeline matches on. */
 export interface FlowMatch {
@@ -12,6 +12,8 @@ export interface FlowMatch {
   ipv4Dst?: string;
   /** Absent: an exact match. */
   ipv4DstMask?: string;
+  /** An exact match on the IPv4 source (the (S,G) entries). */
+  ipv4Src?: string;
 }
 
 export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };
@@ -51,6 +53,8 @@ export interface GroupEntry {
 /** A multicast group's members on this bridge, by OpenFlow port number. */
 export interface GroupMembership {
   group: GroupAddress;
+  /** Present: the (S,G) entry of `group` for this source, which takes precedence over the group's (*,G) entry. */
+  source?: SourceAddress;
   ports: readonly number[];
   /** Members the daemon learned (its flow's cookie says so), not declared with `install`. */
   learned?: boolean;
@@ -75,6 +79,8 @@ export interface TunnelMembers {
 /** The entries that forward one multicast group: its groups (chain tail first) and its flow. */
 export interface GroupForwarding {
   group: GroupAddress;
+  /** Present: the (S,G) entry of `group` for this source. */
+  source?: SourceAddress;
   /** Ordered so that each group exists before a group or flow that points to it. */
   groups: GroupEntry[];
   flow: FlowEntry;
@@ -92,6 +98,8 @@ export interface PipelineLimits {
 
 export interface InstalledGroup {
   group: GroupAddress;
+  /** Present: the (S,G) entry of `group` for this source. */
+  source?: SourceAddress;
   ports: number[];
   flow: FlowEntry;
   /** The OVS groups of its chain, head first. */

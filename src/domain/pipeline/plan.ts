@@ -7,7 +7,8 @@
  * Order matters on the wire, and the plan is in wire order: an OVS group exists before
  * a group or flow that points to it; a flow goes before the group it points to.
  */
-import type { GroupAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import { type ForwardingTarget, forwardingKey } from './forwarding-key.js';
 import type {
   FlowAction,
   FlowEntry,
@@ -38,6 +39,8 @@ export type GroupOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'abse
 
 export interface GroupPlan {
   group: GroupAddress;
+  /** Present: the plan of the (S,G) entry of `group` for this source. */
+  source?: SourceAddress;
   outcome: GroupOutcome;
   /** Member ports after the change (for a removal: the ports it had). */
   ports: number[];
@@ -47,9 +50,11 @@ export interface GroupPlan {
 }
 
 /**
- * Install (add or update) `desired`; leaves every other group alone. A group whose flow
- * would take the place of a flow of someone else's (`foreignFlows`: same table, priority
- * and match) is a conflict: nothing is done for it.
+ * Install (add or update) `desired`; leaves every other entry alone. Each desired entry,
+ * (*,G) or (S,G) (`source` set: the desired list may hold both for one group), is diffed
+ * against the installed entry of the same forwarding key. An entry whose flow would take
+ * the place of a flow of someone else's (`foreignFlows`: same table, priority and match)
+ * is a conflict: nothing is done for it.
  */
 export function planInstall(
   pipeline: MulticastPipeline,
@@ -57,7 +62,7 @@ export function planInstall(
   installed: InstalledPipeline,
   foreignFlows: readonly FlowEntry[] = [],
 ): GroupPlan[] {
-  const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
+  const byKey = new Map(installed.groups.map((group) => [forwardingKey(group), group]));
   const foreignByKey = new Map(foreignFlows.map((flow) => [flowKey(flow), flow]));
   const installedIds = new Set([
     ...installed.groups.flatMap((group) => group.groups.map((entry) => entry.groupId)),
@@ -65,7 +70,8 @@ export function planInstall(
   ]);
   return desired.map((membership) => {
     const forwarding = pipeline.forwarding(membership);
-    const current = byGroup.get(membership.group);
+    const current = byKey.get(forwardingKey(membership));
+    const target = targetFields(membership);
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     const currentIngress = new Map((current?.ingress ?? []).map((flow) => [flow.match.inPort, flow]));
     const wantedIngress = forwarding.ingress ?? [];
@@ -75,7 +81,7 @@ export function planInstall(
       .find((flow) => flow !== undefined);
     if (foreign !== undefined) {
       const problem = `another controller's flow (cookie 0x${foreign.cookie.toString(16)}) has the same match and priority ${foreign.priority}`;
-      return { group: membership.group, outcome: 'conflict', ports, changes: [], problem };
+      return { ...target, outcome: 'conflict', ports, changes: [], problem };
     }
     const currentById = new Map((current?.groups ?? []).map((entry) => [entry.groupId, entry]));
     const changes: PipelineChange[] = [];
@@ -98,18 +104,28 @@ export function planInstall(
     const wanted = new Set(forwarding.groups.map((entry) => entry.groupId));
     for (const entry of current?.groups ?? []) if (!wanted.has(entry.groupId)) changes.push({ op: 'delete-group', groupId: entry.groupId });
     const outcome: GroupOutcome = current === undefined ? 'added' : changes.length === 0 ? 'unchanged' : 'updated';
-    return { group: membership.group, outcome, ports, changes };
+    return { ...target, outcome, ports, changes };
   });
 }
 
-/** Removes the named groups (absent ones are reported as such, not as errors). */
-export function planUninstall(groups: readonly GroupAddress[], installed: InstalledPipeline): GroupPlan[] {
-  const byGroup = new Map(installed.groups.map((group) => [group.group, group]));
-  return groups.map((group) => {
-    const current = byGroup.get(group);
-    if (current === undefined) return { group, outcome: 'absent', ports: [], changes: [] };
-    return { group, outcome: 'removed', ports: current.ports, changes: removal(current) };
+/**
+ * Removes the named entries (absent ones are reported as such, not as errors). A bare
+ * group names its (*,G) entry only: callers that remove a whole group name its (S,G)
+ * entries too.
+ */
+export function planUninstall(targets: readonly (GroupAddress | ForwardingTarget)[], installed: InstalledPipeline): GroupPlan[] {
+  const byKey = new Map(installed.groups.map((group) => [forwardingKey(group), group]));
+  return targets.map((named) => {
+    const target = targetFields(typeof named === 'string' ? { group: named } : named);
+    const current = byKey.get(forwardingKey(target));
+    if (current === undefined) return { ...target, outcome: 'absent', ports: [], changes: [] };
+    return { ...target, outcome: 'removed', ports: current.ports, changes: removal(current) };
   });
+}
+
+/** The group and (when set) the source of an entry, for its plan. */
+function targetFields(target: ForwardingTarget): ForwardingTarget {
+  return target.source === undefined ? { group: target.group } : { group: target.group, source: target.source };
 }
 
 /**
@@ -117,7 +133,9 @@ export function planUninstall(groups: readonly GroupAddress[], installed: Instal
  * group), and OVS groups in our range that nothing reaches.
  */
 export function planUninstallAll(installed: InstalledPipeline): { groups: GroupPlan[]; extra: PipelineChange[] } {
-  const groups = installed.groups.map((current): GroupPlan => ({ group: current.group, outcome: 'removed', ports: current.ports, changes: removal(current) }));
+  const groups = installed.groups.map(
+    (current): GroupPlan => ({ ...targetFields(current), outcome: 'removed', ports: current.ports, changes: removal(current) }),
+  );
   const extra: PipelineChange[] = [
     ...installed.otherFlows.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
     ...installed.strayGroups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId })),
@@ -136,8 +154,8 @@ function removal(current: InstalledGroup): PipelineChange[] {
 
 /** What makes two flows the same entry of a table: table, priority and match. */
 function flowKey(flow: FlowEntry): string {
-  const { inPort, ethType, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
-  return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Dst, ipv4DstMask]);
+  const { inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
+  return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask]);
 }
 
 // Compared field by field, not through JSON.stringify: reconcile compares 10,000 of each.

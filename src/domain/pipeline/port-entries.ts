@@ -107,6 +107,18 @@ function sameMeter(a: PortMeter, b: PortMeter): boolean {
 
 /** A flow as a whole: where it sits, its cookie, its meter and its actions. Two flows with the same identity need no change. */
 function flowIdentity(flow: FlowEntry): string {
-  const { inPort, ethType, ipProto, ipv4Dst, ipv4DstMask } = flow.match;
-  return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Dst, ipv4DstMask, flow.cookie.toString(16), flow.meterId, flow.actions]);
+  const { inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
+  return JSON.stringify([
+    flow.table,
+    flow.priority,
+    inPort,
+    ethType,
+    ipProto,
+    ipv4Src,
+    ipv4Dst,
+    ipv4DstMask,
+    flow.cookie.toString(16),
+    flow.meterId,
+    flow.actions,
+  ]);
 }

@@ -14,6 +14,12 @@
  * outside traffic itself). Without pod members there is no ingress flow, and the
  * catch-all drops (tunnelDrop 260, gatewayDrop 245) take that traffic.
  *
+ * An (S,G) entry lays out the same way with its own ids: link 0 holds the gateway and every
+ * peer that wants the group (peers announce groups, not sources, and filter at their own
+ * pods), link 1.. the pods that want the source. Its ingress flows (sourceIngress, 275, above
+ * the group's) go to its link 1, or drop when no pod wants the source, which the group's
+ * ingress flow would otherwise deliver to the pods of every other source.
+ *
  * The gateway stays in link 0 with remote members only: flow 200 then shadows the
  * unknown-group flow to the gateway (190), and receivers outside would otherwise lose
  * the group as soon as a peer joined it.
@@ -24,7 +30,8 @@ import { bucket, bucketLength } from '../../protocol/openflow/bucket.js';
 import { GROUP_MOD_FIXED_LENGTH } from '../../protocol/openflow/group-mod.js';
 import { MAX_MESSAGE_LENGTH } from '../../protocol/openflow/header.js';
 import { TUNNEL_BUCKET_LENGTH } from '../../protocol/openflow/limits.js';
-import { compareAddresses, type GroupAddress, type HostAddress } from '../../wire/ip-address.js';
+import { compareAddresses, type HostAddress } from '../../wire/ip-address.js';
+import { type ForwardingTarget, forwardingKey } from './forwarding-key.js';
 import type { Bucket, FlowEntry, GroupMembership, InstalledGroup, PipelineLimits } from './pipeline-entries.js';
 
 /** Octets of a bucket of one OUTPUT (the gateway's) and of one GROUP action (the jump to link 1), as the codec encodes them. */
@@ -85,16 +92,20 @@ export function tunnelLayout(membership: GroupMembership, limits: PipelineLimits
 }
 
 /**
- * Gives each installed group the ingress flows that forward it (`groupOf`: the group a
- * flow's match and cookie name, or undefined), in in_port order. Returns the flows of no
- * installed group: ours, and to be removed.
+ * Gives each installed entry, (*,G) or (S,G), the ingress flows that forward it
+ * (`targetOf`: the entry a flow's match and cookie name, or undefined), in in_port
+ * order. Returns the flows of no installed entry: ours, and to be removed.
  */
-export function attachIngress(installed: InstalledGroup[], flows: readonly FlowEntry[], groupOf: (flow: FlowEntry) => GroupAddress | undefined): FlowEntry[] {
-  const byGroup = new Map(installed.map((entry) => [entry.group, entry]));
+export function attachIngress(
+  installed: InstalledGroup[],
+  flows: readonly FlowEntry[],
+  targetOf: (flow: FlowEntry) => ForwardingTarget | undefined,
+): FlowEntry[] {
+  const byKey = new Map(installed.map((entry) => [forwardingKey(entry), entry]));
   const strays: FlowEntry[] = [];
   for (const flow of flows) {
-    const group = groupOf(flow);
-    const owner = group === undefined ? undefined : byGroup.get(group);
+    const target = targetOf(flow);
+    const owner = target === undefined ? undefined : byKey.get(forwardingKey(target));
     if (owner === undefined) strays.push(flow);
     else (owner.ingress ??= []).push(flow);
   }

@@ -45,3 +45,13 @@ export const IGMPMSG_WRVIFWHOLE = 4;
 
 export const IP_ADD_MEMBERSHIP = 35;
 export const IP_DROP_MEMBERSHIP = 36;
+
+/** Source-specific multicast (RFC 3678's protocol-independent API), by ifindex: struct group_source_req. */
+export const MCAST_JOIN_SOURCE_GROUP = 46;
+export const MCAST_LEAVE_SOURCE_GROUP = 47;
+/** A socket's whole source filter for one group on one interface at once: struct group_filter. */
+export const MCAST_MSFILTER = 48;
+
+/** group_filter.gf_fmode. */
+export const MCAST_EXCLUDE = 0;
+export const MCAST_INCLUDE = 1;

@@ -43,6 +43,21 @@ export interface GroupView {
   error?: string;
   /** Tunnel mode: the peers with members of the group, each a copy into the tunnel (absent: not in tunnel mode, or older daemons). */
   remoteMembers?: RemoteMemberView[];
+  /** True for a group of the SSM range (ssmRange): joined only for named sources (absent: outside it, or older daemons). */
+  ssm?: boolean;
+  /**
+   * The sources whose receivers differ from the rest, by address, each with the ports it is forwarded to
+   * (members whose IGMPv3 filter admits it, plus the gateway); absent while every member takes every source.
+   */
+  sources?: SourceReceiversView[];
+  /** With `sources`: the ports every other source is forwarded to (the EXCLUDE-mode members, plus the gateway). */
+  otherSources?: PortView[];
+}
+
+/** One source of a group and the ports that receive it. */
+export interface SourceReceiversView {
+  source: string;
+  ports: PortView[];
 }
 
 /** A peer (another node) that is a member of a group, by its reports through the tunnel. */
@@ -187,12 +202,28 @@ export type DaemonEvent =
       host: string;
       reason: 'leave' | 'fast-leave' | 'expired' | 'port-removed' | 'no-answer' | 'denied';
     }
-  | { type: 'sync'; time: string; group: string; ports: number[]; latencyMs: number; ok: boolean; error?: string }
+  | {
+      type: 'sync';
+      time: string;
+      group: string;
+      ports: number[];
+      /** The group's per-source entries, each source with the ports that get it (absent: none, every source takes `ports`). */
+      sources?: SyncSourceEntry[];
+      latencyMs: number;
+      ok: boolean;
+      error?: string;
+    }
   | { type: 'route'; time: string; action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }
   | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number }
   /** A join the group policy denied (the other refusals are counted in the status, not streamed: a flood would be all of them). */
   | { type: 'refused'; time: string; group: string; port: PortView; reason: 'policy'; rule?: number }
   | PeerMessageEvent;
+
+/** One (S,G) entry of a sync: the OVS ports that source reaches (the gateway included while the group is wanted). */
+interface SyncSourceEntry {
+  source: string;
+  ports: number[];
+}
 
 /**
  * Tunnel mode: one membership message between this node and its peers. `in`: from `peer`;

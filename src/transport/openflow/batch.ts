@@ -3,6 +3,12 @@
  * PACKET_OUT) written back to back, as fast as the socket takes them (backpressure), then
  * one barrier. OVS answers in order, so every error for them arrives before the barrier's
  * reply.
+ *
+ * Batches share barriers: at most MAX_BARRIERS_IN_FLIGHT are unanswered at a time, and the
+ * batches asked for meanwhile go out together behind one barrier as soon as one is
+ * answered. A lone batch goes at once; under load (the daemon syncing thousands of groups,
+ * a few groups a batch) the switch gets a few large batches instead of one round trip per
+ * group, so the number of groups in flight, not the round trip, bounds the sync rate.
  */
 import { UnavailableError } from '../../errors.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
@@ -24,30 +30,83 @@ export interface BatchContext {
   readonly link: () => OpenFlowLink | undefined;
 }
 
-/**
- * Sends `messages` and a barrier; resolves with the switch's errors by index, rejects only
- * when the connection fails. Every message is encoded before the first is sent, so a
- * message that cannot be encoded (RangeError) sends none of them.
- */
-export async function sendBatch(context: BatchContext, messages: readonly OpenFlowMessage[], options: RequestOptions = {}): Promise<BatchResult> {
-  const { requests } = context;
-  const errors = new Map<number, OpenFlowError>();
-  const xids = messages.map(() => requests.allocateXid());
-  const chunks = encodeChunks(messages, xids); // validate everything before sending anything
-  const unwatch = requests.watchBatch(messages, xids, errors);
-  // One time limit for the whole batch: a switch that stops reading must not leave the
-  // writes waiting for a drain forever (the barrier's own timer starts only after them).
-  const timeoutMs = options.timeoutMs ?? context.timeoutMs;
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (const chunk of chunks) {
-      const link = context.link();
-      if (!link) throw new UnavailableError(`OpenFlow connection ${context.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' });
-      await link.writeChunk(chunk, deadline, timeoutMs);
-    }
-    await requests.transact({ type: 'BARRIER_REQUEST', xid: 0 }, { timeoutMs: Math.max(1, deadline - Date.now()) });
-  } finally {
-    unwatch();
+/** Two: one barrier's batch in the switch while the next is on the wire. */
+const MAX_BARRIERS_IN_FLIGHT = 2;
+
+interface QueuedBatch {
+  chunks: Uint8Array[];
+  /** Date.now() by which the batch must be written and answered. */
+  deadline: number;
+  timeoutMs: number;
+  errors: Map<number, OpenFlowError>;
+  unwatch: () => void;
+  resolve: (result: BatchResult) => void;
+  reject: (error: unknown) => void;
+}
+
+export class BatchSender {
+  private readonly queued: QueuedBatch[] = [];
+  private inFlight = 0;
+
+  constructor(private readonly context: BatchContext) {}
+
+  get requests(): OpenFlowRequests {
+    return this.context.requests;
   }
-  return { errors };
+
+  /**
+   * Sends `messages` and a barrier (perhaps shared with other batches); resolves with the
+   * switch's errors by index, rejects only when the connection fails. Every message is
+   * encoded before the first is sent, so a message that cannot be encoded (RangeError)
+   * sends none of them.
+   */
+  send(messages: readonly OpenFlowMessage[], options: RequestOptions = {}): Promise<BatchResult> {
+    const { requests } = this.context;
+    const xids = messages.map(() => requests.allocateXid());
+    const chunks = encodeChunks(messages, xids); // validate everything before sending anything
+    const errors = new Map<number, OpenFlowError>();
+    const unwatch = requests.watchBatch(messages, xids, errors);
+    const timeoutMs = options.timeoutMs ?? this.context.timeoutMs;
+    return new Promise<BatchResult>((resolve, reject) => {
+      this.queued.push({ chunks, deadline: Date.now() + timeoutMs, timeoutMs, errors, unwatch, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < MAX_BARRIERS_IN_FLIGHT && this.queued.length > 0) {
+      const batches = this.queued.splice(0);
+      this.inFlight++;
+      void this.sendTogether(batches).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  /** Writes every batch, each in order and whole, then one barrier for them all. */
+  private async sendTogether(batches: readonly QueuedBatch[]): Promise<void> {
+    try {
+      for (const batch of batches) {
+        for (const chunk of batch.chunks) {
+          const link = this.context.link();
+          if (!link) throw new UnavailableError(`OpenFlow connection ${this.context.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' });
+          // One time limit for each whole batch: a switch that stops reading must not leave
+          // the writes waiting for a drain forever (the barrier's own timer starts only after them).
+          await link.writeChunk(chunk, batch.deadline, batch.timeoutMs);
+        }
+      }
+      const latest = Math.max(...batches.map((batch) => batch.deadline));
+      await this.context.requests.transact({ type: 'BARRIER_REQUEST', xid: 0 }, { timeoutMs: Math.max(1, latest - Date.now()) });
+      for (const batch of batches) {
+        batch.unwatch();
+        batch.resolve({ errors: batch.errors });
+      }
+    } catch (error) {
+      for (const batch of batches) {
+        batch.unwatch();
+        batch.reject(error);
+      }
+    }
+  }
 }

@@ -34,7 +34,7 @@ import type { SwitchConfig } from '../../protocol/openflow/switch-config.js';
 import type { BackoffOptions } from '../../runtime/backoff.js';
 import { Reconnector } from '../../runtime/reconnector.js';
 import { parseEndpoint, type Endpoint } from '../../wire/endpoint.js';
-import { sendBatch, type BatchContext, type BatchResult } from './batch.js';
+import { BatchSender, type BatchResult } from './batch.js';
 import { checkVersion, HELLO, HelloWaiter } from './handshake.js';
 import { Keepalive } from './keepalive.js';
 import { OpenFlowLink } from './link.js';
@@ -77,7 +77,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   private readonly echoIntervalMs: number;
   private readonly reconnector: Reconnector<FeaturesReply> | undefined;
   private readonly requests: OpenFlowRequests;
-  private readonly batchContext: BatchContext;
+  private readonly batches: BatchSender;
 
   private state: State = 'connecting';
   private link: OpenFlowLink | undefined;
@@ -94,7 +94,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.echoIntervalMs = options.echoIntervalMs ?? DEFAULT_ECHO_INTERVAL_MS;
     this.requests = new OpenFlowRequests({ endpoint: this.endpoint, timeoutMs: this.timeoutMs, write: (messages, xids) => this.write(messages, xids) });
-    this.batchContext = { endpoint: this.endpoint, timeoutMs: this.timeoutMs, requests: this.requests, link: () => this.link };
+    this.batches = new BatchSender({ endpoint: this.endpoint, timeoutMs: this.timeoutMs, requests: this.requests, link: () => this.link });
     const reconnect = options.reconnect === true ? {} : options.reconnect || undefined;
     this.reconnector =
       reconnect &&
@@ -176,7 +176,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
    */
   async batch(messages: readonly OpenFlowMessage[], options: RequestOptions = {}): Promise<BatchResult> {
     this.assertConnected();
-    return sendBatch(this.batchContext, messages, options);
+    return this.batches.send(messages, options);
   }
 
   /** Sends one FLOW_MOD and a barrier; rejects with the switch's OpenFlowError if it refused it. */
@@ -242,7 +242,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   async enablePacketIn(options: PacketInOptions = {}): Promise<void> {
     this.assertConnected();
     const config = packetInConfig(options);
-    await configurePacketIn(this.batchContext, config);
+    await configurePacketIn(this.batches, config);
     this.packetInConfig = config;
   }
 
@@ -281,7 +281,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       this.write([HELLO], [this.requests.allocateXid()]);
       checkVersion(await waiter.hello, this.endpoint, (error) => this.write([error], [this.requests.allocateXid()]));
       const features = await this.requests.transact({ type: 'FEATURES_REQUEST', xid: 0 });
-      if (this.packetInConfig) await configurePacketIn(this.batchContext, this.packetInConfig);
+      if (this.packetInConfig) await configurePacketIn(this.batches, this.packetInConfig);
       // close() may have been called while the handshake ran.
       if (this.isClosed()) throw new UnavailableError(`OpenFlow connection ${this.endpoint} was closed`);
       this.featuresReply = features;

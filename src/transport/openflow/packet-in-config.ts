@@ -14,7 +14,7 @@
  * result is the same on any switch.
  */
 import { PacketInReason, reasonMask } from '../../protocol/openflow/async-reason.js';
-import { sendBatch, type BatchContext } from './batch.js';
+import type { BatchSender } from './batch.js';
 
 export interface PacketInOptions {
   /** miss_send_len: octets of a table-miss packet to send (default 0xffff: all of it, unbuffered). */
@@ -31,11 +31,11 @@ export function packetInConfig(options: PacketInOptions): Required<PacketInOptio
 }
 
 /** Rejects with the switch's OpenFlowError when it refuses SET_ASYNC or SET_CONFIG. */
-export async function configurePacketIn(context: BatchContext, config: Required<PacketInOptions>): Promise<void> {
-  const { requests } = context;
+export async function configurePacketIn(batches: BatchSender, config: Required<PacketInOptions>): Promise<void> {
+  const { requests } = batches;
   const current = await requests.transact({ type: 'GET_ASYNC_REQUEST', xid: 0 });
   const switchConfig = await requests.transact({ type: 'GET_CONFIG_REQUEST', xid: 0 });
-  const { errors } = await sendBatch(context, [
+  const { errors } = await batches.send([
     {
       type: 'SET_ASYNC',
       xid: 0,

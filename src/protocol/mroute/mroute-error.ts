@@ -1,0 +1,42 @@
+/** The mroute socket's typed errors: a raw-socket failure, its errno name recovered, with a hint per errno where one helps. */
+import { McastError, PermissionError } from '../../errors.js';
+import { errnoOf } from './errno.js';
+
+/**
+ * A kernel refusal other than a missing privilege or the held MRT_INIT: code 'io', exit 1,
+ * with the errno name (EADDRINUSE, ENOENT, ...) for callers to match on.
+ */
+export class MrouteError extends McastError {
+  override readonly name = 'MrouteError';
+  constructor(
+    message: string,
+    /** The errno name, when raw-socket's message could be mapped back to one. */
+    readonly errno: string | undefined,
+    options: { hint?: string; cause?: unknown } = {},
+  ) {
+    super('io', message, undefined, options);
+  }
+}
+
+/** Per-errno hints of one operation. */
+export type Hints = Partial<Record<string, string>>;
+
+const PERMISSION_HINT = 'multicast routing needs CAP_NET_ADMIN (and CAP_NET_RAW for the raw IGMP socket): run as root';
+
+/** Turns a raw-socket failure into the project's typed error. */
+export function mrouteError(what: string, error: unknown, hints: Hints = {}): McastError {
+  if (error instanceof McastError) return error;
+  const errno = errnoOf(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  const label = errno ?? detail;
+  switch (errno) {
+    case 'EPERM':
+    case 'EACCES':
+      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? PERMISSION_HINT})`, { hint: PERMISSION_HINT, cause: error });
+    default:
+      return new MrouteError(`${what}: ${label}${errno !== undefined ? ` (${detail})` : ''}`, errno, {
+        ...(errno !== undefined && hints[errno] !== undefined ? { hint: hints[errno] } : {}),
+        cause: error,
+      });
+  }
+}
