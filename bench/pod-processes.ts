@@ -119,14 +119,16 @@ export function stopChild(child: ChildProcess): Promise<void> {
  */
 export const SOURCE_CYCLER_PY = `
 import socket, sys, time
+IP_ADD_SOURCE_MEMBERSHIP, IP_DROP_SOURCE_MEMBERSHIP = 39, 40  # linux/in.h (Python's socket module may lack them)
 group, source, count, joined, left = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]) / 1000, float(sys.argv[5]) / 1000
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+# struct ip_mreq_source: multiaddr, interface, sourceaddr
 mreq = socket.inet_aton(group) + socket.inet_aton("0.0.0.0") + socket.inet_aton(source)
 time.sleep(left)
 for i in range(count):
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_SOURCE_MEMBERSHIP, mreq)
+    s.setsockopt(socket.IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, mreq)
     time.sleep(joined)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_SOURCE_MEMBERSHIP, mreq)
+    s.setsockopt(socket.IPPROTO_IP, IP_DROP_SOURCE_MEMBERSHIP, mreq)
     time.sleep(left)
 print("done", flush=True)
 `;
@@ -138,6 +140,7 @@ print("done", flush=True)
  */
 export const SOURCE_HOLDER_PY = `
 import ctypes, os, socket, sys
+IP_ADD_SOURCE_MEMBERSHIP = 39  # linux/in.h (Python's socket module may lack it)
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
 groups, sources = sys.argv[1].split(","), sys.argv[2].split(",")
@@ -151,7 +154,7 @@ for ns in sys.argv[3:]:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for g in groups[start:start + 20]:
             for src in sources:
-                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_SOURCE_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0") + socket.inet_aton(src))
+                s.setsockopt(socket.IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0") + socket.inet_aton(src))
         sockets.append(s)
 print("ready", flush=True)
 sys.stdin.read()

@@ -203,6 +203,19 @@ export function wireSenders(packets: readonly CapturedPacket[], group: string, t
   return [...new Set(packets.filter((packet) => packet.dst === group && packet.udp?.payload.startsWith(`${tag} `)).map((packet) => packet.src))].sort();
 }
 
+/** The IGMPv3 reports `host` sent that hold a record for `group`, in order, each with that group's records only. */
+export function reportsFrom(packets: readonly CapturedPacket[], host: string, group: string): { ts: number; records: CapturedRecord[] }[] {
+  return packets.flatMap((packet) => {
+    const records = packet.src === host ? (packet.igmpV3Records ?? []).filter((record) => record.group === group) : [];
+    return records.length === 0 ? [] : [{ ts: packet.ts, records }];
+  });
+}
+
+/** The capture times of the datagrams to `group` tagged `tag` that `sender` sent, in order. */
+export function datagramTimes(packets: readonly CapturedPacket[], sender: string, group: string, tag: string): number[] {
+  return packets.filter((packet) => packet.src === sender && packet.dst === group && packet.udp?.payload.startsWith(`${tag} `)).map((packet) => packet.ts);
+}
+
 /** The IGMPv3 records for `group` that `host` sent, in order. */
 export function recordsFrom(packets: readonly CapturedPacket[], host: string, group: string): CapturedRecord[] {
   return packets.filter((packet) => packet.src === host).flatMap((packet) => (packet.igmpV3Records ?? []).filter((record) => record.group === group));

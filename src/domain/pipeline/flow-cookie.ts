@@ -3,8 +3,9 @@
  *
  *   | prefix (16) | kind (8) | flags (8) | value (32) |
  *
- * The prefix says "ours" (reconcile and uninstall delete by cookie and a prefix mask, and
- * never touch another controller's flows); the kind says which pipeline flow it is; the
+ * The prefix says "ours" (reconcile and uninstall read flows back by cookie and a prefix
+ * mask and delete each of ours strictly, so they never touch another controller's flows,
+ * nor a kind of ours they do not know); the kind says which pipeline flow it is; the
  * value says for what (the group address, or the port). So a flow read back from the
  * switch tells by its cookie alone what it was written for.
  */
