@@ -33,7 +33,7 @@ import { IGMPV3_RECORD, sendReport } from '../lab/igmp-frames.js';
 import { type Host, Lab, waitUntil } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
-import { ovsGroupPorts, waitForOvsMembers, deliverNumbered, scrapeMetrics } from '../lab/switch-checks.js';
+import { ovsGroupPorts, ovsSourcePorts, waitForOvsMembers, waitForOvsSourceMembers, deliverNumbered, scrapeMetrics } from '../lab/switch-checks.js';
 import type { DaemonStatus, GroupView, MemberView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -210,13 +210,15 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         const filterA = await filterOf(a);
         assert.equal(filterA?.mode, 'include');
         assert.deepEqual([...(filterA?.sources ?? [])].sort(), [s1, s2], `${a.name}'s filter: ${JSON.stringify(filterA)}`);
-        await waitForOvsMembers(node, group, [a]);
+        // Each source a asked for reaches a through its own (S,G) entry; the refused one has none.
+        for (const source of [s1, s2]) await waitForOvsSourceMembers(node, { source, group, pods: [a] });
+        assert.equal(await ovsSourcePorts(node, s3, group), undefined, `no entry for ${s3} yet`);
 
         await memberB.joinSource(group, s3);
         const filterB = await waitUntil(`${b.name} in ${group}`, () => filterOf(b));
         assert.equal(filterB.mode, 'include');
         assert.deepEqual(filterB.sources, [s3]);
-        await waitForOvsMembers(node, group, [a, b]);
+        await waitForOvsSourceMembers(node, { source: s3, group, pods: [b], not: [a] });
         assert.equal((await refusedOn(daemon, b))['group-sources'] ?? 0, 0, `${b.name}'s port counted refusals`);
         // Refusing the new source left a's admitted ones alone.
         assert.deepEqual([...((await filterOf(a))?.sources ?? [])].sort(), [s1, s2]);
@@ -290,7 +292,7 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
 
         // IP_ADD_SOURCE_MEMBERSHIP: d's kernel reports an INCLUDE {S} record.
         await memberD.joinSource(specific, source);
-        await waitForOvsMembers(node, specific, [d], [c]);
+        await waitForOvsSourceMembers(node, { source, group: specific, pods: [d], not: [c] });
         const memberOfD = (await membersOf(daemon, specific)).find((member) => member.port.name === d.port);
         assert.equal(memberOfD?.mode, 'include');
         assert.deepEqual(memberOfD?.sources, [source]);
@@ -304,7 +306,8 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         receivers.push(await c.listen(specific, 5404));
         await waitUntil(`a second ssm refusal on ${c.name}'s port`, async () => ((await refusedOn(daemon, c))['ssm'] ?? 0) > before);
         assert.deepEqual(await memberPorts(daemon, specific), [d.port]);
-        await waitForOvsMembers(node, specific, [d], [c]);
+        await waitForOvsSourceMembers(node, { source, group: specific, pods: [d], not: [c] });
+        assert.ok(!((await ovsGroupPorts(node, specific)) ?? []).includes(c.ofport), `${c.name} gets no source of ${specific}`);
 
         const status = await control<DaemonStatus>(daemon, ['status']);
         assert.ok((status.igmpRefused?.total['ssm'] ?? 0) >= 2, `status totals: ${JSON.stringify(status.igmpRefused?.total)}`);

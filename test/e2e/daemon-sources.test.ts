@@ -74,10 +74,33 @@ const SHORT_TIMERS = {
 const EXPIRY_SLACK_MS = 750;
 const EXPIRY_SEND_INTERVAL_MS = 20;
 
-/** The latency case's group, its rounds, and how many datagrams S3 sends each round, 1 ms apart. */
+/** The latency case's group, its rounds, and how long each round waits for S3's first datagram after the ALLOW. */
 const LATENCY_GROUP = '239.7.1.3';
 const LATENCY_ROUNDS = 20;
-const LATENCY_SEND_COUNT = 300;
+const LATENCY_WAIT_MS = 300;
+/**
+ * Sends `tag <n>` to group:port every `interval` ms, paced, until killed; prints "sending"
+ * after its first datagram, so that a round starts only once S3 really sends (a sender
+ * started for each round takes 100 ms and more to send its first datagram here).
+ */
+const STREAM_PY = `
+import socket, sys, time
+group, port, interval, tag = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+n, nxt = 0, time.perf_counter()
+while True:
+    s.sendto(("%s %d" % (tag, n)).encode(), (group, port))
+    if n == 0:
+        print("sending", flush=True)
+    n += 1
+    nxt += interval
+    delay = nxt - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    elif delay < -0.05:
+        nxt = time.perf_counter()
+`;
 
 // ---------------------------------------------------------------------------------------
 
@@ -474,17 +497,20 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     const parts = { toDaemon: [] as number[], toSynced: [] as number[] };
     const watch = await watchEvents(daemon);
     const { events } = watch;
+    // S3 sends all through the case, 1 ms apart: in each round the first datagram a's wire gets after the ALLOW is the measure.
+    const tag = 'lat';
+    const stream = lab.spawn(senders[2].ns, ['python3', '-u', '-c', STREAM_PY, LATENCY_GROUP, String(PORT), '1', tag]);
     try {
+      await new Promise<void>((resolve, reject) => {
+        stream.stdout?.once('data', () => resolve());
+        stream.once('exit', (code) => reject(new Error(`S3's sender exited (${code}) before sending`)));
+      });
       await member(a).joinSource(LATENCY_GROUP, s1);
       await waitForFilters(LATENCY_GROUP, { [a.port]: `include ${s1}` });
       for (let round = 0; round < LATENCY_ROUNDS; round++) {
-        const tag = `lat${round}`;
-        // S3 sends from before the join to well past it: the first datagram a's wire gets after the ALLOW is the measure.
-        const sending = senders[2].send(LATENCY_GROUP, PORT, LATENCY_SEND_COUNT, { intervalMs: 1, tag });
-        await sleep(100);
         const joinedAt = Date.now();
         await member(a).joinSource(LATENCY_GROUP, s3);
-        await sending;
+        await sleep(LATENCY_WAIT_MS);
         const packets = readCapture(captures.get(a)!.file);
         const allowAt = reportsFrom(packets, a.address, LATENCY_GROUP).find(
           (report) => report.ts >= joinedAt - 5 && report.records.some((record) => record.type === RECORD.allow && record.sources.includes(s3)),
@@ -492,10 +518,10 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
         const arrivals = datagramTimes(packets, s3, LATENCY_GROUP, tag);
         if (allowAt === undefined) problems.push(`round ${round}: no ALLOW {S3} of ${a.name} on its wire`);
         else {
-          const early = arrivals.filter((ts) => ts < allowAt).length;
+          const early = arrivals.filter((ts) => ts >= joinedAt - 5 && ts < allowAt).length;
           if (early > 0) problems.push(`round ${round}: ${early} datagrams of S3 reached ${a.name} before its ALLOW {S3}`);
           const first = arrivals.find((ts) => ts >= allowAt);
-          if (first === undefined) problems.push(`round ${round}: no datagram of S3 reached ${a.name} in the ${LATENCY_SEND_COUNT} ms after its ALLOW {S3}`);
+          if (first === undefined) problems.push(`round ${round}: no datagram of S3 reached ${a.name} in the ${LATENCY_WAIT_MS} ms after its ALLOW {S3}`);
           else latencies.push(first - allowAt);
           const heard = events.find(
             (event) =>
@@ -515,7 +541,7 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
         }
         events.length = 0;
         await member(a).dropSource(LATENCY_GROUP, s3);
-        // No settling pause here: the next round's sender starts, and waits, before its ALLOW, and a datagram of S3 ahead of it is counted.
+        // A datagram of S3 that reaches a before the next round's ALLOW is counted: the removal gets a moment to take effect.
         await waitUntil(
           `${a.name}'s filter of ${LATENCY_GROUP} without S3, synced`,
           async () => {
@@ -525,8 +551,10 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
           10_000,
           20,
         );
+        await sleep(50);
       }
     } finally {
+      stream.kill('SIGKILL');
       await watch.close();
       await member(a)
         .dropSource(LATENCY_GROUP, s1)
@@ -542,8 +570,8 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       `ALLOW {S3} to the first datagram of S3 on ${a.name}'s wire, ${sorted.length} rounds: p50 ${p50?.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`,
     );
     assert.deepEqual(problems, [], 'rounds without a measure');
-    // Against a hang only: the real figure is the benchmark's, and the machine is shared.
-    assert.ok(p50 !== undefined && p50 < 100, `p50 ${p50} ms (limit 100 ms)`);
+    // Loose, for a shared machine: the figure itself is the benchmark's (a few ms).
+    assert.ok(p50 !== undefined && p50 < 50, `p50 ${p50} ms (limit 50 ms)`);
   });
 });
 

@@ -19,6 +19,34 @@ export async function ovsGroupPorts(node: OvsNode, group: string): Promise<numbe
   return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
 }
 
+/** The output ports of the OVS group that the (S,G) flow of `source` and `group` points to; undefined when no such flow exists. */
+export async function ovsSourcePorts(node: OvsNode, source: string, group: string): Promise<number[] | undefined> {
+  const flows = await node.ofctl('dump-flows', node.bridge);
+  const flow = flows.split('\n').find((line) => line.includes(`nw_src=${source},nw_dst=${group} `) || line.includes(`nw_src=${source},nw_dst=${group},`));
+  const id = flow?.match(/actions=group:(\d+)/)?.[1];
+  if (id === undefined) return undefined;
+  const groups = await node.ofctl('dump-groups', node.bridge);
+  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
+  if (line === undefined) return [];
+  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
+}
+
+/** Waits until OVS forwards `source`'s traffic to `group` to exactly `pods` among `candidates` (its (S,G) entry); its ports. */
+export function waitForOvsSourceMembers(
+  node: OvsNode,
+  options: { source: string; group: string; pods: readonly OvsPod[]; not?: readonly OvsPod[] },
+): Promise<number[]> {
+  const { source, group, pods, not = [] } = options;
+  return waitUntil(
+    `OVS to forward ${source} → ${group} on ${node.name} to ${pods.map((pod) => pod.name).join(',')}`,
+    async () => {
+      const ports = (await ovsSourcePorts(node, source, group)) ?? [];
+      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
+    },
+    10_000,
+  );
+}
+
 /** Waits until the OVS group of `group` forwards to every pod in `pods` (and to none of `not`); its ports. */
 export function waitForOvsMembers(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = [], timeoutMs = 10_000): Promise<number[]> {
   return waitUntil(

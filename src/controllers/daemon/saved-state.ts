@@ -29,6 +29,8 @@ export interface SavedStateInput {
 export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): SavedState {
   const monoNow = clock.monotonicMs();
   const wallNow = clock.wallMs();
+  // Monotonic milliseconds of the table's clock as epoch milliseconds.
+  const wall = (mono: number): number => Math.round(wallNow - (monoNow - mono));
   return {
     version: 1,
     savedAt: wallNow,
@@ -47,7 +49,9 @@ export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): 
             mode: member.filter.mode,
             sources: member.filter.sources,
             compatibility: member.compatibility,
-            lastReportAt: Math.round(wallNow - (monoNow - member.lastReportAt)),
+            lastReportAt: wall(member.lastReportAt),
+            ...(member.sourceTimers === undefined ? {} : { sourceTimers: member.sourceTimers.map(({ source, until }) => ({ source, endsAt: wall(until) })) }),
+            ...(member.groupTimerUntil === undefined ? {} : { groupTimerEndsAt: wall(member.groupTimerUntil) }),
           },
         ];
       }),
@@ -78,6 +82,11 @@ function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockP
         filter: member.mode === 'exclude' && member.sources.length === 0 ? ANY_SOURCE : { mode: member.mode, sources: new Set(member.sources) },
         lastReportAt: monoNow - Math.max(0, wallNow - member.lastReportAt),
         compatibility: member.compatibility,
+        // A timer keeps what was left of it when saved minus the time down (a wall clock set back gives none back).
+        ...(member.sourceTimers === undefined
+          ? {}
+          : { sourceTimers: member.sourceTimers.map(({ source, endsAt }) => ({ source, until: monoNow + endsAt - Math.max(wallNow, state.savedAt) })) }),
+        ...(member.groupTimerEndsAt === undefined ? {} : { groupTimerUntil: monoNow + member.groupTimerEndsAt - Math.max(wallNow, state.savedAt) }),
       });
     }
   }

@@ -41,6 +41,20 @@ export interface SavedMember {
   compatibility: IgmpVersion;
   /** Epoch milliseconds. */
   lastReportAt: number;
+  /**
+   * When each requested source's timer ends (epoch milliseconds): the included sources, or in
+   * EXCLUDE mode the sources asked for by name. Absent (files of earlier releases): every
+   * source lives a Group Membership Interval from lastReportAt.
+   */
+  sourceTimers?: SavedSourceTimer[];
+  /** EXCLUDE mode: when the group timer ends (epoch milliseconds); absent: as lastReportAt says. */
+  groupTimerEndsAt?: number;
+}
+
+export interface SavedSourceTimer {
+  source: SourceAddress;
+  /** Epoch milliseconds. */
+  endsAt: number;
 }
 
 export interface SavedGroup {
@@ -306,7 +320,19 @@ function parseMember(value: unknown, where: string): SavedMember {
     sources,
     compatibility: member.compatibility,
     lastReportAt: epochMs(member.lastReportAt, `${where}.lastReportAt`),
+    ...(member.sourceTimers === undefined ? {} : { sourceTimers: parseSourceTimers(member.sourceTimers, `${where}.sourceTimers`) }),
+    ...(member.groupTimerEndsAt === undefined ? {} : { groupTimerEndsAt: epochMs(member.groupTimerEndsAt, `${where}.groupTimerEndsAt`) }),
   };
+}
+
+function parseSourceTimers(value: unknown, where: string): SavedSourceTimer[] {
+  if (!Array.isArray(value)) throw new Error(`${where} is not an array`);
+  return value.map((item: unknown, index) => {
+    const timer = object(item, `${where}[${index}]`);
+    const source = typeof timer.source === 'string' ? parseSourceAddress(timer.source) : undefined;
+    if (source === undefined) throw new Error(`${where}[${index}].source ${JSON.stringify(timer.source)} is not an IPv4 unicast address`);
+    return { source, endsAt: epochMs(timer.endsAt, `${where}[${index}].endsAt`) };
+  });
 }
 
 function object(value: unknown, where: string): Record<string, unknown> {

@@ -7,15 +7,20 @@
  * injected clock, and every call returns the effects to carry out: a group's member
  * ports or their source filters changed (reprogram its OVS entries), or a port must be
  * asked about a group (a group-specific query, when a member leaves without fast leave)
- * or about some of its sources (when a host stops wanting them). `expire()` at
- * `nextDeadline()` handles members that fell silent, leaves nobody contradicted and
- * dropped sources whose Last Member Query Time is over.
+ * or about some of its sources (when a host stops wanting them). Each member keeps the
+ * router-side source state of §6.2.1 (./router-filter.ts): a record adds to it by the
+ * tables of §6.4, so one record split over several reports counts whole. `expire()` at
+ * `nextDeadline()` runs the source and group timers down: members that fell silent,
+ * leaves nobody contradicted and sources asked about that nobody still wants.
  */
-import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
-import { ANY_SOURCE, applyGroupRecord, type PortFilter, type SourceFilter } from './source-filter.js';
+import type { IgmpVersion } from '../../packet/igmp/message.js';
+import { ANY_SOURCE, type PortFilter, type SourceFilter } from './source-filter.js';
 import { forwardingShape, portFiltersOfMembers } from './port-filters.js';
 import { HostCompatibility, recordAsCounted } from './host-compatibility.js';
-import { droppedSources, type FadingFilter, nextFading } from './leaving-sources.js';
+import * as routerFilter from './router-filter.js';
+import { type GroupSnapshot, type MembershipRecord, type RestoredMember, restoredState, timersOf } from './member-records.js';
+
+export type { GroupSnapshot, MembershipRecord, RestoredMember } from './member-records.js';
 import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, type RefusalReason, refusalOf, UNLIMITED } from './membership-limits.js';
 import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 
@@ -57,29 +62,11 @@ export interface MembershipTableOptions {
  */
 export const UNKNOWN_HOST: HostAddress = hostAddress('0.0.0.0');
 
-/** One group record of an IGMPv3 report, its addresses checked (the snooper drops sources that are none). */
-export interface MembershipRecord {
-  type: GroupRecord['type'];
-  group: GroupAddress;
-  sources: readonly SourceAddress[];
-}
-
 export type LeaveReason = 'leave' | 'expired' | 'no-answer' | 'port-removed' | 'denied';
 
 export type MemberChange =
   | { type: 'join'; group: GroupAddress; port: number; host: HostAddress }
   | { type: 'leave'; group: GroupAddress; port: number; host: HostAddress; reason: LeaveReason };
-
-/** A member as saved by the daemon and given back to restore(). */
-export interface RestoredMember {
-  group: GroupAddress;
-  port: number;
-  host: HostAddress;
-  filter: SourceFilter;
-  /** On this table's clock. */
-  lastReportAt: number;
-  compatibility: IgmpVersion;
-}
 
 export type MembershipEffect =
   /** The ports with members of `group`, or their filters (portFiltersOf), changed: forward it to exactly these (none: stop). */
@@ -87,31 +74,17 @@ export type MembershipEffect =
   /** Ask `port` whether anyone still wants `group` (from `sources` only, when given: sources a host stopped wanting). */
   | { kind: 'query'; group: GroupAddress; port: number; sources?: SourceAddress[] };
 
-interface MemberSnapshot {
-  port: number;
-  host: HostAddress;
-  /** The oldest version heard from the port lately: how the port is treated (§7.3.2). */
-  compatibility: IgmpVersion;
-  filter: { mode: SourceFilter['mode']; sources: SourceAddress[] };
-  lastReportAt: number;
-  /** Set while a leave waits for the Last Member Query Time. */
-  leavingUntil?: number;
-}
-
-export interface GroupSnapshot {
-  group: GroupAddress;
-  ports: number[];
-  members: MemberSnapshot[];
-}
-
 interface MemberEntry {
   port: number;
   host: HostAddress;
+  /** The router-side source state (RFC 3376 §6.2.1). */
+  state: routerFilter.RouterFilter;
+  /** What `state` forwards, kept for merging ports and for the limits. */
   filter: SourceFilter;
+  /** When a timer of `state` next ends. */
+  due: number;
   lastReportAt: number;
   leavingUntil: number | undefined;
-  /** Sources the host stopped wanting, still forwarded while the port is asked about them (fast leave off). */
-  fading: FadingFilter | undefined;
 }
 
 export class MembershipTable {
@@ -137,6 +110,13 @@ export class MembershipTable {
    * New limits hold for joins from now on: what is over a lowered limit stays.
    */
   reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean; limits?: MembershipLimitSettings }): void {
+    const byMs = settings.timing.groupMembershipIntervalMs - this.timing.groupMembershipIntervalMs;
+    const lowered = this.now() + this.timing.lastMemberQueryTimeMs;
+    for (const member of byMs === 0 ? [] : [...this.groups.values()].flatMap((members) => [...members.values()])) {
+      if (member.leavingUntil !== undefined) continue;
+      routerFilter.shiftTimers(member.state, { byMs, lowered });
+      this.refreshed(member);
+    }
     this.timing = settings.timing;
     this.fastLeave = settings.fastLeave;
     if (settings.limits !== undefined) this.limits = settings.limits;
@@ -146,28 +126,46 @@ export class MembershipTable {
   report(port: number, host: HostAddress, group: GroupAddress, version: 1 | 2): MembershipEffect[] {
     if (this.refusal(group, port, host, ANY_SOURCE) !== undefined) return [];
     this.compatibility.heard({ group, port, version, until: this.now() + this.timing.groupMembershipIntervalMs });
-    return this.change(group, new Set([port]), () => this.upsert(group, { port, host, filter: ANY_SOURCE }));
+    // IS_EX {} (§7.3.2), which leaves any state as EXCLUDE ({}, {}) with the group timer at the GMI.
+    const state = routerFilter.routerFilterOf({ filter: ANY_SOURCE, until: this.now() + this.timing.groupMembershipIntervalMs });
+    return this.change(group, new Set([port]), () => this.upsert(group, { port, host, state, filter: ANY_SOURCE }));
   }
 
   /** One group record of an IGMPv3 report, as the port's compatibility mode lets it count. */
   record(port: number, host: HostAddress, record: MembershipRecord): MembershipEffect[] {
     const effective = recordAsCounted(this.modeOf(record.group, port), record);
     if (effective === undefined) return [];
-    const key = memberKey(port, host);
-    const current = this.groups.get(record.group)?.get(key);
-    const filter = applyGroupRecord(current?.filter, effective);
-    if (filter === undefined) return this.leaveOf(record.group, port, host);
-    const refused = this.refusal(record.group, port, host, filter);
+    const { group } = record;
+    const current = this.groups.get(group)?.get(memberKey(port, host));
+    // INCLUDE {} is a leave, as is a BLOCK from a host the table does not know (it may be the one an UNKNOWN_HOST stands for).
+    const emptyInclude = (effective.type === 'MODE_IS_INCLUDE' || effective.type === 'CHANGE_TO_INCLUDE_MODE') && effective.sources.length === 0;
+    if (emptyInclude || (current === undefined && effective.type === 'BLOCK_OLD_SOURCES')) return this.leaveOf(group, port, host);
+    const now = this.now();
+    const { groupMembershipIntervalMs, lastMemberQueryTimeMs } = this.timing;
+    const context = { now, groupMembershipIntervalMs, lastMemberQueryTimeMs, fastLeave: this.fastLeave };
+    const applied = routerFilter.applyRouterRecord(current?.state, effective, context);
+    const members = this.groups.get(group);
+    if (applied.filter === undefined)
+      return current === undefined ? [] : this.change(group, new Set([port]), () => this.remove(group, members!, current, 'leave'));
+    const filter = routerFilter.forwardedFilterOf(applied.filter);
+    const refused = this.refusal(group, port, host, filter);
     if (refused !== undefined) {
       // Nothing new is added, but the member that reported is still there; an ssm record is ignored altogether (RFC 4604 §2.2.1).
-      if (current !== undefined && refused !== 'ssm') current.lastReportAt = this.now();
+      if (current !== undefined && refused !== 'ssm') {
+        current.lastReportAt = now;
+        routerFilter.refreshNamed(current.state, effective, now + groupMembershipIntervalMs);
+        current.due = routerFilter.nextTimerOf(current.state);
+      }
       return [];
     }
-    const dropped = this.fastLeave || current === undefined ? undefined : droppedSources(current.filter, filter);
-    const dropping = dropped === undefined ? undefined : current?.filter;
-    const effects = this.change(record.group, new Set([port]), () => this.upsert(record.group, { port, host, filter }, dropping));
-    if (dropped === undefined) return effects;
-    return [...effects, { kind: 'query', group: record.group, port, ...(dropped.sources === undefined ? {} : { sources: dropped.sources }) }];
+    const state = applied.filter;
+    const effects = this.change(group, new Set([port]), () => this.upsert(group, { port, host, state, filter }));
+    if (applied.query === undefined) return effects;
+    // Asked about everything it still has: the member is leaving unless it answers.
+    const end = routerFilter.endOf(state);
+    const member = this.groups.get(group)?.get(memberKey(port, host));
+    if (member !== undefined && end <= now + lastMemberQueryTimeMs) member.leavingUntil = end;
+    return [...effects, { kind: 'query', group, port, ...applied.query }];
   }
 
   /** An IGMPv2 leave. Ignored while the port has v1 hosts for the group (§7.3.2). */
@@ -194,22 +192,21 @@ export class MembershipTable {
     return effects;
   }
 
-  /** Ends what is due by now: silent members (the GMI passed) and unanswered leaves. */
+  /** Ends what is due by now: the source and group timers that ran out, and with them silent members and unanswered leaves. */
   expire(): MembershipEffect[] {
     const now = this.now();
     const effects: MembershipEffect[] = [];
     for (const [group, members] of [...this.groups]) {
-      const due = [...members.values()].filter(
-        (member) => member.lastReportAt + this.timing.groupMembershipIntervalMs <= now || (member.leavingUntil !== undefined && member.leavingUntil <= now),
-      );
+      const due = [...members.values()].filter((member) => member.due <= now);
+      if (due.length === 0) continue;
       const reason = (member: MemberEntry): LeaveReason => (member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired');
-      const faded = [...members.values()].filter((member) => member.fading !== undefined && member.fading.until <= now);
-      if (due.length === 0 && faded.length === 0) continue;
-      const ports = new Set([...due, ...faded].map((member) => member.port));
+      const ports = new Set(due.map((member) => member.port));
       effects.push(
         ...this.change(group, ports, () => {
-          for (const member of faded) member.fading = undefined;
-          for (const member of due) this.remove(group, members, member, reason(member));
+          for (const member of due) {
+            if (routerFilter.expireRouterFilter(member.state, now) === undefined) this.remove(group, members, member, reason(member));
+            else this.refreshed(member);
+          }
         }),
       );
     }
@@ -222,8 +219,7 @@ export class MembershipTable {
     let next: number | undefined;
     for (const members of this.groups.values()) {
       for (const member of members.values()) {
-        const due = Math.min(member.lastReportAt + this.timing.groupMembershipIntervalMs, member.leavingUntil ?? Infinity, member.fading?.until ?? Infinity);
-        if (next === undefined || due < next) next = due;
+        if (next === undefined || member.due < next) next = member.due;
       }
     }
     return next;
@@ -237,7 +233,7 @@ export class MembershipTable {
 
   /**
    * Each member port of `group` with the filter of the hosts behind it merged (a host whose leave
-   * is being asked about still counts, and so do sources being asked about), sorted by port.
+   * is being asked about still counts, and so do sources being asked about until their timers end), sorted by port.
    */
   portFiltersOf(group: GroupAddress): PortFilter[] {
     const members = this.groups.get(group);
@@ -262,6 +258,7 @@ export class MembershipTable {
             filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareAddresses) },
             lastReportAt: member.lastReportAt,
             ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
+            ...timersOf(member.state),
           })),
       }))
       .sort((a, b) => order.get(a.group)! - order.get(b.group)!);
@@ -276,11 +273,13 @@ export class MembershipTable {
     if (this.fastLeave) return this.change(group, new Set([port]), () => this.remove(group, members, member, 'leave'));
     if (member.leavingUntil !== undefined) return []; // already being asked
     member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
+    // As TO_IN {} (§6.4.2): every timer lowered to the Last Member Query Time.
+    routerFilter.lowerAll(member.state, member.leavingUntil);
+    member.due = routerFilter.nextTimerOf(member.state);
     return [{ kind: 'query', group, port }];
   }
 
-  /** `dropping`: the filter the host had, when the new one drops sources of it (they fade over the LMQT). */
-  private upsert(group: GroupAddress, { port, host, filter }: { port: number; host: HostAddress; filter: SourceFilter }, dropping?: SourceFilter): void {
+  private upsert(group: GroupAddress, { port, host, state, filter }: Pick<MemberEntry, 'port' | 'host' | 'state' | 'filter'>): void {
     let members = this.groups.get(group);
     if (members === undefined) {
       members = new Map();
@@ -292,11 +291,15 @@ export class MembershipTable {
     if (host !== UNKNOWN_HOST && members.delete(memberKey(port, UNKNOWN_HOST))) this.portGroups.removed(port, group);
     const previous = members.get(key);
     if (previous === undefined) this.portGroups.added(port, group);
-    const now = this.now();
-    const fading = nextFading({ fading: previous?.fading, dropping, current: filter, now, until: now + this.timing.lastMemberQueryTimeMs });
-    members.set(key, { port, host, filter, lastReportAt: now, leavingUntil: undefined, fading });
+    members.set(key, { port, host, state, filter, due: routerFilter.nextTimerOf(state), lastReportAt: this.now(), leavingUntil: undefined });
     const isNew = previous === undefined;
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
+  }
+
+  /** After `member.state` changed in place: what it forwards and when it is next due. */
+  private refreshed(member: MemberEntry): void {
+    member.filter = routerFilter.forwardedFilterOf(member.state);
+    member.due = routerFilter.nextTimerOf(member.state);
   }
 
   private remove(group: GroupAddress, members: Map<string, MemberEntry>, member: MemberEntry, reason: LeaveReason): void {
@@ -305,15 +308,16 @@ export class MembershipTable {
   }
 
   /**
-   * Puts back members saved before a restart (their report times and compatibility as
-   * they were), so that forwarding resumes without waiting for reports. Returns the
-   * groups whose member ports changed. Members already past the GMI are not restored.
+   * Puts back members saved before a restart (their report times, timers and compatibility
+   * as they were), so that forwarding resumes without waiting for reports. Returns the
+   * groups whose member ports changed. Members whose timers all ended are not restored.
    */
   restore(saved: readonly RestoredMember[]): MembershipEffect[] {
     const now = this.now();
     const touched = new Map<GroupAddress, string>();
     for (const member of saved) {
-      if (member.lastReportAt + this.timing.groupMembershipIntervalMs <= now) continue;
+      const state = routerFilter.expireRouterFilter(restoredState(member, this.timing.groupMembershipIntervalMs), now);
+      if (state === undefined) continue;
       if (!touched.has(member.group)) touched.set(member.group, this.shapeOf(member.group));
       let members = this.groups.get(member.group);
       if (members === undefined) {
@@ -321,14 +325,9 @@ export class MembershipTable {
         this.groups.set(member.group, members);
       }
       if (!members.has(memberKey(member.port, member.host))) this.portGroups.added(member.port, member.group);
-      members.set(memberKey(member.port, member.host), {
-        port: member.port,
-        host: member.host,
-        filter: member.filter,
-        lastReportAt: member.lastReportAt,
-        leavingUntil: undefined,
-        fading: undefined,
-      });
+      const { port, host, lastReportAt } = member;
+      const filter = routerFilter.forwardedFilterOf(state);
+      members.set(memberKey(port, host), { port, host, state, filter, due: routerFilter.nextTimerOf(state), lastReportAt, leavingUntil: undefined });
       if (member.compatibility !== 3) {
         const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;
         this.compatibility.restored({ group: member.group, port: member.port, version: member.compatibility, until });

@@ -7,9 +7,8 @@ import { mergeFilters, type PortFilter, type SourceFilter } from './source-filte
 
 interface FilteredMember {
   port: number;
+  /** What the member is forwarded. */
   filter: SourceFilter;
-  /** Present while sources the host dropped are still forwarded: what is forwarded meanwhile. */
-  fading?: { forwarded: SourceFilter } | undefined;
 }
 
 /** Each port of `members` with its hosts' filters merged, sorted by port. */
@@ -34,7 +33,7 @@ function mergedByPort(members: Iterable<FilteredMember>, ports: ReadonlySet<numb
   for (const member of members) {
     if (ports !== undefined && !ports.has(member.port)) continue;
     const filters = byPort.get(member.port);
-    const filter = member.fading?.forwarded ?? member.filter;
+    const { filter } = member;
     if (filters === undefined) byPort.set(member.port, [filter]);
     else filters.push(filter);
   }
