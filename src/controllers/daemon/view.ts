@@ -132,7 +132,7 @@ export function groupViewsOf(input: GroupViewInput): GroupView[] {
         sources: member.filter.sources,
         lastReportAt: iso(member.lastReportAt),
         ...(member.leavingUntil === undefined ? {} : { leavingUntil: iso(member.leavingUntil) }),
-        expiresAt: iso(Math.min(member.lastReportAt + gmi, member.leavingUntil ?? Infinity)),
+        expiresAt: iso(Math.min(memberEnd(member, gmi), member.leavingUntil ?? Infinity)),
       }),
     );
     const error = input.syncErrors.get(group.group);
@@ -165,7 +165,13 @@ function sourceReceiversOf(
   return { sources, otherSources: viewsOf(split.other) };
 }
 
-/** Each member port's filter, merged over its hosts (RFC 3376 §3.2), from a snapshot (which has no fading sources). */
+/** When a member ends unless it is heard again: its last timer (an EXCLUDE member not before its group timer), else the GMI after its last report. */
+function memberEnd(member: GroupSnapshot['members'][number], gmi: number): number {
+  const timers = [...(member.sourceTimers ?? []).map((timer) => timer.until), ...(member.groupTimerUntil === undefined ? [] : [member.groupTimerUntil])];
+  return timers.length === 0 ? member.lastReportAt + gmi : Math.max(...timers);
+}
+
+/** Each member port's filter, merged over its hosts (RFC 3376 §3.2), from a snapshot's forwarded filters. */
 function snapshotPortFilters(group: GroupSnapshot): PortFilter[] {
   return portFiltersOfMembers(
     group.members.map((member) => ({ port: member.port, filter: { mode: member.filter.mode, sources: new Set(member.filter.sources) } })),
