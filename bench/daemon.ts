@@ -21,11 +21,21 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../src/transport/control/control-client.js';
 import type { DaemonEvent } from '../src/transport/control/daemon-view.js';
-import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, SENDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
+import {
+  CYCLER_PY,
+  type Distribution,
+  distribution,
+  firstQueryMs,
+  HOLDER_PY,
+  SENDER_PY,
+  stopChild,
+  waitForLine,
+  type WireEvent,
+  wireEvents,
+} from './pod-processes.js';
 
 const GROUP = '239.77.0.1';
 const UDP_PORT = 5000;
@@ -335,7 +345,7 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
       );
     }
     const groups = Array.from({ length: groupCount }, (_, i) => `239.78.${Math.floor(i / 200)}.${(i % 200) + 1}`);
-    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), ...pods.map((pod) => pod.ns)]);
+    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), '-', ...pods.map((pod) => pod.ns)]);
     await waitForLine(holder, 'ready', 60_000, 'group holder');
     // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
     await sleep(1500);
@@ -402,13 +412,7 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     await Promise.race([converged, streamEnded, new Promise<void>((resolve) => (giveUp = setTimeout(resolve, CONVERGENCE_TIMEOUT_MS)))]);
     clearTimeout(giveUp);
     await queryCapture.stop();
-    let firstQuery: number | undefined;
-    await readPcapFile(queryPcap, (record) => {
-      const b = record.data;
-      if (firstQuery !== undefined || b.length < 34 || b[23] !== 2) return;
-      const ihl = (b[14]! & 0x0f) * 4;
-      if (b[14 + ihl] === 0x11) firstQuery = record.ts * 1000;
-    });
+    const firstQuery = await firstQueryMs(queryPcap);
     // Not converged: say what was seen instead of a figure (the other figures still count).
     let problem: string | undefined;
     if (firstQuery === undefined) problem = 'no general query seen on the first pod';

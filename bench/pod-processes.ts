@@ -61,16 +61,20 @@ print("done", flush=True)
 /**
  * One process for every pod: enters each pod's network namespace in turn (setns) and
  * joins the groups there with sockets made in it (a socket keeps its namespace), at most
- * 20 groups a socket (net.ipv4.igmp_max_memberships). argv: groups-joined-by-commas,
- * then namespace names. Prints "ready" once every join is made; holds them until stdin closes.
+ * 20 groups a socket (net.ipv4.igmp_max_memberships). argv: groups joined by commas, the
+ * sources to join each from joined by commas (at most net.ipv4.igmp_max_msf; `-`: any
+ * source), then namespace names. Prints "ready" once every join is made; holds them until
+ * stdin closes.
  */
 export const HOLDER_PY = `
 import ctypes, os, socket, sys
+IP_ADD_SOURCE_MEMBERSHIP = 39  # linux/in.h (Python's socket module may lack it)
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
 groups = sys.argv[1].split(",")
+sources = [] if sys.argv[2] == "-" else sys.argv[2].split(",")
 sockets = []
-for ns in sys.argv[2:]:
+for ns in sys.argv[3:]:
     fd = os.open("/run/netns/" + ns, os.O_RDONLY)
     if libc.setns(fd, CLONE_NEWNET) != 0:
         raise OSError(ctypes.get_errno(), "setns " + ns)
@@ -78,7 +82,11 @@ for ns in sys.argv[2:]:
     for start in range(0, len(groups), 20):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for g in groups[start:start + 20]:
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0"))
+            if not sources:
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0"))
+            for src in sources:
+                # struct ip_mreq_source: multiaddr, interface, sourceaddr
+                s.setsockopt(socket.IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0") + socket.inet_aton(src))
         sockets.append(s)
 print("ready", flush=True)
 sys.stdin.read()
@@ -133,33 +141,6 @@ for i in range(count):
 print("done", flush=True)
 `;
 
-/**
- * HOLDER_PY for source-specific memberships: every group of argv[1] joined from each
- * source of argv[2] (both joined by commas; at most net.ipv4.igmp_max_msf sources), 20
- * groups a socket, in each namespace of the rest of argv.
- */
-export const SOURCE_HOLDER_PY = `
-import ctypes, os, socket, sys
-IP_ADD_SOURCE_MEMBERSHIP = 39  # linux/in.h (Python's socket module may lack it)
-libc = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWNET = 0x40000000
-groups, sources = sys.argv[1].split(","), sys.argv[2].split(",")
-sockets = []
-for ns in sys.argv[3:]:
-    fd = os.open("/run/netns/" + ns, os.O_RDONLY)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        raise OSError(ctypes.get_errno(), "setns " + ns)
-    os.close(fd)
-    for start in range(0, len(groups), 20):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        for g in groups[start:start + 20]:
-            for src in sources:
-                s.setsockopt(socket.IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, socket.inet_aton(g) + socket.inet_aton("0.0.0.0") + socket.inet_aton(src))
-        sockets.append(s)
-print("ready", flush=True)
-sys.stdin.read()
-`;
-
 /** What a pod's wire shows of one group: its joins and leaves, and datagrams to it. */
 export type WireEvent = { ts: number; kind: 'join' | 'leave' | 'data' };
 
@@ -212,4 +193,16 @@ export async function wireEvents(file: string, group: string, source?: string): 
     }
   });
   return events;
+}
+
+/** When (ms, the capture's clock) the first IGMP query in a pcap of an Ethernet interface was seen; undefined: none. */
+export async function firstQueryMs(file: string): Promise<number | undefined> {
+  let first: number | undefined;
+  await readPcapFile(file, (record) => {
+    const b = record.data;
+    if (first !== undefined || b.length < 34 || b[23] !== 2) return;
+    const ihl = (b[14]! & 0x0f) * 4;
+    if (b[14 + ihl] === 0x11) first = record.ts * 1000;
+  });
+  return first;
 }

@@ -18,7 +18,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { ControlClient } from '../src/transport/control/control-client.js';
-import { readPcapFile } from '../src/packet/pcap/index.js';
 import { startDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
@@ -26,9 +25,10 @@ import {
   CYCLER_PY,
   type Distribution,
   distribution,
+  firstQueryMs,
+  HOLDER_PY,
   SENDER_PY,
   SOURCE_CYCLER_PY,
-  SOURCE_HOLDER_PY,
   stopChild,
   waitForLine,
   type WireEvent,
@@ -158,7 +158,7 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
     const pods = await Promise.all(Array.from({ length: podCount }, (_, i) => big.addPod(`p${i + 1}`, { address: `10.8.1.${i + 11}/16` })));
     const groups = Array.from({ length: groupCount }, (_, i) => `239.80.${Math.floor(i / 200)}.${(i % 200) + 1}`);
     const sources = Array.from({ length: sourceCount }, (_, i) => `10.7.0.${i + 1}`);
-    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', SOURCE_HOLDER_PY, groups.join(','), sources.join(','), ...pods.map((pod) => pod.ns)]);
+    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), sources.join(','), ...pods.map((pod) => pod.ns)]);
     await waitForLine(holder, 'ready', 120_000, 'source holder');
     // The hosts' unsolicited reports and their retransmissions pass before the daemon starts.
     await sleep(1500);
@@ -200,13 +200,7 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
       await sleep(50);
     }
     await queryCapture.stop();
-    let firstQuery: number | undefined;
-    await readPcapFile(queryPcap, (record) => {
-      const b = record.data;
-      if (firstQuery !== undefined || b.length < 34 || b[23] !== 2) return;
-      const ihl = (b[14]! & 0x0f) * 4;
-      if (b[14 + ihl] === 0x11) firstQuery = record.ts * 1000;
-    });
+    const firstQuery = await firstQueryMs(queryPcap);
     const flows = await big.ofctl('dump-flows', big.bridge);
     const ovsGroups = await big.ofctl('dump-groups', big.bridge);
     const client = await ControlClient.connect(scaleDaemon.controlSocket);

@@ -328,7 +328,7 @@ async function measureConvergence(run: ConvergenceRun): Promise<{ figures: Tunne
   const setupStarted = performance.now();
   await Promise.all(nodes.map((n, index) => growPods(n, index, podsPerNode)));
   const groups = Array.from({ length: groupCount }, (_, i) => `${CONVERGENCE_GROUP_PREFIX}${i + 1}`);
-  const holders = nodes.map((n) => lab.spawn(n.node.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), ...n.pods.map((pod: OvsPod) => pod.ns)]));
+  const holders = nodes.map((n) => lab.spawn(n.node.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), '-', ...n.pods.map((pod: OvsPod) => pod.ns)]));
   await Promise.all(holders.map((holder, index) => waitForLine(holder, 'ready', 60_000, `group holder of ${nodes[index]!.node.name}`)));
   // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
   await sleep(1500);

@@ -4,6 +4,9 @@
  */
 import type { ProgrammerConnection } from '../../src/adapters/ovs/ovs-programmer.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
+import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
+import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
+import { FlowModCommand, GroupModCommand } from '../../src/protocol/openflow/mod-command.js';
 import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
 import type { MeterFeatures } from '../../src/protocol/openflow/meter-features.js';
@@ -49,4 +52,43 @@ export class FakeOpenFlow implements ProgrammerConnection {
   async meterFeatures(): Promise<MeterFeatures> {
     return this.features;
   }
+}
+
+/** A switch in memory: flow and group mods change its flows and groups, which the dumps return. */
+export class ApplyingOpenFlow extends FakeOpenFlow {
+  override async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
+    const result = await super.batch(messages);
+    for (const message of messages) {
+      if (message.type === 'FLOW_MOD') this.applyFlow(message);
+      else if (message.type === 'GROUP_MOD') this.applyGroup(message);
+    }
+    return result;
+  }
+
+  private applyFlow(mod: FlowMod): void {
+    const slot = (flow: FlowStats) => flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
+    if (mod.command === FlowModCommand.DELETE_STRICT) this.flows = this.flows.filter((flow) => !slot(flow));
+    else if (mod.command === FlowModCommand.MODIFY_STRICT)
+      this.flows = this.flows.map((flow) => (slot(flow) ? { ...flow, instructions: mod.instructions } : flow));
+    else if (mod.command === FlowModCommand.ADD) this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
+    else throw new Error(`flow mod command ${mod.command} not simulated`);
+  }
+
+  private applyGroup(mod: GroupMod): void {
+    const others = this.groups.filter((group) => group.groupId !== mod.groupId);
+    this.groups = mod.command === GroupModCommand.DELETE ? others : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
+  }
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  const text = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+  return text(a) === text(b);
+}
+
+/** A FLOW_MOD as the switch would dump the flow it adds. */
+function dumped(mod: FlowMod): FlowStats {
+  return {
+    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
+    ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
+  };
 }

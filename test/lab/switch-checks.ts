@@ -7,23 +7,24 @@
 import { sleep, waitUntil } from './lab.js';
 import type { OvsNode, OvsPod, Receiver } from './ovs.js';
 
-/** The output ports of the OVS group that the flow for `group` (nw_dst=group) points to; undefined when no such flow exists. */
-export async function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const flow = flows.split('\n').find((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
-  const id = flow?.match(/actions=group:(\d+)/)?.[1];
-  if (id === undefined) return undefined;
-  const groups = await node.ofctl('dump-groups', node.bridge);
-  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
-  if (line === undefined) return [];
-  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
+/** The output ports of the OVS group that the (*,G) flow for `group` (nw_dst=group, any source) points to; undefined when no such flow exists. */
+export function ovsGroupPorts(node: OvsNode, group: string): Promise<number[] | undefined> {
+  return portsOfFlow(node, (line) => !line.includes('nw_src=') && (line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`)));
 }
 
 /** The output ports of the OVS group that the (S,G) flow of `source` and `group` points to; undefined when no such flow exists. */
-export async function ovsSourcePorts(node: OvsNode, source: string, group: string): Promise<number[] | undefined> {
+export function ovsSourcePorts(node: OvsNode, source: string, group: string): Promise<number[] | undefined> {
+  const match = `nw_src=${source},nw_dst=${group}`;
+  return portsOfFlow(node, (line) => line.includes(`${match} `) || line.includes(`${match},`));
+}
+
+/** The output ports of the OVS group that the first flow `picks` points to. */
+async function portsOfFlow(node: OvsNode, picks: (line: string) => boolean): Promise<number[] | undefined> {
   const flows = await node.ofctl('dump-flows', node.bridge);
-  const flow = flows.split('\n').find((line) => line.includes(`nw_src=${source},nw_dst=${group} `) || line.includes(`nw_src=${source},nw_dst=${group},`));
-  const id = flow?.match(/actions=group:(\d+)/)?.[1];
+  const id = flows
+    .split('\n')
+    .find(picks)
+    ?.match(/actions=group:(\d+)/)?.[1];
   if (id === undefined) return undefined;
   const groups = await node.ofctl('dump-groups', node.bridge);
   const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));

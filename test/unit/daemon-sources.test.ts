@@ -14,16 +14,12 @@ import { DEFAULT_PIPELINE_CONFIG, sourcePriorities } from '../../src/domain/pipe
 import { changeMessage } from '../../src/domain/pipeline/openflow-entries.js';
 import { planInstall } from '../../src/domain/pipeline/plan.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
-import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
-import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
-import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
-import { FlowModCommand, GroupModCommand } from '../../src/protocol/openflow/mod-command.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { groupAddress, sourceAddress, type GroupAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakeOpenFlow } from '../fakes/fake-openflow.js';
+import { ApplyingOpenFlow } from '../fakes/fake-openflow.js';
 import { FakePortWatch } from '../fakes/fake-port-watch.js';
 import { FakeRouter } from '../fakes/fake-router.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
@@ -167,45 +163,6 @@ describe('daemon loop: per-source forwarding', () => {
     await t.stop();
   });
 });
-
-/** A switch in memory: flow and group mods change its flows and groups, which the dumps return. */
-class ApplyingOpenFlow extends FakeOpenFlow {
-  override async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
-    const result = await super.batch(messages);
-    for (const message of messages) {
-      if (message.type === 'FLOW_MOD') this.applyFlow(message);
-      else if (message.type === 'GROUP_MOD') this.applyGroup(message);
-    }
-    return result;
-  }
-
-  private applyFlow(mod: FlowMod): void {
-    const slot = (flow: FlowStats) => flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
-    if (mod.command === FlowModCommand.DELETE_STRICT) this.flows = this.flows.filter((flow) => !slot(flow));
-    else if (mod.command === FlowModCommand.MODIFY_STRICT)
-      this.flows = this.flows.map((flow) => (slot(flow) ? { ...flow, instructions: mod.instructions } : flow));
-    else if (mod.command === FlowModCommand.ADD) this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
-    else throw new Error(`flow mod command ${mod.command} not simulated`);
-  }
-
-  private applyGroup(mod: GroupMod): void {
-    const others = this.groups.filter((group) => group.groupId !== mod.groupId);
-    this.groups = mod.command === GroupModCommand.DELETE ? others : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
-  }
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  const text = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
-  return text(a) === text(b);
-}
-
-/** A FLOW_MOD as the switch would dump the flow it adds. */
-function dumped(mod: FlowMod): FlowStats {
-  return {
-    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
-    ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
-  };
-}
 
 const SOURCE_PRIORITY = sourcePriorities(DEFAULT_PIPELINE_CONFIG.priorities).sourceGroup;
 const GROUP_PRIORITY = DEFAULT_PIPELINE_CONFIG.priorities.group;

@@ -13,15 +13,14 @@ import { DEFAULT_PIPELINE_CONFIG, tunnelPriorities } from '../../src/domain/pipe
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
-import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
-import { FlowModCommand, GroupModCommand } from '../../src/protocol/openflow/mod-command.js';
+import { FlowModCommand } from '../../src/protocol/openflow/mod-command.js';
 import type { PacketIn } from '../../src/protocol/openflow/packet-in.js';
 import type { PacketOut } from '../../src/protocol/openflow/packet-out.js';
 import { OfpPort } from '../../src/protocol/openflow/reserved.js';
 import type { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
 import { type HostAddress, parseGroupAddress, parseHostAddress } from '../../src/wire/ip-address.js';
-import { FakeOpenFlow } from '../fakes/fake-openflow.js';
+import { ApplyingOpenFlow, FakeOpenFlow } from '../fakes/fake-openflow.js';
 
 const GATEWAY = 1;
 const TUNNEL = 2;
@@ -31,45 +30,6 @@ const G = parseGroupAddress('239.1.2.3')!;
 const NODE_2 = parseHostAddress('192.168.60.12')!;
 const NODE_3 = parseHostAddress('192.168.60.13')!;
 const priorities = tunnelPriorities(DEFAULT_PIPELINE_CONFIG.priorities);
-
-/** A switch in memory: flow and group mods change its flows and groups, which the dumps return. */
-class ApplyingOpenFlow extends FakeOpenFlow {
-  override async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
-    const result = await super.batch(messages);
-    for (const message of messages) {
-      if (message.type === 'FLOW_MOD') this.applyFlow(message);
-      else if (message.type === 'GROUP_MOD') this.applyGroup(message);
-    }
-    return result;
-  }
-
-  private applyFlow(mod: FlowMod): void {
-    const slot = (flow: FlowStats) => flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
-    if (mod.command === FlowModCommand.DELETE_STRICT) this.flows = this.flows.filter((flow) => !slot(flow));
-    else if (mod.command === FlowModCommand.MODIFY_STRICT)
-      this.flows = this.flows.map((flow) => (slot(flow) ? { ...flow, instructions: mod.instructions } : flow));
-    else if (mod.command === FlowModCommand.ADD) this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
-    else throw new Error(`flow mod command ${mod.command} not simulated`);
-  }
-
-  private applyGroup(mod: GroupMod): void {
-    const others = this.groups.filter((group) => group.groupId !== mod.groupId);
-    this.groups = mod.command === GroupModCommand.DELETE ? others : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
-  }
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  const text = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
-  return text(a) === text(b);
-}
-
-/** A FLOW_MOD as the switch would dump the flow it adds. */
-function dumped(mod: FlowMod): FlowStats {
-  return {
-    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
-    ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
-  };
-}
 
 function flowMods(messages: readonly OpenFlowMessage[] | undefined): FlowMod[] {
   return (messages ?? []).filter((message): message is FlowMod => message.type === 'FLOW_MOD');
