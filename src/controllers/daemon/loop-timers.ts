@@ -14,8 +14,16 @@ import type { DaemonClock, RouterPort } from './ports.js';
  */
 const RELEASE_AFTER_EXPIRED = 1_000;
 const RELEASE_QUIET_MS = 5_000;
-/** How long membership changes wait before they are written to the state directory. */
+/**
+ * How long membership changes wait before they are written to the state directory: a
+ * second, and a second more for every SAVE_MEMBERS_A_SECOND members, up to SAVE_DELAY_MAX_MS.
+ * A save serializes the whole table, so under a churn of thousands of groups (a flood
+ * expiring and refilling its limit) a save every second was a tenth of the daemon's CPU
+ * and most of its garbage; a small table still saves within a second.
+ */
 const SAVE_DELAY_MS = 1_000;
+const SAVE_MEMBERS_A_SECOND = 1_000;
+const SAVE_DELAY_MAX_MS = 10_000;
 /** How long stop() waits for running syncs. */
 export const STOP_SYNC_WAIT_MS = 2_000;
 
@@ -96,7 +104,8 @@ export class LoopTimers {
 
   scheduleSave(): void {
     if (!this.options.saves || this.cancelSave !== undefined || this.stopped) return;
-    this.cancelSave = this.options.clock.after(SAVE_DELAY_MS, () => {
+    const delay = Math.min(SAVE_DELAY_MAX_MS, SAVE_DELAY_MS * (1 + Math.floor(this.options.table.memberCount / SAVE_MEMBERS_A_SECOND)));
+    this.cancelSave = this.options.clock.after(delay, () => {
       this.cancelSave = undefined;
       void this.options.save();
     });
