@@ -344,6 +344,31 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.deepEqual(cookies, [10n, 11n, 20n, 21n, 30n, 31n, 40n, 41n, 50n, 51n]);
   });
 
+  it('batch: an expedited batch does not wait for a barrier slot: it goes at once behind its own barrier, ahead of those waiting', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint });
+    const held: OpenFlowMessage[] = [];
+    sw.handler = (_link, message) => {
+      if (message.type !== 'BARRIER_REQUEST') return message.type === 'FLOW_MOD';
+      held.push(message);
+      return true;
+    };
+    const batchOf = (n: number) => [flowMod({ cookie: BigInt(n), priority: 100, match: [{ field: 'IN_PORT', value: n }] })];
+    const bulk = [1, 2, 3, 4].map((n) => connection.batch(batchOf(n)));
+    const urgent = connection.batch(batchOf(9), { expedite: true });
+    await sleep(50);
+    assert.equal(held.length, 3, 'two barriers for the bulk, a third for the expedited batch');
+    const cookies = () => sw.last.received.flatMap((message) => (message.type === 'FLOW_MOD' ? [message.cookie] : []));
+    assert.deepEqual(cookies(), [1n, 2n, 9n], 'the expedited batch went before the two waiting');
+    sw.last.send({ type: 'BARRIER_REPLY', xid: held[2]!.xid });
+    assert.deepEqual((await urgent).errors.size, 0, 'answered by its own barrier, the others still unanswered');
+    for (const barrier of held.splice(0)) sw.last.send({ type: 'BARRIER_REPLY', xid: barrier.xid });
+    await sleep(50);
+    for (const barrier of held.splice(0)) sw.last.send({ type: 'BARRIER_REPLY', xid: barrier.xid });
+    await Promise.all(bulk);
+    assert.deepEqual(cookies(), [1n, 2n, 9n, 3n, 4n]);
+  });
+
   it('batch: waits for the socket to drain (backpressure) and still delivers everything in order', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });

@@ -60,7 +60,8 @@ describe('WorkQueue', () => {
     queue.add('expired'); // the default lane: nobody's in particular
     queue.add('flood-1', 'victim'); // already waiting in its first lane: not twice
     await queue.whenIdle();
-    assert.deepEqual(synced.slice(0, 4), ['flood-0', 'flood-1', 'join', 'expired']);
+    // flood-1 came while its lane's flood-0 ran: a busy lane's, after the idle lanes' first keys.
+    assert.deepEqual(synced.slice(0, 4), ['flood-0', 'join', 'expired', 'flood-1']);
     assert.equal(synced.length, 1002);
     assert.equal(new Set(synced).size, 1002);
   });
@@ -143,6 +144,42 @@ describe('WorkQueue', () => {
     calls[3]!.resolve();
     await queue.whenIdle();
     assert.equal(queue.size, 0);
+  });
+
+  it('expressWorkers: the first key of an idle lane starts at once, all workers busy, and is told it is expedited; the bulk is not', async () => {
+    const turns: Array<{ key: string; expedited: boolean; resolve: () => void }> = [];
+    const sync = (key: string, { expedited }: { expedited: boolean }) => new Promise<void>((resolve) => turns.push({ key, expedited, resolve }));
+    const queue = new WorkQueue<string>({ sync, workers: 2, expressWorkers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    for (let index = 0; index < 100; index++) queue.add(`flood-${index}`, 'attacker');
+    assert.deepEqual(
+      turns.map(({ key, expedited }) => [key, expedited]),
+      [
+        ['flood-0', true],
+        ['flood-1', false],
+      ],
+      'two workers; the attacker lane was idle for its first key only (flood-1 came while flood-0 ran)',
+    );
+    queue.add('join', 'victim');
+    assert.deepEqual(turns.at(-1)?.key, 'join', 'started beside two busy workers');
+    assert.equal(turns.at(-1)?.expedited, true);
+    queue.add('other-join', 'other-victim');
+    assert.equal(turns.length, 3, 'one express worker: the second quiet key waits for it');
+    turns[2]!.resolve(); // the join is done: its worker goes to the next idle lane's key
+    await tick();
+    assert.deepEqual(
+      turns.slice(3).map(({ key, expedited }) => [key, expedited]),
+      [['other-join', true]],
+    );
+    turns[0]!.resolve();
+    turns[3]!.resolve();
+    await tick();
+    assert.deepEqual(
+      turns.slice(4).map(({ key, expedited }) => [key, expedited]),
+      [['flood-2', false]],
+      'back to two: the attacker goes on, not expedited',
+    );
+    queue.stop();
+    assert.throws(() => new WorkQueue<string>({ sync, workers: 1, expressWorkers: -1, minBackoffMs: 1, maxBackoffMs: 1 }), /expressWorkers/);
   });
 
   it('failures retry after 5 s, 10 s, 20 s ... up to 300 s; a success resets the count', async () => {

@@ -21,7 +21,8 @@ import { InstalledForwarding, planForwarding, type ForwardingWanted, type Learne
 
 /** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
 export interface ProgrammerConnection extends PipelineReader {
-  batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: ReadonlyMap<number, Error> }>;
+  /** `expedite`: ahead of the batches waiting for the switch (OpenFlowConnection.batch). */
+  batch(messages: readonly OpenFlowMessage[], options?: { expedite?: boolean }): Promise<{ errors: ReadonlyMap<number, Error> }>;
   meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
   meterFeatures(): Promise<MeterFeatures>;
 }
@@ -179,9 +180,10 @@ export class OvsProgrammer {
   /**
    * syncGroup with the group's (S,G) entries: each source of `bySource` to its own ports,
    * every other source to `ports`; the group's (S,G) entries not named there go, and
-   * their group id slots with them. One batch, planned in forwarding-sync.ts.
+   * their group id slots with them. One batch, planned in forwarding-sync.ts; `expedite`
+   * sends it ahead of the batches waiting for the switch.
    */
-  async syncForwarding(wanted: ForwardingWanted): Promise<GroupOutcome> {
+  async syncForwarding(wanted: ForwardingWanted, options: { expedite?: boolean } = {}): Promise<GroupOutcome> {
     const { group } = wanted;
     const current = this.installed.of(group);
     const isWanted = wanted.ports.length > 0 || wanted.bySource.length > 0 || (wanted.tunnel?.peers.length ?? 0) > 0;
@@ -198,7 +200,7 @@ export class OvsProgrammer {
     const plan = planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport });
     if (plan.changes.length === 0) return plan.outcome;
     try {
-      await this.apply(plan.changes, `group ${group}`);
+      await this.apply(plan.changes, `group ${group}`, options);
     } catch (error) {
       // What went through is unknown: read the switch again before the retry plans.
       await this.refresh().catch(() => undefined);
@@ -229,9 +231,9 @@ export class OvsProgrammer {
     );
   }
 
-  private async apply(changes: readonly PipelineChange[], what: string): Promise<void> {
+  private async apply(changes: readonly PipelineChange[], what: string, options: { expedite?: boolean } = {}): Promise<void> {
     if (changes.length === 0) return;
-    const { errors } = await this.openflow.batch(changes.map(changeMessage));
+    const { errors } = await this.openflow.batch(changes.map(changeMessage), options);
     const first = errors.values().next();
     if (!first.done)
       throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, {

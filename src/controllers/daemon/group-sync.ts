@@ -6,7 +6,7 @@
  */
 import { messageOf } from '../../errors.js';
 import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
-import { WorkQueue } from '../../domain/membership/work-queue.js';
+import { WorkQueue, type SyncTurn } from '../../domain/membership/work-queue.js';
 import { mergeFilters, type PortFilter } from '../../domain/membership/source-filter.js';
 import { splitBySource, type SourcePorts } from '../../domain/pipeline/source-split.js';
 import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon-view.js';
@@ -44,8 +44,10 @@ export class GroupSync {
 
   constructor(private readonly options: GroupSyncOptions) {
     this.queue = new WorkQueue<GroupAddress>({
-      sync: (group) => this.syncGroup(group),
+      sync: (group, turn) => this.syncGroup(group, turn),
       workers: options.workers,
+      // A quiet port's join never waits for a worker busy with a flood's groups.
+      expressWorkers: 1,
       minBackoffMs: options.minBackoffMs,
       maxBackoffMs: options.maxBackoffMs,
       timers: options.clock,
@@ -91,7 +93,7 @@ export class GroupSync {
   }
 
   /** Makes OVS and the kernel match the group's members now (whatever changed meanwhile). */
-  private async syncGroup(group: GroupAddress): Promise<void> {
+  private async syncGroup(group: GroupAddress, { expedited }: SyncTurn): Promise<void> {
     if (this.stopped) return;
     const { clock, counters, metrics, publish, isoNow } = this.options;
     const since = this.dirtySince.get(group) ?? clock.monotonicMs();
@@ -111,7 +113,7 @@ export class GroupSync {
     const sources: SourcePorts[] = split.bySource.map(({ source, ports: receivers }) => ({ source, ports: withGateway(receivers) }));
     const sourcesEvent = sources.length === 0 ? {} : { sources };
     try {
-      await this.options.vswitch.syncForwarding({ group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }) });
+      await this.options.vswitch.syncForwarding({ group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }) }, { expedite: expedited });
       this.options.router?.setLocalMembers(group, members.length > 0, mergeFilters(filters.map(({ filter }) => filter)));
     } catch (error) {
       // A failed sync keeps its start time, so the latency counts the retries too.

@@ -45,8 +45,8 @@ export class OvsSwitch implements SwitchPort {
     return this.programmer.syncGroup(group, ports, tunnel);
   }
 
-  syncForwarding(wanted: WantedForwarding): Promise<GroupOutcome> {
-    return this.programmer.syncForwarding(wanted);
+  syncForwarding(wanted: WantedForwarding, options?: { expedite?: boolean }): Promise<GroupOutcome> {
+    return this.programmer.syncForwarding(wanted, options);
   }
 
   installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {

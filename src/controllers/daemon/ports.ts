@@ -71,9 +71,10 @@ export interface SwitchPort {
   /**
    * syncGroup with the group's per-source entries: each source of `bySource` goes to its
    * own ports, every other source to `ports`; the (S,G) entries of the group not named
-   * there go. `bySource` empty: exactly syncGroup.
+   * there go. `bySource` empty: exactly syncGroup. `expedite`: its OpenFlow goes ahead of
+   * the syncs waiting for the switch (a quiet port's join, not a flood's).
    */
-  syncForwarding(wanted: WantedForwarding): Promise<GroupOutcome>;
+  syncForwarding(wanted: WantedForwarding, options?: { expedite?: boolean }): Promise<GroupOutcome>;
   /**
    * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
    * Tunnel mode (`tunnelOfport`): also the catch-all drop of multicast from the tunnel,

@@ -1,17 +1,20 @@
 /**
  * A work queue keyed by group, as the daemon's sync needs it: a key
  * added many times while it waits is synced once; a key added while it is being synced is
- * synced again afterwards, so no update is lost; at most `workers` keys sync at once and
- * never the same key twice at once; a failed sync is retried after an exponential
+ * synced again afterwards, so no update is lost; at most `workers` keys sync at once (and
+ * `expressWorkers` more, see below), never the same key twice at once; a failed sync is retried after an exponential
  * backoff (Antrea: 5 s doubling to 300 s; the same doubling as reconnects, runtime/backoff),
  * reset by a success.
  *
  * Keys wait in lanes (the daemon's: the pod port whose IGMP made the change), and the
  * lanes take turns: a port that dirties thousands of groups at once has one of them
  * synced in each turn, so another port's single join waits for a turn, not for them all.
- * A lane that had nothing waiting goes before the lanes that keep having work (the new
- * flows of fair queueing, as in FQ-CoDel), for its first key: a quiet pod's join waits
- * for a free worker, not for a turn of every flooding port.
+ * A lane that had nothing waiting or running goes before the lanes that keep having work
+ * (the new flows of fair queueing, as in FQ-CoDel), for its first key: a quiet pod's join waits
+ * for a free worker, not for a turn of every flooding port. With `expressWorkers`, not even
+ * for that: so many workers beyond `workers` are kept for such first keys. Their sync is
+ * told it is expedited (the daemon's goes ahead of the OpenFlow batches waiting for the
+ * switch).
  */
 import { backoffDelay } from '../../runtime/backoff.js';
 
@@ -35,10 +38,19 @@ export const systemTimers: WorkQueueTimers = {
 
 const DEFAULT_LANE = Symbol('default lane');
 
+/** How a sync was started. */
+export interface SyncTurn {
+  /** The first key of a lane that had nothing waiting (see the class): worth hurrying. */
+  expedited: boolean;
+}
+
 export interface WorkQueueOptions<Key> {
   /** Syncs one key; a rejection schedules a retry. */
-  sync: (key: Key) => Promise<void>;
+  sync: (key: Key, turn: SyncTurn) => Promise<void>;
+  /** Keys synced at once. */
   workers: number;
+  /** More keys at once, only for the first key of a lane that had nothing waiting (default 0). */
+  expressWorkers?: number;
   /** First retry delay, doubled per failure in a row up to `maxBackoffMs`. */
   minBackoffMs: number;
   maxBackoffMs: number;
@@ -50,8 +62,10 @@ export interface WorkQueueOptions<Key> {
 export class WorkQueue<Key> {
   /** Ready keys by lane, each first in first out; the first lane is the next to give one. */
   private readonly lanes = new Map<unknown, Key[]>();
-  /** Lanes that had nothing waiting when their first key came: they give one key before the others. */
+  /** Lanes that had nothing waiting or running when their first key came: they give one key before the others. */
   private readonly newLanes = new Map<unknown, Key[]>();
+  /** Keys running, by the lane they were added in. */
+  private readonly runningIn = new Map<unknown, number>();
   private readyCount = 0;
   private readonly queued = new Set<Key>();
   private readonly running = new Set<Key>();
@@ -68,6 +82,8 @@ export class WorkQueue<Key> {
 
   constructor(private readonly options: WorkQueueOptions<Key>) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be a whole number of 1 or more, not ${options.workers}`);
+    const express = options.expressWorkers ?? 0;
+    if (!Number.isInteger(express) || express < 0) throw new RangeError(`expressWorkers must be a whole number of 0 or more, not ${express}`);
     this.timers = options.timers ?? systemTimers;
     this.backoff = { minDelayMs: options.minBackoffMs, maxDelayMs: options.maxBackoffMs };
   }
@@ -88,7 +104,9 @@ export class WorkQueue<Key> {
       this.queued.add(key);
       this.laneOf.set(key, lane);
       const waiting = this.lanes.get(lane) ?? this.newLanes.get(lane);
-      if (waiting === undefined) this.newLanes.set(lane, [key]);
+      // A lane whose last key still runs is busy, not new: a port adding a key at a time
+      // keeps its turns with the others.
+      if (waiting === undefined) (this.runningIn.has(lane) ? this.lanes : this.newLanes).set(lane, [key]);
       else waiting.push(key);
       this.readyCount++;
     }
@@ -121,19 +139,22 @@ export class WorkQueue<Key> {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running.size < this.options.workers && this.readyCount > 0) {
+    while (!this.stopped && this.readyCount > 0) {
+      const expedited = this.newLanes.size > 0;
+      if (this.running.size >= this.options.workers + (expedited ? (this.options.expressWorkers ?? 0) : 0)) break;
       const key = this.nextReady();
       this.queued.delete(key);
       this.running.add(key);
-      void this.runOne(key);
+      void this.runOne(key, { expedited });
     }
     this.settleIdle();
   }
 
-  private async runOne(key: Key): Promise<void> {
+  private async runOne(key: Key, turn: SyncTurn): Promise<void> {
     const lane = this.laneOf.get(key) ?? DEFAULT_LANE;
+    this.runningIn.set(lane, (this.runningIn.get(lane) ?? 0) + 1);
     try {
-      await this.options.sync(key);
+      await this.options.sync(key, turn);
       this.failures.delete(key);
     } catch (error) {
       const attempt = (this.failures.get(key) ?? 0) + 1;
@@ -153,6 +174,9 @@ export class WorkQueue<Key> {
     } finally {
       this.running.delete(key);
       this.laneOf.delete(key);
+      const stillRunning = (this.runningIn.get(lane) ?? 1) - 1;
+      if (stillRunning === 0) this.runningIn.delete(lane);
+      else this.runningIn.set(lane, stillRunning);
       const again = this.dirty.get(key);
       if (this.dirty.delete(key)) this.add(key, again);
       this.pump();

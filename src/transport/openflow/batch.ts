@@ -9,6 +9,11 @@
  * answered. A lone batch goes at once; under load (the daemon syncing thousands of groups,
  * a few groups a batch) the switch gets a few large batches instead of one round trip per
  * group, so the number of groups in flight, not the round trip, bounds the sync rate.
+ *
+ * An expedited batch does not wait for a slot: it goes at once behind a barrier of its own
+ * (one more in flight), so what waits for a slot is only ever the bulk. Reordering batches
+ * not yet written is safe: they are independent (the callers run them concurrently), and
+ * the switch keeps the order of what it was sent.
  */
 import { UnavailableError } from '../../errors.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
@@ -68,20 +73,26 @@ export class BatchSender {
     const unwatch = requests.watchBatch(messages, xids, errors);
     const timeoutMs = options.timeoutMs ?? this.context.timeoutMs;
     return new Promise<BatchResult>((resolve, reject) => {
-      this.queued.push({ chunks, deadline: Date.now() + timeoutMs, timeoutMs, errors, unwatch, resolve, reject });
-      this.pump();
+      const batch = { chunks, deadline: Date.now() + timeoutMs, timeoutMs, errors, unwatch, resolve, reject };
+      // With a slot free nothing waits (pump drains the queue whenever one frees): either way it goes now.
+      if (options.expedite === true && this.inFlight >= MAX_BARRIERS_IN_FLIGHT) this.sendNow([batch]);
+      else {
+        this.queued.push(batch);
+        this.pump();
+      }
     });
   }
 
   private pump(): void {
-    while (this.inFlight < MAX_BARRIERS_IN_FLIGHT && this.queued.length > 0) {
-      const batches = this.queued.splice(0);
-      this.inFlight++;
-      void this.sendTogether(batches).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
+    while (this.inFlight < MAX_BARRIERS_IN_FLIGHT && this.queued.length > 0) this.sendNow(this.queued.splice(0));
+  }
+
+  private sendNow(batches: readonly QueuedBatch[]): void {
+    this.inFlight++;
+    void this.sendTogether(batches).finally(() => {
+      this.inFlight--;
+      this.pump();
+    });
   }
 
   /** Writes every batch, each in order and whole, then one barrier for them all. */

@@ -20,6 +20,12 @@ import { replySpec, type ReplyFor, type RequestMessage, type RequestType } from 
 export interface RequestOptions {
   /** Overrides the connection's timeoutMs for this request. */
   timeoutMs?: number;
+  /**
+   * A batch: written at once with a barrier of its own, ahead of the batches waiting for a
+   * barrier slot (a quiet pod's join must not wait behind a flood's syncs). The switch still
+   * applies it after what is already on the wire.
+   */
+  expedite?: boolean;
 }
 
 interface PendingRequest {
