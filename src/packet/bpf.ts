@@ -5,12 +5,15 @@
  * Why filter in the kernel: a packet socket otherwise copies every frame of the interface
  * (all data traffic of a busy node) into user space, only for the decoder to throw almost
  * all of it away. The filter is deliberately loose at the edges: whatever it cannot judge
- * cheaply (IP options, broken headers, runts) it passes on, and the JS decoder decides.
+ * cheaply (IP options, broken headers, runts, IPv6 extension headers) it passes on, and
+ * the JS decoder decides.
  */
 
 /** One classic BPF instruction, as `struct sock_filter` in linux/filter.h. */
 import { EtherType } from './ethernet.js';
+import { NEXT_HEADERS_TOWARDS_MLD } from './frame-decoder.js';
 import { IP_PROTOCOL_IGMP, IPV4_MIN_HEADER_LENGTH } from './ipv4/header.js';
+import { IPV6_HEADER_LENGTH } from './ipv6/header.js';
 import { LinkType } from './pcap/link-type.js';
 
 export interface BpfInstruction {
@@ -54,6 +57,10 @@ export const BPF_K = 0x00;
 
 /** Version 4, IHL 5: an IPv4 header without options. */
 const IPV4_NO_OPTIONS = 0x45;
+/** The version nibble of IPv6, in place (the high four bits of the first octet). */
+const IPV6_VERSION_BITS = 0x60;
+/** Where the IPv6 header holds its (first) next header. */
+const IPV6_NEXT_HEADER_AT = 6;
 /**
  * Accept returns "keep this many bytes". The maximum, not the snaplen as tcpdump does: if
  * the filter cut the frame, the kernel would report the cut length as the original one.
@@ -125,22 +132,69 @@ function ipv4Checks(prefix: string, ip: number): Line[] {
 }
 
 /**
+ * The checks once the IPv6 header is known to start at `ip`:
+ *
+ *   P:        ld   len
+ *             jge  #ip+40        jt P_ver     jf accept   ; too short: the decoder reports it
+ *   P_ver:    ldb  [ip]
+ *             and  #0xf0
+ *             jeq  #0x60         jt P_next    jf accept   ; not version 6: the decoder reports it
+ *   P_next:   ldb  [ip+6]                                 ; the first next header
+ *             jeq  #0            jt accept    jf P_nh1    ; hop-by-hop: MLD's Router Alert
+ *   P_nh1:    jeq  #43           jt accept    jf P_nh2    ; routing
+ *   P_nh2:    jeq  #44           jt accept    jf P_nh3    ; fragment
+ *   P_nh3:    jeq  #51           jt accept    jf P_nh4    ; authentication
+ *   P_nh4:    jeq  #60           jt accept    jf P_nh5    ; destination options
+ *   P_nh5:    jeq  #58           jt accept    jf reject   ; ICMPv6: MLD without Router Alert, reported
+ *
+ * The values are the frame decoder's NEXT_HEADERS_TOWARDS_MLD: whatever it walks towards
+ * MLD (and may find broken, or MLD without Router Alert) passes; which ICMPv6 type follows
+ * is the decoder's test. The Neighbor Discovery of a link passes too: it is a few frames
+ * a second, against the UDP and TCP the next header test removes.
+ */
+function ipv6Checks(prefix: string, ip: number): Line[] {
+  const lines: Line[] = [
+    prefix,
+    ldLen(),
+    jge(ip + IPV6_HEADER_LENGTH, `${prefix}_ver`, 'accept'),
+    `${prefix}_ver`,
+    ldb(ip),
+    and(0xf0),
+    jeq(IPV6_VERSION_BITS, `${prefix}_next`, 'accept'),
+    `${prefix}_next`,
+    ldb(ip + IPV6_NEXT_HEADER_AT),
+  ];
+  NEXT_HEADERS_TOWARDS_MLD.forEach((nextHeader, index) => {
+    const last = index === NEXT_HEADERS_TOWARDS_MLD.length - 1;
+    if (index > 0) lines.push(`${prefix}_nh${index}`);
+    lines.push(jeq(nextHeader, 'accept', last ? 'reject' : `${prefix}_nh${index + 1}`));
+  });
+  return lines;
+}
+
+/**
  * Ethernet, untagged or with up to two VLAN tags (802.1Q 0x8100 or 802.1ad 0x88a8), the
  * same frames the decoder accepts:
  *
  *             ldh  [12]                                   ; ethertype
- *             jeq  #0x0800       jt ip14      jf tag1
+ *             jeq  #0x0800       jt ip14      jf v6at14
+ *   v6at14:   jeq  #0x86dd       jt ip6at14   jf tag1
  *   tag1:     jeq  #0x8100       jt vlan1     jf tag1ad
  *   tag1ad:   jeq  #0x88a8       jt vlan1     jf reject
  *   vlan1:    ldh  [16]                                   ; ethertype after one tag
- *             jeq  #0x0800       jt ip18      jf tag2
+ *             jeq  #0x0800       jt ip18      jf v6at18
+ *   v6at18:   jeq  #0x86dd       jt ip6at18   jf tag2
  *   tag2:     jeq  #0x8100       jt vlan2     jf tag2ad
  *   tag2ad:   jeq  #0x88a8       jt vlan2     jf reject
  *   vlan2:    ldh  [20]                                   ; ethertype after two tags
- *             jeq  #0x0800       jt ip22      jf reject
+ *             jeq  #0x0800       jt ip22      jf v6at22
+ *   v6at22:   jeq  #0x86dd       jt ip6at22   jf reject
  *   ip14:     <ipv4Checks at 14>
  *   ip18:     <ipv4Checks at 18>
  *   ip22:     <ipv4Checks at 22>
+ *   ip6at14:  <ipv6Checks at 14>
+ *   ip6at18:  <ipv6Checks at 18>
+ *   ip6at22:  <ipv6Checks at 22>
  *   accept:   ret  #0xffffffff
  *   reject:   ret  #0
  *
@@ -151,24 +205,33 @@ function ipv4Checks(prefix: string, ip: number): Line[] {
 function ethernetProgram(): Line[] {
   return [
     ldh(12),
-    jeq(EtherType.IPv4, 'ip14', 'tag1'),
+    jeq(EtherType.IPv4, 'ip14', 'v6at14'),
+    'v6at14',
+    jeq(EtherType.IPv6, 'ip6at14', 'tag1'),
     'tag1',
     jeq(EtherType.VLAN, 'vlan1', 'tag1ad'),
     'tag1ad',
     jeq(EtherType.QinQ, 'vlan1', 'reject'),
     'vlan1',
     ldh(16),
-    jeq(EtherType.IPv4, 'ip18', 'tag2'),
+    jeq(EtherType.IPv4, 'ip18', 'v6at18'),
+    'v6at18',
+    jeq(EtherType.IPv6, 'ip6at18', 'tag2'),
     'tag2',
     jeq(EtherType.VLAN, 'vlan2', 'tag2ad'),
     'tag2ad',
     jeq(EtherType.QinQ, 'vlan2', 'reject'),
     'vlan2',
     ldh(20),
-    jeq(EtherType.IPv4, 'ip22', 'reject'),
+    jeq(EtherType.IPv4, 'ip22', 'v6at22'),
+    'v6at22',
+    jeq(EtherType.IPv6, 'ip6at22', 'reject'),
     ...ipv4Checks('ip14', 14),
     ...ipv4Checks('ip18', 18),
     ...ipv4Checks('ip22', 22),
+    ...ipv6Checks('ip6at14', 14),
+    ...ipv6Checks('ip6at18', 18),
+    ...ipv6Checks('ip6at22', 22),
     'accept',
     ret(ACCEPT_WHOLE_FRAME),
     'reject',
@@ -177,27 +240,41 @@ function ethernetProgram(): Line[] {
 }
 
 /**
- * Raw IP: no ethertype, so the version nibble tells IPv6 (a tun device carries both),
- * which is rejected. Anything else is IPv4 or too broken to tell, which the decoder
- * reports (as it does reading a file), so it goes through the IPv4 checks:
+ * Raw IP: no ethertype, so the version nibble tells IPv6 (a tun device carries both) from
+ * IPv4. Anything not IPv6 is IPv4 or too broken to tell, which the decoder reports (as it
+ * does reading a file), so it goes through the IPv4 checks:
  *
  *             ldb  [0]
  *             and  #0xf0
- *             jeq  #0x60         jt reject    jf ip0      ; IPv6
+ *             jeq  #0x60         jt ip6at0    jf ip0      ; IPv6
  *   ip0:      <ipv4Checks at 0>
+ *   ip6at0:   <ipv6Checks at 0>
  *   accept:   ret  #0xffffffff
  *   reject:   ret  #0
  */
 function rawProgram(): Line[] {
-  return [ldb(0), and(0xf0), jeq(0x60, 'reject', 'ip0'), ...ipv4Checks('ip0', 0), 'accept', ret(ACCEPT_WHOLE_FRAME), 'reject', ret(0)];
+  return [
+    ldb(0),
+    and(0xf0),
+    jeq(IPV6_VERSION_BITS, 'ip6at0', 'ip0'),
+    ...ipv4Checks('ip0', 0),
+    ...ipv6Checks('ip6at0', 0),
+    'accept',
+    ret(ACCEPT_WHOLE_FRAME),
+    'reject',
+    ret(0),
+  ];
 }
 
 /**
- * The kernel filter for `snoop`: passes IPv4 frames that carry IGMP, and those it cannot
- * judge (shorter than an IPv4 header, or a first header byte other than 0x45: options or a
- * broken header) for the decoder to classify; rejects everything else (ARP, IPv6, plain
- * UDP/TCP). Same result as `tcpdump igmp`, plus the frames the decoder must see to report
- * errors.
+ * The kernel filter for `snoop`: passes IPv4 frames that carry IGMP, IPv6 frames that may
+ * carry MLD (a first next header of hop-by-hop, where MLD's Router Alert sits, another
+ * extension header, or ICMPv6), and those it cannot judge (shorter than an IP header, a
+ * first IPv4 header byte other than 0x45: options or a broken header; an IPv6 version
+ * other than 6) for the decoder to classify; rejects everything else (ARP, plain UDP/TCP
+ * of either family). For IPv4, the same result as `tcpdump igmp`; for IPv6, a superset
+ * of MLD whose exact test (the ICMPv6 type) is the decoder's; plus, for both, the frames
+ * the decoder must see to report errors. (The name predates MLD.)
  */
 export function igmpFilter(linkType: number): BpfInstruction[] {
   switch (linkType) {

@@ -4,7 +4,9 @@
  */
 import { maxRespTimeMs, qqicSeconds } from './igmp/index.js';
 import type { FrameEvent } from './frame-decoder.js';
-import type { IgmpVersion } from './igmp/message.js';
+import type { IgmpMessage, IgmpVersion } from './igmp/message.js';
+import * as mld from './mld/index.js';
+import type { MldMessage } from './mld/message.js';
 
 /**
  * The contract gives every decoded message a version; for types outside IGMP proper
@@ -21,13 +23,23 @@ export function otherMessageVersion(igmpType: number): IgmpVersion {
  * The line, serialized by hand rather than built as an object for JSON.stringify:
  * `snoop --read --json` of a million-message capture spends most of its time here
  * otherwise. Every value but the error message is a number, a boolean, or a string of
- * digits, dots and capitals, so only that message needs escaping. The unit tests check
- * it against JSON.stringify of the typed record (frame-event-record.ts).
+ * digits, dots, colons, lower-case hex and capitals, so only that message needs
+ * escaping. The unit tests check it against JSON.stringify of the typed record
+ * (frame-event-record.ts).
  */
 export function toJsonLine(event: FrameEvent): string {
-  const head = `{"frame":${event.frame},"ts":${event.ts},"src":${quoteAddress(event.src)},"dst":${quoteAddress(event.dst)}`;
-  if (event.kind === 'malformed') return `${head},"error":"${event.code}","message":${JSON.stringify(event.message)}}`;
-  const message = event.message;
+  const frameFields = `{"frame":${event.frame},"ts":${event.ts},"src":${quoteAddress(event.src)},"dst":${quoteAddress(event.dst)}`;
+  switch (event.kind) {
+    case 'malformed':
+      return `${frameFields},"protocol":"${event.protocol}","error":"${event.code}","message":${JSON.stringify(event.message)}}`;
+    case 'igmp':
+      return igmpLine(`${frameFields},"protocol":"igmp"`, event.message);
+    case 'mld':
+      return mldLine(`${frameFields},"protocol":"mld"`, event.message);
+  }
+}
+
+function igmpLine(head: string, message: IgmpMessage): string {
   switch (message.kind) {
     case 'query':
       if (message.version === 3) {
@@ -38,19 +50,40 @@ export function toJsonLine(event: FrameEvent): string {
       }
       return `${head},"version":${message.version},"type":"query","group":"${message.group}","maxRespTimeMs":${maxRespTimeMs(message)}}`;
     case 'report':
-      if (message.version === 3) {
-        let records = '';
-        for (const record of message.records) {
-          records += `${records === '' ? '' : ','}{"type":"${record.type}","group":"${record.group}","sources":${addressList(record.sources)}}`;
-        }
-        return `${head},"version":3,"type":"report","records":[${records}]}`;
-      }
+      if (message.version === 3) return `${head},"version":3,"type":"report","records":${recordList(message.records)}}`;
       return `${head},"version":${message.version},"type":"report","group":"${message.group}"}`;
     case 'leave':
       return `${head},"version":2,"type":"leave","group":"${message.group}"}`;
     case 'other':
       return `${head},"version":${otherMessageVersion(message.igmpType)},"type":"other","igmpType":${message.igmpType}}`;
   }
+}
+
+/** MLD in IGMP's field names wherever the meaning is the same; Done is MLD's leave. */
+function mldLine(head: string, message: MldMessage): string {
+  switch (message.kind) {
+    case 'query':
+      if (message.version === 2) {
+        return (
+          `${head},"version":2,"type":"query","group":"${message.group}","maxRespTimeMs":${mld.maxRespTimeMs(message)}` +
+          `,"sFlag":${message.sFlag},"qrv":${message.qrv},"qqicSec":${mld.qqicSeconds(message)},"sources":${addressList(message.sources)}}`
+        );
+      }
+      return `${head},"version":1,"type":"query","group":"${message.group}","maxRespTimeMs":${mld.maxRespTimeMs(message)}}`;
+    case 'report':
+      if (message.version === 2) return `${head},"version":2,"type":"report","records":${recordList(message.records)}}`;
+      return `${head},"version":1,"type":"report","group":"${message.group}"}`;
+    case 'leave':
+      return `${head},"version":1,"type":"leave","group":"${message.group}"}`;
+  }
+}
+
+function recordList(records: readonly { type: string; group: string; sources: readonly string[] }[]): string {
+  let list = '';
+  for (const record of records) {
+    list += `${list === '' ? '' : ','}{"type":"${record.type}","group":"${record.group}","sources":${addressList(record.sources)}}`;
+  }
+  return `[${list}]`;
 }
 
 function quoteAddress(address: string | null): string {

@@ -19,7 +19,7 @@ import { writeIPv4 } from '../../src/wire/ipv4-address.js';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';
 import { Lab, sleep, type Host, type IgmpSegment } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
-import { compareWithTshark, kindOf, tsharkFrameCount, tsharkIgmp, type ExpectedLine, type SnoopLine } from '../lab/tshark.js';
+import { compareWithTshark, kindOf, MLD_FILTER, tsharkFrameCount, tsharkMembership, type ExpectedLine, type SnoopLine } from '../lab/tshark.js';
 
 const G1 = '239.1.1.1'; // h1 (IGMPv1)
 const G2 = '239.2.2.2'; // h2 (IGMPv2), left in the v3 phase
@@ -143,10 +143,11 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
   before(async () => {
     lab = Lab.create();
     scenario = await capture(lab, (line) => console.error(`# ${line}`));
-    expected = await tsharkIgmp(scenario.file);
+    // Both families: should a host send MLD, snoop shows it, and tshark must agree on it too.
+    expected = await tsharkMembership(scenario.file);
     const kinds = new Map<string, number>();
     for (const line of expected) kinds.set(kindOf(line), (kinds.get(kindOf(line)) ?? 0) + 1);
-    console.error(`# tshark: ${expected.length} IGMP frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+    console.error(`# tshark: ${expected.length} IGMP and MLD frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
   });
 
   after(async () => {
@@ -207,10 +208,10 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
       copyFileSync(scenario.file, kept);
       assert.fail(`snoop and tshark disagree on ${kept} (kept for inspection):\n${differences}`);
     }
-    // Every IPv4 frame carrying protocol 2 yields exactly one line: as many as tshark's IGMP frames.
-    const igmpFrames = await tsharkFrameCount(scenario.file, 'igmp');
-    assert.equal(lines.length, expected.length, `snoop printed ${lines.length} lines for ${expected.length} protocol-2 frames`);
-    assert.equal(lines.length, igmpFrames, `snoop printed ${lines.length} lines for tshark's ${igmpFrames} IGMP frames`);
+    // Every IPv4 frame carrying protocol 2 (and every MLD frame) yields exactly one line: as many as tshark's IGMP and MLD frames.
+    const membershipFrames = await tsharkFrameCount(scenario.file, `igmp || ${MLD_FILTER}`);
+    assert.equal(lines.length, expected.length, `snoop printed ${lines.length} lines for ${expected.length} protocol-2 and MLD frames`);
+    assert.equal(lines.length, membershipFrames, `snoop printed ${lines.length} lines for tshark's ${membershipFrames} IGMP and MLD frames`);
     t.diagnostic(`${lines.length} lines agree with tshark`);
   });
 });

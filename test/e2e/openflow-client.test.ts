@@ -31,7 +31,7 @@ import type { OxmField } from '../../src/protocol/openflow/oxm.js';
 import { inPortOf, type PacketIn } from '../../src/protocol/openflow/packet-in.js';
 import { OfpGroup } from '../../src/protocol/openflow/reserved.js';
 import { readPcapFile } from '../../src/packet/pcap/read-file.js';
-import { decodeFrame, ipv4Locator, type FrameEvent } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator, type FrameEvent } from '../../src/packet/frame-decoder.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
 
@@ -108,7 +108,7 @@ function nextPacketIn(connection: OpenFlowConnection, predicate: (packetIn: Pack
 }
 
 function igmpEvent(packetIn: PacketIn): FrameEvent | undefined {
-  return decodeFrame(ipv4Locator(1), packetIn.data, { frame: 0, ts: 0 });
+  return decodeFrame(ipLocator(1), packetIn.data, { frame: 0, ts: 0 });
 }
 
 function reportsGroup(packetIn: PacketIn, address: string): boolean {
@@ -312,7 +312,7 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     await capture.stop();
     const queries: FrameEvent[] = [];
     await readPcapFile(capture.file, (record) => {
-      const event = decodeFrame(ipv4Locator(1), record.data, { frame: record.index, ts: record.ts });
+      const event = decodeFrame(ipLocator(1), record.data, { frame: record.index, ts: record.ts });
       if (event?.kind === 'igmp' && event.message.kind === 'query') queries.push(event);
     });
     assert.equal(queries.length, 1, 'pod3 received the query');

@@ -19,7 +19,7 @@ import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { encodeReportFrame } from '../../src/domain/peers/report-packet.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
 import { type HostAddress, parseGroupAddress, parseHostAddress } from '../../src/wire/ip-address.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
@@ -143,11 +143,11 @@ describe('OvsProgrammer and OvsSwitch in tunnel mode on three OVS nodes', () => 
     const fromTunnel = () => heard.filter((packet) => packet.ofport === n2.tunnel.ofport);
     await waitUntil(
       "node 1's report as a packet-in on node 2",
-      async () => fromTunnel().some((packet) => decodeFrame(ipv4Locator(ETHERNET), packet.frame, { frame: 0, ts: 0 })?.kind === 'igmp'),
+      async () => fromTunnel().some((packet) => decodeFrame(ipLocator(ETHERNET), packet.frame, { frame: 0, ts: 0 })?.kind === 'igmp'),
       5000,
     );
     const ours = fromTunnel()
-      .map((packet) => ({ packet, event: decodeFrame(ipv4Locator(ETHERNET), packet.frame, { frame: 0, ts: 0 }) }))
+      .map((packet) => ({ packet, event: decodeFrame(ipLocator(ETHERNET), packet.frame, { frame: 0, ts: 0 }) }))
       .filter(({ event }) => event?.kind === 'igmp' && event.ip.identification === identification);
     assert.equal(ours.length, 1, 'exactly one copy');
     const [{ packet, event }] = ours as [(typeof ours)[number]];

@@ -13,6 +13,9 @@ import { MCASTCTL_BIN, mcastctl as runCli, parseNdjson, startMcastctl } from '..
 import { run, sleep } from '../lab/lab.js';
 import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
 import { pcapFile } from '../helpers/pcap-bytes.js';
+import { encodeFrame } from '../../src/packet/mld-frame.js';
+import type { MldMessage } from '../../src/packet/mld/message.js';
+import { PcapWriter } from '../../src/packet/pcap/index.js';
 
 let dir: string;
 before(() => {
@@ -55,10 +58,270 @@ describe('snoop --read: hostile input among valid frames', () => {
       ts: 1_700_000_000 + frames.length - 1 + 0.5,
       src: '10.0.0.1',
       dst: '224.0.0.2',
+      protocol: 'igmp',
       version: 1,
       type: 'other',
       igmpType: 31,
     });
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// MLD: hostile frames among valid IGMP and MLD ones
+
+/**
+ * The octets of an Ethernet MLD frame as encodeFrame lays them out (RFC 8200 §3, RFC 2711):
+ * Ethernet 14, IPv6 header 40, hop-by-hop 8 (next header 58, length 0, Router Alert
+ * 05 02 0000, PadN 01 00), then the ICMPv6 message.
+ */
+const IP6 = 14;
+const HBH = IP6 + 40;
+const ICMP6 = HBH + 8;
+
+const HOST6 = 'fe80::1';
+const SOURCE6 = '2001:db8::5';
+
+function mldFrame(message: MldMessage, dst: string): Buffer {
+  return Buffer.from(encodeFrame({ message, src: HOST6, dst }));
+}
+
+/**
+ * Recomputes the ICMPv6 checksum of `frame` after a corruption, so that the decoder meets
+ * the intended damage rather than a bad checksum: the one's complement sum of the RFC 8200
+ * §8.1 pseudo-header (source, destination, upper-layer length, next header 58) and the
+ * message, written here from the RFC rather than taken from src/.
+ */
+function reseal(frame: Buffer, icmpStart = ICMP6, icmpEnd = frame.length): Buffer {
+  frame.writeUInt16BE(0, icmpStart + 2);
+  let sum = 0;
+  const add16 = (bytes: Buffer, from: number, to: number) => {
+    for (let i = from; i < to; i += 2) sum += (bytes[i]! << 8) | (i + 1 < to ? bytes[i + 1]! : 0);
+  };
+  add16(frame, IP6 + 8, IP6 + 40); // source and destination
+  const length = icmpEnd - icmpStart;
+  sum += (length >>> 16) + (length & 0xffff) + 58;
+  add16(frame, icmpStart, icmpEnd);
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  frame.writeUInt16BE(~sum & 0xffff, icmpStart + 2);
+  return frame;
+}
+
+const v1Report = () => mldFrame({ kind: 'report', version: 1, group: 'ff05::101' }, 'ff05::101');
+const v2Report = () => mldFrame({ kind: 'report', version: 2, records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::8000:1', sources: [SOURCE6] }] }, 'ff02::16');
+const v2Query = () =>
+  mldFrame({ kind: 'query', version: 2, group: 'ff05::101', maxRespCode: 1000, sFlag: false, qrv: 2, qqic: 125, sources: [SOURCE6] }, 'ff05::101');
+const v1Query = () => mldFrame({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 10_000 }, 'ff02::1');
+
+/** The frame with its IPv6 packet cut short at `at` octets of the frame (a snap length would do this). */
+const cut = (frame: Buffer, at: number) => frame.subarray(0, at);
+
+const hostileMld: { name: string; error: string; frame: Buffer; src: string | null; dst: string | null }[] = [
+  {
+    name: 'a v1 report with a bad ICMPv6 checksum',
+    error: 'bad-checksum',
+    frame: (() => {
+      const frame = v1Report();
+      frame[ICMP6 + 2] = frame[ICMP6 + 2]! ^ 0x5a;
+      return frame;
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  { name: 'cut inside the IPv6 header, past the source', error: 'truncated', frame: cut(v1Report(), IP6 + 30), src: HOST6, dst: null },
+  { name: 'cut inside the IPv6 header, before the source ends', error: 'truncated', frame: cut(v1Report(), IP6 + 12), src: null, dst: null },
+  { name: 'cut inside the hop-by-hop header', error: 'truncated', frame: cut(v1Report(), HBH + 4), src: HOST6, dst: 'ff05::101' },
+  { name: 'cut inside the MLDv1 address', error: 'truncated', frame: cut(v1Report(), ICMP6 + 12), src: HOST6, dst: 'ff05::101' },
+  {
+    name: 'one octet short of the payload length',
+    error: 'truncated',
+    frame: (() => {
+      const frame = v1Report();
+      return cut(frame, frame.length - 1);
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  { name: 'cut inside an MLDv2 record', error: 'truncated', frame: cut(v2Report(), ICMP6 + 8 + 10), src: HOST6, dst: 'ff02::16' },
+  {
+    name: 'an MLDv2 report announcing 3 records and holding 1',
+    error: 'truncated',
+    frame: (() => {
+      const frame = v2Report();
+      frame.writeUInt16BE(3, ICMP6 + 6);
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff02::16',
+  },
+  {
+    name: 'an MLDv2 record announcing 5 sources and holding 1',
+    error: 'truncated',
+    frame: (() => {
+      const frame = v2Report();
+      frame.writeUInt16BE(5, ICMP6 + 8 + 2);
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff02::16',
+  },
+  {
+    name: 'an MLDv2 query announcing 4 sources and holding 1',
+    error: 'truncated',
+    frame: (() => {
+      const frame = v2Query();
+      frame.writeUInt16BE(4, ICMP6 + 26);
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'a hop-by-hop header whose length runs past the payload',
+    error: 'bad-extension-header',
+    frame: (() => {
+      const frame = v1Report();
+      frame[HBH + 1] = 5; // 48 octets; the payload is 32
+      return frame;
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'a Router Alert option of length 4 (RFC 2711 §2.1 fixes 2)',
+    error: 'bad-extension-header',
+    frame: (() => {
+      const frame = v1Report();
+      frame[HBH + 3] = 4; // the option now ends exactly at the header's end, over the PadN
+      return frame;
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'an MLDv1 report without the hop-by-hop header',
+    error: 'no-router-alert',
+    frame: (() => {
+      const frame = v1Report();
+      // Drop the 8 octets: next header 58 straight away, payload length 24. The ICMPv6
+      // checksum still holds (same addresses, same message).
+      const bare = Buffer.concat([frame.subarray(0, HBH), frame.subarray(ICMP6)]);
+      bare[IP6 + 6] = 58;
+      bare.writeUInt16BE(24, IP6 + 4);
+      return bare;
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'an MLDv1 report for a unicast address',
+    error: 'invalid-group',
+    frame: (() => {
+      const frame = v1Report();
+      frame.set([0xfe, 0x80], ICMP6 + 8); // ff05::101 becomes fe80::101
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'an MLDv2 record naming a unicast address',
+    error: 'invalid-group',
+    frame: (() => {
+      const frame = v2Report();
+      frame.set([0x20, 0x01], ICMP6 + 8 + 4); // ff3e::8000:1 becomes 2001::8000:1
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff02::16',
+  },
+  {
+    name: 'a 26-octet query (neither MLDv1 nor MLDv2, RFC 3810 §8.1)',
+    error: 'bad-length',
+    frame: (() => {
+      const frame = Buffer.concat([v1Query(), Buffer.alloc(2)]);
+      frame.writeUInt16BE(8 + 26, IP6 + 4);
+      return reseal(frame);
+    })(),
+    src: HOST6,
+    dst: 'ff02::1',
+  },
+];
+
+/** The valid MLD frames between the hostile ones, and the lines they must give (written out from the RFC layouts). */
+const validMld: { frame: () => Buffer; line: Record<string, unknown> }[] = [
+  { frame: v1Report, line: { src: HOST6, dst: 'ff05::101', protocol: 'mld', version: 1, type: 'report', group: 'ff05::101' } },
+  {
+    frame: v2Report,
+    line: {
+      src: HOST6,
+      dst: 'ff02::16',
+      protocol: 'mld',
+      version: 2,
+      type: 'report',
+      records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::8000:1', sources: [SOURCE6] }],
+    },
+  },
+  {
+    frame: v2Query,
+    line: {
+      src: HOST6,
+      dst: 'ff05::101',
+      protocol: 'mld',
+      version: 2,
+      type: 'query',
+      group: 'ff05::101',
+      maxRespTimeMs: 1000,
+      sFlag: false,
+      qrv: 2,
+      qqicSec: 125,
+      sources: [SOURCE6],
+    },
+  },
+  { frame: v1Query, line: { src: HOST6, dst: 'ff02::1', protocol: 'mld', version: 1, type: 'query', group: '::', maxRespTimeMs: 10_000 } },
+];
+
+/** Writes `frames` with the project's own pcap writer, one a second from 1,700,000,000.25. */
+async function writeWithPcapWriter(name: string, frames: readonly Uint8Array[]): Promise<string> {
+  const path = join(dir, name);
+  const writer = PcapWriter.create(path, { linkType: 1 });
+  frames.forEach((data, index) => writer.write({ tsSec: 1_700_000_000 + index, tsFraction: 250_000, data }));
+  await writer.close();
+  return path;
+}
+
+describe('snoop --read: hostile MLD among valid IGMP and MLD frames', () => {
+  it('gives every hostile MLD frame its error line, decodes the frames around it, and exits 0', async () => {
+    // IGMP report, valid MLD, hostile MLD, UDP (no line); repeated; then a valid MLD frame.
+    const frames: Uint8Array[] = [];
+    hostileMld.forEach((hostile, i) => frames.push(validFrames.v2Report, validMld[i % validMld.length]!.frame(), hostile.frame, validFrames.udp));
+    frames.push(v1Report());
+    const result = await runCli(['snoop', '--read', await writeWithPcapWriter('hostile-mld.pcap', frames), '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    const lines = parseNdjson(result.stdout);
+    assert.equal(lines.length, 3 * hostileMld.length + 1, 'one line per IGMP or MLD frame, none for UDP');
+    hostileMld.forEach((hostile, i) => {
+      const [igmpLine, mldLine, bad] = lines.slice(3 * i, 3 * i + 3);
+      const frame = 1 + 4 * i;
+      assert.deepEqual(
+        [igmpLine!.frame, igmpLine!.protocol, igmpLine!.type, igmpLine!.group],
+        [frame, 'igmp', 'report', '239.1.2.3'],
+        `the IGMP frame before ${hostile.name}`,
+      );
+      assert.deepEqual(
+        mldLine,
+        { frame: frame + 1, ts: 1_700_000_000 + frame + 0.25, ...validMld[i % validMld.length]!.line },
+        `the MLD frame before ${hostile.name}`,
+      );
+      assert.equal(bad!.frame, frame + 2, hostile.name);
+      assert.equal(bad!.error, hostile.error, `${hostile.name}: ${JSON.stringify(bad)}`);
+      assert.equal(bad!.protocol, 'mld', hostile.name);
+      assert.deepEqual([bad!.src, bad!.dst], [hostile.src, hostile.dst], `${hostile.name}: the addresses the frame still holds`);
+      assert.equal(typeof bad!.message, 'string');
+      assert.ok((bad!.message as string).length > 0);
+      assert.ok(!('type' in bad!), `${hostile.name}: an error line has no type`);
+    });
+    assert.deepEqual(lines.at(-1), { frame: frames.length, ts: 1_700_000_000 + frames.length - 1 + 0.25, ...validMld[0]!.line });
   });
 });
 

@@ -8,7 +8,7 @@ import * as igmp from '../../src/packet/igmp/index.js';
 import type { IgmpMessage, RecordTypeName } from '../../src/packet/igmp/index.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';
 import { IP_PROTOCOL_IGMP, ROUTER_ALERT } from '../../src/packet/ipv4/header.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 
 /** `message` from `src` to `dst`, in an Ethernet frame to the destination's multicast MAC. */
 /** A frame as a pod's kernel sends it (TTL 1, Router Alert), or with `ttl` and `routerAlert` as a crafted one may have them. */
@@ -49,7 +49,7 @@ export const v2GeneralQuery = (querier: string) =>
 
 /** A query the daemon sent, decoded: its version and group (0.0.0.0: general). */
 export function decodeQuery(frame: Uint8Array): { version: number; group: string; dst: string } | undefined {
-  const event = decodeFrame(ipv4Locator(1), frame, { frame: 1, ts: 0 });
+  const event = decodeFrame(ipLocator(1), frame, { frame: 1, ts: 0 });
   if (event?.kind !== 'igmp' || event.message.kind !== 'query') return undefined;
   return { version: event.message.version, group: event.message.group, dst: event.dst };
 }

@@ -1,10 +1,10 @@
 /**
- * An independent second opinion on a capture: tshark's dissection of every IGMP frame,
- * mapped onto the shape of `mcastctl snoop --json` lines, and a field-by-field comparison
- * of the two.
+ * An independent second opinion on a capture: tshark's dissection of every IGMP and MLD
+ * frame, mapped onto the shape of `mcastctl snoop --json` lines, and a field-by-field
+ * comparison of the two.
  *
- * The mapping uses only tshark's igmp.* / ip.* / frame.* fields (checked against tshark
- * 4.0's packet-igmp.c and its real output):
+ * The IGMP mapping uses only tshark's igmp.* / ip.* / frame.* fields (checked against
+ * tshark 4.0's packet-igmp.c and its real output):
  * - frame.number, frame.time_epoch; ip.src, ip.dst, ip.proto, ip.flags.mf,
  *   ip.frag_offset, ip.checksum.status (with ip.check_checksum on);
  * - igmp.type (hex text), igmp.version (tshark's own: queries by the RFC 3376 §7.1
@@ -15,9 +15,32 @@
  *   code: decoded here per RFC 3376 §4.1.7), igmp.saddr (sources);
  * - v3 reports: one subtree per group record holding igmp.record_type, igmp.maddr,
  *   igmp.num_src and igmp.saddr.
- * Two expectations come from the output contract rather than from tshark: a v1/v2
- * message or a query whose group is not multicast (nor 0.0.0.0 for a query) is an
- * `invalid-group` error, and a frame tshark calls malformed must be some error.
+ *
+ * The MLD mapping uses only tshark's icmpv6.* / ipv6.* / frame.* fields (checked against
+ * tshark 4.0's packet-icmpv6.c and its real output, `tshark -G fields`):
+ * - ipv6.src, ipv6.dst; ipv6.opt.router_alert anywhere in the hop-by-hop header (its
+ *   absence: `no-router-alert`); ipv6.fraghdr.offset, ipv6.fraghdr.more (IPv6
+ *   reassembly off); ipv6.plen and ipv6.hopopts.len_oct, for the ICMPv6 length;
+ * - icmpv6.type (decimal: 130 query, 131 v1 report, 132 done, 143 v2 report; other types
+ *   are not MLD and give no line), icmpv6.checksum.status (0 bad, 1 good, 2 not verified),
+ *   icmpv6.mld.multicast_address (the group of a query, v1 report or done);
+ * - queries: tshark reads a query of 28 octets or more as MLDv2 and dissects
+ *   icmpv6.mld.flag then (so its presence is the version), a shorter one as MLDv1;
+ *   icmpv6.mld.maximum_response_delay (v1, ms), icmpv6.mld.maximum_response_code (v2,
+ *   ms: tshark decodes the RFC 3810 §5.1.3 floating-point form itself),
+ *   icmpv6.mld.flag.s, icmpv6.mld.flag.qrv, icmpv6.mld.qqi (seconds: tshark decodes the
+ *   RFC 3810 §5.1.9 code itself), icmpv6.mld.source_address (sources);
+ * - v2 reports: one subtree per multicast address record holding
+ *   icmpv6.mldr.mar.record_type (the IGMPv3 numbers and names, RFC 3810 §5.2.12),
+ *   icmpv6.mldr.mar.multicast_address and icmpv6.mldr.mar.source_address.
+ * Every line says its `protocol`: "igmp" for IPv4 frames, "mld" for IPv6 ones.
+ *
+ * Expectations that come from the output contract rather than from tshark: a v1/v2 IGMP
+ * message, an MLDv1 report or done, or a query whose group is not multicast (nor
+ * 0.0.0.0 or :: for a query) is an `invalid-group` error, as is an MLDv2 record of a
+ * known type naming one; MLD without the hop-by-hop Router Alert is `no-router-alert`; a
+ * query of 25 to 27 octets (MLDv1 to tshark) is `bad-length`; and a frame tshark calls
+ * malformed must be some error.
  */
 import { isMulticast } from '../../src/wire/ip-address.js';
 import { run } from './lab.js';
@@ -43,6 +66,8 @@ export interface SnoopLine {
   ts: number;
   src: string | null;
   dst: string | null;
+  /** "igmp" for IPv4 frames, "mld" for IPv6 ones. */
+  protocol?: 'igmp' | 'mld';
   version?: number;
   type?: 'query' | 'report' | 'leave' | 'other';
   group?: string;
@@ -64,7 +89,7 @@ export interface SnoopLine {
  */
 export interface ExpectedLine extends SnoopLine {
   undissected?: string[];
-  /** tshark's raw IGMP type octet, for coverage checks. */
+  /** tshark's raw IGMP type octet or ICMPv6 type, for coverage checks. */
   rawType?: number;
 }
 
@@ -110,17 +135,31 @@ function groupRecords(igmp: Tree): GroupRecordLine[] {
   return records;
 }
 
-/** Maps one tshark packet (its `layers`) to the expected line, or undefined when it carries no IGMP at the top. */
+/**
+ * Maps one tshark packet (its `layers`) to the expected line, or undefined when it
+ * carries neither IGMP (IPv4) nor MLD (IPv6) at the top.
+ */
 export function expectedFromTshark(layers: Tree): ExpectedLine | undefined {
   const frame = first(layers.frame);
+  if (!isTree(frame)) return undefined;
+  const meta = { frame: Number(text(frame, 'frame.number')), ts: Number(text(frame, 'frame.time_epoch')) };
+  // The outermost IP layer decides, as the frame decoder's locator does.
   const ipLayer = first(layers.ip);
-  if (!isTree(frame) || !isTree(ipLayer)) return undefined;
+  const ipv6Layer = first(layers.ipv6);
+  const keys = Object.keys(layers);
+  const v4First = isTree(ipLayer) && (!isTree(ipv6Layer) || keys.indexOf('ip') < keys.indexOf('ipv6'));
+  if (v4First) return expectedFromIgmp(layers, ipLayer, meta);
+  if (isTree(ipv6Layer)) return expectedFromMld(layers, ipv6Layer, meta);
+  return undefined;
+}
+
+function expectedFromIgmp(layers: Tree, ipLayer: Tree, meta: { frame: number; ts: number }): ExpectedLine | undefined {
   if (text(ipLayer, 'ip.proto') !== '2') return undefined;
   const line: ExpectedLine = {
-    frame: Number(text(frame, 'frame.number')),
-    ts: Number(text(frame, 'frame.time_epoch')),
+    ...meta,
     src: text(ipLayer, 'ip.src') ?? null,
     dst: text(ipLayer, 'ip.dst') ?? null,
+    protocol: 'igmp',
   };
   const flags = first(ipLayer['ip.flags_tree']);
   const fragmented = (isTree(flags) && text(flags, 'ip.flags.mf') === '1') || Number(text(ipLayer, 'ip.frag_offset') ?? 0) !== 0;
@@ -168,21 +207,165 @@ export function expectedFromTshark(layers: Tree): ExpectedLine | undefined {
   }
 }
 
+/** Every value stored under `key` anywhere in `tree`, in document order. */
+function findAll(tree: Json | undefined, key: string, out: Json[] = []): Json[] {
+  if (Array.isArray(tree)) for (const item of tree) findAll(item, key, out);
+  else if (isTree(tree)) {
+    for (const [k, v] of Object.entries(tree)) {
+      if (k === key) out.push(...(Array.isArray(v) ? v : [v]));
+      else findAll(v, key, out);
+    }
+  }
+  return out;
+}
+
+function findText(tree: Json | undefined, key: string): string | undefined {
+  const value = findAll(tree, key)[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The ICMPv6 types of MLD: query, v1 report, done, v2 report. */
+const MLD_TYPES = [130, 131, 132, 143];
+
+/**
+ * ff00::/8, read from tshark's text: the first group of a multicast address is always
+ * four digits, ff00 to ffff, whatever else is compressed. Written here rather than taken
+ * from src/, so that the second opinion stays independent.
+ */
+function isIPv6Multicast(address: string | undefined): boolean {
+  return address !== undefined && /^ff[0-9a-f]{2}:/i.test(address);
+}
+
+/** The multicast address records of an MLDv2 report: the subtrees holding icmpv6.mldr.mar.record_type, in order. */
+function addressRecords(tree: Json | undefined, out: { type: number; group: string | undefined; sources: string[] }[] = []) {
+  if (Array.isArray(tree)) for (const item of tree) addressRecords(item, out);
+  else if (isTree(tree)) {
+    if (text(tree, 'icmpv6.mldr.mar.record_type') !== undefined) {
+      out.push({
+        type: Number(text(tree, 'icmpv6.mldr.mar.record_type')),
+        group: text(tree, 'icmpv6.mldr.mar.multicast_address'),
+        sources: all(tree, 'icmpv6.mldr.mar.source_address'),
+      });
+      return out;
+    }
+    for (const value of Object.values(tree)) addressRecords(value, out);
+  }
+  return out;
+}
+
+function expectedFromMld(layers: Tree, ipv6Layer: Tree, meta: { frame: number; ts: number }): ExpectedLine | undefined {
+  const icmpv6 = first(layers.icmpv6);
+  const typeText = isTree(icmpv6) ? text(icmpv6, 'icmpv6.type') : undefined;
+  if (typeText === undefined || !MLD_TYPES.includes(Number(typeText))) return undefined;
+  const icmpType = Number(typeText);
+  // A later fragment carries no ICMPv6 header of its own: snoop gives it no line.
+  const fragmentOffset = Number(findText(ipv6Layer, 'ipv6.fraghdr.offset') ?? 0);
+  if (fragmentOffset !== 0) return undefined;
+  const line: ExpectedLine = {
+    ...meta,
+    src: text(ipv6Layer, 'ipv6.src') ?? null,
+    dst: text(ipv6Layer, 'ipv6.dst') ?? null,
+    protocol: 'mld',
+    rawType: icmpType,
+  };
+  if (!isTree(icmpv6) || '_ws.malformed' in layers) return { ...line, error: '*' };
+  if (['1', 'True', 'true'].includes(findText(ipv6Layer, 'ipv6.fraghdr.more') ?? '')) return { ...line, error: 'fragmented' };
+  // The hop-by-hop header is a subtree of the ipv6 layer in tshark 4.0; looked for everywhere but in the ICMPv6 message.
+  const routerAlert = findAll({ ...layers, icmpv6: null }, 'ipv6.opt.router_alert').length > 0;
+  if (!routerAlert) return { ...line, error: 'no-router-alert' };
+  if (text(icmpv6, 'icmpv6.checksum.status') === '0') return { ...line, error: 'bad-checksum' };
+  const group = text(icmpv6, 'icmpv6.mld.multicast_address');
+  switch (icmpType) {
+    case 130: {
+      if (!isIPv6Multicast(group) && group !== '::') return { ...line, error: 'invalid-group' };
+      if (text(icmpv6, 'icmpv6.mld.flag') === undefined && findText(icmpv6, 'icmpv6.mld.flag.s') === undefined) {
+        // tshark reads 24 to 27 octets as MLDv1; RFC 3810 §8.1 (and snoop) only 24.
+        if (mldLength(ipv6Layer) !== undefined && mldLength(ipv6Layer) !== 24) return { ...line, error: 'bad-length' };
+        return { ...line, version: 1, type: 'query', group, maxRespTimeMs: Number(text(icmpv6, 'icmpv6.mld.maximum_response_delay')) };
+      }
+      return {
+        ...line,
+        version: 2,
+        type: 'query',
+        group,
+        maxRespTimeMs: Number(text(icmpv6, 'icmpv6.mld.maximum_response_code')),
+        sFlag: ['1', 'True', 'true'].includes(findText(icmpv6, 'icmpv6.mld.flag.s') ?? ''),
+        qrv: Number(findText(icmpv6, 'icmpv6.mld.flag.qrv')),
+        qqicSec: Number(text(icmpv6, 'icmpv6.mld.qqi')),
+        sources: all(icmpv6, 'icmpv6.mld.source_address'),
+      };
+    }
+    case 131:
+    case 132:
+      if (!isIPv6Multicast(group)) return { ...line, error: 'invalid-group' };
+      return { ...line, version: 1, type: icmpType === 131 ? 'report' : 'leave', group };
+    default: {
+      const records: GroupRecordLine[] = [];
+      for (const record of addressRecords(icmpv6)) {
+        const name = RECORD_TYPE_NAMES[record.type];
+        // Unknown record types are skipped (RFC 3810 §5.2.12), as snoop does; known ones must name a multicast address.
+        if (name === undefined) continue;
+        if (!isIPv6Multicast(record.group)) return { ...line, error: 'invalid-group' };
+        records.push({ type: name, group: record.group!, sources: record.sources });
+      }
+      return { ...line, version: 2, type: 'report', records };
+    }
+  }
+}
+
+/** The ICMPv6 message's length when the hop-by-hop header is the only extension header (as in every MLD packet), else undefined. */
+function mldLength(ipv6Layer: Tree): number | undefined {
+  const payload = Number(text(ipv6Layer, 'ipv6.plen'));
+  const hopByHop = Number(findText(ipv6Layer, 'ipv6.hopopts.len_oct'));
+  if (!Number.isFinite(payload) || !Number.isFinite(hopByHop) || findAll(ipv6Layer, 'ipv6.hopopts.len_oct').length !== 1) return undefined;
+  if (findAll(ipv6Layer, 'ipv6.fraghdr').length > 0 || findAll(ipv6Layer, 'ipv6.dstopts').length > 0 || findAll(ipv6Layer, 'ipv6.routing').length > 0)
+    return undefined;
+  return payload - hopByHop;
+}
+
 /**
  * tshark's dissection of every frame of `file` whose (outermost) IPv4 header says
  * protocol 2, in frame order. IP checksums are verified and IP reassembly is off, so
  * that each frame stands alone as it does for snoop.
  */
 export async function tsharkIgmp(file: string): Promise<ExpectedLine[]> {
+  return (await tsharkLines(file, 'ip.proto == 2')).filter((line) => line.protocol === 'igmp');
+}
+
+/** The same for both families: every IGMP frame and every MLD frame (ICMPv6 types 130, 131, 132, 143), in frame order. */
+export async function tsharkMembership(file: string): Promise<ExpectedLine[]> {
+  return tsharkLines(file, `ip.proto == 2 || ${MLD_FILTER}`);
+}
+
+/** tshark's display filter for MLD frames. */
+export const MLD_FILTER = MLD_TYPES.map((type) => `icmpv6.type == ${type}`).join(' || ');
+
+async function tsharkLines(file: string, filter: string): Promise<ExpectedLine[]> {
   const { stdout } = await run(
-    ['tshark', '-n', '-r', file, '-o', 'ip.check_checksum:TRUE', '-o', 'ip.defragment:FALSE', '-Y', 'ip.proto == 2', '-T', 'json', '--no-duplicate-keys'],
+    [
+      'tshark',
+      '-n',
+      '-r',
+      file,
+      '-o',
+      'ip.check_checksum:TRUE',
+      '-o',
+      'ip.defragment:FALSE',
+      '-o',
+      'ipv6.defragment:FALSE',
+      '-Y',
+      filter,
+      '-T',
+      'json',
+      '--no-duplicate-keys',
+    ],
     { timeoutMs: 60_000 },
   );
   const packets = JSON.parse(stdout.trim() === '' ? '[]' : stdout) as { _source: { layers: Tree } }[];
   return packets.map((packet) => expectedFromTshark(packet._source.layers)).filter((line): line is ExpectedLine => line !== undefined);
 }
 
-/** tshark's count of frames that carry IGMP (its `igmp` filter), for cross-checking. */
+/** tshark's count of frames that match `filter` (default: carry IGMP), for cross-checking; MLD_FILTER counts MLD frames. */
 export async function tsharkFrameCount(file: string, filter = 'igmp'): Promise<number> {
   const { stdout } = await run(['tshark', '-n', '-r', file, '-Y', filter, '-T', 'fields', '-e', 'frame.number'], { timeoutMs: 60_000 });
   return stdout.split('\n').filter((l) => l.trim() !== '').length;
@@ -240,7 +423,7 @@ export function compareWithTshark(actual: readonly SnoopLine[], expected: readon
   for (const [frame, lines] of byFrame) if (lines.length > 1) out.push(`frame ${frame}: snoop printed ${lines.length} lines`);
   const expectedFrames = new Set(expected.map((line) => line.frame));
   for (const line of actual) {
-    if (!expectedFrames.has(line.frame)) out.push(`frame ${line.frame}: snoop printed a line, tshark sees no IGMP\n  snoop  ${JSON.stringify(line)}`);
+    if (!expectedFrames.has(line.frame)) out.push(`frame ${line.frame}: snoop printed a line, tshark sees no IGMP or MLD\n  snoop  ${JSON.stringify(line)}`);
   }
   for (const want of expected) {
     const got = byFrame.get(want.frame)?.[0];
@@ -257,10 +440,17 @@ export function compareWithTshark(actual: readonly SnoopLine[], expected: readon
   return out.join('\n');
 }
 
-/** A short kind label of a line, for coverage checks: "v3 query general", "v2 leave", "v3 report", ... */
+/**
+ * A short kind label of a line, for coverage checks: "v3 query general", "v2 leave",
+ * "v3 report", ...; MLD lines start with "mld " ("mld v2 query general", "mld v1 leave").
+ */
 export function kindOf(line: SnoopLine): string {
-  if (line.error !== undefined) return `error ${line.error}`;
-  if (line.type === 'query') return `v${line.version} query ${line.group === '0.0.0.0' ? 'general' : 'group'}${line.sources?.length ? ' with sources' : ''}`;
+  const family = line.protocol === 'mld' ? 'mld ' : '';
+  if (line.error !== undefined) return `${family}error ${line.error}`;
+  if (line.type === 'query') {
+    const general = line.group === '0.0.0.0' || line.group === '::';
+    return `${family}v${line.version} query ${general ? 'general' : 'group'}${line.sources?.length ? ' with sources' : ''}`;
+  }
   if (line.type === 'other') return `other 0x${line.igmpType?.toString(16)}`;
-  return `v${line.version} ${line.type}`;
+  return `${family}v${line.version} ${line.type}`;
 }

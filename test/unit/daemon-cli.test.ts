@@ -66,6 +66,7 @@ const EVENTS: DaemonEvent[] = [
       ts: 1767268800,
       src: '10.0.0.5',
       dst: '224.0.0.22',
+      protocol: 'igmp',
       version: 3,
       type: 'report',
       records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.2.3', sources: [] }],

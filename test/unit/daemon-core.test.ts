@@ -23,7 +23,8 @@ import type { InterfaceRow } from '../../src/adapters/ovs/vswitch.js';
 import { McastError } from '../../src/errors.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
+import * as mldFrame from '../../src/packet/mld-frame.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import type { SourceAddress } from '../../src/wire/ip-address.js';
@@ -65,9 +66,19 @@ describe('snoopFrame', () => {
     assert.equal(snoopFrame(ethernetFrame(Buffer.from([1, 2, 3]), 0x86dd), meta), undefined, 'not IPv4');
   });
 
+  it('MLD, well formed or not, is left alone: no event, no counter, no call', () => {
+    const report = mldFrame.encodeFrame({ message: { kind: 'report', version: 1, group: 'ff0e::1234' }, src: 'fe80::1', dst: 'ff0e::1234' });
+    assert.equal(decodeFrame(ipLocator(1), report, meta)?.kind, 'mld', 'the frame is MLD');
+    assert.equal(snoopFrame(report, meta), undefined);
+    const broken = Buffer.from(report);
+    broken[broken.length - 1] = broken[broken.length - 1]! ^ 0xff; // the checksum no longer matches
+    assert.equal(decodeFrame(ipLocator(1), broken, meta)?.kind, 'malformed', 'the frame is malformed MLD');
+    assert.equal(snoopFrame(broken, meta), undefined);
+  });
+
   it('the decoded event is what snoop decodes from the same frame', () => {
     const frame = frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01 02 03');
-    assert.deepEqual(snoopFrame(frame, meta)!.event, decodeFrame(ipv4Locator(1), frame, meta));
+    assert.deepEqual(snoopFrame(frame, meta)!.event, decodeFrame(ipLocator(1), frame, meta));
   });
 
   it('routable groups: multicast outside 224.0.0.0/24', () => {
@@ -139,7 +150,7 @@ function querier(options: Partial<QuerierOptions> = {}) {
     source: () => ({ address: '10.1.0.1', mac: '02:00:00:00:00:01' }),
     ports: () => [2, 3],
     send: async (frame, ports) => {
-      const event = decodeFrame(ipv4Locator(1), frame, meta);
+      const event = decodeFrame(ipLocator(1), frame, meta);
       assert.ok(event?.kind === 'igmp', 'the querier sends decodable IGMP');
       sent.push({ at: clock.monotonicMs(), ports, message: event.message, src: event.src, dst: event.dst });
       return ports.length;

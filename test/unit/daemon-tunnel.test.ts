@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig, TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { groupAddress, hostAddress, type HostAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -70,7 +70,7 @@ async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => voi
 
 /** The IGMPv3 records of a frame sent to the peers: [type, group]. */
 function recordsOf(frame: Uint8Array): Array<[string, string]> {
-  const event = decodeFrame(ipv4Locator(1), frame, { frame: 1, ts: 0 });
+  const event = decodeFrame(ipLocator(1), frame, { frame: 1, ts: 0 });
   if (event?.kind !== 'igmp' || event.message.kind !== 'report' || event.message.version !== 3) return [];
   return event.message.records.map((record) => [record.type, record.group]);
 }

@@ -14,7 +14,7 @@ import { DecodeError } from '../../src/errors.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';
 import { LinkType } from '../../src/packet/pcap/index.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { toJsonLine } from '../../src/packet/frame-event-json.js';
 import { toJsonRecord } from '../../src/packet/frame-event-record.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
@@ -40,8 +40,8 @@ function report(details: fc.RunDetails<[Buffer]>): void {
 
 describe('fuzz', () => {
   it(`${RUNS.toLocaleString('en-US')} random and mutated frames: the frame decoder never throws; codecs throw only DecodeError (seed ${SEED})`, () => {
-    const locate = ipv4Locator(LinkType.ETHERNET);
-    const counts = { igmp: 0, malformed: 0, none: 0 };
+    const locate = ipLocator(LinkType.ETHERNET);
+    const counts = { igmp: 0, mld: 0, malformed: 0, none: 0 };
     let decoded = 0;
     fc.assert(
       fc.property(frame, (bytes) => {

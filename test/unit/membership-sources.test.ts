@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { admits, mergeFilters, type SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { Querier } from '../../src/controllers/daemon/querier.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/index.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { type GroupAddress, groupAddress, type HostAddress, hostAddress, type SourceAddress, sourceAddress } from '../../src/wire/ip-address.js';
@@ -259,7 +259,7 @@ describe('Querier: group-and-source-specific queries', () => {
       source: () => ({ address: '10.1.0.1', mac: '02:00:00:00:00:01' }),
       ports: () => [5],
       send: async (frame, ports) => {
-        const event = decodeFrame(ipv4Locator(1), frame, { frame: 1, ts: 0 });
+        const event = decodeFrame(ipLocator(1), frame, { frame: 1, ts: 0 });
         assert.ok(event?.kind === 'igmp', 'the querier sends decodable IGMP');
         sent.push({ at: clock.monotonicMs(), ports, dst: event.dst, message: event.message });
         return ports.length;

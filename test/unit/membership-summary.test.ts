@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { GroupRecord, IgmpMessage } from '../../src/packet/igmp/index.js';
-import type { IgmpFrameEvent } from '../../src/packet/frame-decoder.js';
+import type { IgmpFrameEvent, MldFrameEvent } from '../../src/packet/frame-decoder.js';
+import type { MldMessage } from '../../src/packet/mld/message.js';
 import { MembershipSummary } from '../../src/domain/membership-summary.js';
 import { ROUTER_ALERT } from '../../src/packet/ipv4/header.js';
 
@@ -23,6 +24,11 @@ function event(src: string, message: IgmpMessage): IgmpFrameEvent {
     options: [ROUTER_ALERT],
   };
   return { kind: 'igmp', frame, ts: 100 + frame, src, dst: ip.dst, ip, message };
+}
+function mldEvent(src: string, message: MldMessage): MldFrameEvent {
+  frame++;
+  const ip = { trafficClass: 0, flowLabel: 0, payloadLength: 0, nextHeader: 0, hopLimit: 1, src, dst: 'ff02::16' };
+  return { kind: 'mld', frame, ts: 100 + frame, src, dst: ip.dst, ip, message };
 }
 const v3 = (...records: GroupRecord[]): IgmpMessage => ({ kind: 'report', version: 3, records });
 const filters = (summary: MembershipSummary) =>
@@ -72,7 +78,7 @@ describe('MembershipSummary', () => {
     summary.observe(event('10.0.0.9', { kind: 'report', version: 2, group: '239.1.1.10' }));
     summary.observe(event('10.0.0.1', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }));
     summary.observe(event('10.0.0.1', { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }));
-    summary.observe({ kind: 'malformed', frame: 99, ts: 0, src: null, dst: null, code: 'truncated', message: 'x' });
+    summary.observe({ kind: 'malformed', frame: 99, ts: 0, protocol: 'igmp', src: null, dst: null, code: 'truncated', message: 'x' });
     assert.deepEqual(
       summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]),
       [
@@ -84,6 +90,49 @@ describe('MembershipSummary', () => {
       summary.querierSummaries().map((q) => [q.address, q.version, q.queries]),
       [['10.0.0.1', 3, 2]],
     );
-    assert.deepEqual(summary.counts, { queries: 2, reports: 3, leaves: 0, other: 0, malformed: 1 });
+    assert.deepEqual(summary.counts, { queries: 2, reports: 3, leaves: 0, other: 0, malformed: 1, mld: 0 });
+  });
+  it('MLD: v1 as IGMPv2, v2 records as IGMPv3, Done as leave; each member says its protocol', () => {
+    const summary = new MembershipSummary();
+    summary.observe(mldEvent('fe80::2', { kind: 'report', version: 1, group: 'ff0e::1234' }));
+    summary.observe(
+      mldEvent('fe80::3', { kind: 'report', version: 2, records: [{ type: 'ALLOW_NEW_SOURCES', group: 'ff3e::8000:1', sources: ['2001:db8::1'] }] }),
+    );
+    summary.observe(mldEvent('fe80::3', { kind: 'report', version: 2, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: 'ff0e::1234', sources: [] }] }));
+    assert.deepEqual(filters(summary), [
+      'ff0e::1234 fe80::2 exclude {} v1',
+      'ff0e::1234 fe80::3 exclude {} v2',
+      'ff3e::8000:1 fe80::3 include {2001:db8::1} v2',
+    ]);
+    assert.deepEqual(
+      summary.groupSummaries().flatMap((g) => g.members.map((m) => m.protocol)),
+      ['mld', 'mld', 'mld'],
+    );
+    summary.observe(mldEvent('fe80::2', { kind: 'leave', version: 1, group: 'ff0e::1234' }));
+    assert.deepEqual(filters(summary), ['ff0e::1234 fe80::3 exclude {} v2', 'ff3e::8000:1 fe80::3 include {2001:db8::1} v2']);
+  });
+  it('IGMP and MLD in one summary: IPv4 groups first, IPv6 ones by their bits; counts tell how many were MLD', () => {
+    const summary = new MembershipSummary();
+    summary.observe(mldEvent('fe80::10', { kind: 'report', version: 1, group: 'ff0e::1:0' }));
+    summary.observe(mldEvent('fe80::9', { kind: 'report', version: 1, group: 'ff0e::ff' }));
+    summary.observe(mldEvent('fe80::9', { kind: 'report', version: 1, group: 'ff05::2' }));
+    summary.observe(mldEvent('fe80::10', { kind: 'report', version: 1, group: 'ff0e::ff' }));
+    summary.observe(event('10.0.0.2', { kind: 'report', version: 2, group: '239.1.1.1' }));
+    summary.observe(mldEvent('fe80::1', { kind: 'query', version: 2, group: '::', maxRespCode: 10000, sFlag: false, qrv: 2, qqic: 125, sources: [] }));
+    summary.observe({ kind: 'malformed', frame: 99, ts: 0, protocol: 'mld', src: 'fe80::5', dst: 'ff02::16', code: 'no-router-alert', message: 'x' });
+    assert.deepEqual(
+      summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]),
+      [
+        ['239.1.1.1', ['10.0.0.2']],
+        ['ff05::2', ['fe80::9']],
+        ['ff0e::ff', ['fe80::9', 'fe80::10']],
+        ['ff0e::1:0', ['fe80::10']],
+      ],
+    );
+    assert.deepEqual(
+      summary.querierSummaries().map((q) => [q.address, q.protocol, q.version, q.queries]),
+      [['fe80::1', 'mld', 2, 1]],
+    );
+    assert.deepEqual(summary.counts, { queries: 1, reports: 5, leaves: 0, other: 0, malformed: 1, mld: 6 });
   });
 });

@@ -30,7 +30,7 @@ import * as oxm from '../../src/protocol/openflow/oxm.js';
 import { inPortOf } from '../../src/protocol/openflow/packet-in.js';
 import { OFP_NO_BUFFER, OfpGroup, OfpPort } from '../../src/protocol/openflow/reserved.js';
 import { OpenFlowDecodeError } from '../../src/protocol/openflow/errors.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 
@@ -302,7 +302,7 @@ describe('OpenFlow codec: real Open vSwitch traffic', () => {
     const packetIn = openflow.decode(hex(captured.find((v) => v.message.type === 'PACKET_IN')!.hex));
     assert.ok(packetIn.type === 'PACKET_IN');
     assert.equal(inPortOf(packetIn), 1);
-    const event = decodeFrame(ipv4Locator(1), packetIn.data, { frame: 1, ts: 0 });
+    const event = decodeFrame(ipLocator(1), packetIn.data, { frame: 1, ts: 0 });
     assert.ok(event?.kind === 'igmp');
     assert.equal(event.src, '10.1.0.11');
     assert.deepEqual(event.message, { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.5.5.5', sources: [] }] });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/peer-exchange.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
 import type { PeerMessageNotice } from '../../src/transport/control/daemon-view.js';
 import { type GroupAddress, groupAddress, type HostAddress, hostAddress } from '../../src/wire/ip-address.js';
@@ -39,7 +39,7 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; r
   const watching = { now: overrides.watched ?? false };
   const port: PeerExchangePort = {
     async sendToPeers(frame, peers) {
-      const event = decodeFrame(ipv4Locator(1), frame, { frame: 1, ts: 0 });
+      const event = decodeFrame(ipLocator(1), frame, { frame: 1, ts: 0 });
       assert.equal(event?.kind, 'igmp', 'the exchange sends well-formed IGMP');
       if (event?.kind !== 'igmp') throw new Error('unreachable');
       sent.push({ at: clock.monotonicMs(), peers: [...peers], src: event.src, dst: event.dst, message: event.message });

@@ -15,7 +15,7 @@ import { runQuery } from '../../src/controllers/query/query-run.js';
 import { parseQuerySpec, queryDestination, queryKind, queryMessage, type QueryRequest } from '../../src/controllers/query/query-spec.js';
 import type { HeardIgmp } from '../../src/adapters/query-link/query-link.js';
 import { ResponderTable, type SentQuery } from '../../src/controllers/query/responder-table.js';
-import { decodeFrame, ipv4Locator } from '../../src/packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { ethernetFrame, hex, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 
 describe('query spec', () => {
@@ -77,7 +77,7 @@ describe('query spec', () => {
 });
 
 describe('query packet', () => {
-  const locate = ipv4Locator(1);
+  const locate = ipLocator(1);
 
   it('a v2 group-specific query: Router Alert, TTL 1, DF, precedence 6, both checksums', () => {
     const spec = parseQuerySpec({ version: '2', group: '239.1.2.3', maxResp: '2' });

@@ -20,7 +20,7 @@ import { LinkType } from '../../packet/pcap/link-type.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { FlowEntry } from '../../domain/pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
-import { decodeFrame, ipv4Locator } from '../../packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
 import type { QueryPacket } from '../../packet/query-frame.js';
 import { ownIPv4Address, systemClock, type Clock, type HeardIgmp, type LinkPort, type QueryLink } from './query-link.js';
@@ -79,7 +79,7 @@ export class BridgeLink implements QueryLink {
   }
 
   async listen(onIgmp: (event: HeardIgmp) => void, onError: (error: McastError) => void): Promise<void> {
-    const locate = ipv4Locator(LinkType.ETHERNET);
+    const locate = ipLocator(LinkType.ETHERNET);
     this.session.onConnectionLost((reason) => {
       onError(new UnavailableError(`lost the OpenFlow connection to bridge ${this.name.bridge}: ${reason.message}`));
     });

@@ -10,7 +10,7 @@ import type { CapturedFrame, PacketCapture } from '../../transport/packet-socket
 import { EtherType } from '../../packet/ethernet.js';
 import { McastError } from '../../errors.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
-import { decodeFrame, ipv4Locator } from '../../packet/frame-decoder.js';
+import { decodeFrame, ipLocator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
 import type { QueryPacket } from '../../packet/query-frame.js';
 import { ownIPv4Address, type HeardIgmp, type QueryLink } from './query-link.js';
@@ -38,7 +38,7 @@ export class InterfaceLink implements QueryLink {
   }
 
   async listen(onIgmp: (event: HeardIgmp) => void, onError: (error: McastError) => void): Promise<void> {
-    const locate = ipv4Locator(this.capture.linkType);
+    const locate = ipLocator(this.capture.linkType);
     this.capture.onError((error) => {
       // A link that goes down may come back; one that is gone will not.
       if (error.code === 'no-such-interface') onError(error);

@@ -1,5 +1,5 @@
 /**
- * `mcastctl snoop`: show the IGMP in a capture file (--read) or crossing an interface
+ * `mcastctl snoop`: show the IGMP and MLD in a capture file (--read) or crossing an interface
  * (--iface), then who is in which group; or follow the running daemon's events (--daemon).
  */
 import { createWriteStream, openSync } from 'node:fs';
@@ -34,10 +34,10 @@ interface SnoopFlags {
 export function registerSnoop(program: Command): void {
   program
     .command('snoop')
-    .summary('show IGMP in a capture file or crossing an interface, and who is in which group')
+    .summary('show IGMP and MLD in a capture file or crossing an interface, and who is in which group')
     .description(
-      'Decode every IGMP message (v1, v2, v3) in a pcap file (--read) or crossing an interface (--iface), ' +
-        'one line each, then summarise the memberships and queriers seen. Malformed IGMP is shown with ' +
+      'Decode every IGMP message (v1, v2, v3) and MLD message (v1, v2) in a pcap file (--read) or crossing an interface (--iface), ' +
+        'one line each, then summarise the memberships and queriers seen. Malformed IGMP and MLD are shown with ' +
         'the reason, never skipped. Live capture needs CAP_NET_RAW. With --daemon, follow the running ' +
         "daemon's events instead (IGMP from pod ports, joins, leaves, OVS syncs, routes, messages with the peers), one line each.",
     )
@@ -47,7 +47,7 @@ export function registerSnoop(program: Command): void {
     .option('--control-socket <path>', `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`, parseControlSocket)
     .option('--json', 'one JSON object per message (NDJSON) on stdout, nothing else')
     .option('-w, --write <file>', 'also save the captured frames as a pcap file (with --iface)')
-    .option('-c, --count <n>', 'stop after n IGMP messages', (text) => parsePositiveInteger('--count', text))
+    .option('-c, --count <n>', 'stop after n IGMP or MLD messages', (text) => parsePositiveInteger('--count', text))
     .option('-d, --duration <time>', 'stop after this long (with --iface or --daemon): 30, 30s, 500ms, 2m', (text) => parseDurationMs('--duration', text))
     .option('--no-summary', 'do not print the membership summary at the end')
     .option('--no-promiscuous', 'do not put the interface into promiscuous mode')
@@ -184,7 +184,7 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
     throw error;
   }
   const session = new SnoopSession({ linkType: capture.linkType, summarize: wantsSummary(output, flags) });
-  if (!output.json) output.info(`snooping IGMP on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
+  if (!output.json) output.info(`snooping IGMP and MLD on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
 
   const stop = new StopSignal(flags.duration === undefined ? {} : { durationMs: flags.duration });
   let frames = 0;

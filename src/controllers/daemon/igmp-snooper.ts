@@ -4,7 +4,7 @@
  * decoded event (for the event stream and the counters) and the membership calls to make.
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
-import { decodeFrame, ipv4Locator, type FrameEvent } from '../../packet/frame-decoder.js';
+import { decodeFrame, ipLocator, type FrameEvent } from '../../packet/frame-decoder.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
 import type { MembershipEffect, MembershipRecord, MembershipTable } from '../../domain/membership/membership-table.js';
 import {
@@ -32,7 +32,7 @@ export interface SnoopedIgmp {
   calls: MembershipCall[];
 }
 
-const locateEthernet = ipv4Locator(LinkType.ETHERNET);
+const locateEthernet = ipLocator(LinkType.ETHERNET);
 
 /**
  * Decodes an Ethernet frame sent to the controller. Undefined when it holds no IGMP
@@ -41,6 +41,8 @@ const locateEthernet = ipv4Locator(LinkType.ETHERNET);
 export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number }): SnoopedIgmp | undefined {
   const event = decodeFrame(locateEthernet, frame, meta);
   if (event === undefined) return undefined;
+  // MLD (IPv6) changes no IGMP membership: ignored, uncounted, until the daemon snoops MLD.
+  if (event.kind === 'mld' || (event.kind === 'malformed' && event.protocol === 'mld')) return undefined;
   if (event.kind === 'malformed') return { event, type: 'malformed', version: 0, calls: [] };
   const { message } = event;
   // A sender whose address is a group's is no host: its message changes no membership.

@@ -2,7 +2,7 @@
  * A snoop session: frames in (from a file or a live capture), frame events out, and the
  * membership summary kept up to date. No I/O here; the `snoop` command feeds it.
  */
-import { decodeFrame, ipv4Locator, type FrameEvent } from '../../packet/frame-decoder.js';
+import { decodeFrame, ipLocator, type FrameEvent } from '../../packet/frame-decoder.js';
 import { MembershipSummary } from '../../domain/membership-summary.js';
 
 export interface SnoopSessionOptions {
@@ -13,12 +13,12 @@ export interface SnoopSessionOptions {
 
 export class SnoopSession {
   readonly summary = new MembershipSummary();
-  private readonly locate: ReturnType<typeof ipv4Locator>;
+  private readonly locate: ReturnType<typeof ipLocator>;
   private readonly summarize: boolean;
 
   /** Throws DecodeError('unsupported-link-type') for a link type it cannot decode. */
   constructor(options: SnoopSessionOptions) {
-    this.locate = ipv4Locator(options.linkType);
+    this.locate = ipLocator(options.linkType);
     this.summarize = options.summarize;
   }
 

@@ -1,0 +1,96 @@
+/**
+ * MLD, both versions: `decode`, `encode` and `encodingLength` over the whole `MldMessage`
+ * union, plus the derived times that people and JSON want.
+ *
+ * MLD messages are ICMPv6 messages, whose checksum covers an IPv6 pseudo-header (RFC 8200
+ * §8.1): `encode` takes the packet's addresses as text, `decode` reads them in place, at
+ * the offsets of the IPv6 header in the same bytes. `decode` takes exactly one message,
+ * the ICMPv6 payload [start, end), of an MLD type (`isMldType`: other ICMPv6 types are
+ * not MLD, and handing one over is a caller's mistake, a RangeError); it verifies the
+ * checksum over all of it, then hands it to the codec of its type. Failures are
+ * `DecodeError`s with a stable code.
+ */
+import { DecodeError } from '../../errors.js';
+import { need } from '../../wire/bytes.js';
+import { ipv6PseudoHeaderChecksum } from '../../wire/checksum.js';
+import { IPV6_ADDRESS_LENGTH } from '../../wire/ipv6-address.js';
+import { decodeFloatCode } from '../igmp/float-code.js';
+import { truncated } from './common.js';
+import { decodeMaxRespCode } from './float-code.js';
+import * as listenerMessage from './listener-message.js';
+import { IP_PROTOCOL_ICMPV6, type MldAddresses, type MldAddressOffsets, type MldMessage, type MldQuery, MldType } from './message.js';
+import * as query from './query.js';
+import * as reportV2 from './report-v2.js';
+
+export * from './message.js';
+export { decodeMaxRespCode, encodeMaxRespCode, MAX_MAX_RESP_CODE_VALUE } from './float-code.js';
+
+export function encodingLength(message: MldMessage): number {
+  switch (message.kind) {
+    case 'query':
+      return query.encodingLength(message);
+    case 'report':
+      return message.version === 2 ? reportV2.encodingLength(message) : listenerMessage.encodingLength(message);
+    case 'leave':
+      return listenerMessage.encodingLength(message);
+  }
+}
+
+/** Encodes into `buf` at `offset` (or a new Buffer), with the checksum over the pseudo-header of `addresses`. */
+export function encode(message: MldMessage, addresses: MldAddresses, buf?: Uint8Array, offset = 0): Uint8Array {
+  switch (message.kind) {
+    case 'query':
+      return query.encode(message, addresses, buf, offset);
+    case 'report':
+      return message.version === 2 ? reportV2.encode(message, addresses, buf, offset) : listenerMessage.encode(message, addresses, buf, offset);
+    case 'leave':
+      return listenerMessage.encode(message, addresses, buf, offset);
+  }
+}
+
+/** True for the ICMPv6 types `decode` takes: query, v1 report, done, v2 report. */
+export function isMldType(icmpType: number): icmpType is MldType {
+  return icmpType === MldType.Query || icmpType === MldType.V1Report || icmpType === MldType.V1Done || icmpType === MldType.V2Report;
+}
+
+/**
+ * Decodes the MLD message in [start, end) of `bytes`, whose checksum is verified over the
+ * pseudo-header of the 16-octet source and destination at `offsets` of the same `bytes`.
+ */
+export function decode(bytes: Uint8Array, start: number, end: number, offsets: MldAddressOffsets): MldMessage {
+  if (end <= start) throw new DecodeError('truncated', 'empty MLD message');
+  const type = bytes[start]!;
+  if (!isMldType(type)) throw new RangeError(`ICMPv6 type ${type} is not MLD (check isMldType first)`);
+  need({ at: start, end }, 4, 'the MLD header', truncated);
+  const { srcAt, dstAt } = offsets;
+  if (srcAt < 0 || srcAt + IPV6_ADDRESS_LENGTH > bytes.length || dstAt < 0 || dstAt + IPV6_ADDRESS_LENGTH > bytes.length) {
+    throw new RangeError(`the addresses at ${srcAt} and ${dstAt} do not fit the ${bytes.length} octets`);
+  }
+  if (ipv6PseudoHeaderChecksum(bytes, start, end, { addresses: bytes, srcAt, dstAt, nextHeader: IP_PROTOCOL_ICMPV6 }) !== 0) {
+    const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
+    throw new DecodeError('bad-checksum', `MLD checksum 0x${hex4(stored)} does not match the ${end - start}-octet message and its addresses`);
+  }
+  switch (type) {
+    case MldType.Query:
+      return query.decode(bytes, start, end);
+    case MldType.V1Report:
+    case MldType.V1Done:
+      return listenerMessage.decode(bytes, start, end);
+    case MldType.V2Report:
+      return reportV2.decode(bytes, start, end);
+  }
+}
+
+/** A query's Maximum Response Delay in milliseconds: v1 carries it as is, v2 as a code (RFC 3810 §5.1.3). */
+export function maxRespTimeMs(message: MldQuery): number {
+  return message.version === 1 ? message.maxRespDelayMs : decodeMaxRespCode(message.maxRespCode);
+}
+
+/** A v2 query's Querier's Query Interval in seconds (IGMPv3's 8-bit code). */
+export function qqicSeconds(message: { qqic: number }): number {
+  return decodeFloatCode(message.qqic);
+}
+
+function hex4(value: number): string {
+  return value.toString(16).padStart(4, '0');
+}
