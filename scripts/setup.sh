@@ -46,5 +46,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   say "installing npm packages"
   npm ci --no-audit --no-fund --loglevel=error
 fi
-say "building"
-npm run --silent build
+# Built only when something it is built from changed since the last build (the CI runs
+# this script, then the test command runs it again).
+stamp=dist/.built
+if [ ! -f "$stamp" ] || [ -n "$(find src native binding.gyp package.json package-lock.json tsconfig.json tsconfig.build.json -newer "$stamp" -print -quit)" ]; then
+  say "building"
+  npm run --silent build
+  touch "$stamp"
+else
+  say "built already (nothing changed since $stamp)"
+fi

@@ -14,6 +14,7 @@ import { EtherType } from './ethernet.js';
 import { NEXT_HEADERS_TOWARDS_MLD } from './frame-decoder.js';
 import { IP_PROTOCOL_IGMP, IPV4_MIN_HEADER_LENGTH } from './ipv4/header.js';
 import { IPV6_HEADER_LENGTH } from './ipv6/header.js';
+import { IP_PROTOCOL_ICMPV6, MldType } from './mld/message.js';
 import { LinkType } from './pcap/link-type.js';
 
 export interface BpfInstruction {
@@ -145,13 +146,19 @@ function ipv4Checks(prefix: string, ip: number): Line[] {
  *   P_nh2:    jeq  #44           jt accept    jf P_nh3    ; fragment
  *   P_nh3:    jeq  #51           jt accept    jf P_nh4    ; authentication
  *   P_nh4:    jeq  #60           jt accept    jf P_nh5    ; destination options
- *   P_nh5:    jeq  #58           jt accept    jf reject   ; ICMPv6: MLD without Router Alert, reported
+ *   P_nh5:    jeq  #58           jt P_icmp    jf reject   ; ICMPv6: MLD without Router Alert, reported
+ *   P_icmp:   ld   len
+ *             jge  #ip+41        jt P_type    jf accept   ; no type octet: the decoder tells
+ *   P_type:   ldb  [ip+40]
+ *             jeq  #130 ... #143 jt accept    jf reject   ; the MLD types only
  *
  * The values are the frame decoder's NEXT_HEADERS_TOWARDS_MLD: whatever it walks towards
  * MLD (and may find broken, or MLD without Router Alert) passes; which ICMPv6 type follows
- * is the decoder's test. The Neighbor Discovery of a link passes too: it is a few frames
- * a second, against the UDP and TCP the next header test removes.
+ * an extension header is the decoder's test. ICMPv6 right after the fixed header is tested
+ * here, so that the link's Neighbor Discovery stays in the kernel.
  */
+const MLD_TYPES: readonly number[] = [MldType.Query, MldType.V1Report, MldType.V1Done, MldType.V2Report];
+
 function ipv6Checks(prefix: string, ip: number): Line[] {
   const lines: Line[] = [
     prefix,
@@ -167,7 +174,15 @@ function ipv6Checks(prefix: string, ip: number): Line[] {
   NEXT_HEADERS_TOWARDS_MLD.forEach((nextHeader, index) => {
     const last = index === NEXT_HEADERS_TOWARDS_MLD.length - 1;
     if (index > 0) lines.push(`${prefix}_nh${index}`);
-    lines.push(jeq(nextHeader, 'accept', last ? 'reject' : `${prefix}_nh${index + 1}`));
+    lines.push(jeq(nextHeader, nextHeader === IP_PROTOCOL_ICMPV6 ? `${prefix}_icmp` : 'accept', last ? 'reject' : `${prefix}_nh${index + 1}`));
+  });
+  // ICMPv6 right after the fixed header: only its MLD types (Neighbor Discovery is not ours).
+  const icmpAt = ip + IPV6_HEADER_LENGTH;
+  lines.push(`${prefix}_icmp`, ldLen(), jge(icmpAt + 1, `${prefix}_type`, 'accept'), `${prefix}_type`, ldb(icmpAt));
+  MLD_TYPES.forEach((type, index) => {
+    const last = index === MLD_TYPES.length - 1;
+    if (index > 0) lines.push(`${prefix}_type${index}`);
+    lines.push(jeq(type, 'accept', last ? 'reject' : `${prefix}_type${index + 1}`));
   });
   return lines;
 }

@@ -166,6 +166,16 @@ function decodeIpv6(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
   if (available < IPV6_HEADER_LENGTH)
     return malformedIpv6(bytes, start, meta, 'truncated', `IPv6 header needs 40 octets; only ${Math.max(0, available)} captured`);
   if (bytes[start]! >> 4 === 6 && !NEXT_HEADERS_TOWARDS_MLD.includes(bytes[start + 6]!)) return undefined;
+  // ICMPv6 right after the fixed header, of a type that is not MLD (Neighbor Discovery,
+  // echo, ...): not ours, however its lengths read (the kernel filter tests the same).
+  if (
+    bytes[start]! >> 4 === 6 &&
+    bytes[start + 6] === IP_PROTOCOL_ICMPV6 &&
+    available > IPV6_HEADER_LENGTH &&
+    !mld.isMldType(bytes[start + IPV6_HEADER_LENGTH]!)
+  ) {
+    return undefined;
+  }
 
   try {
     const packet = ipv6.decode(bytes, start, bytes.length);

@@ -115,6 +115,16 @@ describe('igmpFilter agrees with the frame decoder', () => {
     assert.ok(accepts(ethernet6(ipv6(43, FF0E_1234, `3a 00 0000 00000000 83 00 0000 0000 0000 ${FF0E_1234}`))), 'a routing header');
     assert.ok(accepts(ethernet6(ipv6(51, FF0E_1234, `3a 01 0000 00000100 00000001 83 00 0000 0000 0000 ${FF0E_1234}`))), 'an authentication header');
   });
+  it('IPv6: Neighbor Discovery and echo stay in the kernel; ICMPv6 without a type octet passes (the decoder judges it)', () => {
+    const ethernetFilter = igmpFilter(LinkType.ETHERNET);
+    // A Neighbor Solicitation as Linux sends it for DAD, from ::, as captured on a lab veth.
+    const solicitation = hex(
+      '3333ffcf1a01 46f508cf1a01 86dd 6000 0000 0020 3a ff 00000000000000000000000000000000 ff0200000000000000000001ffcf1a01 8700 eb4a 00000000 fe80000000000000 44f508fffecf1a01 0e01 4f4c5b0256ef',
+    );
+    const echo = ethernet6(ipv6(58, FF02_FB, '8000 0000 0001 0001'));
+    for (const frame of [solicitation, echo, tagged(echo, [0x8100])]) assert.equal(runBpf(ethernetFilter, frame), 0, frame.toString('hex'));
+    assert.notEqual(runBpf(ethernetFilter, ethernet6(hex(`6000 0000 0008 3a 01 ${FE80_1} ${FF02_FB}`))), 0, 'no ICMPv6 type octet captured');
+  });
   it('IPv6: UDP and TCP are rejected, tagged or not; raw IPv6 is judged the same way', () => {
     const ethernetFilter = igmpFilter(LinkType.ETHERNET);
     const udp = ethernet6(ipv6(17, FF02_FB, '14e9 14e9 0008 0000'));
