@@ -1,8 +1,8 @@
 /**
  * `mcastctl query`: ask a link who listens. Sends IGMP queries on an interface (--iface)
- * or to the pod ports of an OVS bridge (--bridge), collects the reports for the Max
- * Response Time, and lists every member with its filter and IGMP version, plus the
- * queriers heard and which of them wins the election.
+ * or to the pod ports of an OVS bridge (--bridge), or MLD queries (--mld) on an
+ * interface, collects the reports for the Max Response Time, and lists every member with
+ * its filter and version, plus the queriers heard and which of them wins the election.
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from '../../errors.js';
@@ -11,6 +11,7 @@ import { InterfaceLink } from '../../adapters/query-link/interface-link.js';
 import type { QueryLink } from '../../adapters/query-link/query-link.js';
 import { runQuery, type QueryRunResult } from '../../controllers/query/query-run.js';
 import { parseQuerySpec, queryKind, type QuerySpec } from '../../controllers/query/query-spec.js';
+import { checkMldQuerierAddress, mldQueryKind, parseMldQuerySpec, type MldQuerySpec } from '../../controllers/query/mld-query-spec.js';
 import type { QuerierSeen, Responder, SentQuery } from '../../controllers/query/responder-table.js';
 import { describeFilter } from '../render/human-format.js';
 import { checkSourceAddress } from '../../domain/declared-state/group-address.js';
@@ -21,6 +22,7 @@ import { StopSignal } from '../stop.js';
 
 interface QueryFlags extends OvsFlags {
   iface?: string;
+  mld?: boolean;
   version?: string;
   group?: string;
   source?: string;
@@ -42,20 +44,31 @@ const PROBE_MARGIN_MS = 10_000;
 export function registerQuery(program: Command): void {
   const command = program
     .command('query')
-    .summary('send IGMP queries on an interface or an OVS bridge and list who answers')
+    .summary('send IGMP or MLD queries on an interface (IGMP also on an OVS bridge) and list who answers')
     .description(
       'Send IGMP membership queries (v1, v2 or v3; general, group-specific, or group-and-source-specific) on an ' +
-        'interface (--iface) or to the pod ports of an OVS bridge (--bridge), listen for the reports until the Max ' +
-        'Response Time ends, and list every member: host, group, the IGMP version it answered in, its source filter ' +
-        '(v3), its delay, and on a bridge its port and pod. Also lists the other queriers heard and which one wins ' +
-        'the election (lowest address). Needs CAP_NET_RAW on an interface.',
+        'interface (--iface) or to the pod ports of an OVS bridge (--bridge), or with --mld MLD queries (v1 or v2; ' +
+        'general, multicast-address-specific, or multicast-address-and-source-specific) on an interface, listen for ' +
+        'the reports until the Max Response Time ends, and list every member: host, group, the version it answered ' +
+        'in, its source filter (IGMPv3, MLDv2), its delay, and on a bridge its port and pod. Also lists the other ' +
+        'queriers of the same protocol heard and which one wins the election (lowest address). Needs CAP_NET_RAW on ' +
+        'an interface.',
     )
     .addOption(new Option('-i, --iface <name>', 'query on this interface').conflicts('bridge'))
-    .option('--version <1|2|3>', 'IGMP version of the query (default 3)')
-    .option('-g, --group <address>', 'ask about this group only (a group-specific query; default: a general query)')
-    .option('-s, --source <list>', 'with --version 3 and --group: ask about these sources only, comma-separated')
-    .option('--max-resp <seconds>', 'Max Response Time in seconds, to a tenth: 0.1-25.5 (v2), 0.1-3174.4 (v3); default 10; v1 has none (10 s)')
-    .option('--from <address>', "the queries' source address, or 0.0.0.0 as a snooping switch sends them (default: the link's own IPv4 address, else 0.0.0.0)")
+    .option('--mld', 'send MLD (IPv6) queries instead of IGMP; with --iface only')
+    .option('--version <n>', 'version of the query: IGMP 1, 2 or 3 (default 3); with --mld, MLD 1 or 2 (default 2)')
+    .option('-g, --group <address>', 'ask about this group only (a group-specific query; default: a general query); IPv6 with --mld')
+    .option('-s, --source <list>', 'with --group and IGMPv3 or MLDv2: ask about these sources only, comma-separated')
+    .option(
+      '--max-resp <seconds>',
+      'Max Response Time in seconds (default 10): IGMP to a tenth, 0.1-25.5 (v2), 0.1-3174.4 (v3), v1 has none (10 s); ' +
+        'MLD to a millisecond, 0.001-65.535 (v1), 0.001-8387.584 (v2)',
+    )
+    .option(
+      '--from <address>',
+      "the queries' source address, or 0.0.0.0 as a snooping switch sends them (default: the link's own IPv4 address, else 0.0.0.0); " +
+        "with --mld an IPv6 link-local address or :: (default: the interface's link-local address)",
+    )
     .option('--repeat <n>', 'send the query n times', (text) => parsePositiveInteger('--repeat', text), 1)
     .option('--interval <time>', 'time between repeated queries: 2, 2s, 500ms (default 1 s)', (text) => parseDurationMs('--interval', text))
     .option('--wait <time>', 'listen this long after the last query (default: the Max Response Time plus 1 s)', (text) => parseDurationMs('--wait', text))
@@ -70,6 +83,9 @@ Examples:
   mcastctl query --iface eth0 --version 2 --group 239.1.2.3 --max-resp 2
   mcastctl query --iface eth0 --group 232.1.1.1 --source 10.0.0.5,10.0.0.6
   mcastctl query --bridge br-int --json
+  mcastctl query --iface eth0 --mld
+  mcastctl query --iface eth0 --mld --version 1 --group ff05::1:3 --max-resp 0.5
+  mcastctl query --iface eth0 --mld --group ff3e::8000:1 --source 2001:db8::5
 
 IGMPv1 hosts ignore the Max Response Time and answer within 10 s: use --max-resp 10
 (the default) or --wait 11 to hear them. Ctrl-C stops early and lists who answered so far.
@@ -84,8 +100,14 @@ See mcastctl-query(1).`,
 async function query(flags: QueryFlags, output: Output): Promise<void> {
   // Every check before the link opens: bad input sends nothing.
   if ((flags.iface === undefined) === (flags.bridge === undefined)) throw new UsageError('query needs --iface NAME or --bridge NAME (one of them)');
-  const spec = parseQuerySpec({ version: flags.version, group: flags.group, sources: flags.source, maxResp: flags.maxResp });
-  const from = flags.from === undefined ? undefined : checkQuerierAddress(flags.from);
+  const mld = flags.mld === true;
+  if (mld && flags.bridge !== undefined) {
+    throw new UsageError('--mld goes with --iface only: querying the pods of an OVS bridge (--bridge) is IGMP-only for now');
+  }
+  const request = { version: flags.version, group: flags.group, sources: flags.source, maxResp: flags.maxResp };
+  if (!mld) checkNoIPv6(request.group, request.sources, flags.from);
+  const spec: QuerySpec | MldQuerySpec = mld ? parseMldQuerySpec(request) : parseQuerySpec(request);
+  const from = flags.from === undefined ? undefined : mld ? checkMldQuerierAddress(flags.from, '--from') : checkQuerierAddress(flags.from);
   if (flags.iface !== undefined && (usesOvsOptions(flags) || flags.allPorts === true)) {
     throw new UsageError('the OVS options (--ovs-rundir, --db, --openflow, --table, --all-ports, ...) go with --bridge, not --iface');
   }
@@ -103,11 +125,22 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
     flags.iface !== undefined
       ? await InterfaceLink.open(flags.iface)
       : await BridgeLink.open({ ...ovsSettings(flags), probeSeconds, allPorts: flags.allPorts === true });
-  const src = from ?? link.ownAddress ?? '0.0.0.0';
   const where = 'iface' in link.name ? link.name.iface : `bridge ${link.name.bridge}`;
+  let src: string;
+  if (mld) {
+    if (from === undefined && link.ownLinkLocal === undefined) {
+      await link.close().catch(() => undefined);
+      throw new UsageError(
+        `${where} has no IPv6 link-local address, and listeners take MLD queries from no other (RFC 3810 §5.1.14): enable IPv6 on it, or pass --from :: to send anyway`,
+      );
+    }
+    src = from ?? link.ownLinkLocal!;
+    // Said in JSON mode too (on stderr): a run whose queries every listener drops looks like an empty link.
+    if (src === '::') output.warn('queries from :: are discarded by MLD listeners (RFC 3810 §5.1.14); only snooping switches take note of them');
+  } else src = from ?? link.ownAddress ?? '0.0.0.0';
   if (!output.json) {
     const origin =
-      from === undefined && link.ownAddress === undefined ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)` : src;
+      !mld && from === undefined && link.ownAddress === undefined ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)` : src;
     output.info(`querying ${where} from ${origin}: ${describeSpec(spec)}; listening ${seconds(runMs)} (Ctrl-C stops)`);
   }
 
@@ -156,18 +189,38 @@ function checkQuerierAddress(text: string): string {
   return checkSourceAddress(trimmed, '--from');
 }
 
-function describeSpec(spec: QuerySpec): string {
-  const kind = queryKind(spec);
+/**
+ * Without --mld, an IPv6 address anywhere is a query meant for MLD: say so, rather than
+ * "not an IPv4 address". (The family is the flag's, never guessed from the group: a
+ * general query names no group.)
+ */
+function checkNoIPv6(group: string | undefined, sources: string | undefined, from: string | undefined): void {
+  for (const [flag, text] of [
+    ['--group', group],
+    ['--source', sources],
+    ['--from', from],
+  ] as const) {
+    if (text?.includes(':')) throw new UsageError(`${flag} ${text.trim()} is IPv6: MLD queries need --mld (without it, query sends IGMP)`);
+  }
+}
+
+function describeSpec(spec: QuerySpec | MldQuerySpec): string {
+  const mld = 'protocol' in spec;
+  const kind = mld ? mldQueryKind(spec) : queryKind(spec);
   const what = kind === 'general' ? 'general query' : kind === 'group' ? `query for ${spec.group}` : `query for ${spec.group} from ${spec.sources.join(', ')}`;
-  return `IGMPv${spec.version} ${what}, max response ${seconds(spec.maxRespMs)}`;
+  return `${mld ? 'MLD' : 'IGMP'}v${spec.version} ${what}, max response ${seconds(spec.maxRespMs)}`;
 }
 
 function seconds(ms: number): string {
-  return `${Number.isInteger(ms / 1000) ? ms / 1000 : (ms / 1000).toFixed(1)} s`;
+  const s = ms / 1000;
+  if (Number.isInteger(s)) return `${s} s`;
+  // MLD times count milliseconds: show what goes on the wire, without trailing zeros.
+  return `${Number.isInteger(s * 10) ? s.toFixed(1) : String(Number(s.toFixed(3)))} s`;
 }
 
 function queryJson(query: SentQuery): Record<string, unknown> {
   return {
+    protocol: query.protocol ?? 'igmp',
     version: query.version,
     kind: query.kind,
     group: query.group,
@@ -195,7 +248,7 @@ function printHuman(output: Output, report: HumanReport): void {
       rows: report.responders.map((responder) => [
         responder.group,
         responder.host,
-        `v${responder.version}`,
+        versionLabel(responder.protocol, responder.version),
         describeFilter(responder),
         `${(responder.delayMs / 1000).toFixed(2)} s`,
         ...(report.onBridge ? [responder.port ?? '', responder.pod ?? ''] : []),
@@ -209,12 +262,17 @@ function printHuman(output: Output, report: HumanReport): void {
       head: ['Querier', 'Version', 'Queries', 'Election', ...(report.onBridge ? ['Port', 'Pod'] : [])],
       rows: report.queriers.map((querier) => [
         querier.self ? `${querier.address} (this query)` : querier.address,
-        `v${querier.version}`,
+        versionLabel(querier.protocol, querier.version),
         String(querier.queries),
-        querier.elected ? 'elected' : querier.address === '0.0.0.0' ? 'no address: not a candidate' : '',
+        querier.elected ? 'elected' : querier.address === '0.0.0.0' || querier.address === '::' ? 'no address: not a candidate' : '',
         ...(report.onBridge ? [querier.port ?? '', querier.pod ?? ''] : []),
       ]),
       alignRight: [2],
     });
   }
+}
+
+/** IGMP versions as they always read (v3); MLD ones with their name (MLDv2), which keeps MLDv1 from passing for IGMPv1. */
+function versionLabel(protocol: 'igmp' | 'mld', version: number): string {
+  return protocol === 'mld' ? `MLDv${version}` : `v${version}`;
 }

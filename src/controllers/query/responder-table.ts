@@ -1,35 +1,45 @@
 /**
  * What came back from the link while `query` listened: who answered for which group,
- * with which filter and IGMP version, how long after the query; which other queriers
- * spoke; and which querier wins the election. Pure: the link feeds it what it heard,
- * stamped with the time it was heard.
+ * with which filter and IGMP or MLD version, how long after the query; which other
+ * queriers spoke; and which querier wins the election. Pure: the link feeds it what it
+ * heard, stamped with the time it was heard. One table is one family: a run in IGMP
+ * counts IGMP only, a run in MLD counts MLD only (the link hears both).
  */
 import type { IgmpReport, IgmpV2Leave } from '../../packet/igmp/message.js';
-import type { HeardIgmp, LinkPort } from '../../adapters/query-link/query-link.js';
+import type { MldDone, MldReport, MldVersion } from '../../packet/mld/message.js';
+import type { MembershipProtocol } from '../../packet/frame-decoder.js';
+import type { HeardIgmp, HeardMembership, HeardMld, LinkPort } from '../../adapters/query-link/query-link.js';
 import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from '../../domain/membership/source-filter.js';
 import { compareAddresses } from '../../wire/ip-address.js';
+import { parseIPv6 } from '../../wire/ipv6-address.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 import type { QueryKind } from './query-spec.js';
+
+/** A version of either family: IGMPv1-3 or MLDv1-2; `protocol` says which. */
+export type QueryVersion = IgmpVersion | MldVersion;
 
 export interface SentQuery {
   /** Milliseconds since the epoch. */
   at: number;
-  version: IgmpVersion;
+  /** Absent: IGMP (the table's own family). */
+  protocol?: MembershipProtocol;
+  version: QueryVersion;
   kind: QueryKind;
   group: string | null;
   sources: string[];
   src: string;
   dst: string;
   maxRespMs: number;
-  /** Its IPv4 identification. */
-  identification: number;
+  /** Its IPv4 identification (IGMP only: IPv6 has none). */
+  identification?: number;
 }
 
 export interface Responder {
   host: string;
   group: string;
-  /** The version of the report the host sent, whatever the query's. */
-  version: IgmpVersion;
+  protocol: MembershipProtocol;
+  /** The version of the report the host sent (of `protocol`), whatever the query's. */
+  version: QueryVersion;
   mode: FilterMode;
   sources: string[];
   /** From the latest query sent before its first answer. */
@@ -42,12 +52,15 @@ export interface Responder {
 
 export interface QuerierSeen {
   address: string;
-  version: IgmpVersion;
+  protocol: MembershipProtocol;
+  version: QueryVersion;
   /** Our own queries. */
   self: boolean;
   /**
-   * Lowest non-zero address among the v2 and v3 queriers (RFC 2236 §3, RFC 3376 §6.6.2).
-   * 0.0.0.0 takes no part, and neither does a v1 querier: IGMPv1 has no election.
+   * IGMP: lowest non-zero address among the v2 and v3 queriers (RFC 2236 §3, RFC 3376
+   * §6.6.2); 0.0.0.0 takes no part, and neither does a v1 querier: IGMPv1 has no election.
+   * MLD: lowest address among queriers of either version (RFC 2710 §4, RFC 3810 §7.6.2);
+   * :: takes no part.
    */
   elected: boolean;
   queries: number;
@@ -58,14 +71,16 @@ export interface QuerierSeen {
 export interface ResponderTableOptions {
   /** A group-specific query: answers for other groups are only counted. */
   group?: string;
-  /** Our querier: its address (0.0.0.0 stays out of the election) and version. */
-  self: { address: string; version: IgmpVersion };
+  /** Our querier: its address (0.0.0.0 or :: stays out of the election) and version. */
+  self: { address: string; version: QueryVersion };
+  /** The family counted (default IGMP); messages of the other are not looked at. */
+  protocol?: MembershipProtocol;
 }
 
 interface ResponderEntry {
   /** The sources as the reports carried them. */
   filter: SourceFilter<string>;
-  version: IgmpVersion;
+  version: QueryVersion;
   delayMs: number;
   answers: number;
   port: LinkPort | undefined;
@@ -73,7 +88,7 @@ interface ResponderEntry {
 
 interface QuerierEntry {
   address: string;
-  version: IgmpVersion;
+  version: QueryVersion;
   queries: number;
   port: LinkPort | undefined;
 }
@@ -85,7 +100,11 @@ export class ResponderTable {
   private readonly others = new Map<string, QuerierEntry>();
   private ignored = 0;
 
-  constructor(private readonly options: ResponderTableOptions) {}
+  private readonly protocol: MembershipProtocol;
+
+  constructor(private readonly options: ResponderTableOptions) {
+    this.protocol = options.protocol ?? 'igmp';
+  }
 
   querySent(query: SentQuery): void {
     this.sent.push(query);
@@ -100,7 +119,12 @@ export class ResponderTable {
     return this.ignored;
   }
 
-  heard(event: HeardIgmp): void {
+  heard(event: HeardMembership): void {
+    if (isMld(event)) {
+      if (this.protocol === 'mld') this.heardMld(event);
+      return;
+    }
+    if (this.protocol !== 'igmp') return;
     const { message } = event;
     switch (message.kind) {
       case 'query':
@@ -122,36 +146,58 @@ export class ResponderTable {
       out.push({
         host: entry.host,
         group: entry.group,
+        protocol: this.protocol,
         version: entry.version,
         mode: entry.filter.mode,
-        sources: [...entry.filter.sources].sort(compareAddresses),
+        sources: [...entry.filter.sources].sort(compareAnyAddresses),
         delayMs: entry.delayMs,
         answers: entry.answers,
         ...portFields(entry.port),
       });
     }
-    return out.sort((a, b) => compareAddresses(a.group, b.group) || compareAddresses(a.host, b.host) || (a.port ?? '').localeCompare(b.port ?? ''));
+    return out.sort((a, b) => compareAnyAddresses(a.group, b.group) || compareAnyAddresses(a.host, b.host) || (a.port ?? '').localeCompare(b.port ?? ''));
   }
 
   /** Every querier heard, and ours; sorted by address, the election decided. */
   queriers(): QuerierSeen[] {
+    const { protocol } = this;
     const all: Array<Omit<QuerierSeen, 'elected'>> = [...this.others.values()].map((entry) => ({
       address: entry.address,
+      protocol,
       version: entry.version,
       self: false,
       queries: entry.queries,
       ...portFields(entry.port),
     }));
     const { self } = this.options;
-    if (self.address !== '0.0.0.0' && this.sent.length > 0) all.push({ address: self.address, version: self.version, self: true, queries: this.sent.length });
-    all.sort((a, b) => compareAddresses(a.address, b.address) || Number(a.self) - Number(b.self));
-    const winner = all.find((querier) => querier.address !== '0.0.0.0' && querier.version !== 1);
+    if (!isUnspecified(self.address) && this.sent.length > 0)
+      all.push({ address: self.address, protocol, version: self.version, self: true, queries: this.sent.length });
+    all.sort((a, b) => compareAnyAddresses(a.address, b.address) || Number(a.self) - Number(b.self));
+    const winner = all.find((querier) => !isUnspecified(querier.address) && (protocol === 'mld' || querier.version !== 1));
     return all.map((querier) => ({ ...querier, elected: querier === winner }));
   }
 
   private heardQuery(event: HeardIgmp, version: IgmpVersion): void {
     // Our own query, echoed by the link (loopback does): not another querier.
     if (event.src === this.options.self.address && this.sent.some((query) => query.identification === event.ipId)) return;
+    this.otherQuerier(event, version);
+  }
+
+  private heardMld(event: HeardMld): void {
+    const { message } = event;
+    if (message.kind === 'query') {
+      // Our own query, echoed by the link: the same source, version and group as one we
+      // sent (IPv6 has no identification; another querier with our link-local address
+      // would be a duplicate address that DAD exists to prevent).
+      const group = message.group === '::' ? null : message.group;
+      const ours = event.src === this.options.self.address && this.sent.some((query) => query.version === message.version && query.group === group);
+      if (!ours) this.otherQuerier(event, message.version);
+      return;
+    }
+    this.heardReport(event, message);
+  }
+
+  private otherQuerier(event: HeardMembership, version: QueryVersion): void {
     const key = `${event.src}|${event.port?.name ?? ''}`;
     const entry = this.others.get(key);
     if (entry === undefined) this.others.set(key, { address: event.src, version, queries: 1, port: event.port });
@@ -161,12 +207,12 @@ export class ResponderTable {
     }
   }
 
-  private heardReport(event: HeardIgmp, message: IgmpReport | IgmpV2Leave): void {
+  private heardReport(event: HeardMembership, message: IgmpReport | IgmpV2Leave | MldReport | MldDone): void {
     const query = this.latestQueryAt(event.at);
-    if (message.kind === 'report' && message.version === 3) {
+    if (message.kind === 'report' && 'records' in message) {
       for (const record of message.records) {
         if (query === undefined || !this.inScope(record.group)) this.ignored++;
-        else this.update(event, record.group, query, (current) => applyGroupRecord(current, record), 3);
+        else this.update(event, record.group, query, (current) => applyGroupRecord(current, record), message.version);
       }
       return;
     }
@@ -179,11 +225,11 @@ export class ResponderTable {
   }
 
   private update(
-    event: HeardIgmp,
+    event: HeardMembership,
     group: string,
     query: SentQuery,
     next: (current: SourceFilter<string> | undefined) => SourceFilter<string> | undefined,
-    version: IgmpVersion,
+    version: QueryVersion,
   ): void {
     const key = `${group}|${event.src}|${event.port?.name ?? ''}`;
     const entry = this.entries.get(key);
@@ -214,4 +260,24 @@ export class ResponderTable {
 function portFields(port: LinkPort | undefined): { port?: string; pod?: string } {
   if (port === undefined) return {};
   return port.pod === undefined ? { port: port.name } : { port: port.name, pod: port.pod };
+}
+
+function isMld(event: HeardMembership): event is HeardMld {
+  return 'protocol' in event && event.protocol === 'mld';
+}
+
+/** 0.0.0.0 or ::: a querier without an address, no candidate in the election. */
+function isUnspecified(address: string): boolean {
+  return address === '0.0.0.0' || address === '::';
+}
+
+/** IPv4 addresses in their order (compareAddresses), then IPv6 ones by their 16 octets. */
+function compareAnyAddresses(a: string, b: string): number {
+  const a6 = a.includes(':') ? parseIPv6(a) : undefined;
+  const b6 = b.includes(':') ? parseIPv6(b) : undefined;
+  if (a6 === undefined && b6 === undefined) return compareAddresses(a, b);
+  if (a6 === undefined) return -1;
+  if (b6 === undefined) return 1;
+  for (let i = 0; i < a6.length; i++) if (a6[i] !== b6[i]) return a6[i]! - b6[i]!;
+  return 0;
 }

@@ -1,0 +1,424 @@
+/**
+ * `mcastctl query --mld` against real kernels: MLD queries (general, multicast-address-
+ * specific, multicast-address-and-source-specific; MLDv2 and MLDv1) into a Linux-bridge
+ * lab and the list of who answered.
+ *
+ * The bridge (snooping off: it floods, so every report reaches the querier host `q`) has
+ * `q`, where `mcastctl query --iface` runs, and three listener hosts whose kernels are
+ * forced to MLDv1 (h1) and MLDv2 (h2, h3), and join groups with real sockets, any-source
+ * and source-specific. The lab's namespaces start with IPv6 off: it is switched on for
+ * each host's interface alone, after force_mld_version, and every link-local address is
+ * waited for past DAD. The expected responders are computed from those joins (plus each
+ * host's solicited-node group, which Linux reports as any link-scope group but ff02::1),
+ * and each run's list must equal them exactly.
+ *
+ * Order matters: a host that hears an MLDv1 query answers in MLDv1 for minutes after
+ * (RFC 3810 §8.2.1), so the MLDv2 queries come first and the MLDv1 query last.
+ *
+ * Needs root, iproute2, tcpdump, python3, and a built CLI (`npm run build`).
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
+import { canonicalIPv6, parseIPv6 } from '../../src/wire/ipv6-address.js';
+import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
+import { Lab, sleep, waitUntil, type Host } from '../lab/lab.js';
+
+const G1 = 'ff05::101'; // h1 (MLDv1), any-source
+const G2 = 'ff05::202'; // h2 and h3 (MLDv2), any-source
+const SSM = 'ff3e::8000:1'; // h2 (S1, S2) and h3 (S2), source-specific
+const NOBODY = 'ff05::999';
+const S1 = '2001:db8::5';
+const S2 = '2001:db8::6';
+const S3 = '2001:db8::7'; // queried, joined by nobody
+const ALL_NODES = 'ff02::1';
+
+// ---------------------------------------------------------------------------------------
+// The output contract
+
+interface Responder {
+  host: string;
+  group: string;
+  protocol: string;
+  version: number;
+  mode: 'include' | 'exclude';
+  sources: string[];
+  delayMs: number;
+}
+
+interface Querier {
+  address: string;
+  protocol: string;
+  version: number;
+  self: boolean;
+  elected: boolean;
+  queries: number;
+}
+
+interface QueryDocument {
+  link: { iface?: string };
+  queries: { protocol: string; version: number; kind: string; group: string | null; sources: string[]; src: string; dst: string; maxRespMs: number }[];
+  responders: Responder[];
+  queriers: Querier[];
+  ignored: { reports: number };
+}
+
+type Answer = Omit<Responder, 'delayMs'>;
+
+function answer(
+  host: string,
+  group: string,
+  version: 1 | 2,
+  filter: { mode: 'include' | 'exclude'; sources: string[] } = { mode: 'exclude', sources: [] },
+): Answer {
+  return { host, group, protocol: 'mld', version, mode: filter.mode, sources: [...filter.sources].sort() };
+}
+
+function sortAnswers(answers: readonly Answer[]): Answer[] {
+  return [...answers].sort((a, b) => `${a.group} ${a.host}`.localeCompare(`${b.group} ${b.host}`));
+}
+
+function predictable({ host, group, protocol, version, mode, sources }: Responder): Answer {
+  return { host, group, protocol, version, mode, sources };
+}
+
+/** The solicited-node group of `address` (RFC 4291 §2.7.1): ff02::1:ff and its low 24 bits. */
+function solicitedNode(address: string): string {
+  const bytes = parseIPv6(address)!;
+  const hex = (n: number) => bytes[n]!.toString(16).padStart(2, '0');
+  return canonicalIPv6(`ff02::1:ff${hex(13)}:${hex(14)}${hex(15)}`)!;
+}
+
+// ---------------------------------------------------------------------------------------
+// The lab
+
+/** A listener: one command a line on stdin ("join G", "join-source G S"), "ok" or "err ..." a line back once the kernel took it. */
+const LISTENER_PY = String.raw`
+import socket, struct, sys
+IPPROTO_IPV6 = 41
+IPV6_JOIN_GROUP = 20
+MCAST_JOIN_SOURCE_GROUP = 46
+ifindex = socket.if_nametoindex(sys.argv[1])
+held = []
+source_specific = {}
+
+def address(text):
+    return socket.inet_pton(socket.AF_INET6, text)
+
+def sockaddr_in6(text):
+    return struct.pack("=HHI16sI", socket.AF_INET6, 0, 0, address(text), 0).ljust(128, b"\0")
+
+print("ready", flush=True)
+for line in sys.stdin:
+    words = line.split()
+    try:
+        if words[0] == "join":
+            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            s.setsockopt(IPPROTO_IPV6, IPV6_JOIN_GROUP, struct.pack("=16sI", address(words[1]), ifindex))
+            held.append(s)
+        else:
+            s = source_specific.get(words[1]) or socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            source_specific[words[1]] = s
+            s.setsockopt(IPPROTO_IPV6, MCAST_JOIN_SOURCE_GROUP, struct.pack("=I4x", ifindex) + sockaddr_in6(words[1]) + sockaddr_in6(words[2]))
+        print("ok", flush=True)
+    except OSError as error:
+        print("err " + str(error), flush=True)
+`;
+
+class Listener {
+  private readonly waiting: ((line: string) => void)[] = [];
+
+  private constructor(private readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
+    child.stdin!.on('error', () => undefined);
+  }
+
+  static async start(lab: Lab, host: Host): Promise<Listener> {
+    const listener = new Listener(lab.spawn(host.ns, ['python3', '-u', '-c', LISTENER_PY, host.iface]));
+    const ready = await Promise.race([listener.next(), sleep(10_000).then(() => 'no answer in 10 s')]);
+    if (ready !== 'ready') throw new Error(`the listener in ${host.ns} did not start: ${ready}`);
+    return listener;
+  }
+
+  private next(): Promise<string> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  async do(...words: string[]): Promise<void> {
+    const line = this.next();
+    this.child.stdin!.write(`${words.join(' ')}\n`);
+    const got = await Promise.race([line, sleep(10_000).then(() => 'err no answer in 10 s')]);
+    if (got !== 'ok') throw new Error(`${words.join(' ')}: ${got}`);
+  }
+}
+
+function linkLocal(lab: Lab, ns: string, iface: string): Promise<string> {
+  return waitUntil(
+    `a link-local address on ${iface} past DAD`,
+    async () => {
+      const { stdout } = await lab.ip(ns, '-6', '-o', 'addr', 'show', 'dev', iface, 'scope', 'link');
+      const line = stdout.split('\n').find((l) => l.includes('inet6 fe80:') && !l.includes('tentative'));
+      return line?.match(/inet6 (fe80:[0-9a-f:]+)\//)?.[1];
+    },
+    15_000,
+    100,
+  );
+}
+
+/** IPv6 on for this one interface, its MLD version forced first (0: follow the queriers), unsolicited report repeats quick. */
+async function enableIpv6(lab: Lab, host: Host, mldVersion: 0 | 1 | 2): Promise<void> {
+  const conf = `net.ipv6.conf.${host.iface}`;
+  await lab.sysctl(host.ns, `${conf}.force_mld_version`, mldVersion);
+  // The repeats of the unsolicited reports must be over before the first query, or they would pass for answers.
+  await lab.sysctl(host.ns, `${conf}.mldv1_unsolicited_report_interval`, 100);
+  await lab.sysctl(host.ns, `${conf}.mldv2_unsolicited_report_interval`, 100);
+  await lab.sysctl(host.ns, `${conf}.disable_ipv6`, 0);
+}
+
+/** The MLD queries in a classic pcap file (Ethernet), as the snoop decoder reads them. */
+function mldQueriesIn(file: string): { src: string; dst: string; hopLimit: number; routerAlert: boolean; version: number; group: string }[] {
+  const bytes = readFileSync(file);
+  if (bytes.length < 24) return [];
+  const little = bytes.readUInt32LE(0) === 0xa1b2c3d4 || bytes.readUInt32LE(0) === 0xa1b23c4d;
+  const locate = ipLocator(1);
+  const out = [];
+  for (let offset = 24, n = 1; offset + 16 <= bytes.length; n++) {
+    const length = little ? bytes.readUInt32LE(offset + 8) : bytes.readUInt32BE(offset + 8);
+    const event = decodeFrame(locate, bytes.subarray(offset + 16, offset + 16 + length), { frame: n, ts: 0 });
+    offset += 16 + length;
+    if (event?.kind !== 'mld' || event.message.kind !== 'query') continue;
+    out.push({
+      src: event.src,
+      dst: event.dst,
+      hopLimit: event.ip.hopLimit,
+      routerAlert: (event.ip.hopByHop ?? []).some((option) => option.type === 5 && option.data[0] === 0 && option.data[1] === 0),
+      version: event.message.version,
+      group: event.message.group,
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { timeout: 120_000, concurrency: 1 }, () => {
+  let lab: Lab;
+  let q: Host;
+  let h1: Host;
+  let h2: Host;
+  let h3: Host;
+  /** Link-local addresses. */
+  let qAddress: string;
+  let a1: string;
+  let a2: string;
+  let a3: string;
+  const iface = () => ['--iface', q.iface, '--mld'];
+
+  before(async () => {
+    const missing = cliMissing();
+    if (missing) assert.fail(`cannot run mcastctl: ${missing}`);
+    lab = Lab.create();
+    const started = Date.now();
+    const ns = await lab.namespace('sw');
+    const bridge = await lab.linuxBridge(ns, 'br', { snooping: false, network: '10.78.0.0/24' });
+    q = await lab.host('q', { bridge });
+    h1 = await lab.host('h1', { bridge });
+    h2 = await lab.host('h2', { bridge });
+    h3 = await lab.host('h3', { bridge });
+    await Promise.all([enableIpv6(lab, q, 0), enableIpv6(lab, h1, 1), enableIpv6(lab, h2, 2), enableIpv6(lab, h3, 2)]);
+    [qAddress, a1, a2, a3] = (await Promise.all([q, h1, h2, h3].map((host) => linkLocal(lab, host.ns, host.iface)))) as [string, string, string, string];
+    const [l1, l2, l3] = await Promise.all([h1, h2, h3].map((host) => Listener.start(lab, host)));
+    await l1!.do('join', G1);
+    await l2!.do('join', G2);
+    await l2!.do('join-source', SSM, S1);
+    await l2!.do('join-source', SSM, S2);
+    await l3!.do('join', G2);
+    await l3!.do('join-source', SSM, S2);
+    await sleep(600);
+    console.error(`# MLD lab up in ${Date.now() - started} ms: q ${qAddress}, h1 ${a1}, h2 ${a2}, h3 ${a3}`);
+  });
+
+  after(async () => {
+    await lab?.destroy();
+  });
+
+  async function query(args: string[], json = true): Promise<{ result: CliResult; doc?: QueryDocument }> {
+    const argv = ['query', ...iface(), ...args, ...(json ? ['--json'] : [])];
+    const result = await mcastctl(argv, { ns: q.ns, timeoutMs: 30_000 });
+    assert.equal(result.code, 0, `mcastctl ${argv.join(' ')} exited ${result.code}:\n${result.stderr}`);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    if (!json) return { result };
+    const doc = JSON.parse(result.stdout) as QueryDocument;
+    assert.deepEqual(doc.link, { iface: q.iface });
+    return { result, doc };
+  }
+
+  function assertResponders(doc: QueryDocument, expected: readonly Answer[], boundMs: number): void {
+    assert.deepEqual(sortAnswers(doc.responders.map(predictable)), sortAnswers(expected), 'responders (exactly these)');
+    for (const responder of doc.responders) {
+      assert.ok(
+        responder.delayMs >= 0 && responder.delayMs <= boundMs + 1000,
+        `${responder.host} answered for ${responder.group} after ${responder.delayMs} ms`,
+      );
+    }
+  }
+
+  function assertOnlyUs(doc: QueryDocument, version: 1 | 2): void {
+    assert.deepEqual(
+      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+      [{ address: qAddress, protocol: 'mld', version, self: true, elected: true, queries: 1 }],
+      'queriers: only us, elected',
+    );
+  }
+
+  describe('bad input: exit 64, a message, nothing on stdout, no query sent', () => {
+    const cases: [name: string, args: () => string[], message: RegExp][] = [
+      ['an IPv4 group with --mld', () => [...iface(), '--group', '239.1.1.1'], /239\.1\.1\.1.*IPv6/],
+      ['an IPv6 group without --mld', () => ['--iface', q.iface, '--group', G2], /--mld/],
+      ['--source with MLDv1', () => [...iface(), '--version', '1', '--group', SSM, '--source', S1], /MLDv2/],
+      ['--version 3 with --mld', () => [...iface(), '--version', '3'], /1 or 2/],
+      ['--mld with --bridge', () => ['--bridge', 'br-int', '--mld'], /--bridge/],
+      ['--from a global address', () => [...iface(), '--from', '2001:db8::1'], /link-local/],
+      ['--from an IPv4 address', () => [...iface(), '--from', '10.78.0.2'], /IPv6/],
+      ['--max-resp 65.536 with MLDv1', () => [...iface(), '--version', '1', '--max-resp', '65.536'], /65\.535/],
+      ['--max-resp 0', () => [...iface(), '--max-resp', '0'], /out of range/],
+      ['--max-resp finer than a millisecond', () => [...iface(), '--max-resp', '0.0001'], /millisecond/],
+      ['the all-nodes group', () => [...iface(), '--group', ALL_NODES], /all-nodes/],
+      ['a unicast group', () => [...iface(), '--group', '2001:db8::1'], /multicast/],
+      ['an IPv4 --source with --mld', () => [...iface(), '--group', SSM, '--source', '10.9.9.1'], /10\.9\.9\.1/],
+      ['--source without --group', () => [...iface(), '--source', S1], /--group/],
+    ];
+    const results = new Map<string, CliResult>();
+    let captured: ReturnType<typeof mldQueriesIn> = [];
+
+    before(async () => {
+      const file = lab.file('bad-input.pcap');
+      const tcpdump = await lab.startTcpdump(q.ns, q.iface, file, { filter: ['ip6'] });
+      try {
+        await Promise.all(cases.map(async ([name, args]) => results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 }))));
+        // A control: one good query, which the capture must see (and only it).
+        await query(['--group', NOBODY, '--max-resp', '0.2', '--wait', '0.3']);
+        await sleep(200);
+      } finally {
+        await tcpdump.stop();
+      }
+      captured = mldQueriesIn(file);
+    });
+
+    for (const [name, , message] of cases) {
+      it(name, () => {
+        const result = results.get(name);
+        assert.ok(result, 'the command ran');
+        assert.equal(result.code, 64, `exit ${result.code}; stderr: ${result.stderr}`);
+        assert.match(result.stderr, message, 'stderr names what is wrong');
+        assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+        assert.equal(result.stdout, '', 'nothing on stdout');
+      });
+    }
+
+    it('none of them sent a query (the capture holds the control query alone, well-formed)', () => {
+      assert.deepEqual(captured, [{ src: qAddress, dst: NOBODY, hopLimit: 1, routerAlert: true, version: 2, group: NOBODY }]);
+    });
+  });
+
+  describe('queries: MLDv2 first, then MLDv1', () => {
+    it('MLDv2 general query: every listener with the version it answered in and its filter', async () => {
+      const { doc } = await query(['--max-resp', '1']);
+      assert.deepEqual(
+        doc!.queries.map(({ protocol, version, kind, group, sources, src, dst, maxRespMs }) => ({
+          protocol,
+          version,
+          kind,
+          group,
+          sources,
+          src,
+          dst,
+          maxRespMs,
+        })),
+        [{ protocol: 'mld', version: 2, kind: 'general', group: null, sources: [], src: qAddress, dst: ALL_NODES, maxRespMs: 1000 }],
+      );
+      assertResponders(
+        doc!,
+        [
+          answer(a1, G1, 1),
+          answer(a1, solicitedNode(a1), 1),
+          answer(a2, G2, 2),
+          answer(a2, SSM, 2, { mode: 'include', sources: [S1, S2] }),
+          answer(a2, solicitedNode(a2), 2),
+          answer(a3, G2, 2),
+          answer(a3, SSM, 2, { mode: 'include', sources: [S2] }),
+          answer(a3, solicitedNode(a3), 2),
+        ],
+        1000,
+      );
+      assertOnlyUs(doc!, 2);
+      assert.equal(doc!.ignored.reports, 0);
+    });
+
+    it('MLDv2 multicast-address-specific query: only that group’s listeners (h2, h3)', async () => {
+      const { doc } = await query(['--group', G2, '--max-resp', '1']);
+      assert.equal(doc!.queries[0]?.dst, G2);
+      assertResponders(doc!, [answer(a2, G2, 2), answer(a3, G2, 2)], 1000);
+      assertOnlyUs(doc!, 2);
+      assert.equal(doc!.ignored.reports, 0);
+    });
+
+    it('MLDv2 address-and-source-specific query: each listener answers IS_IN with the queried sources it joined', async () => {
+      // RFC 3810 §6.3: the intersection of the queried sources and the listener's; S3 was joined by nobody.
+      const { doc } = await query(['--group', SSM, '--source', `${S1},${S2},${S3}`, '--max-resp', '1']);
+      assert.deepEqual(doc!.queries[0]?.sources, [S1, S2, S3]);
+      assert.equal(doc!.queries[0]?.kind, 'group-and-source');
+      assertResponders(doc!, [answer(a2, SSM, 2, { mode: 'include', sources: [S1, S2] }), answer(a3, SSM, 2, { mode: 'include', sources: [S2] })], 1000);
+      assertOnlyUs(doc!, 2);
+    });
+
+    it('--from :: warns that listeners drop such queries; nobody answers, no querier listed', async () => {
+      const { result, doc } = await query(['--group', G2, '--from', '::', '--max-resp', '0.3']);
+      assert.match(result.stderr, /RFC 3810 §5\.1\.14/);
+      assert.equal(doc!.queries[0]?.src, '::');
+      assert.deepEqual(doc!.responders, []);
+      assert.deepEqual(doc!.queriers, []);
+    });
+
+    it('MLDv1 multicast-address-specific query, human output: h1 in MLDv1', async () => {
+      const { result } = await query(['--version', '1', '--group', G1, '--max-resp', '0.5'], false);
+      const rows = result.stdout.split('\n').filter((line) => line.includes('│'));
+      const answerRow = rows.find((line) => line.includes(a1));
+      assert.ok(answerRow, `h1 (${a1}) in the table:\n${result.stdout}`);
+      assert.match(answerRow, new RegExp(`${G1.replace(/\./g, '\\.')}.*MLDv1`));
+      assert.ok(
+        rows.some((line) => line.includes(`${qAddress} (this query)`) && line.includes('elected')),
+        `our querier, elected:\n${result.stdout}`,
+      );
+      assert.match(result.stderr, /MLDv1 query for ff05::101, max response 0\.5 s/);
+    });
+
+    it('another querier with a lower address (an MLDv1 one, from h3) is listed and elected (RFC 3810 §7.6.2)', async () => {
+      // Last: an MLDv1 query would put MLDv2 listeners in v1 compatibility mode, but this
+      // one is for a group nobody joined, which the listeners' IPv6 layer drops.
+      // Room for the other command's start-up on a loaded machine: ours listens 6 s.
+      const ours = query(['--group', NOBODY, '--max-resp', '0.5', '--wait', '6']);
+      await sleep(1000);
+      const other = await mcastctl(
+        ['query', '--iface', h3.iface, '--mld', '--version', '1', '--from', 'fe80::1', '--group', NOBODY, '--max-resp', '0.1', '--json'],
+        {
+          ns: h3.ns,
+          timeoutMs: 30_000,
+        },
+      );
+      assert.equal(other.code, 0, other.stderr);
+      const { doc } = await ours;
+      assert.deepEqual(doc!.responders, []);
+      assert.deepEqual(
+        doc!.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+        [
+          { address: 'fe80::1', protocol: 'mld', version: 1, self: false, elected: true, queries: 1 },
+          { address: qAddress, protocol: 'mld', version: 2, self: true, elected: false, queries: 1 },
+        ],
+      );
+    });
+  });
+});
