@@ -113,3 +113,6 @@ function formatMac(octets: ArrayLike<number>): string {
   for (let i = 0; i < 6; i++) text += (i ? ':' : '') + octets[i]!.toString(16).padStart(2, '0');
   return text;
 }
+
+/** Source MAC for a frame of ours on a link that reports none: locally administered, "mc". */
+export const FALLBACK_SOURCE_MAC = '02:00:00:00:6d:63';

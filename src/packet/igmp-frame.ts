@@ -5,7 +5,7 @@
  * its reports and queries to its peers through the tunnel are all built here.
  */
 import * as ethernet from './ethernet.js';
-import { EtherType, multicastMacForGroup } from './ethernet.js';
+import { EtherType, FALLBACK_SOURCE_MAC, multicastMacForGroup } from './ethernet.js';
 import * as igmp from './igmp/index.js';
 import type { IgmpMessage } from './igmp/message.js';
 import * as ipv4 from './ipv4/header.js';
@@ -54,11 +54,8 @@ export function encode(packet: IgmpPacket, buf?: Uint8Array, offset = 0): Uint8A
   return out;
 }
 
-/** Source MAC for a link that reports none: locally administered, "mc". */
-const FALLBACK_MAC = '02:00:00:00:6d:63';
-
 /** The packet in an Ethernet frame from `srcMac` (the link's own, if it has one) to the destination's multicast MAC. */
-export function encodeFrame(packet: IgmpPacket, srcMac: string = FALLBACK_MAC): Uint8Array {
+export function encodeFrame(packet: IgmpPacket, srcMac: string = FALLBACK_SOURCE_MAC): Uint8Array {
   const header: ethernet.EthernetHeader = { dst: multicastMacForGroup(packet.dst), src: srcMac, vlanIds: [], etherType: EtherType.IPv4 };
   const headerLength = ethernet.encodingLength(header);
   const out = Buffer.alloc(headerLength + encodingLength(packet));

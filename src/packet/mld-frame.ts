@@ -5,7 +5,7 @@
  * the destination's multicast MAC (RFC 2464 §7). The MLD counterpart of igmp-frame.ts.
  */
 import * as ethernet from './ethernet.js';
-import { EtherType } from './ethernet.js';
+import { EtherType, FALLBACK_SOURCE_MAC } from './ethernet.js';
 import * as ipv6 from './ipv6/header.js';
 import { IP_PROTOCOL_HOP_BY_HOP, MLD_ROUTER_ALERT } from './ipv6/header.js';
 import * as mld from './mld/index.js';
@@ -56,11 +56,8 @@ export function encode(packet: MldPacket, buf?: Uint8Array, offset = 0): Uint8Ar
   return out;
 }
 
-/** Source MAC for a link that reports none: locally administered, "mc" (the same as igmp-frame.ts's). */
-const FALLBACK_MAC = '02:00:00:00:6d:63';
-
 /** The packet in an Ethernet frame from `srcMac` (the link's own, if it has one) to the destination's multicast MAC. */
-export function encodeFrame(packet: MldPacket, srcMac: string = FALLBACK_MAC): Uint8Array {
+export function encodeFrame(packet: MldPacket, srcMac: string = FALLBACK_SOURCE_MAC): Uint8Array {
   const header: ethernet.EthernetHeader = { dst: multicastMacForIPv6Group(packet.dst), src: srcMac, vlanIds: [], etherType: EtherType.IPv6 };
   const headerLength = ethernet.encodingLength(header);
   const out = Buffer.alloc(headerLength + encodingLength(packet));

@@ -14,14 +14,13 @@
  * Needs root, iproute2, tcpdump, tshark, python3, and a built CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';
-import { Lab, sleep, waitUntil, type Host, type IgmpSegment } from '../lab/lab.js';
+import { Lab, sleep, type Host, type IgmpSegment } from '../lab/lab.js';
+import { enableIpv6, linkLocalAddress, MldListener } from '../lab/mld-hosts.js';
 import { compareWithTshark, kindOf, MLD_FILTER, tsharkFrameCount, tsharkMembership, type ExpectedLine, type SnoopLine } from '../lab/tshark.js';
 
 const G1 = 'ff05::101'; // h1 (MLDv1): joined and left in the v2 phase
@@ -32,128 +31,6 @@ const G3 = 'ff05::303'; // h3 (MLDv2): a source-specific and an any-source socke
 const S1 = '2001:db8::5';
 const S2 = '2001:db8::6';
 const S3 = '2001:db8::7';
-
-/**
- * A listener in a host's namespace: one command a line on stdin ("join G", "leave G",
- * "join-source G S", "leave-source G S", "block G S", "unblock G S"), "ok" or
- * "err ERRNO text" a line on stdout, after the setsockopt returned. One socket per group
- * for any-source joins (blocks go on it) and one per group for source-specific joins, so
- * the kernel's per-interface filter is the union the RFC 3810 §4.2 rules make.
- *
- * The MCAST_* options take struct group_source_req, laid out for 64-bit Linux: a u32
- * interface index, 4 octets of padding (sockaddr_storage is 8-aligned), then two struct
- * sockaddr_storage (128 octets each) holding a struct sockaddr_in6 (family, port, flow
- * info, address, scope id: 28 octets).
- */
-const LISTENER_PY = String.raw`
-import errno, socket, struct, sys
-IPPROTO_IPV6 = 41
-IPV6_JOIN_GROUP = 20
-IPV6_LEAVE_GROUP = 21
-MCAST_BLOCK_SOURCE = 43
-MCAST_UNBLOCK_SOURCE = 44
-MCAST_JOIN_SOURCE_GROUP = 46
-MCAST_LEAVE_SOURCE_GROUP = 47
-ifindex = socket.if_nametoindex(sys.argv[1])
-
-def address(text):
-    return socket.inet_pton(socket.AF_INET6, text)
-
-def sockaddr_in6(text):
-    return struct.pack("=HHI16sI", socket.AF_INET6, 0, 0, address(text), 0).ljust(128, b"\0")
-
-def group_source_req(group, source):
-    return struct.pack("=I4x", ifindex) + sockaddr_in6(group) + sockaddr_in6(source)
-
-any_source = {}
-source_specific = {}
-
-def run(words):
-    command, args = words[0], words[1:]
-    if command == "join":
-        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        s.setsockopt(IPPROTO_IPV6, IPV6_JOIN_GROUP, struct.pack("=16sI", address(args[0]), ifindex))
-        any_source[args[0]] = s
-    elif command == "leave":
-        s = any_source.pop(args[0])
-        s.setsockopt(IPPROTO_IPV6, IPV6_LEAVE_GROUP, struct.pack("=16sI", address(args[0]), ifindex))
-        s.close()
-    elif command == "join-source":
-        s = source_specific.get(args[0]) or socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        source_specific[args[0]] = s
-        s.setsockopt(IPPROTO_IPV6, MCAST_JOIN_SOURCE_GROUP, group_source_req(args[0], args[1]))
-    elif command == "leave-source":
-        source_specific[args[0]].setsockopt(IPPROTO_IPV6, MCAST_LEAVE_SOURCE_GROUP, group_source_req(args[0], args[1]))
-    elif command == "block":
-        any_source[args[0]].setsockopt(IPPROTO_IPV6, MCAST_BLOCK_SOURCE, group_source_req(args[0], args[1]))
-    elif command == "unblock":
-        any_source[args[0]].setsockopt(IPPROTO_IPV6, MCAST_UNBLOCK_SOURCE, group_source_req(args[0], args[1]))
-    else:
-        raise OSError(errno.EINVAL, "unknown command " + command)
-
-print("ready", flush=True)
-for line in sys.stdin:
-    try:
-        run(line.split())
-        print("ok", flush=True)
-    except (OSError, KeyError) as error:
-        code = errno.errorcode.get(getattr(error, "errno", None) or 0, "ERROR")
-        print("err " + code + " " + str(error), flush=True)
-`;
-
-class Listener {
-  private readonly waiting: ((line: string) => void)[] = [];
-
-  private constructor(
-    readonly host: Host,
-    private readonly child: ChildProcess,
-  ) {
-    createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
-    child.stdin!.on('error', () => undefined);
-  }
-
-  static async start(lab: Lab, host: Host): Promise<Listener> {
-    const child = lab.spawn(host.ns, ['python3', '-u', '-c', LISTENER_PY, host.iface]);
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const listener = new Listener(host, child);
-    const ready = await Promise.race([listener.answer(), sleep(10_000).then(() => 'no answer in 10 s')]);
-    if (ready !== 'ready') throw new Error(`the listener in ${host.ns} did not start: ${ready} ${stderr}`);
-    return listener;
-  }
-
-  private answer(): Promise<string> {
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  /** Sends one command; resolves once the kernel took it, rejects with its errno. */
-  async do(...words: string[]): Promise<void> {
-    const answer = this.answer();
-    this.child.stdin!.write(`${words.join(' ')}\n`);
-    const line = await Promise.race([answer, sleep(10_000).then(() => 'err TIMEOUT no answer in 10 s')]);
-    if (line !== 'ok') throw new Error(`${this.host.name}: ${words.join(' ')}: ${line}`);
-  }
-}
-
-/** The interface's link-local address once DAD has passed (no longer "tentative"). */
-function linkLocal(lab: Lab, ns: string, iface: string): Promise<string> {
-  return waitUntil(
-    `a link-local address on ${iface} past DAD`,
-    async () => {
-      const { stdout } = await lab.ip(ns, '-6', '-o', 'addr', 'show', 'dev', iface, 'scope', 'link');
-      const line = stdout.split('\n').find((l) => l.includes('inet6 fe80:') && !l.includes('tentative'));
-      return line?.match(/inet6 (fe80:[0-9a-f:]+)\//)?.[1];
-    },
-    15_000,
-    100,
-  );
-}
-
-/** IPv6 on for this one interface (lab namespaces have it off), MLD forced to `mldVersion` first (0: follow the queriers). */
-async function enableIpv6(lab: Lab, ns: string, iface: string, mldVersion: 0 | 1 | 2): Promise<void> {
-  await lab.sysctl(ns, `net.ipv6.conf.${iface}.force_mld_version`, mldVersion);
-  await lab.sysctl(ns, `net.ipv6.conf.${iface}.disable_ipv6`, 0);
-}
 
 interface Scenario {
   file: string;
@@ -185,9 +62,9 @@ async function capture(lab: Lab, log: (line: string) => void): Promise<Scenario>
   const versions = [1, 2, 2] as const;
   await enableIpv6(lab, ns, segment.querier.name, 0);
   await Promise.all(hosts.map((host, i) => enableIpv6(lab, host.ns, host.iface, versions[i]!)));
-  const querierAddress = await linkLocal(lab, ns, segment.querier.name);
-  const hostAddresses = await Promise.all(hosts.map((host) => linkLocal(lab, host.ns, host.iface)));
-  const [l1, l2, l3] = await Promise.all(hosts.map((host) => Listener.start(lab, host)));
+  const querierAddress = await linkLocalAddress(lab, ns, segment.querier.name);
+  const hostAddresses = await Promise.all(hosts.map((host) => linkLocalAddress(lab, host.ns, host.iface)));
+  const [l1, l2, l3] = await Promise.all(hosts.map((host) => MldListener.start(lab, host)));
   if (!l1 || !l2 || !l3) throw new Error('listeners did not start');
   log(`lab up in ${Date.now() - started} ms: querier ${querierAddress}, hosts ${hostAddresses.join(', ')}`);
 

@@ -18,14 +18,13 @@
  * Needs root, iproute2, tcpdump, python3, and a built CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { canonicalIPv6, parseIPv6 } from '../../src/wire/ipv6-address.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
-import { Lab, sleep, waitUntil, type Host } from '../lab/lab.js';
+import { Lab, sleep, type Host } from '../lab/lab.js';
+import { enableIpv6, linkLocalAddress, MldListener } from '../lab/mld-hosts.js';
 
 const G1 = 'ff05::101'; // h1 (MLDv1), any-source
 const G2 = 'ff05::202'; // h2 and h3 (MLDv2), any-source
@@ -95,89 +94,6 @@ function solicitedNode(address: string): string {
 // ---------------------------------------------------------------------------------------
 // The lab
 
-/** A listener: one command a line on stdin ("join G", "join-source G S"), "ok" or "err ..." a line back once the kernel took it. */
-const LISTENER_PY = String.raw`
-import socket, struct, sys
-IPPROTO_IPV6 = 41
-IPV6_JOIN_GROUP = 20
-MCAST_JOIN_SOURCE_GROUP = 46
-ifindex = socket.if_nametoindex(sys.argv[1])
-held = []
-source_specific = {}
-
-def address(text):
-    return socket.inet_pton(socket.AF_INET6, text)
-
-def sockaddr_in6(text):
-    return struct.pack("=HHI16sI", socket.AF_INET6, 0, 0, address(text), 0).ljust(128, b"\0")
-
-print("ready", flush=True)
-for line in sys.stdin:
-    words = line.split()
-    try:
-        if words[0] == "join":
-            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-            s.setsockopt(IPPROTO_IPV6, IPV6_JOIN_GROUP, struct.pack("=16sI", address(words[1]), ifindex))
-            held.append(s)
-        else:
-            s = source_specific.get(words[1]) or socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-            source_specific[words[1]] = s
-            s.setsockopt(IPPROTO_IPV6, MCAST_JOIN_SOURCE_GROUP, struct.pack("=I4x", ifindex) + sockaddr_in6(words[1]) + sockaddr_in6(words[2]))
-        print("ok", flush=True)
-    except OSError as error:
-        print("err " + str(error), flush=True)
-`;
-
-class Listener {
-  private readonly waiting: ((line: string) => void)[] = [];
-
-  private constructor(private readonly child: ChildProcess) {
-    createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
-    child.stdin!.on('error', () => undefined);
-  }
-
-  static async start(lab: Lab, host: Host): Promise<Listener> {
-    const listener = new Listener(lab.spawn(host.ns, ['python3', '-u', '-c', LISTENER_PY, host.iface]));
-    const ready = await Promise.race([listener.next(), sleep(10_000).then(() => 'no answer in 10 s')]);
-    if (ready !== 'ready') throw new Error(`the listener in ${host.ns} did not start: ${ready}`);
-    return listener;
-  }
-
-  private next(): Promise<string> {
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  async do(...words: string[]): Promise<void> {
-    const line = this.next();
-    this.child.stdin!.write(`${words.join(' ')}\n`);
-    const got = await Promise.race([line, sleep(10_000).then(() => 'err no answer in 10 s')]);
-    if (got !== 'ok') throw new Error(`${words.join(' ')}: ${got}`);
-  }
-}
-
-function linkLocal(lab: Lab, ns: string, iface: string): Promise<string> {
-  return waitUntil(
-    `a link-local address on ${iface} past DAD`,
-    async () => {
-      const { stdout } = await lab.ip(ns, '-6', '-o', 'addr', 'show', 'dev', iface, 'scope', 'link');
-      const line = stdout.split('\n').find((l) => l.includes('inet6 fe80:') && !l.includes('tentative'));
-      return line?.match(/inet6 (fe80:[0-9a-f:]+)\//)?.[1];
-    },
-    15_000,
-    100,
-  );
-}
-
-/** IPv6 on for this one interface, its MLD version forced first (0: follow the queriers), unsolicited report repeats quick. */
-async function enableIpv6(lab: Lab, host: Host, mldVersion: 0 | 1 | 2): Promise<void> {
-  const conf = `net.ipv6.conf.${host.iface}`;
-  await lab.sysctl(host.ns, `${conf}.force_mld_version`, mldVersion);
-  // The repeats of the unsolicited reports must be over before the first query, or they would pass for answers.
-  await lab.sysctl(host.ns, `${conf}.mldv1_unsolicited_report_interval`, 100);
-  await lab.sysctl(host.ns, `${conf}.mldv2_unsolicited_report_interval`, 100);
-  await lab.sysctl(host.ns, `${conf}.disable_ipv6`, 0);
-}
-
 /** The MLD queries in a classic pcap file (Ethernet), as the snoop decoder reads them. */
 function mldQueriesIn(file: string): { src: string; dst: string; hopLimit: number; routerAlert: boolean; version: number; group: string }[] {
   const bytes = readFileSync(file);
@@ -228,9 +144,15 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
     h1 = await lab.host('h1', { bridge });
     h2 = await lab.host('h2', { bridge });
     h3 = await lab.host('h3', { bridge });
-    await Promise.all([enableIpv6(lab, q, 0), enableIpv6(lab, h1, 1), enableIpv6(lab, h2, 2), enableIpv6(lab, h3, 2)]);
-    [qAddress, a1, a2, a3] = (await Promise.all([q, h1, h2, h3].map((host) => linkLocal(lab, host.ns, host.iface)))) as [string, string, string, string];
-    const [l1, l2, l3] = await Promise.all([h1, h2, h3].map((host) => Listener.start(lab, host)));
+    const quick = { quickUnsolicitedReports: true };
+    await Promise.all([
+      enableIpv6(lab, q.ns, q.iface, 0, quick),
+      enableIpv6(lab, h1.ns, h1.iface, 1, quick),
+      enableIpv6(lab, h2.ns, h2.iface, 2, quick),
+      enableIpv6(lab, h3.ns, h3.iface, 2, quick),
+    ]);
+    [qAddress, a1, a2, a3] = (await Promise.all([q, h1, h2, h3].map((host) => linkLocalAddress(lab, host.ns, host.iface)))) as [string, string, string, string];
+    const [l1, l2, l3] = await Promise.all([h1, h2, h3].map((host) => MldListener.start(lab, host)));
     await l1!.do('join', G1);
     await l2!.do('join', G2);
     await l2!.do('join-source', SSM, S1);

@@ -23,6 +23,7 @@ import { PeerAnnouncer } from '../../domain/peers/announcer.js';
 import { RemoteMembers, type RemoteMembersEffect } from '../../domain/peers/remote-members.js';
 import { encodeReportFrame } from '../../domain/peers/report-packet.js';
 import type { MembershipRecord } from '../../domain/membership/membership-table.js';
+import { FALLBACK_SOURCE_MAC } from '../../packet/ethernet.js';
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
 import type { IgmpV3Report } from '../../packet/igmp/message.js';
 import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
@@ -70,8 +71,6 @@ export interface PeerExchangeOptions {
   random?: () => number;
 }
 
-/** Source MAC when the node has no gateway MAC: the querier's fallback (src/packet/query-frame.ts), locally administered. */
-const FALLBACK_MAC = '02:00:00:00:6d:63';
 /** Where general queries go (RFC 3376 §4.1.12). */
 const ALL_SYSTEMS = '224.0.0.1';
 /** How long a peer may take to answer our query: it answers at once, so 1 s is ample. */
@@ -346,7 +345,7 @@ export class PeerExchange {
   }
 
   private sourceMac(): string {
-    return this.options.sourceMac() ?? FALLBACK_MAC;
+    return this.options.sourceMac() ?? FALLBACK_SOURCE_MAC;
   }
 
   private nextIdentification(): number {
