@@ -21,7 +21,7 @@ import { UpstreamMemberships } from './upstream-memberships.js';
 import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
 import type { Ipv4Prefix } from '../domain/policy/ipv4-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
-import { type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
+import { addressFamily, type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
 import type { RouteView } from '../transport/control/daemon-view.js';
 
 export interface RouterInterface {
@@ -149,6 +149,8 @@ export class KernelRouter {
    * the kernel refuses a join (the caller's sync is retried; what was set is kept and not repeated).
    */
   setLocalMembers(group: string, present: boolean, filter?: SourceFilter): void {
+    // IPv6 groups: not yet routed to the kernel (this router is MRT/MFC, IPv4 only).
+    if (addressFamily(group) === 'ipv6') return;
     if (present && filter !== undefined) this.filters.set(group, filter);
     else this.filters.delete(group);
     for (const route of this.routes.values()) {

@@ -18,7 +18,7 @@
 import { McastError } from '../errors.js';
 import { ANY_SOURCE, type SourceFilter } from '../domain/membership/source-filter.js';
 import { MrouteError, type Membership, MrouteSocket, type SourceFilterSetting, type SourceMembership } from '../transport/mroute-socket.js';
-import { compareAddresses, type SourceAddress } from '../wire/ip-address.js';
+import { addressFamily, compareAddresses, type SourceAddress } from '../wire/ip-address.js';
 
 /** The part of MrouteSocket that memberships use (a test gives its own). */
 export interface MembershipSocket {
@@ -93,6 +93,8 @@ export class UpstreamMemberships {
    * a retry sends only what is still missing.
    */
   join(group: string, ifindex: number, filter: SourceFilter = ANY_SOURCE): void {
+    // IPv6 groups: not yet routed to the kernel (these are raw IGMP sockets, IPv4 only).
+    if (addressFamily(group) === 'ipv6') return;
     const asked = this.fitted(group, filter);
     if (asked.mode === 'include' && asked.sources.size === 0) {
       this.leave(group, ifindex);
@@ -110,6 +112,7 @@ export class UpstreamMemberships {
   }
 
   leave(group: string, ifindex: number): void {
+    if (addressFamily(group) === 'ipv6') return; // never joined: see join()
     const key = `${group}|${ifindex}`;
     const current = this.held.get(key);
     if (current === undefined) return;

@@ -52,22 +52,22 @@ import * as ipMreqn from '../protocol/mroute/ip-mreqn.js';
 import * as mfcctl from '../protocol/mroute/mfcctl.js';
 import * as vifctl from '../protocol/mroute/vifctl.js';
 
-/** The part of raw-socket's API used here. */
-interface RawSocket {
+/** The part of raw-socket's API used here (and by the mroute6 socket). */
+export interface RawSocket {
   setOption(level: number, option: number, value: Buffer, length: number): void;
   setOption(level: number, option: number, value: number): void;
   on(event: 'message', listener: (buffer: Buffer, source: string) => void): this;
   on(event: 'error', listener: (error: Error) => void): this;
   close(): this;
 }
-interface RawSocketModule {
+export interface RawSocketModule {
   createSocket(options: { protocol: number; addressFamily?: number; bufferSize?: number }): RawSocket;
-  AddressFamily: { IPv4: number };
+  AddressFamily: { IPv4: number; IPv6: number };
 }
 
 let rawSocketModule: RawSocketModule | undefined;
 
-function loadRawSocket(): RawSocketModule {
+export function loadRawSocket(): RawSocketModule {
   if (rawSocketModule !== undefined) return rawSocketModule;
   try {
     rawSocketModule = createRequire(import.meta.url)('raw-socket') as RawSocketModule;

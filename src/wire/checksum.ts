@@ -4,7 +4,7 @@
  * header both use it.
  */
 export function internetChecksum(bytes: Uint8Array, start = 0, end = bytes.length): number {
-  return ~fold(wordSum(bytes, start, end)) & 0xffff;
+  return checksumOfSum(wordSum(bytes, start, end));
 }
 
 /**
@@ -20,23 +20,39 @@ export function ipv6PseudoHeaderChecksum(
   end: number,
   pseudo: { addresses: Uint8Array; srcAt: number; dstAt: number; nextHeader: number },
 ): number {
+  return checksumOfSum(ipv6PseudoHeaderSum(pseudo, end - start) + wordSum(bytes, start, end));
+}
+
+/**
+ * The ones' complement sum, not yet folded, of the IPv6 pseudo-header alone (RFC 8200
+ * §8.1) of a message of `length` octets: for a decoder that sums the message's words itself as it reads them (see
+ * `checksumOfSum`).
+ */
+export function ipv6PseudoHeaderSum(pseudo: { addresses: Uint8Array; srcAt: number; dstAt: number; nextHeader: number }, length: number): number {
   const { addresses, srcAt, dstAt } = pseudo;
   let sum = 0;
   for (let i = 0; i < 16; i += 2) {
     sum += (addresses[srcAt + i]! << 8) | addresses[srcAt + i + 1]!;
     sum += (addresses[dstAt + i]! << 8) | addresses[dstAt + i + 1]!;
   }
-  const length = end - start;
-  sum += Math.floor(length / 0x10000) + (length & 0xffff) + pseudo.nextHeader;
-  return ~fold(sum + wordSum(bytes, start, end)) & 0xffff;
+  return sum + Math.floor(length / 0x10000) + (length & 0xffff) + pseudo.nextHeader;
+}
+
+/**
+ * The checksum of a ones' complement sum of 16-bit words not yet folded (a sum of
+ * `wordSum`s and words, in any order: RFC 1071 §2(A)). 0 when the words verify.
+ */
+export function checksumOfSum(sum: number): number {
+  return ~fold(sum) & 0xffff;
 }
 
 /**
  * The ones' complement sum of [start, end) as 16-bit words, not yet folded (RFC 1071 §2:
  * the carries may be added at the end): an MLDv2 report's checksum over its 200-odd
- * octets is a third of its decode.
+ * octets was a third of its decode, before the report's decoder summed its addresses as
+ * it read them.
  */
-function wordSum(bytes: Uint8Array, start: number, end: number): number {
+export function wordSum(bytes: Uint8Array, start: number, end: number): number {
   // Two small-integer sums of alternate 16-bit words, eight octets a turn: what V8 runs
   // fastest here. Each stays below 2^31 for messages up to 8 MiB, far past any IP packet.
   let even = 0;

@@ -81,20 +81,31 @@ export function canonicalIPv6(text: string): string | undefined {
   return bytes === undefined ? undefined : readIPv6(bytes, 0);
 }
 
-/** Lower-case hex of 0 to 0xffff without leading zeros: decoding formats millions of groups a second. */
-const HEX_GROUP: string[] = [];
+/** Lower-case hex of 0 to 0xff, without leading zeros and padded to two digits: a group is one or two of them. */
+const HEX_SHORT: readonly string[] = Array.from({ length: 256 }, (_, value) => value.toString(16));
+const HEX_PADDED: readonly string[] = Array.from({ length: 256 }, (_, value) => value.toString(16).padStart(2, '0'));
+
+/** Lower-case hex of a 16-bit group without leading zeros. */
 function hexGroup(value: number): string {
-  return (HEX_GROUP[value] ??= value.toString(16));
+  const high = value >>> 8;
+  return high === 0 ? HEX_SHORT[value]! : HEX_SHORT[high]! + HEX_PADDED[value & 0xff]!;
 }
 
 /**
- * Formatted addresses, direct-mapped by a hash of their 16 octets and checked in full: a
- * snooped link repeats a few groups and sources, and formatting one costs some 400 ns
- * where a hit costs some 30 (an MLDv2 report of 4 records of 2 sources holds 12).
+ * Formatted addresses by their 16 octets, checked in full: a snooped link repeats a few
+ * groups and sources, and formatting one (a new string) costs several times a hit (an
+ * MLDv2 report of 4 records of 2 sources holds 12 addresses). Open addressing with linear
+ * probing over 16,384 slots, at most half of them filled: a working set of up to 8,192
+ * addresses never evicts itself, where a direct-mapped cache evicts by the birthday bound
+ * (two in five of 4,096 addresses in 8,192 direct slots share a slot, and thrash). When
+ * half full it starts over empty, which bounds it: 256 KiB of words and 128 KiB of slots,
+ * plus the strings of at most 8,192 addresses (some 50 octets each).
  */
-const CACHE_SLOTS = 8192;
+const CACHE_SLOTS = 16384;
+const CACHE_LIMIT = CACHE_SLOTS / 2;
 const cachedWords = new Int32Array(CACHE_SLOTS * 4);
 const cachedTexts: Array<string | undefined> = new Array<string | undefined>(CACHE_SLOTS).fill(undefined);
+let cachedCount = 0;
 
 /** Reads the 16 octets at `offset` as RFC 5952 canonical text. */
 export function readIPv6(bytes: Uint8Array, offset: number): string {
@@ -104,52 +115,87 @@ export function readIPv6(bytes: Uint8Array, offset: number): string {
   const w1 = (bytes[o + 4]! << 24) | (bytes[o + 5]! << 16) | (bytes[o + 6]! << 8) | bytes[o + 7]!;
   const w2 = (bytes[o + 8]! << 24) | (bytes[o + 9]! << 16) | (bytes[o + 10]! << 8) | bytes[o + 11]!;
   const w3 = (bytes[o + 12]! << 24) | (bytes[o + 13]! << 16) | (bytes[o + 14]! << 8) | bytes[o + 15]!;
+  return textOfWords(w0, w1, w2, w3);
+}
+
+/**
+ * `readIPv6`, adding the address's eight 16-bit words to `sum.value` (a ones' complement
+ * sum not yet folded, see checksum.ts): a decoder that verifies a checksum as it reads
+ * reads each address's octets once, not twice.
+ */
+export function readIPv6Summing(bytes: Uint8Array, offset: number, sum: { value: number }): string {
+  if (offset < 0 || offset + IPV6_ADDRESS_LENGTH > bytes.length) throw new RangeError(`no 16 octets at ${offset} of ${bytes.length}`);
+  const o = offset;
+  const w0 = (bytes[o]! << 24) | (bytes[o + 1]! << 16) | (bytes[o + 2]! << 8) | bytes[o + 3]!;
+  const w1 = (bytes[o + 4]! << 24) | (bytes[o + 5]! << 16) | (bytes[o + 6]! << 8) | bytes[o + 7]!;
+  const w2 = (bytes[o + 8]! << 24) | (bytes[o + 9]! << 16) | (bytes[o + 10]! << 8) | bytes[o + 11]!;
+  const w3 = (bytes[o + 12]! << 24) | (bytes[o + 13]! << 16) | (bytes[o + 14]! << 8) | bytes[o + 15]!;
+  sum.value += (w0 >>> 16) + (w0 & 0xffff) + (w1 >>> 16) + (w1 & 0xffff) + (w2 >>> 16) + (w2 & 0xffff) + (w3 >>> 16) + (w3 & 0xffff);
+  return textOfWords(w0, w1, w2, w3);
+}
+
+/** The text of the address whose octets are the big-endian words w0 to w3, from the cache or formatted into it. */
+function textOfWords(w0: number, w1: number, w2: number, w3: number): string {
   const hash = Math.imul(w0 ^ Math.imul(w1, 0x9e3779b1) ^ Math.imul(w2, 0x85ebca77) ^ Math.imul(w3, 0xc2b2ae3d), 0x27d4eb2f);
-  const slot = (hash >>> 19) & (CACHE_SLOTS - 1);
-  const at = slot * 4;
-  const cached = cachedTexts[slot];
-  if (cached !== undefined && cachedWords[at] === w0 && cachedWords[at + 1] === w1 && cachedWords[at + 2] === w2 && cachedWords[at + 3] === w3) {
-    return cached;
+  // The top bits: the multiplications mix every input bit into them.
+  let slot = hash >>> 18;
+  for (let cached = cachedTexts[slot]; cached !== undefined; cached = cachedTexts[slot]) {
+    const at = slot << 2;
+    if (cachedWords[at] === w0 && cachedWords[at + 1] === w1 && cachedWords[at + 2] === w2 && cachedWords[at + 3] === w3) return cached;
+    slot = (slot + 1) & (CACHE_SLOTS - 1);
   }
-  const text = formatIPv6At(bytes, offset);
+  const text = formatIPv6Words(w0, w1, w2, w3);
+  if (cachedCount === CACHE_LIMIT) {
+    cachedTexts.fill(undefined);
+    cachedCount = 0;
+    slot = hash >>> 18;
+  }
+  const at = slot << 2;
   cachedWords[at] = w0;
   cachedWords[at + 1] = w1;
   cachedWords[at + 2] = w2;
   cachedWords[at + 3] = w3;
   cachedTexts[slot] = text;
+  cachedCount++;
   return text;
 }
 
-function formatIPv6At(bytes: Uint8Array, offset: number): string {
+/** The eight groups of the address being formatted: formatting is synchronous, so one scratch serves every call. */
+const groups = new Int32Array(8);
+
+/** RFC 5952 canonical text of the address whose octets are the big-endian words w0 to w3. */
+function formatIPv6Words(w0: number, w1: number, w2: number, w3: number): string {
   // IPv4-mapped (::ffff:0:0/96) ends in its dotted quad (RFC 5952 §5), as tshark shows it.
-  let mapped = bytes[offset + 10] === 0xff && bytes[offset + 11] === 0xff;
-  for (let at = offset; mapped && at < offset + 10; at++) mapped = bytes[at] === 0;
-  if (mapped) return `::ffff:${bytes[offset + 12]}.${bytes[offset + 13]}.${bytes[offset + 14]}.${bytes[offset + 15]}`;
-  // The longest run of zero groups (two or more), the first of equal runs.
-  let bestStart = -1;
-  let bestLength = 1;
+  if (w0 === 0 && w1 === 0 && w2 === 0xffff) return `::ffff:${w3 >>> 24}.${(w3 >>> 16) & 0xff}.${(w3 >>> 8) & 0xff}.${w3 & 0xff}`;
+  groups[0] = w0 >>> 16;
+  groups[1] = w0 & 0xffff;
+  groups[2] = w1 >>> 16;
+  groups[3] = w1 & 0xffff;
+  groups[4] = w2 >>> 16;
+  groups[5] = w2 & 0xffff;
+  groups[6] = w3 >>> 16;
+  groups[7] = w3 & 0xffff;
+  // The longest run of zero groups, [bestStart, bestEnd), two or more, the first of equal runs.
+  let bestStart = 8;
+  let bestEnd = 8;
   let runStart = -1;
   for (let group = 0; group < 8; group++) {
-    const at = offset + 2 * group;
-    if ((bytes[at]! | bytes[at + 1]!) === 0) {
+    if (groups[group] !== 0) runStart = -1;
+    else {
       if (runStart < 0) runStart = group;
-      if (group - runStart + 1 > bestLength) {
+      if (group > runStart && group + 1 - runStart > bestEnd - bestStart) {
         bestStart = runStart;
-        bestLength = group - runStart + 1;
+        bestEnd = group + 1;
       }
-    } else runStart = -1;
-  }
-  let text = '';
-  for (let group = 0; group < 8; group++) {
-    if (group === bestStart) {
-      text += group === 0 ? '::' : ':';
-      group += bestLength - 1;
-      continue;
     }
-    const at = offset + 2 * group;
-    text += hexGroup((bytes[at]! << 8) | bytes[at + 1]!);
-    if (group < 7) text += ':';
   }
+  let text = bestStart === 0 ? '' : hexGroup(groups[0]!);
+  for (let group = 1; group < bestStart; group++) text += `:${hexGroup(groups[group]!)}`;
+  if (bestStart === 8) return text;
+  text += '::';
+  if (bestEnd === 8) return text;
+  text += hexGroup(groups[bestEnd]!);
+  for (let group = bestEnd + 1; group < 8; group++) text += `:${hexGroup(groups[group]!)}`;
   return text;
 }
 
@@ -182,6 +228,23 @@ export function multicastMacForIPv6Group(group: string): string {
   if (bytes === undefined) throw new RangeError(`not an IPv6 address: ${JSON.stringify(group)}`);
   const tail = [...bytes.subarray(12)].map((octet) => octet.toString(16).padStart(2, '0'));
   return `33:33:${tail.join(':')}`;
+}
+
+/**
+ * The link-local address a host with `mac` forms by itself: fe80::/64 and the modified
+ * EUI-64 interface identifier (RFC 4291 Appendix A: ff:fe in the middle, the
+ * universal/local bit flipped). A switch that queries in MLD needs a link-local source
+ * (listeners drop queries from any other, RFC 3810 §5.1.14) and has no address of its
+ * own: this one is stable, and unique on the link as long as the MAC is. Throws
+ * RangeError for text that is no MAC.
+ */
+export function eui64LinkLocal(mac: string): string {
+  const octets = mac.split(':').map((part) => (/^[0-9a-fA-F]{2}$/.test(part) ? Number.parseInt(part, 16) : Number.NaN));
+  if (octets.length !== 6 || octets.some(Number.isNaN)) throw new RangeError(`not a MAC address: ${JSON.stringify(mac)}`);
+  const bytes = new Uint8Array(IPV6_ADDRESS_LENGTH);
+  bytes.set([0xfe, 0x80]);
+  bytes.set([octets[0]! ^ 0x02, octets[1]!, octets[2]!, 0xff, 0xfe, octets[3]!, octets[4]!, octets[5]!], 8);
+  return readIPv6(bytes, 0);
 }
 
 function hexDigit(code: number): number {

@@ -221,7 +221,7 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       const before = await node.switchState();
       const result = await cli('install', '-f', file);
       assert.equal(result.code, 64);
-      assert.match(result.stderr, /bad\.yaml:4: "239\.1\.1\.300" is not an IPv4 address/);
+      assert.match(result.stderr, /bad\.yaml:4: "239\.1\.1\.300" is not an IPv4 or IPv6 address/);
       assert.deepEqual(await node.switchState(), before);
     });
     it('OVS not running: exit 69 with a hint', async () => {

@@ -1,7 +1,7 @@
 /**
  * `mcastctl query --mld` against real kernels: MLD queries (general, multicast-address-
  * specific, multicast-address-and-source-specific; MLDv2 and MLDv1) into a Linux-bridge
- * lab and the list of who answered.
+ * lab, and into the pod ports of an OVS bridge, and the list of who answered.
  *
  * The bridge (snooping off: it floods, so every report reaches the querier host `q`) has
  * `q`, where `mcastctl query --iface` runs, and three listener hosts whose kernels are
@@ -15,16 +15,24 @@
  * Order matters: a host that hears an MLDv1 query answers in MLDv1 for minutes after
  * (RFC 3810 §8.2.1), so the MLDv2 queries come first and the MLDv1 query last.
  *
- * Needs root, iproute2, tcpdump, python3, and a built CLI (`npm run build`).
+ * On OVS (`query --mld --bridge`), a private node with three pods, made alike (p1 MLDv1,
+ * p2 and p3 MLDv2): every answer comes with the pod's port and name, from a bridge that
+ * has no address of its own, so its queries come from the link-local address its MAC
+ * forms; the probe flows are the four MLD types only, and gone after each run.
+ *
+ * Needs root, iproute2, tcpdump, python3, Open vSwitch, and a built CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
+import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
-import { canonicalIPv6, parseIPv6 } from '../../src/wire/ipv6-address.js';
+import { canonicalIPv6, eui64LinkLocal, parseIPv6 } from '../../src/wire/ipv6-address.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep, type Host } from '../lab/lab.js';
 import { enableIpv6, linkLocalAddress, MldListener } from '../lab/mld-hosts.js';
+import { OvsNode, type OvsPod } from '../lab/ovs.js';
 
 const G1 = 'ff05::101'; // h1 (MLDv1), any-source
 const G2 = 'ff05::202'; // h2 and h3 (MLDv2), any-source
@@ -46,6 +54,8 @@ interface Responder {
   mode: 'include' | 'exclude';
   sources: string[];
   delayMs: number;
+  port?: string;
+  pod?: string;
 }
 
 interface Querier {
@@ -58,7 +68,7 @@ interface Querier {
 }
 
 interface QueryDocument {
-  link: { iface?: string };
+  link: { iface?: string; bridge?: string };
   queries: { protocol: string; version: number; kind: string; group: string | null; sources: string[]; src: string; dst: string; maxRespMs: number }[];
   responders: Responder[];
   queriers: Querier[];
@@ -202,7 +212,7 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       ['an IPv6 group without --mld', () => ['--iface', q.iface, '--group', G2], /--mld/],
       ['--source with MLDv1', () => [...iface(), '--version', '1', '--group', SSM, '--source', S1], /MLDv2/],
       ['--version 3 with --mld', () => [...iface(), '--version', '3'], /1 or 2/],
-      ['--mld with --bridge', () => ['--bridge', 'br-int', '--mld'], /--bridge/],
+      ['--mld with both --iface and --bridge', () => [...iface(), '--bridge', 'br-int'], /--bridge/],
       ['--from a global address', () => [...iface(), '--from', '2001:db8::1'], /link-local/],
       ['--from an IPv4 address', () => [...iface(), '--from', '10.78.0.2'], /IPv6/],
       ['--max-resp 65.536 with MLDv1', () => [...iface(), '--version', '1', '--max-resp', '65.536'], /65\.535/],
@@ -342,5 +352,171 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
         ],
       );
     });
+  });
+});
+
+describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, with their ports and names', { timeout: 120_000, concurrency: 1 }, () => {
+  let lab: Lab;
+  let node: OvsNode;
+  let pods: OvsPod[];
+  /** Each pod's link-local address, by pod name. */
+  const linkLocal = new Map<string, string>();
+  /** The queries' source: the link-local address of the bridge's MAC (its internal interface is in the node's namespace, not ours). */
+  let bridgeSource: string;
+  const VERSIONS: Record<string, 1 | 2> = { p1: 1, p2: 2, p3: 2 };
+  const bridge = () => ['--mld', '--bridge', node.bridge, '--ovs-rundir', node.rundir];
+  const probeFlows = (flows: readonly string[]) =>
+    flows.filter((line) => {
+      const cookie = /cookie=(0x[0-9a-f]+)/.exec(line)?.[1];
+      return cookie !== undefined && decodeFlowCookie(BigInt(cookie), DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind === FlowKind.IgmpQueryProbe;
+    });
+  const flows = async () =>
+    (await node.ofctl('dump-flows', node.bridge))
+      .split('\n')
+      .filter((line) => line.includes('cookie='))
+      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
+      .sort();
+
+  before(async () => {
+    const missing = cliMissing();
+    if (missing) assert.fail(`cannot run mcastctl: ${missing}`);
+    lab = Lab.create();
+    const started = Date.now();
+    // A bridge name of its own: no interface of this namespace may lend it a link-local address.
+    node = await OvsNode.start(lab, 'm1', { bridge: 'br-mldq' });
+    pods = [];
+    for (const [i, name] of ['p1', 'p2', 'p3'].entries()) pods.push(await node.addPod(name, { address: `10.79.0.${11 + i}/24` }));
+    // IPv6 on once each pod is on the bridge, so its DAD and unsolicited reports go through OVS.
+    await Promise.all(pods.map((pod) => enableIpv6(lab, pod.ns, pod.iface, VERSIONS[pod.name]!, { quickUnsolicitedReports: true })));
+    for (const pod of pods) linkLocal.set(pod.name, await linkLocalAddress(lab, pod.ns, pod.iface));
+    const mac = (await node.vsctl('get', 'interface', node.bridge, 'mac_in_use')).trim().replace(/"/g, '');
+    bridgeSource = eui64LinkLocal(mac);
+    // MldListener needs a name, a namespace and an interface: all a pod has of a Host.
+    const [l1, l2, l3] = await Promise.all(pods.map((pod) => MldListener.start(lab, { name: pod.name, ns: pod.ns, iface: pod.iface } as Host)));
+    await l1!.do('join', G1);
+    await l2!.do('join', G2);
+    await l2!.do('join-source', SSM, S1);
+    await l2!.do('join-source', SSM, S2);
+    await l3!.do('join', G2);
+    await l3!.do('join-source', SSM, S2);
+    await sleep(600);
+    console.error(
+      `# OVS MLD node up in ${Date.now() - started} ms: bridge ${node.bridge} (${mac}, ${bridgeSource}), ${[...linkLocal].map(([n, a]) => `${n} ${a}`).join(', ')}`,
+    );
+  });
+
+  after(async () => {
+    await lab?.destroy();
+  });
+
+  async function query(args: string[]): Promise<QueryDocument> {
+    const argv = ['query', ...bridge(), ...args, '--json'];
+    // As query.test.ts does: from this machine's namespace, OVS found through --ovs-rundir.
+    const result = await mcastctl(argv, { timeoutMs: 30_000 });
+    assert.equal(result.code, 0, `mcastctl ${argv.join(' ')} exited ${result.code}:\n${result.stderr}`);
+    assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    const doc = JSON.parse(result.stdout) as QueryDocument;
+    assert.deepEqual(doc.link, { bridge: node.bridge });
+    return doc;
+  }
+
+  type PodAnswer = Answer & { port: string; pod: string };
+  function podAnswer(name: string, group: string, version: 1 | 2, filter?: { mode: 'include' | 'exclude'; sources: string[] }): PodAnswer {
+    const pod = pods.find((candidate) => candidate.name === name)!;
+    return { ...answer(linkLocal.get(name)!, group, version, filter), port: pod.port, pod: `default/${name}` };
+  }
+  function assertPodResponders(doc: QueryDocument, expected: readonly PodAnswer[]): void {
+    const got = doc.responders.map((responder) => ({ ...predictable(responder), port: responder.port, pod: responder.pod }));
+    assert.deepEqual(sortAnswers(got), sortAnswers(expected), 'responders (exactly these, with port and pod)');
+  }
+  function assertOnlyUs(doc: QueryDocument, version: 1 | 2): void {
+    assert.deepEqual(
+      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+      [{ address: bridgeSource, protocol: 'mld', version, self: true, elected: true, queries: 1 }],
+    );
+  }
+
+  it('MLDv2 general query: every pod listener with version, filter, port and pod; four MLD probe flows a pod port while it runs, none after', async () => {
+    const before = await flows();
+    assert.deepEqual(probeFlows(before), []);
+    const running = query(['--max-resp', '1']);
+    // The probe flows, as the switch holds them during the run.
+    let during: string[] = [];
+    let settled = false;
+    void running.finally(() => (settled = true)).catch(() => undefined);
+    while (!settled && during.length < 12) {
+      during = probeFlows(await flows());
+      if (during.length < 12) await sleep(100);
+    }
+    const doc = await running;
+    assert.equal(during.length, 12, `four flows for each of three pod ports:\n${during.join('\n')}`);
+    for (const pod of pods) {
+      const types = during
+        .filter((line) => line.includes(`in_port=${pod.ofport},`) || line.includes(`in_port="${pod.port}"`) || line.includes(`in_port=${pod.port},`))
+        .map((line) => Number(/icmp_type=(\d+)/.exec(line)?.[1]))
+        .sort((a, b) => a - b);
+      assert.deepEqual(types, [130, 131, 132, 143], `pod ${pod.name}'s probe flows:\n${during.join('\n')}`);
+    }
+    assert.ok(
+      during.every((line) => line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`) && line.includes('icmp6')),
+      'MLD only (no IGMP probe), at priority igmp+2',
+    );
+    assert.deepEqual(
+      doc.queries.map(({ protocol, version, kind, group, src, dst }) => ({ protocol, version, kind, group, src, dst })),
+      [{ protocol: 'mld', version: 2, kind: 'general', group: null, src: bridgeSource, dst: ALL_NODES }],
+    );
+    const sn = (name: string) => solicitedNode(linkLocal.get(name)!);
+    assertPodResponders(doc, [
+      podAnswer('p1', G1, 1),
+      podAnswer('p1', sn('p1'), 1),
+      podAnswer('p2', G2, 2),
+      podAnswer('p2', SSM, 2, { mode: 'include', sources: [S1, S2] }),
+      podAnswer('p2', sn('p2'), 2),
+      podAnswer('p3', G2, 2),
+      podAnswer('p3', SSM, 2, { mode: 'include', sources: [S2] }),
+      podAnswer('p3', sn('p3'), 2),
+    ]);
+    assertOnlyUs(doc, 2);
+    assert.equal(doc.ignored.reports, 0);
+    assert.deepEqual(await flows(), before, 'the flow table is as it was before the run');
+  });
+
+  it('MLDv2 multicast-address-specific query: only that group’s listeners (p2, p3)', async () => {
+    const doc = await query(['--group', G2, '--max-resp', '1']);
+    assert.equal(doc.queries[0]?.dst, G2);
+    assertPodResponders(doc, [podAnswer('p2', G2, 2), podAnswer('p3', G2, 2)]);
+    assertOnlyUs(doc, 2);
+  });
+
+  it('MLDv1 general query: p1 answers in MLDv1 (p2 and p3, forced to MLDv2, ignore it), then no probe flow is left', async () => {
+    const doc = await query(['--version', '1', '--max-resp', '0.5']);
+    assert.deepEqual(
+      doc.queries.map(({ version, kind, dst, maxRespMs }) => ({ version, kind, dst, maxRespMs })),
+      [{ version: 1, kind: 'general', dst: ALL_NODES, maxRespMs: 500 }],
+    );
+    assertPodResponders(doc, [podAnswer('p1', G1, 1), podAnswer('p1', solicitedNode(linkLocal.get('p1')!), 1)]);
+    assertOnlyUs(doc, 1);
+    const left = await flows();
+    assert.deepEqual(probeFlows(left), [], 'no flow of kind IgmpQueryProbe');
+    assert.deepEqual(
+      left.filter((line) => line.includes('icmp_type=') && line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`)),
+      [],
+      'no ICMPv6-type flow at priority igmp+2',
+    );
+  });
+
+  it('bad input still exits 64 and changes nothing on the switch', async () => {
+    const before = await flows();
+    for (const [args, message] of [
+      [['--version', '3'], /1 or 2/],
+      [['--group', '239.1.1.1'], /239\.1\.1\.1.*IPv6/],
+      [['--from', '2001:db8::1'], /link-local/],
+    ] as const) {
+      const result = await mcastctl(['query', ...bridge(), ...args], { timeoutMs: 30_000 });
+      assert.equal(result.code, 64, `${args.join(' ')}: exit ${result.code}; stderr: ${result.stderr}`);
+      assert.match(result.stderr, message);
+      assert.equal(result.stdout, '');
+    }
+    assert.deepEqual(await flows(), before);
   });
 });

@@ -381,7 +381,7 @@ describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_00
             good()
               .map((line, i) => (i === 4 ? line.replace(G2, '239.1.1.300') : line))
               .join('\n'),
-          /bad\.yaml:5: "239\.1\.1\.300" is not an IPv4 address/,
+          /bad\.yaml:5: "239\.1\.1\.300" is not an IPv4 or IPv6 address/,
         ],
         [
           'a unicast group',

@@ -11,6 +11,7 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     queryIntervalMs: 125_000,
     queryResponseIntervalMs: 10_000,
     queryVersions: [3],
+    mldQueryVersions: [2],
     robustness: 2,
     lastMemberQueryIntervalMs: 1_000,
     fastLeave: true,

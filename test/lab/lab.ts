@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { formatIPv4, parseIPv4 } from '../../src/wire/ipv4-address.js';
+import { canonicalIPv6 } from '../../src/wire/ipv6-address.js';
 
 export const LAB_PREFIX = 'mcl';
 /** IFNAMSIZ - 1. */
@@ -100,6 +101,17 @@ export function parseCidr(text: string): Cidr {
     throw new RangeError(`not an IPv4 CIDR: ${JSON.stringify(text)}`);
   }
   return { address, prefixLength };
+}
+
+/** An IPv6 CIDR (e.g. `fd00:10::11/64`); the address comes back in RFC 5952 form, as `ip -6` prints it. */
+export function parseCidr6(text: string): Cidr {
+  const [address = '', length = '', ...rest] = text.split('/');
+  const canonical = canonicalIPv6(address);
+  const prefixLength = Number(length);
+  if (canonical === undefined || rest.length > 0 || !/^\d{1,3}$/.test(length) || prefixLength > 128) {
+    throw new RangeError(`not an IPv6 CIDR: ${JSON.stringify(text)}`);
+  }
+  return { address: canonical, prefixLength };
 }
 
 /** The `index`th address of `cidr`'s network (index 1 = network + 1). */

@@ -110,18 +110,62 @@ export class MldListener {
   }
 }
 
-/** The interface's link-local address once DAD has passed (no longer "tentative"). */
-export function linkLocalAddress(lab: Lab, ns: string, iface: string): Promise<string> {
-  return waitUntil(
-    `a link-local address on ${iface} past DAD`,
+/** One IPv6 address of an interface, as `ip -6 -j addr show` lists it. */
+export interface Ipv6AddressState {
+  address: string;
+  prefixLength: number;
+  scope: string;
+  /** DAD still running. */
+  tentative: boolean;
+  /** DAD found a duplicate: the kernel will not use it. */
+  dadfailed: boolean;
+}
+
+/** The interface's IPv6 addresses and their DAD state. */
+export async function ipv6Addresses(lab: Lab, ns: string, iface: string): Promise<Ipv6AddressState[]> {
+  const { stdout } = await lab.ip(ns, '-6', '-j', 'addr', 'show', 'dev', iface);
+  const links = JSON.parse(stdout) as {
+    addr_info?: { family?: string; local?: string; prefixlen?: number; scope?: string; tentative?: boolean; dadfailed?: boolean }[];
+  }[];
+  return links.flatMap((link) =>
+    (link.addr_info ?? [])
+      .filter((info) => info.family === 'inet6' && info.local !== undefined)
+      .map((info) => ({
+        address: info.local!,
+        prefixLength: info.prefixlen ?? 128,
+        scope: info.scope ?? '',
+        tentative: info.tentative === true,
+        dadfailed: info.dadfailed === true,
+      })),
+  );
+}
+
+/**
+ * Waits until DAD has finished for the interface's link-local address and for every one
+ * of `addresses` (none tentative); fails at once on a `dadfailed` one. Resolves with the
+ * link-local address.
+ */
+export async function waitForDad(lab: Lab, ns: string, iface: string, addresses: readonly string[] = []): Promise<string> {
+  const outcome = await waitUntil(
+    `DAD to finish on ${ns}/${iface} for the link-local address${addresses.length > 0 ? ` and ${addresses.join(', ')}` : ''}`,
     async () => {
-      const { stdout } = await lab.ip(ns, '-6', '-o', 'addr', 'show', 'dev', iface, 'scope', 'link');
-      const line = stdout.split('\n').find((l) => l.includes('inet6 fe80:') && !l.includes('tentative'));
-      return line?.match(/inet6 (fe80:[0-9a-f:]+)\//)?.[1];
+      const states = await ipv6Addresses(lab, ns, iface);
+      const failed = states.filter((state) => state.dadfailed).map((state) => state.address);
+      if (failed.length > 0) return { failed, linkLocal: undefined };
+      const linkLocal = states.find((state) => state.scope === 'link' && state.address.startsWith('fe80:') && !state.tentative);
+      const done = addresses.every((address) => states.some((state) => state.address === address && !state.tentative));
+      return done && linkLocal !== undefined ? { failed: [], linkLocal: linkLocal.address } : undefined;
     },
     15_000,
     100,
   );
+  if (outcome.linkLocal === undefined) throw new Error(`${ns}/${iface}: DAD failed (a duplicate answered) for ${outcome.failed.join(', ')}`);
+  return outcome.linkLocal;
+}
+
+/** The interface's link-local address once DAD has passed (no longer "tentative"). */
+export function linkLocalAddress(lab: Lab, ns: string, iface: string): Promise<string> {
+  return waitForDad(lab, ns, iface);
 }
 
 /**

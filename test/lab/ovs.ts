@@ -18,7 +18,9 @@ import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseCidr, run, sleep, type ExecOptions, type ExecResult, type Lab, type LinuxBridge } from './lab.js';
+import { isIPv4, isIPv6 } from 'node:net';
+import { parseCidr, parseCidr6, run, sleep, type ExecOptions, type ExecResult, type Lab, type LinuxBridge } from './lab.js';
+import { enableIpv6, waitForDad } from './mld-hosts.js';
 
 const OVS_SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema';
 /** sun_path is 108 octets, NUL included. */
@@ -45,6 +47,14 @@ export interface OvsPodOptions {
   podNamespace?: string;
   /** `force_igmp_version` of eth0 (default: the kernel's, i.e. v3). */
   igmpVersion?: 1 | 2 | 3;
+  /**
+   * An IPv6 address too, CIDR (e.g. `fd00:10::11/64`): IPv6 is switched on for eth0 and
+   * lo (the lab keeps it off elsewhere), and addPod resolves once DAD has passed for it
+   * and for the link-local address. Default route via the gateway's address6, if it has one.
+   */
+  address6?: string;
+  /** `force_mld_version` of eth0, with address6 (default: the kernel's, i.e. v2). */
+  mldVersion?: 1 | 2;
   /** Leave transmit checksum offload on (default off: docs/architecture.md, "Open vSwitch"). */
   txOffload?: boolean;
 }
@@ -91,9 +101,17 @@ export interface OvsPod {
   readonly ofport: number;
   readonly address: string;
   readonly prefixLength: number;
+  /** The IPv6 address given as address6 (without the prefix length, RFC 5952 form); undefined for an IPv4-only pod. */
+  readonly address6: string | undefined;
+  readonly prefixLength6: number | undefined;
+  /** eth0's link-local address (past DAD), with address6. */
+  readonly linkLocal6: string | undefined;
   /** MAC of the pod's interface. */
   readonly mac: string;
-  /** Joins `group` with a UDP socket bound to `port`; resolves once the join call returned. */
+  /**
+   * Joins `group` with a UDP socket bound to `port`; resolves once the join call returned.
+   * An IPv6 group (or address) takes an IPv6 socket joined on eth0.
+   */
   listen(group: string, port: number): Promise<Receiver>;
   /** listen(), wait `durationMs`, stop(). */
   receive(group: string, port: number, durationMs: number): Promise<Datagram[]>;
@@ -106,6 +124,8 @@ export interface GatewayOptions {
   name?: string;
   /** The node's address on the pod network, CIDR (e.g. `10.10.1.1/24`). */
   address: string;
+  /** An IPv6 address too, CIDR (e.g. `fd00:10::1/64`); resolves once it has passed DAD. */
+  address6?: string;
 }
 
 /** The node's gateway: an OVS internal port (a tap device in the node's namespace with the netdev datapath). */
@@ -115,6 +135,8 @@ export interface OvsGateway {
   /** Without the prefix length. */
   readonly address: string;
   readonly prefixLength: number;
+  /** The IPv6 address given as address6, without the prefix length. */
+  readonly address6: string | undefined;
   readonly mac: string;
   /** Its ifindex in the node's namespace. */
   readonly ifindex: number;
@@ -268,10 +290,14 @@ export class OvsNode {
   /**
    * UDP sockets in the node's own namespace. Multicast joins and sends go through the
    * interface with `interfaceAddress` (default: the gateway's address, i.e. towards the
-   * pods; pass an uplink's address for the underlay).
+   * pods; pass an uplink's address for the underlay). IPv6 ones go through the gateway.
    */
   udp(interfaceAddress: string | undefined = this.gateway?.address): UdpEndpoint {
-    return udpEndpoint(this.lab, this.ns, { name: this.name, ...(interfaceAddress === undefined ? {} : { interfaceAddress }) });
+    return udpEndpoint(this.lab, this.ns, {
+      name: this.name,
+      ...(interfaceAddress === undefined ? {} : { interfaceAddress }),
+      ...(this.gateway === undefined ? {} : { interfaceName: this.gateway.name }),
+    });
   }
 
   /** `ovs-vsctl --db=<dbEndpoint> --timeout=20 <args>` */
@@ -436,6 +462,7 @@ export class OvsNode {
     const name = options.name ?? 'gw0';
     if (!/^[A-Za-z0-9_.-]{1,15}$/.test(name)) throw new RangeError(`bad interface name ${JSON.stringify(name)}`);
     const { address, prefixLength } = parseCidr(options.address);
+    const cidr6 = options.address6 === undefined ? undefined : parseCidr6(options.address6);
     await this.enableRouting();
     await this.vsctl('add-port', this.bridge, name, '--', 'set', 'interface', name, 'type=internal', 'external_ids:mcl-lab-type=gateway');
     const ofport = await this.ofportOf(name);
@@ -444,8 +471,9 @@ export class OvsNode {
     await this.lab.ip(this.ns, 'link', 'set', name, 'up');
     await this.lab.exec(this.ns, ['ethtool', '-K', name, 'tx', 'off']);
     await this.lab.sysctl(this.ns, `net.ipv4.conf.${name}.rp_filter`, 0);
+    if (cidr6) await this.addIpv6(this.ns, name, cidr6, 0);
     const { mac, ifindex } = await this.linkInfo(this.ns, name);
-    this.gateway = { name, ofport, address, prefixLength, mac, ifindex };
+    this.gateway = { name, ofport, address, prefixLength, address6: cidr6?.address, mac, ifindex };
     return this.gateway;
   }
 
@@ -506,6 +534,19 @@ export class OvsNode {
     }
   }
 
+  /**
+   * IPv6 on for `iface` (and lo) in `ns`, MLD forced to `mldVersion` (0: the kernel's
+   * choice), `cidr` added; resolves with the link-local address once DAD has passed for
+   * both. Run once the interface is up and plugged in, so that its DAD and MLD go through
+   * the switch.
+   */
+  private async addIpv6(ns: string, iface: string, cidr: { address: string; prefixLength: number }, mldVersion: 0 | 1 | 2): Promise<string> {
+    await this.lab.sysctl(ns, 'net.ipv6.conf.lo.disable_ipv6', 0);
+    await enableIpv6(this.lab, ns, iface, mldVersion);
+    await this.lab.ip(ns, '-6', 'addr', 'add', `${cidr.address}/${cidr.prefixLength}`, 'dev', iface);
+    return waitForDad(this.lab, ns, iface, [cidr.address]);
+  }
+
   private async linkInfo(ns: string, iface: string): Promise<{ mac: string; ifindex: number }> {
     const { stdout } = await this.lab.ip(ns, '-j', 'link', 'show', iface);
     const [link] = JSON.parse(stdout) as { address?: string; ifindex?: number }[];
@@ -519,10 +560,13 @@ export class OvsNode {
    * A pod: namespace `mcl<id>-<node>-<name>` whose eth0 is one end of a veth; the other
    * end is a port of the bridge, with the external_ids a CNI plugin writes. eth0 gets the
    * address, a default route, the multicast route 224.0.0.0/4 and transmit checksum
-   * offload off.
+   * offload off. With `address6`, eth0 is dual-stack: IPv6 on, the address added once the
+   * port is on the bridge, and addPod resolves after DAD (a duplicate fails it).
    */
   async addPod(name: string, options: OvsPodOptions): Promise<OvsPod> {
     const { address, prefixLength } = parseCidr(options.address);
+    const cidr6 = options.address6 === undefined ? undefined : parseCidr6(options.address6);
+    if (options.mldVersion !== undefined && cidr6 === undefined) throw new RangeError(`pod ${name}: mldVersion without address6`);
     const ns = await this.lab.namespace(`${this.name}-${name}`);
     const port = this.lab.ifname(this.portSuffix(name));
     // Created inside the pod's namespace with the peer moved straight into the node's,
@@ -560,7 +604,26 @@ export class OvsNode {
       ...Object.entries(externalIds).map(([key, value]) => `external_ids:${key}="${value}"`),
     );
     const ofport = await this.ofportOf(port);
-    const pod = new LabPod(this, { name, ns, iface: POD_IFACE, port, ofport, address, prefixLength, mac });
+    // IPv6 last, once the port is on the bridge: DAD and the kernel's MLD go through OVS.
+    let linkLocal6: string | undefined;
+    if (cidr6) {
+      linkLocal6 = await this.addIpv6(ns, POD_IFACE, cidr6, options.mldVersion ?? 0);
+      const gateway6 = this.gateway?.address6;
+      if (gateway6 !== undefined) await this.lab.ip(ns, '-6', 'route', 'add', 'default', 'via', gateway6, 'dev', POD_IFACE);
+    }
+    const pod = new LabPod(this, {
+      name,
+      ns,
+      iface: POD_IFACE,
+      port,
+      ofport,
+      address,
+      prefixLength,
+      address6: cidr6?.address,
+      prefixLength6: cidr6?.prefixLength,
+      linkLocal6,
+      mac,
+    });
     this.pods.push(pod);
     return pod;
   }
@@ -615,43 +678,74 @@ function reserveSuffix(lab: Lab, wanted: string, exact: boolean, fallback = 'u')
 // itself, an external host.
 
 /**
- * argv: address port ifaddr. For a multicast address: binds to it and joins it
- * (IP_ADD_MEMBERSHIP on the interface with address `ifaddr`, or if that is empty on the one
- * the multicast route picks); for a unicast address: binds to it. Prints "ready", then one
- * JSON line per datagram, until stdin closes. IP_MULTICAST_ALL=0: deliver only the group
- * this socket joined.
+ * argv: address port ifaddr ifname. An IPv4 address: for a multicast one, binds to it and
+ * joins it (IP_ADD_MEMBERSHIP on the interface with address `ifaddr`, or if that is empty
+ * on the one the multicast route picks); for a unicast one, binds to it. An IPv6 address
+ * (it has a colon): an AF_INET6 socket bound to it (scope: interface `ifname`), and a
+ * multicast one joined on `ifname` (IPV6_JOIN_GROUP: IPv6 has no route that picks one).
+ * Prints "ready", then one JSON line per datagram, until stdin closes.
+ * IP_MULTICAST_ALL=0 (IPV6_MULTICAST_ALL=0 where the kernel has it, 4.20 on): deliver
+ * only the group this socket joined.
  */
 const RECEIVER_PY = `
 import json, select, socket, sys
 address, port, ifaddr = sys.argv[1], int(sys.argv[2]), sys.argv[3] or "0.0.0.0"
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.setsockopt(socket.IPPROTO_IP, 49, 0)
-s.bind((address, port))
-if 224 <= int(address.split(".")[0]) <= 239:
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(address) + socket.inet_aton(ifaddr))
+ifname = sys.argv[4]
+if ":" in address:
+    ifindex = socket.if_nametoindex(ifname) if ifname else 0
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.setsockopt(socket.IPPROTO_IPV6, 29, 0)
+    except OSError:
+        pass
+    s.bind((address, port, 0, ifindex))
+    if address.lower().startswith("ff"):
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, address) + ifindex.to_bytes(4, sys.byteorder))
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IP, 49, 0)
+    s.bind((address, port))
+    if 224 <= int(address.split(".")[0]) <= 239:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(address) + socket.inet_aton(ifaddr))
 print("ready", flush=True)
 while True:
     readable, _, _ = select.select([s, sys.stdin], [], [])
     if s in readable:
-        data, (host, sport) = s.recvfrom(65535)
+        data, peer = s.recvfrom(65535)
+        host, sport = peer[0], peer[1]
         print(json.dumps({"from": host, "fromPort": sport, "payload": data.decode("latin-1")}), flush=True)
     if sys.stdin in readable and not sys.stdin.readline():
         break
 s.close()
 `;
 
-/** argv: address port count intervalMs ttl tag ifaddr. Prints "sent <count>" at the end. */
+/**
+ * argv: address port count intervalMs ttl tag ifaddr ifname. Prints "sent <count>" at the
+ * end. An IPv6 address: out of interface `ifname` (IPV6_MULTICAST_IF, and the scope of a
+ * link-local destination), `ttl` as IPV6_MULTICAST_HOPS.
+ */
 const SENDER_PY = `
 import socket, sys, time
 address, port, count, interval, ttl, tag, ifaddr = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5]), sys.argv[6], sys.argv[7]
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, ttl)
-if ifaddr:
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ifaddr))
+ifname = sys.argv[8]
+if ":" in address:
+    ifindex = socket.if_nametoindex(ifname) if ifname else 0
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, ttl)
+    if ifindex:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, ifindex)
+    destination = (address, port, 0, ifindex)
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, ttl)
+    if ifaddr:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ifaddr))
+    destination = (address, port)
 for i in range(count):
     if i: time.sleep(interval)
-    s.sendto(f"{tag} {i}".encode(), (address, port))
+    s.sendto(f"{tag} {i}".encode(), destination)
 print(f"sent {count}", flush=True)
 `;
 
@@ -664,6 +758,11 @@ export interface UdpEndpointOptions {
    * route (224.0.0.0/4) picks, which pods and hosts have; a node namespace has none.
    */
   interfaceAddress?: string;
+  /**
+   * The interface IPv6 sockets join on and send out of (IPv6 picks no interface for a
+   * multicast group by a route): required for IPv6 groups.
+   */
+  interfaceName?: string;
 }
 
 /** Listening and sending UDP (multicast or unicast) from inside one namespace, with ordinary sockets. */
@@ -683,20 +782,21 @@ export interface UdpEndpoint {
 /** A UdpEndpoint for namespace `ns` (e.g. an external host's, or a node's with `interfaceAddress`). */
 export function udpEndpoint(lab: Lab, ns: string, options: UdpEndpointOptions): UdpEndpoint {
   return {
-    listen: (address, port) => listenUdp(lab, ns, address, port, options.interfaceAddress),
+    listen: (address, port) => listenUdp(lab, ns, address, port, options),
     receive: async (address, port, durationMs) => {
-      const receiver = await listenUdp(lab, ns, address, port, options.interfaceAddress);
+      const receiver = await listenUdp(lab, ns, address, port, options);
       await sleep(durationMs);
       return receiver.stop();
     },
-    send: (address, port, count, sendOptions = {}) => sendUdp(lab, ns, address, port, count, options.name, options.interfaceAddress, sendOptions),
+    send: (address, port, count, sendOptions = {}) => sendUdp(lab, ns, address, port, count, options, sendOptions),
   };
 }
 
-async function listenUdp(lab: Lab, ns: string, address: string, port: number, interfaceAddress: string | undefined): Promise<Receiver> {
+async function listenUdp(lab: Lab, ns: string, address: string, port: number, endpoint: UdpEndpointOptions): Promise<Receiver> {
+  const { interfaceAddress } = endpoint;
   checkAddressAndPort(address, port);
-  if (interfaceAddress !== undefined) checkAddressAndPort(interfaceAddress, 1);
-  const child = lab.spawn(ns, ['python3', '-u', '-c', RECEIVER_PY, address, String(port), interfaceAddress ?? '']);
+  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress)) throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
+  const child = lab.spawn(ns, ['python3', '-u', '-c', RECEIVER_PY, address, String(port), interfaceAddress ?? '', interfaceNameFor(address, endpoint)]);
   const received: Datagram[] = [];
   let stderr = '';
   child.stderr!.setEncoding('utf8');
@@ -728,22 +828,23 @@ async function listenUdp(lab: Lab, ns: string, address: string, port: number, in
   };
 }
 
-async function sendUdp(
-  lab: Lab,
-  ns: string,
-  address: string,
-  port: number,
-  count: number,
-  defaultTag: string,
-  interfaceAddress: string | undefined,
-  options: SendOptions,
-): Promise<void> {
+async function sendUdp(lab: Lab, ns: string, address: string, port: number, count: number, endpoint: UdpEndpointOptions, options: SendOptions): Promise<void> {
+  const { interfaceAddress } = endpoint;
   checkAddressAndPort(address, port);
-  if (interfaceAddress !== undefined) checkAddressAndPort(interfaceAddress, 1);
+  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress)) throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`bad count ${count}`);
-  const tag = options.tag ?? defaultTag;
+  const tag = options.tag ?? endpoint.name;
   if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
-  const argv = [address, String(port), String(count), String(options.intervalMs ?? 10), String(options.ttl ?? 1), tag, interfaceAddress ?? ''];
+  const argv = [
+    address,
+    String(port),
+    String(count),
+    String(options.intervalMs ?? 10),
+    String(options.ttl ?? 1),
+    tag,
+    interfaceAddress ?? '',
+    interfaceNameFor(address, endpoint),
+  ];
   await lab.exec(ns, ['python3', '-c', SENDER_PY, ...argv]);
 }
 
@@ -755,6 +856,9 @@ interface PodFields {
   ofport: number;
   address: string;
   prefixLength: number;
+  address6: string | undefined;
+  prefixLength6: number | undefined;
+  linkLocal6: string | undefined;
   mac: string;
 }
 
@@ -766,6 +870,9 @@ class LabPod implements OvsPod {
   readonly ofport: number;
   readonly address: string;
   readonly prefixLength: number;
+  readonly address6: string | undefined;
+  readonly prefixLength6: number | undefined;
+  readonly linkLocal6: string | undefined;
   readonly mac: string;
   private readonly udp: UdpEndpoint;
 
@@ -780,8 +887,11 @@ class LabPod implements OvsPod {
     this.ofport = fields.ofport;
     this.address = fields.address;
     this.prefixLength = fields.prefixLength;
+    this.address6 = fields.address6;
+    this.prefixLength6 = fields.prefixLength6;
+    this.linkLocal6 = fields.linkLocal6;
     this.mac = fields.mac;
-    this.udp = udpEndpoint(node.lab, fields.ns, { name: fields.name });
+    this.udp = udpEndpoint(node.lab, fields.ns, { name: fields.name, interfaceName: fields.iface });
   }
 
   listen(group: string, port: number): Promise<Receiver> {
@@ -797,7 +907,16 @@ class LabPod implements OvsPod {
   }
 }
 
+/** The interface an IPv6 socket for `address` uses ('' for IPv4: the scripts ignore it there). */
+function interfaceNameFor(address: string, endpoint: UdpEndpointOptions): string {
+  if (!isIPv6(address)) return '';
+  const name = endpoint.interfaceName;
+  if (name === undefined || !/^[A-Za-z0-9_.-]{1,15}$/.test(name))
+    throw new RangeError(`IPv6 ${address} needs an interface name (UdpEndpointOptions.interfaceName), got ${JSON.stringify(name)}`);
+  return name;
+}
+
 function checkAddressAndPort(address: string, port: number): void {
-  if (!/^\d+\.\d+\.\d+\.\d+$/.test(address)) throw new RangeError(`not an IPv4 address: ${JSON.stringify(address)}`);
+  if (!isIPv4(address) && !isIPv6(address)) throw new RangeError(`not an IPv4 or IPv6 address: ${JSON.stringify(address)}`);
   if (!Number.isInteger(port) || port <= 0 || port > 0xffff) throw new RangeError(`bad UDP port ${port}`);
 }

@@ -63,17 +63,17 @@ describe('snoopFrame', () => {
     const broken = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01'), meta)!;
     assert.equal(broken.type, 'malformed');
     assert.deepEqual(broken.calls, []);
-    assert.equal(snoopFrame(ethernetFrame(Buffer.from([1, 2, 3]), 0x86dd), meta), undefined, 'not IPv4');
+    assert.equal(snoopFrame(ethernetFrame(Buffer.from([1, 2, 3]), 0x0806), meta), undefined, 'neither IPv4 nor IPv6');
   });
 
-  it('MLD, well formed or not, is left alone: no event, no counter, no call', () => {
+  it('MLD is snooped like IGMP: an MLDv1 report is a report in IGMPv2 terms; broken MLD is counted as malformed', () => {
     const report = mldFrame.encodeFrame({ message: { kind: 'report', version: 1, group: 'ff0e::1234' }, src: 'fe80::1', dst: 'ff0e::1234' });
     assert.equal(decodeFrame(ipLocator(1), report, meta)?.kind, 'mld', 'the frame is MLD');
-    assert.equal(snoopFrame(report, meta), undefined);
+    assert.deepEqual(snoopFrame(report, meta)!.calls, [{ op: 'report', group: groupAddress('ff0e::1234'), host: hostAddress('fe80::1'), version: 2 }]);
     const broken = Buffer.from(report);
     broken[broken.length - 1] = broken[broken.length - 1]! ^ 0xff; // the checksum no longer matches
     assert.equal(decodeFrame(ipLocator(1), broken, meta)?.kind, 'malformed', 'the frame is malformed MLD');
-    assert.equal(snoopFrame(broken, meta), undefined);
+    assert.deepEqual([snoopFrame(broken, meta)!.type, snoopFrame(broken, meta)!.calls], ['malformed', []]);
   });
 
   it('the decoded event is what snoop decodes from the same frame', () => {
@@ -490,21 +490,40 @@ describe('OvsProgrammer', () => {
     const ovs = new FakeOpenFlow();
     const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.installBase(undefined);
-    const drop = pipeline.unknownGroupDrop();
-    assert.deepEqual(drop.actions, []);
-    assert.equal(drop.priority, 190);
-    assert.equal(ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD').length, 3);
+    const drops = pipeline.unknownGroupDrop();
+    assert.deepEqual(
+      drops.map((drop) => [drop.match.ipDst, drop.actions, drop.priority]),
+      [
+        ['224.0.0.0', [], 190],
+        ['ff00::', [], 190],
+      ],
+    );
+    // IGMP, MLD's four types, link scope and the drop, for each family.
+    assert.equal(ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD').length, 9);
   });
 
-  it('base flows: all IGMP to the controller, link-local flooded, other multicast to the gateway', async () => {
+  it('base flows: all IGMP and MLD to the controller, link-local flooded, other multicast to the gateway', async () => {
     const ovs = new FakeOpenFlow();
     const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.installBase(1);
     const flows = ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD');
-    assert.equal(flows.length, 3);
-    const igmpFlow = pipeline.igmpToController();
-    assert.equal(igmpFlow.match.inPort, undefined, 'every port');
-    assert.equal(igmpFlow.priority, 300);
-    assert.deepEqual(pipeline.unknownGroupToGateway(1).actions, [{ type: 'output', port: 1 }]);
+    assert.equal(flows.length, 9);
+    const membership = pipeline.membershipToController();
+    assert.deepEqual(
+      membership.map((flow) => [flow.match.inPort, flow.priority, flow.match.ethType, flow.match.ipProto, flow.match.icmpv6Type]),
+      [[undefined, 300, 0x0800, 2, undefined], ...[130, 131, 132, 143].map((type) => [undefined, 300, 0x86dd, 58, type])],
+      'every port; MLD by its four types, so Neighbor Discovery stays out',
+    );
+    assert.deepEqual(
+      pipeline.unknownGroupToGateway(1).map((flow) => flow.actions),
+      [[{ type: 'output', port: 1 }], [{ type: 'output', port: 1 }]],
+    );
+    assert.deepEqual(
+      pipeline.linkLocalFlood().map((flow) => [flow.match.ipDst, flow.match.ipDstMask]),
+      [
+        ['224.0.0.0', '255.255.255.0'],
+        ['ff02::', 'ff0f::'],
+      ],
+    );
   });
 });

@@ -57,6 +57,7 @@ describe('planReload', () => {
       queryInterval: '100s',
       queryResponseInterval: '5s',
       queryVersions: '2,3',
+      mldQueryVersions: '1,2',
       robustness: '3',
       lastMemberQueryInterval: '2s',
       fastLeave: false,

@@ -45,7 +45,7 @@ describe('declared state file', () => {
     ['an unknown key in a group', 'groups:\n  - group: 239.1.2.3\n    portz: [a]\n', /^g\.yaml:3: unknown key "portz"/],
     ['a unicast group', 'groups:\n  - group: 10.0.0.1\n    ports: [a]\n', /^g\.yaml:2: 10\.0\.0\.1 is not a multicast address/],
     ['a link-local group', 'groups:\n  - group: 224.0.0.251\n    ports: [a]\n', /^g\.yaml:2: 224\.0\.0\.251 is link-local/],
-    ['not an address', 'groups:\n  - group: 239.1.2\n    ports: [a]\n', /^g\.yaml:2: "239\.1\.2" is not an IPv4 address/],
+    ['not an address', 'groups:\n  - group: 239.1.2\n    ports: [a]\n', /^g\.yaml:2: "239\.1\.2" is not an IPv4 or IPv6 address/],
     ['no ports', 'groups:\n  - group: 239.1.2.3\n', /^g\.yaml:2: group 239\.1\.2\.3 needs "ports"/],
     ['an empty port list', 'groups:\n  - group: 239.1.2.3\n    ports: []\n', /^g\.yaml:3: "ports" must be a non-empty list/],
     ['port 0', 'groups:\n  - group: 239.1.2.3\n    ports: [0]\n', /^g\.yaml:3: port 0 is not an OpenFlow port number/],

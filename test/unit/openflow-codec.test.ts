@@ -393,9 +393,53 @@ describe('OpenFlow codec: parts', () => {
   it('OXM: fields of other classes and unknown basic fields pass through as RAW', () => {
     // NXM_NX_REG0 (class 0x0001, field 0) = 42, as OVS puts registers into a packet-in's match.
     assertRoundTrip(oxm, { field: 'RAW', oxmClass: 0x0001, oxmField: 0, hasMask: false, payload: hex('0000002a') }, hex('00010004 0000002a'));
-    // OXM_OF_IPV6_SRC (basic field 26), not interpreted here.
-    const ipv6 = hex('fe800000000000000000000000000001');
-    assertRoundTrip(oxm, { field: 'RAW', oxmClass: 0x8000, oxmField: 26, hasMask: false, payload: ipv6 }, Buffer.concat([hex('80003410'), ipv6]));
+    // OXM_OF_IPV6_FLABEL (basic field 28), not interpreted here: 28 << 1 = 0x38, 4 octets.
+    assertRoundTrip(oxm, { field: 'RAW', oxmClass: 0x8000, oxmField: 28, hasMask: false, payload: hex('000abcde') }, hex('80003804 000abcde'));
+  });
+
+  it('OXM: IPv6 fields are class 0x8000, field << 1 | hasmask, 16 octets (32 masked), as OpenFlow 1.3.5 §7.2.3 lays them out', () => {
+    // OXM_OF_IPV6_SRC: field 26 → 0x34.
+    assertRoundTrip(oxm, { field: 'IPV6_SRC', value: '2001:db8::5' }, hex('80003410 20010db8000000000000000000000005'));
+    assertRoundTrip(
+      oxm,
+      { field: 'IPV6_SRC', value: '2001:db8::', mask: 'ffff:ffff::' },
+      hex('80003520 20010db8000000000000000000000000 ffffffff000000000000000000000000'),
+    );
+    // OXM_OF_IPV6_DST: field 27 → 0x36, masked 0x37.
+    assertRoundTrip(oxm, { field: 'IPV6_DST', value: 'ff3e::8000:1' }, hex('80003610 ff3e0000000000000000000080000001'));
+    assertRoundTrip(
+      oxm,
+      { field: 'IPV6_DST', value: 'ff02::', mask: 'ff0f::' },
+      hex('80003720 ff020000000000000000000000000000 ff0f0000000000000000000000000000'),
+    );
+    // OXM_OF_ICMPV6_TYPE: field 29 → 0x3a, 1 octet (143, an MLDv2 report); ICMPV6_CODE: field 30 → 0x3c.
+    assertRoundTrip(oxm, { field: 'ICMPV6_TYPE', value: 143 }, hex('80003a01 8f'));
+    assertRoundTrip(oxm, { field: 'ICMPV6_CODE', value: 0 }, hex('80003c01 00'));
+  });
+
+  it('OXM: decoded IPv6 text is RFC 5952 canonical, whatever text was encoded', () => {
+    const bytes = oxm.encode({ field: 'IPV6_DST', value: 'FF3E:0:0::8000:0001' });
+    assert.deepEqual(oxm.decode(bytes), { field: 'IPV6_DST', value: 'ff3e::8000:1' });
+  });
+
+  it('OXM: an IPv6 field of the wrong length is a DecodeError', () => {
+    for (const bad of ['80003404 20010db8', '80003610 ff3e00000000000000000000800000', '80003720 ff020000000000000000000000000000', '80003a02 8f00']) {
+      const bytes = hex(bad);
+      assert.throws(() => oxm.decode(bytes, 0, bytes.length), DecodeError, bad);
+    }
+  });
+
+  it('match: MLD to the controller is ETH_TYPE 0x86dd, IP_PROTO 58, ICMPV6_TYPE, in prerequisite order', () => {
+    // 4 + 6 + 5 + 5 = 20, padded to 24.
+    assertRoundTrip(
+      match,
+      [
+        { field: 'ETH_TYPE', value: 0x86dd },
+        { field: 'IP_PROTO', value: 58 },
+        { field: 'ICMPV6_TYPE', value: 143 },
+      ],
+      hex('0001 0014 80000a02 86dd 80001401 3a 80003a01 8f 00000000'),
+    );
   });
 
   it('actions: unknown and experimenter actions pass through as RAW', () => {
@@ -512,4 +556,39 @@ describe('OpenFlow codec: ovs-ofctl ofp-print agrees', { skip: haveOfctl ? false
       assert.match(ofpPrint(openflow.encode(vector.message))!, expected);
     });
   }
+
+  it('IPv6 match fields: an (S,G) flow and MLD to the controller', () => {
+    const sourceFlow = flowMod({
+      xid: 2,
+      priority: 210,
+      match: [
+        { field: 'ETH_TYPE', value: 0x86dd },
+        { field: 'IPV6_SRC', value: '2001:db8::5' },
+        { field: 'IPV6_DST', value: 'ff3e::8000:1' },
+      ],
+      instructions: [applyActions([group(7)])],
+    });
+    assert.match(ofpPrint(openflow.encode(sourceFlow))!, /ADD priority=210,ipv6,ipv6_src=2001:db8::5,ipv6_dst=ff3e::8000:1 actions=group:7/);
+    const linkScope = flowMod({
+      xid: 2,
+      priority: 250,
+      match: [
+        { field: 'ETH_TYPE', value: 0x86dd },
+        { field: 'IPV6_DST', value: 'ff02::', mask: 'ff0f::' },
+      ],
+      instructions: [applyActions([output(OfpPort.FLOOD)])],
+    });
+    assert.match(ofpPrint(openflow.encode(linkScope))!, /ADD priority=250,ipv6,ipv6_dst=ff02::\/ff0f:: actions=FLOOD/);
+    const mld = flowMod({
+      xid: 2,
+      priority: 300,
+      match: [
+        { field: 'ETH_TYPE', value: 0x86dd },
+        { field: 'IP_PROTO', value: 58 },
+        { field: 'ICMPV6_TYPE', value: 143 },
+      ],
+      instructions: [applyActions([toController()])],
+    });
+    assert.match(ofpPrint(openflow.encode(mld))!, /ADD priority=300,icmp6,icmp_type=143 actions=CONTROLLER/);
+  });
 });

@@ -68,7 +68,16 @@ describe('OpenFlow lookup tables', () => {
     for (const [name, spec] of Object.entries(OXM_FIELDS)) assert.equal(oxmFieldName(spec.number), name);
     assert.equal(OXM_FIELDS.IPV4_DST.number, 12);
     assert.equal(OXM_FIELDS.IP_PROTO.number, 10);
-    assert.equal(oxmFieldName(26), undefined); // IPV6_SRC: passed through raw
+    assert.equal(OXM_FIELDS.IPV6_SRC.number, 26);
+    assert.equal(OXM_FIELDS.IPV6_DST.number, 27);
+    assert.equal(OXM_FIELDS.ICMPV6_TYPE.number, 29);
+    assert.equal(OXM_FIELDS.ICMPV6_CODE.number, 30);
+    assert.equal(oxmFieldName(26), 'IPV6_SRC');
+    assert.equal(oxmFieldName(27), 'IPV6_DST');
+    assert.equal(oxmFieldName(29), 'ICMPV6_TYPE');
+    assert.equal(oxmFieldName(30), 'ICMPV6_CODE');
+    assert.equal(oxmFieldName(28), undefined); // IPV6_FLABEL: passed through raw
+    assert.equal(oxmFieldName(31), undefined); // IPV6_ND_TARGET: Neighbor Discovery is never matched
   });
 
   it('reserved ports', () => {

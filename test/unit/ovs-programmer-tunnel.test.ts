@@ -62,11 +62,21 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
     const { ovs, programmer } = await started();
     await programmer.installBase(GATEWAY, TUNNEL);
     const drops = ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop);
-    assert.deepEqual(drops.map((flow) => flow.priority).sort(), [priorities.gatewayDrop, priorities.tunnelDrop].sort());
-    const inPorts = drops
-      .map((flow) => flow.match.find((field) => field.field === 'IN_PORT'))
-      .map((field) => (field !== undefined && 'value' in field ? field.value : undefined));
-    assert.deepEqual(inPorts.sort(), [GATEWAY, TUNNEL]);
+    // One drop a family on each port: IPv4's 224.0.0.0/4 and IPv6's ff00::/8.
+    const fieldValue = (flow: FlowStats, name: string) => {
+      const field = flow.match.find((each) => each.field === name);
+      return field !== undefined && 'value' in field ? field.value : undefined;
+    };
+    const slots = drops.map((flow) => `${flow.priority}/${fieldValue(flow, 'IN_PORT')}/${fieldValue(flow, 'ETH_TYPE')?.toString(16)}`).sort();
+    assert.deepEqual(
+      slots,
+      [
+        `${priorities.gatewayDrop}/${GATEWAY}/800`,
+        `${priorities.gatewayDrop}/${GATEWAY}/86dd`,
+        `${priorities.tunnelDrop}/${TUNNEL}/800`,
+        `${priorities.tunnelDrop}/${TUNNEL}/86dd`,
+      ].sort(),
+    );
     assert.ok(
       drops.every(
         (flow) => flow.instructions.length === 0 || flow.instructions.every((instruction) => 'actions' in instruction && instruction.actions.length === 0),
@@ -81,7 +91,8 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
     await programmer.installBase(undefined, TUNNEL);
     assert.deepEqual(
       ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop).map((flow) => flow.priority),
-      [priorities.tunnelDrop],
+      [priorities.tunnelDrop, priorities.tunnelDrop],
+      'one a family',
     );
     await programmer.installBase(GATEWAY, 7);
     const restarted = await started(ovs);
@@ -92,13 +103,22 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
       'read back and removed by a base without the tunnel',
     );
     const deleted = flowMods(ovs.batches.at(-1)).filter((mod) => mod.command === FlowModCommand.DELETE_STRICT);
-    assert.deepEqual(deleted.map((mod) => mod.priority).sort(), [priorities.gatewayDrop, priorities.tunnelDrop].sort());
+    assert.deepEqual(
+      deleted.map((mod) => mod.priority).sort(),
+      [priorities.gatewayDrop, priorities.gatewayDrop, priorities.tunnelDrop, priorities.tunnelDrop].sort(),
+    );
   });
 
   it('without a tunnel the base is what it always was', async () => {
     const { ovs, programmer } = await started();
     await programmer.installBase(GATEWAY);
-    assert.deepEqual(ops(ovs.batches.at(-1)), ['flow-0:300', 'flow-0:250', 'flow-0:190']);
+    // IGMP and MLD's four types to the controller, then per family the link-scope flood and unknown groups to the gateway: no drops.
+    assert.deepEqual(ops(ovs.batches.at(-1)), [
+      ...Array<string>(5).fill('flow-0:300'),
+      ...Array<string>(2).fill('flow-0:250'),
+      ...Array<string>(2).fill('flow-0:190'),
+    ]);
+    assert.equal(ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop).length, 0);
   });
 });
 

@@ -104,10 +104,10 @@ describe('(S,G) forwarding: the A/B/C example', () => {
     assert.equal(s1.source, S1);
     assert.equal(s2.source, S2);
     // Flows: the (*,G) one as before, the (S,G) ones at sourceGroup with the source matched.
-    assert.deepEqual(star.flow.match, { ethType: 0x0800, ipv4Dst: G });
+    assert.deepEqual(star.flow.match, { ethType: 0x0800, ipDst: G });
     assert.equal(star.flow.priority, 200);
-    assert.deepEqual(s1.flow.match, { ethType: 0x0800, ipv4Dst: G, ipv4Src: S1 });
-    assert.deepEqual(s2.flow.match, { ethType: 0x0800, ipv4Dst: G, ipv4Src: S2 });
+    assert.deepEqual(s1.flow.match, { ethType: 0x0800, ipDst: G, ipSrc: S1 });
+    assert.deepEqual(s2.flow.match, { ethType: 0x0800, ipDst: G, ipSrc: S2 });
     for (const forwarding of [s1, s2]) {
       assert.equal(forwarding.flow.priority, 210);
       assert.deepEqual(decodeFlowCookie(forwarding.flow.cookie, 0x4d43), {
@@ -188,7 +188,7 @@ describe('(S,G) forwarding in tunnel mode', () => {
     assert.deepEqual(forwarding.groups.slice(0, -1), [{ groupId: linkOne, buckets: [{ type: 'output', port: A }] }]);
     assert.deepEqual(
       forwarding.ingress?.map((flow) => [flow.priority, flow.match, flow.actions]),
-      [TUN, GW].map((inPort) => [275, { inPort, ethType: 0x0800, ipv4Dst: G, ipv4Src: S1 }, [{ type: 'group', groupId: linkOne }]]),
+      [TUN, GW].map((inPort) => [275, { inPort, ethType: 0x0800, ipDst: G, ipSrc: S1 }, [{ type: 'group', groupId: linkOne }]]),
     );
     for (const flow of forwarding.ingress ?? []) {
       assert.deepEqual(decodeFlowCookie(flow.cookie, 0x4d43), { prefix: 0x4d43, kind: FlowKind.SourceIngressForward, value: G_VALUE, flags: 1 });
@@ -310,9 +310,9 @@ describe('(S,G) entries on the wire and read back', () => {
 
   it('leaves flows whose match and cookie disagree as other flows of ours', () => {
     const pipeline = small();
-    const wrongValue = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipv4Dst: '239.1.2.4', ipv4Src: S1 } };
-    const noSource = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipv4Dst: G } };
-    const groupWithSource = { ...pipeline.groupFlow(G), match: { ethType: 0x0800, ipv4Dst: G, ipv4Src: S1 } };
+    const wrongValue = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipDst: '239.1.2.4', ipSrc: S1 } };
+    const noSource = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipDst: G } };
+    const groupWithSource = { ...pipeline.groupFlow(G), match: { ethType: 0x0800, ipDst: G, ipSrc: S1 } };
     const orphanIngress = pipeline.sourceIngressForward({ group: G, source: S3, inPort: TUN, linkOne: undefined });
     const installed = pipeline.readInstalled([wrongValue, noSource, groupWithSource, orphanIngress], []);
     assert.deepEqual(installed.groups, []);
@@ -348,7 +348,7 @@ describe('(S,G) plans', () => {
     for (const change of changes) {
       if (change.op === 'add-group' || change.op === 'modify-group') assert.ok(s3Ids.has(change.entry.groupId), `group ${change.entry.groupId} is S3's`);
       else if (change.op === 'delete-group') assert.ok(s3Ids.has(change.groupId));
-      else if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow') assert.equal(change.entry.match.ipv4Src, S3);
+      else if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow') assert.equal(change.entry.match.ipSrc, S3);
       else assert.fail(`unexpected ${change.op}`);
     }
     assert.deepEqual(
@@ -365,7 +365,7 @@ describe('(S,G) plans', () => {
     const [bare, sourced, absent] = planUninstall([G, { group: G, source: S2 }, { group: G, source: sourceAddress('10.0.0.99') }], installed);
     assert.deepEqual([bare?.source, bare?.outcome, bare?.ports], [undefined, 'removed', [C]]);
     assert.deepEqual(
-      bare?.changes.map((change) => (change.op === 'delete-flow' ? change.entry.match.ipv4Src : change.op)),
+      bare?.changes.map((change) => (change.op === 'delete-flow' ? change.entry.match.ipSrc : change.op)),
       [undefined, 'delete-group'],
     );
     assert.deepEqual([sourced?.source, sourced?.outcome, sourced?.ports], [S2, 'removed', [B, C]]);

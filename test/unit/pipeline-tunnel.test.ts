@@ -50,11 +50,12 @@ function describeGroup(entry: GroupEntry): string {
 
 /** One flow as `ovs-ofctl dump-flows` prints it (the fields the pipeline writes). */
 function describeFlow(flow: FlowEntry): string {
-  const { inPort, ipv4Dst, ipv4DstMask } = flow.match;
+  const { inPort, ethType, ipDst, ipDstMask } = flow.match;
+  const ipv6 = ethType === 0x86dd;
   const match = [
     ...(inPort === undefined ? [] : [`in_port=${inPort}`]),
-    'ip',
-    ...(ipv4Dst === undefined ? [] : [`nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`]),
+    ipv6 ? 'ipv6' : 'ip',
+    ...(ipDst === undefined ? [] : [`${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`]),
   ];
   const actions = flow.actions.map((action) => (action.type === 'group' ? `group:${action.groupId}` : action.type)).join(',') || 'drop';
   return `priority=${flow.priority},${match.join(',')} actions=${actions}`;
@@ -190,9 +191,15 @@ describe('tunnel mode: layout', () => {
 describe('tunnel mode: catch-all drops and priorities', () => {
   it('drops other multicast from the tunnel above link-local and from the gateway below it', () => {
     const pipeline = small();
-    assert.equal(describeFlow(pipeline.tunnelDrop(TUN)), 'priority=260,in_port=2,ip,nw_dst=224.0.0.0/240.0.0.0 actions=drop');
-    assert.equal(describeFlow(pipeline.gatewayDrop(GW)), 'priority=245,in_port=9,ip,nw_dst=224.0.0.0/240.0.0.0 actions=drop');
-    assert.equal(decodeFlowCookie(pipeline.tunnelDrop(TUN).cookie, 0x4d43)?.kind, FlowKind.IngressDrop);
+    assert.deepEqual(pipeline.tunnelDrop(TUN).map(describeFlow), [
+      'priority=260,in_port=2,ip,nw_dst=224.0.0.0/240.0.0.0 actions=drop',
+      'priority=260,in_port=2,ipv6,ipv6_dst=ff00::/ff00:: actions=drop',
+    ]);
+    assert.deepEqual(pipeline.gatewayDrop(GW).map(describeFlow), [
+      'priority=245,in_port=9,ip,nw_dst=224.0.0.0/240.0.0.0 actions=drop',
+      'priority=245,in_port=9,ipv6,ipv6_dst=ff00::/ff00:: actions=drop',
+    ]);
+    assert.equal(decodeFlowCookie(pipeline.tunnelDrop(TUN)[0]!.cookie, 0x4d43)?.kind, FlowKind.IngressDrop);
     const { linkLocal, group, unknownGroup, sendPolicy } = DEFAULT_PIPELINE_CONFIG.priorities;
     const { ingress, tunnelDrop, gatewayDrop } = DEFAULT_TUNNEL_PRIORITIES;
     const order = [sendPolicy, ingress, tunnelDrop, linkLocal, gatewayDrop, group, unknownGroup];
@@ -201,11 +208,12 @@ describe('tunnel mode: catch-all drops and priorities', () => {
       [...order].sort((a, b) => b - a),
     );
     assert.equal(new Set(order).size, order.length);
-    const drops = throughTheWire([], [pipeline.tunnelDrop(TUN), pipeline.gatewayDrop(GW)]).flows;
-    assert.deepEqual(drops, [pipeline.tunnelDrop(TUN), pipeline.gatewayDrop(GW)], 'read back as written');
+    const written = [...pipeline.tunnelDrop(TUN), ...pipeline.gatewayDrop(GW)];
+    const drops = throughTheWire([], written).flows;
+    assert.deepEqual(drops, written, 'read back as written');
     const installed = pipeline.readInstalled(drops, []);
-    assert.equal(installed.otherFlows.length, 2, 'ours, in otherFlows');
-    assert.equal(planUninstallAll(installed).extra.length, 2);
+    assert.equal(installed.otherFlows.length, 4, 'ours, in otherFlows');
+    assert.equal(planUninstallAll(installed).extra.length, 4);
   });
 
   it('validates the order of the tunnel priorities', () => {

@@ -3,10 +3,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
-import { MulticastPipeline, type FlowEntry, type GroupEntry } from '../../src/domain/pipeline/multicast-pipeline.js';
-import { changeMessage } from '../../src/domain/pipeline/openflow-entries.js';
-import { planInstall, planUninstall, planUninstallAll } from '../../src/domain/pipeline/plan.js';
-import { groupAddress } from '../../src/wire/ip-address.js';
+import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupForwarding } from '../../src/domain/pipeline/multicast-pipeline.js';
+import { changeMessage, flowEntryOf, groupEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
+import { type PipelineChange, planInstall, planUninstall, planUninstallAll } from '../../src/domain/pipeline/plan.js';
+import { decode as decodeMessage, encode as encodeMessage } from '../../src/protocol/openflow/message.js';
+import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
+import { IPV4_FAMILY } from '../../src/domain/family/ipv4.js';
+import { IPV6_FAMILY } from '../../src/domain/family/ipv6.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 
@@ -70,7 +73,7 @@ describe('MulticastPipeline', () => {
       table: 0,
       priority: 200,
       cookie: 0x4d43_03_00_ef010203n,
-      match: { ethType: 0x0800, ipv4Dst: '239.1.2.3' },
+      match: { ethType: 0x0800, ipDst: '239.1.2.3' },
       actions: [{ type: 'group', groupId: 0x1f010203 }],
     });
   });
@@ -93,7 +96,7 @@ describe('MulticastPipeline', () => {
     const b = pipeline.forwarding({ group: groupAddress('239.1.1.2'), ports: [3] });
     const foreignFlow: FlowEntry = { ...a.flow, cookie: 0x1234n };
     const stray: GroupEntry = { groupId: pipeline.groupId(groupAddress('239.9.9.9')), buckets: [] };
-    const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, pipeline.linkLocalFlood()], [...a.groups, stray]);
+    const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, ...pipeline.linkLocalFlood()], [...a.groups, stray]);
     assert.deepEqual(
       installed.groups.map((g) => [g.group, g.ports, g.problem]),
       [
@@ -102,7 +105,12 @@ describe('MulticastPipeline', () => {
       ],
     );
     assert.deepEqual(installed.strayGroups, [stray]);
-    assert.equal(installed.otherFlows.length, 1);
+    // ours but no group's: the two families' link-scope floods; the foreign flow is nobody's here
+    assert.deepEqual(installed.otherFlows, pipeline.linkLocalFlood());
+    assert.deepEqual(
+      installed.otherFlows.map((flow) => flow.match.ethType),
+      [0x0800, 0x86dd],
+    );
   });
   it('a flow with our cookie whose value is no multicast address is ours to remove, not a group', () => {
     const odd: FlowEntry = {
@@ -163,13 +171,15 @@ describe('OVS group ids', () => {
 
 describe('the query probe flow', () => {
   it("sends a queried port's IGMP to the controller above the snooping flows (the pod's metered one too), with a hard timeout on the wire", () => {
-    const probe = pipeline.igmpQueryProbe(7, 0xdeadbeef, 12.2);
+    const probes = pipeline.queryProbe(IPV4_FAMILY, { ofport: 7, runId: 0xdeadbeef, hardTimeoutSeconds: 12.2 });
+    assert.equal(probes.length, 1);
+    const probe = probes[0]!;
     assert.equal(probe.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2);
-    assert.ok(probe.priority > pipeline.igmpToControllerMetered(7).priority);
+    assert.ok(pipeline.membershipToControllerMetered(7).every((flow) => probe.priority > flow.priority));
     assert.deepEqual(probe.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
     assert.deepEqual(probe.actions, [{ type: 'controller' }]);
     assert.equal(probe.hardTimeout, 13);
-    assert.equal(pipeline.igmpQueryProbe(7, 1, 1e9).hardTimeout, 0xffff);
+    assert.equal(pipeline.queryProbe(IPV4_FAMILY, { ofport: 7, runId: 1, hardTimeoutSeconds: 1e9 })[0]?.hardTimeout, 0xffff);
     // the run's id in the cookie: a run deletes its own flows, never another run's
     assert.deepEqual(decodeFlowCookie(probe.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix), {
       prefix: 0x4d43,
@@ -179,6 +189,23 @@ describe('the query probe flow', () => {
     const message = changeMessage({ op: 'add-flow', entry: probe });
     assert.equal(message.type === 'FLOW_MOD' && message.hardTimeout, 13);
     assert.equal(message.type === 'FLOW_MOD' && message.idleTimeout, 0);
+  });
+  it("MLD: one flow per MLD ICMPv6 type of the queried port (Neighbor Discovery stays in the switch), IGMP's priority, cookie and timeout", () => {
+    const probes = pipeline.queryProbe(IPV6_FAMILY, { ofport: 7, runId: 0xdeadbeef, hardTimeoutSeconds: 12.2 });
+    assert.deepEqual(
+      probes.map((probe) => probe.match),
+      [130, 131, 132, 143].map((icmpv6Type) => ({ inPort: 7, ethType: 0x86dd, ipProto: 58, icmpv6Type })),
+    );
+    const [igmp] = pipeline.queryProbe(IPV4_FAMILY, { ofport: 7, runId: 0xdeadbeef, hardTimeoutSeconds: 12.2 });
+    for (const probe of probes) {
+      assert.equal(probe.priority, igmp!.priority);
+      assert.equal(probe.cookie, igmp!.cookie);
+      assert.equal(probe.hardTimeout, 13);
+      assert.deepEqual(probe.actions, [{ type: 'controller' }]);
+    }
+    // above the MLD snooping flows, metered or not
+    const snooping = [...pipeline.membershipToController(), ...pipeline.membershipToControllerMetered(7)];
+    assert.ok(snooping.every((flow) => probes[0]!.priority > flow.priority));
   });
   it('needs room above the snooping flow', () => {
     assert.throws(
@@ -280,8 +307,8 @@ describe('planning', () => {
       ).groups.map((g) => g.group),
       ['239.1.1.2'],
     );
-    const all = planUninstallAll(read({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }));
-    const cleared = apply({ ...state, flows: [...state.flows, pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
+    const all = planUninstallAll(read({ ...state, flows: [...state.flows, ...pipeline.linkLocalFlood()] }));
+    const cleared = apply({ ...state, flows: [...state.flows, ...pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
     assert.deepEqual(cleared, empty);
   });
 });
@@ -293,5 +320,163 @@ describe('pipeline configuration', () => {
     assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, table: 255 }), /table/);
     assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, cookiePrefix: 0 }), /cookie prefix/);
     assert.doesNotThrow(() => validatePipelineConfig(DEFAULT_PIPELINE_CONFIG));
+  });
+});
+
+describe('IPv6 groups in the pipeline', () => {
+  const G6 = groupAddress('ff3e::8000:1');
+  const S6 = sourceAddress('2001:db8::5');
+  const fresh = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
+
+  /** What the switch would dump after taking these entries: each through the codec's bytes and back. */
+  function throughTheWire(forwardings: readonly GroupForwarding[]): { groups: GroupEntry[]; flows: FlowEntry[] } {
+    const roundTrip = (change: PipelineChange) => decodeMessage(encodeMessage(changeMessage(change)));
+    return {
+      groups: forwardings
+        .flatMap((forwarding) => forwarding.groups)
+        .map((entry) => {
+          const message = roundTrip({ op: 'add-group', entry });
+          if (message.type !== 'GROUP_MOD') throw new Error('not a GROUP_MOD');
+          return groupEntryOf({ groupType: message.groupType, groupId: message.groupId, buckets: message.buckets });
+        }),
+      flows: forwardings.map((forwarding) => {
+        const message = roundTrip({ op: 'add-flow', entry: forwarding.flow });
+        if (message.type !== 'FLOW_MOD') throw new Error('not a FLOW_MOD');
+        const flow = flowEntryOf({ ...message, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n });
+        assert.ok(flow !== undefined, 'read back as one of ours');
+        return flow;
+      }),
+    };
+  }
+
+  it('a group flow matches the IPv6 ethertype and its destination, and an (S,G) flow its source too', () => {
+    const writer = fresh();
+    const group = writer.forwarding({ group: G6, ports: [5, 3] });
+    assert.deepEqual(group.flow.match, { ethType: 0x86dd, ipDst: 'ff3e::8000:1' });
+    assert.deepEqual(group.flow.actions, [{ type: 'group', groupId: writer.groupId(G6) }]);
+    assert.deepEqual(group.groups, [
+      {
+        groupId: writer.groupId(G6),
+        buckets: [
+          { type: 'output', port: 3 },
+          { type: 'output', port: 5 },
+        ],
+      },
+    ]);
+    const sourced = writer.forwarding({ group: G6, source: S6, ports: [3] });
+    assert.deepEqual(sourced.flow.match, { ethType: 0x86dd, ipDst: 'ff3e::8000:1', ipSrc: '2001:db8::5' });
+    assert.ok(sourced.flow.priority > group.flow.priority, 'the source above its group');
+    // On the wire: OXM ETH_TYPE 0x86dd, IPV6_SRC, IPV6_DST, never the IPv4 fields.
+    const message = changeMessage({ op: 'add-flow', entry: sourced.flow });
+    assert.equal(message.type, 'FLOW_MOD');
+    assert.deepEqual(message.type === 'FLOW_MOD' && message.match, [
+      { field: 'ETH_TYPE', value: 0x86dd },
+      { field: 'IPV6_SRC', value: '2001:db8::5' },
+      { field: 'IPV6_DST', value: 'ff3e::8000:1' },
+    ]);
+  });
+
+  it('goes through the wire and reads back into a fresh pipeline as the same group, source and ports', () => {
+    const writer = fresh();
+    const memberships = [
+      { group: G6, ports: [3, 5] },
+      { group: G6, source: S6, ports: [3] },
+    ];
+    const forwardings = memberships.map((membership) => writer.forwarding(membership));
+    const dumped = throughTheWire(forwardings);
+    assert.deepEqual(
+      dumped.flows,
+      forwardings.map((forwarding) => forwarding.flow),
+    );
+    const reader = fresh();
+    const installed = reader.readInstalled(dumped.flows, dumped.groups);
+    assert.deepEqual(
+      installed.groups.map((entry) => [entry.group, entry.source, entry.ports, entry.problem]),
+      [
+        [G6, undefined, [3, 5], undefined],
+        [G6, S6, [3], undefined],
+      ],
+    );
+    assert.deepEqual(installed.otherFlows, []);
+    assert.deepEqual(installed.strayGroups, []);
+    assert.equal(reader.groupId(G6), writer.groupId(G6));
+    assert.equal(reader.sourceGroupId(S6, G6), writer.sourceGroupId(S6, G6));
+    assert.deepEqual(
+      planInstall(reader, memberships, installed).map((plan) => [plan.group, plan.source, plan.outcome]),
+      [
+        [G6, undefined, 'unchanged'],
+        [G6, S6, 'unchanged'],
+      ],
+    );
+  });
+
+  it('an IPv4 and an IPv6 group side by side get distinct OVS group ids, and both read back', () => {
+    const writer = fresh();
+    // ff3e::ef01:203 ends in 239.1.2.3's 32 bits: both want the same slot (and carry the same cookie value).
+    const G4 = groupAddress('239.1.2.3');
+    const G6_SAME_TAIL = groupAddress('ff3e::ef01:203');
+    const forwardings = [
+      writer.forwarding({ group: G4, ports: [3] }),
+      writer.forwarding({ group: G6_SAME_TAIL, ports: [5] }),
+      writer.forwarding({ group: G6, ports: [3, 5] }),
+    ];
+    const ids = [writer.groupId(G4), writer.groupId(G6_SAME_TAIL), writer.groupId(G6)];
+    assert.equal(new Set(ids).size, 3, `distinct ids: ${ids.join(', ')}`);
+    assert.ok(ids.every((id) => writer.ownsGroupId(id)));
+    assert.deepEqual(
+      forwardings.map((forwarding) => forwarding.flow.match),
+      [
+        { ethType: 0x0800, ipDst: '239.1.2.3' },
+        { ethType: 0x86dd, ipDst: 'ff3e::ef01:203' },
+        { ethType: 0x86dd, ipDst: 'ff3e::8000:1' },
+      ],
+    );
+    const dumped = throughTheWire(forwardings);
+    const reader = fresh();
+    const installed = reader.readInstalled(dumped.flows, dumped.groups);
+    assert.deepEqual(
+      installed.groups.map((entry) => [entry.group, entry.ports, entry.problem]),
+      [
+        [G4, [3], undefined],
+        [G6, [3, 5], undefined],
+        [G6_SAME_TAIL, [5], undefined],
+      ],
+    );
+    assert.deepEqual([reader.groupId(G4), reader.groupId(G6_SAME_TAIL), reader.groupId(G6)], ids, 'the ids taken back from the switch');
+  });
+
+  it('membership to the controller: IGMP and the four MLD types, never Neighbor Discovery', () => {
+    const flows = pipeline.membershipToController();
+    assert.deepEqual(
+      flows.map((flow) => flow.match),
+      [{ ethType: 0x0800, ipProto: 2 }, ...[130, 131, 132, 143].map((icmpv6Type) => ({ ethType: 0x86dd, ipProto: 58, icmpv6Type }))],
+    );
+    const types = flows.map((flow) => flow.match.icmpv6Type).filter((type) => type !== undefined);
+    for (const neighborDiscovery of [133, 134, 135, 136, 137]) assert.ok(!types.includes(neighborDiscovery), `ICMPv6 type ${neighborDiscovery}`);
+    assert.ok(flows.every((flow) => flow.priority === DEFAULT_PIPELINE_CONFIG.priorities.igmp));
+    assert.ok(flows.every((flow) => flow.actions.length === 1 && flow.actions[0]!.type === 'controller'));
+    // On the wire each MLD flow carries its prerequisites, and reads back the same.
+    for (const flow of flows.slice(1)) {
+      const message = changeMessage({ op: 'add-flow', entry: flow });
+      assert.ok(message.type === 'FLOW_MOD');
+      assert.deepEqual(message.match, [
+        { field: 'ETH_TYPE', value: 0x86dd },
+        { field: 'IP_PROTO', value: 58 },
+        { field: 'ICMPV6_TYPE', value: flow.match.icmpv6Type },
+      ]);
+      const decoded = decodeMessage(encodeMessage(message));
+      assert.ok(decoded.type === 'FLOW_MOD');
+      assert.deepEqual(flowEntryOf({ ...decoded, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n }), flow);
+    }
+  });
+
+  it('link scope floods per family: 224.0.0.0/24 and ff02::/16 with any flags (ff0f:: mask)', () => {
+    assert.deepEqual(
+      pipeline.linkLocalFlood().map((flow) => flow.match),
+      [
+        { ethType: 0x0800, ipDst: '224.0.0.0', ipDstMask: '255.255.255.0' },
+        { ethType: 0x86dd, ipDst: 'ff02::', ipDstMask: 'ff0f::' },
+      ],
+    );
   });
 });

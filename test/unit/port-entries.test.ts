@@ -36,10 +36,15 @@ const ops = (messages: readonly OpenFlowMessage[]) =>
 
 describe('per-port entries in the pipeline', () => {
   it("sends a pod's IGMP through its meter, one above the flow for every port", () => {
-    const flow = pipeline.igmpToControllerMetered(7);
-    assert.equal(flow.priority, DEFAULT_PIPELINE_CONFIG.priorities.igmp + 1);
-    assert.equal(flow.meterId, DEFAULT_PIPELINE_CONFIG.meterIdBase + 7);
+    const flows = pipeline.membershipToControllerMetered(7);
+    const flow = flows[0]!;
+    assert.ok(flows.every((each) => each.priority === DEFAULT_PIPELINE_CONFIG.priorities.igmp + 1));
+    assert.ok(
+      flows.every((each) => each.meterId === DEFAULT_PIPELINE_CONFIG.meterIdBase + 7),
+      'one meter for both families',
+    );
     assert.deepEqual(flow.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
+    assert.deepEqual(flows[4]!.match, { inPort: 7, ethType: 0x86dd, ipProto: 58, icmpv6Type: 143 });
     assert.equal(pipeline.meterPort(flow.meterId!), 7);
     assert.equal(pipeline.meterPort(DEFAULT_PIPELINE_CONFIG.meterIdBase - 1), undefined);
     assert.equal(pipeline.meterPort(DEFAULT_PIPELINE_CONFIG.meterIdBase + 0x10000), undefined);
@@ -55,19 +60,23 @@ describe('per-port entries in the pipeline', () => {
     const range = pipeline.sendPolicyDrop(5, DROP_239);
     assert.equal(range.priority, DEFAULT_PIPELINE_CONFIG.priorities.sendPolicy);
     assert.ok(range.priority > DEFAULT_PIPELINE_CONFIG.priorities.linkLocal && range.priority < DEFAULT_PIPELINE_CONFIG.priorities.igmp);
-    assert.deepEqual(range.match, { inPort: 5, ethType: 0x0800, ipv4Dst: '239.0.0.0', ipv4DstMask: '255.0.0.0' });
+    assert.deepEqual(range.match, { inPort: 5, ethType: 0x0800, ipDst: '239.0.0.0', ipDstMask: '255.0.0.0' });
     assert.deepEqual(range.actions, []);
-    assert.deepEqual(pipeline.sendPolicyDrop(5, { address: '239.1.2.3', mask: '255.255.255.255' }).match.ipv4DstMask, undefined);
+    assert.deepEqual(pipeline.sendPolicyDrop(5, { address: '239.1.2.3', mask: '255.255.255.255' }).match.ipDstMask, undefined);
     assert.deepEqual(flowEntryOf(dumped(changeMessage({ op: 'add-flow', entry: range }))), range);
   });
 
   it('a meter goes before the flow that uses it, and after the flows when it goes', () => {
     const wanted = portEntries(pipeline, 5, { meter: METER, deniedSend: [DROP_239] });
     const adding = planPortSync(pipeline, 5, undefined, wanted);
+    // the meter, the five metered flows (IGMP, MLD's four types), the drop
     assert.deepEqual(
       adding.map((change) => change.op),
-      ['add-meter', 'add-flow', 'add-flow'],
+      ['add-meter', 'add-flow', 'add-flow', 'add-flow', 'add-flow', 'add-flow', 'add-flow'],
     );
+    const added = adding.flatMap((change) => (change.op === 'add-flow' ? [change.entry] : []));
+    assert.deepEqual(added.slice(0, 5), pipeline.membershipToControllerMetered(5));
+    assert.deepEqual(added[5], pipeline.sendPolicyDrop(5, DROP_239));
     const meter = changeMessage(adding[0]!) as MeterMod;
     assert.equal(meter.command, MeterModCommand.ADD);
     assert.equal(meter.flags, MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS);
@@ -75,7 +84,7 @@ describe('per-port entries in the pipeline', () => {
     assert.deepEqual(planPortSync(pipeline, 5, wanted, wanted), [], 'nothing for what is already right');
     assert.deepEqual(
       planPortSync(pipeline, 5, wanted, undefined).map((change) => change.op),
-      ['delete-flow', 'delete-flow', 'delete-meter'],
+      ['delete-flow', 'delete-flow', 'delete-flow', 'delete-flow', 'delete-flow', 'delete-flow', 'delete-meter'],
     );
     const faster = portEntries(pipeline, 5, { meter: { rate: 50, burst: 1000 }, deniedSend: [DROP_239] });
     assert.deepEqual(
@@ -92,7 +101,11 @@ describe('per-port entries in the pipeline', () => {
   });
 
   it('reads the ports back from our flows and meters, by the port their cookie and id name', () => {
-    const flows = [...portEntries(pipeline, 5, { meter: METER, deniedSend: [DROP_239] }).flows, pipeline.igmpToController(), pipeline.linkLocalFlood()];
+    const flows = [
+      ...portEntries(pipeline, 5, { meter: METER, deniedSend: [DROP_239] }).flows,
+      ...pipeline.membershipToController(),
+      ...pipeline.linkLocalFlood(),
+    ];
     const meters = new Map([
       [pipeline.meterIdOf(5), METER],
       [pipeline.meterIdOf(9), METER],
@@ -100,7 +113,7 @@ describe('per-port entries in the pipeline', () => {
     ]);
     const read = installedPortEntries(pipeline, flows, meters);
     assert.deepEqual([...read.keys()].sort(), [5, 9]);
-    assert.equal(read.get(5)?.flows.length, 2);
+    assert.deepEqual(read.get(5)?.flows, [...pipeline.membershipToControllerMetered(5), pipeline.sendPolicyDrop(5, DROP_239)]);
     assert.deepEqual(read.get(9), { flows: [], meter: METER });
   });
 });
@@ -115,9 +128,10 @@ describe('OvsProgrammer: per-port entries', () => {
     assert.deepEqual(await programmer.syncPort(5, undefined), { metered: false });
     assert.deepEqual(programmer.portsWithEntries, []);
     const id = pipeline.meterIdOf(5);
+    // one meter for the five metered flows of both families
     assert.deepEqual(ovs.batches.map(ops), [
-      [`meter-0:${id}`, 'flow-0:301'],
-      ['flow-4:301', `meter-2:${id}`],
+      [`meter-0:${id}`, ...Array<string>(5).fill('flow-0:301')],
+      [...Array<string>(5).fill('flow-4:301'), `meter-2:${id}`],
     ]);
   });
 
@@ -127,7 +141,7 @@ describe('OvsProgrammer: per-port entries', () => {
     ovs.meters = [
       { flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS, meterId: pipeline.meterIdOf(5), bands: [{ type: 'DROP', rate: 200, burstSize: 1000 }] },
     ];
-    ovs.flows = [dumped(changeMessage({ op: 'add-flow', entry: pipeline.igmpToControllerMetered(5) }))];
+    ovs.flows = pipeline.membershipToControllerMetered(5).map((entry) => dumped(changeMessage({ op: 'add-flow', entry })));
     const programmer = new OvsProgrammer(ovs, pipeline);
     await programmer.refresh();
     assert.deepEqual(programmer.portsWithEntries, [5]);

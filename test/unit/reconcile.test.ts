@@ -105,7 +105,7 @@ describe("other controllers' flows, whatever their actions", () => {
       tableId: 0,
       priority: pipeline.groupFlow(groupAddress('239.1.1.1')).priority,
       cookie: 0x99n,
-      match: matchFields({ ethType: 0x0800, ipv4Dst: '239.1.1.1' }),
+      match: matchFields({ ethType: 0x0800, ipDst: '239.1.1.1' }),
       instructions: [gotoTable(10)],
       packetCount: 0n,
       byteCount: 0n,

@@ -121,7 +121,7 @@ describe('reconcile of (S,G) entries', () => {
     );
     assert.equal(result.inSync, 1, 'the (*,G) entry');
     const removal = result.drift[1]!;
-    assert.ok(removal.changes.some((change) => change.op === 'delete-flow' && change.entry.match.ipv4Src === S2));
+    assert.ok(removal.changes.some((change) => change.op === 'delete-flow' && change.entry.match.ipSrc === S2));
   });
 
   it('a declared (S,G) of a group the daemon learned is a conflict, left alone', () => {
@@ -184,7 +184,7 @@ describe('static (S,G) entries on a bridge', () => {
       one.groups.map(({ source, outcome: result }) => ({ source, result })),
       [{ source: S2, result: 'removed' }],
     );
-    assert.ok(sent.every((change) => change.op !== 'delete-flow' || change.entry.match.ipv4Src === S2));
+    assert.ok(sent.every((change) => change.op !== 'delete-flow' || change.entry.match.ipSrc === S2));
     const onlySources = sessionWith([{ group: G, source: S1, ports: [1] }]);
     const result = await uninstallGroups(onlySources.session, [G]);
     assert.deepEqual(

@@ -13,6 +13,7 @@ import type { FlowEntry, MulticastPipeline, TunnelMembers } from '../../domain/p
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
 import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
+import { flowMatchKey } from '../../domain/pipeline/pipeline-entries.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
 import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
 import type { MeterSelector } from '../../transport/openflow/meters.js';
@@ -146,11 +147,11 @@ export class OvsProgrammer {
    */
   async installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
     const wanted = [
-      this.pipeline.igmpToController(),
-      this.pipeline.linkLocalFlood(),
-      gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport),
-      ...(tunnelOfport === undefined ? [] : [this.pipeline.tunnelDrop(tunnelOfport)]),
-      ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : [this.pipeline.gatewayDrop(gatewayOfport)]),
+      ...this.pipeline.membershipToController(),
+      ...this.pipeline.linkLocalFlood(),
+      ...(gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport)),
+      ...(tunnelOfport === undefined ? [] : this.pipeline.tunnelDrop(tunnelOfport)),
+      ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : this.pipeline.gatewayDrop(gatewayOfport)),
     ];
     for (const flow of wanted) this.refuseForeignSlot(flow);
     const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
@@ -244,18 +245,21 @@ export class OvsProgrammer {
 
 /** Two flows that are the same entry of a table: table, priority and match. */
 function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
-  return a.table === b.table && a.priority === b.priority && JSON.stringify(a.match) === JSON.stringify(b.match);
+  return a.table === b.table && a.priority === b.priority && flowMatchKey(a.match) === flowMatchKey(b.match);
 }
 
 function describeMatch(flow: FlowEntry): string {
-  const { inPort, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
+  const { inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = flow.match;
+  // ovs-ofctl's own words, so that the text can be looked up in a flow dump.
+  const ipv6 = ethType === 0x86dd;
   const parts = [
     inPort === undefined ? '' : `in_port=${inPort}`,
     ipProto === undefined ? '' : `nw_proto=${ipProto}`,
-    ipv4Src === undefined ? '' : `nw_src=${ipv4Src}`,
-    ipv4Dst === undefined ? '' : `nw_dst=${ipv4Dst}${ipv4DstMask === undefined ? '' : `/${ipv4DstMask}`}`,
+    icmpv6Type === undefined ? '' : `icmpv6_type=${icmpv6Type}`,
+    ipSrc === undefined ? '' : `${ipv6 ? 'ipv6_src' : 'nw_src'}=${ipSrc}`,
+    ipDst === undefined ? '' : `${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`,
   ];
-  return `ip${parts
+  return `${ipv6 ? 'ipv6' : 'ip'}${parts
     .filter(Boolean)
     .map((part) => `,${part}`)
     .join('')}`;

@@ -1,15 +1,16 @@
 /**
- * Querying the ports of an OVS bridge: the query goes to each queried port (the pod
- * ports, or every port but the bridge's LOCAL one) as a PACKET_OUT, and short-lived
- * flows send every IGMP packet that enters from those ports to us as a PACKET_IN, so
- * each answer comes with the port, and so the pod, it came from.
+ * Querying the ports of an OVS bridge: the query (IGMP or MLD) goes to each queried port
+ * (the pod ports, or every port but the bridge's LOCAL one) as a PACKET_OUT, and
+ * short-lived flows send every membership message of the queried family that enters
+ * from those ports to us as a PACKET_IN, so each answer comes with the port, and so the
+ * pod, it came from.
  *
  * While the probe flows are in place the reports of the queried ports reach nobody else
  * on the bridge (OVS sends a PACKET_IN to every controller that asks for them, so a
- * snooping controller still hears them). That is on purpose: a v1/v2 host that hears
- * another member's report for its group keeps quiet (RFC 2236 §3), so only a querier that
- * keeps the reports to itself hears every member. The flows carry a hard timeout, so
- * they go away by themselves if this process dies.
+ * snooping controller still hears them). That is on purpose: an IGMPv1/v2 or MLDv1 host
+ * that hears another member's report for its group keeps quiet (RFC 2236 §3, RFC 2710
+ * §4), so only a querier that keeps the reports to itself hears every member. The flows
+ * carry a hard timeout, so they go away by themselves if this process dies.
  */
 import { randomInt } from 'node:crypto';
 import { McastError, UnavailableError, UsageError } from '../../errors.js';
@@ -17,13 +18,15 @@ import { BridgeSession } from '../ovs/bridge-session.js';
 import type { BridgePort } from '../ovs/bridge-ports.js';
 import type { OvsTarget } from '../ovs/locations.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
+import type { MulticastFamily } from '../../domain/family/multicast-family.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { FlowEntry } from '../../domain/pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
 import { decodeFrame, ipLocator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
-import type { QueryPacket } from '../../packet/query-frame.js';
-import { ownIPv4Address, systemClock, type Clock, type HeardIgmp, type LinkPort, type QueryLink } from './query-link.js';
+import { isMldQueryPacket, type AnyQueryPacket } from '../../packet/query-frame.js';
+import { eui64LinkLocal } from '../../wire/ipv6-address.js';
+import { ownIPv4Address, ownIPv6LinkLocal, systemClock, type Clock, type HeardMembership, type LinkPort, type QueryLink } from './query-link.js';
 
 /** OpenFlow's hard_timeout is 16 bits of seconds. */
 export const MAX_PROBE_SECONDS = 0xffff;
@@ -31,6 +34,8 @@ export const MAX_PROBE_SECONDS = 0xffff;
 export interface BridgeLinkOptions {
   target: OvsTarget;
   pipeline: PipelineConfig;
+  /** The family the run queries: only its membership messages are sent to us. */
+  family: MulticastFamily;
   /** How long the probe flows may live at most (the run's whole length, plus a margin). */
   probeSeconds: number;
   /** Query every port but LOCAL, not only the pod ports. */
@@ -41,6 +46,7 @@ export interface BridgeLinkOptions {
 export class BridgeLink implements QueryLink {
   readonly name: { bridge: string };
   readonly ownAddress: string | undefined;
+  readonly ownLinkLocal: string | undefined;
   /** The ports a query goes to. */
   readonly ports: readonly BridgePort[];
   private probes: FlowEntry[] = [];
@@ -55,6 +61,9 @@ export class BridgeLink implements QueryLink {
     this.name = { bridge: session.target.bridge };
     // The bridge's internal interface, when it lives in this namespace with an address.
     this.ownAddress = ownIPv4Address(session.target.bridge);
+    // Else the address the bridge's MAC would form by itself: listeners take MLD queries
+    // from a link-local source only (RFC 3810 §5.1.14), and a switch has none of its own.
+    this.ownLinkLocal = ownIPv6LinkLocal(session.target.bridge) ?? macLinkLocal(session.localMac);
     this.ports = options.allPorts ? session.memberPorts : session.memberPorts.filter((port) => port.pod !== undefined);
   }
 
@@ -78,7 +87,7 @@ export class BridgeLink implements QueryLink {
     return link;
   }
 
-  async listen(onIgmp: (event: HeardIgmp) => void, onError: (error: McastError) => void): Promise<void> {
+  async listen(onHeard: (event: HeardMembership) => void, onError: (error: McastError) => void): Promise<void> {
     const locate = ipLocator(LinkType.ETHERNET);
     this.session.onConnectionLost((reason) => {
       onError(new UnavailableError(`lost the OpenFlow connection to bridge ${this.name.bridge}: ${reason.message}`));
@@ -86,21 +95,31 @@ export class BridgeLink implements QueryLink {
     await this.session.receivePackets((frame, port) => {
       const at = this.clock.now();
       const event = decodeFrame(locate, frame, { frame: ++this.frames, ts: at / 1000 });
-      if (event?.kind !== 'igmp') return;
-      onIgmp({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...(port === undefined ? {} : { port: linkPort(port) }) });
+      const where = port === undefined ? {} : { port: linkPort(port) };
+      // Malformed IGMP or MLD is no answer; `snoop` is the tool that shows it.
+      if (event?.kind === 'igmp') onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...where });
+      else if (event?.kind === 'mld') onHeard({ protocol: 'mld', at, src: event.src, message: event.message, ...where });
     });
     const runId = randomInt(1, 0x1_0000_0000);
-    const probes = this.ports.map((port) => this.session.pipeline.igmpQueryProbe(port.ofport, runId, this.options.probeSeconds));
+    const probes = this.ports.flatMap((port) =>
+      this.session.pipeline.queryProbe(this.options.family, { ofport: port.ofport, runId, hardTimeoutSeconds: this.options.probeSeconds }),
+    );
     const refused = await this.session.apply(probes.map((entry): PipelineChange => ({ op: 'add-flow', entry })));
     this.probes = probes.filter((_, index) => !refused.has(index));
     const [first] = refused.values();
     if (first !== undefined) {
-      onError(new McastError('refused', `bridge ${this.name.bridge} refused ${refused.size} of the flows that send IGMP to mcastctl: ${first.message}`));
+      onError(
+        new McastError(
+          'refused',
+          `bridge ${this.name.bridge} refused ${refused.size} of the flows that send ${this.options.family.protocol.toUpperCase()} to mcastctl: ${first.message}`,
+        ),
+      );
     }
   }
 
-  async send(packet: QueryPacket): Promise<void> {
-    const frame = queryPacket.encodeFrame(packet, this.session.localMac);
+  async send(packet: AnyQueryPacket): Promise<void> {
+    const mac = this.session.localMac;
+    const frame = isMldQueryPacket(packet) ? queryPacket.encodeMldFrame(packet, mac) : queryPacket.encodeFrame(packet, mac);
     const refused = await this.session.sendFrame(frame, this.ports);
     const [first] = refused;
     if (first !== undefined) {
@@ -121,6 +140,17 @@ export class BridgeLink implements QueryLink {
     } finally {
       await this.session.close();
     }
+  }
+}
+
+/** The modified-EUI-64 link-local address of `mac`, if the bridge reported one that is a MAC. */
+function macLinkLocal(mac: string | undefined): string | undefined {
+  if (mac === undefined) return undefined;
+  try {
+    return eui64LinkLocal(mac);
+  } catch (error) {
+    if (error instanceof RangeError) return undefined;
+    throw error;
   }
 }
 

@@ -46,14 +46,17 @@ export interface QueryLink {
   readonly name: { iface: string } | { bridge: string };
   /** The address queries come from unless the user chose one: the link's own IPv4 address, if it has one. */
   readonly ownAddress: string | undefined;
-  /** Where MLD queries come from unless the user chose: the link's IPv6 link-local address, if it has one (interfaces only). */
+  /**
+   * Where MLD queries come from unless the user chose: the link's IPv6 link-local address, if it has one (on a bridge,
+   * else the one its MAC forms by itself).
+   */
   readonly ownLinkLocal?: string | undefined;
   /**
-   * Starts hearing IGMP (and on an interface MLD); call before the first `send`. `onError` gets failures while
-   * listening (the link went away); the run then stops with what it has.
+   * Starts hearing IGMP and MLD (on a bridge, at least the queried family's from the queried ports); call before
+   * the first `send`. `onError` gets failures while listening (the link went away); the run then stops with what it has.
    */
   listen(onHeard: (event: HeardMembership) => void, onError: (error: McastError) => void): Promise<void>;
-  /** Puts the query (IGMP, or MLD where the link supports it) on the link. Throws McastError when the link refuses it. */
+  /** Puts the query (IGMP or MLD) on the link. Throws McastError when the link refuses it. */
   send(packet: AnyQueryPacket): Promise<void>;
   /** Stops listening and undoes anything the link set up. Idempotent. */
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import { checkRoute, installRoute } from '../../controllers/static/static-routes.js';
 import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../domain/declared-state/declared-state.js';
-import { checkGroupAddress, checkSourceAddress, parsePortRef } from '../../domain/declared-state/group-address.js';
+import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily, parsePortRef } from '../../domain/declared-state/group-address.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
 import { Output } from '../render/output.js';
@@ -33,12 +33,15 @@ export function registerInstall(program: Command): void {
         'changes nothing. With --source S, only traffic from S to the group goes to those ports: an (S,G) entry, ' +
         "which takes precedence over the group's own entry for that source. Everything is checked before anything changes.",
     )
-    .argument('[group]', 'the multicast group, e.g. 239.1.2.3')
+    .argument('[group]', 'the multicast group, e.g. 239.1.2.3 or ff3e::8000:1 (no link-scope group: 224.0.0.0/24, ff02::/16)')
     .option('--ports <list>', 'member ports, by name or OpenFlow port number: p1,p2,7')
     .option('-f, --file <file>', 'install every group of a declared-state file (YAML or JSON)')
     .option('--max-file-size <size>', `the largest -f FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
     .option('--json', 'print the result as one JSON document')
-    .option('--source <address>', 'only traffic from source S: with --ports an OVS (S,G) entry; with --iif and --oif a kernel (S,G) route instead')
+    .option(
+      '--source <address>',
+      "only traffic from source S (of the group's family): with --ports an OVS (S,G) entry; with --iif and --oif a kernel (S,G) route instead (IPv4 only)",
+    )
     .option('--iif <name>', 'the route: the interface traffic from S to GROUP comes in on')
     .option('--oif <list>', 'the route: the interfaces it goes out of: if1,if2');
   addOvsOptions(command).addHelpText(
@@ -47,6 +50,8 @@ export function registerInstall(program: Command): void {
 Examples:
   mcastctl install 239.1.2.3 --ports pod-a,pod-b
   mcastctl install 232.1.1.1 --source 10.0.0.5 --ports pod-a   (an OVS (S,G) entry)
+  mcastctl install ff3e::8000:1 --ports pod-a,7
+  mcastctl install ff3e::8000:1 --source 2001:db8::5 --ports pod-a   (IPv6 (S,G))
   mcastctl install -f groups.yaml --bridge br-int
   mcastctl install 239.1.2.3 --source 10.0.0.5 --iif eth0 --oif gw0   (a kernel route)
 
@@ -55,6 +60,7 @@ File format (also what reconcile reads):
     - group: 239.1.2.3
       ports: [pod-a, pod-b, 7]
     - {group: 232.1.1.1, source: 10.0.0.5, ports: [pod-a]}
+    - {group: ff3e::8000:1, source: 2001:db8::5, ports: [7]}
 
 See mcastctl-install(1) for the pipeline and the OVS options.`,
   );
@@ -114,8 +120,10 @@ async function declaredState(group: string | undefined, flags: InstallFlags): Pr
     throw new UsageError(`install ${quoteInput(group)} needs --ports LIST (names or OpenFlow port numbers)`);
   }
   const ports = flags.ports.split(',').map((text) => parsePortRef(text, '--ports'));
+  const address = checkGroupAddress(group, 'GROUP');
   const source = flags.source === undefined ? undefined : checkSourceAddress(flags.source, '--source');
-  const entry: StaticGroup = { group: checkGroupAddress(group, 'GROUP'), ...(source === undefined ? {} : { source }), ports, where: () => '--ports' };
+  if (source !== undefined) checkSourceGroupFamily(source, address, '--source');
+  const entry: StaticGroup = { group: address, ...(source === undefined ? {} : { source }), ports, where: () => '--ports' };
   return { groups: [entry], routes: [] };
 }
 

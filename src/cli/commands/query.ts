@@ -1,8 +1,8 @@
 /**
- * `mcastctl query`: ask a link who listens. Sends IGMP queries on an interface (--iface)
- * or to the pod ports of an OVS bridge (--bridge), or MLD queries (--mld) on an
- * interface, collects the reports for the Max Response Time, and lists every member with
- * its filter and version, plus the queriers heard and which of them wins the election.
+ * `mcastctl query`: ask a link who listens. Sends IGMP queries, or MLD queries (--mld),
+ * on an interface (--iface) or to the pod ports of an OVS bridge (--bridge), collects the
+ * reports for the Max Response Time, and lists every member with its filter and version,
+ * plus the queriers heard and which of them wins the election.
  */
 import { type Command, Option } from 'commander';
 import { UsageError } from '../../errors.js';
@@ -15,6 +15,8 @@ import { checkMldQuerierAddress, mldQueryKind, parseMldQuerySpec, type MldQueryS
 import type { QuerierSeen, Responder, SentQuery } from '../../controllers/query/responder-table.js';
 import { describeFilter } from '../render/human-format.js';
 import { checkSourceAddress } from '../../domain/declared-state/group-address.js';
+import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
+import { IPV6_FAMILY } from '../../domain/family/ipv6.js';
 import { addOvsOptions, ovsSettings, usesOvsOptions, type OvsFlags } from '../options/ovs-options.js';
 import { Output } from '../render/output.js';
 import { parseDurationMs, parsePositiveInteger } from '../options/parse.js';
@@ -44,18 +46,18 @@ const PROBE_MARGIN_MS = 10_000;
 export function registerQuery(program: Command): void {
   const command = program
     .command('query')
-    .summary('send IGMP or MLD queries on an interface (IGMP also on an OVS bridge) and list who answers')
+    .summary('send IGMP or MLD queries on an interface or an OVS bridge and list who answers')
     .description(
       'Send IGMP membership queries (v1, v2 or v3; general, group-specific, or group-and-source-specific) on an ' +
         'interface (--iface) or to the pod ports of an OVS bridge (--bridge), or with --mld MLD queries (v1 or v2; ' +
-        'general, multicast-address-specific, or multicast-address-and-source-specific) on an interface, listen for ' +
+        'general, multicast-address-specific, or multicast-address-and-source-specific) on either, listen for ' +
         'the reports until the Max Response Time ends, and list every member: host, group, the version it answered ' +
         'in, its source filter (IGMPv3, MLDv2), its delay, and on a bridge its port and pod. Also lists the other ' +
         'queriers of the same protocol heard and which one wins the election (lowest address). Needs CAP_NET_RAW on ' +
         'an interface.',
     )
     .addOption(new Option('-i, --iface <name>', 'query on this interface').conflicts('bridge'))
-    .option('--mld', 'send MLD (IPv6) queries instead of IGMP; with --iface only')
+    .option('--mld', 'send MLD (IPv6) queries instead of IGMP')
     .option('--version <n>', 'version of the query: IGMP 1, 2 or 3 (default 3); with --mld, MLD 1 or 2 (default 2)')
     .option('-g, --group <address>', 'ask about this group only (a group-specific query; default: a general query); IPv6 with --mld')
     .option('-s, --source <list>', 'with --group and IGMPv3 or MLDv2: ask about these sources only, comma-separated')
@@ -67,7 +69,8 @@ export function registerQuery(program: Command): void {
     .option(
       '--from <address>',
       "the queries' source address, or 0.0.0.0 as a snooping switch sends them (default: the link's own IPv4 address, else 0.0.0.0); " +
-        "with --mld an IPv6 link-local address or :: (default: the interface's link-local address)",
+        "with --mld an IPv6 link-local address or :: (default: the link's link-local address; on a bridge without one, " +
+        "the one the bridge's MAC forms, fe80::/64 and its modified EUI-64)",
     )
     .option('--repeat <n>', 'send the query n times', (text) => parsePositiveInteger('--repeat', text), 1)
     .option('--interval <time>', 'time between repeated queries: 2, 2s, 500ms (default 1 s)', (text) => parseDurationMs('--interval', text))
@@ -86,6 +89,7 @@ Examples:
   mcastctl query --iface eth0 --mld
   mcastctl query --iface eth0 --mld --version 1 --group ff05::1:3 --max-resp 0.5
   mcastctl query --iface eth0 --mld --group ff3e::8000:1 --source 2001:db8::5
+  mcastctl query --bridge br-int --mld --group ff05::1:3 --json
 
 IGMPv1 hosts ignore the Max Response Time and answer within 10 s: use --max-resp 10
 (the default) or --wait 11 to hear them. Ctrl-C stops early and lists who answered so far.
@@ -101,9 +105,6 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   // Every check before the link opens: bad input sends nothing.
   if ((flags.iface === undefined) === (flags.bridge === undefined)) throw new UsageError('query needs --iface NAME or --bridge NAME (one of them)');
   const mld = flags.mld === true;
-  if (mld && flags.bridge !== undefined) {
-    throw new UsageError('--mld goes with --iface only: querying the pods of an OVS bridge (--bridge) is IGMP-only for now');
-  }
   const request = { version: flags.version, group: flags.group, sources: flags.source, maxResp: flags.maxResp };
   if (!mld) checkNoIPv6(request.group, request.sources, flags.from);
   const spec: QuerySpec | MldQuerySpec = mld ? parseMldQuerySpec(request) : parseQuerySpec(request);
@@ -124,14 +125,15 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   const link: QueryLink =
     flags.iface !== undefined
       ? await InterfaceLink.open(flags.iface)
-      : await BridgeLink.open({ ...ovsSettings(flags), probeSeconds, allPorts: flags.allPorts === true });
+      : await BridgeLink.open({ ...ovsSettings(flags), family: mld ? IPV6_FAMILY : IPV4_FAMILY, probeSeconds, allPorts: flags.allPorts === true });
   const where = 'iface' in link.name ? link.name.iface : `bridge ${link.name.bridge}`;
   let src: string;
   if (mld) {
     if (from === undefined && link.ownLinkLocal === undefined) {
       await link.close().catch(() => undefined);
+      const fix = 'bridge' in link.name ? 'pass --from with a link-local address' : 'enable IPv6 on it';
       throw new UsageError(
-        `${where} has no IPv6 link-local address, and listeners take MLD queries from no other (RFC 3810 §5.1.14): enable IPv6 on it, or pass --from :: to send anyway`,
+        `${where} has no IPv6 link-local address, and listeners take MLD queries from no other (RFC 3810 §5.1.14): ${fix}, or pass --from :: to send anyway`,
       );
     }
     src = from ?? link.ownLinkLocal!;

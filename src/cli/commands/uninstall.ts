@@ -4,7 +4,7 @@ import { uninstallGroups } from '../../controllers/static/static-groups.js';
 import { uninstallRoute } from '../../controllers/static/static-routes.js';
 import { UsageError } from '../../errors.js';
 import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
-import { checkGroupAddress, checkSourceAddress } from '../../domain/declared-state/group-address.js';
+import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
 import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
@@ -27,7 +27,7 @@ export function registerUninstall(program: Command): void {
         'A group that is not installed is reported as absent. ' +
         "Only entries with this tool's cookie prefix and group id range are touched.",
     )
-    .argument('[groups...]', 'the multicast groups to remove')
+    .argument('[groups...]', 'the multicast groups to remove (IPv4 or IPv6)')
     .option('--all', 'remove everything of ours on the bridge')
     .option('--json', 'print the result as one JSON document')
     .option('--source <address>', 'remove the kernel (S,G) route of GROUP from source S instead')
@@ -40,6 +40,7 @@ export function registerUninstall(program: Command): void {
       '  mcastctl uninstall 239.1.2.3',
       '  mcastctl uninstall --all --bridge br-int',
       '  mcastctl uninstall 232.1.1.1 --source 10.0.0.5 --ovs   (one OVS (S,G) entry)',
+      '  mcastctl uninstall ff3e::8000:1',
       '  mcastctl uninstall 239.1.2.3 --source 10.0.0.5   (a kernel route)',
       '',
       'See mcastctl-uninstall(1).',
@@ -51,7 +52,9 @@ export function registerUninstall(program: Command): void {
     if (flags.source !== undefined) {
       if (groups.length !== 1 || flags.all === true) throw new UsageError('uninstall --source S takes exactly one GROUP');
       if (flags.ovs === true) {
-        await uninstallSourceEntry({ group: checkGroupAddress(groups[0]!, 'GROUP'), source: checkSourceAddress(flags.source, '--source') }, flags, output);
+        const entry = { group: checkGroupAddress(groups[0]!, 'GROUP'), source: checkSourceAddress(flags.source, '--source') };
+        checkSourceGroupFamily(entry.source, entry.group, '--source');
+        await uninstallSourceEntry(entry, flags, output);
         return;
       }
       const route = { group: groups[0]!, source: flags.source };

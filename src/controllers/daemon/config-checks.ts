@@ -8,6 +8,9 @@ import { showMs } from '../../runtime/values.js';
 import { MIN_RESP_MS, V2_MAX_RESP_MS, V3_MAX_RESP_MS } from './setting-values.js';
 import type { DaemonConfigKey, SettingValue } from './settings.js';
 
+/** The longest Maximum Response Delay an MLDv1 query carries: 65535 ms. */
+const MLDV1_MAX_RESP_MS = 0xffff;
+
 /** What a check is given: every setting's value, and how to report a clash. */
 export interface CheckContext {
   value<K extends DaemonConfigKey>(key: K): SettingValue<K>;
@@ -104,6 +107,24 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
         key === 'queryResponseInterval'
           ? `${shown} does not fit an IGMPv${tightest.version} query (at most ${showMs(tightest.max)})`
           : `an IGMPv${tightest.version} query cannot carry ${named('queryResponseInterval', shown)}: at most ${showMs(tightest.max)}`,
+      );
+    },
+  },
+  {
+    // MLDv1 carries the Maximum Response Delay in 16 bits of milliseconds (RFC 2710 §3.4);
+    // MLDv2's code reaches past any query interval the daemon takes.
+    name: 'query-response-interval-fits-mldv1',
+    keys: ['queryResponseInterval', 'mldQueryVersions'],
+    check({ value, blame, named, fail }) {
+      const queryResponseIntervalMs = value('queryResponseInterval');
+      if (value('mldQueryVersions')?.includes(1) !== true || queryResponseIntervalMs <= MLDV1_MAX_RESP_MS) return;
+      const key = blame('queryResponseInterval', 'mldQueryVersions');
+      const shown = showMs(queryResponseIntervalMs);
+      fail(
+        key,
+        key === 'queryResponseInterval'
+          ? `${shown} does not fit an MLDv1 query (at most ${showMs(MLDV1_MAX_RESP_MS)})`
+          : `an MLDv1 query cannot carry ${named('queryResponseInterval', shown)}: at most ${showMs(MLDV1_MAX_RESP_MS)}`,
       );
     },
   },

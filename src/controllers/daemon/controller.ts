@@ -1,10 +1,10 @@
 /**
  * The multicast controller: the daemon's control loop (Antrea's multicast controller).
  *
- *   packet-in (IGMP) ─► snooper ─► MembershipTable ─► WorkQueue (by group) ─► sync:
- *                                                                 OVS group + flow
- *                                                                 kernel: upstream joins,
- *                                                                 inbound (S,G) entries
+ *   packet-in (IGMP, MLD) ─► snooper ─► MembershipTable ─► WorkQueue (by group) ─► sync:
+ *                                                                      OVS group + flow
+ *                                                                      kernel: upstream joins,
+ *                                                                      inbound (S,G) entries
  *   OVSDB monitor ─► PodPorts ─► a deleted pod leaves every group at once
  *   timers: general queries, expiry (GMI, unanswered leaves), idle routes, state saves
  *   ovs-vswitchd back after a restart ─► read the switch, replay every flow and group
@@ -16,6 +16,7 @@
 import { McastError, messageOf } from '../../errors.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
+import { familyOf } from '../../domain/family/families.js';
 import { MembershipTable, type MemberChange, type MembershipEffect } from '../../domain/membership/membership-table.js';
 import { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
@@ -124,6 +125,7 @@ export class MulticastController implements DaemonView {
     });
     this.querier = new Querier({
       ...querierTiming(config),
+      mldVersions: config.mldQueryVersions,
       // The gateway's address and MAC, or 0.0.0.0 (a snooping switch's proxy querier).
       source: () => (config.gateway === undefined ? undefined : options.host.interfaceIPv4(config.gateway)) ?? { address: '0.0.0.0' },
       ports: () => this.pods.pods.map((pod) => pod.ofport),
@@ -199,8 +201,18 @@ export class MulticastController implements DaemonView {
     this.tunnel?.announceChanges();
     for (const effect of effects) {
       if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
-      else this.querier.groupQueries(effect.group, effect.port, this.config.queryVersions.includes(3) ? 3 : 2, { sources: effect.sources });
+      else this.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), { sources: effect.sources });
     }
+  }
+
+  /**
+   * The version a group's queries go in: IGMPv3 when general queries are v3, else v2; for
+   * an IPv6 group, as the port's listeners speak (an MLDv1 host is asked in MLDv1, RFC 3810
+   * §8.3.2, which the table holds as IGMPv2 compatibility), else MLDv2.
+   */
+  private groupQueryVersion(group: GroupAddress, port: number): 2 | 3 {
+    if (familyOf(group).protocol === 'mld') return this.table.compatibilityOf(group, port) === 3 ? 3 : 2;
+    return this.config.queryVersions.includes(3) ? 3 : 2;
   }
 
   private onPortChanges(interfaces: ReadonlyMap<string, InterfaceRow>, resync: boolean): void {
@@ -292,7 +304,7 @@ export class MulticastController implements DaemonView {
     if (meterChanged) this.portEntries.markAll();
     this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
     this.guard.reconfigure(packetBudget(config));
-    this.querier.reconfigure(querierTiming(config));
+    this.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
     this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
     if (config.tunnel !== undefined) this.tunnel?.setPeers(config.tunnel.peers);
     if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;

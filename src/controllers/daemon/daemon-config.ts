@@ -11,6 +11,7 @@ import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
 import type { HostAddress } from '../../wire/ip-address.js';
 import type { Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import type { MldVersion } from '../../packet/mld/message.js';
 import type { QueryVersion } from './setting-values.js';
 
 /** Tunnel mode's settings (tunnel-settings.ts), checked and with their defaults worked out (tunnel-config.ts). */
@@ -51,6 +52,8 @@ export interface DaemonConfig {
   queryResponseIntervalMs: number;
   /** Versions of the general queries sent: distinct, ascending. */
   queryVersions: QueryVersion[];
+  /** MLD versions of the general queries sent, beside the IGMP ones: distinct, ascending; empty: no MLD queries. */
+  mldQueryVersions: MldVersion[];
   /** Robustness Variable (QRV, §8.1), 1 to 7. */
   robustness: number;
   /** Last Member Query Interval (§8.8); the Last Member Query Count is the robustness. */

@@ -1,7 +1,7 @@
 /**
  * The daemon's defence against a hostile pod: it counts and logs what the membership
  * limits refused (src/domain/membership/membership-limits.ts), and refuses IGMP whose
- * IPv4 source is not the pod's own address. A flood is one warning line per reason and
+ * IPv4 source is not the pod's own address, and MLD whose source is not link-local. A flood is one warning line per reason and
  * port every REFUSAL_WARNING_INTERVAL_MS (./../../runtime/warning-limiter.ts), with the
  * count held back; `status` and the metrics have every count.
  */
@@ -10,14 +10,16 @@ import { type PacketBudgetSettings, PortPacketBudget } from '../../domain/member
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
+import { parseIPv6 } from '../../wire/ipv6-address.js';
 import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger } from './ports.js';
 import { portViewOf } from './view.js';
 
 /**
- * Why IGMP was refused: a membership limit, a join of any source to a group of the SSM
- * range (ssm), the group policy, an IP header no host on the pod's own link sends
- * (off-link), a source address the pod does not have, or its port's budget.
+ * Why IGMP or MLD was refused: a membership limit, a join of any source to a group of the
+ * SSM range (ssm), the group policy, an IP header no host on the pod's own link sends
+ * (off-link: for MLD also a source that is not link-local), a source address the pod does
+ * not have, or its port's budget.
  */
 export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'ssm', 'policy', 'off-link', 'spoofed', 'port-rate'] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
@@ -29,9 +31,10 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'port-groups': 'IGMP join refused: the port is in as many groups as it may be (maxGroupsPerPort)',
   'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
-  ssm: 'IGMP join refused: a group of the SSM range (ssmRange) is joined only for named sources (INCLUDE mode), not for any source',
+  ssm: 'IGMP or MLD join refused: a group of the SSM range (ssmRange; for IPv6, ff3x::/96) is joined only for named sources (INCLUDE mode), not for any source',
   policy: 'IGMP join refused: the group policy denies this pod the group',
-  'off-link': 'IGMP ignored: a TTL other than 1, or an IGMPv3 report without Router Alert, is not from a host on the link',
+  'off-link':
+    'IGMP or MLD ignored: a TTL or hop limit other than 1, an IGMPv3 report without Router Alert, or MLD from a source that is not link-local (fe80::/10), is not from a host on the link',
   spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
   'port-rate': 'IGMP dropped unread: the port sends more than it may (igmpRatePerPort, igmpBurstPerPort)',
 };
@@ -43,6 +46,12 @@ const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
  */
 function isSpoofedSource(source: string, addresses: readonly string[] | undefined): boolean {
   return addresses !== undefined && source !== '0.0.0.0' && !addresses.includes(source);
+}
+
+/** fe80::/10 (RFC 4291 §2.5.6). */
+function isLinkLocalIPv6(text: string): boolean {
+  const bytes = parseIPv6(text);
+  return bytes !== undefined && bytes[0] === 0xfe && (bytes[1]! & 0xc0) === 0x80;
 }
 
 function zeroCounts(): Record<IgmpRefusalReason, number> {
@@ -113,7 +122,26 @@ export class IgmpGuard {
     return true;
   }
 
-  /** Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it. */
+  /**
+   * Whether MLD with this IPv6 header is what no listener on the pod's link sends, and is
+   * ignored (counted and logged as off-link). Every MLD message goes with hop limit 1 and
+   * Router Alert (RFC 2710 §3, RFC 3810 §5; the decoder already refuses one without Router
+   * Alert), from a link-local source, and routers ignore one from any other (RFC 3810
+   * §5.1.14, §5.2.13); `::`, a listener's before it has a link-local address, passes here
+   * and names no host (the snooper makes no call of it).
+   */
+  offLinkMld(ofport: number, header: { hopLimit: number; source: string }): boolean {
+    if (header.hopLimit === 1 && (header.source === '::' || isLinkLocalIPv6(header.source))) return false;
+    this.count('off-link', ofport, () => ({ hopLimit: header.hopLimit, source: header.source, protocol: 'mld' }));
+    return true;
+  }
+
+  /**
+   * Whether IGMP from `source` on the pod port `ofport` is spoofed; if so, counts and logs it.
+   * MLD is not asked here: its source is the pod's link-local address, which external_ids
+   * do not hold, and which offLinkMld has checked (link-local addresses are per link, and
+   * the packet came in on the pod's own port).
+   */
   spoofed(ofport: number, source: string): boolean {
     const addresses = this.options.pods.addressesOf(ofport);
     if (!isSpoofedSource(source, addresses)) return false;

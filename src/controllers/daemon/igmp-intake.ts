@@ -1,9 +1,10 @@
 /**
- * One IGMP packet-in, from the frame to the membership calls it may make: counted, past
- * the port's budget dropped unread, decoded, published to the event stream, and then,
- * for a pod port, checked against the pod's addresses (spoofing) and the group policy
- * (joins it denies). What is left goes to the membership table.
+ * One IGMP or MLD packet-in, from the frame to the membership calls it may make: counted,
+ * past the port's budget dropped unread, decoded, published to the event stream, and then,
+ * for a pod port, checked against the pod's addresses (spoofing; for MLD, a link-local
+ * source) and the group policy (joins it denies). What is left goes to the membership table.
  */
+import type { MembershipProtocol } from '../../packet/frame-decoder.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { MembershipCall } from './igmp-snooper.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
@@ -20,7 +21,8 @@ export interface IgmpIntakeOptions {
   guard: IgmpGuard;
   policy: () => GroupPolicy;
   counters: DaemonCounters;
-  metrics: ControllerMetrics;
+  /** The daemon's metrics; a message's protocol is told when it is MLD (IGMP's series keep their labels). */
+  metrics: Pick<ControllerMetrics, 'packetIn' | 'ignoredNonPod' | 'igmpMessage'>;
   /** Whether anyone listens to the event stream (an IGMP event is built only then). */
   listened: () => boolean;
   publish: (event: DaemonEvent) => void;
@@ -46,6 +48,15 @@ function joins(call: MembershipCall): boolean {
   }
 }
 
+/**
+ * The key of `status`'s message counts: IGMP's as they always were (`v2_report`,
+ * `malformed`), MLD's with the protocol before them (`mld_v1_report`, `mld_malformed`).
+ */
+export function counterLabel(protocol: MembershipProtocol, type: string, version: number): string {
+  const label = type === 'malformed' ? 'malformed' : `v${version}_${type}`;
+  return protocol === 'mld' ? `mld_${label}` : label;
+}
+
 export class IgmpIntake {
   private frames = 0;
 
@@ -61,9 +72,9 @@ export class IgmpIntake {
     if (pod !== undefined && guard.overBudget(pod.ofport)) return undefined;
     const snooped = snoopFrame(frame, { frame: ++this.frames, ts: this.options.wallMs() / 1000 });
     if (snooped === undefined) return undefined;
-    const label = snooped.type === 'malformed' ? 'malformed' : `v${snooped.version}_${snooped.type}`;
+    const label = counterLabel(snooped.protocol, snooped.type, snooped.version);
     counters.igmpMessages[label] = (counters.igmpMessages[label] ?? 0) + 1;
-    metrics.igmpMessage(snooped.type, snooped.version);
+    metrics.igmpMessage(snooped.type, snooped.version, snooped.protocol === 'mld' ? 'mld' : undefined);
     if (this.options.listened()) {
       const port = ofport === undefined ? null : portViewOf(pods, ofport);
       this.options.publish({ type: 'igmp', time: this.options.isoNow(), port, record: toJsonRecord(snooped.event) });
@@ -79,9 +90,13 @@ export class IgmpIntake {
     // A header no host on the pod's link sends, or a report for someone else's address,
     // changes nothing (counted and logged by the guard).
     const { event } = snooped;
-    const header = event.kind === 'igmp' ? { ttl: event.ip.ttl, routerAlert: hasRouterAlert(event.ip) } : undefined;
-    if (header !== undefined && guard.offLink(pod.ofport, header, snooped.version)) return undefined;
-    if (snooped.event.src !== null && guard.spoofed(pod.ofport, snooped.event.src)) return undefined;
+    if (event.kind === 'mld') {
+      if (guard.offLinkMld(pod.ofport, { hopLimit: event.ip.hopLimit, source: event.src })) return undefined;
+    } else {
+      const header = event.kind === 'igmp' ? { ttl: event.ip.ttl, routerAlert: hasRouterAlert(event.ip) } : undefined;
+      if (header !== undefined && guard.offLink(pod.ofport, header, snooped.version)) return undefined;
+      if (event.src !== null && guard.spoofed(pod.ofport, event.src)) return undefined;
+    }
     const policy = this.options.policy();
     const calls = snooped.calls.filter((call) => {
       if (!joins(call)) return true;

@@ -1,10 +1,14 @@
 /**
- * From an IGMP packet-in to what the group state must hear: the snooper of the daemon
- * (Antrea's "discovery"). Pure: a frame and the port it came in on go in; out come the
- * decoded event (for the event stream and the counters) and the membership calls to make.
+ * From an IGMP or MLD packet-in to what the group state must hear: the snooper of the
+ * daemon (Antrea's "discovery"). Pure: a frame and the port it came in on go in; out come
+ * the decoded event (for the event stream and the counters) and the membership calls to
+ * make. MLD makes the same calls as IGMP: its records are IGMPv3's (RFC 3810 §5.2.12), an
+ * MLDv1 host is treated as an IGMPv2 one (RFC 3810 §8.3.2 mirrors RFC 3376 §7.3.2), and
+ * an MLDv1 Done is a leave.
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
-import { decodeFrame, ipLocator, type FrameEvent } from '../../packet/frame-decoder.js';
+import type { MldRecord } from '../../packet/mld/message.js';
+import { decodeFrame, ipLocator, type FrameEvent, type MembershipProtocol, type MldFrameEvent } from '../../packet/frame-decoder.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
 import type { MembershipEffect, MembershipRecord, MembershipTable } from '../../domain/membership/membership-table.js';
 import {
@@ -25,12 +29,17 @@ export type MembershipCall =
 
 export interface SnoopedIgmp {
   event: FrameEvent;
+  /** The membership protocol the message is of: IGMP (IPv4) or MLD (IPv6). */
+  protocol: MembershipProtocol;
   /** The counter label: `report`, `leave`, `query`, `other` or `malformed`. */
   type: string;
-  /** The IGMP version (0 for a malformed message). */
+  /** The version of the message's protocol, IGMP's or MLD's (0 for a malformed message). */
   version: number;
   calls: MembershipCall[];
 }
+
+/** The MLD version whose host compatibility is IGMPv2's: an MLDv1 report is an IGMPv2 report to the table (RFC 3810 §8.3.2). */
+const MLDV1_AS_IGMP_VERSION = 2;
 
 const locateEthernet = ipLocator(LinkType.ETHERNET);
 
@@ -41,9 +50,8 @@ const locateEthernet = ipLocator(LinkType.ETHERNET);
 export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number }): SnoopedIgmp | undefined {
   const event = decodeFrame(locateEthernet, frame, meta);
   if (event === undefined) return undefined;
-  // MLD (IPv6) changes no IGMP membership: ignored, uncounted, until the daemon snoops MLD.
-  if (event.kind === 'mld' || (event.kind === 'malformed' && event.protocol === 'mld')) return undefined;
-  if (event.kind === 'malformed') return { event, type: 'malformed', version: 0, calls: [] };
+  if (event.kind === 'malformed') return { event, protocol: event.protocol, type: 'malformed', version: 0, calls: [] };
+  if (event.kind === 'mld') return snoopMld(event);
   const { message } = event;
   // A sender whose address is a group's is no host: its message changes no membership.
   const host = parseHostAddress(event.src);
@@ -55,11 +63,12 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
           const checked = membershipRecord(record);
           if (checked !== undefined && host !== undefined) calls.push({ op: 'record', host, record: checked });
         }
-        return { event, type: 'report', version: 3, calls };
+        return { event, protocol: 'igmp', type: 'report', version: 3, calls };
       }
       const group = routableGroup(message.group);
       return {
         event,
+        protocol: 'igmp',
         type: 'report',
         version: message.version,
         calls: group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: message.version }],
@@ -67,15 +76,50 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
     }
     case 'leave': {
       const group = routableGroup(message.group);
-      return { event, type: 'leave', version: 2, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
+      return { event, protocol: 'igmp', type: 'leave', version: 2, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
     }
     case 'query':
       // A querier among the pods: noted, but the daemon is the querier of its ports.
-      return { event, type: 'query', version: message.version, calls: [] };
+      return { event, protocol: 'igmp', type: 'query', version: message.version, calls: [] };
     case 'other':
-      return { event, type: 'other', version: 0, calls: [] };
+      return { event, protocol: 'igmp', type: 'other', version: 0, calls: [] };
   }
 }
+
+/**
+ * The calls of one MLD message. A listener without a link-local address yet (duplicate
+ * address detection) reports from `::` (RFC 3810 §5.2.13): that names no host behind the
+ * port, and changes no membership. Whether the source is link-local at all, and the hop
+ * limit, are the guard's to check (they are counted as refusals, not hidden here).
+ */
+function snoopMld(event: MldFrameEvent): SnoopedIgmp {
+  const { message } = event;
+  const parsed = parseHostAddress(event.src);
+  const host = parsed === UNSPECIFIED_IPV6 ? undefined : parsed;
+  switch (message.kind) {
+    case 'report': {
+      if (message.version === 2) {
+        const calls: MembershipCall[] = [];
+        for (const record of host === undefined ? [] : message.records) {
+          const checked = membershipRecord(record);
+          if (checked !== undefined && host !== undefined) calls.push({ op: 'record', host, record: checked });
+        }
+        return { event, protocol: 'mld', type: 'report', version: 2, calls };
+      }
+      const group = routableGroup(message.group);
+      const calls: MembershipCall[] = group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: MLDV1_AS_IGMP_VERSION }];
+      return { event, protocol: 'mld', type: 'report', version: 1, calls };
+    }
+    case 'leave': {
+      const group = routableGroup(message.group);
+      return { event, protocol: 'mld', type: 'leave', version: 1, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
+    }
+    case 'query':
+      return { event, protocol: 'mld', type: 'query', version: message.version, calls: [] };
+  }
+}
+
+const UNSPECIFIED_IPV6 = '::';
 
 /** Makes one membership call on the table of group state. */
 export function callTable(table: MembershipTable, port: number, call: MembershipCall): MembershipEffect[] {
@@ -98,8 +142,8 @@ export function routableGroup(text: string): GroupAddress | undefined {
   return group === undefined || isLinkScopeGroup(group) ? undefined : group;
 }
 
-/** A v3 record with its addresses checked: a source that is no unicast address is dropped, a record for no routable group is. */
-function membershipRecord(record: GroupRecord): MembershipRecord | undefined {
+/** A v3 (or MLDv2) record with its addresses checked: a source that is no unicast address is dropped, a record for no routable group is. */
+function membershipRecord(record: GroupRecord | MldRecord): MembershipRecord | undefined {
   const group = routableGroup(record.group);
   if (group === undefined) return undefined;
   const sources: SourceAddress[] = [];

@@ -15,7 +15,7 @@ export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0
 
 export class DaemonMetrics {
   readonly registry = new Registry();
-  private readonly igmpMessages: Counter<'type' | 'version'>;
+  private readonly igmpMessages: Counter<'type' | 'version' | 'protocol'>;
   private readonly packetIns: Counter;
   private readonly ignored: Counter<'reason'>;
   private readonly errors: Counter<'kind'>;
@@ -64,13 +64,13 @@ export class DaemonMetrics {
     });
     this.igmpMessages = new Counter({
       name: 'mcastctl_igmp_messages_total',
-      help: 'IGMP messages received from pod ports, by type and version.',
-      labelNames: ['type', 'version'],
+      help: 'IGMP and MLD messages received from pod ports, by type and version; MLD ones also by protocol="mld" (IGMP ones carry no protocol label).',
+      labelNames: ['type', 'version', 'protocol'],
       registers,
     });
     new Counter({
       name: 'mcastctl_igmp_refused_total',
-      help: 'IGMP refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a join of any source to a group in the SSM range (ssm), a join the group policy denies (policy), a TTL other than 1 or an IGMPv3 report without Router Alert (off-link), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
+      help: 'IGMP and MLD refused, by reason: a join past a membership limit (port-groups, group-sources, node-groups), a join of any source to a group in the SSM range (ssm), a join the group policy denies (policy), a TTL or hop limit other than 1, an IGMPv3 report without Router Alert or MLD from a source that is not link-local (off-link), a spoofed source (spoofed), or a message past its port budget, dropped unread (port-rate).',
       labelNames: ['reason'],
       registers,
       // The daemon's own counts, read when scraped (they only grow).
@@ -149,8 +149,10 @@ export class DaemonMetrics {
     this.packetIns.inc();
   }
 
-  igmpMessage(type: string, version: number): void {
-    this.igmpMessages.inc({ type, version: String(version) });
+  /** One message of a pod's; `protocol` is given for MLD only, so that IGMP's series are as they were. */
+  igmpMessage(type: string, version: number, protocol?: 'igmp' | 'mld'): void {
+    if (protocol === 'mld') this.igmpMessages.inc({ type, version: String(version), protocol });
+    else this.igmpMessages.inc({ type, version: String(version) });
   }
 
   ignoredNonPod(): void {

@@ -29,7 +29,7 @@ import type { IgmpV3Report } from '../../packet/igmp/message.js';
 import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
-import { type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
+import { addressFamily, type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
 import { snoopFrame } from './igmp-snooper.js';
 import { newCounters, PeerDropCounts, type PeerExchangeCounters, type RemoteMembersWithDrops } from './peer-counters.js';
 import type { ControllerLogger, DaemonClock } from './ports.js';
@@ -133,6 +133,8 @@ export class PeerExchange {
    * kept for one peer timeout unless the peer confirms it, so the first sync keeps the bucket.
    */
   seed(group: GroupAddress, peers: readonly HostAddress[]): void {
+    // IPv6 groups: not yet announced to peers, so none of theirs can be on the switch.
+    if (addressFamily(group) === 'ipv6') return;
     const deadline = this.options.port.clock.monotonicMs() + this.options.peerTimeoutMs;
     for (const peer of peers) this.remote.seed(peer, group, deadline);
     this.armExpiry();
@@ -193,6 +195,8 @@ export class PeerExchange {
 
   /** A local group gained its first or lost its last pod member: told to every peer on the next tick. */
   localGroupChanged(group: GroupAddress, hasMembers: boolean): void {
+    // IPv6 groups: not yet announced to peers (their reports through the tunnel are IGMPv3).
+    if (addressFamily(group) === 'ipv6') return;
     this.announcer.setLocalMembers(group, hasMembers);
     if (this.started && this.announcer.hasPending) this.scheduleFlush();
   }

@@ -27,7 +27,8 @@ export interface ControllerLogger {
 /** What the controller tells the metrics (src/controllers/daemon/metrics.ts implements it). */
 export interface ControllerMetrics {
   packetIn(): void;
-  igmpMessage(type: string, version: number): void;
+  /** One membership message; `protocol` only for MLD, so IGMP's series keep their labels. */
+  igmpMessage(type: string, version: number, protocol?: 'igmp' | 'mld'): void;
   ignoredNonPod(): void;
   syncDone(seconds: number, ok: boolean): void;
   error(kind: string): void;

@@ -6,13 +6,25 @@
  * Last Member Query Interval apart (§6.4.2); when a host stops wanting some sources,
  * group-and-source-specific queries about those (§6.6.3.2). The pods' replies come back
  * as packet-ins.
+ *
+ * The same for MLD (RFC 3810 §7.1, RFC 2710 §5), dual-stack, out of the same ports on the
+ * same timers: general queries of each configured MLD version to ff02::1, and a group's
+ * queries in MLD when the group is IPv6. MLD queries come from the link-local address
+ * (modified EUI-64) of the querier's MAC: listeners drop a query from any other source
+ * (RFC 3810 §5.1.14), so never from `::`.
  */
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
 import type { IgmpQuery, IgmpVersion } from '../../packet/igmp/message.js';
-import { encodeFrame } from '../../packet/query-frame.js';
+import { encodeMaxRespCode, MAX_MAX_RESP_CODE_VALUE } from '../../packet/mld/float-code.js';
+import type { MldQuery, MldVersion } from '../../packet/mld/message.js';
+import { FALLBACK_SOURCE_MAC } from '../../packet/ethernet.js';
+import { encodeFrame, encodeMldFrame } from '../../packet/query-frame.js';
 import type { WorkQueueTimers } from '../../domain/membership/work-queue.js';
 import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
+import { IPV6_FAMILY } from '../../domain/family/ipv6.js';
+import { familyOf } from '../../domain/family/families.js';
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import { canonicalIPv6 } from '../../wire/ipv6-address.js';
 import { McastError } from '../../errors.js';
 import type { DaemonCounters } from '../../transport/control/daemon-view.js';
 import type { ControllerMetrics, SwitchPort } from './ports.js';
@@ -26,8 +38,13 @@ export interface QuerierTiming {
   robustness: number;
 }
 
-export interface QuerierOptions extends QuerierTiming {
-  /** The querier's address and MAC now (the gateway's, or 0.0.0.0). */
+/** The MLD versions of the general queries (a reload may change them too); none: no MLD queries. */
+export interface MldQuerierTiming {
+  mldVersions?: readonly MldVersion[];
+}
+
+export interface QuerierOptions extends QuerierTiming, MldQuerierTiming {
+  /** The querier's IPv4 address and MAC now (the gateway's, or 0.0.0.0); MLD's source is the link-local address of the MAC (or of FALLBACK_SOURCE_MAC). */
   source: () => { address: string; mac?: string };
   /** The ports that get general queries now. */
   ports: () => number[];
@@ -63,7 +80,7 @@ export class Querier {
    * New intervals, versions and robustness (a reload): queries sent from now on carry
    * them, and the next general query comes one new Query Interval from now.
    */
-  reconfigure(timing: QuerierTiming): void {
+  reconfigure(timing: QuerierTiming & MldQuerierTiming): void {
     const intervalChanged = timing.queryIntervalMs !== this.options.queryIntervalMs;
     this.options = { ...this.options, ...timing };
     if (intervalChanged && this.cancelPeriodic !== undefined && !this.stopped && this.startupLeft <= 0) {
@@ -93,20 +110,29 @@ export class Querier {
     for (const version of this.options.versions) {
       await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, ports);
     }
+    for (const version of this.options.mldVersions ?? []) {
+      await this.sendMld(this.mldGeneralQuery(version), IPV6_FAMILY.allSystemsGroup, ports);
+    }
   }
 
   /**
    * Asks `port` Robustness times whether anyone still wants `group`, in `version` (v1 has no
    * group query); with `sources`, whether anyone still wants those sources of it (v2 has no
-   * source list and asks about the whole group).
+   * source list and asks about the whole group). An IPv6 group is asked in MLD, the version
+   * being the IGMP one of the port's host compatibility: 2 (an MLDv1 host) asks in MLDv1, 3 in MLDv2.
    */
   groupQueries(group: GroupAddress, port: number, version: Exclude<IgmpVersion, 1>, scope: { sources?: readonly SourceAddress[] } = {}): void {
     let remaining = this.options.robustness;
-    const lists = version === 3 && scope.sources !== undefined && scope.sources.length > 0 ? sourceLists(scope.sources) : [[]];
+    const mld = familyOf(group).protocol === 'mld';
+    const perQuery = mld ? MLD_SOURCES_PER_QUERY : SOURCES_PER_QUERY;
+    const lists = version === 3 && scope.sources !== undefined && scope.sources.length > 0 ? sourceLists(scope.sources, perQuery) : [[]];
     const once = (): void => {
       this.pendingGroupQueries.delete(cancel);
       if (this.stopped) return;
-      for (const sources of lists) void this.send(this.groupQuery(group, version, sources), group, [port]);
+      for (const sources of lists) {
+        if (mld) void this.sendMld(this.mldGroupQuery(group, version === 2 ? 1 : 2, sources), group, [port]);
+        else void this.send(this.groupQuery(group, version, sources), group, [port]);
+      }
       if (--remaining > 0) {
         cancel = this.options.timers.after(this.options.lastMemberQueryIntervalMs, once);
         this.pendingGroupQueries.add(cancel);
@@ -153,6 +179,40 @@ export class Querier {
     };
   }
 
+  private mldGeneralQuery(version: MldVersion): MldQuery {
+    return this.mldQuery('::', version, this.options.queryResponseIntervalMs);
+  }
+
+  private mldGroupQuery(group: string, version: MldVersion, sources: readonly string[]): MldQuery {
+    return this.mldQuery(group, version, Math.max(1, this.options.lastMemberQueryIntervalMs), sources);
+  }
+
+  /** MLDv1 carries the delay in milliseconds in 16 bits; MLDv2 as a code, in its own floating-point form from 32768 on (RFC 3810 §5.1.3). */
+  private mldQuery(group: string, version: MldVersion, responseMs: number, sources: readonly string[] = []): MldQuery {
+    const ms = Math.round(responseMs);
+    if (version === 1) return { kind: 'query', version: 1, group, maxRespDelayMs: Math.min(0xffff, ms) };
+    return {
+      kind: 'query',
+      version: 2,
+      group,
+      maxRespCode: encodeMaxRespCode(Math.min(MAX_MAX_RESP_CODE_VALUE, ms)),
+      sFlag: false,
+      qrv: this.options.robustness <= 7 ? this.options.robustness : 0,
+      qqic: encodeFloatCode(Math.round(this.options.queryIntervalMs / 1000)),
+      sources: [...sources],
+    };
+  }
+
+  private async sendMld(message: MldQuery, dst: string, ports: readonly number[]): Promise<void> {
+    const mac = this.options.source().mac ?? FALLBACK_SOURCE_MAC;
+    try {
+      const frame = encodeMldFrame({ message, src: eui64LinkLocal(mac), dst }, mac);
+      await this.options.send(frame, ports);
+    } catch (error) {
+      this.options.onError(error);
+    }
+  }
+
   private async send(message: IgmpQuery, dst: string, ports: readonly number[]): Promise<void> {
     const source = this.options.source();
     this.identification = (this.identification + 1) & 0xffff;
@@ -171,9 +231,28 @@ export class Querier {
  */
 const SOURCES_PER_QUERY = 366;
 
+/**
+ * The same for MLDv2: 1500 - 40 (IPv6 header) - 8 (the hop-by-hop header with Router
+ * Alert) - 28 (the v2 query header), 16 octets each.
+ */
+const MLD_SOURCES_PER_QUERY = 89;
+
 /** `sources` in lists that each fit one query. */
-function sourceLists(sources: readonly SourceAddress[]): SourceAddress[][] {
+function sourceLists(sources: readonly SourceAddress[], perQuery: number): SourceAddress[][] {
   const lists: SourceAddress[][] = [];
-  for (let at = 0; at < sources.length; at += SOURCES_PER_QUERY) lists.push(sources.slice(at, at + SOURCES_PER_QUERY));
+  for (let at = 0; at < sources.length; at += perQuery) lists.push(sources.slice(at, at + perQuery));
   return lists;
+}
+
+/**
+ * The link-local address of a MAC: fe80::/64 and the modified EUI-64 interface identifier
+ * (RFC 4291 Appendix A: the MAC's halves around ff:fe, its universal/local bit inverted),
+ * as a host forms its own (RFC 4862 §5.3). Throws a RangeError for text that is no MAC.
+ */
+export function eui64LinkLocal(mac: string): string {
+  const octets = mac.split(':').map((part) => (/^[0-9a-fA-F]{1,2}$/.test(part) ? Number.parseInt(part, 16) : Number.NaN));
+  if (octets.length !== 6 || octets.some(Number.isNaN)) throw new RangeError(`${JSON.stringify(mac)} is not a MAC address`);
+  const [a, b, c, d, e, f] = octets as [number, number, number, number, number, number];
+  const word = (high: number, low: number) => ((high << 8) | low).toString(16);
+  return canonicalIPv6(`fe80:0:0:0:${word(a ^ 0x02, b)}:${word(c, 0xff)}:${word(0xfe, d)}:${word(e, f)}`)!;
 }

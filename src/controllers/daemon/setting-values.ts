@@ -4,6 +4,7 @@
  * ValueProblem that says what is wrong with the value; the caller adds where it came from.
  */
 import type { IgmpVersion } from '../../packet/igmp/message.js';
+import type { MldVersion } from '../../packet/mld/message.js';
 import { hostAddress, isMulticast, parseSourceAddress, type HostAddress } from '../../wire/ip-address.js';
 import { parsePeerList } from '../../domain/peers/peer-set.js';
 import { isIPv4 } from 'node:net';
@@ -183,6 +184,25 @@ export function parseInterfaceList(value: unknown): string[] {
     if (names.indexOf(name) !== index) throw new ValueProblem(`${name} is listed twice`, Array.isArray(value) ? index : undefined);
   });
   return names;
+}
+
+/**
+ * MLD versions of general queries: 1, 2 or both, as a list or comma-separated; an empty
+ * list, an empty string or `none`: no MLD queries.
+ */
+export function parseMldQueryVersions(value: unknown): MldVersion[] {
+  if (typeof value === 'string' && value.trim().toLowerCase() === 'none') return [];
+  const items = listItems(value);
+  const versions = items.map((item, index): MldVersion => {
+    const version = typeof item === 'number' ? item : typeof item === 'string' && /^[12]$/.test(item) ? Number(item) : NaN;
+    if (version !== 1 && version !== 2)
+      throw new ValueProblem(`${describe(item)} is not an MLD version (1 or 2; none for no MLD queries)`, Array.isArray(value) ? index : undefined);
+    return version;
+  });
+  versions.forEach((version, index) => {
+    if (versions.indexOf(version) !== index) throw new ValueProblem(`version ${version} is listed twice`, Array.isArray(value) ? index : undefined);
+  });
+  return versions.sort((a, b) => a - b);
 }
 
 export function parseQueryVersions(value: unknown): QueryVersion[] {

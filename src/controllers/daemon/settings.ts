@@ -169,6 +169,18 @@ export const DAEMON_SETTINGS = [
     fileDefault: '[3]',
     flagDefault: '3',
   }),
+  fills('mldQueryVersions', {
+    key: 'mldQueryVersions',
+    flag: '--mld-query-versions',
+    argument: '<list>',
+    kind: 'list of 1, 2',
+    parse: values.parseMldQueryVersions,
+    fallback: [2],
+    runtime: true,
+    help: 'MLD versions of the general queries, comma-separated: 1, 2; none: no MLD queries',
+    fileDefault: '[2]',
+    flagDefault: '2',
+  }),
   fills('robustness', {
     key: 'robustness',
     flag: '--robustness',

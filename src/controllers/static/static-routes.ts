@@ -11,7 +11,8 @@ import { UsageError } from '../../errors.js';
 import { MAXVIFS } from '../../protocol/mroute/constants.js';
 import { ifindexOf, MrouteSocket } from '../../transport/mroute-socket.js';
 import { readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../protocol/mroute/proc.js';
-import { checkGroupAddress, checkSourceAddress } from '../../domain/declared-state/group-address.js';
+import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
+import { addressFamily } from '../../wire/ip-address.js';
 
 export interface StaticRoute {
   group: string;
@@ -107,10 +108,21 @@ export async function uninstallRoute(route: Pick<StaticRoute, 'group' | 'source'
   }
 }
 
-/** A multicast group that can be routed, and a unicast source host. */
+/**
+ * A multicast group that can be routed, and a unicast source host, both IPv4: the kernel's
+ * IPv6 multicast routing (ip6mr, its own socket and tables) is not written yet, so an
+ * IPv6 route is refused before anything changes.
+ */
 function checkSourceGroup(route: Pick<StaticRoute, 'group' | 'source'>): void {
-  checkGroupAddress(route.group, 'GROUP');
-  checkSourceAddress(route.source, '--source');
+  const group = checkGroupAddress(route.group, 'GROUP');
+  const source = checkSourceAddress(route.source, '--source');
+  checkSourceGroupFamily(source, group, 'the route');
+  if (addressFamily(group) === 'ipv6') {
+    throw new UsageError(
+      `kernel route (${source}, ${group}): static IPv6 kernel routes are not supported yet (mcastctl routes only IPv4 through the kernel's multicast routing)`,
+      { code: 'bad-address', hint: 'for an IPv6 (S,G) entry on the bridge, use --source S --ports LIST instead of --iif and --oif' },
+    );
+  }
 }
 
 function sameOifs(row: MfcRow, oifs: readonly number[]): boolean {

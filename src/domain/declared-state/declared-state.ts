@@ -6,7 +6,9 @@
  *     - group: 239.1.2.3
  *       ports: [pod-a, pod-b, 7]        # interface names or OpenFlow port numbers
  *     - {group: 232.1.1.1, source: 10.0.0.5, ports: [pod-a]}   # an OVS (S,G) entry
- *   routes:                             # static kernel (S,G) routes
+ *     - {group: ff3e::8000:1, ports: [pod-a]}                  # IPv6 too (canonical text out)
+ *     - {group: ff3e::8000:1, source: 2001:db8::5, ports: [7]}
+ *   routes:                             # static kernel (S,G) routes (IPv4 only, for now)
  *     - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}
  *
  * Every problem is a UsageError naming the file and line, found before anything is
@@ -22,7 +24,7 @@ import { quoteInput, UsageError } from '../../errors.js';
 import { readRegularFile, showBytes } from '../../runtime/regular-file.js';
 import { type GroupAddress, parseSourceAddress, type SourceAddress } from '../../wire/ip-address.js';
 import { forwardingKey } from '../pipeline/forwarding-key.js';
-import { checkGroupAddress, parsePortRef, type PortRef } from './group-address.js';
+import { checkGroupAddress, checkSourceGroupFamily, parsePortRef, type PortRef } from './group-address.js';
 import { loadYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError, type LoadedYaml } from '../../runtime/safe-yaml.js';
 
 export interface DeclaredGroup {
@@ -194,6 +196,7 @@ function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup,
   if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
   const source = 'source' in item ? parseSourceAddressAt(item.source, [...path, 'source']) : undefined;
+  if (source !== undefined) withProblemPath([...path, 'source'], () => checkSourceGroupFamily(source, group, 'source'));
   if (!('ports' in item)) throw new StateProblem(path, `group ${group} needs "ports"`);
   const ports = item.ports;
   if (!Array.isArray(ports) || ports.length === 0) throw new StateProblem([...path, 'ports'], '"ports" must be a non-empty list of port names or numbers');
@@ -219,7 +222,7 @@ function withProblemPath<T>(path: DocumentPath, check: () => T): T {
   try {
     return check();
   } catch (error) {
-    if (error instanceof UsageError) throw new StateProblem(path, error.message.replace(/^(group|port): /, ''));
+    if (error instanceof UsageError) throw new StateProblem(path, error.message.replace(/^(group|port|source): /, ''));
     throw error;
   }
 }

@@ -2,7 +2,8 @@
  * Which IGMP version each port is treated as speaking for each group (RFC 3376 §7.3.2):
  * the oldest version heard from the port within the Older Host Present Interval. The
  * state is per group and port, because one old host on a port makes the whole port fall
- * back for that group only.
+ * back for that group only. MLD keeps the same state: an MLDv1 host is heard as an IGMPv2
+ * one (RFC 3810 §8.3.2 mirrors RFC 3376 §7.3.2), and MLD has nothing like IGMPv1.
  */
 import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import type { GroupAddress } from '../../wire/ip-address.js';

@@ -10,9 +10,13 @@
  * The SSM range is decided here too: a group in it is joined only for named sources
  * (RFC 4607), so a record that asks for any source (EXCLUDE mode) is refused, as RFC 4604
  * §2.2.1 asks of routers, also from a port that is already an INCLUDE member of the group.
+ * IPv4's range is a setting (232.0.0.0/8 by default); IPv6's is fixed, ff3x::/96 of every
+ * scope (RFC 4607 §1, RFC 3306 §6), and holds whenever an IPv4 range is set: a setting of
+ * no range turns the check off for both families.
  */
 import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
+import { parseIPv6 } from '../../wire/ipv6-address.js';
 import { type AddressRange, type Ipv4Prefix, prefixRange } from '../policy/ipv4-prefix.js';
 import type { SourceFilter } from './source-filter.js';
 
@@ -23,7 +27,10 @@ export interface MembershipLimitSettings {
   maxSourcesPerGroup: number;
   /** Groups with members on the node: each is one OVS group. */
   maxGroups: number;
-  /** The source-specific multicast range: its groups take INCLUDE-mode records only. Absent or empty: none. */
+  /**
+   * The source-specific multicast range of IPv4: its groups take INCLUDE-mode records only.
+   * Absent or empty: none, and no SSM check of IPv6 groups either (their range, ff3x::/96, is not set here).
+   */
   ssmRange?: readonly Ipv4Prefix[];
 }
 
@@ -96,6 +103,7 @@ const SSM_RANGES = new WeakMap<readonly Ipv4Prefix[], readonly AddressRange[]>()
 
 function inSsmRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boolean {
   if (prefixes.length === 0) return false;
+  if (group.includes(':')) return isIPv6SsmGroup(group);
   let ranges = SSM_RANGES.get(prefixes);
   if (ranges === undefined) {
     ranges = prefixes.map(prefixRange);
@@ -103,6 +111,18 @@ function inSsmRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boole
   }
   const address = parseIPv4(group);
   return address !== undefined && ranges.some((range) => address >= range.start && address <= range.end);
+}
+
+/**
+ * ff3x::/96 (RFC 4607 §1: FF3x::/32 with a zero prefix length and network prefix, of which
+ * the /96 is what IANA assigns for SSM): flags nibble 3 (P and T set), any scope, then
+ * octets 2 to 11 all zero.
+ */
+export function isIPv6SsmGroup(group: GroupAddress): boolean {
+  const bytes = parseIPv6(group);
+  if (bytes === undefined || bytes[0] !== 0xff || bytes[1]! >> 4 !== 3) return false;
+  for (let at = 2; at < 12; at++) if (bytes[at] !== 0) return false;
+  return true;
 }
 
 /** The sources limit: the port's sources of the group after the report (its other hosts' too), when some are new. */

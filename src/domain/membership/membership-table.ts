@@ -22,7 +22,15 @@ import { type GroupSnapshot, type MembershipRecord, type RestoredMember, restore
 
 export type { GroupSnapshot, MembershipRecord, RestoredMember } from './member-records.js';
 import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, type RefusalReason, refusalOf, UNLIMITED } from './membership-limits.js';
-import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
+import {
+  addressOrderKey,
+  compareOrderKeys,
+  compareAddresses,
+  type GroupAddress,
+  type HostAddress,
+  hostAddress,
+  type SourceAddress,
+} from '../../wire/ip-address.js';
 
 export interface MembershipTiming {
   /** Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval (§8.13). */
@@ -243,7 +251,7 @@ export class MembershipTable {
   /** Every group with members, sorted by address; members by port, then host. */
   snapshot(): GroupSnapshot[] {
     // Sorted by a key parsed once per group (a save and every `groups` take a snapshot of thousands).
-    const order = new Map<GroupAddress, number>();
+    const order = new Map<GroupAddress, string>();
     for (const group of this.groups.keys()) order.set(group, addressOrderKey(group));
     return [...this.groups.entries()]
       .map(([group, members]) => ({
@@ -261,7 +269,7 @@ export class MembershipTable {
             ...timersOf(member.state),
           })),
       }))
-      .sort((a, b) => order.get(a.group)! - order.get(b.group)!);
+      .sort((a, b) => compareOrderKeys(order.get(a.group)!, order.get(b.group)!));
   }
 
   private leaveOf(group: GroupAddress, port: number, leaving: HostAddress): MembershipEffect[] {
@@ -338,6 +346,15 @@ export class MembershipTable {
       if (this.shapeOf(group) !== before) effects.push({ kind: 'members', group, ports: this.portsOf(group) });
     }
     return effects;
+  }
+
+  /**
+   * The version `port` is treated as speaking for `group` now (RFC 3376 §7.3.2; for MLD,
+   * RFC 3810 §8.3.2: an MLDv1 host counts as an IGMPv2 one, so 2 means MLDv1 and 3 MLDv2).
+   * What a group-specific query to the port must be.
+   */
+  compatibilityOf(group: GroupAddress, port: number): IgmpVersion {
+    return this.modeOf(group, port);
   }
 
   /** The timing this table runs with. */

@@ -22,7 +22,7 @@
  * that asked) and runs `flush()` again at `nextDeadline()`.
  */
 import type { GroupRecord, IgmpV3Report } from '../../packet/igmp/message.js';
-import { addressOrderKey, type GroupAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
+import { addressFamily, addressOrderKey, compareOrderKeys, type GroupAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
 
 /** What Geneve over IPv4 adds to an inner IPv4 packet: inner Ethernet 14, Geneve 8, UDP 8, outer IPv4 20. */
 const TUNNEL_OVERHEAD = 50;
@@ -75,6 +75,8 @@ export class PeerAnnouncer {
 
   /** One group's change, as the membership table's effects give it (no ports left: false). */
   setLocalMembers(group: GroupAddress, hasMembers: boolean): void {
+    // IPv6 groups: not yet announced to peers (the reports through the tunnel are IGMPv3).
+    if (addressFamily(group) === 'ipv6') return;
     if (this.current.has(group) === hasMembers) return;
     if (hasMembers) this.current.add(group);
     else this.current.delete(group);
@@ -132,7 +134,7 @@ export class PeerAnnouncer {
   /** Records in reports of at most R, sorted by group; no records, no reports. */
   private split(records: GroupRecord[]): IgmpV3Report[] {
     const kept = records.filter((record) => !isLinkScopeGroup(record.group));
-    const keyed = kept.map((record) => ({ record, key: addressOrderKey(record.group) })).sort((a, b) => a.key - b.key);
+    const keyed = kept.map((record) => ({ record, key: addressOrderKey(record.group) })).sort((a, b) => compareOrderKeys(a.key, b.key));
     const reports: IgmpV3Report[] = [];
     for (let at = 0; at < keyed.length; at += this.maxRecords) {
       reports.push({ kind: 'report', version: 3, records: keyed.slice(at, at + this.maxRecords).map(({ record }) => record) });

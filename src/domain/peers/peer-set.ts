@@ -11,7 +11,7 @@
  */
 import { quoteInput, UsageError } from '../../errors.js';
 import { loadYaml, type LoadedYaml, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
-import { addressOrderKey, type HostAddress, hostAddress, parseSourceAddress } from '../../wire/ip-address.js';
+import { addressOrderKey, compareOrderKeys, type HostAddress, hostAddress, parseSourceAddress } from '../../wire/ip-address.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 
 /** The most peers after normalisation. */
@@ -80,7 +80,7 @@ class PeerCollector {
 function sorted(addresses: Iterable<HostAddress>): HostAddress[] {
   return [...addresses]
     .map((address) => ({ address, key: addressOrderKey(address) }))
-    .sort((a, b) => a.key - b.key)
+    .sort((a, b) => compareOrderKeys(a.key, b.key))
     .map(({ address }) => address);
 }
 

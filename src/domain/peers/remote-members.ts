@@ -16,7 +16,7 @@
  * returns the groups whose peers changed, which the caller syncs to the switch.
  */
 import type { MembershipRecord } from '../membership/membership-table.js';
-import { addressOrderKey, type GroupAddress, type HostAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
+import { addressOrderKey, compareOrderKeys, type GroupAddress, type HostAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
 import { DeadlineHeap } from './deadline-heap.js';
 
 export interface RemoteMembersSettings {
@@ -373,6 +373,6 @@ function verdictOf(record: MembershipRecord): 'member' | 'leave' | 'ignore' {
 function sortedAddresses<Address extends string>(addresses: Iterable<Address>): Address[] {
   return [...addresses]
     .map((address) => ({ address, key: addressOrderKey(address) }))
-    .sort((a, b) => a.key - b.key)
+    .sort((a, b) => compareOrderKeys(a.key, b.key))
     .map(({ address }) => address);
 }

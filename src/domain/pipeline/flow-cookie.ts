@@ -10,9 +10,9 @@
  * switch tells by its cookie alone what it was written for.
  */
 export const FlowKind = {
-  /** IGMP → controller; value: the in_port it matches (the pod's metered flow), or 0 for every port. */
-  IgmpToController: 1,
-  /** 224.0.0.0/24 → flood; value: 0. */
+  /** IGMP or MLD → controller; value: the in_port it matches (the pod's metered flows), or 0 for every port. */
+  MembershipToController: 1,
+  /** Link scope (224.0.0.0/24, ff02::/16) → flood; value: 0. */
   LinkLocalFlood: 2,
   /** A group's traffic → its OVS group; value: the group address. */
   GroupForward: 3,

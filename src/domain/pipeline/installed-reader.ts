@@ -5,7 +5,15 @@
  * The ids found are adopted into the pipeline's group id allocation, so that a fresh
  * pipeline keeps using them.
  */
-import { addressOrderKey, compareAddresses, type GroupAddress, type HostAddress, parseGroupAddress, parseSourceAddress } from '../../wire/ip-address.js';
+import {
+  addressOrderKey,
+  compareOrderKeys,
+  compareAddresses,
+  type GroupAddress,
+  type HostAddress,
+  parseGroupAddress,
+  parseSourceAddress,
+} from '../../wire/ip-address.js';
 import { familyOf } from '../family/families.js';
 import type { PipelineConfig } from './config.js';
 import { decodeFlowCookie, FlowCookieFlag, type FlowCookieFields, FlowKind } from './flow-cookie.js';
@@ -55,7 +63,7 @@ export function readInstalledEntries(reading: InstalledReading): InstalledPipeli
   const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
   // By address, each parsed once (10,000 groups are 130,000 comparisons); a group's (*,G) first, then its sources.
   const order = new Map(installed.map((entry) => [entry, addressOrderKey(entry.group)]));
-  installed.sort((a, b) => order.get(a)! - order.get(b)! || compareSources(a, b));
+  installed.sort((a, b) => compareOrderKeys(order.get(a)!, order.get(b)!) || compareSources(a, b));
   return { groups: installed, otherFlows, strayGroups };
 }
 
@@ -117,8 +125,8 @@ function followChain(walk: ChainWalk): InstalledGroup {
 function matchedTarget(flow: FlowEntry, fields: FlowCookieFields, sourced: boolean): ForwardingTarget | undefined {
   const group = groupMatched(flow.match);
   if (group === undefined || fields.value !== familyOf(group).cookieValue(group) >>> 0) return undefined;
-  if (!sourced) return flow.match.ipv4Src === undefined ? { group } : undefined;
-  const source = flow.match.ipv4Src === undefined ? undefined : parseSourceAddress(flow.match.ipv4Src);
+  if (!sourced) return flow.match.ipSrc === undefined ? { group } : undefined;
+  const source = flow.match.ipSrc === undefined ? undefined : parseSourceAddress(flow.match.ipSrc);
   return source === undefined ? undefined : { group, source };
 }
 
@@ -144,8 +152,8 @@ function compareSources(a: InstalledGroup, b: InstalledGroup): number {
 
 /** The group a flow forwards: an exact match on one multicast destination. */
 function groupMatched(match: FlowMatch): GroupAddress | undefined {
-  if (match.ipv4Dst === undefined || match.ipv4DstMask !== undefined) return undefined;
-  return parseGroupAddress(match.ipv4Dst);
+  if (match.ipDst === undefined || match.ipDstMask !== undefined) return undefined;
+  return parseGroupAddress(match.ipDst);
 }
 
 /** The OVS group a group flow sends to: its only action, as the pipeline writes it. */

@@ -27,6 +27,13 @@
  *                                                     or drop, without one)
  *   (below)        the bridge's own flows (NORMAL, other controllers): everything else
  *
+ * The rows that name 224.0.0.0/4 or IGMP are written once for each family (FAMILIES):
+ * IPv6's match ipv6, ipv6_dst=ff00::/8, its link-scope flood ff02::/ff0f:: (link scope
+ * whatever the flags: Neighbor Discovery's solicited-node groups, all nodes, all
+ * routers), and its membership rows the four MLD types (ipv6, nw_proto=58,
+ * icmpv6_type=130|131|132|143), so that the rest of ICMPv6, Neighbor Discovery among
+ * it, never reaches the controller. A group's rows match its own family's destination.
+ *
  * The meter of a pod port (m(pod) = meterIdBase + its port number) drops the pod's IGMP
  * past a rate in the switch, so that a flooding pod costs the daemon, and the switch's
  * slow path, no more than that rate.
@@ -44,7 +51,8 @@
  */
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
-import { familyOf } from '../family/families.js';
+import { FAMILIES, familyOf } from '../family/families.js';
+import type { MulticastFamily } from '../family/multicast-family.js';
 import { chainBlocks, METER_ID_BLOCK, type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
 import { encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 import type { ForwardingTarget } from './forwarding-key.js';
@@ -186,16 +194,16 @@ export class MulticastPipeline {
       table: this.config.table,
       priority: sourcePriorities(this.config.priorities).sourceIngress,
       cookie: this.cookie(FlowKind.SourceIngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
-      match: { inPort: options.inPort, ...family.groupMatch(options.group), ipv4Src: options.source },
+      match: { inPort: options.inPort, ...family.groupMatch(options.group), ipSrc: options.source },
       actions: options.linkOne === undefined ? [] : [{ type: 'group', groupId: options.linkOne }],
     };
   }
 
   /**
-   * Tunnel mode: any other multicast from the tunnel port → dropped. Above the link-local
-   * flood, so that link-local traffic of other nodes does not flood here.
+   * Tunnel mode: any other multicast from the tunnel port → dropped, one flow a family.
+   * Above the link-local flood, so that link-local traffic of other nodes does not flood here.
    */
-  tunnelDrop(tunnelOfport: number): FlowEntry {
+  tunnelDrop(tunnelOfport: number): FlowEntry[] {
     return this.ingressDrop(tunnelOfport, tunnelPriorities(this.config.priorities).tunnelDrop);
   }
 
@@ -204,18 +212,18 @@ export class MulticastPipeline {
    * gets outside traffic through its own gateway). Below the link-local flood, so that the
    * node's own link-local traffic (mDNS) still floods to the pods.
    */
-  gatewayDrop(gatewayOfport: number): FlowEntry {
+  gatewayDrop(gatewayOfport: number): FlowEntry[] {
     return this.ingressDrop(gatewayOfport, tunnelPriorities(this.config.priorities).gatewayDrop);
   }
 
-  private ingressDrop(inPort: number, priority: number): FlowEntry {
-    return {
+  private ingressDrop(inPort: number, priority: number): FlowEntry[] {
+    return FAMILIES.map((family) => ({
       table: this.config.table,
       priority,
       cookie: this.cookie(FlowKind.IngressDrop, inPort),
-      match: { inPort, ...IPV4_FAMILY.multicastMatch },
+      match: { inPort, ...family.multicastMatch },
       actions: [],
-    };
+    }));
   }
 
   groupFlow(group: GroupAddress, learned = false): FlowEntry {
@@ -236,24 +244,28 @@ export class MulticastPipeline {
       table: this.config.table,
       priority: sourcePriorities(this.config.priorities).sourceGroup,
       cookie: this.cookie(FlowKind.SourceForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
-      match: { ...family.groupMatch(options.group), ipv4Src: options.source },
+      match: { ...family.groupMatch(options.group), ipSrc: options.source },
       actions: [{ type: 'group', groupId: this.sourceGroupId(options.source, options.group) }],
     };
   }
 
   /**
-   * IGMP → the controller: from one port, or (no port: cookie value 0) from every port.
-   * The daemon takes all IGMP and decides by the packet-in's port: reports from pod
-   * ports count, others are counted and dropped, so nothing floods them meanwhile.
+   * Membership messages (IGMP, and MLD's four ICMPv6 types) → the controller: from one
+   * port, or (no port: cookie value 0) from every port. The daemon takes them all and
+   * decides by the packet-in's port: reports from pod ports count, others are counted and
+   * dropped, so nothing floods them meanwhile. Neighbor Discovery, also ICMPv6, is not
+   * matched: it floods with the rest of link scope.
    */
-  igmpToController(ofport?: number): FlowEntry {
-    return {
-      table: this.config.table,
-      priority: this.config.priorities.igmp,
-      cookie: this.cookie(FlowKind.IgmpToController, ofport ?? 0),
-      match: { ...(ofport === undefined ? {} : { inPort: ofport }), ethType: IPV4_FAMILY.etherType, ipProto: IPV4_FAMILY.membershipIpProto },
-      actions: [{ type: 'controller' }],
-    };
+  membershipToController(ofport?: number): FlowEntry[] {
+    return FAMILIES.flatMap((family) =>
+      family.membershipMatches.map((match) => ({
+        table: this.config.table,
+        priority: this.config.priorities.igmp,
+        cookie: this.cookie(FlowKind.MembershipToController, ofport ?? 0),
+        match: { ...(ofport === undefined ? {} : { inPort: ofport }), ...match },
+        actions: [{ type: 'controller' } as const],
+      })),
+    );
   }
 
   /** The meter of pod port `ofport`'s IGMP. */
@@ -268,76 +280,95 @@ export class MulticastPipeline {
   }
 
   /**
-   * IGMP from a pod port → its meter → the controller, one above the flow for every
-   * port: the meter drops what the pod sends past its rate, in the switch.
+   * Membership messages from a pod port → its meter → the controller, one above the flows
+   * for every port: the meter drops what the pod sends past its rate, in the switch. One
+   * meter for both families: a pod's budget is one, however it spends it.
    */
-  igmpToControllerMetered(ofport: number): FlowEntry {
-    return { ...this.igmpToController(ofport), priority: this.config.priorities.igmp + 1, meterId: this.meterIdOf(ofport) };
+  membershipToControllerMetered(ofport: number): FlowEntry[] {
+    return this.membershipToController(ofport).map((flow) => ({ ...flow, priority: this.config.priorities.igmp + 1, meterId: this.meterIdOf(ofport) }));
   }
 
-  /** Multicast from pod port `ofport` to `range` (an address and dotted mask) → dropped. */
+  /**
+   * Multicast from pod port `ofport` to `range` (a network address and its mask, text of
+   * either family: IPv6 text holds a colon, and gives the IPv6 ethertype) → dropped. A
+   * full mask is an exact match, written without a mask, as the switch reads it back.
+   */
   sendPolicyDrop(ofport: number, range: { address: string; mask: string }): FlowEntry {
+    const ipv6 = range.address.includes(':');
+    const family = (ipv6 && FAMILIES.find((candidate) => candidate.name === 'ipv6')) || IPV4_FAMILY;
+    const exact = range.mask === (ipv6 ? 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' : '255.255.255.255');
     return {
       table: this.config.table,
       priority: this.config.priorities.sendPolicy,
       cookie: this.cookie(FlowKind.SendPolicyDrop, ofport),
       match: {
         inPort: ofport,
-        ethType: IPV4_FAMILY.etherType,
-        ipv4Dst: range.address,
-        ...(range.mask === '255.255.255.255' ? {} : { ipv4DstMask: range.mask }),
+        ethType: family.etherType,
+        ipDst: range.address,
+        ...(exact ? {} : { ipDstMask: range.mask }),
       },
       actions: [],
     };
   }
 
   /**
-   * IGMP from one queried port → the controller, two above the snooping flow, for as
-   * long as a query listens. Nothing else hears those reports meanwhile, so hosts do not
-   * suppress theirs (RFC 2236 §3) and every member answers. `runId` (the cookie value)
-   * tells one run's flows from another's, so a run deletes only its own. The flow
-   * removes itself after `hardTimeoutSeconds` should its writer die before deleting it.
+   * The membership messages of `family` from one queried port → the controller, two
+   * above the snooping flows, for as long as a query listens: one flow per membership
+   * match (IGMP one, MLD its four ICMPv6 types, so Neighbor Discovery keeps flowing).
+   * Nothing else hears those reports meanwhile, so hosts do not suppress theirs
+   * (RFC 2236 §3, RFC 2710 §4) and every member answers. Only the queried family is
+   * diverted: the other's snooping goes on undisturbed. `runId` (the cookie value) tells
+   * one run's flows from another's, so a run deletes only its own. The flows remove
+   * themselves after `hardTimeoutSeconds` should their writer die before deleting them.
    */
-  igmpQueryProbe(ofport: number, runId: number, hardTimeoutSeconds: number): FlowEntry {
-    return {
+  queryProbe(family: MulticastFamily, probe: { ofport: number; runId: number; hardTimeoutSeconds: number }): FlowEntry[] {
+    const hardTimeout = Math.min(0xffff, Math.max(1, Math.ceil(probe.hardTimeoutSeconds)));
+    return family.membershipMatches.map((match) => ({
       table: this.config.table,
       priority: this.config.priorities.igmp + 2,
-      cookie: this.cookie(FlowKind.IgmpQueryProbe, runId),
-      match: { inPort: ofport, ethType: IPV4_FAMILY.etherType, ipProto: IPV4_FAMILY.membershipIpProto },
-      actions: [{ type: 'controller' }],
-      hardTimeout: Math.min(0xffff, Math.max(1, Math.ceil(hardTimeoutSeconds))),
-    };
+      cookie: this.cookie(FlowKind.IgmpQueryProbe, probe.runId),
+      match: { inPort: probe.ofport, ...match },
+      actions: [{ type: 'controller' } as const],
+      hardTimeout,
+    }));
   }
 
-  linkLocalFlood(): FlowEntry {
-    return {
+  /**
+   * Link-scope multicast → flooded, one flow a family: IPv4's control groups, and IPv6's
+   * ff02::/16 with Neighbor Discovery's solicited-node groups, all nodes and all routers,
+   * which address resolution, DAD and router advertisements need whether or not anyone
+   * reported them.
+   */
+  linkLocalFlood(): FlowEntry[] {
+    return FAMILIES.map((family) => ({
       table: this.config.table,
       priority: this.config.priorities.linkLocal,
       cookie: this.cookie(FlowKind.LinkLocalFlood, 0),
-      match: { ...IPV4_FAMILY.linkScopeMatch },
-      actions: [{ type: 'flood' }],
-    };
+      match: { ...family.linkScopeMatch },
+      actions: [{ type: 'flood' } as const],
+    }));
   }
 
-  unknownGroupToGateway(gatewayOfport: number): FlowEntry {
-    return {
+  /** Multicast of a group with no members here → the gateway, one flow a family. */
+  unknownGroupToGateway(gatewayOfport: number): FlowEntry[] {
+    return FAMILIES.map((family) => ({
       table: this.config.table,
       priority: this.config.priorities.unknownGroup,
       cookie: this.cookie(FlowKind.UnknownGroupToGateway, gatewayOfport),
-      match: { ...IPV4_FAMILY.multicastMatch },
-      actions: [{ type: 'output', port: gatewayOfport }],
-    };
+      match: { ...family.multicastMatch },
+      actions: [{ type: 'output', port: gatewayOfport } as const],
+    }));
   }
 
   /** Without a gateway: other multicast is dropped (cookie value 0), not left to the bridge's own flows to flood. */
-  unknownGroupDrop(): FlowEntry {
-    return {
+  unknownGroupDrop(): FlowEntry[] {
+    return FAMILIES.map((family) => ({
       table: this.config.table,
       priority: this.config.priorities.unknownGroup,
       cookie: this.cookie(FlowKind.UnknownGroupToGateway, 0),
-      match: { ...IPV4_FAMILY.multicastMatch },
+      match: { ...family.multicastMatch },
       actions: [],
-    };
+    }));
   }
 
   /**

@@ -21,19 +21,25 @@ import type { Bucket, FlowAction, FlowEntry, FlowMatch, GroupEntry } from './mul
 import type { PipelineChange } from './plan.js';
 
 const EXACT_IPV4_MASK = '255.255.255.255';
+const EXACT_IPV6_MASK = 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff';
+const ETH_TYPE_IPV6 = 0x86dd;
 
-/** OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, IPV4_SRC, IPV4_DST. */
+/**
+ * OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, the source and the
+ * destination (IPV4_* or, for ETH_TYPE 0x86dd, IPV6_*), ICMPV6_TYPE.
+ */
 export function matchFields(match: FlowMatch): OxmField[] {
   const fields: OxmField[] = [];
   if (match.inPort !== undefined) fields.push({ field: 'IN_PORT', value: match.inPort });
   if (match.ethType !== undefined) fields.push({ field: 'ETH_TYPE', value: match.ethType });
   if (match.ipProto !== undefined) fields.push({ field: 'IP_PROTO', value: match.ipProto });
-  if (match.ipv4Src !== undefined) fields.push({ field: 'IPV4_SRC', value: match.ipv4Src });
-  if (match.ipv4Dst !== undefined) {
-    fields.push(
-      match.ipv4DstMask === undefined ? { field: 'IPV4_DST', value: match.ipv4Dst } : { field: 'IPV4_DST', value: match.ipv4Dst, mask: match.ipv4DstMask },
-    );
+  const ipv6 = match.ethType === ETH_TYPE_IPV6;
+  if (match.ipSrc !== undefined) fields.push({ field: ipv6 ? 'IPV6_SRC' : 'IPV4_SRC', value: match.ipSrc });
+  if (match.ipDst !== undefined) {
+    const field = ipv6 ? 'IPV6_DST' : 'IPV4_DST';
+    fields.push(match.ipDstMask === undefined ? { field, value: match.ipDst } : { field, value: match.ipDst, mask: match.ipDstMask });
   }
+  if (match.icmpv6Type !== undefined) fields.push({ field: 'ICMPV6_TYPE', value: match.icmpv6Type });
   return fields;
 }
 
@@ -177,11 +183,22 @@ function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
       case 'IPV4_SRC':
         // The pipeline matches one source exactly: a masked source is nobody's (S,G) entry.
         if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) return undefined;
-        match.ipv4Src = field.value;
+        match.ipSrc = field.value;
         break;
       case 'IPV4_DST':
-        match.ipv4Dst = field.value;
-        if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) match.ipv4DstMask = field.mask;
+        match.ipDst = field.value;
+        if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) match.ipDstMask = field.mask;
+        break;
+      case 'IPV6_SRC':
+        if (field.mask !== undefined && field.mask !== EXACT_IPV6_MASK) return undefined;
+        match.ipSrc = field.value;
+        break;
+      case 'IPV6_DST':
+        match.ipDst = field.value;
+        if (field.mask !== undefined && field.mask !== EXACT_IPV6_MASK) match.ipDstMask = field.mask;
+        break;
+      case 'ICMPV6_TYPE':
+        match.icmpv6Type = field.value;
         break;
       default:
         return undefined;

@@ -4,16 +4,27 @@
  */
 import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
 
-/** The fields the pipeline matches on. */
+/**
+ * The fields the pipeline matches on. The addresses are of the family `ethType` says
+ * (0x0800: IPv4, OVS's nw_dst; 0x86dd: IPv6, ipv6_dst), in their canonical text.
+ */
 export interface FlowMatch {
   inPort?: number;
   ethType?: number;
   ipProto?: number;
-  ipv4Dst?: string;
-  /** Absent: an exact match. */
-  ipv4DstMask?: string;
-  /** An exact match on the IPv4 source (the (S,G) entries). */
-  ipv4Src?: string;
+  /** The ICMPv6 type (IPv6's membership messages, MLD, are ICMPv6 messages of four types). */
+  icmpv6Type?: number;
+  ipDst?: string;
+  /** Absent: an exact match. A dotted quad for IPv4, IPv6 text for IPv6 (`ff0f::`). */
+  ipDstMask?: string;
+  /** An exact match on the source (the (S,G) entries). */
+  ipSrc?: string;
+}
+
+/** The match's fields in one fixed order, as text: two matches are the same exactly when their keys are. */
+export function flowMatchKey(match: FlowMatch): string {
+  const { inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = match;
+  return JSON.stringify([inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask]);
 }
 
 export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };

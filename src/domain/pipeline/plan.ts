@@ -9,6 +9,7 @@
  */
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { type ForwardingTarget, forwardingKey } from './forwarding-key.js';
+import { flowMatchKey } from './pipeline-entries.js';
 import type {
   FlowAction,
   FlowEntry,
@@ -154,8 +155,7 @@ function removal(current: InstalledGroup): PipelineChange[] {
 
 /** What makes two flows the same entry of a table: table, priority and match. */
 function flowKey(flow: FlowEntry): string {
-  const { inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
-  return JSON.stringify([flow.table, flow.priority, inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask]);
+  return `${flow.table} ${flow.priority} ${flowMatchKey(flow.match)}`;
 }
 
 // Compared field by field, not through JSON.stringify: reconcile compares 10,000 of each.

@@ -10,6 +10,7 @@
  */
 import { decodeFlowCookie, FlowKind } from './flow-cookie.js';
 import type { FlowEntry, MulticastPipeline, PortMeter } from './multicast-pipeline.js';
+import { flowMatchKey } from './pipeline-entries.js';
 import type { PipelineChange } from './plan.js';
 
 /** A range of groups as a flow matches it: the network address and its dotted mask. */
@@ -36,14 +37,14 @@ export interface WantedPortEntries {
 export function portEntries(pipeline: MulticastPipeline, ofport: number, wanted: WantedPortEntries): PortEntries {
   const flows = wanted.deniedSend.map((range) => pipeline.sendPolicyDrop(ofport, range));
   if (wanted.meter === undefined) return { flows };
-  return { meter: { ...wanted.meter }, flows: [pipeline.igmpToControllerMetered(ofport), ...flows] };
+  return { meter: { ...wanted.meter }, flows: [...pipeline.membershipToControllerMetered(ofport), ...flows] };
 }
 
 /** Whether a flow of ours (by its cookie) is one of a port's: its metered IGMP flow or a send-policy drop, and which port. */
 export function portOfFlow(pipeline: MulticastPipeline, flow: FlowEntry): number | undefined {
   const fields = decodeFlowCookie(flow.cookie, pipeline.config.cookiePrefix);
   if (fields === undefined || fields.value === 0) return undefined;
-  return fields.kind === FlowKind.IgmpToController || fields.kind === FlowKind.SendPolicyDrop ? fields.value : undefined;
+  return fields.kind === FlowKind.MembershipToController || fields.kind === FlowKind.SendPolicyDrop ? fields.value : undefined;
 }
 
 /**
@@ -107,18 +108,5 @@ function sameMeter(a: PortMeter, b: PortMeter): boolean {
 
 /** A flow as a whole: where it sits, its cookie, its meter and its actions. Two flows with the same identity need no change. */
 function flowIdentity(flow: FlowEntry): string {
-  const { inPort, ethType, ipProto, ipv4Src, ipv4Dst, ipv4DstMask } = flow.match;
-  return JSON.stringify([
-    flow.table,
-    flow.priority,
-    inPort,
-    ethType,
-    ipProto,
-    ipv4Src,
-    ipv4Dst,
-    ipv4DstMask,
-    flow.cookie.toString(16),
-    flow.meterId,
-    flow.actions,
-  ]);
+  return JSON.stringify([flow.table, flow.priority, flowMatchKey(flow.match), flow.cookie.toString(16), flow.meterId, flow.actions]);
 }

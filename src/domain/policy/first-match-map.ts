@@ -1,41 +1,42 @@
 /**
  * Where each rule decides: given the rules that apply (in order) and the addresses each
  * covers, the map from every address to the first rule that covers it, as sorted disjoint
- * ranges. Built by one sweep over the rules' range boundaries with a min-heap of the
- * rules open at that point (the first open one decides), in O(n log n) for n ranges,
- * however the rules overlap. A look-up is then a binary search.
+ * ranges of the number line of ip-prefix.ts (both families). Built by one sweep over the
+ * rules' range boundaries with a min-heap of the rules open at that point (the first open
+ * one decides), in O(n log n) for n ranges, however the rules overlap. A look-up is then
+ * a binary search.
  */
-import type { AddressRange } from './ipv4-prefix.js';
+import type { IpRange } from './ip-prefix.js';
 
 /** A rule's order (its index in the policy) and its addresses, normalized. */
 export interface RuleRanges {
   readonly order: number;
-  readonly ranges: readonly AddressRange[];
+  readonly ranges: readonly IpRange[];
 }
 
 /** Sorted disjoint ranges, each with the order of the rule that decides it; addresses in none: no rule. */
 export interface FirstMatchMap {
-  readonly starts: readonly number[];
-  readonly ends: readonly number[];
+  readonly starts: readonly bigint[];
+  readonly ends: readonly bigint[];
   readonly orders: readonly number[];
 }
 
 export function buildFirstMatchMap(rules: readonly RuleRanges[]): FirstMatchMap {
   // An event per boundary: [position, order, +1 opening at position | -1 closing (the range ended before it)].
-  const events: [number, number, number][] = [];
+  const events: [bigint, number, number][] = [];
   let highestOrder = -1;
   for (const { order, ranges } of rules) {
     highestOrder = Math.max(highestOrder, order);
     for (const range of ranges) {
       events.push([range.start, order, 1]);
-      events.push([range.end + 1, order, -1]);
+      events.push([range.end + 1n, order, -1]);
     }
   }
-  events.sort((a, b) => a[0] - b[0] || a[2] - b[2]);
+  events.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[2] - b[2]));
   const open = new Uint8Array(highestOrder + 1);
   const heap = new MinHeap();
-  const starts: number[] = [];
-  const ends: number[] = [];
+  const starts: bigint[] = [];
+  const ends: bigint[] = [];
   const orders: number[] = [];
   let index = 0;
   while (index < events.length) {
@@ -51,9 +52,9 @@ export function buildFirstMatchMap(rules: readonly RuleRanges[]): FirstMatchMap 
     while (heap.size > 0 && open[heap.peek()] === 0) heap.pop();
     if (heap.size === 0 || index === events.length) continue;
     const order = heap.peek();
-    const end = events[index]![0] - 1;
+    const end = events[index]![0] - 1n;
     const last = orders.length - 1;
-    if (last >= 0 && orders[last] === order && ends[last] === position - 1) ends[last] = end;
+    if (last >= 0 && orders[last] === order && ends[last] === position - 1n) ends[last] = end;
     else {
       starts.push(position);
       ends.push(end);
@@ -64,7 +65,7 @@ export function buildFirstMatchMap(rules: readonly RuleRanges[]): FirstMatchMap 
 }
 
 /** The order of the rule that decides `value`, or -1 when none covers it. */
-export function firstMatchAt(map: FirstMatchMap, value: number): number {
+export function firstMatchAt(map: FirstMatchMap, value: bigint): number {
   const { starts, ends, orders } = map;
   let low = 0;
   let high = starts.length - 1;

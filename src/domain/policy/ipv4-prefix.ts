@@ -1,10 +1,11 @@
 /**
- * IPv4 prefixes (CIDR blocks) and sets of addresses as sorted, disjoint ranges of 32-bit
- * numbers. A policy's regions are computed on ranges, where union and difference are
- * exact, and turned back into prefixes only at the end: the fewest prefixes that cover a
- * set exactly, which is what a list of OpenFlow drop flows must be.
+ * IPv4 prefixes (CIDR blocks) and ranges of 32-bit numbers, for the daemon's IPv4
+ * settings (the SSM range, tunnelled sources, membership limits). The group policy,
+ * which takes both families, has its own range algebra on one number line of both
+ * (ip-prefix.ts).
  */
 import { formatIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
+import { ipPrefixMask } from './ip-prefix.js';
 
 /** A CIDR block: its network address (no host bits set) and its length, 0 to 32. */
 export interface Ipv4Prefix {
@@ -18,8 +19,6 @@ export interface AddressRange {
   readonly end: number;
 }
 
-const ADDRESS_SPACE = 2 ** 32;
-
 /** 224.0.0.0/4, the multicast groups (RFC 5771). */
 export const MULTICAST_RANGE: AddressRange = { start: 0xe0000000, end: 0xefffffff };
 /** The unicast addresses, as parseSourceAddress takes them: 0.0.0.1 to 223.255.255.255. */
@@ -30,8 +29,12 @@ export function formatPrefix(prefix: Ipv4Prefix): string {
   return `${prefix.address}/${prefix.length}`;
 }
 
-/** The prefix's mask as a dotted quad: "255.255.0.0" for a /16. */
+/**
+ * The prefix's mask as a dotted quad: "255.255.0.0" for a /16. A prefix of the group
+ * policy may be IPv6 (ip-prefix.ts): its mask is IPv6 text, "ffff::" for a /16.
+ */
 export function prefixMask(prefix: Ipv4Prefix): string {
+  if (prefix.address.includes(':')) return ipPrefixMask(prefix);
   return formatIPv4(maskOf(prefix.length));
 }
 
@@ -77,58 +80,4 @@ export function prefixContains(prefix: Ipv4Prefix, value: number): boolean {
 /** Whether `inner` lies wholly within `outer`. */
 export function rangeWithin(inner: AddressRange, outer: AddressRange): boolean {
   return inner.start >= outer.start && inner.end <= outer.end;
-}
-
-/** The union of any ranges, as sorted, disjoint, non-adjacent ranges (the one normal form). */
-export function normalizeRanges(ranges: readonly AddressRange[]): AddressRange[] {
-  const sorted = [...ranges].sort((a, b) => a.start - b.start || a.end - b.end);
-  const merged: AddressRange[] = [];
-  for (const range of sorted) {
-    const last = merged[merged.length - 1];
-    if (last !== undefined && range.start <= last.end + 1) {
-      if (range.end > last.end) merged[merged.length - 1] = { start: last.start, end: range.end };
-    } else merged.push(range);
-  }
-  return merged;
-}
-
-/** Whether `value` is in normalized `ranges` (binary search). */
-export function rangesContain(ranges: readonly AddressRange[], value: number): boolean {
-  let low = 0;
-  let high = ranges.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const range = ranges[middle]!;
-    if (value < range.start) high = middle - 1;
-    else if (value > range.end) low = middle + 1;
-    else return true;
-  }
-  return false;
-}
-
-/**
- * The fewest prefixes whose union is exactly the normalized `ranges`, sorted by address.
- * Each range is cut greedily into the largest aligned block that starts it; as the ranges
- * are neither overlapping nor adjacent, no two blocks of the result could merge.
- */
-export function rangesToPrefixes(ranges: readonly AddressRange[]): Ipv4Prefix[] {
-  const prefixes: Ipv4Prefix[] = [];
-  for (const range of ranges) {
-    let start = range.start;
-    while (start <= range.end) {
-      // The largest block aligned at `start` (start 0 aligns to the whole space) that ends by range.end.
-      let size = start === 0 ? ADDRESS_SPACE : lowestSetBit(start);
-      while (start + size - 1 > range.end) size /= 2;
-      prefixes.push({ address: formatIPv4(start), length: 32 - Math.log2(size) });
-      start += size;
-    }
-  }
-  return prefixes;
-}
-
-/** The value of the lowest set bit of a nonzero 32-bit number, as a positive number (2^31 included). */
-function lowestSetBit(value: number): number {
-  let bit = 1;
-  while (value % (bit * 2) === 0) bit *= 2;
-  return bit;
 }

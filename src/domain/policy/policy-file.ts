@@ -4,11 +4,12 @@
  *   rules:                               # the first rule that matches decides; none: allowed
  *     - action: deny                     # allow | deny
  *       pods: tenant-b/*                 # NAMESPACE/NAME globs, one or a list; absent: every pod
- *       groups: 239.1.0.0/16             # CIDR blocks or addresses in 224.0.0.0/4; absent: all of it
+ *       groups: [239.1.0.0/16, ff3e::/16] # CIDR blocks or addresses in 224.0.0.0/4 or ff00::/8;
+ *                                        #   absent: all multicast of both families
  *       directions: [join, send]         # absent: both
- *   sourceAddresses:                     # extra IGMP sources some pods may report from
+ *   sourceAddresses:                     # extra IGMP or MLD sources some pods may report from
  *     - pods: kube-system/vrrp-*
- *       addresses: [10.0.0.0/24, 10.1.2.3]
+ *       addresses: [10.0.0.0/24, 10.1.2.3, 2001:db8::/32]
  *
  * Every problem is a UsageError naming the file and the line of the node at fault. An
  * empty file is the policy that allows everything. Read as the declared state is
@@ -17,7 +18,8 @@
 import { quoteInput, UsageError } from '../../errors.js';
 import { loadYaml, type LoadedYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
 import { GroupPolicy, type PolicyAction, type PolicyDirection, type PolicyRule, type SourceGrant } from './group-policy.js';
-import { type AddressRange, MULTICAST_RANGE, normalizeRanges, parsePrefix, prefixRange, rangeWithin, UNICAST_RANGE } from './ipv4-prefix.js';
+import type { AddressFamily } from '../../wire/ip-address.js';
+import { type IpRange, ipPrefixRange, ipRangeWithin, MULTICAST_RANGES, normalizeIpRanges, parseIpPrefix, UNICAST_RANGES } from './ip-prefix.js';
 import { EVERY_POD, type PodGlob, parsePodGlob } from './pod-glob.js';
 
 /** The most rules, and the most sourceAddresses entries, a file may hold. */
@@ -86,7 +88,7 @@ function listAt(document: Record<string, unknown>, key: string): unknown[] {
 }
 
 function parseRule(item: unknown, path: DocumentPath, line: number): PolicyRule {
-  if (!isRecord(item)) throw new PolicyProblem(path, 'each rule must be a mapping like {action: deny, pods: tenant-b/*, groups: 239.1.0.0/16}');
+  if (!isRecord(item)) throw new PolicyProblem(path, 'each rule must be a mapping like {action: deny, pods: tenant-b/*, groups: [239.1.0.0/16, ff3e::/16]}');
   checkKeys(item, path, RULE_KEYS, 'a rule');
   if (!('action' in item) || item.action === null) throw new PolicyProblem(path, 'a rule needs "action" (allow or deny)');
   const action = item.action;
@@ -94,11 +96,11 @@ function parseRule(item: unknown, path: DocumentPath, line: number): PolicyRule 
     throw new PolicyProblem([...path, 'action'], `"action" must be allow or deny, not ${describe(action)}`);
   }
   const pods = parsePods(item, path);
-  const groupTexts = stringsAt(item, path, 'groups', 'CIDR blocks such as 239.1.0.0/16');
+  const groupTexts = stringsAt(item, path, 'groups', 'CIDR blocks such as 239.1.0.0/16 or ff3e::/16');
   const groups =
     groupTexts === undefined
-      ? [MULTICAST_RANGE]
-      : normalizeRanges(groupTexts.map(({ text, at }) => rangeOf(text, at, MULTICAST_RANGE, 'is not inside 224.0.0.0/4, the multicast groups')));
+      ? [MULTICAST_RANGES.ipv4, MULTICAST_RANGES.ipv6]
+      : normalizeIpRanges(groupTexts.map(({ text, at }) => rangeOf(text, at, MULTICAST_RANGES, MULTICAST_OUTSIDE)));
   const directionTexts = stringsAt(item, path, 'directions', 'join or send');
   const directions = directionTexts === undefined ? DIRECTIONS : [...new Set(directionTexts.map(({ text, at }) => direction(text, at)))];
   return { action: action as PolicyAction, pods, groups, directions, line };
@@ -108,10 +110,9 @@ function parseGrant(item: unknown, path: DocumentPath): SourceGrant {
   if (!isRecord(item)) throw new PolicyProblem(path, 'each sourceAddresses entry must be a mapping like {pods: kube-system/vrrp-*, addresses: [10.0.0.0/24]}');
   checkKeys(item, path, GRANT_KEYS, 'a sourceAddresses entry');
   const pods = parsePods(item, path);
-  const addressTexts = stringsAt(item, path, 'addresses', 'unicast addresses or CIDR blocks such as 10.0.0.0/24');
+  const addressTexts = stringsAt(item, path, 'addresses', 'unicast addresses or CIDR blocks such as 10.0.0.0/24 or 2001:db8::/32');
   if (addressTexts === undefined) throw new PolicyProblem(path, 'a sourceAddresses entry needs "addresses"');
-  const message = 'is not unicast: a source is neither 0.0.0.0 nor in 224.0.0.0/3 (multicast and reserved)';
-  return { pods, addresses: normalizeRanges(addressTexts.map(({ text, at }) => rangeOf(text, at, UNICAST_RANGE, message))) };
+  return { pods, addresses: normalizeIpRanges(addressTexts.map(({ text, at }) => rangeOf(text, at, UNICAST_RANGES, UNICAST_OUTSIDE))) };
 }
 
 function parsePods(item: Record<string, unknown>, path: DocumentPath): readonly PodGlob[] {
@@ -124,12 +125,21 @@ function parsePods(item: Record<string, unknown>, path: DocumentPath): readonly 
   });
 }
 
-/** The addresses of a prefix that must lie within `within`. */
-function rangeOf(text: string, at: DocumentPath, within: AddressRange, outside: string): AddressRange {
-  const parsed = parsePrefix(text);
+const MULTICAST_OUTSIDE: Readonly<Record<AddressFamily, string>> = {
+  ipv4: 'is not inside 224.0.0.0/4, the IPv4 multicast groups',
+  ipv6: 'is not inside ff00::/8, the IPv6 multicast groups',
+};
+const UNICAST_OUTSIDE: Readonly<Record<AddressFamily, string>> = {
+  ipv4: 'is not unicast: a source is neither 0.0.0.0 nor in 224.0.0.0/3 (multicast and reserved)',
+  ipv6: 'is not unicast: a source is neither :: nor in ff00::/8 (multicast)',
+};
+
+/** The addresses of a prefix of either family that must lie within the range `within` gives for its family. */
+function rangeOf(text: string, at: DocumentPath, within: Readonly<Record<AddressFamily, IpRange>>, outside: Readonly<Record<AddressFamily, string>>): IpRange {
+  const parsed = parseIpPrefix(text);
   if (!parsed.ok) throw new PolicyProblem(at, `${quoteInput(text)}: ${parsed.reason}`);
-  const range = prefixRange(parsed.prefix);
-  if (!rangeWithin(range, within)) throw new PolicyProblem(at, `${quoteInput(text)} ${outside}`);
+  const range = ipPrefixRange(parsed.prefix);
+  if (!ipRangeWithin(range, within[parsed.prefix.family])) throw new PolicyProblem(at, `${quoteInput(text)} ${outside[parsed.prefix.family]}`);
   return range;
 }
 

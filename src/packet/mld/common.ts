@@ -44,11 +44,10 @@ export const truncated: TruncatedError = (message) => new DecodeError('truncated
  * whose message says `what` (e.g. "record 2 names") it was; `::` passes when `unspecifiedToo`
  * (the group of a general query).
  */
-export function readGroup(bytes: Uint8Array, at: number, what: string | (() => string), unspecifiedToo = false): string {
+export function readGroup(bytes: Uint8Array, at: number, what: string, unspecifiedToo = false): string {
   const group = readIPv6(bytes, at);
   if (isIPv6MulticastAt(bytes, at)) return group;
-  const said = typeof what === 'string' ? what : what();
-  if (!unspecifiedToo) throw new DecodeError('invalid-group', `${said} ${group}, which is not a multicast address`);
+  if (!unspecifiedToo) throw new DecodeError('invalid-group', `${what} ${group}, which is not a multicast address`);
   if (isIPv6UnspecifiedAt(bytes, at)) return group;
-  throw new DecodeError('invalid-group', `${said} ${group}, which is neither :: nor multicast`);
+  throw new DecodeError('invalid-group', `${what} ${group}, which is neither :: nor multicast`);
 }

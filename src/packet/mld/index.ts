@@ -12,13 +12,13 @@
  */
 import { DecodeError } from '../../errors.js';
 import { need } from '../../wire/bytes.js';
-import { ipv6PseudoHeaderChecksum } from '../../wire/checksum.js';
+import { checksumOfSum, ipv6PseudoHeaderChecksum, ipv6PseudoHeaderSum } from '../../wire/checksum.js';
 import { IPV6_ADDRESS_LENGTH } from '../../wire/ipv6-address.js';
 import { decodeFloatCode } from '../igmp/float-code.js';
 import { truncated } from './common.js';
 import { decodeMaxRespCode } from './float-code.js';
 import * as listenerMessage from './listener-message.js';
-import { IP_PROTOCOL_ICMPV6, type MldAddresses, type MldAddressOffsets, type MldMessage, type MldQuery, MldType } from './message.js';
+import { IP_PROTOCOL_ICMPV6, type MldAddresses, type MldAddressOffsets, type MldMessage, type MldQuery, MldType, type MldV2Report } from './message.js';
 import * as query from './query.js';
 import * as reportV2 from './report-v2.js';
 
@@ -66,19 +66,35 @@ export function decode(bytes: Uint8Array, start: number, end: number, offsets: M
   if (srcAt < 0 || srcAt + IPV6_ADDRESS_LENGTH > bytes.length || dstAt < 0 || dstAt + IPV6_ADDRESS_LENGTH > bytes.length) {
     throw new RangeError(`the addresses at ${srcAt} and ${dstAt} do not fit the ${bytes.length} octets`);
   }
-  if (ipv6PseudoHeaderChecksum(bytes, start, end, { addresses: bytes, srcAt, dstAt, nextHeader: IP_PROTOCOL_ICMPV6 }) !== 0) {
-    const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
-    throw new DecodeError('bad-checksum', `MLD checksum 0x${hex4(stored)} does not match the ${end - start}-octet message and its addresses`);
+  const pseudo = { addresses: bytes, srcAt, dstAt, nextHeader: IP_PROTOCOL_ICMPV6 };
+  // A v2 report, the message that comes by the thousand, is summed as it is decoded, so
+  // its addresses are read once (see report-v2.ts); a bad checksum still wins over any
+  // other fault, as it does for the types verified first.
+  if (type === MldType.V2Report) {
+    const sum = { value: ipv6PseudoHeaderSum(pseudo, end - start) };
+    let report: MldV2Report;
+    try {
+      report = reportV2.decode(bytes, start, end, sum);
+    } catch (error) {
+      if (ipv6PseudoHeaderChecksum(bytes, start, end, pseudo) !== 0) throw badChecksum(bytes, start, end);
+      throw error;
+    }
+    if (checksumOfSum(sum.value) !== 0) throw badChecksum(bytes, start, end);
+    return report;
   }
+  if (ipv6PseudoHeaderChecksum(bytes, start, end, pseudo) !== 0) throw badChecksum(bytes, start, end);
   switch (type) {
     case MldType.Query:
       return query.decode(bytes, start, end);
     case MldType.V1Report:
     case MldType.V1Done:
       return listenerMessage.decode(bytes, start, end);
-    case MldType.V2Report:
-      return reportV2.decode(bytes, start, end);
   }
+}
+
+function badChecksum(bytes: Uint8Array, start: number, end: number): DecodeError {
+  const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
+  return new DecodeError('bad-checksum', `MLD checksum 0x${hex4(stored)} does not match the ${end - start}-octet message and its addresses`);
 }
 
 /** A query's Maximum Response Delay in milliseconds: v1 carries it as is, v2 as a code (RFC 3810 §5.1.3). */

@@ -6,10 +6,12 @@
  *           | N × source(16) | aux data
  *
  * Records of an unknown type are skipped (RFC 3810 §5.2.12) and counted in
- * `ignoredRecords`. `decode` expects the checksum already verified (see index.ts).
+ * `ignoredRecords`. `decode` sums the words it reads for the caller to verify the checksum
+ * (see index.ts).
  */
 import { copyBytes, need, outputBuffer, truncationMessage } from '../../wire/bytes.js';
-import { IPV6_ADDRESS_LENGTH, readIPv6, writeIPv6 } from '../../wire/ipv6-address.js';
+import { wordSum } from '../../wire/checksum.js';
+import { IPV6_ADDRESS_LENGTH, isIPv6MulticastAt, readIPv6Summing, writeIPv6 } from '../../wire/ipv6-address.js';
 import { RecordType, recordTypeName } from '../igmp/record-type.js';
 import { readGroup, sealChecksum, truncated } from './common.js';
 import type { MldAddresses, MldRecord, MldV2Report } from './message.js';
@@ -65,16 +67,26 @@ function encodeRecord(record: MldRecord, out: Uint8Array, at: number): number {
   return at;
 }
 
-export function decode(bytes: Uint8Array, start: number, end: number): MldV2Report {
+/**
+ * Decodes the report in [start, end), adding every 16-bit word of it to `sum.value` (a
+ * ones' complement sum not yet folded, checksum.ts): the caller verifies the checksum
+ * from that sum, so the report's 200-odd octets, mostly addresses, are read once.
+ */
+export function decode(bytes: Uint8Array, start: number, end: number, sum: { value: number }): MldV2Report {
   need({ at: start, end }, REPORT_HEADER_LENGTH, 'an MLDv2 report', truncated);
   const recordCount = (bytes[start + 6]! << 8) | bytes[start + 7]!;
-  const records: MldRecord[] = [];
+  sum.value += wordSum(bytes, start, start + REPORT_HEADER_LENGTH);
+  // Sized once (a first push would allocate room for 17), no larger than the octets can
+  // hold (a forged count must not allocate), trimmed if records are skipped.
+  const records: MldRecord[] = new Array<MldRecord>(Math.min(recordCount, Math.floor((end - start - REPORT_HEADER_LENGTH) / RECORD_FIXED_LENGTH)));
+  let kept = 0;
   let ignoredRecords = 0;
   let at = start + REPORT_HEADER_LENGTH;
   for (let i = 0; i < recordCount; i++) {
     if (at + RECORD_FIXED_LENGTH > end) throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
     const typeNumber = bytes[at]!;
-    const auxLength = bytes[at + 1]! * 4;
+    const auxWords = bytes[at + 1]!;
+    const auxLength = auxWords * 4;
     const sourceCount = (bytes[at + 2]! << 8) | bytes[at + 3]!;
     const recordLength = RECORD_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * sourceCount + auxLength;
     if (at + recordLength > end) {
@@ -85,23 +97,30 @@ export function decode(bytes: Uint8Array, start: number, end: number): MldV2Repo
     const type = recordTypeName(typeNumber);
     if (type === undefined) {
       ignoredRecords++;
+      sum.value += wordSum(bytes, at, at + recordLength);
       at += recordLength;
       continue;
     }
-    // The words only when they are needed: a template per record is a tenth of a report's decode.
-    const group = readGroup(bytes, at + 4, () => `record ${i + 1} names`);
+    sum.value += ((typeNumber << 8) | auxWords) + sourceCount;
+    // readGroup only to say what is wrong: its message, a template per record, and even the
+    // closure that would build it lazily, are a tenth of a report's decode.
+    const group = isIPv6MulticastAt(bytes, at + 4) ? readIPv6Summing(bytes, at + 4, sum) : readGroup(bytes, at + 4, `record ${i + 1} names`);
     const sources: string[] = new Array<string>(sourceCount);
     const sourcesAt = at + RECORD_FIXED_LENGTH;
-    for (let s = 0; s < sourceCount; s++) sources[s] = readIPv6(bytes, sourcesAt + IPV6_ADDRESS_LENGTH * s);
+    for (let s = 0; s < sourceCount; s++) sources[s] = readIPv6Summing(bytes, sourcesAt + IPV6_ADDRESS_LENGTH * s, sum);
     const record: MldRecord = { type, group, sources };
     if (auxLength > 0) {
       const auxStart = sourcesAt + IPV6_ADDRESS_LENGTH * sourceCount;
+      sum.value += wordSum(bytes, auxStart, auxStart + auxLength);
       // A copy: on a Buffer, slice() would share the capture's memory.
       record.auxData = copyBytes(bytes, auxStart, auxStart + auxLength);
     }
-    records.push(record);
+    records[kept++] = record;
     at += recordLength;
   }
+  if (kept < records.length) records.length = kept;
+  // Octets past the last record: ignored, but covered by the checksum.
+  sum.value += wordSum(bytes, at, end);
   const report: MldV2Report = { kind: 'report', version: 2, records };
   if (ignoredRecords > 0) report.ignoredRecords = ignoredRecords;
   return report;

@@ -18,7 +18,7 @@
  */
 import { readFile } from 'node:fs/promises';
 
-import { DecodeError } from '../../errors.js';
+import { DecodeError, isSystemError } from '../../errors.js';
 import { parseIPv6, readIPv6 } from '../../wire/ipv6-address.js';
 import { VIFF_STATIC } from '../mroute/constants.js';
 import type { ProcDecodeErrorCode } from '../mroute/proc.js';
@@ -134,4 +134,42 @@ export async function readMifTable(path = '/proc/net/ip6_mr_vif'): Promise<MifRo
 /** The IPv6 multicast forwarding cache of this process's network namespace. */
 export async function readMfc6Cache(path = '/proc/net/ip6_mr_cache'): Promise<Mfc6Row[]> {
   return parseMfc6Cache(await readFile(path, 'utf8'));
+}
+
+/** Where readRoute6Tables reads (the defaults are this process's namespace; tests point them at files). */
+export interface Route6TablePaths {
+  mifs?: string;
+  cache?: string;
+  /** net.ipv6.conf.all.mc_forwarding: 1 while some socket holds MRT6_INIT. */
+  mcForwarding?: string;
+}
+
+export interface Route6Tables {
+  /** Some socket holds MRT6_INIT here: routes forward. */
+  routerActive: boolean;
+  mifs: MifRow[];
+  routes: Mfc6Row[];
+}
+
+/**
+ * The IPv6 multicast routing tables of this namespace, or undefined when the kernel has
+ * none to show (no IPv6, or no CONFIG_IPV6_MROUTE: the /proc files are absent). That is
+ * not an error: a host without IPv6 simply has no IPv6 routes.
+ */
+export async function readRoute6Tables(paths: Route6TablePaths = {}): Promise<Route6Tables | undefined> {
+  let mifs: MifRow[];
+  let routes: Mfc6Row[];
+  try {
+    [mifs, routes] = await Promise.all([readMifTable(paths.mifs), readMfc6Cache(paths.cache)]);
+  } catch (error) {
+    if (isSystemError(error) && error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+  let routerActive = false;
+  try {
+    routerActive = (await readFile(paths.mcForwarding ?? '/proc/sys/net/ipv6/conf/all/mc_forwarding', 'utf8')).trim() === '1';
+  } catch {
+    // No such sysctl: the kernel cannot route IPv6 multicast at all.
+  }
+  return { routerActive, mifs, routes };
 }

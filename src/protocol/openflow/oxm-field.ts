@@ -14,8 +14,8 @@ export const OxmClass = {
   EXPERIMENTER: 0xffff,
 } as const;
 
-/** How a field's payload reads: an unsigned integer, a MAC, an IPv4 address, or 64 bits (bigint). */
-export type OxmFormat = 'uint' | 'mac' | 'ipv4' | 'u64';
+/** How a field's payload reads: an unsigned integer, a MAC, an IPv4 or IPv6 address, or 64 bits (bigint). */
+export type OxmFormat = 'uint' | 'mac' | 'ipv4' | 'ipv6' | 'u64';
 
 export interface OxmFieldSpec {
   readonly number: number;
@@ -50,6 +50,10 @@ export const OXM_FIELDS = {
   ARP_TPA: { number: 23, length: 4, format: 'ipv4', maskable: true },
   ARP_SHA: { number: 24, length: 6, format: 'mac', maskable: true },
   ARP_THA: { number: 25, length: 6, format: 'mac', maskable: true },
+  IPV6_SRC: { number: 26, length: 16, format: 'ipv6', maskable: true },
+  IPV6_DST: { number: 27, length: 16, format: 'ipv6', maskable: true },
+  ICMPV6_TYPE: { number: 29, length: 1, format: 'uint', maskable: false },
+  ICMPV6_CODE: { number: 30, length: 1, format: 'uint', maskable: false },
 } as const satisfies Record<string, OxmFieldSpec>;
 
 /**
@@ -82,6 +86,7 @@ type FieldsOfFormat<F extends OxmFormat> = {
 export type UintOxmFieldName = FieldsOfFormat<'uint'>;
 export type MacOxmFieldName = FieldsOfFormat<'mac'>;
 export type Ipv4OxmFieldName = FieldsOfFormat<'ipv4'>;
+export type Ipv6OxmFieldName = FieldsOfFormat<'ipv6'>;
 
 /** Field names by class, then by field number. */
 const BY_CLASS_AND_NUMBER: ReadonlyMap<number, readonly (OxmFieldName | undefined)[]> = (() => {

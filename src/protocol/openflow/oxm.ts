@@ -10,8 +10,17 @@
  */
 import { readMac, writeMac } from '../../packet/ethernet.js';
 import { readIPv4, writeIPv4 } from '../../wire/ipv4-address.js';
+import { readIPv6, writeIPv6 } from '../../wire/ipv6-address.js';
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { NAMED_OXM_FIELDS, oxmFieldName, type Ipv4OxmFieldName, type MacOxmFieldName, type OxmFieldName, type UintOxmFieldName } from './oxm-field.js';
+import {
+  NAMED_OXM_FIELDS,
+  oxmFieldName,
+  type Ipv4OxmFieldName,
+  type Ipv6OxmFieldName,
+  type MacOxmFieldName,
+  type OxmFieldName,
+  type UintOxmFieldName,
+} from './oxm-field.js';
 import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU64Field } from '../../wire/bytes.js';
 
 export const OXM_HEADER_LENGTH = 4;
@@ -36,6 +45,14 @@ export interface Ipv4Oxm {
   mask?: string;
 }
 
+export interface Ipv6Oxm {
+  field: Ipv6OxmFieldName;
+  /** RFC 5952 text. */
+  value: string;
+  /** A mask in IPv6 text (`ffff:ffff::`, `ff0f::`); OpenFlow allows arbitrary bit masks. */
+  mask?: string;
+}
+
 export interface MetadataOxm {
   field: 'METADATA';
   value: bigint;
@@ -52,7 +69,7 @@ export interface RawOxm {
   payload: Uint8Array;
 }
 
-export type OxmField = UintOxm | MacOxm | Ipv4Oxm | MetadataOxm | RawOxm;
+export type OxmField = UintOxm | MacOxm | Ipv4Oxm | Ipv6Oxm | MetadataOxm | RawOxm;
 
 export function encodingLength(field: OxmField): number {
   if (field.field === 'RAW') return OXM_HEADER_LENGTH + field.payload.length;
@@ -82,7 +99,7 @@ export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Arra
   return out;
 }
 
-function writeValue(field: UintOxm | MacOxm | Ipv4Oxm | MetadataOxm, out: Uint8Array, at: number, size: number): void {
+function writeValue(field: Exclude<OxmField, RawOxm>, out: Uint8Array, at: number, size: number): void {
   const { format } = NAMED_OXM_FIELDS[field.field];
   const write = (value: number | string | bigint, where: number, what: string) => {
     switch (format) {
@@ -94,6 +111,9 @@ function writeValue(field: UintOxm | MacOxm | Ipv4Oxm | MetadataOxm, out: Uint8A
         return;
       case 'ipv4':
         writeIPv4(out, where, value as string);
+        return;
+      case 'ipv6':
+        writeIPv6(out, where, value as string);
         return;
       case 'u64':
         writeU64Field(out, where, value as bigint, `${field.field} ${what}`);
@@ -140,6 +160,11 @@ function readNamed(name: OxmFieldName, bytes: Uint8Array, at: number, size: numb
     case 'ipv4': {
       const field: Ipv4Oxm = { field: name as Ipv4OxmFieldName, value: readIPv4(bytes, at) };
       if (hasMask) field.mask = readIPv4(bytes, at + size);
+      return field;
+    }
+    case 'ipv6': {
+      const field: Ipv6Oxm = { field: name as Ipv6OxmFieldName, value: readIPv6(bytes, at) };
+      if (hasMask) field.mask = readIPv6(bytes, at + size);
       return field;
     }
     case 'u64': {
