@@ -104,11 +104,18 @@ function assertMetered(pod: OvsPod, meters: Map<number, OvsMeter>, metered: Map<
   assert.equal(meter.rate, RATE, meter.text);
   assert.equal(meter.burst, BURST, meter.text);
   const flows = metered.get(pod.ofport) ?? [];
-  assert.equal(flows.length, 1, `${pod.name}'s 301 flows: ${flows.join(' | ')}`);
-  const flow = flows[0]!;
-  assert.match(flow, /(,igmp,|,ip,.*nw_proto=2)/, flow);
-  assert.match(flow, new RegExp(`actions=meter:${METER_ID_BASE + pod.ofport},CONTROLLER`), flow);
-  assert.ok(flow.includes(`cookie=${meteredCookie(pod.ofport)},`), `cookie of ${flow}, not ${meteredCookie(pod.ofport)}`);
+  // IGMP, and MLD's four ICMPv6 types, all through the one meter.
+  assert.equal(flows.length, 5, `${pod.name}'s 301 flows: ${flows.join(' | ')}`);
+  assert.equal(flows.filter((flow) => /(,igmp,|,ip,.*nw_proto=2)/.test(flow)).length, 1, `${pod.name}'s IGMP 301 flow: ${flows.join(' | ')}`);
+  assert.deepEqual(
+    flows.flatMap((flow) => /icmp_type=(\d+)/.exec(flow)?.[1] ?? []).sort(),
+    ['130', '131', '132', '143'],
+    `${pod.name}'s MLD 301 flows: ${flows.join(' | ')}`,
+  );
+  for (const flow of flows) {
+    assert.match(flow, new RegExp(`actions=meter:${METER_ID_BASE + pod.ofport},CONTROLLER`), flow);
+    assert.ok(flow.includes(`cookie=${meteredCookie(pod.ofport)},`), `cookie of ${flow}, not ${meteredCookie(pod.ofport)}`);
+  }
 }
 
 /** The value of the metric line that starts with `prefix` (name and labels), or undefined. */

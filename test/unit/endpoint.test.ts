@@ -27,7 +27,7 @@ describe('endpoints', () => {
     // The resolver would look 999.1.1.1 up as a name (exit 69 after a DNS wait), and read
     // 1.2.3 as 1.2.0.3 and 0x7f.1 as 127.0.0.1.
     for (const host of ['999.1.1.1', '1.2.3', '1.2.3.4.5', '01.2.3.4', '1..2.3', '.1.2.3', '1.2.3.4.', '0x7f.1', '0x7f000001', 'a.0x1', 'ovs.1']) {
-      assert.throws(() => parseEndpoint(`tcp:${host}:6640`, 'OVSDB'), /is not an IPv4 or IPv6 address/, host);
+      assert.throws(() => parseEndpoint(`tcp:${host}:6640`, 'OVSDB'), /is not an IPv4 address/, host);
     }
   });
   it('takes host names of letters, digits and - in labels, at most 253 characters', () => {

@@ -41,7 +41,7 @@ describe('parsePeerList (the --peers flag)', () => {
   });
 
   it('refuses what is no unicast node address, naming the entry', () => {
-    refused(() => parsePeerList('192.168.60.12,nope', '--peers', none), 'bad-address', /^--peers: entry 2: "nope" is not an IPv4 or IPv6 address/);
+    refused(() => parsePeerList('192.168.60.12,nope', '--peers', none), 'bad-address', /^--peers: entry 2: "nope" is not an IPv4 address/);
     refused(() => parsePeerList('192.168.60.12,,192.168.60.13', '--peers', none), 'bad-address', /entry 2: an empty entry/);
     refused(() => parsePeerList('239.1.2.3', '--peers', none), 'bad-address', /not a unicast address/);
     refused(() => parsePeerList('0.0.0.0', '--peers', none), 'bad-address', /not a unicast address/);
@@ -85,7 +85,7 @@ describe('parsePeersFile', () => {
   });
 
   it('errors name the file and the line', () => {
-    refused(() => parsePeersFile('192.168.60.12\n# x\nnode-3\n', 'peers.txt', none), 'bad-file', /^peers\.txt:3: "node-3" is not an IPv4 or IPv6 address/);
+    refused(() => parsePeersFile('192.168.60.12\n# x\nnode-3\n', 'peers.txt', none), 'bad-file', /^peers\.txt:3: "node-3" is not an IPv4 address/);
     refused(() => parsePeersFile('192.168.60.12 192.168.60.13\n', 'peers.txt', none), 'bad-file', /^peers\.txt:1: .*one address a line/);
     refused(() => parsePeersFile('- 192.168.60.12\n\n- 239.1.1.1\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:3: "239\.1\.1\.1" is not a unicast/);
     refused(() => parsePeersFile('- 192.168.60.12\n- 42\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:2: "42" is not a string/);
