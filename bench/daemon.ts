@@ -1,7 +1,7 @@
 /**
  * `mcastctl daemon` on a lab node's real OVS:
  *
- * 1. join latency: from a pod's IGMP report on the wire to the first data packet that
+ * 1. join latency: from a pod's IGMP or MLD report on the wire to the first data packet that
  *    reaches the pod, over many joins (a sender pod sends to the group all the time);
  * 2. leave latency (fast leave): from the leave on the wire to the last data packet that
  *    still reaches the old member. Both from ONE capture on the receiver pod's eth0, so
@@ -10,8 +10,10 @@
  * 3. convergence of 100 pods × 50 groups after the daemon's first general query, until
  *    every group's OVS group has every pod (from the daemon's sync events);
  * 4. the daemon's RSS and idle CPU with those 5,000 memberships.
- * And the same join/leave loop against OVS's own IGMP snooping, for comparison (about
- * 25 s; BENCH_DAEMON_OVS=0 leaves it out).
+ * Steps 1 and 2 run twice on the same dual-stack pods: with an IPv4 group (IGMPv3 hosts)
+ * and with an IPv6 group (MLDv2 hosts, IPv6 UDP). And the same join/leave loops against
+ * OVS's own IGMP and MLD snooping, for comparison (about 50 s; BENCH_DAEMON_OVS=0 leaves
+ * it out).
  *
  *   node --import tsx bench/daemon.ts [joins]        (root; `npm run build` first: it runs dist/)
  *
@@ -24,6 +26,7 @@ import type { DaemonEvent } from '../src/transport/control/daemon-view.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep } from '../test/lab/lab.js';
 import { OvsNode, type OvsPod } from '../test/lab/ovs.js';
+import { CYCLER6_PY, SENDER6_PY, wireEvents6 } from './mld-processes.js';
 import {
   CYCLER_PY,
   type Distribution,
@@ -37,7 +40,6 @@ import {
   wireEvents,
 } from './pod-processes.js';
 
-const GROUP = '239.77.0.1';
 const UDP_PORT = 5000;
 /** Time between two data packets of the sender: the resolution of both latencies. */
 const SEND_INTERVAL_MS = 0.25;
@@ -48,8 +50,45 @@ const CLK_TCK = 100;
 /** Convergence takes about the query's Max Resp Time (1 s): give up long after. */
 const CONVERGENCE_TIMEOUT_MS = 15_000;
 
+/** What the join/leave loop does differently for each address family. */
+interface LoopFamily {
+  /** How the output names it: `IGMP (IPv4)`, `MLD (IPv6)`. */
+  label: string;
+  /** The group the sender sends to and the receiver cycles (canonical text: the daemon's events name it so). */
+  group: string;
+  /** tcpdump's filter on the receiver: the membership messages and the datagrams. */
+  captureFilter: string[];
+  senderArgv(pod: OvsPod): string[];
+  cyclerArgv(pod: OvsPod, joins: number): string[];
+  wireEvents(file: string, group: string): Promise<WireEvent[]>;
+}
+
+const IPV4_GROUP = '239.77.0.1';
+/** Not link scope (ff02::/16 is flooded, never snooped): scope 5, site-local. */
+const IPV6_GROUP = 'ff15::77:1';
+
+const IGMP_LOOP: LoopFamily = {
+  label: 'IGMP (IPv4)',
+  group: IPV4_GROUP,
+  captureFilter: ['igmp', 'or', 'udp'],
+  senderArgv: () => ['python3', '-u', '-c', SENDER_PY, IPV4_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)],
+  cyclerArgv: (_pod, joins) => ['python3', '-u', '-c', CYCLER_PY, IPV4_GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)],
+  wireEvents: (file, group) => wireEvents(file, group),
+};
+
+const MLD_LOOP: LoopFamily = {
+  label: 'MLD (IPv6)',
+  group: IPV6_GROUP,
+  // MLD sits behind a hop-by-hop header, which tcpdump's `icmp6` does not look past.
+  captureFilter: ['ip6'],
+  senderArgv: (pod) => ['python3', '-u', '-c', SENDER6_PY, IPV6_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS), pod.iface],
+  cyclerArgv: (pod, joins) => ['python3', '-u', '-c', CYCLER6_PY, IPV6_GROUP, String(joins), String(JOINED_MS), String(LEFT_MS), pod.iface],
+  wireEvents: wireEvents6,
+};
+
 export interface JoinLeaveFigures {
-  /** Joins seen on the wire (IGMP report with a change to exclude mode for the group). */
+  group: string;
+  /** Joins seen on the wire (IGMPv3 or MLDv2 report with a change to exclude mode for the group). */
   joins: number;
   /** Joins after which no data arrived before the next leave. */
   joinsWithoutData: number;
@@ -101,10 +140,20 @@ export interface ConvergenceFigures {
 }
 
 export interface DaemonFigures {
+  /** IGMP (IPv4). */
   daemon: JoinLeaveFigures;
   ovsSnooping: JoinLeaveFigures | undefined;
+  /** MLD (IPv6): the same loop on the same pods with an IPv6 group. */
+  mld: MldFigures;
   convergence: ConvergenceFigures;
   totalSeconds: number;
+}
+
+export interface MldFigures {
+  daemon: JoinLeaveFigures;
+  ovsSnooping: JoinLeaveFigures | undefined;
+  /** Why OVS's snooping has no IPv6 figure worth the name (it did not deliver, or flooded). */
+  ovsSnoopingProblem: string | undefined;
 }
 
 export interface DaemonBenchOptions {
@@ -155,9 +204,18 @@ function wireSamples(events: readonly WireEvent[]): { joins: WireSample[]; leave
   return { joins, leaves, stray };
 }
 
-function joinLeaveFigures(samples: ReturnType<typeof wireSamples>, durationS: number, dataSent: number, breakdown: Breakdown | undefined): JoinLeaveFigures {
+interface LoopOutcome {
+  group: string;
+  samples: ReturnType<typeof wireSamples>;
+  durationS: number;
+  dataSent: number;
+  breakdown: Breakdown | undefined;
+}
+
+function joinLeaveFigures({ group, samples, durationS, dataSent, breakdown }: LoopOutcome): JoinLeaveFigures {
   const timed = samples.joins.filter((sample) => sample.data !== undefined);
   return {
+    group,
     joins: samples.joins.length,
     joinsWithoutData: samples.joins.length - timed.length,
     join: distribution(timed.map((sample) => (sample.data! - sample.wire) * 1000)),
@@ -171,7 +229,7 @@ function joinLeaveFigures(samples: ReturnType<typeof wireSamples>, durationS: nu
 
 /** What the daemon reported while the loop ran (its event stream). */
 interface DaemonTrace {
-  /** Wall-clock ms (1 ms resolution) of IGMP packet-ins from the receiver's port. */
+  /** Wall-clock ms (1 ms resolution) of IGMP or MLD packet-ins from the receiver's port. */
   packetIns: number[];
   /** Syncs of the group: wall-clock ms when done (1 ms resolution), latency (precise), whether the receiver was in. */
   syncs: Array<{ at: number; latencyMs: number; member: boolean }>;
@@ -231,42 +289,66 @@ function breakdownOf(samples: ReturnType<typeof wireSamples>, trace: DaemonTrace
   };
 }
 
-/**
- * Runs the join/leave cycle in `receiver` while `sender` sends, capturing on the
- * receiver's eth0. With `controlSocket`, follows the daemon's events meanwhile, to tell
- * where the time goes.
- */
-async function joinLeaveLoop(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: number, tag: string, controlSocket?: string): Promise<JoinLeaveFigures> {
-  const pcap = lab.file(`join-leave-${tag}.pcap`);
-  const capture = await lab.startTcpdump(receiver.ns, receiver.iface, pcap, { filter: ['igmp', 'or', 'udp'] });
+interface JoinLeaveLoopOptions {
+  family: LoopFamily;
+  sender: OvsPod;
+  receiver: OvsPod;
+  joins: number;
+  /** Names the capture file. */
+  tag: string;
+  /** The daemon's, to follow its events meanwhile and tell where the time goes. */
+  controlSocket?: string;
+}
+
+/** Runs the join/leave cycle in `receiver` while `sender` sends, capturing on the receiver's eth0. */
+async function joinLeaveLoop(lab: Lab, options: JoinLeaveLoopOptions): Promise<JoinLeaveFigures> {
+  const { family, sender, receiver, joins, controlSocket } = options;
+  const pcap = lab.file(`join-leave-${options.tag}.pcap`);
+  const capture = await lab.startTcpdump(receiver.ns, receiver.iface, pcap, { filter: family.captureFilter });
   const trace: DaemonTrace = { packetIns: [], syncs: [] };
   const client = controlSocket === undefined ? undefined : await ControlClient.connect(controlSocket);
   void client
     ?.events((event) => {
+      // MLD's packet-ins are published as `igmp` events too.
       if (event.type === 'igmp' && event.port?.ofport === receiver.ofport) trace.packetIns.push(Date.parse(event.time));
-      else if (event.type === 'sync' && event.group === GROUP && event.ok)
+      else if (event.type === 'sync' && event.group === family.group && event.ok)
         trace.syncs.push({ at: Date.parse(event.time), latencyMs: event.latencyMs, member: event.ports.includes(receiver.ofport) });
     })
     .catch(() => undefined);
-  const send = lab.spawn(sender.ns, ['python3', '-u', '-c', SENDER_PY, GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)]);
+  const send = lab.spawn(sender.ns, family.senderArgv(sender));
   await waitForLine(send, 'ready', 10_000, 'sender');
   const senderStats = await lab.exec(sender.ns, ['cat', `/sys/class/net/${sender.iface}/statistics/tx_packets`]);
   const started = performance.now();
-  const cycler = lab.spawn(receiver.ns, ['python3', '-u', '-c', CYCLER_PY, GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)]);
+  const cycler = lab.spawn(receiver.ns, family.cyclerArgv(receiver, joins));
   await waitForLine(cycler, 'done', joins * (JOINED_MS + LEFT_MS) * 2 + 10_000, 'join/leave cycler');
-  const seconds = (performance.now() - started) / 1000;
+  const durationS = (performance.now() - started) / 1000;
   const senderAfter = await lab.exec(sender.ns, ['cat', `/sys/class/net/${sender.iface}/statistics/tx_packets`]);
   await stopChild(send);
   await sleep(100);
   await capture.stop();
   client?.close();
-  const samples = wireSamples(await wireEvents(pcap, GROUP));
-  return joinLeaveFigures(
+  const samples = wireSamples(await family.wireEvents(pcap, family.group));
+  return joinLeaveFigures({
+    group: family.group,
     samples,
-    seconds,
-    Number(senderAfter.stdout) - Number(senderStats.stdout),
-    client === undefined ? undefined : breakdownOf(samples, trace),
-  );
+    durationS,
+    dataSent: Number(senderAfter.stdout) - Number(senderStats.stdout),
+    breakdown: client === undefined ? undefined : breakdownOf(samples, trace),
+  });
+}
+
+/**
+ * Why a loop's figures do not measure snooping: no data reached the member at all, or
+ * the group reached the pod while it was no member (flooded, or left in place).
+ */
+function snoopingProblem(figures: JoinLeaveFigures): string | undefined {
+  if (figures.joins === 0) return `no join of ${figures.group} seen on the receiver's wire`;
+  if (figures.joinsWithoutData === figures.joins)
+    return `no datagram to ${figures.group} reached the member after any of its ${figures.joins} joins: not delivered`;
+  const expectedWhileAway = (figures.sendRate * LEFT_MS * figures.leave.count) / 1000;
+  if (figures.strayPackets > 0.5 * expectedWhileAway)
+    return `${figures.strayPackets} datagrams to ${figures.group} reached the pod while it was no member (about ${Math.round(expectedWhileAway)} were sent meanwhile): flooded or kept after the leave, not snooped`;
+  return undefined;
 }
 
 async function waitListening(daemon: RunningDaemon): Promise<void> {
@@ -312,24 +394,34 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
   try {
     // --- 1, 2: join and leave latency --------------------------------------------------
     const node = await OvsNode.start(lab, 'j');
-    await node.addGateway({ address: '10.9.0.1/24' });
-    const [sender, receiver] = await Promise.all([node.addPod('snd', { address: '10.9.0.11/24' }), node.addPod('rcv', { address: '10.9.0.12/24' })]);
+    await node.addGateway({ address: '10.9.0.1/24', address6: 'fd00:9::1/64' });
+    // Dual-stack, so that both families' loops run on the same pods and ports; each waits for its own DAD.
+    const [sender, receiver] = await Promise.all([
+      node.addPod('snd', { address: '10.9.0.11/24', address6: 'fd00:9::11/64' }),
+      node.addPod('rcv', { address: '10.9.0.12/24', address6: 'fd00:9::12/64' }),
+    ]);
+    const loop = (family: LoopFamily, tag: string, controlSocket?: string) =>
+      joinLeaveLoop(lab, { family, sender: sender!, receiver: receiver!, joins, tag, ...(controlSocket === undefined ? {} : { controlSocket }) });
     // A gateway and no multicast interfaces: OVS programming only, no kernel routing.
     // Groups without members go to the gateway (whose kernel drops them), not to every pod.
     const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', '--query-interval', '600s'] });
     await waitListening(daemon);
-    const daemonFigures = await joinLeaveLoop(lab, sender!, receiver!, joins, 'daemon', daemon.controlSocket);
+    const daemonFigures = await loop(IGMP_LOOP, 'daemon', daemon.controlSocket);
+    const daemonFigures6 = await loop(MLD_LOOP, 'daemon6', daemon.controlSocket);
     await daemon.stop();
 
     let ovsSnooping: JoinLeaveFigures | undefined;
+    let ovsSnooping6: JoinLeaveFigures | undefined;
     if (options.ovsSnooping ?? true) {
-      // The same pods, OVS's own snooping instead: our flows out, NORMAL with snooping on.
+      // The same pods, OVS's own snooping instead: our flows out, NORMAL with snooping on
+      // (OVS's mcast_snooping handles MLD as well as IGMP).
       await node.ofctl('del-flows', node.bridge);
       await node.ofctl('del-groups', node.bridge);
       await node.ofctl('add-flow', node.bridge, 'priority=0,actions=NORMAL');
       await node.vsctl('set', 'bridge', node.bridge, 'mcast_snooping_enable=true', 'other_config:mcast-snooping-disable-flood-unregistered=true');
       await sleep(500);
-      ovsSnooping = await joinLeaveLoop(lab, sender!, receiver!, joins, 'ovs');
+      ovsSnooping = await loop(IGMP_LOOP, 'ovs');
+      ovsSnooping6 = await loop(MLD_LOOP, 'ovs6');
     }
 
     // --- 3, 4: convergence, memory, idle CPU -------------------------------------------
@@ -478,6 +570,7 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     return {
       daemon: daemonFigures,
       ovsSnooping,
+      mld: { daemon: daemonFigures6, ovsSnooping: ovsSnooping6, ovsSnoopingProblem: ovsSnooping6 === undefined ? undefined : snoopingProblem(ovsSnooping6) },
       convergence: {
         pods: podCount,
         groups: groupCount,
@@ -509,7 +602,7 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
 // --- output -----------------------------------------------------------------------------
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
-const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
+const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p95 ${ms(d.p95)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
 
 function joinLeaveLines(figures: JoinLeaveFigures): string[] {
   return [
@@ -544,12 +637,17 @@ function histogramLine(lines: readonly string[]): string {
 
 export function daemonReport(figures: DaemonFigures): string[] {
   const c = figures.convergence;
+  const block = (label: string, loop: JoinLeaveFigures) => [`    ${label}, group ${loop.group}:`, ...joinLeaveLines(loop).map((line) => `      ${line}`)];
   const lines = [
     `  mcastctl daemon (fast leave), one node, ${figures.daemon.joins} joins and leaves, timed from one capture on the receiver's eth0 (limits: join p50 ≤ 2 ms, p99 ≤ 10 ms; leave p99 ≤ 5 ms)`,
-    ...joinLeaveLines(figures.daemon).map((line) => `    ${line}`),
+    ...block(IGMP_LOOP.label, figures.daemon),
+    ...block(MLD_LOOP.label, figures.mld.daemon),
   ];
-  if (figures.ovsSnooping)
-    lines.push(`  OVS's own IGMP snooping, same loop, for comparison:`, ...joinLeaveLines(figures.ovsSnooping).map((line) => `    ${line}`));
+  if (figures.ovsSnooping) lines.push(`  OVS's own snooping, same loops, for comparison:`, ...block(IGMP_LOOP.label, figures.ovsSnooping));
+  if (figures.mld.ovsSnooping) {
+    lines.push(...block(MLD_LOOP.label, figures.mld.ovsSnooping));
+    if (figures.mld.ovsSnoopingProblem !== undefined) lines.push(`      NO FIGURE for OVS's MLD snooping: ${figures.mld.ovsSnoopingProblem}`);
+  }
   lines.push(
     `  convergence of ${c.pods} pods × ${c.groups} groups after the first general query (Max Resp Time ${c.queryResponseIntervalMs / 1000} s: hosts answer within it)`,
     c.convergenceMs === undefined || c.lastReportMs === undefined

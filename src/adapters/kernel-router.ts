@@ -1,24 +1,22 @@
 /**
- * The kernel side of the daemon (Antrea's route client): this network namespace's
- * multicast router. It holds MRT_INIT, gives the gateway and each multicast interface
- * a VIF, turns the kernel's NOCACHE upcalls into (S,G) entries (RoutePolicy decides),
- * keeps the inbound entries' outgoing VIF in step with the group's local members and the
- * sources they want, removes entries whose packet counters stopped moving, and joins each
- * group with local members on every multicast interface with their source filter
- * (upstream-memberships.ts), so that the network upstream sends it those sources.
+ * The kernel side of the daemon (Antrea's route client), for one address family: this
+ * network namespace's multicast router. It holds MRT_INIT (MRT6_INIT), gives the gateway
+ * and each multicast interface a VIF (MIF), turns the kernel's NOCACHE upcalls into (S,G)
+ * entries (RoutePolicy decides), keeps the inbound entries' outgoing interfaces in step
+ * with the group's local members and the sources they want, removes entries whose packet
+ * counters stopped moving, and joins each group with local members on every multicast
+ * interface with their source filter (upstream-memberships.ts), so that the network
+ * upstream sends it those sources. The daemon runs one for each family (DualStackRouter).
  *
  * Static VIFs and routes that `mcastctl install --source` left (docs/architecture.md: they stay, and
  * forward only while a router runs) are kept: the daemon takes free VIF numbers, reuses
  * a static VIF on the same interface, and never touches an entry it did not add.
  */
-import { readFileSync } from 'node:fs';
 import { McastError } from '../errors.js';
-import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
-import type { Upcall } from '../protocol/mroute/igmpmsg.js';
-import { ifindexOf, MrouteSocket } from '../transport/mroute-socket.js';
+import { ifindexOf } from '../transport/mroute-socket.js';
+import { MULTICAST_ROUTING, type MulticastRoutingKernel, type MulticastRoutingSocket, type NoCacheMiss } from '../transport/multicast-routing.js';
 import { admits, type SourceFilter } from '../domain/membership/source-filter.js';
 import { UpstreamMemberships } from './upstream-memberships.js';
-import { readMfcCache, readVifTable, type MfcRow } from '../protocol/mroute/proc.js';
 import type { Ipv4Prefix } from '../domain/policy/ipv4-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
 import { addressFamily, type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
@@ -31,6 +29,8 @@ export interface RouterInterface {
 }
 
 export interface KernelRouterOptions {
+  /** The family's kernel calls (default: IPv4's). */
+  kernel?: MulticastRoutingKernel;
   gateway: string;
   multicastInterfaces: readonly string[];
   idleTimeoutMs: number;
@@ -57,9 +57,6 @@ interface Route {
   oifs: number[];
 }
 
-const DEFAULT_MAX_MEMBERSHIPS = 20;
-const DEFAULT_MAX_SOURCES = 10;
-
 export class KernelRouter {
   private readonly routes = new Map<string, Route>();
   /** The sources each group's local members want, as setLocalMembers last told (none: any source). */
@@ -71,7 +68,8 @@ export class KernelRouter {
 
   private constructor(
     private readonly options: KernelRouterOptions,
-    private readonly socket: MrouteSocket,
+    private readonly kernel: MulticastRoutingKernel,
+    private readonly socket: MulticastRoutingSocket,
     readonly gateway: RouterInterface,
     readonly uplinks: readonly RouterInterface[],
     /** VIFs this router added (and the kernel removes when its socket closes). */
@@ -85,13 +83,13 @@ export class KernelRouter {
       clock: options.clock,
     });
     this.memberships = new UpstreamMemberships({
-      perSocket: ipv4Sysctl('igmp_max_memberships', DEFAULT_MAX_MEMBERSHIPS),
-      maxSources: ipv4Sysctl('igmp_max_msf', DEFAULT_MAX_SOURCES),
+      ...kernel.membershipBounds(),
+      openSocket: () => kernel.openMembershipSocket(),
       onFailure: (error) => this.failed(error),
       onError: (error) => this.options.onError?.(error),
     });
     for (const entry of [gateway, ...uplinks]) this.vifNames.set(entry.vif, entry.name);
-    socket.onUpcall((upcall) => this.onUpcall(upcall));
+    socket.onNoCache((miss) => this.onNoCache(miss));
     socket.onError((error) => this.failed(error));
   }
 
@@ -116,26 +114,31 @@ export class KernelRouter {
    * without CAP_NET_ADMIN; nothing is left behind then.
    */
   static async open(options: KernelRouterOptions): Promise<KernelRouter> {
+    const kernel = options.kernel ?? MULTICAST_ROUTING.ipv4;
     const names = [options.gateway, ...options.multicastInterfaces];
     const ifindexes = names.map((name) => ifindexOf(name));
-    const existing = await readVifTable();
-    const socket = MrouteSocket.open({ init: true });
+    const existing = await kernel.readInterfaces();
+    const socket = kernel.openRouter();
     try {
-      const used = new Set(existing.map((row) => row.vif));
+      const used = new Set(existing.map((row) => row.index));
       const own: number[] = [];
+      const word = kernel.interfaceWord.toUpperCase();
       const assigned = names.map((name, index): RouterInterface => {
         const ifindex = ifindexes[index]!;
-        const current = existing.find((row) => row.local.kind === 'ifindex' && row.local.ifindex === ifindex);
-        if (current !== undefined) return { name, ifindex, vif: current.vif };
+        // A static interface on the same device (IPv4's table tells the ifindex, IPv6's only the name).
+        const current = existing.find((row) => (row.ifindex === undefined ? row.name === name : row.ifindex === ifindex));
+        if (current !== undefined) return { name, ifindex, vif: current.index };
         let vif = 0;
         while (used.has(vif)) vif++;
-        if (vif >= MAXVIFS) throw new McastError('io', `no free VIF for ${name}: the kernel has ${MAXVIFS}, all in use (/proc/net/ip_mr_vif)`);
-        socket.addVif({ vif, ifindex });
+        if (vif >= kernel.maxInterfaces) {
+          throw new McastError('io', `no free ${word} for ${name}: the kernel has ${kernel.maxInterfaces}, all in use (${kernel.interfaceTable})`);
+        }
+        socket.addInterface({ index: vif, ifindex });
         used.add(vif);
         own.push(vif);
         return { name, ifindex, vif };
       });
-      return new KernelRouter(options, socket, assigned[0]!, assigned.slice(1), own);
+      return new KernelRouter(options, kernel, socket, assigned[0]!, assigned.slice(1), own);
     } catch (error) {
       socket.close();
       throw error;
@@ -149,8 +152,9 @@ export class KernelRouter {
    * the kernel refuses a join (the caller's sync is retried; what was set is kept and not repeated).
    */
   setLocalMembers(group: string, present: boolean, filter?: SourceFilter): void {
-    // IPv6 groups: not yet routed to the kernel (this router is MRT/MFC, IPv4 only).
-    if (addressFamily(group) === 'ipv6') return;
+    if (addressFamily(group) !== this.kernel.family) {
+      throw new McastError('internal', `the ${this.kernel.family} multicast router was given the group ${group}`);
+    }
     if (present && filter !== undefined) this.filters.set(group, filter);
     else this.filters.delete(group);
     for (const route of this.routes.values()) {
@@ -172,15 +176,15 @@ export class KernelRouter {
 
   /** Removes entries idle for the idle timeout (their packet counts did not move). */
   async sweepIdle(): Promise<void> {
-    const rows = await readMfcCache();
-    const ours = rows.filter((row) => this.routes.has(keyOf(row.origin, row.group)));
+    const rows = await this.kernel.readRoutes();
+    const ours = rows.filter((row) => this.routes.has(keyOf(row.source, row.group)));
     // Every row of ours has the addresses of a route we added: they parse.
-    const counters = ours.map((row) => ({ ...sourceGroupOf(row.origin, row.group)!, packets: row.packets }));
+    const counters = ours.map((row) => ({ ...sourceGroupOf(row.source, row.group)!, packets: row.packets }));
     for (const idle of this.policy.expireIdle(counters)) {
       const route = this.routes.get(keyOf(idle.source, idle.group));
       if (route === undefined) continue;
       try {
-        this.socket.delMfc(idle);
+        this.socket.delRoute(idle);
       } catch (error) {
         this.options.onError?.(error as McastError);
       }
@@ -191,7 +195,7 @@ export class KernelRouter {
 
   /** The entries this router added, with their counters. */
   async routeViews(): Promise<RouteView[]> {
-    const rows = new Map((await readMfcCache()).map((row: MfcRow) => [keyOf(row.origin, row.group), row]));
+    const rows = new Map((await this.kernel.readRoutes()).map((row) => [keyOf(row.source, row.group), row]));
     return [...this.routes.values()].map((route) => {
       const row = rows.get(keyOf(route.source, route.group));
       return { ...this.describe(route), packets: row?.packets ?? 0, bytes: row?.bytes ?? 0 };
@@ -212,20 +216,19 @@ export class KernelRouter {
     return this.ownVifs;
   }
 
-  private onUpcall(upcall: Upcall): void {
-    if (upcall.type !== IGMPMSG_NOCACHE) return;
+  private onNoCache(miss: NoCacheMiss): void {
     // A packet the kernel holds for an (S,G) whose source is no unicast address (spoofed): no route for it.
-    const key = sourceGroupOf(upcall.source, upcall.group);
+    const key = sourceGroupOf(miss.source, miss.group);
     if (key === undefined) return;
     const wanted = this.options.hasLocalMembers(key.group) && this.wanted(key.group, key.source);
-    const decision = this.policy.onNoCache({ ...key, vif: upcall.vif }, wanted);
+    const decision = this.policy.onNoCache({ ...key, vif: miss.index }, wanted);
     if (decision.action === 'ignore') return;
     this.addRoute({ source: decision.source, group: decision.group, iif: decision.iif, oifs: decision.oifs });
   }
 
   private addRoute(route: Route): void {
     try {
-      this.socket.addMfc(route);
+      this.socket.addRoute(route);
     } catch (error) {
       this.options.onError?.(error as McastError);
       return;
@@ -237,18 +240,8 @@ export class KernelRouter {
   }
 
   private describe(route: Route): { source: SourceAddress; group: GroupAddress; iif: string; oifs: string[] } {
-    const name = (vif: number): string => this.vifNames.get(vif) ?? `vif${vif}`;
+    const name = (vif: number): string => this.vifNames.get(vif) ?? `${this.kernel.interfaceWord}${vif}`;
     return { source: route.source, group: route.group, iif: name(route.iif), oifs: route.oifs.map(name) };
-  }
-}
-
-/** A positive integer sysctl of net.ipv4 (read once, at start), or `fallback` when it cannot be read. */
-function ipv4Sysctl(name: string, fallback: number): number {
-  try {
-    const value = Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim());
-    return Number.isInteger(value) && value > 0 ? value : fallback;
-  } catch {
-    return fallback;
   }
 }
 

@@ -1,11 +1,13 @@
 /**
- * The node's memberships upstream: for each (group, uplink), the source filter the node's
- * pods want, held on raw IGMP sockets so that the kernel reports it (IGMPv3) on the uplink
- * and the network upstream sends the group, or only the sources asked for.
+ * The node's memberships upstream, for one address family: for each (group, uplink), the
+ * source filter the node's pods want, held on raw IGMP (or ICMPv6) sockets so that the
+ * kernel reports it (IGMPv3, MLDv2) on the uplink and the network upstream sends the
+ * group, or only the sources asked for.
  *
- * One socket holds only net.ipv4.igmp_max_memberships groups (20 by default), so the
- * memberships are spread over as many sockets as needed; one filter holds only
- * net.ipv4.igmp_max_msf sources (10 by default), so a longer one is widened.
+ * One socket holds only so many groups (net.ipv4.igmp_max_memberships, 20 by default;
+ * IPv6: see multicast-routing.ts), so the memberships are spread over as many sockets as
+ * needed; one filter holds only so many sources (net.ipv4.igmp_max_msf, 10 by default;
+ * net.ipv6.mld_max_msf, 64), so a longer one is widened.
  *
  * The calls per (group, uplink), chosen so that the network never hears more than asked:
  * - first join, INCLUDE(A): MCAST_JOIN_SOURCE_GROUP with one source of A, then one
@@ -17,30 +19,23 @@
  */
 import { McastError } from '../errors.js';
 import { ANY_SOURCE, type SourceFilter } from '../domain/membership/source-filter.js';
-import { MrouteError, type Membership, MrouteSocket, type SourceFilterSetting, type SourceMembership } from '../transport/mroute-socket.js';
-import { addressFamily, compareAddresses, type SourceAddress } from '../wire/ip-address.js';
+import { MrouteError, type Membership } from '../transport/mroute-socket.js';
+import type { MembershipBounds, MembershipSocket } from '../transport/multicast-routing.js';
+import { compareAddresses, type SourceAddress } from '../wire/ip-address.js';
 
-/** The part of MrouteSocket that memberships use (a test gives its own). */
-export interface MembershipSocket {
-  joinGroup(options: Membership): void;
-  leaveGroup(options: Membership): void;
-  joinSourceGroup(options: SourceMembership): void;
-  setSourceFilter(options: SourceFilterSetting): void;
-  onError(listener: (error: McastError) => void): unknown;
-  close(): void;
-}
+export type { MembershipSocket };
 
-export interface UpstreamMembershipsOptions {
-  /** Memberships one socket may hold: net.ipv4.igmp_max_memberships. */
+export interface UpstreamMembershipsOptions extends Partial<Pick<MembershipBounds, 'maxSourcesSetting'>> {
+  /** Memberships one socket may hold. */
   perSocket: number;
-  /** Sources one filter may hold: net.ipv4.igmp_max_msf. */
+  /** Sources one filter may hold. */
   maxSources: number;
   /** A socket failed and was closed: its memberships are gone. */
   onFailure: (error: McastError) => void;
   /** A notice that does not stop the memberships (a filter widened past maxSources). */
   onError?: (error: McastError) => void;
-  /** Opens one more socket (default: a raw IGMP socket without MRT_INIT). */
-  openSocket?: () => MembershipSocket;
+  /** Opens one more socket. */
+  openSocket: () => MembershipSocket;
 }
 
 /**
@@ -56,13 +51,14 @@ export class UpstreamFilterWidened extends McastError {
     readonly wanted: SourceFilter,
     readonly asked: SourceFilter,
     maxSources: number,
+    maxSourcesSetting = 'net.ipv4.igmp_max_msf',
   ) {
     super(
       'io',
-      `upstream-filter-widened: ${group} wants ${wanted.mode} of ${wanted.sources.size} sources, past net.ipv4.igmp_max_msf (${maxSources}); ` +
+      `upstream-filter-widened: ${group} wants ${wanted.mode} of ${wanted.sources.size} sources, past ${maxSourcesSetting} (${maxSources}); ` +
         `asking upstream for ${describe(asked)} instead`,
       undefined,
-      { hint: 'raise net.ipv4.igmp_max_msf to ask upstream for exactly the sources wanted' },
+      { hint: `raise ${maxSourcesSetting} to ask upstream for exactly the sources wanted` },
     );
   }
 }
@@ -93,8 +89,6 @@ export class UpstreamMemberships {
    * a retry sends only what is still missing.
    */
   join(group: string, ifindex: number, filter: SourceFilter = ANY_SOURCE): void {
-    // IPv6 groups: not yet routed to the kernel (these are raw IGMP sockets, IPv4 only).
-    if (addressFamily(group) === 'ipv6') return;
     const asked = this.fitted(group, filter);
     if (asked.mode === 'include' && asked.sources.size === 0) {
       this.leave(group, ifindex);
@@ -112,7 +106,6 @@ export class UpstreamMemberships {
   }
 
   leave(group: string, ifindex: number): void {
-    if (addressFamily(group) === 'ipv6') return; // never joined: see join()
     const key = `${group}|${ifindex}`;
     const current = this.held.get(key);
     if (current === undefined) return;
@@ -173,7 +166,7 @@ export class UpstreamMemberships {
   private freeSlot(): Slot {
     const free = this.slots.find((entry) => !entry.full && entry.count < this.options.perSocket);
     if (free !== undefined) return free;
-    const socket = this.options.openSocket?.() ?? MrouteSocket.open({ init: false });
+    const socket = this.options.openSocket();
     socket.onError((error) => this.options.onFailure(error));
     const slot: Slot = { socket, count: 0, full: false };
     this.slots.push(slot);
@@ -190,7 +183,7 @@ export class UpstreamMemberships {
     const asked: SourceFilter = filter.mode === 'include' ? ANY_SOURCE : { mode: 'exclude', sources: new Set(sorted(filter.sources).slice(0, cap)) };
     if (!this.widenedGroups.has(group)) {
       this.widenedGroups.add(group);
-      this.options.onError?.(new UpstreamFilterWidened(group, filter, asked, cap));
+      this.options.onError?.(new UpstreamFilterWidened(group, filter, asked, cap, this.options.maxSourcesSetting));
     }
     return asked;
   }

@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 
 import { KernelRouter } from '../../src/adapters/kernel-router.js';
 import { UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
+import { MULTICAST_ROUTING } from '../../src/transport/multicast-routing.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { ifindexOf } from '../../src/transport/mroute-socket.js';
 import { sourceAddress } from '../../src/wire/ip-address.js';
@@ -70,6 +71,7 @@ function roleMain(iface: string): void {
   const memberships = new UpstreamMemberships({
     perSocket: 20,
     maxSources: 10,
+    openSocket: () => MULTICAST_ROUTING.ipv4.openMembershipSocket(),
     onFailure: (error) => notices.push(`failure: ${error.message}`),
     onError: (error) => notices.push((error as { reason?: string }).reason ?? error.message),
   });

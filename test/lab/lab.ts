@@ -133,6 +133,8 @@ export interface LinuxBridgeOptions {
   querier?: boolean;
   /** mcast_igmp_version: the querier speaks IGMPv2 unless this is 3. */
   igmpVersion?: 2 | 3;
+  /** mcast_mld_version: the querier speaks MLDv1 unless this is 2 (its MLD queries need IPv6 on the bridge device). */
+  mldVersion?: 1 | 2;
   /** mcast_router of the bridge device itself: 0 never, 1 learn (default), 2 always. */
   router?: 0 | 1 | 2;
   /** mcast_query_use_ifaddr: queries come from the bridge's address rather than 0.0.0.0. Default: true when `address` is set. */
@@ -171,6 +173,7 @@ export function bridgeArgs(options: LinuxBridgeOptions): string[] {
   };
   flag('mcast_snooping', options.snooping);
   count('mcast_igmp_version', options.igmpVersion);
+  count('mcast_mld_version', options.mldVersion);
   count('mcast_router', options.router);
   flag('mcast_query_use_ifaddr', options.queryUseIfaddr);
   time('mcast_query_interval', options.queryIntervalMs);

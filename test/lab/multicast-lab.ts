@@ -17,10 +17,15 @@
  *                                external host 192.168.50.100
  * ```
  *
+ * With `ipv6`, every interface above is dual-stack too (pods fd00:10:1::11, gateways
+ * fd00:10:1::1, uplinks fd00:50::11 and ::12, the underlay bridge fd00:50::1 with an MLDv2
+ * querier beside its IGMPv3 one, the external host fd00:50::100), with the same routes.
+ *
  * Every name carries the lab's prefix (namespaces `mcl<id>-a`, `mcl<id>-a-a1`,
  * `mcl<id>-ul`, `mcl<id>-ext`; interfaces `mcl<id>au`, ...), so two labs never collide.
  */
 import { LabCommandError, type Host, type Lab, type LinuxBridge, type LinuxBridgeOptions } from './lab.js';
+import { enableIpv6, waitForDad } from './mld-hosts.js';
 import { OvsNode, udpEndpoint, type OvsGateway, type OvsPod, type UdpEndpoint, type Uplink } from './ovs.js';
 
 /** The lab's addressing. Node i (0, 1) is named NODE_NAMES[i]. */
@@ -38,6 +43,12 @@ export const MULTICAST_LAB = {
   /** Uplink addresses of node a and b. */
   uplinks: ['192.168.50.11', '192.168.50.12'],
   external: '192.168.50.100',
+  /** The same places in IPv6 (the `ipv6` option): pod j of node i has `fd00:10:<i+1>::<11+j>`. */
+  podSubnets6: ['fd00:10:1::/64', 'fd00:10:2::/64'],
+  gateways6: ['fd00:10:1::1', 'fd00:10:2::1'],
+  underlayBridge6: 'fd00:50::1',
+  uplinks6: ['fd00:50::11', 'fd00:50::12'],
+  external6: 'fd00:50::100',
 } as const;
 
 export interface MulticastLabOptions {
@@ -51,6 +62,8 @@ export interface MulticastLabOptions {
   underlay?: LinuxBridgeOptions;
   /** force_igmp_version of every pod (default: the kernel's, v3). */
   podIgmpVersion?: 1 | 2 | 3;
+  /** Dual-stack: IPv6 addresses and routes beside the IPv4 ones, MLD on the underlay (default false). */
+  ipv6?: boolean;
 }
 
 export interface MulticastLabNode {
@@ -63,7 +76,7 @@ export interface MulticastLabNode {
 }
 
 /** A host on the underlay with UDP sockets: `listen`/`receive`/`send` as pods have. */
-export type ExternalHost = Host & UdpEndpoint;
+export type ExternalHost = Host & UdpEndpoint & { /** With the lab's `ipv6`. */ address6?: string };
 
 export interface MulticastLab {
   underlay: LinuxBridge;
@@ -88,6 +101,7 @@ export const UNDERLAY_BRIDGE_DEFAULTS: LinuxBridgeOptions = {
   lastMemberIntervalMs: 500,
   lastMemberCount: 2,
   membershipIntervalMs: 5000,
+  mldVersion: 2,
 };
 
 /** Builds the two-node lab in `lab` (which destroys it all). Takes about 2-3 s. */
@@ -105,19 +119,35 @@ export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions =
     querier: false,
     address: `${A.underlayBridge}/24`,
   });
+  const ipv6 = options.ipv6 ?? false;
+  if (ipv6) {
+    // The bridge's MLD queries come from its link-local address: IPv6 on for the device.
+    await enableIpv6(lab, underlayNs, underlay.name, 0);
+    await lab.ip(underlayNs, '-6', 'addr', 'add', `${A.underlayBridge6}/64`, 'dev', underlay.name);
+    await waitForDad(lab, underlayNs, underlay.name, [A.underlayBridge6]);
+  }
 
   const nodes = (await Promise.all(
     A.nodeNames.map(async (name, index): Promise<MulticastLabNode> => {
       const node = await OvsNode.start(lab, name);
       await lab.sysctl(node.ns, 'net.ipv4.igmp_link_local_mcast_reports', 0);
-      const gateway = await node.addGateway({ address: `${A.gateways[index]}/24` });
-      const uplink = await node.addUplink(underlay, { address: `${A.uplinks[index]}/24` });
+      const gateway = await node.addGateway({
+        address: `${A.gateways[index]}/24`,
+        ...(ipv6 ? { address6: `${A.gateways6[index]}/64` } : {}),
+      });
+      const uplink = await node.addUplink(underlay, {
+        address: `${A.uplinks[index]}/24`,
+        ...(ipv6 ? { address6: `${A.uplinks6[index]}/64` } : {}),
+      });
       await node.addRoute(A.podSubnets[1 - index]!, A.uplinks[1 - index]!);
+      if (ipv6) await node.addRoute(A.podSubnets6[1 - index]!, A.uplinks6[1 - index]!);
       const subnet = A.podSubnets[index]!.split('.').slice(0, 3).join('.');
+      const subnet6 = A.podSubnets6[index]!.replace('::/64', '');
       const pods = await Promise.all(
         Array.from({ length: podsPerNode }, (_, j) =>
           node.addPod(`${name}${j + 1}`, {
             address: `${subnet}.${A.firstPodHost + j}/24`,
+            ...(ipv6 ? { address6: `${subnet6}::${A.firstPodHost + j}/64` } : {}),
             gateway: gateway.address,
             ...(options.podIgmpVersion === undefined ? {} : { igmpVersion: options.podIgmpVersion }),
           }),
@@ -134,7 +164,14 @@ export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions =
     const host = await lab.host('ext', { bridge: underlay, address: `${A.external}/24` });
     await lab.sysctl(host.ns, 'net.ipv4.igmp_link_local_mcast_reports', 0);
     for (const [index, subnet] of A.podSubnets.entries()) await lab.ip(host.ns, 'route', 'add', subnet, 'via', A.uplinks[index]!);
-    external = Object.assign(host, udpEndpoint(lab, host.ns, { name: host.name }));
+    external = Object.assign(host, udpEndpoint(lab, host.ns, { name: host.name, interfaceName: host.iface }));
+    if (ipv6) {
+      await enableIpv6(lab, host.ns, host.iface, 0);
+      await lab.ip(host.ns, '-6', 'addr', 'add', `${A.external6}/64`, 'dev', host.iface);
+      await waitForDad(lab, host.ns, host.iface, [A.external6]);
+      for (const [index, subnet] of A.podSubnets6.entries()) await lab.ip(host.ns, '-6', 'route', 'add', subnet, 'via', A.uplinks6[index]!);
+      external.address6 = A.external6;
+    }
   }
 
   if (options.underlayQuerier ?? true) await underlay.set({ querier: true });

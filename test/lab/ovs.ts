@@ -147,6 +147,8 @@ export interface UplinkOptions {
   name?: string;
   /** The node's address on the underlay, CIDR (e.g. `192.168.50.11/24`). */
   address: string;
+  /** An IPv6 address too (CIDR): IPv6 on for the uplink, resolved after DAD. */
+  address6?: string;
   /** Leave transmit checksum offload on (default off on both ends). */
   txOffload?: boolean;
 }
@@ -160,6 +162,8 @@ export interface Uplink {
   readonly bridge: LinuxBridge;
   readonly address: string;
   readonly prefixLength: number;
+  /** The IPv6 address given as address6, without the prefix length. */
+  readonly address6: string | undefined;
   readonly mac: string;
   readonly ifindex: number;
 }
@@ -496,14 +500,21 @@ export class OvsNode {
       await this.lab.exec(bridge.ns, ['ethtool', '-K', peer, 'tx', 'off']);
     }
     await this.lab.sysctl(this.ns, `net.ipv4.conf.${name}.rp_filter`, 0);
+    const cidr6 = options.address6 === undefined ? undefined : parseCidr6(options.address6);
+    if (cidr6) await this.addIpv6(this.ns, name, cidr6, 0);
     const { mac, ifindex } = await this.linkInfo(this.ns, name);
-    const uplink: Uplink = { name, peer, bridge, address, prefixLength, mac, ifindex };
+    const uplink: Uplink = { name, peer, bridge, address, prefixLength, address6: cidr6?.address, mac, ifindex };
     this.uplinks.push(uplink);
     return uplink;
   }
 
-  /** `ip route add <cidr> via <via>` in the node's namespace (e.g. another node's pod subnet via its uplink address). */
+  /** `ip route add <cidr> via <via>` in the node's namespace (e.g. another node's pod subnet via its uplink address); IPv4 or IPv6. */
   async addRoute(cidr: string, via: string): Promise<void> {
+    if (cidr.includes(':')) {
+      const { address, prefixLength } = parseCidr6(cidr);
+      await this.lab.ip(this.ns, '-6', 'route', 'add', `${address}/${prefixLength}`, 'via', via);
+      return;
+    }
     const { address, prefixLength } = parseCidr(cidr);
     await this.lab.ip(this.ns, 'route', 'add', `${address}/${prefixLength}`, 'via', via);
   }
@@ -511,11 +522,13 @@ export class OvsNode {
   /**
    * Makes the node a router: net.ipv4.ip_forward=1 and rp_filter 0 (all, default) in its
    * namespace, so that a packet arriving on one interface (uplink, gateway) with a source
-   * the other side routes is neither dropped nor left unforwarded. Idempotent.
+   * the other side routes is neither dropped nor left unforwarded; IPv6 forwarding too, for
+   * the interfaces that have IPv6 on. Idempotent.
    */
   enableRouting(): Promise<void> {
     return (this.routing ??= (async () => {
       await this.lab.sysctl(this.ns, 'net.ipv4.ip_forward', 1);
+      await this.lab.sysctl(this.ns, 'net.ipv6.conf.all.forwarding', 1);
       for (const key of ['all', 'default']) await this.lab.sysctl(this.ns, `net.ipv4.conf.${key}.rp_filter`, 0);
     })());
   }

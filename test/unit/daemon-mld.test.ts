@@ -17,7 +17,8 @@ import { isIPv6SsmGroup, refusalOf, UNLIMITED } from '../../src/domain/membershi
 import { ANY_SOURCE, type SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { PeerAnnouncer } from '../../src/domain/peers/announcer.js';
 import { KernelRouter } from '../../src/adapters/kernel-router.js';
-import { type MembershipSocket, UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
+import { UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
+import { McastError } from '../../src/errors.js';
 import { decodeFrame, ipLocator, type MldFrameEvent } from '../../src/packet/frame-decoder.js';
 import * as mld from '../../src/packet/mld/index.js';
 import type { MldMessage, MldRecord } from '../../src/packet/mld/message.js';
@@ -29,6 +30,7 @@ import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-addr
 import { FakeClock } from '../fakes/fake-clock.js';
 import { FakePortWatch } from '../fakes/fake-port-watch.js';
 import { FakeRouter } from '../fakes/fake-router.js';
+import { FakeRoutingKernel } from '../fakes/fake-routing-kernel.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { decodeQuery, v2Report as igmpV2Report } from '../fakes/igmp-frames.js';
@@ -388,41 +390,70 @@ describe('membership limits: the IPv6 SSM range', () => {
   });
 });
 
-describe('IPv4-only paths skip IPv6 groups', () => {
-  it('upstream memberships: no socket call, no throw, for an IPv6 group', () => {
-    const calls: string[] = [];
-    const socket: MembershipSocket = {
-      joinGroup: (options) => void calls.push(`join ${options.group}`),
-      leaveGroup: (options) => void calls.push(`leave ${options.group}`),
-      joinSourceGroup: (options) => void calls.push(`join-source ${options.group}`),
-      setSourceFilter: (options) => void calls.push(`filter ${options.group}`),
-      onError: () => undefined,
-      close: () => undefined,
-    };
+describe('IPv6 groups in the kernel router and upstream', () => {
+  const SSM6 = groupAddress('ff3e::8000:1');
+  const S6 = sourceAddress('2001:db8::1');
+
+  /** A router on the fake kernel; 'lo' stands for both the gateway and the uplink (a unit test has no other interface). */
+  async function openRouter(kernel: FakeRoutingKernel, members: Set<string>) {
+    return KernelRouter.open({
+      kernel,
+      gateway: 'lo',
+      multicastInterfaces: ['lo'],
+      idleTimeoutMs: 1_000,
+      clock: () => 0,
+      hasLocalMembers: (group) => members.has(group),
+    });
+  }
+
+  it('upstream memberships hold an IPv6 group on the socket given, source-specific first', () => {
+    const kernel = new FakeRoutingKernel('ipv6');
     const errors: unknown[] = [];
     const memberships = new UpstreamMemberships({
-      perSocket: 20,
-      maxSources: 10,
-      openSocket: () => socket,
+      ...kernel.membershipBounds(),
+      openSocket: () => kernel.openMembershipSocket(),
       onFailure: (e) => errors.push(e),
-      onError: (e) => errors.push(e),
     });
-    memberships.join(GROUP, 4, { mode: 'include', sources: new Set([sourceAddress('2001:db8::1')]) });
+    memberships.join(SSM6, 4, { mode: 'include', sources: new Set([S6]) });
     memberships.join(GROUP, 4);
     memberships.leave(GROUP, 4);
-    assert.deepEqual(calls, []);
-    assert.equal(memberships.filterOf(GROUP, 4), undefined);
-    memberships.join('239.1.1.1', 4);
-    assert.deepEqual(calls, ['join 239.1.1.1'], 'IPv4 groups as before');
+    assert.deepEqual(kernel.memberships, [`source ${SSM6} ${S6} on 4`, `join ${GROUP} on 4`, `leave ${GROUP} on 4`]);
     assert.deepEqual(errors, []);
   });
 
-  it('the kernel router returns at once for an IPv6 group (it touches no route, filter or membership)', () => {
-    // A router without any state: had it gone past the guard, it would throw on its missing maps.
-    const router = Object.create(KernelRouter.prototype) as KernelRouter;
-    assert.doesNotThrow(() => router.setLocalMembers(GROUP, true, ANY_SOURCE));
-    assert.doesNotThrow(() => router.setLocalMembers(GROUP, false));
-    assert.throws(() => router.setLocalMembers('239.1.1.1', true), TypeError, 'an IPv4 group goes on (and finds no state here)');
+  it('the IPv6 router takes MIFs, reuses a static one by name, routes a pod source out and an outside source in to members only', async () => {
+    const kernel = new FakeRoutingKernel('ipv6');
+    kernel.staticInterfaces.push({ index: 0, name: 'pim6reg' });
+    const members = new Set<string>();
+    const router = await openRouter(kernel, members);
+    assert.deepEqual(
+      kernel.interfaces.map((mif) => mif.index),
+      [1, 2],
+      'MIF 0 is taken',
+    );
+    // From the gateway (a pod): out of the uplink.
+    kernel.miss({ index: 1, source: '2001:db8:1::5', group: GROUP });
+    assert.deepEqual(kernel.routes.get(`2001:db8:1::5>${GROUP}`)?.oifs, [2]);
+    // From the uplink, no members: an entry with no outgoing MIF.
+    kernel.miss({ index: 2, source: '2001:db8:9::9', group: GROUP });
+    assert.deepEqual(kernel.routes.get(`2001:db8:9::9>${GROUP}`)?.oifs, []);
+    // A member joins: the inbound entry gets the gateway, and the group is joined upstream.
+    members.add(GROUP);
+    router.setLocalMembers(GROUP, true);
+    assert.deepEqual(kernel.routes.get(`2001:db8:9::9>${GROUP}`)?.oifs, [1]);
+    assert.ok(kernel.memberships.some((line) => line.startsWith(`join ${GROUP}`)));
+    assert.deepEqual((await router.routeViews()).map((view) => `${view.iif}>${view.oifs.join(',')}`).sort(), ['lo>lo', 'lo>lo']);
+    router.close();
+    assert.equal(kernel.closed, true);
+  });
+
+  it('a group of the other family is refused as an internal error (the daemon tells each router its own)', async () => {
+    const router = await openRouter(new FakeRoutingKernel('ipv4'), new Set());
+    assert.throws(
+      () => router.setLocalMembers(GROUP, true),
+      (error: unknown) => error instanceof McastError && error.code === 'internal',
+    );
+    router.close();
   });
 
   it('the announcer to peers never reports an IPv6 group', () => {
@@ -441,11 +472,10 @@ describe('IPv4-only paths skip IPv6 groups', () => {
     );
   });
 
-  it('in the loop, an IPv6 group syncs without an error; the router port hears it, and the kernel router skips it (above)', async () => {
+  it('in the loop, an IPv6 group syncs without an error and the router port hears it', async () => {
     const t = await startLoop({ router: true });
     await t.packetIn(v1Report(HOST, GROUP), 2);
     assert.deepEqual(t.vswitch.groups.get(GROUP), [GATEWAY, 2]);
-    // The loop's router port is a fake: it hears the group, and the real router skips it (above).
     assert.ok(t.router!.localMembers.some((call) => call.group === GROUP));
     assert.equal(t.loop.status().counters.syncErrors, 0);
     await t.stop();

@@ -10,11 +10,14 @@
  * Anything that fails undoes what was done and throws.
  */
 import { hostname } from 'node:os';
-import { McastError, UsageError } from '../../errors.js';
+import { type McastError, UsageError } from '../../errors.js';
 import { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
 import { BridgeLock } from '../../adapters/ovs/bridge-lock.js';
 import { KernelRouter } from '../../adapters/kernel-router.js';
+import { MrouteError } from '../../protocol/mroute/mroute-error.js';
+import { MULTICAST_ROUTING } from '../../transport/multicast-routing.js';
+import { type AddressFamily, addressFamily, type GroupAddress } from '../../wire/ip-address.js';
 import { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
 import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
 import { ovsPipeline } from '../../adapters/ovs/read-back.js';
@@ -130,12 +133,13 @@ interface RouterRelayOptions {
 }
 
 /**
- * The kernel router as the loop sees it. The router is opened (and may report) before
- * the loop exists; until the loop binds itself, its failures are logged and a failed
- * routing socket still stops the daemon.
+ * The kernel routers as the loop sees them: one for each family, each group told to its
+ * family's. The routers are opened (and may report) before the loop exists; until the loop
+ * binds itself, their failures are logged and a failed routing socket still stops the
+ * daemon. A kernel without IPv6 (or without IPv6 multicast routing) routes IPv4 only.
  */
 class RouterRelay implements RouterPort {
-  private router: KernelRouter | undefined;
+  private readonly routers = new Map<AddressFamily, KernelRouter>();
   private events: RouterEvents;
   private idleMs: number;
 
@@ -154,53 +158,74 @@ class RouterRelay implements RouterPort {
   }
 
   static async open(options: RouterRelayOptions): Promise<RouterRelay> {
-    const { config, clock, logger } = options;
     const relay = new RouterRelay(options);
-    const router = await KernelRouter.open({
-      gateway: config.gateway,
-      multicastInterfaces: config.multicastInterfaces,
-      idleTimeoutMs: config.routeIdleTimeoutMs,
-      ...(config.tunnel?.clusterCidrs === undefined ? {} : { tunnelledSources: config.tunnel.clusterCidrs }),
-      clock: () => clock.monotonicMs(),
-      hasLocalMembers: (group) => relay.events.hasLocalMembers(group),
-      onRoute: (change) => relay.events.onRoute(change),
-      onError: (error) => relay.events.onError(error),
-      onFailure: (error) => relay.events.onFailure(error),
-    });
-    relay.router = router;
-    const uplinks = router.uplinks.map((uplink) => `${uplink.name} (vif ${uplink.vif})`).join(',');
-    const tunnelled = config.tunnel?.clusterCidrs?.map(formatPrefix).join(',');
-    logger.info('multicast routing on', {
-      gateway: `${router.gateway.name} (vif ${router.gateway.vif})`,
-      uplinks,
-      ...(tunnelled === undefined || tunnelled === '' ? {} : { notRoutedIn: tunnelled }),
-    });
+    try {
+      for (const family of ['ipv4', 'ipv6'] as const) await relay.openFamily(family, options);
+    } catch (error) {
+      relay.close();
+      throw error;
+    }
     return relay;
   }
 
-  private get opened(): KernelRouter {
-    if (this.router === undefined) throw new McastError('io', 'the kernel router is not open');
-    return this.router;
+  private async openFamily(family: AddressFamily, { config, clock, logger }: RouterRelayOptions): Promise<void> {
+    // Tunnel mode carries only IPv4 groups through the tunnel (the peers exchange no IPv6
+    // members), so no IPv6 source is kept from being routed in.
+    const tunnelled = family === 'ipv4' ? config.tunnel?.clusterCidrs : undefined;
+    let router: KernelRouter;
+    try {
+      router = await KernelRouter.open({
+        kernel: MULTICAST_ROUTING[family],
+        gateway: config.gateway,
+        multicastInterfaces: config.multicastInterfaces,
+        idleTimeoutMs: config.routeIdleTimeoutMs,
+        ...(tunnelled === undefined ? {} : { tunnelledSources: tunnelled }),
+        clock: () => clock.monotonicMs(),
+        hasLocalMembers: (group) => this.events.hasLocalMembers(group),
+        onRoute: (change) => this.events.onRoute(change),
+        onError: (error) => this.events.onError(error),
+        onFailure: (error) => this.events.onFailure(error),
+      });
+    } catch (error) {
+      if (family === 'ipv6' && kernelLacksFamily(error)) {
+        logger.warn('IPv6 multicast routing off: the kernel has no IPv6 multicast routing', { error: (error as Error).message });
+        return;
+      }
+      throw error;
+    }
+    this.routers.set(family, router);
+    const word = MULTICAST_ROUTING[family].interfaceWord;
+    const uplinks = router.uplinks.map((uplink) => `${uplink.name} (${word} ${uplink.vif})`).join(',');
+    const notRoutedIn = tunnelled?.map(formatPrefix).join(',');
+    logger.info('multicast routing on', {
+      family,
+      gateway: `${router.gateway.name} (${word} ${router.gateway.vif})`,
+      uplinks,
+      ...(notRoutedIn === undefined || notRoutedIn === '' ? {} : { notRoutedIn }),
+    });
   }
 
   bind(events: RouterEvents): void {
     this.events = events;
   }
 
-  setLocalMembers(group: string, present: boolean, filter?: SourceFilter): void {
-    this.opened.setLocalMembers(group, present, filter);
+  setLocalMembers(group: GroupAddress, present: boolean, filter?: SourceFilter): void {
+    this.routers.get(addressFamily(group) ?? 'ipv4')?.setLocalMembers(group, present, filter);
   }
 
-  sweepIdle(): Promise<void> {
-    return this.opened.sweepIdle();
+  async sweepIdle(): Promise<void> {
+    for (const router of this.routers.values()) await router.sweepIdle();
   }
 
-  routeViews(): Promise<RouteView[]> {
-    return this.opened.routeViews();
+  async routeViews(): Promise<RouteView[]> {
+    const views = await Promise.all([...this.routers.values()].map((router) => router.routeViews()));
+    return views.flat();
   }
 
   get routeCount(): number {
-    return this.router?.routeCount ?? 0;
+    let count = 0;
+    for (const router of this.routers.values()) count += router.routeCount;
+    return count;
   }
 
   get idleTimeoutMs(): number {
@@ -209,14 +234,19 @@ class RouterRelay implements RouterPort {
 
   set idleTimeoutMs(ms: number) {
     this.idleMs = ms;
-    this.opened.idleTimeoutMs = ms;
+    for (const router of this.routers.values()) router.idleTimeoutMs = ms;
   }
 
   get active(): boolean {
-    return this.router?.active === true;
+    return this.routers.size > 0 && [...this.routers.values()].every((router) => router.active);
   }
 
   close(): void {
-    this.router?.close();
+    for (const router of this.routers.values()) router.close();
   }
+}
+
+/** The kernel refused the family itself (no IPv6, or no IPv6 multicast routing), not our use of it. */
+function kernelLacksFamily(error: unknown): boolean {
+  return error instanceof MrouteError && ['EAFNOSUPPORT', 'ENOPROTOOPT', 'EOPNOTSUPP'].includes(error.errno ?? '');
 }

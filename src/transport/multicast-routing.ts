@@ -1,0 +1,197 @@
+/**
+ * One address family's kernel multicast routing, as the daemon's router uses it: the
+ * same few calls over the IPv4 socket (MRT_*, VIFs, /proc/net/ip_mr_*) and the IPv6 one
+ * (MRT6_*, MIFs, /proc/net/ip6_mr_*), so that one router serves both families. What
+ * differs is named here once: the kernel's word for a routing interface, the table size,
+ * the upcall's field names, where the tables are read, and the sysctls that bound the
+ * memberships one socket may hold.
+ */
+import { readFileSync } from 'node:fs';
+import type { McastError } from '../errors.js';
+import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
+import { readMfcCache, readVifTable } from '../protocol/mroute/proc.js';
+import { MAXMIFS, MRT6MSG_NOCACHE } from '../protocol/mroute6/constants.js';
+import { readMfc6Cache, readMifTable } from '../protocol/mroute6/proc6.js';
+import type { AddressFamily } from '../wire/ip-address.js';
+import { type Membership, MrouteSocket, type SourceFilterSetting, type SourceMembership } from './mroute-socket.js';
+import { Mroute6Socket } from './mroute6-socket.js';
+
+/** A routing interface the kernel has now (a VIF or a MIF). */
+export interface RoutingInterfaceRow {
+  index: number;
+  /** The device's name as the kernel's table prints it. */
+  name: string;
+  /** Its ifindex, where the table tells it (IPv4 VIFs added by ifindex). */
+  ifindex?: number;
+}
+
+/** One forwarding-cache entry and its counters. */
+export interface RouteCounterRow {
+  source: string;
+  group: string;
+  packets: number;
+  bytes: number;
+}
+
+/** The kernel holds a packet for an (S,G) it has no entry for (NOCACHE), which came in on routing interface `index`. */
+export interface NoCacheMiss {
+  index: number;
+  source: string;
+  group: string;
+}
+
+export interface RouteEntry {
+  source: string;
+  group: string;
+  iif: number;
+  oifs: readonly number[];
+}
+
+/** The namespace's routing socket for one family, after MRT_INIT or MRT6_INIT. */
+export interface MulticastRoutingSocket {
+  addInterface(options: { index: number; ifindex: number }): void;
+  /** Adds or replaces the entry for (source, group). */
+  addRoute(route: RouteEntry): void;
+  delRoute(key: { source: string; group: string }): void;
+  onNoCache(listener: (miss: NoCacheMiss) => void): void;
+  onError(listener: (error: McastError) => void): void;
+  readonly closed: boolean;
+  /** The kernel removes the interfaces and entries this socket added. */
+  close(): void;
+}
+
+/** A socket that holds group memberships on interfaces (IGMP or MLD reports go out for them). */
+export interface MembershipSocket {
+  joinGroup(options: Membership): void;
+  leaveGroup(options: Membership): void;
+  joinSourceGroup(options: SourceMembership): void;
+  setSourceFilter(options: SourceFilterSetting): void;
+  onError(listener: (error: McastError) => void): unknown;
+  close(): void;
+}
+
+export interface MembershipBounds {
+  /** Memberships one socket may hold. */
+  perSocket: number;
+  /** Sources one filter may hold. */
+  maxSources: number;
+  /** The sysctl that sets maxSources, for the notice that a filter was widened. */
+  maxSourcesSetting: string;
+}
+
+export interface MulticastRoutingKernel {
+  readonly family: AddressFamily;
+  /** The kernel's word for a routing interface: 'vif' or 'mif'. */
+  readonly interfaceWord: 'vif' | 'mif';
+  readonly maxInterfaces: number;
+  /** The table the interfaces are read from, for messages. */
+  readonly interfaceTable: string;
+  /** Becomes the namespace's router for this family. Throws UnavailableError while another holds it. */
+  openRouter(): MulticastRoutingSocket;
+  openMembershipSocket(): MembershipSocket;
+  readInterfaces(): Promise<RoutingInterfaceRow[]>;
+  readRoutes(): Promise<RouteCounterRow[]>;
+  /** Read once, when the router opens. */
+  membershipBounds(): MembershipBounds;
+}
+
+const IPV4: MulticastRoutingKernel = {
+  family: 'ipv4',
+  interfaceWord: 'vif',
+  maxInterfaces: MAXVIFS,
+  interfaceTable: '/proc/net/ip_mr_vif',
+  openRouter() {
+    const socket = MrouteSocket.open({ init: true });
+    return {
+      addInterface: ({ index, ifindex }) => socket.addVif({ vif: index, ifindex }),
+      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
+      delRoute: (key) => socket.delMfc(key),
+      onNoCache: (listener) => {
+        socket.onUpcall((upcall) => {
+          if (upcall.type === IGMPMSG_NOCACHE) listener({ index: upcall.vif, source: upcall.source, group: upcall.group });
+        });
+      },
+      onError: (listener) => {
+        socket.onError(listener);
+      },
+      get closed() {
+        return socket.closed;
+      },
+      close: () => socket.close(),
+    };
+  },
+  openMembershipSocket: () => MrouteSocket.open({ init: false }),
+  async readInterfaces() {
+    return (await readVifTable()).map((row) => ({
+      index: row.vif,
+      name: row.name,
+      ...(row.local.kind === 'ifindex' ? { ifindex: row.local.ifindex } : {}),
+    }));
+  },
+  async readRoutes() {
+    return (await readMfcCache()).map((row) => ({ source: row.origin, group: row.group, packets: row.packets, bytes: row.bytes }));
+  },
+  membershipBounds: () => ({
+    perSocket: positiveSysctl('ipv4/igmp_max_memberships', 20),
+    maxSources: positiveSysctl('ipv4/igmp_max_msf', 10),
+    maxSourcesSetting: 'net.ipv4.igmp_max_msf',
+  }),
+};
+
+/**
+ * IPv6 has no sysctl for the groups one socket may join: they, and their source lists, are
+ * drawn from the socket's option memory (net.core.optmem_max, 20 KiB at its smallest
+ * default). Sixteen groups with full 64-source filters fit in that.
+ */
+const IPV6_MEMBERSHIPS_PER_SOCKET = 16;
+
+const IPV6: MulticastRoutingKernel = {
+  family: 'ipv6',
+  interfaceWord: 'mif',
+  maxInterfaces: MAXMIFS,
+  interfaceTable: '/proc/net/ip6_mr_vif',
+  openRouter() {
+    const socket = Mroute6Socket.open({ init: true });
+    return {
+      addInterface: ({ index, ifindex }) => socket.addMif({ mif: index, ifindex }),
+      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
+      delRoute: (key) => socket.delMfc(key),
+      onNoCache: (listener) => {
+        socket.onUpcall((upcall) => {
+          if (upcall.type === MRT6MSG_NOCACHE) listener({ index: upcall.mif, source: upcall.source, group: upcall.group });
+        });
+      },
+      onError: (listener) => {
+        socket.onError(listener);
+      },
+      get closed() {
+        return socket.closed;
+      },
+      close: () => socket.close(),
+    };
+  },
+  openMembershipSocket: () => Mroute6Socket.open({ init: false }),
+  async readInterfaces() {
+    return (await readMifTable()).map((row) => ({ index: row.mif, name: row.name }));
+  },
+  async readRoutes() {
+    return (await readMfc6Cache()).map((row) => ({ source: row.origin, group: row.group, packets: row.packets, bytes: row.bytes }));
+  },
+  membershipBounds: () => ({
+    perSocket: IPV6_MEMBERSHIPS_PER_SOCKET,
+    maxSources: positiveSysctl('ipv6/mld_max_msf', 64),
+    maxSourcesSetting: 'net.ipv6.mld_max_msf',
+  }),
+};
+
+export const MULTICAST_ROUTING: Readonly<Record<AddressFamily, MulticastRoutingKernel>> = { ipv4: IPV4, ipv6: IPV6 };
+
+/** A positive integer sysctl under /proc/sys/net, or `fallback` when it cannot be read. */
+function positiveSysctl(name: string, fallback: number): number {
+  try {
+    const value = Number(readFileSync(`/proc/sys/net/${name}`, 'utf8').trim());
+    return Number.isInteger(value) && value > 0 ? value : fallback;
+  } catch {
+    return fallback;
+  }
+}
