@@ -23,12 +23,17 @@ export interface RoutingInterfaceRow {
   name: string;
   /** Its ifindex, where the table tells it (IPv4 VIFs added by ifindex). */
   ifindex?: number;
+  /** Added by a socket without MRT_INIT: it stays when sockets close. */
+  static: boolean;
 }
 
-/** One forwarding-cache entry and its counters. */
-export interface RouteCounterRow {
+/** One forwarding-cache entry (MFC or MFC6), its interfaces and counters. */
+export interface ForwardingCacheRow {
   source: string;
   group: string;
+  /** Incoming interface (-1 for an unresolved entry). */
+  iif: number;
+  oifs: number[];
   packets: number;
   bytes: number;
 }
@@ -57,6 +62,18 @@ export interface MulticastRoutingSocket {
   onError(listener: (error: McastError) => void): void;
   readonly closed: boolean;
   /** The kernel removes the interfaces and entries this socket added. */
+  close(): void;
+}
+
+/**
+ * A routing socket without MRT_INIT (a one-shot command's): what it adds, the kernel marks
+ * static and keeps after it closes, and forwards with only while a router holds MRT_INIT.
+ */
+export interface StaticRoutingSocket {
+  addInterface(options: { index: number; ifindex: number }): void;
+  delInterface(index: number): void;
+  addRoute(route: RouteEntry): void;
+  delRoute(key: { source: string; group: string }): void;
   close(): void;
 }
 
@@ -89,8 +106,11 @@ export interface MulticastRoutingKernel {
   /** Becomes the namespace's router for this family. Throws UnavailableError while another holds it. */
   openRouter(): MulticastRoutingSocket;
   openMembershipSocket(): MembershipSocket;
+  openStatic(): StaticRoutingSocket;
+  /** Some socket holds MRT_INIT (MRT6_INIT) in this namespace: routes forward. */
+  routerActive(): boolean;
   readInterfaces(): Promise<RoutingInterfaceRow[]>;
-  readRoutes(): Promise<RouteCounterRow[]>;
+  readRoutes(): Promise<ForwardingCacheRow[]>;
   /** Read once, when the router opens. */
   membershipBounds(): MembershipBounds;
 }
@@ -121,15 +141,34 @@ const IPV4: MulticastRoutingKernel = {
     };
   },
   openMembershipSocket: () => MrouteSocket.open({ init: false }),
+  openStatic() {
+    const socket = MrouteSocket.open({ init: false });
+    return {
+      addInterface: ({ index, ifindex }) => socket.addVif({ vif: index, ifindex }),
+      delInterface: (index) => socket.delVif(index),
+      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
+      delRoute: (key) => socket.delMfc(key),
+      close: () => socket.close(),
+    };
+  },
+  routerActive: () => procFlag('/proc/sys/net/ipv4/conf/all/mc_forwarding'),
   async readInterfaces() {
     return (await readVifTable()).map((row) => ({
       index: row.vif,
       name: row.name,
+      static: row.static,
       ...(row.local.kind === 'ifindex' ? { ifindex: row.local.ifindex } : {}),
     }));
   },
   async readRoutes() {
-    return (await readMfcCache()).map((row) => ({ source: row.origin, group: row.group, packets: row.packets, bytes: row.bytes }));
+    return (await readMfcCache()).map((row) => ({
+      source: row.origin,
+      group: row.group,
+      iif: row.iif,
+      oifs: row.oifs.map((oif) => oif.vif),
+      packets: row.packets,
+      bytes: row.bytes,
+    }));
   },
   membershipBounds: () => ({
     perSocket: positiveSysctl('ipv4/igmp_max_memberships', 20),
@@ -171,11 +210,29 @@ const IPV6: MulticastRoutingKernel = {
     };
   },
   openMembershipSocket: () => Mroute6Socket.open({ init: false }),
+  openStatic() {
+    const socket = Mroute6Socket.open({ init: false });
+    return {
+      addInterface: ({ index, ifindex }) => socket.addMif({ mif: index, ifindex }),
+      delInterface: (index) => socket.delMif(index),
+      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
+      delRoute: (key) => socket.delMfc(key),
+      close: () => socket.close(),
+    };
+  },
+  routerActive: () => procFlag('/proc/sys/net/ipv6/conf/all/mc_forwarding'),
   async readInterfaces() {
-    return (await readMifTable()).map((row) => ({ index: row.mif, name: row.name }));
+    return (await readMifTable()).map((row) => ({ index: row.mif, name: row.name, static: row.static }));
   },
   async readRoutes() {
-    return (await readMfc6Cache()).map((row) => ({ source: row.origin, group: row.group, packets: row.packets, bytes: row.bytes }));
+    return (await readMfc6Cache()).map((row) => ({
+      source: row.origin,
+      group: row.group,
+      iif: row.iif,
+      oifs: row.oifs.map((oif) => oif.mif),
+      packets: row.packets,
+      bytes: row.bytes,
+    }));
   },
   membershipBounds: () => ({
     perSocket: IPV6_MEMBERSHIPS_PER_SOCKET,
@@ -185,6 +242,15 @@ const IPV6: MulticastRoutingKernel = {
 };
 
 export const MULTICAST_ROUTING: Readonly<Record<AddressFamily, MulticastRoutingKernel>> = { ipv4: IPV4, ipv6: IPV6 };
+
+/** Whether a /proc flag reads 1 (false where the file is missing: no multicast routing in this kernel). */
+function procFlag(path: string): boolean {
+  try {
+    return readFileSync(path, 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
+}
 
 /** A positive integer sysctl under /proc/sys/net, or `fallback` when it cannot be read. */
 function positiveSysctl(name: string, fallback: number): number {

@@ -6,7 +6,7 @@
  * side is checked on the switch (flows, groups, traces), by OpenFlow port number.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -162,18 +162,81 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
     assert.deepEqual(v4After, v4Before, 'the IPv4 group untouched');
   });
 
-  it('refuses link-scope IPv6 groups and IPv6 kernel routes (exit 64), changing nothing', async () => {
+  it('refuses link-scope IPv6 groups and mixed families (exit 64), changing nothing', async () => {
     const before = await node.switchState();
     const link = await cli('install', 'ff02::fb', '--ports', String(ofport(1)));
     assert.equal(link.code, 64);
     assert.match(link.stderr, /ff02::fb is of link-local scope/);
-    const route = await cli('install', G6, '--source', S6, '--iif', 'eth0', '--oif', 'gw0');
-    assert.equal(route.code, 64);
-    assert.match(route.stderr, /static IPv6 kernel routes are not supported yet/);
     const mixed = await cli('install', G6, '--source', '10.0.0.5', '--ports', String(ofport(1)));
     assert.equal(mixed.code, 64);
     assert.match(mixed.stderr, /different families/);
     assert.deepEqual(await node.switchState(), before);
+  });
+
+  it('a static IPv6 kernel route: install adds static MIFs and the MFC6 entry, again changes nothing, uninstall removes both', async () => {
+    const [iif, oif1, oif2] = [pods[0]!.port, pods[1]!.port, pods[2]!.port];
+    const read = async (file: string) => (await node.exec(['cat', `/proc/net/${file}`])).stdout;
+    const installed = await cli('install', G6, '--source', S6, '--iif', iif, '--oif', `${oif1},${oif2}`, '--json');
+    assert.equal(installed.code, 0, installed.stderr);
+    const result = JSON.parse(installed.stdout) as { outcome: string; routerActive: boolean };
+    assert.deepEqual([result.outcome, result.routerActive], ['added', false], 'no router here: the route is kept but does not forward');
+    const mifs = (await read('ip6_mr_vif'))
+      .split('\n')
+      .slice(1)
+      .filter((line) => line.trim() !== '');
+    assert.deepEqual(mifs.map((line) => line.trim().split(/\s+/)[1]).sort(), [iif, oif1, oif2].sort());
+    assert.ok(
+      mifs.every((line) => (Number.parseInt(line.trim().split(/\s+/)[6]!, 16) & 0x8000) !== 0),
+      `static MIFs:\n${mifs.join('\n')}`,
+    );
+    const mfc = (await read('ip6_mr_cache'))
+      .split('\n')
+      .find((line) => line.startsWith('ff3e:0000:0000:0000:0000:0000:8000:0001 2001:0db8:0000:0000:0000:0000:0000:0005'));
+    assert.ok(mfc, await read('ip6_mr_cache'));
+    assert.equal(mfc.trim().split(/\s+/).slice(6).length, 2, `two outgoing MIFs: ${mfc}`);
+    const again = await cli('install', G6, '--source', S6, '--iif', iif, '--oif', `${oif2},${oif1}`, '--json');
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /unchanged/);
+    const routes = await mcastctl(['routes', '--json'], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
+    assert.equal(routes.code, 0, routes.stderr);
+    assert.ok(routes.stdout.includes(G6) && routes.stdout.includes(S6), routes.stdout);
+    const removed = await cli('uninstall', G6, '--source', S6);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.doesNotMatch(await read('ip6_mr_cache'), /ff3e:0000:0000:0000:0000:0000:8000:0001/);
+    assert.equal(
+      (await read('ip6_mr_vif'))
+        .split('\n')
+        .slice(1)
+        .filter((line) => line.trim() !== '').length,
+      0,
+      'the static MIFs went with their last route',
+    );
+
+    // reconcile: a declared IPv6 route is added (drift, exit 2), then in sync (exit 0); undeclared, it is removed.
+    const file = join(scratch, 'routes6.yaml');
+    // The groups as the reconcile test above declared them, so that only the route changes.
+    const groups = readFileSync(join(scratch, 'state.yaml'), 'utf8');
+    writeFileSync(file, `${groups}routes:\n  - {group: "${G6}", source: "${S6}", iif: ${iif}, oifs: [${oif1}]}\n`);
+    const added = await reconcile('-f', file, '--json');
+    assert.equal(added.code, 2, added.stderr);
+    const report = JSON.parse(added.stdout) as { drift: { object: string; action: string; result: string }[]; routerActive: boolean };
+    assert.deepEqual(
+      report.drift.filter((row) => row.object === 'route').map((row) => [row.action, row.result]),
+      [['add', 'applied']],
+    );
+    assert.equal(report.routerActive, false);
+    assert.ok((await read('ip6_mr_cache')).includes('ff3e:0000:0000:0000:0000:0000:8000:0001'));
+    const inSync = await reconcile('-f', file, '--quiet');
+    assert.equal(inSync.code, 0, inSync.stderr + inSync.stdout);
+    writeFileSync(file, `${groups}routes: []\n`);
+    const cleared = await reconcile('-f', file, '--json');
+    assert.equal(cleared.code, 2, cleared.stderr);
+    const clearedReport = JSON.parse(cleared.stdout) as { drift: { object: string; action: string }[] };
+    assert.deepEqual(
+      clearedReport.drift.map((row) => [row.object, row.action]),
+      [['route', 'remove']],
+    );
+    assert.doesNotMatch(await read('ip6_mr_cache'), /ff3e:0000:0000:0000:0000:0000:8000:0001/);
   });
 
   it('uninstall removes the IPv6 group and its (S,G) entry; the IPv4 group stays', async () => {

@@ -9,7 +9,8 @@ import type {
   MulticastRoutingKernel,
   MulticastRoutingSocket,
   NoCacheMiss,
-  RouteCounterRow,
+  StaticRoutingSocket,
+  ForwardingCacheRow,
   RouteEntry,
   RoutingInterfaceRow,
 } from '../../src/transport/multicast-routing.js';
@@ -61,6 +62,25 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
     };
   }
 
+  /** A static socket's calls land in the same tables (the kernel would mark them static). */
+  openStatic(): StaticRoutingSocket {
+    return {
+      addInterface: (options) => void this.interfaces.push(options),
+      delInterface: (index) =>
+        void this.interfaces.splice(
+          this.interfaces.findIndex((entry) => entry.index === index),
+          1,
+        ),
+      addRoute: (route) => void this.routes.set(`${route.source}>${route.group}`, { ...route, oifs: [...route.oifs], packets: 0 }),
+      delRoute: (key) => void this.routes.delete(`${key.source}>${key.group}`),
+      close: () => undefined,
+    };
+  }
+
+  routerActive(): boolean {
+    return !this.#closed;
+  }
+
   openMembershipSocket(): MembershipSocket {
     const log = (line: string) => void this.memberships.push(line);
     return {
@@ -77,8 +97,8 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
     return [...this.staticInterfaces];
   }
 
-  async readRoutes(): Promise<RouteCounterRow[]> {
-    return [...this.routes.values()].map(({ source, group, packets }) => ({ source, group, packets, bytes: packets * 100 }));
+  async readRoutes(): Promise<ForwardingCacheRow[]> {
+    return [...this.routes.values()].map(({ source, group, iif, oifs, packets }) => ({ source, group, iif, oifs: [...oifs], packets, bytes: packets * 100 }));
   }
 
   membershipBounds() {

@@ -423,7 +423,7 @@ describe('IPv6 groups in the kernel router and upstream', () => {
 
   it('the IPv6 router takes MIFs, reuses a static one by name, routes a pod source out and an outside source in to members only', async () => {
     const kernel = new FakeRoutingKernel('ipv6');
-    kernel.staticInterfaces.push({ index: 0, name: 'pim6reg' });
+    kernel.staticInterfaces.push({ index: 0, name: 'pim6reg', static: false });
     const members = new Set<string>();
     const router = await openRouter(kernel, members);
     assert.deepEqual(

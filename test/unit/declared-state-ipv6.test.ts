@@ -101,11 +101,9 @@ describe('the declared-state file with IPv6', () => {
 });
 
 describe('static IPv6 kernel routes', () => {
-  it('are refused, naming the reason, before any interface is looked at', () => {
-    refused(
-      () => checkRoute({ group: 'ff3e::1', source: '2001:db8::5', iif: 'no-such-if0', oifs: ['no-such-if1'] }),
-      /^kernel route \(2001:db8::5, ff3e::1\): static IPv6 kernel routes are not supported yet/,
-    );
+  it('are checked as IPv4 ones: an unknown interface and mixed families are refused before anything changes', () => {
+    refused(() => checkRoute({ group: 'ff3e::1', source: '2001:db8::5', iif: 'no-such-if0', oifs: ['lo'] }), /no interface no-such-if0/);
+    refused(() => checkRoute({ group: 'ff02::1', source: '2001:db8::5', iif: 'lo', oifs: ['lo'] }), /link-local scope/);
     refused(() => checkRoute({ group: 'ff3e::1', source: '10.0.0.5', iif: 'a', oifs: ['b'] }), /different families/);
   });
 });

@@ -40,7 +40,7 @@ export function registerInstall(program: Command): void {
     .option('--json', 'print the result as one JSON document')
     .option(
       '--source <address>',
-      "only traffic from source S (of the group's family): with --ports an OVS (S,G) entry; with --iif and --oif a kernel (S,G) route instead (IPv4 only)",
+      "only traffic from source S (of the group's family): with --ports an OVS (S,G) entry; with --iif and --oif a kernel (S,G) route instead",
     )
     .option('--iif <name>', 'the route: the interface traffic from S to GROUP comes in on')
     .option('--oif <list>', 'the route: the interfaces it goes out of: if1,if2');

@@ -14,13 +14,14 @@ import {
   type StrayGroupDrift,
 } from '../../domain/reconcile-plan.js';
 import { RunLock } from '../../runtime/run-lock.js';
-import { checkRoute, installRoute, NO_ROUTER_WARNING, readRouteTables, uninstallRoute } from '../../controllers/static/static-routes.js';
+import { type AddressFamily, addressFamily } from '../../wire/ip-address.js';
+import { checkRoute, installRoute, NO_ROUTER_WARNING, uninstallRoute } from '../../controllers/static/static-routes.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
-import { MrouteSocket } from '../../transport/mroute-socket.js';
+import { type ForwardingCacheRow, MULTICAST_ROUTING, type RoutingInterfaceRow } from '../../transport/multicast-routing.js';
 import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
@@ -120,26 +121,15 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       foreignFlows: installed.foreignFlows,
       declared: memberships,
     });
-    const tables = await readRoutes(declared.routes.length > 0);
-    const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
-    const staticVifs = new Set(tables.vifs.filter((vif) => vif.static).map((vif) => vif.vif));
-    const name = (vif: number) => vifName.get(vif) ?? `vif${vif}`;
-    // Unresolved entries (no incoming VIF yet: the kernel waits for the router) are nobody's routes.
-    const resolved = tables.routes.filter((row) => row.iif >= 0);
-    const actualRoutes: RouteState[] = resolved.map((row) => ({
-      source: row.origin,
-      group: row.group,
-      iif: name(row.iif),
-      oifs: row.oifs.map((oif) => name(oif.vif)).sort(),
-    }));
-    // The router's entries: those the daemon lists when it answers. When it was not
-    // asked (or another router runs), an entry whose incoming VIF is the router's own
-    // (not static) is taken for the router's. An entry on a VIF that is gone is static:
-    // its router stopped, and only a static entry outlives it.
+    const declaredFamilies = new Set(declared.routes.map((route) => addressFamily(route.group) ?? 'ipv4'));
+    const kernelRoutes = await readKernelRoutes(declaredFamilies);
+    const actualRoutes = kernelRoutes.routes;
+    // The router's entries: those the daemon lists when it answers; when it was not asked
+    // (or another router runs), those on a router's own interfaces (readKernelRoutes).
     const routerKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
-    if (daemonRoutes === undefined && tables.routerActive) {
-      for (const row of resolved) if (vifName.has(row.iif) && !staticVifs.has(row.iif)) routerKeys.add(`${row.origin}>${row.group}`);
-    }
+    if (daemonRoutes === undefined) for (const key of kernelRoutes.onRouterInterfaces) routerKeys.add(key);
+    // Static routes forward only while a router holds MRT_INIT (MRT6_INIT) here: in every family routes are declared for.
+    const routerActive = [...(declaredFamilies.size > 0 ? declaredFamilies : ['ipv4' as const])].every((family) => kernelRoutes.routerActive[family]);
     const routerRoutes = actualRoutes.filter((route) => routerKeys.has(`${route.source}>${route.group}`));
     const routePlan = planRouteReconcile(
       declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })),
@@ -153,7 +143,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     let lost: UnavailableError | undefined;
     if (flags.dryRun !== true && drift.length > 0) {
       // A missing privilege for the routes must stop the run before OVS is changed.
-      if (routePlan.drift.length > 0) MrouteSocket.open({ init: false }).close();
+      for (const family of new Set(routePlan.drift.map((entry) => addressFamily(entry.group) ?? 'ipv4'))) MULTICAST_ROUTING[family].openStatic().close();
       lost = await applyGroupDrift(bridge, groupPlan.drift, results, output);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
@@ -168,8 +158,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       inSync: drift.length === 0 && conflicts.length === 0,
       drift: drift.map((entry) => ({ ...describeDrift(entry, bridge), ...results.get(entry)! })),
       conflicts,
-      // Static routes forward only while a router holds MRT_INIT here (mcastctl daemon).
-      routerActive: tables.routerActive,
+      routerActive,
       inSyncGroups: groupPlan.inSync,
       inSyncRoutes: routePlan.inSync,
       leftAlone: { learnedGroups: groupPlan.learnedGroups.length, daemonRoutes: routerRoutes.length, foreignFlows: installed.foreignFlows.length },
@@ -258,18 +247,57 @@ async function applyGroupDrift(
   return lost;
 }
 
-/** The kernel's multicast tables; none at all (no CONFIG_IP_MROUTE) is fine when no route is declared. */
-async function readRoutes(routesDeclared: boolean): Promise<Awaited<ReturnType<typeof readRouteTables>>> {
-  try {
-    return await readRouteTables();
-  } catch (error) {
-    if (!isSystemError(error) || error.code !== 'ENOENT') throw error;
-    if (routesDeclared)
-      throw new McastError('io', 'the kernel has no multicast routing (no /proc/net/ip_mr_vif): the declared routes cannot be made', ExitCode.Failure, {
-        hint: 'a kernel with CONFIG_IP_MROUTE is needed for routes',
-      });
-    return { routerActive: false, vifs: [], routes: [] };
+interface KernelRoutes {
+  /** Per family: some socket holds MRT_INIT (MRT6_INIT) here. */
+  routerActive: Record<AddressFamily, boolean>;
+  /** The resolved entries of both families, interfaces by name. */
+  routes: RouteState[];
+  /** Keys (`source>group`) of entries whose incoming interface is a running router's own (not static). */
+  onRouterInterfaces: Set<string>;
+}
+
+/**
+ * The kernel's multicast entries of both families. Unresolved entries (no incoming
+ * interface yet: the kernel waits for the router) are nobody's routes. An entry on a
+ * VIF (MIF) that is gone is static: its router stopped, and only a static entry outlives
+ * it. A family without tables (no CONFIG_IP_MROUTE, CONFIG_IPV6_MROUTE) is fine unless
+ * routes of it are declared.
+ */
+async function readKernelRoutes(declaredFamilies: ReadonlySet<AddressFamily>): Promise<KernelRoutes> {
+  const result: KernelRoutes = { routerActive: { ipv4: false, ipv6: false }, routes: [], onRouterInterfaces: new Set() };
+  for (const family of ['ipv4', 'ipv6'] as const) {
+    const kernel = MULTICAST_ROUTING[family];
+    let tables: [RoutingInterfaceRow[], ForwardingCacheRow[]];
+    try {
+      tables = await Promise.all([kernel.readInterfaces(), kernel.readRoutes()]);
+    } catch (error) {
+      if (!isSystemError(error) || error.code !== 'ENOENT') throw error;
+      if (declaredFamilies.has(family)) {
+        const which = family === 'ipv4' ? '' : 'IPv6 ';
+        throw new McastError(
+          'io',
+          `the kernel has no ${which}multicast routing (no ${kernel.interfaceTable}): the declared routes cannot be made`,
+          ExitCode.Failure,
+          {
+            hint: `a kernel with ${family === 'ipv4' ? 'CONFIG_IP_MROUTE' : 'CONFIG_IPV6_MROUTE'} is needed for routes`,
+          },
+        );
+      }
+      continue;
+    }
+    const [interfaces, rows] = tables;
+    const active = kernel.routerActive();
+    result.routerActive[family] = active;
+    const names = new Map(interfaces.map((row) => [row.index, row.name]));
+    const statics = new Set(interfaces.filter((row) => row.static).map((row) => row.index));
+    const name = (index: number) => names.get(index) ?? `${kernel.interfaceWord}${index}`;
+    for (const row of rows) {
+      if (row.iif < 0) continue;
+      result.routes.push({ source: row.source, group: row.group, iif: name(row.iif), oifs: row.oifs.map(name).sort() });
+      if (active && names.has(row.iif) && !statics.has(row.iif)) result.onRouterInterfaces.add(`${row.source}>${row.group}`);
+    }
   }
+  return result;
 }
 
 async function applyRouteDrift(entry: RouteDrift): Promise<{ result: Result; error?: string }> {

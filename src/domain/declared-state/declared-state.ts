@@ -8,7 +8,7 @@
  *     - {group: 232.1.1.1, source: 10.0.0.5, ports: [pod-a]}   # an OVS (S,G) entry
  *     - {group: ff3e::8000:1, ports: [pod-a]}                  # IPv6 too (canonical text out)
  *     - {group: ff3e::8000:1, source: 2001:db8::5, ports: [7]}
- *   routes:                             # static kernel (S,G) routes (IPv4 only, for now)
+ *   routes:                             # static kernel (S,G) routes, IPv4 or IPv6
  *     - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}
  *
  * Every problem is a UsageError naming the file and line, found before anything is
