@@ -23,10 +23,10 @@ import { after, before, describe, it } from 'node:test';
 import { cliMissing } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
-import { ipv6Addresses } from '../lab/mld-hosts.js';
+import { ipv6Addresses, MldListener } from '../lab/mld-hosts.js';
 import { isData, isLeave, missingSequences, ovsGroupPorts6, ping6, readPcap6, sequences, waitForOvsMembers6 } from '../lab/ipv6-checks.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
-import type { GroupView } from '../../src/transport/control/daemon-view.js';
+import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -238,6 +238,42 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       assert.deepEqual(missingSequences(sequences(got4, 'v4'), 20), [], `${a.name} missed IPv4 datagrams`);
       assert.deepEqual(missingSequences(sequences(got6, 'v6'), 20), [], `${a.name} missed IPv6 datagrams`);
       assert.ok(got4.every((datagram) => datagram.from === c.address) && got6.every((datagram) => datagram.from === c.address6));
+    });
+
+    it("per-source forwarding and SSM: a's (S1, G) join gets S1's datagrams on its wire and none of S2's; a plain join of an SSM group is refused", async () => {
+      const group = 'ff3e::8009:1';
+      const plainSsm = 'ff3e::8009:2';
+      const ssmPort = 7009;
+      const capture = await lab.startTcpdump(a.ns, a.iface, lab.file('ssm6-a.pcap'), { filter: ['ip6', 'and', 'udp'] });
+      const listener = await MldListener.start(lab, a);
+      await listener.do('join-source', group, c.address6!);
+      // The (S1, G) entry: a flow ipv6_src=S1,ipv6_dst=G to an OVS group with a's port.
+      await waitUntil(
+        `an (S,G) flow for (${c.address6}, ${group})`,
+        async () => (await node.ofctl('dump-flows', node.bridge)).includes(`ipv6_src=${c.address6},ipv6_dst=${group}`),
+        5000,
+        100,
+      );
+      await Promise.all([c.send(group, ssmPort, 20, { intervalMs: 5, tag: 's1' }), d.send(group, ssmPort, 20, { intervalMs: 5, tag: 's2' })]);
+      await listener.do('join', plainSsm);
+      await waitUntil(
+        `an ssm refusal on ${a.name}'s port`,
+        async () => {
+          const status = await control<DaemonStatus>(daemon!, ['status']);
+          return (status.igmpRefused?.byPort.find((entry) => entry.port.name === a.port)?.counts['ssm'] ?? 0) > 0;
+        },
+        5000,
+        100,
+      );
+      await c.send(plainSsm, ssmPort, 10, { intervalMs: 5, tag: 'plain' });
+      await sleep(300);
+      await capture.stop();
+      const data = readPcap6(capture.file).filter((packet) => packet.udp?.dstPort === ssmPort);
+      const from = (source: string, to: string) => data.filter((packet) => packet.src === source && packet.dst === to).length;
+      assert.equal(from(c.address6!, group), 20, "every datagram of S1 reached a's wire");
+      assert.equal(from(d.address6!, group), 0, "no datagram of S2 reached a's wire");
+      assert.equal(from(c.address6!, plainSsm), 0, 'nothing of the refused SSM group reached a');
+      assert.ok(!(await node.ofctl('dump-flows', node.bridge)).includes(`ipv6_dst=${plainSsm}`), 'no flow for the refused group');
     });
 
     it('Neighbor Discovery with the daemon: ping -6 to a global and a link-local address; a pod added now passes DAD and answers', async () => {

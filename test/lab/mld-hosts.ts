@@ -76,18 +76,21 @@ for line in sys.stdin:
         print("err " + code + " " + str(error), flush=True)
 `;
 
+/** Where a listener runs: a host's or a pod's namespace and interface. */
+export type ListenerHost = Pick<Host, 'name' | 'ns' | 'iface'>;
+
 export class MldListener {
   private readonly waiting: ((line: string) => void)[] = [];
 
   private constructor(
-    readonly host: Host,
+    readonly host: ListenerHost,
     private readonly child: ChildProcess,
   ) {
     createInterface({ input: child.stdout! }).on('line', (line) => this.waiting.shift()?.(line));
     child.stdin!.on('error', () => undefined);
   }
 
-  static async start(lab: Lab, host: Host): Promise<MldListener> {
+  static async start(lab: Lab, host: ListenerHost): Promise<MldListener> {
     const child = lab.spawn(host.ns, ['python3', '-u', '-c', LISTENER_PY, host.iface]);
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
