@@ -19,27 +19,13 @@ import { cliMissing } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { isData, missingSequences, ping6, readPcap6, sequences, waitForOvsMembers6 } from '../lab/ipv6-checks.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
+import { buildMulticastLab, type MulticastLab, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import type { OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
 
 const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s', '--robustness', '2'];
-
-/** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
-async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
-  await waitUntil(
-    `the underlay bridge to learn ${group} on ${port}`,
-    async () => {
-      const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
-      const tables = JSON.parse(stdout) as Array<{ mdb?: Array<{ port?: string; grp?: string }> }>;
-      return tables.some((table) => (table.mdb ?? []).some((entry) => entry.port === port && entry.grp === group));
-    },
-    timeoutMs,
-    100,
-  );
-}
 
 /** The groups interface `iface` of `node` is a member of, from /proc/net/igmp6 (32 hex digits each). */
 async function igmp6Groups(node: OvsNode, iface: string): Promise<string[]> {

@@ -276,9 +276,10 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       assert.ok(!(await node.ofctl('dump-flows', node.bridge)).includes(`ipv6_dst=${plainSsm}`), 'no flow for the refused group');
     });
 
-    it('Neighbor Discovery with the daemon: ping -6 to a global and a link-local address; a pod added now passes DAD and answers', async () => {
+    it('Neighbor Discovery with the daemon: ping -6 to a pod (global and link-local) and to the gateway; a pod added now passes DAD and answers', async () => {
       assert.equal(await ping6(lab, a, b.address6!), '3/3');
       assert.equal(await ping6(lab, a, `${b.linkLocal6!}%eth0`), '3/3');
+      assert.equal(await ping6(lab, a, node.gateway!.address6!), '3/3', 'the gateway answers');
       const startedAt = Date.now();
       // addPod waits until neither address is tentative, and fails on dadfailed.
       const e = await node.addPod('pe', { address: '10.36.1.15/24', address6: 'fd00:36::15/64' });

@@ -28,7 +28,7 @@ import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl, parseNdjson, startMcastctl, type CliResult } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type MulticastLab } from '../lab/multicast-lab.js';
+import { buildMulticastLab, type MulticastLab, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import type { Datagram, OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts, waitForOvsMembers } from '../lab/switch-checks.js';
 import type { DaemonEvent, DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
@@ -48,20 +48,6 @@ const MAX_RESPONSE_MS = 2 * 500;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-/** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
-async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
-  await waitUntil(
-    `the underlay bridge to learn ${group} on ${port}`,
-    async () => {
-      const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
-      const tables = JSON.parse(stdout) as Array<{ mdb?: Array<{ port?: string; grp?: string }> }>;
-      return tables.some((table) => (table.mdb ?? []).some((entry) => entry.port === port && entry.grp === group));
-    },
-    timeoutMs,
-    100,
-  );
-}
 
 /** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`). */
 function sequences(datagrams: readonly Datagram[], tag: string): number[] {

@@ -24,7 +24,7 @@
  * Every name carries the lab's prefix (namespaces `mcl<id>-a`, `mcl<id>-a-a1`,
  * `mcl<id>-ul`, `mcl<id>-ext`; interfaces `mcl<id>au`, ...), so two labs never collide.
  */
-import { LabCommandError, type Host, type Lab, type LinuxBridge, type LinuxBridgeOptions } from './lab.js';
+import { LabCommandError, type Host, type Lab, type LinuxBridge, type LinuxBridgeOptions, waitUntil } from './lab.js';
 import { enableIpv6, waitForDad } from './mld-hosts.js';
 import { OvsNode, udpEndpoint, type OvsGateway, type OvsPod, type UdpEndpoint, type Uplink } from './ovs.js';
 
@@ -176,6 +176,20 @@ export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions =
 
   if (options.underlayQuerier ?? true) await underlay.set({ querier: true });
   return { underlay, nodes, external };
+}
+
+/** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
+export async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
+  await waitUntil(
+    `the underlay bridge to learn ${group} on ${port}`,
+    async () => {
+      const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
+      const tables = JSON.parse(stdout) as Array<{ mdb?: Array<{ port?: string; grp?: string }> }>;
+      return tables.some((table) => (table.mdb ?? []).some((entry) => entry.port === port && entry.grp === group));
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /**

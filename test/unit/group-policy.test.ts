@@ -41,7 +41,7 @@ describe('group policy file', () => {
   it('the contrib example parses and decides as its comments say', () => {
     const text = readFileSync(new URL('../../contrib/group-policy.yaml', import.meta.url), 'utf8');
     const example = parseGroupPolicy(text, 'contrib/group-policy.yaml');
-    assert.equal(example.ruleCount, 4);
+    assert.equal(example.ruleCount, 6);
     assert.equal(example.decide('tenant-b/monitor-1', g('239.1.200.7'), 'join').allowed, true);
     assert.equal(example.decide('tenant-b/monitor-1', g('239.1.200.7'), 'send').allowed, false);
     assert.equal(example.decide('tenant-b/web', g('239.1.200.7'), 'join').allowed, false);
@@ -50,6 +50,10 @@ describe('group policy file', () => {
     assert.equal(example.decide('media/server-12', g('232.10.0.1'), 'send').allowed, true);
     assert.equal(example.decide('media/server-123', g('232.10.0.1'), 'send').allowed, false);
     assert.equal(example.decide('media/server-123', g('232.10.0.1'), 'join').allowed, true);
+    assert.equal(example.decide('media/server-7', g('ff15::1:2'), 'send').allowed, true);
+    assert.equal(example.decide('tenant-a/web', g('ff15::1:2'), 'send').allowed, false);
+    assert.equal(example.decide('tenant-a/web', g('ff15::1:2'), 'join').allowed, true);
+    assert.equal(example.decide('tenant-a/web', g('ff1e::1:2'), 'send').allowed, true);
     assert.equal(example.admitsExtraSource('kube-system/vrrp-a', '10.0.0.77'), true);
     assert.equal(example.admitsExtraSource('kube-system/vrrp-a', '10.1.2.4'), false);
   });

@@ -27,12 +27,12 @@ import { StopSignal } from '../stop.js';
 export function registerDaemon(program: Command): void {
   const command = program
     .command('daemon')
-    .summary('run the multicast controller: IGMP snooping, queries, OVS groups and kernel multicast routes')
+    .summary('run the multicast controller: IGMP and MLD snooping, queries, OVS groups and kernel multicast routes')
     .description(
-      'Snoop IGMP from the pod ports of an OVS bridge, keep the group state (RFC 3376 timers, queries, ' +
-        'expiry), program an OVS group and flow per group so that its traffic reaches exactly its members, ' +
-        "and, with --gateway and --multicast-interfaces, be the kernel's multicast router between the pods " +
-        'and the network outside. Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration file, the group policy and the peers file, SIGUSR1 logs a state summary, SIGUSR2 saves the state. One daemon per bridge. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
+      'Snoop IGMP and MLD (IPv4 and IPv6, dual-stack) from the pod ports of an OVS bridge, keep the group state ' +
+        '(RFC 3376 and RFC 3810 timers, queries, expiry), program an OVS group and flow per group so that its traffic ' +
+        "reaches exactly its members, and, with --gateway and --multicast-interfaces, be the kernel's multicast " +
+        'router for both families between the pods and the network outside. Runs until SIGTERM or SIGINT; SIGHUP re-reads the configuration file, the group policy and the peers file, SIGUSR1 logs a state summary, SIGUSR2 saves the state. One daemon per bridge. Needs root (CAP_NET_ADMIN, CAP_NET_RAW).',
     );
   addDaemonOptions(command).addHelpText(
     'after',

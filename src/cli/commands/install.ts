@@ -54,6 +54,7 @@ Examples:
   mcastctl install ff3e::8000:1 --source 2001:db8::5 --ports pod-a   (IPv6 (S,G))
   mcastctl install -f groups.yaml --bridge br-int
   mcastctl install 239.1.2.3 --source 10.0.0.5 --iif eth0 --oif gw0   (a kernel route)
+  mcastctl install ff3e::8000:1 --source 2001:db8::5 --iif eth0 --oif gw0   (an IPv6 kernel route)
 
 File format (also what reconcile reads):
   groups:
