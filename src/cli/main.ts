@@ -4,6 +4,7 @@
  */
 import { Command } from 'commander';
 import { ExitCode } from '../errors.js';
+import { registerCompletion } from './commands/completion.js';
 import { registerDaemon } from './commands/daemon.js';
 import { registerGroups } from './commands/groups.js';
 import { registerInstall } from './commands/install.js';
@@ -19,7 +20,7 @@ import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('mcastctl')
-    .description('IPv4 multicast for Open vSwitch nodes: IGMP snooping, group state, OVS and kernel multicast routing')
+    .description('IPv4 and IPv6 multicast for Open vSwitch nodes: IGMP and MLD snooping, group state, OVS and kernel multicast routing')
     .version(VERSION, '-V, --version')
     // Options of mcastctl itself only before the subcommand: `query --version 2` is the IGMP version.
     .enablePositionalOptions()
@@ -49,6 +50,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerDaemon(program);
   registerStatus(program);
   registerGroups(program);
+  registerCompletion(program);
   return program;
 }
 

@@ -171,7 +171,38 @@ describe('mcastctl groups', { concurrency: true }, () => {
   it('a group that is not a multicast address is a usage error (64), before the daemon is asked', async () => {
     const result = await cli(['groups', '10.0.0.1', '--control-socket', join(root, 'nothing.sock')]);
     assert.equal(result.code, 64);
-    assert.match(result.stderr, /"10\.0\.0\.1" is not an IPv4 multicast address/);
+    assert.match(result.stderr, /"10\.0\.0\.1" is not a multicast address/);
+  });
+
+  it('an IPv6 group is compared in canonical text: FF15:0::8000:1 finds ff15::8000:1', async () => {
+    const result = await cli(['groups', 'FF15:0::8000:1', '--control-socket', path]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, 'ff15::8000:1: no members\n');
+  });
+});
+
+describe('mcastctl completion --list', { concurrency: true }, () => {
+  it('groups: the groups the daemon has learned, one a line, sorted', async () => {
+    const result = await cli(['completion', '--list', 'groups', '--control-socket', path]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '232.1.1.1\n239.1.2.3\n');
+  });
+
+  it('pods: every pod the daemon meters or has as a member', async () => {
+    const result = await cli(['completion', '--list', 'pods', '--control-socket', path]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, 'default/pod-a\ndefault/pod-b\n');
+  });
+
+  it('no daemon: prints nothing at all and exits 0 (a TAB must never print errors)', async () => {
+    const result = await cli(['completion', '--list', 'groups', '--control-socket', join(root, 'nothing.sock')]);
+    assert.deepEqual([result.code, result.stdout, result.stderr], [0, '', '']);
+  });
+
+  it('an unknown shell is a usage error (64)', async () => {
+    const result = await cli(['completion', 'fish']);
+    assert.equal(result.code, 64);
+    assert.match(result.stderr, /unknown shell "fish": give bash or zsh/);
   });
 });
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import type { DaemonStatus, GroupView, IgmpRefusals } from '../../transport/control/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
-import { isMulticast } from '../../wire/ip-address.js';
+import { parseGroupAddress } from '../../wire/ip-address.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 import { sourceReceiverLines } from '../render/group-sources.js';
@@ -21,7 +21,7 @@ export function registerGroups(program: Command): void {
     .description(
       'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again, and in tunnel mode the peers (other nodes) with members; then the IGMP it refused (limits, group policy, spoofing), by reason and port. Needs root (the control socket is root-only).',
     )
-    .argument('[group]', 'only this group (an IPv4 multicast address)')
+    .argument('[group]', 'only this group (an IPv4 or IPv6 multicast address)')
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
     .option('--json', 'print one JSON document (an array of groups)')
     .addHelpText(
@@ -30,8 +30,10 @@ export function registerGroups(program: Command): void {
     )
     .action(async (group: string | undefined, flags: GroupsFlags) => {
       const output = new Output({ json: flags.json === true });
-      if (group !== undefined && !isMulticast(group)) {
-        throw new UsageError(`${quoteInput(group)} is not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)`, { code: 'bad-address' });
+      // The daemon names groups in canonical text (RFC 5952 for IPv6): compare in it.
+      const only = group === undefined ? undefined : parseGroupAddress(group);
+      if (group !== undefined && only === undefined) {
+        throw new UsageError(`${quoteInput(group)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, { code: 'bad-address' });
       }
       const client = await ControlClient.connect(flags.controlSocket);
       let groups: GroupView[];
@@ -43,12 +45,12 @@ export function registerGroups(program: Command): void {
       } finally {
         client.close();
       }
-      if (group !== undefined) groups = groups.filter((view) => view.group === group);
+      if (only !== undefined) groups = groups.filter((view) => view.group === only);
       if (output.json) {
         output.document(groups);
         return;
       }
-      printGroups(groups, output, Date.now(), group);
+      printGroups(groups, output, Date.now(), only);
       if (refused !== undefined) output.line(`IGMP refused: ${describeRefusals(refused, output.style)}`);
       output.flush();
     });
