@@ -12,6 +12,7 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     queryResponseIntervalMs: 10_000,
     queryVersions: [3],
     mldQueryVersions: [2],
+    querierElection: 'auto',
     robustness: 2,
     lastMemberQueryIntervalMs: 1_000,
     fastLeave: true,

@@ -58,6 +58,7 @@ describe('planReload', () => {
       queryResponseInterval: '5s',
       queryVersions: '2,3',
       mldQueryVersions: '1,2',
+      querierElection: 'never',
       robustness: '3',
       lastMemberQueryInterval: '2s',
       fastLeave: false,

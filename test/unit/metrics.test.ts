@@ -28,6 +28,25 @@ describe('DaemonMetrics', () => {
     assert.match(text, /^# TYPE mcastctl_igmp_messages_total counter$/m);
   });
 
+  it('mcastctl_other_queriers: the pod ports with another querier present, by protocol', async () => {
+    const view = new FakeDaemonView();
+    const metrics = new DaemonMetrics(view);
+    assert.match(await metrics.registry.metrics(), /^mcastctl_other_queriers\{protocol="igmp"\} 0$/m);
+    const port = { ofport: 5, name: 'veth-a', pod: 'default/pod-a' };
+    view.statusValue = sampleStatus({
+      querier: {
+        election: 'auto',
+        otherQueriers: [
+          { port, protocol: 'igmp', address: '10.0.0.9', expiresInMs: 1000 },
+          { port, protocol: 'mld', address: 'fe80::1', expiresInMs: 1000 },
+        ],
+      },
+    });
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_other_queriers\{protocol="igmp"\} 1$/m);
+    assert.match(text, /^mcastctl_other_queriers\{protocol="mld"\} 1$/m);
+  });
+
   it('reads groups, members and routes from the view at each scrape', async () => {
     const view = new FakeDaemonView();
     const metrics = new DaemonMetrics(view);

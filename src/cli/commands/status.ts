@@ -1,7 +1,16 @@
 /** `mcastctl status`: what the running daemon is doing, read over its control socket. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, GroupPolicyView, IgmpMeterView, IgmpRefusals, PeerView, PortView, TunnelView } from '../../transport/control/daemon-view.js';
+import type {
+  DaemonStatus,
+  GroupPolicyView,
+  QuerierView,
+  IgmpMeterView,
+  IgmpRefusals,
+  PeerView,
+  PortView,
+  TunnelView,
+} from '../../transport/control/daemon-view.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 
@@ -70,6 +79,7 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
     ['replays', String(counters.replays)],
     ['queries sent', String(counters.queriesSent)],
+    ...(status.querier === undefined ? [] : [['querier', describeQuerier(status.querier)] as [string, string]]),
     ['state dir', status.stateDir],
     ['control socket', status.controlSocket],
     ['metrics', status.metricsAddress === undefined ? style.dim('off') : `http://${status.metricsAddress}/metrics`],
@@ -147,4 +157,13 @@ export function formatDuration(ms: number): string {
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m${pad(seconds % 60)}s`;
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h${pad(Math.floor((seconds % 3600) / 60))}m`;
   return `${Math.floor(seconds / 86_400)}d${pad(Math.floor((seconds % 86_400) / 3600))}h`;
+}
+
+/** "election auto; other querier 10.0.0.9 (igmp) on veth-a (5), 243s more", or "election auto; the querier everywhere". */
+function describeQuerier(querier: QuerierView): string {
+  const others = querier.otherQueriers.map(
+    (other) => `other querier ${other.address} (${other.protocol}) on ${describePortView(other.port)}, ${formatDuration(other.expiresInMs)} more`,
+  );
+  const rest = querier.election === 'never' ? 'no general queries' : others.length > 0 ? others.join('; ') : 'the querier on every pod port';
+  return `election ${querier.election}; ${rest}`;
 }

@@ -35,7 +35,8 @@ import { LoopTimers, querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
 import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
 import { type TunnelMode, tunnelModeOf } from './tunnel-mode.js';
-import { daemonStatusOf, groupViewsOf, memberEvent, portViewOf, sortedRoutes, summaryOf } from './view.js';
+import { daemonStatusOf, groupViewsOf, memberEvent, portViewOf, querierViewOf, sortedRoutes, summaryOf } from './view.js';
+import { otherQuerierPresentMs, QuerierElection, type QueryProtocol } from '../../domain/membership/querier-election.js';
 import type { SavedState } from './state-store.js';
 import { NO_METRICS } from './ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerOptions, DaemonClock, RouterEvents, RouterPort, SwitchPort } from './ports.js';
@@ -53,6 +54,7 @@ export class MulticastController implements DaemonView {
   private readonly timers: LoopTimers;
   private readonly pods: PodPorts;
   private readonly querier: Querier;
+  private readonly election: QuerierElection;
   private readonly guard: IgmpGuard;
   private readonly intake: IgmpIntake;
   private readonly portEntries: PortEntriesSync;
@@ -94,7 +96,11 @@ export class MulticastController implements DaemonView {
     const policy = () => this.policy.current;
     const [publish, isoNow, listened] = [(event: DaemonEvent) => this.publish(event), () => this.isoNow(), () => this.listeners.size > 0];
     this.guard = new IgmpGuard({ logger, pods, now: () => clock.monotonicMs(), budget: packetBudget(config), policy });
-    this.intake = new IgmpIntake({ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow });
+    this.election = new QuerierElection(config.querierElection, () => clock.monotonicMs());
+    this.intake = new IgmpIntake({
+      ...{ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow },
+      onGeneralQuery: (query) => this.otherQuerier(query),
+    });
     this.portEntries = new PortEntriesSync({
       ...{ vswitch, pods, clock, logger },
       meter: () => (this.config.igmpMeter ? { rate: this.config.igmpRatePerPort, burst: this.config.igmpBurstPerPort } : undefined),
@@ -132,7 +138,24 @@ export class MulticastController implements DaemonView {
       send: queryFrameSender({ vswitch, counters, metrics }),
       onError: (error) => this.fail('query', error),
       timers: clock,
+      election: this.election,
     });
+  }
+
+  /** A general query from a pod port: a querier with a lower address silences our general queries there (QuerierElection). */
+  private otherQuerier(query: { ofport: number; protocol: QueryProtocol; source: string }): void {
+    if (this.election.mode !== 'auto') return;
+    const { ofport, protocol, source } = query;
+    const already = this.election.present().some((other) => other.port === ofport && other.protocol === protocol);
+    const presentMs = otherQuerierPresentMs(this.config);
+    if (this.election.heard({ port: ofport, protocol, address: source, ours: this.querier.sourceAddress(protocol), presentMs }) && !already) {
+      this.options.logger.info('another querier present: no general queries on the port while it queries', {
+        port: portViewOf(this.pods, ofport),
+        protocol,
+        querier: source,
+        forMs: presentMs,
+      });
+    }
   }
 
   /** Reads the switch, resumes saved state, installs the pipeline, then listens and queries. */
@@ -305,6 +328,7 @@ export class MulticastController implements DaemonView {
     this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
     this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
+    this.election.mode = config.querierElection;
     this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
     if (config.tunnel !== undefined) this.tunnel?.setPeers(config.tunnel.peers);
     if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;
@@ -323,7 +347,8 @@ export class MulticastController implements DaemonView {
     const [igmpRefused, igmpMeter, groupPolicy] = [this.guard.view(), this.portEntries.view(), this.policy.view(this.portEntries.portsDenyingSend)];
     const pendingSyncs = this.sync.size + this.portEntries.pending;
     const parts = { config, startedAt, clock, vswitch, portWatch, router, pods, table, counters, pid };
-    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, pendingSyncs, ...(this.tunnel && { tunnel: this.tunnel.status() }) });
+    const querier = querierViewOf(this.election, this.pods, clock.monotonicMs());
+    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, querier, pendingSyncs, ...(this.tunnel && { tunnel: this.tunnel.status() }) });
   }
 
   groups(): GroupView[] {

@@ -3,6 +3,7 @@
  * in its unit (milliseconds, numbers, absolute paths). settings.ts says which setting
  * fills which field.
  */
+import type { QuerierElectionMode } from '../../domain/membership/querier-election.js';
 import type { MembershipTiming } from '../../domain/membership/membership-table.js';
 import type { MembershipLimitSettings } from '../../domain/membership/membership-limits.js';
 import type { PacketBudgetSettings } from '../../domain/membership/packet-budget.js';
@@ -54,6 +55,8 @@ export interface DaemonConfig {
   queryVersions: QueryVersion[];
   /** MLD versions of the general queries sent, beside the IGMP ones: distinct, ascending; empty: no MLD queries. */
   mldQueryVersions: MldVersion[];
+  /** auto: stop general queries on a port while a querier with a lower address queries there; always; never. */
+  querierElection: QuerierElectionMode;
   /** Robustness Variable (QRV, §8.1), 1 to 7. */
   robustness: number;
   /** Last Member Query Interval (§8.8); the Last Member Query Count is the robustness. */

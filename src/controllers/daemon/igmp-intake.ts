@@ -28,6 +28,8 @@ export interface IgmpIntakeOptions {
   publish: (event: DaemonEvent) => void;
   wallMs: () => number;
   isoNow: () => string;
+  /** A general query heard from a pod port (the querier election). */
+  onGeneralQuery?: (query: { ofport: number; protocol: MembershipProtocol; source: string }) => void;
 }
 
 /** Whether a call would add the port to a group or to sources of it (a join the policy may deny). */
@@ -86,6 +88,8 @@ export class IgmpIntake {
       }
       return undefined;
     }
+    if (snooped.generalQueryFrom !== undefined)
+      this.options.onGeneralQuery?.({ ofport: pod.ofport, protocol: snooped.protocol, source: snooped.generalQueryFrom });
     if (snooped.calls.length === 0) return undefined;
     // A header no host on the pod's link sends, or a report for someone else's address,
     // changes nothing (counted and logged by the guard).

@@ -36,6 +36,8 @@ export interface SnoopedIgmp {
   /** The version of the message's protocol, IGMP's or MLD's (0 for a malformed message). */
   version: number;
   calls: MembershipCall[];
+  /** A general query (group 0.0.0.0 or ::): its source, for the querier election. */
+  generalQueryFrom?: string;
 }
 
 /** The MLD version whose host compatibility is IGMPv2's: an MLDv1 report is an IGMPv2 report to the table (RFC 3810 §8.3.2). */
@@ -79,8 +81,15 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
       return { event, protocol: 'igmp', type: 'leave', version: 2, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
     }
     case 'query':
-      // A querier among the pods: noted, but the daemon is the querier of its ports.
-      return { event, protocol: 'igmp', type: 'query', version: message.version, calls: [] };
+      // A querier among the pods changes no membership; its general queries take part in the querier election.
+      return {
+        event,
+        protocol: 'igmp',
+        type: 'query',
+        version: message.version,
+        calls: [],
+        ...(message.group === '0.0.0.0' && host !== undefined ? { generalQueryFrom: host } : {}),
+      };
     case 'other':
       return { event, protocol: 'igmp', type: 'other', version: 0, calls: [] };
   }
@@ -115,7 +124,14 @@ function snoopMld(event: MldFrameEvent): SnoopedIgmp {
       return { event, protocol: 'mld', type: 'leave', version: 1, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
     }
     case 'query':
-      return { event, protocol: 'mld', type: 'query', version: message.version, calls: [] };
+      return {
+        event,
+        protocol: 'mld',
+        type: 'query',
+        version: message.version,
+        calls: [],
+        ...(message.group === '::' && host !== undefined ? { generalQueryFrom: host } : {}),
+      };
   }
 }
 

@@ -91,6 +91,16 @@ export class DaemonMetrics {
         for (const { port, dropped } of view.status().igmpMeter?.byPort ?? []) this.inc({ port: port.name, pod: port.pod ?? '' }, dropped);
       },
     });
+    new Gauge({
+      name: 'mcastctl_other_queriers',
+      help: 'Pod ports where another querier with a lower address is present (querierElection auto), by protocol (igmp, mld): the daemon sends no general queries of that protocol there.',
+      labelNames: ['protocol'],
+      registers,
+      collect() {
+        const others = view.status().querier?.otherQueriers ?? [];
+        for (const protocol of ['igmp', 'mld'] as const) this.set({ protocol }, others.filter((other) => other.protocol === protocol).length);
+      },
+    });
     // Tunnel mode: one series per configured peer (at most MAX_PEERS), read from the status when scraped.
     new Gauge({
       name: 'mcastctl_peer_members',

@@ -28,6 +28,7 @@ import { canonicalIPv6 } from '../../wire/ipv6-address.js';
 import { McastError } from '../../errors.js';
 import type { DaemonCounters } from '../../transport/control/daemon-view.js';
 import type { ControllerMetrics, SwitchPort } from './ports.js';
+import type { QuerierElection, QueryProtocol } from '../../domain/membership/querier-election.js';
 
 /** What a reload may change in a running querier. */
 export interface QuerierTiming {
@@ -52,6 +53,8 @@ export interface QuerierOptions extends QuerierTiming, MldQuerierTiming {
   send: (frame: Uint8Array, ports: readonly number[]) => Promise<number>;
   onError: (error: unknown) => void;
   timers: WorkQueueTimers;
+  /** Which ports the general queries of each protocol go out of now (default: all). */
+  election?: Pick<QuerierElection, 'queries'>;
 }
 
 /** The querier's `send` on the switch: each frame out of each port, counted (queriesSent); rejects when OVS refused some. */
@@ -104,15 +107,23 @@ export class Querier {
     this.cancelPeriodic = this.options.timers.after(this.startupLeft > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs, this.tick);
   };
 
-  /** General queries of every configured version, out of every pod port, now. */
+  /** General queries of every configured version, out of every pod port where the daemon is the querier, now. */
   async generalQueries(ports: readonly number[] = this.options.ports()): Promise<void> {
-    if (ports.length === 0) return;
-    for (const version of this.options.versions) {
-      await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, ports);
+    const election = this.options.election;
+    const igmpPorts = election === undefined ? ports : ports.filter((port) => election.queries(port, 'igmp'));
+    const mldPorts = election === undefined ? ports : ports.filter((port) => election.queries(port, 'mld'));
+    if (igmpPorts.length > 0) {
+      for (const version of this.options.versions) await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, igmpPorts);
     }
-    for (const version of this.options.mldVersions ?? []) {
-      await this.sendMld(this.mldGeneralQuery(version), IPV6_FAMILY.allSystemsGroup, ports);
+    if (mldPorts.length > 0) {
+      for (const version of this.options.mldVersions ?? []) await this.sendMld(this.mldGeneralQuery(version), IPV6_FAMILY.allSystemsGroup, mldPorts);
     }
+  }
+
+  /** The source our queries of `protocol` carry now: the election compares with it. */
+  sourceAddress(protocol: QueryProtocol): string {
+    const source = this.options.source();
+    return protocol === 'igmp' ? source.address : eui64LinkLocal(source.mac ?? FALLBACK_SOURCE_MAC);
   }
 
   /**

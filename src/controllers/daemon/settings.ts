@@ -6,6 +6,7 @@
  * all come from here; test/unit/daemon-settings.test.ts holds contrib/daemon.yaml and
  * mcastctl-daemon(1) to it.
  */
+import { QUERIER_ELECTION_MODES } from '../../domain/membership/querier-election.js';
 import { DEFAULT_BRIDGE } from '../../adapters/ovs/locations.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../domain/pipeline/config.js';
 import { LOG_FORMATS, LOG_LEVELS } from '../../runtime/logger.js';
@@ -180,6 +181,16 @@ export const DAEMON_SETTINGS = [
     help: 'MLD versions of the general queries, comma-separated: 1, 2; none: no MLD queries',
     fileDefault: '[2]',
     flagDefault: '2',
+  }),
+  fills('querierElection', {
+    key: 'querierElection',
+    flag: '--querier-election',
+    argument: '<mode>',
+    kind: 'auto, always or never',
+    parse: (value) => values.parseChoice(value, QUERIER_ELECTION_MODES),
+    fallback: 'auto',
+    runtime: true,
+    help: 'auto: no general queries on a pod port while a querier with a lower address queries there; always; never',
   }),
   fills('robustness', {
     key: 'robustness',

@@ -21,6 +21,7 @@ import type {
   MemberView,
   PeerDropReason,
   PortView,
+  QuerierView,
   RemoteMemberView,
   RouteView,
   SourceReceiversView,
@@ -29,6 +30,7 @@ import type {
 import type { RemoteMembersView } from '../../domain/peers/remote-members.js';
 import type { RemoteMembersWithDrops } from './peer-counters.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
+import type { QuerierElection } from '../../domain/membership/querier-election.js';
 import type { DaemonConfig, TunnelConfig } from './config.js';
 import type { DaemonClock, PortWatch, RouterPort, SwitchPort } from './ports.js';
 
@@ -48,8 +50,22 @@ export interface StatusInput {
   igmpRefused: IgmpRefusals;
   igmpMeter: IgmpMeterView;
   groupPolicy: GroupPolicyView;
+  querier: QuerierView;
   /** Tunnel mode's part (tunnelViewOf), when it is on. */
   tunnel?: TunnelView;
+}
+
+/** The election's mode and the other queriers present now, their ports as the status shows them. */
+export function querierViewOf(election: Pick<QuerierElection, 'mode' | 'present'>, pods: PodPorts, nowMs: number): QuerierView {
+  return {
+    election: election.mode,
+    otherQueriers: election.present().map((other) => ({
+      port: portViewOf(pods, other.port),
+      protocol: other.protocol,
+      address: other.address,
+      expiresInMs: Math.max(0, Math.round(other.untilMs - nowMs)),
+    })),
+  };
 }
 
 export function daemonStatusOf(input: StatusInput): DaemonStatus {
@@ -75,6 +91,7 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
     igmpRefused: input.igmpRefused,
     igmpMeter: input.igmpMeter,
     groupPolicy: input.groupPolicy,
+    querier: input.querier,
     ...(input.tunnel === undefined ? {} : { tunnel: input.tunnel }),
     stateDir: config.stateDir,
     controlSocket: config.controlSocket,

@@ -107,6 +107,8 @@ export interface DaemonStatus {
   igmpMeter?: IgmpMeterView;
   /** The group policy in force (absent from older daemons). */
   groupPolicy?: GroupPolicyView;
+  /** The querier election on the pod ports (absent from older daemons). */
+  querier?: QuerierView;
   /** Tunnel mode, when it is on (absent: off, or older daemons). */
   tunnel?: TunnelView;
   stateDir: string;
@@ -162,6 +164,12 @@ export interface IgmpMeterView {
   /** IGMP messages the meters dropped, in all and per pod port: since each meter was added or last changed (a meter an earlier run left as it is counts on). */
   dropped: number;
   byPort: Array<{ port: PortView; dropped: number }>;
+}
+
+/** The querier election on the pod ports: the mode, and the other queriers that silence the daemon's general queries now. */
+export interface QuerierView {
+  election: 'auto' | 'always' | 'never';
+  otherQueriers: Array<{ port: PortView; protocol: 'igmp' | 'mld'; address: string; expiresInMs: number }>;
 }
 
 export interface GroupPolicyView {
