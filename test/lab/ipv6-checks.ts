@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { type Lab, waitUntil } from './lab.js';
 import type { Datagram, OvsNode, OvsPod } from './ovs.js';
+import { portsOfFlow } from './switch-checks.js';
 
 /** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`). */
 export function sequences(datagrams: readonly Datagram[], tag: string): number[] {
@@ -23,17 +24,8 @@ export function missingSequences(received: readonly number[], count: number): nu
 }
 
 /** The output ports of the OVS group that the (*,G) flow for IPv6 `group` (ipv6_dst=group, any source) points to; undefined without such a flow. */
-export async function ovsGroupPorts6(node: OvsNode, group: string): Promise<number[] | undefined> {
-  const flows = await node.ofctl('dump-flows', node.bridge);
-  const id = flows
-    .split('\n')
-    .find((line) => !line.includes('ipv6_src=') && (line.includes(`ipv6_dst=${group} `) || line.includes(`ipv6_dst=${group},`)))
-    ?.match(/actions=group:(\d+)/)?.[1];
-  if (id === undefined) return undefined;
-  const groups = await node.ofctl('dump-groups', node.bridge);
-  const line = groups.split('\n').find((entry) => entry.includes(`group_id=${id},`));
-  if (line === undefined) return [];
-  return [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1]));
+export function ovsGroupPorts6(node: OvsNode, group: string): Promise<number[] | undefined> {
+  return portsOfFlow(node, (line) => !line.includes('ipv6_src=') && (line.includes(`ipv6_dst=${group} `) || line.includes(`ipv6_dst=${group},`)));
 }
 
 /** Waits until the OVS group of IPv6 `group` forwards to every pod in `pods` and to none of `not`; its ports. */

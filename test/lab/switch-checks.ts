@@ -19,7 +19,7 @@ export function ovsSourcePorts(node: OvsNode, source: string, group: string): Pr
 }
 
 /** The output ports of the OVS group that the first flow `picks` points to. */
-async function portsOfFlow(node: OvsNode, picks: (line: string) => boolean): Promise<number[] | undefined> {
+export async function portsOfFlow(node: OvsNode, picks: (line: string) => boolean): Promise<number[] | undefined> {
   const flows = await node.ofctl('dump-flows', node.bridge);
   const id = flows
     .split('\n')
