@@ -14,6 +14,7 @@ import { registerRoutes } from './commands/routes.js';
 import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
 import { registerStatus } from './commands/status.js';
+import { registerTrace } from './commands/trace.js';
 import { registerUninstall } from './commands/uninstall.js';
 import { boundText, describeFailure, printFailure } from './exit.js';
 import { VERSION } from '../version.js';
@@ -50,6 +51,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerDaemon(program);
   registerStatus(program);
   registerGroups(program);
+  registerTrace(program);
   registerCompletion(program);
   return program;
 }

@@ -9,9 +9,9 @@
 import { readFileSync } from 'node:fs';
 import type { McastError } from '../errors.js';
 import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
-import { readMfcCache, readVifTable } from '../protocol/mroute/proc.js';
+import { type InterfaceMembershipRow, readIgmpMemberships, readMfcCache, readVifTable } from '../protocol/mroute/proc.js';
 import { MAXMIFS, MRT6MSG_NOCACHE } from '../protocol/mroute6/constants.js';
-import { readMfc6Cache, readMifTable } from '../protocol/mroute6/proc6.js';
+import { readMfc6Cache, readMifTable, readMldMemberships } from '../protocol/mroute6/proc6.js';
 import type { AddressFamily } from '../wire/ip-address.js';
 import { type Membership, MrouteSocket, type SourceFilterSetting, type SourceMembership } from './mroute-socket.js';
 import { Mroute6Socket } from './mroute6-socket.js';
@@ -111,6 +111,8 @@ export interface MulticastRoutingKernel {
   routerActive(): boolean;
   readInterfaces(): Promise<RoutingInterfaceRow[]>;
   readRoutes(): Promise<ForwardingCacheRow[]>;
+  /** The groups each interface of the namespace has joined now (/proc/net/igmp, /proc/net/igmp6). */
+  readMemberships(): Promise<InterfaceMembershipRow[]>;
   /** Read once, when the router opens. */
   membershipBounds(): MembershipBounds;
 }
@@ -160,6 +162,7 @@ const IPV4: MulticastRoutingKernel = {
       ...(row.local.kind === 'ifindex' ? { ifindex: row.local.ifindex } : {}),
     }));
   },
+  readMemberships: () => readIgmpMemberships(),
   async readRoutes() {
     return (await readMfcCache()).map((row) => ({
       source: row.origin,
@@ -224,6 +227,7 @@ const IPV6: MulticastRoutingKernel = {
   async readInterfaces() {
     return (await readMifTable()).map((row) => ({ index: row.mif, name: row.name, static: row.static }));
   },
+  readMemberships: () => readMldMemberships(),
   async readRoutes() {
     return (await readMfc6Cache()).map((row) => ({
       source: row.origin,

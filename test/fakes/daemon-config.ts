@@ -26,6 +26,8 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     igmpMeter: true,
     igmpRatePerPort: 200,
     igmpBurstPerPort: 1000,
+    trafficCounters: false,
+    maxTrafficCounters: 4096,
     ssmRange: [{ address: '232.0.0.0', length: 8 }],
     stateDir: '/nonexistent/state',
     controlSocket: '/nonexistent/mcastctl.sock',

@@ -8,6 +8,7 @@ import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
 import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
 import { FlowModCommand, GroupModCommand } from '../../src/protocol/openflow/mod-command.js';
 import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
+import type { GroupStats } from '../../src/protocol/openflow/group-stats.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
 import type { MeterFeatures } from '../../src/protocol/openflow/meter-features.js';
 import type { MeterConfig, MeterStats } from '../../src/protocol/openflow/meter-stats.js';
@@ -18,6 +19,7 @@ export class FakeOpenFlow implements ProgrammerConnection {
   groups: GroupDesc[] = [];
   meters: MeterConfig[] = [];
   meterCounters: MeterStats[] = [];
+  groupCounters: GroupStats[] = [];
   /** OVS's user-space datapath holds 262,144 meters. */
   features: MeterFeatures = { maxMeter: 262_144, bandTypes: 1 << 1, capabilities: 0xf, maxBands: 1, maxColor: 0 };
 
@@ -51,6 +53,10 @@ export class FakeOpenFlow implements ProgrammerConnection {
 
   async meterFeatures(): Promise<MeterFeatures> {
     return this.features;
+  }
+
+  async groupStats(): Promise<GroupStats[]> {
+    return this.groupCounters;
   }
 }
 

@@ -15,6 +15,7 @@ import type {
   RoutingInterfaceRow,
 } from '../../src/transport/multicast-routing.js';
 import type { AddressFamily } from '../../src/wire/ip-address.js';
+import type { InterfaceMembershipRow } from '../../src/protocol/mroute/proc.js';
 
 export class FakeRoutingKernel implements MulticastRoutingKernel {
   readonly interfaceWord: 'vif' | 'mif';
@@ -26,6 +27,8 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
   readonly routes = new Map<string, RouteEntry & { packets: number }>();
   /** Membership calls, in order: "join ff05::1 on 1", "source ff3e::1 2001:db8::1 on 1", ... */
   readonly memberships: string[] = [];
+  /** Interface names by ifindex, for readMemberships (a test sets them). */
+  readonly interfaceNames = new Map<number, string>();
   #noCache: ((miss: NoCacheMiss) => void) | undefined;
   #closed = false;
 
@@ -99,6 +102,20 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
 
   async readRoutes(): Promise<ForwardingCacheRow[]> {
     return [...this.routes.values()].map(({ source, group, iif, oifs, packets }) => ({ source, group, iif, oifs: [...oifs], packets, bytes: packets * 100 }));
+  }
+
+  /** The joins the membership sockets hold, by the interface's name (`interfaceNames`, else its ifindex). */
+  async readMemberships(): Promise<InterfaceMembershipRow[]> {
+    const held = new Map<string, InterfaceMembershipRow>();
+    for (const line of this.memberships) {
+      const match = /^(join|leave|source|filter) (\S+) .*on (\d+)$/.exec(line);
+      if (match === null) continue;
+      const [, op, group, ifindex] = match as unknown as [string, string, string, string];
+      const name = this.interfaceNames.get(Number(ifindex)) ?? ifindex;
+      if (op === 'leave') held.delete(`${name} ${group}`);
+      else held.set(`${name} ${group}`, { name, group });
+    }
+    return [...held.values()];
   }
 
   membershipBounds() {

@@ -1,5 +1,6 @@
 /** An in-memory DaemonView for the control socket, metrics and CLI tests: set its fields, emit events. */
-import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../src/transport/control/daemon-view.js';
+import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, PortActivityView, PortQuery, RouteView } from '../../src/transport/control/daemon-view.js';
+import type { TrafficStatsView } from '../../src/transport/control/daemon-view.js';
 
 export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatus {
   return {
@@ -79,8 +80,25 @@ export class FakeDaemonView implements DaemonView {
   statusValue: DaemonStatus = sampleStatus();
   groupsValue: GroupView[] = sampleGroups();
   routesValue: RouteView[] = [{ source: '10.0.0.5', group: '239.1.2.3', iif: 'gw0', oifs: ['eth0'], packets: 12, bytes: 1200 }];
+  /** Answers of `port`, by pod (or interface name); the query's group is kept in `portQueries`. */
+  readonly portValues = new Map<string, PortActivityView>();
+  readonly portQueries: PortQuery[] = [];
   readonly listeners = new Set<(event: DaemonEvent) => void>();
   statusCalls = 0;
+  /** The answer of `stats`: one pod's traffic of one group, with a second group past the limit. */
+  statsValue: TrafficStatsView = {
+    counting: true,
+    limit: 1,
+    uncounted: 1,
+    entries: [
+      {
+        group: '239.1.2.3',
+        port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' },
+        received: { packets: 100, bytes: 24_200 },
+        sent: { packets: 50, bytes: 12_100 },
+      },
+    ],
+  };
 
   status(): DaemonStatus {
     this.statusCalls++;
@@ -95,6 +113,13 @@ export class FakeDaemonView implements DaemonView {
   subscribe(listener: (event: DaemonEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+  port(query: PortQuery): PortActivityView | undefined {
+    this.portQueries.push(query);
+    return this.portValues.get(query.pod ?? query.name ?? '');
+  }
+  stats(): TrafficStatsView {
+    return this.statsValue;
   }
   emit(event: DaemonEvent): void {
     for (const listener of [...this.listeners]) listener(event);

@@ -339,7 +339,7 @@ describe('ControlServer limits', () => {
       await until(() => lines.length === 1, 'the answer');
       const message = (lines[0]!.error as { message: string }).message;
       assert.ok(message.length < 300, `${message.length} characters`);
-      assert.match(message, /^unknown method "m+"… \(20000 characters\): the methods are status, groups, routes, events$/);
+      assert.match(message, /^unknown method "m+"… \(20000 characters\): the methods are status, groups, routes, events, port, stats$/);
       socket.destroy();
     } finally {
       await server.close();

@@ -72,6 +72,8 @@ describe('planReload', () => {
       igmpRatePerPort: '10',
       igmpBurstPerPort: '10',
       ssmRange: '',
+      trafficCounters: true,
+      maxTrafficCounters: '10',
       groupPolicy: '/tmp/policy.yaml',
       logLevel: 'warn',
     });

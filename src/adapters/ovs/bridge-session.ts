@@ -81,6 +81,11 @@ export class BridgeSession {
     });
   }
 
+  /** The port's IPv4 addresses (external_ids ip-address), where its CNI plugin wrote them. */
+  addressesOf(ofport: number): readonly string[] | undefined {
+    return this.bridgePorts.addresses.get(ofport);
+  }
+
   portByNumber(ofport: number): BridgePort | undefined {
     return this.bridgePorts.byNumber(ofport);
   }

@@ -28,6 +28,8 @@ export interface ForwardingWanted {
   /** The sources with receivers of their own, each with its ports (the gateway included); empty: the (*,G) entry alone. */
   bySource: ReadonlyArray<{ source: SourceAddress; ports: readonly number[] }>;
   tunnel?: TunnelMembers;
+  /** Pod ports whose traffic to each entry of the group gets a sender counting row (absent: none). */
+  counterPorts?: readonly number[];
 }
 
 /** The learned forwarding of a group as read back: its (*,G) ports (and peers), and the ports of each of its (S,G) entries. */
@@ -122,11 +124,14 @@ export interface ForwardingPlan {
  */
 export function planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport }: ForwardingPlanInput): ForwardingPlan {
   const { group, tunnel } = wanted;
-  const tunnelPart = tunnel === undefined ? {} : { tunnel, ...(gatewayOfport === undefined ? {} : { gateway: gatewayOfport }) };
+  const entryPart = {
+    ...(tunnel === undefined ? {} : { tunnel, ...(gatewayOfport === undefined ? {} : { gateway: gatewayOfport }) }),
+    ...(wanted.counterPorts === undefined || wanted.counterPorts.length === 0 ? {} : { counterPorts: wanted.counterPorts }),
+  };
   const everySource = wanted.ports.length > 0 || (tunnel?.peers.length ?? 0) > 0;
   const desired: GroupMembership[] = [
-    ...wanted.bySource.map(({ source, ports }): GroupMembership => ({ group, source, ports, learned: true, ...tunnelPart })),
-    ...(everySource ? [{ group, ports: wanted.ports, learned: true, ...tunnelPart }] : []),
+    ...wanted.bySource.map(({ source, ports }): GroupMembership => ({ group, source, ports, learned: true, ...entryPart })),
+    ...(everySource ? [{ group, ports: wanted.ports, learned: true, ...entryPart }] : []),
   ];
   const forwardings = desired.map((membership) => pipeline.forwarding(membership));
   // Ids of the wanted chains that are on the switch though no entry of the group reaches
@@ -179,6 +184,7 @@ function installedOf(forwarding: GroupForwarding, source = forwarding.source): I
     else peers.push(bucket.tunnelDestination);
   }
   const ingress = forwarding.ingress ?? [];
+  const counters = forwarding.counters ?? [];
   return {
     group: forwarding.group,
     ...(source === undefined ? {} : { source }),
@@ -188,5 +194,6 @@ function installedOf(forwarding: GroupForwarding, source = forwarding.source): I
     learned: true,
     ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
     ...(ingress.length === 0 ? {} : { ingress: [...ingress].sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1)) }),
+    ...(counters.length === 0 ? {} : { counters: [...counters] }),
   };
 }

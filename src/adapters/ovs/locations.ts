@@ -29,12 +29,17 @@ export function resolveOvsTarget(flags: OvsTargetFlags, env: NodeJS.ProcessEnv =
   if (!/^[A-Za-z0-9_.:-]{1,15}$/.test(bridge)) {
     throw new UsageError(`--bridge ${quoteInput(bridge)} is not a bridge name (1 to 15 letters, digits, '_', '.', ':' or '-')`);
   }
-  const rundir = (flags.ovsRundir ?? env.OVS_RUNDIR ?? DEFAULT_OVS_RUNDIR).replace(/\/+$/, '') || '/';
+  const rundir = ovsRundir(flags, env);
   return {
     bridge,
     db: checkEndpoint('--db', flags.db ?? `unix:${rundir}/db.sock`),
     openflow: checkEndpoint('--openflow', flags.openflow ?? `unix:${rundir}/${bridge}.mgmt`),
   };
+}
+
+/** The directory of OVS's sockets and pidfiles: --ovs-rundir, else OVS_RUNDIR, else /var/run/openvswitch. */
+export function ovsRundir(flags: Pick<OvsTargetFlags, 'ovsRundir'>, env: NodeJS.ProcessEnv = process.env): string {
+  return (flags.ovsRundir ?? env.OVS_RUNDIR ?? DEFAULT_OVS_RUNDIR).replace(/\/+$/, '') || '/';
 }
 
 function checkEndpoint(flag: string, endpoint: string): string {

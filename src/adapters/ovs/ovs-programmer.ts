@@ -8,8 +8,8 @@
 import { McastError } from '../../errors.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
-import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
-import type { FlowEntry, MulticastPipeline, TunnelMembers } from '../../domain/pipeline/multicast-pipeline.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
+import type { FlowEntry, InstalledGroup, MulticastPipeline, TunnelMembers } from '../../domain/pipeline/multicast-pipeline.js';
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
 import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
@@ -19,6 +19,10 @@ import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
 import type { MeterSelector } from '../../transport/openflow/meters.js';
 import { readInstalled, type PipelineReader } from './read-back.js';
 import { InstalledForwarding, planForwarding, type ForwardingWanted, type LearnedForwarding } from './forwarding-sync.js';
+import type { GroupStats } from '../../protocol/openflow/group-stats.js';
+import { entryPortCounters, TrafficCarry, trafficOf, type PortGroupTraffic } from './traffic-counters.js';
+import { familyOf } from '../../domain/family/families.js';
+import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 
 /** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
 export interface ProgrammerConnection extends PipelineReader {
@@ -26,6 +30,8 @@ export interface ProgrammerConnection extends PipelineReader {
   batch(messages: readonly OpenFlowMessage[], options?: { expedite?: boolean }): Promise<{ errors: ReadonlyMap<number, Error> }>;
   meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
   meterFeatures(): Promise<MeterFeatures>;
+  /** One group's counters and its buckets' (GROUP statistics), or (no id) every group's. */
+  groupStats(groupId?: number): Promise<GroupStats[]>;
 }
 
 export class OvsProgrammer {
@@ -47,6 +53,8 @@ export class OvsProgrammer {
   private maxMeter: number | undefined;
   /** The gateway port installBase was last given: in tunnel mode it sits in link 0 of every group with a member. */
   private gatewayOfport: number | undefined;
+  /** What each port received of each entry before its OVS groups were last rewritten (which zeroes their buckets' counters). */
+  private readonly carry = new TrafficCarry();
 
   constructor(
     private readonly openflow: ProgrammerConnection,
@@ -119,6 +127,33 @@ export class OvsProgrammer {
         );
     }
     return drops;
+  }
+
+  /**
+   * What each port received from and sent to each group of ours, from the switch's group
+   * and flow statistics, read now (./traffic-counters.ts). The buckets are those of the
+   * mirror: a group being synced meanwhile may read one bucket against another's counter
+   * for that one call.
+   */
+  async trafficCounters(): Promise<PortGroupTraffic[]> {
+    const { cookie, mask } = this.pipeline.cookieMatch;
+    const [groupStats, flows] = await Promise.all([
+      this.openflow.groupStats(),
+      this.openflow.dumpFlows({ tableId: this.pipeline.config.table, cookie, cookieMask: mask }),
+    ]);
+    const entries = this.installed.groups.flatMap((group) => this.installed.of(group));
+    return trafficOf({ pipeline: this.pipeline, entries, groupStats, flows }, this.carry);
+  }
+
+  /** The raw counters of `entries` (all of `group`): their OVS groups' and the group's sending rows (their cookie, any flags). */
+  private async entryCounters(group: GroupAddress, entries: readonly InstalledGroup[]) {
+    const { config } = this.pipeline;
+    const cookie = encodeFlowCookie({ prefix: config.cookiePrefix, kind: FlowKind.SendCounter, value: familyOf(group).cookieValue(group) });
+    const [stats, flows] = await Promise.all([
+      Promise.all(entries.flatMap((entry) => entry.groups.map((link) => this.openflow.groupStats(link.groupId)))),
+      this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: SEND_COUNTER_COOKIE_MASK }),
+    ]);
+    return entryPortCounters({ pipeline: this.pipeline, entries, groupStats: stats.flat(), flows });
   }
 
   /** The groups whose forwarding of ours is on the switch. */
@@ -200,13 +235,21 @@ export class OvsProgrammer {
     const { pipeline, groupIds, foreignFlows, gatewayOfport } = this;
     const plan = planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport });
     if (plan.changes.length === 0) return plan.outcome;
+    // Read before the batch on the same connection: the switch answers with the counters of before the rewrite.
+    const rewritten = new Set(plan.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : [])));
+    const rewrites = current.filter((entry) => entry.groups.some((link) => rewritten.has(link.groupId)));
+    const before = rewrites.length === 0 ? undefined : this.entryCounters(group, rewrites).catch(() => undefined);
     try {
       await this.apply(plan.changes, `group ${group}`, options);
     } catch (error) {
+      this.carry.rewritten((await before) ?? []);
       // What went through is unknown: read the switch again before the retry plans.
       await this.refresh().catch(() => undefined);
       throw error;
     }
+    this.carry.rewritten((await before) ?? []);
+    for (const target of plan.removed) this.carry.forget(forwardingKey(target));
+    for (const entry of plan.installed) this.carry.keep(forwardingKey(entry), new Set(entry.ports));
     for (const change of plan.changes) {
       if (change.op === 'add-group' || change.op === 'modify-group') this.groupIds.add(change.entry.groupId);
       else if (change.op === 'delete-group') this.groupIds.delete(change.groupId);
@@ -242,6 +285,9 @@ export class OvsProgrammer {
       });
   }
 }
+
+/** Every bit of a cookie but its flags: a group's sending rows, learned or not. */
+const SEND_COUNTER_COOKIE_MASK = 0xffff_ff00_ffff_ffffn;
 
 /** Two flows that are the same entry of a table: table, priority and match. */
 function sameSlot(a: FlowEntry, b: FlowEntry): boolean {

@@ -84,6 +84,8 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     groups: () => running().groups(),
     routes: () => running().routes(),
     subscribe: (listener) => running().subscribe(listener),
+    port: (query) => running().port(query),
+    stats: () => running().stats(),
   };
   const running = (): MulticastController => {
     if (controller === undefined) throw new UnavailableError('the daemon is starting: try again in a moment');

@@ -1,17 +1,19 @@
 /** `mcastctl groups`: who is in which multicast group, as the running daemon has learned it. */
 import type { Command } from 'commander';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import type { DaemonStatus, GroupView, IgmpRefusals } from '../../transport/control/daemon-view.js';
+import type { DaemonStatus, GroupView, IgmpRefusals, TrafficStatsView } from '../../transport/control/daemon-view.js';
 import { quoteInput, UsageError } from '../../errors.js';
 import { parseGroupAddress } from '../../wire/ip-address.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 import { sourceReceiverLines } from '../render/group-sources.js';
+import { printPodTraffic } from '../render/pod-traffic.js';
 import { describePortView, describeRefusals, formatDuration } from './status.js';
 
 interface GroupsFlags {
   controlSocket: string;
   json?: boolean;
+  stats?: boolean;
 }
 
 export function registerGroups(program: Command): void {
@@ -23,7 +25,8 @@ export function registerGroups(program: Command): void {
     )
     .argument('[group]', 'only this group (an IPv4 or IPv6 multicast address)')
     .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
-    .option('--json', 'print one JSON document (an array of groups)')
+    .option('--json', 'print one JSON document (an array of groups; with --stats, the traffic counters)')
+    .option('--stats', "what each pod received from and sent to each group, from OVS's counters (sent only with the daemon's trafficCounters on)")
     .addHelpText(
       'after',
       '\nExit status: 0 done (also when the group has no members); 64 bad group or --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).',
@@ -34,6 +37,10 @@ export function registerGroups(program: Command): void {
       const only = group === undefined ? undefined : parseGroupAddress(group);
       if (group !== undefined && only === undefined) {
         throw new UsageError(`${quoteInput(group)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, { code: 'bad-address' });
+      }
+      if (flags.stats === true) {
+        await printStats({ socket: flags.controlSocket, output, ...(only === undefined ? {} : { only }) });
+        return;
       }
       const client = await ControlClient.connect(flags.controlSocket);
       let groups: GroupView[];
@@ -54,6 +61,25 @@ export function registerGroups(program: Command): void {
       if (refused !== undefined) output.line(`IGMP refused: ${describeRefusals(refused, output.style)}`);
       output.flush();
     });
+}
+
+/** `groups --stats`: the daemon reads the counters from the switch when asked. */
+async function printStats(options: { socket: string; output: Output; only?: string }): Promise<void> {
+  const { output, only } = options;
+  const client = await ControlClient.connect(options.socket);
+  let stats: TrafficStatsView;
+  try {
+    stats = await client.request<TrafficStatsView>('stats');
+  } finally {
+    client.close();
+  }
+  if (only !== undefined) stats = { ...stats, entries: stats.entries.filter((entry) => entry.group === only) };
+  if (output.json) {
+    output.document(stats);
+    return;
+  }
+  printPodTraffic(output, stats);
+  output.flush();
 }
 
 function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {

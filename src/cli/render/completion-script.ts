@@ -23,7 +23,7 @@ export interface CompletionCommand {
 /** Flags whose value is an interface of this namespace. */
 const INTERFACE_FLAGS = ['--iface', '-i', '--iif', '--oif', '--gateway', '--multicast-interfaces'];
 /** Flags whose value is a pod the daemon knows (namespace/name). */
-const POD_FLAGS = ['--pod'];
+const POD_FLAGS = ['--pod', '--from'];
 /** Flags whose value is a group: the daemon's groups. */
 const GROUP_FLAGS = ['--group', '-g'];
 /** Flags whose value is a path. */

@@ -25,7 +25,7 @@ export { DAEMON_CONFIG_KEYS } from './settings.js';
 /** What commander's OVS options hand over parsed already (see cli/options/ovs-options.ts). */
 type FlagValue<K extends DaemonConfigKey> = K extends 'table' | 'cookiePrefix' | 'groupIdBase' | 'meterIdBase'
   ? number
-  : K extends 'fastLeave' | 'igmpMeter'
+  : K extends 'fastLeave' | 'igmpMeter' | 'trafficCounters'
     ? boolean
     : string;
 

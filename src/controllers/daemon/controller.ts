@@ -15,12 +15,22 @@
  */
 import { McastError, messageOf } from '../../errors.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
-import type { GroupAddress } from '../../wire/ip-address.js';
+import { type GroupAddress, parseGroupAddress } from '../../wire/ip-address.js';
 import { familyOf } from '../../domain/family/families.js';
 import { MembershipTable, type MemberChange, type MembershipEffect } from '../../domain/membership/membership-table.js';
 import { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
-import type { DaemonCounters, DaemonEvent, DaemonStatus, DaemonView, GroupView, RouteView } from '../../transport/control/daemon-view.js';
+import type {
+  DaemonCounters,
+  DaemonEvent,
+  DaemonStatus,
+  DaemonView,
+  GroupView,
+  PortActivityView,
+  PortQuery,
+  RouteView,
+} from '../../transport/control/daemon-view.js';
+import type { TrafficStatsView } from '../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from './config.js';
 import { membershipLimits, packetBudget } from './daemon-config.js';
 import { callTable } from './igmp-snooper.js';
@@ -34,8 +44,10 @@ import { GroupSync } from './group-sync.js';
 import { LoopTimers, querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
 import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
+import { TrafficCounterBudget } from './traffic-counters.js';
 import { type TunnelMode, tunnelModeOf } from './tunnel-mode.js';
-import { daemonStatusOf, groupViewsOf, memberEvent, portViewOf, querierViewOf, sortedRoutes, summaryOf } from './view.js';
+import { daemonStatusOf, groupViewsOf, memberEvent, portActivityViewOf, portViewOf, querierViewOf, sortedRoutes, summaryOf } from './view.js';
+import { PortActivity } from './port-activity.js';
 import { otherQuerierPresentMs, QuerierElection, type QueryProtocol } from '../../domain/membership/querier-election.js';
 import type { SavedState } from './state-store.js';
 import { NO_METRICS } from './ports.js';
@@ -57,8 +69,10 @@ export class MulticastController implements DaemonView {
   private readonly election: QuerierElection;
   private readonly guard: IgmpGuard;
   private readonly intake: IgmpIntake;
+  private readonly activity: PortActivity;
   private readonly portEntries: PortEntriesSync;
   private readonly policy: PolicyInForce;
+  private readonly traffic: TrafficCounterBudget;
   private readonly tunnel: TunnelMode | undefined;
   private readonly metrics: ControllerMetrics;
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
@@ -95,10 +109,12 @@ export class MulticastController implements DaemonView {
     this.policy = new PolicyInForce(options.policy, clock);
     const policy = () => this.policy.current;
     const [publish, isoNow, listened] = [(event: DaemonEvent) => this.publish(event), () => this.isoNow(), () => this.listeners.size > 0];
-    this.guard = new IgmpGuard({ logger, pods, now: () => clock.monotonicMs(), budget: packetBudget(config), policy });
+    this.activity = new PortActivity(() => clock.wallMs());
+    const activity = this.activity;
+    this.guard = new IgmpGuard({ logger, pods, now: () => clock.monotonicMs(), budget: packetBudget(config), policy, activity });
     this.election = new QuerierElection(config.querierElection, () => clock.monotonicMs());
     this.intake = new IgmpIntake({
-      ...{ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow },
+      ...{ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow, activity },
       onGeneralQuery: (query) => this.otherQuerier(query),
     });
     this.portEntries = new PortEntriesSync({
@@ -108,6 +124,7 @@ export class MulticastController implements DaemonView {
       fail: (error) => this.fail('openflow', error),
       retryMs: () => this.config.syncBackoffMinMs,
     });
+    this.traffic = new TrafficCounterBudget({ settings: () => this.config, logger, now: () => clock.monotonicMs() });
     const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
     this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange, ...limits });
     this.sync = new GroupSync({
@@ -117,6 +134,7 @@ export class MulticastController implements DaemonView {
       filtersOf: (group) => this.table.portFiltersOf(group),
       gatewayOfport: () => this.pods.gateway?.ofport,
       tunnelOf: (group) => this.tunnel?.tunnelOf(group),
+      counterPortsOf: (group, members) => this.traffic.counterPorts(group, members),
     });
     this.timers = new LoopTimers({
       ...{ clock, router, table: this.table, releaseMemory: options.releaseMemory },
@@ -245,11 +263,13 @@ export class MulticastController implements DaemonView {
       this.logger.info('pod port removed: it leaves every group', { port: port.name, ofport: port.ofport, pod: port.pod });
       this.apply(this.table.removePort(port.ofport));
       this.guard.forgetPort(port.ofport);
+      this.activity.forgetPort(port.ofport);
       this.portEntries.forget(port.ofport);
     }
     if (removed.length > 0) this.timers.scheduleSave();
     for (const port of added) {
       this.logger.info('pod port added', { port: port.name, ofport: port.ofport, pod: port.pod });
+      this.activity.portAdded(port.ofport);
       this.portEntries.markDirty(port.ofport);
     }
     // A new pod is asked at once what it wants, instead of at the next general query.
@@ -323,8 +343,14 @@ export class MulticastController implements DaemonView {
    */
   reconfigure(config: DaemonConfig): void {
     const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some((key) => config[key] !== this.config[key]);
+    const countingChanged = (['trafficCounters', 'maxTrafficCounters'] as const).some((key) => config[key] !== this.config[key]);
     this.config = config;
     if (meterChanged) this.portEntries.markAll();
+    if (countingChanged) {
+      // Every pair is taken again under the new bound, and every group's counting flows follow.
+      this.traffic.reset();
+      for (const group of this.groupsInUse()) this.sync.markDirty(group);
+    }
     this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
     this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
@@ -361,6 +387,28 @@ export class MulticastController implements DaemonView {
   /** The kernel entries this daemon added, with their counters (read from /proc). */
   async routes(): Promise<RouteView[]> {
     return sortedRoutes((await this.router?.routeViews()) ?? []);
+  }
+
+  port(query: PortQuery): PortActivityView | undefined {
+    const port = query.pod === undefined ? this.pods.byName(query.name ?? '') : this.pods.pods.find((pod) => pod.pod === query.pod);
+    if (port === undefined) return undefined;
+    const { ofport } = port;
+    const group = query.group === undefined ? undefined : parseGroupAddress(query.group);
+    return portActivityViewOf({
+      port: portViewOf(this.pods, ofport),
+      addresses: this.pods.addressesOf(ofport),
+      activity: this.activity.snapshot(ofport, group),
+      queryIntervalMs: this.config.queryIntervalMs,
+      refusals: this.guard.view().byPort.find((entry) => entry.port.ofport === ofport)?.counts ?? {},
+      meterDropped: this.portEntries.view().byPort.find((entry) => entry.port.ofport === ofport)?.dropped ?? 0,
+      ...(group === undefined ? {} : { group, policy: this.policy.current }),
+    });
+  }
+
+  /** What each counted pod sent to and received from each of its groups, read from the switch now. */
+  async stats(): Promise<TrafficStatsView> {
+    const traffic = (await this.vswitch.trafficCounters?.()) ?? [];
+    return this.traffic.view(traffic, (ofport) => portViewOf(this.pods, ofport));
   }
 
   subscribe(listener: (event: DaemonEvent) => void): () => void {

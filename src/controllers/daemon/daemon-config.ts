@@ -82,6 +82,10 @@ export interface DaemonConfig {
   igmpRatePerPort: number;
   /** IGMP messages one pod port may send at once. */
   igmpBurstPerPort: number;
+  /** Whether each member pod port gets a sender counting flow per entry of each of its groups (what it sent; what it received needs none). */
+  trafficCounters: boolean;
+  /** (pod port, group) pairs with sender counting flows, and with per-pod series in the metrics. */
+  maxTrafficCounters: number;
   /** The group policy file; undefined: none (every pod may join and send to every group). */
   groupPolicy?: string;
   stateDir: string;

@@ -33,6 +33,8 @@ export interface GroupSyncOptions {
   tunnelOf?: (group: GroupAddress) => { ofport: number; peers: readonly HostAddress[] } | undefined;
   publish: (event: DaemonEvent) => void;
   isoNow: () => string;
+  /** Of the member ports of `group` now, those whose traffic to it gets sender counting flows (absent: none). */
+  counterPortsOf?: (group: GroupAddress, members: readonly number[]) => readonly number[];
 }
 
 export class GroupSync {
@@ -112,8 +114,13 @@ export class GroupSync {
     const ports = withGateway(split.bySource.length === 0 ? members : split.other);
     const sources: SourcePorts[] = split.bySource.map(({ source, ports: receivers }) => ({ source, ports: withGateway(receivers) }));
     const sourcesEvent = sources.length === 0 ? {} : { sources };
+    const counterPorts = this.options.counterPortsOf?.(group, members) ?? [];
+    const counted = counterPorts.length === 0 ? {} : { counterPorts };
     try {
-      await this.options.vswitch.syncForwarding({ group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }) }, { expedite: expedited });
+      await this.options.vswitch.syncForwarding(
+        { group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }), ...counted },
+        { expedite: expedited },
+      );
       this.options.router?.setLocalMembers(group, members.length > 0, mergeFilters(filters.map(({ filter }) => filter)));
     } catch (error) {
       // A failed sync keeps its start time, so the latency counts the retries too.

@@ -13,6 +13,7 @@ import { WarningLimiter } from '../../runtime/warning-limiter.js';
 import { parseIPv6 } from '../../wire/ipv6-address.js';
 import type { IgmpRefusals } from '../../transport/control/daemon-view.js';
 import type { ControllerLogger } from './ports.js';
+import type { PortActivity } from './port-activity.js';
 import { portViewOf } from './view.js';
 
 /**
@@ -67,6 +68,8 @@ export interface IgmpGuardOptions {
   budget: PacketBudgetSettings;
   /** The group policy in force (its sourceAddresses widen what a pod may report from). */
   policy: () => GroupPolicy;
+  /** Told each refusal of a group, for the port's record (trace). */
+  activity?: PortActivity;
 }
 
 export class IgmpGuard {
@@ -100,11 +103,13 @@ export class IgmpGuard {
   /** A join the membership limits refused (the table's onRefusal). */
   refused(refusal: MembershipRefusal): void {
     const { reason, group, host, limit } = refusal;
+    this.options.activity?.refused(refusal.port, group, reason);
     this.count(reason, refusal.port, () => ({ group, host, ...(limit === undefined ? {} : { limit }) }));
   }
 
   /** A join the group policy denied (`line`: the deciding rule's line of the file). */
   denied(ofport: number, group: string, line: number | undefined): void {
+    this.options.activity?.refused(ofport, group, 'policy', line);
     this.count('policy', ofport, () => ({ group, ...(line === undefined ? {} : { rule: `line ${line}` }) }));
   }
 

@@ -14,6 +14,7 @@ import type { DaemonCounters, DaemonEvent } from '../../transport/control/daemon
 import type { IgmpGuard } from './igmp-guard.js';
 import { snoopFrame } from './igmp-snooper.js';
 import type { ControllerMetrics } from './ports.js';
+import type { PortActivity } from './port-activity.js';
 import { portViewOf } from './view.js';
 
 export interface IgmpIntakeOptions {
@@ -28,6 +29,8 @@ export interface IgmpIntakeOptions {
   publish: (event: DaemonEvent) => void;
   wallMs: () => number;
   isoNow: () => string;
+  /** Each pod port's record of what it said (trace). */
+  activity?: PortActivity;
   /** A general query heard from a pod port (the querier election). */
   onGeneralQuery?: (query: { ofport: number; protocol: MembershipProtocol; source: string }) => void;
 }
@@ -87,6 +90,11 @@ export class IgmpIntake {
         metrics.ignoredNonPod();
       }
       return undefined;
+    }
+    const { activity } = this.options;
+    if (activity !== undefined) {
+      activity.message(pod.ofport);
+      for (const call of snooped.calls) if (call.op !== 'leave') activity.reported(pod.ofport, call.op === 'record' ? call.record.group : call.group);
     }
     if (snooped.generalQueryFrom !== undefined)
       this.options.onGeneralQuery?.({ ofport: pod.ofport, protocol: snooped.protocol, source: snooped.generalQueryFrom });

@@ -9,6 +9,7 @@ import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, Usage
 import type { DaemonView } from '../../transport/control/daemon-view.js';
 import { parseHostPort } from '../../wire/endpoint.js';
 import { IGMP_REFUSAL_REASONS } from './igmp-guard.js';
+import { registerTrafficMetrics } from './traffic-metrics.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
 export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
@@ -135,6 +136,7 @@ export class DaemonMetrics {
       // Counted as the messages go; a peer taken off the list (a reload) is noticed here, before its series are shown.
       collect: () => this.forgetRemovedPeers(view),
     });
+    registerTrafficMetrics(view, registers);
     this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
     this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
     this.errors = new Counter({ name: 'mcastctl_errors_total', help: 'Errors, by kind.', labelNames: ['kind'], registers });

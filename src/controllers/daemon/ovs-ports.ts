@@ -15,6 +15,7 @@ import type { OpenFlowConnection } from '../../transport/openflow/connection.js'
 import type { OvsdbClient } from '../../transport/ovsdb/client.js';
 import type { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
 import type { LearnedForwarding } from '../../adapters/ovs/forwarding-sync.js';
+import type { PortGroupTraffic } from '../../adapters/ovs/traffic-counters.js';
 import type { InterfaceRow, InterfaceWatch } from '../../adapters/ovs/vswitch.js';
 import type { DaemonClock, HostFacts, PortWatch, SwitchPort, WantedForwarding } from './ports.js';
 
@@ -63,6 +64,10 @@ export class OvsSwitch implements SwitchPort {
 
   meterDrops(): Promise<Map<number, bigint>> {
     return this.programmer.meterDrops();
+  }
+
+  trafficCounters(): Promise<PortGroupTraffic[]> {
+    return this.programmer.trafficCounters();
   }
 
   async sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }> {

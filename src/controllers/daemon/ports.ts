@@ -13,6 +13,7 @@ import type { WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import type { SourcePorts } from '../../domain/pipeline/source-split.js';
 import type { SourceFilter } from '../../domain/membership/source-filter.js';
 import type { InterfaceRow } from '../../adapters/ovs/vswitch.js';
+import type { PortGroupTraffic } from '../../adapters/ovs/traffic-counters.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import type { SavedState } from './state-store.js';
 import type { GroupPolicy } from '../../domain/policy/group-policy.js';
@@ -51,6 +52,8 @@ export interface WantedForwarding {
   /** The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: one entry, as syncGroup. */
   bySource: readonly SourcePorts[];
   tunnel?: { ofport: number; peers: readonly HostAddress[] };
+  /** Pod ports whose traffic to each entry of the group gets a sender counting flow (absent: none). */
+  counterPorts?: readonly number[];
 }
 
 /** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out. */
@@ -88,6 +91,8 @@ export interface SwitchPort {
   readonly portsWithEntries: readonly number[];
   /** Packets each pod port's IGMP meter dropped, by port (its counter restarts when the meter changes). */
   meterDrops(): Promise<ReadonlyMap<number, bigint>>;
+  /** What each port received from and sent to each group, read from the switch now (absent: a switch that cannot tell). */
+  trafficCounters?(): Promise<PortGroupTraffic[]>;
   /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
   sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }>;
   /** Sends `frame` to each of `peers` through the tunnel port `tunnelOfport` (one PACKET_OUT each): how many went, and what the switch refused. */

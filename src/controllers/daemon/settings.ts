@@ -16,6 +16,7 @@ import * as values from './setting-values.js';
 import { durationFrom, MAX_QUERY_INTERVAL_MS, MIN_QUERY_INTERVAL_MS, MIN_RESP_MS, V2_MAX_RESP_MS, ValueProblem } from './setting-values.js';
 import { fills, ovs } from './setting-definition.js';
 import { MEMBERSHIP_SETTINGS } from './membership-settings.js';
+import { TRAFFIC_SETTINGS } from './traffic-settings.js';
 import { TUNNEL_SETTINGS } from './tunnel-settings.js';
 
 const DURATION = 'duration';
@@ -267,6 +268,7 @@ export const DAEMON_SETTINGS = [
     help: 'remove an (S,G) route whose packet counter has not moved for this long',
   }),
   ...MEMBERSHIP_SETTINGS,
+  ...TRAFFIC_SETTINGS,
   fills('groupPolicy', {
     key: 'groupPolicy',
     flag: '--group-policy',

@@ -20,6 +20,7 @@ import type {
   IgmpRefusals,
   MemberView,
   PeerDropReason,
+  PortActivityView,
   PortView,
   QuerierView,
   RemoteMemberView,
@@ -31,6 +32,8 @@ import type { RemoteMembersView } from '../../domain/peers/remote-members.js';
 import type { RemoteMembersWithDrops } from './peer-counters.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import type { QuerierElection } from '../../domain/membership/querier-election.js';
+import type { GroupPolicy, PolicyDecision } from '../../domain/policy/group-policy.js';
+import type { PortActivitySnapshot } from './port-activity.js';
 import type { DaemonConfig, TunnelConfig } from './config.js';
 import type { DaemonClock, PortWatch, RouterPort, SwitchPort } from './ports.js';
 
@@ -65,6 +68,56 @@ export function querierViewOf(election: Pick<QuerierElection, 'mode' | 'present'
       address: other.address,
       expiresInMs: Math.max(0, Math.round(other.untilMs - nowMs)),
     })),
+  };
+}
+
+export interface PortActivityInput {
+  port: PortView;
+  addresses: readonly string[] | undefined;
+  activity: PortActivitySnapshot;
+  queryIntervalMs: number;
+  refusals: Record<string, number>;
+  meterDropped: number;
+  /** With the group asked about, and the policy in force to decide it. */
+  group?: GroupAddress;
+  policy?: GroupPolicy;
+}
+
+export function portActivityViewOf(input: PortActivityInput): PortActivityView {
+  const { port, addresses, activity, group, policy } = input;
+  const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  const decision = (made: PolicyDecision) => ({ allowed: made.allowed, ...(made.line === undefined ? {} : { rule: made.line }) });
+  const said = activity.group;
+  return {
+    port,
+    ...(addresses === undefined ? {} : { addresses: [...addresses] }),
+    since: new Date(activity.sinceMs).toISOString(),
+    messages: activity.messages,
+    lastMessageAt: iso(activity.lastMessageAtMs),
+    queryIntervalMs: input.queryIntervalMs,
+    reportedGroups: activity.otherGroups,
+    ...(group === undefined || policy === undefined
+      ? {}
+      : {
+          group: {
+            group,
+            reports: said?.reports ?? 0,
+            lastReportAt: iso(said?.lastReportAtMs),
+            refusals: { ...(said?.refusals ?? {}) },
+            ...(said?.lastRefusal === undefined
+              ? {}
+              : {
+                  lastRefusal: {
+                    reason: said.lastRefusal.reason,
+                    at: new Date(said.lastRefusal.atMs).toISOString(),
+                    ...(said.lastRefusal.rule === undefined ? {} : { rule: said.lastRefusal.rule }),
+                  },
+                }),
+            policy: { join: decision(policy.decide(port.pod, group, 'join')), send: decision(policy.decide(port.pod, group, 'send')) },
+          },
+        }),
+    refusals: { ...input.refusals },
+    meterDropped: input.meterDropped,
   };
 }
 

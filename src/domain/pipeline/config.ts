@@ -69,6 +69,23 @@ export function sourcePriorities(priorities: PipelinePriorities): { sourceIngres
   };
 }
 
+/**
+ * The priorities of the sender counting rows (FlowKind.SendCounter), from the others: a
+ * (*,G) row just above the group flow and below the (S,G) flows (so a source with an
+ * entry of its own still takes it), an (S,G) row above the (S,G) flows and below the send
+ * policy (which must drop first). Undefined where the configuration leaves no room: no
+ * such rows, and the traffic that would take them is not counted by sender.
+ */
+export function counterPriorities(priorities: PipelinePriorities): { sendCounter: number | undefined; sourceSendCounter: number | undefined } {
+  const { sourceGroup } = sourcePriorities(priorities);
+  const gap = sourceGroup - priorities.group;
+  const sourceSendCounter = Math.min(sourceGroup + 5, priorities.sendPolicy - 1);
+  return {
+    sendCounter: gap >= 2 ? priorities.group + Math.floor(gap / 2) : undefined,
+    sourceSendCounter: sourceSendCounter > sourceGroup ? sourceSendCounter : undefined,
+  };
+}
+
 export interface PipelineConfig {
   table: number;
   priorities: PipelinePriorities;

@@ -30,6 +30,12 @@ export const FlowKind = {
   SourceForward: 9,
   /** Tunnel mode: one source's traffic of a group from the tunnel or the gateway → link 1 of its (S,G) chain, or dropped; value: the group address. */
   SourceIngressForward: 10,
+  /**
+   * One pod port's traffic to a group's entry, forwarded as the entry's own flow does, so
+   * that its counters are what that pod sent; value: the group address (the port, and for
+   * an (S,G) entry the source, are in the match).
+   */
+  SendCounter: 11,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

@@ -1,7 +1,8 @@
 /**
  * The pipeline's forwarding entries read back from what a switch dumps: every flow of
  * ours of kind GroupForward ((*,G)) or SourceForward ((S,G)), followed through its OVS
- * group chain, with the tunnel-mode ingress flows attached to the entry they forward.
+ * group chain, with the tunnel-mode ingress flows and the sender counting rows attached to
+ * the entry they forward.
  * The ids found are adopted into the pipeline's group id allocation, so that a fresh
  * pipeline keeps using them.
  */
@@ -17,7 +18,7 @@ import {
 import { familyOf } from '../family/families.js';
 import type { PipelineConfig } from './config.js';
 import { decodeFlowCookie, FlowCookieFlag, type FlowCookieFields, FlowKind } from './flow-cookie.js';
-import type { ForwardingTarget } from './forwarding-key.js';
+import { forwardingKey, type ForwardingTarget } from './forwarding-key.js';
 import type { GroupIdAllocation } from './group-ids.js';
 import type { FlowEntry, FlowMatch, GroupEntry, InstalledGroup, InstalledPipeline } from './pipeline-entries.js';
 import { attachIngress } from './tunnel-layout.js';
@@ -42,11 +43,16 @@ export function readInstalledEntries(reading: InstalledReading): InstalledPipeli
   const reached = new Set<number>();
   const otherFlows: FlowEntry[] = [];
   const ingressFlows: FlowEntry[] = [];
+  const counterFlows: FlowEntry[] = [];
   for (const flow of reading.flows) {
     const fields = decodeFlowCookie(flow.cookie, config.cookiePrefix);
     if (fields === undefined) continue; // not ours
     if (fields.kind === FlowKind.IngressForward || fields.kind === FlowKind.SourceIngressForward) {
       ingressFlows.push(flow); // attached to its entry below
+      continue;
+    }
+    if (fields.kind === FlowKind.SendCounter) {
+      counterFlows.push(flow); // attached to its entry below
       continue;
     }
     // Ours by cookie but not a forwarding flow, or one that matches no multicast group, or
@@ -60,6 +66,7 @@ export function readInstalledEntries(reading: InstalledReading): InstalledPipeli
     installed.push(followChain({ target, flow, fields, groupIds, groupById, reached }));
   }
   otherFlows.push(...attachIngress(installed, ingressFlows, (flow) => ingressTargetOf(flow, config)));
+  otherFlows.push(...attachCounters(installed, counterFlows, config));
   const strayGroups = [...groupById.values()].filter((entry) => !reached.has(entry.groupId));
   // By address, each parsed once (10,000 groups are 130,000 comparisons); a group's (*,G) first, then its sources.
   const order = new Map(installed.map((entry) => [entry, addressOrderKey(entry.group)]));
@@ -142,6 +149,25 @@ function ingressTargetOf(flow: FlowEntry, config: PipelineConfig): ForwardingTar
   const fields = decodeFlowCookie(flow.cookie, config.cookiePrefix);
   if (fields === undefined) return undefined;
   return matchedTarget(flow, fields, fields.kind === FlowKind.SourceIngressForward);
+}
+
+/**
+ * Each sender counting row to the entry it counts for: the one its match names ((S,G)
+ * with a source, else (*,G)) that forwards as it does. Returns the rows of no entry (still
+ * ours to remove).
+ */
+function attachCounters(installed: InstalledGroup[], flows: readonly FlowEntry[], config: PipelineConfig): FlowEntry[] {
+  const byKey = new Map(installed.map((entry) => [forwardingKey(entry), entry]));
+  const strays: FlowEntry[] = [];
+  for (const flow of flows) {
+    const fields = decodeFlowCookie(flow.cookie, config.cookiePrefix);
+    const target = fields === undefined || flow.match.inPort === undefined ? undefined : matchedTarget(flow, fields, flow.match.ipSrc !== undefined);
+    const owner = target === undefined ? undefined : byKey.get(forwardingKey(target));
+    if (owner === undefined || headGroupId(flow) !== headGroupId(owner.flow)) strays.push(flow);
+    else (owner.counters ??= []).push(flow);
+  }
+  for (const entry of installed) entry.counters?.sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1));
+  return strays;
 }
 
 /** (*,G) before (S,G), then the sources by address. */

@@ -15,6 +15,8 @@
  *   sourceIngress  ip, in_port=<tunnel|gw>,           group:<link 1 of (S,G)> tunnel mode: one source to the
  *     (275)          nw_src=<S>, nw_dst=<G>           or (drop)               pods that want it, or none
  *   ingress (270)  ip, in_port=<tunnel|gw>, nw_dst=<G> group:<link 1 of G>    tunnel mode: to the pods only
+ *   sourceSend     ip, in_port=<pod>, nw_src=<S>,      group:<id(S,G)>         sender counting (daemon): what one
+ *     (215)          nw_dst=<G>                                                 pod sent to one (S,G) entry
  *   tunnelDrop     ip, in_port=<tunnel>, 224.0.0.0/4   (drop)                  tunnel mode: anything else
  *     (260)                                                                   from other nodes
  *   linkLocal(250) ip, nw_dst=224.0.0.0/24            FLOOD                   link-local control traffic
@@ -22,6 +24,8 @@
  *     (245)                                                                   from the gateway
  *   sourceGroup    ip, nw_src=<S>, nw_dst=<G>         group:<id(S,G)>         one source of a group whose
  *     (210)                                                                   ports filter it (IGMPv3)
+ *   send (205)     ip, in_port=<pod>, nw_dst=<G>      group:<id(G)>           sender counting (daemon): what one
+ *                                                                             pod sent to G's (*,G) entry
  *   group (200)    ip, nw_dst=<G>                     group:<id(G)>           a group with members here
  *   unknown (190)  ip, nw_dst=224.0.0.0/4             output:<gateway>        receivers outside (daemon;
  *                                                     or drop, without one)
@@ -48,13 +52,20 @@
  * has an (S,G) entry of its own: its flow, above G's, and its chain, built the same way
  * with ids of its own (group-ids.ts). Both flows' cookies carry G; the source is read
  * back from the match.
+ *
+ * OVS counts each flow and each bucket, but one flow's counter cannot be split by the
+ * port a packet came in on. So what a pod sent to an entry has a row of its own, the
+ * sender counting row (kind SendCounter): the entry's match plus the pod's in_port, the
+ * entry's actions, just above the entry's flow (and, for (*,G), below the (S,G) flows),
+ * so that traffic goes exactly where it went without it. What a pod received is the
+ * counter of its bucket in the entry's chain (the daemon reads GROUP statistics).
  */
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { FAMILIES, familyOf } from '../family/families.js';
 import type { MulticastFamily } from '../family/multicast-family.js';
-import { chainBlocks, METER_ID_BLOCK, type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
-import { encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+import { chainBlocks, counterPriorities, METER_ID_BLOCK, type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
+import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 import type { ForwardingTarget } from './forwarding-key.js';
 import { GroupIdAllocation } from './group-ids.js';
 import { readInstalledEntries } from './installed-reader.js';
@@ -125,6 +136,8 @@ export class MulticastPipeline {
     const name = source === undefined ? group : `(${source}, ${group})`;
     const flow = source === undefined ? this.groupFlow(group, learned) : this.sourceFlow({ group, source, learned });
     const sourced = source === undefined ? {} : { source };
+    const counters = this.sendCounters(flow, membership.counterPorts ?? []);
+    const counted = counters.length === 0 ? {} : { counters };
     if (membership.tunnel !== undefined) {
       const layout = tunnelLayout(membership, this.limits);
       const capacity = (this.limits.maxBucketsPerGroup - 1) * (chainBlocks(this.config) - 1) + 1; // link 0 is the tunnel's
@@ -140,13 +153,29 @@ export class MulticastPipeline {
           : linkOne === undefined
             ? []
             : layout.ingressPorts.map((inPort) => this.ingressForward({ group, inPort, linkOne, learned }));
-      return { group, ...sourced, groups: [...podLinks, head], flow, ingress };
+      return { group, ...sourced, groups: [...podLinks, head], flow, ingress, ...counted };
     }
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     if (ports.length > this.maxMembers) {
       throw new RangeError(`${name} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
     }
-    return { group, ...sourced, groups: this.chain(target, ports, 0), flow };
+    return { group, ...sourced, groups: this.chain(target, ports, 0), flow, ...counted };
+  }
+
+  /**
+   * The sender counting rows of an entry whose flow is `flow`: one per pod port, by port,
+   * the flow's match and actions plus the port's in_port, one step above the flow (see
+   * counterPriorities). None where the priorities leave no room.
+   */
+  sendCounters(flow: FlowEntry, ports: readonly number[]): FlowEntry[] {
+    const { sendCounter, sourceSendCounter } = counterPriorities(this.config.priorities);
+    const priority = flow.match.ipSrc === undefined ? sendCounter : sourceSendCounter;
+    if (priority === undefined) return [];
+    const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
+    const cookie = this.cookie(FlowKind.SendCounter, fields?.value ?? 0, fields?.flags ?? 0);
+    return [...new Set(ports)]
+      .sort((a, b) => a - b)
+      .map((inPort) => ({ ...flow, priority, cookie, match: { ...flow.match, inPort }, actions: [...flow.actions] }));
   }
 
   /**

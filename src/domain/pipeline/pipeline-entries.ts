@@ -77,6 +77,8 @@ export interface GroupMembership {
   tunnel?: TunnelMembers;
   /** Tunnel mode: the gateway port, in link 0 whenever the group has a member, local or remote. Not read without `tunnel`. */
   gateway?: number;
+  /** Pod ports whose traffic to this entry gets a counting row of its own (FlowKind.SendCounter); absent: none. */
+  counterPorts?: readonly number[];
 }
 
 /** The remote side of a group in tunnel mode. */
@@ -100,6 +102,8 @@ export interface GroupForwarding {
    * its local pods (none when it has no pod member).
    */
   ingress?: FlowEntry[];
+  /** One counting row per counter port, by port: forwards as `flow` does (absent: none). */
+  counters?: FlowEntry[];
 }
 
 export interface PipelineLimits {
@@ -123,6 +127,8 @@ export interface InstalledGroup {
   peers?: HostAddress[];
   /** Tunnel mode: its ingress flows (absent when it has none). */
   ingress?: FlowEntry[];
+  /** Its sender counting rows, by in_port (absent when it has none). */
+  counters?: FlowEntry[];
 }
 
 export interface InstalledPipeline {

@@ -76,8 +76,14 @@ export function planInstall(
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     const currentIngress = new Map((current?.ingress ?? []).map((flow) => [flow.match.inPort, flow]));
     const wantedIngress = forwarding.ingress ?? [];
+    const currentCounters = new Map((current?.counters ?? []).map((flow) => [flow.match.inPort, flow]));
+    const wantedCounters = forwarding.counters ?? [];
     // Only flows that are not ours yet can take the place of someone else's.
-    const foreign = [...(current === undefined ? [forwarding.flow] : []), ...wantedIngress.filter((flow) => !currentIngress.has(flow.match.inPort))]
+    const foreign = [
+      ...(current === undefined ? [forwarding.flow] : []),
+      ...wantedIngress.filter((flow) => !currentIngress.has(flow.match.inPort)),
+      ...wantedCounters.filter((flow) => !currentCounters.has(flow.match.inPort)),
+    ]
       .map((flow) => foreignByKey.get(flowKey(flow)))
       .find((flow) => flow !== undefined);
     if (foreign !== undefined) {
@@ -96,6 +102,14 @@ export function planInstall(
     for (const flow of current?.ingress ?? []) if (!wantedInPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
     for (const flow of wantedIngress) {
       const existing = currentIngress.get(flow.match.inPort);
+      if (existing === undefined) changes.push({ op: 'add-flow', entry: flow });
+      else if (!sameFlow(existing, flow)) changes.push({ op: 'modify-flow', entry: flow });
+    }
+    // The sender counting rows, by in_port, the same way: after the head they point to.
+    const countedPorts = new Set(wantedCounters.map((flow) => flow.match.inPort));
+    for (const flow of current?.counters ?? []) if (!countedPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
+    for (const flow of wantedCounters) {
+      const existing = currentCounters.get(flow.match.inPort);
       if (existing === undefined) changes.push({ op: 'add-flow', entry: flow });
       else if (!sameFlow(existing, flow)) changes.push({ op: 'modify-flow', entry: flow });
     }
@@ -144,11 +158,12 @@ export function planUninstallAll(installed: InstalledPipeline): { groups: GroupP
   return { groups, extra };
 }
 
-/** Every flow of the group (its group flow, then its ingress flows) before the groups they point to. */
+/** Every flow of the group (its group flow, then its ingress flows and counting rows) before the groups they point to. */
 function removal(current: InstalledGroup): PipelineChange[] {
   return [
     { op: 'delete-flow', entry: current.flow },
     ...(current.ingress ?? []).map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
+    ...(current.counters ?? []).map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
     ...current.groups.map((entry): PipelineChange => ({ op: 'delete-group', groupId: entry.groupId })),
   ];
 }

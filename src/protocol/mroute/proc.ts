@@ -134,3 +134,38 @@ export async function readVifTable(path = '/proc/net/ip_mr_vif'): Promise<VifRow
 export async function readMfcCache(path = '/proc/net/ip_mr_cache'): Promise<MfcRow[]> {
   return parseMfcCache(await readFile(path, 'utf8'));
 }
+
+/** One group an interface has joined, as /proc/net/igmp (or igmp6) shows it. */
+export interface InterfaceMembershipRow {
+  /** The device's name. */
+  name: string;
+  group: string;
+}
+
+/**
+ * /proc/net/igmp (net/ipv4/igmp.c, igmp_mc_seq_show): a line per device ("%d\t%-10s: %5d
+ * %7s") followed by a line per group it has joined ("\t\t\t\t%08X %5d %d:%08lX\t\t%d",
+ * the group a __be32 as in the other tables). The kernel's joins of every socket in the
+ * namespace, the router's upstream ones among them.
+ */
+export function parseIgmpMemberships(text: string, littleEndian = LITTLE_ENDIAN): InterfaceMembershipRow[] {
+  const rows: InterfaceMembershipRow[] = [];
+  let device: string | undefined;
+  for (const line of text.split('\n').slice(1)) {
+    if (line.trim() === '') continue;
+    const deviceLine = /^\d+\s+(\S+)\s*:/.exec(line);
+    if (deviceLine !== null) {
+      device = deviceLine[1]!;
+      continue;
+    }
+    const group = /^\s+([0-9A-Fa-f]{8})\s/.exec(line);
+    if (group === null || device === undefined) throw new DecodeError<ProcDecodeErrorCode>('bad-proc-file', `not an igmp line: ${JSON.stringify(line)}`);
+    rows.push({ name: device, group: procAddress(group[1]!, littleEndian) });
+  }
+  return rows;
+}
+
+/** The IPv4 groups every interface of this process's network namespace has joined. */
+export async function readIgmpMemberships(path = '/proc/net/igmp'): Promise<InterfaceMembershipRow[]> {
+  return parseIgmpMemberships(await readFile(path, 'utf8'));
+}

@@ -21,7 +21,7 @@ import { readFile } from 'node:fs/promises';
 import { DecodeError, isSystemError } from '../../errors.js';
 import { parseIPv6, readIPv6 } from '../../wire/ipv6-address.js';
 import { VIFF_STATIC } from '../mroute/constants.js';
-import type { ProcDecodeErrorCode } from '../mroute/proc.js';
+import type { InterfaceMembershipRow, ProcDecodeErrorCode } from '../mroute/proc.js';
 import { MIFF_REGISTER } from './constants.js';
 
 export interface MifRow {
@@ -172,4 +172,30 @@ export async function readRoute6Tables(paths: Route6TablePaths = {}): Promise<Ro
     // No such sysctl: the kernel cannot route IPv6 multicast at all.
   }
   return { routerActive, mifs, routes };
+}
+
+/**
+ * /proc/net/igmp6 (net/ipv6/mcast.c, igmp6_mc_seq_show): "%-4d %-15s %pi6 %5d %08X %ld" a
+ * line per joined group: ifindex, device, the group as 32 hex digits, users, flags, timer.
+ */
+export function parseMldMemberships(text: string): InterfaceMembershipRow[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const fields = line.trim().split(/\s+/);
+      const hex = fields[2] ?? '';
+      if (fields.length < 3 || !/^[0-9a-f]{32}$/i.test(hex)) throw bad(`not an igmp6 line: ${JSON.stringify(line)}`);
+      return { name: fields[1]!, group: procIPv6(hex.match(/.{4}/g)!.join(':')) };
+    });
+}
+
+/** The IPv6 groups every interface of this process's network namespace has joined (none without IPv6). */
+export async function readMldMemberships(path = '/proc/net/igmp6'): Promise<InterfaceMembershipRow[]> {
+  try {
+    return parseMldMemberships(await readFile(path, 'utf8'));
+  } catch (error) {
+    if (isSystemError(error) && error.code === 'ENOENT') return [];
+    throw error;
+  }
 }

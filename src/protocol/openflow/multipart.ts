@@ -5,13 +5,15 @@
  *
  * A reply too large for one message comes as several with the same xid, every one but
  * the last with flags & MULTIPART_MORE (see connection.ts, which joins them). FLOW,
- * GROUP_DESC, METER, METER_CONFIG and METER_FEATURES bodies are decoded; any other
+ * GROUP, GROUP_DESC, METER, METER_CONFIG and METER_FEATURES bodies are decoded; any other
  * type's body is kept as octets.
  */
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import * as flowStats from './flow-stats.js';
 import type { FlowStats, FlowStatsRequest } from './flow-stats.js';
 import * as groupDesc from './group-desc.js';
+import * as groupStats from './group-stats.js';
+import type { GroupStats, GroupStatsRequest } from './group-stats.js';
 import type { GroupDesc } from './group-desc.js';
 import * as meterFeatures from './meter-features.js';
 import type { MeterFeatures, MeterFeaturesRequest } from './meter-features.js';
@@ -32,11 +34,23 @@ export interface OtherMultipartBody {
   data: Uint8Array;
 }
 
-export type MultipartRequestBody = FlowStatsRequest | GroupDescRequest | MeterStatsRequest | MeterConfigRequest | MeterFeaturesRequest | OtherMultipartBody;
+export type MultipartRequestBody =
+  | FlowStatsRequest
+  | GroupStatsRequest
+  | GroupDescRequest
+  | MeterStatsRequest
+  | MeterConfigRequest
+  | MeterFeaturesRequest
+  | OtherMultipartBody;
 
 export interface FlowStatsReply {
   kind: 'FLOW';
   flows: FlowStats[];
+}
+
+export interface GroupStatsReply {
+  kind: 'GROUP';
+  groups: GroupStats[];
 }
 
 export interface GroupDescReply {
@@ -59,7 +73,14 @@ export interface MeterFeaturesReply {
   features: MeterFeatures;
 }
 
-export type MultipartReplyBody = FlowStatsReply | GroupDescReply | MeterStatsReply | MeterConfigReply | MeterFeaturesReply | OtherMultipartBody;
+export type MultipartReplyBody =
+  | FlowStatsReply
+  | GroupStatsReply
+  | GroupDescReply
+  | MeterStatsReply
+  | MeterConfigReply
+  | MeterFeaturesReply
+  | OtherMultipartBody;
 
 export interface MultipartRequest {
   type: 'MULTIPART_REQUEST';
@@ -89,6 +110,8 @@ function bodyLength(message: Multipart): number {
   switch (body.kind) {
     case 'OTHER':
       return body.data.length;
+    case 'GROUP':
+      return 'groups' in body ? groupStats.reply.encodingLength(body.groups) : groupStats.request.encodingLength(body);
     case 'GROUP_DESC':
       return 'groups' in body ? groupDesc.encodingLength(body.groups) : 0;
     case 'FLOW':
@@ -118,6 +141,10 @@ export function encode(message: Multipart, buf?: Uint8Array, offset = 0): Uint8A
   switch (body.kind) {
     case 'OTHER':
       out.set(body.data, at);
+      break;
+    case 'GROUP':
+      if ('groups' in body) groupStats.reply.encode(body.groups, out, at);
+      else groupStats.request.encode(body, out, at);
       break;
     case 'GROUP_DESC':
       if ('groups' in body) groupDesc.encode(body.groups, out, at);
@@ -156,6 +183,8 @@ function decodeReplyBody(multipartType: number, bytes: Uint8Array, at: number, e
   switch (multipartType) {
     case MultipartType.FLOW:
       return { kind: 'FLOW', flows: flowStats.reply.decode(bytes, at, end) };
+    case MultipartType.GROUP:
+      return { kind: 'GROUP', groups: groupStats.reply.decode(bytes, at, end) };
     case MultipartType.GROUP_DESC:
       return { kind: 'GROUP_DESC', groups: groupDesc.decode(bytes, at, end) };
     case MultipartType.METER:
@@ -173,6 +202,8 @@ function decodeRequestBody(multipartType: number, bytes: Uint8Array, at: number,
   switch (multipartType) {
     case MultipartType.FLOW:
       return flowStats.request.decode(bytes, at, end);
+    case MultipartType.GROUP:
+      return groupStats.request.decode(bytes, at, end);
     case MultipartType.METER:
       return { kind: 'METER', meterId: meterStats.request.decodeMeterId(bytes, at, end) };
     case MultipartType.METER_CONFIG:

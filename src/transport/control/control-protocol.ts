@@ -1,6 +1,7 @@
 /**
  * The control socket's protocol lines (newline-delimited JSON, one object a line, UTF-8):
- *   request   {"id":1,"method":"status"|"groups"|"routes"|"events","params":{}}   (params optional)
+ *   request   {"id":1,"method":"status"|"groups"|"routes"|"events"|"port","params":{}}   (params optional;
+ *             `port` takes {"pod":"ns/name"} or {"name":"<interface>"}, and {"group":"<address>"})
  *   answer    {"id":1,"result":...}
  *   failure   {"id":1,"error":{"code":"unknown-method","message":"..."}}
  *   event     {"event":<DaemonEvent>}   (after `events` answered {"subscribed":true}, until the client closes)
@@ -8,7 +9,7 @@
  */
 import { messageOf } from '../../errors.js';
 
-export const CONTROL_METHODS = ['status', 'groups', 'routes', 'events'] as const;
+export const CONTROL_METHODS = ['status', 'groups', 'routes', 'events', 'port', 'stats'] as const;
 export type ControlMethod = (typeof CONTROL_METHODS)[number];
 
 /** Error codes of the protocol's error answers. */

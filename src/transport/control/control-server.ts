@@ -20,7 +20,8 @@
 import type { Server, Socket } from 'node:net';
 import { unlink } from 'node:fs/promises';
 import { messageOf, quoteInput } from '../../errors.js';
-import type { DaemonEvent, DaemonView } from './daemon-view.js';
+import type { DaemonEvent, DaemonView, PortQuery } from './daemon-view.js';
+import { parseGroupAddress } from '../../wire/ip-address.js';
 import {
   CLIENT_IDLE_TIMEOUT_MS,
   ControlConnection,
@@ -188,6 +189,18 @@ export class ControlServer implements ConnectionOwner {
         case 'routes':
           result = this.view.routes(); // a promise: the counters are read from the kernel
           break;
+        case 'stats':
+          result = this.view.stats(); // a promise: the counters are read from the switch
+          break;
+        case 'port': {
+          const query = portQueryOf(request.params);
+          if (typeof query === 'string') {
+            client.send({ id: request.id, error: { code: 'bad-request', message: query } });
+            return;
+          }
+          result = this.view.port(query) ?? null;
+          break;
+        }
         case 'events':
           this.addSubscriber(client);
           result = { subscribed: true };
@@ -268,4 +281,26 @@ export class ControlServer implements ConnectionOwner {
       client.write(line);
     }
   }
+}
+
+/** The longest pod name a query may give: a namespace and a name of 253 characters each. */
+const MAX_POD_TEXT = 507;
+
+/** The `port` request's params, or why they are refused. */
+function portQueryOf(params: Record<string, unknown> | undefined): PortQuery | string {
+  const { pod, name, group } = params ?? {};
+  const text = (value: unknown, max: number) => typeof value === 'string' && value.length > 0 && value.length <= max;
+  if (pod !== undefined && !text(pod, MAX_POD_TEXT)) return '"pod" must be the text namespace/name';
+  if (name !== undefined && !text(name, 15)) return '"name" must be an interface name';
+  if ((pod === undefined) === (name === undefined)) return 'a port request names one of "pod" or "name"';
+  let canonical: string | undefined;
+  if (group !== undefined) {
+    canonical = typeof group === 'string' ? parseGroupAddress(group) : undefined;
+    if (canonical === undefined) return '"group" must be a multicast address';
+  }
+  return {
+    ...(pod === undefined ? {} : { pod: pod as string }),
+    ...(name === undefined ? {} : { name: name as string }),
+    ...(canonical === undefined ? {} : { group: canonical }),
+  };
 }

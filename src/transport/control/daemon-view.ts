@@ -261,4 +261,79 @@ export interface DaemonView {
   routes(): RouteView[] | Promise<RouteView[]>;
   /** Calls `listener` for every event from now on; returns the unsubscribe function. */
   subscribe(listener: (event: DaemonEvent) => void): () => void;
+  /** What one pod port said about a group, and what the daemon made of it (`mcastctl trace`); undefined: no such pod port. */
+  port(query: PortQuery): PortActivityView | undefined;
+}
+
+/** A pod port, by its pod (`namespace/name`) or its OVS interface name, and the group asked about. */
+export interface PortQuery {
+  pod?: string;
+  name?: string;
+  group?: string;
+}
+
+/** One pod port's IGMP or MLD as the daemon heard it, and the decisions on the group asked about. */
+export interface PortActivityView {
+  port: PortView;
+  /** The pod's IPv4 addresses (external_ids ip-address); absent when its port does not say. */
+  addresses?: string[];
+  /** ISO 8601: since when the daemon has watched the port (its start, or when the port appeared). */
+  since: string;
+  /** IGMP and MLD messages heard from the port since then. */
+  messages: number;
+  /** ISO 8601; null: none yet. */
+  lastMessageAt: string | null;
+  /** The daemon's general query interval, ms: how often a port that wants groups is asked. */
+  queryIntervalMs: number;
+  /** The groups the port reported lately, other than the one asked about, the latest first. */
+  reportedGroups: string[];
+  /** With a group asked about: what the port said of it. */
+  group?: {
+    group: string;
+    reports: number;
+    lastReportAt: string | null;
+    /** Its reports refused, by reason (IgmpRefusals' reasons). */
+    refusals: Record<string, number>;
+    lastRefusal?: { reason: string; at: string; rule?: number };
+    /** What the group policy in force decides for this pod and group; `rule`: the deciding rule's line. */
+    policy: { join: { allowed: boolean; rule?: number }; send: { allowed: boolean; rule?: number } };
+  };
+  /** The port's refusals of any group, by reason, since it appeared. */
+  refusals: Record<string, number>;
+  /** IGMP its meter in OVS dropped. */
+  meterDropped: number;
+}
+
+// --- Per-pod traffic counters (`mcastctl groups --stats`, the mcastctl_pod_group_* metrics) ---
+
+/** Frames and their bytes as OVS counts them: whole Ethernet frames, without the FCS (a UDP datagram of 200 octets is 242). */
+export interface TrafficCountView {
+  packets: number;
+  bytes: number;
+}
+
+/** What one pod port received from and sent to one group, read from the switch's counters when asked. */
+export interface PodTrafficView {
+  group: string;
+  port: PortView;
+  /** Copies the group's OVS groups sent out of the port: its buckets' counters in every entry of the group, (*,G) and (S,G). */
+  received: TrafficCountView;
+  /** What the port sent to the group: its sender counting flows (absent: it has none, trafficCounters off or no room for them). */
+  sent?: TrafficCountView;
+}
+
+export interface TrafficStatsView {
+  /** Whether sender counting flows are written (trafficCounters); false: `sent` is absent everywhere. */
+  counting: boolean;
+  /** At most this many (pod, group) pairs are shown and counted (maxTrafficCounters). */
+  limit: number;
+  /** Member (pod, group) pairs left out past the limit: while above 0 the figures are partial. */
+  uncounted: number;
+  /** By group, then port number. */
+  entries: PodTrafficView[];
+}
+
+export interface DaemonView {
+  /** Async: the counters are read from the switch (flow and group statistics) on each call. */
+  stats(): TrafficStatsView | Promise<TrafficStatsView>;
 }

@@ -22,6 +22,7 @@ import type { FeaturesReply } from '../../protocol/openflow/features.js';
 import type { FlowMod } from '../../protocol/openflow/flow-mod.js';
 import { flowStatsRequest, type FlowStats } from '../../protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
+import { OFPG_ALL, type GroupStats } from '../../protocol/openflow/group-stats.js';
 import type { GroupMod } from '../../protocol/openflow/group-mod.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
 import type { MeterConfig, MeterStats } from '../../protocol/openflow/meter-stats.js';
@@ -219,6 +220,12 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   async dumpGroups(options: RequestOptions = {}): Promise<GroupDesc[]> {
     const parts = await this.multipart({ kind: 'GROUP_DESC' }, options);
     return parts.flatMap((part) => (part.body.kind === 'GROUP_DESC' ? part.body.groups : []));
+  }
+
+  /** The packet and byte counters of one group or every group (GROUP), and of each of its buckets, joined from all the parts of the reply. */
+  async groupStats(groupId: number = OFPG_ALL, options: RequestOptions = {}): Promise<GroupStats[]> {
+    const parts = await this.multipart({ kind: 'GROUP', groupId }, options);
+    return parts.flatMap((part) => (part.body.kind === 'GROUP' ? part.body.groups : []));
   }
 
   /** Meters (./meters.ts): counters (METER) and flags and bands (METER_CONFIG) of one or all, the limits (METER_FEATURES). */

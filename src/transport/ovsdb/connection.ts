@@ -17,6 +17,8 @@ export interface RpcConnectionOptions {
   /** Give up connecting after this long. */
   readonly connectTimeoutMs: number;
   readonly maxMessageBytes?: number;
+  /** Who listens there, for the errors of a failed connect (default ovsdb-server's name and hint). */
+  readonly service?: { name: string; unavailableHint: string };
   /** Each message, in order. Exceptions thrown here close the connection. */
   readonly onMessage: (message: RpcMessage, connection: RpcConnection) => void;
   /** Once, when the socket has closed: `error` is why, undefined if the peer just closed it or close() was called. */
@@ -50,12 +52,12 @@ export class RpcConnection {
       const socket = endpoint.kind === 'unix' ? createConnection({ path: endpoint.path }) : createConnection({ host: endpoint.host, port: endpoint.port });
       const timer = setTimeout(() => {
         socket.destroy();
-        reject(connectError(endpoint, `timed out after ${options.connectTimeoutMs} ms`));
+        reject(connectError(endpoint, `timed out after ${options.connectTimeoutMs} ms`, options.service));
       }, options.connectTimeoutMs);
       const onError = (error: Error) => {
         clearTimeout(timer);
         socket.destroy();
-        reject(connectError(endpoint, isSystemError(error) ? error.code : error.message, error));
+        reject(connectError(endpoint, isSystemError(error) ? error.code : error.message, options.service, error));
       };
       socket.once('error', onError);
       socket.once('connect', () => {
@@ -115,8 +117,9 @@ export class RpcConnection {
 }
 
 /** As the OpenFlow client's (connectFailure): the same errno gives the same exit code. */
-function connectError(endpoint: OvsdbEndpoint, reason: string, cause?: unknown): McastError {
+function connectError(endpoint: OvsdbEndpoint, reason: string, service: RpcConnectionOptions['service'], cause?: unknown): McastError {
   const unavailableHint =
-    endpoint.kind === 'unix' ? 'is ovsdb-server running? set OVS_RUNDIR or --db' : 'is ovsdb-server listening there (a ptcp: remote)? set --db';
-  return connectFailure(endpoint, 'OVSDB', reason, { unavailableHint, ...(cause === undefined ? {} : { cause }) });
+    service?.unavailableHint ??
+    (endpoint.kind === 'unix' ? 'is ovsdb-server running? set OVS_RUNDIR or --db' : 'is ovsdb-server listening there (a ptcp: remote)? set --db');
+  return connectFailure(endpoint, service?.name ?? 'OVSDB', reason, { unavailableHint, ...(cause === undefined ? {} : { cause }) });
 }
