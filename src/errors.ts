@@ -76,6 +76,8 @@ export type McastErrorCode =
   | 'no-such-interface'
   | 'no-permission'
   | 'unavailable'
+  /** The kernel was built without multicast routing for a family (exit 69). */
+  | 'no-multicast-routing'
   | 'io'
   /** A queue is full for now (EAGAIN, ENOBUFS): trying again shortly may work. */
   | 'busy'
@@ -127,8 +129,8 @@ export class PermissionError extends McastError {
 /** A required service cannot be reached. Exit 69. */
 export class UnavailableError extends McastError {
   override readonly name = 'UnavailableError';
-  constructor(message: string, options: McastErrorOptions = {}) {
-    super('unavailable', message, ExitCode.Unavailable, options);
+  constructor(message: string, options: McastErrorOptions & { code?: 'unavailable' | 'no-multicast-routing' } = {}) {
+    super(options.code ?? 'unavailable', message, ExitCode.Unavailable, options);
   }
 }
 

@@ -7,7 +7,7 @@
  * memberships one socket may hold.
  */
 import { readFileSync } from 'node:fs';
-import type { McastError } from '../errors.js';
+import { isSystemError, type McastError, UnavailableError } from '../errors.js';
 import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
 import { type InterfaceMembershipRow, readIgmpMemberships, readMfcCache, readVifTable } from '../protocol/mroute/proc.js';
 import { MAXMIFS, MRT6MSG_NOCACHE } from '../protocol/mroute6/constants.js';
@@ -117,6 +117,31 @@ export interface MulticastRoutingKernel {
   membershipBounds(): MembershipBounds;
 }
 
+/**
+ * A kernel built without multicast routing (CONFIG_IP_MROUTE, CONFIG_IPV6_MROUTE unset) has
+ * no /proc/net/ip_mr_* (ip6_mr_*) tables in any namespace: reading one then says so, as an
+ * unavailable service, instead of a bare ENOENT.
+ */
+export async function routingTable<T>(read: () => Promise<T>, family: AddressFamily, table: string): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isSystemError(error) && error.code === 'ENOENT') throw noMulticastRouting(family, table, error);
+    throw error;
+  }
+}
+
+/** The error of a kernel without multicast routing for `family`. */
+function noMulticastRouting(family: AddressFamily, table: string, cause?: unknown): UnavailableError {
+  const option = family === 'ipv4' ? 'CONFIG_IP_MROUTE' : 'CONFIG_IPV6_MROUTE';
+  const name = family === 'ipv4' ? 'IPv4' : 'IPv6';
+  return new UnavailableError(`this kernel has no ${name} multicast routing (${table} is missing: it was built without ${option})`, {
+    code: 'no-multicast-routing',
+    hint: `routing between the pods and the outside needs a kernel with ${option}; without multicastInterfaces (snooping only, or tunnels between nodes) none is needed`,
+    cause,
+  });
+}
+
 const IPV4: MulticastRoutingKernel = {
   family: 'ipv4',
   interfaceWord: 'vif',
@@ -155,7 +180,7 @@ const IPV4: MulticastRoutingKernel = {
   },
   routerActive: () => procFlag('/proc/sys/net/ipv4/conf/all/mc_forwarding'),
   async readInterfaces() {
-    return (await readVifTable()).map((row) => ({
+    return (await routingTable(() => readVifTable(), 'ipv4', '/proc/net/ip_mr_vif')).map((row) => ({
       index: row.vif,
       name: row.name,
       static: row.static,
@@ -164,7 +189,7 @@ const IPV4: MulticastRoutingKernel = {
   },
   readMemberships: () => readIgmpMemberships(),
   async readRoutes() {
-    return (await readMfcCache()).map((row) => ({
+    return (await routingTable(() => readMfcCache(), 'ipv4', '/proc/net/ip_mr_cache')).map((row) => ({
       source: row.origin,
       group: row.group,
       iif: row.iif,
@@ -225,11 +250,11 @@ const IPV6: MulticastRoutingKernel = {
   },
   routerActive: () => procFlag('/proc/sys/net/ipv6/conf/all/mc_forwarding'),
   async readInterfaces() {
-    return (await readMifTable()).map((row) => ({ index: row.mif, name: row.name, static: row.static }));
+    return (await routingTable(() => readMifTable(), 'ipv6', '/proc/net/ip6_mr_vif')).map((row) => ({ index: row.mif, name: row.name, static: row.static }));
   },
   readMemberships: () => readMldMemberships(),
   async readRoutes() {
-    return (await readMfc6Cache()).map((row) => ({
+    return (await routingTable(() => readMfc6Cache(), 'ipv6', '/proc/net/ip6_mr_cache')).map((row) => ({
       source: row.origin,
       group: row.group,
       iif: row.iif,

@@ -20,6 +20,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 import { Lab, run, sleep, waitUntil } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
@@ -206,6 +207,20 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
     await member.stop();
     assert.equal(status.code, 1, daemon.logs().slice(-5).join('\n'));
     assert.match(daemon.logs().join('\n'), /ENOSPC/);
+  });
+
+  it('a kernel without multicast routing: a daemon told to route exits 69 naming the kernel option, and nothing is left programmed', {
+    skip: NO_IPV4_ROUTING === undefined ? 'this kernel has multicast routing' : false,
+  }, async () => {
+    const daemon = startDaemon(node, { multicastInterfaces: ['lo'], stateDir: lab.file('no-routing-state') });
+    const exit = await Promise.race([daemon.exited, sleep(15_000).then(() => undefined)]);
+    assert.deepEqual(exit, { code: 69, signal: null }, daemon.logs().join('\n'));
+    const log = daemon.logs().join('\n');
+    assert.match(log, /this kernel has no IPv4 multicast routing \(\/proc\/net\/ip_mr_vif is missing: it was built without CONFIG_IP_MROUTE\)/);
+    assert.match(log, /without multicastInterfaces \(snooping only, or tunnels between nodes\) none is needed/);
+    assert.doesNotMatch(log, /internal error|at async/);
+    const { stdout } = await node.exec(['ovs-ofctl', '-O', 'OpenFlow15', 'dump-groups', node.bridge]);
+    assert.doesNotMatch(stdout, /group_id=/, 'a group was installed');
   });
 
   it('bad settings exit 64 before anything is connected to, with OVS down', async () => {

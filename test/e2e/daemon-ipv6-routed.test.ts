@@ -21,6 +21,7 @@ import { isData, missingSequences, ping6, readPcap6, sequences, waitForOvsMember
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import type { OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
+import { NO_IPV4_ROUTING, NO_IPV6_ROUTING } from '../lab/kernel.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -51,7 +52,7 @@ const hex32 = (group: string) => words16(group).join('');
 /** An address as /proc/net/ip6_mr_cache prints it: every word in full. */
 const expanded6 = (address: string) => words16(address).join(':');
 
-describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { concurrency: 1 }, () => {
+describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { concurrency: 1, skip: NO_IPV4_ROUTING ?? NO_IPV6_ROUTING }, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let daemonA: RunningDaemon;

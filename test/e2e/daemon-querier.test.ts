@@ -32,7 +32,7 @@ const GATEWAY = '10.37.1.1';
 const POD_QUERIER = '10.0.0.9';
 
 /** argv: source, interval ms, count. IGMPv2 general queries to 224.0.0.1 from `source` (an address of the pod's). */
-const QUERIER_PY = String.raw`
+const QUERIER_PY = `
 import socket, struct, sys, time
 source, interval, count = sys.argv[1], float(sys.argv[2]) / 1000, int(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_IGMP)

@@ -21,6 +21,7 @@ import type { OvsPod } from '../lab/ovs.js';
 import { readCapture, SourceMember, wireSenders } from '../lab/source-members.js';
 import { addUnderlaySender, igmpGroups, mcfilterRows, underlaySources } from '../lab/underlay-hosts.js';
 import { parseMfcCache, parseVifTable } from '../../src/protocol/mroute/proc.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -34,7 +35,7 @@ const COUNT = 20;
 const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s', '--robustness', '2', '--route-idle-timeout', '2s'];
 const CASE_TIMEOUT_MS = 30_000;
 
-describe('daemon: upstream per-source joins and routes in the multicast lab', { concurrency: 1 }, () => {
+describe('daemon: upstream per-source joins and routes in the multicast lab', { concurrency: 1, skip: NO_IPV4_ROUTING }, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let nodeA: MulticastLabNode;

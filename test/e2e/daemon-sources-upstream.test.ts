@@ -28,6 +28,7 @@ import type { SourceFilter } from '../../src/domain/membership/source-filter.js'
 import { ifindexOf } from '../../src/transport/mroute-socket.js';
 import { sourceAddress } from '../../src/wire/ip-address.js';
 import { Lab } from '../lab/lab.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const ROLE_VARIABLE = 'MCL_UPSTREAM_ROLE';
@@ -187,7 +188,7 @@ else if (routerRole !== undefined) {
     });
   });
 
-  describe('KernelRouter with a filter: the upstream join and the inbound routes follow it', { concurrency: 1 }, () => {
+  describe('KernelRouter with a filter: the upstream join and the inbound routes follow it', { concurrency: 1, skip: NO_IPV4_ROUTING }, () => {
     let lab: Lab;
     let filterRows: string[];
     let routes: Array<{ source: string; group: string; oifs: string[] }>;

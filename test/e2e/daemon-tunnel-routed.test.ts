@@ -40,6 +40,7 @@ import {
   type TunnelLabNode,
 } from '../lab/tunnel-lab.js';
 import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/protocol/mroute/proc.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -96,7 +97,10 @@ function waitForMfc(node: OvsNode, source: string, group: string, iif: number): 
   );
 }
 
-describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an underlay that carries multicast, an outside host)', { concurrency: 1 }, () => {
+describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an underlay that carries multicast, an outside host)', {
+  concurrency: 1,
+  skip: NO_IPV4_ROUTING,
+}, () => {
   const GROUP = '239.61.1.1';
   const port = 5301;
   let lab: Lab;

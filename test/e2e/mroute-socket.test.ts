@@ -33,6 +33,7 @@ import { MrouteError, MrouteSocket, ifindexOf } from '../../src/transport/mroute
 import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -160,7 +161,7 @@ async function senderRole(): Promise<void> {
 // Test side
 
 function kernelTests(): void {
-  describe('MrouteSocket on a real kernel (lab namespaces)', () => {
+  describe('MrouteSocket on a real kernel (lab namespaces)', { skip: NO_IPV4_ROUTING }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

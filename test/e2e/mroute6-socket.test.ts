@@ -35,6 +35,7 @@ import { cliMissing, mcastctl } from '../lab/cli.js';
 import { Lab, waitUntil } from '../lab/lab.js';
 import { enableIpv6 } from '../lab/mld-hosts.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
+import { NO_IPV6_ROUTING } from '../lab/kernel.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -154,7 +155,7 @@ interface RoutesJson {
 }
 
 function kernelTests(): void {
-  describe('Mroute6Socket on a real kernel (lab namespaces)', { timeout: 120_000 }, () => {
+  describe('Mroute6Socket on a real kernel (lab namespaces)', { timeout: 120_000, skip: NO_IPV6_ROUTING }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

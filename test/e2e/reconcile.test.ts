@@ -20,6 +20,7 @@ import { Lab, waitUntil } from '../lab/lab.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
 import { parseMfcCache, parseVifTable } from '../../src/protocol/mroute/proc.js';
 import { lockSocketName } from '../../src/runtime/run-lock.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the reconcile tests run the built CLI: ${missing}`);
@@ -104,7 +105,7 @@ async function ourGroups(node: OvsNode): Promise<Record<string, number[]>> {
 
 const noStack = (result: CliResult) => assert.doesNotMatch(result.stderr, /\n\s+at /, `no stack trace: ${result.stderr}`);
 
-describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_000 }, () => {
+describe('mcastctl reconcile on real OVS and the real kernel', { timeout: 150_000, skip: NO_IPV4_ROUTING }, () => {
   let lab: Lab;
   before(() => {
     lab = Lab.create();

@@ -33,6 +33,7 @@ import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../sr
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -131,7 +132,7 @@ function parseJson<T>(result: CliResult, what: string): T {
 }
 
 function routeTests(): void {
-  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', { timeout: 240_000 }, () => {
+  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', { timeout: 240_000, skip: NO_IPV4_ROUTING }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

@@ -24,6 +24,7 @@ import { writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, type RunningDaemon, startDaemon } from '../lab/daemon.js';
+import { NO_IPV4_ROUTING } from '../lab/kernel.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type ExternalHost, MULTICAST_LAB, type MulticastLab, type MulticastLabNode, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import type { OvsPod, Receiver } from '../lab/ovs.js';
@@ -406,18 +407,27 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     };
     assert.equal(sender.sendAllowed, true, result.context);
     assert.equal(sender.rule, null, result.context);
-    // The node routes the pod's traffic off it too: in on the gateway, out on the uplink.
-    assert.ok(sender.route !== null, result.context);
-    assert.equal(sender.route.iif, nodeA.gateway.name, result.context);
-    assert.ok(sender.route.oifs.includes(nodeA.uplink.name), result.context);
-    assert.ok(sender.route.packets >= 10, result.context);
+    if (NO_IPV4_ROUTING === undefined) {
+      // The node routes the pod's traffic off it too: in on the gateway, out on the uplink.
+      assert.ok(sender.route !== null, result.context);
+      assert.equal(sender.route.iif, nodeA.gateway.name, result.context);
+      assert.ok(sender.route.oifs.includes(nodeA.uplink.name), result.context);
+      assert.ok(sender.route.packets >= 10, result.context);
+    } else {
+      // A daemon that routes nothing (this kernel cannot) says so rather than failing the stage.
+      assert.equal(sender.route, null, result.context);
+      assert.match(report.stages.at(-1)?.summary ?? '', /not routed off the node \(no multicast interfaces\)/, result.context);
+    }
 
     const text = await trace(G.local, pf, ['--from', podName(pg)], { json: false });
     assert.equal(text.code, 0, text.context);
     assert.equal(text.stdout.split('\n').filter((line) => line.startsWith('✓ ')).length, 5, text.context);
   });
 
-  it('healthy, the external host through the underlay (--from-address): every stage passes, the (S,G) route carries it', { timeout: 30_000 }, async () => {
+  it('healthy, the external host through the underlay (--from-address): every stage passes, the (S,G) route carries it', {
+    timeout: 30_000,
+    skip: NO_IPV4_ROUTING,
+  }, async () => {
     await waitForOvsMembers(nodeA.node, G.outside, [ph]);
     await waitForUnderlayMember(ml, lab, G.outside, nodeA.uplink.peer);
     const receiver = receivers.find((entry) => entry.group === G.outside)!;

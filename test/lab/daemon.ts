@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { MCASTCTL_BIN, mcastctl, REPO_ROOT } from './cli.js';
+import { NO_IPV4_ROUTING } from './kernel.js';
 import { sleep } from './lab.js';
 import type { OvsNode } from './ovs.js';
 
@@ -102,7 +103,8 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
   if (controlSocket.length > MAX_UNIX_PATH) throw new RangeError(`${controlSocket} is too long for a unix socket path`);
   mkdirSync(dirname(controlSocket), { recursive: true });
   const gateway = options.gateway ?? node.gateway?.name ?? 'gw0';
-  const multicastInterfaces = options.multicastInterfaces ?? node.uplinks.map((uplink) => uplink.name);
+  // Without kernel routing the daemon must route nothing: it would exit 69 at start.
+  const multicastInterfaces = options.multicastInterfaces ?? (NO_IPV4_ROUTING === undefined ? node.uplinks.map((uplink) => uplink.name) : []);
   const args = [
     'daemon',
     '--bridge',

@@ -316,7 +316,7 @@ describe('daemon loop: the switch', () => {
 describe('daemon loop: restarts', () => {
   const REPORTED_V2 = { mode: 'exclude' as const, sources: [], compatibility: 2 as const };
   const savedState = (members: Array<{ portName: string; pod?: string; host: HostAddress }>, savedAt: number): SavedState => ({
-    version: 1,
+    version: 2,
     savedAt,
     bridge: 'br-test',
     groups: [{ group: GROUP, members: members.map((member) => ({ ...member, ...REPORTED_V2, lastReportAt: savedAt - 5_000 })) }],

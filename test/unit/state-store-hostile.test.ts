@@ -49,7 +49,7 @@ async function victim(): Promise<string> {
 
 function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
   return {
-    version: 1,
+    version: 2,
     savedAt,
     bridge: 'br-int',
     groups: [

@@ -4,7 +4,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseSavedState, StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
+import { parseSavedState, STATE_FORMAT, StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
+import { VERSION } from '../../src/version.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { type GroupAddress, groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
@@ -20,7 +21,7 @@ const freshDir = () => join(root, `s${++counter}`, 'state');
 
 function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
   return {
-    version: 1,
+    version: 2,
     savedAt,
     bridge: 'br-int',
     groups: [
@@ -124,7 +125,10 @@ describe('StateStore', () => {
 
   // biome-ignore lint/suspicious/noExplicitAny: each case breaks one nested field of a parsed JSON document
   const invalid: Array<[string, (state: Record<string, any>) => void, RegExp]> = [
-    ['a wrong version', (state) => (state.version = 2), /version 2 is not 1/],
+    ['a version of 0', (state) => (state.version = 0), /version 0 is not a format from 1 to 2/],
+    ['a version that is not a number', (state) => (state.version = '2'), /version "2" is not a format from 1 to 2/],
+    ['a fractional version', (state) => (state.version = 2.5), /version 2\.5 is not a format/],
+    ['an empty writtenBy', (state) => (state.writtenBy = ''), /writtenBy is not a non-empty string/],
     ['a missing bridge', (state) => delete state.bridge, /bridge/],
     ['a unicast group', (state) => (state.groups[0].group = '10.0.0.1'), /groups\[0\]\.group "10\.0\.0\.1" is not an IPv4 multicast address/],
     ['a group given twice', (state) => (state.groups[1].group = '239.1.2.3'), /appears twice/],
@@ -153,6 +157,56 @@ describe('StateStore', () => {
       assert.match((await readdir(dir)).join(), /^state\.json\.corrupt-\d+$/);
     });
   }
+
+  it('reads a format 1 file (an earlier release) as the current format, and saves format 2 naming this release', async () => {
+    const dir = freshDir();
+    await mkdir(dir, { recursive: true });
+    const { version: _current, ...rest } = sample();
+    await writeFile(join(dir, 'state.json'), JSON.stringify({ ...rest, version: 1 }));
+    const store = await StateStore.prepare({ dir });
+    const loaded = await store.load();
+    assert.deepEqual(loaded, { state: sample() });
+    await store.save({ ...sample(), writtenBy: VERSION });
+    const written = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as Record<string, unknown>;
+    assert.equal(written.version, STATE_FORMAT);
+    assert.equal(written.writtenBy, VERSION);
+    assert.deepEqual(await store.load(), { state: { ...sample(), writtenBy: VERSION } });
+  });
+
+  it("a file of a newer format is refused at prepare() and at load() (exit 64, 'bad-file'), left where it is", async () => {
+    const dir = freshDir();
+    await mkdir(dir, { recursive: true });
+    const newer = JSON.stringify({ ...sample(), version: STATE_FORMAT + 1, writtenBy: '9.0.0', somethingNew: [1] });
+    await writeFile(join(dir, 'state.json'), newer);
+    const refused = (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.equal(error.code, 'bad-file');
+      assert.equal(error.exitCode, 64);
+      assert.match(
+        error.message,
+        new RegExp(
+          `state\\.json" is of format ${STATE_FORMAT + 1} \\(written by mcastctl 9\\.0\\.0\\), newer than this mcastctl \\S+ reads \\(formats 1 to ${STATE_FORMAT}\\)`,
+        ),
+      );
+      assert.match(error.hint ?? '', /run the mcastctl release that wrote it, or move the file away/);
+      return true;
+    };
+    await assert.rejects(StateStore.prepare({ dir }), refused);
+    await assert.rejects(new StateStore({ dir }).load(), refused);
+    assert.deepEqual(await readdir(dir), ['state.json']);
+    assert.equal(await readFile(join(dir, 'state.json'), 'utf8'), newer, 'untouched');
+  });
+
+  it('a newer format whose writtenBy is not a plain version names no release', async () => {
+    const dir = freshDir();
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'state.json'), JSON.stringify({ version: 99, writtenBy: '\u001b[31mevil' }));
+    await assert.rejects(new StateStore({ dir }).load(), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.match(error.message, /is of format 99, newer than/);
+      return true;
+    });
+  });
 
   it('ignores fields it does not know (a later release may add some)', async () => {
     const dir = freshDir();

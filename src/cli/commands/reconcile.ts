@@ -19,7 +19,7 @@ import { checkRoute, installRoute, NO_ROUTER_WARNING, uninstallRoute } from '../
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
-import { ExitCode, isSystemError, McastError, UnavailableError, UsageError } from '../../errors.js';
+import { ExitCode, McastError, UnavailableError, UsageError } from '../../errors.js';
 import type { OpenFlowError } from '../../protocol/openflow/errors.js';
 import { type ForwardingCacheRow, MULTICAST_ROUTING, type RoutingInterfaceRow } from '../../transport/multicast-routing.js';
 import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
@@ -271,18 +271,9 @@ async function readKernelRoutes(declaredFamilies: ReadonlySet<AddressFamily>): P
     try {
       tables = await Promise.all([kernel.readInterfaces(), kernel.readRoutes()]);
     } catch (error) {
-      if (!isSystemError(error) || error.code !== 'ENOENT') throw error;
-      if (declaredFamilies.has(family)) {
-        const which = family === 'ipv4' ? '' : 'IPv6 ';
-        throw new McastError(
-          'io',
-          `the kernel has no ${which}multicast routing (no ${kernel.interfaceTable}): the declared routes cannot be made`,
-          ExitCode.Failure,
-          {
-            hint: `a kernel with ${family === 'ipv4' ? 'CONFIG_IP_MROUTE' : 'CONFIG_IPV6_MROUTE'} is needed for routes`,
-          },
-        );
-      }
+      if (!(error instanceof McastError) || error.code !== 'no-multicast-routing') throw error;
+      // Routes declared for a family the kernel cannot route: the error says which and why.
+      if (declaredFamilies.has(family)) throw error;
       continue;
     }
     const [interfaces, rows] = tables;

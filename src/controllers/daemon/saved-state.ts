@@ -8,7 +8,8 @@ import { ANY_SOURCE, type SourceFilter } from '../../domain/membership/source-fi
 import type { SourcePorts } from '../../domain/pipeline/source-split.js';
 import { UNKNOWN_HOST, type GroupSnapshot, type MembershipTable, type RestoredMember } from '../../domain/membership/membership-table.js';
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
-import type { SavedMember, SavedState } from './state-store.js';
+import { type SavedMember, type SavedState, STATE_FORMAT } from './state-store.js';
+import { VERSION } from '../../version.js';
 import type { DaemonConfig } from './config.js';
 import type { ControllerLogger, ControllerStateStore, DaemonClock } from './ports.js';
 
@@ -32,7 +33,8 @@ export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): 
   // Monotonic milliseconds of the table's clock as epoch milliseconds.
   const wall = (mono: number): number => Math.round(wallNow - (monoNow - mono));
   return {
-    version: 1,
+    version: STATE_FORMAT,
+    writtenBy: VERSION,
     savedAt: wallNow,
     bridge,
     groups: groups.map((group) => ({

@@ -15,17 +15,23 @@
  * one and without blocking, and `StateStore.prepare()` (called at start, before the
  * daemon connects to anything) refuses a directory that anyone but the daemon's user
  * could change, and a state.json that is not a regular file.
+ *
+ * The file's format is versioned (`version`): this release writes STATE_FORMAT and reads
+ * every format from OLDEST_STATE_FORMAT up, so that an upgrade keeps what was learned. A
+ * file of a newer format (a downgrade) is refused, not moved aside: it holds a newer
+ * release's state that this one cannot read, and a later upgrade back would want it.
  */
 import { constants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ExitCode, isSystemError, McastError, quoteInput } from '../../errors.js';
+import { ExitCode, isSystemError, McastError, quoteInput, UsageError } from '../../errors.js';
 import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-directory.js';
 
 export { STATE_FILE } from './state-directory.js';
 import { FileRefusedError, readRegularFile, showBytes } from '../../runtime/regular-file.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
+import { VERSION } from '../../version.js';
 import { type GroupAddress, type HostAddress, parseGroupAddress, parseHostAddress, parseSourceAddress, type SourceAddress } from '../../wire/ip-address.js';
 
 export interface SavedMember {
@@ -62,8 +68,15 @@ export interface SavedGroup {
   members: SavedMember[];
 }
 
+/** The format this release writes. 2: `writtenBy` was added. */
+export const STATE_FORMAT = 2;
+/** The oldest format this release reads. */
+export const OLDEST_STATE_FORMAT = 1;
+
 export interface SavedState {
-  version: 1;
+  version: typeof STATE_FORMAT;
+  /** The mcastctl release that wrote the file (absent from format 1). */
+  writtenBy?: string;
   /** Epoch milliseconds. */
   savedAt: number;
   bridge: string;
@@ -109,7 +122,24 @@ export class StateStore {
    */
   static async prepare(options: StateStoreOptions): Promise<StateStore> {
     await checkStateDirectory(options.dir);
-    return new StateStore(options);
+    const store = new StateStore(options);
+    await store.refuseNewerFormat();
+    return store;
+  }
+
+  /**
+   * Throws a UsageError 'bad-file' (exit 64) when state.json is of a format newer than this
+   * release reads. Anything else wrong with the file is load()'s to handle.
+   */
+  private async refuseNewerFormat(): Promise<void> {
+    let root: unknown;
+    try {
+      root = JSON.parse(await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true }));
+    } catch {
+      return;
+    }
+    const format = (root as { version?: unknown } | null)?.version;
+    if (typeof format === 'number') checkFormat(format, root, this.file);
   }
 
   /**
@@ -144,8 +174,16 @@ export class StateStore {
       return {}; // or a file came after the open: someone else writes here; not read this time
     }
     await this.removeLeftovers();
+    let root: unknown;
     try {
-      return { state: parseSavedState(JSON.parse(text)) };
+      root = JSON.parse(text);
+    } catch (error) {
+      return this.moveAside(error instanceof Error ? error.message : String(error));
+    }
+    const format = (root as { version?: unknown } | null)?.version;
+    if (typeof format === 'number') checkFormat(format, root, this.file);
+    try {
+      return { state: parseSavedState(root) };
     } catch (error) {
       return this.moveAside(error instanceof Error ? error.message : String(error));
     }
@@ -276,10 +314,29 @@ function hintFor(code: string): string {
   return 'check --state-dir';
 }
 
-/** Checks every field; throws an Error naming the first bad one. Returns a copy with only the known fields. */
+/** A state file of a format newer than this release reads: refused with exit 64, the file left where it is. */
+function checkFormat(format: number, root: unknown, file: string): void {
+  if (!Number.isInteger(format) || format <= STATE_FORMAT) return;
+  const writer = (root as { writtenBy?: unknown }).writtenBy;
+  const by = typeof writer === 'string' && /^[\w.+-]{1,64}$/.test(writer) ? ` (written by mcastctl ${writer})` : '';
+  throw new UsageError(
+    `the daemon state ${quoteInput(file)} is of format ${format}${by}, newer than this mcastctl ${VERSION} reads (formats ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT})`,
+    {
+      code: 'bad-file',
+      hint: 'run the mcastctl release that wrote it, or move the file away to start with no learned memberships',
+    },
+  );
+}
+
+/**
+ * Checks every field; throws an Error naming the first bad one. Returns a copy with only
+ * the known fields, in the current format (a format 1 file has every field format 2 needs).
+ */
 export function parseSavedState(value: unknown): SavedState {
   const root = object(value, 'the file');
-  if (root.version !== 1) throw new Error(`version ${JSON.stringify(root.version)} is not 1`);
+  if (!Number.isInteger(root.version) || (root.version as number) < OLDEST_STATE_FORMAT || (root.version as number) > STATE_FORMAT)
+    throw new Error(`version ${JSON.stringify(root.version)} is not a format from ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT}`);
+  if (root.writtenBy !== undefined && (typeof root.writtenBy !== 'string' || root.writtenBy === '')) throw new Error('writtenBy is not a non-empty string');
   const savedAt = epochMs(root.savedAt, 'savedAt');
   if (typeof root.bridge !== 'string' || root.bridge === '') throw new Error('bridge is not a non-empty string');
   if (!Array.isArray(root.groups)) throw new Error('groups is not an array');
@@ -294,7 +351,7 @@ export function parseSavedState(value: unknown): SavedState {
     if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
     return { group: address, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
   });
-  return { version: 1, savedAt, bridge: root.bridge, groups };
+  return { version: STATE_FORMAT, ...(root.writtenBy === undefined ? {} : { writtenBy: root.writtenBy as string }), savedAt, bridge: root.bridge, groups };
 }
 
 function parseMember(value: unknown, where: string): SavedMember {

@@ -10,7 +10,7 @@
  * Anything that fails undoes what was done and throws.
  */
 import { hostname } from 'node:os';
-import { type McastError, UsageError } from '../../errors.js';
+import { McastError, UsageError } from '../../errors.js';
 import { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
 import { BridgeLock } from '../../adapters/ovs/bridge-lock.js';
@@ -248,5 +248,6 @@ class RouterRelay implements RouterPort {
 
 /** The kernel refused the family itself (no IPv6, or no IPv6 multicast routing), not our use of it. */
 function kernelLacksFamily(error: unknown): boolean {
+  if (error instanceof McastError && error.code === 'no-multicast-routing') return true;
   return error instanceof MrouteError && ['EAFNOSUPPORT', 'ENOPROTOOPT', 'EOPNOTSUPP'].includes(error.errno ?? '');
 }
