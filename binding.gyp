@@ -1,20 +1,19 @@
 {
-  # Native addons. packet_socket: live packet capture (AF_PACKET). Linux only: the project
-  # runs on Open vSwitch nodes, and AF_PACKET, PACKET_STATISTICS and SO_TIMESTAMPNS are
-  # Linux APIs. memory_trim: the C heap's free memory back to the system (malloc_trim).
+  # mcastctl's one native addon, `mcastctl_native` (native/addon.c puts its parts
+  # together): packet_socket.c, live packet capture (AF_PACKET); raw_socket.c, the raw IP
+  # sockets of kernel multicast routing; memory_trim.c, the C heap's free memory back to
+  # the system (malloc_trim). Linux only: the project runs on Open vSwitch nodes, and
+  # AF_PACKET, PACKET_STATISTICS, SO_TIMESTAMPNS and the MRT options are Linux APIs.
+  # `npm run build` makes the prebuilt copy the package ships (prebuilds/, prebuildify);
+  # the package's install script builds this file only where no prebuilt copy fits.
   "targets": [
     {
-      "target_name": "packet_socket",
-      "sources": ["native/packet_socket.c"],
+      "target_name": "mcastctl_native",
+      "sources": ["native/addon.c", "native/node_errors.c", "native/packet_socket.c", "native/raw_socket.c", "native/memory_trim.c"],
       # N-API (node_api.h) at a fixed version: the addon is ABI-stable across Node releases.
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
-      "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
-    },
-    {
-      "target_name": "memory_trim",
-      "sources": ["native/memory_trim.c"],
-      "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
-      "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+      # Hidden: only the module's registration is the addon's interface to Node.
+      "cflags_c": ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"]
     }
   ]
 }

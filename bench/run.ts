@@ -2,11 +2,13 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel, sources).
+ * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel, sources, fleet).
  */
 import { spawnSync } from 'node:child_process';
 import { benchDaemon, daemonOptionsFromEnv, daemonReport } from './daemon.js';
 import { benchDecode } from './decode.js';
+import { fleetReport } from '../test/lab/churn.js';
+import { benchFleet, fleetOptionsFromEnv } from './fleet.js';
 import { benchFlood, floodOptionsFromEnv, floodReport } from './flood.js';
 import { benchInstall } from './install.js';
 import { benchLogger } from './logger.js';
@@ -17,7 +19,7 @@ import { benchSources, sourcesOptionsFromEnv, sourcesReport } from './sources.js
 import { benchTunnel, tunnelOptionsFromEnv, tunnelReport } from './tunnel.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel', 'sources'];
+const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel', 'sources', 'fleet'];
 const only = process.argv.slice(2);
 for (const name of only) {
   if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
@@ -105,4 +107,13 @@ if (selected('sources')) {
       ' many sources (BENCH_SOURCES_JOINS, BENCH_SOURCES_PODS, BENCH_SOURCES_GROUPS, BENCH_SOURCES_SOURCES: see bench/sources.ts)',
   );
   for (const line of sourcesReport(await benchSources(sourcesOptionsFromEnv()))) console.log(line);
+}
+
+if (selected('fleet')) {
+  console.log(
+    '\nmcastctl daemon in tunnel mode on a fleet of lab nodes under membership churn: convergence, changes/s, sync latency, the final' +
+      ' check (missing, stray, delivery), memory and CPU (about 4 min; BENCH_FLEET_NODES, BENCH_FLEET_PODS, BENCH_FLEET_S, BENCH_FLEET_CHANGES,' +
+      ' BENCH_FLEET_POD_CHANGES, BENCH_FLEET_GROUPS_PER_POD, BENCH_FLEET_DELIVERY_GROUPS, BENCH_FLEET_QUIET_S, BENCH_FLEET_SEED: see bench/fleet.ts)',
+  );
+  for (const line of fleetReport(await benchFleet(fleetOptionsFromEnv()))) console.log(line);
 }

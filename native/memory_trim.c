@@ -1,5 +1,5 @@
 /*
- * memory_trim: gives the C heap's free memory back to the system.
+ * memory_trim: gives the C heap's free memory back to the system (`memoryTrim` of the addon).
  *
  * glibc's malloc keeps what a program frees in its arenas (one per thread that ever
  * allocated, up to eight per core) for the next allocation; only memory at the top of an
@@ -8,6 +8,8 @@
  * resident memory returns near what it was before. Without glibc there is nothing to do.
  */
 #include <node_api.h>
+
+#include "addon.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -45,8 +47,9 @@ static napi_value js_limit_arenas(napi_env env, napi_callback_info info) {
   return result;
 }
 
-NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
-  napi_value trim_fn, limit_fn;
+napi_value memory_trim_exports(napi_env env) {
+  napi_value exports, trim_fn, limit_fn;
+  if (napi_create_object(env, &exports) != napi_ok) return NULL;
   if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, js_trim, NULL, &trim_fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "trim", trim_fn) != napi_ok) return NULL;
   if (napi_create_function(env, "limitArenas", NAPI_AUTO_LENGTH, js_limit_arenas, NULL, &limit_fn) != napi_ok) return NULL;

@@ -5,7 +5,7 @@
  * joined, but `mcastctl snoop` must see every IGMP message crossing the interface, as
  * `tcpdump -i IF igmp` does. A packet socket sees every frame (in and out) of the device.
  *
- * JS surface (wrapped and typed by src/capture/packet-socket.ts):
+ * JS surface, `packetSocket` of the addon (wrapped and typed by src/transport/packet-socket.ts):
  *
  *   open(ifname, { promiscuous, snaplen, receiveBufferBytes, filter }) -> socket
  *       filter: [[code, jt, jf, k], ...] (classic BPF), or a function called with the
@@ -34,6 +34,9 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "addon.h"
+#include "node_errors.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/filter.h>
@@ -58,90 +61,6 @@
 #define FRAMES_PER_WAKEUP 64
 /* BPF_MAXINSNS from linux/bpf_common.h: the kernel refuses longer classic programs. */
 #define MAX_FILTER_INSTRUCTIONS 4096u
-
-/* ------------------------------------------------------------------------------------ */
-/* Errors                                                                               */
-/* ------------------------------------------------------------------------------------ */
-
-/*
- * Makes sure a JS exception is pending after a failed N-API call: the call may have left
- * one (a getter threw), otherwise an Error describing the failure is thrown.
- */
-static void throw_napi_failure(napi_env env, const char *call) {
-  const napi_extended_error_info *info = NULL;
-  char message[256];
-  /* Read the error info before any other N-API call overwrites it. */
-  const char *detail = (napi_get_last_error_info(env, &info) == napi_ok && info != NULL &&
-                        info->error_message != NULL)
-                           ? info->error_message
-                           : "unknown error";
-  snprintf(message, sizeof message, "packet_socket: %s failed: %s", call, detail);
-
-  bool pending = false;
-  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return;
-  napi_throw_error(env, "ERR_NAPI_CALL_FAILED", message);
-}
-
-/* Evaluates an N-API call; on failure leaves an exception pending and returns NULL. */
-#define NAPI_CALL(env, call)                                                              \
-  do {                                                                                    \
-    if ((call) != napi_ok) {                                                              \
-      throw_napi_failure((env), #call);                                                   \
-      return NULL;                                                                        \
-    }                                                                                     \
-  } while (0)
-
-/*
- * Builds an Error like Node's system errors: "EPERM: Operation not permitted, socket 'eth0'"
- * with code, errno and syscall properties. Returns NULL (exception pending) on failure.
- */
-static napi_value make_system_error(napi_env env, int err, const char *syscall,
-                                    const char *ifname) {
-  char fallback[16];
-  const char *name = strerrorname_np(err); /* glibc >= 2.32 */
-  if (name == NULL) {
-    snprintf(fallback, sizeof fallback, "E%d", err);
-    name = fallback;
-  }
-  char message[256];
-  snprintf(message, sizeof message, "%s: %s, %s '%s'", name, strerror(err), syscall, ifname);
-
-  napi_value code, text, error, errno_value, syscall_value;
-  NAPI_CALL(env, napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code));
-  NAPI_CALL(env, napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &text));
-  NAPI_CALL(env, napi_create_error(env, code, text, &error));
-  NAPI_CALL(env, napi_create_int32(env, -err, &errno_value));
-  NAPI_CALL(env, napi_set_named_property(env, error, "errno", errno_value));
-  NAPI_CALL(env, napi_create_string_utf8(env, syscall, NAPI_AUTO_LENGTH, &syscall_value));
-  NAPI_CALL(env, napi_set_named_property(env, error, "syscall", syscall_value));
-  return error;
-}
-
-static void throw_system_error(napi_env env, int err, const char *syscall, const char *ifname) {
-  napi_value error = make_system_error(env, err, syscall, ifname);
-  if (error != NULL) napi_throw(env, error); /* else an exception is already pending */
-}
-
-/*
- * Inside a libuv callback there is no JS caller to throw to. Report whatever went wrong as
- * an uncaught exception ('uncaughtException', or the process dies with the stack trace),
- * as Node does for exceptions thrown by its own I/O callbacks. Never swallow it: a pending
- * exception left behind would resurface at some unrelated later N-API call.
- *
- * Returns false if even that is impossible: the environment is shutting down (a Worker
- * being terminated cannot run JS any more). The caller then stops calling into JS.
- */
-static bool raise_uncaught(napi_env env, const char *what) {
-  bool pending = false;
-  napi_value exception = NULL;
-  if (napi_is_exception_pending(env, &pending) != napi_ok || !pending) {
-    /* An N-API call failed without a JS exception: turn it into one first. */
-    throw_napi_failure(env, what);
-  }
-  if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == NULL)
-    return false;
-  return napi_fatal_exception(env, exception) == napi_ok;
-}
 
 /* ------------------------------------------------------------------------------------ */
 /* The capture object                                                                   */
@@ -1029,8 +948,9 @@ fail:
   return NULL;
 }
 
-NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
-  napi_value open_fn;
+napi_value packet_socket_exports(napi_env env) {
+  napi_value exports, open_fn;
+  NAPI_CALL(env, napi_create_object(env, &exports));
   NAPI_CALL(env, napi_create_function(env, "open", NAPI_AUTO_LENGTH, js_open, NULL, &open_fn));
   NAPI_CALL(env, napi_set_named_property(env, exports, "open", open_fn));
   return exports;

@@ -10,6 +10,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 declare -A package_of=(
   [ip]=iproute2 [tcpdump]=tcpdump [tshark]=tshark [ethtool]=ethtool [python3]=python3
   [make]=make [g++]=g++ [setpriv]=util-linux [bridge]=iproute2 [nft]=nftables [curl]=curl
+  [man]=man-db [strip]=binutils
   [ovs-vswitchd]=openvswitch-switch [ovsdb-server]=openvswitch-switch [ovs-vsctl]=openvswitch-switch
   [ovs-ofctl]=openvswitch-common [ovsdb-tool]=openvswitch-common
 )
@@ -41,18 +42,12 @@ if [ "$node_major" -lt 20 ]; then
   say "Node.js $(node --version) is too old: mcastctl needs Node.js 20 or newer"; exit 1
 fi
 
-# npm ci builds the native capture addon (node-gyp) through the package's install script.
+# npm ci builds the native addon (node-gyp) through the package's install script, unless a
+# prebuilt copy of an earlier build fits.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 # Built only when something it is built from changed since the last build (the CI runs
 # this script, then the test command runs it again).
-stamp=dist/.built
-if [ ! -f "$stamp" ] || [ -n "$(find src native binding.gyp package.json package-lock.json tsconfig.json tsconfig.build.json -newer "$stamp" -print -quit)" ]; then
-  say "building"
-  npm run --silent build
-  touch "$stamp"
-else
-  say "built already (nothing changed since $stamp)"
-fi
+scripts/build.sh

@@ -8,6 +8,7 @@ import { registerCompletion } from './commands/completion.js';
 import { registerDaemon } from './commands/daemon.js';
 import { registerGroups } from './commands/groups.js';
 import { registerInstall } from './commands/install.js';
+import { registerInstallService } from './commands/install-service.js';
 import { registerQuery } from './commands/query.js';
 import { registerReconcile } from './commands/reconcile.js';
 import { registerRoutes } from './commands/routes.js';
@@ -52,6 +53,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerStatus(program);
   registerGroups(program);
   registerTrace(program);
+  registerInstallService(program);
   registerCompletion(program);
   return program;
 }

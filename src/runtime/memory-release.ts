@@ -12,10 +12,10 @@
  * and fetching `gc` from a fresh context is the one way without a command-line flag (the
  * daemon refuses NODE_OPTIONS, and its unit file starts it without flags).
  */
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+
+import { nativePart } from './native-addon.js';
 
 let collect: (() => void) | undefined;
 interface MemoryTrimAddon {
@@ -25,13 +25,11 @@ interface MemoryTrimAddon {
 
 let addon: MemoryTrimAddon | null | undefined;
 
-/** The addon (native/memory_trim.c), or null in a tree built without it: then memory stays as it is, which is no failure. */
+/** The addon's part (native/memory_trim.c), or null in a tree built without it: then memory stays as it is, which is no failure. */
 function memoryTrim(): MemoryTrimAddon | null {
   if (addon === undefined) {
-    // Two levels below the project root, as src/runtime/*.ts (tsx) and dist/runtime/*.js.
-    const path = fileURLToPath(new URL('../../build/Release/memory_trim.node', import.meta.url));
     try {
-      addon = createRequire(import.meta.url)(path) as MemoryTrimAddon;
+      addon = nativePart<MemoryTrimAddon>('memoryTrim');
     } catch {
       addon = null;
     }

@@ -6,9 +6,8 @@
  * while another holds it. Closing the socket (or MRT_DONE) makes the kernel drop every VIF
  * and MFC entry it added.
  *
- * The socket comes from raw-socket (a native addon; CommonJS, so it is loaded with
- * createRequire on first use). It has setsockopt but no ioctl: per-(S,G) and per-VIF
- * counters come from /proc (see proc.ts).
+ * The socket is the project's own raw socket (raw-socket.ts, on the native addon). It
+ * offers setsockopt but no ioctl: per-(S,G) and per-VIF counters come from /proc (see proc.ts).
  *
  * Every failure leaves as the project's typed errors:
  * - PermissionError (exit 77): EPERM/EACCES — a raw socket needs CAP_NET_RAW, the MRT_*
@@ -21,7 +20,6 @@
  * - McastError 'io' (exit 1): any other errno, with its name and a hint where one helps.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 
 import { McastError, UnavailableError, UsageError, isSystemError, quoteInput } from '../errors.js';
 import { checkAddress, checkTtl, checkVif } from '../protocol/mroute/arguments.js';
@@ -51,34 +49,7 @@ import { kernelVifWidth, parseUpcall, type Upcall, type VifWidth } from '../prot
 import * as ipMreqn from '../protocol/mroute/ip-mreqn.js';
 import * as mfcctl from '../protocol/mroute/mfcctl.js';
 import * as vifctl from '../protocol/mroute/vifctl.js';
-
-/** The part of raw-socket's API used here (and by the mroute6 socket). */
-export interface RawSocket {
-  setOption(level: number, option: number, value: Buffer, length: number): void;
-  setOption(level: number, option: number, value: number): void;
-  on(event: 'message', listener: (buffer: Buffer, source: string) => void): this;
-  on(event: 'error', listener: (error: Error) => void): this;
-  close(): this;
-}
-export interface RawSocketModule {
-  createSocket(options: { protocol: number; addressFamily?: number; bufferSize?: number }): RawSocket;
-  AddressFamily: { IPv4: number; IPv6: number };
-}
-
-let rawSocketModule: RawSocketModule | undefined;
-
-export function loadRawSocket(): RawSocketModule {
-  if (rawSocketModule !== undefined) return rawSocketModule;
-  try {
-    rawSocketModule = createRequire(import.meta.url)('raw-socket') as RawSocketModule;
-  } catch (error) {
-    throw new McastError('internal', `cannot load raw-socket: ${(error as Error).message}`, undefined, {
-      hint: 'its native part is built at install: `npm rebuild raw-socket` (needs a C++ compiler, make and python3)',
-      cause: error,
-    });
-  }
-  return rawSocketModule;
-}
+import { openRawSocket, type RawSocket } from './raw-socket.js';
 
 export interface MrouteOpenOptions {
   /**
@@ -158,26 +129,27 @@ export class MrouteSocket {
   private constructor(socket: RawSocket, vifWidth: VifWidth) {
     this.#socket = socket;
     this.vifWidth = vifWidth;
-    socket.on('message', (buffer) => {
-      const upcall = parseUpcall(buffer, this.vifWidth);
-      if (upcall === undefined) return; // real IGMP: not ours to handle here
-      for (const listener of this.#upcallListeners) listener(upcall);
-    });
-    socket.on('error', (error) => {
-      // raw-socket closes the socket after an error.
-      this.#closed = true;
-      const typed = mrouteError('the multicast routing socket failed', error);
-      if (this.#errorListeners.size === 0) throw typed;
-      for (const listener of this.#errorListeners) listener(typed);
-    });
+    socket.listen(
+      (buffer) => {
+        const upcall = parseUpcall(buffer, this.vifWidth);
+        if (upcall === undefined) return; // real IGMP: not ours to handle here
+        for (const listener of this.#upcallListeners) listener(upcall);
+      },
+      (error) => {
+        // The socket is closed after a receive error.
+        this.#closed = true;
+        const typed = mrouteError('the multicast routing socket failed', error);
+        if (this.#errorListeners.size === 0) throw typed;
+        for (const listener of this.#errorListeners) listener(typed);
+      },
+    );
   }
 
   /** Opens a raw IGMP socket; with `init`, makes it the namespace's multicast router (MRT_INIT). */
   static open(options: MrouteOpenOptions): MrouteSocket {
-    const raw = loadRawSocket();
     let socket: RawSocket;
     try {
-      socket = raw.createSocket({ protocol: IPPROTO_IGMP, addressFamily: raw.AddressFamily.IPv4, bufferSize: 65536 });
+      socket = openRawSocket({ family: 4, protocol: IPPROTO_IGMP });
     } catch (error) {
       throw mrouteError('cannot open a raw IGMP socket', error, {
         EPERM: 'a raw socket needs CAP_NET_RAW, multicast routing CAP_NET_ADMIN: run as root',
@@ -214,8 +186,7 @@ export class MrouteSocket {
   #set(what: string, option: number, value: Uint8Array | number, hints: Hints = {}): void {
     if (this.#closed) throw new McastError('internal', `${what}: the multicast routing socket is closed`);
     try {
-      if (typeof value === 'number') this.#socket.setOption(IPPROTO_IP, option, value);
-      else this.#socket.setOption(IPPROTO_IP, option, Buffer.from(value.buffer, value.byteOffset, value.byteLength), value.byteLength);
+      this.#socket.setOption(IPPROTO_IP, option, value);
     } catch (error) {
       throw mrouteError(what, error, hints);
     }
@@ -368,7 +339,7 @@ export class MrouteSocket {
 
   /**
    * Closes the socket (for an initialised one, the kernel does MRT_DONE: its VIFs and MFC
-   * entries go). Until then the socket keeps the event loop alive (raw-socket polls it). Idempotent.
+   * entries go). Until then the socket keeps the event loop alive (it is polled). Idempotent.
    */
   close(): void {
     if (this.#closed) return;

@@ -7,8 +7,8 @@
  * socket per namespace (per table): MRT6_INIT fails with EADDRINUSE while another holds it.
  * Closing the socket (or MRT6_DONE) makes the kernel drop every MIF and MFC entry it added.
  *
- * The socket comes from raw-socket, as the IPv4 one does: it opens AF_INET6 raw sockets of
- * any protocol and passes setsockopt through at any level, which is all MRT6_* needs.
+ * The socket is the project's own raw socket (raw-socket.ts), as the IPv4 one's: an AF_INET6
+ * raw socket whose setsockopt goes through at any level, which is all MRT6_* needs.
  *
  * The socket blocks every ICMPv6 type (ICMP6_FILTER): the kernel queues upcalls on it
  * directly, past that filter, so what arrives is only upcalls, not the namespace's MLD and
@@ -46,7 +46,7 @@ import { groupFilter6, groupSourceReq6, ipv6Mreq } from '../protocol/mroute6/gro
 import * as mf6cctl from '../protocol/mroute6/mf6cctl.js';
 import * as mif6ctl from '../protocol/mroute6/mif6ctl.js';
 import { parseUpcall6, type Upcall6 } from '../protocol/mroute6/mrt6msg.js';
-import { loadRawSocket, type RawSocket } from './mroute-socket.js';
+import { openRawSocket, type RawSocket } from './raw-socket.js';
 
 export { ifindexOf } from './mroute-socket.js';
 export type { Upcall6 };
@@ -119,26 +119,27 @@ export class Mroute6Socket {
 
   private constructor(socket: RawSocket) {
     this.#socket = socket;
-    socket.on('message', (buffer) => {
-      const upcall = parseUpcall6(buffer);
-      if (upcall === undefined) return; // ICMPv6 that got past the filter: not ours to handle here
-      for (const listener of this.#upcallListeners) listener(upcall);
-    });
-    socket.on('error', (error) => {
-      // raw-socket closes the socket after an error.
-      this.#closed = true;
-      const typed = mroute6Error('the IPv6 multicast routing socket failed', error);
-      if (this.#errorListeners.size === 0) throw typed;
-      for (const listener of this.#errorListeners) listener(typed);
-    });
+    socket.listen(
+      (buffer) => {
+        const upcall = parseUpcall6(buffer);
+        if (upcall === undefined) return; // ICMPv6 that got past the filter: not ours to handle here
+        for (const listener of this.#upcallListeners) listener(upcall);
+      },
+      (error) => {
+        // The socket is closed after a receive error.
+        this.#closed = true;
+        const typed = mroute6Error('the IPv6 multicast routing socket failed', error);
+        if (this.#errorListeners.size === 0) throw typed;
+        for (const listener of this.#errorListeners) listener(typed);
+      },
+    );
   }
 
   /** Opens a raw ICMPv6 socket; with `init`, makes it the namespace's IPv6 multicast router (MRT6_INIT). */
   static open(options: Mroute6OpenOptions): Mroute6Socket {
-    const raw = loadRawSocket();
     let socket: RawSocket;
     try {
-      socket = raw.createSocket({ protocol: IPPROTO_ICMPV6, addressFamily: raw.AddressFamily.IPv6, bufferSize: 65536 });
+      socket = openRawSocket({ family: 6, protocol: IPPROTO_ICMPV6 });
     } catch (error) {
       throw mroute6Error('cannot open a raw ICMPv6 socket', error, {
         EPERM: 'a raw socket needs CAP_NET_RAW, multicast routing CAP_NET_ADMIN: run as root',
@@ -147,8 +148,7 @@ export class Mroute6Socket {
       });
     }
     try {
-      const filter = Buffer.from(ICMP6_FILTER_BLOCK_ALL);
-      socket.setOption(IPPROTO_ICMPV6, ICMPV6_FILTER, filter, filter.length);
+      socket.setOption(IPPROTO_ICMPV6, ICMPV6_FILTER, ICMP6_FILTER_BLOCK_ALL);
     } catch (error) {
       socket.close();
       throw mroute6Error('cannot set the ICMPv6 filter of the multicast routing socket', error);
@@ -183,8 +183,7 @@ export class Mroute6Socket {
   #set(what: string, option: number, value: Uint8Array | number, hints: Hints = {}): void {
     if (this.#closed) throw new McastError('internal', `${what}: the IPv6 multicast routing socket is closed`);
     try {
-      if (typeof value === 'number') this.#socket.setOption(IPPROTO_IPV6, option, value);
-      else this.#socket.setOption(IPPROTO_IPV6, option, Buffer.from(value.buffer, value.byteOffset, value.byteLength), value.byteLength);
+      this.#socket.setOption(IPPROTO_IPV6, option, value);
     } catch (error) {
       throw mroute6Error(what, error, hints);
     }
@@ -314,7 +313,7 @@ export class Mroute6Socket {
 
   /**
    * Closes the socket (for an initialised one, the kernel does MRT6_DONE: its MIFs and MFC
-   * entries go). Until then the socket keeps the event loop alive (raw-socket polls it). Idempotent.
+   * entries go). Until then the socket keeps the event loop alive (it is polled). Idempotent.
    */
   close(): void {
     if (this.#closed) return;

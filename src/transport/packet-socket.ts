@@ -1,6 +1,7 @@
 /**
  * Live capture of the frames crossing one Linux interface, in and out, through an
- * AF_PACKET socket of the native addon (native/packet_socket.c).
+ * AF_PACKET socket of the native addon (native/packet_socket.c, loaded by
+ * src/runtime/native-addon.ts).
  *
  * Why not a raw IPPROTO_IGMP socket: the kernel hands it IGMP only for groups this host
  * has joined, while `snoop` must show every report on the wire, as `tcpdump -i IF igmp`.
@@ -9,14 +10,12 @@
  * PermissionError (exit 77), UsageError 'no-such-interface' (exit 64), McastError 'io'.
  */
 
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-
 import { McastError, PermissionError, UsageError, isSystemError, quoteInput } from '../errors.js';
 import { DEFAULT_SNAPLEN } from '../packet/pcap/format.js';
 import { LinkType } from '../packet/pcap/link-type.js';
 import { ArphrdType, SllPacketType } from '../packet/sll/packet-type.js';
 import type { BpfInstruction, CaptureLinkType } from '../packet/bpf.js';
+import { nativePart } from '../runtime/native-addon.js';
 
 /** One frame as the kernel delivered it. */
 export interface CapturedFrame {
@@ -85,27 +84,6 @@ const LINK_TYPE_OF_HARDWARE = new Map<number, CaptureLinkType>([
   [ArphrdType.NONE, LinkType.RAW], // tun and other devices that carry bare IP
   [ArphrdType.RAWIP, LinkType.RAW], // bare IP too (e.g. some cellular modems)
 ]);
-
-let binding: NativeBinding | undefined;
-
-/**
- * Loads the addon on first use, so that importing this module (for its types, or on a
- * machine without a build) costs nothing. The path is relative to this file, which runs
- * both as src/transport/*.ts (tsx) and dist/transport/*.js: two levels below the project root.
- */
-function loadBinding(): NativeBinding {
-  if (binding !== undefined) return binding;
-  const path = fileURLToPath(new URL('../../build/Release/packet_socket.node', import.meta.url));
-  try {
-    binding = createRequire(import.meta.url)(path) as NativeBinding;
-  } catch (error) {
-    throw new McastError('internal', `cannot load the packet capture addon ${path}: ${(error as Error).message}`, undefined, {
-      hint: 'build it with `npm run build:native` (needs a C compiler, make and python3)',
-      cause: error,
-    });
-  }
-  return binding;
-}
 
 /** Linux accepts up to IFNAMSIZ-1 = 15 bytes, and neither '/' nor whitespace (dev_valid_name). */
 function validateInterfaceName(iface: string): void {
@@ -215,7 +193,7 @@ export class PacketCapture {
   static open(options: PacketCaptureOptions): PacketCapture {
     validateOptions(options);
     const { iface, filter } = options;
-    const native = loadBinding();
+    const native = nativePart<NativeBinding>('packetSocket');
 
     const nativeOptions: NativeOpenOptions = {
       promiscuous: options.promiscuous ?? true,

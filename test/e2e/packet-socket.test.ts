@@ -2,7 +2,7 @@
  * PacketCapture against the real kernel: a veth pair between two network namespaces, real
  * IGMP sent by the kernel when sockets join groups, real UDP/ARP/IPv6 noise around it.
  *
- * Needs root (namespaces, CAP_NET_RAW) and a built addon (`npm run build:native`). The
+ * Needs root (namespaces, CAP_NET_RAW) and the built addon (`npm run build:native`). The
  * root namespace is left alone: captures run in child processes started inside the
  * namespaces with `ip netns exec`. Those children are this same file, run with
  * MCL_PACKET_SOCKET_ROLE set (see `runChild` at the bottom), so their code is typed too.
@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
@@ -25,11 +25,11 @@ import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { LinkType } from '../../src/packet/pcap/link-type.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
 import { type McastError, PermissionError, UsageError } from '../../src/errors.js';
+import { nativePart } from '../../src/runtime/native-addon.js';
 import { PacketCapture, type CapturedFrame } from '../../src/transport/packet-socket.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
-const ADDON = path.join(PROJECT_ROOT, 'build/Release/packet_socket.node');
 
 /** Addresses inside the private namespaces (TEST-NET-1, never routed). */
 const CAPTURE_ADDRESS = '192.0.2.1';
@@ -269,7 +269,11 @@ function spawnChild(prefix: readonly string[], role: string, extra: Record<strin
 // These tests are never skipped: without root or the addon they fail, saying why.
 function assertCanRun(): void {
   if (process.getuid?.() !== 0) throw new Error('the kernel tests need root (network namespaces, CAP_NET_RAW): run them with sudo');
-  if (!existsSync(ADDON)) throw new Error(`the kernel tests need the addon: npm run build:native (${ADDON} is missing)`);
+  try {
+    nativePart('packetSocket');
+  } catch (error) {
+    throw new Error(`the kernel tests need the addon: npm run build:native (${(error as Error).message})`);
+  }
 }
 
 function kernelTests(): void {

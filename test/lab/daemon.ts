@@ -37,6 +37,8 @@ export interface DaemonOptions {
   env?: Record<string, string>;
   /** Words before `node <bin>` (inside the namespace), e.g. a shell that mounts something and execs the rest. */
   wrapper?: string[];
+  /** The mcastctl entry script run (default: this tree's bin/mcastctl.js), e.g. one installed from the package. */
+  bin?: string;
 }
 
 /** One log line of the daemon: its JSON object, or `{ msg: <line> }` for a line that is not one. */
@@ -123,7 +125,7 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
     ...(options.args ?? []),
   ];
   // `ip netns exec` execs the command: the child's pid is node's, so signals reach it.
-  const child = node.spawn([...(options.wrapper ?? []), process.execPath, MCASTCTL_BIN, ...args], {
+  const child = node.spawn([...(options.wrapper ?? []), process.execPath, options.bin ?? MCASTCTL_BIN, ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { NO_COLOR: '1', ...options.env },

@@ -524,6 +524,26 @@ export class Lab {
     return ns;
   }
 
+  /**
+   * Deletes namespace `ns` of this lab before the lab's end (e.g. a pod going away):
+   * kills every process still in it, then deletes it, and with it its interfaces.
+   */
+  async deleteNamespace(ns: string): Promise<void> {
+    this.assertLive();
+    const at = this.namespaces.indexOf(ns);
+    if (at < 0) throw new Error(`namespace ${ns} is not one of lab ${this.prefix}'s`);
+    const { stdout } = await run(['ip', 'netns', 'pids', ns]);
+    for (const pid of stdout.split(/\s+/).filter(Boolean)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await run(['ip', 'netns', 'del', ns]);
+    this.namespaces.splice(at, 1);
+  }
+
   /** A veth pair from `a` to `b`, created inside a's namespace (never in the machine's own), both ends up. */
   async vethPair(a: VethEnd, b: VethEnd): Promise<void> {
     for (const end of [a, b]) {

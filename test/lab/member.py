@@ -13,6 +13,9 @@ Protocol: one command a line on stdin, one answer a line on stdout, in order.
   send-igmp DST HEX [noRA]
                         send HEX (an IGMP message, checksum as given) to DST through a
                         raw IGMP socket, TTL 1, with the Router Alert option unless noRA
+  count G [TAG]         (with --port) read what G's socket has received since the last
+                        count (or the join): answers "ok count G [TAG] N", N the datagrams
+                        read (those whose payload starts with "TAG " only, if given)
   quit                  close every socket (the kernel leaves every group) and exit
 Answers: "ok <command>" or "err <command>: <ERRNO-NAME> <text>". "ready" is printed once
 at start. The process exits when stdin closes, and (through PR_SET_PDEATHSIG) when its
@@ -21,7 +24,10 @@ parent dies.
 One socket per group: a socket may join only net.ipv4.igmp_max_memberships groups (20),
 and source filters are per socket and group.
 
-Usage: member.py --addr LOCAL_IPV4 [--iface NAME]
+With --port P, each group's socket is bound to (G, P), so it receives the datagrams sent
+to G:P (a receiver that changes nothing on the wire: the join is the same).
+
+Usage: member.py --addr LOCAL_IPV4 [--iface NAME] [--port P]
 """
 
 import argparse
@@ -72,9 +78,10 @@ def ipv4(text):
 
 
 class Member:
-    def __init__(self, addr, iface):
+    def __init__(self, addr, iface, port=None):
         self.addr = addr
         self.iface = iface
+        self.port = port
         self.sockets = {}  # group -> socket
         self.sources = {}  # group -> set of included sources (source-specific joins)
         self.joins = {}  # group -> the ip_mreq(n) of its plain join, reused to leave
@@ -86,6 +93,10 @@ class Member:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             # Deliver to this socket only what it joined itself.
             sock.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
+            if self.port is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((group, self.port))
+                sock.setblocking(False)
             self.sockets[group] = sock
         if sock is None:
             raise CommandError(f"ENOENT no socket for group {group} (join it first)")
@@ -168,6 +179,20 @@ class Member:
         self._socket(group, create=False).setsockopt(
             socket.IPPROTO_IP, IP_UNBLOCK_SOURCE, self._mreq_source(group, source))
 
+    def count(self, group, tag=None):
+        if self.port is None:
+            raise CommandError("EINVAL count needs --port")
+        sock = self._socket(group, create=False)
+        prefix = None if tag is None else (tag + " ").encode()
+        n = 0
+        while True:
+            try:
+                data = sock.recv(65535)
+            except BlockingIOError:
+                return str(n)
+            if prefix is None or data.startswith(prefix):
+                n += 1
+
     def send_igmp(self, dst, hex_payload, *flags):
         for flag in flags:
             if flag != "noRA":
@@ -201,6 +226,7 @@ COMMANDS = {
     "block": ("block", 2, 2),
     "unblock": ("unblock", 2, 2),
     "send-igmp": ("send_igmp", 2, 3),
+    "count": ("count", 1, 2),
 }
 
 
@@ -213,6 +239,7 @@ def main():
     parser = argparse.ArgumentParser(description="lab multicast group member")
     parser.add_argument("--addr", required=True, help="this host's IPv4 address")
     parser.add_argument("--iface", help="interface name for plain joins (default: by address)")
+    parser.add_argument("--port", type=int, help="bind each group's socket to this UDP port (for count)")
     args = parser.parse_args()
     try:
         ipv4(args.addr)
@@ -222,7 +249,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # Ctrl-C at a terminal reaches the whole process group: the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    member = Member(args.addr, args.iface)
+    member = Member(args.addr, args.iface, args.port)
     answer("ready")
     try:
         for line in sys.stdin:
@@ -241,8 +268,8 @@ def main():
                 method, least, most = spec
                 if not least <= len(words) - 1 <= most:
                     raise CommandError(f"EINVAL {words[0]} takes {least}..{most} arguments")
-                getattr(member, method)(*words[1:])
-                answer(f"ok {command}")
+                result = getattr(member, method)(*words[1:])
+                answer(f"ok {command}" if result is None else f"ok {command} {result}")
             except CommandError as e:
                 answer(f"err {command}: {e}")
             except OSError as e:

@@ -25,13 +25,19 @@ export class MemberError extends Error {
 
 interface Pending {
   command: string;
-  resolve: () => void;
+  /** With the answer's line. */
+  resolve: (line: string) => void;
   reject: (error: Error) => void;
 }
+
+/** What member.py needs of the host it runs in: a lab host, or an OVS pod. */
+export type MemberHost = Pick<Host, 'name' | 'ns' | 'iface' | 'address'>;
 
 export interface MemberOptions {
   /** Interface for plain joins (default: the host's interface). */
   iface?: string;
+  /** Bind each group's socket to this UDP port, so that it receives the group's datagrams to it (count() tells how many). */
+  port?: number;
   /** Called with each command as it is sent (e.g. to narrate a demo). */
   onCommand?: (command: string) => void;
 }
@@ -42,18 +48,19 @@ export class Member {
   private stderr = '';
 
   private constructor(
-    readonly host: Host,
+    readonly host: MemberHost,
     private readonly child: ChildProcess,
     private readonly options: MemberOptions,
   ) {}
 
   /** Starts member.py in `host`'s namespace and waits for it to be ready. */
-  static async start(lab: Lab, host: Host, options: MemberOptions = {}): Promise<Member> {
-    const argv = ['python3', '-u', MEMBER_PY, '--addr', host.address, '--iface', options.iface ?? host.iface];
+  static async start(lab: Lab, host: MemberHost, options: MemberOptions = {}): Promise<Member> {
+    const port = options.port === undefined ? [] : ['--port', String(options.port)];
+    const argv = ['python3', '-u', MEMBER_PY, '--addr', host.address, '--iface', options.iface ?? host.iface, ...port];
     const child = lab.spawn(host.ns, argv);
     const member = new Member(host, child, options);
     const ready = new Promise<void>((resolve, reject) => {
-      member.pending.push({ command: 'start', resolve, reject });
+      member.pending.push({ command: 'start', resolve: () => resolve(), reject });
     });
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
@@ -74,7 +81,7 @@ export class Member {
     const waiting = this.pending.shift();
     if (!waiting) return;
     if (line === 'ready' || line.startsWith('ok ')) {
-      waiting.resolve();
+      waiting.resolve(line);
       return;
     }
     const match = /^err (.*?): (\S+) ?(.*)$/.exec(line);
@@ -86,14 +93,19 @@ export class Member {
     for (const waiting of this.pending.splice(0)) waiting.reject(error);
   }
 
-  private send(...words: string[]): Promise<void> {
+  private async send(...words: string[]): Promise<void> {
+    await this.ask(...words);
+  }
+
+  /** Sends one command; resolves with member.py's answer line. */
+  private ask(...words: string[]): Promise<string> {
     const command = words.join(' ');
     if (this.closed) return Promise.reject(this.closed);
     if (words.some((word) => !/^[\w.:-]+$/.test(word))) {
       return Promise.reject(new RangeError(`bad member command ${JSON.stringify(command)}`));
     }
     this.options.onCommand?.(command);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       this.pending.push({ command, resolve, reject });
       this.child.stdin!.write(`${command}\n`);
     });
@@ -137,6 +149,17 @@ export class Member {
   sendIgmp(dst: string, igmp: Uint8Array, options: { routerAlert?: boolean } = {}): Promise<void> {
     const hex = Buffer.from(igmp).toString('hex');
     return options.routerAlert === false ? this.send('send-igmp', dst, hex, 'noRA') : this.send('send-igmp', dst, hex);
+  }
+
+  /**
+   * With the `port` option: how many datagrams `group`'s socket received since the last
+   * count (or the join), only those tagged `tag` (payload `<tag> ...`) if given.
+   */
+  async count(group: string, tag?: string): Promise<number> {
+    const line = await (tag === undefined ? this.ask('count', group) : this.ask('count', group, tag));
+    const n = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!Number.isInteger(n)) throw new MemberError(`count ${group}`, 'EPROTO', line);
+    return n;
   }
 
   /** Closes every socket (the kernel leaves every group) and waits for member.py to exit. */

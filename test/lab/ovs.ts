@@ -641,6 +641,19 @@ export class OvsNode {
     return pod;
   }
 
+  /**
+   * Removes a pod the way a CNI plugin deletes one: its port leaves the bridge first (so
+   * whatever its kernel says on the way out reaches no switch), then its namespace goes,
+   * the processes in it and both ends of its veth with it.
+   */
+  async removePod(pod: OvsPod): Promise<void> {
+    const at = this.pods.indexOf(pod);
+    if (at < 0) throw new Error(`${pod.name} is no pod of ${this.name}`);
+    this.pods.splice(at, 1);
+    await this.vsctl('del-port', this.bridge, pod.port);
+    await this.lab.deleteNamespace(pod.ns);
+  }
+
   /** The OpenFlow port number OVS gave interface `port` (waits while it is still unassigned). */
   async ofportOf(port: string): Promise<number> {
     const deadline = Date.now() + this.startTimeoutMs;

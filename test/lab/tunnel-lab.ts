@@ -26,6 +26,8 @@
  * nftables rule count IPv4 multicast and let it through (the nodes' kernels can then route
  * multicast between gw0 and br-phy, rp_filter being off there already: see buildNode),
  * `outsideHost` puts a host on ul0, and `tunnelType: 'vxlan'` makes tun0 a VXLAN port.
+ * buildTunnelNetwork builds the same with any number of nodes (the fleet lab's ten), and
+ * addTunnelPod and removeTunnelPod change a node's pods afterwards.
  *
  * Nothing here programs br-int: its flows and groups are the test's (by hand with
  * ovs-ofctl, or by the daemon). Every name carries the lab's prefix or lives in a lab
@@ -36,7 +38,7 @@ import { join } from 'node:path';
 import { sleep, waitUntil, type Host, type Lab, type LinuxBridge, type Tcpdump } from './lab.js';
 import { OvsNode, udpEndpoint, type Datagram, type OvsGateway, type OvsPod, type UdpEndpoint } from './ovs.js';
 
-/** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`. */
+/** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`; a lab of more nodes goes on the same way (tunnelNodeAddressing). */
 export const TUNNEL_LAB = {
   nodeNames: ['n1', 'n2', 'n3'],
   /** br-phy addresses (the nodes' `--node-address`). */
@@ -62,8 +64,26 @@ export const TUNNEL_LAB = {
 
 export type TunnelType = 'geneve' | 'vxlan';
 
+/** At most this many nodes: their br-phy addresses stay below the outside host's on the underlay's /24. */
+export const MAX_TUNNEL_NODES = 80;
+
+/** What node index k (0-based) of a tunnel network is called and numbered: for k < 3 the same as TUNNEL_LAB's lists. */
+export interface TunnelNodeAddressing {
+  name: string;
+  /** br-phy's address (the node's `--node-address`). */
+  underlayAddress: string;
+  /** The first three octets of the node's pod /24, e.g. `10.20.4`. */
+  podNetwork: string;
+  gateway: string;
+}
+
+export function tunnelNodeAddressing(index: number): TunnelNodeAddressing {
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_TUNNEL_NODES) throw new RangeError(`bad node index ${index}`);
+  return { name: `n${index + 1}`, underlayAddress: `192.168.60.${11 + index}`, podNetwork: `10.20.${index + 1}`, gateway: `10.20.${index + 1}.1` };
+}
+
 export interface TunnelLabOptions {
-  /** Pods per node (default 2, at most 9): `p11`, `p12` on n1, `p21`, ... */
+  /** Pods per node (default 2, at most MAX_PODS_PER_NODE): `p11`, `p12` on n1, `p21`, ... (`p<node>-<pod>` past 9 of either). */
   podsPerNode?: number;
   /** MTU of every pod's eth0 and its node-side veth (default: the kernel's, 1,500). */
   podMtu?: number;
@@ -80,7 +100,18 @@ export interface TunnelLabOptions {
 /** A host on the underlay with UDP sockets: `listen`/`receive`/`send` as pods have. */
 export type OutsideHost = Host & UdpEndpoint;
 
+/** buildTunnelNetwork's options: those of the three-node lab, and how many nodes. */
+export interface TunnelNetworkOptions extends TunnelLabOptions {
+  /** Nodes, each its own OVS on the underlay (default 3, at most MAX_TUNNEL_NODES). */
+  nodeCount?: number;
+}
+
+/** Pods a node may have: their addresses are .11 to .254 of its /24. */
+export const MAX_PODS_PER_NODE = 244;
+
 export interface TunnelLabNode {
+  /** 0-based: the node is `tunnelNodeAddressing(index)`. */
+  index: number;
   node: OvsNode;
   /** The address on br-phy's internal port. */
   underlayAddress: string;
@@ -94,10 +125,11 @@ export interface TunnelLabNode {
   pods: OvsPod[];
 }
 
-export interface TunnelLab {
+/** A tunnel network of any number of nodes (buildTunnelNetwork); the three-node lab is one (TunnelLab). */
+export interface TunnelNetwork<Nodes extends readonly TunnelLabNode[] = TunnelLabNode[]> {
   underlayNs: string;
   underlay: LinuxBridge;
-  nodes: [TunnelLabNode, TunnelLabNode, TunnelLabNode];
+  nodes: Nodes;
   tunnelType: TunnelType;
   /** The UDP port of tun0's encapsulation on the wire (Geneve's or VXLAN's): what captures filter on. */
   tunnelUdpPort: number;
@@ -107,17 +139,30 @@ export interface TunnelLab {
   multicastDropped(): Promise<number>;
 }
 
+export type TunnelLab = TunnelNetwork<[TunnelLabNode, TunnelLabNode, TunnelLabNode]>;
+
 /** Builds the three-node tunnel lab in `lab` (which destroys it all). */
 export async function buildTunnelLab(lab: Lab, options: TunnelLabOptions = {}): Promise<TunnelLab> {
+  return (await buildTunnelNetwork(lab, { ...options, nodeCount: TUNNEL_LAB.nodeNames.length })) as TunnelLab;
+}
+
+/**
+ * Builds a tunnel network of `nodeCount` nodes in `lab` (which destroys it all): the
+ * three-node lab's topology with more nodes on the same underlay, node k addressed by
+ * tunnelNodeAddressing(k).
+ */
+export async function buildTunnelNetwork(lab: Lab, options: TunnelNetworkOptions = {}): Promise<TunnelNetwork> {
   const podsPerNode = options.podsPerNode ?? 2;
-  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 9) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
+  const nodeCount = options.nodeCount ?? TUNNEL_LAB.nodeNames.length;
+  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > MAX_PODS_PER_NODE) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_TUNNEL_NODES) throw new RangeError(`bad nodeCount ${nodeCount}`);
   const underlayNs = await lab.namespace('ul');
   const underlay = await lab.linuxBridge(underlayNs, 'ul0', { snooping: false });
   await countIpv4Multicast(lab, underlayNs, options.underlayMulticast ? 'accept' : 'drop');
   const tunnelType = options.tunnelType ?? 'geneve';
-  const nodes = (await Promise.all(
-    TUNNEL_LAB.nodeNames.map((_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType })),
-  )) as [TunnelLabNode, TunnelLabNode, TunnelLabNode];
+  const nodes = await Promise.all(
+    Array.from({ length: nodeCount }, (_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType })),
+  );
   if (options.underlayMtu !== undefined) await setUnderlayMtu({ nodes, underlay }, options.underlayMtu);
   const outside = options.outsideHost ? await addOutsideHost(lab, underlay) : undefined;
   const tunnelUdpPort = tunnelType === 'vxlan' ? TUNNEL_LAB.vxlanUdpPort : TUNNEL_LAB.geneveUdpPort;
@@ -133,7 +178,7 @@ async function addOutsideHost(lab: Lab, underlay: LinuxBridge): Promise<OutsideH
 interface NodeBuild {
   lab: Lab;
   underlay: LinuxBridge;
-  /** 0, 1 or 2: node `n<index+1>`. */
+  /** Node `n<index+1>`, addressed by tunnelNodeAddressing(index). */
   index: number;
   podsPerNode: number;
   podMtu: number | undefined;
@@ -141,27 +186,51 @@ interface NodeBuild {
 }
 
 async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType }: NodeBuild): Promise<TunnelLabNode> {
-  const T = TUNNEL_LAB;
-  const name = T.nodeNames[index]!;
-  const node = await OvsNode.start(lab, name);
+  const addressing = tunnelNodeAddressing(index);
+  const node = await OvsNode.start(lab, addressing.name);
   // A pod may otherwise learn its gateway's address at the node-side end of its veth.
   await lab.sysctl(node.ns, 'net.ipv4.conf.all.arp_ignore', 1);
   // addGateway makes the node a router (rp_filter 0 for all and default): br-phy, made after, inherits 0, so the kernel may route multicast in from it.
-  const gateway = await node.addGateway({ address: `${T.gateways[index]}/24` });
-  const underlayAddress = T.underlayAddresses[index]!;
+  const gateway = await node.addGateway({ address: `${addressing.gateway}/24` });
+  const underlayAddress = addressing.underlayAddress;
   const { uplink, uplinkPeer } = await addPhysBridge(node, underlay, {
     address: underlayAddress,
   });
   const tunnel = await addTunnelPort(node, tunnelType);
-  const subnet = T.podSubnets[index]!.split('.').slice(0, 3).join('.');
-  const pods: OvsPod[] = [];
+  const n: TunnelLabNode = { index, node, underlayAddress, uplink, uplinkPeer, gateway, tunnel, pods: [] };
   // One at a time: pods' ofports then follow pod order.
   for (let j = 0; j < podsPerNode; j++) {
-    const pod = await node.addPod(`p${index + 1}${j + 1}`, { address: `${subnet}.${T.firstPodHost + j}/24`, gateway: gateway.address });
+    const pod = await addTunnelPod(n);
     if (podMtu !== undefined) await setPodMtu(pod, podMtu);
-    pods.push(pod);
   }
-  return { node, underlayAddress, uplink, uplinkPeer, gateway, tunnel, pods };
+  return n;
+}
+
+/** The number of the next pod each node gets (0-based; never reused, so neither are names and addresses). */
+const nextPodNumbers = new WeakMap<TunnelLabNode, number>();
+
+/**
+ * Adds a pod to node `n` (at the end of `n.pods`): pod j (0-based, counted over the node's
+ * life) is `p<node><j+1>` (`p<node>-<j+1>` when either number passes 9) at
+ * `<pod network>.<11+j>`, its gateway the node's.
+ */
+export async function addTunnelPod(n: TunnelLabNode): Promise<OvsPod> {
+  const j = nextPodNumbers.get(n) ?? n.pods.length;
+  if (j >= MAX_PODS_PER_NODE) throw new RangeError(`node ${n.node.name} has had ${j} pods: no address left`);
+  nextPodNumbers.set(n, j + 1);
+  const { podNetwork } = tunnelNodeAddressing(n.index);
+  const name = n.index < 9 && j < 9 ? `p${n.index + 1}${j + 1}` : `p${n.index + 1}-${j + 1}`;
+  const pod = await n.node.addPod(name, { address: `${podNetwork}.${TUNNEL_LAB.firstPodHost + j}/24`, gateway: n.gateway.address });
+  n.pods.push(pod);
+  return pod;
+}
+
+/** Removes pod from node `n` (and `n.pods`) the way a CNI plugin deletes one: its OVS port, then its namespace. */
+export async function removeTunnelPod(n: TunnelLabNode, pod: OvsPod): Promise<void> {
+  const at = n.pods.indexOf(pod);
+  if (at < 0) throw new Error(`${pod.name} is no pod of ${n.node.name}`);
+  n.pods.splice(at, 1);
+  await n.node.removePod(pod);
 }
 
 interface PhysBridgeOptions {
@@ -224,7 +293,7 @@ async function addTunnelPort(node: OvsNode, type: TunnelType): Promise<{ name: s
  * Sets the MTU of the whole underlay path: each node's br-phy and uplink veth, their
  * underlay ends, then ul0 (last: a bridge refuses an MTU above its ports' when raised).
  */
-export async function setUnderlayMtu(tl: Pick<TunnelLab, 'nodes' | 'underlay'>, mtu: number): Promise<void> {
+export async function setUnderlayMtu(tl: Pick<TunnelNetwork, 'nodes' | 'underlay'>, mtu: number): Promise<void> {
   checkMtu(mtu);
   const { lab, ns: underlayNs, name: bridge } = tl.underlay;
   for (const n of tl.nodes) {
@@ -333,14 +402,14 @@ export function deliveryFaults(datagrams: readonly Datagram[], tag: string, coun
  * tshark display filter of the encapsulated frames toward `node` (outer IPv4 destination) whose inner IPv4
  * destination is `group`, for the lab's tunnel type: ip.dst matches either header.
  */
-export function encapsulatedFor(tl: Pick<TunnelLab, 'tunnelType'>, group: string, node: Pick<TunnelLabNode, 'underlayAddress'>): string {
+export function encapsulatedFor(tl: Pick<TunnelNetwork, 'tunnelType'>, group: string, node: Pick<TunnelLabNode, 'underlayAddress'>): string {
   return `${tl.tunnelType} && ip.dst == ${node.underlayAddress} && ip.dst == ${group}`;
 }
 
 /** Starts a capture of the lab's tunnel traffic on the wire at each of `nodes` (the underlay end of its uplink). */
 export function captureTunnelFrames(
   lab: Lab,
-  tl: Pick<TunnelLab, 'underlayNs' | 'tunnelUdpPort'>,
+  tl: Pick<TunnelNetwork, 'underlayNs' | 'tunnelUdpPort'>,
   nodes: readonly TunnelLabNode[],
   label: string,
 ): Promise<Tcpdump[]> {

@@ -277,9 +277,9 @@ describe('mcastctl snoop --daemon', () => {
 });
 
 describe('docs match the code', () => {
-  it('every flag of status, groups, snoop and trace is in its man page, and the commands are in mcastctl(1)', async () => {
+  it('every flag of status, groups, snoop, trace and install-service is in its man page, and the commands are in mcastctl(1)', async () => {
     const main = await readFile(join(REPO_ROOT, 'man/mcastctl.1'), 'utf8');
-    const commands = ['status', 'groups', 'snoop', 'trace'];
+    const commands = ['status', 'groups', 'snoop', 'trace', 'install-service'];
     const helps = await Promise.all(commands.map(async (command) => (await cli([command, '--help'])).stdout));
     for (const [index, command] of commands.entries()) {
       const page = await readFile(join(REPO_ROOT, `man/mcastctl-${command}.1`), 'utf8');
@@ -288,7 +288,7 @@ describe('docs match the code', () => {
         if (flag === '--help') continue;
         assert.ok(page.includes(flag.replace(/-/g, '\\-')), `${flag} of ${command} is missing from mcastctl-${command}(1)`);
       }
-      assert.ok(main.includes(`.B ${command}`), `${command} in mcastctl(1)`);
+      assert.ok(main.includes(`.B ${command.replace(/-/g, '\\-')}`), `${command} in mcastctl(1)`);
     }
     const pkg = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { man: string[] };
     for (const command of commands) assert.ok(pkg.man.includes(`man/mcastctl-${command}.1`), `mcastctl-${command}(1) in package.json's man`);

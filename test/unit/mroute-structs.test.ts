@@ -8,12 +8,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { DecodeError, McastError, UsageError } from '../../src/errors.js';
+import { DecodeError, McastError, PermissionError, UsageError } from '../../src/errors.js';
 import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
 import { errnoOf } from '../../src/protocol/mroute/errno.js';
 import * as igmpmsg from '../../src/protocol/mroute/igmpmsg.js';
 import * as ipMreqn from '../../src/protocol/mroute/ip-mreqn.js';
 import * as mfcctl from '../../src/protocol/mroute/mfcctl.js';
+import { MrouteError, mrouteError } from '../../src/protocol/mroute/mroute-error.js';
 import { ifindexOf } from '../../src/transport/mroute-socket.js';
 import { parseMfcCache, parseVifTable, procAddress } from '../../src/protocol/mroute/proc.js';
 import * as vifctl from '../../src/protocol/mroute/vifctl.js';
@@ -190,12 +191,29 @@ describe('/proc/net/ip_mr_*', () => {
 });
 
 describe('errors', () => {
-  test("raw-socket's strerror texts map back to errno names", () => {
-    assert.equal(errnoOf(new Error('Address already in use')), 'EADDRINUSE');
-    assert.equal(errnoOf(new Error('Operation not permitted')), 'EPERM');
-    assert.equal(errnoOf(new Error('Cannot assign requested address')), 'EADDRNOTAVAIL');
+  test('system errors give their errno name; anything else none, whatever its text says', () => {
+    const systemError = (code: string, message: string) => Object.assign(new Error(message), { code, errno: -1, syscall: 'setsockopt' });
+    assert.equal(errnoOf(systemError('EADDRINUSE', "EADDRINUSE: Address already in use, setsockopt 'raw IPv4 socket'")), 'EADDRINUSE');
     assert.equal(errnoOf(Object.assign(new Error('x'), { code: 'ENOENT' })), 'ENOENT');
-    assert.equal(errnoOf(new Error('something else')), undefined);
+    assert.equal(errnoOf(Object.assign(new Error('x'), { code: 'ERR_SOCKET_CLOSED' })), undefined);
+    assert.equal(errnoOf(new Error('Address already in use')), undefined);
+    assert.equal(errnoOf('EPERM'), undefined);
+  });
+
+  test("mrouteError: the errno's hint, the message without the errno said twice, EPERM a permission error", () => {
+    const refused = Object.assign(new Error("ENOPROTOOPT: Protocol not available, setsockopt 'raw IPv4 socket'"), {
+      code: 'ENOPROTOOPT',
+      errno: -92,
+      syscall: 'setsockopt',
+    });
+    const typed = mrouteError('cannot become the multicast router (MRT_INIT)', refused, { ENOPROTOOPT: 'no multicast routing' });
+    assert.ok(typed instanceof MrouteError);
+    assert.equal(typed.errno, 'ENOPROTOOPT');
+    assert.equal(typed.hint, 'no multicast routing');
+    assert.equal(typed.message, "cannot become the multicast router (MRT_INIT): ENOPROTOOPT (Protocol not available, setsockopt 'raw IPv4 socket')");
+    const denied = mrouteError('cannot open', Object.assign(new Error('EPERM: Operation not permitted, socket'), { code: 'EPERM' }));
+    assert.ok(denied instanceof PermissionError);
+    assert.equal(denied.exitCode, 77);
   });
 
   test('ifindexOf: /sys/class/net, and a usage error for a missing or invalid name', () => {

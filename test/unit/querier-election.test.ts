@@ -107,7 +107,10 @@ describe('the daemon loop with another querier on a pod port', () => {
       logger,
       advance,
       generalQueryPorts,
-      packetIn: async (frame: Uint8Array, port: number) => (vswitch.packetIn(frame, port), settle()),
+      packetIn: async (frame: Uint8Array, port: number) => {
+        vswitch.packetIn(frame, port);
+        await settle();
+      },
     };
   }
 

@@ -41,6 +41,7 @@ const PATH_FLAGS = [
   '--control-socket',
   '--lock-file',
   '--ovs-rundir',
+  '--root',
 ];
 
 /** Words safe to put between double quotes in a shell script (flag and command names are). */

@@ -1,4 +1,4 @@
-/** The mroute socket's typed errors: a raw-socket failure, its errno name recovered, with a hint per errno where one helps. */
+/** The mroute sockets' typed errors: a kernel refusal by its errno name, with a hint per errno where one helps. */
 import { McastError, PermissionError } from '../../errors.js';
 import { errnoOf } from './errno.js';
 
@@ -10,7 +10,7 @@ export class MrouteError extends McastError {
   override readonly name = 'MrouteError';
   constructor(
     message: string,
-    /** The errno name, when raw-socket's message could be mapped back to one. */
+    /** The errno name, when the failure was the kernel's. */
     readonly errno: string | undefined,
     options: { hint?: string; cause?: unknown } = {},
   ) {
@@ -23,11 +23,13 @@ export type Hints = Partial<Record<string, string>>;
 
 const PERMISSION_HINT = 'multicast routing needs CAP_NET_ADMIN (and CAP_NET_RAW for the raw IGMP socket): run as root';
 
-/** Turns a raw-socket failure into the project's typed error. */
+/** Turns a raw socket's failure into the project's typed error. */
 export function mrouteError(what: string, error: unknown, hints: Hints = {}): McastError {
   if (error instanceof McastError) return error;
   const errno = errnoOf(error);
-  const detail = error instanceof Error ? error.message : String(error);
+  // A system error's message starts with its errno name, which the message gives already.
+  const message = error instanceof Error ? error.message : String(error);
+  const detail = errno !== undefined && message.startsWith(`${errno}: `) ? message.slice(errno.length + 2) : message;
   const label = errno ?? detail;
   switch (errno) {
     case 'EPERM':

@@ -1,8 +1,9 @@
 /**
  * Parsers of /proc/net/ip_mr_vif and /proc/net/ip_mr_cache (net/ipv4/ipmr.c,
  * ipmr_vif_seq_show and ipmr_mfc_seq_show), the kernel's view of the VIF table and the
- * multicast forwarding cache of the reading process's network namespace. raw-socket has
- * no ioctl, so these are where per-VIF and per-(S,G) counters come from.
+ * multicast forwarding cache of the reading process's network namespace. The mroute
+ * sockets offer no ioctl (SIOCGETVIFCNT, SIOCGETSGCNT), so these are where per-VIF and
+ * per-(S,G) counters come from.
  *
  * Addresses are a __be32 printed with %08X: on a little-endian machine the octets appear
  * reversed (10.0.0.1 is "0100000A"). Both files only show the default table (table 254).

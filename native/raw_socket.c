@@ -1,0 +1,544 @@
+/*
+ * raw_socket.c: raw IP sockets (SOCK_RAW of AF_INET or AF_INET6) for Node.js through
+ * N-API: what the kernel's multicast routing is spoken over. The IPv4 multicast router is
+ * a raw IPPROTO_IGMP socket and the IPv6 one a raw ICMPv6 socket: the MRT_* and MRT6_*
+ * options are set on them, and the kernel queues its upcalls (igmpmsg, mrt6msg) on them
+ * as if they were received packets.
+ *
+ * JS surface, `rawSocket` of the addon (wrapped and typed by src/transport/raw-socket.ts):
+ *
+ *   open(family, protocol, { receiveBufferBytes }) -> socket
+ *       family: 4 (AF_INET) or 6 (AF_INET6); protocol: IPPROTO_* (2 IGMP, 58 ICMPv6)
+ *   socket.setOption(level, option, value)   setsockopt: value an int32, or the bytes of
+ *                                            a Uint8Array (a struct the caller encoded)
+ *   socket.start(onMessage(data), onError(error))
+ *       onMessage gets each datagram as a fresh Buffer (an IPv4 raw socket's start with the
+ *       IP header; an IPv6 one's do not, as the kernel delivers them). After a receive
+ *       error the socket is closed, then onError is called once.
+ *   socket.close()                           idempotent; also done by the GC finalizer
+ *
+ * System errors are thrown (or passed to onError) as Error objects shaped like Node's own:
+ * code = errno name ('EPERM'), errno = negated errno, syscall = the failing call.
+ *
+ * Every function that takes a napi_env runs on the JS thread: N-API entry points, the
+ * libuv poll/close callbacks and the GC finalizer all run on the loop of that environment.
+ */
+
+#include <node_api.h>
+#include <uv.h>
+
+#include "addon.h"
+#include "node_errors.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* The largest IP datagram: an upcall is far smaller, and whatever else a raw socket
+   receives fits whole. */
+#define RECEIVE_BUFFER_BYTES 65536u
+/* Datagrams read per wakeup: bounded so that a flood of upcalls cannot starve the rest
+   of the event loop. */
+#define MESSAGES_PER_WAKEUP 64
+
+typedef struct raw_socket {
+  napi_env env;
+  int fd; /* -1 once closed */
+  const char *kind; /* "raw IPv4 socket" or "raw IPv6 socket": the subject of its errors */
+  uint8_t *buffer;  /* RECEIVE_BUFFER_BYTES: one datagram at a time, copied into a Buffer */
+
+  /*
+   * Initialised at open, active only between start() and close(). The struct is freed
+   * only once libuv has finished closing this handle AND the JS object was finalized.
+   */
+  uv_poll_t poll;
+  bool started;
+  bool handle_closed;
+  bool wrapper_finalized;
+  bool js_unavailable; /* the environment is shutting down: never call into JS again */
+
+  napi_ref self; /* the JS object: strong while polling, so an active socket is not
+                    collected (it keeps the loop alive, like a listening server) */
+  napi_ref on_message;
+  napi_ref on_error;
+  napi_async_context async_context; /* async_hooks identity of the callbacks */
+} raw_socket;
+
+static void free_socket_if_unused(raw_socket *s) {
+  if (s->handle_closed && s->wrapper_finalized) {
+    free(s->buffer);
+    free(s);
+  }
+}
+
+/* Drops the references that keep JS values alive. Safe to call more than once. */
+static void release_js_state(napi_env env, raw_socket *s) {
+  if (s->on_message != NULL && napi_delete_reference(env, s->on_message) == napi_ok)
+    s->on_message = NULL;
+  if (s->on_error != NULL && napi_delete_reference(env, s->on_error) == napi_ok) s->on_error = NULL;
+  if (s->async_context != NULL && napi_async_destroy(env, s->async_context) == napi_ok)
+    s->async_context = NULL;
+  if (s->self != NULL && napi_delete_reference(env, s->self) == napi_ok) s->self = NULL;
+}
+
+static void on_handle_closed(uv_handle_t *handle) {
+  raw_socket *s = handle->data;
+  s->handle_closed = true;
+  if (!s->wrapper_finalized) {
+    /* Done here, a loop turn after close(), rather than in close() itself: close() may be
+       called from inside onMessage, while napi_make_callback still uses the async context. */
+    napi_handle_scope scope;
+    if (napi_open_handle_scope(s->env, &scope) == napi_ok) {
+      release_js_state(s->env, s);
+      napi_close_handle_scope(s->env, scope);
+    }
+  }
+  free_socket_if_unused(s);
+}
+
+/*
+ * Stops polling and closes the socket. For a socket that did MRT_INIT or MRT6_INIT this is
+ * what makes the kernel drop its VIFs (MIFs) and forwarding entries. Returns 0 or an errno.
+ */
+static int shutdown_socket(raw_socket *s) {
+  int result = 0;
+  if (s->fd < 0) return 0;
+  /* libuv wants the poll stopped before its fd is closed; uv_close() stops it too. */
+  if (s->started) uv_poll_stop(&s->poll);
+  uv_close((uv_handle_t *)&s->poll, on_handle_closed);
+  /* Linux releases the descriptor even when close() fails (also on EINTR): never retry. */
+  if (close(s->fd) != 0 && errno != EINTR) result = errno;
+  s->fd = -1;
+  return result;
+}
+
+/* GC finalizer of the JS object, also run when the environment is torn down. */
+static void finalize_socket(napi_env env, void *data, void *hint) {
+  raw_socket *s = data;
+  s->wrapper_finalized = true;
+  shutdown_socket(s); /* nobody is left to hear about an error here */
+  release_js_state(env, s);
+  free_socket_if_unused(s);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Receiving                                                                            */
+/* ------------------------------------------------------------------------------------ */
+
+/* Raises an uncaught exception; if JS cannot run any more, stops polling instead (the
+   finalizer, which runs at environment teardown, then closes the socket). */
+static void raise_or_stop(raw_socket *s, const char *what) {
+  if (!raise_uncaught(s->env, what)) {
+    s->js_unavailable = true;
+    if (s->fd >= 0) uv_poll_stop(&s->poll);
+  }
+}
+
+/*
+ * Calls a stored callback the way Node calls its own I/O callbacks: with the socket's
+ * async context and, via napi_make_callback, the nextTick and microtask queues drained
+ * afterwards. Must run inside a handle scope.
+ */
+static void call_js(raw_socket *s, napi_ref callback_ref, size_t argc, const napi_value *argv) {
+  napi_env env = s->env;
+  napi_value callback = NULL, self = NULL, result;
+  if (callback_ref == NULL || s->self == NULL || s->js_unavailable) return;
+  if (napi_get_reference_value(env, callback_ref, &callback) != napi_ok ||
+      napi_get_reference_value(env, s->self, &self) != napi_ok) {
+    raise_or_stop(s, "napi_get_reference_value");
+    return;
+  }
+  if (callback == NULL || self == NULL) return; /* cannot happen while the refs are strong */
+  if (napi_make_callback(env, s->async_context, self, callback, argc, argv, &result) != napi_ok)
+    raise_or_stop(s, "napi_make_callback");
+}
+
+/*
+ * A receive error: the socket is closed first (the caller's view: it failed and is gone,
+ * as a multicast router that missed upcalls cannot go on as if nothing happened), then
+ * onError hears why.
+ */
+static void fail(raw_socket *s, int err, const char *syscall) {
+  napi_env env = s->env;
+  napi_handle_scope scope;
+  shutdown_socket(s);
+  if (s->js_unavailable) return;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    raise_or_stop(s, "napi_open_handle_scope");
+    return;
+  }
+  napi_value error = make_system_error(env, err, syscall, s->kind);
+  if (error == NULL)
+    raise_or_stop(s, "make_system_error");
+  else
+    call_js(s, s->on_error, 1, &error);
+  napi_close_handle_scope(env, scope);
+}
+
+static void deliver_message(raw_socket *s, size_t length) {
+  napi_env env = s->env;
+  napi_handle_scope scope;
+  napi_value data;
+  void *copy;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    raise_or_stop(s, "napi_open_handle_scope");
+    return;
+  }
+  /* A copy, not an external buffer: s->buffer is reused for the next datagram. */
+  if (napi_create_buffer_copy(env, length, s->buffer, &copy, &data) == napi_ok)
+    call_js(s, s->on_message, 1, &data);
+  else
+    raise_or_stop(s, "napi_create_buffer_copy");
+  napi_close_handle_scope(env, scope);
+}
+
+/* Reads one datagram. True if one was delivered; false when the queue is empty or the
+   socket failed (and is closed). */
+static bool receive_message(raw_socket *s) {
+  ssize_t n;
+  do {
+    n = recv(s->fd, s->buffer, RECEIVE_BUFFER_BYTES, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    fail(s, errno, "recv");
+    return false;
+  }
+  deliver_message(s, (size_t)n);
+  return true;
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events) {
+  raw_socket *s = handle->data;
+  if (s->fd < 0) return;
+  if (status < 0) {
+    /* libuv reports POLLERR as UV_EBADF and stops the handle: the socket's pending error,
+       if it has one, says what really happened. */
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0) err = -status;
+    fail(s, err, "poll");
+    return;
+  }
+  /* onMessage may call close(), and JS may become unable to run: check before every read. */
+  for (int i = 0; i < MESSAGES_PER_WAKEUP && s->fd >= 0 && !s->js_unavailable; i++) {
+    if (!receive_message(s)) break;
+  }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Methods of the socket object                                                         */
+/* ------------------------------------------------------------------------------------ */
+
+/* The socket behind `this`, or NULL with an exception pending. */
+static raw_socket *unwrap_this(napi_env env, napi_callback_info info, size_t *argc,
+                               napi_value *argv) {
+  napi_value self;
+  void *data = NULL;
+  if (napi_get_cb_info(env, info, argc, argv, &self, NULL) != napi_ok) {
+    throw_napi_failure(env, "napi_get_cb_info");
+    return NULL;
+  }
+  if (napi_unwrap(env, self, &data) != napi_ok || data == NULL) {
+    throw_napi_failure(env, "napi_unwrap (method called on a foreign object?)");
+    return NULL;
+  }
+  return data;
+}
+
+/* Reads an integral number in [min, max]; false with an exception pending otherwise. */
+static bool read_integer(napi_env env, napi_value value, double min, double max,
+                         const char *what, double *out) {
+  napi_valuetype type;
+  double d;
+  char message[160];
+  if (napi_typeof(env, value, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_typeof");
+    return false;
+  }
+  if (type != napi_number) {
+    snprintf(message, sizeof message, "%s must be a number", what);
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
+    return false;
+  }
+  if (napi_get_value_double(env, value, &d) != napi_ok) {
+    throw_napi_failure(env, "napi_get_value_double");
+    return false;
+  }
+  /* The negated comparison also rejects NaN. */
+  if (!(d >= min && d <= max) || (double)(int64_t)d != d) {
+    snprintf(message, sizeof message, "%s must be an integer in [%.0f, %.0f]", what, min, max);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", message);
+    return false;
+  }
+  *out = d;
+  return true;
+}
+
+static napi_value js_set_option(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  double level = 0, option = 0;
+  raw_socket *s = unwrap_this(env, info, &argc, argv);
+  if (s == NULL) return NULL;
+  if (argc < 3) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
+                          "setOption(level, option, value) needs three arguments");
+    return NULL;
+  }
+  if (!read_integer(env, argv[0], 0, INT32_MAX, "level", &level) ||
+      !read_integer(env, argv[1], 0, INT32_MAX, "option", &option))
+    return NULL;
+
+  int number = 0;
+  const void *value = NULL;
+  socklen_t length = 0;
+  bool is_typedarray = false;
+  NAPI_CALL(env, napi_is_typedarray(env, argv[2], &is_typedarray));
+  if (is_typedarray) {
+    napi_typedarray_type array_type;
+    size_t size = 0;
+    void *data = NULL;
+    NAPI_CALL(env, napi_get_typedarray_info(env, argv[2], &array_type, &size, &data, NULL, NULL));
+    if (array_type != napi_uint8_array) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "setOption(value): a Uint8Array or a number");
+      return NULL;
+    }
+    /* An empty array has no data pointer: the kernel gets a valid one and length 0. */
+    value = size == 0 ? (const void *)&number : data;
+    length = (socklen_t)size;
+  } else {
+    double d = 0;
+    if (!read_integer(env, argv[2], INT32_MIN, INT32_MAX, "setOption(value)", &d)) return NULL;
+    number = (int)d;
+    value = &number;
+    length = sizeof number;
+  }
+  if (s->fd < 0) {
+    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the raw socket is closed");
+    return NULL;
+  }
+  if (setsockopt(s->fd, (int)level, (int)option, value, length) != 0) {
+    throw_system_error(env, errno, "setsockopt", s->kind);
+    return NULL;
+  }
+  return NULL;
+}
+
+static napi_value js_start(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_valuetype types[2];
+  napi_value resource_name, self;
+  raw_socket *s = unwrap_this(env, info, &argc, argv);
+  if (s == NULL) return NULL;
+
+  if (argc < 2 || napi_typeof(env, argv[0], &types[0]) != napi_ok ||
+      napi_typeof(env, argv[1], &types[1]) != napi_ok || types[0] != napi_function ||
+      types[1] != napi_function) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onMessage, onError) needs two functions");
+    return NULL;
+  }
+  if (s->fd < 0) {
+    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the raw socket is closed");
+    return NULL;
+  }
+  if (s->started || s->on_message != NULL) {
+    napi_throw_error(env, "ERR_SOCKET_ALREADY_STARTED", "the raw socket is already started");
+    return NULL;
+  }
+
+  NAPI_CALL(env, napi_create_reference(env, argv[0], 1, &s->on_message));
+  NAPI_CALL(env, napi_create_reference(env, argv[1], 1, &s->on_error));
+  NAPI_CALL(env, napi_get_reference_value(env, s->self, &self));
+  NAPI_CALL(env, napi_create_string_utf8(env, "RawSocket", NAPI_AUTO_LENGTH, &resource_name));
+  NAPI_CALL(env, napi_async_init(env, self, resource_name, &s->async_context));
+
+  int rc = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+  if (rc != 0) {
+    throw_system_error(env, -rc, "uv_poll_start", s->kind);
+    return NULL;
+  }
+  s->started = true;
+  /* Polling keeps the process alive; the object must then outlive its last JS reference. */
+  uint32_t count;
+  NAPI_CALL(env, napi_reference_ref(env, s->self, &count));
+  return NULL;
+}
+
+static napi_value js_close(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  raw_socket *s = unwrap_this(env, info, &argc, NULL);
+  if (s == NULL) return NULL;
+  int err = shutdown_socket(s);
+  if (err != 0) throw_system_error(env, err, "close", s->kind);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* open()                                                                               */
+/* ------------------------------------------------------------------------------------ */
+
+/* Reads options.receiveBufferBytes: 0 when absent (the kernel's default is kept). */
+static bool read_receive_buffer(napi_env env, napi_value options, int *bytes) {
+  napi_valuetype type;
+  bool has = false;
+  napi_value value;
+  double number = 0;
+  *bytes = 0;
+  if (options == NULL) return true;
+  if (napi_typeof(env, options, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_typeof");
+    return false;
+  }
+  if (type == napi_undefined) return true;
+  if (type != napi_object) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "options must be an object");
+    return false;
+  }
+  if (napi_has_named_property(env, options, "receiveBufferBytes", &has) != napi_ok) {
+    throw_napi_failure(env, "napi_has_named_property");
+    return false;
+  }
+  if (!has) return true;
+  if (napi_get_named_property(env, options, "receiveBufferBytes", &value) != napi_ok ||
+      napi_typeof(env, value, &type) != napi_ok) {
+    throw_napi_failure(env, "napi_get_named_property");
+    return false;
+  }
+  if (type == napi_undefined) return true;
+  if (!read_integer(env, value, 1, INT32_MAX, "options.receiveBufferBytes", &number)) return false;
+  *bytes = (int)number;
+  return true;
+}
+
+static napi_value js_open(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL};
+  double family_number = 0, protocol = 0;
+  int receive_buffer_bytes = 0;
+
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 2) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "open(family, protocol, options) needs a family and a protocol");
+    return NULL;
+  }
+  if (!read_integer(env, argv[0], 4, 6, "family", &family_number)) return NULL;
+  if (family_number == 5) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "family must be 4 or 6");
+    return NULL;
+  }
+  if (!read_integer(env, argv[1], 1, 255, "protocol", &protocol)) return NULL;
+  if (!read_receive_buffer(env, argc >= 3 ? argv[2] : NULL, &receive_buffer_bytes)) return NULL;
+
+  int family = family_number == 4 ? AF_INET : AF_INET6;
+  const char *kind = family == AF_INET ? "raw IPv4 socket" : "raw IPv6 socket";
+  const char *failed = NULL;
+  int err = 0;
+  raw_socket *s = NULL;
+
+  int fd = socket(family, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, (int)protocol);
+  if (fd < 0) {
+    throw_system_error(env, errno, "socket", kind);
+    return NULL;
+  }
+  if (receive_buffer_bytes > 0) {
+    /* SO_RCVBUF is capped at net.core.rmem_max; SO_RCVBUFFORCE is not, but needs
+       CAP_NET_ADMIN, which a multicast router has anyway. */
+    int size = receive_buffer_bytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0) {
+      if (errno != EPERM) {
+        err = errno;
+        failed = "setsockopt(SO_RCVBUFFORCE)";
+        goto fail;
+      }
+      if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size) != 0) {
+        err = errno;
+        failed = "setsockopt(SO_RCVBUF)";
+        goto fail;
+      }
+    }
+  }
+
+  s = calloc(1, sizeof *s);
+  if (s == NULL || (s->buffer = malloc(RECEIVE_BUFFER_BYTES)) == NULL) {
+    err = ENOMEM;
+    failed = "malloc";
+    goto fail;
+  }
+  s->env = env;
+  s->fd = fd;
+  s->kind = kind;
+
+  /* The JS object, built before the uv handle exists so that failures stay simple. */
+  napi_value object, set_option_fn, start_fn, close_fn;
+  if (napi_create_object(env, &object) != napi_ok ||
+      napi_create_function(env, "setOption", NAPI_AUTO_LENGTH, js_set_option, NULL, &set_option_fn) != napi_ok ||
+      napi_create_function(env, "start", NAPI_AUTO_LENGTH, js_start, NULL, &start_fn) != napi_ok ||
+      napi_create_function(env, "close", NAPI_AUTO_LENGTH, js_close, NULL, &close_fn) != napi_ok) {
+    throw_napi_failure(env, "creating the socket object");
+    goto fail;
+  }
+  napi_property_descriptor properties[] = {
+      {"setOption", NULL, NULL, NULL, NULL, set_option_fn, napi_default, NULL},
+      {"start", NULL, NULL, NULL, NULL, start_fn, napi_default, NULL},
+      {"close", NULL, NULL, NULL, NULL, close_fn, napi_default, NULL},
+  };
+  if (napi_define_properties(env, object, sizeof properties / sizeof properties[0], properties) !=
+      napi_ok) {
+    throw_napi_failure(env, "napi_define_properties");
+    goto fail;
+  }
+
+  uv_loop_t *loop = NULL;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
+    throw_napi_failure(env, "napi_get_uv_event_loop");
+    goto fail;
+  }
+  int rc = uv_poll_init(loop, &s->poll, fd);
+  if (rc != 0) {
+    err = -rc;
+    failed = "uv_poll_init";
+    goto fail;
+  }
+  s->poll.data = s;
+
+  /* From here on the handle exists: failures go through the normal teardown. */
+  if (napi_wrap(env, object, s, finalize_socket, NULL, NULL) != napi_ok) {
+    throw_napi_failure(env, "napi_wrap");
+    s->wrapper_finalized = true; /* there will be no finalizer */
+    shutdown_socket(s);          /* closes fd; frees s from the close callback */
+    return NULL;
+  }
+  /* Weak until start(): an idle socket nobody references is collected and closed. */
+  if (napi_create_reference(env, object, 0, &s->self) != napi_ok) {
+    throw_napi_failure(env, "napi_create_reference");
+    shutdown_socket(s); /* the finalizer frees s later */
+    return NULL;
+  }
+  return object;
+
+fail:
+  if (err != 0) throw_system_error(env, err, failed, kind); /* else one is pending */
+  if (s != NULL) {
+    free(s->buffer);
+    free(s);
+  }
+  /* Not reported: the error being thrown already says what went wrong. */
+  close(fd);
+  return NULL;
+}
+
+napi_value raw_socket_exports(napi_env env) {
+  napi_value exports, open_fn;
+  NAPI_CALL(env, napi_create_object(env, &exports));
+  NAPI_CALL(env, napi_create_function(env, "open", NAPI_AUTO_LENGTH, js_open, NULL, &open_fn));
+  NAPI_CALL(env, napi_set_named_property(env, exports, "open", open_fn));
+  return exports;
+}
