@@ -18,8 +18,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { internetChecksum } from '../../src/wire/checksum.js';
-import { writeIPv4 } from '../../src/wire/ipv4-address.js';
+import * as igmp from '../../src/packet/igmp/index.js';
 import { control, startDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
@@ -64,16 +63,8 @@ function exec(argv: readonly string[], options: { cwd?: string; env: NodeJS.Proc
   });
 }
 
-/** An IGMPv2 report for `group`, checksum filled in. */
-function v2Report(group: string): Uint8Array {
-  const message = new Uint8Array(8);
-  message[0] = 0x16;
-  writeIPv4(message, 4, group);
-  const checksum = internetChecksum(message);
-  message[2] = checksum >> 8;
-  message[3] = checksum & 0xff;
-  return message;
-}
+/** An IGMPv2 report for `group`, by the project's own codec. */
+const v2Report = (group: string): Uint8Array => igmp.encode({ kind: 'report', version: 2, group });
 
 describe('the package installed from its tarball on a node without a compiler', () => {
   let scratch: string;

@@ -24,8 +24,7 @@ import * as ipMreqn from '../../src/protocol/mroute/ip-mreqn.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
 import { MrouteSocket, ifindexOf } from '../../src/transport/mroute-socket.js';
 import { openRawSocket } from '../../src/transport/raw-socket.js';
-import { internetChecksum } from '../../src/wire/checksum.js';
-import { writeIPv4 } from '../../src/wire/ipv4-address.js';
+import * as igmp from '../../src/packet/igmp/index.js';
 import { Lab, sleep, type Host } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
 
@@ -34,16 +33,8 @@ const GROUP = '239.42.0.7';
 /** linux/in.h: IP_MULTICAST_TTL, an int option. */
 const IP_MULTICAST_TTL = 33;
 
-/** An IGMPv2 report for `group`, checksum filled in. */
-function v2Report(group: string): Uint8Array {
-  const message = new Uint8Array(8);
-  message[0] = 0x16;
-  writeIPv4(message, 4, group);
-  const checksum = internetChecksum(message);
-  message[2] = checksum >> 8;
-  message[3] = checksum & 0xff;
-  return message;
-}
+/** An IGMPv2 report for `group`, by the project's own codec. */
+const v2Report = (group: string): Uint8Array => igmp.encode({ kind: 'report', version: 2, group });
 
 // ---------------------------------------------------------------------------------------
 // The child: the raw socket, reporting what happens as JSON lines on stdout

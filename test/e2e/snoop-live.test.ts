@@ -17,8 +17,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { internetChecksum } from '../../src/wire/checksum.js';
-import { writeIPv4 } from '../../src/wire/ipv4-address.js';
+import * as igmp from '../../src/packet/igmp/index.js';
 import { cliMissing, lineSplitter, mcastctl, parseNdjson, startMcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, run, sleep, type Host } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
@@ -33,16 +32,8 @@ const SNOOP_DURATION_S = 8;
 /** Both tools read the kernel's timestamp of the same packet; allow for rounding to µs. */
 const TS_TOLERANCE_S = 0.005;
 
-/** A v2 report for `group`, checksum filled in. */
-function v2Report(group: string): Uint8Array {
-  const message = new Uint8Array(8);
-  message[0] = 0x16;
-  writeIPv4(message, 4, group);
-  const checksum = internetChecksum(message);
-  message[2] = checksum >> 8;
-  message[3] = checksum & 0xff;
-  return message;
-}
+/** An IGMPv2 report for `group`, by the project's own codec. */
+const v2Report = (group: string): Uint8Array => igmp.encode({ kind: 'report', version: 2, group });
 
 interface LiveRun {
   observer: Host;
