@@ -175,6 +175,24 @@ describe('the package installed from its tarball on a node without a compiler', 
     assert.match(man.stdout, /^NAME$/m);
   });
 
+  it('every command has its --help, and every manual page opens from the prefix: mcastctl and each mcastctl-<command>', async () => {
+    const pages = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { man: string[] }).man.map((path) => /([^/]+)\.1$/.exec(path)![1]!);
+    const commands = pages.filter((page) => page !== 'mcastctl').map((page) => page.replace(/^mcastctl-/, ''));
+    // Every subcommand the program lists has its page, and every page is installed.
+    const listed = (await mcastctl('--help')).stdout;
+    for (const command of commands) assert.match(listed, new RegExp(`^  ${command}\\b`, 'm'), `mcastctl --help does not list ${command}`);
+    for (const page of pages) {
+      const man = await exec(['man', '-M', join(prefix, 'share/man'), page], { env: { ...env, MANPAGER: 'cat', MANWIDTH: '80' } });
+      assert.equal(man.code, 0, `man ${page}: ${man.stderr}`);
+      assert.match(man.stdout, new RegExp(`${page.toUpperCase()}\\(1\\)`), `man ${page}`);
+    }
+    for (const command of commands) {
+      const help = await mcastctl(command, '--help');
+      assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);
+      assert.match(help.stdout, new RegExp(`^Usage: mcastctl ${command}\\b`), `${command} --help`);
+    }
+  });
+
   it('install-service places the units, ExecStart running the installed program', async () => {
     const root = join(scratch, 'root');
     mkdirSync(root);
