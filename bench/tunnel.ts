@@ -33,6 +33,7 @@ import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
 import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, SENDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
+import { firstIgmpQueryAt } from '../test/lab/igmp-frames.js';
 
 const GROUP = '239.79.0.1';
 const UDP_PORT = 5000;
@@ -299,17 +300,6 @@ async function nodeComplete(node: OvsNode, groups: readonly string[], localPorts
   });
 }
 
-/** Capture time (ms, wall clock) of the first IGMP query in a pcap of a pod's eth0. */
-async function firstQueryAt(file: string): Promise<number | undefined> {
-  let first: number | undefined;
-  await readPcapFile(file, (record) => {
-    const b = record.data;
-    if (first !== undefined || b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00 || b[23] !== 2) return;
-    if (b[14 + (b[14]! & 0x0f) * 4] === 0x11) first = record.ts * 1000;
-  });
-  return first;
-}
-
 interface ConvergenceRun {
   lab: Lab;
   nodes: readonly TunnelLabNode[];
@@ -357,7 +347,7 @@ async function measureConvergence(run: ConvergenceRun): Promise<{ figures: Tunne
   }
   const pollMs = (performance.now() - pollStarted) / Math.max(1, polls);
   await Promise.all(captures.map((capture) => capture.stop()));
-  const queries = (await Promise.all(pcaps.map(firstQueryAt))).filter((at): at is number => at !== undefined);
+  const queries = (await Promise.all(pcaps.map(firstIgmpQueryAt))).filter((at): at is number => at !== undefined);
   const firstQuery = queries.length === 0 ? undefined : Math.min(...queries);
   let problem: string | undefined;
   if (firstQuery === undefined) problem = 'no general query seen on any node';

@@ -16,34 +16,17 @@
  * Environment: MCASTCTL_BIN (another build of the CLI), NO_COLOR, DEMO_FLEET_NODES (10),
  * DEMO_FLEET_PODS (5).
  */
-import { Chalk } from 'chalk';
 import Table from 'cli-table3';
 import { checkDelivery, checkFleet, joinInitialGroups, MembershipRecord, seededRandom, startAndConverge } from '../test/lab/churn.js';
-import { cliMissing, mcastctl } from '../test/lab/cli.js';
+import { mcastctl } from '../test/lab/cli.js';
 import { buildFleet, type Fleet } from '../test/lab/fleet.js';
 import { Lab } from '../test/lab/lab.js';
+import { color, runDemo, say, sleep } from './demo-kit.js';
 
 const GROUPS_PER_POD = 8;
 const DELIVERY_GROUPS = 6;
 const DATAGRAMS = 10;
-const color = new Chalk({ level: process.stdout.isTTY && !process.env.NO_COLOR ? 1 : 0 });
-
-function say(text: string): void {
-  process.stderr.write(`${color.dim('demo:')} ${text}\n`);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function main(): Promise<number> {
-  if (process.getuid?.() !== 0) {
-    say('the demo builds network namespaces and runs OVS: run it as root (sudo scripts/demo.sh fleet)');
-    return 77;
-  }
-  const missing = cliMissing();
-  if (missing) {
-    say(`cannot run mcastctl: ${missing}`);
-    return 1;
-  }
   const nodes = Number(process.env.DEMO_FLEET_NODES ?? 10);
   const podsPerNode = Number(process.env.DEMO_FLEET_PODS ?? 5);
   const lab = Lab.create();
@@ -110,7 +93,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main().catch((error: unknown) => {
-  say(`${color.red('error')}: ${error instanceof Error ? error.message : String(error)}`);
-  return 1;
-});
+await runDemo('scripts/demo.sh fleet', main);

@@ -13,14 +13,12 @@
  * Environment: DEMO_SECONDS (default 15), MCASTCTL_BIN (another build of the CLI),
  * NO_COLOR.
  */
-import { Chalk } from 'chalk';
-import { cliMissing, startMcastctl, type RunningCli } from '../test/lab/cli.js';
+import { startMcastctl, type RunningCli } from '../test/lab/cli.js';
 import { Lab, type Host } from '../test/lab/lab.js';
 import { Member } from '../test/lab/member.js';
+import { color, runDemo, say } from './demo-kit.js';
 
 const SECONDS = Number(process.env.DEMO_SECONDS ?? 15);
-const color = new Chalk({ level: process.stderr.isTTY && !process.env.NO_COLOR ? 1 : 0 });
-
 interface Actor {
   label: string;
   host: Host;
@@ -42,21 +40,7 @@ const SCRIPT: Step[] = [
   [12.0, 'h2', 'join 239.2.2.9 (IGMPv2 report)', (m) => m.join('239.2.2.9')],
 ];
 
-function say(text: string): void {
-  process.stderr.write(`${color.dim('demo:')} ${text}\n`);
-}
-
 async function main(): Promise<number> {
-  if (process.getuid?.() !== 0) {
-    say('the demo builds network namespaces and needs root: sudo node --import tsx scripts/demo-snoop.ts');
-    return 77;
-  }
-  const missing = cliMissing();
-  if (missing) {
-    say(`cannot run mcastctl: ${missing}`);
-    return 1;
-  }
-
   // Signals are handled here: Ctrl-C first lets snoop print its summary, then tears down.
   const lab = Lab.create({ handleSignals: false });
   const stop = new AbortController();
@@ -129,7 +113,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main().catch((error: unknown) => {
-  say(`${color.red('error')}: ${error instanceof Error ? error.message : String(error)}`);
-  return 1;
-});
+await runDemo('scripts/demo.sh snoop', main);

@@ -17,36 +17,19 @@
  *
  * Environment: MCASTCTL_BIN (another build of the CLI), NO_COLOR.
  */
-import { Chalk } from 'chalk';
 import Table from 'cli-table3';
-import { cliMissing, mcastctl } from '../test/lab/cli.js';
+import { mcastctl } from '../test/lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, type Tcpdump } from '../test/lab/lab.js';
 import type { OvsPod, Receiver } from '../test/lab/ovs.js';
 import { tsharkFrameCount } from '../test/lab/tshark.js';
 import { buildTunnelLab, TUNNEL_LAB } from '../test/lab/tunnel-lab.js';
+import { color, runDemo, say, sleep } from './demo-kit.js';
 
 const GROUP = '239.1.2.3';
 const PORT = 5000;
 const COUNT = 20;
-const color = new Chalk({ level: process.stdout.isTTY && !process.env.NO_COLOR ? 1 : 0 });
-
-function say(text: string): void {
-  process.stderr.write(`${color.dim('demo:')} ${text}\n`);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function main(): Promise<number> {
-  if (process.getuid?.() !== 0) {
-    say('the demo builds network namespaces and runs OVS: run it as root (sudo scripts/demo.sh tunnel)');
-    return 77;
-  }
-  const missing = cliMissing();
-  if (missing) {
-    say(`cannot run mcastctl: ${missing}`);
-    return 1;
-  }
   const lab = Lab.create();
   const daemons: RunningDaemon[] = [];
   try {
@@ -128,7 +111,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main().catch((error: unknown) => {
-  say(`${color.red('error')}: ${error instanceof Error ? error.message : String(error)}`);
-  return 1;
-});
+await runDemo('scripts/demo.sh tunnel', main);

@@ -17,25 +17,17 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Chalk } from 'chalk';
 import Table from 'cli-table3';
-import { cliMissing, mcastctl } from '../test/lab/cli.js';
+import { mcastctl } from '../test/lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, type Tcpdump } from '../test/lab/lab.js';
 import { buildMulticastLab } from '../test/lab/multicast-lab.js';
 import type { Receiver, UdpEndpoint } from '../test/lab/ovs.js';
+import { color, runDemo, say, sleep } from './demo-kit.js';
 
 const GROUP = '239.1.2.3';
 const PORT = 5000;
 const COUNT = 20;
-const color = new Chalk({ level: process.stdout.isTTY && !process.env.NO_COLOR ? 1 : 0 });
-
-function say(text: string): void {
-  process.stderr.write(`${color.dim('demo:')} ${text}\n`);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 interface Station {
   label: string;
   ns: string;
@@ -46,15 +38,6 @@ interface Station {
 }
 
 async function main(): Promise<number> {
-  if (process.getuid?.() !== 0) {
-    say('the demo builds network namespaces and runs OVS: run it as root (sudo scripts/demo.sh)');
-    return 77;
-  }
-  const missing = cliMissing();
-  if (missing) {
-    say(`cannot run mcastctl: ${missing}`);
-    return 1;
-  }
   const lab = Lab.create();
   const daemons: RunningDaemon[] = [];
   try {
@@ -147,7 +130,4 @@ async function countFrames(file: string): Promise<number> {
   return stdout.split('\n').filter((line) => line.trim() !== '').length;
 }
 
-process.exitCode = await main().catch((error: unknown) => {
-  say(`${color.red('error')}: ${error instanceof Error ? error.message : String(error)}`);
-  return 1;
-});
+await runDemo('scripts/demo.sh', main);

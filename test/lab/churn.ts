@@ -28,11 +28,11 @@
  * changes, and the daemons' next general query is minutes away: fleetDaemonArgs).
  */
 import { readFileSync } from 'node:fs';
-import { readPcapFile } from '../../src/packet/pcap/index.js';
 import type { RunningDaemon } from './daemon.js';
 import { buildFleet, FLEET, type Fleet, type FleetNode, type FleetPod } from './fleet.js';
 import { run, sleep, type Lab, type Tcpdump } from './lab.js';
 import type { TunnelLabNode } from './tunnel-lab.js';
+import { firstIgmpQueryAt } from './igmp-frames.js';
 
 /** The churn's groups: 239.70.0.1 to 239.70.0.200. */
 export const CHURN_GROUP_COUNT = 200;
@@ -293,17 +293,6 @@ export interface ConvergenceFigures {
   problem: string | undefined;
 }
 
-/** Capture time (ms, wall clock) of the first IGMP query in a pcap of a pod's eth0. */
-async function firstQueryAt(file: string): Promise<number | undefined> {
-  let first: number | undefined;
-  await readPcapFile(file, (record) => {
-    const b = record.data;
-    if (first !== undefined || b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00 || b[23] !== 2) return;
-    if (b[14 + (b[14]! & 0x0f) * 4] === 0x11) first = record.ts * 1000;
-  });
-  return first;
-}
-
 /**
  * Starts the daemons on a fleet whose pods hold their groups already, and polls every
  * node's OVS until it matches the record exactly (0 missing, 0 stray). Times run from the
@@ -338,7 +327,7 @@ export async function startAndConverge(fleet: Fleet, record: MembershipRecord, t
   }
   await Promise.all(daemons.map((daemon) => daemon.ready()));
   await Promise.all(captures.map((capture) => capture?.stop()));
-  const queries = await Promise.all(captures.map((capture) => (capture === undefined ? undefined : firstQueryAt(capture.file))));
+  const queries = await Promise.all(captures.map((capture) => (capture === undefined ? undefined : firstIgmpQueryAt(capture.file))));
   const known = queries.filter((at): at is number => at !== undefined);
   const firstQuery = known.length === 0 ? undefined : Math.min(...known);
   const perNodeMs = completeAt.map((at, index) => {

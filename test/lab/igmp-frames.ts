@@ -5,6 +5,7 @@
  * would never send by itself, such as a report with another host's IPv4 source.
  */
 import { writeFileSync } from 'node:fs';
+import { readPcapFile } from '../../src/packet/pcap/index.js';
 import type { OvsPod } from './ovs.js';
 
 /** Record types of an IGMPv3 report (RFC 3376 §4.2.12). */
@@ -187,4 +188,15 @@ export async function floodReports(
   const match = /^sent (\d+) in ([\d.]+)$/.exec(stdout.trim());
   if (match === null) throw new Error(`flooding ${frames.length} frames from ${pod.ns} said ${JSON.stringify(stdout)}`);
   return { sent: Number(match[1]), seconds: Number(match[2]) };
+}
+
+/** Capture time (ms, wall clock) of the first IGMP query in a pcap of a pod's eth0 (Ethernet, IPv4). */
+export async function firstIgmpQueryAt(file: string): Promise<number | undefined> {
+  let first: number | undefined;
+  await readPcapFile(file, (record) => {
+    const b = record.data;
+    if (first !== undefined || b.length < 34 || b[12] !== 0x08 || b[13] !== 0x00 || b[23] !== IPPROTO_IGMP) return;
+    if (b[14 + (b[14]! & 0x0f) * 4] === 0x11) first = record.ts * 1000;
+  });
+  return first;
 }
