@@ -9,7 +9,7 @@
   "targets": [
     {
       "target_name": "mcastctl_native",
-      "sources": ["native/addon.c", "native/node_errors.c", "native/packet_socket.c", "native/raw_socket.c", "native/memory_trim.c"],
+      "sources": ["native/addon.c", "native/node_errors.c", "native/napi_args.c", "native/packet_socket.c", "native/raw_socket.c", "native/memory_trim.c"],
       # N-API (node_api.h) at a fixed version: the addon is ABI-stable across Node releases.
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       # Hidden: only the module's registration is the addon's interface to Node.

@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "addon.h"
+#include "napi_args.h"
 #include "node_errors.h"
 
 #include <arpa/inet.h>
@@ -380,21 +381,6 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
 /* ------------------------------------------------------------------------------------ */
 
 /* The capture behind `this`, or NULL with an exception pending. */
-static capture *unwrap_this(napi_env env, napi_callback_info info, size_t *argc,
-                            napi_value *argv) {
-  napi_value self;
-  void *data = NULL;
-  if (napi_get_cb_info(env, info, argc, argv, &self, NULL) != napi_ok) {
-    throw_napi_failure(env, "napi_get_cb_info");
-    return NULL;
-  }
-  if (napi_unwrap(env, self, &data) != napi_ok || data == NULL) {
-    throw_napi_failure(env, "napi_unwrap (method called on a foreign object?)");
-    return NULL;
-  }
-  return data;
-}
-
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -465,9 +451,6 @@ static napi_value js_stats(napi_env env, napi_callback_info info) {
  * chosen by the kernel): that is what lets `mcastctl query` send from 0.0.0.0, as a
  * snooping bridge does, which an IP raw socket would overwrite with the route's source.
  */
-static bool read_integer(napi_env env, napi_value value, double min, double max,
-                         const char *what, double *out);
-
 static napi_value js_send(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -530,35 +513,6 @@ typedef struct open_options {
   int receive_buffer_bytes; /* 0: keep the kernel's default */
   napi_value filter;        /* NULL, an array, or a function of the ARPHRD type */
 } open_options;
-
-/* Reads an integral number in [min, max]; false with an exception pending otherwise. */
-static bool read_integer(napi_env env, napi_value value, double min, double max,
-                         const char *what, double *out) {
-  napi_valuetype type;
-  double d;
-  char message[160];
-  if (napi_typeof(env, value, &type) != napi_ok) {
-    throw_napi_failure(env, "napi_typeof");
-    return false;
-  }
-  if (type != napi_number) {
-    snprintf(message, sizeof message, "%s must be a number", what);
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message);
-    return false;
-  }
-  if (napi_get_value_double(env, value, &d) != napi_ok) {
-    throw_napi_failure(env, "napi_get_value_double");
-    return false;
-  }
-  /* The negated comparison also rejects NaN. */
-  if (!(d >= min && d <= max) || (double)(int64_t)d != d) {
-    snprintf(message, sizeof message, "%s must be an integer in [%.0f, %.0f]", what, min, max);
-    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", message);
-    return false;
-  }
-  *out = d;
-  return true;
-}
 
 /* Looks up an optional property; *value is NULL when it is absent or undefined. */
 static bool get_optional(napi_env env, napi_value object, const char *name, napi_value *value) {
