@@ -74,10 +74,15 @@ const SHORT_TIMERS = {
 const EXPIRY_SLACK_MS = 750;
 const EXPIRY_SEND_INTERVAL_MS = 20;
 
-/** The latency case's group, its rounds, and how long each round waits for S3's first datagram after the ALLOW. */
+/**
+ * The latency case's group and its rounds; how long a round waits for the ALLOW and S3's first datagram after it to
+ * show in the capture (a deadline, not the measure: under load tcpdump and the sender lag), and how long a's wire must
+ * be free of S3 after a removal before the next round starts.
+ */
 const LATENCY_GROUP = '239.7.1.3';
 const LATENCY_ROUNDS = 12;
-const LATENCY_WAIT_MS = 300;
+const LATENCY_WAIT_MS = 3_000;
+const LATENCY_QUIET_MS = 150;
 /**
  * Sends `tag <n>` to group:port every `interval` ms, paced, until killed; prints "sending"
  * after its first datagram, so that a round starts only once S3 really sends (a sender
@@ -510,19 +515,13 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       for (let round = 0; round < LATENCY_ROUNDS; round++) {
         const joinedAt = Date.now();
         await member(a).joinSource(LATENCY_GROUP, s3);
-        await sleep(LATENCY_WAIT_MS);
-        const packets = readCapture(captures.get(a)!.file);
-        const allowAt = reportsFrom(packets, a.address, LATENCY_GROUP).find(
-          (report) => report.ts >= joinedAt - 5 && report.records.some((record) => record.type === RECORD.allow && record.sources.includes(s3)),
-        )?.ts;
-        const arrivals = datagramTimes(packets, s3, LATENCY_GROUP, tag);
-        if (allowAt === undefined) problems.push(`round ${round}: no ALLOW {S3} of ${a.name} on its wire`);
+        const seen = await firstArrivalAfterAllow(captures.get(a)!.file, { member: a.address, source: s3, tag, since: joinedAt - 5 });
+        if (seen.allowAt === undefined) problems.push(`round ${round}: no ALLOW {S3} of ${a.name} on its wire within ${LATENCY_WAIT_MS} ms`);
         else {
-          const early = arrivals.filter((ts) => ts >= joinedAt - 5 && ts < allowAt).length;
-          if (early > 0) problems.push(`round ${round}: ${early} datagrams of S3 reached ${a.name} before its ALLOW {S3}`);
-          const first = arrivals.find((ts) => ts >= allowAt);
-          if (first === undefined) problems.push(`round ${round}: no datagram of S3 reached ${a.name} in the ${LATENCY_WAIT_MS} ms after its ALLOW {S3}`);
-          else latencies.push(first - allowAt);
+          const allowAt = seen.allowAt;
+          if (seen.early > 0) problems.push(`round ${round}: ${seen.early} datagrams of S3 reached ${a.name} before its ALLOW {S3}`);
+          if (seen.firstAt === undefined) problems.push(`round ${round}: no datagram of S3 reached ${a.name} within ${LATENCY_WAIT_MS} ms of its ALLOW {S3}`);
+          else latencies.push(seen.firstAt - allowAt);
           const heard = events.find(
             (event) =>
               event.type === 'igmp' &&
@@ -541,7 +540,8 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
         }
         events.length = 0;
         await member(a).dropSource(LATENCY_GROUP, s3);
-        // A datagram of S3 that reaches a before the next round's ALLOW is counted: the removal gets a moment to take effect.
+        // A datagram of S3 that reaches a before the next round's ALLOW is counted: the next round starts once the
+        // removal is synced and in effect on the datapath (its flows revalidated), seen as a's wire quiet of S3.
         await waitUntil(
           `${a.name}'s filter of ${LATENCY_GROUP} without S3, synced`,
           async () => {
@@ -551,7 +551,15 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
           10_000,
           20,
         );
-        await sleep(50);
+        await waitUntil(
+          `${a.name}'s wire without S3's datagrams for ${LATENCY_QUIET_MS} ms`,
+          async () => {
+            const last = datagramTimes(readCapture(captures.get(a)!.file), s3, LATENCY_GROUP, tag).at(-1);
+            return last === undefined || Date.now() - last >= LATENCY_QUIET_MS;
+          },
+          10_000,
+          20,
+        );
       }
     } finally {
       stream.kill('SIGKILL');
@@ -574,6 +582,30 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     assert.ok(p50 !== undefined && p50 < 50, `p50 ${p50} ms (limit 50 ms)`);
   });
 });
+
+/**
+ * Polls a member's capture, up to LATENCY_WAIT_MS, for its first ALLOW carrying `source` since `since` and the first
+ * datagram of `source` at or after it; counts the datagrams of `source` between `since` and that ALLOW.
+ */
+async function firstArrivalAfterAllow(
+  file: string,
+  options: { member: string; source: string; tag: string; since: number },
+): Promise<{ allowAt?: number; firstAt?: number; early: number }> {
+  const deadline = Date.now() + LATENCY_WAIT_MS;
+  for (;;) {
+    const packets = readCapture(file);
+    const allowAt = reportsFrom(packets, options.member, LATENCY_GROUP).find(
+      (report) => report.ts >= options.since && report.records.some((record) => record.type === RECORD.allow && record.sources.includes(options.source)),
+    )?.ts;
+    const arrivals = datagramTimes(packets, options.source, LATENCY_GROUP, options.tag);
+    const firstAt = allowAt === undefined ? undefined : arrivals.find((ts) => ts >= allowAt);
+    if ((allowAt !== undefined && firstAt !== undefined) || Date.now() >= deadline) {
+      const early = allowAt === undefined ? 0 : arrivals.filter((ts) => ts >= options.since && ts < allowAt).length;
+      return { allowAt, firstAt, early };
+    }
+    await sleep(20);
+  }
+}
 
 /** The daemon's event stream from now on, kept in `events` until close(). */
 async function watchEvents(running: RunningDaemon): Promise<{ events: DaemonEvent[]; close: () => Promise<void> }> {
