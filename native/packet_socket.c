@@ -37,6 +37,7 @@
 #include "addon.h"
 #include "napi_args.h"
 #include "node_errors.h"
+#include "polled_socket.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,47 +69,22 @@
 /* ------------------------------------------------------------------------------------ */
 
 typedef struct capture {
-  napi_env env;
-  int fd; /* -1 once closed */
+  polled_socket socket; /* first: its buffer holds snaplen bytes, one frame at a time */
   char ifname[IF_NAMESIZE];
   int ifindex;
   uint32_t snaplen;
-  uint8_t *buffer; /* snaplen bytes: one frame at a time, copied into a fresh Buffer */
-
-  /*
-   * Initialised at open, active only between start() and close(). The struct is freed
-   * only once libuv has finished closing this handle AND the JS object was finalized.
-   */
-  uv_poll_t poll;
-  bool started;
-  bool handle_closed;
-  bool wrapper_finalized;
-  bool js_unavailable; /* the environment is shutting down: never call into JS again */
-
-  napi_ref self; /* the JS object: strong while polling, so an active capture is not
-                    collected (it keeps the loop alive, like a listening server) */
-  napi_ref on_frame;
-  napi_ref on_error;
-  napi_async_context async_context; /* async_hooks identity of the callbacks */
 
   /* Totals of PACKET_STATISTICS: each getsockopt() read resets the kernel's counters. */
   uint64_t packets;
   uint64_t drops;
 } capture;
 
-static void free_capture_if_unused(capture *c) {
-  if (c->handle_closed && c->wrapper_finalized) {
-    free(c->buffer);
-    free(c);
-  }
-}
-
 /* Adds the kernel's counters since the last read to the totals. Returns 0 or an errno. */
 static int collect_stats(capture *c) {
   struct tpacket_stats st;
   socklen_t len = sizeof st;
-  if (c->fd < 0) return 0;
-  if (getsockopt(c->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return errno;
+  if (c->socket.fd < 0) return 0;
+  if (getsockopt(c->socket.fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) != 0) return errno;
   /* For TPACKET_V1/V2 the kernel already counts drops in tp_packets: "received by the
      filter", as tcpdump reports it. */
   c->packets += st.tp_packets;
@@ -116,136 +92,31 @@ static int collect_stats(capture *c) {
   return 0;
 }
 
-/* Drops the references that keep JS values alive. Safe to call more than once. */
-static void release_js_state(napi_env env, capture *c) {
-  if (c->on_frame != NULL && napi_delete_reference(env, c->on_frame) == napi_ok) c->on_frame = NULL;
-  if (c->on_error != NULL && napi_delete_reference(env, c->on_error) == napi_ok) c->on_error = NULL;
-  if (c->async_context != NULL && napi_async_destroy(env, c->async_context) == napi_ok)
-    c->async_context = NULL;
-  if (c->self != NULL && napi_delete_reference(env, c->self) == napi_ok) c->self = NULL;
-}
-
-static void on_handle_closed(uv_handle_t *handle) {
-  capture *c = handle->data;
-  c->handle_closed = true;
-  if (!c->wrapper_finalized) {
-    /* Done here, a loop turn after close(), rather than in close() itself: close() may be
-       called from inside onFrame, while napi_make_callback still uses the async context. */
-    napi_handle_scope scope;
-    if (napi_open_handle_scope(c->env, &scope) == napi_ok) {
-      release_js_state(c->env, c);
-      napi_close_handle_scope(c->env, scope);
-    }
-  }
-  free_capture_if_unused(c);
-}
-
-/*
- * Stops polling and closes the socket (which also drops the PACKET_MR_PROMISC membership:
- * the kernel undoes it when the socket goes away). Returns 0 or an errno; *syscall names
- * the failed call. The socket is closed either way.
- */
-static int shutdown_capture(capture *c, const char **syscall) {
-  int result = 0;
-  if (c->fd < 0) return 0;
-
-  /* Last chance to read the counters of this socket. */
-  result = collect_stats(c);
-  if (result != 0) *syscall = "getsockopt";
-
-  /* libuv wants the poll stopped before its fd is closed; uv_close() stops it too, and
-     an inactive closing handle no longer keeps the loop alive. */
-  if (c->started) uv_poll_stop(&c->poll);
-  uv_close((uv_handle_t *)&c->poll, on_handle_closed);
-
-  /* Linux releases the descriptor even when close() fails (also on EINTR): never retry. */
-  if (close(c->fd) != 0 && errno != EINTR && result == 0) {
-    result = errno;
-    *syscall = "close";
-  }
-  c->fd = -1;
-  return result;
-}
-
-/* GC finalizer of the JS object, also run when the environment is torn down. */
-static void finalize_capture(napi_env env, void *data, void *hint) {
-  capture *c = data;
-  const char *ignored = NULL;
-  c->wrapper_finalized = true;
-  /* Nobody is left to hear about an error here: the fd is released regardless. */
-  shutdown_capture(c, &ignored);
-  release_js_state(env, c);
-  free_capture_if_unused(c);
-}
-
 /* ------------------------------------------------------------------------------------ */
 /* Receiving                                                                            */
 /* ------------------------------------------------------------------------------------ */
 
-/* Raises an uncaught exception; if JS cannot run any more, stops polling instead (the
-   finalizer, which runs at environment teardown, then closes the socket). */
-static void raise_or_stop(capture *c, const char *what) {
-  if (!raise_uncaught(c->env, what)) {
-    c->js_unavailable = true;
-    uv_poll_stop(&c->poll);
-  }
-}
-
-/*
- * Calls a stored callback the way Node calls its own I/O callbacks: with the capture's
- * async context (async_hooks, AsyncLocalStorage) and, via napi_make_callback, the
- * nextTick and microtask queues drained afterwards. Must run inside a handle scope.
- */
-static void call_js(capture *c, napi_ref callback_ref, size_t argc, const napi_value *argv) {
-  napi_env env = c->env;
-  napi_value callback = NULL, self = NULL, result;
-  if (callback_ref == NULL || c->self == NULL || c->js_unavailable) return;
-  if (napi_get_reference_value(env, callback_ref, &callback) != napi_ok ||
-      napi_get_reference_value(env, c->self, &self) != napi_ok) {
-    raise_or_stop(c, "napi_get_reference_value");
-    return;
-  }
-  if (callback == NULL || self == NULL) return; /* cannot happen while the refs are strong */
-  if (napi_make_callback(env, c->async_context, self, callback, argc, argv, &result) != napi_ok)
-    raise_or_stop(c, "napi_make_callback");
-}
-
 static void on_poll(uv_poll_t *handle, int status, int events);
-
-static void deliver_error(capture *c, int err, const char *syscall) {
-  napi_env env = c->env;
-  napi_handle_scope scope;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) {
-    raise_or_stop(c, "napi_open_handle_scope");
-    return;
-  }
-  napi_value error = make_system_error(env, err, syscall, c->ifname);
-  if (error == NULL)
-    raise_or_stop(c, "make_system_error");
-  else
-    call_js(c, c->on_error, 1, &error);
-  napi_close_handle_scope(env, scope);
-}
 
 static void deliver_frame(capture *c, size_t captured, size_t original,
                           const struct timespec *ts, unsigned packet_type) {
-  napi_env env = c->env;
+  napi_env env = c->socket.env;
   napi_handle_scope scope;
   napi_value argv[5];
   void *copy;
   if (napi_open_handle_scope(env, &scope) != napi_ok) {
-    raise_or_stop(c, "napi_open_handle_scope");
+    polled_socket_raise_or_stop(&c->socket, "napi_open_handle_scope");
     return;
   }
-  /* A copy, not an external buffer: c->buffer is reused for the next frame. */
-  if (napi_create_buffer_copy(env, captured, c->buffer, &copy, &argv[0]) == napi_ok &&
+  /* A copy, not an external buffer: c->socket.buffer is reused for the next frame. */
+  if (napi_create_buffer_copy(env, captured, c->socket.buffer, &copy, &argv[0]) == napi_ok &&
       napi_create_int64(env, (int64_t)ts->tv_sec, &argv[1]) == napi_ok &&
       napi_create_int64(env, (int64_t)ts->tv_nsec, &argv[2]) == napi_ok &&
       napi_create_double(env, (double)original, &argv[3]) == napi_ok &&
       napi_create_uint32(env, packet_type, &argv[4]) == napi_ok) {
-    call_js(c, c->on_frame, 5, argv);
+    polled_socket_call(&c->socket, c->socket.on_data, 5, argv);
   } else {
-    raise_or_stop(c, "creating frame arguments");
+    polled_socket_raise_or_stop(&c->socket, "creating frame arguments");
   }
   napi_close_handle_scope(env, scope);
 }
@@ -262,7 +133,7 @@ static bool device_still_bound(capture *c) {
   struct sockaddr_ll address;
   socklen_t len = sizeof address;
   memset(&address, 0, sizeof address);
-  if (getsockname(c->fd, (struct sockaddr *)&address, &len) != 0) return false;
+  if (getsockname(c->socket.fd, (struct sockaddr *)&address, &len) != 0) return false;
   return address.sll_ifindex == c->ifindex;
 }
 
@@ -272,10 +143,10 @@ static bool device_still_bound(capture *c) {
  */
 static bool report_socket_error(capture *c, int err, const char *syscall) {
   if (err == ENETDOWN && !device_still_bound(c)) {
-    deliver_error(c, ENODEV, syscall);
+    polled_socket_deliver_error(&c->socket, ENODEV, syscall);
     return false;
   }
-  deliver_error(c, err, syscall);
+  polled_socket_deliver_error(&c->socket, err, syscall);
   return true;
 }
 
@@ -285,7 +156,7 @@ static bool report_socket_error(capture *c, int err, const char *syscall) {
  */
 static bool receive_frame(capture *c) {
   struct sockaddr_ll from;
-  struct iovec iov = {.iov_base = c->buffer, .iov_len = c->snaplen};
+  struct iovec iov = {.iov_base = c->socket.buffer, .iov_len = c->snaplen};
   union {
     struct cmsghdr align;
     char bytes[CMSG_SPACE(sizeof(struct timespec))];
@@ -304,12 +175,12 @@ static bool receive_frame(capture *c) {
   /* MSG_TRUNC: on a packet socket the return value is then the frame's full length, even
      when only snaplen bytes fit into the buffer. */
   do {
-    n = recvmsg(c->fd, &msg, MSG_TRUNC | MSG_DONTWAIT);
+    n = recvmsg(c->socket.fd, &msg, MSG_TRUNC | MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
     /* A pending socket error (ENETDOWN) is returned once, so this cannot busy-loop. */
-    if (!report_socket_error(c, errno, "recvmsg") && c->fd >= 0) uv_poll_stop(&c->poll);
+    if (!report_socket_error(c, errno, "recvmsg")) polled_socket_stop(&c->socket);
     return false;
   }
 
@@ -345,33 +216,33 @@ static bool receive_frame(capture *c) {
 static void handle_poll_error(capture *c, int status) {
   int err = 0;
   socklen_t len = sizeof err;
-  if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-    deliver_error(c, errno, "getsockopt(SO_ERROR)");
+  if (getsockopt(c->socket.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    polled_socket_deliver_error(&c->socket, errno, "getsockopt(SO_ERROR)");
     return;
   }
   if (err == 0) {
     /* Not a socket error: polling again could spin on the same condition. Stay stopped. */
-    deliver_error(c, -status, "uv_poll");
+    polled_socket_deliver_error(&c->socket, -status, "uv_poll");
     return;
   }
   if (!report_socket_error(c, err, "poll")) return;
   /* onError may have closed the capture, or JS may be unable to run. */
-  if (c->fd >= 0 && !c->js_unavailable) {
-    int rc = uv_poll_start(&c->poll, UV_READABLE, on_poll);
-    if (rc != 0) deliver_error(c, -rc, "uv_poll_start");
+  if (c->socket.fd >= 0 && !c->socket.js_unavailable) {
+    int rc = uv_poll_start(&c->socket.poll, UV_READABLE, on_poll);
+    if (rc != 0) polled_socket_deliver_error(&c->socket, -rc, "uv_poll_start");
   }
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
   capture *c = handle->data;
-  if (c->fd < 0) return;
+  if (c->socket.fd < 0) return;
   if (status < 0) {
     handle_poll_error(c, status); /* status is a negated errno on Linux */
     return;
   }
   /* onFrame may call close(), and JS may become unable to run: check before every read.
      (An error may also have stopped polling; the frame read now is still delivered.) */
-  for (int i = 0; i < FRAMES_PER_WAKEUP && c->fd >= 0 && !c->js_unavailable; i++) {
+  for (int i = 0; i < FRAMES_PER_WAKEUP && c->socket.fd >= 0 && !c->socket.js_unavailable; i++) {
     if (!receive_frame(c)) break;
   }
 }
@@ -380,51 +251,13 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
 /* Methods of the socket object                                                         */
 /* ------------------------------------------------------------------------------------ */
 
-/* The capture behind `this`, or NULL with an exception pending. */
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
-  napi_valuetype types[2];
-  napi_value resource_name;
   capture *c = unwrap_this(env, info, &argc, argv);
   if (c == NULL) return NULL;
-
-  if (argc < 2) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onFrame, onError) needs two functions");
-    return NULL;
-  }
-  NAPI_CALL(env, napi_typeof(env, argv[0], &types[0]));
-  NAPI_CALL(env, napi_typeof(env, argv[1], &types[1]));
-  if (types[0] != napi_function || types[1] != napi_function) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onFrame, onError) needs two functions");
-    return NULL;
-  }
-  if (c->fd < 0) {
-    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the packet socket is closed");
-    return NULL;
-  }
-  if (c->started || c->on_frame != NULL) {
-    napi_throw_error(env, "ERR_SOCKET_ALREADY_STARTED", "the packet socket is already started");
-    return NULL;
-  }
-
-  NAPI_CALL(env, napi_create_reference(env, argv[0], 1, &c->on_frame));
-  NAPI_CALL(env, napi_create_reference(env, argv[1], 1, &c->on_error));
-  napi_value self;
-  NAPI_CALL(env, napi_get_reference_value(env, c->self, &self));
-  NAPI_CALL(env, napi_create_string_utf8(env, "PacketSocket", NAPI_AUTO_LENGTH, &resource_name));
-  NAPI_CALL(env, napi_async_init(env, self, resource_name, &c->async_context));
-
-  int rc = uv_poll_start(&c->poll, UV_READABLE, on_poll);
-  if (rc != 0) {
-    throw_system_error(env, -rc, "uv_poll_start", c->ifname);
-    return NULL;
-  }
-  c->started = true;
-  /* Polling keeps the process alive; the object must then outlive its last JS reference. */
-  uint32_t count;
-  NAPI_CALL(env, napi_reference_ref(env, c->self, &count));
-  return NULL;
+  return polled_socket_start(env, &c->socket, argc, argv,
+                             "start(onFrame, onError) needs two functions", "PacketSocket", on_poll);
 }
 
 static napi_value js_stats(napi_env env, napi_callback_info info) {
@@ -471,10 +304,7 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "send(frame) needs a Uint8Array");
     return NULL;
   }
-  if (c->fd < 0) {
-    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the packet socket is closed");
-    return NULL;
-  }
+  if (!polled_socket_check_open(env, &c->socket)) return NULL;
   /* The address names the payload's protocol: a device with a link header reads it from
      the frame, but one without (tun, wireguard) takes it from here, and drops the frame
      when it is missing. */
@@ -483,7 +313,7 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   address.sll_family = AF_PACKET;
   address.sll_ifindex = c->ifindex;
   address.sll_protocol = htons((uint16_t)protocol);
-  ssize_t sent = sendto(c->fd, data, length, 0, (struct sockaddr *)&address, sizeof address);
+  ssize_t sent = sendto(c->socket.fd, data, length, 0, (struct sockaddr *)&address, sizeof address);
   if (sent < 0) {
     throw_system_error(env, errno, "send", c->ifname);
     return NULL;
@@ -495,10 +325,17 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
 
 static napi_value js_close(napi_env env, napi_callback_info info) {
   size_t argc = 0;
-  const char *syscall = NULL;
   capture *c = unwrap_this(env, info, &argc, NULL);
   if (c == NULL) return NULL;
-  int err = shutdown_capture(c, &syscall);
+  /* The last chance to read this socket's counters; it is closed either way (which also
+     drops the PACKET_MR_PROMISC membership: the kernel undoes it with the socket). */
+  const char *syscall = "getsockopt";
+  int err = collect_stats(c);
+  int closed = polled_socket_close(&c->socket);
+  if (err == 0 && closed != 0) {
+    err = closed;
+    syscall = "close";
+  }
   if (err != 0) throw_system_error(env, err, syscall, c->ifname);
   return NULL;
 }
@@ -770,23 +607,10 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     goto fail;
   }
 
-  if (options.receive_buffer_bytes > 0) {
-    /* SO_RCVBUF is capped at net.core.rmem_max; SO_RCVBUFFORCE is not, but needs
-       CAP_NET_ADMIN. Try the latter first, as a capture is worthless once it drops. */
-    int size = options.receive_buffer_bytes;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0) {
-      if (errno != EPERM) {
-        err = errno;
-        failed = "setsockopt(SO_RCVBUFFORCE)";
-        goto fail;
-      }
-      if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size) != 0) {
-        err = errno;
-        failed = "setsockopt(SO_RCVBUF)";
-        goto fail;
-      }
-    }
-  }
+  /* Past net.core.rmem_max where the capability allows: a capture is worthless once it drops. */
+  if (options.receive_buffer_bytes > 0 &&
+      (err = set_receive_buffer(fd, options.receive_buffer_bytes, &failed)) != 0)
+    goto fail;
 
   struct sockaddr_ll address;
   memset(&address, 0, sizeof address);
@@ -816,14 +640,13 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   free(program);
   program = NULL;
 
-  c = calloc(1, sizeof *c);
-  if (c == NULL || (c->buffer = malloc(options.snaplen)) == NULL) {
+  c = polled_socket_new(sizeof *c, options.snaplen, env, fd, "packet socket", NULL);
+  if (c == NULL) {
     err = ENOMEM;
     failed = "malloc";
     goto fail;
   }
-  c->env = env;
-  c->fd = fd;
+  c->socket.subject = c->ifname; /* its errors end with the interface's name */
   c->ifindex = ifindex;
   c->snaplen = options.snaplen;
   memcpy(c->ifname, ifname, ifname_length + 1);
@@ -859,43 +682,13 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     goto fail;
   }
 
-  uv_loop_t *loop = NULL;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
-    throw_napi_failure(env, "napi_get_uv_event_loop");
-    goto fail;
-  }
-  int rc = uv_poll_init(loop, &c->poll, fd);
-  if (rc != 0) {
-    err = -rc;
-    failed = "uv_poll_init";
-    goto fail;
-  }
-  c->poll.data = c;
-
-  /* From here on the handle exists: failures go through the normal teardown. */
-  if (napi_wrap(env, object, c, finalize_capture, NULL, NULL) != napi_ok) {
-    throw_napi_failure(env, "napi_wrap");
-    c->wrapper_finalized = true; /* there will be no finalizer */
-    const char *ignored = NULL;
-    shutdown_capture(c, &ignored); /* closes fd; frees c from the close callback */
-    return NULL;
-  }
-  /* Weak until start(): an idle capture nobody references is collected and closed. */
-  if (napi_create_reference(env, object, 0, &c->self) != napi_ok) {
-    throw_napi_failure(env, "napi_create_reference");
-    const char *ignored = NULL;
-    shutdown_capture(c, &ignored); /* the finalizer frees c later */
-    return NULL;
-  }
-  return object;
+  /* From here on the socket owns fd, also when this fails. */
+  return polled_socket_attach(env, object, &c->socket);
 
 fail:
   if (err != 0) throw_system_error(env, err, failed, ifname); /* else one is pending */
   free(program);
-  if (c != NULL) {
-    free(c->buffer);
-    free(c);
-  }
+  if (c != NULL) polled_socket_free(&c->socket);
   /* A failure here is not reported: the error being thrown already says what went wrong,
      and Linux frees the descriptor even when close() fails. */
   close(fd);

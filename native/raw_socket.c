@@ -30,6 +30,7 @@
 #include "addon.h"
 #include "napi_args.h"
 #include "node_errors.h"
+#include "polled_socket.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -48,160 +49,40 @@
    of the event loop. */
 #define MESSAGES_PER_WAKEUP 64
 
-typedef struct raw_socket {
-  napi_env env;
-  int fd; /* -1 once closed */
-  const char *kind; /* "raw IPv4 socket" or "raw IPv6 socket": the subject of its errors */
-  uint8_t *buffer;  /* RECEIVE_BUFFER_BYTES: one datagram at a time, copied into a Buffer */
-
-  /*
-   * Initialised at open, active only between start() and close(). The struct is freed
-   * only once libuv has finished closing this handle AND the JS object was finalized.
-   */
-  uv_poll_t poll;
-  bool started;
-  bool handle_closed;
-  bool wrapper_finalized;
-  bool js_unavailable; /* the environment is shutting down: never call into JS again */
-
-  napi_ref self; /* the JS object: strong while polling, so an active socket is not
-                    collected (it keeps the loop alive, like a listening server) */
-  napi_ref on_message;
-  napi_ref on_error;
-  napi_async_context async_context; /* async_hooks identity of the callbacks */
-} raw_socket;
-
-static void free_socket_if_unused(raw_socket *s) {
-  if (s->handle_closed && s->wrapper_finalized) {
-    free(s->buffer);
-    free(s);
-  }
-}
-
-/* Drops the references that keep JS values alive. Safe to call more than once. */
-static void release_js_state(napi_env env, raw_socket *s) {
-  if (s->on_message != NULL && napi_delete_reference(env, s->on_message) == napi_ok)
-    s->on_message = NULL;
-  if (s->on_error != NULL && napi_delete_reference(env, s->on_error) == napi_ok) s->on_error = NULL;
-  if (s->async_context != NULL && napi_async_destroy(env, s->async_context) == napi_ok)
-    s->async_context = NULL;
-  if (s->self != NULL && napi_delete_reference(env, s->self) == napi_ok) s->self = NULL;
-}
-
-static void on_handle_closed(uv_handle_t *handle) {
-  raw_socket *s = handle->data;
-  s->handle_closed = true;
-  if (!s->wrapper_finalized) {
-    /* Done here, a loop turn after close(), rather than in close() itself: close() may be
-       called from inside onMessage, while napi_make_callback still uses the async context. */
-    napi_handle_scope scope;
-    if (napi_open_handle_scope(s->env, &scope) == napi_ok) {
-      release_js_state(s->env, s);
-      napi_close_handle_scope(s->env, scope);
-    }
-  }
-  free_socket_if_unused(s);
-}
-
-/*
- * Stops polling and closes the socket. For a socket that did MRT_INIT or MRT6_INIT this is
- * what makes the kernel drop its VIFs (MIFs) and forwarding entries. Returns 0 or an errno.
- */
-static int shutdown_socket(raw_socket *s) {
-  int result = 0;
-  if (s->fd < 0) return 0;
-  /* libuv wants the poll stopped before its fd is closed; uv_close() stops it too. */
-  if (s->started) uv_poll_stop(&s->poll);
-  uv_close((uv_handle_t *)&s->poll, on_handle_closed);
-  /* Linux releases the descriptor even when close() fails (also on EINTR): never retry. */
-  if (close(s->fd) != 0 && errno != EINTR) result = errno;
-  s->fd = -1;
-  return result;
-}
-
-/* GC finalizer of the JS object, also run when the environment is torn down. */
-static void finalize_socket(napi_env env, void *data, void *hint) {
-  raw_socket *s = data;
-  s->wrapper_finalized = true;
-  shutdown_socket(s); /* nobody is left to hear about an error here */
-  release_js_state(env, s);
-  free_socket_if_unused(s);
-}
-
 /* ------------------------------------------------------------------------------------ */
 /* Receiving                                                                            */
 /* ------------------------------------------------------------------------------------ */
-
-/* Raises an uncaught exception; if JS cannot run any more, stops polling instead (the
-   finalizer, which runs at environment teardown, then closes the socket). */
-static void raise_or_stop(raw_socket *s, const char *what) {
-  if (!raise_uncaught(s->env, what)) {
-    s->js_unavailable = true;
-    if (s->fd >= 0) uv_poll_stop(&s->poll);
-  }
-}
-
-/*
- * Calls a stored callback the way Node calls its own I/O callbacks: with the socket's
- * async context and, via napi_make_callback, the nextTick and microtask queues drained
- * afterwards. Must run inside a handle scope.
- */
-static void call_js(raw_socket *s, napi_ref callback_ref, size_t argc, const napi_value *argv) {
-  napi_env env = s->env;
-  napi_value callback = NULL, self = NULL, result;
-  if (callback_ref == NULL || s->self == NULL || s->js_unavailable) return;
-  if (napi_get_reference_value(env, callback_ref, &callback) != napi_ok ||
-      napi_get_reference_value(env, s->self, &self) != napi_ok) {
-    raise_or_stop(s, "napi_get_reference_value");
-    return;
-  }
-  if (callback == NULL || self == NULL) return; /* cannot happen while the refs are strong */
-  if (napi_make_callback(env, s->async_context, self, callback, argc, argv, &result) != napi_ok)
-    raise_or_stop(s, "napi_make_callback");
-}
 
 /*
  * A receive error: the socket is closed first (the caller's view: it failed and is gone,
  * as a multicast router that missed upcalls cannot go on as if nothing happened), then
  * onError hears why.
  */
-static void fail(raw_socket *s, int err, const char *syscall) {
-  napi_env env = s->env;
-  napi_handle_scope scope;
-  shutdown_socket(s);
-  if (s->js_unavailable) return;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) {
-    raise_or_stop(s, "napi_open_handle_scope");
-    return;
-  }
-  napi_value error = make_system_error(env, err, syscall, s->kind);
-  if (error == NULL)
-    raise_or_stop(s, "make_system_error");
-  else
-    call_js(s, s->on_error, 1, &error);
-  napi_close_handle_scope(env, scope);
+static void fail(polled_socket *s, int err, const char *syscall) {
+  polled_socket_close(s);
+  polled_socket_deliver_error(s, err, syscall);
 }
 
-static void deliver_message(raw_socket *s, size_t length) {
+static void deliver_message(polled_socket *s, size_t length) {
   napi_env env = s->env;
   napi_handle_scope scope;
   napi_value data;
   void *copy;
   if (napi_open_handle_scope(env, &scope) != napi_ok) {
-    raise_or_stop(s, "napi_open_handle_scope");
+    polled_socket_raise_or_stop(s, "napi_open_handle_scope");
     return;
   }
   /* A copy, not an external buffer: s->buffer is reused for the next datagram. */
   if (napi_create_buffer_copy(env, length, s->buffer, &copy, &data) == napi_ok)
-    call_js(s, s->on_message, 1, &data);
+    polled_socket_call(s, s->on_data, 1, &data);
   else
-    raise_or_stop(s, "napi_create_buffer_copy");
+    polled_socket_raise_or_stop(s, "napi_create_buffer_copy");
   napi_close_handle_scope(env, scope);
 }
 
 /* Reads one datagram. True if one was delivered; false when the queue is empty or the
    socket failed (and is closed). */
-static bool receive_message(raw_socket *s) {
+static bool receive_message(polled_socket *s) {
   ssize_t n;
   do {
     n = recv(s->fd, s->buffer, RECEIVE_BUFFER_BYTES, MSG_DONTWAIT);
@@ -216,7 +97,7 @@ static bool receive_message(raw_socket *s) {
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
-  raw_socket *s = handle->data;
+  polled_socket *s = handle->data;
   if (s->fd < 0) return;
   if (status < 0) {
     /* libuv reports POLLERR as UV_EBADF and stops the handle: the socket's pending error,
@@ -237,12 +118,11 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
 /* Methods of the socket object                                                         */
 /* ------------------------------------------------------------------------------------ */
 
-/* The socket behind `this`, or NULL with an exception pending. */
 static napi_value js_set_option(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
   double level = 0, option = 0;
-  raw_socket *s = unwrap_this(env, info, &argc, argv);
+  polled_socket *s = unwrap_this(env, info, &argc, argv);
   if (s == NULL) return NULL;
   if (argc < 3) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
@@ -277,12 +157,9 @@ static napi_value js_set_option(napi_env env, napi_callback_info info) {
     value = &number;
     length = sizeof number;
   }
-  if (s->fd < 0) {
-    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the raw socket is closed");
-    return NULL;
-  }
+  if (!polled_socket_check_open(env, s)) return NULL;
   if (setsockopt(s->fd, (int)level, (int)option, value, length) != 0) {
-    throw_system_error(env, errno, "setsockopt", s->kind);
+    throw_system_error(env, errno, "setsockopt", s->subject);
     return NULL;
   }
   return NULL;
@@ -291,50 +168,18 @@ static napi_value js_set_option(napi_env env, napi_callback_info info) {
 static napi_value js_start(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
-  napi_valuetype types[2];
-  napi_value resource_name, self;
-  raw_socket *s = unwrap_this(env, info, &argc, argv);
+  polled_socket *s = unwrap_this(env, info, &argc, argv);
   if (s == NULL) return NULL;
-
-  if (argc < 2 || napi_typeof(env, argv[0], &types[0]) != napi_ok ||
-      napi_typeof(env, argv[1], &types[1]) != napi_ok || types[0] != napi_function ||
-      types[1] != napi_function) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "start(onMessage, onError) needs two functions");
-    return NULL;
-  }
-  if (s->fd < 0) {
-    napi_throw_error(env, "ERR_SOCKET_CLOSED", "the raw socket is closed");
-    return NULL;
-  }
-  if (s->started || s->on_message != NULL) {
-    napi_throw_error(env, "ERR_SOCKET_ALREADY_STARTED", "the raw socket is already started");
-    return NULL;
-  }
-
-  NAPI_CALL(env, napi_create_reference(env, argv[0], 1, &s->on_message));
-  NAPI_CALL(env, napi_create_reference(env, argv[1], 1, &s->on_error));
-  NAPI_CALL(env, napi_get_reference_value(env, s->self, &self));
-  NAPI_CALL(env, napi_create_string_utf8(env, "RawSocket", NAPI_AUTO_LENGTH, &resource_name));
-  NAPI_CALL(env, napi_async_init(env, self, resource_name, &s->async_context));
-
-  int rc = uv_poll_start(&s->poll, UV_READABLE, on_poll);
-  if (rc != 0) {
-    throw_system_error(env, -rc, "uv_poll_start", s->kind);
-    return NULL;
-  }
-  s->started = true;
-  /* Polling keeps the process alive; the object must then outlive its last JS reference. */
-  uint32_t count;
-  NAPI_CALL(env, napi_reference_ref(env, s->self, &count));
-  return NULL;
+  return polled_socket_start(env, s, argc, argv, "start(onMessage, onError) needs two functions",
+                             "RawSocket", on_poll);
 }
 
 static napi_value js_close(napi_env env, napi_callback_info info) {
   size_t argc = 0;
-  raw_socket *s = unwrap_this(env, info, &argc, NULL);
+  polled_socket *s = unwrap_this(env, info, &argc, NULL);
   if (s == NULL) return NULL;
-  int err = shutdown_socket(s);
-  if (err != 0) throw_system_error(env, err, "close", s->kind);
+  int err = polled_socket_close(s);
+  if (err != 0) throw_system_error(env, err, "close", s->subject);
   return NULL;
 }
 
@@ -398,40 +243,23 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   const char *kind = family == AF_INET ? "raw IPv4 socket" : "raw IPv6 socket";
   const char *failed = NULL;
   int err = 0;
-  raw_socket *s = NULL;
+  polled_socket *s = NULL;
 
   int fd = socket(family, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, (int)protocol);
   if (fd < 0) {
     throw_system_error(env, errno, "socket", kind);
     return NULL;
   }
-  if (receive_buffer_bytes > 0) {
-    /* SO_RCVBUF is capped at net.core.rmem_max; SO_RCVBUFFORCE is not, but needs
-       CAP_NET_ADMIN, which a multicast router has anyway. */
-    int size = receive_buffer_bytes;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) != 0) {
-      if (errno != EPERM) {
-        err = errno;
-        failed = "setsockopt(SO_RCVBUFFORCE)";
-        goto fail;
-      }
-      if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size) != 0) {
-        err = errno;
-        failed = "setsockopt(SO_RCVBUF)";
-        goto fail;
-      }
-    }
-  }
+  /* Past net.core.rmem_max where asked: a multicast router has CAP_NET_ADMIN anyway. */
+  if (receive_buffer_bytes > 0 && (err = set_receive_buffer(fd, receive_buffer_bytes, &failed)) != 0)
+    goto fail;
 
-  s = calloc(1, sizeof *s);
-  if (s == NULL || (s->buffer = malloc(RECEIVE_BUFFER_BYTES)) == NULL) {
+  s = polled_socket_new(sizeof *s, RECEIVE_BUFFER_BYTES, env, fd, "raw socket", kind);
+  if (s == NULL) {
     err = ENOMEM;
     failed = "malloc";
     goto fail;
   }
-  s->env = env;
-  s->fd = fd;
-  s->kind = kind;
 
   /* The JS object, built before the uv handle exists so that failures stay simple. */
   napi_value object, set_option_fn, start_fn, close_fn;
@@ -452,41 +280,12 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     throw_napi_failure(env, "napi_define_properties");
     goto fail;
   }
-
-  uv_loop_t *loop = NULL;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
-    throw_napi_failure(env, "napi_get_uv_event_loop");
-    goto fail;
-  }
-  int rc = uv_poll_init(loop, &s->poll, fd);
-  if (rc != 0) {
-    err = -rc;
-    failed = "uv_poll_init";
-    goto fail;
-  }
-  s->poll.data = s;
-
-  /* From here on the handle exists: failures go through the normal teardown. */
-  if (napi_wrap(env, object, s, finalize_socket, NULL, NULL) != napi_ok) {
-    throw_napi_failure(env, "napi_wrap");
-    s->wrapper_finalized = true; /* there will be no finalizer */
-    shutdown_socket(s);          /* closes fd; frees s from the close callback */
-    return NULL;
-  }
-  /* Weak until start(): an idle socket nobody references is collected and closed. */
-  if (napi_create_reference(env, object, 0, &s->self) != napi_ok) {
-    throw_napi_failure(env, "napi_create_reference");
-    shutdown_socket(s); /* the finalizer frees s later */
-    return NULL;
-  }
-  return object;
+  /* From here on the socket owns fd, also when this fails. */
+  return polled_socket_attach(env, object, s);
 
 fail:
   if (err != 0) throw_system_error(env, err, failed, kind); /* else one is pending */
-  if (s != NULL) {
-    free(s->buffer);
-    free(s);
-  }
+  if (s != NULL) polled_socket_free(s);
   /* Not reported: the error being thrown already says what went wrong. */
   close(fd);
   return NULL;

@@ -718,6 +718,7 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const listening = await daemonB.ready(10_000);
         const url = String(listening['metrics']);
         assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+        assert.equal(`http://${status.metricsAddress}/metrics`, url, 'status shows the port listened on, not the 0 asked for');
         const { stdout: metrics } = await node.exec(['curl', '-sf', '--max-time', '5', url]);
         assert.match(metrics, /^mcastctl_groups 2$/m);
         assert.match(metrics, /^mcastctl_members 3$/m);

@@ -6,7 +6,8 @@
  * host on the same bridge sends to that group; an int option is set; the kernel's
  * refusals (a struct of the wrong size, MRT_INIT where the kernel has no multicast routing)
  * come back as errors with the errno's name in `code`; close is idempotent and lets the
- * process exit, which shows the socket no longer holds the event loop.
+ * process exit, which shows the socket no longer holds the event loop; and the kernel's
+ * table of raw sockets shows each one gone on close(), or on collection when idle.
  *
  * The socket runs in a child process inside the host's namespace: this same file, run
  * with MCL_RAW_SOCKET_ROLE set (see the bottom).
@@ -15,6 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +46,8 @@ type Event =
   | { event: 'mrt-init-taken' }
   | { event: 'ready' }
   | { event: 'message'; source: string; protocol: number; type: number; group: string }
-  | { event: 'closed'; afterClose: unknown };
+  | { event: 'closed'; afterClose: unknown }
+  | { event: 'counts'; before: number; open: number; closed: number; collected: number };
 
 function emit(event: Event): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -110,6 +113,38 @@ function receiverRole(iface: string): void {
     }
     emit({ event: 'closed', afterClose });
   });
+}
+
+/** Raw IPv4 sockets of this namespace, from the kernel's own table. */
+function rawSocketCount(): number {
+  return readFileSync('/proc/net/raw', 'utf8').trim().split('\n').length - 1;
+}
+
+/** Opens three sockets (one closed, one listening then closed, one dropped unstarted) and counts them with the kernel. */
+async function lifecycleRole(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with --expose-gc');
+  const before = rawSocketCount();
+  const kept = openRawSocket({ family: 4, protocol: IPPROTO_IGMP });
+  const listening = openRawSocket({ family: 4, protocol: IPPROTO_IGMP });
+  listening.listen(
+    () => undefined,
+    () => undefined,
+  );
+  (() => {
+    openRawSocket({ family: 4, protocol: IPPROTO_IGMP }); // dropped at once, never started
+  })();
+  const open = rawSocketCount();
+  kept.close();
+  const closed = rawSocketCount();
+  listening.close();
+  // Finalizers run after a collection, on a later turn of the loop.
+  for (let i = 0; i < 20 && rawSocketCount() > before; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    await sleep(10);
+  }
+  emit({ event: 'counts', before, open, closed, collected: rawSocketCount() });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -214,12 +249,26 @@ function kernelTests(): void {
       );
       assert.equal(receiver.refusal('receive'), undefined, 'no receive error');
     });
+
+    it('frees the socket on close() and when an idle socket is garbage collected', async () => {
+      const env: NodeJS.ProcessEnv = { ...process.env, MCL_RAW_SOCKET_ROLE: 'lifecycle' };
+      delete env.NODE_TEST_CONTEXT;
+      const child = new Receiver(lab.spawn(receiverHost.ns, [process.execPath, '--expose-gc', '--import', 'tsx', THIS_FILE], { env }));
+      assert.equal(await child.exited, 0, child.stderr);
+      const counts = child.events.find((event): event is Extract<Event, { event: 'counts' }> => event.event === 'counts');
+      assert.ok(counts !== undefined, child.stderr);
+      assert.equal(counts.open, counts.before + 3, 'three sockets open');
+      assert.equal(counts.closed, counts.before + 2, 'close() released one at once');
+      assert.equal(counts.collected, counts.before, 'the listening one closed, the dropped one collected');
+    });
   });
 }
 
 const role = process.env.MCL_RAW_SOCKET_ROLE;
 if (role === 'receiver') {
   receiverRole(process.env.MCL_RAW_SOCKET_IFACE ?? '');
+} else if (role === 'lifecycle') {
+  await lifecycleRole();
 } else {
   kernelTests();
 }

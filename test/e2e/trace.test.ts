@@ -388,6 +388,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(membership['mode'], 'exclude', result.context);
     assert.deepEqual(membership['sources'], [], result.context);
     assert.equal(membership['compatibility'], 3, result.context);
+    assert.equal(membership['admitsSource'], true, `the filter is checked against the sender pod's address; ${result.context}`);
     assert.ok((membership['expiresInMs'] as number) > 0, result.context);
     const ovs = stage(report, 'ovs').facts;
     assert.equal(ovs['groupId'], await ovsGroupId(G.local), result.context);
@@ -396,6 +397,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     const ovsTrace = ovs['trace'] as { inPort: number; flow: string; datapathActions: string; outputs: number[]; reachesPod: boolean };
     assert.equal(ovsTrace.inPort, pg.ofport, result.context);
     assert.ok(ovsTrace.flow.includes(G.local), result.context);
+    assert.ok(ovsTrace.flow.includes(`dl_src=${pg.mac}`), `traced from the sender's own MAC (its attached-mac); ${result.context}`);
     assert.ok(ovsTrace.datapathActions.length > 0, result.context);
     assert.ok(ovsTrace.outputs.includes(pf.ofport), result.context);
     assert.ok(!ovsTrace.outputs.includes(pg.ofport), `OVS's trace sends back to the sender; ${result.context}`);

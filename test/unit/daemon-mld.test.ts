@@ -11,7 +11,8 @@ import { MulticastController } from '../../src/controllers/daemon/controller.js'
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
 import { counterLabel } from '../../src/controllers/daemon/igmp-intake.js';
-import { eui64LinkLocal, Querier } from '../../src/controllers/daemon/querier.js';
+import { Querier } from '../../src/controllers/daemon/querier.js';
+import { eui64LinkLocal } from '../../src/wire/ipv6-address.js';
 import { parseMldQueryVersions } from '../../src/controllers/daemon/setting-values.js';
 import { isIPv6SsmGroup, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
 import { ANY_SOURCE, type SourceFilter } from '../../src/domain/membership/source-filter.js';

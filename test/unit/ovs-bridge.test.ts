@@ -54,6 +54,16 @@ describe('BridgePorts', () => {
     assert.equal(ports.member('br-int'), undefined, 'LOCAL is never the gateway');
     assert.equal(ports.member(undefined), undefined);
   });
+
+  it("a pod's MAC from external_ids attached-mac, in lower case; text that is no MAC is left out", () => {
+    const withMacs = new BridgePorts([
+      row('p1', 2, { 'pod-name': 'web', 'attached-mac': '0A:58:0A:01:00:02' }),
+      row('p2', 3, { 'pod-name': 'db', 'attached-mac': 'not-a-mac' }),
+      row('p3', 4, { 'pod-name': 'cache', 'attached-mac': '0a:58:0a:01:00' }),
+      row('p4', 5, { 'pod-name': 'queue' }),
+    ]);
+    assert.deepEqual([...withMacs.macs], [[2, '0a:58:0a:01:00:02']]);
+  });
 });
 
 describe('readInstalled', () => {

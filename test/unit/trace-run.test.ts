@@ -109,7 +109,7 @@ class World {
   // What the trace asked.
   installedCalls = 0;
   portQueries: PortQuery[] = [];
-  flowPackets: Array<{ inPort: number; source: string }> = [];
+  flowPackets: Array<{ inPort: number; source: string; sourceMac?: string }> = [];
   tracedFlows: string[] = [];
   kernelCalls: AddressFamily[] = [];
 
@@ -147,7 +147,7 @@ class World {
       multicastInterfaces: this.multicastInterfaces,
       tunnel: this.tunnel,
       flowText: (packet) => {
-        this.flowPackets.push({ inPort: packet.inPort, source: packet.source });
+        this.flowPackets.push({ inPort: packet.inPort, source: packet.source, ...(packet.sourceMac === undefined ? {} : { sourceMac: packet.sourceMac }) });
         return `flow:${packet.inPort}:${packet.source}`;
       },
     };
@@ -633,6 +633,22 @@ describe('runTrace: 6 sender', () => {
     assert.equal(sender.facts['sendAllowed'], true);
     assert.equal((sender.facts['route'] as { source: string }).source, '10.0.0.6');
     assert.deepEqual(world.portQueries.at(-1), { pod: POD_B, group: GROUP });
+  });
+
+  it('a pod sender whose port has its MAC: the traced packet comes from that MAC', async () => {
+    const world = new World();
+    world.ports = [GW, PORT_A, { ...PORT_B, mac: '0a:58:0a:00:00:06' }];
+    await world.run({ from: { pod: POD_B } });
+    assert.deepEqual(world.flowPackets, [{ inPort: 4, source: '10.0.0.6', sourceMac: '0a:58:0a:00:00:06' }]);
+  });
+
+  it("a pod sender whose address the member's INCLUDE filter leaves out: source-not-admitted, without --source", async () => {
+    const world = new World();
+    world.members = [memberOf(PORT_A, { mode: 'include', sources: ['10.9.9.9'] })];
+    const report = await world.run({ from: { pod: POD_B } });
+    const failed = assertBlocked(report, 'membership', 'source-not-admitted');
+    assert.equal(failed.facts['admitsSource'], false);
+    assert.match(failed.summary, /10\.0\.0\.6 is not admitted/);
   });
 
   it('send-denied when the policy denies the pod sending', async () => {

@@ -7,7 +7,7 @@
  */
 import type { InterfaceRow } from './vswitch.js';
 import { isIPv4 } from 'node:net';
-import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
+import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_MAC_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
 
 export interface BridgePort {
   ofport: number;
@@ -34,6 +34,14 @@ function addressesOf(value: string | undefined): string[] | undefined {
     .filter((item) => isIPv4(item));
 }
 
+const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/;
+
+/** An external_ids MAC in lower case, or undefined for none or for text that is no MAC. */
+function macOf(value: string | undefined): string | undefined {
+  const mac = value?.trim().toLowerCase();
+  return mac !== undefined && MAC.test(mac) ? mac : undefined;
+}
+
 export function isLocalPort(port: Pick<BridgePort, 'ofport'>): boolean {
   return port.ofport === OVSDB_LOCAL_OFPORT;
 }
@@ -54,10 +62,13 @@ export class BridgePorts {
    * Kept apart from BridgePort, which the commands print as it is.
    */
   readonly addresses: ReadonlyMap<number, readonly string[]>;
+  /** The pod's MAC (external_ids attached-mac) of each port that has one, by port number. */
+  readonly macs: ReadonlyMap<number, string>;
 
   constructor(rows: Iterable<InterfaceRow>) {
     const all: BridgePort[] = [];
     const addresses = new Map<number, readonly string[]>();
+    const macs = new Map<number, string>();
     let localMac: string | undefined;
     for (const row of rows) {
       const port = bridgePortOf(row);
@@ -66,8 +77,11 @@ export class BridgePorts {
       if (isLocalPort(port)) localMac = row.mac_in_use;
       const known = addressesOf(row.external_ids[POD_IP_ADDRESS_KEY]);
       if (known !== undefined) addresses.set(port.ofport, known);
+      const mac = macOf(row.external_ids[POD_MAC_KEY]);
+      if (mac !== undefined) macs.set(port.ofport, mac);
     }
     this.addresses = addresses;
+    this.macs = macs;
     this.all = all.sort((a, b) => a.ofport - b.ofport);
     this.localMac = localMac;
   }

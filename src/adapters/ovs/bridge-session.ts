@@ -86,6 +86,11 @@ export class BridgeSession {
     return this.bridgePorts.addresses.get(ofport);
   }
 
+  /** The pod's MAC (external_ids attached-mac), where its CNI plugin wrote it. */
+  macOf(ofport: number): string | undefined {
+    return this.bridgePorts.macs.get(ofport);
+  }
+
   portByNumber(ofport: number): BridgePort | undefined {
     return this.bridgePorts.byNumber(ofport);
   }

@@ -14,6 +14,8 @@ export const POD_NAME_KEY = 'pod-name';
 export const POD_NAMESPACE_KEY = 'pod-namespace';
 /** The pod's addresses (Antrea writes them: `10.1.0.2`, or a comma-separated list; a prefix length may follow each). */
 export const POD_IP_ADDRESS_KEY = 'ip-address';
+/** The MAC of the pod's own end of its link, the source of the frames it sends (Antrea and OVN-Kubernetes write it). */
+export const POD_MAC_KEY = 'attached-mac';
 
 /** The bridge's external_ids key that names the daemon holding its lock. */
 export const DAEMON_HOLDER_KEY = 'mcastctl-daemon';

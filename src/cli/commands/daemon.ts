@@ -79,8 +79,13 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   // The control socket and the metrics listener come first, so that a second daemon
   // stops there (exit 1, 'busy') before it touches OVS or the kernel. Until the
   // controller runs, they answer that the daemon is starting.
+  let metricsServer: MetricsServer | undefined;
   const view: DaemonView = {
-    status: () => running().status(),
+    // The metrics address as listened on: the real port where port 0 was asked for.
+    status: () => {
+      const status = running().status();
+      return metricsServer === undefined ? status : { ...status, metricsAddress: metricsServer.address };
+    },
     groups: () => running().groups(),
     routes: () => running().routes(),
     subscribe: (listener) => running().subscribe(listener),
@@ -173,7 +178,6 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   });
 
   let fatal: McastError | undefined;
-  let metricsServer: MetricsServer | undefined;
   let controlServer: ControlServer | undefined;
   let peersWatch: PeersFileWatch | undefined;
   try {

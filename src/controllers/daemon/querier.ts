@@ -24,7 +24,7 @@ import { IPV4_FAMILY } from '../../domain/family/ipv4.js';
 import { IPV6_FAMILY } from '../../domain/family/ipv6.js';
 import { familyOf } from '../../domain/family/families.js';
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
-import { canonicalIPv6 } from '../../wire/ipv6-address.js';
+import { eui64LinkLocal } from '../../wire/ipv6-address.js';
 import { McastError } from '../../errors.js';
 import type { DaemonCounters } from '../../transport/control/daemon-view.js';
 import type { ControllerMetrics, SwitchPort } from './ports.js';
@@ -253,17 +253,4 @@ function sourceLists(sources: readonly SourceAddress[], perQuery: number): Sourc
   const lists: SourceAddress[][] = [];
   for (let at = 0; at < sources.length; at += perQuery) lists.push(sources.slice(at, at + perQuery));
   return lists;
-}
-
-/**
- * The link-local address of a MAC: fe80::/64 and the modified EUI-64 interface identifier
- * (RFC 4291 Appendix A: the MAC's halves around ff:fe, its universal/local bit inverted),
- * as a host forms its own (RFC 4862 §5.3). Throws a RangeError for text that is no MAC.
- */
-export function eui64LinkLocal(mac: string): string {
-  const octets = mac.split(':').map((part) => (/^[0-9a-fA-F]{1,2}$/.test(part) ? Number.parseInt(part, 16) : Number.NaN));
-  if (octets.length !== 6 || octets.some(Number.isNaN)) throw new RangeError(`${JSON.stringify(mac)} is not a MAC address`);
-  const [a, b, c, d, e, f] = octets as [number, number, number, number, number, number];
-  const word = (high: number, low: number) => ((high << 8) | low).toString(16);
-  return canonicalIPv6(`fe80:0:0:0:${word(a ^ 0x02, b)}:${word(c, 0xff)}:${word(0xfe, d)}:${word(e, f)}`)!;
 }

@@ -30,6 +30,7 @@ export interface TracePort {
   pod?: string;
   /** Its addresses (external_ids ip-address), where its CNI plugin wrote them. */
   addresses?: readonly string[];
+  /** Its pod's MAC (external_ids attached-mac): the source MAC of a packet traced from it. */
   mac?: string;
 }
 
@@ -319,8 +320,7 @@ function membershipStage(request: TraceRequest, member: GroupView['members'][num
     );
   }
   const expiresInMs = Math.max(0, Date.parse(member.expiresAt) - Date.now());
-  const admitsSource =
-    source === null || request.source === undefined ? null : member.mode === 'include' ? member.sources.includes(source) : !member.sources.includes(source);
+  const admitsSource = source === null ? null : member.mode === 'include' ? member.sources.includes(source) : !member.sources.includes(source);
   const facts = { member: true, mode: member.mode, sources: member.sources, admitsSource, expiresInMs, compatibility: member.compatibility, host: member.host };
   const filter = member.mode === 'exclude' && member.sources.length === 0 ? 'any source' : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
   if (admitsSource === false) {
@@ -378,7 +378,9 @@ async function ovsStage(input: OvsStageInput): Promise<Outcome> {
   if (inPort === undefined || inPort === 0) {
     return pass(`${what} → OVS group 0x${(entry.groupId ?? 0).toString(16)}, with a bucket for ${describePort(target)}; no sender port to trace from`, facts);
   }
-  const flow = sources.flowText({ inPort, group: request.group, source });
+  // From the sender's own MAC where its CNI plugin wrote it, so that flows that check it (anti-spoofing) let it by.
+  const sourceMac = sources.ports.find((port) => port.ofport === inPort)?.mac;
+  const flow = sources.flowText({ inPort, group: request.group, source, ...(sourceMac === undefined ? {} : { sourceMac }) });
   const { text, datapathPorts } = await sources.ovsTrace(flow);
   const verdict = parseTrace(text);
   const outputs = (verdict?.datapathOutputs ?? []).map((port) => datapathPorts.get(port) ?? -port);

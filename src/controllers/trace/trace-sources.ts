@@ -60,7 +60,10 @@ export interface BridgeTraceSourcesOptions {
 export function bridgeTraceSources(options: BridgeTraceSourcesOptions): TraceSources & { close(): void } {
   const { session } = options;
   let tracer: Promise<VswitchdTracer> | undefined;
-  const ports = session.memberPorts.map((port) => ({ ...port, addresses: session.addressesOf(port.ofport) ?? [] }));
+  const ports = session.memberPorts.map((port) => {
+    const mac = session.macOf(port.ofport);
+    return { ...port, addresses: session.addressesOf(port.ofport) ?? [], ...(mac === undefined ? {} : { mac }) };
+  });
   return {
     bridge: session.target.bridge,
     cookiePrefix: session.pipeline.config.cookiePrefix,
