@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
@@ -24,6 +23,7 @@ import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/packe
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import { LinkType } from '../../src/packet/pcap/link-type.js';
 import { runBpf } from '../helpers/bpf-interpreter.js';
+import { socketLifecycle } from '../helpers/socket-lifecycle.js';
 import { type McastError, PermissionError, UsageError } from '../../src/errors.js';
 import { nativePart } from '../../src/runtime/native-addon.js';
 import { PacketCapture, type CapturedFrame } from '../../src/transport/packet-socket.js';
@@ -585,32 +585,13 @@ function throwingListenerRole(): void {
   sender.send('x', 9, '127.0.0.1');
 }
 
-/** Packet sockets of this namespace, from the kernel's own table. */
-function packetSocketCount(): number {
-  return readFileSync('/proc/net/packet', 'utf8').trim().split('\n').length - 1;
-}
-
 async function lifecycleRole(): Promise<void> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run with --expose-gc');
-  const before = packetSocketCount();
-  const kept = PacketCapture.open({ iface: 'lo' });
-  const listening = PacketCapture.open({ iface: 'lo' });
-  listening.onFrame(() => {});
-  (() => {
-    PacketCapture.open({ iface: 'lo' }); // dropped at once, never started
-  })();
-  const open = packetSocketCount();
-  kept.close();
-  const closed = packetSocketCount();
-  listening.close();
-  // Finalizers run after a collection, on a later turn of the loop.
-  for (let i = 0; i < 20 && packetSocketCount() > before; i++) {
-    gc();
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  emit({ event: 'counts', before, open, closed, collected: packetSocketCount() });
+  const counts = await socketLifecycle({
+    table: '/proc/net/packet',
+    open: () => PacketCapture.open({ iface: 'lo' }),
+    listen: (capture) => capture.onFrame(() => {}),
+  });
+  emit({ event: 'counts', ...counts });
 }
 
 /** Takes its interface down, up, and deletes it, reporting what the capture says. */

@@ -16,7 +16,6 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +28,7 @@ import { openRawSocket } from '../../src/transport/raw-socket.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import { Lab, sleep, type Host } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
+import { socketLifecycle } from '../helpers/socket-lifecycle.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const GROUP = '239.42.0.7';
@@ -115,36 +115,18 @@ function receiverRole(iface: string): void {
   });
 }
 
-/** Raw IPv4 sockets of this namespace, from the kernel's own table. */
-function rawSocketCount(): number {
-  return readFileSync('/proc/net/raw', 'utf8').trim().split('\n').length - 1;
-}
-
 /** Opens three sockets (one closed, one listening then closed, one dropped unstarted) and counts them with the kernel. */
 async function lifecycleRole(): Promise<void> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run with --expose-gc');
-  const before = rawSocketCount();
-  const kept = openRawSocket({ family: 4, protocol: IPPROTO_IGMP });
-  const listening = openRawSocket({ family: 4, protocol: IPPROTO_IGMP });
-  listening.listen(
-    () => undefined,
-    () => undefined,
-  );
-  (() => {
-    openRawSocket({ family: 4, protocol: IPPROTO_IGMP }); // dropped at once, never started
-  })();
-  const open = rawSocketCount();
-  kept.close();
-  const closed = rawSocketCount();
-  listening.close();
-  // Finalizers run after a collection, on a later turn of the loop.
-  for (let i = 0; i < 20 && rawSocketCount() > before; i++) {
-    gc();
-    await new Promise((resolve) => setImmediate(resolve));
-    await sleep(10);
-  }
-  emit({ event: 'counts', before, open, closed, collected: rawSocketCount() });
+  const counts = await socketLifecycle({
+    table: '/proc/net/raw',
+    open: () => openRawSocket({ family: 4, protocol: IPPROTO_IGMP }),
+    listen: (socket) =>
+      socket.listen(
+        () => undefined,
+        () => undefined,
+      ),
+  });
+  emit({ event: 'counts', ...counts });
 }
 
 // ---------------------------------------------------------------------------------------
