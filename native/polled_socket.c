@@ -79,19 +79,24 @@ static void finalize(napi_env env, void *data, void *hint) {
   free_if_unused(s);
 }
 
+/* A socket whose poll handle never existed: closed and freed at once, an exception pending. */
+static napi_value discard_unattached(polled_socket *s) {
+  /* Not reported: the error being thrown already says what went wrong. */
+  close(s->fd);
+  polled_socket_free(s);
+  return NULL;
+}
+
 napi_value polled_socket_attach(napi_env env, napi_value object, polled_socket *s) {
   uv_loop_t *loop = NULL;
-  int rc = 0;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
     throw_napi_failure(env, "napi_get_uv_event_loop");
-  } else if ((rc = uv_poll_init(loop, &s->poll, s->fd)) != 0) {
-    throw_system_error(env, -rc, "uv_poll_init", s->subject);
+    return discard_unattached(s);
   }
-  if (loop == NULL || rc != 0) {
-    /* Not reported: the error being thrown already says what went wrong. */
-    close(s->fd);
-    polled_socket_free(s);
-    return NULL;
+  int rc = uv_poll_init(loop, &s->poll, s->fd);
+  if (rc != 0) {
+    throw_system_error(env, -rc, "uv_poll_init", s->subject);
+    return discard_unattached(s);
   }
   s->poll.data = s;
 

@@ -6,6 +6,7 @@
  */
 import { DecodeError } from '../errors.js';
 import { parseIPv4 } from '../wire/ipv4-address.js';
+import { formatMac, MAC_ADDRESS_LENGTH, parseMac } from '../wire/mac-address.js';
 
 export const EtherType = {
   IPv4: 0x0800,
@@ -97,21 +98,13 @@ export function multicastMacForGroup(group: string): string {
 }
 
 export function readMac(bytes: Uint8Array, offset: number): string {
-  return formatMac(bytes.subarray(offset, offset + 6));
+  return formatMac(bytes.subarray(offset, offset + MAC_ADDRESS_LENGTH));
 }
 
 export function writeMac(bytes: Uint8Array, offset: number, mac: string): void {
-  const parts = mac.split(':');
-  if (parts.length !== 6 || parts.some((part) => !/^[0-9a-fA-F]{2}$/.test(part))) {
-    throw new RangeError(`not a MAC address: ${JSON.stringify(mac)}`);
-  }
-  for (let i = 0; i < 6; i++) bytes[offset + i] = parseInt(parts[i]!, 16);
-}
-
-function formatMac(octets: ArrayLike<number>): string {
-  let text = '';
-  for (let i = 0; i < 6; i++) text += (i ? ':' : '') + octets[i]!.toString(16).padStart(2, '0');
-  return text;
+  const octets = parseMac(mac);
+  if (octets === undefined) throw new RangeError(`not a MAC address: ${JSON.stringify(mac)}`);
+  bytes.set(octets, offset);
 }
 
 /** Source MAC for a frame of ours on a link that reports none: locally administered, "mc". */

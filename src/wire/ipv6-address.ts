@@ -8,6 +8,7 @@
  * and nothing else: no zone index ("%eth0"), no brackets, no prefix length.
  */
 import { parseIPv4 } from './ipv4-address.js';
+import { parseMac } from './mac-address.js';
 
 export const IPV6_ADDRESS_LENGTH = 16;
 
@@ -239,8 +240,8 @@ export function multicastMacForIPv6Group(group: string): string {
  * RangeError for text that is no MAC.
  */
 export function eui64LinkLocal(mac: string): string {
-  const octets = mac.split(':').map((part) => (/^[0-9a-fA-F]{2}$/.test(part) ? Number.parseInt(part, 16) : Number.NaN));
-  if (octets.length !== 6 || octets.some(Number.isNaN)) throw new RangeError(`not a MAC address: ${JSON.stringify(mac)}`);
+  const octets = parseMac(mac);
+  if (octets === undefined) throw new RangeError(`not a MAC address: ${JSON.stringify(mac)}`);
   const bytes = new Uint8Array(IPV6_ADDRESS_LENGTH);
   bytes.set([0xfe, 0x80]);
   bytes.set([octets[0]! ^ 0x02, octets[1]!, octets[2]!, 0xff, 0xfe, octets[3]!, octets[4]!, octets[5]!], 8);

@@ -7,6 +7,7 @@
  */
 import type { InterfaceRow } from './vswitch.js';
 import { isIPv4 } from 'node:net';
+import { formatMac, parseMac } from '../../wire/mac-address.js';
 import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_MAC_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
 
 export interface BridgePort {
@@ -34,12 +35,10 @@ function addressesOf(value: string | undefined): string[] | undefined {
     .filter((item) => isIPv4(item));
 }
 
-const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/;
-
 /** An external_ids MAC in lower case, or undefined for none or for text that is no MAC. */
 function macOf(value: string | undefined): string | undefined {
-  const mac = value?.trim().toLowerCase();
-  return mac !== undefined && MAC.test(mac) ? mac : undefined;
+  const octets = value === undefined ? undefined : parseMac(value.trim());
+  return octets === undefined ? undefined : formatMac(octets);
 }
 
 export function isLocalPort(port: Pick<BridgePort, 'ofport'>): boolean {
