@@ -1,7 +1,7 @@
 /** The contract every invocation keeps: help, version, and usage errors, by exit code. */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { mcastctl } from '../lab/cli.js';
 
 describe('mcastctl: help, version and usage errors', () => {

@@ -26,7 +26,7 @@
  * Needs root, iproute2, ethtool, curl, python3, Open vSwitch and the built CLI.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
 import { IGMPV3_RECORD, sendReport } from '../lab/igmp-frames.js';

@@ -19,13 +19,13 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { ipv6Addresses, MldListener } from '../lab/mld-hosts.js';
-import { isData, isLeave, missingSequences, ovsGroupPorts6, ping6, readPcap6, sequences, waitForOvsMembers6 } from '../lab/ipv6-checks.js';
-import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
+import { isData, isLeave, ovsGroupPorts6, ping6, readPcap6, waitForOvsMembers6 } from '../lab/ipv6-checks.js';
+import { missingSequences, OvsNode, sequences, type OvsPod, type Receiver } from '../lab/ovs.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();

@@ -21,7 +21,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { startDaemon, type RunningDaemon, control } from '../lab/daemon.js';
 import { floodReports, IGMPV3_RECORD } from '../lab/igmp-frames.js';

@@ -13,7 +13,7 @@
  * Needs root, iproute2, ethtool, tcpdump, python3, Open vSwitch and the built CLI.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';

@@ -25,7 +25,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it, type TestContext } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { control, type RunningDaemon, startDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
@@ -577,9 +577,10 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     context.diagnostic(
       `ALLOW {S3} to the first datagram of S3 on ${a.name}'s wire, ${sorted.length} rounds: p50 ${p50?.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms`,
     );
+    // What is asserted is that every round delivers, after the ALLOW and not before. How fast
+    // is the benchmark's to say (`npm run bench -- sources`): a limit here would fail on a busy
+    // machine, not on a slow daemon.
     assert.deepEqual(problems, [], 'rounds without a measure');
-    // Loose, for a shared machine: the figure itself is the benchmark's (a few ms).
-    assert.ok(p50 !== undefined && p50 < 50, `p50 ${p50} ms (limit 50 ms)`);
   });
 });
 

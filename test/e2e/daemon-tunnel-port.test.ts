@@ -8,7 +8,7 @@
  * Needs root, iproute2, Open vSwitch and the built CLI.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { startDaemon } from '../lab/daemon.js';
 import { Lab } from '../lab/lab.js';

@@ -22,15 +22,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, run, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
-import type { Datagram, OvsPod, Receiver } from '../lab/ovs.js';
+import { sequences, type Datagram, type OvsPod, type Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts, scrapeMetrics } from '../lab/switch-checks.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
 import {
   buildTunnelLab,
+  deliveryFaults,
   sendSized,
   setPodMtu,
   TUNNEL_LAB,
@@ -70,22 +71,10 @@ const MTU_WARNING = 'a pod port leaves no room for the tunnel';
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`), in arrival order, duplicates kept. */
-function sequences(datagrams: readonly Datagram[], tag: string): number[] {
-  return datagrams.flatMap((datagram) => {
-    const [t, n] = datagram.payload.split(' ');
-    return t === tag && n !== undefined ? [Number(n)] : [];
-  });
-}
-
 /** Asserts that `receiver` got datagrams 0..count-1 of `tag`, each exactly once. */
 function assertExactlyOnce(receiver: Receiver | readonly Datagram[], tag: string, count: number, who: string): void {
-  const got = sequences('received' in receiver ? receiver.received : receiver, tag);
-  const seen = new Map<number, number>();
-  for (const n of got) seen.set(n, (seen.get(n) ?? 0) + 1);
-  const lost = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
-  const duplicated = [...seen].filter(([, times]) => times > 1).map(([n]) => n);
-  assert.deepEqual({ lost, duplicated }, { lost: [], duplicated: [] }, `${who}: datagrams of ${tag} lost or duplicated`);
+  const faults = deliveryFaults('received' in receiver ? receiver.received : receiver, tag, count);
+  assert.deepEqual(faults, { lost: [], duplicated: [] }, `${who}: datagrams of ${tag} lost or duplicated`);
 }
 
 const ms = (value: number) => `${Math.round(value)} ms`;

@@ -16,7 +16,7 @@
  * (`npm run build`).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { describeFaults, type FleetRun, fleetReport, rssGrowth, runFleet } from '../lab/churn.js';
 import { Lab } from '../lab/lab.js';

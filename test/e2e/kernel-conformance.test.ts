@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { internetChecksum } from '../../src/wire/checksum.js';
 import { writeIPv4 } from '../../src/wire/ipv4-address.js';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';

@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';
 import { Lab, sleep, type Host, type IgmpSegment } from '../lab/lab.js';
 import { enableIpv6, linkLocalAddress, MldListener } from '../lab/mld-hosts.js';

@@ -9,7 +9,7 @@
  * Needs root, iproute2, ethtool, tcpdump, python3 and Open vSwitch. No dist/ needed.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { Lab, run, sleep, type Tcpdump } from '../lab/lab.js';
 import type { Datagram } from '../lab/ovs.js';
 import { buildMulticastLab, MULTICAST_LAB, ping as labPing, type MulticastLab } from '../lab/multicast-lab.js';

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import * as ethernet from '../../src/packet/ethernet.js';
 import { EtherType } from '../../src/packet/ethernet.js';

@@ -12,7 +12,7 @@
  * machine's own OVS.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { output } from '../../src/protocol/openflow/action.js';
 import { OpenFlowError } from '../../src/protocol/openflow/errors.js';
 import { flowMod } from '../../src/protocol/openflow/flow-mod.js';

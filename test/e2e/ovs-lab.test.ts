@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { Lab, run } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';
 

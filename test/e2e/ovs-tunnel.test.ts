@@ -13,7 +13,7 @@
  * Needs root, iproute2, ethtool, nft, tcpdump, tshark, python3 and Open vSwitch.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';

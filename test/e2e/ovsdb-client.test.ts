@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { ExitCode, UnavailableError } from '../../src/errors.js';
 import { OvsdbClient } from '../../src/transport/ovsdb/client.js';
 import { asStringMap, namedUuid, ovsdbMap, uuid } from '../../src/protocol/ovsdb/datum.js';
@@ -24,9 +24,10 @@ import { bridgeInterfaces, findBridge, NoSuchBridgeError, watchInterfaces, type 
 import { canConnect, ovsdbServerMissing, PrivateOvsdbServer, VSWITCH_SCHEMA } from '../lab/ovsdb-server.js';
 
 const DB = 'Open_vSwitch';
-const skip = ovsdbServerMissing();
+const missing = ovsdbServerMissing();
+if (missing !== false) throw new Error(`these tests run a real ovsdb-server: ${missing} (run scripts/setup.sh)`);
 
-describe('OVSDB client against a real ovsdb-server', { skip }, () => {
+describe('OVSDB client against a real ovsdb-server', () => {
   let server: PrivateOvsdbServer;
   let client: OvsdbClient;
   const clients: OvsdbClient[] = [];
@@ -402,9 +403,8 @@ describe('OVSDB client against a real ovsdb-server', { skip }, () => {
     assert.deepEqual(events, ['disconnected', 'reconnected']);
   });
 
-  it('a socket this user may not open is PermissionError (exit 77)', {
-    skip: process.getuid?.() !== 0 && 'needs root, to run a client as nobody',
-  }, async () => {
+  it('a socket this user may not open is PermissionError (exit 77)', async () => {
+    assert.equal(process.getuid?.(), 0, 'this test needs root, to run a client as nobody');
     // The server's directory is 0700 root: nobody gets EACCES.
     const script = `
       const { OvsdbClient } = await import(${JSON.stringify(new URL('../../src/transport/ovsdb/client.ts', import.meta.url).href)});

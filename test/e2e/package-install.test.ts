@@ -15,7 +15,7 @@ import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
 import * as igmp from '../../src/packet/igmp/index.js';

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
 import { BPF_K, BPF_RET, igmpFilter, type BpfInstruction } from '../../src/packet/bpf.js';

@@ -24,7 +24,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';

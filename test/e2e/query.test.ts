@@ -27,7 +27,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { internetChecksum } from '../../src/wire/checksum.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, run, sleep, type Host, type LinuxBridge, type Tcpdump } from '../lab/lab.js';

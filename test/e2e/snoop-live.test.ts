@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import { cliMissing, lineSplitter, mcastctl, parseNdjson, startMcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, run, sleep, type Host } from '../lab/lab.js';

@@ -6,7 +6,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1 } from '../fixtures/real-frames.js';
 import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 import { MCASTCTL_BIN, mcastctl as runCli, parseNdjson, startMcastctl } from '../lab/cli.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { OvsNode, type OvsPod } from '../lab/ovs.js';

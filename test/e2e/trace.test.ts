@@ -1,7 +1,6 @@
 /**
- * `mcastctl trace`, end to end, on node a of the two-node multicast lab (the external host
- * on the underlay is a real sender from outside), with the daemon running and eight pods
- * on node a. Each broken case is made for real, the way it happens on a node, and trace
+ * `mcastctl trace`, end to end, on node a of the two-node multicast lab, with the daemon
+ * running (routing nothing: no multicast interfaces) and seven pods on node a. Each broken case is made for real, the way it happens on a node, and trace
  * must name it at the right stage with the right code and facts:
  *
  * - a: the pod is a member of another group only (its kernel does report) → igmp / never-reported;
@@ -10,10 +9,11 @@
  * - d: the pod is already in as many groups as --max-groups-per-port (1) allows → igmp / limit-reached;
  * - e: the pod's bucket was taken out of our OVS group by hand (ovs-ofctl mod-group) → ovs / no-bucket.
  *
- * Two healthy cases pass every stage, and the member really gets the UDP: a sender pod on
- * the node (--from), and the external host through the underlay (--from-address), whose
- * (S,G) route in the kernel trace must show. And with no daemon on the control socket,
- * the OVS and kernel stages still run and the daemon's are skipped.
+ * A healthy case passes every stage, and the member really gets the UDP: a sender pod on
+ * the node (--from). And with no daemon on the control socket, the OVS and kernel stages
+ * still run and the daemon's are skipped. The cases of a node that routes (the external
+ * host through the underlay, a pod's traffic routed off the node) are in
+ * test/routing/trace-routed.test.ts.
  *
  * Every case's pod is set up in before(), all at once, so that their waits overlap.
  *
@@ -21,16 +21,16 @@
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { cliMissing, mcastctl } from '../lab/cli.js';
+import { after, before, describe, it } from '../helpers/node-test.js';
+import { cliMissing } from '../lab/cli.js';
 import { control, type RunningDaemon, startDaemon } from '../lab/daemon.js';
-import { NO_IPV4_ROUTING } from '../lab/kernel.js';
-import { Lab, sleep, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type ExternalHost, MULTICAST_LAB, type MulticastLab, type MulticastLabNode, waitForUnderlayMember } from '../lab/multicast-lab.js';
+import { Lab, waitUntil } from '../lab/lab.js';
+import { buildMulticastLab, MULTICAST_LAB, type MulticastLab, type MulticastLabNode } from '../lab/multicast-lab.js';
 import type { OvsPod, Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts, waitForOvsMembers } from '../lab/switch-checks.js';
 import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon-view.js';
-import type { TraceReport, TraceStage } from '../../src/controllers/trace/trace-report.js';
+import type { TraceStage } from '../../src/controllers/trace/trace-report.js';
+import { assertPodPortStage, podName, stageOf, traceOn, type TraceResult, type TraceRun } from '../lab/trace-checks.js';
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the trace tests run the built CLI: ${missing}`);
@@ -45,7 +45,6 @@ const G = {
   limitFirst: '239.71.4.1',
   limitSecond: '239.71.4.2',
   local: '239.71.6.1',
-  outside: '239.71.7.1',
 } as const;
 const PORT = 5471;
 /** The daemon queries the pods every 2 s, as the underlay's querier does, so that silence and reports show quickly. */
@@ -65,14 +64,12 @@ const policyText = (deniedPod: string) => `rules:
 const DENY_RULE_LINE = 5;
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
-const podName = (pod: OvsPod) => `default/${pod.name}`;
 
 describe('mcastctl trace: each broken case named at its stage, healthy ones delivered', { concurrency: 1 }, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let nodeA: MulticastLabNode;
-  let external: ExternalHost;
-  /** pa: case a; pb: b; pc: c; pd: d; pe: e; pf: the local member, pg its sender; ph: the member of the external host's group. */
+  /** pa: case a; pb: b; pc: c; pd: d; pe: e; pf: the local member, pg its sender. */
   let pa: OvsPod;
   let pb: OvsPod;
   let pc: OvsPod;
@@ -80,8 +77,8 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
   let pe: OvsPod;
   let pf: OvsPod;
   let pg: OvsPod;
-  let ph: OvsPod;
   let daemon: RunningDaemon;
+  let trace: TraceRun;
   const receivers: Receiver[] = [];
 
   const listen = async (pod: OvsPod, group: string): Promise<Receiver> => {
@@ -90,34 +87,8 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     return receiver;
   };
 
-  /** `mcastctl trace GROUP --pod POD ARGS` in node a's namespace with its OVS environment: the exit code, the report (--json) or the text. */
-  const trace = async (group: string, pod: OvsPod, args: string[] = [], options: { json?: boolean } = {}) => {
-    const json = options.json ?? true;
-    const result = await mcastctl(
-      ['trace', group, '--pod', podName(pod), '--bridge', nodeA.node.bridge, '--control-socket', daemon.controlSocket, ...args, ...(json ? ['--json'] : [])],
-      { ns: nodeA.node.ns, env: { ...process.env, ...nodeA.node.env }, timeoutMs: 20_000 },
-    );
-    let report: TraceReport | undefined;
-    if (json) {
-      try {
-        report = JSON.parse(result.stdout) as TraceReport;
-      } catch {
-        assert.fail(
-          `trace ${group} --pod ${podName(pod)} ${args.join(' ')} exited ${result.code} without a JSON document:\n${result.stdout}\n${result.stderr}`,
-        );
-      }
-    }
-    return { ...result, report: report!, context: `trace ${group} --pod ${podName(pod)} ${args.join(' ')}:\n${result.stdout}\n${result.stderr}` };
-  };
-
-  const stage = (report: TraceReport, name: TraceStage['name']): TraceStage => {
-    const found = report.stages.find((entry) => entry.name === name);
-    assert.ok(found !== undefined, `no stage ${name} in ${JSON.stringify(report.stages.map((entry) => entry.name))}`);
-    return found;
-  };
-
   /** The report ends at `name`, failed with `code`; every stage before it passed. */
-  const assertBlocked = (result: Awaited<ReturnType<typeof trace>>, name: TraceStage['name'], code: string, stageNumber: number): TraceStage => {
+  const assertBlocked = (result: TraceResult, name: TraceStage['name'], code: string, stageNumber: number): TraceStage => {
     const { report } = result;
     assert.equal(result.code, 1, `exit status; ${result.context}`);
     assert.equal(report.verdict, 'blocked', result.context);
@@ -138,16 +109,6 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     return last;
   };
 
-  /** Stage 1's facts for `pod`, the same in every report. */
-  const assertPodPort = (report: TraceReport, pod: OvsPod) => {
-    const first = report.stages[0]!;
-    assert.equal(first.name, 'pod-port');
-    assert.equal(first.stage, 1);
-    assert.equal(first.status, 'pass');
-    assert.deepEqual(first.facts['port'], { ofport: pod.ofport, name: pod.port, pod: podName(pod) });
-    assert.deepEqual(first.facts['addresses'], [pod.address]);
-  };
-
   const membersOf = async (group: string): Promise<string[]> =>
     ((await control<GroupView[]>(daemon, ['groups'])).find((view) => view.group === group)?.members ?? []).map((member) => member.port.name).sort();
 
@@ -166,13 +127,12 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     lab = Lab.create();
     ml = await buildMulticastLab(lab, { podsPerNode: 0 });
     nodeA = ml.nodes[0];
-    external = ml.external!;
     const subnet = MULTICAST_LAB.podSubnets[0].split('.').slice(0, 3).join('.');
-    [pa, pb, pc, pd, pe, pf, pg, ph] = (await Promise.all(
-      ['pa', 'pb', 'pc', 'pd', 'pe', 'pf', 'pg', 'ph'].map((name, index) =>
+    [pa, pb, pc, pd, pe, pf, pg] = (await Promise.all(
+      ['pa', 'pb', 'pc', 'pd', 'pe', 'pf', 'pg'].map((name, index) =>
         nodeA.node.addPod(name, { address: `${subnet}.${MULTICAST_LAB.firstPodHost + index}/24`, gateway: nodeA.gateway.address }),
       ),
-    )) as [OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod];
+    )) as [OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod];
 
     // b: the firewall goes in before anything in the pod joins, so that not one IGMP message leaves it.
     const nft = (...words: string[]) => lab.exec(pb.ns, ['nft', ...words]);
@@ -184,6 +144,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     writeFileSync(policyFile, policyText(podName(pc)));
     daemon = startDaemon(nodeA.node, { args: [...SHORT_TIMERS, '--group-policy', policyFile, '--max-groups-per-port', '1'] });
     await daemon.ready();
+    trace = traceOn(nodeA.node, daemon);
 
     // d's first group first: its second must be the one past the limit.
     await listen(pd, G.limitFirst);
@@ -193,7 +154,6 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
       listen(pb, G.firewalled),
       listen(pc, G.denied),
       listen(pf, G.local),
-      listen(ph, G.outside),
       waitUntil(`${pd.name} in ${G.limitFirst}`, async () => (await membersOf(G.limitFirst)).includes(pd.port)).then(() => listen(pd, G.limitSecond)),
     ]);
   });
@@ -213,7 +173,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(report.group, G.neverJoined);
     assert.equal(report.pod, podName(pa));
     assert.equal(report.source, null);
-    assertPodPort(report, pa);
+    assertPodPortStage(report, pa);
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'never-reported', 2);
     assert.ok((igmp.facts['messages'] as number) > 0, `messages: ${result.context}`);
@@ -263,7 +223,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
 
     const result = await trace(G.firewalled, pb);
     const { report } = result;
-    assertPodPort(report, pb);
+    assertPodPortStage(report, pb);
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'no-igmp', 2);
     assert.equal(igmp.facts['messages'], 0, result.context);
@@ -282,7 +242,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
 
     const result = await trace(G.denied, pc);
     const { report } = result;
-    assertPodPort(report, pc);
+    assertPodPortStage(report, pc);
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'denied-by-policy', 2);
     assert.equal(igmp.facts['rule'], DENY_RULE_LINE, result.context);
@@ -299,7 +259,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
 
     const result = await trace(G.limitSecond, pd);
     const { report } = result;
-    assertPodPort(report, pd);
+    assertPodPortStage(report, pd);
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'limit-reached', 2);
     assert.equal(igmp.facts['limit'], 'port-groups', result.context);
@@ -326,13 +286,13 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
 
     const result = await trace(G.shared, pe);
     const { report } = result;
-    assertPodPort(report, pe);
+    assertPodPortStage(report, pe);
     assert.deepEqual(
       report.stages.map((entry) => entry.name),
       ['pod-port', 'igmp', 'membership', 'ovs'],
       result.context,
     );
-    assert.equal(stage(report, 'membership').facts['member'], true, result.context);
+    assert.equal(stageOf(report, 'membership').facts['member'], true, result.context);
     const ovs = assertBlocked(result, 'ovs', 'no-bucket', 4);
     assert.equal(ovs.facts['groupId'], groupId, result.context);
     assert.equal(ovs.facts['bucket'], false, result.context);
@@ -379,18 +339,18 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
       result.context,
     );
     for (const entry of report.stages) assert.equal(entry.code, undefined, result.context);
-    assertPodPort(report, pf);
-    const igmp = stage(report, 'igmp').facts;
+    assertPodPortStage(report, pf);
+    const igmp = stageOf(report, 'igmp').facts;
     assert.ok((igmp['reports'] as number) >= 1, result.context);
     assert.match(String(igmp['lastReportAt']), ISO, result.context);
-    const membership = stage(report, 'membership').facts;
+    const membership = stageOf(report, 'membership').facts;
     assert.equal(membership['member'], true, result.context);
     assert.equal(membership['mode'], 'exclude', result.context);
     assert.deepEqual(membership['sources'], [], result.context);
     assert.equal(membership['compatibility'], 3, result.context);
     assert.equal(membership['admitsSource'], true, `the filter is checked against the sender pod's address; ${result.context}`);
     assert.ok((membership['expiresInMs'] as number) > 0, result.context);
-    const ovs = stage(report, 'ovs').facts;
+    const ovs = stageOf(report, 'ovs').facts;
     assert.equal(ovs['groupId'], await ovsGroupId(G.local), result.context);
     assert.equal(ovs['bucket'], true, result.context);
     assert.ok((ovs['flowPorts'] as number[]).includes(pf.ofport), result.context);
@@ -402,99 +362,20 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.ok(ovsTrace.outputs.includes(pf.ofport), result.context);
     assert.ok(!ovsTrace.outputs.includes(pg.ofport), `OVS's trace sends back to the sender; ${result.context}`);
     assert.equal(ovsTrace.reachesPod, true, result.context);
-    const sender = stage(report, 'sender').facts as {
+    const sender = stageOf(report, 'sender').facts as {
       sendAllowed: boolean;
       rule: number | null;
       route: { iif: string; oifs: string[]; packets: number } | null;
     };
     assert.equal(sender.sendAllowed, true, result.context);
     assert.equal(sender.rule, null, result.context);
-    if (NO_IPV4_ROUTING === undefined) {
-      // The node routes the pod's traffic off it too: in on the gateway, out on the uplink.
-      assert.ok(sender.route !== null, result.context);
-      assert.equal(sender.route.iif, nodeA.gateway.name, result.context);
-      assert.ok(sender.route.oifs.includes(nodeA.uplink.name), result.context);
-      assert.ok(sender.route.packets >= 10, result.context);
-    } else {
-      // A daemon that routes nothing (this kernel cannot) says so rather than failing the stage.
-      assert.equal(sender.route, null, result.context);
-      assert.match(report.stages.at(-1)?.summary ?? '', /not routed off the node \(no multicast interfaces\)/, result.context);
-    }
+    // A daemon that routes nothing (no multicast interfaces) says so rather than failing the stage.
+    assert.equal(sender.route, null, result.context);
+    assert.match(report.stages.at(-1)?.summary ?? '', /not routed off the node \(no multicast interfaces\)/, result.context);
 
     const text = await trace(G.local, pf, ['--from', podName(pg)], { json: false });
     assert.equal(text.code, 0, text.context);
     assert.equal(text.stdout.split('\n').filter((line) => line.startsWith('✓ ')).length, 5, text.context);
-  });
-
-  it('healthy, the external host through the underlay (--from-address): every stage passes, the (S,G) route carries it', {
-    timeout: 30_000,
-    skip: NO_IPV4_ROUTING,
-  }, async () => {
-    await waitForOvsMembers(nodeA.node, G.outside, [ph]);
-    await waitForUnderlayMember(ml, lab, G.outside, nodeA.uplink.peer);
-    const receiver = receivers.find((entry) => entry.group === G.outside)!;
-    // The underlay may still flood or hold back for a moment after the join: send until datagrams come through.
-    let round = 0;
-    await waitUntil(
-      'the external host to reach ph',
-      async () => {
-        round += 1;
-        await external.send(G.outside, PORT, 5, { ttl: 8, intervalMs: 10, tag: `ext${round}` });
-        await sleep(200);
-        return receiver.received.some((datagram) => datagram.payload.startsWith(`ext${round} `));
-      },
-      10_000,
-      0,
-    );
-    await external.send(G.outside, PORT, 10, { ttl: 8, intervalMs: 10, tag: 'outside' });
-    await sleep(300);
-    assert.equal(receiver.received.filter((datagram) => datagram.payload.startsWith('outside ')).length, 10, 'ph got the 10 datagrams of the external host');
-    assert.ok(receiver.received.every((datagram) => datagram.from === external.address));
-
-    const result = await trace(G.outside, ph, ['--from-address', external.address]);
-    const { report } = result;
-    assert.equal(result.code, 0, result.context);
-    assert.equal(report.verdict, 'delivered', result.context);
-    assert.equal(report.blockedAt, null, result.context);
-    assert.equal(report.source, external.address, result.context);
-    assert.deepEqual(
-      report.sender,
-      { kind: 'outside', address: external.address, via: 'gateway', port: { ofport: nodeA.gateway.ofport, name: nodeA.gateway.name } },
-      result.context,
-    );
-    assert.deepEqual(
-      report.stages.map((entry) => [entry.stage, entry.name, entry.status]),
-      [
-        [1, 'pod-port', 'pass'],
-        [2, 'igmp', 'pass'],
-        [3, 'membership', 'pass'],
-        [4, 'ovs', 'pass'],
-        [5, 'outside', 'pass'],
-      ],
-      result.context,
-    );
-    assertPodPort(report, ph);
-    assert.equal(stage(report, 'membership').facts['member'], true, result.context);
-    const ovs = stage(report, 'ovs').facts;
-    assert.equal(ovs['bucket'], true, result.context);
-    const ovsTrace = ovs['trace'] as { inPort: number; outputs: number[]; reachesPod: boolean };
-    assert.equal(ovsTrace.inPort, nodeA.gateway.ofport, result.context);
-    assert.ok(ovsTrace.outputs.includes(ph.ofport), result.context);
-    assert.equal(ovsTrace.reachesPod, true, result.context);
-    const outside = stage(report, 'outside').facts as {
-      routerActive: boolean;
-      vifs: string[];
-      upstreamJoins: Array<{ interface: string; joined: boolean }>;
-      route: { iif: string; oifs: string[]; packets: number; bytes: number } | null;
-    };
-    assert.equal(outside.routerActive, true, result.context);
-    assert.ok(outside.vifs.includes(nodeA.uplink.name) && outside.vifs.includes(nodeA.gateway.name), result.context);
-    assert.deepEqual(outside.upstreamJoins, [{ interface: nodeA.uplink.name, joined: true }], result.context);
-    assert.ok(outside.route !== null, result.context);
-    assert.equal(outside.route.iif, nodeA.uplink.name, result.context);
-    assert.ok(outside.route.oifs.includes(nodeA.gateway.name), result.context);
-    assert.ok(outside.route.packets >= 10, `route packets; ${result.context}`);
-    assert.ok(outside.route.bytes > 0, result.context);
   });
 
   it("no daemon on the control socket: the OVS and kernel stages run, the daemon's are skipped", { timeout: CASE_TIMEOUT_MS }, async () => {
@@ -517,7 +398,7 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
       ],
       result.context,
     );
-    const ovs = stage(report, 'ovs').facts;
+    const ovs = stageOf(report, 'ovs').facts;
     assert.equal(ovs['bucket'], true, result.context);
     assert.equal((ovs['trace'] as { reachesPod: boolean }).reachesPod, true, result.context);
 

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { ping } from '../lab/multicast-lab.js';
 import type { Datagram, OvsPod } from '../lab/ovs.js';

@@ -1,42 +1,75 @@
 /**
- * One family's kernel multicast routing in memory (MulticastRoutingKernel): it records the
- * interfaces, routes and memberships the router asks for, and lets a test play the
- * kernel's NOCACHE upcalls and move packet counters.
+ * One family's kernel multicast routing in memory (MulticastRoutingKernel), as one network
+ * namespace holds it: its devices, the routing interfaces (VIFs or MIFs) and forwarding
+ * entries, who holds the router, and each membership socket's groups. It refuses what the
+ * kernel refuses, with the errors the real sockets give (the same argument checks, then
+ * MrouteError by errno); test/contracts/routing-kernel.ts holds it to the real kernel's
+ * answers. A test plays the kernel's NOCACHE upcalls with miss() and moves packet counters.
  */
-import type { McastError } from '../../src/errors.js';
+import { type McastError, UnavailableError, UsageError } from '../../src/errors.js';
+import { checkAddress, checkVif } from '../../src/protocol/mroute/arguments.js';
+import type { InterfaceMembershipRow } from '../../src/protocol/mroute/proc.js';
+import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
+import { checkAddress6, checkMif, checkMifIfindex } from '../../src/protocol/mroute6/arguments6.js';
 import type {
+  ForwardingCacheRow,
   MembershipSocket,
   MulticastRoutingKernel,
   MulticastRoutingSocket,
   NoCacheMiss,
-  StaticRoutingSocket,
-  ForwardingCacheRow,
   RouteEntry,
   RoutingInterfaceRow,
+  StaticRoutingSocket,
 } from '../../src/transport/multicast-routing.js';
 import type { AddressFamily } from '../../src/wire/ip-address.js';
-import type { InterfaceMembershipRow } from '../../src/protocol/mroute/proc.js';
+
+/** A routing interface as the fake's table holds it: who added it decides whether it stays. */
+interface TableInterface {
+  index: number;
+  ifindex: number;
+  /** Added by a socket without MRT_INIT: kept when sockets close. */
+  static: boolean;
+}
+
+interface TableRoute extends RouteEntry {
+  static: boolean;
+  packets: number;
+}
+
+export interface FakeRoutingKernelOptions {
+  /** The namespace's devices by ifindex (default: lo, ifindex 1, as in every namespace). */
+  devices?: Record<number, string>;
+}
 
 export class FakeRoutingKernel implements MulticastRoutingKernel {
   readonly interfaceWord: 'vif' | 'mif';
   readonly maxInterfaces = 32;
   readonly interfaceTable: string;
-  /** Interfaces present before the router opens (static ones). */
+  /** The namespace's devices, by ifindex: what an interface may be added on, and the names memberships are read by. */
+  readonly devices: Map<number, string>;
+  /** Interfaces present before the router opens, as another program left them (a test adds them). */
   readonly staticInterfaces: RoutingInterfaceRow[] = [];
-  readonly interfaces: Array<{ index: number; ifindex: number }> = [];
-  readonly routes = new Map<string, RouteEntry & { packets: number }>();
+  /** The interfaces added through this fake's sockets, in order. */
+  readonly interfaces: TableInterface[] = [];
+  /** Forwarding entries by "source>group". */
+  readonly routes = new Map<string, TableRoute>();
   /** Membership calls, in order: "join ff05::1 on 1", "source ff3e::1 2001:db8::1 on 1", ... */
   readonly memberships: string[] = [];
-  /** Interface names by ifindex, for readMemberships (a test sets them). */
-  readonly interfaceNames = new Map<number, string>();
+  #held = new Map<symbol, Set<string>>();
+  #router: symbol | undefined;
   #noCache: ((miss: NoCacheMiss) => void) | undefined;
   #closed = false;
 
-  constructor(readonly family: AddressFamily) {
+  constructor(
+    readonly family: AddressFamily,
+    options: FakeRoutingKernelOptions = {},
+  ) {
     this.interfaceWord = family === 'ipv4' ? 'vif' : 'mif';
     this.interfaceTable = family === 'ipv4' ? '/proc/net/ip_mr_vif' : '/proc/net/ip6_mr_vif';
+    this.devices = new Map(Object.entries(options.devices ?? { 1: 'lo' }).map(([ifindex, name]) => [Number(ifindex), name]));
   }
 
+  /** Whether the last router opened has closed. */
   get closed(): boolean {
     return this.#closed;
   }
@@ -47,78 +80,175 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
   }
 
   openRouter(): MulticastRoutingSocket {
-    const kernel = this;
+    if (this.#router !== undefined) {
+      throw new UnavailableError(`cannot become the multicast router of this network namespace: another multicast router holds it (${this.#init}: EADDRINUSE)`);
+    }
+    const owner = Symbol('router');
+    this.#router = owner;
+    this.#closed = false;
+    let closed = false;
     return {
-      addInterface: (options) => void kernel.interfaces.push(options),
-      addRoute: (route) => void kernel.routes.set(`${route.source}>${route.group}`, { ...route, oifs: [...route.oifs], packets: 0 }),
-      delRoute: (key) => void kernel.routes.delete(`${key.source}>${key.group}`),
+      addInterface: (options) => this.#addInterface(options, false),
+      addRoute: (route) => this.#addRoute(route, false),
+      delRoute: (key) => this.#delRoute(key),
       onNoCache: (listener) => {
-        kernel.#noCache = listener;
+        this.#noCache = listener;
       },
       onError: (_listener: (error: McastError) => void) => undefined,
       get closed() {
-        return kernel.#closed;
+        return closed;
       },
       close: () => {
-        kernel.#closed = true;
+        if (closed) return;
+        closed = true;
+        // The kernel takes away what the router added; static entries stay.
+        for (let at = this.interfaces.length - 1; at >= 0; at--) if (!this.interfaces[at]!.static) this.interfaces.splice(at, 1);
+        for (const [key, route] of this.routes) if (!route.static) this.routes.delete(key);
+        this.#router = undefined;
+        this.#noCache = undefined;
+        this.#closed = true;
       },
     };
   }
 
-  /** A static socket's calls land in the same tables (the kernel would mark them static). */
+  /** A socket without MRT_INIT: what it adds, the kernel marks static and keeps. */
   openStatic(): StaticRoutingSocket {
     return {
-      addInterface: (options) => void this.interfaces.push(options),
-      delInterface: (index) =>
-        void this.interfaces.splice(
-          this.interfaces.findIndex((entry) => entry.index === index),
-          1,
-        ),
-      addRoute: (route) => void this.routes.set(`${route.source}>${route.group}`, { ...route, oifs: [...route.oifs], packets: 0 }),
-      delRoute: (key) => void this.routes.delete(`${key.source}>${key.group}`),
+      addInterface: (options) => this.#addInterface(options, true),
+      delInterface: (index) => {
+        this.#checkIndex(index, this.interfaceWord.toUpperCase());
+        const at = this.interfaces.findIndex((entry) => entry.index === index);
+        if (at < 0) throw new MrouteError(`cannot delete ${this.interfaceWord.toUpperCase()} ${index}: EADDRNOTAVAIL`, 'EADDRNOTAVAIL');
+        this.interfaces.splice(at, 1);
+      },
+      addRoute: (route) => this.#addRoute(route, true),
+      delRoute: (key) => this.#delRoute(key),
       close: () => undefined,
     };
   }
 
   routerActive(): boolean {
-    return !this.#closed;
+    return this.#router !== undefined;
   }
 
   openMembershipSocket(): MembershipSocket {
+    const owner = Symbol('memberships');
+    const held = new Set<string>();
+    this.#held.set(owner, held);
     const log = (line: string) => void this.memberships.push(line);
+    const join = (group: string, ifindex: number, line: string) => {
+      this.#checkGroup(group);
+      const key = `${group} ${ifindex}`;
+      if (held.has(key)) throw new MrouteError(`cannot join ${group}: EADDRINUSE`, 'EADDRINUSE');
+      held.add(key);
+      log(line);
+    };
     return {
-      joinGroup: ({ group, ifindex }) => log(`join ${group} on ${ifindex}`),
-      leaveGroup: ({ group, ifindex }) => log(`leave ${group} on ${ifindex}`),
-      joinSourceGroup: ({ group, source, ifindex }) => log(`source ${group} ${source} on ${ifindex}`),
-      setSourceFilter: ({ group, mode, sources, ifindex }) => log(`filter ${group} ${mode} ${sources.join(',')} on ${ifindex}`),
+      joinGroup: ({ group, ifindex }) => join(group, ifindex, `join ${group} on ${ifindex}`),
+      leaveGroup: ({ group, ifindex }) => {
+        this.#checkGroup(group);
+        if (!held.delete(`${group} ${ifindex}`)) throw new MrouteError(`cannot leave ${group}: EADDRNOTAVAIL`, 'EADDRNOTAVAIL');
+        log(`leave ${group} on ${ifindex}`);
+      },
+      joinSourceGroup: ({ group, source, ifindex }) => {
+        this.#checkGroup(group);
+        held.add(`${group} ${ifindex}`);
+        log(`source ${group} ${source} on ${ifindex}`);
+      },
+      setSourceFilter: ({ group, mode, sources, ifindex }) => {
+        this.#checkGroup(group);
+        if (mode === 'include' && sources.length === 0) held.delete(`${group} ${ifindex}`);
+        else held.add(`${group} ${ifindex}`);
+        log(`filter ${group} ${mode} ${sources.join(',')} on ${ifindex}`);
+      },
       onError: () => undefined,
-      close: () => undefined,
+      close: () => void this.#held.delete(owner),
     };
   }
 
   async readInterfaces(): Promise<RoutingInterfaceRow[]> {
-    return [...this.staticInterfaces];
+    return [
+      ...this.staticInterfaces,
+      ...this.interfaces.map((entry) => ({
+        index: entry.index,
+        name: this.devices.get(entry.ifindex) ?? String(entry.ifindex),
+        static: entry.static,
+        ...(this.family === 'ipv4' ? { ifindex: entry.ifindex } : {}),
+      })),
+    ];
   }
 
+  /** The entries, as the kernel's cache shows them: outgoing interfaces that do not exist are left out. */
   async readRoutes(): Promise<ForwardingCacheRow[]> {
-    return [...this.routes.values()].map(({ source, group, iif, oifs, packets }) => ({ source, group, iif, oifs: [...oifs], packets, bytes: packets * 100 }));
+    const present = new Set([...this.staticInterfaces, ...this.interfaces].map((entry) => entry.index));
+    return [...this.routes.values()].map(({ source, group, iif, oifs, packets }) => ({
+      source,
+      group,
+      iif,
+      oifs: oifs.filter((oif) => present.has(oif)),
+      packets,
+      bytes: packets * 100,
+    }));
   }
 
-  /** The joins the membership sockets hold, by the interface's name (`interfaceNames`, else its ifindex). */
+  /** The groups the open membership sockets hold, by the device's name. */
   async readMemberships(): Promise<InterfaceMembershipRow[]> {
-    const held = new Map<string, InterfaceMembershipRow>();
-    for (const line of this.memberships) {
-      const match = /^(join|leave|source|filter) (\S+) .*on (\d+)$/.exec(line);
-      if (match === null) continue;
-      const [, op, group, ifindex] = match as unknown as [string, string, string, string];
-      const name = this.interfaceNames.get(Number(ifindex)) ?? ifindex;
-      if (op === 'leave') held.delete(`${name} ${group}`);
-      else held.set(`${name} ${group}`, { name, group });
+    const rows = new Map<string, InterfaceMembershipRow>();
+    for (const held of this.#held.values()) {
+      for (const key of held) {
+        const [group, ifindex] = key.split(' ') as [string, string];
+        const name = this.devices.get(Number(ifindex)) ?? ifindex;
+        rows.set(`${name} ${group}`, { name, group });
+      }
     }
-    return [...held.values()];
+    return [...rows.values()];
   }
 
   membershipBounds() {
     return { perSocket: 16, maxSources: 64, maxSourcesSetting: this.family === 'ipv4' ? 'net.ipv4.igmp_max_msf' : 'net.ipv6.mld_max_msf' };
+  }
+
+  get #init(): string {
+    return this.family === 'ipv4' ? 'MRT_INIT' : 'MRT6_INIT';
+  }
+
+  #checkIndex(index: number, what: string): void {
+    if (this.family === 'ipv4') checkVif(index, what);
+    else checkMif(index, what);
+  }
+
+  #checkGroup(group: string): void {
+    if (this.family === 'ipv4') checkAddress(group, 'group', true);
+    else checkAddress6(group, 'group', true);
+  }
+
+  #addInterface({ index, ifindex }: { index: number; ifindex: number }, isStatic: boolean): void {
+    const word = this.interfaceWord.toUpperCase();
+    this.#checkIndex(index, word);
+    if (this.family === 'ipv4') {
+      if (!Number.isInteger(ifindex) || ifindex < 1) throw new UsageError(`invalid ifindex ${ifindex}`);
+    } else checkMifIfindex(ifindex);
+    if ([...this.staticInterfaces, ...this.interfaces].some((entry) => entry.index === index)) {
+      throw new MrouteError(`cannot add ${word} ${index}: EADDRINUSE`, 'EADDRINUSE');
+    }
+    if (!this.devices.has(ifindex)) throw new MrouteError(`cannot add ${word} ${index}: EADDRNOTAVAIL (no device ${ifindex})`, 'EADDRNOTAVAIL');
+    this.interfaces.push({ index, ifindex, static: isStatic });
+  }
+
+  #addRoute(route: RouteEntry, isStatic: boolean): void {
+    const word = this.interfaceWord.toUpperCase();
+    if (this.family === 'ipv4') checkAddress(route.source, 'source', false);
+    else checkAddress6(route.source, 'source', false);
+    this.#checkGroup(route.group);
+    this.#checkIndex(route.iif, `incoming ${word}`);
+    for (const oif of route.oifs) this.#checkIndex(oif, `outgoing ${word}`);
+    this.routes.set(`${route.source}>${route.group}`, { ...route, oifs: [...route.oifs], static: isStatic, packets: 0 });
+  }
+
+  #delRoute({ source, group }: { source: string; group: string }): void {
+    if (this.family === 'ipv4') checkAddress(source, 'source', false);
+    else checkAddress6(source, 'source', false);
+    this.#checkGroup(group);
+    if (!this.routes.delete(`${source}>${group}`)) throw new MrouteError(`cannot delete (${source}, ${group}): ENOENT`, 'ENOENT');
   }
 }

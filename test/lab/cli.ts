@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { deadline } from '../helpers/time-scale.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The CLI's entry point; env MCASTCTL_BIN runs the tests against another one. */
@@ -73,10 +74,13 @@ export function startMcastctl(args: readonly string[], options: CliOptions = {})
       options.onStdout?.(chunk);
     });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 2000).unref();
-    }, options.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () => {
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 2000).unref();
+      },
+      deadline(options.timeoutMs ?? 60_000),
+    );
     child.once('error', (error) => {
       clearTimeout(timer);
       reject(error);

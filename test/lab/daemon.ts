@@ -12,8 +12,8 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
+import { deadline } from '../helpers/time-scale.js';
 import { MCASTCTL_BIN, mcastctl, REPO_ROOT } from './cli.js';
-import { NO_IPV4_ROUTING } from './kernel.js';
 import { sleep } from './lab.js';
 import type { OvsNode } from './ovs.js';
 
@@ -27,8 +27,12 @@ export interface DaemonOptions {
   args?: string[];
   /** --gateway (default: the node's gateway port, else `gw0`). */
   gateway?: string;
-  /** --multicast-interfaces (default: the node's uplinks). */
-  multicastInterfaces?: string[];
+  /**
+   * --multicast-interfaces (default: none, so the daemon routes nothing and runs on any
+   * kernel). A test of routing names them, usually routedUplinks(node); on a kernel without
+   * multicast routing that daemon then refuses to start (exit 69), as it should.
+   */
+  multicastInterfaces?: readonly string[];
   /** --state-dir (default `<lab dir>/daemon-<node>/state`; not created here: the daemon makes it). */
   stateDir?: string;
   /** --control-socket (default `<lab dir>/daemon-<node>/ctl.sock`; its directory is created). */
@@ -92,8 +96,18 @@ function parseEntry(line: string): LogEntry {
   return { msg: line };
 }
 
+/** The error lines of the daemons' logs, for a suite's after() hook to show. */
+export function errorEntries(daemons: readonly (RunningDaemon | undefined)[]): LogEntry[] {
+  return daemons.flatMap((daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? []);
+}
+
+/** The node's uplinks, by name: the multicast interfaces of a daemon that routes to the outside. */
+export function routedUplinks(node: OvsNode): string[] {
+  return node.uplinks.map((uplink) => uplink.name);
+}
+
 /**
- * Starts `mcastctl daemon --bridge <bridge> --gateway <gw> --multicast-interfaces <ifs>
+ * Starts `mcastctl daemon --bridge <bridge> --gateway <gw> [--multicast-interfaces <ifs>]
  * --state-dir <dir> --control-socket <sock> --metrics-address 127.0.0.1:0 --log-format json
  * ...args` in `node`'s namespace. Resolves at once (the process is spawned); wait for
  * readiness with ready().
@@ -105,8 +119,7 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
   if (controlSocket.length > MAX_UNIX_PATH) throw new RangeError(`${controlSocket} is too long for a unix socket path`);
   mkdirSync(dirname(controlSocket), { recursive: true });
   const gateway = options.gateway ?? node.gateway?.name ?? 'gw0';
-  // Without kernel routing the daemon must route nothing: it would exit 69 at start.
-  const multicastInterfaces = options.multicastInterfaces ?? (NO_IPV4_ROUTING === undefined ? node.uplinks.map((uplink) => uplink.name) : []);
+  const multicastInterfaces = options.multicastInterfaces ?? [];
   const args = [
     'daemon',
     '--bridge',
@@ -177,7 +190,10 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
         }
         if (matched) finish(undefined, entry);
       };
-      const timer = setTimeout(() => finish(new Error(`no matching daemon log line in ${node.ns} within ${timeoutMs} ms; log tail:\n${tail()}`)), timeoutMs);
+      const timer = setTimeout(
+        () => finish(new Error(`no matching daemon log line in ${node.ns} within ${deadline(timeoutMs)} ms; log tail:\n${tail()}`)),
+        deadline(timeoutMs),
+      );
       waiters.add(onLine);
       void exited.then((s) => {
         if (waiters.has(onLine)) finish(new Error(`the daemon in ${node.ns} exited (${s.signal ?? s.code}) before a matching log line; log tail:\n${tail()}`));
@@ -203,7 +219,7 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
     async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<ExitStatus> {
       if (running()) {
         child.kill(signal);
-        if (!(await Promise.race([exited.then(() => true), sleep(timeoutMs).then(() => false)]))) child.kill('SIGKILL');
+        if (!(await Promise.race([exited.then(() => true), sleep(deadline(timeoutMs)).then(() => false)]))) child.kill('SIGKILL');
       }
       return exited;
     },

@@ -1,27 +1,12 @@
 /**
  * What the IPv6 daemon tests check with, beside the lab: the OVS group an IPv6 group's
  * flow points to, an ICMPv6 echo (this machine has no `ping`), a pcap reader of their own
- * for IPv6 frames (the tests do not trust the project's codecs), and the sequence numbers
- * of datagrams tagged `<tag> <n>`.
+ * for IPv6 frames (the tests do not trust the project's codecs).
  */
 import { readFileSync } from 'node:fs';
 import { type Lab, waitUntil } from './lab.js';
-import type { Datagram, OvsNode, OvsPod } from './ovs.js';
+import type { OvsNode, OvsPod } from './ovs.js';
 import { portsOfFlow } from './switch-checks.js';
-
-/** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`). */
-export function sequences(datagrams: readonly Datagram[], tag: string): number[] {
-  return datagrams.flatMap((datagram) => {
-    const [t, n] = datagram.payload.split(' ');
-    return t === tag && n !== undefined ? [Number(n)] : [];
-  });
-}
-
-/** Sequence numbers in 0..count-1 that are missing. */
-export function missingSequences(received: readonly number[], count: number): number[] {
-  const got = new Set(received);
-  return Array.from({ length: count }, (_, i) => i).filter((i) => !got.has(i));
-}
 
 /** The output ports of the OVS group that the (*,G) flow for IPv6 `group` (ipv6_dst=group, any source) points to; undefined without such a flow. */
 export function ovsGroupPorts6(node: OvsNode, group: string): Promise<number[] | undefined> {

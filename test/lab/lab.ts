@@ -18,6 +18,7 @@
 import { execFile, execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { deadline } from '../helpers/time-scale.js';
 import { basename, join } from 'node:path';
 import { formatIPv4, parseIPv4 } from '../../src/wire/ipv4-address.js';
 import { canonicalIPv6 } from '../../src/wire/ipv6-address.js';
@@ -60,12 +61,17 @@ export function run(argv: readonly string[], options: ExecOptions = {}): Promise
   const [file, ...args] = argv;
   if (file === undefined) throw new RangeError('empty argv');
   return new Promise((resolve, reject) => {
-    const child = execFile(file, args, { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) {
-        const code = typeof error.code === 'number' ? error.code : null;
-        reject(new LabCommandError(argv, code, stdout, stderr || error.message));
-      } else resolve({ stdout, stderr });
-    });
+    const child = execFile(
+      file,
+      args,
+      { timeout: deadline(options.timeoutMs ?? 30_000), maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error) {
+          const code = typeof error.code === 'number' ? error.code : null;
+          reject(new LabCommandError(argv, code, stdout, stderr || error.message));
+        } else resolve({ stdout, stderr });
+      },
+    );
     if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
@@ -756,11 +762,13 @@ export class Lab {
 
 /**
  * Polls `probe` every `everyMs` until it gives a value (not undefined or false), and
- * returns it; a probe that throws is asked again. Past `timeoutMs`, throws saying what
+ * returns it; a probe that throws is asked again. Past `hostTimeoutMs` (stretched by the
+ * machine's time scale: a deadline, not a measure), throws saying what
  * was awaited and the probe's last error.
  */
-export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, hostTimeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const timeoutMs = deadline(hostTimeoutMs);
+  const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
@@ -769,7 +777,7 @@ export async function waitUntil<T>(what: string, probe: () => Promise<T | undefi
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
     await sleep(everyMs);
   }
 }

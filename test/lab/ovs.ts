@@ -67,6 +67,20 @@ export interface Datagram {
   payload: string;
 }
 
+/** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`). */
+export function sequences(datagrams: readonly Datagram[], tag: string): number[] {
+  return datagrams.flatMap((datagram) => {
+    const [t, n] = datagram.payload.split(' ');
+    return t === tag && n !== undefined ? [Number(n)] : [];
+  });
+}
+
+/** Sequence numbers in 0..count-1 that are missing. */
+export function missingSequences(received: readonly number[], count: number): number[] {
+  const got = new Set(received);
+  return Array.from({ length: count }, (_, i) => i).filter((i) => !got.has(i));
+}
+
 export interface SendOptions {
   /** Payload prefix (default: the pod's name); datagram i carries `<tag> <i>`. */
   tag?: string;

@@ -36,7 +36,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep, waitUntil, type Host, type Lab, type LinuxBridge, type Tcpdump } from './lab.js';
-import { OvsNode, udpEndpoint, type Datagram, type OvsGateway, type OvsPod, type UdpEndpoint } from './ovs.js';
+import { OvsNode, sequences, udpEndpoint, type Datagram, type OvsGateway, type OvsPod, type UdpEndpoint } from './ovs.js';
 
 /** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`; a lab of more nodes goes on the same way (tunnelNodeAddressing). */
 export const TUNNEL_LAB = {
@@ -382,20 +382,18 @@ export async function sendSized(pod: OvsPod, options: SizedSendOptions): Promise
 }
 
 /** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`), in arrival order, duplicates kept. */
-function sequencesOf(datagrams: readonly Datagram[], tag: string): number[] {
-  return datagrams.flatMap((datagram) => {
-    const [t, n] = datagram.payload.split(' ');
-    return t === tag && n !== undefined ? [Number(n)] : [];
-  });
-}
-
 /** Of datagrams 0..count-1 tagged `tag`: those that never came, and those that came more than once (both empty: exactly once each). */
 export function deliveryFaults(datagrams: readonly Datagram[], tag: string, count: number): { lost: number[]; duplicated: number[] } {
   const seen = new Map<number, number>();
-  for (const n of sequencesOf(datagrams, tag)) seen.set(n, (seen.get(n) ?? 0) + 1);
+  for (const n of sequences(datagrams, tag)) seen.set(n, (seen.get(n) ?? 0) + 1);
   const lost = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
   const duplicated = [...seen].filter(([, times]) => times > 1).map(([n]) => n);
   return { lost, duplicated };
+}
+
+/** The tunnel-mode flags of a daemon on node `n` of the lab: every node is named a peer (its own address is no peer to it). */
+export function tunnelDaemonArgs(n: Pick<TunnelLabNode, 'tunnel' | 'underlayAddress'>): string[] {
+  return ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress];
 }
 
 /**

@@ -9,7 +9,7 @@
  * FAST_CHECK_SEED=N and FAST_CHECK_RUNS=N change them.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { igmpFilter } from '../../src/packet/bpf.js';
 import { LinkType } from '../../src/packet/pcap/index.js';

@@ -9,7 +9,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/transport/control/socket-path.js';
 import { ControlClient } from '../../src/transport/control/control-client.js';
 import { ControlServer, MAX_CLIENT_BUFFER_BYTES, MAX_CONTROL_CLIENTS, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';

@@ -4,7 +4,7 @@ import { mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { ControlClient } from '../../src/transport/control/control-client.js';
 import { ControlServer, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';

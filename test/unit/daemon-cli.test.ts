@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { ControlServer } from '../../src/transport/control/control-server.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';

@@ -6,7 +6,7 @@
  * kernel in test/e2e/daemon.test.ts.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { routableGroup, snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';

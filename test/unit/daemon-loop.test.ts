@@ -4,7 +4,7 @@
  * in memory. No root, no OVS, no network namespace; time moves only when a test says so.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import type { BridgeLockPort } from '../../src/controllers/daemon/ports.js';

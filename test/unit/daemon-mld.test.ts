@@ -6,7 +6,7 @@
  * never reach.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';

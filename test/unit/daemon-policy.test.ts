@@ -7,7 +7,7 @@
  * policy's extra source addresses widen the spoof check.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';

@@ -3,7 +3,7 @@
  * each component takes: pure or in-process, no root.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DaemonSignals } from '../../src/cli/daemon-signals.js';
 import { loadDaemonConfig, type DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { planReload, RUNTIME_SETTINGS } from '../../src/controllers/daemon/reload.js';

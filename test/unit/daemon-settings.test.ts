@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';

@@ -6,7 +6,7 @@
  * new programmer, and the removal of every source.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';

@@ -5,7 +5,7 @@
  * peers, a restart that keeps what the switch still holds, and the views.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig, TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';

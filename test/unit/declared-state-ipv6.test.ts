@@ -1,6 +1,6 @@
 /** IPv6 in the declared state: the address checks of install/uninstall/reconcile, the file, the refusal of IPv6 kernel routes, and reconcile's plan. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
 import { checkRoute } from '../../src/controllers/static/static-routes.js';
 import { parseDeclaredState } from '../../src/domain/declared-state/declared-state.js';

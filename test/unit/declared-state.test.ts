@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
 import { DEFAULT_MAX_STATE_FILE_BYTES, parseDeclaredState, parseFileSize, readDeclaredState } from '../../src/domain/declared-state/declared-state.js';

@@ -1,6 +1,6 @@
 /** Service endpoints and where OVS is found (flags, OVS_RUNDIR, defaults). */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { ExitCode, PermissionError, UnavailableError, UsageError } from '../../src/errors.js';
 import { resolveOvsTarget } from '../../src/adapters/ovs/locations.js';
 import { connectFailure, parseEndpoint, type Endpoint } from '../../src/wire/endpoint.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { decodeFloatCode, encodeFloatCode, MAX_FLOAT_CODE_VALUE } from '../../src/packet/igmp/index.js';
 
 /** RFC 3376 §4.1.1: code ≥ 128 is 1|exp|mant, value (mant | 0x10) << (exp + 3). Worked by hand. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { LinkType } from '../../src/packet/pcap/index.js';
 import { decodeFrame, ipLocator, type FrameEvent } from '../../src/packet/frame-decoder.js';
 import { toJsonLine } from '../../src/packet/frame-event-json.js';

@@ -8,7 +8,7 @@
  * change them. A failure prints the seed, the path and the smallest failing frame.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { DecodeError } from '../../src/errors.js';
 import * as igmp from '../../src/packet/igmp/index.js';

@@ -1,6 +1,6 @@
 /** The group policy with IPv6 groups and sources: parsing, canonical form, first-match decisions, drop prefixes, and the families kept apart. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { UsageError } from '../../src/errors.js';
 import type { GroupPolicy } from '../../src/domain/policy/group-policy.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { UsageError } from '../../src/errors.js';
 import { loadGroupPolicy } from '../../src/controllers/daemon/policy-loader.js';

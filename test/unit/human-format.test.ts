@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { Chalk } from 'chalk';
 import { describeCounts, formatClock, formatEvent, groupTable } from '../../src/cli/render/human-format.js';
 import type { MldMessage } from '../../src/packet/mld/message.js';

@@ -4,7 +4,7 @@
  * literal bytes from real Linux captures.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DecodeError } from '../../src/errors.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import type { IgmpMessage } from '../../src/packet/igmp/index.js';

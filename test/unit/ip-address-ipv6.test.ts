@@ -4,7 +4,7 @@
  * order (IPv4 before IPv6, IPv6 by its octets), whose sort key must agree with it.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import {
   addressFamily,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import * as ethernet from '../../src/packet/ethernet.js';
 import { DecodeError } from '../../src/errors.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';

@@ -6,7 +6,7 @@
  * own routine over a pseudo-header built here.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { DecodeError } from '../../src/errors.js';
 import * as ethernet from '../../src/packet/ethernet.js';

@@ -1,6 +1,6 @@
 /** The daemon's structured log: text (key=value) and JSON lines, levels, child fields, errors. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { Logger, type LoggerOptions, type LogLevel } from '../../src/runtime/logger.js';
 import { UnavailableError } from '../../src/errors.js';
 

@@ -1,6 +1,6 @@
 /** What a port and the node may hold: the admission decision, alone and in the MembershipTable. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
 import { MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { ANY_SOURCE } from '../../src/domain/membership/source-filter.js';

@@ -3,7 +3,7 @@
  * §6.4.1 and §6.4.2, its timers run it down (§6.3, §6.5), and it survives a restart.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
 import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/saved-state.js';

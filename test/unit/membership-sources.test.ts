@@ -1,6 +1,6 @@
 /** Per-port source filters of the membership table: the merge, what counts as a change, and each record type's effect. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { admits, mergeFilters, type SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { Querier } from '../../src/controllers/daemon/querier.js';

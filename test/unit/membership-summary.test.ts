@@ -1,6 +1,6 @@
 /** The snoop summary's filter arithmetic (RFC 3376 §6.4 from one host's point of view). */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import type { GroupRecord, IgmpMessage } from '../../src/packet/igmp/index.js';
 import type { IgmpFrameEvent, MldFrameEvent } from '../../src/packet/frame-decoder.js';
 import type { MldMessage } from '../../src/packet/mld/message.js';

@@ -1,6 +1,6 @@
 /** The daemon's group state machine: joins, leaves, expiry, compatibility, on a fake clock. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MembershipTable, type MembershipEffect } from '../../src/domain/membership/membership-table.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 

@@ -3,7 +3,7 @@
  * what nothing holds; the native trim hands freed C heap to the kernel (the addon is built).
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { collectGarbage, limitMallocArenas, trimNativeHeap } from '../../src/runtime/memory-release.js';
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;

@@ -1,7 +1,7 @@
 /** The daemon's Prometheus metrics: names, labels, the histogram, gauges read at scrape time, and the HTTP endpoint. */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/metrics.js';
 import { McastError } from '../../src/errors.js';
 import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';

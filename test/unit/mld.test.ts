@@ -5,7 +5,7 @@
  * hostile input.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DecodeError } from '../../src/errors.js';
 import * as mld from '../../src/packet/mld/index.js';
 import type { MldMessage } from '../../src/packet/mld/index.js';

@@ -7,7 +7,7 @@
  * host order, port 0, the address in network order, then zeros to 128 octets.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError, McastError } from '../../src/errors.js';
 import { MCAST_EXCLUDE, MCAST_INCLUDE, MCAST_JOIN_SOURCE_GROUP, MCAST_LEAVE_SOURCE_GROUP, MCAST_MSFILTER } from '../../src/protocol/mroute/constants.js';

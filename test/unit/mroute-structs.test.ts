@@ -6,7 +6,7 @@
  * 44), igmpmsg 20 (im_msgtype 8, im_vif 10, im_vif_hi 11, im_src 12, im_dst 16), ip_mreqn 12.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError, McastError, PermissionError, UsageError } from '../../src/errors.js';
 import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';

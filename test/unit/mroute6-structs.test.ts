@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, test } from 'node:test';
+import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError } from '../../src/errors.js';
 import * as constants from '../../src/protocol/mroute6/constants.js';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, describe, test } from '../helpers/node-test.js';
 
 import { UsageError } from '../../src/errors.js';
 import { checkAddress6, checkHopLimit, checkMif, checkMifIfindex } from '../../src/protocol/mroute6/arguments6.js';

@@ -1,6 +1,6 @@
 /** A kernel without multicast routing: its missing /proc tables are a clear, typed error (exit 69), not a bare ENOENT. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import { routingTable } from '../../src/transport/multicast-routing.js';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { parseDatapathPorts, parseTrace, traceFlowText, vswitchdControlPath } from '../../src/adapters/ovs/ofproto-trace.js';
 import { UnavailableError } from '../../src/errors.js';
 import { groupAddress } from '../../src/wire/ip-address.js';

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { describe, it } from 'node:test';
+import { describe, it, before } from '../helpers/node-test.js';
 import { DecodeError } from '../../src/errors.js';
 import * as actionList from '../../src/protocol/openflow/action.js';
 import { group, output, setField, toController } from '../../src/protocol/openflow/action.js';
@@ -533,7 +533,8 @@ function ofpPrint(bytes: Uint8Array): string | undefined {
 
 const haveOfctl = ofpPrint(hex('0402000800000000')) !== undefined;
 
-describe('OpenFlow codec: ovs-ofctl ofp-print agrees', { skip: haveOfctl ? false : 'ovs-ofctl is not installed' }, () => {
+describe('OpenFlow codec: ovs-ofctl ofp-print agrees', () => {
+  before(() => assert.ok(haveOfctl, 'ovs-ofctl is not installed: run scripts/setup.sh'));
   const expectations: [string, RegExp][] = [
     ['HELLO offering 1.0 and 1.3', /OFPT_HELLO \(OF1\.3\) \(xid=0x1\):\n version bitmap: 0x01, 0x04/],
     [

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { ExitCode, UnavailableError } from '../../src/errors.js';
 import { output } from '../../src/protocol/openflow/action.js';
 import { bucket } from '../../src/protocol/openflow/bucket.js';

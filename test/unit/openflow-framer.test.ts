@@ -4,7 +4,7 @@
  * field below 8 stops the stream for good.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { output } from '../../src/protocol/openflow/action.js';
 import { bucket } from '../../src/protocol/openflow/bucket.js';
 import { OpenFlowDecodeError } from '../../src/protocol/openflow/errors.js';

@@ -3,7 +3,7 @@
  * each call sends, the parts of a reply joined, and only bodies of the kind asked for used.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import type { MeterFeatures } from '../../src/protocol/openflow/meter-features.js';
 import type { MeterStats } from '../../src/protocol/openflow/meter-stats.js';

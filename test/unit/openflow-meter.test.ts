@@ -5,7 +5,7 @@
  * and malformed input refused with DecodeError.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { DecodeError } from '../../src/errors.js';
 import { output } from '../../src/protocol/openflow/action.js';

@@ -4,7 +4,7 @@
  * errors, OXM fields, endpoints, and the bucket limit.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
 import { parseEndpoint } from '../../src/wire/endpoint.js';
 import { describeError, errorCodeName, errorCodeNumber, errorTypeName, EXPERIMENTER_IDS, OFP_ERROR_TYPES } from '../../src/protocol/openflow/error-code.js';

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { describe, it } from 'node:test';
+import { describe, it, before } from '../helpers/node-test.js';
 import * as actionList from '../../src/protocol/openflow/action.js';
 import { output, setTunnelDestination } from '../../src/protocol/openflow/action.js';
 import { bucket, bucketLength } from '../../src/protocol/openflow/bucket.js';
@@ -187,7 +187,8 @@ function ovsOfctl(args: string[], input?: string): string | undefined {
 
 const haveOfctl = ovsOfctl(['ofp-print', '0402000800000000']) !== undefined;
 
-describe('OpenFlow codec: tunnel fields as ovs-ofctl reads them', { skip: haveOfctl ? false : 'ovs-ofctl is not installed' }, () => {
+describe('OpenFlow codec: tunnel fields as ovs-ofctl reads them', () => {
+  before(() => assert.ok(haveOfctl, 'ovs-ofctl is not installed: run scripts/setup.sh'));
   const ofpPrint = (name: string) => ovsOfctl(['ofp-print', Buffer.from(openflow.encode(vectors.find((v) => v.name === name)!.message)).toString('hex')])!;
 
   it('the set_field action: OVS decodes it and re-encodes the same bytes', () => {

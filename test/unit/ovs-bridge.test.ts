@@ -4,7 +4,7 @@
  * BridgeSession and the daemon's OvsProgrammer both go through.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { BridgePorts, isLocalPort } from '../../src/adapters/ovs/bridge-ports.js';
 import { OVSDB_LOCAL_OFPORT } from '../../src/adapters/ovs/ovs-constants.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';

@@ -5,7 +5,7 @@
  * new programmer (a restarted daemon), and the frames to peers and from the tunnel.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';

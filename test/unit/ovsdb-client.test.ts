@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, afterEach, describe, it } from 'node:test';
+import { after, afterEach, describe, it } from '../helpers/node-test.js';
 import { ExitCode, UnavailableError, UsageError } from '../../src/errors.js';
 import { backoffDelay } from '../../src/runtime/backoff.js';
 import { OvsdbClient } from '../../src/transport/ovsdb/client.js';

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { OvsdbDecodeError } from '../../src/protocol/ovsdb/errors.js';
 import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';

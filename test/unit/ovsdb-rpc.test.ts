@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { McastError } from '../../src/errors.js';
 import {
   asOptional,

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 import { DecodeError } from '../../src/errors.js';
 import {
@@ -46,8 +46,10 @@ function hasTool(name: string): boolean {
     return false;
   }
 }
-const noTshark = !hasTool('tshark') && 'tshark is not installed';
-const noTcpdump = !hasTool('tcpdump') && 'tcpdump is not installed';
+/** These tests check the codec against tshark and tcpdump, never without them: scripts/setup.sh installs both. */
+function requireTools(...tools: string[]): void {
+  for (const tool of tools) assert.ok(hasTool(tool), `${tool} is not installed: run scripts/setup.sh`);
+}
 
 // --- Independent views of a capture file -------------------------------------------
 
@@ -297,7 +299,8 @@ describe('link types', () => {
     assert.equal(describeLinkType(147), 'link type 147');
   });
 
-  it('agrees with tshark on what the fixtures carry', { skip: noTshark }, () => {
+  it('agrees with tshark on what the fixtures carry', () => {
+    requireTools('tshark');
     const expected: Record<string, string> = { ETHERNET: 'ether', LINUX_SLL: 'linux-sll', LINUX_SLL2: 'linux-sll2' };
     for (const { name } of FIXTURE_FILES) {
       const out = execFileSync('capinfos', ['-E', '-T', '-r', fixture(name)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
@@ -317,7 +320,8 @@ describe('link types', () => {
 
 describe('PcapReader', () => {
   for (const { name, precision } of FIXTURE_FILES) {
-    it(`reads ${name} as tshark does`, { skip: noTshark }, () => {
+    it(`reads ${name} as tshark does`, () => {
+      requireTools('tshark');
       const expected = tsharkFrames(fixture(name));
       const records = collect(readFileSync(fixture(name)));
       assert.ok(expected.length > 5, 'fixture has records');
@@ -418,7 +422,8 @@ describe('PcapReader', () => {
     );
   });
 
-  it('refuses a pcapng file made by editcap', { skip: noTshark }, () => {
+  it('refuses a pcapng file made by editcap', () => {
+    requireTools('tshark');
     const converted = join(scratch, 'converted.pcapng');
     execFileSync('editcap', ['-F', 'pcapng', fixture('ethernet-micro.pcap'), converted], { stdio: 'ignore' });
     const error = decodeErrorOf(() => readChunks([readFileSync(converted)]));
@@ -447,7 +452,8 @@ describe('PcapReader', () => {
     assert.equal(decodeErrorOf(() => readChunks([hex(`${header} ${record}`)], { maxRecordLength: 3 })).code, 'bad-pcap');
   });
 
-  it('reads big-endian files (byte-swapped tcpdump output) as tshark does', { skip: noTshark }, () => {
+  it('reads big-endian files (byte-swapped tcpdump output) as tshark does', () => {
+    requireTools('tshark');
     for (const { name } of FIXTURE_FILES) {
       const little = readFileSync(fixture(name));
       const big = toBigEndian(little);
@@ -559,7 +565,8 @@ describe('readPcapFile', () => {
 
 describe('PcapWriter', () => {
   for (const { name, linkType, precision, snaplen } of FIXTURE_FILES) {
-    it(`writes the same octets as tcpdump did for ${name} (frames as tshark sees them)`, { skip: noTshark }, async () => {
+    it(`writes the same octets as tcpdump did for ${name} (frames as tshark sees them)`, async () => {
+      requireTools('tshark');
       const path = join(scratch, `rewritten-${name}`);
       const writer = PcapWriter.create(path, { linkType, precision, snaplen });
       for (const frame of tsharkFrames(fixture(name))) {
@@ -596,7 +603,8 @@ describe('PcapWriter', () => {
     assert.equal(record?.originalLength, 50);
   });
 
-  it('writes files tcpdump and tshark open, with the time stamps and lengths given', { skip: noTshark || noTcpdump }, async () => {
+  it('writes files tcpdump and tshark open, with the time stamps and lengths given', async () => {
+    requireTools('tshark', 'tcpdump');
     // IGMPv2 report for 239.1.2.3 from 10.0.0.1, as raw IPv4 (hand-assembled; checksums need not be right).
     const packet = hex('46c0 0020 0000 4000 0102 0000 0a000001 ef010203 94040000 1600 0000 ef010203');
     for (const precision of ['micro', 'nano'] as const) {

@@ -1,6 +1,6 @@
 /** What a node tells its peers: change records, batching, retransmission of the current state, reports split to the path MTU. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { PeerAnnouncer, recordsPerReport } from '../../src/domain/peers/announcer.js';
 import { encodeReportFrame, encodeReportPacket } from '../../src/domain/peers/report-packet.js';
 import * as igmp from '../../src/packet/igmp/index.js';

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
 import { PeerExchange } from '../../src/controllers/daemon/peer-exchange.js';
 import { tunnelViewOf } from '../../src/controllers/daemon/view.js';

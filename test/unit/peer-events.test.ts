@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { Chalk } from 'chalk';
 import { formatDaemonEvent } from '../../src/cli/render/daemon-events.js';
 import { formatClock } from '../../src/cli/render/human-format.js';

@@ -1,6 +1,6 @@
 /** The tunnel peers: a flag's list and a file's, deduplicated, without this node, capped, with errors that say where. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
 import { MAX_PEERS, parsePeerList, parsePeersFile } from '../../src/domain/peers/peer-set.js';
 

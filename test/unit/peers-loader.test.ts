@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { loadPeersFile, rereadPeers, watchPeersFile } from '../../src/controllers/daemon/peers-loader.js';
 import type { TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
 import { UsageError } from '../../src/errors.js';

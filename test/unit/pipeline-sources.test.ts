@@ -1,6 +1,6 @@
 /** The pipeline's (S,G) entries: per-source flows and chains, their ids, tunnel mode, the wire, read-back and plans. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
 import {
   DEFAULT_PIPELINE_CONFIG,

@@ -1,6 +1,6 @@
 /** Tunnel mode's pipeline: link 0 with the gateway and the peers, ingress flows, catch-all drops, read-back and plans. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { McastError } from '../../src/errors.js';
 import { DEFAULT_PIPELINE_CONFIG, DEFAULT_TUNNEL_PRIORITIES, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';

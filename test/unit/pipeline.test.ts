@@ -1,6 +1,6 @@
 /** The multicast pipeline and its planner: pure logic, no switch. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupForwarding } from '../../src/domain/pipeline/multicast-pipeline.js';

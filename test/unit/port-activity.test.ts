@@ -1,6 +1,6 @@
 /** PortActivity: what each pod port said lately, group by group, bounded per port. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MAX_GROUPS_PER_PORT, PortActivity } from '../../src/controllers/daemon/port-activity.js';
 
 /** A wall clock that moves only when told. */

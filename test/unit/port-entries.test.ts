@@ -6,7 +6,7 @@
  * what of them is on the switch at a refresh.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';

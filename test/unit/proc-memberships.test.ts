@@ -1,6 +1,6 @@
 /** /proc/net/igmp and /proc/net/igmp6: the groups each interface has joined (trace's upstream joins). */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { DecodeError } from '../../src/errors.js';
 import { parseIgmpMemberships } from '../../src/protocol/mroute/proc.js';
 import { parseMldMemberships } from '../../src/protocol/mroute6/proc6.js';

@@ -5,7 +5,7 @@
  * Interval.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
 import { otherQuerierPresentMs, QuerierElection } from '../../src/domain/membership/querier-election.js';

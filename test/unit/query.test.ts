@@ -6,7 +6,7 @@
  * events against a fake link.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { McastError, ExitCode } from '../../src/errors.js';
 import type { IgmpMessage } from '../../src/packet/igmp/index.js';
 import * as queryPacket from '../../src/packet/query-frame.js';

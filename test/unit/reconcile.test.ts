@@ -1,6 +1,6 @@
 /** Reconcile's planning: declared state against what was read back, with ownership rules. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { planGroupReconcile, planRouteReconcile } from '../../src/domain/reconcile-plan.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
 import { gotoTable } from '../../src/protocol/openflow/instruction.js';

@@ -1,6 +1,6 @@
 /** The reconnection loop shared by the OVSDB client and the OpenFlow connection. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { Reconnector, type ReconnectAttempt } from '../../src/runtime/reconnector.js';
 
 const backoff = { minDelayMs: 1, maxDelayMs: 4 };

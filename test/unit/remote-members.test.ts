@@ -1,6 +1,6 @@
 /** Remote membership in tunnel mode: record semantics, expiry, peer lists, seeds, limits, views. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import type { MembershipRecord } from '../../src/domain/membership/membership-table.js';
 import { type RemoteRefusal, RemoteMembers, type RemoteMembersEffect } from '../../src/domain/peers/remote-members.js';
 import { type GroupAddress, groupAddress, type HostAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';

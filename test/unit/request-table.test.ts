@@ -1,6 +1,6 @@
 /** The request/response correlation table shared by the OpenFlow, OVSDB and control clients. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { RequestTable } from '../../src/runtime/request-table.js';
 
 function table() {

@@ -1,6 +1,6 @@
 /** The route policy: decisions from upcalls, memberships and counters, with an injected clock. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { RoutePolicy } from '../../src/domain/route-policy.js';
 import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import { parsePrefix, type Ipv4Prefix } from '../../src/domain/policy/ipv4-prefix.js';

@@ -3,7 +3,7 @@
  * failure, a widened upstream source filter only a warning.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { McastError } from '../../src/errors.js';
 import { UpstreamFilterWidened } from '../../src/adapters/upstream-memberships.js';
 import { routerEventsOf } from '../../src/controllers/daemon/router-events.js';

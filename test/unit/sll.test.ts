@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 import { DecodeError } from '../../src/errors.js';
 import { ArphrdType, sll, sll2, SllPacketType, sllPacketTypeName } from '../../src/packet/sll/index.js';

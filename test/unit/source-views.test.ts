@@ -3,7 +3,7 @@
  * the sync event's line, the metrics, and groups' lines by source.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { Chalk } from 'chalk';
 import { formatDaemonEvent } from '../../src/cli/render/daemon-events.js';
 import { sourceReceiverLines } from '../../src/cli/render/group-sources.js';

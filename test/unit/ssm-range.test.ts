@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { Command } from 'commander';
 import { addDaemonOptions } from '../../src/cli/options/daemon-options.js';
 import { type DaemonConfig, type DaemonFlags, loadDaemonConfig } from '../../src/controllers/daemon/config.js';

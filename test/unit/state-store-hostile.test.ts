@@ -1,47 +1,32 @@
 /**
  * The daemon's state store on a shared machine: other users' symlinks, FIFOs and
- * directories they can write to. The daemon runs as root, and so do these tests: each
- * plants what an unprivileged user could, then checks that nothing is written through
- * it, nothing blocks, and an unsafe --state-dir is refused at start.
+ * directories they can write to. Each test plants what an unprivileged user could, then
+ * checks that nothing is written through it, nothing blocks, and an unsafe --state-dir is
+ * refused at start. The store defends itself the same way whoever runs it, so these tests
+ * run as any user, who plays the daemon's. What needs root (files of another user, a
+ * device node, a user refused a look) is in test/e2e/state-store-users.test.ts.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { chmod, chown, lchown, lstat, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, lstat, mkdir, open, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
-import { ExitCode, McastError, PermissionError, UsageError } from '../../src/errors.js';
+import { ExitCode, McastError } from '../../src/errors.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
+import { PlantingGround, refused } from '../helpers/hostile-state-dir.js';
 
-/** The uid of nobody: another user than the daemon's (root). */
-const OTHER_UID = 65534;
 const VICTIM_TEXT = 'root:x:0:0:precious\n';
 
-let root: string;
-let counter = 0;
-before(async () => {
-  assert.equal(process.geteuid?.(), 0, 'these tests plant what another user could, and need root to play the daemon');
-  root = await mkdtemp(join(tmpdir(), 'mcastctl-hostile-'));
-});
-after(async () => {
-  await rm(root, { recursive: true, force: true });
-});
-
-/** A fresh directory of `mode` (chmod, not masked by the umask), owned by root unless `uid` is given. */
-async function directory(mode: number, uid?: number, parent = root): Promise<string> {
-  const dir = join(parent, `d${++counter}`);
-  await mkdir(dir);
-  await chmod(dir, mode);
-  if (uid !== undefined) await chown(dir, uid, uid);
-  return dir;
-}
+const ground = new PlantingGround();
+before(() => ground.make('mcastctl-hostile-'));
+after(() => ground.remove());
 
 /** A file the attacker would like the daemon to overwrite. */
 async function victim(): Promise<string> {
-  const path = join(root, `victim${++counter}`);
+  const path = ground.fresh('victim');
   await writeFile(path, VICTIM_TEXT);
   await chmod(path, 0o644);
   return path;
@@ -67,21 +52,6 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
   };
 }
 
-/** Asserts `promise` rejects with a UsageError 'bad-file' (exit 64) whose message matches `message`; returns it. */
-async function refused(promise: Promise<unknown>, message: RegExp, hint?: RegExp): Promise<UsageError> {
-  let caught: unknown;
-  await assert.rejects(promise, (error: unknown) => {
-    caught = error;
-    return true;
-  });
-  assert.ok(caught instanceof UsageError, `not a UsageError: ${String(caught)}`);
-  assert.equal(caught.code, 'bad-file');
-  assert.equal(caught.exitCode, ExitCode.Usage);
-  assert.match(caught.message, message);
-  if (hint !== undefined) assert.match(caught.hint ?? '', hint);
-  return caught;
-}
-
 /**
  * Runs `action` on a path that is a FIFO, failing if it takes a second. Should it block
  * in open() (waiting for a writer), a writer opens and closes the FIFO after that
@@ -102,7 +72,7 @@ async function withinASecond<T>(fifo: string, action: () => Promise<T>): Promise
 describe('StateStore against other users', () => {
   for (const mode of [0o777, 0o1777]) {
     it(`save() in a ${mode.toString(8)} directory does not write through a symlink planted at state.json.tmp-<pid>`, async () => {
-      const dir = await directory(mode);
+      const dir = await ground.directory(mode);
       const target = await victim();
       await symlink(target, join(dir, `state.json.tmp-${process.pid}`));
       await new StateStore({ dir }).save(sample());
@@ -120,7 +90,7 @@ describe('StateStore against other users', () => {
   }
 
   it('temporary files have unpredictable names: 32 random hex digits, a new one each save, no pid', async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     const store = new StateStore({ dir });
     const names = new Set<string>();
     const { watch } = await import('node:fs');
@@ -142,7 +112,7 @@ describe('StateStore against other users', () => {
   });
 
   it('load() removes leftovers of both name patterns, a planted symlink only as a link, and keeps other files', async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     const target = await victim();
     await new StateStore({ dir }).save(sample());
     await writeFile(join(dir, `state.json.tmp-${'0123456789abcdef'.repeat(2)}`), '{"half');
@@ -155,8 +125,8 @@ describe('StateStore against other users', () => {
   });
 
   it('load() does not follow a symlink at state.json, even to a valid state: refused, the link left for the operator', async () => {
-    const dir = await directory(0o700);
-    const elsewhere = join(await directory(0o700), 'state.json');
+    const dir = await ground.directory(0o700);
+    const elsewhere = join(await ground.directory(0o700), 'state.json');
     await writeFile(elsewhere, JSON.stringify(sample()));
     await symlink(elsewhere, join(dir, 'state.json'));
     await refused(new StateStore({ dir }).load(), /state\.json" is a symbolic link, not a regular file/, /^remove it \(rm ".*state\.json"\)/);
@@ -168,7 +138,7 @@ describe('StateStore against other users', () => {
   });
 
   it('load() of a FIFO at state.json is refused at once, never waits for a writer', async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     const fifo = join(dir, 'state.json');
     execFileSync('mkfifo', ['-m', '600', fifo]);
     const { result, ms } = await withinASecond(fifo, () => new StateStore({ dir }).load());
@@ -178,14 +148,8 @@ describe('StateStore against other users', () => {
     assert.ok((await lstat(fifo)).isFIFO(), 'left for the operator to see');
   });
 
-  it('load() of a character device at state.json is refused (never read: /dev/zero would never end)', async () => {
-    const dir = await directory(0o700);
-    execFileSync('mknod', ['-m', '600', join(dir, 'state.json'), 'c', '1', '5']); // /dev/zero
-    await refused(new StateStore({ dir }).load(), /is a character device, not a regular file/);
-  });
-
   it('load() moves aside a file over the size limit, and one that is not UTF-8, with a warning saying which', async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     await writeFile(join(dir, 'state.json'), JSON.stringify(sample(1_767_225_600_000, 100)));
     const large = await new StateStore({ dir, maxBytes: 1024 }).load();
     assert.equal(large.state, undefined);
@@ -199,7 +163,7 @@ describe('StateStore against other users', () => {
   });
 
   it("save() of a state over the size limit is refused ('io'), keeping the state saved before", async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     const store = new StateStore({ dir, maxBytes: 4096 });
     await store.save(sample());
     await assert.rejects(store.save(sample(1_767_225_600_000, 200)), (error: unknown) => {
@@ -214,8 +178,8 @@ describe('StateStore against other users', () => {
   it("a save whose write fails half-way (EFBIG: the file size limit) rejects with McastError 'io', the old state whole, no temporary file", async () => {
     // A full file system (ENOSPC) cannot be made without mounting one; a write refused by
     // RLIMIT_FSIZE fails the same way, half-way through the file, through the same code.
-    const dir = join(root, `d${++counter}`);
-    const script = join(root, `fsize${counter}.mjs`);
+    const dir = ground.fresh('d');
+    const script = `${ground.fresh('fsize')}.mjs`;
     const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
     const child = `
       import { execFileSync } from 'node:child_process';
@@ -250,22 +214,22 @@ describe('StateStore against other users', () => {
 
 describe('StateStore.prepare(): the check at start', () => {
   it('creates a missing state directory (and its parents) with mode 0700, and returns a store of it', async () => {
-    const dir = join(await directory(0o755), 'a', 'state');
+    const dir = join(await ground.directory(0o755), 'a', 'state');
     const store = await StateStore.prepare({ dir });
     assert.equal(store.dir, dir);
     assert.equal((await stat(dir)).mode & 0o7777, 0o700);
     assert.deepEqual(await store.load(), {});
   });
 
-  it('accepts a 0700 directory of root with a regular state.json, and a root-owned symlink to one', async () => {
-    const dir = await directory(0o700);
+  it("accepts a 0700 directory of the daemon's user with a regular state.json, and a symlink of theirs to one", async () => {
+    const dir = await ground.directory(0o700);
     await new StateStore({ dir }).save(sample());
     await StateStore.prepare({ dir });
-    const link = join(root, `link${++counter}`);
+    const link = ground.fresh('link');
     await symlink(dir, link);
     await StateStore.prepare({ dir: link });
-    // Under a sticky, world-writable directory (as /tmp): others cannot rename a root entry there.
-    await StateStore.prepare({ dir: await directory(0o700, undefined, await directory(0o1777)) });
+    // Under a sticky, world-writable directory (as /tmp): others cannot rename an entry of the daemon's user there.
+    await StateStore.prepare({ dir: await ground.directory(0o700, undefined, await ground.directory(0o1777)) });
   });
 
   for (const [mode, who] of [
@@ -275,94 +239,45 @@ describe('StateStore.prepare(): the check at start', () => {
     [0o770, 'its group'],
   ] as const) {
     it(`refuses a state directory of mode ${mode.toString(8).padStart(4, '0')} (writable by ${who}), naming it and what to do`, async () => {
-      const dir = await directory(mode);
+      const dir = await ground.directory(mode);
       const shown = mode.toString(8).padStart(4, '0');
       const error = await refused(StateStore.prepare({ dir }), new RegExp(`state directory ".*${dir.slice(-4)}" is writable by ${who} \\(mode ${shown}\\)`));
       assert.match(error.hint ?? '', /^chmod 700 "/);
     });
   }
 
-  it("refuses a state directory that is not the daemon user's (chown to 65534), or under one", async () => {
-    const dir = await directory(0o700, OTHER_UID);
-    const error = await refused(StateStore.prepare({ dir }), /is owned by uid 65534, not by the daemon's user \(root\)/);
-    assert.match(error.hint ?? '', /^chown root "/);
-    const under = join(await directory(0o755, OTHER_UID), 'state');
-    await refused(StateStore.prepare({ dir: under }), /is reached through ".*", owned by uid 65534: its owner can put another directory in its place/);
-  });
-
   it('refuses a state directory under a world-writable directory without the sticky bit', async () => {
-    const parent = await directory(0o777);
-    const dir = await directory(0o700, undefined, parent);
+    const parent = await ground.directory(0o777);
+    const dir = await ground.directory(0o700, undefined, parent);
     await refused(StateStore.prepare({ dir }), /is reached through ".*", writable by its group and others without the sticky bit \(mode 0777\)/);
   });
 
-  it("refuses a state directory that is another user's symlink, even to a good directory, and a symlink of theirs on the way", async () => {
-    const good = await directory(0o700);
-    const link = join(root, `link${++counter}`);
-    await symlink(good, link);
-    await lchown(link, OTHER_UID, OTHER_UID);
-    const message = /is a symbolic link owned by uid 65534, not by the daemon's user \(root\): its owner can point it anywhere/;
-    await refused(StateStore.prepare({ dir: link }), message, /chown -h root/);
-    await refused(StateStore.prepare({ dir: join(link, 'state') }), /is reached through ".*", a symbolic link owned by uid 65534/);
-  });
-
-  it('refuses a root symlink to a directory that is unsafe, and one to nothing', async () => {
-    const link = join(root, `link${++counter}`);
-    await symlink(await directory(0o777), link);
+  it("refuses a symlink of the daemon's user to a directory that is unsafe, and one to nothing", async () => {
+    const link = ground.fresh('link');
+    await symlink(await ground.directory(0o777), link);
     await refused(StateStore.prepare({ dir: link }), /writable by its group and others/);
-    const dangling = join(root, `link${++counter}`);
-    await symlink(join(root, 'nothing-here'), dangling);
+    const dangling = ground.fresh('link');
+    await symlink(join(ground.root, 'nothing-here'), dangling);
     await refused(StateStore.prepare({ dir: dangling }), /is a symbolic link to nothing/);
   });
 
   it('refuses a state directory whose place is taken by a file', async () => {
-    const path = join(root, `file${++counter}`);
+    const path = ground.fresh('file');
     await writeFile(path, '');
     await refused(StateStore.prepare({ dir: path }), /is a regular file, not a directory/);
     await refused(StateStore.prepare({ dir: join(path, 'state') }), /ENOTDIR \(a part of the path is not a directory\)/);
   });
 
   it('refuses a state.json that is a FIFO at once (a daemon used to stay "starting" on it), or a symlink', async () => {
-    const dir = await directory(0o700);
+    const dir = await ground.directory(0o700);
     const fifo = join(dir, 'state.json');
     execFileSync('mkfifo', ['-m', '600', fifo]);
     const { result, ms } = await withinASecond(fifo, () => StateStore.prepare({ dir }));
     assert.ok(ms < 1000, `took ${Math.round(ms)} ms`);
     assert.equal(result.status, 'rejected');
     await refused(Promise.reject((result as PromiseRejectedResult).reason), /state\.json" is a FIFO \(named pipe\), not a regular file/, /^remove it \(rm "/);
-    const other = await directory(0o700);
+    const other = await ground.directory(0o700);
     await symlink(await victim(), join(other, 'state.json'));
     await refused(StateStore.prepare({ dir: other }), /state\.json" is a symbolic link, not a regular file/);
-  });
-
-  it('a state directory the daemon may not look into is a PermissionError (exit 77)', async () => {
-    // Root passes every permission check, so the check runs as nobody, in a child.
-    const parent = await directory(0o700);
-    const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
-    const script = join(root, `nobody${++counter}.mjs`);
-    await writeFile(
-      script,
-      `const { StateStore } = await import(${JSON.stringify(storeUrl)});
-       try { await StateStore.prepare({ dir: ${JSON.stringify(join(parent, 'state'))} }); console.log('{}'); }
-       catch (error) { console.log(JSON.stringify({ name: error.name, exitCode: error.exitCode, message: error.message })); }`,
-    );
-    await chmod(script, 0o644);
-    const scratch = await directory(0o700, OTHER_UID); // nobody's TMPDIR: tsx keeps its cache there, removed with the rest
-    await chmod(root, 0o711); // nobody may reach the script, not the parent (0700 root)
-    try {
-      const asNobody = ['--reuid', String(OTHER_UID), '--regid', String(OTHER_UID), '--clear-groups'];
-      const run = spawnSync('setpriv', [...asNobody, process.execPath, '--import', 'tsx', script], {
-        encoding: 'utf8',
-        timeout: 30_000,
-        env: { ...process.env, TMPDIR: scratch },
-      });
-      assert.equal(run.status, 0, run.stderr);
-      const outcome = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
-      assert.equal(outcome.name, new PermissionError('x').name);
-      assert.equal(outcome.exitCode, ExitCode.NoPermission);
-      assert.match(String(outcome.message), /EACCES \(permission denied\)/);
-    } finally {
-      await chmod(root, 0o700);
-    }
   });
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { parseSavedState, STATE_FORMAT, StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
 import { VERSION } from '../../src/version.js';
 import { McastError, UsageError } from '../../src/errors.js';

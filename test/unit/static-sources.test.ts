@@ -1,6 +1,6 @@
 /** Static (S,G) entries: the declared-state file's `source` (unique with its group, checked, placed by line) and reconcile's drift per forwarding key. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { parseDeclaredState } from '../../src/domain/declared-state/declared-state.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { MulticastPipeline, type GroupMembership } from '../../src/domain/pipeline/multicast-pipeline.js';

@@ -1,6 +1,6 @@
 /** `mcastctl trace`'s decisions (runTrace) on plain facts: a fake TraceSources, stage by stage. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import type { TraceReport, TraceStage } from '../../src/controllers/trace/trace-report.js';
 import {

@@ -4,7 +4,7 @@
  * groups, the bound on (pod, group) pairs, and the metrics' series.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { TrafficCarry, trafficOf } from '../../src/adapters/ovs/traffic-counters.js';
 import { TrafficCounterBudget } from '../../src/controllers/daemon/traffic-counters.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from '../helpers/node-test.js';
 import { Command } from 'commander';
 import { loadDaemonConfig, type DaemonConfig, type DaemonFlags } from '../../src/controllers/daemon/config.js';
 import { planReload } from '../../src/controllers/daemon/reload.js';

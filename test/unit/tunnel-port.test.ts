@@ -4,7 +4,7 @@
  * programmed), and, at run time, such a port treated as absent until it is usable again.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/daemon-config.js';
 import { refuseUnusableTunnelPort } from '../../src/controllers/daemon/tunnel-mode.js';

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
 import { tunnelViewOf, withRemoteMembers } from '../../src/controllers/daemon/view.js';
 import type { RemoteMembersView } from '../../src/domain/peers/remote-members.js';

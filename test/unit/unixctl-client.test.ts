@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import { UnixctlClient, UnixctlCommandError } from '../../src/transport/unixctl/unixctl-client.js';
 

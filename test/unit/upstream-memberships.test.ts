@@ -4,7 +4,7 @@
  * net.ipv4.igmp_max_msf. Each call is recorded as the option it stands for.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test } from '../helpers/node-test.js';
 
 import type { McastError } from '../../src/errors.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';

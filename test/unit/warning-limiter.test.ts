@@ -1,6 +1,6 @@
 /** The one rate-limited warning mechanism: once per key per interval, with what was held back. */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { WarningLimiter } from '../../src/runtime/warning-limiter.js';
 
 function setup(intervalMs = 10_000) {

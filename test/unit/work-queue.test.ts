@@ -1,7 +1,7 @@
 /** The keyed work queue: dedupe, no lost update, worker bound, backoff, on fake timers. */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it } from '../helpers/node-test.js';
 import { systemTimers, WorkQueue, type WorkQueueTimers } from '../../src/domain/membership/work-queue.js';
 
 /** Timers that fire only when the test says so. */

@@ -18,13 +18,13 @@
  * lab.spawn. Needs root. Nothing here measures time: deadlines only keep a broken kernel
  * path from hanging the suite.
  *
- * Run: node --import tsx --test test/e2e/mroute-socket.test.ts
+ * Run: node --import tsx --test test/routing/mroute-socket.test.ts
  */
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
 import { McastError } from '../../src/errors.js';
@@ -33,7 +33,9 @@ import { MrouteError, MrouteSocket, ifindexOf } from '../../src/transport/mroute
 import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
-import { NO_IPV4_ROUTING } from '../lab/kernel.js';
+import { requireMulticastRouting } from '../lab/kernel.js';
+
+requireMulticastRouting();
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -161,7 +163,7 @@ async function senderRole(): Promise<void> {
 // Test side
 
 function kernelTests(): void {
-  describe('MrouteSocket on a real kernel (lab namespaces)', { skip: NO_IPV4_ROUTING }, () => {
+  describe('MrouteSocket on a real kernel (lab namespaces)', () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

@@ -12,16 +12,18 @@
  * Needs root, iproute2, ethtool, tcpdump, python3, Open vSwitch and the built CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
-import { type RunningDaemon, startDaemon } from '../lab/daemon.js';
+import { routedUplinks, type RunningDaemon, startDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type ExternalHost, type MulticastLab, type MulticastLabNode } from '../lab/multicast-lab.js';
 import type { OvsPod } from '../lab/ovs.js';
 import { readCapture, SourceMember, wireSenders } from '../lab/source-members.js';
 import { addUnderlaySender, igmpGroups, mcfilterRows, underlaySources } from '../lab/underlay-hosts.js';
 import { parseMfcCache, parseVifTable } from '../../src/protocol/mroute/proc.js';
-import { NO_IPV4_ROUTING } from '../lab/kernel.js';
+import { requireMulticastRouting } from '../lab/kernel.js';
+
+requireMulticastRouting();
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -35,7 +37,7 @@ const COUNT = 20;
 const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s', '--robustness', '2', '--route-idle-timeout', '2s'];
 const CASE_TIMEOUT_MS = 30_000;
 
-describe('daemon: upstream per-source joins and routes in the multicast lab', { concurrency: 1, skip: NO_IPV4_ROUTING }, () => {
+describe('daemon: upstream per-source joins and routes in the multicast lab', { concurrency: 1 }, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let nodeA: MulticastLabNode;
@@ -96,7 +98,7 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     [a1, a2] = nodeA.pods as [OvsPod, OvsPod];
     s1 = ml.external!;
     s2 = await addUnderlaySender(lab, ml, { name: 'ex2', address: SECOND_SENDER });
-    daemon = startDaemon(nodeA.node, { args: SHORT_TIMERS });
+    daemon = startDaemon(nodeA.node, { multicastInterfaces: routedUplinks(nodeA.node), args: SHORT_TIMERS });
     await daemon.ready();
     captures.uplink = await lab.startTcpdump(nodeA.node.ns, nodeA.uplink.name, lab.file('uplink-a.pcap'), { filter: ['udp'] });
     captures.a1 = await lab.startTcpdump(a1.ns, a1.iface, lab.file('a1.pcap'), { filter: ['udp'] });

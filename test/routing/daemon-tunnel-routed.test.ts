@@ -1,17 +1,15 @@
 /**
- * Acceptance of `mcastctl daemon` with tunnel mode and underlay routing both on, and of
- * tunnel mode over VXLAN, on the three-node tunnel lab (test/lab/tunnel-lab.ts).
+ * Acceptance of `mcastctl daemon` with tunnel mode and underlay routing both on, on the
+ * three-node tunnel lab (test/lab/tunnel-lab.ts); tunnel mode over VXLAN is in
+ * test/e2e/daemon-tunnel-vxlan.test.ts.
  *
- * - "routed": the underlay carries multicast (counted, let through) and has an outside
- *   host; each daemon has tunnel mode and `--gateway gw0 --multicast-interfaces br-phy
- *   --cluster-cidrs 10.20.0.0/16`. A pod's datagram then reaches the other nodes twice:
- *   through the tunnel, and routed by its node's kernel onto the underlay. The second copy
- *   must stop at the receiving kernel (an (S,G) route without outgoing VIFs), and what
- *   the outside host sends must reach each node's members once, from its own uplink,
- *   never through the tunnel. Tunnel mode with multicast interfaces and no cluster CIDRs
- *   is refused at the start.
- * - "vxlan": tun0 is a flow-based VXLAN port, the underlay drops multicast as in the
- *   Geneve lab: one copy per interested peer, nothing toward the others.
+ * The underlay carries multicast (counted, let through) and has an outside host; each
+ * daemon has tunnel mode and `--gateway gw0 --multicast-interfaces br-phy --cluster-cidrs
+ * 10.20.0.0/16`. A pod's datagram then reaches the other nodes twice: through the tunnel,
+ * and routed by its node's kernel onto the underlay. The second copy must stop at the
+ * receiving kernel (an (S,G) route without outgoing VIFs), and what the outside host sends
+ * must reach each node's members once, from its own uplink, never through the tunnel.
+ * Tunnel mode with multicast interfaces and no cluster CIDRs is refused at the start.
  *
  * Delivery is proved at the members' sockets (every numbered datagram, exactly once),
  * the non-members' sockets, the kernels' (S,G) entries (/proc, as `mcastctl routes` reads
@@ -22,9 +20,9 @@
  * CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
-import { startDaemon, type ExitStatus, type RunningDaemon } from '../lab/daemon.js';
+import { errorEntries, startDaemon, type ExitStatus, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import type { OvsNode, OvsPod, Receiver } from '../lab/ovs.js';
 import { ovsGroupPorts } from '../lab/switch-checks.js';
@@ -35,12 +33,15 @@ import {
   deliveryFaults,
   encapsulatedFor,
   TUNNEL_LAB,
+  tunnelDaemonArgs,
   waitForTunnelDestinations,
   type TunnelLab,
   type TunnelLabNode,
 } from '../lab/tunnel-lab.js';
 import { parseMfcCache, parseVifTable, type MfcRow } from '../../src/protocol/mroute/proc.js';
-import { NO_IPV4_ROUTING } from '../lab/kernel.js';
+import { requireMulticastRouting } from '../lab/kernel.js';
+
+requireMulticastRouting();
 
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
@@ -56,21 +57,6 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 function assertExactlyOnce(receiver: Receiver, tag: string, count: number, who: string): void {
   assert.deepEqual(deliveryFaults(receiver.received, tag, count), { lost: [], duplicated: [] }, `${who}: datagrams of ${tag} lost or duplicated`);
 }
-
-/** Every daemon's error log lines, for the after() hook. */
-function errorLines(daemons: readonly (RunningDaemon | undefined)[]) {
-  return daemons.flatMap((daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? []);
-}
-
-/** The tunnel-mode flags of node `n` (the peers: every node; its own address is no peer). */
-const tunnelArgs = (n: TunnelLabNode) => [
-  '--tunnel-port',
-  n.tunnel.name,
-  '--peers',
-  TUNNEL_LAB.underlayAddresses.join(','),
-  '--node-address',
-  n.underlayAddress,
-];
 
 /** Waits until node's OVS forwards `group` to `pod`'s port. */
 async function waitForLocalMember(pod: OvsPod, group: string): Promise<void> {
@@ -99,7 +85,6 @@ function waitForMfc(node: OvsNode, source: string, group: string, iif: number): 
 
 describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an underlay that carries multicast, an outside host)', {
   concurrency: 1,
-  skip: NO_IPV4_ROUTING,
 }, () => {
   const GROUP = '239.61.1.1';
   const port = 5301;
@@ -115,7 +100,7 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
   let atNode2: Receiver | undefined;
 
   const startRoutedDaemon = (n: TunnelLabNode, extra: readonly string[]): RunningDaemon =>
-    startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [TUNNEL_LAB.physBridge], args: [...tunnelArgs(n), ...extra] });
+    startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [TUNNEL_LAB.physBridge], args: [...tunnelDaemonArgs(n), ...extra] });
 
   before(async () => {
     const help = await mcastctl(['daemon', '--help']);
@@ -129,7 +114,7 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
     const attempt = startDaemon(n3.node, {
       gateway: n3.gateway.name,
       multicastInterfaces: [TUNNEL_LAB.physBridge],
-      args: tunnelArgs(n3),
+      args: tunnelDaemonArgs(n3),
       stateDir: lab.file('refused-n3/state'),
       controlSocket: lab.file('refused-n3/ctl.sock'),
     });
@@ -152,7 +137,7 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
 
   after(async () => {
     await Promise.all([atNode1, atNode2].map((receiver) => receiver?.stop()));
-    const errors = errorLines(daemons);
+    const errors = errorEntries(daemons);
     if (errors.length > 0) console.log('daemon errors (routed tunnel lab):', errors);
     await lab?.destroy();
   });
@@ -229,53 +214,5 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
     );
     const tunnelled = await Promise.all([n1, n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))));
     assert.deepEqual(tunnelled, [0, 0, 0], `${tl.tunnelType} frames for ${GROUP} toward nodes 1, 2, 3 while the outside host sent`);
-  });
-});
-
-describe('mcastctl daemon in tunnel mode over VXLAN (three nodes, an underlay without multicast)', { concurrency: 1 }, () => {
-  const GROUP = '239.61.2.1';
-  const OTHER_GROUP = '239.61.2.99';
-  const port = 5302;
-  let lab: Lab;
-  let tl: TunnelLab;
-  const daemons: RunningDaemon[] = [];
-
-  before(async () => {
-    lab = Lab.create();
-    const started = Date.now();
-    tl = await buildTunnelLab(lab, { tunnelType: 'vxlan' });
-    daemons.push(...tl.nodes.map((n) => startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [], args: tunnelArgs(n) })));
-    await Promise.all(daemons.map((daemon) => daemon.ready()));
-    console.log(`VXLAN tunnel lab and three daemons up in ${ms(Date.now() - started)}`);
-  });
-
-  after(async () => {
-    const errors = errorLines(daemons);
-    if (errors.length > 0) console.log('daemon errors (VXLAN tunnel lab):', errors);
-    await lab?.destroy();
-  });
-
-  it('a pod on node 1 sends: the member on node 2 gets each datagram once over VXLAN, node 3 no VXLAN frame for the group, non-members nothing', async () => {
-    const [n1, n2, n3] = tl.nodes;
-    const [sender] = n1.pods as [OvsPod];
-    const [member2, nonMember2] = n2.pods as [OvsPod, OvsPod];
-    const [nonMember3] = n3.pods as [OvsPod];
-    // Receivers are lab children: lab.destroy() ends them if an assertion fails first.
-    const member = await member2.listen(GROUP, port);
-    const others = await Promise.all([nonMember2, nonMember3].map((pod) => pod.listen(OTHER_GROUP, port)));
-    await waitForTunnelDestinations(n1.node, GROUP, [A2!]);
-    const wire = await captureTunnelFrames(lab, tl, [n2, n3], 'x1');
-    const count = 50;
-    await sender.send(GROUP, port, count, { intervalMs: 5, tag: 'x1' });
-    await sleep(300);
-    await Promise.all(wire.map((capture) => capture.stop()));
-    const heardByOthers = await Promise.all(others.map((receiver) => receiver.stop()));
-    await member.stop();
-    assertExactlyOnce(member, 'x1', count, `${member2.name} on node 2`);
-    assert.deepEqual(heardByOthers, [[], []], 'non-member sockets received datagrams');
-    const [toNode2, toNode3] = await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))));
-    console.log(`VXLAN: ${toNode2} frames for ${GROUP} toward node 2, ${toNode3} toward node 3`);
-    assert.equal(toNode2, count, 'one VXLAN frame per datagram toward node 2');
-    assert.equal(toNode3, 0, 'no VXLAN frame for the group toward node 3, which has no member');
   });
 });

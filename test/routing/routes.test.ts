@@ -19,13 +19,13 @@
  * with `cat` in the namespace, is the independent view the CLI's output is checked
  * against. Needs root. The lab is always torn down (after(), and the lab's exit handler).
  *
- * Run: npx tsc -p tsconfig.build.json && node --import tsx --test test/e2e/routes.test.ts
+ * Run: npx tsc -p tsconfig.build.json && node --import tsx --test test/routing/routes.test.ts
  */
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
 import { MrouteSocket } from '../../src/transport/mroute-socket.js';
@@ -33,7 +33,9 @@ import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../sr
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
-import { NO_IPV4_ROUTING } from '../lab/kernel.js';
+import { requireMulticastRouting } from '../lab/kernel.js';
+
+requireMulticastRouting();
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
@@ -132,7 +134,7 @@ function parseJson<T>(result: CliResult, what: string): T {
 }
 
 function routeTests(): void {
-  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', { timeout: 240_000, skip: NO_IPV4_ROUTING }, () => {
+  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', { timeout: 240_000 }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;
