@@ -254,7 +254,7 @@ boot() {
     -accel "$accelerator" -cpu "$cpu" -smp "$cpus" -m "$memory" \
     -nodefaults -no-user-config -nographic -no-reboot \
     -kernel "$dir/vmlinux" -initrd "$dir/initramfs.cpio.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=6 printk.time=1 mcl.modules=$dir/root/lib/modules mcl.share=$work mcl.stage2=$here/kernel-lab/guest.sh mcl.writable=$writable_paths" \
+    -append "console=ttyS0 panic=-1 loglevel=6 printk.time=1 mcl.modules=$dir/root/lib/modules mcl.stage2=$here/kernel-lab/guest.sh mcl.writable=$writable_paths" \
     -serial "file:$work/console" -monitor none \
     -fsdev "local,id=hostroot,path=/,security_model=none,readonly=on" \
     -device "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" \
