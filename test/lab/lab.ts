@@ -782,6 +782,27 @@ export async function waitUntil<T>(what: string, probe: () => Promise<T | undefi
   }
 }
 
+/**
+ * Sends one datagram at a time until one has arrived: afterwards the kernel routes along
+ * its path exist. A kernel holds only 4 packets of an (S,G) it has no route for while the
+ * router adds one, and drops the rest uncounted (a slow machine loses some every time), so
+ * a test that counts every datagram of a routed flow first primes it, with datagrams
+ * whose tag (`prime<round>`) it does not count.
+ */
+export async function primeRoutedFlow(
+  what: string,
+  send: (tag: string) => Promise<unknown>,
+  receiver: { readonly received: readonly { payload: string }[] },
+): Promise<void> {
+  let round = 0;
+  await waitUntil(`a first datagram ${what}`, async () => {
+    round += 1;
+    await send(`prime${round}`);
+    await sleep(100);
+    return receiver.received.some((datagram) => datagram.payload.startsWith('prime'));
+  });
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -18,7 +18,7 @@ import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { routedUplinks, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { isData, ping6, readPcap6, waitForOvsMembers6 } from '../lab/ipv6-checks.js';
-import { Lab, sleep, waitUntil } from '../lab/lab.js';
+import { Lab, primeRoutedFlow, sleep, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import { missingSequences, sequences, type OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
 import { requireMulticastRouting } from '../lab/kernel.js';
@@ -110,6 +110,7 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
     // Node b joined upstream: its kernel reports the group on the uplink (MLDv2) and the underlay snoops it.
     await waitUntil(`node b's uplink to hold ${group}`, async () => (await igmp6Groups(b.node, b.uplink.name)).includes(hex32(group)), 5000, 100);
     await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
+    await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
     await sender.send(group, port, 50, { intervalMs: 10, ttl: 8, tag: 'r2' });
     await sleep(300);
     const got = await receiver.stop();
@@ -153,10 +154,12 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
     const inbound = await listen(member, inGroup, port);
     await waitForOvsMembers6(b.node, inGroup, [member]);
     await waitForUnderlayMember(ml, lab, inGroup, b.uplink.peer);
+    await primeRoutedFlow(`of ${inGroup} to ${member.name}`, (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }), inbound);
     await ext.send(inGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'in6' });
 
     const outbound = await listen(ext, outGroup, port);
     await waitForUnderlayMember(ml, lab, outGroup, ext.port);
+    await primeRoutedFlow(`of ${outGroup} to the external host`, (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }), outbound);
     await a.pods[0]!.send(outGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'out6' });
     await sleep(300);
     const [gotIn, gotOut] = await Promise.all([inbound.stop(), outbound.stop()]);
@@ -177,19 +180,11 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
     await waitForOvsMembers6(b.node, group6, [member]);
     await waitForUnderlayMember(ml, lab, group6, b.uplink.peer);
     await waitForUnderlayMember(ml, lab, group4, b.uplink.peer);
-    // Both kernels hold at most 4 packets of an (S,G) they have no entry for while the daemon
-    // adds it (a slow machine loses the rest): the routes are made first, by datagrams not counted.
     for (const [group, receiver] of [
       [group4, r4],
       [group6, r6],
     ] as const) {
-      let round = 0;
-      await waitUntil(`the first datagram of ${group} to cross to ${member.name}`, async () => {
-        round += 1;
-        await sender.send(group, port, 1, { ttl: 8, tag: `prime${round}` });
-        await sleep(100);
-        return receiver.received.some((datagram) => datagram.payload.startsWith('prime'));
-      });
+      await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
     }
     await Promise.all([
       sender.send(group4, port, 30, { intervalMs: 10, ttl: 8, tag: 'd4' }),

@@ -26,7 +26,7 @@ import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, errorEntries, routedUplinks, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { requireMulticastRouting } from '../lab/kernel.js';
-import { Lab, sleep, waitUntil } from '../lab/lab.js';
+import { Lab, primeRoutedFlow, sleep, waitUntil } from '../lab/lab.js';
 import { buildMulticastLab, type MulticastLab, type MulticastLabNode, waitForUnderlayMember } from '../lab/multicast-lab.js';
 import { missingSequences, sequences, type OvsNode, type OvsPod } from '../lab/ovs.js';
 import { isData, readPcap } from '../lab/pcap-packets.js';
@@ -92,6 +92,7 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     await waitForOvsMembers(b.node, group, [member]);
     // Node b's uplink joined upstream: the underlay snoops it.
     await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
+    await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
     await sender.send(group, port, 50, { intervalMs: 10, ttl: 8, tag: 't2' });
     await sleep(300);
     const got = await receiver.stop();
@@ -159,10 +160,12 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const inbound = await member.listen(inGroup, port);
     await waitForOvsMembers(b.node, inGroup, [member]);
     await waitForUnderlayMember(ml, lab, inGroup, b.uplink.peer);
+    await primeRoutedFlow(`of ${inGroup} to ${member.name}`, (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }), inbound);
     await ext.send(inGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'in' });
 
     const outbound = await ext.listen(outGroup, port);
     await waitForUnderlayMember(ml, lab, outGroup, ext.port);
+    await primeRoutedFlow(`of ${outGroup} to the external host`, (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }), outbound);
     await a.pods[0]!.send(outGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'out' });
     await sleep(300);
     const [gotIn, gotOut] = await Promise.all([inbound.stop(), outbound.stop()]);
