@@ -6,8 +6,8 @@
  *   runtime                 clock, timers, backoff, logger, files, YAML, run lock
  *   wire                    byte kit, checksum, addresses, endpoints
  *   packet                  ethernet, ipv4, sll, pcap, igmp, frame decoding (pure)
- *   protocol                openflow messages, ovsdb notation, mroute structs (pure)
- *   transport               openflow connection, ovsdb client, mroute and packet sockets, control socket
+ *   protocol                openflow messages, ovsdb notation, kernel routing structs and family kits (pure)
+ *   transport               openflow connection, ovsdb client, router and packet sockets, control socket
  *   domain                  membership, pipeline, route policy, declared state, reconcile planning
  *   adapters                the ovs bridge, the kernel router, query links
  *   controllers             daemon, static (install, reconcile), query, snoop

@@ -1,7 +1,7 @@
 /**
  * Kernel (S,G) routes at scale, in a lab network namespace with four interfaces (two veth pairs):
  *
- * 1. a router (MrouteSocket with MRT_INIT) adds `count` MFC entries, then deletes them,
+ * 1. a router (RouterSocket with MRT_INIT) adds `count` MFC entries, then deletes them,
  *    each phase timed (one setsockopt per entry);
  * 2. it adds `count` again and keeps its socket open, and `mcastctl routes --json >
  *    /dev/null` is timed inside the namespace (target: under 1 s for 10,000), after one
@@ -18,7 +18,9 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { MrouteSocket, ifindexOf } from '../src/transport/mroute-socket.js';
+import { IPV4_KIT } from '../src/protocol/mroute/family-kits.js';
+import { ifindexOf } from '../src/transport/interface-index.js';
+import { RouterSocket } from '../src/transport/router-socket.js';
 import { MCASTCTL_BIN } from '../test/lab/cli.js';
 import { Lab } from '../test/lab/lab.js';
 
@@ -51,18 +53,18 @@ function emit(event: Record<string, unknown>): void {
 async function routerRole(): Promise<void> {
   const count = Number(process.env.MCL_COUNT);
   const names = (process.env.MCL_IFACES ?? '').split(',');
-  const socket = MrouteSocket.open({ init: true });
-  names.forEach((name, vif) => socket.addVif({ vif, ifindex: ifindexOf(name) }));
+  const socket = RouterSocket.open({ family: IPV4_KIT, init: true });
+  names.forEach((name, index) => socket.addInterface({ index, ifindex: ifindexOf(name) }));
   const oifs = names.slice(1).map((_, index) => index + 1);
   const groups = Array.from({ length: count }, (_, i) => groupAddress(i));
   const add = (): number => {
     const started = process.hrtime.bigint();
-    for (const group of groups) socket.addMfc({ source: SOURCE, group, iif: 0, oifs });
+    for (const group of groups) socket.addEntry({ source: SOURCE, group, iif: 0, oifs });
     return Number(process.hrtime.bigint() - started) / 1e9;
   };
   const addSeconds = add();
   const started = process.hrtime.bigint();
-  for (const group of groups) socket.delMfc({ source: SOURCE, group });
+  for (const group of groups) socket.delEntry({ source: SOURCE, group });
   const deleteSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   const readdSeconds = add();
   emit({ event: 'ready', addSeconds, deleteSeconds, readdSeconds });

@@ -13,7 +13,7 @@
  * a static VIF on the same interface, and never touches an entry it did not add.
  */
 import { McastError } from '../errors.js';
-import { ifindexOf } from '../transport/mroute-socket.js';
+import { ifindexOf } from '../transport/interface-index.js';
 import { MULTICAST_ROUTING, type MulticastRoutingKernel, type MulticastRoutingSocket, type NoCacheMiss } from '../transport/multicast-routing.js';
 import { admits, type SourceFilter } from '../domain/membership/source-filter.js';
 import { UpstreamMemberships } from './upstream-memberships.js';

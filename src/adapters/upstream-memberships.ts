@@ -5,7 +5,7 @@
  * group, or only the sources asked for.
  *
  * One socket holds only so many groups (net.ipv4.igmp_max_memberships, 20 by default;
- * IPv6: see multicast-routing.ts), so the memberships are spread over as many sockets as
+ * IPv6: see protocol/mroute/family-kits.ts), so the memberships are spread over as many sockets as
  * needed; one filter holds only so many sources (net.ipv4.igmp_max_msf, 10 by default;
  * net.ipv6.mld_max_msf, 64), so a longer one is widened.
  *
@@ -19,8 +19,9 @@
  */
 import { McastError } from '../errors.js';
 import { ANY_SOURCE, type SourceFilter } from '../domain/membership/source-filter.js';
-import { MrouteError, type Membership } from '../transport/mroute-socket.js';
+import { MrouteError } from '../protocol/mroute/mroute-error.js';
 import type { MembershipBounds, MembershipSocket } from '../transport/multicast-routing.js';
+import type { Membership } from '../transport/router-socket.js';
 import { compareAddresses, type SourceAddress } from '../wire/ip-address.js';
 
 export type { MembershipSocket };

@@ -2,7 +2,7 @@
  * Which (S,G) routes a node's kernel should hold, decided from the kernel's NOCACHE
  * upcalls (a packet for an (S,G) the kernel has no entry for) and from the entries'
  * packet counters. Pure: the daemon feeds it upcalls, memberships and counters and
- * applies its decisions through MrouteSocket; tests drive it with an injected clock.
+ * applies its decisions through the router socket; tests drive it with an injected clock.
  *
  * The policy (Antrea's, for a node whose pods sit behind a gateway VIF):
  * - outbound: traffic from a pod (arriving on the gateway VIF) goes out of every

@@ -1,42 +1,20 @@
 /**
- * One address family's kernel multicast routing, as the daemon's router uses it: the
- * same few calls over the IPv4 socket (MRT_*, VIFs, /proc/net/ip_mr_*) and the IPv6 one
- * (MRT6_*, MIFs, /proc/net/ip6_mr_*), so that one router serves both families. What
- * differs is named here once: the kernel's word for a routing interface, the table size,
- * the upcall's field names, where the tables are read, and the sysctls that bound the
- * memberships one socket may hold.
+ * One address family's kernel multicast routing, as the daemon's router uses it: the same
+ * few calls over the family's router socket and /proc tables, so that one router serves
+ * both families. Both are built by one function from the family's kit
+ * (protocol/mroute/family-kits.ts), which holds all that differs: the kernel's word for a
+ * routing interface, the table size, the upcall, where the tables are read, and the
+ * sysctls that bound the memberships one socket may hold.
  */
 import { readFileSync } from 'node:fs';
 import { isSystemError, type McastError, UnavailableError } from '../errors.js';
-import { IGMPMSG_NOCACHE, MAXVIFS } from '../protocol/mroute/constants.js';
-import { type InterfaceMembershipRow, readIgmpMemberships, readMfcCache, readVifTable } from '../protocol/mroute/proc.js';
-import { MAXMIFS, MRT6MSG_NOCACHE } from '../protocol/mroute6/constants.js';
-import { readMfc6Cache, readMifTable, readMldMemberships } from '../protocol/mroute6/proc6.js';
+import { boundSetting, type FamilyKit, type MembershipBound } from '../protocol/mroute/family-kit.js';
+import { FAMILY_KITS } from '../protocol/mroute/family-kits.js';
+import type { ForwardingCacheRow, InterfaceMembershipRow, RoutingInterfaceRow } from '../protocol/mroute/proc.js';
 import type { AddressFamily } from '../wire/ip-address.js';
-import { type Membership, MrouteSocket, type SourceFilterSetting, type SourceMembership } from './mroute-socket.js';
-import { Mroute6Socket } from './mroute6-socket.js';
+import { type Membership, RouterSocket, type SourceFilterSetting, type SourceMembership } from './router-socket.js';
 
-/** A routing interface the kernel has now (a VIF or a MIF). */
-export interface RoutingInterfaceRow {
-  index: number;
-  /** The device's name as the kernel's table prints it. */
-  name: string;
-  /** Its ifindex, where the table tells it (IPv4 VIFs added by ifindex). */
-  ifindex?: number;
-  /** Added by a socket without MRT_INIT: it stays when sockets close. */
-  static: boolean;
-}
-
-/** One forwarding-cache entry (MFC or MFC6), its interfaces and counters. */
-export interface ForwardingCacheRow {
-  source: string;
-  group: string;
-  /** Incoming interface (-1 for an unresolved entry). */
-  iif: number;
-  oifs: number[];
-  packets: number;
-  bytes: number;
-}
+export type { ForwardingCacheRow, RoutingInterfaceRow };
 
 /** The kernel holds a packet for an (S,G) it has no entry for (NOCACHE), which came in on routing interface `index`. */
 export interface NoCacheMiss {
@@ -126,151 +104,92 @@ export async function routingTable<T>(read: () => Promise<T>, family: AddressFam
   try {
     return await read();
   } catch (error) {
-    if (isSystemError(error) && error.code === 'ENOENT') throw noMulticastRouting(family, table, error);
+    if (isSystemError(error) && error.code === 'ENOENT') throw noMulticastRouting(FAMILY_KITS[family], table, error);
     throw error;
   }
 }
 
-/** The error of a kernel without multicast routing for `family`. */
-function noMulticastRouting(family: AddressFamily, table: string, cause?: unknown): UnavailableError {
-  const option = family === 'ipv4' ? 'CONFIG_IP_MROUTE' : 'CONFIG_IPV6_MROUTE';
-  const name = family === 'ipv4' ? 'IPv4' : 'IPv6';
-  return new UnavailableError(`this kernel has no ${name} multicast routing (${table} is missing: it was built without ${option})`, {
+/** The error of a kernel without multicast routing for the kit's family. */
+function noMulticastRouting(kit: FamilyKit, table: string, cause?: unknown): UnavailableError {
+  const option = kit.kernelOption;
+  return new UnavailableError(`this kernel has no ${kit.name} multicast routing (${table} is missing: it was built without ${option})`, {
     code: 'no-multicast-routing',
     hint: `routing between the pods and the outside needs a kernel with ${option}; without multicastInterfaces (snooping only, or tunnels between nodes) none is needed`,
     cause,
   });
 }
 
-const IPV4: MulticastRoutingKernel = {
-  family: 'ipv4',
-  interfaceWord: 'vif',
-  maxInterfaces: MAXVIFS,
-  interfaceTable: '/proc/net/ip_mr_vif',
-  openRouter() {
-    const socket = MrouteSocket.open({ init: true });
-    return {
-      addInterface: ({ index, ifindex }) => socket.addVif({ vif: index, ifindex }),
-      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
-      delRoute: (key) => socket.delMfc(key),
-      onNoCache: (listener) => {
-        socket.onUpcall((upcall) => {
-          if (upcall.type === IGMPMSG_NOCACHE) listener({ index: upcall.vif, source: upcall.source, group: upcall.group });
-        });
-      },
-      onError: (listener) => {
-        socket.onError(listener);
-      },
-      get closed() {
-        return socket.closed;
-      },
-      close: () => socket.close(),
-    };
-  },
-  openMembershipSocket: () => MrouteSocket.open({ init: false }),
-  openStatic() {
-    const socket = MrouteSocket.open({ init: false });
-    return {
-      addInterface: ({ index, ifindex }) => socket.addVif({ vif: index, ifindex }),
-      delInterface: (index) => socket.delVif(index),
-      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
-      delRoute: (key) => socket.delMfc(key),
-      close: () => socket.close(),
-    };
-  },
-  routerActive: () => procFlag('/proc/sys/net/ipv4/conf/all/mc_forwarding'),
-  async readInterfaces() {
-    return (await routingTable(() => readVifTable(), 'ipv4', '/proc/net/ip_mr_vif')).map((row) => ({
-      index: row.vif,
-      name: row.name,
-      static: row.static,
-      ...(row.local.kind === 'ifindex' ? { ifindex: row.local.ifindex } : {}),
-    }));
-  },
-  readMemberships: () => readIgmpMemberships(),
-  async readRoutes() {
-    return (await routingTable(() => readMfcCache(), 'ipv4', '/proc/net/ip_mr_cache')).map((row) => ({
-      source: row.origin,
-      group: row.group,
-      iif: row.iif,
-      oifs: row.oifs.map((oif) => oif.vif),
-      packets: row.packets,
-      bytes: row.bytes,
-    }));
-  },
-  membershipBounds: () => ({
-    perSocket: positiveSysctl('ipv4/igmp_max_memberships', 20),
-    maxSources: positiveSysctl('ipv4/igmp_max_msf', 10),
-    maxSourcesSetting: 'net.ipv4.igmp_max_msf',
-  }),
+/** The family's routing interfaces and entries, over the router socket: the calls both the router's and a static socket make. */
+function routingCalls(socket: RouterSocket): Pick<StaticRoutingSocket, 'addInterface' | 'addRoute' | 'delRoute'> {
+  return {
+    addInterface: ({ index, ifindex }) => socket.addInterface({ index, ifindex }),
+    addRoute: ({ source, group, iif, oifs }) => socket.addEntry({ source, group, iif, oifs }),
+    delRoute: ({ source, group }) => socket.delEntry({ source, group }),
+  };
+}
+
+/** MulticastRoutingKernel of the kit's family. */
+function routingKernel(kit: FamilyKit): MulticastRoutingKernel {
+  return {
+    family: kit.family,
+    interfaceWord: kit.interfaceWord,
+    maxInterfaces: kit.maxInterfaces,
+    interfaceTable: kit.proc.interfaces,
+    openRouter() {
+      const socket = RouterSocket.open({ family: kit, init: true });
+      return {
+        ...routingCalls(socket),
+        onNoCache: (listener) => {
+          socket.onUpcall((upcall) => {
+            if (upcall.type === kit.upcall.types.noCache) listener({ index: upcall.index, source: upcall.source, group: upcall.group });
+          });
+        },
+        onError: (listener) => {
+          socket.onError(listener);
+        },
+        get closed() {
+          return socket.closed;
+        },
+        close: () => socket.close(),
+      };
+    },
+    openMembershipSocket: () => RouterSocket.open({ family: kit, init: false }),
+    openStatic() {
+      const socket = RouterSocket.open({ family: kit, init: false });
+      return { ...routingCalls(socket), delInterface: (index) => socket.delInterface(index), close: () => socket.close() };
+    },
+    routerActive: () => procFlag(kit.proc.mcForwarding),
+    async readInterfaces() {
+      return (await routingTable(() => kit.readInterfaceTable(), kit.family, kit.proc.interfaces)).map((row) => ({
+        index: row.index,
+        name: row.name,
+        static: row.static,
+        ...(row.ifindex === undefined ? {} : { ifindex: row.ifindex }),
+      }));
+    },
+    readMemberships: () => kit.readMemberships(),
+    async readRoutes() {
+      return (await routingTable(() => kit.readCacheTable(), kit.family, kit.proc.cache)).map((row) => ({
+        source: row.source,
+        group: row.group,
+        iif: row.iif,
+        oifs: row.oifs.map((oif) => oif.index),
+        packets: row.packets,
+        bytes: row.bytes,
+      }));
+    },
+    membershipBounds: () => ({
+      perSocket: boundValue(kit.memberships.perSocket),
+      maxSources: boundValue(kit.memberships.maxSources),
+      maxSourcesSetting: boundSetting(kit.memberships.maxSources),
+    }),
+  };
+}
+
+export const MULTICAST_ROUTING: Readonly<Record<AddressFamily, MulticastRoutingKernel>> = {
+  ipv4: routingKernel(FAMILY_KITS.ipv4),
+  ipv6: routingKernel(FAMILY_KITS.ipv6),
 };
-
-/**
- * IPv6 has no sysctl for the groups one socket may join: they, and their source lists, are
- * drawn from the socket's option memory (net.core.optmem_max, 20 KiB at its smallest
- * default). Sixteen groups with full 64-source filters fit in that.
- */
-const IPV6_MEMBERSHIPS_PER_SOCKET = 16;
-
-const IPV6: MulticastRoutingKernel = {
-  family: 'ipv6',
-  interfaceWord: 'mif',
-  maxInterfaces: MAXMIFS,
-  interfaceTable: '/proc/net/ip6_mr_vif',
-  openRouter() {
-    const socket = Mroute6Socket.open({ init: true });
-    return {
-      addInterface: ({ index, ifindex }) => socket.addMif({ mif: index, ifindex }),
-      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
-      delRoute: (key) => socket.delMfc(key),
-      onNoCache: (listener) => {
-        socket.onUpcall((upcall) => {
-          if (upcall.type === MRT6MSG_NOCACHE) listener({ index: upcall.mif, source: upcall.source, group: upcall.group });
-        });
-      },
-      onError: (listener) => {
-        socket.onError(listener);
-      },
-      get closed() {
-        return socket.closed;
-      },
-      close: () => socket.close(),
-    };
-  },
-  openMembershipSocket: () => Mroute6Socket.open({ init: false }),
-  openStatic() {
-    const socket = Mroute6Socket.open({ init: false });
-    return {
-      addInterface: ({ index, ifindex }) => socket.addMif({ mif: index, ifindex }),
-      delInterface: (index) => socket.delMif(index),
-      addRoute: (route) => socket.addMfc({ ...route, oifs: [...route.oifs] }),
-      delRoute: (key) => socket.delMfc(key),
-      close: () => socket.close(),
-    };
-  },
-  routerActive: () => procFlag('/proc/sys/net/ipv6/conf/all/mc_forwarding'),
-  async readInterfaces() {
-    return (await routingTable(() => readMifTable(), 'ipv6', '/proc/net/ip6_mr_vif')).map((row) => ({ index: row.mif, name: row.name, static: row.static }));
-  },
-  readMemberships: () => readMldMemberships(),
-  async readRoutes() {
-    return (await routingTable(() => readMfc6Cache(), 'ipv6', '/proc/net/ip6_mr_cache')).map((row) => ({
-      source: row.origin,
-      group: row.group,
-      iif: row.iif,
-      oifs: row.oifs.map((oif) => oif.mif),
-      packets: row.packets,
-      bytes: row.bytes,
-    }));
-  },
-  membershipBounds: () => ({
-    perSocket: IPV6_MEMBERSHIPS_PER_SOCKET,
-    maxSources: positiveSysctl('ipv6/mld_max_msf', 64),
-    maxSourcesSetting: 'net.ipv6.mld_max_msf',
-  }),
-};
-
-export const MULTICAST_ROUTING: Readonly<Record<AddressFamily, MulticastRoutingKernel>> = { ipv4: IPV4, ipv6: IPV6 };
 
 /** Whether a /proc flag reads 1 (false where the file is missing: no multicast routing in this kernel). */
 function procFlag(path: string): boolean {
@@ -281,12 +200,13 @@ function procFlag(path: string): boolean {
   }
 }
 
-/** A positive integer sysctl under /proc/sys/net, or `fallback` when it cannot be read. */
-function positiveSysctl(name: string, fallback: number): number {
+/** A bound's value: its sysctl's (a positive integer under /proc/sys), or its fallback when that cannot be read; a fixed bound as it is. */
+function boundValue(bound: MembershipBound): number {
+  if (!('sysctl' in bound)) return bound.fixed;
   try {
-    const value = Number(readFileSync(`/proc/sys/net/${name}`, 'utf8').trim());
-    return Number.isInteger(value) && value > 0 ? value : fallback;
+    const value = Number(readFileSync(`/proc/sys/${bound.sysctl.replaceAll('.', '/')}`, 'utf8').trim());
+    return Number.isInteger(value) && value > 0 ? value : bound.fallback;
   } catch {
-    return fallback;
+    return bound.fallback;
   }
 }

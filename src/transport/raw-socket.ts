@@ -1,7 +1,7 @@
 /**
  * Raw IP sockets (SOCK_RAW of AF_INET or AF_INET6) on the project's native addon
  * (native/raw_socket.c): what the kernel's multicast routing is spoken over, the raw
- * IPPROTO_IGMP socket of mroute-socket.ts and the raw ICMPv6 one of mroute6-socket.ts.
+ * IPPROTO_IGMP and ICMPv6 sockets of router-socket.ts.
  *
  * Kernel failures leave as Node-shaped system errors (`code` the errno name, `errno`,
  * `syscall`): the callers turn them into the project's typed errors, which know what the

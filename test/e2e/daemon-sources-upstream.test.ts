@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
 import { MULTICAST_ROUTING } from '../../src/transport/multicast-routing.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
-import { ifindexOf } from '../../src/transport/mroute-socket.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
 import { sourceAddress } from '../../src/wire/ip-address.js';
 import { Lab } from '../lab/lab.js';
 import { mcfilterRows } from '../lab/kernel.js';

@@ -38,7 +38,7 @@ async function listenUnix(path: string, mode: number, onConnection: (socket: net
   return server;
 }
 
-/** Answers `transact` with one bridge without ports, as far as BridgeSession.open reads; anything else with an empty result. */
+/** Answers `transact` with one bridge without ports, as far as BridgeClient.open reads; anything else with an empty result. */
 function fakeOvsdb(socket: net.Socket): void {
   const splitter = new JsonStreamSplitter();
   socket.on('error', () => undefined);

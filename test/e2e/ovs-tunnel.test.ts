@@ -1,22 +1,21 @@
 /**
  * The daemon's switch side in tunnel mode against real OVS, without the daemon: on the
  * three-node tunnel lab (test/lab/tunnel-lab.ts), each node's br-int is programmed by its
- * own OvsProgrammer behind an OvsSwitch, as the daemon's wiring builds them:
+ * own bridge client, wrapped around its OpenFlow connection as the daemon's wiring does:
  * - node 1's group with a local pod member and peer node 2 reaches node 2's member pod
  *   once per datagram, node 1's own member too, and node 3 (a member there too) not at all;
  * - without the peer, node 2 gets nothing more;
  * - a report sent to the peers arrives on node 2 as a packet-in from the tunnel port, with
  *   node 1's underlay address as its outer source and the inner source as sent;
- * - a new connection and programmer (a restarted daemon) reads the peers back, and the same
+ * - a new connection and client (a restarted daemon) reads the peers back, and the same
  *   sync then changes nothing.
  *
  * Needs root, iproute2, ethtool, nft, tcpdump, tshark, python3 and Open vSwitch.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
-import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { encodeReportFrame } from '../../src/domain/peers/report-packet.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
@@ -36,20 +35,18 @@ const expected = (from: string, tag: string, count: number) => Array.from({ leng
 interface NodeSwitch {
   node: TunnelLabNode;
   connection: OpenFlowConnection;
-  programmer: OvsProgrammer;
-  vswitch: OvsSwitch;
+  vswitch: BridgeClient;
 }
 
-/** The node's switch as the daemon wires it: one connection, its programmer, read back. */
+/** The node's switch as the daemon wires it: one connection, its client, read back. */
 async function connect(node: TunnelLabNode): Promise<NodeSwitch> {
   const connection = await OpenFlowConnection.connect({ endpoint: node.node.openflowEndpoint });
-  const programmer = new OvsProgrammer(connection, ovsPipeline(DEFAULT_PIPELINE_CONFIG));
-  const vswitch = new OvsSwitch(connection, programmer);
+  const vswitch = BridgeClient.wrap({ bridge: node.node.bridge, openflow: connection, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) });
   await vswitch.refresh();
-  return { node, connection, programmer, vswitch };
+  return { node, connection, vswitch };
 }
 
-describe('OvsProgrammer and OvsSwitch in tunnel mode on three OVS nodes', () => {
+describe('the bridge client in tunnel mode on three OVS nodes', () => {
   let lab: Lab;
   let tl: TunnelLab;
   let n1: TunnelLabNode;
@@ -61,7 +58,8 @@ describe('OvsProgrammer and OvsSwitch in tunnel mode on three OVS nodes', () => 
 
   const tunnelOf = (n: TunnelLabNode, peers: readonly HostAddress[]) => ({ ofport: n.tunnel.ofport, peers });
   /** Node 1's group: its second pod, its gateway, and `peers`. */
-  const syncNode1 = (peers: readonly HostAddress[]) => s1.vswitch.syncGroup(GROUP, [n1.pods[1]!.ofport, n1.gateway.ofport], tunnelOf(n1, peers));
+  const syncNode1 = (peers: readonly HostAddress[]) =>
+    s1.vswitch.syncForwarding({ group: GROUP, ports: [n1.pods[1]!.ofport, n1.gateway.ofport], bySource: [], tunnel: tunnelOf(n1, peers) });
 
   /** Node 1's first pod sends `count` datagrams; what each member pod (node 1's, 2's and 3's first) and a non-member heard. */
   const sendAndHear = async (port: number, tag: string, count: number) => {
@@ -87,7 +85,8 @@ describe('OvsProgrammer and OvsSwitch in tunnel mode on three OVS nodes', () => 
     // Nodes 2 and 3 have the group's member locally (their first pod) and no peer: what
     // comes in from the tunnel reaches that pod through their ingress flow.
     for (const s of switches.slice(1)) {
-      assert.equal(await s.vswitch.syncGroup(GROUP, [s.node.pods[0]!.ofport, s.node.gateway.ofport], tunnelOf(s.node, [])), 'added');
+      const ports = [s.node.pods[0]!.ofport, s.node.gateway.ofport];
+      assert.equal(await s.vswitch.syncForwarding({ group: GROUP, ports, bySource: [], tunnel: tunnelOf(s.node, []) }), 'added');
     }
   });
 

@@ -23,7 +23,9 @@ import { fileURLToPath } from 'node:url';
 import { IPPROTO_IGMP, IPPROTO_IP, IP_ADD_MEMBERSHIP, MRT_INIT } from '../../src/protocol/mroute/constants.js';
 import * as ipMreqn from '../../src/protocol/mroute/ip-mreqn.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
-import { MrouteSocket, ifindexOf } from '../../src/transport/mroute-socket.js';
+import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
+import { RouterSocket } from '../../src/transport/router-socket.js';
 import { openRawSocket } from '../../src/transport/raw-socket.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import { Lab, sleep, type Host } from '../lab/lab.js';
@@ -73,11 +75,11 @@ function receiverRole(iface: string): void {
   } catch (error) {
     emit(describeError('MRT_INIT', error));
   }
-  // The same refusal through the mroute socket: its typed error keeps the errno's name.
+  // The same refusal through the router socket: its typed error keeps the errno's name.
   try {
-    MrouteSocket.open({ init: true }).close();
+    RouterSocket.open({ family: IPV4_KIT, init: true }).close();
   } catch (error) {
-    const refused = describeError('MrouteSocket.open', error);
+    const refused = describeError('RouterSocket.open', error);
     if (refused.event === 'refused' && error instanceof MrouteError) {
       refused.typed = error.code;
       if (error.errno !== undefined) refused.typedErrno = error.errno;
@@ -205,13 +207,13 @@ function kernelTests(): void {
       assert.deepEqual(receiver.refusal('short ip_mreqn'), { event: 'refused', what: 'short ip_mreqn', code: 'EINVAL', errno: -22, syscall: 'setsockopt' });
     });
 
-    it('MRT_INIT without multicast routing in the kernel is ENOPROTOOPT, and the mroute socket keeps that name', (t) => {
+    it('MRT_INIT without multicast routing in the kernel is ENOPROTOOPT, and the router socket keeps that name', (t) => {
       if (receiver.events.some((event) => event.event === 'mrt-init-taken')) {
         t.skip('this kernel has multicast routing: MRT_INIT was taken, its absence cannot be shown here');
         return;
       }
       assert.deepEqual(receiver.refusal('MRT_INIT'), { event: 'refused', what: 'MRT_INIT', code: 'ENOPROTOOPT', errno: -92, syscall: 'setsockopt' });
-      const typed = receiver.refusal('MrouteSocket.open');
+      const typed = receiver.refusal('RouterSocket.open');
       assert.equal(typed?.typed, 'io');
       assert.equal(typed?.typedErrno, 'ENOPROTOOPT');
     });

@@ -1,8 +1,10 @@
 /**
- * The OpenFlow side of a switch as OvsProgrammer uses it (ProgrammerConnection): flow and
- * group mods taken in memory, every batch recorded, dumps answered from what the test put.
+ * The OpenFlow side of a switch as the bridge client uses it (BridgeConnection): flow and
+ * group mods taken in memory, every batch recorded (PACKET_OUTs too), dumps answered from
+ * what the test put, and the connection's events emitted as the test says.
  */
-import type { ProgrammerConnection } from '../../src/adapters/ovs/ovs-programmer.js';
+import { EventEmitter } from 'node:events';
+import type { BridgeConnection } from '../../src/adapters/ovs/bridge-connection.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
 import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
 import type { GroupMod } from '../../src/protocol/openflow/group-mod.js';
@@ -12,8 +14,9 @@ import type { GroupStats } from '../../src/protocol/openflow/group-stats.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
 import type { MeterFeatures } from '../../src/protocol/openflow/meter-features.js';
 import type { MeterConfig, MeterStats } from '../../src/protocol/openflow/meter-stats.js';
+import type { OpenFlowConnectionEvents } from '../../src/transport/openflow/connection.js';
 
-export class FakeOpenFlow implements ProgrammerConnection {
+export class FakeOpenFlow extends EventEmitter<OpenFlowConnectionEvents> implements BridgeConnection {
   readonly batches: OpenFlowMessage[][] = [];
   flows: FlowStats[] = [];
   groups: GroupDesc[] = [];
@@ -22,9 +25,14 @@ export class FakeOpenFlow implements ProgrammerConnection {
   groupCounters: GroupStats[] = [];
   /** OVS's user-space datapath holds 262,144 meters. */
   features: MeterFeatures = { maxMeter: 262_144, bandTypes: 1 << 1, capabilities: 0xf, maxBands: 1, maxColor: 0 };
+  connected = true;
+  packetInEnabled = false;
+  closed = false;
 
   /** @param refuse which messages the switch answers with an error */
-  constructor(private readonly refuse: (message: OpenFlowMessage) => boolean = () => false) {}
+  constructor(private readonly refuse: (message: OpenFlowMessage) => boolean = () => false) {
+    super();
+  }
 
   async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
     this.batches.push([...messages]);
@@ -57,6 +65,15 @@ export class FakeOpenFlow implements ProgrammerConnection {
 
   async groupStats(): Promise<GroupStats[]> {
     return this.groupCounters;
+  }
+
+  async enablePacketIn(): Promise<void> {
+    this.packetInEnabled = true;
+  }
+
+  async close(): Promise<void> {
+    this.connected = false;
+    this.closed = true;
   }
 }
 

@@ -2,15 +2,15 @@
  * One family's kernel multicast routing in memory (MulticastRoutingKernel), as one network
  * namespace holds it: its devices, the routing interfaces (VIFs or MIFs) and forwarding
  * entries, who holds the router, and each membership socket's groups. It refuses what the
- * kernel refuses, with the errors the real sockets give (the same argument checks, then
- * MrouteError by errno); test/contracts/routing-kernel.ts holds it to the real kernel's
+ * kernel refuses, with the errors the real sockets give (the same argument checks of the
+ * family's kit, then MrouteError by errno); test/contracts/routing-kernel.ts holds it to the real kernel's
  * answers. A test plays the kernel's NOCACHE upcalls with miss() and moves packet counters.
  */
-import { type McastError, UnavailableError, UsageError } from '../../src/errors.js';
-import { checkAddress, checkVif } from '../../src/protocol/mroute/arguments.js';
+import { type McastError, UnavailableError } from '../../src/errors.js';
+import { boundSetting, checkFamilyAddress, checkIndex, checkInterfaceIfindex, type FamilyKit } from '../../src/protocol/mroute/family-kit.js';
+import { FAMILY_KITS } from '../../src/protocol/mroute/family-kits.js';
 import type { InterfaceMembershipRow } from '../../src/protocol/mroute/proc.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
-import { checkAddress6, checkMif, checkMifIfindex } from '../../src/protocol/mroute6/arguments6.js';
 import type {
   ForwardingCacheRow,
   MembershipSocket,
@@ -43,7 +43,7 @@ export interface FakeRoutingKernelOptions {
 
 export class FakeRoutingKernel implements MulticastRoutingKernel {
   readonly interfaceWord: 'vif' | 'mif';
-  readonly maxInterfaces = 32;
+  readonly maxInterfaces: number;
   readonly interfaceTable: string;
   /** The namespace's devices, by ifindex: what an interface may be added on, and the names memberships are read by. */
   readonly devices: Map<number, string>;
@@ -59,13 +59,16 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
   #router: symbol | undefined;
   #noCache: ((miss: NoCacheMiss) => void) | undefined;
   #closed = false;
+  readonly #kit: FamilyKit;
 
   constructor(
     readonly family: AddressFamily,
     options: FakeRoutingKernelOptions = {},
   ) {
-    this.interfaceWord = family === 'ipv4' ? 'vif' : 'mif';
-    this.interfaceTable = family === 'ipv4' ? '/proc/net/ip_mr_vif' : '/proc/net/ip6_mr_vif';
+    this.#kit = FAMILY_KITS[family];
+    this.interfaceWord = this.#kit.interfaceWord;
+    this.maxInterfaces = this.#kit.maxInterfaces;
+    this.interfaceTable = this.#kit.proc.interfaces;
     this.devices = new Map(Object.entries(options.devices ?? { 1: 'lo' }).map(([ifindex, name]) => [Number(ifindex), name]));
   }
 
@@ -173,7 +176,7 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
         index: entry.index,
         name: this.devices.get(entry.ifindex) ?? String(entry.ifindex),
         static: entry.static,
-        ...(this.family === 'ipv4' ? { ifindex: entry.ifindex } : {}),
+        ...(this.#kit.tableShowsIfindex ? { ifindex: entry.ifindex } : {}),
       })),
     ];
   }
@@ -205,29 +208,25 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
   }
 
   membershipBounds() {
-    return { perSocket: 16, maxSources: 64, maxSourcesSetting: this.family === 'ipv4' ? 'net.ipv4.igmp_max_msf' : 'net.ipv6.mld_max_msf' };
+    return { perSocket: 16, maxSources: 64, maxSourcesSetting: boundSetting(this.#kit.memberships.maxSources) };
   }
 
   get #init(): string {
-    return this.family === 'ipv4' ? 'MRT_INIT' : 'MRT6_INIT';
+    return `${this.#kit.optionPrefix}_INIT`;
   }
 
   #checkIndex(index: number, what: string): void {
-    if (this.family === 'ipv4') checkVif(index, what);
-    else checkMif(index, what);
+    checkIndex(this.#kit, index, what);
   }
 
   #checkGroup(group: string): void {
-    if (this.family === 'ipv4') checkAddress(group, 'group', true);
-    else checkAddress6(group, 'group', true);
+    checkFamilyAddress(this.#kit, group, 'group', true);
   }
 
   #addInterface({ index, ifindex }: { index: number; ifindex: number }, isStatic: boolean): void {
     const word = this.interfaceWord.toUpperCase();
     this.#checkIndex(index, word);
-    if (this.family === 'ipv4') {
-      if (!Number.isInteger(ifindex) || ifindex < 1) throw new UsageError(`invalid ifindex ${ifindex}`);
-    } else checkMifIfindex(ifindex);
+    checkInterfaceIfindex(this.#kit, ifindex);
     if ([...this.staticInterfaces, ...this.interfaces].some((entry) => entry.index === index)) {
       throw new MrouteError(`cannot add ${word} ${index}: EADDRINUSE`, 'EADDRINUSE');
     }
@@ -237,8 +236,7 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
 
   #addRoute(route: RouteEntry, isStatic: boolean): void {
     const word = this.interfaceWord.toUpperCase();
-    if (this.family === 'ipv4') checkAddress(route.source, 'source', false);
-    else checkAddress6(route.source, 'source', false);
+    checkFamilyAddress(this.#kit, route.source, 'source', false);
     this.#checkGroup(route.group);
     this.#checkIndex(route.iif, `incoming ${word}`);
     for (const oif of route.oifs) this.#checkIndex(oif, `outgoing ${word}`);
@@ -246,8 +244,7 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
   }
 
   #delRoute({ source, group }: { source: string; group: string }): void {
-    if (this.family === 'ipv4') checkAddress(source, 'source', false);
-    else checkAddress6(source, 'source', false);
+    checkFamilyAddress(this.#kit, source, 'source', false);
     this.#checkGroup(group);
     if (!this.routes.delete(`${source}>${group}`)) throw new MrouteError(`cannot delete (${source}, ${group}): ENOENT`, 'ENOENT');
   }

@@ -105,10 +105,6 @@ export class FakeSwitch implements SwitchPort {
     });
   }
 
-  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome> {
-    return this.syncForwarding({ group, ports, bySource: [], ...(tunnel === undefined ? {} : { tunnel }) });
-  }
-
   async syncForwarding({ group, ports, bySource, tunnel }: WantedForwarding): Promise<GroupOutcome> {
     const peers = sortedPeers(tunnel?.peers ?? []);
     const sources = sortedSources(bySource);

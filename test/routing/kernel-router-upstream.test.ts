@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 
 import { KernelRouter } from '../../src/adapters/kernel-router.js';
-import { ifindexOf } from '../../src/transport/mroute-socket.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
 import { sourceAddress } from '../../src/wire/ip-address.js';
 import { after, before, describe, test } from '../helpers/node-test.js';
 import { mcfilterRows, requireMulticastRouting } from '../lab/kernel.js';

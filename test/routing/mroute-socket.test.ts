@@ -1,5 +1,5 @@
 /**
- * MrouteSocket against the real kernel: a router namespace with three veths, to a sender
+ * The router socket with the IPv4 kit (RouterSocket, MRT_*, VIFs) against the real kernel: a router namespace with three veths, to a sender
  * and to two receivers, each in its own namespace (all made by the Lab harness).
  *
  *   sender (S) ──vif 0── router ──vif 1── receiver A
@@ -29,7 +29,10 @@ import { fileURLToPath } from 'node:url';
 
 import { McastError } from '../../src/errors.js';
 import { IGMPMSG_NOCACHE, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
-import { MrouteError, MrouteSocket, ifindexOf } from '../../src/transport/mroute-socket.js';
+import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
+import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
+import { RouterSocket } from '../../src/transport/router-socket.js';
 import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
@@ -63,15 +66,15 @@ function errorEvent(error: unknown): Record<string, unknown> {
 /** The router: MRT_INIT, three VIFs, one MFC entry; reports upcalls; answers stdin commands. */
 async function routerRole(): Promise<void> {
   const [senderIf, aIf, bIf] = (process.env.MCL_IFACES ?? '').split(',');
-  const socket = MrouteSocket.open({ init: true });
+  const socket = RouterSocket.open({ family: IPV4_KIT, init: true });
   socket.onUpcall((upcall) =>
-    emit({ event: 'upcall', type: upcall.type, vif: upcall.vif, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
+    emit({ event: 'upcall', type: upcall.type, vif: upcall.index, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
   );
-  socket.addVif({ vif: 0, ifindex: ifindexOf(senderIf!) });
-  socket.addVif({ vif: 1, ifindex: ifindexOf(aIf!) });
-  socket.addVif({ vif: 2, ifindex: ifindexOf(bIf!) });
-  socket.addMfc({ source: SENDER.address, group: ROUTED_GROUP, iif: 0, oifs: [1] });
-  emit({ event: 'ready', vifWidth: socket.vifWidth });
+  socket.addInterface({ index: 0, ifindex: ifindexOf(senderIf!) });
+  socket.addInterface({ index: 1, ifindex: ifindexOf(aIf!) });
+  socket.addInterface({ index: 2, ifindex: ifindexOf(bIf!) });
+  socket.addEntry({ source: SENDER.address, group: ROUTED_GROUP, iif: 0, oifs: [1] });
+  emit({ event: 'ready', upcallIndexWidth: socket.upcallIndexWidth });
   for await (const line of createInterface({ input: process.stdin })) {
     if (line === 'cache') emit({ event: 'cache', rows: await readMfcCache() });
     else if (line === 'quit') break;
@@ -84,7 +87,7 @@ async function routerRole(): Promise<void> {
 /** Tries MRT_INIT (while the router holds the namespace, or without privileges). */
 function initRole(): void {
   try {
-    MrouteSocket.open({ init: true }).close();
+    RouterSocket.open({ family: IPV4_KIT, init: true }).close();
     emit({ event: 'opened' });
   } catch (error) {
     emit(errorEvent(error));
@@ -96,7 +99,7 @@ async function lifecycleRole(): Promise<void> {
   const [firstIf, secondIf] = (process.env.MCL_IFACES ?? '').split(',');
   const first = ifindexOf(firstIf!);
   const second = ifindexOf(secondIf!);
-  const socket = MrouteSocket.open({ init: true });
+  const socket = RouterSocket.open({ family: IPV4_KIT, init: true });
   const step = async (name: string, action: () => unknown): Promise<void> => {
     try {
       await action();
@@ -107,27 +110,27 @@ async function lifecycleRole(): Promise<void> {
     }
   };
   const sg = { source: SENDER.address, group: ROUTED_GROUP };
-  await step('addVif 0', () => socket.addVif({ vif: 0, ifindex: first }));
-  await step('addVif 1', () => socket.addVif({ vif: 1, ifindex: second, threshold: 3 }));
-  await step('addVif 0 again', () => socket.addVif({ vif: 0, ifindex: first }));
-  await step('addVif 0x7fff ifindex', () => socket.addVif({ vif: 5, ifindex: 0x7fff }));
-  await step('addVif 32', () => socket.addVif({ vif: 32, ifindex: first }));
-  await step('addMfc', () => socket.addMfc({ ...sg, iif: 0, oifs: [1], ttl: 4 }));
-  await step('addMfc unicast group', () => socket.addMfc({ source: SENDER.address, group: '10.0.0.1', iif: 0, oifs: [1] }));
+  await step('addVif 0', () => socket.addInterface({ index: 0, ifindex: first }));
+  await step('addVif 1', () => socket.addInterface({ index: 1, ifindex: second, threshold: 3 }));
+  await step('addVif 0 again', () => socket.addInterface({ index: 0, ifindex: first }));
+  await step('addVif 0x7fff ifindex', () => socket.addInterface({ index: 5, ifindex: 0x7fff }));
+  await step('addVif 32', () => socket.addInterface({ index: 32, ifindex: first }));
+  await step('addMfc', () => socket.addEntry({ ...sg, iif: 0, oifs: [1], ttl: 4 }));
+  await step('addMfc unicast group', () => socket.addEntry({ source: SENDER.address, group: '10.0.0.1', iif: 0, oifs: [1] }));
   await step('cache after addMfc', async () => emit({ event: 'cache', rows: await readMfcCache(), vifs: await readVifTable() }));
-  await step('delMfc', () => socket.delMfc(sg));
-  await step('delMfc again', () => socket.delMfc(sg));
-  await step('delVif 1', () => socket.delVif(1));
-  await step('delVif 1 again', () => socket.delVif(1));
+  await step('delMfc', () => socket.delEntry(sg));
+  await step('delMfc again', () => socket.delEntry(sg));
+  await step('delVif 1', () => socket.delInterface(1));
+  await step('delVif 1 again', () => socket.delInterface(1));
   await step('joinGroup', () => socket.joinGroup({ group: '239.61.0.9', ifindex: first }));
   await step('joinGroup again', () => socket.joinGroup({ group: '239.61.0.9', ifindex: first }));
   await step('leaveGroup', () => socket.leaveGroup({ group: '239.61.0.9', ifindex: first }));
   await step('leaveGroup again', () => socket.leaveGroup({ group: '239.61.0.9', ifindex: first }));
-  await step('addMfc before flush', () => socket.addMfc({ ...sg, iif: 0, oifs: [] }));
+  await step('addMfc before flush', () => socket.addEntry({ ...sg, iif: 0, oifs: [] }));
   await step('flush', () => socket.flush());
   await step('tables after flush', async () => emit({ event: 'flushed', rows: await readMfcCache(), vifs: await readVifTable() }));
   await step('done', () => socket.done());
-  await step('init by another socket after done', () => MrouteSocket.open({ init: true }).close());
+  await step('init by another socket after done', () => RouterSocket.open({ family: IPV4_KIT, init: true }).close());
   socket.close();
 }
 
@@ -163,7 +166,7 @@ async function senderRole(): Promise<void> {
 // Test side
 
 function kernelTests(): void {
-  describe('MrouteSocket on a real kernel (lab namespaces)', () => {
+  describe('the IPv4 router socket on a real kernel (lab namespaces)', () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

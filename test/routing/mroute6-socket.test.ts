@@ -1,5 +1,5 @@
 /**
- * Mroute6Socket against the real kernel: a router namespace with two veths, to a sender
+ * The router socket with the IPv6 kit (RouterSocket, MRT6_*, MIFs) against the real kernel: a router namespace with two veths, to a sender
  * and to a receiver, each in its own namespace (made by the Lab harness, IPv6 switched on
  * for exactly these interfaces).
  *
@@ -27,10 +27,11 @@ import { after, before, describe, test } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
 import { McastError } from '../../src/errors.js';
-import { MRT6MSG_NOCACHE } from '../../src/protocol/mroute6/constants.js';
-import { parseMfc6Cache, parseMifTable, readMfc6Cache } from '../../src/protocol/mroute6/proc6.js';
-import { MrouteSocket } from '../../src/transport/mroute-socket.js';
-import { Mroute6Socket, ifindexOf } from '../../src/transport/mroute6-socket.js';
+import { MRT6MSG_NOCACHE } from '../../src/protocol/mroute/constants.js';
+import { IPV4_KIT, IPV6_KIT } from '../../src/protocol/mroute/family-kits.js';
+import { parseMfc6Cache, parseMifTable, readMfc6Cache } from '../../src/protocol/mroute/proc.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
+import { RouterSocket } from '../../src/transport/router-socket.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { Lab, waitUntil } from '../lab/lab.js';
 import { enableIpv6 } from '../lab/mld-hosts.js';
@@ -64,15 +65,15 @@ function errorEvent(error: unknown): Record<string, unknown> {
 /** The router: MRT6_INIT, two MIFs, one MFC entry; reports upcalls; answers stdin commands. */
 async function routerRole(): Promise<void> {
   const [senderIf, receiverIf] = (process.env.MCL_IFACES ?? '').split(',');
-  let socket: Mroute6Socket;
+  let socket: RouterSocket;
   try {
-    socket = Mroute6Socket.open({ init: true });
+    socket = RouterSocket.open({ family: IPV6_KIT, init: true });
     socket.onUpcall((upcall) =>
-      emit({ event: 'upcall', type: upcall.type, mif: upcall.mif, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
+      emit({ event: 'upcall', type: upcall.type, mif: upcall.index, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
     );
-    socket.addMif({ mif: 0, ifindex: ifindexOf(senderIf!) });
-    socket.addMif({ mif: 1, ifindex: ifindexOf(receiverIf!) });
-    socket.addMfc({ source: SENDER.address, group: ROUTED_GROUP, iif: 0, oifs: [1] });
+    socket.addInterface({ index: 0, ifindex: ifindexOf(senderIf!) });
+    socket.addInterface({ index: 1, ifindex: ifindexOf(receiverIf!) });
+    socket.addEntry({ source: SENDER.address, group: ROUTED_GROUP, iif: 0, oifs: [1] });
   } catch (error) {
     emit(errorEvent(error));
     return;
@@ -90,7 +91,7 @@ async function routerRole(): Promise<void> {
 /** Tries MRT6_INIT (while the router holds the namespace). */
 function initRole(): void {
   try {
-    Mroute6Socket.open({ init: true }).close();
+    RouterSocket.open({ family: IPV6_KIT, init: true }).close();
     emit({ event: 'opened' });
   } catch (error) {
     emit(errorEvent(error));
@@ -99,9 +100,9 @@ function initRole(): void {
 
 /** Adds a static IPv4 VIF (no MRT_INIT: it stays after the socket closes), so that `routes` has rows of both families. */
 function vif4Role(): void {
-  const socket = MrouteSocket.open({ init: false });
+  const socket = RouterSocket.open({ family: IPV4_KIT, init: false });
   try {
-    socket.addVif({ vif: 0, ifindex: ifindexOf(process.env.MCL_IFACE!) });
+    socket.addInterface({ index: 0, ifindex: ifindexOf(process.env.MCL_IFACE!) });
     emit({ event: 'added' });
   } catch (error) {
     emit(errorEvent(error));
@@ -157,7 +158,7 @@ interface RoutesJson {
 }
 
 function kernelTests(): void {
-  describe('Mroute6Socket on a real kernel (lab namespaces)', { timeout: 120_000 }, () => {
+  describe('the IPv6 router socket on a real kernel (lab namespaces)', { timeout: 120_000 }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;

@@ -9,7 +9,7 @@
  * table after the command has exited; `routes` shows it and whether a router is active;
  * it forwards nothing while no socket holds MRT_INIT, and forwards (to A, not B, with the
  * counters growing) while the test's own holder (a child that opened
- * `MrouteSocket.open({ init: true })` in the router namespace) is open; the static entries
+ * `RouterSocket.open({ family: IPV4_KIT, init: true })` in the router namespace) is open; the static entries
  * survive the holder opening and closing; `uninstall` removes it. Bad input exits 64 and
  * changes nothing; without CAP_NET_ADMIN (setpriv to nobody) `install` exits 77.
  *
@@ -28,7 +28,8 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from '../helpers/node-test.js';
 import { fileURLToPath } from 'node:url';
 
-import { MrouteSocket } from '../../src/transport/mroute-socket.js';
+import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
+import { RouterSocket } from '../../src/transport/router-socket.js';
 import { parseMfcCache, parseVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
 import { cliMissing, mcastctl, type CliResult } from '../lab/cli.js';
 import { Lab, sleep } from '../lab/lab.js';
@@ -58,9 +59,9 @@ const NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
 
 /** The test's router: holds MRT_INIT (and adds nothing) until told to quit. */
 async function holderRole(): Promise<void> {
-  let socket: MrouteSocket;
+  let socket: RouterSocket;
   try {
-    socket = MrouteSocket.open({ init: true });
+    socket = RouterSocket.open({ family: IPV4_KIT, init: true });
   } catch (error) {
     emit({ event: 'error', message: String((error as Error).message) });
     return;

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { MULTICAST_ROUTING } from '../../src/transport/multicast-routing.js';
-import { ifindexOf } from '../../src/transport/mroute-socket.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
 import type { AddressFamily } from '../../src/wire/ip-address.js';
 import { ROUTING_KERNEL_CONTRACT, runRoutingKernelContract, type Outcomes } from '../contracts/routing-kernel.js';
 import { after, before, describe, it } from '../helpers/node-test.js';

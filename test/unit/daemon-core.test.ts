@@ -1,14 +1,14 @@
 /**
  * The daemon's pure parts: the snooper (frames to membership calls), the pod port store,
- * the querier's schedule and packets, the table's restore and member events, and the OVS
- * programmer's planning against a fake switch (test/fakes/). The loop itself runs on the
+ * the querier's schedule and packets, the table's restore and member events, and the bridge
+ * client's planning against a fake switch (test/fakes/). The loop itself runs on the
  * shared fakes in test/unit/daemon-loop.test.ts, and against real OVS and the real
  * kernel in test/e2e/daemon.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { routableGroup, snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
 import { Querier, type QuerierOptions } from '../../src/controllers/daemon/querier.js';
 import * as igmp from '../../src/packet/igmp/index.js';
@@ -376,42 +376,44 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
   });
 });
 
-describe('OvsProgrammer', () => {
+describe("BridgeClient: the daemon's syncs", () => {
   const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
+  /** The group's forwarding: `ports` for every source, no (S,G) entry. */
+  const wanted = (group: string, ports: number[]) => ({ group: groupAddress(group), ports, bySource: [] });
   const kinds = (messages: OpenFlowMessage[]) =>
     messages.map((m) => (m.type === 'GROUP_MOD' ? `group-${m.command}` : m.type === 'FLOW_MOD' ? `flow-${m.command}` : m.type));
 
   it('adds, then modifies, then leaves a group alone that is already right, then removes it', async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [2, 1]), 'added');
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2, 3]), 'updated');
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [3, 2, 1]), 'unchanged');
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [2, 1])), 'added');
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [1, 2, 3])), 'updated');
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [3, 2, 1])), 'unchanged');
     assert.equal(ovs.batches.length, 2, 'nothing sent for an unchanged group');
-    assert.deepEqual(programmer.installedGroups, ['239.1.1.1']);
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), []), 'removed');
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), []), 'absent');
+    assert.deepEqual(bridge.installedGroups, ['239.1.1.1']);
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [])), 'removed');
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [])), 'absent');
     assert.deepEqual(ovs.batches.map(kinds), [['group-0', 'flow-0'], ['group-1'], ['flow-4', 'group-2']]);
   });
 
   it('a group too big for one message is chained, and shrinking it deletes the links it no longer needs', async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
     // 4 buckets a message: 3 ports and the chain bucket, then the last 4 ports.
-    await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2, 3, 4, 5, 6, 7]);
+    await bridge.syncForwarding(wanted('239.1.1.1', [1, 2, 3, 4, 5, 6, 7]));
     assert.deepEqual(kinds(ovs.batches[0]!), ['group-0', 'group-0', 'flow-0']);
-    await programmer.syncGroup(groupAddress('239.1.1.1'), [1, 2]);
+    await bridge.syncForwarding(wanted('239.1.1.1', [1, 2]));
     assert.deepEqual(kinds(ovs.batches[1]!), ['group-1', 'group-2']);
   });
 
   it('a refusal fails the sync (the queue retries) and the next plan starts from what the switch has', async () => {
     let refuse = true;
     const ovs = new FakeOpenFlow(() => refuse);
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await assert.rejects(programmer.syncGroup(groupAddress('239.1.1.1'), [1]), /OVS refused 2 of 2 changes for group 239.1.1.1/);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await assert.rejects(bridge.syncForwarding(wanted('239.1.1.1', [1])), /OVS refused 2 of 2 changes for group 239.1.1.1/);
     refuse = false;
-    assert.equal(await programmer.syncGroup(groupAddress('239.1.1.1'), [1]), 'added');
+    assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [1])), 'added');
   });
 
   it('learned groups carry the cookie flag that tells them from install, and read back so', async () => {
@@ -424,7 +426,7 @@ describe('OvsProgrammer', () => {
 
   it("never takes the place of another controller's flow: a group is refused, the base flows too", async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
     const theirs = (priority: number, match: FlowStats['match']): FlowStats =>
       ({ tableId: 0, priority, cookie: 0x99n, match, instructions: [], packetCount: 0n, byteCount: 0n }) as unknown as FlowStats;
     ovs.flows.push(
@@ -433,21 +435,18 @@ describe('OvsProgrammer', () => {
         { field: 'IPV4_DST', value: '239.1.1.1' },
       ]),
     );
-    await programmer.refresh();
-    await assert.rejects(programmer.syncGroup(groupAddress('239.1.1.1'), [1]), (error: unknown) => error instanceof McastError && error.code === 'conflict');
-    assert.equal(await programmer.syncGroup(groupAddress('239.2.2.2'), [1]), 'added', 'other groups are fine');
+    await bridge.refresh();
+    await assert.rejects(bridge.syncForwarding(wanted('239.1.1.1', [1])), (error: unknown) => error instanceof McastError && error.code === 'conflict');
+    assert.equal(await bridge.syncForwarding(wanted('239.2.2.2', [1])), 'added', 'other groups are fine');
     ovs.flows.push(
       theirs(300, [
         { field: 'ETH_TYPE', value: 0x800 },
         { field: 'IP_PROTO', value: 2 },
       ]),
     );
-    await programmer.refresh();
+    await bridge.refresh();
     const before = ovs.batches.length;
-    await assert.rejects(
-      programmer.installBase(1),
-      /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/,
-    );
+    await assert.rejects(bridge.installBase(1), /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/);
     assert.equal(ovs.batches.length, before, 'nothing sent');
   });
 
@@ -469,27 +468,27 @@ describe('OvsProgrammer', () => {
       groupId: entry.groupId,
       buckets: [{ weight: 0, watchPort: 0, watchGroup: 0, actions: [outputAction(4)] }],
     }));
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    assert.deepEqual(programmer.learnedGroups, []);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    assert.deepEqual(bridge.learnedGroups, []);
     await assert.rejects(
-      programmer.syncGroup(groupAddress('239.3.3.3'), [1]),
+      bridge.syncForwarding(wanted('239.3.3.3', [1])),
       (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message),
     );
-    assert.equal(await programmer.syncGroup(groupAddress('239.3.3.3'), []), 'absent');
+    assert.equal(await bridge.syncForwarding(wanted('239.3.3.3', [])), 'absent');
     assert.equal(ovs.batches.length, 0, 'nothing sent');
     // ovs-vswitchd restarts: the switch is empty, and the declared group stays reconcile's.
     ovs.flows = [];
     ovs.groups = [];
-    await programmer.refresh();
-    await assert.rejects(programmer.syncGroup(groupAddress('239.3.3.3'), [1]), /installed statically/);
-    assert.equal(await programmer.syncGroup(groupAddress('239.4.4.4'), [1]), 'added', 'other groups are the daemon’s');
+    await bridge.refresh();
+    await assert.rejects(bridge.syncForwarding(wanted('239.3.3.3', [1])), /installed statically/);
+    assert.equal(await bridge.syncForwarding(wanted('239.4.4.4', [1])), 'added', 'other groups are the daemon’s');
   });
 
   it('without a gateway, other multicast is dropped rather than left to the bridge to flood', async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.installBase(undefined);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.installBase(undefined);
     const drops = pipeline.unknownGroupDrop();
     assert.deepEqual(
       drops.map((drop) => [drop.match.ipDst, drop.actions, drop.priority]),
@@ -504,8 +503,8 @@ describe('OvsProgrammer', () => {
 
   it('base flows: all IGMP and MLD to the controller, link-local flooded, other multicast to the gateway', async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.installBase(1);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.installBase(1);
     const flows = ovs.batches[0]!.filter((m) => m.type === 'FLOW_MOD');
     assert.equal(flows.length, 9);
     const membership = pipeline.membershipToController();

@@ -1,14 +1,14 @@
 /**
  * Per-source forwarding in the daemon: the loop on the shared fakes (test/fakes/) fed
  * real IGMPv3 reports, down to the fake switch's (S,G) entries and the filter the router
- * is told; and the real OvsProgrammer on an OpenFlow fake that applies what it is sent:
+ * is told; and the real bridge client on an OpenFlow fake that applies what it is sent:
  * the order of one group's batch, a second sync that sends nothing, the read-back of a
- * new programmer, and the removal of every source.
+ * new client, and the removal of every source.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { DEFAULT_PIPELINE_CONFIG, sourcePriorities } from '../../src/domain/pipeline/config.js';
 import { changeMessage } from '../../src/domain/pipeline/openflow-entries.js';
@@ -169,10 +169,10 @@ const GROUP_PRIORITY = DEFAULT_PIPELINE_CONFIG.priorities.group;
 
 async function started(ovs = new ApplyingOpenFlow()) {
   const pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG);
-  const programmer = new OvsProgrammer(ovs, pipeline);
-  await programmer.refresh();
+  const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+  await bridge.refresh();
   ops([], pipeline);
-  return { ovs, programmer, pipeline };
+  return { ovs, bridge, pipeline };
 }
 
 /**
@@ -200,13 +200,13 @@ const headsOf = new WeakMap<ReturnType<typeof ovsPipeline>, Map<number, string>>
 
 const wanted = (ports: number[], bySource: Array<{ source: typeof S1; ports: number[] }>) => ({ group: GROUP, ports, bySource });
 
-describe('OvsProgrammer: (S,G) entries', () => {
+describe('BridgeClient: (S,G) entries', () => {
   it('one batch a group: the (S,G) entries first, then (*,G), then the stale (S,G) entries, flow before groups', async () => {
-    const { ovs, programmer, pipeline } = await started();
-    assert.equal(await programmer.syncForwarding(wanted([GATEWAY, C], [{ source: S1, ports: [GATEWAY, A] }])), 'added');
+    const { ovs, bridge, pipeline } = await started();
+    assert.equal(await bridge.syncForwarding(wanted([GATEWAY, C], [{ source: S1, ports: [GATEWAY, A] }])), 'added');
     assert.deepEqual(ops(ovs.batches[0], pipeline), [`group-0:${S1}`, `flow-0:source:${S1}`, 'group-0:*', 'flow-0:group']);
     assert.equal(
-      await programmer.syncForwarding(
+      await bridge.syncForwarding(
         wanted(
           [GATEWAY, C],
           [
@@ -229,7 +229,7 @@ describe('OvsProgrammer: (S,G) entries', () => {
   });
 
   it('a second sync of the same wanted sends nothing; a change of one source sends only its entry', async () => {
-    const { ovs, programmer, pipeline } = await started();
+    const { ovs, bridge, pipeline } = await started();
     const split = wanted(
       [GATEWAY, C],
       [
@@ -237,11 +237,11 @@ describe('OvsProgrammer: (S,G) entries', () => {
         { source: S2, ports: [GATEWAY, B, C] },
       ],
     );
-    await programmer.syncForwarding(split);
+    await bridge.syncForwarding(split);
     const sent = ovs.batches.length;
-    assert.equal(await programmer.syncForwarding(split), 'unchanged');
+    assert.equal(await bridge.syncForwarding(split), 'unchanged');
     assert.equal(ovs.batches.length, sent, 'nothing sent');
-    await programmer.syncForwarding(
+    await bridge.syncForwarding(
       wanted(
         [GATEWAY, C],
         [
@@ -251,7 +251,7 @@ describe('OvsProgrammer: (S,G) entries', () => {
       ),
     );
     assert.deepEqual(ops(ovs.batches.at(-1), pipeline), [`group-1:${S1}`]);
-    assert.deepEqual(programmer.learnedGroups, [
+    assert.deepEqual(bridge.learnedGroups, [
       {
         group: GROUP,
         ports: [GATEWAY, C],
@@ -263,8 +263,8 @@ describe('OvsProgrammer: (S,G) entries', () => {
     ]);
   });
 
-  it('a new programmer reads the entries back and plans nothing for the same wanted (a restarted daemon)', async () => {
-    const { ovs, programmer } = await started();
+  it('a new client reads the entries back and plans nothing for the same wanted (a restarted daemon)', async () => {
+    const { ovs, bridge } = await started();
     const split = wanted(
       [GATEWAY, C],
       [
@@ -272,18 +272,18 @@ describe('OvsProgrammer: (S,G) entries', () => {
         { source: S2, ports: [GATEWAY, B, C] },
       ],
     );
-    await programmer.syncForwarding(split);
+    await bridge.syncForwarding(split);
     const restarted = await started(ovs);
-    assert.deepEqual(restarted.programmer.installedGroups, [GROUP]);
-    assert.deepEqual(restarted.programmer.learnedGroups, programmer.learnedGroups);
+    assert.deepEqual(restarted.bridge.installedGroups, [GROUP]);
+    assert.deepEqual(restarted.bridge.learnedGroups, bridge.learnedGroups);
     const sent = ovs.batches.length;
-    assert.equal(await restarted.programmer.syncForwarding(split), 'unchanged');
+    assert.equal(await restarted.bridge.syncForwarding(split), 'unchanged');
     assert.equal(ovs.batches.length, sent, 'nothing sent');
   });
 
   it('removing every source leaves the (*,G) entry alone; removing the group removes everything and frees the slots', async () => {
-    const { ovs, programmer, pipeline } = await started();
-    await programmer.syncForwarding(
+    const { ovs, bridge, pipeline } = await started();
+    await bridge.syncForwarding(
       wanted(
         [GATEWAY, C],
         [
@@ -293,22 +293,22 @@ describe('OvsProgrammer: (S,G) entries', () => {
       ),
     );
     const s1Head = pipeline.sourceGroupId(S1, GROUP);
-    assert.equal(await programmer.syncForwarding(wanted([GATEWAY, A, B, C], [])), 'updated');
+    assert.equal(await bridge.syncForwarding(wanted([GATEWAY, A, B, C], [])), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1), pipeline), ['group-1:*', `flow-4:source:${S1}`, `group-2:${S1}`, `flow-4:source:${S2}`, `group-2:${S2}`]);
-    assert.deepEqual(programmer.learnedGroups, [{ group: GROUP, ports: [GATEWAY, A, B, C] }]);
+    assert.deepEqual(bridge.learnedGroups, [{ group: GROUP, ports: [GATEWAY, A, B, C] }]);
     assert.equal(pipeline.groupIds.targetOf(s1Head), undefined, 'the slot of a removed (S,G) entry is free');
-    await programmer.syncForwarding(wanted([GATEWAY], [{ source: S3, ports: [GATEWAY, A] }]));
+    await bridge.syncForwarding(wanted([GATEWAY], [{ source: S3, ports: [GATEWAY, A] }]));
     const s3Head = pipeline.sourceGroupId(S3, GROUP);
-    assert.equal(await programmer.syncGroup(GROUP, []), 'removed');
+    assert.equal(await bridge.syncForwarding(wanted([], [])), 'removed');
     assert.deepEqual(ops(ovs.batches.at(-1), pipeline), [`flow-4:source:${S3}`, `group-2:${S3}`, 'flow-4:group', 'group-2:*']);
-    assert.deepEqual(programmer.installedGroups, []);
+    assert.deepEqual(bridge.installedGroups, []);
     assert.deepEqual(
       ovs.flows.filter((flow) => flow.priority === SOURCE_PRIORITY || flow.priority === GROUP_PRIORITY),
       [],
     );
     assert.deepEqual(ovs.groups, []);
     assert.equal(pipeline.groupIds.targetOf(s3Head), undefined);
-    assert.equal(await programmer.syncGroup(GROUP, []), 'absent');
+    assert.equal(await bridge.syncForwarding(wanted([], [])), 'absent');
   });
 
   it("a static (S,G) entry (install, reconcile) makes the whole group the operator's", async () => {
@@ -319,11 +319,11 @@ describe('OvsProgrammer: (S,G) entries', () => {
       strayGroups: [],
     });
     await ovs.batch(declared!.changes.map(changeMessage));
-    const { programmer } = await started(ovs);
-    assert.deepEqual(programmer.learnedGroups, []);
+    const { bridge } = await started(ovs);
+    assert.deepEqual(bridge.learnedGroups, []);
     const sent = ovs.batches.length;
-    await assert.rejects(programmer.syncGroup(GROUP, [GATEWAY, A]), /installed statically/);
-    assert.equal(await programmer.syncGroup(GROUP, []), 'absent');
+    await assert.rejects(bridge.syncForwarding(wanted([GATEWAY, A], [])), /installed statically/);
+    assert.equal(await bridge.syncForwarding(wanted([], [])), 'absent');
     assert.equal(ovs.batches.length, sent, 'nothing sent');
   });
 });

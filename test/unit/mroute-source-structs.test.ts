@@ -31,23 +31,23 @@ describe('group_source_req', () => {
     const bytes = hex(`07000000 00000000 ${storage('e8010203')} ${storage('0a000105')}`);
     assert.equal(bytes.length, 264);
     assert.equal(GROUP_SOURCE_REQ_LENGTH, 264);
-    assertRoundTrip(groupSourceReq, { ifindex: 7, group: '232.1.2.3', source: '10.0.1.5' }, bytes);
+    assertRoundTrip(groupSourceReq.ipv4, { ifindex: 7, group: '232.1.2.3', source: '10.0.1.5' }, bytes);
     assert.equal(bytes[8], 2, 'family at 8');
     assert.equal(bytes[136], 2, 'family at 136');
     assert.deepEqual([...bytes.subarray(140, 144)], [10, 0, 1, 5], 'source address at 140');
   });
 
   test('refuses bad values and short or non-IPv4 input', () => {
-    assert.throws(() => groupSourceReq.encode({ ifindex: -1, group: '232.1.2.3', source: '10.0.1.5' }), RangeError);
-    assert.throws(() => groupSourceReq.encode({ ifindex: 1, group: '232.1.2.3', source: 'nope' }), RangeError);
+    assert.throws(() => groupSourceReq.ipv4.encode({ ifindex: -1, group: '232.1.2.3', source: '10.0.1.5' }), RangeError);
+    assert.throws(() => groupSourceReq.ipv4.encode({ ifindex: 1, group: '232.1.2.3', source: 'nope' }), RangeError);
     assert.throws(
-      () => groupSourceReq.decode(new Uint8Array(263)),
+      () => groupSourceReq.ipv4.decode(new Uint8Array(263)),
       (error: unknown) => error instanceof DecodeError && error.code === 'truncated',
     );
-    const inet6 = groupSourceReq.encode({ ifindex: 1, group: '232.1.2.3', source: '10.0.1.5' });
+    const inet6 = groupSourceReq.ipv4.encode({ ifindex: 1, group: '232.1.2.3', source: '10.0.1.5' });
     inet6[136] = 10;
     assert.throws(
-      () => groupSourceReq.decode(inet6),
+      () => groupSourceReq.ipv4.decode(inet6),
       (error: unknown) => error instanceof DecodeError && error.code === 'not-inet',
     );
   });
@@ -57,28 +57,28 @@ describe('group_filter', () => {
   test('no sources: 144 octets, EXCLUDE = 0', () => {
     const bytes = hex(`03000000 00000000 ${storage('ef010203')} 00000000 00000000`);
     assert.equal(bytes.length, 144);
-    assertRoundTrip(groupFilter, { ifindex: 3, group: '239.1.2.3', mode: 'exclude', sources: [] }, bytes);
+    assertRoundTrip(groupFilter.ipv4, { ifindex: 3, group: '239.1.2.3', mode: 'exclude', sources: [] }, bytes);
   });
 
   test('n sources: 144 + 128n octets, INCLUDE = 1, the list from 144', () => {
     const bytes = hex(`03000000 00000000 ${storage('e8000001')} 01000000 02000000 ${storage('0a000001')} ${storage('0a000002')}`);
     assert.equal(bytes.length, 144 + 2 * 128);
     assert.equal(groupFilterLength(2), 400);
-    assertRoundTrip(groupFilter, { ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1', '10.0.0.2'] }, bytes);
+    assertRoundTrip(groupFilter.ipv4, { ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1', '10.0.0.2'] }, bytes);
     assert.deepEqual([...bytes.subarray(136, 144)], [1, 0, 0, 0, 2, 0, 0, 0], 'fmode at 136, numsrc at 140');
     assert.deepEqual([...bytes.subarray(272, 276)], [2, 0, 0, 0], 'second source at 144 + 128');
   });
 
   test('a numsrc past the bytes, or an unknown mode, is refused', () => {
-    const bytes = groupFilter.encode({ ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1'] });
+    const bytes = groupFilter.ipv4.encode({ ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1'] });
     assert.throws(
-      () => groupFilter.decode(bytes, 0, bytes.length - 1),
+      () => groupFilter.ipv4.decode(bytes, 0, bytes.length - 1),
       (error: unknown) => error instanceof DecodeError && error.code === 'truncated',
     );
     const badMode = Uint8Array.from(bytes);
     badMode[136] = 7;
     assert.throws(
-      () => groupFilter.decode(badMode),
+      () => groupFilter.ipv4.decode(badMode),
       (error: unknown) => error instanceof DecodeError && error.code === 'bad-filter-mode',
     );
   });

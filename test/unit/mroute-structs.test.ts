@@ -11,11 +11,13 @@ import { describe, test } from '../helpers/node-test.js';
 import { DecodeError, McastError, PermissionError, UsageError } from '../../src/errors.js';
 import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
 import { errnoOf } from '../../src/protocol/mroute/errno.js';
+import { readUpcall } from '../../src/protocol/mroute/family-kit.js';
+import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
 import * as igmpmsg from '../../src/protocol/mroute/igmpmsg.js';
 import * as ipMreqn from '../../src/protocol/mroute/ip-mreqn.js';
 import * as mfcctl from '../../src/protocol/mroute/mfcctl.js';
 import { MrouteError, mrouteError } from '../../src/protocol/mroute/mroute-error.js';
-import { ifindexOf } from '../../src/transport/mroute-socket.js';
+import { ifindexOf } from '../../src/transport/interface-index.js';
 import { parseMfcCache, parseVifTable, procAddress } from '../../src/protocol/mroute/proc.js';
 import * as vifctl from '../../src/protocol/mroute/vifctl.js';
 import { hex } from '../helpers/bytes.js';
@@ -114,15 +116,21 @@ describe('igmpmsg', () => {
     assert.equal(igmpmsg.kernelVifWidth('6.18.44-fc-v657'), 16);
   });
 
-  test('parseUpcall: protocol octet 0 is an upcall, 2 is real IGMP', () => {
+  test('readUpcall: protocol octet 0 is an upcall, 2 is real IGMP', () => {
     // A NOCACHE upcall as the kernel queues it: the triggering packet's header (ihl 5),
     // TTL overwritten by im_msgtype, protocol by im_mbz, checksum by im_vif/im_vif_hi,
     // then an 8-octet IGMP header whose type repeats im_msgtype.
     const upcall = hex('45000030 12344000 01 00 0000 0a5b0002 ef3d0002   01000000 00000000');
-    assert.deepEqual(igmpmsg.parseUpcall(upcall, 16), { type: IGMPMSG_NOCACHE, vif: 0, source: '10.91.0.2', group: '239.61.0.2', rest: upcall.subarray(20) });
+    assert.deepEqual(readUpcall(IPV4_KIT, upcall, 16), {
+      type: IGMPMSG_NOCACHE,
+      index: 0,
+      source: '10.91.0.2',
+      group: '239.61.0.2',
+      rest: upcall.subarray(20),
+    });
     const realIgmp = hex('46c00020 00004000 01 02 0000 0a5b0002 e0000016 94040000   22000000 00000000');
-    assert.equal(igmpmsg.parseUpcall(realIgmp, 16), undefined);
-    assert.equal(igmpmsg.parseUpcall(upcall.subarray(0, 19), 16), undefined);
+    assert.equal(readUpcall(IPV4_KIT, realIgmp, 16), undefined);
+    assert.equal(readUpcall(IPV4_KIT, upcall.subarray(0, 19), 16), undefined);
   });
 });
 
@@ -133,7 +141,7 @@ describe('ip_mreqn', () => {
 });
 
 // Fixtures copied from a real kernel (Linux 6.18, x86_64): the router namespace of
-// test/e2e/mroute-socket.test.ts after its traffic tests, dumped with
+// test/routing/mroute-socket.test.ts after its traffic tests, dumped with
 // `ip netns exec <router ns> cat /proc/net/ip_mr_vif /proc/net/ip_mr_cache`. The VIFs were
 // added with VIFF_USE_IFINDEX (ifindexes 2, 3, 4); 7 datagrams of 44 octets went from
 // 10.91.0.2 to 239.61.0.1 (iif 0 → oif 1), and one to 239.61.0.2, which has no route: its
@@ -206,7 +214,7 @@ describe('errors', () => {
       errno: -92,
       syscall: 'setsockopt',
     });
-    const typed = mrouteError('cannot become the multicast router (MRT_INIT)', refused, { ENOPROTOOPT: 'no multicast routing' });
+    const typed = mrouteError('cannot become the multicast router (MRT_INIT)', refused, { hints: { ENOPROTOOPT: 'no multicast routing' } });
     assert.ok(typed instanceof MrouteError);
     assert.equal(typed.errno, 'ENOPROTOOPT');
     assert.equal(typed.hint, 'no multicast routing');

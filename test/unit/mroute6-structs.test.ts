@@ -1,5 +1,5 @@
 /**
- * The mroute6 struct codecs and /proc parsers. Expected bytes are written out by hand from
+ * The IPv6 kernel routing struct codecs and /proc parsers. Expected bytes are written out by hand from
  * linux/mroute6.h, linux/in6.h and linux/in.h (x86_64: integers little-endian, in6_addr
  * in network order), with the offsets and sizes a C program printed from the installed
  * headers (sizeof/offsetof): sockaddr_in6 28 (family 0, port 2, flowinfo 4, addr 8,
@@ -14,21 +14,15 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError } from '../../src/errors.js';
-import * as constants from '../../src/protocol/mroute6/constants.js';
-import {
-  GROUP_REQ6_LENGTH,
-  GROUP_SOURCE_REQ6_LENGTH,
-  groupFilter6,
-  groupFilter6Length,
-  groupReq6,
-  groupSourceReq6,
-  IPV6_MREQ_LENGTH,
-  ipv6Mreq,
-} from '../../src/protocol/mroute6/group-req6.js';
-import * as mf6cctl from '../../src/protocol/mroute6/mf6cctl.js';
-import * as mif6ctl from '../../src/protocol/mroute6/mif6ctl.js';
-import * as mrt6msg from '../../src/protocol/mroute6/mrt6msg.js';
-import { parseMfc6Cache, parseMifTable, procIPv6, readMfc6Cache, readMifTable } from '../../src/protocol/mroute6/proc6.js';
+import * as constants from '../../src/protocol/mroute/constants.js';
+import { readUpcall } from '../../src/protocol/mroute/family-kit.js';
+import { IPV6_KIT } from '../../src/protocol/mroute/family-kits.js';
+import { GROUP_REQ_LENGTH, GROUP_SOURCE_REQ_LENGTH, groupFilter, groupFilterLength, groupReq, groupSourceReq } from '../../src/protocol/mroute/group-req.js';
+import * as ipv6Mreq from '../../src/protocol/mroute/ipv6-mreq.js';
+import * as mf6cctl from '../../src/protocol/mroute/mf6cctl.js';
+import * as mif6ctl from '../../src/protocol/mroute/mif6ctl.js';
+import * as mrt6msg from '../../src/protocol/mroute/mrt6msg.js';
+import { parseMfc6Cache, parseMifTable, procIPv6, readMfc6Cache, readMifTable } from '../../src/protocol/mroute/proc.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 
@@ -157,68 +151,71 @@ describe('mrt6msg', () => {
     assert.throws(() => mrt6msg.decode(new Uint8Array(39)), decodeError('truncated'));
   });
 
-  test('parseUpcall6: a NOCACHE upcall as the kernel queues it (80 octets, the last 40 undefined)', () => {
+  test('readUpcall: a NOCACHE upcall as the kernel queues it (80 octets, the last 40 undefined)', () => {
     const upcall = hex(`00 01 0200 00000000 ${SOURCE_HEX} ${GROUP_HEX} ${'5a'.repeat(40)}`);
-    const parsed = mrt6msg.parseUpcall6(upcall);
-    assert.deepEqual({ ...parsed, rest: parsed?.rest.length }, { type: constants.MRT6MSG_NOCACHE, mif: 2, source: '2001:db8::2', group: 'ff3e::1', rest: 40 });
+    const parsed = readUpcall(IPV6_KIT, upcall, 16);
+    assert.deepEqual(
+      { ...parsed, rest: parsed?.rest.length },
+      { type: constants.MRT6MSG_NOCACHE, index: 2, source: '2001:db8::2', group: 'ff3e::1', rest: 40 },
+    );
   });
 
-  test('parseUpcall6: WHOLEPKT carries the whole IPv6 packet after the struct', () => {
+  test('readUpcall: WHOLEPKT carries the whole IPv6 packet after the struct', () => {
     // An IPv6 header (version 6, payload 8, next header UDP, hop limit 64) and 8 octets of UDP.
     const packet = hex(`60000000 0008 11 40 ${SOURCE_HEX} ${GROUP_HEX} 1f90 1f90 0008 0000`);
     const upcall = Buffer.concat([hex(`00 03 0100 00000000 ${SOURCE_HEX} ${GROUP_HEX}`), packet]);
-    const parsed = mrt6msg.parseUpcall6(upcall);
+    const parsed = readUpcall(IPV6_KIT, upcall, 16);
     assert.equal(parsed?.type, constants.MRT6MSG_WHOLEPKT);
-    assert.equal(parsed?.mif, 1);
+    assert.equal(parsed?.index, 1);
     assert.equal(Buffer.from(parsed!.rest).toString('hex'), packet.toString('hex'));
   });
 
-  test('parseUpcall6: real ICMPv6 (an MLDv2 report, type 143) and short input are not upcalls', () => {
+  test('readUpcall: real ICMPv6 (an MLDv2 report, type 143) and short input are not upcalls', () => {
     const mldv2Report = hex(`8f00 1234 0000 0001  04 00 0000 ${GROUP_HEX} ${'00'.repeat(12)}`);
-    assert.equal(mrt6msg.parseUpcall6(mldv2Report), undefined);
-    assert.equal(mrt6msg.parseUpcall6(new Uint8Array(39)), undefined);
+    assert.equal(readUpcall(IPV6_KIT, mldv2Report, 16), undefined);
+    assert.equal(readUpcall(IPV6_KIT, new Uint8Array(39), 16), undefined);
   });
 });
 
 describe('group_req, group_source_req, group_filter (IPv6)', () => {
   test('group_req: 136 octets, ifindex, 4 of padding, the group at 8', () => {
     const bytes = hex(`07000000 00000000 ${storage(GROUP_HEX)}`);
-    assert.equal(bytes.length, GROUP_REQ6_LENGTH);
-    assertRoundTrip(groupReq6, { ifindex: 7, group: 'ff3e::1' }, bytes);
+    assert.equal(bytes.length, GROUP_REQ_LENGTH);
+    assertRoundTrip(groupReq.ipv6, { ifindex: 7, group: 'ff3e::1' }, bytes);
   });
 
   test('group_source_req: 264 octets, the source sockaddr_in6 at 136', () => {
     const bytes = hex(`07000000 00000000 ${storage(GROUP_HEX)} ${storage(SOURCE_HEX)}`);
-    assert.equal(bytes.length, GROUP_SOURCE_REQ6_LENGTH);
-    assertRoundTrip(groupSourceReq6, { ifindex: 7, group: 'ff3e::1', source: '2001:db8::2' }, bytes);
+    assert.equal(bytes.length, GROUP_SOURCE_REQ_LENGTH);
+    assertRoundTrip(groupSourceReq.ipv6, { ifindex: 7, group: 'ff3e::1', source: '2001:db8::2' }, bytes);
     assert.deepEqual([...bytes.subarray(136, 138)], [10, 0], 'family at 136');
     assert.equal(bytes.subarray(144, 160).toString('hex'), SOURCE_HEX, 'source address at 144');
   });
 
   test('group_filter: 144 + 128n octets, INCLUDE = 1, the list from 144', () => {
     const bytes = hex(`03000000 00000000 ${storage(GROUP_HEX)} 01000000 02000000 ${storage(SOURCE_HEX)} ${storage('20010db8000000000000000000000003')}`);
-    assert.equal(bytes.length, groupFilter6Length(2));
-    assertRoundTrip(groupFilter6, { ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2', '2001:db8::3'] }, bytes);
+    assert.equal(bytes.length, groupFilterLength(2));
+    assertRoundTrip(groupFilter.ipv6, { ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2', '2001:db8::3'] }, bytes);
     const empty = hex(`03000000 00000000 ${storage(GROUP_HEX)} 00000000 00000000`);
-    assertRoundTrip(groupFilter6, { ifindex: 3, group: 'ff3e::1', mode: 'exclude', sources: [] }, empty);
+    assertRoundTrip(groupFilter.ipv6, { ifindex: 3, group: 'ff3e::1', mode: 'exclude', sources: [] }, empty);
   });
 
   test('ipv6_mreq: the group, then a host-order int ifindex', () => {
     const bytes = hex(`${GROUP_HEX} 04000000`);
-    assert.equal(bytes.length, IPV6_MREQ_LENGTH);
+    assert.equal(bytes.length, ipv6Mreq.IPV6_MREQ_LENGTH);
     assertRoundTrip(ipv6Mreq, { group: 'ff3e::1', ifindex: 4 }, bytes);
   });
 
   test('IPv4 sockaddrs, unknown modes, short input and bad values are refused', () => {
     const ipv4Family = hex(`07000000 00000000 0200 0000 e8010203 ${'00'.repeat(120)}`);
-    assert.throws(() => groupReq6.decode(ipv4Family), decodeError('not-inet6'));
-    const filter = groupFilter6.encode({ ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2'] });
+    assert.throws(() => groupReq.ipv6.decode(ipv4Family), decodeError('not-inet6'));
+    const filter = groupFilter.ipv6.encode({ ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2'] });
     const badMode = Uint8Array.from(filter);
     badMode[136] = 7;
-    assert.throws(() => groupFilter6.decode(badMode), decodeError('bad-filter-mode'));
-    assert.throws(() => groupFilter6.decode(filter, 0, filter.length - 1), decodeError('truncated'));
-    assert.throws(() => groupSourceReq6.decode(new Uint8Array(263)), decodeError('truncated'));
-    assert.throws(() => groupSourceReq6.encode({ ifindex: 1, group: 'ff3e::1', source: '10.0.0.1' }), RangeError);
+    assert.throws(() => groupFilter.ipv6.decode(badMode), decodeError('bad-filter-mode'));
+    assert.throws(() => groupFilter.ipv6.decode(filter, 0, filter.length - 1), decodeError('truncated'));
+    assert.throws(() => groupSourceReq.ipv6.decode(new Uint8Array(263)), decodeError('truncated'));
+    assert.throws(() => groupSourceReq.ipv6.encode({ ifindex: 1, group: 'ff3e::1', source: '10.0.0.1' }), RangeError);
     assert.throws(() => ipv6Mreq.encode({ group: 'ff3e::1', ifindex: 2 ** 31 }), RangeError);
   });
 });

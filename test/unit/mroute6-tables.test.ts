@@ -1,9 +1,9 @@
 /**
- * The mroute6 socket's argument checks (UsageError before any struct is encoded) and
- * readRoute6Tables, the IPv6 half of `mcastctl routes`: absent /proc files mean "no IPv6
- * multicast routing here" (undefined, no error), present ones are parsed with the router
- * state from mc_forwarding. Files are written to a temporary directory in the kernel's
- * own formats (net/ipv6/ip6mr.c).
+ * The router socket's argument checks as each family's kit binds them (UsageError before
+ * any struct is encoded), and readRouteTables with the IPv6 kit, the IPv6 half of
+ * `mcastctl routes`: absent /proc files mean "no IPv6 multicast routing here" (undefined,
+ * no error), present ones are parsed with the router state from mc_forwarding. Files are
+ * written to a temporary directory in the kernel's own formats (net/ipv6/ip6mr.c).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,44 +12,58 @@ import { join } from 'node:path';
 import { after, describe, test } from '../helpers/node-test.js';
 
 import { UsageError } from '../../src/errors.js';
-import { checkAddress6, checkHopLimit, checkMif, checkMifIfindex } from '../../src/protocol/mroute6/arguments6.js';
-import { readRoute6Tables } from '../../src/protocol/mroute6/proc6.js';
+import { checkThreshold } from '../../src/protocol/mroute/arguments.js';
+import { checkFamilyAddress, checkIndex, checkInterfaceIfindex, type FamilyKit, readRouteTables } from '../../src/protocol/mroute/family-kit.js';
+import { IPV4_KIT, IPV6_KIT } from '../../src/protocol/mroute/family-kits.js';
 
-describe('mroute6 argument checks', () => {
-  test('MIF indexes 0..31', () => {
-    checkMif(0);
-    checkMif(31);
-    for (const bad of [-1, 32, 1.5, Number.NaN]) assert.throws(() => checkMif(bad), UsageError);
+describe('the router socket argument checks of each kit', () => {
+  test('MIF and VIF indexes 0..31', () => {
+    for (const kit of [IPV6_KIT, IPV4_KIT]) {
+      checkIndex(kit, 0);
+      checkIndex(kit, 31);
+      for (const bad of [-1, 32, 1.5, Number.NaN]) assert.throws(() => checkIndex(kit, bad), UsageError);
+    }
+    assert.throws(() => checkIndex(IPV6_KIT, 32), /invalid MIF 32: an integer from 0 to 31/);
+    assert.throws(() => checkIndex(IPV4_KIT, 32, 'outgoing VIF'), /invalid outgoing VIF 32/);
   });
 
-  test('hop-limit thresholds 1..254', () => {
-    checkHopLimit(1, 'threshold');
-    checkHopLimit(254, 'threshold');
-    for (const bad of [0, 255, 2.5]) assert.throws(() => checkHopLimit(bad, 'threshold'), UsageError);
+  test('hop-limit (TTL) thresholds 1..254', () => {
+    checkThreshold(1, 'threshold');
+    checkThreshold(254, 'threshold');
+    for (const bad of [0, 255, 2.5]) assert.throws(() => checkThreshold(bad, 'threshold'), UsageError);
   });
 
-  test('a MIF ifindex fits mif6c_pifi (16 bits)', () => {
-    checkMifIfindex(1);
-    checkMifIfindex(0xffff);
-    for (const bad of [0, 0x10000, -3]) assert.throws(() => checkMifIfindex(bad), /mif6c_pifi is 16 bits/);
+  test('a MIF ifindex fits mif6c_pifi (16 bits); a VIF takes any positive one', () => {
+    checkInterfaceIfindex(IPV6_KIT, 1);
+    checkInterfaceIfindex(IPV6_KIT, 0xffff);
+    for (const bad of [0, 0x10000, -3]) assert.throws(() => checkInterfaceIfindex(IPV6_KIT, bad), /mif6c_pifi is 16 bits/);
+    checkInterfaceIfindex(IPV4_KIT, 0x10000);
+    for (const bad of [0, -3, 1.5]) assert.throws(() => checkInterfaceIfindex(IPV4_KIT, bad), UsageError);
   });
 
-  test('addresses: IPv6 only, groups multicast, with code bad-address', () => {
-    checkAddress6('fd00::1', 'source', false);
-    checkAddress6('ff1e::1', 'group', true);
-    const refused = (address: string, multicast: boolean) =>
+  test("addresses: the kit's family only, groups multicast, with code bad-address", () => {
+    checkFamilyAddress(IPV6_KIT, 'fd00::1', 'source', false);
+    checkFamilyAddress(IPV6_KIT, 'ff1e::1', 'group', true);
+    checkFamilyAddress(IPV4_KIT, '10.0.0.1', 'source', false);
+    checkFamilyAddress(IPV4_KIT, '239.1.1.1', 'group', true);
+    const refused = (kit: FamilyKit, address: string, multicast: boolean) =>
       assert.throws(
-        () => checkAddress6(address, 'x', multicast),
+        () => checkFamilyAddress(kit, address, 'x', multicast),
         (error: unknown) => error instanceof UsageError && error.code === 'bad-address',
       );
-    refused('10.0.0.1', false);
-    refused('239.1.1.1', true);
-    refused('fd00::1', true);
-    refused('not an address', false);
+    refused(IPV6_KIT, '10.0.0.1', false);
+    refused(IPV6_KIT, '239.1.1.1', true);
+    refused(IPV6_KIT, 'fd00::1', true);
+    refused(IPV6_KIT, 'not an address', false);
+    refused(IPV4_KIT, 'fd00::1', false);
+    refused(IPV4_KIT, 'ff1e::1', true);
+    refused(IPV4_KIT, '10.0.0.1', true);
+    assert.throws(() => checkFamilyAddress(IPV4_KIT, '10.0.0.1', 'group', true), /not a multicast address \(224\.0\.0\.0\/4\)/);
+    assert.throws(() => checkFamilyAddress(IPV6_KIT, 'fd00::1', 'group', true), /not a multicast address \(ff00::\/8\)/);
   });
 });
 
-describe('readRoute6Tables', () => {
+describe('readRouteTables of the IPv6 kit', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcastctl-proc6-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
   const file = (name: string, text: string): string => {
@@ -71,29 +85,29 @@ describe('readRoute6Tables', () => {
   );
 
   test('absent /proc files: undefined, no error (a kernel without IPv6 multicast routing)', async () => {
-    assert.equal(await readRoute6Tables({ mifs: join(dir, 'absent-vif'), cache: join(dir, 'absent-cache') }), undefined);
-    assert.equal(await readRoute6Tables({ mifs, cache: join(dir, 'absent-cache') }), undefined);
+    assert.equal(await readRouteTables(IPV6_KIT, { interfaces: join(dir, 'absent-vif'), cache: join(dir, 'absent-cache') }), undefined);
+    assert.equal(await readRouteTables(IPV6_KIT, { interfaces: mifs, cache: join(dir, 'absent-cache') }), undefined);
   });
 
   test('present files: MIFs, routes and the router state', async () => {
-    const tables = await readRoute6Tables({ mifs, cache, mcForwarding: file('mc_forwarding', '1\n') });
+    const tables = await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: file('mc_forwarding', '1\n') });
     assert.equal(tables?.routerActive, true);
     assert.deepEqual(
-      tables?.mifs.map((m) => [m.mif, m.name, m.packetsIn, m.packetsOut]),
+      tables?.interfaces.map((m) => [m.index, m.name, m.packetsIn, m.packetsOut]),
       [
         [0, 'veth0', 10, 0],
         [1, 'veth1', 0, 10],
       ],
     );
-    assert.deepEqual(tables?.routes, [{ group: 'ff1e::61:1', origin: 'fd61:1::2', iif: 0, packets: 10, bytes: 1000, wrong: 0, oifs: [{ mif: 1, ttl: 1 }] }]);
+    assert.deepEqual(tables?.routes, [{ source: 'fd61:1::2', group: 'ff1e::61:1', iif: 0, packets: 10, bytes: 1000, wrong: 0, oifs: [{ index: 1, ttl: 1 }] }]);
   });
 
   test('mc_forwarding 0 or absent: no router', async () => {
-    assert.equal((await readRoute6Tables({ mifs, cache, mcForwarding: file('mc_forwarding0', '0\n') }))?.routerActive, false);
-    assert.equal((await readRoute6Tables({ mifs, cache, mcForwarding: join(dir, 'absent-sysctl') }))?.routerActive, false);
+    assert.equal((await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: file('mc_forwarding0', '0\n') }))?.routerActive, false);
+    assert.equal((await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: join(dir, 'absent-sysctl') }))?.routerActive, false);
   });
 
   test('a malformed file is still an error', async () => {
-    await assert.rejects(readRoute6Tables({ mifs: file('bad-vif', 'garbage\n 0 x\n'), cache }), /bad-proc-file|header/);
+    await assert.rejects(readRouteTables(IPV6_KIT, { interfaces: file('bad-vif', 'garbage\n 0 x\n'), cache }), /bad-proc-file|header/);
   });
 });

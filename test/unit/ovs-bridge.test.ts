@@ -1,13 +1,13 @@
 /**
  * The OVS adapter's shared parts: the one port model (LOCAL, pods from external_ids, the
- * gateway by name) and the one read-back of the installed pipeline, which the commands'
- * BridgeSession and the daemon's OvsProgrammer both go through.
+ * gateway by name) and the one read-back of the installed pipeline, which the bridge
+ * client's read for the commands and its mirror for the daemon both go through.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { BridgePorts, isLocalPort } from '../../src/adapters/ovs/bridge-ports.js';
 import { OVSDB_LOCAL_OFPORT } from '../../src/adapters/ovs/ovs-constants.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline, readInstalled } from '../../src/adapters/ovs/read-back.js';
 import type { InterfaceRow } from '../../src/adapters/ovs/vswitch.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
@@ -17,6 +17,7 @@ import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD } from '../../src/protocol/openflow/li
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../src/protocol/openflow/group-desc.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
+import { UsageError } from '../../src/errors.js';
 import { FakeOpenFlow } from '../fakes/fake-openflow.js';
 
 function row(name: string, ofport: number | undefined, externalIds: Record<string, string> = {}, mac?: string): InterfaceRow {
@@ -63,6 +64,40 @@ describe('BridgePorts', () => {
       row('p4', 5, { 'pod-name': 'queue' }),
     ]);
     assert.deepEqual([...withMacs.macs], [[2, '0a:58:0a:01:00:02']]);
+  });
+});
+
+describe('BridgeClient: the ports', () => {
+  const pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG);
+  const ports = new BridgePorts([
+    row('br-int', OVSDB_LOCAL_OFPORT, {}, '02:00:00:00:00:01'),
+    row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop', 'ip-address': '10.1.0.2/24', 'attached-mac': '0A:58:0A:01:00:02' }),
+  ]);
+  const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: new FakeOpenFlow(), pipeline, ports });
+  const where = () => '--ports';
+
+  it('resolves a port by name or number, with its addresses and MAC', () => {
+    assert.deepEqual(bridge.resolvePort({ name: 'p1' }, where), { ofport: 2, name: 'p1', pod: 'shop/web' });
+    assert.equal(bridge.resolvePort({ ofport: 2 }, where).name, 'p1');
+    assert.deepEqual(bridge.addressesOf(2), ['10.1.0.2']);
+    assert.equal(bridge.macOf(2), '0a:58:0a:01:00:02');
+    assert.equal(bridge.localMac, '02:00:00:00:00:01');
+    assert.deepEqual(
+      bridge.memberPorts.map((port) => port.name),
+      ['p1'],
+    );
+  });
+
+  it('refuses LOCAL and a port the bridge does not have, naming the ports it has (exit 64)', () => {
+    assert.throws(
+      () => bridge.resolvePort({ name: 'br-int' }, where),
+      (error: unknown) =>
+        error instanceof UsageError && error.code === 'no-such-interface' && /^--ports: br-int is the bridge's own \(LOCAL\) port/.test(error.message),
+    );
+    assert.throws(
+      () => bridge.resolvePort({ ofport: 9 }, where),
+      (error: unknown) => error instanceof UsageError && /bridge br-int has no port/.test(error.message) && error.hint === 'its ports: p1 (2)',
+    );
   });
 });
 
@@ -117,15 +152,19 @@ describe('readInstalled', () => {
     assert.deepEqual([...installed.groupIds].sort(), [...declared.groups.map((entry) => entry.groupId), pipeline.groupId(groupAddress('239.5.5.5'))].sort());
   });
 
-  it("the daemon's programmer sees the switch as the commands do", async () => {
+  it("the daemon's mirror sees the switch as the commands do", async () => {
     const ovs = switchWithOneGroup();
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    const installed = await readInstalled(ovs, pipeline);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    const installed = await bridge.readInstalled();
     assert.deepEqual(
-      programmer.installedGroups,
+      bridge.installedGroups,
       installed.pipeline.groups.map((group) => group.group),
     );
-    await assert.rejects(programmer.syncGroup(groupAddress('239.4.4.4'), [1]), /not programmed/, "another controller's flow is in its place");
+    await assert.rejects(
+      bridge.syncForwarding({ group: groupAddress('239.4.4.4'), ports: [1], bySource: [] }),
+      /not programmed/,
+      "another controller's flow is in its place",
+    );
   });
 });

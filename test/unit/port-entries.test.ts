@@ -2,12 +2,12 @@
  * A pod port's own entries: the metered IGMP flow and send-policy drops the pipeline
  * builds, their messages on the wire (the METER instruction before the actions, and read
  * back), the plan between two states (meter before the flows that use it, deleted after
- * them, nothing for what is already right), and the programmer that keeps them, reading
+ * them, nothing for what is already right), and the bridge client that keeps them, reading
  * what of them is on the switch at a refresh.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { changeMessage, flowEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
@@ -118,15 +118,15 @@ describe('per-port entries in the pipeline', () => {
   });
 });
 
-describe('OvsProgrammer: per-port entries', () => {
+describe('BridgeClient: per-port entries', () => {
   it('adds and removes a port (the meter first, then last), and sends nothing when it is right', async () => {
     const ovs = new FakeOpenFlow();
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    assert.deepEqual(await programmer.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
-    assert.deepEqual(await programmer.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
-    assert.deepEqual(await programmer.syncPort(5, undefined), { metered: false });
-    assert.deepEqual(programmer.portsWithEntries, []);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    assert.deepEqual(await bridge.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
+    assert.deepEqual(await bridge.syncPort(5, { meter: METER, deniedSend: [] }), { metered: true });
+    assert.deepEqual(await bridge.syncPort(5, undefined), { metered: false });
+    assert.deepEqual(bridge.portsWithEntries, []);
     const id = pipeline.meterIdOf(5);
     // one meter for the five metered flows of both families
     assert.deepEqual(ovs.batches.map(ops), [
@@ -142,13 +142,13 @@ describe('OvsProgrammer: per-port entries', () => {
       { flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS, meterId: pipeline.meterIdOf(5), bands: [{ type: 'DROP', rate: 200, burstSize: 1000 }] },
     ];
     ovs.flows = pipeline.membershipToControllerMetered(5).map((entry) => dumped(changeMessage({ op: 'add-flow', entry })));
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    assert.deepEqual(programmer.portsWithEntries, [5]);
-    await programmer.syncPort(5, { meter: METER, deniedSend: [] });
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    assert.deepEqual(bridge.portsWithEntries, [5]);
+    await bridge.syncPort(5, { meter: METER, deniedSend: [] });
     assert.equal(ovs.batches.length, 0, 'a restarted daemon leaves a right meter and its counters alone');
-    assert.deepEqual(await programmer.syncPort(9, { meter: METER, deniedSend: [] }), { metered: false });
-    assert.deepEqual(programmer.portsWithEntries, [5]);
+    assert.deepEqual(await bridge.syncPort(9, { meter: METER, deniedSend: [] }), { metered: false });
+    assert.deepEqual(bridge.portsWithEntries, [5]);
   });
 
   it("reads each port's drops from its meter's band counters", async () => {
@@ -164,8 +164,8 @@ describe('OvsProgrammer: per-port entries', () => {
       bandStats: [band(dropped)],
     });
     ovs.meterCounters = [stats(pipeline.meterIdOf(5), 42n), stats(3, 9n)];
-    const programmer = new OvsProgrammer(ovs, pipeline);
-    await programmer.refresh();
-    assert.deepEqual([...(await programmer.meterDrops())], [[5, 42n]]);
+    const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
+    await bridge.refresh();
+    assert.deepEqual([...(await bridge.meterDrops())], [[5, 42n]]);
   });
 });

@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { DecodeError } from '../../src/errors.js';
-import { parseIgmpMemberships } from '../../src/protocol/mroute/proc.js';
-import { parseMldMemberships } from '../../src/protocol/mroute6/proc6.js';
+import { parseIgmpMemberships, parseMldMemberships } from '../../src/protocol/mroute/proc.js';
 
 const IGMP = [
   'Idx\tDevice    : Count Querier\tGroup    Users Timer\tReporter',

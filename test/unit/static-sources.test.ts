@@ -5,8 +5,7 @@ import { parseDeclaredState } from '../../src/domain/declared-state/declared-sta
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { MulticastPipeline, type GroupMembership } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { planGroupReconcile } from '../../src/domain/reconcile-plan.js';
-import { installGroups, uninstallGroups } from '../../src/controllers/static/static-groups.js';
-import type { BridgeSession } from '../../src/adapters/ovs/bridge-session.js';
+import { installGroups, uninstallGroups, type StaticGroupsBridge } from '../../src/controllers/static/static-groups.js';
 import type { PipelineChange } from '../../src/domain/pipeline/plan.js';
 import { UsageError } from '../../src/errors.js';
 import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
@@ -136,8 +135,8 @@ describe('reconcile of (S,G) entries', () => {
 });
 
 describe('static (S,G) entries on a bridge', () => {
-  /** A bridge session on a switch holding `memberships`, recording what it is sent. */
-  function sessionWith(memberships: GroupMembership[]) {
+  /** A bridge on a switch holding `memberships`, recording what it is sent. */
+  function bridgeWith(memberships: GroupMembership[]) {
     const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
     const entries = memberships.map((membership) => pipeline.forwarding(membership));
     const installed = pipeline.readInstalled(
@@ -145,7 +144,7 @@ describe('static (S,G) entries on a bridge', () => {
       entries.flatMap((entry) => entry.groups),
     );
     const sent: PipelineChange[] = [];
-    const session = {
+    const bridge: StaticGroupsBridge = {
       pipeline,
       readInstalled: async () => ({ pipeline: installed, counters: new Map(), foreignFlows: [], groupIds: new Set(), meters: new Map() }),
       apply: async (changes: readonly PipelineChange[]) => {
@@ -155,7 +154,7 @@ describe('static (S,G) entries on a bridge', () => {
       resolvePort: (ref: { ofport: number } | { name: string }) => ({ ofport: 'ofport' in ref ? ref.ofport : 9, name: 'p' }),
       portByNumber: (ofport: number) => ({ ofport, name: `p${ofport}` }),
     };
-    return { session: session as unknown as BridgeSession, sent, pipeline };
+    return { bridge, sent, pipeline };
   }
   const whole = [
     { group: G, ports: [3] },
@@ -165,8 +164,8 @@ describe('static (S,G) entries on a bridge', () => {
   ];
 
   it('uninstall GROUP removes its (*,G) entry and every (S,G) entry of it, no other group', async () => {
-    const { session } = sessionWith(whole);
-    const outcome = await uninstallGroups(session, [G]);
+    const { bridge } = bridgeWith(whole);
+    const outcome = await uninstallGroups(bridge, [G]);
     assert.deepEqual(
       outcome.groups.map(({ group, source, outcome: result }) => ({ group, source, result })),
       [
@@ -178,20 +177,20 @@ describe('static (S,G) entries on a bridge', () => {
   });
 
   it('uninstall of one (S,G) entry leaves the rest; of a group with (S,G) entries only, no (*,G) reported absent', async () => {
-    const { session, sent } = sessionWith(whole);
-    const one = await uninstallGroups(session, [{ group: G, source: S2 }]);
+    const { bridge, sent } = bridgeWith(whole);
+    const one = await uninstallGroups(bridge, [{ group: G, source: S2 }]);
     assert.deepEqual(
       one.groups.map(({ source, outcome: result }) => ({ source, result })),
       [{ source: S2, result: 'removed' }],
     );
     assert.ok(sent.every((change) => change.op !== 'delete-flow' || change.entry.match.ipSrc === S2));
-    const onlySources = sessionWith([{ group: G, source: S1, ports: [1] }]);
-    const result = await uninstallGroups(onlySources.session, [G]);
+    const onlySources = bridgeWith([{ group: G, source: S1, ports: [1] }]);
+    const result = await uninstallGroups(onlySources.bridge, [G]);
     assert.deepEqual(
       result.groups.map(({ source, outcome: result }) => ({ source, outcome: result })),
       [{ source: S1, outcome: 'removed' }],
     );
-    const none = await uninstallGroups(sessionWith([]).session, [G]);
+    const none = await uninstallGroups(bridgeWith([]).bridge, [G]);
     assert.deepEqual(
       none.groups.map(({ group, outcome: result }) => ({ group, outcome: result })),
       [{ group: G, outcome: 'absent' }],
@@ -199,8 +198,8 @@ describe('static (S,G) entries on a bridge', () => {
   });
 
   it('install of an (S,G) entry beside the group’s own: one result each, the (S,G) with its own chain head', async () => {
-    const { session, pipeline } = sessionWith([{ group: G, ports: [3] }]);
-    const outcome = await installGroups(session, [
+    const { bridge, pipeline } = bridgeWith([{ group: G, ports: [3] }]);
+    const outcome = await installGroups(bridge, [
       { group: G, ports: [{ ofport: 3 }], where: () => 'x' },
       { group: G, source: S1, ports: [{ ofport: 1 }], where: () => 'y' },
     ]);

@@ -9,7 +9,8 @@ import { describe, test } from '../helpers/node-test.js';
 import type { McastError } from '../../src/errors.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { type MembershipSocket, UpstreamFilterWidened, UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
-import { MrouteError, type Membership, type SourceFilterSetting, type SourceMembership } from '../../src/transport/mroute-socket.js';
+import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
+import type { Membership, SourceFilterSetting, SourceMembership } from '../../src/transport/router-socket.js';
 import { sourceAddress, type SourceAddress } from '../../src/wire/ip-address.js';
 
 const GROUP = '232.1.1.1';

@@ -1,6 +1,7 @@
 /**
- * The ports of a bridge, one model for the commands (a snapshot, ./bridge-session.ts)
- * and the daemon (kept in step with an OVSDB monitor, ./pod-ports.ts). An Interface row
+ * The ports of a bridge, one model for the commands (a snapshot the bridge client reads
+ * when it opens, ./bridge-client.ts) and the daemon (kept in step with an OVSDB monitor,
+ * ./pod-ports.ts). An Interface row
  * with an OpenFlow port number is a port; one a CNI plugin registered (external_ids
  * pod-name, and pod-namespace) is a pod's; the bridge's own internal port (LOCAL) is a
  * port but never a group member.

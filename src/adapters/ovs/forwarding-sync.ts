@@ -1,10 +1,10 @@
 /**
  * One group's forwarding as the daemon keeps it, source by source: the (*,G) entry for
  * every source nobody names, and an (S,G) entry for each source whose receivers differ
- * (see source-split.ts). The programmer's mirror of what is installed holds both kinds,
- * keyed by forwarding key, and one sync of a group is planned here: in one batch, the
- * changes of its (S,G) entries first (their flows are the more specific), then its
- * (*,G) entry's, then the removal of the (S,G) entries it no longer needs.
+ * (see source-split.ts). The daemon's mirror of what is installed (./pipeline-sync.ts)
+ * holds both kinds, keyed by forwarding key, and one sync of a group is planned here: in
+ * one batch, the changes of its (S,G) entries first (their flows are the more specific),
+ * then its (*,G) entry's, then the removal of the (S,G) entries it no longer needs.
  */
 import { McastError } from '../../errors.js';
 import { compareAddresses, type GroupAddress, type HostAddress, type SourceAddress } from '../../wire/ip-address.js';

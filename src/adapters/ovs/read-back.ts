@@ -1,8 +1,8 @@
 /**
  * What of ours is installed on a bridge, read back over OpenFlow: the one read-back
- * behind both the commands (BridgeSession) and the daemon (OvsProgrammer), so that the
- * two see the switch alike, and the pipeline as OVS takes it (at most as many buckets
- * per group as one GROUP_MOD holds).
+ * behind both the commands (BridgeClient.readInstalled) and the daemon's mirror
+ * (PipelineSync.refresh), so that the two see the switch alike, and the pipeline as OVS
+ * takes it (at most as many buckets per group as one GROUP_MOD holds).
  */
 import type { FlowDumpFilter } from '../../transport/openflow/connection.js';
 import type { MeterSelector } from '../../transport/openflow/meters.js';

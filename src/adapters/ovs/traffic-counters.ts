@@ -39,7 +39,7 @@ export interface PortGroupTraffic {
 
 export interface TrafficReading {
   pipeline: MulticastPipeline;
-  /** The entries of ours on the switch (the programmer's mirror). */
+  /** The entries of ours on the switch (the daemon's mirror, ./pipeline-sync.ts). */
   entries: readonly InstalledGroup[];
   groupStats: readonly GroupStats[];
   /** Our flows, with their counters. */
@@ -62,9 +62,9 @@ interface EntryPortCounters {
 /**
  * What a rewrite of an OVS group takes with it: OVS starts a modified group's bucket
  * counters again from zero (a member joins or leaves, the group is rewritten), while the
- * sending rows go on. So the programmer reads an entry's counters just before it rewrites
- * its groups (on the same connection, so the switch answers with what it counted up to
- * the change) and carries what each port received so far; a port's received since the
+ * sending rows go on. So the daemon's sync reads an entry's counters just before it
+ * rewrites its groups (on the same connection, so the switch answers with what it counted
+ * up to the change) and carries what each port received so far; a port's received since the
  * rewrite is its bucket less what it sent since then. Packets the switch had not yet
  * credited when the group was rewritten (the user-space datapath credits its counters
  * every few hundred ms) are lost to the count.

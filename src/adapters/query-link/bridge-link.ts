@@ -14,7 +14,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { McastError, UnavailableError, UsageError } from '../../errors.js';
-import { BridgeSession } from '../ovs/bridge-session.js';
+import { BridgeClient } from '../ovs/bridge-client.js';
 import type { BridgePort } from '../ovs/bridge-ports.js';
 import type { OvsTarget } from '../ovs/locations.js';
 import { LinkType } from '../../packet/pcap/link-type.js';
@@ -54,17 +54,17 @@ export class BridgeLink implements QueryLink {
   private frames = 0;
 
   private constructor(
-    private readonly session: BridgeSession,
+    private readonly bridge: BridgeClient,
     private readonly options: BridgeLinkOptions,
     private readonly clock: Clock,
   ) {
-    this.name = { bridge: session.target.bridge };
+    this.name = { bridge: bridge.bridge };
     // The bridge's internal interface, when it lives in this namespace with an address.
-    this.ownAddress = ownIPv4Address(session.target.bridge);
+    this.ownAddress = ownIPv4Address(bridge.bridge);
     // Else the address the bridge's MAC would form by itself: listeners take MLD queries
     // from a link-local source only (RFC 3810 §5.1.14), and a switch has none of its own.
-    this.ownLinkLocal = ownIPv6LinkLocal(session.target.bridge) ?? macLinkLocal(session.localMac);
-    this.ports = options.allPorts ? session.memberPorts : session.memberPorts.filter((port) => port.pod !== undefined);
+    this.ownLinkLocal = ownIPv6LinkLocal(bridge.bridge) ?? macLinkLocal(bridge.localMac);
+    this.ports = options.allPorts ? bridge.memberPorts : bridge.memberPorts.filter((port) => port.pod !== undefined);
   }
 
   /**
@@ -72,10 +72,10 @@ export class BridgeLink implements QueryLink {
    * (64) for no such bridge or a bridge with no port to query.
    */
   static async open(options: BridgeLinkOptions): Promise<BridgeLink> {
-    const session = await BridgeSession.open(options.target, { pipeline: options.pipeline });
-    const link = new BridgeLink(session, options, options.clock ?? systemClock);
+    const bridge = await BridgeClient.open(options.target, { pipeline: options.pipeline });
+    const link = new BridgeLink(bridge, options, options.clock ?? systemClock);
     if (link.ports.length === 0) {
-      await session.close();
+      await bridge.close();
       throw new UsageError(
         `bridge ${options.target.bridge} has no ${options.allPorts ? 'port to query' : 'pod port (an interface with external_ids pod-name)'}`,
         {
@@ -89,10 +89,12 @@ export class BridgeLink implements QueryLink {
 
   async listen(onHeard: (event: HeardMembership) => void, onError: (error: McastError) => void): Promise<void> {
     const locate = ipLocator(LinkType.ETHERNET);
-    this.session.onConnectionLost((reason) => {
+    // An opened client does not reconnect: the connection is lost once at most.
+    this.bridge.onDisconnected((reason) => {
       onError(new UnavailableError(`lost the OpenFlow connection to bridge ${this.name.bridge}: ${reason.message}`));
     });
-    await this.session.receivePackets((frame, port) => {
+    this.bridge.onPacketIn((frame, ofport) => {
+      const port = ofport === undefined ? undefined : this.bridge.portByNumber(ofport);
       const at = this.clock.now();
       const event = decodeFrame(locate, frame, { frame: ++this.frames, ts: at / 1000 });
       const where = port === undefined ? {} : { port: linkPort(port) };
@@ -100,11 +102,12 @@ export class BridgeLink implements QueryLink {
       if (event?.kind === 'igmp') onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...where });
       else if (event?.kind === 'mld') onHeard({ protocol: 'mld', at, src: event.src, message: event.message, ...where });
     });
+    await this.bridge.enablePacketIn();
     const runId = randomInt(1, 0x1_0000_0000);
     const probes = this.ports.flatMap((port) =>
-      this.session.pipeline.queryProbe(this.options.family, { ofport: port.ofport, runId, hardTimeoutSeconds: this.options.probeSeconds }),
+      this.bridge.pipeline.queryProbe(this.options.family, { ofport: port.ofport, runId, hardTimeoutSeconds: this.options.probeSeconds }),
     );
-    const refused = await this.session.apply(probes.map((entry): PipelineChange => ({ op: 'add-flow', entry })));
+    const refused = await this.bridge.apply(probes.map((entry): PipelineChange => ({ op: 'add-flow', entry })));
     this.probes = probes.filter((_, index) => !refused.has(index));
     const [first] = refused.values();
     if (first !== undefined) {
@@ -118,15 +121,16 @@ export class BridgeLink implements QueryLink {
   }
 
   async send(packet: AnyQueryPacket): Promise<void> {
-    const mac = this.session.localMac;
+    const mac = this.bridge.localMac;
     const frame = isMldQueryPacket(packet) ? queryPacket.encodeMldFrame(packet, mac) : queryPacket.encodeFrame(packet, mac);
-    const refused = await this.session.sendFrame(frame, this.ports);
+    const { refused, refusedPorts } = await this.bridge.sendFrame(
+      frame,
+      this.ports.map((port) => port.ofport),
+    );
     const [first] = refused;
     if (first !== undefined) {
-      throw new McastError(
-        'refused',
-        `bridge ${this.name.bridge} refused to send the query to ${refused.size} port(s), e.g. ${first[0].name}: ${first[1].message}`,
-      );
+      const name = this.ports.find((port) => port.ofport === refusedPorts[0])?.name ?? refusedPorts[0];
+      throw new McastError('refused', `bridge ${this.name.bridge} refused to send the query to ${refused.length} port(s), e.g. ${name}: ${first.message}`);
     }
   }
 
@@ -135,10 +139,9 @@ export class BridgeLink implements QueryLink {
     this.closed = true;
     try {
       // A lost connection: the switch restarted (its flows are gone) or the hard timeout will do it.
-      if (this.probes.length > 0 && this.session.connected)
-        await this.session.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
+      if (this.probes.length > 0 && this.bridge.connected) await this.bridge.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
     } finally {
-      await this.session.close();
+      await this.bridge.close();
     }
   }
 }

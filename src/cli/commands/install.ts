@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { installGroups, type StaticGroup, type StaticGroupsOutcome } from '../../controllers/static/static-groups.js';
 import { quoteInput, UsageError } from '../../errors.js';
-import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import { checkRoute, installRoute } from '../../controllers/static/static-routes.js';
 import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../domain/declared-state/declared-state.js';
@@ -78,11 +78,11 @@ See mcastctl-install(1) for the pipeline and the OVS options.`,
     const { target, pipeline } = ovsSettings(flags);
     let outcome: StaticGroupsOutcome = { groups: [], otherFailures: [] };
     if (groups.length > 0) {
-      const session = await BridgeSession.open(target, { pipeline });
+      const bridge = await BridgeClient.open(target, { pipeline });
       try {
-        outcome = await installGroups(session, groups);
+        outcome = await installGroups(bridge, groups);
       } finally {
-        await session.close();
+        await bridge.close();
       }
     }
     const routeResults = [];

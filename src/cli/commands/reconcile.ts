@@ -20,9 +20,8 @@ import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/c
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import { ExitCode, McastError, UnavailableError, UsageError } from '../../errors.js';
-import type { OpenFlowError } from '../../protocol/openflow/errors.js';
 import { type ForwardingCacheRow, MULTICAST_ROUTING, type RoutingInterfaceRow } from '../../transport/multicast-routing.js';
-import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
@@ -105,10 +104,10 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   const daemonRoutes = flags.daemon ? await daemonLearnedRoutes(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET) : undefined;
 
   const lock = flags.dryRun === true ? undefined : await RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
-  let session: BridgeSession | undefined;
+  let opened: BridgeClient | undefined;
   try {
-    session = await BridgeSession.open(target, { pipeline });
-    const bridge = session;
+    opened = await BridgeClient.open(target, { pipeline });
+    const bridge = opened;
     const memberships: GroupMembership[] = declared.groups.map((entry) => ({
       group: entry.group,
       ...(entry.source === undefined ? {} : { source: entry.source }),
@@ -179,7 +178,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     // Drift (found, and repaired unless --dry-run) is no failure, but scripts act on it: exit 2, no message.
     if (drift.length > 0) throw new McastError('drift', '', ExitCode.Drift);
   } finally {
-    await session?.close();
+    await opened?.close();
     lock?.release();
   }
 }
@@ -206,7 +205,7 @@ async function daemonLearnedRoutes(path: string): Promise<RouteView[] | undefine
  * are marked failed, so that the report still says what was done.
  */
 async function applyGroupDrift(
-  session: BridgeSession,
+  bridge: BridgeClient,
   drift: ReadonlyArray<GroupDrift | StrayGroupDrift>,
   results: Map<Drift, { result: Result; error?: string }>,
   output: Output,
@@ -224,9 +223,9 @@ async function applyGroupDrift(
   let lost: UnavailableError | undefined;
   for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
     const batch = changes.slice(start, start + BATCH_CHANGES);
-    let refused: Map<number, OpenFlowError>;
+    let refused: ReadonlyMap<number, Error>;
     try {
-      refused = await session.apply(batch);
+      refused = await bridge.apply(batch);
     } catch (error) {
       if (!(error instanceof UnavailableError)) throw error;
       lost = new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes were confirmed`, {
@@ -311,8 +310,8 @@ interface DriftRow {
   after?: unknown;
 }
 
-function describeDrift(entry: Drift, session: BridgeSession): DriftRow {
-  const port = (ofport: number) => session.portByNumber(ofport)?.name ?? String(ofport);
+function describeDrift(entry: Drift, bridge: BridgeClient): DriftRow {
+  const port = (ofport: number) => bridge.portByNumber(ofport)?.name ?? String(ofport);
   switch (entry.object) {
     case 'group':
       return {

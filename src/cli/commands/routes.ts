@@ -1,9 +1,9 @@
 /** `mcastctl routes`: the kernel's multicast routing tables of both families, as `ip mroute` shows them, with counters. */
 import type { Command } from 'commander';
-import { NO_ROUTER_WARNING, readRouteTables, type RouteTables } from '../../controllers/static/static-routes.js';
-import { isSystemError } from '../../errors.js';
-import { readRoute6Tables, type Route6Tables } from '../../protocol/mroute6/proc6.js';
-import { ifindexOf } from '../../transport/mroute-socket.js';
+import { NO_ROUTER_WARNING } from '../../controllers/static/static-routes.js';
+import { type FamilyKit, readRouteTables, type RouteTables } from '../../protocol/mroute/family-kit.js';
+import { FAMILY_KITS } from '../../protocol/mroute/family-kits.js';
+import { ifindexOf } from '../../transport/interface-index.js';
 import type { AddressFamily } from '../../wire/ip-address.js';
 import { Output } from '../render/output.js';
 
@@ -11,8 +11,10 @@ interface RoutesFlags {
   json?: boolean;
 }
 
-const NO_ROUTER6_WARNING =
-  'no IPv6 multicast router is active in this network namespace: the kernel keeps static IPv6 routes but forwards nothing until one runs';
+const NO_ROUTER_WARNINGS: Readonly<Record<AddressFamily, string>> = {
+  ipv4: NO_ROUTER_WARNING,
+  ipv6: 'no IPv6 multicast router is active in this network namespace: the kernel keeps static IPv6 routes but forwards nothing until one runs',
+};
 
 /** One VIF (IPv4) or MIF (IPv6) as `routes` shows it; `vif` is the kernel's index in its family's table. */
 interface VifView {
@@ -40,88 +42,61 @@ interface RouteView {
 
 /** One family's tables, in the shape both print modes use. */
 interface FamilyView {
-  family: AddressFamily;
+  kit: FamilyKit;
   routerActive: boolean;
   vifs: VifView[];
   routes: RouteView[];
 }
 
-/** The IPv4 tables, or undefined when the kernel has none (no CONFIG_IP_MROUTE: /proc/net/ip_mr_vif is absent). */
-async function readIpv4(): Promise<RouteTables | undefined> {
+/**
+ * The interface's ifindex: the table's where it tells one; where the table never does
+ * (ip6_mr_vif), the device's, looked up by name in this namespace (null for the register
+ * interface, for "none" or for a device that vanished).
+ */
+function ifindexOfRow(kit: FamilyKit, row: RouteTables['interfaces'][number]): number | null {
+  if (row.ifindex !== undefined) return row.ifindex;
+  if (kit.tableShowsIfindex || row.register) return null;
   try {
-    return await readRouteTables();
-  } catch (error) {
-    if (isSystemError(error) && error.code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-/** ip6_mr_vif shows no ifindex: the MIF's device, looked up by name in this namespace (null for "none" or a vanished one). */
-function ifindexByName(name: string): number | null {
-  try {
-    return ifindexOf(name);
+    return ifindexOf(row.name);
   } catch {
     return null;
   }
 }
 
-function routeViews(
-  family: AddressFamily,
-  tables: { vifs: readonly VifView[] },
-  rows: ReadonlyArray<Omit<RouteView, 'family' | 'iif' | 'oifs'> & { iif: number; oifs: ReadonlyArray<{ vif: number; ttl: number }> }>,
-): RouteView[] {
-  const vifName = new Map(tables.vifs.map((vif) => [vif.vif, vif.name]));
-  return rows.map((row) => ({
+function familyView(kit: FamilyKit, tables: RouteTables): FamilyView {
+  const { family } = kit;
+  const vifs = tables.interfaces.map((row) => ({
+    family,
+    vif: row.index,
+    name: row.name,
+    ifindex: ifindexOfRow(kit, row),
+    static: row.static,
+    packetsIn: row.packetsIn,
+    packetsOut: row.packetsOut,
+    bytesIn: row.bytesIn,
+    bytesOut: row.bytesOut,
+  }));
+  const vifName = new Map(vifs.map((vif) => [vif.vif, vif.name]));
+  const routes = tables.routes.map((row) => ({
     family,
     group: row.group,
     source: row.source,
     iif: { vif: row.iif, name: vifName.get(row.iif) ?? null },
-    oifs: row.oifs.map((oif) => ({ vif: oif.vif, name: vifName.get(oif.vif) ?? null, ttl: oif.ttl })),
+    oifs: row.oifs.map((oif) => ({ vif: oif.index, name: vifName.get(oif.index) ?? null, ttl: oif.ttl })),
     packets: row.packets,
     bytes: row.bytes,
     wrong: row.wrong,
   }));
-}
-
-function ipv4View(tables: RouteTables): FamilyView {
-  const vifs = tables.vifs.map((vif) => ({
-    family: 'ipv4' as const,
-    vif: vif.vif,
-    name: vif.name,
-    ifindex: vif.local.kind === 'ifindex' ? vif.local.ifindex : null,
-    static: vif.static,
-    packetsIn: vif.packetsIn,
-    packetsOut: vif.packetsOut,
-    bytesIn: vif.bytesIn,
-    bytesOut: vif.bytesOut,
-  }));
-  const rows = tables.routes.map((route) => ({ ...route, source: route.origin, oifs: route.oifs }));
-  return { family: 'ipv4', routerActive: tables.routerActive, vifs, routes: routeViews('ipv4', { vifs }, rows) };
-}
-
-function ipv6View(tables: Route6Tables): FamilyView {
-  const vifs = tables.mifs.map((mif) => ({
-    family: 'ipv6' as const,
-    vif: mif.mif,
-    name: mif.name,
-    ifindex: mif.register ? null : ifindexByName(mif.name),
-    static: mif.static,
-    packetsIn: mif.packetsIn,
-    packetsOut: mif.packetsOut,
-    bytesIn: mif.bytesIn,
-    bytesOut: mif.bytesOut,
-  }));
-  const rows = tables.routes.map((route) => ({ ...route, source: route.origin, oifs: route.oifs.map((oif) => ({ vif: oif.mif, ttl: oif.ttl })) }));
-  return { family: 'ipv6', routerActive: tables.routerActive, vifs, routes: routeViews('ipv6', { vifs }, rows) };
+  return { kit, routerActive: tables.routerActive, vifs, routes };
 }
 
 function printFamily(output: Output, view: FamilyView): void {
-  const ipv6 = view.family === 'ipv6';
-  const label = ipv6 ? 'IPv6 multicast router' : 'multicast router';
+  const { kit } = view;
+  const label = `${kit.qualifier}multicast router`;
   output.line(view.routerActive ? `${label}: active (routes forward)` : output.style.yellow(`${label}: none (routes do not forward)`));
   if (view.vifs.length > 0) {
     output.table({
-      head: [ipv6 ? 'MIF' : 'VIF', 'Interface', 'Static', 'Packets in', 'Packets out', 'Bytes in', 'Bytes out'],
+      head: [kit.interfaceWord.toUpperCase(), 'Interface', 'Static', 'Packets in', 'Packets out', 'Bytes in', 'Bytes out'],
       rows: view.vifs.map((vif) => [
         String(vif.vif),
         vif.name,
@@ -134,8 +109,8 @@ function printFamily(output: Output, view: FamilyView): void {
       alignRight: [0, 3, 4, 5, 6],
     });
   }
-  const unit = ipv6 ? 'mif' : 'vif';
-  if (view.routes.length === 0) output.line(ipv6 ? 'no IPv6 (S,G) routes' : 'no (S,G) routes');
+  const unit = kit.interfaceWord;
+  if (view.routes.length === 0) output.line(`no ${kit.qualifier}(S,G) routes`);
   else {
     output.table({
       head: ['Group', 'Source', 'In', 'Out', 'Packets', 'Bytes', 'Wrong if'],
@@ -167,27 +142,31 @@ export function registerRoutes(program: Command): void {
     .addHelpText('after', '\nSee mcastctl-routes(1).')
     .action(async (flags: RoutesFlags) => {
       const output = new Output({ json: flags.json === true });
-      const [ipv4, ipv6] = await Promise.all([readIpv4(), readRoute6Tables()]);
       // IPv4 first, in every list.
-      const views = [ipv4 && ipv4View(ipv4), ipv6 && ipv6View(ipv6)].filter((view): view is FamilyView => view !== undefined);
+      const kits = [FAMILY_KITS.ipv4, FAMILY_KITS.ipv6];
+      const tables = await Promise.all(kits.map((kit) => readRouteTables(kit)));
+      const views = kits.flatMap((kit, at) => {
+        const found = tables[at];
+        return found === undefined ? [] : [familyView(kit, found)];
+      });
       // IPv6 is shown once it is in use: an idle IPv6 table would only add noise to every
       // IPv4 answer, and an IPv4-only namespace keeps the document it always had.
-      const ipv6InUse = views.some((view) => view.family === 'ipv6' && (view.routerActive || view.vifs.length > 0 || view.routes.length > 0));
+      const ipv6InUse = views.some((view) => view.kit.family === 'ipv6' && (view.routerActive || view.vifs.length > 0 || view.routes.length > 0));
       if (output.json) {
         output.document({
-          routerActive: ipv4?.routerActive ?? false,
-          ...(ipv6InUse ? { routerActiveByFamily: Object.fromEntries(views.map((view) => [view.family, view.routerActive])) } : {}),
+          routerActive: tables[0]?.routerActive ?? false,
+          ...(ipv6InUse ? { routerActiveByFamily: Object.fromEntries(views.map((view) => [view.kit.family, view.routerActive])) } : {}),
           vifs: views.flatMap((view) => view.vifs),
           routes: views.flatMap((view) => view.routes),
         });
         return;
       }
-      for (const view of views) if (view.family === 'ipv4' || ipv6InUse) printFamily(output, view);
+      for (const view of views) if (view.kit.family === 'ipv4' || ipv6InUse) printFamily(output, view);
       if (views.length === 0) output.line('no multicast routing in this kernel (no /proc/net/ip_mr_vif or /proc/net/ip6_mr_vif)');
       output.flush();
       for (const view of views) {
         if (view.routerActive || view.routes.length === 0) continue;
-        output.warn(view.family === 'ipv6' ? NO_ROUTER6_WARNING : NO_ROUTER_WARNING);
+        output.warn(NO_ROUTER_WARNINGS[view.kit.family]);
       }
     });
 }

@@ -1,6 +1,6 @@
 /** `mcastctl show`: the multicast groups installed on an OVS bridge, read back from the switch. */
 import type { Command } from 'commander';
-import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { describePort } from '../render/group-results.js';
 import { Output } from '../render/output.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
@@ -23,15 +23,15 @@ export function registerShow(program: Command): void {
   command.action(async (flags: ShowFlags) => {
     const output = new Output({ json: flags.json === true });
     const { target, pipeline } = ovsSettings(flags);
-    const session = await BridgeSession.open(target, { pipeline });
+    const bridge = await BridgeClient.open(target, { pipeline });
     try {
-      const { pipeline: installed, counters } = await session.readInstalled();
+      const { pipeline: installed, counters } = await bridge.readInstalled();
       // An (S,G) entry is an item of its own, its chain's head read back (its id is not the group's); its counters are by its forwarding key.
       const groups = installed.groups.map((group) => ({
         group: group.group,
         ...(group.source === undefined ? {} : { source: group.source }),
-        groupId: group.source === undefined ? session.pipeline.groupId(group.group) : (group.groups[0]?.groupId ?? 0),
-        ports: group.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
+        groupId: group.source === undefined ? bridge.pipeline.groupId(group.group) : (group.groups[0]?.groupId ?? 0),
+        ports: group.ports.map((ofport) => bridge.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
         packets: Number(counters.get(forwardingKey(group))?.packets ?? 0n),
         bytes: Number(counters.get(forwardingKey(group))?.bytes ?? 0n),
         ...(group.problem === undefined ? {} : { problem: group.problem }),
@@ -61,7 +61,7 @@ export function registerShow(program: Command): void {
       }
       output.flush();
     } finally {
-      await session.close();
+      await bridge.close();
     }
   });
 }

@@ -1,6 +1,6 @@
 /** `mcastctl trace`: where does a group stop on its way to a pod? Every stage, in order, until the first that fails. */
 import { Option, type Command } from 'commander';
-import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { ovsRundir } from '../../adapters/ovs/locations.js';
 import { askDaemon, bridgeTraceSources } from '../../controllers/trace/trace-sources.js';
 import { runTrace, type TraceRequest } from '../../controllers/trace/trace-run.js';
@@ -91,15 +91,15 @@ See mcastctl-trace(1).`,
     const daemon = await askDaemon(flags.daemon ? flags.controlSocket : undefined);
     const status = daemon.state === 'reachable' ? daemon.facts.status : undefined;
     const { target, pipeline } = ovsSettings({ ...flags, ...(flags.bridge === undefined && status !== undefined ? { bridge: status.bridge } : {}) });
-    let session: BridgeSession;
+    let bridge: BridgeClient;
     try {
-      session = await BridgeSession.open(target, { pipeline });
+      bridge = await BridgeClient.open(target, { pipeline });
     } catch (error) {
       if (daemon.state === 'reachable') daemon.close();
       throw error;
     }
     const sources = bridgeTraceSources({
-      session,
+      bridge,
       rundir: ovsRundir(flags),
       daemon: daemon.state === 'reachable' ? daemon.facts : undefined,
       daemonState: daemon.state,
@@ -128,7 +128,7 @@ See mcastctl-trace(1).`,
     } finally {
       sources.close();
       if (daemon.state === 'reachable') daemon.close();
-      await session.close();
+      await bridge.close();
     }
   });
 }

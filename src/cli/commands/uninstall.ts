@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { uninstallGroups } from '../../controllers/static/static-groups.js';
 import { uninstallRoute } from '../../controllers/static/static-routes.js';
 import { UsageError } from '../../errors.js';
-import { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
 import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import { printGroupResults } from '../render/group-results.js';
@@ -65,11 +65,11 @@ export function registerUninstall(program: Command): void {
     if (flags.all !== true && groups.length === 0) throw new UsageError('uninstall needs GROUP... or --all');
     const targets = flags.all === true ? 'all' : groups.map((group) => checkGroupAddress(group, 'GROUP'));
     const { target, pipeline } = ovsSettings(flags);
-    const session = await BridgeSession.open(target, { pipeline });
+    const bridge = await BridgeClient.open(target, { pipeline });
     try {
-      printGroupResults(output, target.bridge, await uninstallGroups(session, targets));
+      printGroupResults(output, target.bridge, await uninstallGroups(bridge, targets));
     } finally {
-      await session.close();
+      await bridge.close();
     }
   });
 }
@@ -77,10 +77,10 @@ export function registerUninstall(program: Command): void {
 /** `uninstall GROUP --source S --ovs`: the group's OVS (S,G) entry for S alone; its other entries stay. */
 async function uninstallSourceEntry(entry: Required<ForwardingTarget>, flags: UninstallFlags, output: Output): Promise<void> {
   const { target, pipeline } = ovsSettings(flags);
-  const session = await BridgeSession.open(target, { pipeline });
+  const bridge = await BridgeClient.open(target, { pipeline });
   try {
-    printGroupResults(output, target.bridge, await uninstallGroups(session, [entry]));
+    printGroupResults(output, target.bridge, await uninstallGroups(bridge, [entry]));
   } finally {
-    await session.close();
+    await bridge.close();
   }
 }

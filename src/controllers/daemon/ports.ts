@@ -49,14 +49,14 @@ export interface WantedForwarding {
   group: GroupAddress;
   /** The receivers of every source not in `bySource` (all members when nobody filters), the gateway included when the group is wanted. */
   ports: readonly number[];
-  /** The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: one entry, as syncGroup. */
+  /** The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: the (*,G) entry alone. */
   bySource: readonly SourcePorts[];
   tunnel?: { ofport: number; peers: readonly HostAddress[] };
   /** Pod ports whose traffic to each entry of the group gets a sender counting flow (absent: none). */
   counterPorts?: readonly number[];
 }
 
-/** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out. */
+/** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out (src/adapters/ovs/bridge-client.ts). */
 export interface SwitchPort {
   readonly connected: boolean;
   /** Reads what of ours is installed (at start and after a reconnect). */
@@ -66,17 +66,13 @@ export interface SwitchPort {
   /** Groups the daemon itself installed, with their member ports then. */
   readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; peers?: readonly HostAddress[]; sources?: readonly SourcePorts[] }>;
   /**
-   * Makes the switch forward `group` to exactly `ports` (none: remove it). Tunnel mode
-   * (`tunnel`): to the peers too, through the tunnel port, in the pipeline's tunnel layout;
-   * `ports` are still the local member pod ports and the gateway, and link 0 holds the
-   * gateway installBase was last given. Removed when it has neither ports nor peers.
-   */
-  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: { ofport: number; peers: readonly HostAddress[] }): Promise<GroupOutcome>;
-  /**
-   * syncGroup with the group's per-source entries: each source of `bySource` goes to its
-   * own ports, every other source to `ports`; the (S,G) entries of the group not named
-   * there go. `bySource` empty: exactly syncGroup. `expedite`: its OpenFlow goes ahead of
-   * the syncs waiting for the switch (a quiet port's join, not a flood's).
+   * Makes the switch forward `wanted.group` source by source: each source of `bySource`
+   * to its own ports, every other source to `ports`; the (S,G) entries of the group not
+   * named there go. Tunnel mode (`tunnel`): to the peers too, through the tunnel port, in
+   * the pipeline's tunnel layout; `ports` are still the local member pod ports and the
+   * gateway, and link 0 holds the gateway installBase was last given. Removed when it has
+   * neither ports nor peers nor sources. `expedite`: its OpenFlow goes ahead of the syncs
+   * waiting for the switch (a quiet port's join, not a flood's).
    */
   syncForwarding(wanted: WantedForwarding, options?: { expedite?: boolean }): Promise<GroupOutcome>;
   /**

@@ -18,7 +18,7 @@ import { KernelRouter } from '../../adapters/kernel-router.js';
 import { MrouteError } from '../../protocol/mroute/mroute-error.js';
 import { MULTICAST_ROUTING } from '../../transport/multicast-routing.js';
 import { type AddressFamily, addressFamily, type GroupAddress } from '../../wire/ip-address.js';
-import { OvsProgrammer } from '../../adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { BridgePorts } from '../../adapters/ovs/bridge-ports.js';
 import { ovsPipeline } from '../../adapters/ovs/read-back.js';
 import { findBridge, watchInterfaces } from '../../adapters/ovs/vswitch.js';
@@ -29,7 +29,7 @@ import { refuseUnusableTunnelPort } from './tunnel-mode.js';
 import { routingFailure } from './failures.js';
 import { releaseMemory } from '../../runtime/memory-release.js';
 import { formatPrefix } from '../../domain/policy/ipv4-prefix.js';
-import { OvsdbPortWatch, OvsSwitch, systemClock, systemHost } from './ovs-ports.js';
+import { OvsdbPortWatch, systemClock, systemHost } from './ovs-ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
 import type { SourceFilter } from '../../domain/membership/source-filter.js';
 
@@ -89,8 +89,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
 
     // OpenFlow: the loop reads what is installed, puts back what was learned, then syncs.
     openflow = await OpenFlowConnection.connect({ endpoint: target.openflow, timeoutMs: CONNECT_TIMEOUT_MS, reconnect: OPENFLOW_RECONNECT });
-    const programmer = new OvsProgrammer(openflow, ovsPipeline(config.pipeline));
-    const vswitch = new OvsSwitch(openflow, programmer);
+    const vswitch = BridgeClient.wrap({ bridge: target.bridge, openflow, pipeline: ovsPipeline(config.pipeline) });
     // A configuration the loop refuses throws here, while the ports are still this function's to close.
     const controller = new MulticastController({
       config,

@@ -6,8 +6,7 @@
 import { UnavailableError } from '../../errors.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
 import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
-import type { OpenFlowError } from '../../protocol/openflow/errors.js';
-import type { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import type { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
 import { planInstall, planUninstall, planUninstallAll, type GroupOutcome, type GroupPlan, type PipelineChange } from '../../domain/pipeline/plan.js';
@@ -28,21 +27,24 @@ export interface GroupResult {
   error?: string;
 }
 
+/** What static groups use of the bridge client. */
+export type StaticGroupsBridge = Pick<BridgeClient, 'pipeline' | 'resolvePort' | 'portByNumber' | 'readInstalled' | 'apply'>;
+
 export interface StaticGroupsOutcome {
   groups: GroupResult[];
   /** Refusals of changes that belong to no one group (uninstall --all's other flows). */
   otherFailures: string[];
 }
 
-export async function installGroups(session: BridgeSession, groups: readonly StaticGroup[]): Promise<StaticGroupsOutcome> {
+export async function installGroups(bridge: StaticGroupsBridge, groups: readonly StaticGroup[]): Promise<StaticGroupsOutcome> {
   // Every port resolves before anything is read or changed: bad input changes nothing.
   const memberships: GroupMembership[] = groups.map((entry) => ({
     group: entry.group,
     ...(entry.source === undefined ? {} : { source: entry.source }),
-    ports: entry.ports.map((ref) => session.resolvePort(ref, entry.where).ofport),
+    ports: entry.ports.map((ref) => bridge.resolvePort(ref, entry.where).ofport),
   }));
-  const installed = await session.readInstalled();
-  return applyPlans(session, planInstall(session.pipeline, memberships, installed.pipeline, installed.foreignFlows), []);
+  const installed = await bridge.readInstalled();
+  return applyPlans(bridge, planInstall(bridge.pipeline, memberships, installed.pipeline, installed.foreignFlows), []);
 }
 
 /**
@@ -50,13 +52,13 @@ export async function installGroups(session: BridgeSession, groups: readonly Sta
  * is the whole group: its (*,G) entry and every (S,G) entry of it; a target with a
  * source is that one (S,G) entry.
  */
-export async function uninstallGroups(session: BridgeSession, groups: readonly (GroupAddress | ForwardingTarget)[] | 'all'): Promise<StaticGroupsOutcome> {
-  const installed = await session.readInstalled();
+export async function uninstallGroups(bridge: StaticGroupsBridge, groups: readonly (GroupAddress | ForwardingTarget)[] | 'all'): Promise<StaticGroupsOutcome> {
+  const installed = await bridge.readInstalled();
   if (groups === 'all') {
     const plan = planUninstallAll(installed.pipeline);
     // The daemon's meters last: their flows are among the extra flows, deleted first.
     const meters = [...installed.meters.keys()].map((meterId): PipelineChange => ({ op: 'delete-meter', meterId }));
-    return applyPlans(session, plan.groups, [...plan.extra, ...meters]);
+    return applyPlans(bridge, plan.groups, [...plan.extra, ...meters]);
   }
   const targets = groups.flatMap((named): ForwardingTarget[] => {
     if (typeof named !== 'string') return [named];
@@ -65,10 +67,10 @@ export async function uninstallGroups(session: BridgeSession, groups: readonly (
     const whole = sources.length === 0 || installed.pipeline.groups.some((entry) => entry.group === named && entry.source === undefined);
     return [...(whole ? [{ group: named }] : []), ...sources.map((source) => ({ group: named, source }))];
   });
-  return applyPlans(session, planUninstall(targets, installed.pipeline), []);
+  return applyPlans(bridge, planUninstall(targets, installed.pipeline), []);
 }
 
-async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], extra: readonly PipelineChange[]): Promise<StaticGroupsOutcome> {
+async function applyPlans(bridge: StaticGroupsBridge, plans: readonly GroupPlan[], extra: readonly PipelineChange[]): Promise<StaticGroupsOutcome> {
   const changes: PipelineChange[] = [];
   const owner: number[] = []; // change index → plan index (-1: extra)
   plans.forEach((plan, index) => {
@@ -81,9 +83,9 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
     changes.push(change);
     owner.push(-1);
   }
-  let refused: Map<number, OpenFlowError>;
+  let refused: ReadonlyMap<number, Error>;
   try {
-    refused = await session.apply(changes);
+    refused = await bridge.apply(changes);
   } catch (error) {
     if (!(error instanceof UnavailableError)) throw error;
     // Some of the batch may have been applied: say so, and what to do (install and
@@ -93,7 +95,7 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
       cause: error,
     });
   }
-  const errors = new Map<number, OpenFlowError>();
+  const errors = new Map<number, Error>();
   const otherFailures: string[] = [];
   for (const [index, error] of refused) {
     const plan = owner[index]!;
@@ -105,9 +107,9 @@ async function applyPlans(session: BridgeSession, plans: readonly GroupPlan[], e
     const result: GroupResult = {
       group: plan.group,
       ...(plan.source === undefined ? {} : { source: plan.source }),
-      groupId: plan.source === undefined ? session.pipeline.groupId(plan.group) : session.pipeline.sourceGroupId(plan.source, plan.group),
+      groupId: plan.source === undefined ? bridge.pipeline.groupId(plan.group) : bridge.pipeline.sourceGroupId(plan.source, plan.group),
       outcome: error === undefined && plan.outcome !== 'conflict' ? plan.outcome : 'failed',
-      ports: plan.ports.map((ofport) => session.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
+      ports: plan.ports.map((ofport) => bridge.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
     };
     if (error !== undefined) result.error = error;
     return result;

@@ -9,9 +9,8 @@
  * whether one is active.
  */
 import { UsageError } from '../../errors.js';
-import { ifindexOf } from '../../transport/mroute-socket.js';
+import { ifindexOf } from '../../transport/interface-index.js';
 import { MULTICAST_ROUTING, type MulticastRoutingKernel } from '../../transport/multicast-routing.js';
-import { readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../protocol/mroute/proc.js';
 import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
 import { addressFamily } from '../../wire/ip-address.js';
 
@@ -23,19 +22,7 @@ export interface StaticRoute {
   oifs: string[];
 }
 
-export interface RouteTables {
-  /** Some socket holds MRT_INIT here (net.ipv4.conf.all.mc_forwarding = 1): routes forward. */
-  routerActive: boolean;
-  vifs: VifRow[];
-  routes: MfcRow[];
-}
-
 export type RouteOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'absent';
-
-export async function readRouteTables(): Promise<RouteTables> {
-  const [vifs, routes] = await Promise.all([readVifTable(), readMfcCache()]);
-  return { routerActive: MULTICAST_ROUTING.ipv4.routerActive(), vifs, routes };
-}
 
 /** Checks a route as given on the command line; UsageError (nothing changed) for anything wrong. */
 export function checkRoute(route: StaticRoute): { ifindexes: Map<string, number> } {

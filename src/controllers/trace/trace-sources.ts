@@ -1,9 +1,9 @@
 /**
- * The real TraceSources: the bridge over OVSDB and OpenFlow (a BridgeSession), OVS's own
+ * The real TraceSources: the bridge over OVSDB and OpenFlow (its BridgeClient), OVS's own
  * trace over ovs-vswitchd's unixctl socket, the daemon over its control socket, and the
  * kernel's routing tables of this namespace. Each is asked only when a stage needs it.
  */
-import type { BridgeSession } from '../../adapters/ovs/bridge-session.js';
+import type { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { traceFlowText, VswitchdTracer } from '../../adapters/ovs/ofproto-trace.js';
 import { McastError, PermissionError, UnavailableError } from '../../errors.js';
 import { ControlClient } from '../../transport/control/control-client.js';
@@ -46,7 +46,7 @@ export async function askDaemon(
 }
 
 export interface BridgeTraceSourcesOptions {
-  session: BridgeSession;
+  bridge: BridgeClient;
   rundir: string;
   daemon: DaemonFacts | undefined;
   daemonState: TraceReport['daemon'];
@@ -56,20 +56,20 @@ export interface BridgeTraceSourcesOptions {
   tunnel: string | undefined;
 }
 
-/** TraceSources over a bridge session; `close` ends what it opened (the tracer's socket). */
+/** TraceSources over a bridge client; `close` ends what it opened (the tracer's socket). */
 export function bridgeTraceSources(options: BridgeTraceSourcesOptions): TraceSources & { close(): void } {
-  const { session } = options;
+  const { bridge } = options;
   let tracer: Promise<VswitchdTracer> | undefined;
-  const ports = session.memberPorts.map((port) => {
-    const mac = session.macOf(port.ofport);
-    return { ...port, addresses: session.addressesOf(port.ofport) ?? [], ...(mac === undefined ? {} : { mac }) };
+  const ports = bridge.memberPorts.map((port) => {
+    const mac = bridge.macOf(port.ofport);
+    return { ...port, addresses: bridge.addressesOf(port.ofport) ?? [], ...(mac === undefined ? {} : { mac }) };
   });
   return {
-    bridge: session.target.bridge,
-    cookiePrefix: session.pipeline.config.cookiePrefix,
+    bridge: bridge.bridge,
+    cookiePrefix: bridge.pipeline.config.cookiePrefix,
     ports,
     async installed() {
-      const { pipeline } = await session.readInstalled();
+      const { pipeline } = await bridge.readInstalled();
       return pipeline.groups.map((group) => ({
         group: group.group,
         ...(group.source === undefined ? {} : { source: group.source }),
@@ -79,7 +79,7 @@ export function bridgeTraceSources(options: BridgeTraceSourcesOptions): TraceSou
       }));
     },
     async ovsTrace(flow) {
-      tracer ??= VswitchdTracer.open({ rundir: options.rundir, bridge: session.target.bridge });
+      tracer ??= VswitchdTracer.open({ rundir: options.rundir, bridge: bridge.bridge });
       const opened = await tracer;
       const [text, datapathPorts] = await Promise.all([opened.trace(flow), opened.datapathPorts()]);
       return { text, datapathPorts };

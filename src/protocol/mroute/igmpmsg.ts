@@ -9,7 +9,7 @@
  * "IP header" is this struct (for NOCACHE/WRONGVIF a copy of the triggering packet's
  * header, with ihl set to 5, then an 8-octet IGMP header whose type repeats im_msgtype;
  * for WHOLEPKT/WRVIFWHOLE a new 20-octet header in front of the whole packet), and queues
- * it on the mroute socket. A raw IPv4 socket's recv returns the IP header too, so each
+ * it on the router socket. A raw IPv4 socket's recv returns the IP header too, so each
  * message on the socket starts with these 20 octets. Octet 9 tells them apart: 0 for an
  * upcall, 2 (IPPROTO_IGMP) for real IGMP the socket also receives.
  *
@@ -91,19 +91,4 @@ export function igmpMsgCodec(vifWidth: VifWidth) {
     decode: (bytes: Uint8Array, start?: number, end?: number) => decode(bytes, start, end, { vifWidth }),
     encodingLength,
   };
-}
-
-/** An upcall as read from the mroute socket. */
-export interface Upcall extends IgmpMsg {
-  /** What follows the 20 octets: the 8-octet IGMP header (NOCACHE, WRONGVIF) or the whole packet (WHOLEPKT, WRVIFWHOLE). */
-  rest: Uint8Array;
-}
-
-/**
- * Reads one message from the mroute socket: an Upcall when octet 9 is 0, undefined for
- * anything else (real IGMP, which the socket receives too).
- */
-export function parseUpcall(packet: Uint8Array, vifWidth: VifWidth): Upcall | undefined {
-  if (packet.length < IGMPMSG_LENGTH || packet[IGMPMSG_MBZ_OFFSET] !== 0) return undefined;
-  return { ...decode(packet, 0, packet.length, { vifWidth }), rest: packet.subarray(IGMPMSG_LENGTH) };
 }

@@ -1,4 +1,4 @@
-/** The mroute sockets' typed errors: a kernel refusal by its errno name, with a hint per errno where one helps. */
+/** The router socket's typed errors: a kernel refusal by its errno name, with a hint per errno where one helps. */
 import { McastError, PermissionError } from '../../errors.js';
 import { errnoOf } from './errno.js';
 
@@ -21,11 +21,20 @@ export class MrouteError extends McastError {
 /** Per-errno hints of one operation. */
 export type Hints = Partial<Record<string, string>>;
 
+export interface MrouteErrorOptions {
+  /** Per-errno hints of the operation that failed. */
+  hints?: Hints;
+  /** The hint of a missing privilege: it names the family's raw socket (default: IPv4's). */
+  permissionHint?: string;
+}
+
 const PERMISSION_HINT = 'multicast routing needs CAP_NET_ADMIN (and CAP_NET_RAW for the raw IGMP socket): run as root';
 
 /** Turns a raw socket's failure into the project's typed error. */
-export function mrouteError(what: string, error: unknown, hints: Hints = {}): McastError {
+export function mrouteError(what: string, error: unknown, options: MrouteErrorOptions = {}): McastError {
   if (error instanceof McastError) return error;
+  const hints = options.hints ?? {};
+  const permissionHint = options.permissionHint ?? PERMISSION_HINT;
   const errno = errnoOf(error);
   // A system error's message starts with its errno name, which the message gives already.
   const message = error instanceof Error ? error.message : String(error);
@@ -34,7 +43,7 @@ export function mrouteError(what: string, error: unknown, hints: Hints = {}): Mc
   switch (errno) {
     case 'EPERM':
     case 'EACCES':
-      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? PERMISSION_HINT})`, { hint: PERMISSION_HINT, cause: error });
+      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? permissionHint})`, { hint: permissionHint, cause: error });
     default:
       return new MrouteError(`${what}: ${label}${errno !== undefined ? ` (${detail})` : ''}`, errno, {
         ...(errno !== undefined && hints[errno] !== undefined ? { hint: hints[errno] } : {}),

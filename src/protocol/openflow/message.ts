@@ -57,129 +57,60 @@ export type OpenFlowMessage =
 
 export type OpenFlowMessageType = OpenFlowMessage['type'];
 
+/** The members of the union whose `type` may be T (a family such as Echo carries two types). */
+type MessageOf<T extends OpenFlowMessageType> = OpenFlowMessage extends infer M ? (M extends { type: infer U } ? (T extends U ? M : never) : never) : never;
+
+/** One message family's codec, as the table below holds it (properties, not methods: their parameters are checked strictly). */
+interface MessageCodec<M extends OpenFlowMessage> {
+  encodingLength: (message: M) => number;
+  encode: (message: M, buf?: Uint8Array, offset?: number) => Uint8Array;
+  decode: (bytes: Uint8Array, start?: number, end?: number) => OpenFlowMessage;
+}
+
+/** The codec of each message type: one line a type, checked against the union. */
+const CODECS = {
+  HELLO: hello,
+  ERROR: errorMessage,
+  ECHO_REQUEST: echo,
+  ECHO_REPLY: echo,
+  BARRIER_REQUEST: empty,
+  BARRIER_REPLY: empty,
+  FEATURES_REQUEST: empty,
+  GET_CONFIG_REQUEST: empty,
+  GET_ASYNC_REQUEST: empty,
+  FEATURES_REPLY: features,
+  GET_CONFIG_REPLY: switchConfig,
+  SET_CONFIG: switchConfig,
+  SET_ASYNC: asyncConfig,
+  GET_ASYNC_REPLY: asyncConfig,
+  FLOW_MOD: flowMod,
+  GROUP_MOD: groupMod,
+  METER_MOD: meterMod,
+  PACKET_IN: packetIn,
+  PACKET_OUT: packetOut,
+  MULTIPART_REQUEST: multipart,
+  MULTIPART_REPLY: multipart,
+  OTHER: otherMessage,
+} satisfies { [T in OpenFlowMessageType]: MessageCodec<MessageOf<T>> };
+
+/** The codec of `message`'s type (the table's typing pairs each with its own type; TypeScript cannot follow it through an index). */
+function codecOf(message: OpenFlowMessage): MessageCodec<OpenFlowMessage> {
+  return CODECS[message.type] as MessageCodec<OpenFlowMessage>;
+}
+
 export function encodingLength(message: OpenFlowMessage): number {
-  switch (message.type) {
-    case 'HELLO':
-      return hello.encodingLength(message);
-    case 'ERROR':
-      return errorMessage.encodingLength(message);
-    case 'ECHO_REQUEST':
-    case 'ECHO_REPLY':
-      return echo.encodingLength(message);
-    case 'BARRIER_REQUEST':
-    case 'BARRIER_REPLY':
-    case 'FEATURES_REQUEST':
-    case 'GET_CONFIG_REQUEST':
-    case 'GET_ASYNC_REQUEST':
-      return empty.encodingLength(message);
-    case 'FEATURES_REPLY':
-      return features.encodingLength(message);
-    case 'GET_CONFIG_REPLY':
-    case 'SET_CONFIG':
-      return switchConfig.encodingLength(message);
-    case 'SET_ASYNC':
-    case 'GET_ASYNC_REPLY':
-      return asyncConfig.encodingLength(message);
-    case 'FLOW_MOD':
-      return flowMod.encodingLength(message);
-    case 'GROUP_MOD':
-      return groupMod.encodingLength(message);
-    case 'METER_MOD':
-      return meterMod.encodingLength(message);
-    case 'PACKET_IN':
-      return packetIn.encodingLength(message);
-    case 'PACKET_OUT':
-      return packetOut.encodingLength(message);
-    case 'MULTIPART_REQUEST':
-    case 'MULTIPART_REPLY':
-      return multipart.encodingLength(message);
-    case 'OTHER':
-      return otherMessage.encodingLength(message);
-  }
+  return codecOf(message).encodingLength(message);
 }
 
 export function encode(message: OpenFlowMessage, buf?: Uint8Array, offset = 0): Uint8Array {
-  switch (message.type) {
-    case 'HELLO':
-      return hello.encode(message, buf, offset);
-    case 'ERROR':
-      return errorMessage.encode(message, buf, offset);
-    case 'ECHO_REQUEST':
-    case 'ECHO_REPLY':
-      return echo.encode(message, buf, offset);
-    case 'BARRIER_REQUEST':
-    case 'BARRIER_REPLY':
-    case 'FEATURES_REQUEST':
-    case 'GET_CONFIG_REQUEST':
-    case 'GET_ASYNC_REQUEST':
-      return empty.encode(message, buf, offset);
-    case 'FEATURES_REPLY':
-      return features.encode(message, buf, offset);
-    case 'GET_CONFIG_REPLY':
-    case 'SET_CONFIG':
-      return switchConfig.encode(message, buf, offset);
-    case 'SET_ASYNC':
-    case 'GET_ASYNC_REPLY':
-      return asyncConfig.encode(message, buf, offset);
-    case 'FLOW_MOD':
-      return flowMod.encode(message, buf, offset);
-    case 'GROUP_MOD':
-      return groupMod.encode(message, buf, offset);
-    case 'METER_MOD':
-      return meterMod.encode(message, buf, offset);
-    case 'PACKET_IN':
-      return packetIn.encode(message, buf, offset);
-    case 'PACKET_OUT':
-      return packetOut.encode(message, buf, offset);
-    case 'MULTIPART_REQUEST':
-    case 'MULTIPART_REPLY':
-      return multipart.encode(message, buf, offset);
-    case 'OTHER':
-      return otherMessage.encode(message, buf, offset);
-  }
+  return codecOf(message).encode(message, buf, offset);
 }
 
-/** Decodes the one message in [start, end). Throws OpenFlowDecodeError for malformed input. */
+/** Decodes the one message in [start, end): a type without a codec of its own as OTHER. Throws OpenFlowDecodeError for malformed input. */
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OpenFlowMessage {
-  const { type } = header.decode(bytes, start, end);
-  switch (ofpTypeName(type)) {
-    case 'HELLO':
-      return hello.decode(bytes, start, end);
-    case 'ERROR':
-      return errorMessage.decode(bytes, start, end);
-    case 'ECHO_REQUEST':
-    case 'ECHO_REPLY':
-      return echo.decode(bytes, start, end);
-    case 'BARRIER_REQUEST':
-    case 'BARRIER_REPLY':
-    case 'FEATURES_REQUEST':
-    case 'GET_CONFIG_REQUEST':
-    case 'GET_ASYNC_REQUEST':
-      return empty.decode(bytes, start, end);
-    case 'FEATURES_REPLY':
-      return features.decode(bytes, start, end);
-    case 'GET_CONFIG_REPLY':
-    case 'SET_CONFIG':
-      return switchConfig.decode(bytes, start, end);
-    case 'SET_ASYNC':
-    case 'GET_ASYNC_REPLY':
-      return asyncConfig.decode(bytes, start, end);
-    case 'FLOW_MOD':
-      return flowMod.decode(bytes, start, end);
-    case 'GROUP_MOD':
-      return groupMod.decode(bytes, start, end);
-    case 'METER_MOD':
-      return meterMod.decode(bytes, start, end);
-    case 'PACKET_IN':
-      return packetIn.decode(bytes, start, end);
-    case 'PACKET_OUT':
-      return packetOut.decode(bytes, start, end);
-    case 'MULTIPART_REQUEST':
-    case 'MULTIPART_REPLY':
-      return multipart.decode(bytes, start, end);
-    default:
-      return otherMessage.decode(bytes, start, end);
-  }
+  const name = ofpTypeName(header.decode(bytes, start, end).type);
+  const codec = name !== undefined && Object.hasOwn(CODECS, name) ? CODECS[name as OpenFlowMessageType] : otherMessage;
+  return codec.decode(bytes, start, end);
 }
 
 /** The wire type number of `message`. */

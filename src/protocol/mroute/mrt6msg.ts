@@ -15,8 +15,7 @@
  */
 import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
 import { readIPv6, writeIPv6 } from '../../wire/ipv6-address.js';
-import { truncated, view } from '../mroute/common.js';
-import { checkIPv6 } from './common6.js';
+import { checkIPv6, truncated, view } from './common.js';
 
 export const MRT6MSG_LENGTH = 40;
 /** Offset of im6_mbz, the ICMPv6 type's place. */
@@ -59,19 +58,4 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Mrt6Ms
     source: readIPv6(bytes, start + 8),
     group: readIPv6(bytes, start + 24),
   };
-}
-
-/** An upcall as read from the mroute6 socket. */
-export interface Upcall6 extends Mrt6Msg {
-  /** What follows the 40 octets: the whole IPv6 packet for WHOLEPKT and WRMIFWHOLE; undefined content for NOCACHE and WRONGMIF. */
-  rest: Uint8Array;
-}
-
-/**
- * Reads one message from the mroute6 socket: an Upcall6 when octet 0 is 0, undefined for
- * anything else (ICMPv6, which the socket receives too).
- */
-export function parseUpcall6(packet: Uint8Array): Upcall6 | undefined {
-  if (packet.length < MRT6MSG_LENGTH || packet[MRT6MSG_MBZ_OFFSET] !== 0) return undefined;
-  return { ...decode(packet, 0, packet.length), rest: packet.subarray(MRT6MSG_LENGTH) };
 }

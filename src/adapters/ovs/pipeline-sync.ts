@@ -1,40 +1,26 @@
 /**
- * The OVS side of the daemon: the pipeline's flows and groups on the bridge, kept in
- * step with the group state. It mirrors what of ours is installed (read back at start
- * and after every reconnect), so that a sync sends only what differs: nothing at all
- * for a group that is already right, which is how a restarted daemon resumes without
- * disturbing forwarding. The read-back is the one the commands use (./read-back.ts).
+ * What the daemon keeps in step on the bridge: a mirror of what of ours is installed
+ * (read back at start and after every reconnect, ./read-back.ts, the read-back the
+ * commands use too), and the syncs planned against it (the base flows, a group's
+ * forwarding, a pod port's own entries), so that a sync sends only what differs: nothing
+ * at all for a group that is already right, which is how a restarted daemon resumes
+ * without disturbing forwarding. A piece of the bridge client (./bridge-client.ts).
  */
 import { McastError } from '../../errors.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
-import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
-import type { FlowEntry, InstalledGroup, MulticastPipeline, TunnelMembers } from '../../domain/pipeline/multicast-pipeline.js';
-import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
+import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
 import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
 import { flowMatchKey } from '../../domain/pipeline/pipeline-entries.js';
-import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
-import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
-import type { MeterSelector } from '../../transport/openflow/meters.js';
-import { readInstalled, type PipelineReader } from './read-back.js';
+import { readInstalled } from './read-back.js';
+import { applyChanges, type BridgeConnection } from './bridge-connection.js';
 import { InstalledForwarding, planForwarding, type ForwardingWanted, type LearnedForwarding } from './forwarding-sync.js';
-import type { GroupStats } from '../../protocol/openflow/group-stats.js';
 import { entryPortCounters, TrafficCarry, trafficOf, type PortGroupTraffic } from './traffic-counters.js';
 import { familyOf } from '../../domain/family/families.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 
-/** What the programmer uses of an OpenFlow connection (OpenFlowConnection has it). */
-export interface ProgrammerConnection extends PipelineReader {
-  /** `expedite`: ahead of the batches waiting for the switch (OpenFlowConnection.batch). */
-  batch(messages: readonly OpenFlowMessage[], options?: { expedite?: boolean }): Promise<{ errors: ReadonlyMap<number, Error> }>;
-  meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
-  meterFeatures(): Promise<MeterFeatures>;
-  /** One group's counters and its buckets' (GROUP statistics), or (no id) every group's. */
-  groupStats(groupId?: number): Promise<GroupStats[]>;
-}
-
-export class OvsProgrammer {
+export class PipelineSync {
   private installed = new InstalledForwarding();
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   private groupIds = new Set<number>();
@@ -57,8 +43,8 @@ export class OvsProgrammer {
   private readonly carry = new TrafficCarry();
 
   constructor(
-    private readonly openflow: ProgrammerConnection,
-    readonly pipeline: MulticastPipeline,
+    private readonly openflow: BridgeConnection,
+    private readonly pipeline: MulticastPipeline,
   ) {}
 
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
@@ -204,20 +190,13 @@ export class OvsProgrammer {
   }
 
   /**
-   * Makes the switch forward `group` to exactly `ports` (none: remove its forwarding). In
+   * Makes the switch forward `wanted.group` as asked: each source of `bySource` to its own
+   * ports, every other source to `ports` (none, and no peer: the (*,G) entry goes). In
    * tunnel mode (`tunnel`) also to each of its peers through the tunnel port, in the
    * tunnel layout (tunnel-layout.ts), with the gateway installBase was last given in link
-   * 0; the group goes when it has neither ports nor peers. Its (S,G) entries go too.
-   */
-  syncGroup(group: GroupAddress, ports: readonly number[], tunnel?: TunnelMembers): Promise<GroupOutcome> {
-    return this.syncForwarding({ group, ports, bySource: [], ...(tunnel === undefined ? {} : { tunnel }) });
-  }
-
-  /**
-   * syncGroup with the group's (S,G) entries: each source of `bySource` to its own ports,
-   * every other source to `ports`; the group's (S,G) entries not named there go, and
-   * their group id slots with them. One batch, planned in forwarding-sync.ts; `expedite`
-   * sends it ahead of the batches waiting for the switch.
+   * 0. The group's (S,G) entries not named go, and their group id slots with them; the
+   * group goes when it has neither ports nor peers nor sources. One batch, planned in
+   * forwarding-sync.ts; `expedite` sends it ahead of the batches waiting for the switch.
    */
   async syncForwarding(wanted: ForwardingWanted, options: { expedite?: boolean } = {}): Promise<GroupOutcome> {
     const { group } = wanted;
@@ -276,8 +255,7 @@ export class OvsProgrammer {
   }
 
   private async apply(changes: readonly PipelineChange[], what: string, options: { expedite?: boolean } = {}): Promise<void> {
-    if (changes.length === 0) return;
-    const { errors } = await this.openflow.batch(changes.map(changeMessage), options);
+    const errors = await applyChanges(this.openflow, changes, options);
     const first = errors.values().next();
     if (!first.done)
       throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, {

@@ -1,14 +1,13 @@
 /**
- * OvsProgrammer and OvsSwitch in tunnel mode, on an OpenFlow fake that applies what it is
- * sent: the base's catch-all drops, a group's tunnel layout (peers in link 0, pods from
- * link 1, ingress flows), a second identical sync that sends nothing, the read-back of a
- * new programmer (a restarted daemon), and the frames to peers and from the tunnel.
+ * The bridge client in tunnel mode, on an OpenFlow fake that applies what it is sent: the
+ * base's catch-all drops, a group's tunnel layout (peers in link 0, pods from link 1,
+ * ingress flows), a second identical sync that sends nothing, the read-back of a new
+ * client (a restarted daemon), and the frames to peers and from the tunnel.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { OvsProgrammer } from '../../src/adapters/ovs/ovs-programmer.js';
+import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
-import { OvsSwitch } from '../../src/controllers/daemon/ovs-ports.js';
 import { DEFAULT_PIPELINE_CONFIG, tunnelPriorities } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
@@ -18,7 +17,6 @@ import { FlowModCommand } from '../../src/protocol/openflow/mod-command.js';
 import type { PacketIn } from '../../src/protocol/openflow/packet-in.js';
 import type { PacketOut } from '../../src/protocol/openflow/packet-out.js';
 import { OfpPort } from '../../src/protocol/openflow/reserved.js';
-import type { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
 import { type HostAddress, parseGroupAddress, parseHostAddress } from '../../src/wire/ip-address.js';
 import { ApplyingOpenFlow, FakeOpenFlow } from '../fakes/fake-openflow.js';
 
@@ -49,18 +47,25 @@ function kindOf(flow: FlowStats): number | undefined {
   return decodeFlowCookie(flow.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind;
 }
 
-async function started(ovs = new ApplyingOpenFlow()): Promise<{ ovs: ApplyingOpenFlow; programmer: OvsProgrammer }> {
-  const programmer = new OvsProgrammer(ovs, ovsPipeline(DEFAULT_PIPELINE_CONFIG));
-  await programmer.refresh();
-  return { ovs, programmer };
+async function started(ovs = new ApplyingOpenFlow()): Promise<{ ovs: ApplyingOpenFlow; bridge: BridgeClient }> {
+  const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) });
+  await bridge.refresh();
+  return { ovs, bridge };
 }
 
 const tunnel = (...peers: HostAddress[]) => ({ ofport: TUNNEL, peers });
+/** The group's forwarding: `ports` for every source, no (S,G) entry. */
+const wanted = (ports: number[], tunnelMembers?: ReturnType<typeof tunnel>) => ({
+  group: G,
+  ports,
+  bySource: [],
+  ...(tunnelMembers === undefined ? {} : { tunnel: tunnelMembers }),
+});
 
-describe('OvsProgrammer: the base in tunnel mode', () => {
+describe('BridgeClient: the base in tunnel mode', () => {
   it('adds the tunnel catch-all drop, and the gateway one with a gateway', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
     const drops = ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop);
     // One drop a family on each port: IPv4's 224.0.0.0/4 and IPv6's ff00::/8.
     const fieldValue = (flow: FlowStats, name: string) => {
@@ -86,17 +91,17 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
   });
 
   it('without a gateway only the tunnel drop; without a tunnel none, and the kind-8 flows of before go', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
-    await programmer.installBase(undefined, TUNNEL);
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(undefined, TUNNEL);
     assert.deepEqual(
       ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop).map((flow) => flow.priority),
       [priorities.tunnelDrop, priorities.tunnelDrop],
       'one a family',
     );
-    await programmer.installBase(GATEWAY, 7);
+    await bridge.installBase(GATEWAY, 7);
     const restarted = await started(ovs);
-    await restarted.programmer.installBase(GATEWAY);
+    await restarted.bridge.installBase(GATEWAY);
     assert.deepEqual(
       ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop),
       [],
@@ -110,8 +115,8 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
   });
 
   it('without a tunnel the base is what it always was', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY);
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY);
     // IGMP and MLD's four types to the controller, then per family the link-scope flood and unknown groups to the gateway: no drops.
     assert.deepEqual(ops(ovs.batches.at(-1)), [
       ...Array<string>(5).fill('flow-0:300'),
@@ -122,107 +127,93 @@ describe('OvsProgrammer: the base in tunnel mode', () => {
   });
 });
 
-describe('OvsProgrammer: a group in tunnel mode', () => {
+describe('BridgeClient: a group in tunnel mode', () => {
   it('installs the tunnel layout tail first, and a second identical sync sends nothing', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
     const before = ovs.batches.length;
-    assert.equal(await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_2)), 'added');
+    assert.equal(await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_2))), 'added');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-0:1', 'group-0:0', 'flow-0:270', 'flow-0:270', 'flow-0:200']);
-    const head = ovs.groups.find((group) => group.groupId === programmer.pipeline.groupId(G))!;
+    const head = ovs.groups.find((group) => group.groupId === bridge.pipeline.groupId(G))!;
     assert.equal(head.buckets.length, 3, 'gateway, node 2, link 1');
-    assert.equal(await programmer.syncGroup(G, [GATEWAY, POD_B], tunnel(NODE_2, NODE_2)), 'unchanged');
+    assert.equal(await bridge.syncForwarding(wanted([GATEWAY, POD_B], tunnel(NODE_2, NODE_2))), 'unchanged');
     assert.equal(ovs.batches.length, before + 1, 'nothing sent for the same members and peers');
-    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_B], peers: [NODE_2] }]);
+    assert.deepEqual(bridge.learnedGroups, [{ group: G, ports: [GATEWAY, POD_B], peers: [NODE_2] }]);
   });
 
   it('a new peer changes link 0 alone; the last pod going takes link 1 and the ingress flows', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
-    await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_2));
-    assert.equal(await programmer.syncGroup(G, [POD_B, GATEWAY], tunnel(NODE_3, NODE_2)), 'updated');
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_2)));
+    assert.equal(await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_3, NODE_2))), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:0']);
-    assert.equal(await programmer.syncGroup(G, [], tunnel(NODE_2, NODE_3)), 'updated');
+    assert.equal(await bridge.syncForwarding(wanted([], tunnel(NODE_2, NODE_3))), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:0', 'flow-4:270', 'flow-4:270', 'group-2:1']);
-    const head = ovs.groups.find((group) => group.groupId === programmer.pipeline.groupId(G))!;
+    const head = ovs.groups.find((group) => group.groupId === bridge.pipeline.groupId(G))!;
     assert.equal(head.buckets.length, 3, 'the gateway stays with remote members only, and two peers');
     assert.equal(ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressForward).length, 0);
-    assert.equal(await programmer.syncGroup(G, [], tunnel(NODE_3, NODE_2)), 'unchanged');
-    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY], peers: [NODE_2, NODE_3] }]);
+    assert.equal(await bridge.syncForwarding(wanted([], tunnel(NODE_3, NODE_2))), 'unchanged');
+    assert.deepEqual(bridge.learnedGroups, [{ group: G, ports: [GATEWAY], peers: [NODE_2, NODE_3] }]);
   });
 
   it('with neither pods nor peers the group goes, flows before groups', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
-    await programmer.syncGroup(G, [POD_A, GATEWAY], tunnel(NODE_2));
-    assert.equal(await programmer.syncGroup(G, [], tunnel()), 'removed');
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.syncForwarding(wanted([POD_A, GATEWAY], tunnel(NODE_2)));
+    assert.equal(await bridge.syncForwarding(wanted([], tunnel())), 'removed');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['flow-4:200', 'flow-4:270', 'flow-4:270', 'group-2:0', 'group-2:1']);
-    assert.deepEqual(programmer.installedGroups, []);
-    assert.equal(await programmer.syncGroup(G, [], tunnel()), 'absent');
+    assert.deepEqual(bridge.installedGroups, []);
+    assert.equal(await bridge.syncForwarding(wanted([], tunnel())), 'absent');
     assert.deepEqual(
       ovs.flows.filter((flow) => kindOf(flow) !== FlowKind.IngressDrop && flow.priority === 200),
       [],
     );
   });
 
-  it('a restarted programmer reads the peers and ingress flows back and plans nothing for the same input', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY, TUNNEL);
-    await programmer.syncGroup(G, [POD_A, POD_B, GATEWAY], tunnel(NODE_3, NODE_2));
+  it('a restarted client reads the peers and ingress flows back and plans nothing for the same input', async () => {
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.syncForwarding(wanted([POD_A, POD_B, GATEWAY], tunnel(NODE_3, NODE_2)));
     const restarted = await started(ovs);
-    assert.deepEqual(restarted.programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] }]);
+    assert.deepEqual(restarted.bridge.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] }]);
     // As the daemon starts: read back, the base, then the syncs.
-    await restarted.programmer.installBase(GATEWAY, TUNNEL);
+    await restarted.bridge.installBase(GATEWAY, TUNNEL);
     const before = ovs.batches.length;
-    assert.equal(await restarted.programmer.syncGroup(G, [GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3)), 'unchanged');
+    assert.equal(await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3))), 'unchanged');
     assert.equal(ovs.batches.length, before);
-    assert.equal(await restarted.programmer.syncGroup(G, [GATEWAY, POD_B], tunnel(NODE_2, NODE_3)), 'updated');
+    assert.equal(await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B], tunnel(NODE_2, NODE_3))), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:1'], 'one pod less: link 1 alone');
   });
 
   it('without a tunnel a group keeps the layout of before', async () => {
-    const { ovs, programmer } = await started();
-    await programmer.installBase(GATEWAY);
-    assert.equal(await programmer.syncGroup(G, [POD_A, GATEWAY]), 'added');
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY);
+    assert.equal(await bridge.syncForwarding(wanted([POD_A, GATEWAY])), 'added');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-0:0', 'flow-0:200']);
-    assert.deepEqual(programmer.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A] }]);
-    assert.equal(await programmer.syncGroup(G, [GATEWAY, POD_A]), 'unchanged');
+    assert.deepEqual(bridge.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A] }]);
+    assert.equal(await bridge.syncForwarding(wanted([GATEWAY, POD_A])), 'unchanged');
   });
 });
 
-/** What OvsSwitch uses of an OpenFlow connection for frames: batches and packet-ins. */
-class FrameConnection {
-  readonly batches: OpenFlowMessage[][] = [];
-  private listener: ((packetIn: PacketIn) => void) | undefined;
-  refuse = 0;
-
-  async batch(messages: readonly OpenFlowMessage[]): Promise<{ errors: Map<number, Error> }> {
-    this.batches.push([...messages]);
-    const errors = new Map<number, Error>();
-    for (let index = 0; index < this.refuse && index < messages.length; index++) errors.set(index, new Error('OFPBAC_BAD_OUT_PORT'));
-    return { errors };
-  }
-
-  on(event: string, listener: (packetIn: PacketIn) => void): void {
-    if (event === 'packet-in') this.listener = listener;
-  }
-
-  packetIn(message: PacketIn): void {
-    this.listener?.(message);
-  }
+/** A client on a switch that refuses the PACKET_OUTs `refuse` picks. */
+function frameSwitch(refuse: (out: PacketOut) => boolean = () => false): { ovs: FakeOpenFlow; bridge: BridgeClient } {
+  const ovs = new FakeOpenFlow((message) => message.type === 'PACKET_OUT' && refuse(message));
+  return { ovs, bridge: BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) }) };
 }
 
-function switchOn(connection: FrameConnection): OvsSwitch {
-  return new OvsSwitch(connection as unknown as OpenFlowConnection, new OvsProgrammer(new FakeOpenFlow(), ovsPipeline(DEFAULT_PIPELINE_CONFIG)));
+/** The port a PACKET_OUT outputs to. */
+function outPort(out: PacketOut): number | undefined {
+  const action = out.actions.find((each) => each.type === 'OUTPUT');
+  return action?.type === 'OUTPUT' ? action.port : undefined;
 }
 
-describe('OvsSwitch: frames through the tunnel', () => {
+describe('BridgeClient: frames out of ports and through the tunnel', () => {
   it('sends one PACKET_OUT from CONTROLLER per peer, its tun_dst set, out of the tunnel port, in one batch', async () => {
-    const connection = new FrameConnection();
+    const { ovs, bridge } = frameSwitch();
     const frame = new Uint8Array([1, 2, 3]);
-    assert.deepEqual(await switchOn(connection).sendToPeers(frame, TUNNEL, [NODE_2, NODE_3]), { sent: 2, refused: [] });
-    assert.equal(connection.batches.length, 1);
-    const outs = connection.batches[0] as PacketOut[];
+    assert.deepEqual(await bridge.sendToPeers(frame, TUNNEL, [NODE_2, NODE_3]), { sent: 2, refused: [] });
+    assert.equal(ovs.batches.length, 1);
+    const outs = ovs.batches[0] as PacketOut[];
     assert.deepEqual(
       outs.map((out) => [out.type, out.inPort, out.actions]),
       [NODE_2, NODE_3].map((peer) => [
@@ -238,20 +229,34 @@ describe('OvsSwitch: frames through the tunnel', () => {
   });
 
   it('counts what the switch refused, and sends nothing to no peer', async () => {
-    const connection = new FrameConnection();
-    connection.refuse = 1;
-    const port = switchOn(connection);
-    const result = await port.sendToPeers(new Uint8Array(1), TUNNEL, [NODE_2, NODE_3]);
+    const { ovs, bridge } = frameSwitch((out) =>
+      out.actions.some((action) => action.type === 'SET_FIELD' && 'value' in action.field && action.field.value === NODE_2),
+    );
+    const result = await bridge.sendToPeers(new Uint8Array(1), TUNNEL, [NODE_2, NODE_3]);
     assert.equal(result.sent, 1);
     assert.equal(result.refused.length, 1);
-    assert.deepEqual(await port.sendToPeers(new Uint8Array(1), TUNNEL, []), { sent: 0, refused: [] });
-    assert.equal(connection.batches.length, 1);
+    assert.deepEqual(await bridge.sendToPeers(new Uint8Array(1), TUNNEL, []), { sent: 0, refused: [] });
+    assert.equal(ovs.batches.length, 1);
+  });
+
+  it('sends a frame out of each port in one batch, and names the ports the switch refused it on', async () => {
+    const { ovs, bridge } = frameSwitch((out) => outPort(out) === POD_B);
+    const frame = new Uint8Array([4, 5]);
+    const result = await bridge.sendFrame(frame, [POD_A, POD_B]);
+    assert.equal(result.sent, 1);
+    assert.deepEqual(result.refusedPorts, [POD_B]);
+    assert.equal(result.refused.length, 1);
+    const outs = ovs.batches[0] as PacketOut[];
+    assert.deepEqual(
+      outs.map((out) => [out.inPort, out.actions, out.data]),
+      [POD_A, POD_B].map((port) => [OfpPort.CONTROLLER, [{ type: 'OUTPUT', port, maxLen: 0 }], frame]),
+    );
   });
 
   it('gives a packet-in from the tunnel its outer source, and one from a pod none', () => {
-    const connection = new FrameConnection();
+    const { ovs, bridge } = frameSwitch();
     const heard: Array<[number | undefined, string | undefined]> = [];
-    switchOn(connection).onPacketIn((_frame, ofport, tunnelSource) => heard.push([ofport, tunnelSource]));
+    bridge.onPacketIn((_frame, ofport, tunnelSource) => heard.push([ofport, tunnelSource]));
     const packetIn = (match: PacketIn['match']): PacketIn => ({
       type: 'PACKET_IN',
       xid: 0,
@@ -263,14 +268,15 @@ describe('OvsSwitch: frames through the tunnel', () => {
       match,
       data: new Uint8Array(1),
     });
-    connection.packetIn(
+    ovs.emit(
+      'packet-in',
       packetIn([
         { field: 'IN_PORT', value: TUNNEL },
         { field: 'TUN_IPV4_SRC', value: NODE_2 },
         { field: 'TUN_IPV4_DST', value: '192.168.60.11' },
       ] as PacketIn['match']),
     );
-    connection.packetIn(packetIn([{ field: 'IN_PORT', value: POD_A }] as PacketIn['match']));
+    ovs.emit('packet-in', packetIn([{ field: 'IN_PORT', value: POD_A }] as PacketIn['match']));
     assert.deepEqual(heard, [
       [TUNNEL, NODE_2],
       [POD_A, undefined],

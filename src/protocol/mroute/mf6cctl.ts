@@ -14,8 +14,7 @@
  * nor multicast (EINVAL).
  */
 import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
-import { truncated, view } from '../mroute/common.js';
-import { checkIPv6, readSockaddrIn6, SOCKADDR_IN6_LENGTH, writeSockaddrIn6 } from './common6.js';
+import { checkIPv6, readSockaddr, SOCKADDR_IN6_LENGTH, truncated, view, writeSockaddr } from './common.js';
 import { IF_SETSIZE, MAXMIFS } from './constants.js';
 
 export const MF6CCTL_LENGTH = 92;
@@ -44,8 +43,8 @@ export function encode(value: Mf6cCtl, buf?: Uint8Array, offset = 0): Uint8Array
   for (const mif of value.oifs) checkUint(mif, MAXMIFS - 1, 'outgoing MIF (the kernel reads only the first MAXMIFS bits of the if_set)');
   const out = outputBuffer(MF6CCTL_LENGTH, buf, offset, 'mf6cctl');
   out.fill(0, offset, offset + MF6CCTL_LENGTH);
-  writeSockaddrIn6(out, offset, value.origin);
-  writeSockaddrIn6(out, offset + GROUP_AT, value.group);
+  writeSockaddr('ipv6', out, offset, value.origin, SOCKADDR_IN6_LENGTH);
+  writeSockaddr('ipv6', out, offset + GROUP_AT, value.group, SOCKADDR_IN6_LENGTH);
   const dv = view(out);
   dv.setUint16(offset + PARENT_AT, value.parent, true);
   for (const mif of value.oifs) {
@@ -64,8 +63,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Mf6cCt
     for (let bit = 0; bit < 32; bit++) if ((bits >>> bit) & 1) oifs.push(32 * word + bit);
   }
   return {
-    origin: readSockaddrIn6(bytes, start, 'mf6cc_origin'),
-    group: readSockaddrIn6(bytes, start + GROUP_AT, 'mf6cc_mcastgrp'),
+    origin: readSockaddr('ipv6', bytes, start, 'mf6cc_origin'),
+    group: readSockaddr('ipv6', bytes, start + GROUP_AT, 'mf6cc_mcastgrp'),
     parent: dv.getUint16(start + PARENT_AT, true),
     oifs,
   };

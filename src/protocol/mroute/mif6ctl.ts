@@ -11,7 +11,7 @@
  * ifindex is above 65535 cannot be a MIF. The kernel accepts any optlen ≥ 12 and reads 12.
  */
 import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
-import { truncated, view } from '../mroute/common.js';
+import { truncated, view } from './common.js';
 
 export const MIF6CTL_LENGTH = 12;
 
