@@ -95,18 +95,24 @@ export interface McastErrorOptions {
   cause?: unknown;
 }
 
+/** What an McastError is made with: its exit code (default 1) besides the hint and the cause. */
+export interface McastErrorInit extends McastErrorOptions {
+  exitCode?: ExitCode;
+}
+
 /** Base of every operational error. `exitCode` is what the CLI exits with. */
 export class McastError extends Error {
   override readonly name: string = 'McastError';
   readonly hint: string | undefined;
+  readonly exitCode: ExitCode;
   constructor(
     readonly code: McastErrorCode,
     message: string,
-    readonly exitCode: ExitCode = ExitCode.Failure,
-    options: McastErrorOptions = {},
+    options: McastErrorInit = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.hint = options.hint;
+    this.exitCode = options.exitCode ?? ExitCode.Failure;
   }
 }
 
@@ -114,7 +120,7 @@ export class McastError extends Error {
 export class UsageError extends McastError {
   override readonly name = 'UsageError';
   constructor(message: string, options: McastErrorOptions & { code?: McastErrorCode } = {}) {
-    super(options.code ?? 'usage', message, ExitCode.Usage, options);
+    super(options.code ?? 'usage', message, { ...options, exitCode: ExitCode.Usage });
   }
 }
 
@@ -122,7 +128,7 @@ export class UsageError extends McastError {
 export class PermissionError extends McastError {
   override readonly name = 'PermissionError';
   constructor(message: string, options: McastErrorOptions = {}) {
-    super('no-permission', message, ExitCode.NoPermission, options);
+    super('no-permission', message, { ...options, exitCode: ExitCode.NoPermission });
   }
 }
 
@@ -130,7 +136,7 @@ export class PermissionError extends McastError {
 export class UnavailableError extends McastError {
   override readonly name = 'UnavailableError';
   constructor(message: string, options: McastErrorOptions & { code?: 'unavailable' | 'no-multicast-routing' } = {}) {
-    super(options.code ?? 'unavailable', message, ExitCode.Unavailable, options);
+    super(options.code ?? 'unavailable', message, { ...options, exitCode: ExitCode.Unavailable });
   }
 }
 
@@ -161,4 +167,9 @@ export function quoteInput(value: string): string {
 /** The message of anything thrown. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** What a message about a failed system call says of `error`: its errno name (ENOENT, EACCES, ...), or its message. */
+export function systemCodeOf(error: unknown): string {
+  return isSystemError(error) ? error.code : messageOf(error);
 }

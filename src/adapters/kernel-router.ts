@@ -17,7 +17,7 @@ import { ifindexOf } from '../transport/interface-index.js';
 import { MULTICAST_ROUTING, type MulticastRoutingKernel, type MulticastRoutingSocket, type NoCacheMiss } from '../transport/multicast-routing.js';
 import { admits, type SourceFilter } from '../domain/membership/source-filter.js';
 import { UpstreamMemberships } from './upstream-memberships.js';
-import type { Ipv4Prefix } from '../domain/policy/ipv4-prefix.js';
+import type { IpPrefix } from '../domain/policy/ip-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
 import { addressFamily, type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
 import type { RouteView } from '../transport/control/daemon-view.js';
@@ -35,7 +35,7 @@ export interface KernelRouterOptions {
   multicastInterfaces: readonly string[];
   idleTimeoutMs: number;
   /** Sources whose multicast arrives through the tunnel (the cluster's pods): routed out, never in (RoutePolicy). */
-  tunnelledSources?: readonly Ipv4Prefix[];
+  tunnelledSources?: readonly IpPrefix[];
   /** Milliseconds, monotonic. */
   clock: () => number;
   /** Whether `group` has members on this node now. */

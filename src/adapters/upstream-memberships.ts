@@ -58,7 +58,6 @@ export class UpstreamFilterWidened extends McastError {
       'io',
       `upstream-filter-widened: ${group} wants ${wanted.mode} of ${wanted.sources.size} sources, past ${maxSourcesSetting} (${maxSources}); ` +
         `asking upstream for ${describe(asked)} instead`,
-      undefined,
       { hint: `raise ${maxSourcesSetting} to ask upstream for exactly the sources wanted` },
     );
   }

@@ -21,9 +21,8 @@
  * - an entry whose packet count has not moved for `idleTimeoutMs` is removed, so that
  *   a source that stopped does not keep a route for ever.
  */
-import { parseIPv4 } from '../wire/ipv4-address.js';
 import type { GroupAddress, SourceAddress } from '../wire/ip-address.js';
-import { prefixContains, type Ipv4Prefix } from './policy/ipv4-prefix.js';
+import { ipPrefixContains, type IpPrefix } from './policy/ip-prefix.js';
 
 export interface RoutePolicyOptions {
   /** The VIF of the gateway port (the node's pods are behind it). */
@@ -33,7 +32,7 @@ export interface RoutePolicyOptions {
   /** Remove an entry whose packet count has not moved for this long. */
   idleTimeoutMs: number;
   /** Sources whose multicast comes through the tunnel (the cluster's pod ranges): never routed in from an uplink. */
-  tunnelledSources?: readonly Ipv4Prefix[];
+  tunnelledSources?: readonly IpPrefix[];
   /** Milliseconds; injected so that tests need not wait. */
   clock: () => number;
 }
@@ -113,10 +112,7 @@ export class RoutePolicy {
 
   /** Whether `source`'s multicast reaches this node through the tunnel (it is in tunnelledSources). */
   isTunnelled(source: SourceAddress): boolean {
-    const prefixes = this.options.tunnelledSources;
-    if (prefixes === undefined || prefixes.length === 0) return false;
-    const value = parseIPv4(source);
-    return value !== undefined && prefixes.some((prefix) => prefixContains(prefix, value));
+    return this.options.tunnelledSources?.some((prefix) => ipPrefixContains(prefix, source)) ?? false;
   }
 
   /** Whether an entry with incoming VIF `iif` is inbound (its oifs follow the group's local members). */

@@ -9,7 +9,7 @@
 import { constants as BUFFER_LIMITS } from 'node:buffer';
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
-import { isSystemError, UsageError } from '../errors.js';
+import { isSystemError, systemCodeOf, UsageError } from '../errors.js';
 
 export interface ReadRegularFileOptions {
   /** What the file is, for messages: "config", "declared state". */
@@ -78,7 +78,7 @@ export async function readRegularFile(path: string, options: ReadRegularFileOpti
   } catch (error) {
     const known = isSystemError(error) ? SYSTEM_REASONS[error.code] : undefined;
     if (known !== undefined) throw refuse(known.reason, `${(error as { code: string }).code} (${known.text})`);
-    throw refuse('io', isSystemError(error) ? error.code : String(error));
+    throw refuse('io', systemCodeOf(error));
   }
   try {
     const stats = await handle.stat();
@@ -110,7 +110,7 @@ export async function readRegularFile(path: string, options: ReadRegularFileOpti
     }
   } catch (error) {
     if (error instanceof FileRefusedError) throw error;
-    throw refuse('io', isSystemError(error) ? error.code : String(error));
+    throw refuse('io', systemCodeOf(error));
   } finally {
     await handle.close();
   }

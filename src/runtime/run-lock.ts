@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { dirname, resolve } from 'node:path';
-import { ExitCode, isSystemError, McastError, PermissionError } from '../errors.js';
+import { isSystemError, McastError, PermissionError, systemCodeOf } from '../errors.js';
 
 export class RunLock {
   private constructor(
@@ -33,11 +33,11 @@ export class RunLock {
     } catch (error) {
       if (isSystemError(error) && error.code === 'EADDRINUSE') {
         const holder = holderOf(absolute);
-        throw new McastError('busy', `another ${what}${holder === undefined ? '' : ` (pid ${holder})`} is running: it holds ${absolute}`, ExitCode.Failure, {
+        throw new McastError('busy', `another ${what}${holder === undefined ? '' : ` (pid ${holder})`} is running: it holds ${absolute}`, {
           hint: 'wait for it to finish; runs never overlap',
         });
       }
-      throw new McastError('io', `cannot take the lock ${absolute}: ${isSystemError(error) ? error.code : String(error)}`, ExitCode.Failure, { cause: error });
+      throw new McastError('io', `cannot take the lock ${absolute}: ${systemCodeOf(error)}`, { cause: error });
     }
     server.unref();
     try {
@@ -45,9 +45,9 @@ export class RunLock {
       writeFileSync(absolute, `${process.pid}\n`, { mode: 0o600 });
     } catch (error) {
       server.close();
-      const code = isSystemError(error) ? error.code : String(error);
+      const code = systemCodeOf(error);
       if (code === 'EACCES' || code === 'EPERM') throw new PermissionError(`cannot write the lock file ${absolute}: ${code} (run as root, or set --lock-file)`);
-      throw new McastError('io', `cannot write the lock file ${absolute}: ${code}`, ExitCode.Failure, { hint: 'set --lock-file to a writable place' });
+      throw new McastError('io', `cannot write the lock file ${absolute}: ${code}`, { hint: 'set --lock-file to a writable place' });
     }
     return new RunLock(absolute, server);
   }

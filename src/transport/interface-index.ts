@@ -1,7 +1,7 @@
 /** The ifindex of a network interface by its name, which the kernel's routing and membership structs take instead of the name. */
 import { readFileSync } from 'node:fs';
 
-import { McastError, UsageError, isSystemError, quoteInput } from '../errors.js';
+import { isSystemError, McastError, messageOf, quoteInput, UsageError } from '../errors.js';
 
 /** The ifindex of interface `name` in this process's network namespace (/sys/class/net/<name>/ifindex). */
 export function ifindexOf(name: string): number {
@@ -14,6 +14,6 @@ export function ifindexOf(name: string): number {
     if (isSystemError(error) && error.code === 'ENOENT') {
       throw new UsageError(`no interface ${name} in this network namespace (list them with \`ip link\`)`, { code: 'no-such-interface', cause: error });
     }
-    throw new McastError('io', `cannot read the ifindex of ${name}: ${(error as Error).message}`, undefined, { cause: error });
+    throw new McastError('io', `cannot read the ifindex of ${name}: ${messageOf(error)}`, { cause: error });
   }
 }

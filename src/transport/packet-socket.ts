@@ -120,7 +120,7 @@ function captureError(iface: string, error: unknown): unknown {
         cause: error,
       });
     default:
-      return new McastError('io', `cannot capture on ${iface}: ${error.code} (${error.syscall ?? 'system call'} failed: ${error.message})`, undefined, {
+      return new McastError('io', `cannot capture on ${iface}: ${error.code} (${error.syscall ?? 'system call'} failed: ${error.message})`, {
         cause: error,
       });
   }
@@ -129,33 +129,33 @@ function captureError(iface: string, error: unknown): unknown {
 /** Errors while capturing: the interface may go down (ENETDOWN) or disappear (ENODEV). */
 function runtimeError(iface: string, error: unknown): McastError {
   if (isSystemError(error) && (error.code === 'ENODEV' || error.code === 'ENXIO')) {
-    return new McastError('no-such-interface', `capture on ${iface} stopped: the interface was removed (${error.code})`, undefined, { cause: error });
+    return new McastError('no-such-interface', `capture on ${iface} stopped: the interface was removed (${error.code})`, { cause: error });
   }
   if (isSystemError(error) && error.code === 'ENETDOWN') {
-    return new McastError('io', `capture on ${iface}: the interface is down (ENETDOWN); frames arrive again once it is up`, undefined, {
+    return new McastError('io', `capture on ${iface}: the interface is down (ENETDOWN); frames arrive again once it is up`, {
       cause: error,
     });
   }
   const mapped = captureError(iface, error);
-  return mapped instanceof McastError ? mapped : new McastError('internal', String(mapped), undefined, { cause: mapped });
+  return mapped instanceof McastError ? mapped : new McastError('internal', String(mapped), { cause: mapped });
 }
 
 /** Errors of send(): the same interface, seen from the sending side. */
 function sendError(iface: string, length: number, error: unknown): McastError {
-  if (!isSystemError(error)) return error instanceof McastError ? error : new McastError('internal', String(error), undefined, { cause: error });
+  if (!isSystemError(error)) return error instanceof McastError ? error : new McastError('internal', String(error), { cause: error });
   switch (error.code) {
     case 'EAGAIN':
     case 'ENOBUFS':
-      return new McastError('busy', `cannot send on ${iface} now: ${error.code} (the device queue is full)`, undefined, { cause: error });
+      return new McastError('busy', `cannot send on ${iface} now: ${error.code} (the device queue is full)`, { cause: error });
     case 'ENETDOWN':
-      return new McastError('io', `cannot send on ${iface}: the interface is down (ENETDOWN)`, undefined, { hint: `ip link set ${iface} up`, cause: error });
+      return new McastError('io', `cannot send on ${iface}: the interface is down (ENETDOWN)`, { hint: `ip link set ${iface} up`, cause: error });
     case 'EMSGSIZE':
-      return new McastError('io', `cannot send on ${iface}: a frame of ${length} octets exceeds its MTU (EMSGSIZE)`, undefined, { cause: error });
+      return new McastError('io', `cannot send on ${iface}: a frame of ${length} octets exceeds its MTU (EMSGSIZE)`, { cause: error });
     case 'ENODEV':
     case 'ENXIO':
-      return new McastError('no-such-interface', `cannot send on ${iface}: the interface was removed (${error.code})`, undefined, { cause: error });
+      return new McastError('no-such-interface', `cannot send on ${iface}: the interface was removed (${error.code})`, { cause: error });
     default:
-      return new McastError('io', `cannot send on ${iface}: ${error.code} (${error.message})`, undefined, { cause: error });
+      return new McastError('io', `cannot send on ${iface}: ${error.code} (${error.message})`, { cause: error });
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * The tunnel lab (docs/architecture.md, "The test lab"): three OVS nodes whose pods reach
  * each other only through a flow-based Geneve port on br-int, over an underlay that
- * carries no multicast at all (an nftables bridge rule drops every IPv4 multicast packet
- * and counts it).
+ * carries no multicast at all (nftables bridge rules drop every IPv4 and IPv6 multicast
+ * packet and count it).
  *
  * ```
  *   pods p<i>1 p<i>2 (10.20.<i>.11/.12) ─ br-int (netdev) ─ gw0 10.20.<i>.1
@@ -11,7 +11,7 @@
  *                └ uplink veth mcl<id>n<i>u (its only other port)
  *                        │
  *   underlay ns: Linux bridge mcl<id>ul0, no address, snooping off;
- *                nftables "table bridge mcl_underlay": IPv4 multicast → counter drop
+ *                nftables "table bridge mcl_underlay": IPv4 and IPv6 multicast → counter drop
  * ```
  *
  * Why the node's underlay address sits on br-phy's internal port and not on the uplink
@@ -25,7 +25,8 @@
  * Options turn the lab toward an underlay that routes too: `underlayMulticast` makes the
  * nftables rule count IPv4 multicast and let it through (the nodes' kernels can then route
  * multicast between gw0 and br-phy, rp_filter being off there already: see buildNode),
- * `outsideHost` puts a host on ul0, and `tunnelType: 'vxlan'` makes tun0 a VXLAN port.
+ * `outsideHost` puts a host on ul0, `tunnelType: 'vxlan'` makes tun0 a VXLAN port, and
+ * `dualStack` gives every pod an IPv6 address too (fd20:<k+1>::<11+j>/64).
  * buildTunnelNetwork builds the same with any number of nodes (the fleet lab's ten), and
  * addTunnelPod and removeTunnelPod change a node's pods afterwards.
  *
@@ -46,7 +47,7 @@ export const TUNNEL_LAB = {
   underlaySubnet: '192.168.60.0/24',
   podSubnets: ['10.20.1.0/24', '10.20.2.0/24', '10.20.3.0/24'],
   gateways: ['10.20.1.1', '10.20.2.1', '10.20.3.1'],
-  /** Pod j (0-based) of node k has `10.20.<k+1>.<11+j>`. */
+  /** Pod j (0-based) of node k has `10.20.<k+1>.<11+j>`, and in a dual-stack lab `fd20:<k+1>::<11+j>` (hexadecimal) too. */
   firstPodHost: 11,
   physBridge: 'br-phy',
   tunnelPort: 'tun0',
@@ -95,6 +96,8 @@ export interface TunnelLabOptions {
   outsideHost?: boolean;
   /** The type of tun0 (default geneve). */
   tunnelType?: TunnelType;
+  /** Every pod has an IPv6 address too, its kernel sending MLDv2 (default false: IPv4 only). */
+  dualStack?: boolean;
 }
 
 /** A host on the underlay with UDP sockets: `listen`/`receive`/`send` as pods have. */
@@ -123,6 +126,8 @@ export interface TunnelLabNode {
   /** The flow-based tunnel port on br-int (Geneve unless the lab's `tunnelType` says otherwise). */
   tunnel: { name: string; ofport: number };
   pods: OvsPod[];
+  /** Its pods have an IPv6 address too. */
+  dualStack: boolean;
 }
 
 /** A tunnel network of any number of nodes (buildTunnelNetwork); the three-node lab is one (TunnelLab). */
@@ -158,10 +163,12 @@ export async function buildTunnelNetwork(lab: Lab, options: TunnelNetworkOptions
   if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_TUNNEL_NODES) throw new RangeError(`bad nodeCount ${nodeCount}`);
   const underlayNs = await lab.namespace('ul');
   const underlay = await lab.linuxBridge(underlayNs, 'ul0', { snooping: false });
-  await countIpv4Multicast(lab, underlayNs, options.underlayMulticast ? 'accept' : 'drop');
+  await countMulticast(lab, underlayNs, options.underlayMulticast ? 'accept' : 'drop');
   const tunnelType = options.tunnelType ?? 'geneve';
   const nodes = await Promise.all(
-    Array.from({ length: nodeCount }, (_, index) => buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType })),
+    Array.from({ length: nodeCount }, (_, index) =>
+      buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType, dualStack: options.dualStack ?? false }),
+    ),
   );
   if (options.underlayMtu !== undefined) await setUnderlayMtu({ nodes, underlay }, options.underlayMtu);
   const outside = options.outsideHost ? await addOutsideHost(lab, underlay) : undefined;
@@ -183,9 +190,10 @@ interface NodeBuild {
   podsPerNode: number;
   podMtu: number | undefined;
   tunnelType: TunnelType;
+  dualStack: boolean;
 }
 
-async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType }: NodeBuild): Promise<TunnelLabNode> {
+async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType, dualStack }: NodeBuild): Promise<TunnelLabNode> {
   const addressing = tunnelNodeAddressing(index);
   const node = await OvsNode.start(lab, addressing.name);
   // A pod may otherwise learn its gateway's address at the node-side end of its veth.
@@ -197,7 +205,7 @@ async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType
     address: underlayAddress,
   });
   const tunnel = await addTunnelPort(node, tunnelType);
-  const n: TunnelLabNode = { index, node, underlayAddress, uplink, uplinkPeer, gateway, tunnel, pods: [] };
+  const n: TunnelLabNode = { index, node, underlayAddress, uplink, uplinkPeer, gateway, tunnel, pods: [], dualStack };
   // One at a time: pods' ofports then follow pod order.
   for (let j = 0; j < podsPerNode; j++) {
     const pod = await addTunnelPod(n);
@@ -220,7 +228,9 @@ export async function addTunnelPod(n: TunnelLabNode): Promise<OvsPod> {
   nextPodNumbers.set(n, j + 1);
   const { podNetwork } = tunnelNodeAddressing(n.index);
   const name = n.index < 9 && j < 9 ? `p${n.index + 1}${j + 1}` : `p${n.index + 1}-${j + 1}`;
-  const pod = await n.node.addPod(name, { address: `${podNetwork}.${TUNNEL_LAB.firstPodHost + j}/24`, gateway: n.gateway.address });
+  const host = TUNNEL_LAB.firstPodHost + j;
+  const address6 = n.dualStack ? { address6: `fd20:${n.index + 1}::${host.toString(16)}/64` } : {};
+  const pod = await n.node.addPod(name, { address: `${podNetwork}.${host}/24`, gateway: n.gateway.address, ...address6 });
   n.pods.push(pod);
   return pod;
 }
@@ -315,16 +325,17 @@ export async function setPodMtu(pod: OvsPod, mtu: number): Promise<void> {
 }
 
 /**
- * Installs the underlay's rule: every bridged IPv4 packet to 224.0.0.0/4 is counted, then
- * dropped (or accepted). In the forward hook, so it holds for frames between ports
- * whatever their MAC address, and the bridge device itself is not involved; a flooded
- * frame is counted once for each port it leaves by.
+ * Installs the underlay's rules: every bridged IPv4 packet to 224.0.0.0/4 and IPv6 packet
+ * to ff00::/8 is counted, then dropped (or accepted). In the forward hook, so they hold for
+ * frames between ports whatever their MAC address, and the bridge device itself is not
+ * involved; a flooded frame is counted once for each port it leaves by.
  */
-async function countIpv4Multicast(lab: Lab, ns: string, verdict: 'drop' | 'accept'): Promise<void> {
+async function countMulticast(lab: Lab, ns: string, verdict: 'drop' | 'accept'): Promise<void> {
   const rules = `table bridge ${TUNNEL_LAB.nftTable} {
   chain multicast_filter {
     type filter hook forward priority 0; policy accept;
     ether type ip ip daddr 224.0.0.0/4 counter ${verdict}
+    ether type ip6 ip6 daddr ff00::/8 counter ${verdict}
   }
 }
 `;
@@ -397,11 +408,12 @@ export function tunnelDaemonArgs(n: Pick<TunnelLabNode, 'tunnel' | 'underlayAddr
 }
 
 /**
- * tshark display filter of the encapsulated frames toward `node` (outer IPv4 destination) whose inner IPv4
- * destination is `group`, for the lab's tunnel type: ip.dst matches either header.
+ * tshark display filter of the encapsulated frames toward `node` (outer IPv4 destination) whose inner
+ * destination is `group`, for the lab's tunnel type: ip.dst matches either IPv4 header, ipv6.dst the inner IPv6 one.
  */
 export function encapsulatedFor(tl: Pick<TunnelNetwork, 'tunnelType'>, group: string, node: Pick<TunnelLabNode, 'underlayAddress'>): string {
-  return `${tl.tunnelType} && ip.dst == ${node.underlayAddress} && ip.dst == ${group}`;
+  const inner = group.includes(':') ? `ipv6.dst == ${group}` : `ip.dst == ${group}`;
+  return `${tl.tunnelType} && ip.dst == ${node.underlayAddress} && ${inner}`;
 }
 
 /** Starts a capture of the lab's tunnel traffic on the wire at each of `nodes` (the underlay end of its uplink). */
@@ -426,7 +438,7 @@ export async function tunnelDestinations(node: OvsNode, group: string): Promise<
   const flows = (await node.ofctl('dump-flows', node.bridge)).split('\n');
   const ids = new Set(
     flows
-      .filter((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`))
+      .filter((line) => ['nw_dst', 'ipv6_dst'].some((field) => line.includes(`${field}=${group} `) || line.includes(`${field}=${group},`)))
       .flatMap((line) => [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)),
   );
   if (ids.size === 0) return [];

@@ -361,7 +361,7 @@ describe('--mld-query-versions', () => {
 });
 
 describe('membership limits: the IPv6 SSM range', () => {
-  const limits = { ...UNLIMITED, ssmRange: [{ address: '232.0.0.0', length: 8 }] };
+  const limits = { ...UNLIMITED, ssmRange: [{ family: 'ipv4' as const, address: '232.0.0.0', length: 8 }] };
   const request = (group: string, filter: SourceFilter = ANY_SOURCE) => ({
     limits,
     group: groupAddress(group),
@@ -457,19 +457,23 @@ describe('IPv6 groups in the kernel router and upstream', () => {
     router.close();
   });
 
-  it('the announcer to peers never reports an IPv6 group', () => {
+  it('the announcer to peers reports an IPv6 group in an MLDv2 report of its own', () => {
     const announcer = new PeerAnnouncer({ pathMtu: 1500, retransmitIntervalMs: 1_000 });
     announcer.setLocalMembers(GROUP, true);
-    assert.equal(announcer.hasPending, false);
-    assert.deepEqual(announcer.flush(0), []);
     announcer.setLocalMembers(groupAddress('239.1.1.1'), true);
     assert.deepEqual(
-      announcer.flush(0).flatMap((report) => report.records.map((record) => record.group)),
-      ['239.1.1.1'],
+      announcer.flush(0).map((report) => [report.version, report.records.map((record) => record.group)]),
+      [
+        [3, ['239.1.1.1']],
+        [2, [GROUP]],
+      ],
     );
     assert.deepEqual(
-      announcer.fullState().flatMap((report) => report.records.map((record) => record.group)),
-      ['239.1.1.1'],
+      announcer.fullState().map((report) => [report.version, report.records.map((record) => record.group)]),
+      [
+        [3, ['239.1.1.1']],
+        [2, [GROUP]],
+      ],
     );
   });
 

@@ -9,6 +9,7 @@ import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/controller.js';
 import type { DaemonConfig, TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
+import * as mldFrame from '../../src/packet/mld-frame.js';
 import { groupAddress, hostAddress, type HostAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
@@ -197,6 +198,53 @@ describe('daemon loop in tunnel mode', () => {
     const { logger, stop } = await startTunnelLoop({ mtu: { 'br-phy': 1500, p1: 1450 } });
     try {
       assert.equal(logger.lines.filter((line) => line.message.includes('leaves no room')).length, 0);
+    } finally {
+      await stop();
+    }
+  });
+
+  it("IPv6: a local MLD member is told to the peers as MLDv2; a peer's MLDv2 report gives the group its tunnel bucket until the peer timeout", async () => {
+    const { loop, vswitch, advance, stop } = await startTunnelLoop();
+    const v6 = groupAddress('ff1e::1:1');
+    const mldReport = (type: 'CHANGE_TO_EXCLUDE_MODE' | 'MODE_IS_EXCLUDE' | 'CHANGE_TO_INCLUDE_MODE', src: string) =>
+      mldFrame.encodeFrame({ message: { kind: 'report', version: 2, records: [{ type, group: v6, sources: [] }] }, src, dst: 'ff02::16' });
+    try {
+      const before = vswitch.sentToPeers.length;
+      vswitch.packetIn(mldReport('CHANGE_TO_EXCLUDE_MODE', 'fe80::5'), POD);
+      await advance(1);
+      const told = vswitch.sentToPeers.slice(before).flatMap((sent) => {
+        const event = decodeFrame(ipLocator(1), sent.frame, { frame: 1, ts: 0 });
+        return event?.kind === 'mld' && event.message.kind === 'report' && event.message.version === 2
+          ? event.message.records.map((record) => [record.type, record.group, event.dst])
+          : [];
+      });
+      assert.deepEqual(told, [['CHANGE_TO_EXCLUDE_MODE', v6, 'ff02::16']]);
+      // Node 2's report; its inner source says nothing of who sent it.
+      vswitch.packetIn(mldReport('MODE_IS_EXCLUDE', 'fe80::2'), TUNNEL, PEER2);
+      await advance(1);
+      assert.deepEqual(vswitch.peers.get(v6), [PEER2]);
+      assert.deepEqual(
+        loop
+          .groups()
+          .find((group) => group.group === v6)
+          ?.remoteMembers?.map((member) => member.peer),
+        [PEER2],
+      );
+      await advance(TIMEOUT_MS + 10);
+      assert.deepEqual(vswitch.peers.get(v6) ?? [], [], 'the peer went silent: its IPv6 membership timed out');
+    } finally {
+      await stop();
+    }
+  });
+
+  it('a report naming a peer inside, from an outer source that is no peer, changes nothing and is counted', async () => {
+    const { loop, vswitch, advance, stop } = await startTunnelLoop();
+    try {
+      vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL, hostAddress('192.168.60.99'));
+      vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL);
+      await advance(1);
+      assert.equal(vswitch.groups.has(GROUP), false);
+      assert.equal(loop.status().tunnel?.drops['unknown-peer'], 2);
     } finally {
       await stop();
     }

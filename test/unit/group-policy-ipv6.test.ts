@@ -14,7 +14,6 @@ import {
   normalizeIpRanges,
   parseIpPrefix,
 } from '../../src/domain/policy/ip-prefix.js';
-import { prefixMask } from '../../src/domain/policy/ipv4-prefix.js';
 import { parseGroupPolicy } from '../../src/domain/policy/policy-file.js';
 import { MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
@@ -59,7 +58,7 @@ describe('IPv6 prefixes', () => {
     assert.equal(ipPrefixMask(prefix('ff3e::1')), 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff');
     assert.equal(ipPrefixMask(prefix('239.1.0.0/16')), '255.255.0.0');
     // The IPv4 module's mask, which the daemon uses, gives IPv6 masks for IPv6 prefixes.
-    assert.equal(prefixMask(prefix('ff05::/16')), 'ffff::');
+    assert.equal(ipPrefixMask(prefix('ff05::/16')), 'ffff::');
   });
   it('ranges back to the fewest prefixes, IPv4 first, never one block across the families', () => {
     const ranges = normalizeIpRanges(
@@ -197,7 +196,7 @@ describe('IPv6 send-policy drops on the switch', () => {
   });
   it('the policy gives the ranges the drops are made of', () => {
     const denied = policy(['rules:', '  - {action: deny, groups: [ff05::/16, 239.0.0.0/8]}']).deniedSendPrefixes('a/b');
-    const matches = denied.map((prefix) => pipeline.sendPolicyDrop(3, { address: prefix.address, mask: prefixMask(prefix) }).match);
+    const matches = denied.map((prefix) => pipeline.sendPolicyDrop(3, { address: prefix.address, mask: ipPrefixMask(prefix) }).match);
     assert.deepEqual(matches, [
       { inPort: 3, ethType: 0x0800, ipDst: '239.0.0.0', ipDstMask: '255.0.0.0' },
       { inPort: 3, ethType: 0x86dd, ipDst: 'ff05::', ipDstMask: 'ffff::' },

@@ -8,7 +8,14 @@ import fc from 'fast-check';
 import { UsageError } from '../../src/errors.js';
 import { loadGroupPolicy } from '../../src/controllers/daemon/policy-loader.js';
 import { GroupPolicy, type PolicyDirection } from '../../src/domain/policy/group-policy.js';
-import { formatPrefix, parsePrefix, prefixContains, prefixMask, prefixRange, type Ipv4Prefix } from '../../src/domain/policy/ipv4-prefix.js';
+import {
+  formatIpPrefix as formatPrefix,
+  ipPrefixContains,
+  ipPrefixMask as prefixMask,
+  ipPrefixRange,
+  parseIpPrefix as parsePrefix,
+  type IpPrefix,
+} from '../../src/domain/policy/ip-prefix.js';
 import { MAX_POLICY_RULES, parseGroupPolicy } from '../../src/domain/policy/policy-file.js';
 import { type PodGlob, parsePodGlob, podMatches } from '../../src/domain/policy/pod-glob.js';
 import { type GroupAddress, groupAddress } from '../../src/wire/ip-address.js';
@@ -27,6 +34,15 @@ function refusal(lines: string[]): string {
   }
   assert.fail('parsed');
 }
+
+/** An IPv4 prefix's addresses as numbers (IPv4's points of the number line are its addresses). */
+function prefixRange(prefix: IpPrefix): { start: number; end: number } {
+  const { start, end } = ipPrefixRange(prefix);
+  return { start: Number(start), end: Number(end) };
+}
+
+/** Whether the IPv4 address `value` (as a number) is in `prefix`. */
+const prefixContains = (prefix: IpPrefix, value: number): boolean => ipPrefixContains(prefix, formatIPv4(value));
 
 describe('group policy file', () => {
   it('an empty file, a comment, or empty lists are the allow-all policy', () => {
@@ -296,7 +312,7 @@ function firstMatch(rules: readonly GeneratedRule[], pod: string, value: number,
   if (value <= 0xe00000ff) return true; // link-local: never governed
   for (const rule of rules) {
     const podMatched = rule.pods === undefined || rule.pods.some((glob) => podMatches((parsePodGlob(glob) as { glob: PodGlob }).glob, pod));
-    const groupMatched = rule.groups === undefined || rule.groups.some((text) => prefixContains((parsePrefix(text) as { prefix: Ipv4Prefix }).prefix, value));
+    const groupMatched = rule.groups === undefined || rule.groups.some((text) => prefixContains((parsePrefix(text) as { prefix: IpPrefix }).prefix, value));
     const directionMatched = rule.directions === undefined || rule.directions.includes(direction);
     if (podMatched && groupMatched && directionMatched) return rule.action === 'allow';
   }
@@ -304,7 +320,7 @@ function firstMatch(rules: readonly GeneratedRule[], pod: string, value: number,
 }
 
 /** Sorted, disjoint, and no two adjacent blocks that are the halves of one larger block. */
-function checkMinimal(prefixes: readonly Ipv4Prefix[]): void {
+function checkMinimal(prefixes: readonly IpPrefix[]): void {
   for (let index = 1; index < prefixes.length; index++) {
     const previous = prefixRange(prefixes[index - 1]!);
     const current = prefixRange(prefixes[index]!);
@@ -384,7 +400,7 @@ describe('prefixes', () => {
     assert.equal(prefixMask(parsed.prefix), '255.255.0.0');
     assert.equal(prefixMask({ address: '0.0.0.0', length: 0 }), '0.0.0.0');
     assert.equal(prefixMask({ address: '10.0.0.1', length: 32 }), '255.255.255.255');
-    assert.deepEqual(parsePrefix('239.1.2.3'), { ok: true, prefix: { address: '239.1.2.3', length: 32 } });
+    assert.deepEqual(parsePrefix('239.1.2.3'), { ok: true, prefix: { family: 'ipv4', address: '239.1.2.3', length: 32 } });
     assert.equal(parsePrefix('239.1.2.3/08').ok, false);
     assert.equal(prefixContains(parsed.prefix, parseIPv4('239.1.255.255')!), true);
     assert.equal(prefixContains(parsed.prefix, parseIPv4('239.2.0.0')!), false);

@@ -4,7 +4,7 @@ import { describe, it } from '../helpers/node-test.js';
 import { PeerAnnouncer, recordsPerReport } from '../../src/domain/peers/announcer.js';
 import { encodeReportFrame, encodeReportPacket } from '../../src/domain/peers/report-packet.js';
 import * as igmp from '../../src/packet/igmp/index.js';
-import type { IgmpV3Report } from '../../src/packet/igmp/message.js';
+import type { PeerReport } from '../../src/domain/peers/announcer.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';
 import * as ethernet from '../../src/packet/ethernet.js';
 import { type GroupAddress, groupAddress, hostAddress } from '../../src/wire/ip-address.js';
@@ -18,7 +18,7 @@ const NODE = hostAddress('192.168.60.11');
 const announcer = (pathMtu = 1_500) => new PeerAnnouncer({ pathMtu, retransmitIntervalMs: 1_000 });
 const groups = (...list: GroupAddress[]) => new Set(list);
 /** The records of some reports, as "TYPE group" lines. */
-const recordsOf = (reports: IgmpV3Report[]) => reports.flatMap((report) => report.records.map((record) => `${record.type} ${record.group}`));
+const recordsOf = (reports: PeerReport[]) => reports.flatMap((report) => report.records.map((record) => `${record.type} ${record.group}`));
 const manyGroups = (count: number) => Array.from({ length: count }, (_, index) => groupAddress(formatIPv4(0xef010000 + index)));
 
 describe('recordsPerReport', () => {
@@ -29,8 +29,15 @@ describe('recordsPerReport', () => {
     assert.equal(recordsPerReport(90), 1);
   });
 
-  it('a path too small for one record is refused', () => {
-    assert.throws(() => announcer(89), RangeError);
+  it('is 69 for IPv6 on a 1,500-octet path (MLDv2: 48 octets of IP headers, 20 a record)', () => {
+    assert.equal(recordsPerReport(1_500, 'ipv6'), 69);
+    assert.equal(recordsPerReport(1_280, 'ipv6'), 58);
+    assert.equal(recordsPerReport(126, 'ipv6'), 1);
+  });
+
+  it('a path too small for one record of either family is refused', () => {
+    assert.throws(() => announcer(125), RangeError);
+    assert.doesNotThrow(() => announcer(126));
     assert.throws(() => announcer(1_500.5), RangeError);
   });
 });
@@ -157,7 +164,7 @@ describe('PeerAnnouncer', () => {
   for (const pathMtu of [1_500, 1_600, 1_280, 9_000]) {
     it(`every encoded report fits a ${pathMtu}-octet path once encapsulated (at most pathMtu - 50 octets)`, () => {
       const a = announcer(pathMtu);
-      const limit = a.recordLimit;
+      const limit = a.recordLimit();
       a.change(groups(), new Set(manyGroups(3 * limit + 1)));
       const reports = [...a.flush(0), ...a.fullState()];
       for (const [index, report] of reports.entries()) {
@@ -173,7 +180,7 @@ describe('PeerAnnouncer', () => {
       }
       // R is the most that fits: one record more would not.
       const full = reports.find((report) => report.records.length === limit)!;
-      const oneMore: IgmpV3Report = { ...full, records: [...full.records, { type: 'MODE_IS_EXCLUDE', group: G1, sources: [] }] };
+      const oneMore: PeerReport = { ...full, records: [...full.records, { type: 'MODE_IS_EXCLUDE', group: G1, sources: [] }] };
       assert.ok(encodeReportPacket({ report: oneMore, source: NODE, identification: 0 }).length > pathMtu - 50);
     });
   }
@@ -193,6 +200,31 @@ describe('PeerAnnouncer', () => {
     assert.equal(header.header.dst, '01:00:5e:00:00:16');
     assert.equal(header.header.src, '02:00:00:00:00:01');
     assert.equal(frame.length, 14 + 32);
+  });
+
+  it('IPv6 groups go in MLDv2 reports of their own, after the IPv4 ones, split at their own R', () => {
+    const a = announcer();
+    const v6 = Array.from({ length: 70 }, (_, index) => groupAddress(`ff3e::${(index + 1).toString(16)}`));
+    a.change(groups(), new Set([...v6, G1]));
+    const reports = a.flush(0);
+    assert.deepEqual(
+      reports.map((report) => [report.version, report.records.length]),
+      [
+        [3, 1],
+        [2, 69],
+        [2, 1],
+      ],
+    );
+    for (const report of reports.filter((report) => report.version === 2)) {
+      const frame = encodeReportFrame({ report, source: NODE, identification: 0 }, '02:00:00:00:00:01');
+      assert.ok(frame.length - 14 <= 1_500 - 50, `${frame.length - 14} octets`);
+      const header = ethernet.decode(frame);
+      assert.equal(header.header.dst, '33:33:00:00:00:16');
+    }
+    assert.deepEqual(
+      a.fullState().map((report) => report.version),
+      [3, 2, 2],
+    );
   });
 
   it('setLocalMembers takes one group at a time; a repeat is no change', () => {

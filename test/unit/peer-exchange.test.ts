@@ -4,6 +4,8 @@ import { describe, it } from '../helpers/node-test.js';
 import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/peer-exchange.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
+import * as mldFrame from '../../src/packet/mld-frame.js';
+import type { MldMessage, MldRecord } from '../../src/packet/mld/message.js';
 import type { PeerMessageNotice } from '../../src/transport/control/daemon-view.js';
 import { type GroupAddress, groupAddress, type HostAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { formatIPv4 } from '../../src/wire/ipv4-address.js';
@@ -25,7 +27,7 @@ interface SentFrame {
   peers: HostAddress[];
   src: string;
   dst: string;
-  message: IgmpMessage;
+  message: IgmpMessage | MldMessage;
 }
 
 /** The exchange on a fake clock; what it sends and syncs is kept for the assertions. */
@@ -40,8 +42,8 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; r
   const port: PeerExchangePort = {
     async sendToPeers(frame, peers) {
       const event = decodeFrame(ipLocator(1), frame, { frame: 1, ts: 0 });
-      assert.equal(event?.kind, 'igmp', 'the exchange sends well-formed IGMP');
-      if (event?.kind !== 'igmp') throw new Error('unreachable');
+      assert.ok(event?.kind === 'igmp' || event?.kind === 'mld', 'the exchange sends well-formed IGMP or MLD');
+      if (event?.kind !== 'igmp' && event?.kind !== 'mld') throw new Error('unreachable');
       sent.push({ at: clock.monotonicMs(), peers: [...peers], src: event.src, dst: event.dst, message: event.message });
       if (overrides.refuse === true) throw new Error('switch gone');
       if (overrides.refusedBySwitch === true) return { sent: 0, refused: peers.map(() => new Error('no such port')) };
@@ -73,12 +75,19 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; r
 
 /** "TYPE group" of every record of every report in `frames`. */
 const recordsOf = (frames: SentFrame[]) =>
-  frames.flatMap((frame) => (frame.message.kind === 'report' && frame.message.version === 3 ? frame.message.records.map((r) => `${r.type} ${r.group}`) : []));
+  frames.flatMap((frame) => (frame.message.kind === 'report' && 'records' in frame.message ? frame.message.records.map((r) => `${r.type} ${r.group}`) : []));
 const reports = (frames: SentFrame[]) => frames.filter((frame) => frame.message.kind === 'report');
 const queries = (frames: SentFrame[]) => frames.filter((frame) => frame.message.kind === 'query');
 const v3GeneralQuery = (querier: string) =>
   igmpFrame({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] }, { src: querier, dst: '224.0.0.1' });
 const join = (peer: string, group: string) => v3Report(peer, [{ type: 'CHANGE_TO_EXCLUDE_MODE', group }]);
+/** An MLDv2 report as a peer sends it into the tunnel: from a link-local address to ff02::16. */
+const mldReport = (records: Omit<MldRecord, 'sources'>[]) =>
+  mldFrame.encodeFrame({
+    message: { kind: 'report', version: 2, records: records.map((record) => ({ ...record, sources: [] })) },
+    src: 'fe80::2',
+    dst: 'ff02::16',
+  });
 /** Lets the fake port's promises settle. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -121,31 +130,32 @@ describe('PeerExchange: frames from the tunnel', () => {
     assert.deepEqual(exchange.peersOf(G1), []);
   });
 
-  it('the peer is named by the inner source: an unknown one and this node itself are dropped', () => {
+  it('the peer is named by the outer source: a stranger, even naming a peer inside, and this node itself are dropped', () => {
     const { exchange, changes, logger } = harness();
     exchange.start();
-    exchange.take(join(P4, G1), P2);
-    exchange.take(join(P4, G2), P2);
+    exchange.take(join(P2, G1), P4);
+    exchange.take(join(P2, G2), P4);
+    exchange.take(join(P2, G1), undefined);
     exchange.take(join(NODE, G1), NODE);
-    // The outer source of a configured peer does not make the unknown inner one a peer.
     assert.deepEqual(changes, []);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 2, self: 1, unsupported: 0, malformed: 0, rate: 0, refused: 0 });
+    assert.deepEqual(exchange.peersOf(G1), []);
+    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 3, self: 1, unsupported: 0, malformed: 0, rate: 0, refused: 0 });
     // One warning per reason, not per frame.
     assert.equal(logger.lines.filter((line) => line.message === 'dropped a frame from the tunnel: unknown-peer').length, 1);
     assert.equal(logger.find('dropped a frame from the tunnel: self').length, 1);
   });
 
-  it('a NATed peer keeps its configured name; the outer source is logged once and shown', () => {
-    const { exchange, logger } = harness();
+  it("the inside is never believed: a peer's frame naming another peer, or a stranger, counts for the peer it came from", () => {
+    const { exchange, changes } = harness();
     exchange.start();
-    exchange.take(join(P2, G1), '10.0.0.5');
-    exchange.take(join(P2, G2), '10.0.0.5');
+    exchange.take(join(P3, G1), P2);
+    exchange.take(join('10.9.9.9', G2), P2);
     assert.deepEqual(exchange.peersOf(G1), [P2]);
-    assert.equal(logger.find(`peer ${P2} arrives NATed as 10.0.0.5`).length, 1);
-    assert.equal(exchange.view().peers.find((peer) => peer.address === P2)?.outerSource, '10.0.0.5');
-    // No NAT, nothing logged.
-    exchange.take(join(P3, G1), P3);
-    assert.equal(logger.lines.filter((line) => line.message.includes('NATed')).length, 1);
+    assert.deepEqual(exchange.peersOf(G2), [P2]);
+    assert.deepEqual(changes, [
+      { groups: [G1], peer: P2 },
+      { groups: [G2], peer: P2 },
+    ]);
   });
 
   it('IGMPv1/v2 from a peer is unsupported; broken frames and non-IGMP are malformed; nothing throws', () => {
@@ -158,12 +168,13 @@ describe('PeerExchange: frames from the tunnel', () => {
     corrupt[corrupt.length - 1]! ^= 0xff; // the IGMP checksum no longer holds
     exchange.take(corrupt, P2);
     exchange.take(join(P2, G1).subarray(0, 20), P2);
-    exchange.take(new Uint8Array(0), undefined);
+    exchange.take(new Uint8Array(0), P2);
     const udp = Buffer.from(join(P2, G1));
     udp[14 + 9] = 17; // IPv4 protocol: UDP
     exchange.take(udp, P2);
     assert.deepEqual(changes, []);
     assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 0, self: 0, unsupported: 3, malformed: 4, rate: 0, refused: 0 });
+    assert.deepEqual(exchange.view().peers.find((peer) => peer.address === P2)?.drops, { rate: 0, unsupported: 3, malformed: 4, refused: 0 });
   });
 
   it("a peer's general query gets our full state, to that peer only, at most once a second", async () => {
@@ -509,5 +520,85 @@ describe('PeerExchange: the messages as events (snoop --daemon)', () => {
       assert.deepEqual(refused.notices, []);
       refused.exchange.stop();
     }
+  });
+});
+
+describe('PeerExchange: IPv6 groups', () => {
+  const V6 = groupAddress('ff3e::1234');
+  const V6B = groupAddress('ff1e::9');
+
+  it("a local IPv6 member goes to every peer as an MLDv2 report from the gateway MAC's link-local address to ff02::16", async () => {
+    const { exchange, clock, take } = harness();
+    exchange.start();
+    take();
+    exchange.localGroupChanged(V6, true);
+    exchange.localGroupChanged(G1, true);
+    clock.advance(0);
+    await settle();
+    const frames = take();
+    assert.deepEqual(
+      frames.map((frame) => [frame.message.kind, frame.src, frame.dst, frame.peers]),
+      [
+        ['report', NODE, '224.0.0.22', [P2, P3]],
+        ['report', 'fe80::ff:fe00:1', 'ff02::16', [P2, P3]],
+      ],
+    );
+    assert.deepEqual(recordsOf(frames), [`CHANGE_TO_EXCLUDE_MODE ${G1}`, `CHANGE_TO_EXCLUDE_MODE ${V6}`]);
+    exchange.localGroupChanged(V6, false);
+    clock.advance(0);
+    await settle();
+    assert.deepEqual(recordsOf(take()), [`CHANGE_TO_INCLUDE_MODE ${V6}`]);
+  });
+
+  it("a peer's MLDv2 report makes it a member of IPv6 groups, a TO_IN {} takes it out, and it expires like IPv4's", () => {
+    const { exchange, clock, changes } = harness();
+    exchange.start();
+    exchange.take(
+      mldReport([
+        { type: 'CHANGE_TO_EXCLUDE_MODE', group: V6 },
+        { type: 'MODE_IS_EXCLUDE', group: V6B },
+      ]),
+      P2,
+    );
+    assert.deepEqual(exchange.peersOf(V6), [P2]);
+    assert.deepEqual(exchange.peersOf(V6B), [P2]);
+    assert.deepEqual(exchange.groupsWithRemoteMembers().sort(), [V6, V6B].sort());
+    exchange.take(mldReport([{ type: 'CHANGE_TO_INCLUDE_MODE', group: V6 }]), P2);
+    assert.deepEqual(exchange.peersOf(V6), []);
+    clock.advance(TIMEOUT_MS);
+    assert.deepEqual(exchange.peersOf(V6B), [], 'expired');
+    assert.deepEqual(changes.at(-1), { groups: [V6B], peer: undefined });
+  });
+
+  it("a stranger's MLDv2 report changes nothing and is counted", () => {
+    const { exchange, changes } = harness();
+    exchange.start();
+    exchange.take(mldReport([{ type: 'CHANGE_TO_EXCLUDE_MODE', group: V6 }]), P4);
+    assert.deepEqual(changes, []);
+    assert.equal(exchange.counters.drops['unknown-peer'], 1);
+  });
+
+  it("a peer's general query is answered with the full state of both families", async () => {
+    const { exchange, clock, take } = harness();
+    exchange.start();
+    exchange.localGroupChanged(V6, true);
+    exchange.localGroupChanged(G1, true);
+    clock.advance(0);
+    await settle();
+    take();
+    exchange.take(v3GeneralQuery(P2), P2);
+    await settle();
+    const answer = take();
+    assert.deepEqual(recordsOf(answer), [`MODE_IS_EXCLUDE ${G1}`, `MODE_IS_EXCLUDE ${V6}`]);
+    assert.ok(answer.every((frame) => frame.peers.join() === P2));
+  });
+
+  it('a seed of an IPv6 group on the switch is kept until the peer timeout', () => {
+    const { exchange, clock } = harness();
+    exchange.start();
+    exchange.seed(V6, [P2]);
+    assert.deepEqual(exchange.peersOf(V6), [P2]);
+    clock.advance(TIMEOUT_MS);
+    assert.deepEqual(exchange.peersOf(V6), []);
   });
 });

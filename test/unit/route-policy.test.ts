@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { RoutePolicy } from '../../src/domain/route-policy.js';
 import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
-import { parsePrefix, type Ipv4Prefix } from '../../src/domain/policy/ipv4-prefix.js';
+import { parseIpPrefix, type IpPrefix } from '../../src/domain/policy/ip-prefix.js';
 
-function prefix(text: string): Ipv4Prefix {
-  const parsed = parsePrefix(text);
+function prefix(text: string): IpPrefix {
+  const parsed = parseIpPrefix(text);
   if (!parsed.ok) throw new Error(parsed.reason);
   return parsed.prefix;
 }
@@ -64,6 +64,22 @@ describe('RoutePolicy', () => {
       iif: 0,
       oifs: [1],
     });
+  });
+  it('tunnelled IPv6 sources: a block of the cluster keeps its sources from being routed in, an IPv4 block says nothing of IPv6', () => {
+    const p = new RoutePolicy({
+      gatewayVif: 0,
+      uplinkVifs: [1],
+      idleTimeoutMs: 60_000,
+      tunnelledSources: [prefix('10.20.0.0/16'), prefix('fd20::/16')],
+      clock: () => 0,
+    });
+    const group = groupAddress('ff1e::1');
+    const inbound = (source: string) => p.onNoCache({ vif: 1, source: sourceAddress(source), group }, true);
+    assert.deepEqual(inbound('fd20:2::b'), { action: 'add', source: sourceAddress('fd20:2::b'), group, iif: 1, oifs: [] });
+    assert.deepEqual(inbound('fd21::b'), { action: 'add', source: sourceAddress('fd21::b'), group, iif: 1, oifs: [0] });
+    // 10.20.0.0/16's point on the line is IPv4's: the IPv6 address that embeds it is outside.
+    assert.deepEqual(p.inboundOifs(sourceAddress('::ffff:10.20.1.1'), true), [0]);
+    assert.equal(p.isTunnelled(sourceAddress('fd20:0:ffff::1')), true);
   });
   it('ignores a VIF that is neither gateway nor uplink, and refuses a gateway that is also an uplink', () => {
     assert.equal(policy({ value: 0 }).onNoCache({ vif: 7, source: sourceAddress('10.1.0.11'), group: groupAddress('239.1.2.3') }, true).action, 'ignore');

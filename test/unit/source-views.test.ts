@@ -91,9 +91,22 @@ describe('group views by source', () => {
 
   it('marks the groups of the SSM range', () => {
     const other = snapshot('239.1.1.1', [member(5, '10.1.0.5', 'exclude', [])]);
-    const [ssm, plain] = views([ABC, other], GATEWAY, { ssmRange: [{ address: '232.0.0.0', length: 8 }] });
+    const [ssm, plain] = views([ABC, other], GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] });
     assert.equal(ssm?.ssm, true);
     assert.equal(plain?.ssm, undefined);
+  });
+
+  it('marks IPv6 groups in ff3x::/96 as SSM, whatever the IPv4 range; none when SSM is off', () => {
+    const v6 = (group: string) => snapshot(group, [member(5, 'fe80::5', 'include', [sourceAddress('fd00::1')])]);
+    const groups = [v6('ff3e::8000:1'), v6('ff35::1234'), v6('ff1e::1'), v6('ff3e:1::1')];
+    const marked = views(groups, GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] }).map((view) => [view.group, view.ssm === true]);
+    assert.deepEqual(marked, [
+      ['ff3e::8000:1', true],
+      ['ff35::1234', true],
+      ['ff1e::1', false],
+      ['ff3e:1::1', false],
+    ]);
+    assert.ok(views(groups, GATEWAY, { ssmRange: [] }).every((view) => view.ssm === undefined));
   });
 });
 
@@ -123,7 +136,7 @@ describe('per-source lines', () => {
   });
 
   it('groups: a block per group that splits its sources, none for the others', () => {
-    const [abc] = views([ABC], GATEWAY, { ssmRange: [{ address: '232.0.0.0', length: 8 }] });
+    const [abc] = views([ABC], GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] });
     const [plainGroup] = views([snapshot('239.1.1.1', [member(5, '10.1.0.5', 'exclude', [])])]);
     assert.deepEqual(sourceReceiverLines([abc!, plainGroup!]), [
       '232.1.1.1 (SSM) by source:',

@@ -18,7 +18,7 @@ import { planReload } from '../../src/controllers/daemon/reload.js';
 import { type MembershipLimitSettings, type MembershipRefusal, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
 import { type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { ANY_SOURCE } from '../../src/domain/membership/source-filter.js';
-import type { Ipv4Prefix } from '../../src/domain/policy/ipv4-prefix.js';
+import type { IpPrefix } from '../../src/domain/policy/ip-prefix.js';
 import { UsageError } from '../../src/errors.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
@@ -29,7 +29,7 @@ import { v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
 
-const SSM_DEFAULT: readonly Ipv4Prefix[] = [{ address: '232.0.0.0', length: 8 }];
+const SSM_DEFAULT: readonly IpPrefix[] = [{ family: 'ipv4', address: '232.0.0.0', length: 8 }];
 const SSM_GROUP = groupAddress('232.1.1.1');
 const ASM_GROUP = groupAddress('239.1.1.1');
 const H5 = hostAddress('10.1.0.5');
@@ -123,7 +123,7 @@ describe('the SSM rule on the membership table', () => {
     assert.deepEqual(off.table.report(5, H5, SSM_GROUP, 2), [{ kind: 'members', group: SSM_GROUP, ports: [5] }]);
     assert.deepEqual(off.refusals, []);
 
-    const custom = ssmTable({ ...UNLIMITED, ssmRange: [{ address: '239.192.0.0', length: 16 }] });
+    const custom = ssmTable({ ...UNLIMITED, ssmRange: [{ family: 'ipv4', address: '239.192.0.0', length: 16 }] });
     assert.deepEqual(custom.table.report(5, H5, SSM_GROUP, 2), [{ kind: 'members', group: SSM_GROUP, ports: [5] }]);
     assert.deepEqual(custom.table.report(5, H5, groupAddress('239.192.3.4'), 2), []);
     assert.deepEqual(custom.record('MODE_IS_INCLUDE', groupAddress('239.192.3.4')), [{ kind: 'members', group: groupAddress('239.192.3.4'), ports: [5] }]);
@@ -232,13 +232,13 @@ describe('the ssmRange setting', () => {
 
   it('takes a comma-separated flag, a YAML list or string; "" turns it off', async () => {
     const two = [
-      { address: '232.0.0.0', length: 8 },
-      { address: '239.192.0.0', length: 14 },
+      { family: 'ipv4', address: '232.0.0.0', length: 8 },
+      { family: 'ipv4', address: '239.192.0.0', length: 14 },
     ];
     assert.deepEqual((await loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8, 239.192.0.0/14']), {})).ssmRange, two);
     assert.deepEqual((await loadDaemonConfig(commandFlags(['--ssm-range', '']), {})).ssmRange, []);
     assert.deepEqual((await loadFile('ssmRange:\n  - 232.0.0.0/8\n  - 239.192.0.0/14\n')).ssmRange, two);
-    assert.deepEqual((await loadFile('ssmRange: "232.1.1.1"\n')).ssmRange, [{ address: '232.1.1.1', length: 32 }]);
+    assert.deepEqual((await loadFile('ssmRange: "232.1.1.1"\n')).ssmRange, [{ family: 'ipv4', address: '232.1.1.1', length: 32 }]);
     assert.deepEqual((await loadFile('ssmRange: ""\n')).ssmRange, []);
     assert.deepEqual((await loadFile('ssmRange: []\n')).ssmRange, []);
     // The flag wins over the file.
@@ -248,11 +248,11 @@ describe('the ssmRange setting', () => {
   it('refuses a block outside 224.0.0.0/4, host bits, repeats and non-blocks, naming the flag or the line', async () => {
     await rejectsUsage(
       loadDaemonConfig(commandFlags(['--ssm-range', '10.0.0.0/8']), {}),
-      /^--ssm-range: entry 1: "10\.0\.0\.0\/8" is not a block of multicast groups \(inside 224\.0\.0\.0\/4/,
+      /^--ssm-range: entry 1: "10\.0\.0\.0\/8" is not a block of IPv4 multicast groups \(inside 224\.0\.0\.0\/4/,
     );
     await rejectsUsage(
       loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8,224.0.0.0/3']), {}),
-      /^--ssm-range: entry 2: "224\.0\.0\.0\/3" is not a block of multicast/,
+      /^--ssm-range: entry 2: "224\.0\.0\.0\/3" is not a block of IPv4 multicast/,
     );
     await rejectsUsage(
       loadDaemonConfig(commandFlags(['--ssm-range', '232.1.0.0/8']), {}),
@@ -260,12 +260,12 @@ describe('the ssmRange setting', () => {
     );
     await rejectsUsage(
       loadDaemonConfig(commandFlags(['--ssm-range', 'ssm']), {}),
-      /^--ssm-range: entry 1: "ssm": not an IPv4 address or CIDR block such as 232\.0\.0\.0\/8/,
+      /^--ssm-range: entry 1: "ssm": not an address or CIDR block such as 232\.0\.0\.0\/8/,
     );
     await rejectsUsage(loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8,232.0.0.0/8']), {}), /^--ssm-range: 232\.0\.0\.0\/8 is listed twice/);
     await rejectsUsage(
       loadFile('queryInterval: 125s\nssmRange:\n  - 232.0.0.0/8\n  - 192.168.0.0/16\n'),
-      / line 4: ssmRange: "192\.168\.0\.0\/16" is not a block of multicast groups/,
+      / line 4: ssmRange: "192\.168\.0\.0\/16" is not a block of IPv4 multicast groups/,
     );
     await rejectsUsage(loadFile('ssmRange:\n  - 232\n'), / line 2: ssmRange: 232 is not a CIDR block such as 232\.0\.0\.0\/8/);
     await rejectsUsage(loadFile('ssmRange: {a: 1}\n'), /ssmRange: a mapping is not a list/);

@@ -205,11 +205,11 @@ describe('tunnel mode settings', () => {
       commandFlags(['--tunnel-port=tun0', '--peers=10.0.0.2', '--node-address=10.0.0.1', '--cluster-cidrs', '10.244.0.0/16, 10.99.1.0/24']),
     );
     assert.deepEqual(config.tunnel?.clusterCidrs, [
-      { address: '10.244.0.0', length: 16 },
-      { address: '10.99.1.0', length: 24 },
+      { family: 'ipv4', address: '10.244.0.0', length: 16 },
+      { family: 'ipv4', address: '10.99.1.0', length: 24 },
     ]);
     const yaml = await load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n') });
-    assert.deepEqual(yaml.tunnel?.clusterCidrs, [{ address: '10.244.0.0', length: 16 }]);
+    assert.deepEqual(yaml.tunnel?.clusterCidrs, [{ family: 'ipv4', address: '10.244.0.0', length: 16 }]);
     // Tunnel mode and underlay routing at once: the cluster's pod ranges are needed.
     await rejectsUsage(
       load(both),
@@ -226,12 +226,12 @@ describe('tunnel mode settings', () => {
     );
     await rejectsUsage(
       load({ ...both, clusterCidrs: 'pods' }),
-      /^--cluster-cidrs: entry 1: "pods": not an IPv4 address or CIDR block such as 10\.244\.0\.0\/16/,
+      /^--cluster-cidrs: entry 1: "pods": not an address or CIDR block such as 10\.244\.0\.0\/16 or fd00:10:244::\/56/,
     );
     await rejectsUsage(load({ ...both, clusterCidrs: '10.1.0.0/16,10.1.0.0/16' }), /^--cluster-cidrs: 10\.1\.0\.0\/16 is listed twice/);
     await rejectsUsage(
       load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n  - 10.300.0.0/16\n') }),
-      /line 6: clusterCidrs: "10\.300\.0\.0\/16": not an IPv4 address/,
+      /line 6: clusterCidrs: "10\.300\.0\.0\/16": not an address or CIDR block/,
     );
     await rejectsUsage(load({ clusterCidrs: '10.244.0.0/16' }), /^--cluster-cidrs is a tunnel mode setting: it needs --tunnel-port/);
   });

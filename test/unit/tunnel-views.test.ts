@@ -21,8 +21,8 @@ const clock = { monotonicMs: () => 50_000, wallMs: () => Date.parse('2026-01-01T
 
 const REMOTE: RemoteMembersView = {
   peers: [
-    { address: host('192.168.60.12'), state: 'up', lastContact: 47_000, outerSource: '10.0.0.5', members: 2 },
-    { address: host('192.168.60.13'), state: 'unknown', lastContact: null, outerSource: null, members: 0 },
+    { address: host('192.168.60.12'), state: 'up', lastContact: 47_000, members: 2 },
+    { address: host('192.168.60.13'), state: 'unknown', lastContact: null, members: 0 },
   ],
   groups: [
     { group: group('239.1.2.3'), members: [{ peer: host('192.168.60.12'), lastRefresh: 47_000, expiresInMs: 67_000 }] },
@@ -47,8 +47,8 @@ describe('tunnel views', () => {
       ofport: 7,
       nodeAddress: '192.168.60.11',
       peers: [
-        { address: '192.168.60.12', state: 'up', lastContact: '2026-01-01T11:59:57.000Z', outerSource: '10.0.0.5', members: 2 },
-        { address: '192.168.60.13', state: 'unknown', lastContact: null, outerSource: null, members: 0 },
+        { address: '192.168.60.12', state: 'up', lastContact: '2026-01-01T11:59:57.000Z', members: 2 },
+        { address: '192.168.60.13', state: 'unknown', lastContact: null, members: 0 },
       ],
       drops: { 'unknown-peer': 3, self: 1, rate: 0, unsupported: 0, malformed: 0, refused: 0 },
     } satisfies TunnelView);
@@ -148,7 +148,7 @@ describe('status and groups in tunnel mode', { concurrency: true }, () => {
     const human = await cli(['status', '--control-socket', path]);
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stdout, /^tunnel: +tun0 \(7\), node 192\.168\.60\.11, 2 peers \(1 up, 1 unknown\); dropped unknown-peer 3$/m);
-    assert.match(human.stdout, /^peer 192\.168\.60\.12: +up, last contact [\d.]+s ago, 2 groups, arrives as 10\.0\.0\.5$/m);
+    assert.match(human.stdout, /^peer 192\.168\.60\.12: +up, last contact [\d.]+s ago, 2 groups$/m);
     assert.match(human.stdout, /^peer 192\.168\.60\.13: +unknown, never heard from, 0 groups$/m);
     const json = await cli(['status', '--control-socket', path, '--json']);
     assert.deepEqual(JSON.parse(json.stdout).tunnel, view.statusValue.tunnel);

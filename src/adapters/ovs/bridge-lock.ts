@@ -57,8 +57,7 @@ export class BridgeLock {
         'busy',
         `another mcastctl daemon is running on bridge ${options.bridge}${holder === undefined ? '' : ` (${holder})`}: ` +
           `it holds the OVSDB lock ${lock.name} at ${options.client.endpoint.text}`,
-        ExitCode.Unavailable,
-        { hint: 'one daemon per bridge: stop the other one first (mcastctl status --control-socket PATH shows it)' },
+        { exitCode: ExitCode.Unavailable, hint: 'one daemon per bridge: stop the other one first (mcastctl status --control-socket PATH shows it)' },
       );
     }
     await lock.writeHolder();
@@ -101,7 +100,7 @@ export class BridgeLock {
         { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'insert', { map: [[DAEMON_HOLDER_KEY, holder]] }]] },
       ]);
     } catch (error) {
-      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${DAEMON_HOLDER_KEY}: ${messageOf(error)}`, ExitCode.Failure, {
+      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${DAEMON_HOLDER_KEY}: ${messageOf(error)}`, {
         cause: error,
       });
     }

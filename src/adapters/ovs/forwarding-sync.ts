@@ -145,7 +145,7 @@ export function planForwarding({ pipeline, wanted, current, groupIds, foreignFlo
   const plans = desired.length === 0 ? [] : planInstall(pipeline, desired, installedView, foreignFlows);
   const conflict = plans.find((plan) => plan.outcome === 'conflict');
   if (conflict !== undefined)
-    throw new McastError('conflict', `group ${group} not programmed: ${conflict.problem}`, undefined, { hint: 'give the daemon a table of its own (--table)' });
+    throw new McastError('conflict', `group ${group} not programmed: ${conflict.problem}`, { hint: 'give the daemon a table of its own (--table)' });
   const wantedKeys = new Set(desired.map(forwardingKey));
   // The (S,G) entries go before the (*,G) one: its flow is the less specific.
   const stale = current

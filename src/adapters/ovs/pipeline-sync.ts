@@ -207,7 +207,7 @@ export class PipelineSync {
     // the group, (*,G) or (S,G), makes the whole group theirs.
     if (current.some((entry) => !entry.learned) || (current.length === 0 && this.staticGroups.has(group))) {
       if (!isWanted) return 'absent';
-      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, undefined, {
+      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, {
         hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
       });
     }
@@ -249,7 +249,6 @@ export class PipelineSync {
     throw new McastError(
       'conflict',
       `another controller's flow (cookie 0x${clash.cookie.toString(16)}) has the match and priority ${flow.priority} of the daemon's ${describeMatch(flow)} flow in table ${flow.table}`,
-      undefined,
       { hint: 'give the daemon a table of its own (--table) or remove that flow' },
     );
   }
@@ -258,7 +257,7 @@ export class PipelineSync {
     const errors = await applyChanges(this.openflow, changes, options);
     const first = errors.values().next();
     if (!first.done)
-      throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, undefined, {
+      throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, {
         cause: first.value,
       });
   }

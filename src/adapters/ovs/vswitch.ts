@@ -58,7 +58,7 @@ export class NoSuchBridgeError extends McastError {
     readonly bridge: string,
     endpoint: string,
   ) {
-    super('no-such-interface', `no bridge ${bridge} in OVSDB ${endpoint}`, undefined, { hint: '`ovs-vsctl list-br` shows the bridges' });
+    super('no-such-interface', `no bridge ${bridge} in OVSDB ${endpoint}`, { hint: '`ovs-vsctl list-br` shows the bridges' });
   }
 }
 

@@ -7,7 +7,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 
-import { McastError } from '../../errors.js';
+import { McastError, messageOf } from '../../errors.js';
 import { CONFIG_DIRECTORY, type FileAction, installService, type InstallServiceResult } from '../../controllers/service/install-service.js';
 import { Output } from '../render/output.js';
 
@@ -48,7 +48,7 @@ function serviceCommand(): string[] {
   try {
     return [realpathSync(process.execPath), realpathSync(ENTRY_SCRIPT)];
   } catch (error) {
-    throw new McastError('internal', `cannot find this installation's entry script ${ENTRY_SCRIPT}: ${(error as Error).message}`, undefined, {
+    throw new McastError('internal', `cannot find this installation's entry script ${ENTRY_SCRIPT}: ${messageOf(error)}`, {
       hint: 'reinstall mcastctl',
       cause: error,
     });

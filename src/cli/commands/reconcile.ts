@@ -19,7 +19,7 @@ import { checkRoute, installRoute, NO_ROUTER_WARNING, uninstallRoute } from '../
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
-import { ExitCode, McastError, UnavailableError, UsageError } from '../../errors.js';
+import { ExitCode, McastError, messageOf, UnavailableError, UsageError } from '../../errors.js';
 import { type ForwardingCacheRow, MULTICAST_ROUTING, type RoutingInterfaceRow } from '../../transport/multicast-routing.js';
 import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
@@ -173,10 +173,10 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       ]
         .filter(Boolean)
         .join(', ');
-      throw new McastError('refused', `reconcile: ${what} (see ${output.json ? 'the JSON document' : 'above'})`, ExitCode.Failure);
+      throw new McastError('refused', `reconcile: ${what} (see ${output.json ? 'the JSON document' : 'above'})`);
     }
     // Drift (found, and repaired unless --dry-run) is no failure, but scripts act on it: exit 2, no message.
-    if (drift.length > 0) throw new McastError('drift', '', ExitCode.Drift);
+    if (drift.length > 0) throw new McastError('drift', '', { exitCode: ExitCode.Drift });
   } finally {
     await opened?.close();
     lock?.release();
@@ -297,7 +297,7 @@ async function applyRouteDrift(entry: RouteDrift): Promise<{ result: Result; err
     return { result: 'applied' };
   } catch (error) {
     if (error instanceof McastError && error.exitCode === ExitCode.NoPermission) throw error;
-    return { result: 'failed', error: error instanceof Error ? error.message : String(error) };
+    return { result: 'failed', error: messageOf(error) };
   }
 }
 

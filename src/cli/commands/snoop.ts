@@ -7,7 +7,7 @@ import { type Command, Option } from 'commander';
 import type { CapturedFrame } from '../../transport/packet-socket.js';
 import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
-import { DecodeError, ExitCode, isSystemError, McastError, UsageError } from '../../errors.js';
+import { DecodeError, isSystemError, McastError, systemCodeOf, UsageError } from '../../errors.js';
 import { PcapWriter, readPcapFile, readPcapStream, type PcapRecord } from '../../packet/pcap/index.js';
 import type { FrameEvent } from '../../packet/frame-decoder.js';
 import { describeCounts, formatEvent, groupTable, querierTable } from '../render/human-format.js';
@@ -162,9 +162,9 @@ function unreadableCapture(error: unknown, name: string): unknown {
 function damagedCapture(error: unknown, name: string): unknown {
   if (error instanceof DecodeError) {
     const hint = error.code === 'truncated' ? 'a capture cut short (tcpdump killed) ends like this' : 'the file is damaged from this record on';
-    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, ExitCode.Failure, { hint: `the messages before it were shown; ${hint}` });
+    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, { hint: `the messages before it were shown; ${hint}` });
   }
-  if (isSystemError(error)) return new McastError('io', `reading capture ${name} failed part-way: ${error.code} (${error.message})`, ExitCode.Failure);
+  if (isSystemError(error)) return new McastError('io', `reading capture ${name} failed part-way: ${error.code} (${error.message})`);
   return error;
 }
 
@@ -235,15 +235,15 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
 }
 
 function writeFailure(error: unknown, path: string): McastError {
-  const code = isSystemError(error) ? error.code : String(error);
-  return new McastError('io', `cannot write capture ${path}: ${code}; the capture stopped`, ExitCode.Failure);
+  const code = systemCodeOf(error);
+  return new McastError('io', `cannot write capture ${path}: ${code}; the capture stopped`);
 }
 
 function openForWriting(path: string): number {
   try {
     return openSync(path, 'w');
   } catch (error) {
-    const code = isSystemError(error) ? error.code : String(error);
+    const code = systemCodeOf(error);
     throw new UsageError(`cannot write capture ${path}: ${code}`, { code: 'bad-file', hint: 'check that the directory exists and is writable' });
   }
 }

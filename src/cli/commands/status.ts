@@ -111,11 +111,9 @@ function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): A
     head,
     ...tunnel.peers.map((peer: PeerView): [string, string] => {
       const contact = peer.lastContact === null ? 'never heard from' : `last contact ${formatDuration(now - Date.parse(peer.lastContact))} ago`;
-      // The outer source is worth a word only when NAT changed it.
-      const nat = peer.outerSource === null || peer.outerSource === peer.address ? '' : `, arrives as ${peer.outerSource}`;
       const peerDrops = dropped(peer.drops ?? {});
       const drop = peerDrops.length === 0 ? '' : `; ${style.yellow(`dropped ${peerDrops.join(', ')}`)}`;
-      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${nat}${drop}`];
+      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${drop}`];
     }),
   ];
 }

@@ -123,8 +123,8 @@ See mcastctl-trace(1).`,
       else for (const line of traceLines(report, output.style)) output.line(line);
       output.flush();
       // The report is on stdout already: the exit code alone says the rest.
-      if (report.verdict === 'blocked') throw new McastError('refused', '', ExitCode.Failure);
-      if (daemon.state === 'unreachable') throw new McastError('unavailable', '', ExitCode.Unavailable);
+      if (report.verdict === 'blocked') throw new McastError('refused', '');
+      if (daemon.state === 'unreachable') throw new McastError('unavailable', '', { exitCode: ExitCode.Unavailable });
     } finally {
       sources.close();
       if (daemon.state === 'reachable') daemon.close();

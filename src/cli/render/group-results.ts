@@ -1,5 +1,5 @@
 /** How install and uninstall report their group results, in both output modes. */
-import { ExitCode, McastError } from '../../errors.js';
+import { McastError } from '../../errors.js';
 import type { GroupResult, StaticGroupsOutcome } from '../../controllers/static/static-groups.js';
 import { NO_ROUTER_WARNING, type RouteOutcome } from '../../controllers/static/static-routes.js';
 import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
@@ -84,7 +84,6 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
     throw new McastError(
       'refused',
       `OVS refused ${failed} change${failed === 1 ? '' : 's'} on bridge ${bridge}${outcome.otherFailures.length ? `: ${outcome.otherFailures.join('; ')}` : ''}`,
-      ExitCode.Failure,
       {
         hint: 'the other groups were applied; see the results above',
       },

@@ -11,7 +11,7 @@ import type { OvsTarget } from '../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../runtime/logger.js';
 import type { HostAddress } from '../../wire/ip-address.js';
-import type { Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import type { IpPrefix } from '../../domain/policy/ip-prefix.js';
 import type { MldVersion } from '../../packet/mld/message.js';
 import type { QueryVersion } from './setting-values.js';
 
@@ -23,7 +23,7 @@ export interface TunnelConfig {
   peers: readonly HostAddress[];
   /** Where the peers were read from, re-read on SIGHUP and when it changes; undefined: --peers only. */
   peersFile?: string;
-  /** This node's underlay address: the inner source of its reports, how the peers name it. */
+  /** This node's underlay address: the source of its IGMPv3 reports to the peers, and what they see as the tunnel's outer source. */
   nodeAddress: HostAddress;
   /**
    * The pods' address ranges of the whole cluster. With underlay routing on too, multicast
@@ -31,7 +31,7 @@ export interface TunnelConfig {
    * the tunnel brought it already, and a second copy would reach the members. Undefined or
    * empty: none given (tunnel mode alone needs none).
    */
-  clusterCidrs?: readonly Ipv4Prefix[];
+  clusterCidrs?: readonly IpPrefix[];
   /** How often every peer gets this node's full state (default 30 s). */
   refreshIntervalMs: number;
   /** A peer's membership of a group lasts this long after its last report of it (default robustness × refresh + 10 s = 70 s). */
@@ -75,7 +75,7 @@ export interface DaemonConfig {
   /** Groups with members on the node, each an OVS group (a new group past it is refused). */
   maxGroups: number;
   /** The source-specific multicast range (RFC 4607): its groups are joined for named sources only; empty: none. */
-  ssmRange: readonly Ipv4Prefix[];
+  ssmRange: readonly IpPrefix[];
   /** Whether each pod port's IGMP goes through its own OpenFlow meter (at igmpRatePerPort and igmpBurstPerPort). */
   igmpMeter: boolean;
   /** IGMP messages a second one pod port may send, on average: its meter drops the excess in OVS, the daemon's budget what still comes. */

@@ -3,7 +3,7 @@
  * reconnection (the server forgot it with the old connection, so it is taken again, or,
  * if another daemon took the bridge meanwhile, this one stops: one daemon per bridge).
  */
-import { ExitCode, McastError, messageOf } from '../../errors.js';
+import { McastError, messageOf } from '../../errors.js';
 import type { BridgeLockPort } from './ports.js';
 
 export interface RetakeOptions {
@@ -23,7 +23,7 @@ export async function retakeBridgeLock({ lock, bridge, fail, onFatal }: RetakeOp
     return;
   }
   if (held) return;
-  const error = new McastError('busy', `another mcastctl daemon took bridge ${bridge} while OVSDB was unreachable`, ExitCode.Failure, {
+  const error = new McastError('busy', `another mcastctl daemon took bridge ${bridge} while OVSDB was unreachable`, {
     hint: 'one daemon per bridge: this one stops',
   });
   fail(error);
@@ -33,12 +33,12 @@ export async function retakeBridgeLock({ lock, bridge, fail, onFatal }: RetakeOp
 /** The last save, at stop, failed: the daemon exits 1 (the state on disk is older than what it held). */
 export function finalSaveFailure(error: unknown): McastError {
   if (error instanceof McastError) return error;
-  return new McastError('io', `the final save of the daemon state failed: ${messageOf(error)}`, ExitCode.Failure, { cause: error });
+  return new McastError('io', `the final save of the daemon state failed: ${messageOf(error)}`, { cause: error });
 }
 
 /** The routing socket failed: the daemon stops, so that a restart sets routing up again. */
 export function routingFailure(error: McastError): McastError {
-  return new McastError('io', `kernel multicast routing failed: ${error.message}; the kernel dropped the daemon's VIFs and routes`, undefined, {
+  return new McastError('io', `kernel multicast routing failed: ${error.message}; the kernel dropped the daemon's VIFs and routes`, {
     hint: 'the daemon stops so that a restart (systemd) sets routing up again',
     cause: error,
   });

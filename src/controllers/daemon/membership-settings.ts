@@ -4,12 +4,12 @@
  * how much IGMP a port may send (packet-budget.ts, the meters), and the SSM range, whose
  * groups take only joins that name their sources. A reload applies every one of them.
  */
-import { formatPrefix, type Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import { formatIpPrefix, type IpPrefix } from '../../domain/policy/ip-prefix.js';
 import * as values from './setting-values.js';
 import { fills } from './setting-definition.js';
 
 /** 232.0.0.0/8, the SSM range of IPv4 (RFC 4607 §1). */
-const SSM_DEFAULT_RANGE: Ipv4Prefix = Object.freeze({ address: '232.0.0.0', length: 8 });
+const SSM_DEFAULT_RANGE: IpPrefix = Object.freeze({ family: 'ipv4', address: '232.0.0.0', length: 8 });
 
 export const MEMBERSHIP_SETTINGS = [
   fills('maxGroupsPerPort', {
@@ -80,9 +80,9 @@ export const MEMBERSHIP_SETTINGS = [
     parse: values.parseSsmRange,
     fallback: [SSM_DEFAULT_RANGE],
     runtime: true,
-    help: 'the source-specific multicast range, comma-separated blocks of groups: a join of any source to a group in it is refused (ssm); "" turns it off',
-    fileDefault: `"${formatPrefix(SSM_DEFAULT_RANGE)}"`,
-    flagDefault: formatPrefix(SSM_DEFAULT_RANGE),
-    show: (range) => range.map(formatPrefix).join(','),
+    help: 'the source-specific multicast range of IPv4, comma-separated blocks of groups (IPv6\'s is ff3x::/96): a join of any source to a group in it is refused (ssm); "" turns SSM off for both families',
+    fileDefault: `"${formatIpPrefix(SSM_DEFAULT_RANGE)}"`,
+    flagDefault: formatIpPrefix(SSM_DEFAULT_RANGE),
+    show: (range) => range.map(formatIpPrefix).join(','),
   }),
 ] as const;

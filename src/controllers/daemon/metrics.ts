@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
+import { isSystemError, McastError, messageOf, PermissionError, quoteInput, UsageError } from '../../errors.js';
 import type { DaemonView } from '../../transport/control/daemon-view.js';
 import { parseHostPort } from '../../wire/endpoint.js';
 import { IGMP_REFUSAL_REASONS } from './igmp-guard.js';
@@ -115,7 +115,7 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_peer_drops_total',
-      help: 'Tunnel mode: messages from the tunnel dropped, by the configured peer that sent them (no peer label: a sender that is no configured peer) and reason: a sender not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
+      help: 'Tunnel mode: messages from the tunnel dropped, by the configured peer that sent them (no peer label: a sender that is no configured peer) and reason: an outer (tunnel) source not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 or MLDv1 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
       labelNames: ['peer', 'reason'],
       registers,
       // Series by peer only for configured peers (bounded, and gone with the peer); never by a sender's address.
@@ -250,9 +250,7 @@ export class MetricsServer {
           response.end(request.method === 'HEAD' ? undefined : text);
         },
         (error: unknown) => {
-          response
-            .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
-            .end(`cannot collect the metrics: ${error instanceof Error ? error.message : String(error)}\n`);
+          response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`cannot collect the metrics: ${messageOf(error)}\n`);
         },
       );
     });
@@ -283,7 +281,7 @@ export class MetricsServer {
 function listenFailure(error: Error, address: string): McastError {
   const code = isSystemError(error) ? error.code : error.message;
   if (code === 'EADDRINUSE') {
-    return new McastError('busy', `cannot serve metrics on ${address}: EADDRINUSE (another program listens there)`, ExitCode.Failure, {
+    return new McastError('busy', `cannot serve metrics on ${address}: EADDRINUSE (another program listens there)`, {
       hint: 'pick another --metrics-address (ss -ltnp shows who holds this one)',
       cause: error,
     });
@@ -300,5 +298,5 @@ function listenFailure(error: Error, address: string): McastError {
       hint: 'set --metrics-address to an address of this host',
     });
   }
-  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, ExitCode.Failure, { hint: 'check --metrics-address', cause: error });
+  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, { hint: 'check --metrics-address', cause: error });
 }

@@ -31,8 +31,8 @@ export function newCounters(): PeerExchangeCounters {
 
 /** The reasons a configured peer's frame can be dropped for (each peer's counts start with these at 0). */
 const PEER_DROP_REASONS = ['rate', 'unsupported', 'malformed', 'refused'] as const satisfies readonly PeerDropReason[];
-/** The reasons a frame of no configured peer can be dropped for. */
-const UNATTRIBUTED_DROP_REASONS = ['unknown-peer', 'self', 'malformed'] as const satisfies readonly PeerDropReason[];
+/** The reasons a frame of no configured peer can be dropped for: a frame is named by its outer source before it is decoded. */
+const UNATTRIBUTED_DROP_REASONS = ['unknown-peer', 'self'] as const satisfies readonly PeerDropReason[];
 
 type DropCounts = Partial<Record<PeerDropReason, number>>;
 

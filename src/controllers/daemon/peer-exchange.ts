@@ -1,13 +1,15 @@
 /**
- * Tunnel mode's exchange of group membership with the peers (the other nodes), as IGMPv3
- * inside the tunnel: what comes in from the tunnel port goes to the remote members, what
- * this node's pods want goes out to every peer.
+ * Tunnel mode's exchange of group membership with the peers (the other nodes), inside the
+ * tunnel: IGMPv3 for IPv4 groups, MLDv2 for IPv6 ones. What comes in from the tunnel port
+ * goes to the remote members, what this node's pods want goes out to every peer.
  *
- * - In: a packet-in from the tunnel port is decoded as the pod path decodes IGMP; its
- *   sender is named by the INNER IPv4 source (the peer's --node-address: the underlay may
- *   NAT the outer one, which is only noted and logged once). Only a configured peer counts.
- *   A v3 report updates the remote members; a v3 general query ("send me your full
- *   state") is answered to that peer only, at most once per `queryAnswerIntervalMs`.
+ * - In: a packet-in from the tunnel port is named by the tunnel's OUTER source (tun_src),
+ *   which must be a configured peer; what the packet inside says of its sender is never
+ *   believed (a pod or a host could write any node's address there). It is then decoded
+ *   as the pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote
+ *   members; a general query ("send me your full state", IGMPv3 or MLDv2) is answered to
+ *   that peer only, at most once per `queryAnswerIntervalMs`, with the state of both
+ *   families.
  * - Out: local changes are batched and sent on the next tick, and once again at the
  *   announcer's retransmission time; every peer gets the full state every refresh
  *   interval (±10 %, drawn anew for each peer and period, so the peers' reports do not
@@ -19,17 +21,17 @@
  * and by peer when a configured peer sent it (./peer-counters.ts).
  */
 import { messageOf } from '../../errors.js';
-import { PeerAnnouncer } from '../../domain/peers/announcer.js';
+import { PeerAnnouncer, type PeerReport } from '../../domain/peers/announcer.js';
 import { RemoteMembers, type RemoteMembersEffect } from '../../domain/peers/remote-members.js';
 import { encodeReportFrame } from '../../domain/peers/report-packet.js';
 import type { MembershipRecord } from '../../domain/membership/membership-table.js';
 import { FALLBACK_SOURCE_MAC } from '../../packet/ethernet.js';
 import { encodeFloatCode } from '../../packet/igmp/float-code.js';
-import type { IgmpV3Report } from '../../packet/igmp/message.js';
 import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../transport/control/daemon-view.js';
 import { encodeFrame } from '../../packet/query-frame.js';
 import { WarningLimiter } from '../../runtime/warning-limiter.js';
-import { addressFamily, type GroupAddress, type HostAddress, parseHostAddress } from '../../wire/ip-address.js';
+import type { GroupAddress, HostAddress } from '../../wire/ip-address.js';
+import { parseHostAddress } from '../../wire/ip-address.js';
 import { snoopFrame } from './igmp-snooper.js';
 import { newCounters, PeerDropCounts, type PeerExchangeCounters, type RemoteMembersWithDrops } from './peer-counters.js';
 import type { ControllerLogger, DaemonClock } from './ports.js';
@@ -50,7 +52,7 @@ export interface PeerExchangePort {
 
 export interface PeerExchangeOptions {
   port: PeerExchangePort;
-  /** This node's --node-address: the inner source of what it sends, and a sender that is dropped as `self`. */
+  /** This node's --node-address: the source of the IGMP it sends, and an outer source that is dropped as `self`. */
   nodeAddress: HostAddress;
   /** The source MAC of what it sends (the gateway's), when there is one. */
   sourceMac: () => string | undefined;
@@ -133,39 +135,34 @@ export class PeerExchange {
    * kept for one peer timeout unless the peer confirms it, so the first sync keeps the bucket.
    */
   seed(group: GroupAddress, peers: readonly HostAddress[]): void {
-    // IPv6 groups: not yet announced to peers, so none of theirs can be on the switch.
-    if (addressFamily(group) === 'ipv6') return;
     const deadline = this.options.port.clock.monotonicMs() + this.options.peerTimeoutMs;
     for (const peer of peers) this.remote.seed(peer, group, deadline);
     this.armExpiry();
   }
 
-  /** One packet-in from the tunnel port; `tunnelSource`: its outer source (tun_src), when the switch gave one. */
+  /**
+   * One packet-in from the tunnel port; `tunnelSource`: its outer source (tun_src), when
+   * the switch gave one. Only a configured peer's outer source is heard: a frame without
+   * one, or from any other address, is dropped before it is decoded.
+   */
   take(frame: Uint8Array, tunnelSource: string | undefined): void {
     if (this.stopped) return;
-    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
-    // Only IGMP is sent up from the tunnel: anything else is as broken as a bad checksum.
-    if (snooped === undefined || snooped.event.kind === 'malformed') {
-      // A broken frame is still charged to the configured peer its IPv4 header names, if any: that node needs looking at.
-      const sender = snooped?.event.src == null ? undefined : parseHostAddress(snooped.event.src);
-      this.drop('malformed', sender !== undefined && sender !== this.options.nodeAddress && this.remote.isPeer(sender) ? sender : undefined, {
-        source: snooped?.event.src ?? null,
-        error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'not IGMP',
-      });
+    const peer = tunnelSource === undefined ? undefined : parseHostAddress(tunnelSource);
+    if (peer === undefined || peer === this.options.nodeAddress || !this.remote.isPeer(peer)) {
+      this.drop(peer !== undefined && peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, { outerSource: tunnelSource ?? null });
       return;
     }
-    const { event } = snooped;
-    const peer = parseHostAddress(event.src);
-    if (peer === this.options.nodeAddress || peer === undefined || !this.remote.isPeer(peer)) {
-      this.drop(peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, { source: event.src });
+    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
+    // Only IGMP and MLD are sent up from the tunnel: anything else is as broken as a bad checksum.
+    if (snooped === undefined || snooped.event.kind === 'malformed') {
+      this.drop('malformed', peer, { peer, error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'neither IGMP nor MLD' });
       return;
     }
     const now = this.options.port.clock.monotonicMs();
-    if (tunnelSource !== undefined && this.remote.noteOuterSource(peer, tunnelSource)) {
-      this.options.port.logger.info(`peer ${peer} arrives NATed as ${tunnelSource}`, { peer, outerSource: tunnelSource });
-    }
+    const { event } = snooped;
     const { message } = event;
-    if (message.kind === 'report' && message.version === 3) {
+    // IGMPv3's and MLDv2's reports and queries are the ones with records and sources.
+    if (message.kind === 'report' && 'records' in message) {
       this.counters.received.reports++;
       this.options.port.onMessage?.(peer, 'in', 'report');
       if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-report', direction: 'in', peer, records: recordsOf(message) });
@@ -174,7 +171,7 @@ export class PeerExchange {
       this.changed(this.remote.apply(peer, records, now), peer);
       return;
     }
-    if (message.kind === 'query' && message.version === 3 && message.group === '0.0.0.0') {
+    if (message.kind === 'query' && 'sources' in message && (message.group === '0.0.0.0' || message.group === '::')) {
       this.counters.received.queries++;
       this.options.port.onMessage?.(peer, 'in', 'query');
       if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-query', direction: 'in', peer });
@@ -189,14 +186,17 @@ export class PeerExchange {
       this.sendFullState([peer]);
       return;
     }
-    // v1 and v2, group-specific queries and other IGMP: peers speak v3 reports and general queries only.
-    this.drop('unsupported', peer, { peer, kind: message.kind, version: 'version' in message ? message.version : null });
+    // IGMPv1/v2, MLDv1, group-specific queries and the rest: peers speak v3 reports and general queries only.
+    this.drop('unsupported', peer, {
+      peer,
+      protocol: event.kind === 'mld' ? 'mld' : 'igmp',
+      kind: message.kind,
+      version: 'version' in message ? message.version : null,
+    });
   }
 
   /** A local group gained its first or lost its last pod member: told to every peer on the next tick. */
   localGroupChanged(group: GroupAddress, hasMembers: boolean): void {
-    // IPv6 groups: not yet announced to peers (their reports through the tunnel are IGMPv3).
-    if (addressFamily(group) === 'ipv6') return;
     this.announcer.setLocalMembers(group, hasMembers);
     if (this.started && this.announcer.hasPending) this.scheduleFlush();
   }
@@ -330,7 +330,7 @@ export class PeerExchange {
     for (const report of this.announcer.fullState()) this.send({ kind: 'report', report }, peers);
   }
 
-  private reportFrame(report: IgmpV3Report): Uint8Array {
+  private reportFrame(report: PeerReport): Uint8Array {
     return encodeReportFrame({ report, source: this.options.nodeAddress, identification: this.nextIdentification() }, this.sourceMac());
   }
 
@@ -358,7 +358,7 @@ export class PeerExchange {
   }
 
   /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
-  private send(message: { kind: 'query' } | { kind: 'report'; report: IgmpV3Report }, peers: readonly HostAddress[]): void {
+  private send(message: { kind: 'query' } | { kind: 'report'; report: PeerReport }, peers: readonly HostAddress[]): void {
     const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
     if (peers.length === 0) return;
     const { port } = this.options;
@@ -396,6 +396,6 @@ export class PeerExchange {
 }
 
 /** A report's records as the event stream shows them: the sources are left out (a peer's records name none). */
-function recordsOf(report: IgmpV3Report): PeerReportRecord[] {
+function recordsOf(report: PeerReport): PeerReportRecord[] {
   return report.records.map((record) => ({ type: record.type, group: record.group }));
 }

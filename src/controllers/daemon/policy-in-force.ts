@@ -6,7 +6,7 @@
 import type { PodPorts } from '../../adapters/ovs/pod-ports.js';
 import { GroupPolicy } from '../../domain/policy/group-policy.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
-import { prefixMask } from '../../domain/policy/ipv4-prefix.js';
+import { ipPrefixMask } from '../../domain/policy/ip-prefix.js';
 import type { GroupRange } from '../../domain/pipeline/port-entries.js';
 import type { GroupPolicyView } from '../../transport/control/daemon-view.js';
 import type { DaemonClock, LoadedPolicy } from './ports.js';
@@ -46,7 +46,7 @@ export class PolicyInForce {
 
   /** What pod `pod` may not send to, as the ranges of the switch's drop flows. */
   deniedSend(pod: string | undefined): GroupRange[] {
-    return this.policy.deniedSendPrefixes(pod).map((prefix) => ({ address: prefix.address, mask: prefixMask(prefix) }));
+    return this.policy.deniedSendPrefixes(pod).map((prefix) => ({ address: prefix.address, mask: ipPrefixMask(prefix) }));
   }
 
   view(portsDenyingSend: number): GroupPolicyView {

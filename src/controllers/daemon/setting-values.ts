@@ -15,15 +15,15 @@ import { readDecimal, readDuration, readHex, showMs } from '../../runtime/values
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
 import {
-  type AddressRange,
-  formatPrefix,
-  type Ipv4Prefix,
-  MULTICAST_RANGE,
-  parsePrefix,
-  prefixRange,
-  rangeWithin,
-  UNICAST_RANGE,
-} from '../../domain/policy/ipv4-prefix.js';
+  formatIpPrefix,
+  type IpPrefix,
+  type IpRange,
+  ipPrefixRange,
+  ipRangeWithin,
+  MULTICAST_RANGES,
+  parseIpPrefix,
+  UNICAST_RANGES,
+} from '../../domain/policy/ip-prefix.js';
 
 /** What is wrong with one value; `item` is the index of the list item at fault, for its line. */
 export class ValueProblem extends Error {
@@ -269,36 +269,40 @@ export function parseNodeAddress(value: unknown): HostAddress | undefined {
   return hostAddress(value);
 }
 
-/** The pods' address ranges of the whole cluster: unicast CIDR blocks, each once. */
-export function parseClusterCidrs(value: unknown): Ipv4Prefix[] {
+/** The pods' address ranges of the whole cluster, of either family: unicast CIDR blocks, each once. */
+export function parseClusterCidrs(value: unknown): IpPrefix[] {
   return parsePrefixList(value, {
-    example: '10.244.0.0/16',
-    within: UNICAST_RANGE,
-    outside: "is not a block of unicast addresses (pods' addresses are below 224.0.0.0)",
+    example: '10.244.0.0/16 or fd00:10:244::/56',
+    within: [UNICAST_RANGES.ipv4, UNICAST_RANGES.ipv6],
+    outside: "is not a block of unicast addresses (pods' addresses are below 224.0.0.0, or outside ff00::/8)",
   });
 }
 
-/** The source-specific multicast range: blocks of multicast groups, each once; "" or [] turns it off. */
-export function parseSsmRange(value: unknown): Ipv4Prefix[] {
+/**
+ * The source-specific multicast range of IPv4: blocks of multicast groups, each once; "" or
+ * [] turns SSM off (for IPv6 too, whose range is ff3x::/96 by definition).
+ */
+export function parseSsmRange(value: unknown): IpPrefix[] {
   return parsePrefixList(value, {
     example: '232.0.0.0/8',
-    within: MULTICAST_RANGE,
-    outside: 'is not a block of multicast groups (inside 224.0.0.0/4, such as 232.0.0.0/8)',
+    within: [MULTICAST_RANGES.ipv4],
+    outside: "is not a block of IPv4 multicast groups (inside 224.0.0.0/4, such as 232.0.0.0/8; IPv6's SSM range is always ff3x::/96)",
   });
 }
 
-/** CIDR blocks, each inside `within` and listed once; `example` is the block the messages show. */
-function parsePrefixList(value: unknown, rule: { example: string; within: AddressRange; outside: string }): Ipv4Prefix[] {
+/** CIDR blocks, each inside one of `within` and listed once; `example` is the block the messages show. */
+function parsePrefixList(value: unknown, rule: { example: string; within: readonly IpRange[]; outside: string }): IpPrefix[] {
   const prefixes = listItems(value).map((item, index) => {
     const at = Array.isArray(value) ? index : undefined;
     const place = at === undefined ? `entry ${index + 1}: ` : '';
     if (typeof item !== 'string') throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as ${rule.example}`, at);
-    const parsed = parsePrefix(item);
-    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16', rule.example)}`, at);
-    if (!rangeWithin(prefixRange(parsed.prefix), rule.within)) throw new ValueProblem(`${place}${quoteInput(item)} ${rule.outside}`, at);
+    const parsed = parseIpPrefix(item);
+    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16 or ff3e::/16', rule.example)}`, at);
+    const range = ipPrefixRange(parsed.prefix);
+    if (!rule.within.some((within) => ipRangeWithin(range, within))) throw new ValueProblem(`${place}${quoteInput(item)} ${rule.outside}`, at);
     return parsed.prefix;
   });
-  const texts = prefixes.map(formatPrefix);
+  const texts = prefixes.map(formatIpPrefix);
   texts.forEach((text, index) => {
     if (texts.indexOf(text) !== index) throw new ValueProblem(`${text} is listed twice`, Array.isArray(value) ? index : undefined);
   });

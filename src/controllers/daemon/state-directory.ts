@@ -6,7 +6,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { ExitCode, isSystemError, McastError, PermissionError, quoteInput, UsageError } from '../../errors.js';
+import { isSystemError, McastError, PermissionError, quoteInput, systemCodeOf, UsageError } from '../../errors.js';
 
 /** The file the daemon keeps its learned state in, inside the state directory. */
 export const STATE_FILE = 'state.json';
@@ -43,7 +43,7 @@ export async function checkStateDirectory(dir: string): Promise<void> {
       throw lookFailure(`cannot create the state directory ${shown}`, error);
     }
     entry = await inspect(dir, lstat);
-    if (entry === undefined) throw new McastError('io', `the state directory ${shown} disappeared as soon as it was created`, ExitCode.Failure);
+    if (entry === undefined) throw new McastError('io', `the state directory ${shown} disappeared as soon as it was created`);
   }
   const checked = new Set<string>();
   await checkWay(dirname(resolve(dir)), dir, euid, checked);
@@ -138,14 +138,14 @@ async function inspect(path: string, how: typeof lstat | typeof stat): Promise<S
 }
 
 function lookFailure(what: string, error: unknown): McastError {
-  const code = isSystemError(error) ? error.code : String(error);
+  const code = systemCodeOf(error);
   if (code === 'EACCES' || code === 'EPERM') {
     const hint = 'run the daemon as root, or choose a --state-dir its user can use';
     return new PermissionError(`${what}: ${code} (permission denied)`, { hint, cause: error });
   }
   if (code === 'ENOTDIR') return unsafe(`${what}: ENOTDIR (a part of the path is not a directory)`, ANOTHER_DIR);
   if (code === 'ELOOP') return unsafe(`${what}: ELOOP (too many symbolic links)`, ANOTHER_DIR);
-  return new McastError('io', `${what}: ${code}`, ExitCode.Failure, { hint: 'check --state-dir', cause: error });
+  return new McastError('io', `${what}: ${code}`, { hint: 'check --state-dir', cause: error });
 }
 
 function unsafe(message: string, hint: string): UsageError {

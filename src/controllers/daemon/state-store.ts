@@ -25,7 +25,7 @@ import { constants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ExitCode, isSystemError, McastError, quoteInput, UsageError } from '../../errors.js';
+import { isSystemError, McastError, messageOf, quoteInput, systemCodeOf, UsageError } from '../../errors.js';
 import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-directory.js';
 
 export { STATE_FILE } from './state-directory.js';
@@ -161,7 +161,7 @@ export class StateStore {
         return this.moveAside(error.reason === 'too-large' ? `larger than ${showBytes(this.maxBytes)}` : 'not UTF-8 text');
       }
       if (error.reason !== 'not-found' && error.reason !== 'symlink' && error.reason !== 'not-regular') {
-        throw new McastError('io', error.message, ExitCode.Failure, { hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''), cause: error });
+        throw new McastError('io', error.message, { hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''), cause: error });
       }
       // Told apart by what is there: nothing (no saved state), a file where the directory
       // should be (ENOTDIR: an I/O failure), or a FIFO, device, directory or symlink.
@@ -178,14 +178,14 @@ export class StateStore {
     try {
       root = JSON.parse(text);
     } catch (error) {
-      return this.moveAside(error instanceof Error ? error.message : String(error));
+      return this.moveAside(messageOf(error));
     }
     const format = (root as { version?: unknown } | null)?.version;
     if (typeof format === 'number') checkFormat(format, root, this.file);
     try {
       return { state: parseSavedState(root) };
     } catch (error) {
-      return this.moveAside(error instanceof Error ? error.message : String(error));
+      return this.moveAside(messageOf(error));
     }
   }
 
@@ -214,7 +214,7 @@ export class StateStore {
     try {
       parseSavedState(state);
     } catch (error) {
-      return Promise.reject(new McastError('internal', `refusing to save an invalid daemon state: ${error instanceof Error ? error.message : String(error)}`));
+      return Promise.reject(new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`));
     }
     if (this.queued !== undefined) {
       this.queued.state = state;
@@ -237,7 +237,7 @@ export class StateStore {
     const size = Buffer.byteLength(text);
     if (size > this.maxBytes) {
       const over = `the daemon state is ${showBytes(size)}, over the limit of ${showBytes(this.maxBytes)} that a start reads`;
-      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, ExitCode.Failure, { hint: 'the state saved before is kept' });
+      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, { hint: 'the state saved before is kept' });
     }
     // A name nobody can know in advance, created only if nothing has it (O_EXCL) and never
     // through a symlink (O_NOFOLLOW): with a predictable name, a symlink planted in a
@@ -303,8 +303,8 @@ export class StateStore {
  * ENOSPC, included) rejects with it and leaves the old state.json as it was.
  */
 function ioFailure(what: string, error: unknown): McastError {
-  const code = isSystemError(error) ? error.code : error instanceof Error ? error.message : String(error);
-  return new McastError('io', `${what}: ${code}`, ExitCode.Failure, { hint: hintFor(code), cause: error });
+  const code = systemCodeOf(error);
+  return new McastError('io', `${what}: ${code}`, { hint: hintFor(code), cause: error });
 }
 
 function hintFor(code: string): string {

@@ -5,10 +5,10 @@
  * a draft: reading the file and asking the kernel for a route are not the table's job.
  */
 import { createSocket } from 'node:dgram';
-import { UsageError } from '../../errors.js';
+import { messageOf, UsageError } from '../../errors.js';
 import { parsePeerList } from '../../domain/peers/peer-set.js';
 import { hostAddress, type HostAddress } from '../../wire/ip-address.js';
-import type { Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import type { IpPrefix } from '../../domain/policy/ip-prefix.js';
 import type { TunnelConfig } from './daemon-config.js';
 import { loadPeersFile } from './peers-loader.js';
 import { PEER_TIMEOUT_MARGIN_MS } from './tunnel-settings.js';
@@ -20,7 +20,7 @@ export interface TunnelDraft {
   listedPeers: readonly HostAddress[];
   peersFile?: string;
   nodeAddress?: HostAddress;
-  clusterCidrs: readonly Ipv4Prefix[];
+  clusterCidrs: readonly IpPrefix[];
   refreshIntervalMs: number;
   peerTimeoutMs?: number;
   maxGroupsPerPeer?: number;
@@ -89,7 +89,7 @@ async function nodeAddressToward(peer: HostAddress | undefined, finder: NodeAddr
   try {
     source = await finder.sourceAddressToward(peer);
   } catch (error) {
-    throw new UsageError(`--node-address: no route to the first peer, ${peer}, to take this node's address from (${(error as Error).message})`, {
+    throw new UsageError(`--node-address: no route to the first peer, ${peer}, to take this node's address from (${messageOf(error)})`, {
       hint: "give --node-address ADDR (nodeAddress in the file), this node's underlay address",
     });
   }

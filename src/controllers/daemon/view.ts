@@ -4,12 +4,12 @@
  */
 import { VERSION } from '../../version.js';
 import { compareAddresses, type GroupAddress } from '../../wire/ip-address.js';
-import { parseIPv4 } from '../../wire/ipv4-address.js';
 import type { GroupSnapshot, MemberChange, MembershipTable } from '../../domain/membership/membership-table.js';
 import type { PortFilter } from '../../domain/membership/source-filter.js';
 import { portFiltersOfMembers } from '../../domain/membership/port-filters.js';
 import { splitBySource } from '../../domain/pipeline/source-split.js';
-import { prefixContains, type Ipv4Prefix } from '../../domain/policy/ipv4-prefix.js';
+import type { IpPrefix } from '../../domain/policy/ip-prefix.js';
+import { isSsmGroup } from '../../domain/membership/membership-limits.js';
 import type {
   DaemonCounters,
   DaemonEvent,
@@ -177,7 +177,7 @@ export interface GroupViewInput {
   /** Each port's merged filter of a group (MembershipTable.portFiltersOf); absent: merged here from the snapshot's members. */
   portFiltersOf?: (group: GroupAddress) => readonly PortFilter[];
   /** The SSM range in force, to mark its groups; absent: none marked. */
-  ssmRange?: readonly Ipv4Prefix[];
+  ssmRange?: readonly IpPrefix[];
 }
 
 export function portViewOf(pods: PodPorts, ofport: number): PortView {
@@ -213,7 +213,7 @@ export function groupViewsOf(input: GroupViewInput): GroupView[] {
       members,
       synced: !input.dirty.has(group.group) && error === undefined,
       ...(error === undefined ? {} : { error }),
-      ...(input.ssmRange !== undefined && inRange(group.group, input.ssmRange) ? { ssm: true } : {}),
+      ...(input.ssmRange !== undefined && isSsmGroup(group.group, input.ssmRange) ? { ssm: true } : {}),
       ...sourceReceiversOf(filters, (ofport) => portViewOf(pods, ofport), gateway),
     };
   });
@@ -246,11 +246,6 @@ function snapshotPortFilters(group: GroupSnapshot): PortFilter[] {
   return portFiltersOfMembers(
     group.members.map((member) => ({ port: member.port, filter: { mode: member.filter.mode, sources: new Set(member.filter.sources) } })),
   );
-}
-
-function inRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boolean {
-  const address = parseIPv4(group);
-  return address !== undefined && prefixes.some((prefix) => prefixContains(prefix, address));
 }
 
 /** Monotonic milliseconds as ISO 8601 wall-clock time. */
@@ -295,7 +290,6 @@ export function tunnelViewOf(input: TunnelViewInput): TunnelView {
       address: peer.address,
       state: peer.state,
       lastContact: peer.lastContact === null ? null : iso(peer.lastContact),
-      outerSource: peer.outerSource,
       members: peer.members,
       ...(peer.drops === undefined ? {} : { drops: { ...peer.drops } }),
     })),

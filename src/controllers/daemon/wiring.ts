@@ -10,7 +10,7 @@
  * Anything that fails undoes what was done and throws.
  */
 import { hostname } from 'node:os';
-import { McastError, UsageError } from '../../errors.js';
+import { McastError, messageOf, UsageError } from '../../errors.js';
 import { OpenFlowConnection } from '../../transport/openflow/connection.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
 import { BridgeLock } from '../../adapters/ovs/bridge-lock.js';
@@ -28,7 +28,7 @@ import { MulticastController } from './controller.js';
 import { refuseUnusableTunnelPort } from './tunnel-mode.js';
 import { routingFailure } from './failures.js';
 import { releaseMemory } from '../../runtime/memory-release.js';
-import { formatPrefix } from '../../domain/policy/ipv4-prefix.js';
+import { formatIpPrefix } from '../../domain/policy/ip-prefix.js';
 import { OvsdbPortWatch, systemClock, systemHost } from './ovs-ports.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from './ports.js';
 import type { SourceFilter } from '../../domain/membership/source-filter.js';
@@ -168,9 +168,8 @@ class RouterRelay implements RouterPort {
   }
 
   private async openFamily(family: AddressFamily, { config, clock, logger }: RouterRelayOptions): Promise<void> {
-    // Tunnel mode carries only IPv4 groups through the tunnel (the peers exchange no IPv6
-    // members), so no IPv6 source is kept from being routed in.
-    const tunnelled = family === 'ipv4' ? config.tunnel?.clusterCidrs : undefined;
+    // The pods of other nodes, whose multicast of this family comes through the tunnel.
+    const tunnelled = config.tunnel?.clusterCidrs?.filter((prefix) => prefix.family === family);
     let router: KernelRouter;
     try {
       router = await KernelRouter.open({
@@ -187,7 +186,7 @@ class RouterRelay implements RouterPort {
       });
     } catch (error) {
       if (family === 'ipv6' && kernelLacksFamily(error)) {
-        logger.warn('IPv6 multicast routing off: the kernel has no IPv6 multicast routing', { error: (error as Error).message });
+        logger.warn('IPv6 multicast routing off: the kernel has no IPv6 multicast routing', { error: messageOf(error) });
         return;
       }
       throw error;
@@ -195,7 +194,7 @@ class RouterRelay implements RouterPort {
     this.routers.set(family, router);
     const word = MULTICAST_ROUTING[family].interfaceWord;
     const uplinks = router.uplinks.map((uplink) => `${uplink.name} (${word} ${uplink.vif})`).join(',');
-    const notRoutedIn = tunnelled?.map(formatPrefix).join(',');
+    const notRoutedIn = tunnelled?.map(formatIpPrefix).join(',');
     logger.info('multicast routing on', {
       family,
       gateway: `${router.gateway.name} (${word} ${router.gateway.vif})`,

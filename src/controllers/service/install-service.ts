@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
-import { McastError, PermissionError, UsageError, isSystemError, quoteInput } from '../../errors.js';
+import { isSystemError, McastError, messageOf, PermissionError, quoteInput, systemCodeOf, UsageError } from '../../errors.js';
 
 /** Where the units go and where the daemon reads its configuration, below the root. */
 const UNIT_DIRECTORY = 'etc/systemd/system';
@@ -102,7 +102,7 @@ function readSource(path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new McastError('internal', `the package's file ${path} is missing or unreadable: ${(error as Error).message}`, undefined, {
+    throw new McastError('internal', `the package's file ${path} is missing or unreadable: ${messageOf(error)}`, {
       hint: 'reinstall mcastctl: its contrib/ directory is incomplete',
       cause: error,
     });
@@ -131,7 +131,7 @@ function fileError(doing: string, path: string, error: unknown): McastError {
   if (isSystemError(error) && (error.code === 'ENOTDIR' || error.code === 'EEXIST' || error.code === 'EISDIR')) {
     return new UsageError(`cannot ${doing} ${path}: ${error.code} (something other than a directory is in its way)`, { code: 'bad-file', cause: error });
   }
-  return new McastError('io', `cannot ${doing} ${path}: ${isSystemError(error) ? error.code : (error as Error).message}`, undefined, { cause: error });
+  return new McastError('io', `cannot ${doing} ${path}: ${systemCodeOf(error)}`, { cause: error });
 }
 
 /** Writes `text` to `path` whole or not at all: a temporary file beside it, renamed over it. */

@@ -14,10 +14,9 @@
  * scope (RFC 4607 §1, RFC 3306 §6), and holds whenever an IPv4 range is set: a setting of
  * no range turns the check off for both families.
  */
-import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-address.js';
-import { parseIPv4 } from '../../wire/ipv4-address.js';
+import { addressFamily, type GroupAddress, type HostAddress, type SourceAddress } from '../../wire/ip-address.js';
 import { parseIPv6 } from '../../wire/ipv6-address.js';
-import { type AddressRange, type Ipv4Prefix, prefixRange } from '../policy/ipv4-prefix.js';
+import { addressPoint, type IpPrefix, type IpRange, ipPrefixRange } from '../policy/ip-prefix.js';
 import type { SourceFilter } from './source-filter.js';
 
 export interface MembershipLimitSettings {
@@ -31,7 +30,7 @@ export interface MembershipLimitSettings {
    * The source-specific multicast range of IPv4: its groups take INCLUDE-mode records only.
    * Absent or empty: none, and no SSM check of IPv6 groups either (their range, ff3x::/96, is not set here).
    */
-  ssmRange?: readonly Ipv4Prefix[];
+  ssmRange?: readonly IpPrefix[];
 }
 
 /** No limits: what a table built without settings runs with. */
@@ -82,7 +81,7 @@ export interface AdmissionRequest {
 export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
   const { limits, port } = request;
   // Before the counts: the record is refused for what it asks, whatever the port holds.
-  if (request.filter.mode === 'exclude' && limits.ssmRange !== undefined && inSsmRange(request.group, limits.ssmRange)) return { reason: 'ssm' };
+  if (request.filter.mode === 'exclude' && limits.ssmRange !== undefined && isSsmGroup(request.group, limits.ssmRange)) return { reason: 'ssm' };
   let groupHasMembers = false;
   let portIsMember = false;
   for (const member of request.members ?? []) {
@@ -99,18 +98,23 @@ export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'r
 }
 
 /** Each range list's address ranges, worked out once: a flood of v2 reports asks for every one of them. */
-const SSM_RANGES = new WeakMap<readonly Ipv4Prefix[], readonly AddressRange[]>();
+const SSM_RANGES = new WeakMap<readonly IpPrefix[], readonly IpRange[]>();
 
-function inSsmRange(group: GroupAddress, prefixes: readonly Ipv4Prefix[]): boolean {
+/**
+ * Whether `group` is a source-specific multicast group while `prefixes` is the SSM range in
+ * force: an IPv4 group inside one of the prefixes, an IPv6 one in ff3x::/96 (its family's
+ * fixed range). An empty range turns SSM off for both families.
+ */
+export function isSsmGroup(group: GroupAddress, prefixes: readonly IpPrefix[]): boolean {
   if (prefixes.length === 0) return false;
-  if (group.includes(':')) return isIPv6SsmGroup(group);
+  if (addressFamily(group) === 'ipv6') return isIPv6SsmGroup(group);
   let ranges = SSM_RANGES.get(prefixes);
   if (ranges === undefined) {
-    ranges = prefixes.map(prefixRange);
+    ranges = prefixes.map(ipPrefixRange);
     SSM_RANGES.set(prefixes, ranges);
   }
-  const address = parseIPv4(group);
-  return address !== undefined && ranges.some((range) => address >= range.start && address <= range.end);
+  const point = addressPoint(group);
+  return point !== undefined && ranges.some((range) => point >= range.start && point <= range.end);
 }
 
 /**

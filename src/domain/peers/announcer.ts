@@ -1,6 +1,7 @@
 /**
  * What this node tells its peers about its own groups (those with local pod members), as
- * IGMPv3 reports through the tunnel:
+ * reports through the tunnel: IGMPv3 for IPv4 groups, MLDv2 for IPv6 ones (the same
+ * records, RFC 3810 having taken IGMPv3's), each family in reports of its own:
  *
  * - a group's first local member: CHANGE_TO_EXCLUDE_MODE {} ("send me all of it");
  * - its last local member leaving: CHANGE_TO_INCLUDE_MODE {} ("send me none of it");
@@ -14,27 +15,38 @@
  * state THEN: a join followed by a leave within the interval cannot re-join.
  *
  * Reports hold at most R records, so that the IP packet, encapsulated, fits the path:
- * R = ⌊(pathMtu − 50 − 24 − 8) / 8⌋, with 50 the Geneve over IPv4 overhead (inner
- * Ethernet 14, Geneve 8, UDP 8, IP 20), 24 the IPv4 header with Router Alert, 8 the
- * report's header, and 8 a record without sources: 177 for a 1,500-octet path.
+ * R = ⌊(pathMtu − 50 − H − 8) / r⌋, with 50 the Geneve over IPv4 overhead (inner
+ * Ethernet 14, Geneve 8, UDP 8, IP 20), H the report's IP headers with Router Alert (24
+ * for IPv4; 48 for IPv6: 40 and a hop-by-hop header of 8), 8 the report's header, and r
+ * a record without sources (8 for IPv4, 20 for IPv6): 177 and 69 for a 1,500-octet path.
  *
  * Pure: time is passed in; the caller sends the reports (to every peer, or to the one
  * that asked) and runs `flush()` again at `nextDeadline()`.
  */
 import type { GroupRecord, IgmpV3Report } from '../../packet/igmp/message.js';
-import { addressFamily, addressOrderKey, compareOrderKeys, type GroupAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
+import type { MldV2Report } from '../../packet/mld/message.js';
+import { type AddressFamily, addressFamily, addressOrderKey, compareOrderKeys, type GroupAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
 
-/** What Geneve over IPv4 adds to an inner IPv4 packet: inner Ethernet 14, Geneve 8, UDP 8, outer IPv4 20. */
+/** A report to the peers: IGMPv3 (version 3) for IPv4 groups, MLDv2 (version 2) for IPv6 ones. */
+export type PeerReport = IgmpV3Report | MldV2Report;
+
+/** What Geneve over IPv4 adds to an inner packet: inner Ethernet 14, Geneve 8, UDP 8, outer IPv4 20. */
 const TUNNEL_OVERHEAD = 50;
-/** The IPv4 header of a report: 20 octets and the Router Alert option. */
-const REPORT_IP_HEADER_LENGTH = 24;
 const REPORT_HEADER_LENGTH = 8;
-/** A group record with no sources and no aux data. */
-const EMPTY_RECORD_LENGTH = 8;
 
-/** Records a report may hold on a path of `pathMtu` octets (module comment). */
-export function recordsPerReport(pathMtu: number): number {
-  return Math.floor((pathMtu - TUNNEL_OVERHEAD - REPORT_IP_HEADER_LENGTH - REPORT_HEADER_LENGTH) / EMPTY_RECORD_LENGTH);
+/** What a report's size depends on in each family: its IP headers (Router Alert included) and a record without sources or aux data. */
+const REPORT_LAYOUT: Readonly<Record<AddressFamily, { ipHeaders: number; emptyRecord: number }>> = {
+  ipv4: { ipHeaders: 24, emptyRecord: 8 },
+  ipv6: { ipHeaders: 48, emptyRecord: 20 },
+};
+
+/** The least path MTU that leaves room for one record of either family. */
+const MIN_PATH_MTU = TUNNEL_OVERHEAD + REPORT_LAYOUT.ipv6.ipHeaders + REPORT_HEADER_LENGTH + REPORT_LAYOUT.ipv6.emptyRecord;
+
+/** Records a report of `family` may hold on a path of `pathMtu` octets (module comment). */
+export function recordsPerReport(pathMtu: number, family: AddressFamily = 'ipv4'): number {
+  const { ipHeaders, emptyRecord } = REPORT_LAYOUT[family];
+  return Math.floor((pathMtu - TUNNEL_OVERHEAD - ipHeaders - REPORT_HEADER_LENGTH) / emptyRecord);
 }
 
 export interface AnnouncerOptions {
@@ -45,7 +57,7 @@ export interface AnnouncerOptions {
 }
 
 export class PeerAnnouncer {
-  private readonly maxRecords: number;
+  private readonly maxRecords: Readonly<Record<AddressFamily, number>>;
   /** The groups with local members, as change() and setLocalMembers() gave them. */
   private readonly current = new Set<GroupAddress>();
   /** What the peers were last told of each group by a change record: member or not. */
@@ -56,15 +68,15 @@ export class PeerAnnouncer {
   private readonly retransmits = new Map<GroupAddress, number>();
 
   constructor(private readonly options: AnnouncerOptions) {
-    this.maxRecords = recordsPerReport(options.pathMtu);
-    if (!Number.isInteger(options.pathMtu) || this.maxRecords < 1) {
-      throw new RangeError(`a path MTU of ${options.pathMtu} leaves no room for a report (at least ${TUNNEL_OVERHEAD + 40} octets)`);
+    if (!Number.isInteger(options.pathMtu) || options.pathMtu < MIN_PATH_MTU) {
+      throw new RangeError(`a path MTU of ${options.pathMtu} leaves no room for a report (at least ${MIN_PATH_MTU} octets)`);
     }
+    this.maxRecords = { ipv4: recordsPerReport(options.pathMtu, 'ipv4'), ipv6: recordsPerReport(options.pathMtu, 'ipv6') };
   }
 
-  /** Records a report holds at most. */
-  get recordLimit(): number {
-    return this.maxRecords;
+  /** Records a report of `family` holds at most. */
+  recordLimit(family: AddressFamily = 'ipv4'): number {
+    return this.maxRecords[family];
   }
 
   /** The local groups with members before and after a change; what differs goes out at the next flush(). */
@@ -75,8 +87,6 @@ export class PeerAnnouncer {
 
   /** One group's change, as the membership table's effects give it (no ports left: false). */
   setLocalMembers(group: GroupAddress, hasMembers: boolean): void {
-    // IPv6 groups: not yet announced to peers (the reports through the tunnel are IGMPv3).
-    if (addressFamily(group) === 'ipv6') return;
     if (this.current.has(group) === hasMembers) return;
     if (hasMembers) this.current.add(group);
     else this.current.delete(group);
@@ -93,7 +103,7 @@ export class PeerAnnouncer {
    * retransmissions due by `now`, each with the group's current state. A group that
    * changed and changed back before a flush sends nothing, as peers never heard of it.
    */
-  flush(now: number): IgmpV3Report[] {
+  flush(now: number): PeerReport[] {
     const records = new Map<GroupAddress, GroupRecord>();
     for (const group of this.pending) {
       const member = this.current.has(group);
@@ -120,8 +130,8 @@ export class PeerAnnouncer {
     return earliest;
   }
 
-  /** The full state, for a refresh or the answer to a query: never empty (no groups: one report of no records). */
-  fullState(): IgmpV3Report[] {
+  /** The full state, for a refresh or the answer to a query: never empty (no groups: one IGMPv3 report of no records). */
+  fullState(): PeerReport[] {
     const records = [...this.current].map((group): GroupRecord => ({ type: 'MODE_IS_EXCLUDE', group, sources: [] }));
     const reports = this.split(records);
     return reports.length > 0 ? reports : [{ kind: 'report', version: 3, records: [] }];
@@ -131,13 +141,18 @@ export class PeerAnnouncer {
     return { type: this.current.has(group) ? 'CHANGE_TO_EXCLUDE_MODE' : 'CHANGE_TO_INCLUDE_MODE', group, sources: [] };
   }
 
-  /** Records in reports of at most R, sorted by group; no records, no reports. */
-  private split(records: GroupRecord[]): IgmpV3Report[] {
+  /** Records in reports of their family of at most R, sorted by group (IPv4's first); no records, no reports. */
+  private split(records: GroupRecord[]): PeerReport[] {
     const kept = records.filter((record) => !isLinkScopeGroup(record.group));
     const keyed = kept.map((record) => ({ record, key: addressOrderKey(record.group) })).sort((a, b) => compareOrderKeys(a.key, b.key));
-    const reports: IgmpV3Report[] = [];
-    for (let at = 0; at < keyed.length; at += this.maxRecords) {
-      reports.push({ kind: 'report', version: 3, records: keyed.slice(at, at + this.maxRecords).map(({ record }) => record) });
+    const reports: PeerReport[] = [];
+    for (const family of ['ipv4', 'ipv6'] as const) {
+      const ofFamily = keyed.filter(({ record }) => addressFamily(record.group) === family).map(({ record }) => record);
+      const limit = this.maxRecords[family];
+      for (let at = 0; at < ofFamily.length; at += limit) {
+        const slice = ofFamily.slice(at, at + limit);
+        reports.push(family === 'ipv4' ? { kind: 'report', version: 3, records: slice } : { kind: 'report', version: 2, records: slice });
+      }
     }
     return reports;
   }

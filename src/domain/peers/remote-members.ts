@@ -51,7 +51,7 @@ export type PeerState = 'unknown' | 'up' | 'down';
 
 export interface RemoteMembersView {
   /** Every configured peer, sorted by address. */
-  peers: { address: HostAddress; state: PeerState; lastContact: number | null; outerSource: string | null; members: number }[];
+  peers: { address: HostAddress; state: PeerState; lastContact: number | null; members: number }[];
   /** Every group with remote members, sorted; members by peer. */
   groups: { group: GroupAddress; members: { peer: HostAddress; lastRefresh: number | null; expiresInMs: number }[] }[];
 }
@@ -68,13 +68,11 @@ interface RemoteEntry {
 
 interface PeerEntry {
   lastContact: number | undefined;
-  /** The outer (underlay) source its messages last came from, when the caller said. */
-  outerSource: string | undefined;
   groups: Set<GroupAddress>;
 }
 
 function newPeer(): PeerEntry {
-  return { lastContact: undefined, outerSource: undefined, groups: new Set() };
+  return { lastContact: undefined, groups: new Set() };
 }
 
 export class RemoteMembers {
@@ -122,18 +120,6 @@ export class RemoteMembers {
   /** Whether `address` is a configured peer (a message from any other is dropped before it gets here). */
   isPeer(address: HostAddress): boolean {
     return this.peers.has(address);
-  }
-
-  /**
-   * The outer source a peer's message arrived from (the tunnel's `tun_src`). True when it
-   * is new and not the peer's own address: the underlay NATs it, worth one log line. The
-   * peer stays named by its configured address whatever this is.
-   */
-  noteOuterSource(peer: HostAddress, outerSource: string): boolean {
-    const state = this.peers.get(peer);
-    if (state === undefined || state.outerSource === outerSource) return false;
-    state.outerSource = outerSource;
-    return outerSource !== peer;
   }
 
   /** The peer leaves every group at once (it stays configured: what it sends next counts again). */
@@ -232,8 +218,7 @@ export class RemoteMembers {
   view(now: number): RemoteMembersView {
     const peers = sortedAddresses(this.peers.keys()).map((address) => {
       const state = this.peers.get(address)!;
-      const { lastContact, outerSource } = state;
-      return { address, state: this.stateOf(address, now), lastContact: lastContact ?? null, outerSource: outerSource ?? null, members: state.groups.size };
+      return { address, state: this.stateOf(address, now), lastContact: state.lastContact ?? null, members: state.groups.size };
     });
     const groups = sortedAddresses(this.groups.keys()).map((group) => {
       const members = this.groups.get(group)!;

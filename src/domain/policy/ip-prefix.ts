@@ -163,6 +163,14 @@ export function ipPrefixRange(prefix: IpPrefix): IpRange {
   return prefixRangeOf(prefix.family, SPACES[prefix.family].value(prefix.address)!, prefix.length);
 }
 
+/** Whether `address` (text of either family) is in `prefix`: false for text that is no address, or one of the other family. */
+export function ipPrefixContains(prefix: IpPrefix, address: string): boolean {
+  const point = addressPoint(address);
+  if (point === undefined) return false;
+  const range = ipPrefixRange(prefix);
+  return point >= range.start && point <= range.end;
+}
+
 /** Whether `inner` lies wholly within `outer`. */
 export function ipRangeWithin(inner: IpRange, outer: IpRange): boolean {
   return inner.start >= outer.start && inner.end <= outer.end;

@@ -1,5 +1,5 @@
 /** The router socket's typed errors: a kernel refusal by its errno name, with a hint per errno where one helps. */
-import { McastError, PermissionError } from '../../errors.js';
+import { McastError, messageOf, PermissionError } from '../../errors.js';
 import { errnoOf } from './errno.js';
 
 /**
@@ -14,7 +14,7 @@ export class MrouteError extends McastError {
     readonly errno: string | undefined,
     options: { hint?: string; cause?: unknown } = {},
   ) {
-    super('io', message, undefined, options);
+    super('io', message, options);
   }
 }
 
@@ -37,7 +37,7 @@ export function mrouteError(what: string, error: unknown, options: MrouteErrorOp
   const permissionHint = options.permissionHint ?? PERMISSION_HINT;
   const errno = errnoOf(error);
   // A system error's message starts with its errno name, which the message gives already.
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   const detail = errno !== undefined && message.startsWith(`${errno}: `) ? message.slice(errno.length + 2) : message;
   const label = errno ?? detail;
   switch (errno) {

@@ -11,7 +11,7 @@
  * The connection's other failures (cannot connect, connection lost, no answer in time, no
  * common version) are `UnavailableError`s (exit 69) from ../errors.ts.
  */
-import { DecodeError, McastError, ExitCode } from '../../errors.js';
+import { DecodeError, McastError } from '../../errors.js';
 import type { TruncatedError } from '../../wire/bytes.js';
 import { describeError, type ErrorIdentity } from './error-code.js';
 
@@ -60,7 +60,7 @@ export class OpenFlowError extends McastError {
   constructor(error: ErrorIdentity & { data: Uint8Array }, request: FailedRequest, endpoint: string) {
     const errorName = describeError(error);
     const what = request.summary ?? `${request.type} (xid ${request.xid})`;
-    super('refused', `switch at ${endpoint} refused ${what}: ${errorName}`, ExitCode.Failure, hintFor(errorName));
+    super('refused', `switch at ${endpoint} refused ${what}: ${errorName}`, hintFor(errorName));
     this.errorName = errorName;
     this.errorType = error.errorType;
     this.errorCode = error.code;

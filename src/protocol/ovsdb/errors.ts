@@ -84,7 +84,7 @@ export class OvsdbError extends McastError {
   readonly operation: FailedOperation | undefined;
 
   constructor(init: OvsdbErrorInit) {
-    super('refused', describe(init), ExitCode.Failure, hintFor(init.error));
+    super('refused', describe(init), hintFor(init.error));
     this.method = init.method;
     this.db = init.db;
     this.error = init.error;
@@ -103,7 +103,8 @@ export class OvsdbTimeoutError extends McastError {
     readonly endpoint: string,
     readonly timeoutMs: number,
   ) {
-    super('unavailable', `OVSDB ${endpoint} did not answer ${method} within ${timeoutMs} ms`, ExitCode.Unavailable, {
+    super('unavailable', `OVSDB ${endpoint} did not answer ${method} within ${timeoutMs} ms`, {
+      exitCode: ExitCode.Unavailable,
       hint: 'is ovsdb-server overloaded or stopped? a transaction with a "wait" operation needs a longer timeout',
     });
   }

@@ -15,6 +15,7 @@
  * Only objects and arrays may stand at the top level: a JSON-RPC message is an object,
  * and a bare number could not be delimited at all (`12` `3` is one number or two).
  */
+import { messageOf } from '../../errors.js';
 import { OvsdbDecodeError } from './errors.js';
 
 /** The default limit on one value: ovsdb-server's initial monitor reply for a big database fits easily. */
@@ -180,7 +181,7 @@ export class JsonStreamSplitter {
     try {
       return JSON.parse(text) as unknown;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = messageOf(error);
       throw new OvsdbDecodeError('bad-json', `the JSON value at byte offset ${this.valueOffset} does not parse: ${reason}`);
     }
   }

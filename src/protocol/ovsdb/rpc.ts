@@ -13,6 +13,7 @@
  * without `id`) and ignores members it does not know; it is strict about types.
  */
 import { preview, type JsonValue } from './json.js';
+import { messageOf } from '../../errors.js';
 import { OvsdbDecodeError } from './errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -109,7 +110,7 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): RpcMes
   try {
     json = JSON.parse(utf8.decode(bytes.subarray(start, end)));
   } catch (error) {
-    throw new OvsdbDecodeError('bad-json', `not a JSON text: ${error instanceof Error ? error.message : String(error)}`);
+    throw new OvsdbDecodeError('bad-json', `not a JSON text: ${messageOf(error)}`);
   }
   return fromJson(json);
 }

@@ -4,7 +4,7 @@
  */
 import { createConnection, type Socket } from 'node:net';
 import { parseControlSocket } from './socket-path.js';
-import { ExitCode, isSystemError, McastError, PermissionError, UnavailableError } from '../../errors.js';
+import { isSystemError, McastError, messageOf, PermissionError, UnavailableError } from '../../errors.js';
 import type { ControlMethod } from './control-server.js';
 import type { DaemonEvent } from './daemon-view.js';
 import { RequestTable } from '../../runtime/request-table.js';
@@ -156,7 +156,7 @@ export class ControlClient {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a JSON object');
       message = value as Record<string, unknown>;
     } catch (error) {
-      this.protocolError(`the daemon sent a line that is not a JSON object (${error instanceof Error ? error.message : String(error)})`);
+      this.protocolError(`the daemon sent a line that is not a JSON object (${messageOf(error)})`);
       return;
     }
     if ('event' in message) {
@@ -194,7 +194,6 @@ export class ControlClient {
     return new McastError(
       'internal',
       `the mcastctl daemon at ${this.path} refused ${method}: ${String(error.message ?? 'no message')} (${String(error.code ?? 'no code')})`,
-      ExitCode.Failure,
       {
         hint: 'is this mcastctl the same version as the daemon? (mcastctl status shows its version)',
       },
@@ -202,9 +201,7 @@ export class ControlClient {
   }
 
   private protocolError(message: string): void {
-    this.end(
-      new McastError('internal', `control socket ${this.path}: ${message}`, ExitCode.Failure, { hint: 'is this mcastctl the same version as the daemon?' }),
-    );
+    this.end(new McastError('internal', `control socket ${this.path}: ${message}`, { hint: 'is this mcastctl the same version as the daemon?' }));
   }
 
   private end(error: McastError): void {

@@ -6,7 +6,7 @@
 import { mkdir, chmod, lstat, unlink } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { dirname } from 'node:path';
-import { ExitCode, isSystemError, McastError, PermissionError, UsageError } from '../../errors.js';
+import { isSystemError, McastError, PermissionError, systemCodeOf, UsageError } from '../../errors.js';
 
 /** How long the stale-socket probe waits for an answer before calling the socket busy. */
 const PROBE_TIMEOUT_MS = 1000;
@@ -66,7 +66,7 @@ async function clearStaleSocket(path: string): Promise<void> {
   }
   const answer = await probe(path);
   if (answer === 'listening') {
-    throw new McastError('busy', `another daemon is listening on ${path}`, ExitCode.Failure, {
+    throw new McastError('busy', `another daemon is listening on ${path}`, {
       hint: 'stop it first (mcastctl status shows it), or give this one its own --control-socket',
     });
   }
@@ -109,11 +109,11 @@ const UNUSABLE_PATH: Readonly<Record<string, string>> = {
 
 function listenFailure(error: unknown, path: string, what = `cannot listen on the control socket ${path}`): McastError {
   if (error instanceof McastError) return error;
-  const code = isSystemError(error) ? error.code : error instanceof Error ? error.message : String(error);
+  const code = systemCodeOf(error);
   if (code === 'EACCES' || code === 'EPERM')
     return new PermissionError(`${what}: ${code}`, { hint: 'the daemon runs as root; or set --control-socket to a path it may create', cause: error });
   if (code === 'EADDRINUSE')
-    return new McastError('busy', `another daemon is listening on ${path}`, ExitCode.Failure, {
+    return new McastError('busy', `another daemon is listening on ${path}`, {
       hint: 'stop it first, or give this one its own --control-socket',
       cause: error,
     });
@@ -121,5 +121,5 @@ function listenFailure(error: unknown, path: string, what = `cannot listen on th
   const unusable = UNUSABLE_PATH[code];
   if (unusable !== undefined)
     return new UsageError(`${what}: ${code} (${unusable})`, { code: 'bad-file', hint: 'set --control-socket to a path in a directory', cause: error });
-  return new McastError('io', `${what}: ${code}`, ExitCode.Failure, { hint: 'check --control-socket', cause: error });
+  return new McastError('io', `${what}: ${code}`, { hint: 'check --control-socket', cause: error });
 }

@@ -139,8 +139,6 @@ export interface PeerView {
   state: 'unknown' | 'up' | 'down';
   /** ISO 8601 of its last message; null: none yet. */
   lastContact: string | null;
-  /** The outer (underlay) source its messages last came from: another address when NAT is on the way; null: none yet. */
-  outerSource: string | null;
   /** Groups it is a member of on this node. */
   members: number;
   /** Its messages dropped since it joined the peer list, by reason (absent from older daemons). */
