@@ -4,6 +4,7 @@
  * packet (./mld-frame.ts) whose message is a query, from the querier's link-local address
  * (or ::) to ff02::1 or the group asked about.
  */
+import { textFamily } from '../wire/ip-address.js';
 import type { IgmpQuery } from './igmp/message.js';
 import type { IgmpPacket } from './igmp-frame.js';
 import type { MldQuery } from './mld/message.js';
@@ -16,7 +17,7 @@ export type AnyQueryPacket = QueryPacket | MldQueryPacket;
 
 /** True for an MLD query packet: its destination is IPv6. */
 export function isMldQueryPacket(packet: AnyQueryPacket): packet is MldQueryPacket {
-  return packet.dst.includes(':');
+  return textFamily(packet.dst) === 'ipv6';
 }
 
 export { encode, encodeFrame, encodingLength } from './igmp-frame.js';

@@ -24,6 +24,15 @@ export type SourceAddress = string & { readonly [addressKind]: 'source' };
 
 export type AddressFamily = 'ipv4' | 'ipv6';
 
+/**
+ * The family address text is written in, without checking that it is an address: IPv6
+ * text always holds a colon, IPv4 text never. For text known to be an address (or where a
+ * wrong one fails later anyway); addressFamily checks.
+ */
+export function textFamily(text: string): AddressFamily {
+  return text.includes(':') ? 'ipv6' : 'ipv4';
+}
+
 /** The family of address text, or undefined for text that is no address. IPv6 text always holds a colon, IPv4 never. */
 export function addressFamily(text: string): AddressFamily | undefined {
   if (text.includes(':')) return parseIPv6(text) === undefined ? undefined : 'ipv6';

@@ -16,7 +16,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmod, lchown, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { StateStore } from '../../src/controllers/daemon/state-store.js';
+import { StateStore } from '../../src/controllers/daemon/state/state-store.js';
 import { ExitCode, PermissionError } from '../../src/errors.js';
 import { PlantingGround, refused } from '../helpers/hostile-state-dir.js';
 
@@ -60,7 +60,7 @@ describe('StateStore.prepare(): the check at start', () => {
   it('a state directory the daemon may not look into is a PermissionError (exit 77)', async () => {
     // Root passes every permission check, so the check runs as nobody, in a child.
     const parent = await ground.directory(0o700);
-    const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
+    const storeUrl = new URL('../../src/controllers/daemon/state/state-store.ts', import.meta.url).href;
     const script = `${ground.fresh('nobody')}.mjs`;
     await writeFile(
       script,

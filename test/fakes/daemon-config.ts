@@ -1,6 +1,6 @@
 /** A daemon configuration for the loop's unit tests: nothing in it points at a real file or socket. */
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
 
 export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonConfig {
   return {

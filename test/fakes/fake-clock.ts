@@ -2,7 +2,7 @@
  * A clock whose time moves only when a test says so: `advance(ms)` runs the timers that
  * fall due, in order of their time (then of their arming), each at its own time.
  */
-import type { DaemonClock } from '../../src/controllers/daemon/ports.js';
+import type { DaemonClock } from '../../src/controllers/daemon/loop/ports.js';
 
 interface PendingTimer {
   at: number;

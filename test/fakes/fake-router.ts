@@ -6,7 +6,7 @@
 import type { McastError } from '../../src/errors.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
 import type { RouteView } from '../../src/transport/control/daemon-view.js';
-import type { RouteChange, RouterEvents, RouterPort } from '../../src/controllers/daemon/ports.js';
+import type { RouteChange, RouterEvents, RouterPort } from '../../src/controllers/daemon/loop/ports.js';
 import { type GroupAddress, groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 export class FakeRouter implements RouterPort {

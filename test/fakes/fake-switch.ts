@@ -5,7 +5,7 @@
  */
 import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
-import type { SwitchPort, WantedForwarding } from '../../src/controllers/daemon/ports.js';
+import type { SwitchPort, WantedForwarding } from '../../src/controllers/daemon/loop/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
 import type { SourcePorts } from '../../src/domain/pipeline/source-split.js';
 import { compareAddresses, type GroupAddress, type HostAddress, type SourceAddress } from '../../src/wire/ip-address.js';

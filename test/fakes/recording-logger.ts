@@ -1,5 +1,5 @@
 /** A logger that keeps its lines, for assertions on what the daemon said. */
-import type { ControllerLogger } from '../../src/controllers/daemon/ports.js';
+import type { ControllerLogger } from '../../src/controllers/daemon/loop/ports.js';
 
 export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';

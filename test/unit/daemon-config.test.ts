@@ -15,7 +15,7 @@ import {
   membershipTiming,
   type DaemonConfig,
   type DaemonFlags,
-} from '../../src/controllers/daemon/config.js';
+} from '../../src/controllers/daemon/config/config.js';
 import { addDaemonOptions } from '../../src/cli/options/daemon-options.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';

@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { routableGroup, snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
+import { routableGroup, snoopFrame } from '../../src/controllers/daemon/loop/igmp-snooper.js';
 import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
-import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
-import { Querier, type QuerierOptions } from '../../src/controllers/daemon/querier.js';
+import { PodPorts } from '../../src/domain/pods/pod-ports.js';
+import { directoryPortOf } from '../../src/adapters/ovs/bridge-ports.js';
+import { Querier, type QuerierOptions } from '../../src/controllers/daemon/loop/querier.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import { MembershipTable, UNKNOWN_HOST, type MemberChange } from '../../src/domain/membership/membership-table.js';
 import { group as groupAction, output as outputAction } from '../../src/protocol/openflow/action.js';
@@ -92,7 +93,8 @@ describe('snoopFrame', () => {
 function row(name: string, ofport: number | undefined, externalIds: Record<string, string> = {}): InterfaceRow {
   return { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: undefined };
 }
-const interfaces = (...rows: InterfaceRow[]) => ({ interfaces: new Map(rows.map((r) => [r.uuid, r])) });
+/** The rows as the OVSDB pod directory tells them. */
+const interfaces = (...rows: InterfaceRow[]) => rows.flatMap((r) => directoryPortOf(r) ?? []);
 
 describe('PodPorts', () => {
   it('pods are ports with pod-name; the gateway by name; LOCAL and unnumbered ports never', () => {

@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
-import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { igmpFrame, v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -28,14 +28,14 @@ const group = (n: number) => groupAddress(`239.1.1.${n}`);
 async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: () => void) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
-  portWatch.addPort('p2', P2, 'shop/db', '10.1.0.3/24,fd00::3').addPort('p3', P3, 'cache');
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
+  podDirectory.addPort('p2', P2, 'shop/db', '10.1.0.3/24,fd00::3').addPort('p3', P3, 'cache');
   const logger = new RecordingLogger();
   const loop = new MulticastController({
     config: testDaemonConfig(overrides),
     logger,
     vswitch,
-    portWatch,
+    podDirectory,
     host: { interfaceIPv4: () => undefined },
     clock,
     pid: 4242,
@@ -53,7 +53,7 @@ async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: 
     clock.advance(2_000);
     await stopping;
   };
-  return { loop, clock, vswitch, portWatch, logger, packetIn, warnings, stop };
+  return { loop, clock, vswitch, podDirectory, logger, packetIn, warnings, stop };
 }
 
 const refused = (loop: MulticastController) => loop.status().igmpRefused!;
@@ -194,7 +194,7 @@ describe('daemon limits: spoofed reports', () => {
     const [line] = t.warnings('not the pod');
     assert.deepEqual([line!.fields.port, line!.fields.source, line!.fields.addresses], ['p1', '10.1.0.99', '10.1.0.2']);
     // A port that goes away takes its counts along; the totals stay.
-    t.portWatch.removePort('p1');
+    t.podDirectory.removePort('p1');
     await settle();
     assert.deepEqual(
       refused(t.loop).byPort.map(({ port }) => port.name),

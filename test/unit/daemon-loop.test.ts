@@ -5,15 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
-import type { BridgeLockPort } from '../../src/controllers/daemon/ports.js';
-import type { SavedState } from '../../src/controllers/daemon/state-store.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import type { BridgeLockPort } from '../../src/controllers/daemon/loop/ports.js';
+import type { SavedState } from '../../src/controllers/daemon/state/state-store.js';
 import { UNKNOWN_HOST } from '../../src/domain/membership/membership-table.js';
 import { McastError } from '../../src/errors.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeRouter } from '../fakes/fake-router.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
@@ -33,7 +33,7 @@ const LMQT_MS = 2_000;
 interface LoopSetup {
   config?: Partial<DaemonConfig>;
   /** Before the loop starts: what OVS and the state directory hold from an earlier run. */
-  prepare?: (fakes: { vswitch: FakeSwitch; store: MemoryStateStore; portWatch: FakePortWatch }) => void;
+  prepare?: (fakes: { vswitch: FakeSwitch; store: MemoryStateStore; podDirectory: FakePodDirectory }) => void;
   router?: boolean;
   bridgeLock?: BridgeLockPort;
 }
@@ -42,18 +42,18 @@ interface LoopSetup {
 async function startLoop(setup: LoopSetup = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
-  portWatch.addPort('p3', 4, 'cache').addPort('eth1', 9);
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
+  podDirectory.addPort('p3', 4, 'cache').addPort('eth1', 9);
   const router = setup.router === true ? new FakeRouter() : undefined;
   const store = new MemoryStateStore();
   const logger = new RecordingLogger();
   const fatal: McastError[] = [];
-  setup.prepare?.({ vswitch, store, portWatch });
+  setup.prepare?.({ vswitch, store, podDirectory });
   const loop = new MulticastController({
     config: testDaemonConfig(setup.config),
     logger,
     vswitch,
-    portWatch,
+    podDirectory,
     ...(router === undefined ? {} : { router }),
     ...(setup.bridgeLock === undefined ? {} : { bridgeLock: setup.bridgeLock }),
     host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) },
@@ -81,7 +81,7 @@ async function startLoop(setup: LoopSetup = {}) {
     await settle();
   };
   const queriesAbout = (group: string) => vswitch.sent.flatMap((sent) => (decodeQuery(sent.frame)?.group === group ? [sent.ports] : []));
-  return { loop, clock, vswitch, portWatch, router, store, logger, events, fatal, stop, packetIn, advance, queriesAbout };
+  return { loop, clock, vswitch, podDirectory, router, store, logger, events, fatal, stop, packetIn, advance, queriesAbout };
 }
 
 const ofEvents = <T extends DaemonEvent['type']>(events: DaemonEvent[], type: T) =>
@@ -108,7 +108,7 @@ describe('daemon loop: joins and leaves', () => {
     );
     assert.equal(t.loop.status().counters.igmpMessages.v2_report, 1);
     await t.stop();
-    assert.equal(t.vswitch.closed && t.portWatch.closed && t.router!.closed, true, 'stop closes every port');
+    assert.equal(t.vswitch.closed && t.podDirectory.closed && t.router!.closed, true, 'stop closes every port');
   });
 
   it('a second member on another port is added to the group', async () => {
@@ -200,7 +200,7 @@ describe('daemon loop: joins and leaves', () => {
     await t.packetIn(v2Report('10.1.0.2', GROUP), 2);
     await t.packetIn(v2Report('10.1.0.2', '239.2.2.2'), 2);
     await t.packetIn(v2Report('10.1.0.3', GROUP), 3);
-    t.portWatch.removePort('p1');
+    t.podDirectory.removePort('p1');
     await settle();
     assert.deepEqual(t.vswitch.groups.get(GROUP), [GATEWAY, 3]);
     assert.equal(t.vswitch.groups.has(groupAddress('239.2.2.2')), false);
@@ -294,7 +294,7 @@ describe('daemon loop: the switch', () => {
   it('OVSDB reconnected: the ports are resynced, the bridge lock taken again; another daemon holding it stops this one', async () => {
     const answers = [true, false];
     const t = await startLoop({ bridgeLock: { reacquire: async () => answers.shift()!, release: async () => undefined } });
-    t.portWatch.reconnect();
+    t.podDirectory.reconnect();
     await settle();
     assert.equal(t.fatal.length, 0, 'the lock is held again');
     assert.deepEqual(
@@ -302,7 +302,7 @@ describe('daemon loop: the switch', () => {
       ['ovsdb'],
     );
     assert.equal(t.logger.find('OVSDB reconnected; ports resynced').length, 1);
-    t.portWatch.reconnect();
+    t.podDirectory.reconnect();
     await settle();
     const busy = 'another mcastctl daemon took bridge br-test while OVSDB was unreachable';
     assert.deepEqual(

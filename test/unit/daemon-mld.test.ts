@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
-import { snoopFrame } from '../../src/controllers/daemon/igmp-snooper.js';
-import { counterLabel } from '../../src/controllers/daemon/igmp-intake.js';
-import { Querier } from '../../src/controllers/daemon/querier.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import { snoopFrame } from '../../src/controllers/daemon/loop/igmp-snooper.js';
+import { counterLabel } from '../../src/controllers/daemon/loop/igmp-intake.js';
+import { Querier } from '../../src/controllers/daemon/loop/querier.js';
 import { eui64LinkLocal } from '../../src/wire/ipv6-address.js';
-import { parseMldQueryVersions } from '../../src/controllers/daemon/setting-values.js';
+import { parseMldQueryVersions } from '../../src/controllers/daemon/config/setting-values.js';
 import { isIPv6SsmGroup, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
 import { ANY_SOURCE, type SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { PeerAnnouncer } from '../../src/domain/peers/announcer.js';
@@ -29,7 +29,7 @@ import { MLD_ROUTER_ALERT } from '../../src/packet/ipv6/header.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeRouter } from '../fakes/fake-router.js';
 import { FakeRoutingKernel } from '../fakes/fake-routing-kernel.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
@@ -130,13 +130,13 @@ interface LoopSetup {
 async function startLoop(setup: LoopSetup = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db').addPort('eth1', 9);
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db').addPort('eth1', 9);
   const router = setup.router === true ? new FakeRouter() : undefined;
   const loop = new MulticastController({
     config: testDaemonConfig(setup.config),
     logger: new RecordingLogger(),
     vswitch,
-    portWatch,
+    podDirectory,
     ...(router === undefined ? {} : { router }),
     host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: GATEWAY_MAC } : undefined) },
     clock,

@@ -8,16 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
-import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { parseGroupPolicy } from '../../src/domain/policy/policy-file.js';
 import type { GroupPolicy } from '../../src/domain/policy/group-policy.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -42,13 +42,13 @@ const POLICY = parseGroupPolicy(
 async function startLoop(options: { config?: Partial<DaemonConfig>; policy?: GroupPolicy } = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('web', WEB, 'shop/web', '10.1.0.2').addPort('db', DB, 'shop/db', '10.1.0.3');
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('web', WEB, 'shop/web', '10.1.0.2').addPort('db', DB, 'shop/db', '10.1.0.3');
   const logger = new RecordingLogger();
   const loop = new MulticastController({
     config: testDaemonConfig(options.config),
     logger,
     vswitch,
-    portWatch,
+    podDirectory,
     host: { interfaceIPv4: () => undefined },
     clock,
     pid: 4242,
@@ -65,7 +65,7 @@ async function startLoop(options: { config?: Partial<DaemonConfig>; policy?: Gro
     clock.advance(2_000);
     await stopping;
   };
-  return { loop, clock, vswitch, portWatch, packetIn, stop };
+  return { loop, clock, vswitch, podDirectory, packetIn, stop };
 }
 
 const members = (loop: MulticastController, group: string) =>
@@ -92,10 +92,10 @@ describe('daemon: per-port IGMP meters', () => {
 
   it('a new pod port gets its meter, a removed one loses it, and a restarted switch gets them all back', async () => {
     const t = await startLoop();
-    t.portWatch.addPort('cache', 4, 'shop/cache', '10.1.0.4');
+    t.podDirectory.addPort('cache', 4, 'shop/cache', '10.1.0.4');
     await t.loop.whenIdle();
     assert.ok(t.vswitch.ports.has(4));
-    t.portWatch.removePort('web');
+    t.podDirectory.removePort('web');
     await t.loop.whenIdle();
     assert.equal(t.vswitch.ports.has(WEB), false);
     t.vswitch.restartVswitchd();
@@ -110,8 +110,8 @@ describe('daemon: per-port IGMP meters', () => {
     const vswitch = new FakeSwitch();
     vswitch.meters = false;
     const logger = new RecordingLogger();
-    const portWatch = new FakePortWatch().addPort('web', WEB, 'shop/web', '10.1.0.2');
-    const loop = new MulticastController({ config: testDaemonConfig(), logger, vswitch, portWatch, host: { interfaceIPv4: () => undefined }, clock });
+    const podDirectory = new FakePodDirectory().addPort('web', WEB, 'shop/web', '10.1.0.2');
+    const loop = new MulticastController({ config: testDaemonConfig(), logger, vswitch, podDirectory, host: { interfaceIPv4: () => undefined }, clock });
     await loop.start();
     await loop.whenIdle();
     assert.equal(loop.status().igmpMeter?.meteredPorts, 0);

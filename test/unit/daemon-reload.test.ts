@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { DaemonSignals } from '../../src/cli/daemon-signals.js';
-import { loadDaemonConfig, type DaemonConfig } from '../../src/controllers/daemon/config.js';
-import { planReload, RUNTIME_SETTINGS } from '../../src/controllers/daemon/reload.js';
+import { loadDaemonConfig, type DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import { planReload, RUNTIME_SETTINGS } from '../../src/controllers/daemon/config/reload.js';
 import { Logger } from '../../src/runtime/logger.js';
 import { MembershipTable } from '../../src/domain/membership/membership-table.js';
-import { Querier } from '../../src/controllers/daemon/querier.js';
+import { Querier } from '../../src/controllers/daemon/loop/querier.js';
 import { WorkQueue } from '../../src/domain/membership/work-queue.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 

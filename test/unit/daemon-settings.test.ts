@@ -12,8 +12,8 @@ import { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { addDaemonOptions } from '../../src/cli/options/daemon-options.js';
 import { addOvsOptions } from '../../src/cli/options/ovs-options.js';
-import { CONFIG_CHECKS } from '../../src/controllers/daemon/config-checks.js';
-import { DAEMON_CONFIG_KEYS, DAEMON_SETTINGS, RUNTIME_SETTINGS } from '../../src/controllers/daemon/settings.js';
+import { CONFIG_CHECKS } from '../../src/controllers/daemon/config/config-checks.js';
+import { DAEMON_CONFIG_KEYS, DAEMON_SETTINGS, RUNTIME_SETTINGS } from '../../src/controllers/daemon/config/settings.js';
 import { readDuration, readHex, showMs } from '../../src/runtime/values.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

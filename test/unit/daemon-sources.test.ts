@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
 import { BridgeClient } from '../../src/adapters/ovs/bridge-client.js';
 import { ovsPipeline } from '../../src/adapters/ovs/read-back.js';
 import { DEFAULT_PIPELINE_CONFIG, sourcePriorities } from '../../src/domain/pipeline/config.js';
@@ -20,7 +20,7 @@ import { groupAddress, sourceAddress, type GroupAddress } from '../../src/wire/i
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { ApplyingOpenFlow } from '../fakes/fake-openflow.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeRouter } from '../fakes/fake-router.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
@@ -50,13 +50,13 @@ async function startLoop(prepare?: (vswitch: FakeSwitch) => void) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
   prepare?.(vswitch);
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('pa', A, 'ns/a').addPort('pb', B, 'ns/b').addPort('pc', C, 'ns/c');
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('pa', A, 'ns/a').addPort('pb', B, 'ns/b').addPort('pc', C, 'ns/c');
   const router = new FilterRecordingRouter();
   const loop = new MulticastController({
     config: testDaemonConfig(),
     logger: new RecordingLogger(),
     vswitch,
-    portWatch,
+    podDirectory,
     router,
     host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) },
     clock,

@@ -6,14 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig, TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig, TunnelConfig } from '../../src/controllers/daemon/config/daemon-config.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import * as mldFrame from '../../src/packet/mld-frame.js';
 import { groupAddress, hostAddress, type HostAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -32,7 +32,7 @@ function tunnelConfig(overrides: Partial<TunnelConfig> = {}): TunnelConfig {
 async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => void; tunnel?: Partial<TunnelConfig>; mtu?: Record<string, number> } = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
   options.prepare?.(vswitch);
   const config: DaemonConfig = testDaemonConfig({ tunnel: tunnelConfig(options.tunnel) });
   const logger = new RecordingLogger();
@@ -41,7 +41,7 @@ async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => voi
     config,
     logger,
     vswitch,
-    portWatch,
+    podDirectory,
     host: {
       interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined),
       interfaceMtu: (name) => mtu[name],
@@ -66,7 +66,7 @@ async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => voi
     clock.advance(2_000);
     await stopping;
   };
-  return { loop, vswitch, portWatch, config, logger, advance, peerReport, stop };
+  return { loop, vswitch, podDirectory, config, logger, advance, peerReport, stop };
 }
 
 /** The IGMPv3 records of a frame sent to the peers: [type, group]. */
@@ -152,7 +152,7 @@ describe('daemon loop in tunnel mode', () => {
   });
 
   it('a group only peers want is replayed after an ovs-vswitchd restart, and synced again when the tunnel port is renumbered', async () => {
-    const { vswitch, portWatch, advance, peerReport, stop } = await startTunnelLoop();
+    const { vswitch, podDirectory, advance, peerReport, stop } = await startTunnelLoop();
     try {
       await peerReport(PEER2, 'MODE_IS_EXCLUDE');
       assert.deepEqual(vswitch.groups.get(GROUP), [GATEWAY], 'no local member: the gateway and the tunnel bucket only');
@@ -161,8 +161,8 @@ describe('daemon loop in tunnel mode', () => {
       assert.deepEqual(vswitch.groups.get(GROUP), [GATEWAY], 'replayed though no pod is a member');
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2]);
       assert.equal(vswitch.tunnelPorts.get(GROUP), TUNNEL);
-      portWatch.removePort('tun0');
-      portWatch.addPort('tun0', TUNNEL + 1);
+      podDirectory.removePort('tun0');
+      podDirectory.addPort('tun0', TUNNEL + 1);
       await advance(1);
       assert.equal(vswitch.tunnelPorts.get(GROUP), TUNNEL + 1, 'the bucket toward the peer outputs to the new number');
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2]);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, it } from '../helpers/node-test.js';
 import { MAX_FAILURE_LINE_CHARACTERS, printFailure } from '../../src/cli/exit.js';
-import { DaemonMetrics, MetricsServer } from '../../src/controllers/daemon/metrics.js';
+import { DaemonMetrics, MetricsServer } from '../../src/controllers/daemon/observe/metrics.js';
 import { ExitCode, McastError } from '../../src/errors.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 import { closeServer } from '../helpers/close-server.js';

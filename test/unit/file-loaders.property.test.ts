@@ -18,7 +18,7 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import jsYaml from 'js-yaml';
 import { isNode, LineCounter, parseDocument, stringify as yamlStringify } from 'yaml';
-import { loadDaemonConfig } from '../../src/controllers/daemon/config.js';
+import { loadDaemonConfig } from '../../src/controllers/daemon/config/config.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { parseDeclaredState, readDeclaredState } from '../../src/domain/declared-state/declared-state.js';
 import { loadYaml } from '../../src/runtime/safe-yaml.js';

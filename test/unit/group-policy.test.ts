@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
 import { UsageError } from '../../src/errors.js';
-import { loadGroupPolicy } from '../../src/controllers/daemon/policy-loader.js';
+import { loadGroupPolicy } from '../../src/controllers/daemon/config/policy-loader.js';
 import { GroupPolicy, type PolicyDirection } from '../../src/domain/policy/group-policy.js';
 import {
   formatIpPrefix as formatPrefix,

@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
-import { PodPorts } from '../../src/adapters/ovs/pod-ports.js';
-import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/saved-state.js';
-import { parseSavedState } from '../../src/controllers/daemon/state-store.js';
+import { PodPorts } from '../../src/domain/pods/pod-ports.js';
+import { podName } from '../../src/domain/pods/pod-directory.js';
+import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/state/saved-state.js';
+import { parseSavedState } from '../../src/controllers/daemon/state/state-store.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -239,9 +240,7 @@ describe('router-side state: saved and restored', () => {
     clock.t = T0 + 100_000;
     m.record(5, H, rec('MODE_IS_INCLUDE', S1));
     const pods = new PodPorts(undefined);
-    pods.update({
-      interfaces: new Map([['u1', { uuid: 'u1', name: 'p1', ofport: 5, external_ids: { 'pod-name': 'web' }, type: '', mac_in_use: undefined }]]),
-    });
+    pods.update([{ name: 'p1', ofport: 5, pod: podName(undefined, 'web'), type: '' }]);
     const wall = new FakeClock();
     // The table's clock reads T0 + 100 s while the wall clock starts at its epoch.
     const saved = savedStateOf({ bridge: 'br-int', groups: m.snapshot(), pods, clock: { monotonicMs: () => clock.t, wallMs: () => wall.wallMs() } });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { admits, mergeFilters, type SourceFilter } from '../../src/domain/membership/source-filter.js';
-import { Querier } from '../../src/controllers/daemon/querier.js';
+import { Querier } from '../../src/controllers/daemon/loop/querier.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/index.js';
 import { FakeClock } from '../fakes/fake-clock.js';

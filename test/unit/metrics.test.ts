@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, it } from '../helpers/node-test.js';
-import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/metrics.js';
+import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/observe/metrics.js';
 import { McastError } from '../../src/errors.js';
 import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
 

@@ -12,14 +12,14 @@ import { Chalk } from 'chalk';
 import { formatDaemonEvent } from '../../src/cli/render/daemon-events.js';
 import { formatClock } from '../../src/cli/render/human-format.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
 import { ControlClient } from '../../src/transport/control/control-client.js';
 import { ControlServer } from '../../src/transport/control/control-server.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { igmpFrame, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -36,13 +36,13 @@ const plain = new Chalk({ level: 0 });
 async function tunnelLoop(options: { subscribed: boolean }) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
   const tunnel = { port: 'tun0', peers: [PEER2, PEER3], nodeAddress: NODE, refreshIntervalMs: 2_000, peerTimeoutMs: 5_000, maxGroupsPerPeer: 100 };
   const loop = new MulticastController({
     config: testDaemonConfig({ tunnel }),
     logger: new RecordingLogger(),
     vswitch,
-    portWatch,
+    podDirectory,
     host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) },
     clock,
     pid: 4242,

@@ -1,7 +1,7 @@
 /** The daemon's membership exchange with its peers over the tunnel, on a fake clock and a fake switch port. */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/peer-exchange.js';
+import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/tunnel/peer-exchange.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
 import * as mldFrame from '../../src/packet/mld-frame.js';

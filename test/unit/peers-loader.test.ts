@@ -4,8 +4,8 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from '../helpers/node-test.js';
-import { loadPeersFile, rereadPeers, watchPeersFile } from '../../src/controllers/daemon/peers-loader.js';
-import type { TunnelConfig } from '../../src/controllers/daemon/daemon-config.js';
+import { loadPeersFile, rereadPeers, watchPeersFile } from '../../src/controllers/daemon/config/peers-loader.js';
+import type { TunnelConfig } from '../../src/controllers/daemon/config/daemon-config.js';
 import { UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
 import type { HostAddress } from '../../src/wire/ip-address.js';

@@ -1,7 +1,7 @@
 /** PortActivity: what each pod port said lately, group by group, bounded per port. */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MAX_GROUPS_PER_PORT, PortActivity } from '../../src/controllers/daemon/port-activity.js';
+import { MAX_GROUPS_PER_PORT, PortActivity } from '../../src/controllers/daemon/loop/port-activity.js';
 
 /** A wall clock that moves only when told. */
 function clock(start = 1_000_000) {

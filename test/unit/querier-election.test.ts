@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/config.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
 import { otherQuerierPresentMs, QuerierElection } from '../../src/domain/membership/querier-election.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { decodeQuery, v2GeneralQuery, v2Report } from '../fakes/igmp-frames.js';
@@ -81,13 +81,13 @@ describe('the daemon loop with another querier on a pod port', () => {
   async function startLoop(config: Partial<DaemonConfig>) {
     const clock = new FakeClock();
     const vswitch = new FakeSwitch();
-    const portWatch = new FakePortWatch().addPort('gw0', 1).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
+    const podDirectory = new FakePodDirectory().addPort('gw0', 1).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
     const logger = new RecordingLogger();
     const loop = new MulticastController({
       config: testDaemonConfig({ queryIntervalMs: 10_000, queryResponseIntervalMs: 2_000, ...config }),
       logger,
       vswitch,
-      portWatch,
+      podDirectory,
       host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) },
       clock,
       stateStore: new MemoryStateStore(),

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { McastError } from '../../src/errors.js';
 import { UpstreamFilterWidened } from '../../src/adapters/upstream-memberships.js';
-import { routerEventsOf } from '../../src/controllers/daemon/router-events.js';
+import { routerEventsOf } from '../../src/controllers/daemon/loop/router-events.js';
 import { sourceAddress } from '../../src/wire/ip-address.js';
 
 function eventsWithRecords() {

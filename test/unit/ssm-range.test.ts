@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { after, describe, it } from '../helpers/node-test.js';
 import { Command } from 'commander';
 import { addDaemonOptions } from '../../src/cli/options/daemon-options.js';
-import { type DaemonConfig, type DaemonFlags, loadDaemonConfig } from '../../src/controllers/daemon/config.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import { membershipLimits } from '../../src/controllers/daemon/daemon-config.js';
-import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
-import { planReload } from '../../src/controllers/daemon/reload.js';
+import { type DaemonConfig, type DaemonFlags, loadDaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import { membershipLimits } from '../../src/controllers/daemon/config/daemon-config.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
+import { planReload } from '../../src/controllers/daemon/config/reload.js';
 import { type MembershipLimitSettings, type MembershipRefusal, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
 import { type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { ANY_SOURCE } from '../../src/domain/membership/source-filter.js';
@@ -23,7 +23,7 @@ import { UsageError } from '../../src/errors.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -150,13 +150,13 @@ describe('the SSM rule in the daemon loop', () => {
   async function startLoop(overrides: Partial<DaemonConfig> = {}) {
     const clock = new FakeClock();
     const vswitch = new FakeSwitch();
-    const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
+    const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
     const logger = new RecordingLogger();
     const loop = new MulticastController({
       config: testDaemonConfig(overrides),
       logger,
       vswitch,
-      portWatch,
+      podDirectory,
       host: { interfaceIPv4: () => undefined },
       clock,
       pid: 4242,

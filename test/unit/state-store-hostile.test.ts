@@ -13,7 +13,7 @@ import { chmod, lstat, mkdir, open, readdir, readFile, rm, stat, symlink, writeF
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { StateStore, type SavedState } from '../../src/controllers/daemon/state-store.js';
+import { StateStore, type SavedState } from '../../src/controllers/daemon/state/state-store.js';
 import { ExitCode, McastError } from '../../src/errors.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { PlantingGround, refused } from '../helpers/hostile-state-dir.js';
@@ -180,7 +180,7 @@ describe('StateStore against other users', () => {
     // RLIMIT_FSIZE fails the same way, half-way through the file, through the same code.
     const dir = ground.fresh('d');
     const script = `${ground.fresh('fsize')}.mjs`;
-    const storeUrl = new URL('../../src/controllers/daemon/state-store.ts', import.meta.url).href;
+    const storeUrl = new URL('../../src/controllers/daemon/state/state-store.ts', import.meta.url).href;
     const child = `
       import { execFileSync } from 'node:child_process';
       const { StateStore } = await import(${JSON.stringify(storeUrl)});

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { TrafficCarry, trafficOf } from '../../src/adapters/ovs/traffic-counters.js';
-import { TrafficCounterBudget } from '../../src/controllers/daemon/traffic-counters.js';
-import { DaemonMetrics } from '../../src/controllers/daemon/metrics.js';
+import { TrafficCounterBudget } from '../../src/controllers/daemon/loop/traffic-counters.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { counterPriorities, DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import { type FlowEntry, MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';

@@ -5,15 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { MulticastController } from '../../src/controllers/daemon/controller.js';
-import type { DaemonConfig } from '../../src/controllers/daemon/daemon-config.js';
-import { refuseUnusableTunnelPort } from '../../src/controllers/daemon/tunnel-mode.js';
+import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
+import type { DaemonConfig } from '../../src/controllers/daemon/config/daemon-config.js';
+import { refuseUnusableTunnelPort } from '../../src/controllers/daemon/tunnel/tunnel-mode.js';
 import { tunnelPortProblem } from '../../src/domain/peers/tunnel-port.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { FakePortWatch } from '../fakes/fake-port-watch.js';
+import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
@@ -54,34 +54,34 @@ describe('refuseUnusableTunnelPort', () => {
   const tunnel = { port: 'tun0', peers: [PEER2], nodeAddress: NODE, refreshIntervalMs: REFRESH_MS, peerTimeoutMs: 60_000, maxGroupsPerPeer: 100 };
 
   it('passes a usable port, a port not on the bridge, and no tunnel mode; refuses an unusable one (64)', () => {
-    const ports = new FakePortWatch().addPort('gw0', GATEWAY).addPort('tun0', TUNNEL);
-    refuseUnusableTunnelPort({ config: { tunnel }, interfaces: ports.interfaces() });
-    refuseUnusableTunnelPort({ config: { tunnel: { ...tunnel, port: 'tun9' } }, interfaces: ports.interfaces() });
+    const ports = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('tun0', TUNNEL);
+    refuseUnusableTunnelPort({ config: { tunnel }, ports: ports.ports() });
+    refuseUnusableTunnelPort({ config: { tunnel: { ...tunnel, port: 'tun9' } }, ports: ports.ports() });
     ports.setInterface('tun0', { type: 'internal' });
-    refuseUnusableTunnelPort({ config: {}, interfaces: ports.interfaces() });
+    refuseUnusableTunnelPort({ config: {}, ports: ports.ports() });
     assert.throws(
-      () => refuseUnusableTunnelPort({ config: { tunnel }, interfaces: ports.interfaces() }),
+      () => refuseUnusableTunnelPort({ config: { tunnel }, ports: ports.ports() }),
       (error: unknown) => error instanceof UsageError && error.exitCode === ExitCode.Usage && /type internal, not geneve or vxlan$/.test(error.message),
     );
   });
 });
 
 /** A tunnel-mode loop on the fakes, its tunnel port `tun0` as `prepare` leaves it; not started. */
-function tunnelLoop(prepare: (portWatch: FakePortWatch) => void = () => undefined) {
+function tunnelLoop(prepare: (podDirectory: FakePodDirectory) => void = () => undefined) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const portWatch = new FakePortWatch().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
-  prepare(portWatch);
+  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
+  prepare(podDirectory);
   const tunnel = { port: 'tun0', peers: [PEER2], nodeAddress: NODE, refreshIntervalMs: REFRESH_MS, peerTimeoutMs: 60_000, maxGroupsPerPeer: 100 };
   const config: DaemonConfig = testDaemonConfig({ tunnel });
   const logger = new RecordingLogger();
   const host = { interfaceIPv4: (name: string) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) };
-  const create = () => new MulticastController({ config, logger, vswitch, portWatch, host, clock, pid: 4242 });
+  const create = () => new MulticastController({ config, logger, vswitch, podDirectory, host, clock, pid: 4242 });
   const advance = async (ms: number) => {
     clock.advance(ms);
     await settle();
   };
-  return { create, vswitch, portWatch, logger, advance };
+  return { create, vswitch, podDirectory, logger, advance };
 }
 
 describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
@@ -90,7 +90,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
     ['a Geneve port to one fixed node', { type: 'geneve', options: { remote_ip: '192.0.2.1' } }, 'options:remote_ip is 192.0.2.1, not flow'],
   ] as const) {
     it(`refuses to start on ${what} (64, with the reason and the ovs-vsctl to fix it), before anything is programmed`, () => {
-      const { create, vswitch } = tunnelLoop((portWatch) => portWatch.setInterface('tun0', columns));
+      const { create, vswitch } = tunnelLoop((podDirectory) => podDirectory.setInterface('tun0', columns));
       assert.throws(create, (error: unknown) => {
         assert.ok(error instanceof UsageError);
         assert.equal(error.exitCode, ExitCode.Usage);
@@ -106,7 +106,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
   }
 
   it('starts on a VXLAN port with remote_ip=flow as on a Geneve one', async () => {
-    const { create, vswitch, advance } = tunnelLoop((portWatch) => portWatch.setInterface('tun0', { type: 'vxlan', options: { remote_ip: 'flow' } }));
+    const { create, vswitch, advance } = tunnelLoop((podDirectory) => podDirectory.setInterface('tun0', { type: 'vxlan', options: { remote_ip: 'flow' } }));
     const loop = create();
     await loop.start();
     await settle();
@@ -121,14 +121,14 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
   });
 
   it('starts without the port, warning, and uses it once it appears', async () => {
-    const { create, vswitch, portWatch, logger, advance } = tunnelLoop((ports) => ports.removePort('tun0'));
+    const { create, vswitch, podDirectory, logger, advance } = tunnelLoop((ports) => ports.removePort('tun0'));
     const loop = create();
     await loop.start();
     await settle();
     try {
       assert.equal(logger.find('the tunnel port is not on the bridge yet: nothing goes to the peers until it is').length, 1);
       assert.equal(vswitch.baseTunnels.at(-1), undefined);
-      portWatch.addPort('tun0', TUNNEL);
+      podDirectory.addPort('tun0', TUNNEL);
       await advance(1);
       assert.equal(vswitch.baseTunnels.at(-1), TUNNEL);
     } finally {
@@ -139,7 +139,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
   });
 
   it('at run time, a port that becomes unusable counts as absent (one warning with the reason) until it is usable again', async () => {
-    const { create, vswitch, portWatch, logger, advance } = tunnelLoop();
+    const { create, vswitch, podDirectory, logger, advance } = tunnelLoop();
     const loop = create();
     await loop.start();
     await settle();
@@ -149,7 +149,7 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
       await advance(1);
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2]);
 
-      portWatch.setInterface('tun0', { type: 'internal' });
+      podDirectory.setInterface('tun0', { type: 'internal' });
       await advance(1);
       assert.equal(vswitch.baseTunnels.at(-1), undefined, 'the base has no tunnel port');
       assert.equal(vswitch.peers.has(GROUP), false, 'no bucket toward the peer');
@@ -162,12 +162,12 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
       assert.equal(logger.find('the tunnel port is not on the bridge: nothing goes to the peers').length, 0, 'warned of once, as unusable');
 
       const sentBefore = vswitch.sentToPeers.length;
-      portWatch.addPort('p2', 3); // another change of the bridge: the same unusable port is not warned of again
+      podDirectory.addPort('p2', 3); // another change of the bridge: the same unusable port is not warned of again
       await advance(REFRESH_MS * 2);
       assert.equal(vswitch.sentToPeers.length, sentBefore, 'nothing goes to the peers');
       assert.equal(logger.find(UNUSABLE).length, 1);
 
-      portWatch.setInterface('tun0', { type: 'geneve', options: { remote_ip: 'flow' } });
+      podDirectory.setInterface('tun0', { type: 'geneve', options: { remote_ip: 'flow' } });
       await advance(1);
       assert.equal(vswitch.baseTunnels.at(-1), TUNNEL, 'used again');
       assert.equal(loop.status().tunnel?.portProblem, undefined);

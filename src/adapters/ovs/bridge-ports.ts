@@ -7,33 +7,51 @@
  * port but never a group member.
  */
 import type { InterfaceRow } from './vswitch.js';
-import { isIPv4 } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 import { formatMac, parseMac } from '../../wire/mac-address.js';
+import { type BridgePort, type DirectoryPort, podName } from '../../domain/pods/pod-directory.js';
 import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_MAC_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
 
-export interface BridgePort {
-  ofport: number;
-  /** The OVS interface name. */
-  name: string;
-  /** `namespace/name` from the interface's external_ids, where a CNI plugin set them. */
-  pod?: string;
+export type { BridgePort };
+
+/** The pod an Interface row names in its external_ids, where a CNI plugin set them. */
+function podOf(row: InterfaceRow): Pick<BridgePort, 'pod'> {
+  const pod = row.external_ids[POD_NAME_KEY];
+  return pod === undefined ? {} : { pod: podName(row.external_ids[POD_NAMESPACE_KEY], pod) };
 }
 
 /** The port of an Interface row, or undefined while it has no OpenFlow port number. */
 function bridgePortOf(row: InterfaceRow): BridgePort | undefined {
   if (row.ofport === undefined || row.ofport <= 0) return undefined;
-  const pod = row.external_ids[POD_NAME_KEY];
-  const namespace = row.external_ids[POD_NAMESPACE_KEY];
-  return { ofport: row.ofport, name: row.name, ...(pod === undefined ? {} : { pod: namespace === undefined ? pod : `${namespace}/${pod}` }) };
+  return { ofport: row.ofport, name: row.name, ...podOf(row) };
 }
 
-/** `10.1.0.2`, `10.1.0.2/24`, `10.1.0.2,fd00::2`: the IPv4 addresses (IPv6 ones are no IGMP sources). */
-function addressesOf(value: string | undefined): string[] | undefined {
+/**
+ * An Interface row as the pod directory tells it (src/domain/pods/pod-directory.ts), or
+ * undefined for the bridge's own LOCAL port, which is never a pod's nor a member.
+ */
+export function directoryPortOf(row: InterfaceRow): DirectoryPort | undefined {
+  if (row.ofport === OVSDB_LOCAL_OFPORT) return undefined;
+  const addresses = addressesOf(row.external_ids[POD_IP_ADDRESS_KEY], (item) => isIP(item) !== 0);
+  const mac = macOf(row.external_ids[POD_MAC_KEY]);
+  return {
+    name: row.name,
+    ofport: row.ofport === undefined || row.ofport <= 0 ? undefined : row.ofport,
+    ...podOf(row),
+    ...(addresses === undefined ? {} : { addresses }),
+    ...(mac === undefined ? {} : { mac }),
+    type: row.type,
+    ...(row.options === undefined ? {} : { options: row.options }),
+  };
+}
+
+/** `10.1.0.2`, `10.1.0.2/24`, `10.1.0.2,fd00::2`: the addresses `keep` takes (IPv4 ones by default: IPv6 ones are no IGMP sources). */
+function addressesOf(value: string | undefined, keep: (address: string) => boolean = (item) => isIPv4(item)): string[] | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   return value
     .split(',')
     .map((item) => item.trim().replace(/\/\d+$/, ''))
-    .filter((item) => isIPv4(item));
+    .filter(keep);
 }
 
 /** An external_ids MAC in lower case, or undefined for none or for text that is no MAC. */
@@ -44,10 +62,6 @@ function macOf(value: string | undefined): string | undefined {
 
 export function isLocalPort(port: Pick<BridgePort, 'ofport'>): boolean {
   return port.ofport === OVSDB_LOCAL_OFPORT;
-}
-
-export function samePort(a: BridgePort | undefined, b: BridgePort | undefined): boolean {
-  return a?.ofport === b?.ofport && a?.name === b?.name && a?.pod === b?.pod;
 }
 
 /** A bridge's ports at one moment, from its Interface rows. */

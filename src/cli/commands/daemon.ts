@@ -5,10 +5,10 @@
  * kernel), then the controller.
  */
 import type { Command } from 'commander';
-import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config.js';
-import type { DaemonConfig } from '../../controllers/daemon/daemon-config.js';
-import { loadGroupPolicy } from '../../controllers/daemon/policy-loader.js';
-import { type PeersFileWatch, type PeersReread, rereadPeers, watchPeersFile } from '../../controllers/daemon/peers-loader.js';
+import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config/config.js';
+import type { DaemonConfig } from '../../controllers/daemon/config/daemon-config.js';
+import { loadGroupPolicy } from '../../controllers/daemon/config/policy-loader.js';
+import { type PeersFileWatch, type PeersReread, rereadPeers, watchPeersFile } from '../../controllers/daemon/config/peers-loader.js';
 import { GroupPolicy } from '../../domain/policy/group-policy.js';
 import { holdYoungGeneration, limitMallocArenas } from '../../runtime/memory-release.js';
 
@@ -16,8 +16,8 @@ import { holdYoungGeneration, limitMallocArenas } from '../../runtime/memory-rel
 const DAEMON_MALLOC_ARENAS = 2;
 import { addDaemonOptions } from '../options/daemon-options.js';
 import type { ControlServer } from '../../transport/control/control-server.js';
-import type { MulticastController } from '../../controllers/daemon/controller.js';
-import type { MetricsServer } from '../../controllers/daemon/metrics.js';
+import type { MulticastController } from '../../controllers/daemon/loop/controller.js';
+import type { MetricsServer } from '../../controllers/daemon/observe/metrics.js';
 import type { DaemonView } from '../../transport/control/daemon-view.js';
 import inspector from 'node:inspector';
 import { type McastError, messageOf, UnavailableError } from '../../errors.js';
@@ -63,11 +63,11 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   // (prom-client alone takes about 50 ms to load).
   const [{ ControlServer }, { startDaemonController }, { Logger }, { DaemonMetrics, MetricsServer }, { StateStore }, { planReload }] = await Promise.all([
     import('../../transport/control/control-server.js'),
-    import('../../controllers/daemon/wiring.js'),
+    import('../../controllers/daemon/host/wiring.js'),
     import('../../runtime/logger.js'),
-    import('../../controllers/daemon/metrics.js'),
-    import('../../controllers/daemon/state-store.js'),
-    import('../../controllers/daemon/reload.js'),
+    import('../../controllers/daemon/observe/metrics.js'),
+    import('../../controllers/daemon/state/state-store.js'),
+    import('../../controllers/daemon/config/reload.js'),
   ]);
   // Two malloc arenas, not eight per core: a flood's freed memory goes back (runtime/memory-release.ts).
   limitMallocArenas(DAEMON_MALLOC_ARENAS);

@@ -4,6 +4,7 @@
  * reports for the Max Response Time, and lists every member with its filter and version,
  * plus the queriers heard and which of them wins the election.
  */
+import { textFamily } from '../../wire/ip-address.js';
 import { type Command, Option } from 'commander';
 import { UsageError } from '../../errors.js';
 import { BridgeLink, MAX_PROBE_SECONDS } from '../../adapters/query-link/bridge-link.js';
@@ -202,7 +203,8 @@ function checkNoIPv6(group: string | undefined, sources: string | undefined, fro
     ['--source', sources],
     ['--from', from],
   ] as const) {
-    if (text?.includes(':')) throw new UsageError(`${flag} ${text.trim()} is IPv6: MLD queries need --mld (without it, query sends IGMP)`);
+    if (text !== undefined && textFamily(text) === 'ipv6')
+      throw new UsageError(`${flag} ${text.trim()} is IPv6: MLD queries need --mld (without it, query sends IGMP)`);
   }
 }
 

@@ -5,7 +5,7 @@
  * file key, unchecked (but for the OVS numbers); loadDaemonConfig checks them.
  */
 import { Option, type Command } from 'commander';
-import { DAEMON_SETTINGS } from '../../controllers/daemon/settings.js';
+import { DAEMON_SETTINGS } from '../../controllers/daemon/config/settings.js';
 import { addOvsOptions } from './ovs-options.js';
 
 export function addDaemonOptions(command: Command): Command {

@@ -10,7 +10,7 @@ import type { MldDone, MldReport, MldVersion } from '../../packet/mld/message.js
 import type { MembershipProtocol } from '../../packet/frame-decoder.js';
 import type { HeardIgmp, HeardMembership, HeardMld, LinkPort } from '../../adapters/query-link/query-link.js';
 import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from '../../domain/membership/source-filter.js';
-import { compareAddresses } from '../../wire/ip-address.js';
+import { compareAddresses, textFamily } from '../../wire/ip-address.js';
 import { parseIPv6 } from '../../wire/ipv6-address.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 import type { QueryKind } from './query-spec.js';
@@ -273,8 +273,8 @@ function isUnspecified(address: string): boolean {
 
 /** IPv4 addresses in their order (compareAddresses), then IPv6 ones by their 16 octets. */
 function compareAnyAddresses(a: string, b: string): number {
-  const a6 = a.includes(':') ? parseIPv6(a) : undefined;
-  const b6 = b.includes(':') ? parseIPv6(b) : undefined;
+  const a6 = textFamily(a) === 'ipv6' ? parseIPv6(a) : undefined;
+  const b6 = textFamily(b) === 'ipv6' ? parseIPv6(b) : undefined;
   if (a6 === undefined && b6 === undefined) return compareAddresses(a, b);
   if (a6 === undefined) return -1;
   if (b6 === undefined) return 1;

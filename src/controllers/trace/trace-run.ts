@@ -18,7 +18,7 @@ import { familyOf } from '../../domain/family/families.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
 import type { InterfaceMembershipRow } from '../../protocol/mroute/proc.js';
 import type { DaemonStatus, GroupView, PortActivityView, PortQuery, PortView } from '../../transport/control/daemon-view.js';
-import type { AddressFamily, GroupAddress } from '../../wire/ip-address.js';
+import { type AddressFamily, type GroupAddress, textFamily } from '../../wire/ip-address.js';
 import type { TraceFailureCode, TraceReport, TraceSender, TraceStage, TraceStageName } from './trace-report.js';
 import { TRACE_STAGES } from './trace-report.js';
 import { parseTrace } from '../../adapters/ovs/ofproto-trace.js';
@@ -205,7 +205,7 @@ function senderOf(request: TraceRequest, sources: TraceSources): TraceSender {
   const from = request.from;
   if (from !== undefined && 'pod' in from) {
     const port = sources.ports.find((candidate) => candidate.pod === from.pod);
-    const address = port?.addresses?.find((text) => familyOf(request.group).name === (text.includes(':') ? 'ipv6' : 'ipv4')) ?? null;
+    const address = port?.addresses?.find((text) => familyOf(request.group).name === textFamily(text)) ?? null;
     // An unknown sender pod is refused before the trace (the command checks it).
     return { kind: 'pod', pod: from.pod, port: port === undefined ? { ofport: 0, name: '?' } : portView(port), address };
   }

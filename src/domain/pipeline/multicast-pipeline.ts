@@ -60,7 +60,7 @@
  * so that traffic goes exactly where it went without it. What a pod received is the
  * counter of its bucket in the entry's chain (the daemon reads GROUP statistics).
  */
-import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import { type GroupAddress, type SourceAddress, textFamily } from '../../wire/ip-address.js';
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { FAMILIES, familyOf } from '../family/families.js';
 import type { MulticastFamily } from '../family/multicast-family.js';
@@ -323,7 +323,7 @@ export class MulticastPipeline {
    * full mask is an exact match, written without a mask, as the switch reads it back.
    */
   sendPolicyDrop(ofport: number, range: { address: string; mask: string }): FlowEntry {
-    const ipv6 = range.address.includes(':');
+    const ipv6 = textFamily(range.address) === 'ipv6';
     const family = (ipv6 && FAMILIES.find((candidate) => candidate.name === 'ipv6')) || IPV4_FAMILY;
     const exact = range.mask === (ipv6 ? 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' : '255.255.255.255');
     return {

@@ -7,7 +7,7 @@
  * difference are exact, and turned back into prefixes only at the end: the fewest prefixes
  * that cover a set exactly, which is what a list of OpenFlow drop flows must be.
  */
-import { type AddressFamily, addressFamily } from '../../wire/ip-address.js';
+import { type AddressFamily, addressFamily, textFamily } from '../../wire/ip-address.js';
 import { formatIPv4, parseIPv4 } from '../../wire/ipv4-address.js';
 import { canonicalIPv6, parseIPv6 } from '../../wire/ipv6-address.js';
 
@@ -101,7 +101,7 @@ function prefixRangeOf(family: AddressFamily, network: bigint, length: number): 
  * address. On the path of every policy decision: one parse, and IPv6 as two 64-bit halves.
  */
 export function addressPoint(text: string): bigint | undefined {
-  if (!text.includes(':')) {
+  if (textFamily(text) === 'ipv4') {
     const value = parseIPv4(text);
     return value === undefined ? undefined : BigInt(value);
   }

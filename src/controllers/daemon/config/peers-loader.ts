@@ -1,0 +1,124 @@
+/**
+ * Tunnel mode's peers file, read from disk: a regular file of at most
+ * MAX_PEERS_FILE_BYTES (never a FIFO or a device), parsed by peer-set.ts. Every refusal
+ * is a UsageError naming the path (and `FILE:LINE` for what is in the file).
+ *
+ * The file is read again on SIGHUP and when it changes: watchPeersFile watches its
+ * directory, not the file, so that a file replaced by a rename (editors, Kubernetes'
+ * ConfigMap volumes, which swap a `..data` link) is still seen; events come in bursts,
+ * so a change is reported once they have been quiet for PEERS_FILE_DEBOUNCE_MS.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
+import { parsePeersFile, type PeerSet } from '../../../domain/peers/peer-set.js';
+import type { HostAddress } from '../../../wire/ip-address.js';
+import type { TunnelConfig } from './daemon-config.js';
+
+/** The largest peers file read: 1,000 peers (MAX_PEERS) with a comment each fit many times over. */
+const MAX_PEERS_FILE_BYTES = 256 * 1024;
+/** How long a burst of changes to the file's directory must be quiet before the file is read again. */
+const PEERS_FILE_DEBOUNCE_MS = 200;
+
+/** A peers file's text, checked: its peers are normalised once this node's address is known. */
+export interface PeersFileText {
+  /** The first peer of the file (the lowest address), for finding this node's address; undefined: none. */
+  firstPeer(): HostAddress | undefined;
+  peersFor(nodeAddress: HostAddress): PeerSet;
+}
+
+/** Reads and checks a peers file; throws a UsageError naming FILE:LINE for a bad entry. */
+export async function loadPeersFile(path: string): Promise<PeersFileText> {
+  let text: string;
+  try {
+    text = await readRegularFile(path, { what: 'peers file', maxBytes: MAX_PEERS_FILE_BYTES });
+  } catch (error) {
+    if (!(error instanceof FileRefusedError)) throw error;
+    const hint =
+      error.reason === 'too-large'
+        ? `a peers file holds at most ${showBytes(MAX_PEERS_FILE_BYTES)}: is ${path} the right file?`
+        : 'give --peers-file the path of a readable file of one IPv4 address a line';
+    throw new FileRefusedError(error.reason, error.path, error.message, hint);
+  }
+  // Parsed once now, so that every problem of the file shows before anything else is done.
+  const asGiven = parsePeersFile(text, path, { localAddresses: new Set() });
+  return {
+    firstPeer: () => asGiven.peers[0],
+    peersFor: (nodeAddress) => parsePeersFile(text, path, { localAddresses: new Set([nodeAddress]) }),
+  };
+}
+
+/** The peers file read again, against the running tunnel configuration. */
+export interface PeersReread {
+  /** The running tunnel configuration with the file's peers. */
+  tunnel: TunnelConfig;
+  added: HostAddress[];
+  removed: HostAddress[];
+  /** Entries the file repeats or that are this node's address, dropped (for a warning). */
+  duplicates: readonly HostAddress[];
+  droppedSelf: readonly HostAddress[];
+}
+
+/**
+ * Reads the peers file of a running tunnel again. Throws a UsageError for a bad file: the
+ * caller keeps the peers it has (as a bad group policy file leaves the policy in force).
+ */
+export async function rereadPeers(tunnel: TunnelConfig & { peersFile: string }): Promise<PeersReread> {
+  const file = await loadPeersFile(tunnel.peersFile);
+  const next = file.peersFor(tunnel.nodeAddress);
+  const before = new Set(tunnel.peers);
+  const after = new Set(next.peers);
+  return {
+    tunnel: { ...tunnel, peers: next.peers },
+    added: next.peers.filter((peer) => !before.has(peer)),
+    removed: tunnel.peers.filter((peer) => !after.has(peer)),
+    duplicates: next.duplicates,
+    droppedSelf: next.droppedSelf,
+  };
+}
+
+export interface PeersFileWatchOptions {
+  path: string;
+  /** Called once a burst of changes is over: read the file again (rereadPeers). */
+  onChange(): void;
+  /** The directory cannot be watched (gone, or no inotify watches left): SIGHUP still reads the file. */
+  onError(error: Error): void;
+  debounceMs?: number;
+}
+
+export interface PeersFileWatch {
+  close(): void;
+}
+
+/** Watches the peers file's directory for changes to the file (module comment). */
+export function watchPeersFile(options: PeersFileWatchOptions): PeersFileWatch {
+  const name = basename(options.path);
+  const debounceMs = options.debounceMs ?? PEERS_FILE_DEBOUNCE_MS;
+  let timer: NodeJS.Timeout | undefined;
+  let watcher: FSWatcher | undefined;
+  const close = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    watcher?.close();
+    watcher = undefined;
+  };
+  const changed = (filename: string | null): void => {
+    // Another file of the directory; `..data` and its kin are how a ConfigMap volume swaps its files.
+    if (filename !== null && filename !== name && !filename.startsWith('..')) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      options.onChange();
+    }, debounceMs);
+  };
+  try {
+    watcher = watch(dirname(options.path), { persistent: false }, (_event, filename) => changed(filename));
+    watcher.on('error', (error) => {
+      close();
+      options.onError(error);
+    });
+  } catch (error) {
+    options.onError(error as Error);
+  }
+  return { close };
+}

@@ -1,0 +1,132 @@
+/**
+ * The loop's own timers, besides the querier's and the sync retries: membership expiry
+ * (at the table's next deadline, moved up by a leave), the idle-route sweep and the
+ * delayed state save. All on the loop's one clock.
+ */
+import type { MembershipEffect, MembershipTable } from '../../../domain/membership/membership-table.js';
+import type { QuerierTiming } from './querier.js';
+import type { DaemonConfig } from '../config/config.js';
+import type { DaemonClock, RouterPort } from './ports.js';
+
+/**
+ * After this many groups lost members to expiry since the last time (a flood's groups
+ * ending), and a quiet spell of RELEASE_QUIET_MS without more, their memory is given back.
+ */
+const RELEASE_AFTER_EXPIRED = 1_000;
+const RELEASE_QUIET_MS = 5_000;
+/**
+ * How long membership changes wait before they are written to the state directory: a
+ * second, and a second more for every SAVE_MEMBERS_A_SECOND members, up to SAVE_DELAY_MAX_MS.
+ * A save serializes the whole table, so under a churn of thousands of groups (a flood
+ * expiring and refilling its limit) a save every second was a tenth of the daemon's CPU
+ * and most of its garbage; a small table still saves within a second.
+ */
+const SAVE_DELAY_MS = 1_000;
+const SAVE_MEMBERS_A_SECOND = 1_000;
+const SAVE_DELAY_MAX_MS = 10_000;
+/** How long stop() waits for running syncs. */
+export const STOP_SYNC_WAIT_MS = 2_000;
+
+export interface LoopTimersOptions {
+  clock: DaemonClock;
+  table: MembershipTable;
+  router: RouterPort | undefined;
+  /** Members expired: the effects to apply. */
+  onExpired: (effects: readonly MembershipEffect[]) => void;
+  /** The idle timeout of kernel routes now (the sweep runs a quarter of it apart, 1 to 10 s). */
+  routeIdleTimeoutMs: () => number;
+  /** Whether there is a state store to save to. */
+  saves: boolean;
+  save: () => Promise<void>;
+  onSweepError: (error: unknown) => void;
+  /** Gives the memory of dropped state back to the system (runtime/memory-release.ts); none: never. */
+  releaseMemory?: () => void;
+}
+
+export class LoopTimers {
+  private expiry: { at: number; cancel: () => void } | undefined;
+  private cancelSave: (() => void) | undefined;
+  private cancelSweep: (() => void) | undefined;
+  private cancelRelease: (() => void) | undefined;
+  /** Groups that lost members to expiry since memory was last given back. */
+  private expiredSinceRelease = 0;
+  private stopped = false;
+
+  constructor(private readonly options: LoopTimersOptions) {}
+
+  /** Arms the expiry timer at the table's next deadline (sooner, after a leave). */
+  armExpiry(sooner = false): void {
+    if (this.stopped) return;
+    if (this.expiry !== undefined && !sooner) return;
+    const { clock, table } = this.options;
+    const next = table.nextDeadline();
+    if (next === undefined) return;
+    if (this.expiry !== undefined) {
+      if (this.expiry.at <= next) return;
+      this.expiry.cancel();
+    }
+    const cancel = clock.after(Math.max(1, next - clock.monotonicMs()), () => {
+      this.expiry = undefined;
+      const effects = table.expire();
+      this.options.onExpired(effects);
+      if (effects.length > 0) this.scheduleSave();
+      this.expired(effects.length);
+      this.armExpiry();
+    });
+    this.expiry = { at: next, cancel };
+  }
+
+  /** Counts expired groups; past RELEASE_AFTER_EXPIRED, gives memory back once they stop coming for a while. */
+  private expired(groups: number): void {
+    const release = this.options.releaseMemory;
+    if (release === undefined || groups === 0) return;
+    this.expiredSinceRelease += groups;
+    if (this.expiredSinceRelease < RELEASE_AFTER_EXPIRED) return;
+    this.cancelRelease?.();
+    this.cancelRelease = this.options.clock.after(RELEASE_QUIET_MS, () => {
+      this.cancelRelease = undefined;
+      this.expiredSinceRelease = 0;
+      release();
+    });
+  }
+
+  scheduleSweep(): void {
+    const router = this.options.router;
+    if (router === undefined || this.stopped) return;
+    const every = Math.max(1_000, Math.min(10_000, Math.floor(this.options.routeIdleTimeoutMs() / 4)));
+    this.cancelSweep = this.options.clock.after(every, () => {
+      void router
+        .sweepIdle()
+        .catch((error: unknown) => this.options.onSweepError(error))
+        .finally(() => this.scheduleSweep());
+    });
+  }
+
+  scheduleSave(): void {
+    if (!this.options.saves || this.cancelSave !== undefined || this.stopped) return;
+    const delay = Math.min(SAVE_DELAY_MAX_MS, SAVE_DELAY_MS * (1 + Math.floor(this.options.table.memberCount / SAVE_MEMBERS_A_SECOND)));
+    this.cancelSave = this.options.clock.after(delay, () => {
+      this.cancelSave = undefined;
+      void this.options.save();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.expiry?.cancel();
+    this.cancelRelease?.();
+    this.cancelSave?.();
+    this.cancelSweep?.();
+  }
+}
+
+/** The querier's timing, as the configuration sets it. */
+export function querierTiming(config: DaemonConfig): QuerierTiming {
+  return {
+    versions: config.queryVersions,
+    queryIntervalMs: config.queryIntervalMs,
+    queryResponseIntervalMs: config.queryResponseIntervalMs,
+    lastMemberQueryIntervalMs: config.lastMemberQueryIntervalMs,
+    robustness: config.robustness,
+  };
+}

@@ -1,0 +1,404 @@
+/**
+ * The daemon's learned membership on disk (`<state dir>/state.json`), so that a restart
+ * resumes forwarding at once instead of waiting a query interval for every member to
+ * report again.
+ *
+ * Saving is atomic (a temporary file, fsync, rename over the old one, fsync of the
+ * directory): a crash leaves the old state or the new one, never half of either. Saves
+ * are serialised; saves that arrive while one is being written are merged into one
+ * write of the latest state. Loading never fails for bad content: an unusable file is
+ * moved aside (`state.json.corrupt-<epoch ms>`) and reported as a warning.
+ *
+ * The daemon runs as root, and --state-dir may name a place others can reach, so no
+ * path in the directory is trusted: the temporary file has an unpredictable name and is
+ * created exclusively without following a symlink, state.json is read without following
+ * one and without blocking, and `StateStore.prepare()` (called at start, before the
+ * daemon connects to anything) refuses a directory that anyone but the daemon's user
+ * could change, and a state.json that is not a regular file.
+ *
+ * The file's format is versioned (`version`): this release writes STATE_FORMAT and reads
+ * every format from OLDEST_STATE_FORMAT up, so that an upgrade keeps what was learned. A
+ * file of a newer format (a downgrade) is refused, not moved aside: it holds a newer
+ * release's state that this one cannot read, and a later upgrade back would want it.
+ */
+import { constants } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isSystemError, McastError, messageOf, quoteInput, systemCodeOf, UsageError } from '../../../errors.js';
+import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-directory.js';
+
+export { STATE_FILE } from './state-directory.js';
+import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
+import type { IgmpVersion } from '../../../packet/igmp/message.js';
+import { VERSION } from '../../../version.js';
+import { type GroupAddress, type HostAddress, parseGroupAddress, parseHostAddress, parseSourceAddress, type SourceAddress } from '../../../wire/ip-address.js';
+
+export interface SavedMember {
+  portName: string;
+  /**
+   * `namespace/name` of the pod on that port then: a member is restored only to the same
+   * pod, never to another pod whose port got the same name while the daemon was down.
+   */
+  pod?: string;
+  host: HostAddress;
+  mode: 'include' | 'exclude';
+  sources: SourceAddress[];
+  compatibility: IgmpVersion;
+  /** Epoch milliseconds. */
+  lastReportAt: number;
+  /**
+   * When each requested source's timer ends (epoch milliseconds): the included sources, or in
+   * EXCLUDE mode the sources asked for by name. Absent (files of earlier releases): every
+   * source lives a Group Membership Interval from lastReportAt.
+   */
+  sourceTimers?: SavedSourceTimer[];
+  /** EXCLUDE mode: when the group timer ends (epoch milliseconds); absent: as lastReportAt says. */
+  groupTimerEndsAt?: number;
+}
+
+export interface SavedSourceTimer {
+  source: SourceAddress;
+  /** Epoch milliseconds. */
+  endsAt: number;
+}
+
+export interface SavedGroup {
+  group: GroupAddress;
+  members: SavedMember[];
+}
+
+/** The format this release writes. 2: `writtenBy` was added. */
+export const STATE_FORMAT = 2;
+/** The oldest format this release reads. */
+export const OLDEST_STATE_FORMAT = 1;
+
+export interface SavedState {
+  version: typeof STATE_FORMAT;
+  /** The mcastctl release that wrote the file (absent from format 1). */
+  writtenBy?: string;
+  /** Epoch milliseconds. */
+  savedAt: number;
+  bridge: string;
+  groups: SavedGroup[];
+}
+
+export interface StateStoreOptions {
+  dir: string;
+  /** The largest state.json read or written (default `MAX_STATE_BYTES`). */
+  maxBytes?: number;
+}
+
+/** Far above any real node's state (about 150 octets a member), far below what would exhaust memory. */
+export const MAX_STATE_BYTES = 64 * 1024 * 1024;
+/** `state.json.tmp-<32 hex digits>`, and the `state.json.tmp-<pid>` of releases before the random names. */
+const TEMPORARY_NAME = /^state\.json\.tmp-(?:[0-9a-f]{32}|[0-9]+)$/;
+
+interface QueuedSave {
+  state: SavedState;
+  done: Promise<void>;
+}
+
+export class StateStore {
+  readonly dir: string;
+  readonly file: string;
+  readonly maxBytes: number;
+  /** The write under way (or the last one), resolved or not. */
+  private writing: Promise<void> = Promise.resolve();
+  /** The save waiting for `writing` to finish; later saves replace its state. */
+  private queued: QueuedSave | undefined;
+  /** The temporary file of the write under way: not a leftover, whatever its name says. */
+  private temporary: string | undefined;
+
+  constructor(options: StateStoreOptions) {
+    this.dir = options.dir;
+    this.file = join(options.dir, STATE_FILE);
+    this.maxBytes = options.maxBytes ?? MAX_STATE_BYTES;
+  }
+
+  /**
+   * The store of a daemon about to start: `checkStateDirectory(options.dir)` first, so
+   * that an unsafe --state-dir stops the daemon before it connects to anything.
+   */
+  static async prepare(options: StateStoreOptions): Promise<StateStore> {
+    await checkStateDirectory(options.dir);
+    const store = new StateStore(options);
+    await store.refuseNewerFormat();
+    return store;
+  }
+
+  /**
+   * Throws a UsageError 'bad-file' (exit 64) when state.json is of a format newer than this
+   * release reads. Anything else wrong with the file is load()'s to handle.
+   */
+  private async refuseNewerFormat(): Promise<void> {
+    let root: unknown;
+    try {
+      root = JSON.parse(await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true }));
+    } catch {
+      return;
+    }
+    const format = (root as { version?: unknown } | null)?.version;
+    if (typeof format === 'number') checkFormat(format, root, this.file);
+  }
+
+  /**
+   * The saved state: `{}` when there is none, `{ warning }` when the file was unusable
+   * (over `maxBytes`, not UTF-8, not JSON, not a valid state: it has been moved aside).
+   * Throws a UsageError 'bad-file' (exit 64) when state.json is a symlink, a FIFO, a
+   * device or a directory (never followed, never waited on: someone put it there, and
+   * the operator must look), McastError 'io' when the file cannot be read.
+   */
+  async load(): Promise<{ state?: SavedState; warning?: string }> {
+    const unreadable = (error: unknown) => ioFailure(`cannot read the daemon state ${quoteInput(this.file)}`, error);
+    let text: string;
+    try {
+      text = await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true });
+    } catch (error) {
+      if (!(error instanceof FileRefusedError)) throw unreadable(error);
+      if (error.reason === 'too-large' || error.reason === 'not-text') {
+        await this.removeLeftovers();
+        return this.moveAside(error.reason === 'too-large' ? `larger than ${showBytes(this.maxBytes)}` : 'not UTF-8 text');
+      }
+      if (error.reason !== 'not-found' && error.reason !== 'symlink' && error.reason !== 'not-regular') {
+        throw new McastError('io', error.message, { hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''), cause: error });
+      }
+      // Told apart by what is there: nothing (no saved state), a file where the directory
+      // should be (ENOTDIR: an I/O failure), or a FIFO, device, directory or symlink.
+      const stats = await lstat(this.file).catch((lstatError: unknown) => {
+        if (isSystemError(lstatError) && lstatError.code === 'ENOENT') return undefined;
+        throw unreadable(lstatError);
+      });
+      if (stats !== undefined && !stats.isFile()) throw notRegularStateFile(this.file, stats);
+      if (stats === undefined) await this.removeLeftovers();
+      return {}; // or a file came after the open: someone else writes here; not read this time
+    }
+    await this.removeLeftovers();
+    let root: unknown;
+    try {
+      root = JSON.parse(text);
+    } catch (error) {
+      return this.moveAside(messageOf(error));
+    }
+    const format = (root as { version?: unknown } | null)?.version;
+    if (typeof format === 'number') checkFormat(format, root, this.file);
+    try {
+      return { state: parseSavedState(root) };
+    } catch (error) {
+      return this.moveAside(messageOf(error));
+    }
+  }
+
+  private async moveAside(problem: string): Promise<{ warning: string }> {
+    // Named by its file name alone: quoteInput may cut a long directory, and this name must be whole.
+    const aside = `${STATE_FILE}.corrupt-${Date.now()}`;
+    try {
+      // rename never follows a symlink, at either end.
+      await rename(this.file, join(this.dir, aside));
+    } catch (error) {
+      throw ioFailure(`the daemon state ${quoteInput(this.file)} is unusable (${problem}) and cannot be moved aside`, error);
+    }
+    const file = quoteInput(this.file);
+    return { warning: `the daemon state ${file} is unusable (${problem}): moved to ${aside} in the same directory; starting with no learned memberships` };
+  }
+
+  /**
+   * Writes `state` atomically. Concurrent calls are serialised; the last state given wins.
+   * Rejects with McastError 'io' (exit status 1) when it cannot be written, a full file
+   * system (ENOSPC) included, leaving the old state.json whole: the daemon's save at
+   * start lets it end the daemon (exit 1, before anything is programmed); later saves
+   * are the controller's to report.
+   */
+  save(state: SavedState): Promise<void> {
+    // A bug upstream must not write a file the next start would throw away.
+    try {
+      parseSavedState(state);
+    } catch (error) {
+      return Promise.reject(new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`));
+    }
+    if (this.queued !== undefined) {
+      this.queued.state = state;
+      return this.queued.done;
+    }
+    const entry: QueuedSave = { state, done: Promise.resolve() };
+    entry.done = this.writing
+      .catch(() => undefined)
+      .then(() => {
+        if (this.queued === entry) this.queued = undefined;
+        return this.write(entry.state);
+      });
+    this.queued = entry;
+    this.writing = entry.done;
+    return entry.done;
+  }
+
+  private async write(state: SavedState): Promise<void> {
+    const text = JSON.stringify(state) + '\n';
+    const size = Buffer.byteLength(text);
+    if (size > this.maxBytes) {
+      const over = `the daemon state is ${showBytes(size)}, over the limit of ${showBytes(this.maxBytes)} that a start reads`;
+      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, { hint: 'the state saved before is kept' });
+    }
+    // A name nobody can know in advance, created only if nothing has it (O_EXCL) and never
+    // through a symlink (O_NOFOLLOW): with a predictable name, a symlink planted in a
+    // directory others can write to would make the daemon (root) write where it points.
+    const temporary = join(this.dir, `${STATE_FILE}.tmp-${randomBytes(16).toString('hex')}`);
+    let created = false;
+    this.temporary = temporary;
+    try {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      created = true;
+      try {
+        await handle.writeFile(text, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      // rename replaces state.json itself, never what a symlink there points to.
+      await rename(temporary, this.file);
+      created = false;
+    } catch (error) {
+      // Only a file this save created: EEXIST means the name was someone else's.
+      if (created) await unlink(temporary).catch(() => undefined);
+      throw ioFailure(`cannot save the daemon state to ${quoteInput(this.file)}`, error);
+    } finally {
+      this.temporary = undefined;
+    }
+    // The rename is durable once the directory is: without this a power cut can lose it.
+    try {
+      const directory = await open(this.dir, 'r');
+      try {
+        await directory.sync();
+      } finally {
+        await directory.close();
+      }
+    } catch (error) {
+      // Some file systems refuse fsync on a directory (EINVAL); the file itself is complete.
+      if (isSystemError(error) && (error.code === 'EINVAL' || error.code === 'EISDIR')) return;
+      throw ioFailure(`cannot sync the state directory ${quoteInput(this.dir)}`, error);
+    }
+  }
+
+  /**
+   * Temporary files of a daemon that died while saving (never the one a save of this
+   * store is writing). unlink removes a symlink, not what it points to.
+   */
+  private async removeLeftovers(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = join(this.dir, name);
+      if (TEMPORARY_NAME.test(name) && path !== this.temporary) await unlink(path).catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * An I/O failure: McastError 'io', exit status 1. A save that fails (a full file system,
+ * ENOSPC, included) rejects with it and leaves the old state.json as it was.
+ */
+function ioFailure(what: string, error: unknown): McastError {
+  const code = systemCodeOf(error);
+  return new McastError('io', `${what}: ${code}`, { hint: hintFor(code), cause: error });
+}
+
+function hintFor(code: string): string {
+  if (code === 'EACCES' || code === 'EPERM') return 'the daemon runs as root; check the owner and mode of --state-dir';
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'the file system is full';
+  if (code === 'EFBIG') return "the file is over the daemon's file size limit (ulimit -f, LimitFSIZE=)";
+  return 'check --state-dir';
+}
+
+/** A state file of a format newer than this release reads: refused with exit 64, the file left where it is. */
+function checkFormat(format: number, root: unknown, file: string): void {
+  if (!Number.isInteger(format) || format <= STATE_FORMAT) return;
+  const writer = (root as { writtenBy?: unknown }).writtenBy;
+  const by = typeof writer === 'string' && /^[\w.+-]{1,64}$/.test(writer) ? ` (written by mcastctl ${writer})` : '';
+  throw new UsageError(
+    `the daemon state ${quoteInput(file)} is of format ${format}${by}, newer than this mcastctl ${VERSION} reads (formats ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT})`,
+    {
+      code: 'bad-file',
+      hint: 'run the mcastctl release that wrote it, or move the file away to start with no learned memberships',
+    },
+  );
+}
+
+/**
+ * Checks every field; throws an Error naming the first bad one. Returns a copy with only
+ * the known fields, in the current format (a format 1 file has every field format 2 needs).
+ */
+export function parseSavedState(value: unknown): SavedState {
+  const root = object(value, 'the file');
+  if (!Number.isInteger(root.version) || (root.version as number) < OLDEST_STATE_FORMAT || (root.version as number) > STATE_FORMAT)
+    throw new Error(`version ${JSON.stringify(root.version)} is not a format from ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT}`);
+  if (root.writtenBy !== undefined && (typeof root.writtenBy !== 'string' || root.writtenBy === '')) throw new Error('writtenBy is not a non-empty string');
+  const savedAt = epochMs(root.savedAt, 'savedAt');
+  if (typeof root.bridge !== 'string' || root.bridge === '') throw new Error('bridge is not a non-empty string');
+  if (!Array.isArray(root.groups)) throw new Error('groups is not an array');
+  const seen = new Set<GroupAddress>();
+  const groups = root.groups.map((item, index): SavedGroup => {
+    const where = `groups[${index}]`;
+    const group = object(item, where);
+    const address = typeof group.group === 'string' ? parseGroupAddress(group.group) : undefined;
+    if (address === undefined) throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
+    if (seen.has(address)) throw new Error(`${where}.group ${address} appears twice`);
+    seen.add(address);
+    if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
+    return { group: address, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
+  });
+  return { version: STATE_FORMAT, ...(root.writtenBy === undefined ? {} : { writtenBy: root.writtenBy as string }), savedAt, bridge: root.bridge, groups };
+}
+
+function parseMember(value: unknown, where: string): SavedMember {
+  const member = object(value, where);
+  if (typeof member.portName !== 'string' || member.portName === '') throw new Error(`${where}.portName is not a non-empty string`);
+  const host = typeof member.host === 'string' ? parseHostAddress(member.host) : undefined;
+  if (host === undefined) throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
+  if (member.mode !== 'include' && member.mode !== 'exclude') throw new Error(`${where}.mode ${JSON.stringify(member.mode)} is not include or exclude`);
+  if (!Array.isArray(member.sources)) throw new Error(`${where}.sources is not an array`);
+  const sources = member.sources.map((text: unknown, index) => {
+    const source = typeof text === 'string' ? parseSourceAddress(text) : undefined;
+    if (source === undefined) throw new Error(`${where}.sources[${index}] ${JSON.stringify(text)} is not an IPv4 unicast address`);
+    return source;
+  });
+  if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3)
+    throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
+  if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === '')) throw new Error(`${where}.pod is not a non-empty string`);
+  return {
+    portName: member.portName,
+    ...(member.pod === undefined ? {} : { pod: member.pod as string }),
+    host,
+    mode: member.mode,
+    sources,
+    compatibility: member.compatibility,
+    lastReportAt: epochMs(member.lastReportAt, `${where}.lastReportAt`),
+    ...(member.sourceTimers === undefined ? {} : { sourceTimers: parseSourceTimers(member.sourceTimers, `${where}.sourceTimers`) }),
+    ...(member.groupTimerEndsAt === undefined ? {} : { groupTimerEndsAt: epochMs(member.groupTimerEndsAt, `${where}.groupTimerEndsAt`) }),
+  };
+}
+
+function parseSourceTimers(value: unknown, where: string): SavedSourceTimer[] {
+  if (!Array.isArray(value)) throw new Error(`${where} is not an array`);
+  return value.map((item: unknown, index) => {
+    const timer = object(item, `${where}[${index}]`);
+    const source = typeof timer.source === 'string' ? parseSourceAddress(timer.source) : undefined;
+    if (source === undefined) throw new Error(`${where}[${index}].source ${JSON.stringify(timer.source)} is not an IPv4 unicast address`);
+    return { source, endsAt: epochMs(timer.endsAt, `${where}[${index}].endsAt`) };
+  });
+}
+
+function object(value: unknown, where: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where} is not a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+function epochMs(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new Error(`${where} ${JSON.stringify(value)} is not a time (epoch milliseconds)`);
+  return value;
+}

@@ -1,0 +1,401 @@
+/**
+ * Tunnel mode's exchange of group membership with the peers (the other nodes), inside the
+ * tunnel: IGMPv3 for IPv4 groups, MLDv2 for IPv6 ones. What comes in from the tunnel port
+ * goes to the remote members, what this node's pods want goes out to every peer.
+ *
+ * - In: a packet-in from the tunnel port is named by the tunnel's OUTER source (tun_src),
+ *   which must be a configured peer; what the packet inside says of its sender is never
+ *   believed (a pod or a host could write any node's address there). It is then decoded
+ *   as the pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote
+ *   members; a general query ("send me your full state", IGMPv3 or MLDv2) is answered to
+ *   that peer only, at most once per `queryAnswerIntervalMs`, with the state of both
+ *   families.
+ * - Out: local changes are batched and sent on the next tick, and once again at the
+ *   announcer's retransmission time; every peer gets the full state every refresh
+ *   interval (±10 %, drawn anew for each peer and period, so the peers' reports do not
+ *   bunch up), which also serves as the heartbeat.
+ * - Remote memberships expire at their deadlines; every change of a group's peers goes to
+ *   `groupsChanged`, which the loop turns into a sync.
+ *
+ * Nothing here throws on what the network sends: every frame dropped is counted by reason,
+ * and by peer when a configured peer sent it (./peer-counters.ts).
+ */
+import { messageOf } from '../../../errors.js';
+import { PeerAnnouncer, type PeerReport } from '../../../domain/peers/announcer.js';
+import { RemoteMembers, type RemoteMembersEffect } from '../../../domain/peers/remote-members.js';
+import { encodeReportFrame } from '../../../domain/peers/report-packet.js';
+import type { MembershipRecord } from '../../../domain/membership/membership-table.js';
+import { FALLBACK_SOURCE_MAC } from '../../../packet/ethernet.js';
+import { encodeFloatCode } from '../../../packet/igmp/float-code.js';
+import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../../transport/control/daemon-view.js';
+import { encodeFrame } from '../../../packet/query-frame.js';
+import { WarningLimiter } from '../../../runtime/warning-limiter.js';
+import type { GroupAddress, HostAddress } from '../../../wire/ip-address.js';
+import { parseHostAddress } from '../../../wire/ip-address.js';
+import { snoopFrame } from '../loop/igmp-snooper.js';
+import { newCounters, PeerDropCounts, type PeerExchangeCounters, type RemoteMembersWithDrops } from './peer-counters.js';
+import type { ControllerLogger, DaemonClock } from '../loop/ports.js';
+
+/** What the exchange needs of the loop: the switch's tunnel, the sync, time and the log. */
+export interface PeerExchangePort {
+  /** Sends `frame` into the tunnel once per peer (a PACKET_OUT with set_field:PEER->tun_dst,output:TUN). */
+  sendToPeers(frame: Uint8Array, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }>;
+  /** The remote members of `groups` changed: sync them; `peer`, when one peer's message changed them (its lane). */
+  groupsChanged(groups: readonly GroupAddress[], peer: HostAddress | undefined): void;
+  clock: Pick<DaemonClock, 'after' | 'monotonicMs'>;
+  logger: ControllerLogger;
+  /** Told of every message from a peer (in) and every one sent to peers (out, once per peer), for the metrics. */
+  onMessage?: (peer: HostAddress, direction: 'in' | 'out', type: 'report' | 'query') => void;
+  /** Whoever follows the messages (`snoop --daemon`): a notice is built only while `listened()`, once per message (not per peer). */
+  watchers?: { listened(): boolean; publish(notice: PeerMessageNotice): void };
+}
+
+export interface PeerExchangeOptions {
+  port: PeerExchangePort;
+  /** This node's --node-address: the source of the IGMP it sends, and an outer source that is dropped as `self`. */
+  nodeAddress: HostAddress;
+  /** The source MAC of what it sends (the gateway's), when there is one. */
+  sourceMac: () => string | undefined;
+  /** The configured peers, normalised (src/domain/peers/peer-set.ts). */
+  peers: readonly HostAddress[];
+  /** MTU of the underlay path (1,500 when unknown): how many records a report holds. */
+  pathMtu: number;
+  /** How often each peer gets the full state (jittered ±10 %). */
+  refreshIntervalMs: number;
+  /** How long a remote membership lasts after the record that last asserted it. */
+  peerTimeoutMs: number;
+  maxGroupsPerPeer: number;
+  /** When a local change is sent again (RFC 3376 §5.1: 1 s). */
+  retransmitIntervalMs?: number;
+  /** The least time between two answers to one peer's queries (default 1 s). */
+  queryAnswerIntervalMs?: number;
+  /** A number in [0, 1) for the jitter (default Math.random). */
+  random?: () => number;
+}
+
+/** Where general queries go (RFC 3376 §4.1.12). */
+const ALL_SYSTEMS = '224.0.0.1';
+/** How long a peer may take to answer our query: it answers at once, so 1 s is ample. */
+const QUERY_MAX_RESPONSE_TENTHS = 10;
+const DEFAULT_RETRANSMIT_INTERVAL_MS = 1_000;
+const DEFAULT_QUERY_ANSWER_INTERVAL_MS = 1_000;
+/** The refresh period is drawn from interval × [1 − JITTER, 1 + JITTER]. */
+const REFRESH_JITTER = 0.1;
+/** Each kind of dropped frame is logged at most once in this long. */
+const DROP_LOG_INTERVAL_MS = 60_000;
+
+export class PeerExchange {
+  readonly counters: PeerExchangeCounters = newCounters();
+  /** The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer; the rest of that report still counts). */
+  private readonly dropCounts = new PeerDropCounts(this.counters.drops);
+  private readonly remote: RemoteMembers;
+  private readonly announcer: PeerAnnouncer;
+  private readonly warnings: WarningLimiter;
+  private peers: HostAddress[];
+  /** peer → cancel of its next refresh. */
+  private readonly refreshTimers = new Map<HostAddress, () => void>();
+  /** peer → when its query was last answered. */
+  private readonly answeredAt = new Map<HostAddress, number>();
+  private cancelFlush: (() => void) | undefined;
+  private retransmit: { at: number; cancel: () => void } | undefined;
+  private expiry: { at: number; cancel: () => void } | undefined;
+  private identification = Math.floor(Math.random() * 0x10000);
+  private frames = 0;
+  private started = false;
+  private stopped = false;
+  private readonly listened = (): boolean => this.options.port.watchers?.listened() ?? false;
+
+  constructor(private readonly options: PeerExchangeOptions) {
+    const { port } = options;
+    this.peers = [...options.peers];
+    this.warnings = new WarningLimiter({ now: () => port.clock.monotonicMs(), intervalMs: DROP_LOG_INTERVAL_MS });
+    this.remote = new RemoteMembers({
+      peers: this.peers,
+      timeoutMs: options.peerTimeoutMs,
+      maxGroupsPerPeer: options.maxGroupsPerPeer,
+      onRefusal: ({ peer, group, limit }) => {
+        this.dropCounts.count('refused', peer);
+        this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit });
+      },
+    });
+    this.announcer = new PeerAnnouncer({ pathMtu: options.pathMtu, retransmitIntervalMs: options.retransmitIntervalMs ?? DEFAULT_RETRANSMIT_INTERVAL_MS });
+  }
+
+  /** Greets every peer with our full state and a query (its answer confirms what it has), and starts the timers. */
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.greet(this.peers);
+    if (this.announcer.hasPending) this.scheduleFlush();
+    this.armExpiry();
+  }
+
+  /**
+   * A membership found on the switch at start (a tunnel bucket installed before a restart):
+   * kept for one peer timeout unless the peer confirms it, so the first sync keeps the bucket.
+   */
+  seed(group: GroupAddress, peers: readonly HostAddress[]): void {
+    const deadline = this.options.port.clock.monotonicMs() + this.options.peerTimeoutMs;
+    for (const peer of peers) this.remote.seed(peer, group, deadline);
+    this.armExpiry();
+  }
+
+  /**
+   * One packet-in from the tunnel port; `tunnelSource`: its outer source (tun_src), when
+   * the switch gave one. Only a configured peer's outer source is heard: a frame without
+   * one, or from any other address, is dropped before it is decoded.
+   */
+  take(frame: Uint8Array, tunnelSource: string | undefined): void {
+    if (this.stopped) return;
+    const peer = tunnelSource === undefined ? undefined : parseHostAddress(tunnelSource);
+    if (peer === undefined || peer === this.options.nodeAddress || !this.remote.isPeer(peer)) {
+      this.drop(peer !== undefined && peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, { outerSource: tunnelSource ?? null });
+      return;
+    }
+    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
+    // Only IGMP and MLD are sent up from the tunnel: anything else is as broken as a bad checksum.
+    if (snooped === undefined || snooped.event.kind === 'malformed') {
+      this.drop('malformed', peer, { peer, error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'neither IGMP nor MLD' });
+      return;
+    }
+    const now = this.options.port.clock.monotonicMs();
+    const { event } = snooped;
+    const { message } = event;
+    // IGMPv3's and MLDv2's reports and queries are the ones with records and sources.
+    if (message.kind === 'report' && 'records' in message) {
+      this.counters.received.reports++;
+      this.options.port.onMessage?.(peer, 'in', 'report');
+      if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-report', direction: 'in', peer, records: recordsOf(message) });
+      const records: MembershipRecord[] = [];
+      for (const call of snooped.calls) if (call.op === 'record') records.push(call.record);
+      this.changed(this.remote.apply(peer, records, now), peer);
+      return;
+    }
+    if (message.kind === 'query' && 'sources' in message && (message.group === '0.0.0.0' || message.group === '::')) {
+      this.counters.received.queries++;
+      this.options.port.onMessage?.(peer, 'in', 'query');
+      if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-query', direction: 'in', peer });
+      // Any message is contact, a query too.
+      this.remote.apply(peer, [], now);
+      const last = this.answeredAt.get(peer);
+      if (last !== undefined && now - last < (this.options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS)) {
+        this.drop('rate', peer, { peer });
+        return;
+      }
+      this.answeredAt.set(peer, now);
+      this.sendFullState([peer]);
+      return;
+    }
+    // IGMPv1/v2, MLDv1, group-specific queries and the rest: peers speak v3 reports and general queries only.
+    this.drop('unsupported', peer, {
+      peer,
+      protocol: event.kind === 'mld' ? 'mld' : 'igmp',
+      kind: message.kind,
+      version: 'version' in message ? message.version : null,
+    });
+  }
+
+  /** A local group gained its first or lost its last pod member: told to every peer on the next tick. */
+  localGroupChanged(group: GroupAddress, hasMembers: boolean): void {
+    this.announcer.setLocalMembers(group, hasMembers);
+    if (this.started && this.announcer.hasPending) this.scheduleFlush();
+  }
+
+  /** Sends the changes told so far now, instead of on the next tick (the caller's batch is complete). */
+  flushChanges(): void {
+    if (!this.started || this.stopped || !this.announcer.hasPending) return;
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
+    this.flush();
+  }
+
+  /**
+   * A new peer list (a reload): peers that left lose their groups at once, new ones are
+   * greeted as at start, those that stay keep what they have.
+   */
+  setPeers(peers: readonly HostAddress[]): void {
+    const before = new Set(this.peers);
+    const after = new Set(peers);
+    this.peers = [...peers];
+    this.changed(this.remote.setPeers(peers), undefined);
+    for (const peer of before) {
+      if (after.has(peer)) continue;
+      this.refreshTimers.get(peer)?.();
+      this.refreshTimers.delete(peer);
+      this.answeredAt.delete(peer);
+      this.dropCounts.forget(peer);
+      this.warnings.forget(`refused:${peer}`);
+      this.warnings.forget(`unsupported:${peer}`);
+      this.warnings.forget(`malformed:${peer}`);
+    }
+    if (!this.started || this.stopped) return;
+    this.greet(this.peers.filter((peer) => !before.has(peer)));
+  }
+
+  /** The groups some peer wants now. */
+  groupsWithRemoteMembers(): GroupAddress[] {
+    return this.remote.groupsWithMembers();
+  }
+
+  /** The peers that want `group` now, sorted (its tunnel buckets). */
+  peersOf(group: GroupAddress): HostAddress[] {
+    return this.remote.peersOf(group);
+  }
+
+  /** The peers (with their drops) and the remote members, for `status` and `groups`. */
+  view(): RemoteMembersWithDrops {
+    return this.dropCounts.annotate(this.remote.view(this.options.port.clock.monotonicMs()));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const cancel of this.refreshTimers.values()) cancel();
+    this.refreshTimers.clear();
+    this.cancelFlush?.();
+    this.cancelFlush = undefined;
+    this.retransmit?.cancel();
+    this.retransmit = undefined;
+    this.expiry?.cancel();
+    this.expiry = undefined;
+  }
+
+  /** Full state and a general query to peers heard of for the first time (the same frames to all), then their refreshes. */
+  private greet(peers: readonly HostAddress[]): void {
+    if (peers.length === 0) return;
+    this.sendFullState(peers);
+    this.send({ kind: 'query' }, peers);
+    for (const peer of peers) this.armRefresh(peer);
+  }
+
+  private armRefresh(peer: HostAddress): void {
+    const random = this.options.random ?? Math.random;
+    const factor = 1 - REFRESH_JITTER + 2 * REFRESH_JITTER * random();
+    const cancel = this.options.port.clock.after(Math.round(this.options.refreshIntervalMs * factor), () => {
+      if (this.stopped || this.refreshTimers.get(peer) !== cancel) return;
+      this.sendFullState([peer]);
+      this.armRefresh(peer);
+    });
+    this.refreshTimers.set(peer, cancel);
+  }
+
+  private scheduleFlush(): void {
+    if (this.cancelFlush !== undefined || this.stopped) return;
+    this.cancelFlush = this.options.port.clock.after(0, () => {
+      this.cancelFlush = undefined;
+      this.flush();
+    });
+  }
+
+  /** The batched changes and the retransmissions due now, to every peer; then the next retransmission's timer. */
+  private flush(): void {
+    if (this.stopped) return;
+    const { clock } = this.options.port;
+    for (const report of this.announcer.flush(clock.monotonicMs())) this.send({ kind: 'report', report }, this.peers);
+    const next = this.announcer.nextDeadline();
+    if (next === undefined || (this.retransmit !== undefined && this.retransmit.at <= next)) return;
+    this.retransmit?.cancel();
+    const cancel = clock.after(Math.max(0, next - clock.monotonicMs()), () => {
+      this.retransmit = undefined;
+      this.flush();
+    });
+    this.retransmit = { at: next, cancel };
+  }
+
+  /** Arms the expiry timer at the remote members' next deadline, if that is sooner than the armed one. */
+  private armExpiry(): void {
+    if (!this.started || this.stopped) return;
+    const next = this.remote.nextDeadline();
+    if (next === undefined || (this.expiry !== undefined && this.expiry.at <= next)) return;
+    this.expiry?.cancel();
+    const { clock } = this.options.port;
+    const cancel = clock.after(Math.max(0, next - clock.monotonicMs()), () => {
+      this.expiry = undefined;
+      if (this.stopped) return;
+      this.changed(this.remote.expire(clock.monotonicMs()), undefined);
+    });
+    this.expiry = { at: next, cancel };
+  }
+
+  /** Hands the groups whose peers changed to the loop, and keeps the expiry timer on the earliest deadline. */
+  private changed(effects: readonly RemoteMembersEffect[], peer: HostAddress | undefined): void {
+    if (effects.length > 0)
+      this.options.port.groupsChanged(
+        effects.map((effect) => effect.group),
+        peer,
+      );
+    this.armExpiry();
+  }
+
+  private sendFullState(peers: readonly HostAddress[]): void {
+    for (const report of this.announcer.fullState()) this.send({ kind: 'report', report }, peers);
+  }
+
+  private reportFrame(report: PeerReport): Uint8Array {
+    return encodeReportFrame({ report, source: this.options.nodeAddress, identification: this.nextIdentification() }, this.sourceMac());
+  }
+
+  private generalQueryFrame(): Uint8Array {
+    const message = {
+      kind: 'query' as const,
+      version: 3 as const,
+      group: '0.0.0.0',
+      maxRespCode: encodeFloatCode(QUERY_MAX_RESPONSE_TENTHS),
+      sFlag: false,
+      qrv: 2,
+      qqic: encodeFloatCode(Math.round(this.options.refreshIntervalMs / 1000)),
+      sources: [],
+    };
+    return encodeFrame({ message, src: this.options.nodeAddress, dst: ALL_SYSTEMS, identification: this.nextIdentification() }, this.sourceMac());
+  }
+
+  private sourceMac(): string {
+    return this.options.sourceMac() ?? FALLBACK_SOURCE_MAC;
+  }
+
+  private nextIdentification(): number {
+    this.identification = (this.identification + 1) & 0xffff;
+    return this.identification;
+  }
+
+  /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
+  private send(message: { kind: 'query' } | { kind: 'report'; report: PeerReport }, peers: readonly HostAddress[]): void {
+    const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
+    if (peers.length === 0) return;
+    const { port } = this.options;
+    // Built now (the peers may change before the switch answers), published once all of them got it.
+    const notice: PeerMessageNotice | undefined = !this.listened()
+      ? undefined
+      : message.kind === 'report'
+        ? { type: 'peer-report', direction: 'out', peers: [...peers], records: recordsOf(message.report) }
+        : { type: 'peer-query', direction: 'out', peers: [...peers] };
+    const counted = message.kind === 'report' ? 'reports' : 'queries';
+    const failed = (count: number, error: string): void => {
+      this.counters.sendErrors += count;
+      this.warnings.warn(port.logger, 'send', 'sending to peers failed', { kind: message.kind, peers: peers.length, error });
+    };
+    port.sendToPeers(frame, peers).then(
+      ({ sent, refused }) => {
+        this.counters.sent[counted] += sent;
+        // Which peers the switch refused it for is not told: all are counted when all went.
+        if (refused.length === 0) for (const peer of peers) port.onMessage?.(peer, 'out', message.kind);
+        if (refused.length === 0 && sent > 0 && notice !== undefined) port.watchers?.publish(notice);
+        if (refused.length > 0) failed(refused.length, messageOf(refused[0]));
+      },
+      (error: unknown) => failed(peers.length, messageOf(error)),
+    );
+  }
+
+  /** `peer`: the configured peer that sent the frame, undefined when none did. */
+  private drop(reason: PeerDropReason, peer: HostAddress | undefined, fields: Record<string, unknown>): void {
+    this.dropCounts.count(reason, peer);
+    const key = peer === undefined ? reason : `${reason}:${peer}`;
+    // A peer's query past the rate is routine (two nodes restarting at once): not worth a warning.
+    if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);
+    else this.warnings.warn(this.options.port.logger, key, `dropped a frame from the tunnel: ${reason}`, fields);
+  }
+}
+
+/** A report's records as the event stream shows them: the sources are left out (a peer's records name none). */
+function recordsOf(report: PeerReport): PeerReportRecord[] {
+  return report.records.map((record) => ({ type: record.type, group: record.group }));
+}
