@@ -1,5 +1,6 @@
 /** A logger that keeps its lines, for assertions on what the daemon said. */
 import type { ControllerLogger } from '../../src/controllers/daemon/loop/ports.js';
+import type { LogLevel } from '../../src/runtime/logger.js';
 
 export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';
@@ -9,6 +10,8 @@ export interface LogLine {
 
 export class RecordingLogger implements ControllerLogger {
   readonly lines: LogLine[] = [];
+  /** The lowest level the daemon asks for (a reload sets it); every line is kept whatever it is. */
+  level: LogLevel = 'debug';
 
   debug(message: string, fields: Record<string, unknown> = {}): void {
     this.lines.push({ level: 'debug', message, fields });

@@ -4,28 +4,13 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from '../helpers/node-test.js';
-import { loadPeersFile, rereadPeers, watchPeersFile } from '../../src/controllers/daemon/config/peers-loader.js';
-import type { TunnelConfig } from '../../src/controllers/daemon/config/daemon-config.js';
+import { loadPeersFile, peersFileSource, watchPeersFile } from '../../src/controllers/daemon/config/peers-loader.js';
 import { UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
-import type { HostAddress } from '../../src/wire/ip-address.js';
+import { hostAddress } from '../../src/wire/ip-address.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'mcastctl-peers-loader-'));
 after(() => rmSync(directory, { recursive: true, force: true }));
-
-const host = (text: string) => text as HostAddress;
-
-function tunnelOf(peersFile: string, peers: string[]): TunnelConfig & { peersFile: string } {
-  return {
-    port: 'tun0',
-    peers: peers.map(host),
-    peersFile,
-    nodeAddress: host('10.0.0.1'),
-    refreshIntervalMs: 30_000,
-    peerTimeoutMs: 70_000,
-    maxGroupsPerPeer: 8192,
-  };
-}
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -37,13 +22,13 @@ describe('loadPeersFile', () => {
     writeFileSync(lines, '10.0.0.3\n10.0.0.1\n10.0.0.2\n10.0.0.2\n');
     const text = await loadPeersFile(lines);
     assert.equal(text.firstPeer(), '10.0.0.1');
-    const set = text.peersFor(host('10.0.0.1'));
+    const set = text.peersFor(hostAddress('10.0.0.1'));
     assert.deepEqual(set.peers, ['10.0.0.2', '10.0.0.3']);
     assert.deepEqual(set.droppedSelf, ['10.0.0.1']);
     assert.deepEqual(set.duplicates, ['10.0.0.2']);
     const yaml = join(directory, 'list.yaml');
     writeFileSync(yaml, '- 10.0.0.4\n- 10.0.0.5\n');
-    assert.deepEqual((await loadPeersFile(yaml)).peersFor(host('10.0.0.1')).peers, ['10.0.0.4', '10.0.0.5']);
+    assert.deepEqual((await loadPeersFile(yaml)).peersFor(hostAddress('10.0.0.1')).peers, ['10.0.0.4', '10.0.0.5']);
   });
 
   it('refuses a bad entry with FILE:LINE before anything else is done', async () => {
@@ -69,24 +54,27 @@ describe('loadPeersFile', () => {
   });
 });
 
-describe('rereadPeers', () => {
-  it('gives the peers added and removed, the rest of the tunnel as it runs', async () => {
+describe('peersFileSource', () => {
+  it('reads the file again at each read, normalised against this node: duplicates and this node dropped', async () => {
     const path = join(directory, 'reread');
-    writeFileSync(path, '10.0.0.2\n10.0.0.4\n10.0.0.1\n');
-    const running = tunnelOf(path, ['10.0.0.2', '10.0.0.3']);
-    const reread = await rereadPeers(running);
-    assert.deepEqual(reread.tunnel, { ...running, peers: ['10.0.0.2', '10.0.0.4'] });
-    assert.deepEqual(reread.added, ['10.0.0.4']);
-    assert.deepEqual(reread.removed, ['10.0.0.3']);
-    assert.deepEqual(reread.droppedSelf, ['10.0.0.1']);
+    writeFileSync(path, '10.0.0.2\n10.0.0.4\n10.0.0.1\n10.0.0.2\n');
+    const source = peersFileSource(path);
+    assert.equal(source.label, `peers file ${path}`);
+    const first = await source.read(hostAddress('10.0.0.1'));
+    assert.deepEqual(first.peers, ['10.0.0.2', '10.0.0.4']);
+    assert.deepEqual(first.droppedSelf, ['10.0.0.1']);
+    assert.deepEqual(first.duplicates, ['10.0.0.2']);
+    writeFileSync(path, '10.0.0.3\n');
+    assert.deepEqual((await source.read(hostAddress('10.0.0.1'))).peers, ['10.0.0.3']);
   });
 
-  it('a bad file is refused: the caller keeps the peers it has', async () => {
+  it('a bad file is refused with its line: the caller keeps the peers it has', async () => {
     const path = join(directory, 'reread-bad');
     writeFileSync(path, '10.0.0.2\n10.0.0\n');
-    const running = tunnelOf(path, ['10.0.0.2']);
-    await assert.rejects(rereadPeers(running), (error: unknown) => error instanceof UsageError && error.message.startsWith(`${path}:2:`));
-    assert.deepEqual(running.peers, ['10.0.0.2']);
+    await assert.rejects(
+      peersFileSource(path).read(hostAddress('10.0.0.1')),
+      (error: unknown) => error instanceof UsageError && error.message.startsWith(`${path}:2:`),
+    );
   });
 });
 

@@ -3,7 +3,8 @@
  * MAX_PEERS_FILE_BYTES (never a FIFO or a device), parsed by peer-set.ts. Every refusal
  * is a UsageError naming the path (and `FILE:LINE` for what is in the file).
  *
- * The file is read again on SIGHUP and when it changes: watchPeersFile watches its
+ * It is the daemon's peer source in tunnel mode when given (peersFileSource), read again
+ * on SIGHUP and when it changes: watchPeersFile watches its
  * directory, not the file, so that a file replaced by a rename (editors, Kubernetes'
  * ConfigMap volumes, which swap a `..data` link) is still seen; events come in bursts,
  * so a change is reported once they have been quiet for PEERS_FILE_DEBOUNCE_MS.
@@ -13,7 +14,7 @@ import { basename, dirname } from 'node:path';
 import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
 import { parsePeersFile, type PeerSet } from '../../../domain/peers/peer-set.js';
 import type { HostAddress } from '../../../wire/ip-address.js';
-import type { TunnelConfig } from './daemon-config.js';
+import type { PeerSource } from '../../../domain/peers/peer-source.js';
 
 /** The largest peers file read: 1,000 peers (MAX_PEERS) with a comment each fit many times over. */
 const MAX_PEERS_FILE_BYTES = 256 * 1024;
@@ -48,32 +49,12 @@ export async function loadPeersFile(path: string): Promise<PeersFileText> {
   };
 }
 
-/** The peers file read again, against the running tunnel configuration. */
-export interface PeersReread {
-  /** The running tunnel configuration with the file's peers. */
-  tunnel: TunnelConfig;
-  added: HostAddress[];
-  removed: HostAddress[];
-  /** Entries the file repeats or that are this node's address, dropped (for a warning). */
-  duplicates: readonly HostAddress[];
-  droppedSelf: readonly HostAddress[];
-}
-
-/**
- * Reads the peers file of a running tunnel again. Throws a UsageError for a bad file: the
- * caller keeps the peers it has (as a bad group policy file leaves the policy in force).
- */
-export async function rereadPeers(tunnel: TunnelConfig & { peersFile: string }): Promise<PeersReread> {
-  const file = await loadPeersFile(tunnel.peersFile);
-  const next = file.peersFor(tunnel.nodeAddress);
-  const before = new Set(tunnel.peers);
-  const after = new Set(next.peers);
+/** The peers file as the daemon's peer source: read again at each reload, watched for changes. */
+export function peersFileSource(path: string): PeerSource {
   return {
-    tunnel: { ...tunnel, peers: next.peers },
-    added: next.peers.filter((peer) => !before.has(peer)),
-    removed: tunnel.peers.filter((peer) => !after.has(peer)),
-    duplicates: next.duplicates,
-    droppedSelf: next.droppedSelf,
+    label: `peers file ${path}`,
+    read: async (nodeAddress) => (await loadPeersFile(path)).peersFor(nodeAddress),
+    watch: (changed, failed) => watchPeersFile({ path, onChange: changed, onError: failed }),
   };
 }
 
