@@ -72,7 +72,16 @@ const IGMP_LOOP: LoopFamily = {
   group: IPV4_GROUP,
   captureFilter: ['igmp', 'or', 'udp'],
   senderArgv: () => ['python3', '-u', '-c', SENDER_PY, IPV4_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)],
-  cyclerArgv: (_pod, joins) => ['python3', '-u', '-c', CYCLER_PY, IPV4_GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)],
+  cyclerArgv: (_pod, joins) => [
+    'python3',
+    '-u',
+    '-c',
+    CYCLER_PY,
+    IPV4_GROUP,
+    String(joins),
+    String(JOINED_MS),
+    String(LEFT_MS),
+  ],
   wireEvents: (file, group) => wireEvents(file, group),
 };
 
@@ -81,8 +90,27 @@ const MLD_LOOP: LoopFamily = {
   group: IPV6_GROUP,
   // MLD sits behind a hop-by-hop header, which tcpdump's `icmp6` does not look past.
   captureFilter: ['ip6'],
-  senderArgv: (pod) => ['python3', '-u', '-c', SENDER6_PY, IPV6_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS), pod.iface],
-  cyclerArgv: (pod, joins) => ['python3', '-u', '-c', CYCLER6_PY, IPV6_GROUP, String(joins), String(JOINED_MS), String(LEFT_MS), pod.iface],
+  senderArgv: (pod) => [
+    'python3',
+    '-u',
+    '-c',
+    SENDER6_PY,
+    IPV6_GROUP,
+    String(UDP_PORT),
+    String(SEND_INTERVAL_MS),
+    pod.iface,
+  ],
+  cyclerArgv: (pod, joins) => [
+    'python3',
+    '-u',
+    '-c',
+    CYCLER6_PY,
+    IPV6_GROUP,
+    String(joins),
+    String(JOINED_MS),
+    String(LEFT_MS),
+    pod.iface,
+  ],
   wireEvents: wireEvents6,
 };
 
@@ -219,7 +247,9 @@ function joinLeaveFigures({ group, samples, durationS, dataSent, breakdown }: Lo
     joins: samples.joins.length,
     joinsWithoutData: samples.joins.length - timed.length,
     join: distribution(timed.map((sample) => (sample.data! - sample.wire) * 1000)),
-    leave: distribution(samples.leaves.map((sample) => (sample.data === undefined ? 0 : (sample.data - sample.wire) * 1000))),
+    leave: distribution(
+      samples.leaves.map((sample) => (sample.data === undefined ? 0 : (sample.data - sample.wire) * 1000)),
+    ),
     leavesClean: samples.leaves.filter((sample) => sample.data === undefined).length,
     strayPackets: samples.stray,
     sendRate: dataSent / durationS,
@@ -235,7 +265,10 @@ interface DaemonTrace {
   syncs: Array<{ at: number; latencyMs: number; member: boolean }>;
 }
 
-/** Where a join's and a leave's time goes, per sample matched by time to the daemon's events (the daemon's clock has 1 ms resolution). */
+/**
+ * Where a join's and a leave's time goes, per sample matched by time to the daemon's events (the daemon's clock has 1
+ * ms resolution).
+ */
 export interface Breakdown {
   /** Report on the wire → the daemon's packet-in (±1 ms). */
   wireToPacketIn: Distribution;
@@ -249,7 +282,8 @@ export interface Breakdown {
 }
 
 function breakdownOf(samples: ReturnType<typeof wireSamples>, trace: DaemonTrace): Breakdown {
-  const firstAfter = <T>(list: readonly T[], at: (item: T) => number, from: number) => list.find((item) => at(item) >= from);
+  const firstAfter = <T>(list: readonly T[], at: (item: T) => number, from: number) =>
+    list.find((item) => at(item) >= from);
   const wireToPacketIn: number[] = [];
   const joinSync: number[] = [];
   const leaveSync: number[] = [];
@@ -312,7 +346,11 @@ async function joinLeaveLoop(lab: Lab, options: JoinLeaveLoopOptions): Promise<J
       // MLD's packet-ins are published as `igmp` events too.
       if (event.type === 'igmp' && event.port?.ofport === receiver.ofport) trace.packetIns.push(Date.parse(event.time));
       else if (event.type === 'sync' && event.group === family.group && event.ok)
-        trace.syncs.push({ at: Date.parse(event.time), latencyMs: event.latencyMs, member: event.ports.includes(receiver.ofport) });
+        trace.syncs.push({
+          at: Date.parse(event.time),
+          latencyMs: event.latencyMs,
+          member: event.ports.includes(receiver.ofport),
+        });
     })
     .catch(() => undefined);
   const send = lab.spawn(sender.ns, family.senderArgv(sender));
@@ -368,7 +406,9 @@ function wakeups(pid: number): number {
   for (const task of readdirSync(`/proc/${pid}/task`)) {
     try {
       const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
-      total += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      total +=
+        Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) +
+        Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
     } catch {
       // a thread that ended meanwhile
     }
@@ -401,7 +441,14 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
       node.addPod('rcv', { address: '10.9.0.12/24', address6: 'fd00:9::12/64' }),
     ]);
     const loop = (family: LoopFamily, tag: string, controlSocket?: string) =>
-      joinLeaveLoop(lab, { family, sender: sender!, receiver: receiver!, joins, tag, ...(controlSocket === undefined ? {} : { controlSocket }) });
+      joinLeaveLoop(lab, {
+        family,
+        sender: sender!,
+        receiver: receiver!,
+        joins,
+        tag,
+        ...(controlSocket === undefined ? {} : { controlSocket }),
+      });
     // A gateway and no multicast interfaces: OVS programming only, no kernel routing.
     // Groups without members go to the gateway (whose kernel drops them), not to every pod.
     const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', '--query-interval', '600s'] });
@@ -418,7 +465,13 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
       await node.ofctl('del-flows', node.bridge);
       await node.ofctl('del-groups', node.bridge);
       await node.ofctl('add-flow', node.bridge, 'priority=0,actions=NORMAL');
-      await node.vsctl('set', 'bridge', node.bridge, 'mcast_snooping_enable=true', 'other_config:mcast-snooping-disable-flood-unregistered=true');
+      await node.vsctl(
+        'set',
+        'bridge',
+        node.bridge,
+        'mcast_snooping_enable=true',
+        'other_config:mcast-snooping-disable-flood-unregistered=true',
+      );
       await sleep(500);
       ovsSnooping = await loop(IGMP_LOOP, 'ovs');
       ovsSnooping6 = await loop(MLD_LOOP, 'ovs6');
@@ -433,11 +486,23 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     for (let first = 0; first < podCount; first += BATCH) {
       const batch = Array.from({ length: Math.min(BATCH, podCount - first) }, (_, k) => first + k);
       pods.push(
-        ...(await Promise.all(batch.map((i) => big.addPod(`p${i + 1}`, { address: `10.8.${Math.floor((i + 11) / 250)}.${((i + 11) % 250) + 1}/16` })))),
+        ...(await Promise.all(
+          batch.map((i) =>
+            big.addPod(`p${i + 1}`, { address: `10.8.${Math.floor((i + 11) / 250)}.${((i + 11) % 250) + 1}/16` }),
+          ),
+        )),
       );
     }
     const groups = Array.from({ length: groupCount }, (_, i) => `239.78.${Math.floor(i / 200)}.${(i % 200) + 1}`);
-    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), '-', ...pods.map((pod) => pod.ns)]);
+    const holder = lab.spawn(big.ns, [
+      'python3',
+      '-u',
+      '-c',
+      HOLDER_PY,
+      groups.join(','),
+      '-',
+      ...pods.map((pod) => pod.ns),
+    ]);
     await waitForLine(holder, 'ready', 60_000, 'group holder');
     // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
     await sleep(1500);
@@ -501,7 +566,11 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     await waitListening(convergenceDaemon);
     const rssStartMiB = rssMiB(convergenceDaemon.pid);
     let giveUp: NodeJS.Timeout | undefined;
-    await Promise.race([converged, streamEnded, new Promise<void>((resolve) => (giveUp = setTimeout(resolve, CONVERGENCE_TIMEOUT_MS)))]);
+    await Promise.race([
+      converged,
+      streamEnded,
+      new Promise<void>((resolve) => (giveUp = setTimeout(resolve, CONVERGENCE_TIMEOUT_MS))),
+    ]);
     clearTimeout(giveUp);
     await queryCapture.stop();
     const firstQuery = await firstQueryMs(queryPcap);
@@ -525,7 +594,9 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
       problem =
         `not converged: ${complete.size} of ${groupCount} groups seen complete in ${CONVERGENCE_TIMEOUT_MS / 1000} s; events seen ${JSON.stringify(seen)}` +
         (subscriptionError === undefined ? '' : `; the event stream ended: ${String(subscriptionError)}`) +
-        (status === undefined ? '' : `; the daemon has ${status.members} memberships from ${status.counters.packetIns} packet-ins`) +
+        (status === undefined
+          ? ''
+          : `; the daemon has ${status.members} memberships from ${status.counters.packetIns} packet-ins`) +
         (warnings.length === 0 ? '' : `; daemon warnings: ${JSON.stringify(warnings)}`);
     }
 
@@ -558,7 +629,9 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     let heapUsedMiB = NaN;
     const listening = await convergenceDaemon.ready(10_000);
     if (typeof listening['metrics'] === 'string') {
-      const metrics = await lab.exec(big.ns, ['curl', '-s', '--max-time', '5', listening['metrics']]).catch(() => undefined);
+      const metrics = await lab
+        .exec(big.ns, ['curl', '-s', '--max-time', '5', listening['metrics']])
+        .catch(() => undefined);
       const text = metrics?.stdout ?? '';
       metricsHistogram = text.split('\n').filter((line) => line.startsWith('mcastctl_sync_duration_seconds'));
       heapUsedMiB = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? NaN) / 2 ** 20;
@@ -570,7 +643,11 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
     return {
       daemon: daemonFigures,
       ovsSnooping,
-      mld: { daemon: daemonFigures6, ovsSnooping: ovsSnooping6, ovsSnoopingProblem: ovsSnooping6 === undefined ? undefined : snoopingProblem(ovsSnooping6) },
+      mld: {
+        daemon: daemonFigures6,
+        ovsSnooping: ovsSnooping6,
+        ovsSnoopingProblem: ovsSnooping6 === undefined ? undefined : snoopingProblem(ovsSnooping6),
+      },
       convergence: {
         pods: podCount,
         groups: groupCount,
@@ -602,12 +679,15 @@ export async function benchDaemon(options: DaemonBenchOptions = {}): Promise<Dae
 // --- output -----------------------------------------------------------------------------
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
-const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p95 ${ms(d.p95)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
+const spread = (d: Distribution) =>
+  `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p95 ${ms(d.p95)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
 
 function joinLeaveLines(figures: JoinLeaveFigures): string[] {
   return [
     `join  (report on the wire → first data at the pod): ${spread(figures.join)}` +
-      (figures.joinsWithoutData > 0 ? `; ${figures.joinsWithoutData} of ${figures.joins} joins got no data within ${JOINED_MS} ms` : ''),
+      (figures.joinsWithoutData > 0
+        ? `; ${figures.joinsWithoutData} of ${figures.joins} joins got no data within ${JOINED_MS} ms`
+        : ''),
     `leave (leave on the wire → last data at the pod):   ${spread(figures.leave)}; ${figures.leavesClean} of ${figures.leave.count} leaves had no data after them`,
     `  sender ${Math.round(figures.sendRate).toLocaleString('en-US')} datagrams/s (resolution ~${(1000 / figures.sendRate).toFixed(2)} ms); ${figures.strayPackets} datagrams reached the pod while it was no member (outside 50 ms after a leave)`,
     ...(figures.breakdown === undefined
@@ -637,16 +717,21 @@ function histogramLine(lines: readonly string[]): string {
 
 export function daemonReport(figures: DaemonFigures): string[] {
   const c = figures.convergence;
-  const block = (label: string, loop: JoinLeaveFigures) => [`    ${label}, group ${loop.group}:`, ...joinLeaveLines(loop).map((line) => `      ${line}`)];
+  const block = (label: string, loop: JoinLeaveFigures) => [
+    `    ${label}, group ${loop.group}:`,
+    ...joinLeaveLines(loop).map((line) => `      ${line}`),
+  ];
   const lines = [
     `  mcastctl daemon (fast leave), one node, ${figures.daemon.joins} joins and leaves, timed from one capture on the receiver's eth0 (limits: join p50 ≤ 2 ms, p99 ≤ 10 ms; leave p99 ≤ 5 ms)`,
     ...block(IGMP_LOOP.label, figures.daemon),
     ...block(MLD_LOOP.label, figures.mld.daemon),
   ];
-  if (figures.ovsSnooping) lines.push(`  OVS's own snooping, same loops, for comparison:`, ...block(IGMP_LOOP.label, figures.ovsSnooping));
+  if (figures.ovsSnooping)
+    lines.push(`  OVS's own snooping, same loops, for comparison:`, ...block(IGMP_LOOP.label, figures.ovsSnooping));
   if (figures.mld.ovsSnooping) {
     lines.push(...block(MLD_LOOP.label, figures.mld.ovsSnooping));
-    if (figures.mld.ovsSnoopingProblem !== undefined) lines.push(`      NO FIGURE for OVS's MLD snooping: ${figures.mld.ovsSnoopingProblem}`);
+    if (figures.mld.ovsSnoopingProblem !== undefined)
+      lines.push(`      NO FIGURE for OVS's MLD snooping: ${figures.mld.ovsSnoopingProblem}`);
   }
   lines.push(
     `  convergence of ${c.pods} pods × ${c.groups} groups after the first general query (Max Resp Time ${c.queryResponseIntervalMs / 1000} s: hosts answer within it)`,
@@ -654,7 +739,11 @@ export function daemonReport(figures: DaemonFigures): string[] {
       ? `    NO FIGURE: ${c.problem ?? 'no reports'}`
       : `    all ${c.groups} OVS groups complete ${c.convergenceMs.toFixed(0)} ms after the query on the wire; last report reached the daemon at ${c.lastReportMs.toFixed(0)} ms; the daemon's share after it: ${(c.convergenceMs - c.lastReportMs).toFixed(0)} ms`,
     `    ${c.reports} reports, ${c.syncs} group syncs; sync latency ${spread(c.syncLatency)}`,
-    ...(c.metricsHistogram.length === 0 ? [] : [`    metrics endpoint, mcastctl_sync_duration_seconds (ok, cumulative): ${histogramLine(c.metricsHistogram)}`]),
+    ...(c.metricsHistogram.length === 0
+      ? []
+      : [
+          `    metrics endpoint, mcastctl_sync_duration_seconds (ok, cumulative): ${histogramLine(c.metricsHistogram)}`,
+        ]),
     `    read back: ${c.completeOvsGroups} of ${c.groups} OVS groups have all ${c.pods} pod buckets; the daemon counts ${c.daemonMembers} memberships (setup ${c.setupSeconds.toFixed(1)} s)`,
     `  daemon with ${c.daemonMembers.toLocaleString('en-US')} memberships: RSS ${c.rssMiB.toFixed(1)} MiB (${c.rssStartMiB.toFixed(1)} MiB at start; V8 heap in use ${c.heapUsedMiB.toFixed(1)} MiB); idle CPU ${c.idleCpuPercent.toFixed(2)} % of one core over ${c.idleSeconds} s, ${c.idleWakeupsPerSecond.toFixed(0)} wakeups/s`,
     `  (whole benchmark ${figures.totalSeconds.toFixed(0)} s)`,
@@ -676,7 +765,10 @@ export function daemonOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): Daem
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const joins = args.find((arg) => /^\d+$/.test(arg));
-  const figures = await benchDaemon({ ...daemonOptionsFromEnv(), ...(joins === undefined ? {} : { joins: Number(joins) }) });
+  const figures = await benchDaemon({
+    ...daemonOptionsFromEnv(),
+    ...(joins === undefined ? {} : { joins: Number(joins) }),
+  });
   console.log(daemonReport(figures).join('\n'));
   if (args.includes('--json')) console.log(JSON.stringify(figures, null, 2));
 }

@@ -20,7 +20,9 @@ export interface DecodeFigures {
 const VARIANTS = 1024;
 
 function v2Reports(): Uint8Array[] {
-  return Array.from({ length: VARIANTS }, (_, i) => igmp.encode({ kind: 'report', version: 2, group: `239.${i >> 8}.${i & 0xff}.1` }));
+  return Array.from({ length: VARIANTS }, (_, i) =>
+    igmp.encode({ kind: 'report', version: 2, group: `239.${i >> 8}.${i & 0xff}.1` }),
+  );
 }
 
 function v3Reports(): Uint8Array[] {
@@ -38,7 +40,9 @@ function v3Reports(): Uint8Array[] {
 }
 
 const MLD_ADDRESSES = { src: 'fe80::2', dst: 'ff02::16' };
-/** An MLD packet here is the 16-octet source, the destination, then the message: the codec reads the addresses in place. */
+/**
+ * An MLD packet here is the 16-octet source, the destination, then the message: the codec reads the addresses in place.
+ */
 const MLD_OFFSETS = { srcAt: 0, dstAt: 16 };
 const MLD_MESSAGE_AT = 32;
 
@@ -94,7 +98,10 @@ export function benchDecode(): DecodeFigures[] {
     { name: 'IGMPv2 report, IGMP codec', perSecond: measure(v2, (bytes) => igmp.decode(bytes)) },
     { name: 'IGMPv2 report, whole frame', perSecond: measure(v2Frames, (bytes) => decodeFrame(locate, bytes, meta)) },
     { name: 'IGMPv3 report (4×2), IGMP codec', perSecond: measure(v3, (bytes) => igmp.decode(bytes)) },
-    { name: 'IGMPv3 report (4×2), whole frame', perSecond: measure(v3Frames, (bytes) => decodeFrame(locate, bytes, meta)) },
+    {
+      name: 'IGMPv3 report (4×2), whole frame',
+      perSecond: measure(v3Frames, (bytes) => decodeFrame(locate, bytes, meta)),
+    },
     {
       name: 'MLDv2 report (4 records × 2 sources), MLD codec',
       perSecond: measure(mldV2, (bytes) => mld.decode(bytes, MLD_MESSAGE_AT, bytes.length, MLD_OFFSETS)),

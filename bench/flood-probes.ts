@@ -64,7 +64,10 @@ export interface FlowModProbe {
  */
 export async function startFlowModProbe(node: OvsNode, intervalMs = 100): Promise<FlowModProbe> {
   // fork() runs it with this process's node flags (--import tsx).
-  const probe = fork(fileURLToPath(new URL('./flow-mod-probe-process.ts', import.meta.url)), [node.openflowEndpoint, String(intervalMs)]);
+  const probe = fork(fileURLToPath(new URL('./flow-mod-probe-process.ts', import.meta.url)), [
+    node.openflowEndpoint,
+    String(intervalMs),
+  ]);
   await nextMessage(probe); // connected, probing
   return {
     async stop() {
@@ -93,7 +96,9 @@ function nextMessage(probe: ChildProcess): Promise<unknown> {
 // Metrics
 
 export interface MeterAndRefusals {
-  /** Sum of mcastctl_igmp_meter_drops_total over the attackers' ports; undefined when the daemon exports no such metric. */
+  /**
+   * Sum of mcastctl_igmp_meter_drops_total over the attackers' ports; undefined when the daemon exports no such metric.
+   */
   attackerMeterDrops: number | undefined;
   /** The same over every other port (the victim, the sender): expected 0. */
   otherMeterDrops: number | undefined;
@@ -121,8 +126,14 @@ function parseExposition(text: string): Sample[] {
   return samples;
 }
 
-/** Scrapes `url` (the daemon's `metrics` URL, from its 'listening' log line) inside `node`'s namespace. Never throws. */
-export async function scrapeMeterAndRefusals(node: OvsNode, url: string, attackerPorts: ReadonlySet<string>): Promise<MeterAndRefusals> {
+/**
+ * Scrapes `url` (the daemon's `metrics` URL, from its 'listening' log line) inside `node`'s namespace. Never throws.
+ */
+export async function scrapeMeterAndRefusals(
+  node: OvsNode,
+  url: string,
+  attackerPorts: ReadonlySet<string>,
+): Promise<MeterAndRefusals> {
   let text: string;
   try {
     text = (await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout;
@@ -135,22 +146,37 @@ export async function scrapeMeterAndRefusals(node: OvsNode, url: string, attacke
   const sum = (of: Sample[]) => of.reduce((total, sample) => total + sample.value, 0);
   const exported = text.includes('mcastctl_igmp_meter_drops_total');
   const refusedByReason: Record<string, number> = {};
-  for (const sample of samples.filter((s) => s.name === 'mcastctl_igmp_refused_total')) refusedByReason[sample.labels['reason'] ?? '?'] = sample.value;
+  for (const sample of samples.filter((s) => s.name === 'mcastctl_igmp_refused_total'))
+    refusedByReason[sample.labels['reason'] ?? '?'] = sample.value;
   return {
-    attackerMeterDrops: exported ? sum(drops.filter((sample) => attackerPorts.has(sample.labels['port'] ?? ''))) : undefined,
-    otherMeterDrops: exported ? sum(drops.filter((sample) => !attackerPorts.has(sample.labels['port'] ?? ''))) : undefined,
+    attackerMeterDrops: exported
+      ? sum(drops.filter((sample) => attackerPorts.has(sample.labels['port'] ?? '')))
+      : undefined,
+    otherMeterDrops: exported
+      ? sum(drops.filter((sample) => !attackerPorts.has(sample.labels['port'] ?? '')))
+      : undefined,
     refusedByReason,
     scrapeError: undefined,
   };
 }
 
-/** The daemon's V8 heap in use and taken from the system (committed), and its memory outside the heap (buffers), MiB, from prom-client's process metrics; undefined when they cannot be read. */
-export async function scrapeHeapUsedMiB(node: OvsNode, url: string | undefined): Promise<{ heap: number; committed: number; external: number } | undefined> {
+/**
+ * The daemon's V8 heap in use and taken from the system (committed), and its memory outside the heap (buffers), MiB,
+ * from prom-client's process metrics; undefined when they cannot be read.
+ */
+export async function scrapeHeapUsedMiB(
+  node: OvsNode,
+  url: string | undefined,
+): Promise<{ heap: number; committed: number; external: number } | undefined> {
   if (url === undefined) return undefined;
   try {
     const samples = parseExposition((await node.exec(['curl', '-sf', '--max-time', '5', url])).stdout);
     const mib = (name: string) => (samples.find((entry) => entry.name === name)?.value ?? Number.NaN) / 2 ** 20;
-    return { heap: mib('nodejs_heap_size_used_bytes'), committed: mib('nodejs_heap_size_total_bytes'), external: mib('nodejs_external_memory_bytes') };
+    return {
+      heap: mib('nodejs_heap_size_used_bytes'),
+      committed: mib('nodejs_heap_size_total_bytes'),
+      external: mib('nodejs_external_memory_bytes'),
+    };
   } catch {
     return undefined;
   }
@@ -177,9 +203,16 @@ export interface Expiry {
  * `groups`, what `mcastctl groups --json` shows) and its RSS, until none is left or
  * `limitS` has passed since `floodEndedAt` (a performance.now() time).
  */
-export async function watchExpiry(options: { controlSocket: string; pid: number; keep: string; floodEndedAt: number; limitS: number }): Promise<Expiry> {
+export async function watchExpiry(options: {
+  controlSocket: string;
+  pid: number;
+  keep: string;
+  floodEndedAt: number;
+  limitS: number;
+}): Promise<Expiry> {
   const client = await ControlClient.connect(options.controlSocket);
-  const attackerGroups = async () => (await client.request<GroupView[]>('groups')).filter((view) => view.group !== options.keep).length;
+  const attackerGroups = async () =>
+    (await client.request<GroupView[]>('groups')).filter((view) => view.group !== options.keep).length;
   try {
     const groupsAtFloodEnd = await attackerGroups();
     let groupsLeft = groupsAtFloodEnd;

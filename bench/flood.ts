@@ -70,7 +70,10 @@ const JOINED_MS = 2_000;
 const LEFT_MS = 500;
 /** Delivery counts from this long after the join call on. */
 const SETTLE_MS = 1_000;
-/** How long after the attackers' groups are gone the RSS is read again (the daemon gives memory back 5 s after expiry stops; V8 shrinks its heap in the seconds after). */
+/**
+ * How long after the attackers' groups are gone the RSS is read again (the daemon gives memory back 5 s after expiry
+ * stops; V8 shrinks its heap in the seconds after).
+ */
 const SETTLED_AFTER_MS = 20_000;
 /** The attackers' groups: 239.200.0.0 and up, split in equal ranges, one per attacker. */
 const ATTACKER_GROUP_BASE = 0xefc80000;
@@ -94,7 +97,9 @@ export interface FloodFigures {
   recordsPerReport: number;
   /** ms from the victim's report on the wire to its first datagram, one per join cycle (kernel timestamps). */
   joinMs: number[];
-  /** ms from the victim's join call to its first datagram: joinMs plus the kernel's delay before it sends the report. */
+  /**
+   * ms from the victim's join call to its first datagram: joinMs plus the kernel's delay before it sends the report.
+   */
   joinCallMs: number[];
   /** Joins after which no datagram came within the joined time. */
   joinsWithoutData: number;
@@ -102,7 +107,10 @@ export interface FloodFigures {
   deliveryRatios: number[];
   daemonPeakRssMiB: number;
   daemonStartRssMiB: number;
-  /** The daemon's V8 heap in use at start and at the end of the watch after the flood (what RSS keeps beyond it is memory V8 holds, not state). */
+  /**
+   * The daemon's V8 heap in use at start and at the end of the watch after the flood (what RSS keeps beyond it is
+   * memory V8 holds, not state).
+   */
   heapUsedMiB: { start: HeapFigures | undefined; floodEnd: HeapFigures | undefined; end: HeapFigures | undefined };
   /** The daemon's RSS SETTLED_AFTER_MS after the watch ended. */
   settledRssMiB: number;
@@ -136,8 +144,18 @@ async function joinCycles(
   victim: OvsPod,
   seconds: number,
 ): Promise<{ joinMs: number[]; joinCallMs: number[]; joinsWithoutData: number; deliveryRatios: number[] }> {
-  const args = [victim.iface, VICTIM_GROUP, String(UDP_PORT), String(JOINED_MS), String(LEFT_MS), String(SETTLE_MS), String(seconds)];
-  const { stdout } = await lab.exec(victim.ns, ['python3', '-c', VICTIM_PY, ...args], { timeoutMs: (seconds + 30) * 1000 });
+  const args = [
+    victim.iface,
+    VICTIM_GROUP,
+    String(UDP_PORT),
+    String(JOINED_MS),
+    String(LEFT_MS),
+    String(SETTLE_MS),
+    String(seconds),
+  ];
+  const { stdout } = await lab.exec(victim.ns, ['python3', '-c', VICTIM_PY, ...args], {
+    timeoutMs: (seconds + 30) * 1000,
+  });
   const joinMs: number[] = [];
   const joinCallMs: number[] = [];
   const deliveryRatios: number[] = [];
@@ -195,15 +213,31 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     const [victim, sender, ...attackers] = await Promise.all([
       node.addPod('vic', { address: '10.7.0.12/24' }),
       node.addPod('snd', { address: '10.7.0.13/24' }),
-      ...Array.from({ length: attackerCount }, (_, i) => node.addPod(`atk${i}`, { address: `10.7.0.${FIRST_ATTACKER_HOST + i}/24` })),
+      ...Array.from({ length: attackerCount }, (_, i) =>
+        node.addPod(`atk${i}`, { address: `10.7.0.${FIRST_ATTACKER_HOST + i}/24` }),
+      ),
     ]);
-    const timers = ['--query-interval', `${queryIntervalS}s`, '--query-response-interval', `${queryResponseIntervalS}s`, '--robustness', String(robustness)];
+    const timers = [
+      '--query-interval',
+      `${queryIntervalS}s`,
+      '--query-response-interval',
+      `${queryResponseIntervalS}s`,
+      '--robustness',
+      String(robustness),
+    ];
     // With a profile directory, node writes the daemon's CPU profile there when it stops.
     const profile =
       options.cpuProfileDir === undefined
         ? {}
-        : { wrapper: ['sh', '-c', 'exec "$0" --cpu-prof --cpu-prof-dir="$PROFILE_DIR" "$@"'], env: { PROFILE_DIR: options.cpuProfileDir } };
-    const daemon = startDaemon(node, { multicastInterfaces: [], ...profile, args: ['--fast-leave', ...timers, ...(options.daemonArgs ?? [])] });
+        : {
+            wrapper: ['sh', '-c', 'exec "$0" --cpu-prof --cpu-prof-dir="$PROFILE_DIR" "$@"'],
+            env: { PROFILE_DIR: options.cpuProfileDir },
+          };
+    const daemon = startDaemon(node, {
+      multicastInterfaces: [],
+      ...profile,
+      args: ['--fast-leave', ...timers, ...(options.daemonArgs ?? [])],
+    });
     const listening = await daemon.ready();
     const metricsUrl = typeof listening['metrics'] === 'string' ? listening['metrics'] : undefined;
     const vswitchd = node.pids.vswitchd;
@@ -216,9 +250,13 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     const flowModProbe = await startFlowModProbe(node, FLOW_MOD_INTERVAL_MS);
 
     const sending = lab
-      .exec(sender!.ns, ['python3', '-c', SEND_PY, VICTIM_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS), String(seconds + 3)], {
-        timeoutMs: (seconds + 30) * 1000,
-      })
+      .exec(
+        sender!.ns,
+        ['python3', '-c', SEND_PY, VICTIM_GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS), String(seconds + 3)],
+        {
+          timeoutMs: (seconds + 30) * 1000,
+        },
+      )
       .catch(() => undefined);
     const started = performance.now();
     const ticksBefore = { daemon: procTicks(daemon.pid), vswitchd: procTicks(vswitchd) };
@@ -262,7 +300,12 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     const attackerPorts = new Set(attackers.map((attacker) => attacker.port));
     const metrics =
       metricsUrl === undefined
-        ? { attackerMeterDrops: undefined, otherMeterDrops: undefined, refusedByReason: {}, scrapeError: 'the daemon serves no metrics' }
+        ? {
+            attackerMeterDrops: undefined,
+            otherMeterDrops: undefined,
+            refusedByReason: {},
+            scrapeError: 'the daemon serves no metrics',
+          }
         : await scrapeMeterAndRefusals(node, metricsUrl, attackerPorts);
 
     const client = await ControlClient.connect(daemon.controlSocket);
@@ -270,14 +313,20 @@ export async function benchFlood(options: FloodOptions = {}): Promise<FloodFigur
     let pendingSyncs: number | undefined;
     let syncs: { done: number; failed: number } | undefined;
     try {
-      const status = await client.request<{ groups: number; pendingSyncs: number; counters: { syncs: number; syncErrors: number } }>('status');
+      const status = await client.request<{
+        groups: number;
+        pendingSyncs: number;
+        counters: { syncs: number; syncErrors: number };
+      }>('status');
       ({ groups: daemonGroups, pendingSyncs } = status);
       syncs = { done: status.counters.syncs, failed: status.counters.syncErrors };
     } finally {
       client.close();
     }
     const heapAtFloodEndMiB = await scrapeHeapUsedMiB(node, metricsUrl);
-    const ovsGroups = (await node.ofctl('-O', 'OpenFlow13', 'dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
+    const ovsGroups = (await node.ofctl('-O', 'OpenFlow13', 'dump-groups', node.bridge))
+      .split('\n')
+      .filter((line) => line.includes('group_id=')).length;
     const expiry = await watchExpiry({
       controlSocket: daemon.controlSocket,
       pid: daemon.pid,
@@ -328,7 +377,8 @@ const orNa = (value: number | undefined) => (value === undefined ? 'n/a' : count
 
 function refusals(figures: FloodFigures): string {
   const entries = Object.entries(figures.metrics.refusedByReason);
-  if (entries.length === 0) return `n/a${figures.metrics.scrapeError === undefined ? '' : ` (${figures.metrics.scrapeError})`}`;
+  if (entries.length === 0)
+    return `n/a${figures.metrics.scrapeError === undefined ? '' : ` (${figures.metrics.scrapeError})`}`;
   return entries.map(([reason, value]) => `${reason} ${count(value)}`).join(', ');
 }
 
@@ -389,7 +439,11 @@ export function floodReport(figures: FloodFigures): string[] {
     `    RSS ${SETTLED_AFTER_MS / 1000} s after the attackers' groups were gone: ${mib(figures.settledRssMiB)}`,
     ...(['heap', 'committed', 'external'] as const).map((part) => {
       const { start, floodEnd, end } = figures.heapUsedMiB;
-      const what = { heap: 'V8 heap in use', committed: 'V8 heap taken from the system', external: 'memory outside the V8 heap (buffers)' }[part];
+      const what = {
+        heap: 'V8 heap in use',
+        committed: 'V8 heap taken from the system',
+        external: 'memory outside the V8 heap (buffers)',
+      }[part];
       return `    ${what}, start / flood end / settled: ${memory(start, part)} / ${memory(floodEnd, part)} / ${memory(end, part)}`;
     }),
   ];
@@ -408,7 +462,9 @@ export function floodOptionsFromEnv(): FloodOptions {
     queryResponseIntervalS: number('BENCH_FLOOD_QUERY_RESPONSE_INTERVAL_S'),
     robustness: number('BENCH_FLOOD_ROBUSTNESS'),
     ...(args === undefined ? {} : { daemonArgs: args }),
-    ...(process.env.BENCH_FLOOD_CPU_PROFILE === undefined ? {} : { cpuProfileDir: process.env.BENCH_FLOOD_CPU_PROFILE }),
+    ...(process.env.BENCH_FLOOD_CPU_PROFILE === undefined
+      ? {}
+      : { cpuProfileDir: process.env.BENCH_FLOOD_CPU_PROFILE }),
   };
 }
 

@@ -27,7 +27,8 @@ const roundTripsMs: number[] = [];
 let failures = 0;
 const mod = flowMod({ tableId: PROBE_TABLE, cookie: 0n, priority: 1, match: PROBE_MATCH, instructions: [] });
 process.send!('ready');
-// One FLOW_MOD ADD of the same flow (after the first, OVS replaces it) and a barrier, every intervalMs, until told to stop.
+// One FLOW_MOD ADD of the same flow (after the first, OVS replaces it) and a barrier, every intervalMs, until told to
+// stop.
 while (!stopped) {
   const started = performance.now();
   try {

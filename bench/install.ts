@@ -38,21 +38,30 @@ export async function benchInstall(count = 10_000): Promise<InstallFigures> {
     const lines = ['groups:'];
     for (let i = 0; i < count; i++) lines.push(`  - {group: ${groupAt(i)}, ports: [${portList}]}`);
     writeFileSync(file, lines.join('\n') + '\n');
-    const countOurs = async () => (await node.ofctl('dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
+    const countOurs = async () =>
+      (await node.ofctl('dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id=')).length;
 
     // mcastctl: one process, one file.
     let started = process.hrtime.bigint();
-    const result = spawnSync(process.execPath, ['bin/mcastctl.js', 'install', '-f', file, '--json', '--ovs-rundir', node.rundir], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 28,
-    });
+    const result = spawnSync(
+      process.execPath,
+      ['bin/mcastctl.js', 'install', '-f', file, '--json', '--ovs-rundir', node.rundir],
+      {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+      },
+    );
     const mcastctlSeconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (result.status !== 0) throw new Error(`mcastctl install exited ${result.status}: ${result.stderr}`);
     if ((await countOurs()) !== count) throw new Error('mcastctl did not install every group');
-    const removal = spawnSync(process.execPath, ['bin/mcastctl.js', 'uninstall', '--all', '--json', '--ovs-rundir', node.rundir], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 28,
-    });
+    const removal = spawnSync(
+      process.execPath,
+      ['bin/mcastctl.js', 'uninstall', '--all', '--json', '--ovs-rundir', node.rundir],
+      {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+      },
+    );
     if (removal.status !== 0 || (await countOurs()) !== 0) throw new Error(`uninstall --all failed: ${removal.stderr}`);
 
     // ovs-ofctl: the same entries (same ids, cookies, buckets), one call per group and per flow.

@@ -127,7 +127,8 @@ export class Logger {
 /** The JSON fields: level and msg first, reserved names renamed, errors, bigints, cycles. */
 function jsonFields(entry: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { level: entry['\u0000level'], msg: entry['\u0000msg'] };
-  for (const [key, value] of flatten(entry)) out[RESERVED_JSON_KEYS.has(key) ? `field_${key}` : key] = normalize(value, new WeakSet());
+  for (const [key, value] of flatten(entry))
+    out[RESERVED_JSON_KEYS.has(key) ? `field_${key}` : key] = normalize(value, new WeakSet());
   return out;
 }
 

@@ -26,7 +26,11 @@ interface AnyLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   child(fields: Record<string, unknown>): AnyLogger;
 }
-type LoggerClass = new (options: { format: LogFormat; level: 'info'; stream: { write(text: string): unknown } }) => AnyLogger;
+type LoggerClass = new (options: {
+  format: LogFormat;
+  level: 'info';
+  stream: { write(text: string): unknown };
+}) => AnyLogger;
 
 const CANDIDATES: Array<{ name: string; module: string; make: LoggerClass }> = [
   { name: 'own (src/runtime/logger.ts)', module: './dist/runtime/logger.js', make: OwnLogger },
@@ -36,9 +40,17 @@ const CANDIDATES: Array<{ name: string; module: string; make: LoggerClass }> = [
 /** A daemon-like entry: a child's bound fields, a few strings and numbers, sometimes an error. */
 function measure(make: LoggerClass, format: LogFormat, seconds = 1): number {
   let bytes = 0;
-  const logger = new make({ format, level: 'info', stream: { write: (text: string) => (bytes += text.length) } }).child({ component: 'sync' });
+  const logger = new make({ format, level: 'info', stream: { write: (text: string) => (bytes += text.length) } }).child(
+    { component: 'sync' },
+  );
   const error = new UnavailableError('cannot reach OVSDB unix:/run/openvswitch/db.sock: ENOENT');
-  const entry = (i: number) => logger.info('group joined', { group: `239.1.${i & 0xff}.1`, port: 'pod-a', ports: 3, error: i % 8 === 0 ? error : undefined });
+  const entry = (i: number) =>
+    logger.info('group joined', {
+      group: `239.1.${i & 0xff}.1`,
+      port: 'pod-a',
+      ports: 3,
+      error: i % 8 === 0 ? error : undefined,
+    });
   for (let i = 0; i < 20_000; i++) entry(i);
   let lines = 0;
   const start = performance.now();
@@ -63,14 +75,16 @@ function importMilliseconds(module: string, runs = 9): number {
     if (child.status !== 0) throw new Error(child.stderr);
     return Number(child.stdout.trim());
   };
-  const median = (specifier: string) => Array.from({ length: runs }, () => time(specifier)).sort((a, b) => a - b)[runs >> 1]!;
+  const median = (specifier: string) =>
+    Array.from({ length: runs }, () => time(specifier)).sort((a, b) => a - b)[runs >> 1]!;
   return median(module) - median('data:text/javascript,export {}');
 }
 
 export function benchLogger(): { throughput: LoggerFigures[]; imports: ImportFigures[] } {
   const throughput: LoggerFigures[] = [];
   for (const { name, make } of CANDIDATES) {
-    for (const format of ['text', 'json'] as const) throughput.push({ name, format, linesPerSecond: measure(make, format) });
+    for (const format of ['text', 'json'] as const)
+      throughput.push({ name, format, linesPerSecond: measure(make, format) });
   }
   const imports = CANDIDATES.map(({ name, module }) => ({ name, milliseconds: importMilliseconds(module) }));
   return { throughput, imports };

@@ -81,7 +81,12 @@ export async function wireEvents6(file: string, group: string): Promise<WireEven
         if (ip.header.dst === wanted) events.push({ ts: record.ts, kind: 'data' });
         return;
       }
-      if (ip.upperProtocol !== IP_PROTOCOL_ICMPV6 || ip.payloadEnd <= ip.payloadStart || !isMldType(b[ip.payloadStart]!)) return;
+      if (
+        ip.upperProtocol !== IP_PROTOCOL_ICMPV6 ||
+        ip.payloadEnd <= ip.payloadStart ||
+        !isMldType(b[ip.payloadStart]!)
+      )
+        return;
       message = decodeMld(b, ip.payloadStart, ip.payloadEnd, ip);
     } catch {
       return;
@@ -94,8 +99,10 @@ export async function wireEvents6(file: string, group: string): Promise<WireEven
       }
       for (const r of message.records) {
         if (r.group !== wanted) continue;
-        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
-        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });
+        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE')
+          events.push({ ts: record.ts, kind: 'join' });
+        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0)
+          events.push({ ts: record.ts, kind: 'leave' });
       }
     }
   });

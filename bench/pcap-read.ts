@@ -18,7 +18,12 @@ const ROUNDS = 3;
 /** An IGMPv3 report in an Ethernet frame, padded to 64 octets like one on the wire. */
 function sampleFrame(): Uint8Array {
   const frame = new Uint8Array(64);
-  frame.set(Buffer.from('01005e000016f2d4354f4d6f080046c00028000040000102f9aa0a4d0002e0000016940400002200e8f90000000104000000ef010203', 'hex'));
+  frame.set(
+    Buffer.from(
+      '01005e000016f2d4354f4d6f080046c00028000040000102f9aa0a4d0002e0000016940400002200e8f90000000104000000ef010203',
+      'hex',
+    ),
+  );
   return frame;
 }
 
@@ -26,7 +31,8 @@ async function writeSample(path: string): Promise<void> {
   const writer = PcapWriter.create(path, { linkType: LinkType.ETHERNET });
   const data = sampleFrame();
   for (let i = 0; i < RECORDS; i++) {
-    if (!writer.write({ tsSec: 1_700_000_000 + Math.floor(i / 1000), tsFraction: (i % 1000) * 1000, data })) await writer.drained();
+    if (!writer.write({ tsSec: 1_700_000_000 + Math.floor(i / 1000), tsFraction: (i % 1000) * 1000, data }))
+      await writer.drained();
   }
   await writer.close();
 }

@@ -21,7 +21,14 @@ export interface Distribution {
 export function distribution(values: readonly number[]): Distribution {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-  return { count: sorted.length, p50: at(0.5), p90: at(0.9), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN };
+  return {
+    count: sorted.length,
+    p50: at(0.5),
+    p90: at(0.9),
+    p95: at(0.95),
+    p99: at(0.99),
+    max: sorted[sorted.length - 1] ?? NaN,
+  };
 }
 
 /** Sends UDP to group:port every `intervalMs` (paced on a monotonic clock) until killed. */
@@ -44,7 +51,10 @@ while True:
         nxt = time.perf_counter()
 `;
 
-/** Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints "done". */
+/**
+ * Joins and leaves `group` `count` times (IP_ADD/DROP_MEMBERSHIP on the multicast route's interface), then prints
+ * "done".
+ */
 export const CYCLER_PY = `
 import socket, sys, time
 group, count, joined, left = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000, float(sys.argv[4]) / 1000
@@ -99,7 +109,10 @@ export function waitForLine(child: ChildProcess, word: string, timeoutMs: number
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: no "${word}" within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${what}: no "${word}" within ${timeoutMs} ms: ${stderr.trim()}`)),
+      timeoutMs,
+    );
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.trim() === word) {
         clearTimeout(timer);
@@ -162,8 +175,10 @@ export async function wireEvents(file: string, group: string, source?: string): 
     const protocol = b[23];
     const end = Math.min(b.length, 14 + total);
     if (protocol === 17) {
-      const fromSource = from === undefined || (b[26] === from[0] && b[27] === from[1] && b[28] === from[2] && b[29] === from[3]);
-      if (fromSource && b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3]) events.push({ ts: record.ts, kind: 'data' });
+      const fromSource =
+        from === undefined || (b[26] === from[0] && b[27] === from[1] && b[28] === from[2] && b[29] === from[3]);
+      if (fromSource && b[30] === wanted[0] && b[31] === wanted[1] && b[32] === wanted[2] && b[33] === wanted[3])
+        events.push({ ts: record.ts, kind: 'data' });
       return;
     }
     if (protocol !== 2) return;
@@ -184,12 +199,15 @@ export async function wireEvents(file: string, group: string, source?: string): 
         if (source !== undefined) {
           const names = r.sources.includes(source);
           if (names && r.type === 'ALLOW_NEW_SOURCES') events.push({ ts: record.ts, kind: 'join' });
-          else if ((names && r.type === 'BLOCK_OLD_SOURCES') || (!names && r.type === 'CHANGE_TO_INCLUDE_MODE')) events.push({ ts: record.ts, kind: 'leave' });
+          else if ((names && r.type === 'BLOCK_OLD_SOURCES') || (!names && r.type === 'CHANGE_TO_INCLUDE_MODE'))
+            events.push({ ts: record.ts, kind: 'leave' });
           continue;
         }
         // Any-source join: TO_EX{} (or IS_EX{} answering a query); leave: TO_IN{}.
-        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE') events.push({ ts: record.ts, kind: 'join' });
-        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0) events.push({ ts: record.ts, kind: 'leave' });
+        if (r.type === 'CHANGE_TO_EXCLUDE_MODE' || r.type === 'MODE_IS_EXCLUDE')
+          events.push({ ts: record.ts, kind: 'join' });
+        else if ((r.type === 'CHANGE_TO_INCLUDE_MODE' || r.type === 'MODE_IS_INCLUDE') && r.sources.length === 0)
+          events.push({ ts: record.ts, kind: 'leave' });
       }
     }
   });

@@ -52,7 +52,10 @@ function groupAddress(index: number): string {
 }
 
 function groupId(index: number): number {
-  return 0x10000000 + ((((239 << 24) >>> 0) + ((20 + (index >> 16)) << 16) + (((index >> 8) & 0xff) << 8) + (index & 0xff)) & 0x0fffffff);
+  return (
+    0x10000000 +
+    ((((239 << 24) >>> 0) + ((20 + (index >> 16)) << 16) + (((index >> 8) & 0xff) << 8) + (index & 0xff)) & 0x0fffffff)
+  );
 }
 
 interface Report {
@@ -127,9 +130,17 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
         ...extra,
       ];
       const started = process.hrtime.bigint();
-      const result = spawnSync('ip', argv, { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 1 << 30, env: { ...process.env, NO_COLOR: '1' } });
+      const result = spawnSync('ip', argv, {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        maxBuffer: 1 << 30,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      if (result.status !== expected) throw new Error(`mcastctl reconcile ${extra.join(' ')} exited ${result.status} (expected ${expected}): ${result.stderr}`);
+      if (result.status !== expected)
+        throw new Error(
+          `mcastctl reconcile ${extra.join(' ')} exited ${result.status} (expected ${expected}): ${result.stderr}`,
+        );
       return { seconds, report: JSON.parse(result.stdout) as Report };
     };
 
@@ -141,7 +152,8 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
     const dryRunSeconds: number[] = [];
     for (let run = 0; run < (options.dryRuns ?? 5); run++) {
       const dry = reconcile(['--dry-run'], 0, run === 0 ? 'dry-run' : undefined);
-      if (!dry.report.inSync || dry.report.inSyncGroups !== count) throw new Error(`the dry run is not in sync: ${dry.report.inSyncGroups} of ${count}`);
+      if (!dry.report.inSync || dry.report.inSyncGroups !== count)
+        throw new Error(`the dry run is not in sync: ${dry.report.inSyncGroups} of ${count}`);
       dryRunSeconds.push(dry.seconds);
     }
 
@@ -176,7 +188,10 @@ export async function benchReconcile(options: ReconcileBenchOptions = {}): Promi
 
     const driftDry = reconcile(['--dry-run'], 2);
     const listed = new Map(driftDry.report.drift.map((row) => [row.key, row.action]));
-    if (driftDry.report.drift.length !== drifted || [...expected].some(([group, action]) => listed.get(group) !== action)) {
+    if (
+      driftDry.report.drift.length !== drifted ||
+      [...expected].some(([group, action]) => listed.get(group) !== action)
+    ) {
       throw new Error(
         `the dry run lists ${driftDry.report.drift.length} drifted groups, expected ${drifted} (first: ${JSON.stringify(driftDry.report.drift.slice(0, 3))})`,
       );

@@ -93,9 +93,18 @@ export async function benchRoutes(count = 10_000, runs = 3): Promise<RoutesFigur
     for (let i = 0; i < names.length; i += 2) await lab.vethPair({ ns, name: names[i]! }, { ns, name: names[i + 1]! });
     await lab.ip(ns, 'addr', 'add', `${SOURCE.replace(/\.2$/, '.1')}/24`, 'dev', names[0]!);
 
-    const env: NodeJS.ProcessEnv = { ...process.env, MCL_BENCH_ROUTES_ROLE: 'router', MCL_COUNT: String(count), MCL_IFACES: names.join(',') };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      MCL_BENCH_ROUTES_ROLE: 'router',
+      MCL_COUNT: String(count),
+      MCL_IFACES: names.join(','),
+    };
     delete env.NODE_TEST_CONTEXT;
-    const router = lab.spawn(ns, [process.execPath, '--import', 'tsx', THIS_FILE], { cwd: PROJECT_ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const router = lab.spawn(ns, [process.execPath, '--import', 'tsx', THIS_FILE], {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     router.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     router.stdin!.on('error', () => {});
@@ -108,7 +117,9 @@ export async function benchRoutes(count = 10_000, runs = 3): Promise<RoutesFigur
           // not ours
         }
       });
-      router.once('exit', (code) => reject(new Error(`the router child exited (${code}) before it was ready: ${stderr}`)));
+      router.once('exit', (code) =>
+        reject(new Error(`the router child exited (${code}) before it was ready: ${stderr}`)),
+      );
     });
 
     const argv = ['netns', 'exec', ns, process.execPath, MCASTCTL_BIN, 'routes', '--json'];
@@ -117,7 +128,9 @@ export async function benchRoutes(count = 10_000, runs = 3): Promise<RoutesFigur
     if (check.status !== 0) throw new Error(`mcastctl routes --json exited ${check.status}: ${check.stderr}`);
     const shown = JSON.parse(check.stdout) as { routes: unknown[]; routerActive: boolean };
     if (shown.routes.length !== count || !shown.routerActive)
-      throw new Error(`routes --json shows ${shown.routes.length} routes (routerActive ${shown.routerActive}), expected ${count} and a router`);
+      throw new Error(
+        `routes --json shows ${shown.routes.length} routes (routerActive ${shown.routerActive}), expected ${count} and a router`,
+      );
 
     const routesJsonRuns: number[] = [];
     const devNull = openSync('/dev/null', 'w');
@@ -126,7 +139,8 @@ export async function benchRoutes(count = 10_000, runs = 3): Promise<RoutesFigur
         const started = process.hrtime.bigint();
         const result = spawnSync('ip', argv, { cwd: PROJECT_ROOT, stdio: ['ignore', devNull, 'pipe'] });
         routesJsonRuns.push(Number(process.hrtime.bigint() - started) / 1e9);
-        if (result.status !== 0) throw new Error(`mcastctl routes --json exited ${result.status}: ${result.stderr.toString()}`);
+        if (result.status !== 0)
+          throw new Error(`mcastctl routes --json exited ${result.status}: ${result.stderr.toString()}`);
       }
     } finally {
       closeSync(devNull);

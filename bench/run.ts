@@ -26,10 +26,24 @@ import { benchSources, sourcesOptionsFromEnv, sourcesReport } from './sources.js
 import { benchTunnel, tunnelOptionsFromEnv, tunnelReport } from './tunnel.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
-const BENCHMARKS = ['decode', 'snoop-read', 'pcap-read', 'routes', 'install', 'daemon', 'reconcile', 'logger', 'flood', 'tunnel', 'sources', 'fleet'];
+const BENCHMARKS = [
+  'decode',
+  'snoop-read',
+  'pcap-read',
+  'routes',
+  'install',
+  'daemon',
+  'reconcile',
+  'logger',
+  'flood',
+  'tunnel',
+  'sources',
+  'fleet',
+];
 const only = process.argv.slice(2);
 for (const name of only) {
-  if (!BENCHMARKS.includes(name)) throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
+  if (!BENCHMARKS.includes(name))
+    throw new Error(`no benchmark ${JSON.stringify(name)}: pick from ${BENCHMARKS.join(', ')}`);
 }
 const selected = (name: string) => only.length === 0 || only.includes(name);
 const broken: string[] = [];
@@ -41,7 +55,9 @@ async function bench(name: string, body: () => unknown): Promise<void> {
     await body();
   } catch (error) {
     broken.push(name);
-    console.log(`  the ${name} benchmark broke off: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    console.log(
+      `  the ${name} benchmark broke off: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+    );
     if (error instanceof Error && error.stack !== undefined) console.error(error.stack);
   }
 }
@@ -50,7 +66,9 @@ const KERNEL_LAB = fileURLToPath(new URL('../scripts/kernel-lab.sh', import.meta
 
 /** The routes benchmark where kernel multicast routing is: here, or in the kernel lab. */
 async function benchRoutesSomewhere(): Promise<void> {
-  console.log('\nkernel (S,G) routes: add and delete 10,000 MFC entries; routes --json with 10,000 (target: under 1 s)');
+  console.log(
+    '\nkernel (S,G) routes: add and delete 10,000 MFC entries; routes --json with 10,000 (target: under 1 s)',
+  );
   if (existsSync('/proc/net/ip_mr_vif')) {
     const routes = await benchRoutes();
     console.log(
@@ -59,21 +77,30 @@ async function benchRoutesSomewhere(): Promise<void> {
     return;
   }
   const lab = spawnSync(KERNEL_LAB, ['--status'], { encoding: 'utf8' });
-  if (lab.status !== 0) throw new Error(`this kernel has no multicast routing, and the kernel lab is not ready: ${lab.stderr.trim()}`);
+  if (lab.status !== 0)
+    throw new Error(`this kernel has no multicast routing, and the kernel lab is not ready: ${lab.stderr.trim()}`);
   console.log(`  this kernel has no multicast routing: measured in the kernel lab, ${lab.stdout.trim()}`);
   console.log("  (an emulated machine: the figures show the shape, not this machine's speed)");
-  const run = spawnSync(KERNEL_LAB, ['--quiet', '--', process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), 'routes'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const run = spawnSync(
+    KERNEL_LAB,
+    ['--quiet', '--', process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), 'routes'],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const figures = run.stdout.split('\n').filter((line) => line.startsWith('  add '));
-  if (run.status !== 0 || figures.length === 0) throw new Error(`the kernel lab's run exited ${run.status}: ${run.stdout.trim().split('\n').at(-1) ?? ''}`);
+  if (run.status !== 0 || figures.length === 0)
+    throw new Error(`the kernel lab's run exited ${run.status}: ${run.stdout.trim().split('\n').at(-1) ?? ''}`);
   for (const line of figures) console.log(line);
 }
 
 await bench('decode', async () => {
-  console.log('IGMP and MLD decode, one core (target: 2,000,000 IGMPv2 reports/s, 500,000 IGMPv3 and 1,000,000 MLDv2 reports/s of 4 records × 2 sources)');
-  for (const figure of benchDecode()) console.log(`  ${figure.name.padEnd(52)} ${number(figure.perSecond).padStart(12)} /s`);
+  console.log(
+    'IGMP and MLD decode, one core (target: 2,000,000 IGMPv2 reports/s, 500,000 IGMPv3 and 1,000,000 MLDv2 reports/s of 4 records × 2 sources)',
+  );
+  for (const figure of benchDecode())
+    console.log(`  ${figure.name.padEnd(52)} ${number(figure.perSecond).padStart(12)} /s`);
 });
 
 await bench('snoop-read', async () => {
@@ -95,7 +122,9 @@ await bench('routes', benchRoutesSomewhere);
 
 await bench('install', async () => {
   const installGroups = Number(process.env.BENCH_INSTALL_GROUPS ?? 10_000);
-  console.log(`\ninstall -f of ${number(installGroups)} groups × 4 ports on a lab node's OVS, against one ovs-ofctl add-group + add-flow per group`);
+  console.log(
+    `\ninstall -f of ${number(installGroups)} groups × 4 ports on a lab node's OVS, against one ovs-ofctl add-group + add-flow per group`,
+  );
   console.log('  (target: at most 2 s, and at least 20 times faster; the ovs-ofctl side takes minutes)');
   const install = await benchInstall(installGroups);
   console.log(
@@ -119,11 +148,16 @@ await bench('reconcile', async () => {
 });
 
 await bench('logger', async () => {
-  console.log('\ndaemon logger, own against pino, to a stream that drops its input (the daemon needs a few thousand lines/s)');
+  console.log(
+    '\ndaemon logger, own against pino, to a stream that drops its input (the daemon needs a few thousand lines/s)',
+  );
   const logger = benchLogger();
   for (const figure of logger.throughput)
-    console.log(`  ${figure.name.padEnd(30)} ${figure.format.padEnd(4)} ${number(figure.linesPerSecond).padStart(10)} lines/s`);
-  for (const figure of logger.imports) console.log(`  ${figure.name.padEnd(30)} cold import ${figure.milliseconds.toFixed(1)} ms`);
+    console.log(
+      `  ${figure.name.padEnd(30)} ${figure.format.padEnd(4)} ${number(figure.linesPerSecond).padStart(10)} lines/s`,
+    );
+  for (const figure of logger.imports)
+    console.log(`  ${figure.name.padEnd(30)} cold import ${figure.milliseconds.toFixed(1)} ms`);
 });
 
 await bench('flood', async () => {
@@ -160,6 +194,8 @@ await bench('fleet', async () => {
 });
 
 if (broken.length > 0) {
-  console.log(`\n${broken.length} benchmark${broken.length === 1 ? '' : 's'} broke off: ${broken.join(', ')} (see above)`);
+  console.log(
+    `\n${broken.length} benchmark${broken.length === 1 ? '' : 's'} broke off: ${broken.join(', ')} (see above)`,
+  );
   process.exitCode = 1;
 }

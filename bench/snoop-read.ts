@@ -34,14 +34,27 @@ async function writeCapture(path: string, messages: number): Promise<void> {
     ),
     buildFrame(igmp.encode({ kind: 'leave', version: 2, group: '239.1.2.3' }), '224.0.0.2'),
     buildFrame(
-      igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }),
+      igmp.encode({
+        kind: 'query',
+        version: 3,
+        group: '0.0.0.0',
+        maxRespCode: 100,
+        sFlag: false,
+        qrv: 2,
+        qqic: 125,
+        sources: [],
+      }),
       '224.0.0.1',
       '10.0.0.1',
     ),
   ];
   const writer = PcapWriter.create(path, { linkType: LinkType.ETHERNET });
   for (let i = 0; i < messages; i++) {
-    const more = writer.write({ tsSec: 1_700_000_000 + Math.floor(i / 1000), tsFraction: (i % 1000) * 1000, data: frames[i % frames.length]! });
+    const more = writer.write({
+      tsSec: 1_700_000_000 + Math.floor(i / 1000),
+      tsFraction: (i % 1000) * 1000,
+      data: frames[i % frames.length]!,
+    });
     if (!more) await writer.drained();
   }
   await writer.close();
@@ -53,7 +66,9 @@ export async function benchSnoopRead(messages = 1_000_000): Promise<SnoopReadFig
     const path = join(dir, 'igmp.pcap');
     await writeCapture(path, messages);
     const started = process.hrtime.bigint();
-    const run = spawnSync(process.execPath, ['bin/mcastctl.js', 'snoop', '--read', path, '--json'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const run = spawnSync(process.execPath, ['bin/mcastctl.js', 'snoop', '--read', path, '--json'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (run.status !== 0) throw new Error(`snoop exited ${run.status}: ${run.stderr.toString()}`);
     return { messages, fileBytes: statSync(path).size, seconds, linesPerSecond: messages / seconds };

@@ -69,7 +69,9 @@ export interface SourcesFigures {
     convergenceMs: number | undefined;
     problem: string | undefined;
     entriesComplete: number;
-    /** How often OVS was read while waiting (each read takes a while with this many groups: the figure's resolution). */
+    /**
+     * How often OVS was read while waiting (each read takes a while with this many groups: the figure's resolution).
+     */
     polls: number;
     syncs: number;
     sourceFlows: number;
@@ -113,7 +115,12 @@ function rssMiB(pid: number): number {
   return Number(kib ?? NaN) / 1024;
 }
 
-async function joinLatencies(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: number): Promise<{ sourceSpecific: JoinFigures; plain: JoinFigures }> {
+async function joinLatencies(
+  lab: Lab,
+  sender: OvsPod,
+  receiver: OvsPod,
+  joins: number,
+): Promise<{ sourceSpecific: JoinFigures; plain: JoinFigures }> {
   const pcap = lab.file('joins.pcap');
   const capture = await lab.startTcpdump(receiver.ns, receiver.iface, pcap, { filter: ['igmp', 'or', 'udp'] });
   const senders = [SOURCE_GROUP, PLAIN_GROUP].map((group) =>
@@ -122,10 +129,31 @@ async function joinLatencies(lab: Lab, sender: OvsPod, receiver: OvsPod, joins: 
   await Promise.all(senders.map((child) => waitForLine(child, 'ready', 10_000, 'sender')));
   const source = sender.address;
   const cyclers = [
-    lab.spawn(receiver.ns, ['python3', '-u', '-c', SOURCE_CYCLER_PY, SOURCE_GROUP, source, String(joins), String(JOINED_MS), String(LEFT_MS)]),
-    lab.spawn(receiver.ns, ['python3', '-u', '-c', CYCLER_PY, PLAIN_GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)]),
+    lab.spawn(receiver.ns, [
+      'python3',
+      '-u',
+      '-c',
+      SOURCE_CYCLER_PY,
+      SOURCE_GROUP,
+      source,
+      String(joins),
+      String(JOINED_MS),
+      String(LEFT_MS),
+    ]),
+    lab.spawn(receiver.ns, [
+      'python3',
+      '-u',
+      '-c',
+      CYCLER_PY,
+      PLAIN_GROUP,
+      String(joins),
+      String(JOINED_MS),
+      String(LEFT_MS),
+    ]),
   ];
-  await Promise.all(cyclers.map((child) => waitForLine(child, 'done', joins * (JOINED_MS + LEFT_MS) * 2 + 10_000, 'cycler')));
+  await Promise.all(
+    cyclers.map((child) => waitForLine(child, 'done', joins * (JOINED_MS + LEFT_MS) * 2 + 10_000, 'cycler')),
+  );
   for (const child of senders) await stopChild(child);
   await sleep(100);
   await capture.stop();
@@ -146,7 +174,10 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
     // --- 1: join latency, source-specific and plain ------------------------------------
     const node = await OvsNode.start(lab, 'j');
     await node.addGateway({ address: '10.9.0.1/24' });
-    const [sender, receiver] = await Promise.all([node.addPod('snd', { address: '10.9.0.11/24' }), node.addPod('rcv', { address: '10.9.0.12/24' })]);
+    const [sender, receiver] = await Promise.all([
+      node.addPod('snd', { address: '10.9.0.11/24' }),
+      node.addPod('rcv', { address: '10.9.0.12/24' }),
+    ]);
     const daemon = startDaemon(node, { multicastInterfaces: [], args: ['--fast-leave', '--query-interval', '600s'] });
     await daemon.ready(20_000);
     const latencies = await joinLatencies(lab, sender!, receiver!, joins);
@@ -155,10 +186,20 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
     // --- 2: scale ----------------------------------------------------------------------
     const big = await OvsNode.start(lab, 's');
     await big.addGateway({ address: '10.8.0.1/16' });
-    const pods = await Promise.all(Array.from({ length: podCount }, (_, i) => big.addPod(`p${i + 1}`, { address: `10.8.1.${i + 11}/16` })));
+    const pods = await Promise.all(
+      Array.from({ length: podCount }, (_, i) => big.addPod(`p${i + 1}`, { address: `10.8.1.${i + 11}/16` })),
+    );
     const groups = Array.from({ length: groupCount }, (_, i) => `239.80.${Math.floor(i / 200)}.${(i % 200) + 1}`);
     const sources = Array.from({ length: sourceCount }, (_, i) => `10.7.0.${i + 1}`);
-    const holder = lab.spawn(big.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), sources.join(','), ...pods.map((pod) => pod.ns)]);
+    const holder = lab.spawn(big.ns, [
+      'python3',
+      '-u',
+      '-c',
+      HOLDER_PY,
+      groups.join(','),
+      sources.join(','),
+      ...pods.map((pod) => pod.ns),
+    ]);
     await waitForLine(holder, 'ready', 120_000, 'source holder');
     // The hosts' unsolicited reports and their retransmissions pass before the daemon starts.
     await sleep(1500);
@@ -237,7 +278,8 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
         polls,
         syncs: status.counters.syncs,
         sourceFlows: flows.split('\n').filter((line) => line.includes('nw_src=')).length,
-        groupFlows: flows.split('\n').filter((line) => line.includes('nw_dst=239.80.') && !line.includes('nw_src=')).length,
+        groupFlows: flows.split('\n').filter((line) => line.includes('nw_dst=239.80.') && !line.includes('nw_src='))
+          .length,
         ovsGroups: ovsGroups.split('\n').filter((line) => line.includes('group_id=')).length,
         rssStartMiB,
         rssMiB: rss,
@@ -251,7 +293,8 @@ export async function benchSources(options: SourcesBenchOptions = {}): Promise<S
 }
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
-const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
+const spread = (d: Distribution) =>
+  `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
 
 export function sourcesReport(figures: SourcesFigures): string[] {
   const s = figures.scale;

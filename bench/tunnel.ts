@@ -32,7 +32,17 @@ import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
-import { CYCLER_PY, type Distribution, distribution, HOLDER_PY, SENDER_PY, stopChild, waitForLine, type WireEvent, wireEvents } from './pod-processes.js';
+import {
+  CYCLER_PY,
+  type Distribution,
+  distribution,
+  HOLDER_PY,
+  SENDER_PY,
+  stopChild,
+  waitForLine,
+  type WireEvent,
+  wireEvents,
+} from './pod-processes.js';
 import { firstIgmpQueryAt } from '../test/lab/igmp-frames.js';
 
 const GROUP = '239.79.0.1';
@@ -54,11 +64,16 @@ export interface TunnelConvergenceFigures {
   podsPerNode: number;
   groups: number;
   setupSeconds: number;
-  /** ms from the first general query on a pod's wire (earliest of the three nodes) to every node complete; undefined with `problem`. */
+  /**
+   * ms from the first general query on a pod's wire (earliest of the three nodes) to every node complete; undefined
+   * with `problem`.
+   */
   convergenceMs: number | undefined;
   /** ms from the same query to each node seen complete (n1, n2, n3): the poll that saw it complete ended then. */
   perNodeMs: (number | undefined)[];
-  /** ms from the same query to the start of each node's last poll that saw it incomplete: it became complete after this. */
+  /**
+   * ms from the same query to the start of each node's last poll that saw it incomplete: it became complete after this.
+   */
   perNodeAfterMs: (number | undefined)[];
   /** Mean time of one poll of the three nodes' OVS: the resolution of the figures. */
   pollMs: number;
@@ -84,7 +99,10 @@ export interface TunnelFigures {
   join: Distribution;
   /** The same joins' time, leg by leg (joinLegs). */
   joinLegs: JoinLegs;
-  /** ms from the leave on the pod's wire to the last Geneve frame for the group on node 2's uplink (0 when none came after it). */
+  /**
+   * ms from the leave on the pod's wire to the last Geneve frame for the group on node 2's uplink (0 when none came
+   * after it).
+   */
   leave: Distribution;
   /** Geneve frames for the group toward node 2 while its pod was away, outside the leave window (should be 0). */
   strayFrames: number;
@@ -134,7 +152,11 @@ async function geneveFrameTimes(file: string, wanted: (addresses: GeneveAddresse
     const innerEthernet = geneve + 8 + (b[geneve]! & 0x3f) * 4;
     const innerIp = innerEthernet + 14;
     if (b.length < innerIp + 20 || b[innerEthernet + 12] !== 0x08 || b[innerEthernet + 13] !== 0x00) return;
-    const addresses = { outerSource: b.subarray(26, 30), outerDestination: b.subarray(30, 34), innerDestination: b.subarray(innerIp + 16, innerIp + 20) };
+    const addresses = {
+      outerSource: b.subarray(26, 30),
+      outerDestination: b.subarray(30, 34),
+      innerDestination: b.subarray(innerIp + 16, innerIp + 20),
+    };
     if (wanted(addresses)) times.push(record.ts);
   });
   return times;
@@ -153,7 +175,10 @@ function peerReportTimes(file: string, from: string, to: string): Promise<number
   const [source, destination, reports] = [octets(from), octets(to), octets('224.0.0.22')];
   return geneveFrameTimes(
     file,
-    (frame) => isGroup(frame.outerSource, 0, source) && isGroup(frame.outerDestination, 0, destination) && isGroup(frame.innerDestination, 0, reports),
+    (frame) =>
+      isGroup(frame.outerSource, 0, source) &&
+      isGroup(frame.outerDestination, 0, destination) &&
+      isGroup(frame.innerDestination, 0, reports),
   );
 }
 
@@ -174,7 +199,11 @@ function firstAfter(times: readonly number[], after: number): number | undefined
  * pod's wire → its report to node 1 on its uplink), node 1 (that report → the group's
  * first datagram toward node 2 on the same uplink) and node 2 again (→ at the pod).
  */
-function joinLegs(joins: readonly Sample[], peerReports: readonly number[], dataTowardNode2: readonly number[]): JoinLegs {
+function joinLegs(
+  joins: readonly Sample[],
+  peerReports: readonly number[],
+  dataTowardNode2: readonly number[],
+): JoinLegs {
   const legs = { joiner: [] as number[], sender: [] as number[], delivery: [] as number[] };
   for (const { wire, data } of joins) {
     const told = firstAfter(peerReports, wire);
@@ -184,7 +213,11 @@ function joinLegs(joins: readonly Sample[], peerReports: readonly number[], data
     legs.sender.push((sent - told) * 1000);
     legs.delivery.push((data - sent) * 1000);
   }
-  return { joiner: distribution(legs.joiner), sender: distribution(legs.sender), delivery: distribution(legs.delivery) };
+  return {
+    joiner: distribution(legs.joiner),
+    sender: distribution(legs.sender),
+    delivery: distribution(legs.delivery),
+  };
 }
 
 interface Sample {
@@ -212,8 +245,15 @@ function joinSamples(events: readonly WireEvent[]): { joins: Sample[]; leaves: n
   return { joins, leaves };
 }
 
-/** Per leave: ms from it to the last Geneve frame within the leave window (0 if none); frames later while away are strays. */
-function leaveSamples(leaves: readonly number[], joins: readonly number[], frames: readonly number[]): { latencies: number[]; stray: number } {
+/**
+ * Per leave: ms from it to the last Geneve frame within the leave window (0 if none); frames later while away are
+ * strays.
+ */
+function leaveSamples(
+  leaves: readonly number[],
+  joins: readonly number[],
+  frames: readonly number[],
+): { latencies: number[]; stray: number } {
   const latencies: number[] = [];
   let stray = 0;
   for (const leave of leaves) {
@@ -235,8 +275,16 @@ async function tunnelDestinations(node: OvsNode, group: string): Promise<string[
     .filter((line) => line.includes(`nw_dst=${group} `) || line.includes(`nw_dst=${group},`));
   const ids = new Set(flows.flatMap((line) => [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)));
   if (ids.size === 0) return [];
-  const groups = (await node.ofctl('dump-groups', node.bridge)).split('\n').filter((line) => [...ids].some((id) => line.includes(`group_id=${id},`)));
-  return [...new Set(groups.flatMap((line) => [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!)))].sort();
+  const groups = (await node.ofctl('dump-groups', node.bridge))
+    .split('\n')
+    .filter((line) => [...ids].some((id) => line.includes(`group_id=${id},`)));
+  return [
+    ...new Set(
+      groups.flatMap((line) =>
+        [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!),
+      ),
+    ),
+  ].sort();
 }
 
 // --- convergence ------------------------------------------------------------------------
@@ -248,7 +296,12 @@ async function growPods(n: TunnelLabNode, index: number, podsPerNode: number): P
   for (let first = n.pods.length; first < podsPerNode; first += BATCH) {
     const batch = Array.from({ length: Math.min(BATCH, podsPerNode - first) }, (_, k) => first + k);
     const added = await Promise.all(
-      batch.map((j) => n.node.addPod(`p${index + 1}${j + 1}`, { address: `${subnet}.${TUNNEL_LAB.firstPodHost + j}/24`, gateway: n.gateway.address })),
+      batch.map((j) =>
+        n.node.addPod(`p${index + 1}${j + 1}`, {
+          address: `${subnet}.${TUNNEL_LAB.firstPodHost + j}/24`,
+          gateway: n.gateway.address,
+        }),
+      ),
     );
     n.pods.push(...added);
   }
@@ -265,15 +318,25 @@ interface OvsGroupEntry {
  * every address of `peers`: the union of the buckets of every OVS group its flows for the
  * group reach (a chain's links jump to the next with group:N).
  */
-async function nodeComplete(node: OvsNode, groups: readonly string[], localPorts: readonly number[], peers: readonly string[]): Promise<boolean> {
-  const [flows, dump] = await Promise.all([node.ofctl('dump-flows', node.bridge), node.ofctl('dump-groups', node.bridge)]);
+async function nodeComplete(
+  node: OvsNode,
+  groups: readonly string[],
+  localPorts: readonly number[],
+  peers: readonly string[],
+): Promise<boolean> {
+  const [flows, dump] = await Promise.all([
+    node.ofctl('dump-flows', node.bridge),
+    node.ofctl('dump-groups', node.bridge),
+  ]);
   const entries = new Map<string, OvsGroupEntry>();
   for (const line of dump.split('\n')) {
     const id = /group_id=(\d+)/.exec(line)?.[1];
     if (id === undefined) continue;
     entries.set(id, {
       outputs: new Set([...line.matchAll(/output:(\d+)/g)].map((match) => Number(match[1]))),
-      tunnelDestinations: new Set([...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!)),
+      tunnelDestinations: new Set(
+        [...line.matchAll(/set_field:(\d+\.\d+\.\d+\.\d+)->tun_dst/g)].map((match) => match[1]!),
+      ),
       next: [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!),
     });
   }
@@ -313,18 +376,34 @@ interface ConvergenceRun {
  * general query is what the hosts answer) and polls the three nodes' OVS until complete.
  * Returns the figures, the running daemons, and the holders to stop.
  */
-async function measureConvergence(run: ConvergenceRun): Promise<{ figures: TunnelConvergenceFigures; daemons: RunningDaemon[]; holders: ChildProcess[] }> {
+async function measureConvergence(
+  run: ConvergenceRun,
+): Promise<{ figures: TunnelConvergenceFigures; daemons: RunningDaemon[]; holders: ChildProcess[] }> {
   const { lab, nodes, podsPerNode, groupCount } = run;
   const setupStarted = performance.now();
   await Promise.all(nodes.map((n, index) => growPods(n, index, podsPerNode)));
   const groups = Array.from({ length: groupCount }, (_, i) => `${CONVERGENCE_GROUP_PREFIX}${i + 1}`);
-  const holders = nodes.map((n) => lab.spawn(n.node.ns, ['python3', '-u', '-c', HOLDER_PY, groups.join(','), '-', ...n.pods.map((pod: OvsPod) => pod.ns)]));
-  await Promise.all(holders.map((holder, index) => waitForLine(holder, 'ready', 60_000, `group holder of ${nodes[index]!.node.name}`)));
+  const holders = nodes.map((n) =>
+    lab.spawn(n.node.ns, [
+      'python3',
+      '-u',
+      '-c',
+      HOLDER_PY,
+      groups.join(','),
+      '-',
+      ...n.pods.map((pod: OvsPod) => pod.ns),
+    ]),
+  );
+  await Promise.all(
+    holders.map((holder, index) => waitForLine(holder, 'ready', 60_000, `group holder of ${nodes[index]!.node.name}`)),
+  );
   // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
   await sleep(1500);
   const setupSeconds = (performance.now() - setupStarted) / 1000;
   const pcaps = nodes.map((n) => lab.file(`convergence-query-${n.node.name}.pcap`));
-  const captures = await Promise.all(nodes.map((n, index) => lab.startTcpdump(n.pods[0]!.ns, n.pods[0]!.iface, pcaps[index]!, { filter: ['igmp'] })));
+  const captures = await Promise.all(
+    nodes.map((n, index) => lab.startTcpdump(n.pods[0]!.ns, n.pods[0]!.iface, pcaps[index]!, { filter: ['igmp'] })),
+  );
   const daemons = run.startDaemons();
   const completeAt: (number | undefined)[] = nodes.map(() => undefined);
   const incompleteAt: (number | undefined)[] = nodes.map(() => undefined);
@@ -359,7 +438,8 @@ async function measureConvergence(run: ConvergenceRun): Promise<{ figures: Tunne
         .join(', ') || 'no node'
     }`;
   }
-  const sinceQuery = (at: number | undefined) => (at === undefined || firstQuery === undefined ? undefined : at - firstQuery);
+  const sinceQuery = (at: number | undefined) =>
+    at === undefined || firstQuery === undefined ? undefined : at - firstQuery;
   const perNodeMs = completeAt.map(sinceQuery);
   return {
     figures: {
@@ -381,7 +461,16 @@ function startTunnelDaemon(n: TunnelLabNode, timers: string[]): RunningDaemon {
   return startDaemon(n.node, {
     gateway: n.gateway.name,
     multicastInterfaces: [],
-    args: ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress, '--fast-leave', ...timers],
+    args: [
+      '--tunnel-port',
+      n.tunnel.name,
+      '--peers',
+      TUNNEL_LAB.underlayAddresses.join(','),
+      '--node-address',
+      n.underlayAddress,
+      '--fast-leave',
+      ...timers,
+    ],
   });
 }
 
@@ -420,11 +509,30 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
     const podPcap = lab.file('tunnel-pod.pcap');
     const uplinkPcap = lab.file('tunnel-uplink.pcap');
     const podCapture = await lab.startTcpdump(receiver.ns, receiver.iface, podPcap, { filter: ['igmp', 'or', 'udp'] });
-    const uplinkCapture = await lab.startTcpdump(tl.underlayNs, n2.uplinkPeer, uplinkPcap, { filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)] });
-    const send = lab.spawn(sender.ns, ['python3', '-u', '-c', SENDER_PY, GROUP, String(UDP_PORT), String(SEND_INTERVAL_MS)]);
+    const uplinkCapture = await lab.startTcpdump(tl.underlayNs, n2.uplinkPeer, uplinkPcap, {
+      filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)],
+    });
+    const send = lab.spawn(sender.ns, [
+      'python3',
+      '-u',
+      '-c',
+      SENDER_PY,
+      GROUP,
+      String(UDP_PORT),
+      String(SEND_INTERVAL_MS),
+    ]);
     await waitForLine(send, 'ready', 10_000, 'sender');
     const loopStarted = performance.now();
-    const cycler = lab.spawn(receiver.ns, ['python3', '-u', '-c', CYCLER_PY, GROUP, String(joins), String(JOINED_MS), String(LEFT_MS)]);
+    const cycler = lab.spawn(receiver.ns, [
+      'python3',
+      '-u',
+      '-c',
+      CYCLER_PY,
+      GROUP,
+      String(joins),
+      String(JOINED_MS),
+      String(LEFT_MS),
+    ]);
     await waitForLine(cycler, 'done', joins * (JOINED_MS + LEFT_MS) * 2 + 10_000, 'join/leave cycler');
     const loopSeconds = (performance.now() - loopStarted) / 1000;
     await stopChild(send);
@@ -445,7 +553,12 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
     let deadPeerProblem: string | undefined;
     const member3 = await n3.pods[0]!.listen(GROUP, UDP_PORT);
     try {
-      await waitUntil('node 1 to send toward node 3', async () => (await tunnelDestinations(n1.node, GROUP)).includes(n3.underlayAddress), 10_000, 20);
+      await waitUntil(
+        'node 1 to send toward node 3',
+        async () => (await tunnelDestinations(n1.node, GROUP)).includes(n3.underlayAddress),
+        10_000,
+        20,
+      );
       await daemons[2]!.kill9();
       process.kill(Number(readFileSync(join(n3.node.rundir, 'ovs-vswitchd.pid'), 'utf8').trim()), 'SIGKILL');
       const diedAt = performance.now();
@@ -483,7 +596,8 @@ export async function benchTunnel(options: TunnelBenchOptions = {}): Promise<Tun
 }
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
-const spread = (d: Distribution) => `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
+const spread = (d: Distribution) =>
+  `p50 ${ms(d.p50)}, p90 ${ms(d.p90)}, p99 ${ms(d.p99)}, max ${ms(d.max)} (n=${d.count})`;
 
 /** "<after>–<seen> ms" for one node: it became complete after the first figure, and was seen complete by the second. */
 function nodeRange(c: TunnelConvergenceFigures, index: number): string {

@@ -31,11 +31,20 @@ export type DecodeErrorCode =
   | 'truncated'
   /** The IGMP (or MLD's ICMPv6) checksum does not match the message. */
   | 'bad-checksum'
-  /** The IP header is unusable: IPv4 version not 4, IHL below 5, total length below IHL, bad options; IPv6 version not 6, payload length past the data. */
+  /**
+   * The IP header is unusable: IPv4 version not 4, IHL below 5, total length below IHL, bad options; IPv6 version not
+   * 6, payload length past the data.
+   */
   | 'bad-ip-header'
-  /** An IPv6 extension header is malformed: its length runs past the packet, a hop-by-hop option's length past the header, a hop-by-hop header not first. */
+  /**
+   * An IPv6 extension header is malformed: its length runs past the packet, a hop-by-hop option's length past the
+   * header, a hop-by-hop header not first.
+   */
   | 'bad-extension-header'
-  /** MLD without the hop-by-hop Router Alert option that RFC 2710 §3 and RFC 3810 §5 require: a listener or router ignores it. */
+  /**
+   * MLD without the hop-by-hop Router Alert option that RFC 2710 §3 and RFC 3810 §5 require: a listener or router
+   * ignores it.
+   */
   | 'no-router-alert'
   /** The IPv4 header checksum does not match. */
   | 'bad-ip-checksum'

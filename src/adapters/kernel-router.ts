@@ -14,12 +14,23 @@
  */
 import { McastError } from '../errors.js';
 import { ifindexOf } from '../transport/interface-index.js';
-import { MULTICAST_ROUTING, type MulticastRoutingKernel, type MulticastRoutingSocket, type NoCacheMiss } from '../transport/multicast-routing.js';
+import {
+  MULTICAST_ROUTING,
+  type MulticastRoutingKernel,
+  type MulticastRoutingSocket,
+  type NoCacheMiss,
+} from '../transport/multicast-routing.js';
 import { admits, type SourceFilter } from '../domain/membership/source-filter.js';
 import { UpstreamMemberships } from './upstream-memberships.js';
 import type { IpPrefix } from '../domain/policy/ip-prefix.js';
 import { RoutePolicy, type SourceGroupKey } from '../domain/route-policy.js';
-import { addressFamily, type GroupAddress, parseGroupAddress, parseSourceAddress, type SourceAddress } from '../wire/ip-address.js';
+import {
+  addressFamily,
+  type GroupAddress,
+  parseGroupAddress,
+  parseSourceAddress,
+  type SourceAddress,
+} from '../wire/ip-address.js';
 import type { RouteView } from '../transport/control/daemon-view.js';
 
 export interface RouterInterface {
@@ -40,7 +51,13 @@ export interface KernelRouterOptions {
   clock: () => number;
   /** Whether `group` has members on this node now. */
   hasLocalMembers: (group: GroupAddress) => boolean;
-  onRoute?: (change: { action: 'add' | 'update' | 'remove'; source: SourceAddress; group: GroupAddress; iif: string; oifs: string[] }) => void;
+  onRoute?: (change: {
+    action: 'add' | 'update' | 'remove';
+    source: SourceAddress;
+    group: GroupAddress;
+    iif: string;
+    oifs: string[];
+  }) => void;
   /** A kernel call refused (an entry not added, a join refused): the router goes on. */
   onError?: (error: McastError) => void;
   /**
@@ -126,12 +143,17 @@ export class KernelRouter {
       const assigned = names.map((name, index): RouterInterface => {
         const ifindex = ifindexes[index]!;
         // A static interface on the same device (IPv4's table tells the ifindex, IPv6's only the name).
-        const current = existing.find((row) => (row.ifindex === undefined ? row.name === name : row.ifindex === ifindex));
+        const current = existing.find((row) =>
+          row.ifindex === undefined ? row.name === name : row.ifindex === ifindex,
+        );
         if (current !== undefined) return { name, ifindex, vif: current.index };
         let vif = 0;
         while (used.has(vif)) vif++;
         if (vif >= kernel.maxInterfaces) {
-          throw new McastError('io', `no free ${word} for ${name}: the kernel has ${kernel.maxInterfaces}, all in use (${kernel.interfaceTable})`);
+          throw new McastError(
+            'io',
+            `no free ${word} for ${name}: the kernel has ${kernel.maxInterfaces}, all in use (${kernel.interfaceTable})`,
+          );
         }
         socket.addInterface({ index: vif, ifindex });
         used.add(vif);
@@ -257,5 +279,7 @@ function sameVifs(a: readonly number[], b: readonly number[]): boolean {
 function sourceGroupOf(source: string, group: string): SourceGroupKey | undefined {
   const checkedSource = parseSourceAddress(source);
   const checkedGroup = parseGroupAddress(group);
-  return checkedSource === undefined || checkedGroup === undefined ? undefined : { source: checkedSource, group: checkedGroup };
+  return checkedSource === undefined || checkedGroup === undefined
+    ? undefined
+    : { source: checkedSource, group: checkedGroup };
 }

@@ -139,7 +139,8 @@ export class UpstreamMemberships {
     for (;;) {
       const slot = this.freeSlot();
       try {
-        if (asked.mode === 'include' && first !== undefined) slot.socket.joinSourceGroup({ ...membership, source: first });
+        if (asked.mode === 'include' && first !== undefined)
+          slot.socket.joinSourceGroup({ ...membership, source: first });
         else slot.socket.joinGroup(membership);
       } catch (error) {
         // The kernel's per-socket limit came sooner than counted (a leave that failed
@@ -173,14 +174,20 @@ export class UpstreamMemberships {
     return slot;
   }
 
-  /** `filter` within maxSources: INCLUDE of too many becomes any source, EXCLUDE of too many excludes only the first maxSources. */
+  /**
+   * `filter` within maxSources: INCLUDE of too many becomes any source, EXCLUDE of too many excludes only the first
+   * maxSources.
+   */
   private fitted(group: string, filter: SourceFilter): SourceFilter {
     const cap = this.options.maxSources;
     if (filter.sources.size <= cap) {
       this.widenedGroups.delete(group);
       return filter;
     }
-    const asked: SourceFilter = filter.mode === 'include' ? ANY_SOURCE : { mode: 'exclude', sources: new Set(sorted(filter.sources).slice(0, cap)) };
+    const asked: SourceFilter =
+      filter.mode === 'include'
+        ? ANY_SOURCE
+        : { mode: 'exclude', sources: new Set(sorted(filter.sources).slice(0, cap)) };
     if (!this.widenedGroups.has(group)) {
       this.widenedGroups.add(group);
       this.options.onError?.(new UpstreamFilterWidened(group, filter, asked, cap, this.options.maxSourcesSetting));
@@ -194,9 +201,13 @@ function sorted(sources: ReadonlySet<SourceAddress>): SourceAddress[] {
 }
 
 function sameFilter(a: SourceFilter, b: SourceFilter): boolean {
-  return a.mode === b.mode && a.sources.size === b.sources.size && [...a.sources].every((source) => b.sources.has(source));
+  return (
+    a.mode === b.mode && a.sources.size === b.sources.size && [...a.sources].every((source) => b.sources.has(source))
+  );
 }
 
 function describe(filter: SourceFilter): string {
-  return filter.mode === 'exclude' && filter.sources.size === 0 ? 'any source' : `${filter.mode} of ${filter.sources.size} sources`;
+  return filter.mode === 'exclude' && filter.sources.size === 0
+    ? 'any source'
+    : `${filter.mode} of ${filter.sources.size} sources`;
 }

@@ -24,7 +24,11 @@ export interface DaemonSignalActions {
 const HANDLED_SIGNALS = ['SIGHUP', 'SIGUSR1', 'SIGUSR2'] as const;
 export type HandledSignal = (typeof HANDLED_SIGNALS)[number];
 
-const ACTION_OF: Readonly<Record<HandledSignal, keyof Omit<DaemonSignalActions, 'onError'>>> = { SIGHUP: 'reload', SIGUSR1: 'summary', SIGUSR2: 'save' };
+const ACTION_OF: Readonly<Record<HandledSignal, keyof Omit<DaemonSignalActions, 'onError'>>> = {
+  SIGHUP: 'reload',
+  SIGUSR1: 'summary',
+  SIGUSR2: 'save',
+};
 
 export class DaemonSignals {
   private actions: DaemonSignalActions | undefined;

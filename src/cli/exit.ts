@@ -14,7 +14,11 @@ export interface ReportedFailure {
 
 export function describeFailure(error: unknown): ReportedFailure {
   if (error instanceof McastError) {
-    return { exitCode: error.exitCode, message: error.message, ...(error.hint === undefined ? {} : { hint: error.hint }) };
+    return {
+      exitCode: error.exitCode,
+      message: error.message,
+      ...(error.hint === undefined ? {} : { hint: error.hint }),
+    };
   }
   if (error instanceof CommanderError) {
     // Commander has already printed its message or the help. Its own exit code is 0 for
@@ -24,7 +28,11 @@ export function describeFailure(error: unknown): ReportedFailure {
   }
   // A bug, not a user error: say so plainly, with the stack for the report.
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  return { exitCode: ExitCode.Failure, message: `internal error: ${detail}`, hint: 'this is a bug in mcastctl; please report it with the command line' };
+  return {
+    exitCode: ExitCode.Failure,
+    message: `internal error: ${detail}`,
+    hint: 'this is a bug in mcastctl; please report it with the command line',
+  };
 }
 
 /** The longest line of a failure that reaches stderr (the program-name prefix aside). */
@@ -32,7 +40,11 @@ export const MAX_FAILURE_LINE_CHARACTERS = 1000;
 /** The most lines of a failure's message that reach stderr. */
 const MAX_FAILURE_LINES = 100;
 
-export function printFailure(failure: ReportedFailure, stderr: { write(text: string): unknown }, program = 'mcastctl'): void {
+export function printFailure(
+  failure: ReportedFailure,
+  stderr: { write(text: string): unknown },
+  program = 'mcastctl',
+): void {
   if (failure.message === '') return;
   stderr.write(`${program}: ${boundText(failure.message)}\n`);
   if (failure.hint !== undefined) stderr.write(`${program}: hint: ${boundText(failure.hint)}\n`);
@@ -49,7 +61,9 @@ export function boundText(text: string): string {
   const kept = lines.slice(0, MAX_FAILURE_LINES).map((line) => {
     if (line.length <= MAX_FAILURE_LINE_CHARACTERS) return line;
     // Never cut a surrogate pair in half.
-    const cut = /[\uD800-\uDBFF]/.test(line[MAX_FAILURE_LINE_CHARACTERS - 1]!) ? MAX_FAILURE_LINE_CHARACTERS - 1 : MAX_FAILURE_LINE_CHARACTERS;
+    const cut = /[\uD800-\uDBFF]/.test(line[MAX_FAILURE_LINE_CHARACTERS - 1]!)
+      ? MAX_FAILURE_LINE_CHARACTERS - 1
+      : MAX_FAILURE_LINE_CHARACTERS;
     return `${line.slice(0, cut)}… (${line.length - cut} more characters left out)`;
   });
   if (lines.length > MAX_FAILURE_LINES) kept.push(`… (${lines.length - MAX_FAILURE_LINES} more lines left out)`);

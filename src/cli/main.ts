@@ -22,7 +22,9 @@ import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('mcastctl')
-    .description('IPv4 and IPv6 multicast for Open vSwitch nodes: IGMP and MLD snooping, group state, OVS and kernel multicast routing')
+    .description(
+      'IPv4 and IPv6 multicast for Open vSwitch nodes: IGMP and MLD snooping, group state, OVS and kernel multicast routing',
+    )
     .version(VERSION, '-V, --version')
     // Options of mcastctl itself only before the subcommand: `query --version 2` is the IGMP version.
     .enablePositionalOptions()

@@ -91,7 +91,13 @@ export class MembershipSummary {
         if (message.version === 3) {
           for (const record of message.records) this.applyRecord(event, record);
         } else {
-          this.setMember(message.group, event.src, { mode: 'exclude', sources: new Set(), protocol: 'igmp', version: message.version, lastSeen: event.ts });
+          this.setMember(message.group, event.src, {
+            mode: 'exclude',
+            sources: new Set(),
+            protocol: 'igmp',
+            version: message.version,
+            lastSeen: event.ts,
+          });
         }
         break;
       case 'leave':
@@ -117,7 +123,13 @@ export class MembershipSummary {
         if (message.version === 2) {
           for (const record of message.records) this.applyRecord(event, record);
         } else {
-          this.setMember(message.group, event.src, { mode: 'exclude', sources: new Set(), protocol: 'mld', version: 1, lastSeen: event.ts });
+          this.setMember(message.group, event.src, {
+            mode: 'exclude',
+            sources: new Set(),
+            protocol: 'mld',
+            version: 1,
+            lastSeen: event.ts,
+          });
         }
         break;
       case 'leave':
@@ -175,7 +187,13 @@ export class MembershipSummary {
       return;
     }
     const [protocol, version] = event.kind === 'igmp' ? (['igmp', 3] as const) : (['mld', 2] as const);
-    this.setMember(record.group, host, { mode: filter.mode, sources: filter.sources, protocol, version, lastSeen: event.ts });
+    this.setMember(record.group, host, {
+      mode: filter.mode,
+      sources: filter.sources,
+      protocol,
+      version,
+      lastSeen: event.ts,
+    });
   }
 
   private setMember(group: string, host: string, entry: MemberEntry): void {

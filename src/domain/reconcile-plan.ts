@@ -18,7 +18,12 @@
  */
 import type { PipelineChange } from './pipeline/plan.js';
 import { planInstall, planUninstall } from './pipeline/plan.js';
-import type { FlowEntry, GroupMembership, InstalledPipeline, MulticastPipeline } from './pipeline/multicast-pipeline.js';
+import type {
+  FlowEntry,
+  GroupMembership,
+  InstalledPipeline,
+  MulticastPipeline,
+} from './pipeline/multicast-pipeline.js';
 import { compareAddresses, type GroupAddress, type SourceAddress } from '../wire/ip-address.js';
 import { type ForwardingTarget, forwardingKey } from './pipeline/forwarding-key.js';
 
@@ -122,7 +127,11 @@ export function planGroupReconcile(input: GroupReconcileInput): GroupReconcilePl
   }
   // OVS groups in our range that no flow reaches: left by a failed change, or made by
   // hand. Those a declared group's chain will reuse are modified by its plan instead.
-  const reused = new Set(drift.flatMap((entry) => entry.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : []))));
+  const reused = new Set(
+    drift.flatMap((entry) =>
+      entry.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : [])),
+    ),
+  );
   for (const stray of installed.strayGroups) {
     if (reused.has(stray.groupId)) continue;
     drift.push({
@@ -146,14 +155,16 @@ function describeChange(problem: string | undefined, before: readonly number[], 
   if (problem !== undefined) return problem;
   const added = after.filter((port) => !before.includes(port));
   const removed = before.filter((port) => !after.includes(port));
-  const parts = [added.length > 0 ? `ports ${added.join(',')} missing` : '', removed.length > 0 ? `ports ${removed.join(',')} not declared` : ''].filter(
-    Boolean,
-  );
+  const parts = [
+    added.length > 0 ? `ports ${added.join(',')} missing` : '',
+    removed.length > 0 ? `ports ${removed.join(',')} not declared` : '',
+  ].filter(Boolean);
   return parts.length > 0 ? parts.join('; ') : 'its flow or OVS group differs from what it should be';
 }
 
 function compareDrift(a: GroupDrift | StrayGroupDrift, b: GroupDrift | StrayGroupDrift): number {
-  if (a.object === 'group' && b.object === 'group') return compareAddresses(a.group, b.group) || compareSources(a.source, b.source);
+  if (a.object === 'group' && b.object === 'group')
+    return compareAddresses(a.group, b.group) || compareSources(a.source, b.source);
   if (a.object === 'stray-group' && b.object === 'stray-group') return a.groupId - b.groupId;
   return a.object === 'group' ? -1 : 1;
 }
@@ -198,7 +209,11 @@ export interface RouteReconcilePlan {
  * removed; a declared route the daemon has as declared is in sync, one it routes
  * otherwise is a conflict.
  */
-export function planRouteReconcile(declared: readonly RouteState[], actual: readonly RouteState[], router: readonly RouteState[] = []): RouteReconcilePlan {
+export function planRouteReconcile(
+  declared: readonly RouteState[],
+  actual: readonly RouteState[],
+  router: readonly RouteState[] = [],
+): RouteReconcilePlan {
   const key = (route: Pick<RouteState, 'source' | 'group'>) => `${route.source}>${route.group}`;
   const routers = new Map(router.map((route) => [key(route), route]));
   const current = new Map(actual.filter((route) => !routers.has(key(route))).map((route) => [key(route), route]));
@@ -221,7 +236,14 @@ export function planRouteReconcile(declared: readonly RouteState[], actual: read
     }
     const now = current.get(key(route));
     if (now === undefined)
-      drift.push({ object: 'route', source: route.source, group: route.group, action: 'add', after: normal, detail: 'declared, not in the kernel' });
+      drift.push({
+        object: 'route',
+        source: route.source,
+        group: route.group,
+        action: 'add',
+        after: normal,
+        detail: 'declared, not in the kernel',
+      });
     else if (!sameRoute(now, normal)) {
       drift.push({
         object: 'route',
@@ -236,7 +258,14 @@ export function planRouteReconcile(declared: readonly RouteState[], actual: read
   }
   for (const route of current.values()) {
     if (!wanted.has(key(route)))
-      drift.push({ object: 'route', source: route.source, group: route.group, action: 'remove', before: route, detail: 'in the kernel, not declared' });
+      drift.push({
+        object: 'route',
+        source: route.source,
+        group: route.group,
+        action: 'remove',
+        before: route,
+        detail: 'in the kernel, not declared',
+      });
   }
   drift.sort((a, b) => compareAddresses(a.group, b.group) || compareAddresses(a.source, b.source));
   return { drift, inSync, conflicts };

@@ -42,7 +42,9 @@ export interface SourceGroupKey {
   group: GroupAddress;
 }
 
-export type RouteDecision = { action: 'add'; source: SourceAddress; group: GroupAddress; iif: number; oifs: number[] } | { action: 'ignore'; reason: string };
+export type RouteDecision =
+  | { action: 'add'; source: SourceAddress; group: GroupAddress; iif: number; oifs: number[] }
+  | { action: 'ignore'; reason: string };
 
 export interface RouteCounters extends SourceGroupKey {
   packets: number;
@@ -60,7 +62,8 @@ export class RoutePolicy {
 
   constructor(private readonly options: RoutePolicyOptions) {
     this.idleTimeout = options.idleTimeoutMs;
-    if (options.uplinkVifs.includes(options.gatewayVif)) throw new RangeError(`VIF ${options.gatewayVif} cannot be both the gateway and an uplink`);
+    if (options.uplinkVifs.includes(options.gatewayVif))
+      throw new RangeError(`VIF ${options.gatewayVif} cannot be both the gateway and an uplink`);
   }
 
   /** A new idle timeout (a reload) counts for every entry, from its last counter move. */
@@ -68,7 +71,10 @@ export class RoutePolicy {
     this.idleTimeout = ms;
   }
 
-  /** What to do with a NOCACHE upcall for (source, group) that arrived on `vif`; `groupHasLocalMembers`: local members want this source. */
+  /**
+   * What to do with a NOCACHE upcall for (source, group) that arrived on `vif`; `groupHasLocalMembers`: local members
+   * want this source.
+   */
   onNoCache(upcall: SourceGroupKey & { vif: number }, groupHasLocalMembers: boolean): RouteDecision {
     const { gatewayVif, uplinkVifs } = this.options;
     if (upcall.vif === gatewayVif) {
@@ -105,7 +111,10 @@ export class RoutePolicy {
     return idle;
   }
 
-  /** The outgoing VIFs of an inbound entry (one whose iif is a multicast interface) from `source`; `groupHasLocalMembers` as for onNoCache. */
+  /**
+   * The outgoing VIFs of an inbound entry (one whose iif is a multicast interface) from `source`;
+   * `groupHasLocalMembers` as for onNoCache.
+   */
   inboundOifs(source: SourceAddress, groupHasLocalMembers: boolean): number[] {
     return groupHasLocalMembers && !this.isTunnelled(source) ? [this.options.gatewayVif] : [];
   }

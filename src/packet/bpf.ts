@@ -174,7 +174,13 @@ function ipv6Checks(prefix: string, ip: number): Line[] {
   NEXT_HEADERS_TOWARDS_MLD.forEach((nextHeader, index) => {
     const last = index === NEXT_HEADERS_TOWARDS_MLD.length - 1;
     if (index > 0) lines.push(`${prefix}_nh${index}`);
-    lines.push(jeq(nextHeader, nextHeader === IP_PROTOCOL_ICMPV6 ? `${prefix}_icmp` : 'accept', last ? 'reject' : `${prefix}_nh${index + 1}`));
+    lines.push(
+      jeq(
+        nextHeader,
+        nextHeader === IP_PROTOCOL_ICMPV6 ? `${prefix}_icmp` : 'accept',
+        last ? 'reject' : `${prefix}_nh${index + 1}`,
+      ),
+    );
   });
   // ICMPv6 right after the fixed header: only its MLD types (Neighbor Discovery is not ours).
   const icmpAt = ip + IPV6_HEADER_LENGTH;

@@ -45,7 +45,8 @@ export function encode(header: EthernetHeader, buf?: Uint8Array, offset = 0): Ui
   writeMac(out, offset + 6, header.src);
   let at = offset + 12;
   for (const vlanId of header.vlanIds) {
-    if (!Number.isInteger(vlanId) || vlanId < 0 || vlanId > 0xfff) throw new RangeError(`VLAN id ${vlanId} is not 0..4095`);
+    if (!Number.isInteger(vlanId) || vlanId < 0 || vlanId > 0xfff)
+      throw new RangeError(`VLAN id ${vlanId} is not 0..4095`);
     out[at] = EtherType.VLAN >> 8;
     out[at + 1] = EtherType.VLAN & 0xff;
     out[at + 2] = vlanId >> 8;
@@ -70,7 +71,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Decode
     at += VLAN_TAG_LENGTH;
     etherType = (bytes[at]! << 8) | bytes[at + 1]!;
   }
-  return { header: { dst: readMac(bytes, start), src: readMac(bytes, start + 6), vlanIds, etherType }, payloadStart: at + 2 };
+  return {
+    header: { dst: readMac(bytes, start), src: readMac(bytes, start + 6), vlanIds, etherType },
+    payloadStart: at + 2,
+  };
 }
 
 /**

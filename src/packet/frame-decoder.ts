@@ -139,16 +139,29 @@ function decodeIpv4(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
 
   // Too broken to read the protocol: say so. Readable and not IGMP: not ours to report.
   if (available < IPV4_MIN_HEADER_LENGTH)
-    return malformedIpv4(bytes, start, meta, 'truncated', `IPv4 header needs 20 octets; only ${Math.max(0, available)} captured`);
+    return malformedIpv4(
+      bytes,
+      start,
+      meta,
+      'truncated',
+      `IPv4 header needs 20 octets; only ${Math.max(0, available)} captured`,
+    );
   const versionAndIhl = bytes[start]!;
-  if (versionAndIhl >> 4 === 4 && (versionAndIhl & 0x0f) >= 5 && bytes[start + 9] !== IP_PROTOCOL_IGMP) return undefined;
+  if (versionAndIhl >> 4 === 4 && (versionAndIhl & 0x0f) >= 5 && bytes[start + 9] !== IP_PROTOCOL_IGMP)
+    return undefined;
 
   try {
     const packet = ipv4.decode(bytes, start, bytes.length);
     const { header } = packet;
     if (ipv4.isFragment(header)) {
       const detail = `offset ${header.fragmentOffset * 8}${header.moreFragments ? ', more fragments' : ''}`;
-      return malformedIpv4(bytes, start, meta, 'fragmented', `IGMP in an IPv4 fragment (${detail}); IGMP is never fragmented`);
+      return malformedIpv4(
+        bytes,
+        start,
+        meta,
+        'fragmented',
+        `IGMP in an IPv4 fragment (${detail}); IGMP is never fragmented`,
+      );
     }
     const message = igmp.decode(bytes, packet.payloadStart, packet.payloadEnd);
     return { kind: 'igmp', frame: meta.frame, ts: meta.ts, src: header.src, dst: header.dst, ip: header, message };
@@ -164,7 +177,13 @@ function decodeIpv6(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
   // Too broken to read the next header: say so. Readable and leading nowhere near MLD
   // (UDP, TCP, ...): not ours to report, and not worth walking.
   if (available < IPV6_HEADER_LENGTH)
-    return malformedIpv6(bytes, start, meta, 'truncated', `IPv6 header needs 40 octets; only ${Math.max(0, available)} captured`);
+    return malformedIpv6(
+      bytes,
+      start,
+      meta,
+      'truncated',
+      `IPv6 header needs 40 octets; only ${Math.max(0, available)} captured`,
+    );
   if (bytes[start]! >> 4 === 6 && !NEXT_HEADERS_TOWARDS_MLD.includes(bytes[start + 6]!)) return undefined;
   // ICMPv6 right after the fixed header, of a type that is not MLD (Neighbor Discovery,
   // echo, ...): not ours, however its lengths read (the kernel filter tests the same).
@@ -189,7 +208,13 @@ function decodeIpv6(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
     // A fragment header with offset 0 and no more fragments is an atomic fragment: a
     // whole packet, processed as one (RFC 6946 §4).
     if (fragment?.moreFragments === true) {
-      return malformedIpv6(bytes, start, meta, 'fragmented', 'MLD in the first fragment of an IPv6 packet; MLD is never fragmented');
+      return malformedIpv6(
+        bytes,
+        start,
+        meta,
+        'fragmented',
+        'MLD in the first fragment of an IPv6 packet; MLD is never fragmented',
+      );
     }
     // RFC 2710 §3, RFC 3810 §5: MLD without the hop-by-hop Router Alert is ignored by
     // listeners and routers; shown, so that a sender that leaves it out is found. A Router
@@ -205,7 +230,10 @@ function decodeIpv6(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
       );
     }
     // The checksum covers the pseudo-header: the decoder reads the addresses where they sit.
-    const message = mld.decode(bytes, packet.payloadStart, packet.payloadEnd, { srcAt: packet.srcAt, dstAt: packet.dstAt });
+    const message = mld.decode(bytes, packet.payloadStart, packet.payloadEnd, {
+      srcAt: packet.srcAt,
+      dstAt: packet.dstAt,
+    });
     return { kind: 'mld', frame: meta.frame, ts: meta.ts, src: header.src, dst: header.dst, ip: header, message };
   } catch (error) {
     if (error instanceof DecodeError) return malformedIpv6(bytes, start, meta, error.code, error.message);
@@ -214,7 +242,13 @@ function decodeIpv6(bytes: Uint8Array, start: number, meta: FrameMeta): FrameEve
 }
 
 /** A malformed IPv4 event, with whatever addresses the frame still holds (null past its end). */
-function malformedIpv4(bytes: Uint8Array, start: number, meta: FrameMeta, code: DecodeErrorCode, message: string): MalformedFrameEvent {
+function malformedIpv4(
+  bytes: Uint8Array,
+  start: number,
+  meta: FrameMeta,
+  code: DecodeErrorCode,
+  message: string,
+): MalformedFrameEvent {
   const available = bytes.length - start;
   const src = available >= 16 ? readIPv4(bytes, start + 12) : null;
   const dst = available >= IPV4_MIN_HEADER_LENGTH ? readIPv4(bytes, start + 16) : null;
@@ -222,7 +256,13 @@ function malformedIpv4(bytes: Uint8Array, start: number, meta: FrameMeta, code: 
 }
 
 /** The same for IPv6, whose source sits at octet 8 and destination at octet 24. */
-function malformedIpv6(bytes: Uint8Array, start: number, meta: FrameMeta, code: DecodeErrorCode, message: string): MalformedFrameEvent {
+function malformedIpv6(
+  bytes: Uint8Array,
+  start: number,
+  meta: FrameMeta,
+  code: DecodeErrorCode,
+  message: string,
+): MalformedFrameEvent {
   const available = bytes.length - start;
   const src = available >= IPV6_SRC_AT + IPV6_ADDRESS_LENGTH ? readIPv6(bytes, start + IPV6_SRC_AT) : null;
   const dst = available >= IPV6_DST_AT + IPV6_ADDRESS_LENGTH ? readIPv6(bytes, start + IPV6_DST_AT) : null;

@@ -67,7 +67,11 @@ function igmpFields(message: IgmpMessage): MessageFields {
         return {
           version: 3,
           type: 'report',
-          records: message.records.map((record) => ({ type: record.type, group: record.group, sources: record.sources })),
+          records: message.records.map((record) => ({
+            type: record.type,
+            group: record.group,
+            sources: record.sources,
+          })),
         };
       }
       return { version: message.version, type: 'report', group: message.group };
@@ -99,7 +103,11 @@ function mldFields(message: MldMessage): MessageFields {
         return {
           version: 2,
           type: 'report',
-          records: message.records.map((record) => ({ type: record.type, group: record.group, sources: record.sources })),
+          records: message.records.map((record) => ({
+            type: record.type,
+            group: record.group,
+            sources: record.sources,
+          })),
         };
       }
       return { version: 1, type: 'report', group: message.group };

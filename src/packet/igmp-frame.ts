@@ -16,7 +16,9 @@ const TOS_INTERNETWORK_CONTROL = 0xc0;
 
 export interface IgmpPacket<Message extends IgmpMessage = IgmpMessage> {
   message: Message;
-  /** The sender's address: a querier's, 0.0.0.0 (a snooping switch's "proxy" querier), or this node's toward its peers. */
+  /**
+   * The sender's address: a querier's, 0.0.0.0 (a snooping switch's "proxy" querier), or this node's toward its peers.
+   */
   src: string;
   /** 224.0.0.1 for a general query, the group for a specific one, 224.0.0.22 for an IGMPv3 report. */
   dst: string;
@@ -56,7 +58,12 @@ export function encode(packet: IgmpPacket, buf?: Uint8Array, offset = 0): Uint8A
 
 /** The packet in an Ethernet frame from `srcMac` (the link's own, if it has one) to the destination's multicast MAC. */
 export function encodeFrame(packet: IgmpPacket, srcMac: string = FALLBACK_SOURCE_MAC): Uint8Array {
-  const header: ethernet.EthernetHeader = { dst: multicastMacForGroup(packet.dst), src: srcMac, vlanIds: [], etherType: EtherType.IPv4 };
+  const header: ethernet.EthernetHeader = {
+    dst: multicastMacForGroup(packet.dst),
+    src: srcMac,
+    vlanIds: [],
+    etherType: EtherType.IPv4,
+  };
   const headerLength = ethernet.encodingLength(header);
   const out = Buffer.alloc(headerLength + encodingLength(packet));
   ethernet.encode(header, out, 0);

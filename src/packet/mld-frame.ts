@@ -58,7 +58,12 @@ export function encode(packet: MldPacket, buf?: Uint8Array, offset = 0): Uint8Ar
 
 /** The packet in an Ethernet frame from `srcMac` (the link's own, if it has one) to the destination's multicast MAC. */
 export function encodeFrame(packet: MldPacket, srcMac: string = FALLBACK_SOURCE_MAC): Uint8Array {
-  const header: ethernet.EthernetHeader = { dst: multicastMacForIPv6Group(packet.dst), src: srcMac, vlanIds: [], etherType: EtherType.IPv6 };
+  const header: ethernet.EthernetHeader = {
+    dst: multicastMacForIPv6Group(packet.dst),
+    src: srcMac,
+    vlanIds: [],
+    etherType: EtherType.IPv6,
+  };
   const headerLength = ethernet.encodingLength(header);
   const out = Buffer.alloc(headerLength + encodingLength(packet));
   ethernet.encode(header, out, 0);

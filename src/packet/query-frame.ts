@@ -21,4 +21,8 @@ export function isMldQueryPacket(packet: AnyQueryPacket): packet is MldQueryPack
 }
 
 export { encode, encodeFrame, encodingLength } from './igmp-frame.js';
-export { encode as encodeMld, encodeFrame as encodeMldFrame, encodingLength as mldEncodingLength } from './mld-frame.js';
+export {
+  encode as encodeMld,
+  encodeFrame as encodeMldFrame,
+  encodingLength as mldEncodingLength,
+} from './mld-frame.js';

@@ -86,7 +86,8 @@ export class Logger {
     if (!this.enabled(level)) return;
     const entries = flatten(fields === undefined ? this.bound : { ...this.bound, ...fields });
     const time = this.clock().toISOString();
-    const line = this.format === 'json' ? jsonLine(time, level, message, entries) : textLine(time, level, message, entries);
+    const line =
+      this.format === 'json' ? jsonLine(time, level, message, entries) : textLine(time, level, message, entries);
     try {
       this.stream.write(line);
     } catch {

@@ -25,7 +25,10 @@ interface MemoryTrimAddon {
 
 let addon: MemoryTrimAddon | null | undefined;
 
-/** The addon's part (native/memory_trim.c), or null in a tree built without it: then memory stays as it is, which is no failure. */
+/**
+ * The addon's part (native/memory_trim.c), or null in a tree built without it: then memory stays as it is, which is no
+ * failure.
+ */
 function memoryTrim(): MemoryTrimAddon | null {
   if (addon === undefined) {
     try {

@@ -36,10 +36,14 @@ function load(): NativeAddon {
     return addon;
   } catch (error) {
     // Asked once: the answer does not change while the process runs.
-    failure = new McastError('internal', `cannot load mcastctl's native addon from ${PACKAGE_ROOT}: ${messageOf(error)}`, {
-      hint: 'no prebuilt copy fits this machine: build it with `npm rebuild -g mcastctl` (or `npm run build:native` in a clone), which needs python3, make and a C compiler',
-      cause: error,
-    });
+    failure = new McastError(
+      'internal',
+      `cannot load mcastctl's native addon from ${PACKAGE_ROOT}: ${messageOf(error)}`,
+      {
+        hint: 'no prebuilt copy fits this machine: build it with `npm rebuild -g mcastctl` (or `npm run build:native` in a clone), which needs python3, make and a C compiler',
+        cause: error,
+      },
+    );
     throw failure;
   }
 }

@@ -54,7 +54,13 @@ const SYSTEM_REASONS: Readonly<Record<string, { reason: FileRefusal; text: strin
 };
 
 /** The kind of a file that is not regular, as `ls -l` would say it. */
-function kindOf(stats: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
+function kindOf(stats: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}): string {
   if (stats.isDirectory()) return 'a directory';
   if (stats.isFIFO()) return 'a FIFO (named pipe)';
   if (stats.isCharacterDevice()) return 'a character device';
@@ -70,7 +76,8 @@ function kindOf(stats: { isDirectory(): boolean; isFIFO(): boolean; isCharacterD
  */
 export async function readRegularFile(path: string, options: ReadRegularFileOptions): Promise<string> {
   const { what, maxBytes } = options;
-  const refuse = (reason: FileRefusal, text: string, hint?: string) => new FileRefusedError(reason, path, `cannot read ${what} ${path}: ${text}`, hint);
+  const refuse = (reason: FileRefusal, text: string, hint?: string) =>
+    new FileRefusedError(reason, path, `cannot read ${what} ${path}: ${text}`, hint);
   const flags = constants.O_RDONLY | constants.O_NONBLOCK | (options.noFollow === true ? constants.O_NOFOLLOW : 0);
   let handle: FileHandle;
   try {
@@ -84,7 +91,8 @@ export async function readRegularFile(path: string, options: ReadRegularFileOpti
     const stats = await handle.stat();
     if (!stats.isFile()) throw refuse('not-regular', `${kindOf(stats)}: only a regular file is read here`);
     const limitHint = options.limitSetting === undefined ? undefined : `raise the limit with ${options.limitSetting}`;
-    const tooLarge = (size: string) => refuse('too-large', `${size}, over the limit of ${showBytes(maxBytes)}`, limitHint);
+    const tooLarge = (size: string) =>
+      refuse('too-large', `${size}, over the limit of ${showBytes(maxBytes)}`, limitHint);
     if (stats.size > maxBytes) throw tooLarge(showBytes(stats.size));
     // Read to the end, but never past one octet over the limit: a file may grow after the
     // stat, and some (in /proc) report no size at all.

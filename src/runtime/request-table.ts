@@ -89,7 +89,11 @@ export class RequestTable<Meta, Reply> {
       const restartTimer = () => {
         if (spec.timeoutMs <= 0) return;
         if (timer !== undefined) clearTimeout(timer);
-        timer = setTimeout(() => giveUp(spec.timeoutError?.(id, meta) ?? new Error(`no reply to request ${id} within ${spec.timeoutMs} ms`)), spec.timeoutMs);
+        timer = setTimeout(
+          () =>
+            giveUp(spec.timeoutError?.(id, meta) ?? new Error(`no reply to request ${id} within ${spec.timeoutMs} ms`)),
+          spec.timeoutMs,
+        );
       };
       this.entries.set(id, {
         meta,

@@ -33,9 +33,13 @@ export class RunLock {
     } catch (error) {
       if (isSystemError(error) && error.code === 'EADDRINUSE') {
         const holder = holderOf(absolute);
-        throw new McastError('busy', `another ${what}${holder === undefined ? '' : ` (pid ${holder})`} is running: it holds ${absolute}`, {
-          hint: 'wait for it to finish; runs never overlap',
-        });
+        throw new McastError(
+          'busy',
+          `another ${what}${holder === undefined ? '' : ` (pid ${holder})`} is running: it holds ${absolute}`,
+          {
+            hint: 'wait for it to finish; runs never overlap',
+          },
+        );
       }
       throw new McastError('io', `cannot take the lock ${absolute}: ${systemCodeOf(error)}`, { cause: error });
     }
@@ -46,8 +50,11 @@ export class RunLock {
     } catch (error) {
       server.close();
       const code = systemCodeOf(error);
-      if (code === 'EACCES' || code === 'EPERM') throw new PermissionError(`cannot write the lock file ${absolute}: ${code} (run as root, or set --lock-file)`);
-      throw new McastError('io', `cannot write the lock file ${absolute}: ${code}`, { hint: 'set --lock-file to a writable place' });
+      if (code === 'EACCES' || code === 'EPERM')
+        throw new PermissionError(`cannot write the lock file ${absolute}: ${code} (run as root, or set --lock-file)`);
+      throw new McastError('io', `cannot write the lock file ${absolute}: ${code}`, {
+        hint: 'set --lock-file to a writable place',
+      });
     }
     return new RunLock(absolute, server);
   }

@@ -105,8 +105,12 @@ class RecordingLoad {
       this.openSpans.push([]);
       this.openResults.push([]);
     }
-    const listener = (event: EventType, state: State) => (event === 'open' ? this.open(state) : this.close(state as ParserState));
-    this.document = jsYaml.load(text, { ...(options.filename === undefined ? {} : { filename: options.filename }), listener });
+    const listener = (event: EventType, state: State) =>
+      event === 'open' ? this.open(state) : this.close(state as ParserState);
+    this.document = jsYaml.load(text, {
+      ...(options.filename === undefined ? {} : { filename: options.filename }),
+      listener,
+    });
     // What was kept is in childrenOf; the scratch lists would only hold the last entries.
     this.openSpans.length = 0;
     this.openResults.length = 0;
@@ -119,7 +123,8 @@ class RecordingLoad {
   private open(state: State): void {
     const depth = ++this.depth;
     // Refused on the way down, before the parser's recursion goes deeper.
-    if (depth > MAX_YAML_DEPTH) throw new YamlShapeError('too-deep', state.line + 1, `nested deeper than ${MAX_YAML_DEPTH} levels`);
+    if (depth > MAX_YAML_DEPTH)
+      throw new YamlShapeError('too-deep', state.line + 1, `nested deeper than ${MAX_YAML_DEPTH} levels`);
     this.openStart[depth] = state.position;
     this.openLine[depth] = state.line;
     this.openLineStart[depth] = state.lineStart;
@@ -132,20 +137,37 @@ class RecordingLoad {
     if (state.anchor !== null) {
       const at = this.text.indexOf(`&${state.anchor}`, start);
       const line = this.openLine[depth]! + (at < 0 ? 0 : countLineBreaks(this.text, start, at));
-      throw new YamlShapeError('anchor', line + 1, `an anchor (&${shortName(state.anchor)}): anchors and aliases (&name, *name) are not allowed here`);
+      throw new YamlShapeError(
+        'anchor',
+        line + 1,
+        `an anchor (&${shortName(state.anchor)}): anchors and aliases (&name, *name) are not allowed here`,
+      );
     }
     this.nodes += 1;
     const { maxNodes } = this.options;
     if (maxNodes !== undefined && this.nodes > maxNodes) {
-      throw new YamlShapeError('too-many-nodes', this.openLine[depth]! + 1, `more than ${maxNodes} keys, values and list items`);
+      throw new YamlShapeError(
+        'too-many-nodes',
+        this.openLine[depth]! + 1,
+        `more than ${maxNodes} keys, values and list items`,
+      );
     }
     const result: unknown = state.result;
     if (depth <= KEEP_CHILDREN_DEPTH) {
       const count = this.openCount[depth]!;
       // A node that only wraps another (js-yaml composes some collections one level down
       // and passes them up) has the inner node's result, and the inner node's children.
-      if (count > 0 && typeof result === 'object' && result !== null && (depth <= 2 || Array.isArray(result)) && !this.childrenOf.has(result)) {
-        this.childrenOf.set(result, { spans: this.openSpans[depth]!.slice(0, count * 4), results: this.openResults[depth]!.slice(0, count) });
+      if (
+        count > 0 &&
+        typeof result === 'object' &&
+        result !== null &&
+        (depth <= 2 || Array.isArray(result)) &&
+        !this.childrenOf.has(result)
+      ) {
+        this.childrenOf.set(result, {
+          spans: this.openSpans[depth]!.slice(0, count * 4),
+          results: this.openResults[depth]!.slice(0, count),
+        });
       }
     }
     this.depth = depth - 1;
@@ -181,7 +203,12 @@ class RecordingLoad {
       }
       const step = path[index]!;
       if (Array.isArray(node)) {
-        if (typeof step !== 'number' || children.results.length !== node.length || !Object.is(children.results[step], node[step])) break;
+        if (
+          typeof step !== 'number' ||
+          children.results.length !== node.length ||
+          !Object.is(children.results[step], node[step])
+        )
+          break;
         span = spanAt(children, step);
         line = contentStart(this.text, span).line;
         node = node[step];
@@ -193,7 +220,10 @@ class RecordingLoad {
         span = spanAt(children, pair + 1);
         const valueStart = contentStart(this.text, span);
         // An empty value (`key:`) has no line of its own: the key's.
-        line = valueStart.offset < Math.min(span.end, this.text.length) ? valueStart.line : contentStart(this.text, keySpan).line;
+        line =
+          valueStart.offset < Math.min(span.end, this.text.length)
+            ? valueStart.line
+            : contentStart(this.text, keySpan).line;
         node = value;
       }
     }
@@ -279,8 +309,11 @@ const MAX_REASON_CHARACTERS = 160;
 export function yamlSyntaxError(error: unknown): { reason: string; line: number | undefined } | undefined {
   if (!(error instanceof jsYaml.YAMLException)) return undefined;
   // A reason can quote the text at fault (a tag, an alias's name): cut short.
-  const quoted = error.reason.length <= MAX_REASON_CHARACTERS ? error.reason : `${error.reason.slice(0, MAX_REASON_CHARACTERS)}…`;
+  const quoted =
+    error.reason.length <= MAX_REASON_CHARACTERS ? error.reason : `${error.reason.slice(0, MAX_REASON_CHARACTERS)}…`;
   // An alias can only name an anchor, and anchors are refused first: an alias left is one without.
-  const reason = /^unidentified alias/.test(quoted) ? `${quoted}: anchors and aliases (&name, *name) are not allowed here` : quoted;
+  const reason = /^unidentified alias/.test(quoted)
+    ? `${quoted}: anchors and aliases (&name, *name) are not allowed here`
+    : quoted;
   return { reason, line: error.mark === undefined ? undefined : error.mark.line + 1 };
 }

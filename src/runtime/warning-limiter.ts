@@ -28,7 +28,12 @@ export class WarningLimiter {
    * `fields` may be a function, called only when the line is written: a flood's held-back
    * events then cost a count, not the building of fields nobody reads.
    */
-  warn(logger: WarningLogger | undefined, key: string, message: string, fields: Record<string, unknown> | (() => Record<string, unknown>) = {}): boolean {
+  warn(
+    logger: WarningLogger | undefined,
+    key: string,
+    message: string,
+    fields: Record<string, unknown> | (() => Record<string, unknown>) = {},
+  ): boolean {
     if (logger === undefined) return false;
     const now = this.options.now();
     const last = this.keys.get(key);

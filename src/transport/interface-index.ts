@@ -1,4 +1,7 @@
-/** The ifindex of a network interface by its name, which the kernel's routing and membership structs take instead of the name. */
+/**
+ * The ifindex of a network interface by its name, which the kernel's routing and membership structs take instead of the
+ * name.
+ */
 import { readFileSync } from 'node:fs';
 
 import { isSystemError, McastError, messageOf, quoteInput, UsageError } from '../errors.js';
@@ -12,7 +15,10 @@ export function ifindexOf(name: string): number {
     return Number(readFileSync(`/sys/class/net/${name}/ifindex`, 'utf8').trim());
   } catch (error) {
     if (isSystemError(error) && error.code === 'ENOENT') {
-      throw new UsageError(`no interface ${name} in this network namespace (list them with \`ip link\`)`, { code: 'no-such-interface', cause: error });
+      throw new UsageError(`no interface ${name} in this network namespace (list them with \`ip link\`)`, {
+        code: 'no-such-interface',
+        cause: error,
+      });
     }
     throw new McastError('io', `cannot read the ifindex of ${name}: ${messageOf(error)}`, { cause: error });
   }

@@ -112,14 +112,20 @@ export async function routingTable<T>(read: () => Promise<T>, family: AddressFam
 /** The error of a kernel without multicast routing for the kit's family. */
 function noMulticastRouting(kit: FamilyKit, table: string, cause?: unknown): UnavailableError {
   const option = kit.kernelOption;
-  return new UnavailableError(`this kernel has no ${kit.name} multicast routing (${table} is missing: it was built without ${option})`, {
-    code: 'no-multicast-routing',
-    hint: `routing between the pods and the outside needs a kernel with ${option}; without multicastInterfaces (snooping only, or tunnels between nodes) none is needed`,
-    cause,
-  });
+  return new UnavailableError(
+    `this kernel has no ${kit.name} multicast routing (${table} is missing: it was built without ${option})`,
+    {
+      code: 'no-multicast-routing',
+      hint: `routing between the pods and the outside needs a kernel with ${option}; without multicastInterfaces (snooping only, or tunnels between nodes) none is needed`,
+      cause,
+    },
+  );
 }
 
-/** The family's routing interfaces and entries, over the router socket: the calls both the router's and a static socket make. */
+/**
+ * The family's routing interfaces and entries, over the router socket: the calls both the router's and a static socket
+ * make.
+ */
 function routingCalls(socket: RouterSocket): Pick<StaticRoutingSocket, 'addInterface' | 'addRoute' | 'delRoute'> {
   return {
     addInterface: ({ index, ifindex }) => socket.addInterface({ index, ifindex }),
@@ -141,7 +147,8 @@ function routingKernel(kit: FamilyKit): MulticastRoutingKernel {
         ...routingCalls(socket),
         onNoCache: (listener) => {
           socket.onUpcall((upcall) => {
-            if (upcall.type === kit.upcall.types.noCache) listener({ index: upcall.index, source: upcall.source, group: upcall.group });
+            if (upcall.type === kit.upcall.types.noCache)
+              listener({ index: upcall.index, source: upcall.source, group: upcall.group });
           });
         },
         onError: (listener) => {
@@ -156,7 +163,11 @@ function routingKernel(kit: FamilyKit): MulticastRoutingKernel {
     openMembershipSocket: () => RouterSocket.open({ family: kit, init: false }),
     openStatic() {
       const socket = RouterSocket.open({ family: kit, init: false });
-      return { ...routingCalls(socket), delInterface: (index) => socket.delInterface(index), close: () => socket.close() };
+      return {
+        ...routingCalls(socket),
+        delInterface: (index) => socket.delInterface(index),
+        close: () => socket.close(),
+      };
     },
     routerActive: () => procFlag(kit.proc.mcForwarding),
     async readInterfaces() {
@@ -200,7 +211,10 @@ function procFlag(path: string): boolean {
   }
 }
 
-/** A bound's value: its sysctl's (a positive integer under /proc/sys), or its fallback when that cannot be read; a fixed bound as it is. */
+/**
+ * A bound's value: its sysctl's (a positive integer under /proc/sys), or its fallback when that cannot be read; a fixed
+ * bound as it is.
+ */
 function boundValue(bound: MembershipBound): number {
   if (!('sysctl' in bound)) return bound.fixed;
   try {

@@ -69,7 +69,10 @@ interface NativePacketSocket {
   readonly snaplen: number;
   readonly hardwareAddress: string;
   send(frame: Uint8Array, protocol: number): number;
-  start(onFrame: (data: Buffer, tsSec: number, tsNsec: number, originalLength: number, packetType: number) => void, onError: (error: Error) => void): void;
+  start(
+    onFrame: (data: Buffer, tsSec: number, tsNsec: number, originalLength: number, packetType: number) => void,
+    onError: (error: Error) => void,
+  ): void;
   stats(): { packets: number; drops: number };
   close(): void;
 }
@@ -98,7 +101,10 @@ function validateOptions(options: PacketCaptureOptions): void {
   if (snaplen !== undefined && (!Number.isInteger(snaplen) || snaplen < 1 || snaplen > DEFAULT_SNAPLEN)) {
     throw new UsageError(`invalid snaplen ${snaplen}: an integer from 1 to ${DEFAULT_SNAPLEN}`);
   }
-  if (receiveBufferBytes !== undefined && (!Number.isInteger(receiveBufferBytes) || receiveBufferBytes < 1 || receiveBufferBytes > 0x7fffffff)) {
+  if (
+    receiveBufferBytes !== undefined &&
+    (!Number.isInteger(receiveBufferBytes) || receiveBufferBytes < 1 || receiveBufferBytes > 0x7fffffff)
+  ) {
     throw new UsageError(`invalid receive buffer size ${receiveBufferBytes}: a positive number of bytes`);
   }
 }
@@ -115,26 +121,41 @@ function captureError(iface: string, error: unknown): unknown {
       );
     case 'ENODEV':
     case 'ENXIO':
-      return new UsageError(`cannot capture on ${iface}: no such interface (${error.code}; list them with \`ip link\`)`, {
-        code: 'no-such-interface',
-        cause: error,
-      });
+      return new UsageError(
+        `cannot capture on ${iface}: no such interface (${error.code}; list them with \`ip link\`)`,
+        {
+          code: 'no-such-interface',
+          cause: error,
+        },
+      );
     default:
-      return new McastError('io', `cannot capture on ${iface}: ${error.code} (${error.syscall ?? 'system call'} failed: ${error.message})`, {
-        cause: error,
-      });
+      return new McastError(
+        'io',
+        `cannot capture on ${iface}: ${error.code} (${error.syscall ?? 'system call'} failed: ${error.message})`,
+        {
+          cause: error,
+        },
+      );
   }
 }
 
 /** Errors while capturing: the interface may go down (ENETDOWN) or disappear (ENODEV). */
 function runtimeError(iface: string, error: unknown): McastError {
   if (isSystemError(error) && (error.code === 'ENODEV' || error.code === 'ENXIO')) {
-    return new McastError('no-such-interface', `capture on ${iface} stopped: the interface was removed (${error.code})`, { cause: error });
+    return new McastError(
+      'no-such-interface',
+      `capture on ${iface} stopped: the interface was removed (${error.code})`,
+      { cause: error },
+    );
   }
   if (isSystemError(error) && error.code === 'ENETDOWN') {
-    return new McastError('io', `capture on ${iface}: the interface is down (ENETDOWN); frames arrive again once it is up`, {
-      cause: error,
-    });
+    return new McastError(
+      'io',
+      `capture on ${iface}: the interface is down (ENETDOWN); frames arrive again once it is up`,
+      {
+        cause: error,
+      },
+    );
   }
   const mapped = captureError(iface, error);
   return mapped instanceof McastError ? mapped : new McastError('internal', String(mapped), { cause: mapped });
@@ -142,18 +163,28 @@ function runtimeError(iface: string, error: unknown): McastError {
 
 /** Errors of send(): the same interface, seen from the sending side. */
 function sendError(iface: string, length: number, error: unknown): McastError {
-  if (!isSystemError(error)) return error instanceof McastError ? error : new McastError('internal', String(error), { cause: error });
+  if (!isSystemError(error))
+    return error instanceof McastError ? error : new McastError('internal', String(error), { cause: error });
   switch (error.code) {
     case 'EAGAIN':
     case 'ENOBUFS':
-      return new McastError('busy', `cannot send on ${iface} now: ${error.code} (the device queue is full)`, { cause: error });
+      return new McastError('busy', `cannot send on ${iface} now: ${error.code} (the device queue is full)`, {
+        cause: error,
+      });
     case 'ENETDOWN':
-      return new McastError('io', `cannot send on ${iface}: the interface is down (ENETDOWN)`, { hint: `ip link set ${iface} up`, cause: error });
+      return new McastError('io', `cannot send on ${iface}: the interface is down (ENETDOWN)`, {
+        hint: `ip link set ${iface} up`,
+        cause: error,
+      });
     case 'EMSGSIZE':
-      return new McastError('io', `cannot send on ${iface}: a frame of ${length} octets exceeds its MTU (EMSGSIZE)`, { cause: error });
+      return new McastError('io', `cannot send on ${iface}: a frame of ${length} octets exceeds its MTU (EMSGSIZE)`, {
+        cause: error,
+      });
     case 'ENODEV':
     case 'ENXIO':
-      return new McastError('no-such-interface', `cannot send on ${iface}: the interface was removed (${error.code})`, { cause: error });
+      return new McastError('no-such-interface', `cannot send on ${iface}: the interface was removed (${error.code})`, {
+        cause: error,
+      });
     default:
       return new McastError('io', `cannot send on ${iface}: ${error.code} (${error.message})`, { cause: error });
   }
@@ -309,7 +340,9 @@ export class PacketCapture {
 function linkTypeOf(iface: string, hardwareType: number): CaptureLinkType {
   const linkType = LINK_TYPE_OF_HARDWARE.get(hardwareType);
   if (linkType === undefined) {
-    throw new UsageError(`cannot capture on ${iface}: unsupported link type (ARPHRD ${hardwareType}); Ethernet, loopback and raw-IP interfaces are supported`);
+    throw new UsageError(
+      `cannot capture on ${iface}: unsupported link type (ARPHRD ${hardwareType}); Ethernet, loopback and raw-IP interfaces are supported`,
+    );
   }
   return linkType;
 }

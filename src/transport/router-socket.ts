@@ -145,7 +145,8 @@ export class RouterSocket {
   }
 
   #set(what: string, option: number, value: Uint8Array | number, hints: Hints = {}): void {
-    if (this.#closed) throw new McastError('internal', `${what}: the ${this.kit.qualifier}multicast routing socket is closed`);
+    if (this.#closed)
+      throw new McastError('internal', `${what}: the ${this.kit.qualifier}multicast routing socket is closed`);
     try {
       this.#socket.setOption(this.kit.socket.level, option, value);
     } catch (error) {
@@ -166,12 +167,17 @@ export class RouterSocket {
     checkThreshold(threshold, `${word} threshold`);
     checkInterfaceIfindex(kit, options.ifindex);
     const { index, ifindex } = options;
-    this.#set(`cannot add ${word} ${index} (ifindex ${ifindex})`, kit.options.addInterface, kit.interfaceArgument({ index, ifindex, threshold }), {
-      EADDRINUSE: `${word} ${index} exists: delete it first, or pick a free index (${kit.proc.interfaces})`,
-      EADDRNOTAVAIL: `no interface has ifindex ${ifindex} in this network namespace${kit.hints.unusableDevice} (ip link)`,
-      ENFILE: `${word} indexes go from 0 to ${kit.maxInterfaces - 1}`,
-      EACCES: `only the socket that did ${kit.optionPrefix}_INIT, or a process with CAP_NET_ADMIN, may change ${word}s`,
-    });
+    this.#set(
+      `cannot add ${word} ${index} (ifindex ${ifindex})`,
+      kit.options.addInterface,
+      kit.interfaceArgument({ index, ifindex, threshold }),
+      {
+        EADDRINUSE: `${word} ${index} exists: delete it first, or pick a free index (${kit.proc.interfaces})`,
+        EADDRNOTAVAIL: `no interface has ifindex ${ifindex} in this network namespace${kit.hints.unusableDevice} (ip link)`,
+        ENFILE: `${word} indexes go from 0 to ${kit.maxInterfaces - 1}`,
+        EACCES: `only the socket that did ${kit.optionPrefix}_INIT, or a process with CAP_NET_ADMIN, may change ${word}s`,
+      },
+    );
   }
 
   /** DEL_VIF (DEL_MIF). */
@@ -183,7 +189,10 @@ export class RouterSocket {
     });
   }
 
-  /** ADD_MFC: packets from `source` to `group` arriving on interface `iif` leave through `oifs`. Replaces an existing entry. */
+  /**
+   * ADD_MFC: packets from `source` to `group` arriving on interface `iif` leave through `oifs`. Replaces an existing
+   * entry.
+   */
   addEntry(options: AddEntryOptions): void {
     const { kit } = this;
     const word = this.#word;
@@ -193,14 +202,21 @@ export class RouterSocket {
     const ttl = options.ttl ?? 1;
     checkThreshold(ttl, 'TTL threshold');
     if (!kit.entryThresholds && ttl !== 1) {
-      throw new UsageError(`invalid TTL threshold ${ttl}: ${kit.name} entries carry none (each outgoing ${word} forwards what has a hop limit above 1)`);
+      throw new UsageError(
+        `invalid TTL threshold ${ttl}: ${kit.name} entries carry none (each outgoing ${word} forwards what has a hop limit above 1)`,
+      );
     }
     for (const oif of options.oifs) checkIndex(kit, oif, `outgoing ${word}`);
     const { source, group } = options;
-    this.#set(`cannot add the route (${source}, ${group})`, kit.options.addEntry, kit.entryArgument({ ...options, ttl }), {
-      ENFILE: `${word} indexes go from 0 to ${kit.maxInterfaces - 1}`,
-      EINVAL: 'the group must be a multicast address',
-    });
+    this.#set(
+      `cannot add the route (${source}, ${group})`,
+      kit.options.addEntry,
+      kit.entryArgument({ ...options, ttl }),
+      {
+        ENFILE: `${word} indexes go from 0 to ${kit.maxInterfaces - 1}`,
+        EINVAL: 'the group must be a multicast address',
+      },
+    );
   }
 
   /** DEL_MFC. */
@@ -208,12 +224,20 @@ export class RouterSocket {
     const { kit } = this;
     checkFamilyAddress(kit, key.source, 'source', false);
     checkFamilyAddress(kit, key.group, 'group', true);
-    this.#set(`cannot delete the route (${key.source}, ${key.group})`, kit.options.delEntry, kit.entryKeyArgument(key), {
-      ENOENT: `there is no route for (${key.source}, ${key.group}) (${kit.proc.cache})`,
-    });
+    this.#set(
+      `cannot delete the route (${key.source}, ${key.group})`,
+      kit.options.delEntry,
+      kit.entryKeyArgument(key),
+      {
+        ENOENT: `there is no route for (${key.source}, ${key.group}) (${kit.proc.cache})`,
+      },
+    );
   }
 
-  /** FLUSH: removes the (non-static) entries and interfaces; `flags` is the family's FLUSH_* (default: entries and interfaces). */
+  /**
+   * FLUSH: removes the (non-static) entries and interfaces; `flags` is the family's FLUSH_* (default: entries and
+   * interfaces).
+   */
   flush(flags: number = this.kit.flushAll): void {
     this.#set(`cannot flush the ${this.kit.qualifier}multicast routes`, this.kit.options.flush, flags, {
       ENOPROTOOPT: `${this.kit.optionPrefix}_FLUSH needs Linux 5.8 or later`,
@@ -223,9 +247,14 @@ export class RouterSocket {
   /** DONE: stop being the namespace's multicast router of the family (the kernel drops our interfaces and routes). */
   done(): void {
     const prefix = this.kit.optionPrefix;
-    this.#set(`cannot stop being the ${this.kit.qualifier}multicast router (${prefix}_DONE)`, this.kit.options.done, 0, {
-      EACCES: `only the socket that did ${prefix}_INIT may do ${prefix}_DONE`,
-    });
+    this.#set(
+      `cannot stop being the ${this.kit.qualifier}multicast router (${prefix}_DONE)`,
+      this.kit.options.done,
+      0,
+      {
+        EACCES: `only the socket that did ${prefix}_INIT may do ${prefix}_DONE`,
+      },
+    );
   }
 
   /** IP_ADD_MEMBERSHIP (IPV6_ADD_MEMBERSHIP) on interface `ifindex`. */
@@ -233,11 +262,16 @@ export class RouterSocket {
     const { kit } = this;
     const { group, ifindex } = options;
     checkFamilyAddress(kit, group, 'group', true);
-    this.#set(`cannot join ${group} on ifindex ${ifindex}`, kit.memberships.join, kit.membershipArgument({ group, ifindex }), {
-      EADDRINUSE: `this socket is already a member of ${group} there`,
-      ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
-      ENOBUFS: `too many memberships on this socket (${boundSetting(kit.memberships.perSocket)})`,
-    });
+    this.#set(
+      `cannot join ${group} on ifindex ${ifindex}`,
+      kit.memberships.join,
+      kit.membershipArgument({ group, ifindex }),
+      {
+        EADDRINUSE: `this socket is already a member of ${group} there`,
+        ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
+        ENOBUFS: `too many memberships on this socket (${boundSetting(kit.memberships.perSocket)})`,
+      },
+    );
   }
 
   /** IP_DROP_MEMBERSHIP (IPV6_DROP_MEMBERSHIP). */
@@ -245,13 +279,21 @@ export class RouterSocket {
     const { kit } = this;
     const { group, ifindex } = options;
     checkFamilyAddress(kit, group, 'group', true);
-    this.#set(`cannot leave ${group} on ifindex ${ifindex}`, kit.memberships.leave, kit.membershipArgument({ group, ifindex }), {
-      EADDRNOTAVAIL: `this socket is not a member of ${group} there`,
-      ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
-    });
+    this.#set(
+      `cannot leave ${group} on ifindex ${ifindex}`,
+      kit.memberships.leave,
+      kit.membershipArgument({ group, ifindex }),
+      {
+        EADDRNOTAVAIL: `this socket is not a member of ${group} there`,
+        ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
+      },
+    );
   }
 
-  /** MCAST_JOIN_SOURCE_GROUP: joins `group` on `ifindex` in INCLUDE mode with `source`, or adds `source` to such a membership. */
+  /**
+   * MCAST_JOIN_SOURCE_GROUP: joins `group` on `ifindex` in INCLUDE mode with `source`, or adds `source` to such a
+   * membership.
+   */
   joinSourceGroup(options: SourceMembership): void {
     const { kit } = this;
     checkFamilyAddress(kit, options.group, 'group', true);
@@ -266,19 +308,27 @@ export class RouterSocket {
     });
   }
 
-  /** MCAST_MSFILTER: replaces the socket's filter of `group` on `ifindex` (it must have joined it there); the kernel reports the change. */
+  /**
+   * MCAST_MSFILTER: replaces the socket's filter of `group` on `ifindex` (it must have joined it there); the kernel
+   * reports the change.
+   */
   setSourceFilter(options: SourceFilterSetting): void {
     const { kit } = this;
     checkFamilyAddress(kit, options.group, 'group', true);
     for (const source of options.sources) checkFamilyAddress(kit, source, 'source', false);
     const { group, ifindex, mode } = options;
     const bytes = kit.structs.filter.encode({ group, ifindex, mode, sources: [...options.sources] });
-    this.#set(`cannot set the ${mode} filter of ${options.sources.length} sources for ${group} on ifindex ${ifindex}`, kit.memberships.filter, bytes, {
-      ENOBUFS: `more sources than a filter may hold (${boundSetting(kit.memberships.maxSources)})`,
-      EINVAL: `this socket has not joined ${group} there`,
-      EADDRNOTAVAIL: `this socket has not joined ${group} there`,
-      ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
-    });
+    this.#set(
+      `cannot set the ${mode} filter of ${options.sources.length} sources for ${group} on ifindex ${ifindex}`,
+      kit.memberships.filter,
+      bytes,
+      {
+        ENOBUFS: `more sources than a filter may hold (${boundSetting(kit.memberships.maxSources)})`,
+        EINVAL: `this socket has not joined ${group} there`,
+        EADDRNOTAVAIL: `this socket has not joined ${group} there`,
+        ENODEV: `no interface has ifindex ${ifindex} in this network namespace (ip link)`,
+      },
+    );
   }
 
   /**
@@ -321,9 +371,15 @@ function initError(kit: FamilyKit, error: unknown): McastError {
   if (errnoOf(error) === 'EADDRINUSE') {
     return new UnavailableError(
       `cannot become the ${router} of this network namespace: another multicast router holds this network namespace (${kit.hints.knownRouters}) (${init}: EADDRINUSE)`,
-      { hint: `stop that router, or use another network namespace; find it with ${kit.hints.findRouter}`, cause: error },
+      {
+        hint: `stop that router, or use another network namespace; find it with ${kit.hints.findRouter}`,
+        cause: error,
+      },
     );
   }
   const missing = `the kernel has no ${kit.qualifier}multicast routing (${kit.kernelOption})`;
-  return typedError(kit, `cannot become the ${router} of this network namespace (${init})`, error, { EOPNOTSUPP: missing, ENOPROTOOPT: missing });
+  return typedError(kit, `cannot become the ${router} of this network namespace (${init})`, error, {
+    EOPNOTSUPP: missing,
+    ENOPROTOOPT: missing,
+  });
 }

@@ -117,7 +117,8 @@ export function writeU32Field(bytes: Uint8Array, at: number, value: number, name
 const U64_MAX = (1n << 64n) - 1n;
 
 export function writeU64Field(bytes: Uint8Array, at: number, value: bigint, name: string): void {
-  if (typeof value !== 'bigint' || value < 0n || value > U64_MAX) throw new RangeError(`${name} ${String(value)} is not a 64-bit unsigned bigint`);
+  if (typeof value !== 'bigint' || value < 0n || value > U64_MAX)
+    throw new RangeError(`${name} ${String(value)} is not a 64-bit unsigned bigint`);
   writeU32Field(bytes, at, Number(value >> 32n), name);
   writeU32Field(bytes, at + 4, Number(value & 0xffffffffn), name);
 }
@@ -146,6 +147,7 @@ export function hex32(value: number): string {
 
 /** Returns `value` if it is a whole number from 0 to `max`; throws RangeError naming the field otherwise. */
 export function checkUint(value: number, max: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
   return value;
 }

@@ -28,7 +28,10 @@ export function ipv6PseudoHeaderChecksum(
  * §8.1) of a message of `length` octets: for a decoder that sums the message's words itself as it reads them (see
  * `checksumOfSum`).
  */
-export function ipv6PseudoHeaderSum(pseudo: { addresses: Uint8Array; srcAt: number; dstAt: number; nextHeader: number }, length: number): number {
+export function ipv6PseudoHeaderSum(
+  pseudo: { addresses: Uint8Array; srcAt: number; dstAt: number; nextHeader: number },
+  length: number,
+): number {
   const { addresses, srcAt, dstAt } = pseudo;
   let sum = 0;
   for (let i = 0; i < 16; i += 2) {

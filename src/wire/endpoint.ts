@@ -26,11 +26,17 @@ const IPV6_ZONE = /^[A-Za-z0-9_.-]{1,15}$/;
 /** Throws UsageError (`bad-address`) naming `service` (e.g. "OVSDB") for anything else. */
 export function parseEndpoint(text: string, service: string): Endpoint {
   const bad = (reason: string) =>
-    new UsageError(`bad ${service} address ${quoteInput(text)}: ${reason}`, { code: 'bad-address', hint: 'use unix:<path> or tcp:<host>:<port>' });
+    new UsageError(`bad ${service} address ${quoteInput(text)}: ${reason}`, {
+      code: 'bad-address',
+      hint: 'use unix:<path> or tcp:<host>:<port>',
+    });
   if (text.startsWith('/')) return { kind: 'unix', path: checkSocketPath(text, bad), text: `unix:${text}` };
   if (text.startsWith('unix:')) return { kind: 'unix', path: checkSocketPath(text.slice('unix:'.length), bad), text };
   if (text.startsWith('tcp:')) {
-    const { host, port } = parseHostPort(text.slice('tcp:'.length), { bad, malformed: 'expected tcp:<host>:<port> (tcp:[<IPv6>]:<port> for IPv6)' });
+    const { host, port } = parseHostPort(text.slice('tcp:'.length), {
+      bad,
+      malformed: 'expected tcp:<host>:<port> (tcp:[<IPv6>]:<port> for IPv6)',
+    });
     return { kind: 'tcp', host: host!, port, text };
   }
   throw bad('expected unix:<path>, tcp:<host>:<port> or an absolute socket path');
@@ -80,7 +86,8 @@ function checkSocketPath(path: string, bad: (reason: string) => UsageError): str
 
 function checkIPv6(host: string, bad: (reason: string) => UsageError): void {
   const zone = host.indexOf('%');
-  if (isIP(host) !== 6 || (zone !== -1 && !IPV6_ZONE.test(host.slice(zone + 1)))) throw bad(`${quoteInput(host)} is not an IPv6 address`);
+  if (isIP(host) !== 6 || (zone !== -1 && !IPV6_ZONE.test(host.slice(zone + 1))))
+    throw bad(`${quoteInput(host)} is not an IPv6 address`);
 }
 
 /**
@@ -92,7 +99,8 @@ function checkHost(host: string, bad: (reason: string) => UsageError): void {
   const labels = host.split('.');
   const last = labels[labels.length - 1]!;
   if (/^[0-9.]+$/.test(host) || /^(?:[0-9]+|0x[0-9a-f]*)$/i.test(last)) {
-    if (isIP(host) !== 4) throw bad(`${quoteInput(host)} is not an IPv4 address (four numbers from 0 to 255, such as 192.0.2.1)`);
+    if (isIP(host) !== 4)
+      throw bad(`${quoteInput(host)} is not an IPv4 address (four numbers from 0 to 255, such as 192.0.2.1)`);
     return;
   }
   if (host.length > MAX_HOST_NAME_OCTETS || !labels.every((label) => HOST_NAME_LABEL.test(label))) {
@@ -117,15 +125,27 @@ export interface ConnectFailureOptions {
  * - ENOTFOUND: UsageError (`bad-address`, exit 64), the host name does not exist;
  * - anything else: UnavailableError (exit 69) with `unavailableHint`.
  */
-export function connectFailure(endpoint: Endpoint, service: string, reason: string, options: ConnectFailureOptions): McastError {
+export function connectFailure(
+  endpoint: Endpoint,
+  service: string,
+  reason: string,
+  options: ConnectFailureOptions,
+): McastError {
   const message = `cannot connect to ${service} ${endpoint.text}: ${reason}`;
   const cause = options.cause === undefined ? {} : { cause: options.cause };
   if (reason === 'EACCES' || reason === 'EPERM') {
-    const hint = endpoint.kind === 'unix' ? 'run as root, or as a user the socket lets in' : "this host's firewall refuses the connection: check its rules";
+    const hint =
+      endpoint.kind === 'unix'
+        ? 'run as root, or as a user the socket lets in'
+        : "this host's firewall refuses the connection: check its rules";
     return new PermissionError(message, { hint, ...cause });
   }
   if (reason === 'ENOTFOUND' && endpoint.kind === 'tcp') {
-    return new UsageError(`${message} (no such host)`, { code: 'bad-address', hint: 'give an IP address, or a name this host can resolve', ...cause });
+    return new UsageError(`${message} (no such host)`, {
+      code: 'bad-address',
+      hint: 'give an IP address, or a name this host can resolve',
+      ...cause,
+    });
   }
   return new UnavailableError(message, { hint: options.unavailableHint, ...cause });
 }

@@ -62,7 +62,10 @@ export function isLinkScopeGroup(text: string): boolean {
   return value !== undefined && value >>> 8 === 0xe00000;
 }
 
-/** A multicast group address (canonical text), or undefined for anything else (link-scope groups included: the caller decides about those). */
+/**
+ * A multicast group address (canonical text), or undefined for anything else (link-scope groups included: the caller
+ * decides about those).
+ */
 export function parseGroupAddress(text: string): GroupAddress | undefined {
   if (!isMulticast(text)) return undefined;
   return (text.includes(':') ? canonicalIPv6(text)! : text) as GroupAddress;

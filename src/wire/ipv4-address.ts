@@ -43,7 +43,12 @@ const OCTET: readonly string[] = Array.from({ length: 256 }, (_, octet) => `${oc
 
 /** Reads four octets at `offset` as a dotted quad. */
 export function readIPv4(bytes: Uint8Array, offset: number): string {
-  return OCTET_DOT[bytes[offset]!]! + OCTET_DOT[bytes[offset + 1]!]! + OCTET_DOT[bytes[offset + 2]!]! + OCTET[bytes[offset + 3]!]!;
+  return (
+    OCTET_DOT[bytes[offset]!]! +
+    OCTET_DOT[bytes[offset + 1]!]! +
+    OCTET_DOT[bytes[offset + 2]!]! +
+    OCTET[bytes[offset + 3]!]!
+  );
 }
 
 /** Writes a dotted quad at `offset`. Throws RangeError for text that is not one. */

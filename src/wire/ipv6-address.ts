@@ -110,7 +110,8 @@ let cachedCount = 0;
 
 /** Reads the 16 octets at `offset` as RFC 5952 canonical text. */
 export function readIPv6(bytes: Uint8Array, offset: number): string {
-  if (offset < 0 || offset + IPV6_ADDRESS_LENGTH > bytes.length) throw new RangeError(`no 16 octets at ${offset} of ${bytes.length}`);
+  if (offset < 0 || offset + IPV6_ADDRESS_LENGTH > bytes.length)
+    throw new RangeError(`no 16 octets at ${offset} of ${bytes.length}`);
   const o = offset;
   const w0 = (bytes[o]! << 24) | (bytes[o + 1]! << 16) | (bytes[o + 2]! << 8) | bytes[o + 3]!;
   const w1 = (bytes[o + 4]! << 24) | (bytes[o + 5]! << 16) | (bytes[o + 6]! << 8) | bytes[o + 7]!;
@@ -125,24 +126,42 @@ export function readIPv6(bytes: Uint8Array, offset: number): string {
  * reads each address's octets once, not twice.
  */
 export function readIPv6Summing(bytes: Uint8Array, offset: number, sum: { value: number }): string {
-  if (offset < 0 || offset + IPV6_ADDRESS_LENGTH > bytes.length) throw new RangeError(`no 16 octets at ${offset} of ${bytes.length}`);
+  if (offset < 0 || offset + IPV6_ADDRESS_LENGTH > bytes.length)
+    throw new RangeError(`no 16 octets at ${offset} of ${bytes.length}`);
   const o = offset;
   const w0 = (bytes[o]! << 24) | (bytes[o + 1]! << 16) | (bytes[o + 2]! << 8) | bytes[o + 3]!;
   const w1 = (bytes[o + 4]! << 24) | (bytes[o + 5]! << 16) | (bytes[o + 6]! << 8) | bytes[o + 7]!;
   const w2 = (bytes[o + 8]! << 24) | (bytes[o + 9]! << 16) | (bytes[o + 10]! << 8) | bytes[o + 11]!;
   const w3 = (bytes[o + 12]! << 24) | (bytes[o + 13]! << 16) | (bytes[o + 14]! << 8) | bytes[o + 15]!;
-  sum.value += (w0 >>> 16) + (w0 & 0xffff) + (w1 >>> 16) + (w1 & 0xffff) + (w2 >>> 16) + (w2 & 0xffff) + (w3 >>> 16) + (w3 & 0xffff);
+  sum.value +=
+    (w0 >>> 16) +
+    (w0 & 0xffff) +
+    (w1 >>> 16) +
+    (w1 & 0xffff) +
+    (w2 >>> 16) +
+    (w2 & 0xffff) +
+    (w3 >>> 16) +
+    (w3 & 0xffff);
   return textOfWords(w0, w1, w2, w3);
 }
 
 /** The text of the address whose octets are the big-endian words w0 to w3, from the cache or formatted into it. */
 function textOfWords(w0: number, w1: number, w2: number, w3: number): string {
-  const hash = Math.imul(w0 ^ Math.imul(w1, 0x9e3779b1) ^ Math.imul(w2, 0x85ebca77) ^ Math.imul(w3, 0xc2b2ae3d), 0x27d4eb2f);
+  const hash = Math.imul(
+    w0 ^ Math.imul(w1, 0x9e3779b1) ^ Math.imul(w2, 0x85ebca77) ^ Math.imul(w3, 0xc2b2ae3d),
+    0x27d4eb2f,
+  );
   // The top bits: the multiplications mix every input bit into them.
   let slot = hash >>> 18;
   for (let cached = cachedTexts[slot]; cached !== undefined; cached = cachedTexts[slot]) {
     const at = slot << 2;
-    if (cachedWords[at] === w0 && cachedWords[at + 1] === w1 && cachedWords[at + 2] === w2 && cachedWords[at + 3] === w3) return cached;
+    if (
+      cachedWords[at] === w0 &&
+      cachedWords[at + 1] === w1 &&
+      cachedWords[at + 2] === w2 &&
+      cachedWords[at + 3] === w3
+    )
+      return cached;
     slot = (slot + 1) & (CACHE_SLOTS - 1);
   }
   const text = formatIPv6Words(w0, w1, w2, w3);
@@ -167,7 +186,8 @@ const groups = new Int32Array(8);
 /** RFC 5952 canonical text of the address whose octets are the big-endian words w0 to w3. */
 function formatIPv6Words(w0: number, w1: number, w2: number, w3: number): string {
   // IPv4-mapped (::ffff:0:0/96) ends in its dotted quad (RFC 5952 §5), as tshark shows it.
-  if (w0 === 0 && w1 === 0 && w2 === 0xffff) return `::ffff:${w3 >>> 24}.${(w3 >>> 16) & 0xff}.${(w3 >>> 8) & 0xff}.${w3 & 0xff}`;
+  if (w0 === 0 && w1 === 0 && w2 === 0xffff)
+    return `::ffff:${w3 >>> 24}.${(w3 >>> 16) & 0xff}.${(w3 >>> 8) & 0xff}.${w3 & 0xff}`;
   groups[0] = w0 >>> 16;
   groups[1] = w0 & 0xffff;
   groups[2] = w1 >>> 16;

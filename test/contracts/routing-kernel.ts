@@ -53,7 +53,10 @@ async function outcomeOf(step: () => unknown): Promise<string> {
 }
 
 /** Runs named steps in order, each one's outcome kept; `cleanup` runs last whatever happened. */
-async function steps(list: ReadonlyArray<readonly [string, () => unknown]>, cleanup: () => unknown = () => undefined): Promise<Outcomes> {
+async function steps(
+  list: ReadonlyArray<readonly [string, () => unknown]>,
+  cleanup: () => unknown = () => undefined,
+): Promise<Outcomes> {
   const outcomes: Outcomes = {};
   try {
     for (const [name, step] of list) outcomes[name] = await outcomeOf(step);
@@ -63,12 +66,16 @@ async function steps(list: ReadonlyArray<readonly [string, () => unknown]>, clea
   return outcomes;
 }
 
-const indexes = async (kernel: MulticastRoutingKernel) => (await kernel.readInterfaces()).map((row) => `${row.index}${row.static ? ' static' : ''}`).sort();
+const indexes = async (kernel: MulticastRoutingKernel) =>
+  (await kernel.readInterfaces()).map((row) => `${row.index}${row.static ? ' static' : ''}`).sort();
 const routes = async (kernel: MulticastRoutingKernel) =>
   (await kernel.readRoutes()).map((row) => `${row.source}>${row.group} ${row.iif}>${row.oifs.join(',')}`).sort();
 
 /** Interfaces 0 and 1 on the world's two devices. */
-function addBoth(socket: { addInterface(options: { index: number; ifindex: number }): void }, devices: ContractWorld['devices']): void {
+function addBoth(
+  socket: { addInterface(options: { index: number; ifindex: number }): void },
+  devices: ContractWorld['devices'],
+): void {
   socket.addInterface({ index: 0, ifindex: devices[0].ifindex });
   socket.addInterface({ index: 1, ifindex: devices[1].ifindex });
 }
@@ -291,7 +298,9 @@ export const ROUTING_KERNEL_CONTRACT: readonly ContractCase[] = [
       const [a] = devices;
       const socket = kernel.openMembershipSocket();
       const held = async () =>
-        (await kernel.readMemberships()).filter((row) => row.name === a.name && row.group === group).map((row) => `device a: ${row.group}`);
+        (await kernel.readMemberships())
+          .filter((row) => row.name === a.name && row.group === group)
+          .map((row) => `device a: ${row.group}`);
       return steps(
         [
           ['join', () => socket.joinGroup({ group, ifindex: a.ifindex })],
@@ -326,8 +335,11 @@ export const ROUTING_KERNEL_CONTRACT: readonly ContractCase[] = [
 ];
 
 /** Runs every case for `family`: their outcomes by case name. */
-export async function runRoutingKernelContract(makeWorld: () => ContractWorld | Promise<ContractWorld>): Promise<Record<string, Outcomes>> {
+export async function runRoutingKernelContract(
+  makeWorld: () => ContractWorld | Promise<ContractWorld>,
+): Promise<Record<string, Outcomes>> {
   const results: Record<string, Outcomes> = {};
-  for (const contractCase of ROUTING_KERNEL_CONTRACT) results[contractCase.name] = await contractCase.run(await makeWorld());
+  for (const contractCase of ROUTING_KERNEL_CONTRACT)
+    results[contractCase.name] = await contractCase.run(await makeWorld());
   return results;
 }

@@ -33,7 +33,14 @@ import { IGMPV3_RECORD, sendReport } from '../lab/igmp-frames.js';
 import { type Host, Lab, waitUntil } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
 import { OvsNode, type OvsPod, type Receiver } from '../lab/ovs.js';
-import { ovsGroupPorts, ovsSourcePorts, waitForOvsMembers, waitForOvsSourceMembers, deliverNumbered, scrapeMetrics } from '../lab/switch-checks.js';
+import {
+  ovsGroupPorts,
+  ovsSourcePorts,
+  waitForOvsMembers,
+  waitForOvsSourceMembers,
+  deliverNumbered,
+  scrapeMetrics,
+} from '../lab/switch-checks.js';
 import type { DaemonStatus, GroupView, MemberView } from '../../src/transport/control/daemon-view.js';
 
 const missing = cliMissing();
@@ -83,7 +90,9 @@ async function ovsGroupFlows(node: OvsNode): Promise<string[]> {
   return flows.split('\n').filter((line) => /actions=group:\d+/.test(line));
 }
 
-/** Waits until the daemon has no members anywhere, nothing to sync, and OVS no group flows: the next case starts clean. */
+/**
+ * Waits until the daemon has no members anywhere, nothing to sync, and OVS no group flows: the next case starts clean.
+ */
 async function waitForEmpty(daemon: RunningDaemon, node: OvsNode): Promise<void> {
   await waitUntil('every group to be left, in the daemon and in OVS', async () => {
     const groups = await control<GroupView[]>(daemon, ['groups']);
@@ -95,14 +104,23 @@ async function waitForEmpty(daemon: RunningDaemon, node: OvsNode): Promise<void>
 
 /** The value of mcastctl_igmp_refused_total{reason="<reason>"} in `metrics`. */
 function refusedMetric(metrics: string, reason: string): number {
-  const line = metrics.split('\n').find((entry) => entry.startsWith(`mcastctl_igmp_refused_total{reason="${reason}"} `));
+  const line = metrics
+    .split('\n')
+    .find((entry) => entry.startsWith(`mcastctl_igmp_refused_total{reason="${reason}"} `));
   assert.ok(line !== undefined, `no mcastctl_igmp_refused_total for ${reason} in:\n${metrics}`);
   return Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 /** member.py reads only a host's namespace, interface and address: a pod is such a host. */
 function asHost(pod: OvsPod): Host {
-  return { name: pod.name, ns: pod.ns, iface: pod.iface, port: pod.port, address: pod.address, prefixLength: pod.prefixLength } as Host;
+  return {
+    name: pod.name,
+    ns: pod.ns,
+    iface: pod.iface,
+    port: pod.port,
+    address: pod.address,
+    prefixLength: pod.prefixLength,
+  } as Host;
 }
 
 async function stopAll(receivers: readonly Receiver[]): Promise<void> {
@@ -186,8 +204,16 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         assert.equal((await refusedOn(daemon, b))['port-groups'] ?? 0, 0, `${b.name}'s port counted refusals`);
 
         // Real UDP: b gets the fourth group, a (whose kernel joined it too) nothing of it; a gets its first.
-        assert.deepEqual(await deliverNumbered(c, [bFourth, aFourth], fourth, 5401, 'fourth'), [20, 0], `of 20 datagrams of ${fourth}: [${b.name}, ${a.name}]`);
-        assert.deepEqual(await deliverNumbered(c, [receivers[0]!], first, 5401, 'first'), [20], `of 20 datagrams of ${first}: [${a.name}]`);
+        assert.deepEqual(
+          await deliverNumbered(c, [bFourth, aFourth], fourth, 5401, 'fourth'),
+          [20, 0],
+          `of 20 datagrams of ${fourth}: [${b.name}, ${a.name}]`,
+        );
+        assert.deepEqual(
+          await deliverNumbered(c, [receivers[0]!], first, 5401, 'first'),
+          [20],
+          `of 20 datagrams of ${first}: [${a.name}]`,
+        );
       } finally {
         await stopAll(receivers);
       }
@@ -199,17 +225,24 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
       const [s1, s2, s3] = ['192.0.2.1', '192.0.2.2', '192.0.2.3'] as const;
       const memberA = await Member.start(lab, asHost(a));
       const memberB = await Member.start(lab, asHost(b));
-      const filterOf = async (pod: OvsPod) => (await membersOf(daemon, group)).find((member) => member.port.name === pod.port);
+      const filterOf = async (pod: OvsPod) =>
+        (await membersOf(daemon, group)).find((member) => member.port.name === pod.port);
       try {
         for (const source of [s1, s2]) {
           await memberA.joinSource(group, source);
-          await waitUntil(`${source} in ${a.name}'s filter of ${group}`, async () => (await filterOf(a))?.sources.includes(source));
+          await waitUntil(`${source} in ${a.name}'s filter of ${group}`, async () =>
+            (await filterOf(a))?.sources.includes(source),
+          );
         }
         await memberA.joinSource(group, s3);
         await waitForRefusal(daemon, a, 'group-sources');
         const filterA = await filterOf(a);
         assert.equal(filterA?.mode, 'include');
-        assert.deepEqual([...(filterA?.sources ?? [])].sort(), [s1, s2], `${a.name}'s filter: ${JSON.stringify(filterA)}`);
+        assert.deepEqual(
+          [...(filterA?.sources ?? [])].sort(),
+          [s1, s2],
+          `${a.name}'s filter: ${JSON.stringify(filterA)}`,
+        );
         // Each source a asked for reaches a through its own (S,G) entry; the refused one has none.
         for (const source of [s1, s2]) await waitForOvsSourceMembers(node, { source, group, pods: [a] });
         assert.equal(await ovsSourcePorts(node, s3, group), undefined, `no entry for ${s3} yet`);
@@ -247,12 +280,22 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
 
         assert.deepEqual(await membersOf(daemon, spoofed), [], `${spoofed} got members from a spoofed report`);
         assert.equal(await ovsGroupPorts(node, spoofed), undefined, `OVS has a flow for ${spoofed}`);
-        assert.equal((await refusedOn(daemon, a))['spoofed'] ?? 0, 1, `the spoofed report was not counted (once) on ${a.name}'s port`);
-        assert.equal((await refusedOn(daemon, b))['spoofed'] ?? 0, 0, `the spoofed report was counted on ${b.name}'s port`);
+        assert.equal(
+          (await refusedOn(daemon, a))['spoofed'] ?? 0,
+          1,
+          `the spoofed report was not counted (once) on ${a.name}'s port`,
+        );
+        assert.equal(
+          (await refusedOn(daemon, b))['spoofed'] ?? 0,
+          0,
+          `the spoofed report was counted on ${b.name}'s port`,
+        );
 
         // 0.0.0.0: a host without an address yet may report so (RFC 3376 §4.2.13).
         await sendReport(a, join(unnumbered), { source: '0.0.0.0' });
-        await waitUntil(`${a.name} in ${unnumbered}`, async () => (await memberPorts(daemon, unnumbered)).includes(a.port));
+        await waitUntil(`${a.name} in ${unnumbered}`, async () =>
+          (await memberPorts(daemon, unnumbered)).includes(a.port),
+        );
         await waitForOvsMembers(node, unnumbered, [a]);
         assert.equal((await refusedOn(daemon, a))['spoofed'] ?? 0, 1, 'a report from 0.0.0.0 was counted as spoofed');
         assert.equal(daemon.running(), true);
@@ -273,7 +316,10 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         const value = refusedMetric(metrics, reason);
         assert.ok(value > 0, `mcastctl_igmp_refused_total{reason="${reason}"} is ${value}`);
         // Read after status: only more refusals (a's kernel answering a query) may have come.
-        assert.ok(value >= (status.igmpRefused?.total[reason] ?? 0), `${reason}: metric ${value} < status ${JSON.stringify(status.igmpRefused?.total)}`);
+        assert.ok(
+          value >= (status.igmpRefused?.total[reason] ?? 0),
+          `${reason}: metric ${value} < status ${JSON.stringify(status.igmpRefused?.total)}`,
+        );
       }
       assert.equal(refusedMetric(metrics, 'spoofed'), 1);
       assert.equal(refusedMetric(metrics, 'node-groups'), 0);
@@ -304,13 +350,22 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         // A join of any source to a group with a source-specific member leaves the group as it is.
         const before = (await refusedOn(daemon, c))['ssm'] ?? 0;
         receivers.push(await c.listen(specific, 5404));
-        await waitUntil(`a second ssm refusal on ${c.name}'s port`, async () => ((await refusedOn(daemon, c))['ssm'] ?? 0) > before);
+        await waitUntil(
+          `a second ssm refusal on ${c.name}'s port`,
+          async () => ((await refusedOn(daemon, c))['ssm'] ?? 0) > before,
+        );
         assert.deepEqual(await memberPorts(daemon, specific), [d.port]);
         await waitForOvsSourceMembers(node, { source, group: specific, pods: [d], not: [c] });
-        assert.ok(!((await ovsGroupPorts(node, specific)) ?? []).includes(c.ofport), `${c.name} gets no source of ${specific}`);
+        assert.ok(
+          !((await ovsGroupPorts(node, specific)) ?? []).includes(c.ofport),
+          `${c.name} gets no source of ${specific}`,
+        );
 
         const status = await control<DaemonStatus>(daemon, ['status']);
-        assert.ok((status.igmpRefused?.total['ssm'] ?? 0) >= 2, `status totals: ${JSON.stringify(status.igmpRefused?.total)}`);
+        assert.ok(
+          (status.igmpRefused?.total['ssm'] ?? 0) >= 2,
+          `status totals: ${JSON.stringify(status.igmpRefused?.total)}`,
+        );
         const metrics = await scrapeMetrics(node, metricsUrl);
         assert.ok(refusedMetric(metrics, 'ssm') >= 2, 'mcastctl_igmp_refused_total{reason="ssm"} is below 2');
       } finally {
@@ -365,8 +420,16 @@ describe('daemon guard: membership limits and spoofed reports on real OVS', { co
         await waitForOvsMembers(node, first, [a, d], [b, c]);
         assert.equal((await refusedOn(daemon, d))['node-groups'] ?? 0, 0, `${d.name}'s port counted refusals`);
 
-        assert.deepEqual(await deliverNumbered(b, [aFirst, dFirst], first, 5403, 'first'), [20, 20], `of 20 datagrams of ${first}: [${a.name}, ${d.name}]`);
-        assert.deepEqual(await deliverNumbered(a, [cThird], third, 5403, 'third'), [0], `${c.name} got datagrams of the refused ${third}`);
+        assert.deepEqual(
+          await deliverNumbered(b, [aFirst, dFirst], first, 5403, 'first'),
+          [20, 20],
+          `of 20 datagrams of ${first}: [${a.name}, ${d.name}]`,
+        );
+        assert.deepEqual(
+          await deliverNumbered(a, [cThird], third, 5403, 'third'),
+          [0],
+          `${c.name} got datagrams of the refused ${third}`,
+        );
 
         const metrics = await scrapeMetrics(node, metricsUrl);
         assert.ok(refusedMetric(metrics, 'node-groups') > 0, 'mcastctl_igmp_refused_total{reason="node-groups"} is 0');

@@ -31,7 +31,9 @@ if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: 
 /** Member port names of `group` as the daemon sees them. */
 async function membersOf(daemon: RunningDaemon, group: string): Promise<string[]> {
   const groups = await control<GroupView[]>(daemon, ['groups']);
-  return [...new Set(groups.find((view) => view.group === group)?.members.map((member) => member.port.name) ?? [])].sort();
+  return [
+    ...new Set(groups.find((view) => view.group === group)?.members.map((member) => member.port.name) ?? []),
+  ].sort();
 }
 
 /** Listening TCP and UDP sockets in the namespace, as `ss` lists them (address:port). */
@@ -49,7 +51,14 @@ async function listeners(node: OvsNode): Promise<string[]> {
  * Then waits until the daemon has taken the receiver's leave to OVS, so that the next
  * test starts from a switch without the group.
  */
-async function delivers(daemon: RunningDaemon, sender: OvsPod, receiver: OvsPod, group: string, port: number, tag: string): Promise<void> {
+async function delivers(
+  daemon: RunningDaemon,
+  sender: OvsPod,
+  receiver: OvsPod,
+  group: string,
+  port: number,
+  tag: string,
+): Promise<void> {
   const socket = await receiver.listen(group, port);
   await sleep(300);
   await sender.send(group, port, 20, { intervalMs: 5, tag });
@@ -62,7 +71,9 @@ async function delivers(daemon: RunningDaemon, sender: OvsPod, receiver: OvsPod,
   });
 }
 
-describe('daemon hardening: signals, one daemon per bridge, full disk, settings checked first', { concurrency: 1 }, () => {
+describe('daemon hardening: signals, one daemon per bridge, full disk, settings checked first', {
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let node: OvsNode;
   let pods: [OvsPod, OvsPod];
@@ -71,7 +82,10 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
     lab = Lab.create();
     node = await OvsNode.start(lab, 'n');
     await node.addGateway({ address: '10.31.1.1/24' });
-    pods = [await node.addPod('p1', { address: '10.31.1.11/24' }), await node.addPod('p2', { address: '10.31.1.12/24' })];
+    pods = [
+      await node.addPod('p1', { address: '10.31.1.11/24' }),
+      await node.addPod('p2', { address: '10.31.1.12/24' }),
+    ];
   });
 
   after(async () => {
@@ -90,7 +104,10 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       await sleep(500);
       const afterSignal = await listeners(node);
       assert.deepEqual(afterSignal, before, 'a socket started listening after SIGUSR1');
-      assert.ok(!afterSignal.some((address) => address.endsWith(':9229')), `the inspector's port listens: ${afterSignal.join(' ')}`);
+      assert.ok(
+        !afterSignal.some((address) => address.endsWith(':9229')),
+        `the inspector's port listens: ${afterSignal.join(' ')}`,
+      );
       // No inspector through the other door either: its HTTP endpoint answers nothing.
       const probe = await node.exec(['sh', '-c', 'curl -s -m 2 http://127.0.0.1:9229/json/list; echo "exit=$?"']);
       assert.match(probe.stdout, /exit=7/, `curl reached something on 9229: ${probe.stdout}`);
@@ -109,25 +126,42 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
       await daemon.ready();
       const group = '239.31.2.1';
       const member = await pods[1].listen(group, 5302);
-      await waitUntil(`${pods[1].name} in ${group}`, async () => (await membersOf(daemon, group)).includes(pods[1].port));
-      assert.equal(daemon.entries().filter((entry) => entry['level'] === 'debug').length, 0, 'debug lines at log level info');
+      await waitUntil(`${pods[1].name} in ${group}`, async () =>
+        (await membersOf(daemon, group)).includes(pods[1].port),
+      );
+      assert.equal(
+        daemon.entries().filter((entry) => entry['level'] === 'debug').length,
+        0,
+        'debug lines at log level info',
+      );
 
       // A runtime setting (logLevel) and one that waits for a restart (workers).
       writeFileSync(file, 'logLevel: debug\nqueryInterval: 60s\nworkers: 2\n');
       daemon.child.kill('SIGHUP');
-      await daemon.waitForLog((entry) => entry['msg'] === 'SIGHUP: setting changed' && entry['key'] === 'logLevel' && entry['to'] === 'debug');
-      await daemon.waitForLog((entry) => entry['msg'] === 'SIGHUP: setting changed' && entry['key'] === 'queryInterval' && entry['to'] === 60_000);
-      const waiting = await daemon.waitForLog((entry) => String(entry['msg']).includes('take effect only at the next start'));
+      await daemon.waitForLog(
+        (entry) => entry['msg'] === 'SIGHUP: setting changed' && entry['key'] === 'logLevel' && entry['to'] === 'debug',
+      );
+      await daemon.waitForLog(
+        (entry) =>
+          entry['msg'] === 'SIGHUP: setting changed' && entry['key'] === 'queryInterval' && entry['to'] === 60_000,
+      );
+      const waiting = await daemon.waitForLog((entry) =>
+        String(entry['msg']).includes('take effect only at the next start'),
+      );
       assert.equal(waiting['keys'], 'workers');
       // The new level took effect: a join is now logged at debug.
       const second = await pods[0].listen(group, 5302);
-      await daemon.waitForLog((entry) => entry['level'] === 'debug' && entry['msg'] === 'join' && entry['port'] === pods[0].port);
+      await daemon.waitForLog(
+        (entry) => entry['level'] === 'debug' && entry['msg'] === 'join' && entry['port'] === pods[0].port,
+      );
       await second.stop();
 
       // A bad file: refused, and the running configuration stays (still at debug).
       writeFileSync(file, 'logLevel: info\nqueryInterval: soon\n');
       daemon.child.kill('SIGHUP');
-      const refused = await daemon.waitForLog((entry) => String(entry['msg']).startsWith('SIGHUP: the configuration was not reloaded'));
+      const refused = await daemon.waitForLog((entry) =>
+        String(entry['msg']).startsWith('SIGHUP: the configuration was not reloaded'),
+      );
       assert.match(String(refused['error']), /queryInterval/);
       // Unchanged file: said so.
       writeFileSync(file, 'logLevel: debug\nqueryInterval: 60s\n');
@@ -222,7 +256,10 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
     const exit = await Promise.race([daemon.exited, sleep(15_000).then(() => undefined)]);
     assert.deepEqual(exit, { code: 69, signal: null }, daemon.logs().join('\n'));
     const log = daemon.logs().join('\n');
-    assert.match(log, /this kernel has no IPv4 multicast routing \(\/proc\/net\/ip_mr_vif is missing: it was built without CONFIG_IP_MROUTE\)/);
+    assert.match(
+      log,
+      /this kernel has no IPv4 multicast routing \(\/proc\/net\/ip_mr_vif is missing: it was built without CONFIG_IP_MROUTE\)/,
+    );
     assert.match(log, /without multicastInterfaces \(snooping only, or tunnels between nodes\) none is needed/);
     assert.doesNotMatch(log, /internal error|at async/);
     assert.equal(await ovsState(), before, 'OVS was changed');
@@ -241,13 +278,39 @@ describe('daemon hardening: signals, one daemon per bridge, full disk, settings 
     execFileSync('mkfifo', [`${fifoState}/state.json`]);
     const base = ['daemon', '--ovs-rundir', `${dir}/no-ovs`, '--no-metrics'];
     const cases: Array<[string, string[], RegExp]> = [
-      ['a control socket under a file', [...base, '--control-socket', `${dir}/a-file/ctl.sock`, '--state-dir', `${dir}/s1`], /control socket/],
-      ['a state directory that is a file', [...base, '--control-socket', `${dir}/c2.sock`, '--state-dir', `${dir}/a-file`], /state/],
-      ['a state directory others may write', [...base, '--control-socket', `${dir}/c3.sock`, '--state-dir', open], /writable by others|chmod/],
-      ['a state file that is a FIFO', [...base, '--control-socket', `${dir}/c5.sock`, '--state-dir', fifoState], /FIFO/],
+      [
+        'a control socket under a file',
+        [...base, '--control-socket', `${dir}/a-file/ctl.sock`, '--state-dir', `${dir}/s1`],
+        /control socket/,
+      ],
+      [
+        'a state directory that is a file',
+        [...base, '--control-socket', `${dir}/c2.sock`, '--state-dir', `${dir}/a-file`],
+        /state/,
+      ],
+      [
+        'a state directory others may write',
+        [...base, '--control-socket', `${dir}/c3.sock`, '--state-dir', open],
+        /writable by others|chmod/,
+      ],
+      [
+        'a state file that is a FIFO',
+        [...base, '--control-socket', `${dir}/c5.sock`, '--state-dir', fifoState],
+        /FIFO/,
+      ],
       [
         'a multicast metrics address',
-        ['daemon', '--ovs-rundir', `${dir}/no-ovs`, '--metrics-address', '239.1.1.1:9815', '--control-socket', `${dir}/c4.sock`, '--state-dir', `${dir}/s4`],
+        [
+          'daemon',
+          '--ovs-rundir',
+          `${dir}/no-ovs`,
+          '--metrics-address',
+          '239.1.1.1:9815',
+          '--control-socket',
+          `${dir}/c4.sock`,
+          '--state-dir',
+          `${dir}/s4`,
+        ],
         /metrics/,
       ],
     ];

@@ -46,7 +46,9 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 /** Member port names of every group, sorted: { group: [port names] }. */
 function membership(groups: readonly GroupView[]): Record<string, string[]> {
   return Object.fromEntries(
-    groups.filter((view) => view.members.length > 0).map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]),
+    groups
+      .filter((view) => view.members.length > 0)
+      .map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]),
   );
 }
 
@@ -121,7 +123,9 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
     assert.equal(await ping6(lab, a, `${b.linkLocal6!}%eth0`), '3/3');
     const group = 'ff15::8000:99';
     const port = 7000;
-    const capture = await lab.startTcpdump(d.ns, d.iface, lab.file('lab-flood.pcap'), { filter: ['ip6', 'and', 'udp'] });
+    const capture = await lab.startTcpdump(d.ns, d.iface, lab.file('lab-flood.pcap'), {
+      filter: ['ip6', 'and', 'udp'],
+    });
     const r = await listen(a, group, port);
     const unicast = await listen(b, b.address6!, port);
     await sleep(100);
@@ -130,7 +134,11 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
     await sleep(300);
     const [got, gotUnicast] = await Promise.all([r.stop(), unicast.stop()]);
     await capture.stop();
-    assert.deepEqual(missingSequences(sequences(got, 'n'), 10), [], 'IPv6 multicast between pods on the NORMAL bridge lost datagrams');
+    assert.deepEqual(
+      missingSequences(sequences(got, 'n'), 10),
+      [],
+      'IPv6 multicast between pods on the NORMAL bridge lost datagrams',
+    );
     assert.ok(got.every((datagram) => datagram.from === c.address6));
     assert.deepEqual(missingSequences(sequences(gotUnicast, 'u'), 3), [], 'IPv6 unicast UDP lost datagrams');
     // NORMAL floods the group: the capture on a non-member sees it all (so it can see a leak later).
@@ -150,7 +158,9 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
     });
 
     it('delivery to members only: A and B get every datagram, the non-member D nothing on its wire; the OVS flow, group and groups view', async () => {
-      const capture = await lab.startTcpdump(d.ns, d.iface, lab.file('a-nonmember.pcap'), { filter: ['ip6', 'and', 'udp'] });
+      const capture = await lab.startTcpdump(d.ns, d.iface, lab.file('a-nonmember.pcap'), {
+        filter: ['ip6', 'and', 'udp'],
+      });
       ra = await listen(a, group, port);
       rb = await listen(b, group, port);
       const ports = await waitForOvsMembers6(node, group, [a, b], [c, d]);
@@ -170,7 +180,11 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
         `OVS group of ${group}: ${ports.join(',')}`,
       );
       const view = await control<GroupView[]>(daemon!, ['groups']);
-      assert.deepEqual(membership(view)[group], [a.port, b.port].sort(), `groups --json: ${JSON.stringify(membership(view))}`);
+      assert.deepEqual(
+        membership(view)[group],
+        [a.port, b.port].sort(),
+        `groups --json: ${JSON.stringify(membership(view))}`,
+      );
     });
 
     it('an MLDv1 member joins and receives; fast leave of A stops its traffic within 1 s; B, its MLD blocked, expires after about the GMI', async () => {
@@ -196,9 +210,15 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       assert.ok(leave, `no MLD leave of ${group} from ${a.name} on its eth0`);
       const lastData = packets.filter((packet) => isData(packet, group, port)).at(-1)!;
       const latency = lastData.ts - leave.ts;
-      console.log(`fast leave (IPv6): last datagram at ${a.name}'s eth0 ${ms(latency)} from its leave (one is sent every 20 ms)`);
+      console.log(
+        `fast leave (IPv6): last datagram at ${a.name}'s eth0 ${ms(latency)} from its leave (one is sent every 20 ms)`,
+      );
       assert.ok(latency <= 1000, `traffic went on for ${ms(latency)} after the leave (limit 1 s)`);
-      assert.deepEqual(missingSequences(sequences(rb.received, 'fl'), count), [], `${b.name} (still a member) missed datagrams`);
+      assert.deepEqual(
+        missingSequences(sequences(rb.received, 'fl'), count),
+        [],
+        `${b.name} (still a member) missed datagrams`,
+      );
       await waitForOvsMembers6(node, group, [b, d], [a]);
 
       // Expiry: B's reports (and its leave) never get out; its port goes after the GMI.
@@ -208,7 +228,8 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
         await rb.stop();
         const goneAfter = await waitUntil(
           `OVS to drop ${b.name} from ${group}`,
-          async () => (((await ovsGroupPorts6(node, group)) ?? []).includes(b.ofport) ? undefined : Date.now() - blockedAt),
+          async () =>
+            ((await ovsGroupPorts6(node, group)) ?? []).includes(b.ofport) ? undefined : Date.now() - blockedAt,
           GMI_MS + 5000,
           100,
         );
@@ -216,10 +237,17 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
           `expiry (IPv6): ${b.name} dropped ${ms(goneAfter)} after its MLD was blocked (GMI ${GMI_MS} ms; its last report came up to one query interval before)`,
         );
         assert.ok((await mldDropped(lab, b)) >= 1, 'nft dropped nothing: closing the socket should have sent a leave');
-        assert.ok(goneAfter >= GMI_MS - QUERY_INTERVAL_MS - 1000, `dropped ${ms(goneAfter)} after the block: too early for an expiry`);
+        assert.ok(
+          goneAfter >= GMI_MS - QUERY_INTERVAL_MS - 1000,
+          `dropped ${ms(goneAfter)} after the block: too early for an expiry`,
+        );
         assert.ok(goneAfter <= GMI_MS + 1500, `dropped ${ms(goneAfter)} after the block: later than GMI + 1.5 s`);
         const view = await control<GroupView[]>(daemon!, ['groups']);
-        assert.deepEqual(membership(view)[group], [d.port], `groups --json after the expiry: ${JSON.stringify(membership(view))}`);
+        assert.deepEqual(
+          membership(view)[group],
+          [d.port],
+          `groups --json after the expiry: ${JSON.stringify(membership(view))}`,
+        );
       } finally {
         await unblockMld(lab, b).catch(() => undefined);
         await rd.stop();
@@ -232,12 +260,17 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       const r6 = await listen(a, group6, dsPort);
       await waitForOvsMembers6(node, group6, [a]);
       await sleep(200);
-      await Promise.all([c.send(group4, dsPort, 20, { intervalMs: 5, tag: 'v4' }), c.send(group6, dsPort, 20, { intervalMs: 5, tag: 'v6' })]);
+      await Promise.all([
+        c.send(group4, dsPort, 20, { intervalMs: 5, tag: 'v4' }),
+        c.send(group6, dsPort, 20, { intervalMs: 5, tag: 'v6' }),
+      ]);
       await sleep(300);
       const [got4, got6] = await Promise.all([r4.stop(), r6.stop()]);
       assert.deepEqual(missingSequences(sequences(got4, 'v4'), 20), [], `${a.name} missed IPv4 datagrams`);
       assert.deepEqual(missingSequences(sequences(got6, 'v6'), 20), [], `${a.name} missed IPv6 datagrams`);
-      assert.ok(got4.every((datagram) => datagram.from === c.address) && got6.every((datagram) => datagram.from === c.address6));
+      assert.ok(
+        got4.every((datagram) => datagram.from === c.address) && got6.every((datagram) => datagram.from === c.address6),
+      );
     });
 
     it("per-source forwarding and SSM: a's (S1, G) join gets S1's datagrams on its wire and none of S2's; a plain join of an SSM group is refused", async () => {
@@ -254,7 +287,10 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
         5000,
         100,
       );
-      await Promise.all([c.send(group, ssmPort, 20, { intervalMs: 5, tag: 's1' }), d.send(group, ssmPort, 20, { intervalMs: 5, tag: 's2' })]);
+      await Promise.all([
+        c.send(group, ssmPort, 20, { intervalMs: 5, tag: 's1' }),
+        d.send(group, ssmPort, 20, { intervalMs: 5, tag: 's2' }),
+      ]);
       await listener.do('join', plainSsm);
       await waitUntil(
         `an ssm refusal on ${a.name}'s port`,
@@ -269,11 +305,15 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       await sleep(300);
       await capture.stop();
       const data = readPcap6(capture.file).filter((packet) => packet.udp?.dstPort === ssmPort);
-      const from = (source: string, to: string) => data.filter((packet) => packet.src === source && packet.dst === to).length;
+      const from = (source: string, to: string) =>
+        data.filter((packet) => packet.src === source && packet.dst === to).length;
       assert.equal(from(c.address6!, group), 20, "every datagram of S1 reached a's wire");
       assert.equal(from(d.address6!, group), 0, "no datagram of S2 reached a's wire");
       assert.equal(from(c.address6!, plainSsm), 0, 'nothing of the refused SSM group reached a');
-      assert.ok(!(await node.ofctl('dump-flows', node.bridge)).includes(`ipv6_dst=${plainSsm}`), 'no flow for the refused group');
+      assert.ok(
+        !(await node.ofctl('dump-flows', node.bridge)).includes(`ipv6_dst=${plainSsm}`),
+        'no flow for the refused group',
+      );
     });
 
     it('Neighbor Discovery with the daemon: ping -6 to a pod (global and link-local) and to the gateway; a pod added now passes DAD and answers', async () => {
@@ -283,7 +323,9 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       const startedAt = Date.now();
       // addPod waits until neither address is tentative, and fails on dadfailed.
       const e = await node.addPod('pe', { address: '10.36.1.15/24', address6: 'fd00:36::15/64' });
-      console.log(`DAD (IPv6): a pod added while the daemon runs was ready ${ms(Date.now() - startedAt)} after addPod began`);
+      console.log(
+        `DAD (IPv6): a pod added while the daemon runs was ready ${ms(Date.now() - startedAt)} after addPod began`,
+      );
       const states = await ipv6Addresses(lab, e.ns, e.iface);
       assert.deepEqual(
         states.filter((state) => state.tentative || state.dadfailed),
@@ -299,7 +341,12 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       await waitForOvsMembers6(node, rgroup, [b]);
       // Saved about 1 s after the change.
       const stateFile = `${daemon!.stateDir}/state.json`;
-      await waitUntil('state.json with the group', async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(rgroup), 5000, 100);
+      await waitUntil(
+        'state.json with the group',
+        async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(rgroup),
+        5000,
+        100,
+      );
       const count = 300; // 3 s at 10 ms
       const sending = c.send(rgroup, rport, count, { intervalMs: 10, tag: 'rs' });
       await waitUntil('traffic to flow', async () => r.received.length >= 20, 3000, 10);
@@ -311,21 +358,33 @@ describe('mcastctl daemon: IPv6 multicast on one node', { concurrency: 1 }, () =
       await sending;
       await sleep(300);
       const lost = missingSequences(sequences(r.received, 'rs'), count);
-      console.log(`restart (IPv6): new daemon listening ${ms(readyMs)} after kill -9; ${lost.length} of ${count} datagrams lost`);
+      console.log(
+        `restart (IPv6): new daemon listening ${ms(readyMs)} after kill -9; ${lost.length} of ${count} datagrams lost`,
+      );
       assert.deepEqual(lost, [], 'datagrams lost across the restart');
       const view = await control<GroupView[]>(daemon, ['groups']);
-      assert.deepEqual(membership(view)[rgroup], [b.port], `after the restart groups --json shows ${JSON.stringify(membership(view))}`);
+      assert.deepEqual(
+        membership(view)[rgroup],
+        [b.port],
+        `after the restart groups --json shows ${JSON.stringify(membership(view))}`,
+      );
 
       await node.restartVswitchd();
       const backAt = Date.now();
       await waitForOvsMembers6(node, rgroup, [b], [], 5000);
       const flowsMs = Date.now() - backAt;
-      console.log(`OVS restart (IPv6): the daemon's ipv6_dst flow and group back ${ms(flowsMs)} after ovs-vswitchd was`);
+      console.log(
+        `OVS restart (IPv6): the daemon's ipv6_dst flow and group back ${ms(flowsMs)} after ovs-vswitchd was`,
+      );
       assert.ok(flowsMs <= 3000, `the IPv6 group came back ${ms(flowsMs)} after the restart (limit 3 s)`);
       const before = r.received.length;
       await c.send(rgroup, rport, 20, { intervalMs: 5, tag: 'ov' });
       await sleep(300);
-      assert.deepEqual(missingSequences(sequences(r.received.slice(before), 'ov'), 20), [], `${b.name} missed datagrams after the OVS restart`);
+      assert.deepEqual(
+        missingSequences(sequences(r.received.slice(before), 'ov'), 20),
+        [],
+        `${b.name} missed datagrams after the OVS restart`,
+      );
       await r.stop();
     });
   });

@@ -46,7 +46,9 @@ const status = (daemon: RunningDaemon) => control<DaemonStatus>(daemon, ['status
 /** Sorted member port names of `group` as the daemon shows them. */
 async function memberPorts(daemon: RunningDaemon, group: string): Promise<string[]> {
   const groups = await control<GroupView[]>(daemon, ['groups']);
-  return [...new Set(groups.find((view) => view.group === group)?.members.map((member) => member.port.name) ?? [])].sort();
+  return [
+    ...new Set(groups.find((view) => view.group === group)?.members.map((member) => member.port.name) ?? []),
+  ].sort();
 }
 
 /** What `status` counts as refused on `pod`'s port, by reason. */
@@ -75,7 +77,12 @@ async function ovsMeters(node: OvsNode): Promise<Map<number, OvsMeter>> {
     const folded = chunk.replace(/\s+/g, ' ').trim();
     const rate = /rate=(\d+)/.exec(folded)?.[1];
     const burst = /burst_size=(\d+)/.exec(folded)?.[1];
-    meters.set(id, { id, text: folded, rate: rate === undefined ? undefined : Number(rate), burst: burst === undefined ? undefined : Number(burst) });
+    meters.set(id, {
+      id,
+      text: folded,
+      rate: rate === undefined ? undefined : Number(rate),
+      burst: burst === undefined ? undefined : Number(burst),
+    });
   }
   return meters;
 }
@@ -97,7 +104,10 @@ const meteredCookie = (ofport: number) => `0x4d430100${ofport.toString(16).padSt
 /** Asserts that `pod` has its meter (rate, burst) and its metered IGMP flow to the controller. */
 function assertMetered(pod: OvsPod, meters: Map<number, OvsMeter>, metered: Map<number, string[]>): void {
   const meter = meters.get(METER_ID_BASE + pod.ofport);
-  assert.ok(meter !== undefined, `no meter ${METER_ID_BASE + pod.ofport} for ${pod.name} (ofport ${pod.ofport}): ${[...meters.keys()].join(',')}`);
+  assert.ok(
+    meter !== undefined,
+    `no meter ${METER_ID_BASE + pod.ofport} for ${pod.name} (ofport ${pod.ofport}): ${[...meters.keys()].join(',')}`,
+  );
   assert.match(meter.text, /\bpktps\b/, meter.text);
   assert.match(meter.text, /\bburst\b/, meter.text);
   assert.match(meter.text, /type=drop/, meter.text);
@@ -106,7 +116,11 @@ function assertMetered(pod: OvsPod, meters: Map<number, OvsMeter>, metered: Map<
   const flows = metered.get(pod.ofport) ?? [];
   // IGMP, and MLD's four ICMPv6 types, all through the one meter.
   assert.equal(flows.length, 5, `${pod.name}'s 301 flows: ${flows.join(' | ')}`);
-  assert.equal(flows.filter((flow) => /(,igmp,|,ip,.*nw_proto=2)/.test(flow)).length, 1, `${pod.name}'s IGMP 301 flow: ${flows.join(' | ')}`);
+  assert.equal(
+    flows.filter((flow) => /(,igmp,|,ip,.*nw_proto=2)/.test(flow)).length,
+    1,
+    `${pod.name}'s IGMP 301 flow: ${flows.join(' | ')}`,
+  );
   assert.deepEqual(
     flows.flatMap((flow) => /icmp_type=(\d+)/.exec(flow)?.[1] ?? []).sort(),
     ['130', '131', '132', '143'],
@@ -114,7 +128,10 @@ function assertMetered(pod: OvsPod, meters: Map<number, OvsMeter>, metered: Map<
   );
   for (const flow of flows) {
     assert.match(flow, new RegExp(`actions=meter:${METER_ID_BASE + pod.ofport},CONTROLLER`), flow);
-    assert.ok(flow.includes(`cookie=${meteredCookie(pod.ofport)},`), `cookie of ${flow}, not ${meteredCookie(pod.ofport)}`);
+    assert.ok(
+      flow.includes(`cookie=${meteredCookie(pod.ofport)},`),
+      `cookie of ${flow}, not ${meteredCookie(pod.ofport)}`,
+    );
   }
 }
 
@@ -131,7 +148,10 @@ const podName = (pod: OvsPod) => `default/${pod.name}`;
 describe('daemon: per-port IGMP meters and the group policy on real OVS', { concurrency: 1 }, () => {
   let lab: Lab;
   let node: OvsNode;
-  /** a: denied joins of 239.50/16; b: allowed (until the reload); s: denied sends to 239.60/16; t, r: free; f: the flooder (joins of 239.70/16 denied). */
+  /**
+   * a: denied joins of 239.50/16; b: allowed (until the reload); s: denied sends to 239.60/16; t, r: free; f: the
+   * flooder (joins of 239.70/16 denied).
+   */
   let a: OvsPod;
   let b: OvsPod;
   let s: OvsPod;
@@ -176,7 +196,14 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     writeFileSync(policyFile, basePolicy());
     daemon = startDaemon(node, {
       multicastInterfaces: [],
-      args: ['--group-policy', policyFile, '--igmp-rate-per-port', String(RATE), '--igmp-burst-per-port', String(BURST)],
+      args: [
+        '--group-policy',
+        policyFile,
+        '--igmp-rate-per-port',
+        String(RATE),
+        '--igmp-burst-per-port',
+        String(BURST),
+      ],
     });
     metricsUrl = String((await daemon.ready())['metrics']);
   });
@@ -198,15 +225,30 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
 
   it('meters: one per pod port at the set rate and burst, with a metered IGMP flow; a removed port loses both; the gateway has none', async (context) => {
     const pods = [a, b, s, t, r, f];
-    await waitUntil('every pod port metered', async () => (await status(daemon)).igmpMeter?.meteredPorts === pods.length);
+    await waitUntil(
+      'every pod port metered',
+      async () => (await status(daemon)).igmpMeter?.meteredPorts === pods.length,
+    );
     const meters = await ovsMeters(node);
     const metered = await flowsAt(node, 301);
     for (const pod of pods) assertMetered(pod, meters, metered);
     context.diagnostic(`${a.name}: ${meters.get(METER_ID_BASE + a.ofport)?.text} | ${metered.get(a.ofport)?.[0]}`);
     const gateway = node.gateway!;
-    assert.equal(meters.has(METER_ID_BASE + gateway.ofport), false, `the gateway (ofport ${gateway.ofport}) has a meter`);
-    assert.equal(metered.has(gateway.ofport), false, `the gateway has a 301 flow: ${metered.get(gateway.ofport)?.join(' | ')}`);
-    assert.deepEqual([...meters.keys()].sort(), pods.map((pod) => METER_ID_BASE + pod.ofport).sort(), "meters other than the pod ports' ones");
+    assert.equal(
+      meters.has(METER_ID_BASE + gateway.ofport),
+      false,
+      `the gateway (ofport ${gateway.ofport}) has a meter`,
+    );
+    assert.equal(
+      metered.has(gateway.ofport),
+      false,
+      `the gateway has a 301 flow: ${metered.get(gateway.ofport)?.join(' | ')}`,
+    );
+    assert.deepEqual(
+      [...meters.keys()].sort(),
+      pods.map((pod) => METER_ID_BASE + pod.ofport).sort(),
+      "meters other than the pod ports' ones",
+    );
     assert.deepEqual([...metered.keys()].sort(), pods.map((pod) => pod.ofport).sort());
     const view = (await status(daemon)).igmpMeter!;
     assert.equal(view.enabled, true);
@@ -235,16 +277,22 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     // The others kept theirs.
     const [metersAfter, flowsAfter] = [await ovsMeters(node), await flowsAt(node, 301)];
     for (const pod of pods) assertMetered(pod, metersAfter, flowsAfter);
-    await waitUntil('the removed port to be unmetered in status', async () => (await status(daemon)).igmpMeter?.meteredPorts === pods.length);
+    await waitUntil(
+      'the removed port to be unmetered in status',
+      async () => (await status(daemon)).igmpMeter?.meteredPorts === pods.length,
+    );
   });
 
   it('a flood of 3,000 reports in 3 s is cut in OVS to rate × time + burst; the drops are in status and metrics; another pod joins', async (context) => {
     const count = 3_000;
     const before = await status(daemon);
     const refusedBefore = sum(await refusedOn(daemon, f));
-    // Fresh groups, each a join the policy refuses: every one the daemon sees is counted on f's port, and none changes the switch.
+    // Fresh groups, each a join the policy refuses: every one the daemon sees is counted on f's port, and none changes
+    // the switch.
     const freshGroup = (i: number) => `239.70.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-    const reports = Array.from({ length: count }, (_, i) => [{ type: IGMPV3_RECORD.changeToExclude, group: freshGroup(i) }]);
+    const reports = Array.from({ length: count }, (_, i) => [
+      { type: IGMPV3_RECORD.changeToExclude, group: freshGroup(i) },
+    ]);
     const group = '239.71.0.1';
     const [flood, delivered] = await Promise.all([
       floodReports(f, reports, { ratePerSecond: 1_000 }),
@@ -252,7 +300,11 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
         // Mid-flood: b's kernel joins, t sends.
         await sleep(700);
         const member = await listen(b, group, 5501);
-        await waitUntil(`${b.name} in ${group}`, async () => (await memberPorts(daemon, group)).includes(b.port), 3_000);
+        await waitUntil(
+          `${b.name} in ${group}`,
+          async () => (await memberPorts(daemon, group)).includes(b.port),
+          3_000,
+        );
         await waitForOvsMembers(node, group, [b]);
         return deliverNumbered(t, [member], group, 5501, 'flood');
       })(),
@@ -267,7 +319,10 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const afterStatus = await status(daemon);
     const packetIns = afterStatus.counters.packetIns - before.counters.packetIns;
     const expected = RATE * flood.seconds + BURST;
-    assert.ok(seen >= RATE && seen < 600, `the daemon saw ${seen} of f's ${count} reports (rate × time + burst ≈ ${expected})`);
+    assert.ok(
+      seen >= RATE && seen < 600,
+      `the daemon saw ${seen} of f's ${count} reports (rate × time + burst ≈ ${expected})`,
+    );
     assert.ok(packetIns < 700, `${packetIns} packet-ins during the flood`);
     assert.deepEqual(await memberPorts(daemon, '239.70.0.1'), [], 'a flooded join became a member');
 
@@ -282,10 +337,17 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     );
     assert.ok(dropped <= count - seen, `dropped ${dropped} + seen ${seen} > sent ${count}`);
     const meterView = (await status(daemon)).igmpMeter!;
-    for (const entry of meterView.byPort) if (entry.port.name !== f.port) assert.equal(entry.dropped, 0, `${entry.port.name} dropped ${entry.dropped}`);
+    for (const entry of meterView.byPort)
+      if (entry.port.name !== f.port) assert.equal(entry.dropped, 0, `${entry.port.name} dropped ${entry.dropped}`);
     assert.ok(meterView.dropped >= dropped, `total ${meterView.dropped} < ${dropped}`);
-    const metric = metricValue(await scrapeMetrics(node, metricsUrl), `mcastctl_igmp_meter_drops_total{port="${f.port}",pod="${podName(f)}"}`);
-    assert.ok(metric !== undefined && metric >= dropped && metric <= count - seen, `metric ${metric}, status ${dropped}`);
+    const metric = metricValue(
+      await scrapeMetrics(node, metricsUrl),
+      `mcastctl_igmp_meter_drops_total{port="${f.port}",pod="${podName(f)}"}`,
+    );
+    assert.ok(
+      metric !== undefined && metric >= dropped && metric <= count - seen,
+      `metric ${metric}, status ${dropped}`,
+    );
     context.diagnostic(
       `sent ${flood.sent} in ${flood.seconds} s; daemon saw ${seen} (${packetIns} packet-ins); dropped ${dropped}; refused ${JSON.stringify(refusedAfter)}`,
     );
@@ -295,7 +357,10 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const group = '239.50.0.1';
     const refusedBefore = (await refusedOn(daemon, a))['policy'] ?? 0;
     const aMember = await listen(a, group, 5502);
-    await waitUntil(`a policy refusal on ${a.name}'s port`, async () => ((await refusedOn(daemon, a))['policy'] ?? 0) > refusedBefore);
+    await waitUntil(
+      `a policy refusal on ${a.name}'s port`,
+      async () => ((await refusedOn(daemon, a))['policy'] ?? 0) > refusedBefore,
+    );
     assert.deepEqual(await memberPorts(daemon, group), []);
     assert.equal(await ovsGroupPorts(node, group), undefined, `OVS has a flow for ${group}`);
     const total = (await status(daemon)).igmpRefused?.total ?? {};
@@ -308,7 +373,11 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     await waitUntil(`${b.name} in ${group}`, async () => (await memberPorts(daemon, group)).join() === b.port);
     const ports = await waitForOvsMembers(node, group, [b]);
     assert.equal(ports.includes(a.ofport), false, `OVS forwards ${group} to ${a.name}`);
-    assert.deepEqual(await deliverNumbered(t, [bMember, aMember], group, 5502, 'join'), [20, 0], `of 20 datagrams of ${group}: [${b.name}, ${a.name}]`);
+    assert.deepEqual(
+      await deliverNumbered(t, [bMember, aMember], group, 5502, 'join'),
+      [20, 0],
+      `of 20 datagrams of ${group}: [${b.name}, ${a.name}]`,
+    );
     assert.deepEqual(await memberPorts(daemon, group), [b.port]);
   });
 
@@ -319,10 +388,22 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     const drops = await flowsAt(node, 280);
     assert.deepEqual([...drops.keys()], [s.ofport], `280 flows: ${JSON.stringify([...drops])}`);
     const [drop] = drops.get(s.ofport)!;
-    assert.match(drop!, new RegExp(`priority=280,ip,in_port=${s.ofport},nw_dst=239\\.60\\.0\\.0/16 actions=drop$`), drop);
+    assert.match(
+      drop!,
+      new RegExp(`priority=280,ip,in_port=${s.ofport},nw_dst=239\\.60\\.0\\.0/16 actions=drop$`),
+      drop,
+    );
     assert.equal((await status(daemon)).groupPolicy?.portsDeniedSending, 1);
-    assert.deepEqual(await deliverNumbered(s, [rMember], group, 5503, 'denied'), [0], `${r.name} got datagrams of ${group} from ${s.name}`);
-    assert.deepEqual(await deliverNumbered(t, [rMember], group, 5503, 'allowed'), [20], `${r.name}: of 20 datagrams of ${group} from ${t.name}`);
+    assert.deepEqual(
+      await deliverNumbered(s, [rMember], group, 5503, 'denied'),
+      [0],
+      `${r.name} got datagrams of ${group} from ${s.name}`,
+    );
+    assert.deepEqual(
+      await deliverNumbered(t, [rMember], group, 5503, 'allowed'),
+      [20],
+      `${r.name}: of 20 datagrams of ${group} from ${t.name}`,
+    );
     // s may still send elsewhere.
     const other = await listen(r, '239.61.0.1', 5503);
     await waitForOvsMembers(node, '239.61.0.1', [r]);
@@ -361,7 +442,11 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     assert.deepEqual(await memberPorts(daemon, group), [], `${b.name} still a member of ${group} 1 s after SIGHUP`);
     assert.equal(await ovsGroupPorts(node, group), undefined, `OVS still has a flow for ${group} 1 s after SIGHUP`);
     await daemon.waitForLog((entry) => entry['msg'] === 'SIGHUP: group policy in force' && entry['rules'] === 5);
-    assert.deepEqual(await deliverNumbered(t, [bMember], group, 5502, 'reloaded'), [0], `${b.name} got datagrams of ${group} after the reload`);
+    assert.deepEqual(
+      await deliverNumbered(t, [bMember], group, 5502, 'reloaded'),
+      [0],
+      `${b.name} got datagrams of ${group} after the reload`,
+    );
 
     await waitUntil('nothing to sync', async () => (await status(daemon)).pendingSyncs === 0);
     const switchAfter = await node.switchState();
@@ -370,7 +455,10 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
     assert.equal(goneFlows.length, 1, `flows gone: ${goneFlows.join('\n')}`);
     assert.match(goneFlows[0]!, new RegExp(`nw_dst=${group.replace(/\./g, '\\.')} actions=group:${groupId}$`));
     assert.equal(newFlows.length, 1, `flows new: ${newFlows.join('\n')}`);
-    assert.match(newFlows[0]!, new RegExp(`priority=280,ip,in_port=${t.ofport},nw_dst=239\\.62\\.0\\.0/16 actions=drop$`));
+    assert.match(
+      newFlows[0]!,
+      new RegExp(`priority=280,ip,in_port=${t.ofport},nw_dst=239\\.62\\.0\\.0/16 actions=drop$`),
+    );
     const goneGroups = switchBefore.groups.filter((line) => !switchAfter.groups.includes(line));
     assert.deepEqual(
       goneGroups.map((line) => /group_id=(\d+)/.exec(line)?.[1]),
@@ -382,17 +470,29 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
       [],
       'new groups',
     );
-    assert.deepEqual([...(await ovsMeters(node)).values()].map((meter) => meter.text).sort(), metersBefore, 'the meters changed');
+    assert.deepEqual(
+      [...(await ovsMeters(node)).values()].map((meter) => meter.text).sort(),
+      metersBefore,
+      'the meters changed',
+    );
     assert.equal((await status(daemon)).groupPolicy?.portsDeniedSending, 2);
 
     // A broken file (an unknown key on line 3): logged, the policy in force stays.
     writeFileSync(policyFile, `rules:\n  - action: deny\n    podz: ${podName(a)}\n`);
     daemon.child.kill('SIGHUP');
-    const refused = await daemon.waitForLog((entry) => String(entry['msg']).startsWith('SIGHUP: the group policy was not reloaded'));
-    assert.ok(String(refused['error']).includes(`${policyFile}:3`), `the error does not name ${policyFile}:3: ${String(refused['error'])}`);
+    const refused = await daemon.waitForLog((entry) =>
+      String(entry['msg']).startsWith('SIGHUP: the group policy was not reloaded'),
+    );
+    assert.ok(
+      String(refused['error']).includes(`${policyFile}:3`),
+      `the error does not name ${policyFile}:3: ${String(refused['error'])}`,
+    );
     const refusedBefore = (await refusedOn(daemon, b))['policy'] ?? 0;
     const again = await listen(b, '239.50.0.2', 5504);
-    await waitUntil(`a policy refusal on ${b.name}'s port`, async () => ((await refusedOn(daemon, b))['policy'] ?? 0) > refusedBefore);
+    await waitUntil(
+      `a policy refusal on ${b.name}'s port`,
+      async () => ((await refusedOn(daemon, b))['policy'] ?? 0) > refusedBefore,
+    );
     assert.deepEqual(await memberPorts(daemon, '239.50.0.2'), []);
     assert.deepEqual(await deliverNumbered(t, [again], '239.50.0.2', 5504, 'broken'), [0]);
     assert.equal((await status(daemon)).groupPolicy?.rules, 5);
@@ -411,12 +511,19 @@ describe('daemon: per-port IGMP meters and the group policy on real OVS', { conc
       async () => {
         const state = await node.switchState();
         const meters = [...(await ovsMeters(node)).values()].map((meter) => meter.text).sort();
-        return JSON.stringify(state) === JSON.stringify(switchBefore) && JSON.stringify(meters) === JSON.stringify(metersBefore);
+        return (
+          JSON.stringify(state) === JSON.stringify(switchBefore) &&
+          JSON.stringify(meters) === JSON.stringify(metersBefore)
+        );
       },
       20_000,
     ).catch(async (error: unknown) => {
       assert.deepEqual(await node.switchState(), switchBefore, String(error));
-      assert.deepEqual([...(await ovsMeters(node)).values()].map((meter) => meter.text).sort(), metersBefore, String(error));
+      assert.deepEqual(
+        [...(await ovsMeters(node)).values()].map((meter) => meter.text).sort(),
+        metersBefore,
+        String(error),
+      );
     });
     assert.ok((await status(daemon)).counters.replays > replays, 'no replay counted');
     const meters = await ovsMeters(node);

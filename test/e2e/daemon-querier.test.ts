@@ -87,7 +87,9 @@ describe('mcastctl daemon: querier election on the pod ports', { concurrency: 1 
 
   it('a pod querying from a lower address silences the daemon there (not elsewhere), membership goes on, and the daemon resumes after the Other Querier Present Interval', async () => {
     const captures = await Promise.all(
-      [querierPod, other].map((pod) => lab.startTcpdump(pod.ns, pod.iface, lab.file(`querier-${pod.name}.pcap`), { filter: ['igmp'] })),
+      [querierPod, other].map((pod) =>
+        lab.startTcpdump(pod.ns, pod.iface, lab.file(`querier-${pod.name}.pcap`), { filter: ['igmp'] }),
+      ),
     );
     // Past the startup queries, so that only the periodic ones are counted.
     await sleep(2 * QUERY_INTERVAL_MS);
@@ -98,15 +100,23 @@ describe('mcastctl daemon: querier election on the pod ports', { concurrency: 1 
     });
     await waitUntil('the daemon to see the other querier', async () => {
       const status = await control<DaemonStatus>(daemon, ['status']);
-      return status.querier?.otherQueriers.some((entry) => entry.port.name === querierPod.port && entry.address === POD_QUERIER) === true;
+      return (
+        status.querier?.otherQueriers.some(
+          (entry) => entry.port.name === querierPod.port && entry.address === POD_QUERIER,
+        ) === true
+      );
     });
-    const silenced = daemon.entries().find((entry) => entry['msg'] === 'another querier present: no general queries on the port while it queries');
+    const silenced = daemon
+      .entries()
+      .find((entry) => entry['msg'] === 'another querier present: no general queries on the port while it queries');
     assert.ok(silenced !== undefined, 'the daemon says it stopped querying the port');
     // Membership on the silenced port still works.
     const receiver = await querierPod.listen('239.37.1.1', 5370);
     await waitUntil('the pod querier to be a member', async () => {
       const groups = await control<GroupView[]>(daemon, ['groups']);
-      return groups.some((view) => view.group === '239.37.1.1' && view.members.some((member) => member.port.name === querierPod.port));
+      return groups.some(
+        (view) => view.group === '239.37.1.1' && view.members.some((member) => member.port.name === querierPod.port),
+      );
     });
     await receiver.stop();
     await new Promise<void>((resolve) => podQuerier.once('exit', () => resolve()));
@@ -120,7 +130,11 @@ describe('mcastctl daemon: querier election on the pod ports', { concurrency: 1 
     assert.equal(sent.length, 8, 'the pod sent its eight queries');
     // A query the daemon had on its way as the first pod query arrived may still land: 200 ms of grace.
     const during = onQuerierPod.filter((ts) => ts > firstSent + 200 && ts <= lastSent);
-    assert.deepEqual(during, [], `the daemon queried the silenced pod ${during.length} times in ${Math.round(lastSent - firstSent)} ms`);
+    assert.deepEqual(
+      during,
+      [],
+      `the daemon queried the silenced pod ${during.length} times in ${Math.round(lastSent - firstSent)} ms`,
+    );
     assert.ok(lastSent - firstSent >= 2 * QUERY_INTERVAL_MS, 'silenced for at least two query intervals');
     const toOther = onOther.filter((ts) => ts > firstSent && ts <= lastSent);
     assert.ok(toOther.length >= 3, `the other pod kept getting general queries (${toOther.length})`);
@@ -131,7 +145,9 @@ describe('mcastctl daemon: querier election on the pod ports', { concurrency: 1 
       gap >= OTHER_QUERIER_PRESENT_MS - 300 && gap <= OTHER_QUERIER_PRESENT_MS + QUERY_INTERVAL_MS + 500,
       `resumed ${Math.round(gap)} ms after the last query of the pod (Other Querier Present Interval ${OTHER_QUERIER_PRESENT_MS} ms)`,
     );
-    console.log(`querier election: silenced ${Math.round(lastSent - firstSent)} ms; resumed ${Math.round(gap)} ms after the other querier's last query`);
+    console.log(
+      `querier election: silenced ${Math.round(lastSent - firstSent)} ms; resumed ${Math.round(gap)} ms after the other querier's last query`,
+    );
     const status = await control<DaemonStatus>(daemon, ['status']);
     assert.deepEqual(status.querier, { election: 'auto', otherQueriers: [] });
   });

@@ -55,7 +55,10 @@ function roleMain(iface: string): void {
     onFailure: (error) => notices.push(`failure: ${error.message}`),
     onError: (error) => notices.push((error as { reason?: string }).reason ?? error.message),
   });
-  const filter = (mode: 'include' | 'exclude', sources: readonly string[]): SourceFilter => ({ mode, sources: new Set(sources.map(sourceAddress)) });
+  const filter = (mode: 'include' | 'exclude', sources: readonly string[]): SourceFilter => ({
+    mode,
+    sources: new Set(sources.map(sourceAddress)),
+  });
   const steps: Array<[string, () => void]> = [
     ['include S1', () => memberships.join(SSM_GROUP, ifindex, filter('include', [S[0]]))],
     ['include S1,S3', () => memberships.join(SSM_GROUP, ifindex, filter('include', [S[0], S[2]]))],
@@ -87,7 +90,11 @@ else {
       const uplink = lab.ifname('up');
       await lab.vethPair({ ns: node, name: uplink }, { ns: net, name: lab.ifname('net') });
       await lab.ip(node, 'addr', 'add', '10.250.0.1/24', 'dev', uplink);
-      const output = await lab.exec(node, ['env', `${ROLE_VARIABLE}=${uplink}`, process.execPath, '--import', 'tsx', THIS_FILE], { timeoutMs: 60_000 });
+      const output = await lab.exec(
+        node,
+        ['env', `${ROLE_VARIABLE}=${uplink}`, process.execPath, '--import', 'tsx', THIS_FILE],
+        { timeoutMs: 60_000 },
+      );
       steps = new Map(
         output.stdout
           .split('\n')
@@ -106,7 +113,10 @@ else {
     });
 
     test('a source added: the whole new filter', () => {
-      assert.deepEqual(steps.get('include S1,S3')?.rows, [`${SSM_GROUP} ${S[0]} include`, `${SSM_GROUP} ${S[2]} include`]);
+      assert.deepEqual(steps.get('include S1,S3')?.rows, [
+        `${SSM_GROUP} ${S[0]} include`,
+        `${SSM_GROUP} ${S[2]} include`,
+      ]);
     });
 
     test('EXCLUDE(S2) of another group, then its mode changed to INCLUDE(S2)', () => {

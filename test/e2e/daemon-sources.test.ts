@@ -140,7 +140,10 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     ];
     // One capture per pod for the whole file: each check reads it by its own tag.
     for (const pod of [a, b, c, n]) {
-      captures.set(pod, await lab.startTcpdump(pod.ns, pod.iface, lab.file(`${pod.name}.pcap`), { filter: ['igmp', 'or', 'udp'] }));
+      captures.set(
+        pod,
+        await lab.startTcpdump(pod.ns, pod.iface, lab.file(`${pod.name}.pcap`), { filter: ['igmp', 'or', 'udp'] }),
+      );
     }
     daemon = startDaemon(node, daemonOptions);
     await daemon.ready();
@@ -159,11 +162,17 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
 
   // --- helpers ---------------------------------------------------------------------------
 
-  /** Each member pod's filter for `group` as the daemon shows it: { port: 'include S1,S3' | 'exclude S1' | 'exclude -' }. */
+  /**
+   * Each member pod's filter for `group` as the daemon shows it: { port: 'include S1,S3' | 'exclude S1' | 'exclude -'
+   * }.
+   */
   const filtersOf = async (group: string): Promise<{ filters: Record<string, string>; synced: boolean }> => {
     const view = (await control<GroupView[]>(daemon, ['groups'])).find((entry) => entry.group === group);
     const filters = Object.fromEntries(
-      (view?.members ?? []).map((m) => [m.port.name, `${m.mode} ${m.sources.length === 0 ? '-' : [...m.sources].sort().join(',')}`]),
+      (view?.members ?? []).map((m) => [
+        m.port.name,
+        `${m.mode} ${m.sources.length === 0 ? '-' : [...m.sources].sort().join(',')}`,
+      ]),
     );
     return { filters, synced: view?.synced ?? true };
   };
@@ -194,29 +203,49 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
    * watched pod, the senders its socket got (each only when all COUNT came, else `S(k/COUNT)`)
    * and the senders whose datagrams reached its eth0.
    */
-  const deliver = async (group: string, tag: string, from: readonly OvsPod[] = senders): Promise<Record<string, { socket: string[]; wire: string[] }>> => {
+  const deliver = async (
+    group: string,
+    tag: string,
+    from: readonly OvsPod[] = senders,
+  ): Promise<Record<string, { socket: string[]; wire: string[] }>> => {
     await Promise.all(from.map((sender) => sender.send(group, PORT, COUNT, { intervalMs: 5, tag })));
     await sleep(400);
     const seen: Record<string, { socket: string[]; wire: string[] }> = {};
     for (const pod of [a, b, c, n]) {
-      const got = member(pod).received.filter((datagram) => datagram.group === group && datagram.payload.startsWith(`${tag} `));
+      const got = member(pod).received.filter(
+        (datagram) => datagram.group === group && datagram.payload.startsWith(`${tag} `),
+      );
       const bySender = new Map<string, Set<string>>();
-      for (const datagram of got) bySender.set(datagram.from, (bySender.get(datagram.from) ?? new Set()).add(datagram.payload));
-      const socket = [...bySender].map(([sender, payloads]) => (payloads.size === COUNT ? sender : `${sender}(${payloads.size}/${COUNT})`)).sort();
+      for (const datagram of got)
+        bySender.set(datagram.from, (bySender.get(datagram.from) ?? new Set()).add(datagram.payload));
+      const socket = [...bySender]
+        .map(([sender, payloads]) => (payloads.size === COUNT ? sender : `${sender}(${payloads.size}/${COUNT})`))
+        .sort();
       seen[pod.name] = { socket, wire: wireSenders(readCapture(captures.get(pod)!.file), group, tag) };
     }
     return seen;
   };
 
-  /** What deliver() should see when `wanted` maps each pod to the senders it asked for (both at its socket and on its wire). */
+  /**
+   * What deliver() should see when `wanted` maps each pod to the senders it asked for (both at its socket and on its
+   * wire).
+   */
   const expected = (wanted: Record<string, readonly string[]>) =>
-    Object.fromEntries([a, b, c, n].map((pod) => [pod.name, { socket: [...(wanted[pod.name] ?? [])].sort(), wire: [...(wanted[pod.name] ?? [])].sort() }]));
+    Object.fromEntries(
+      [a, b, c, n].map((pod) => [
+        pod.name,
+        { socket: [...(wanted[pod.name] ?? [])].sort(), wire: [...(wanted[pod.name] ?? [])].sort() },
+      ]),
+    );
 
   /** The sources of the (S,G) flows for `group` (each flow with nw_src), sorted. */
   const splitSources = async (group: string) =>
-    [...new Set((await groupFlows(node, group)).flatMap((flow) => (flow.source === undefined ? [] : [flow.source])))].sort();
+    [
+      ...new Set((await groupFlows(node, group)).flatMap((flow) => (flow.source === undefined ? [] : [flow.source]))),
+    ].sort();
 
-  const flowDump = async (group: string) => (await groupFlows(node, group)).map((flow) => `${flow.line} -> ports ${flow.ports.join(',')}`).join('\n');
+  const flowDump = async (group: string) =>
+    (await groupFlows(node, group)).map((flow) => `${flow.line} -> ports ${flow.ports.join(',')}`).join('\n');
 
   async function blockIgmp(pod: OvsPod): Promise<void> {
     const rules = `table ip ${NFT_TABLE} {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    ip protocol igmp drop\n  }\n}\n`;
@@ -254,11 +283,14 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
               .join(' ')}`,
         )
         .join('; ');
-    await waitUntil(`the members' IGMPv3 records for ${group} on their wires`, async () => pods.every((pod) => checks[pod.name]!(sent(pod))), 5_000, 100).catch(
-      (error: unknown) => {
-        throw new Error(`${String(error)}; records seen: ${seenRecords()}`);
-      },
-    );
+    await waitUntil(
+      `the members' IGMPv3 records for ${group} on their wires`,
+      async () => pods.every((pod) => checks[pod.name]!(sent(pod))),
+      5_000,
+      100,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}; records seen: ${seenRecords()}`);
+    });
     context.diagnostic(`IGMPv3 records for ${group}: ${seenRecords()}`);
   };
 
@@ -281,7 +313,9 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       [b.name]: (records) => records.some((record) => INCLUDING.has(record.type) && record.sources.includes(s2)),
       [c.name]: (records) =>
         records.some((record) => record.type === RECORD.toEx || record.type === RECORD.isEx) &&
-        records.some((record) => (record.type === RECORD.block || record.type === RECORD.toEx) && record.sources.includes(s1)),
+        records.some(
+          (record) => (record.type === RECORD.block || record.type === RECORD.toEx) && record.sources.includes(s1),
+        ),
     });
     await waitForFilters(GROUP, { [a.port]: `include ${s1}`, [b.port]: `include ${s2}`, [c.port]: `exclude ${s1}` });
 
@@ -294,7 +328,9 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     soft.settle();
   });
 
-  it('changes: a adds S3, c unblocks S1, b drops S2; no nw_src=S2 flow is left when nobody names S2', { timeout: CASE_TIMEOUT_MS }, async (context) => {
+  it('changes: a adds S3, c unblocks S1, b drops S2; no nw_src=S2 flow is left when nobody names S2', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async (context) => {
     const [s1, s2, s3] = senderAddresses();
     const soft = new SoftAssert();
     const changedAt = Date.now() - 50;
@@ -317,11 +353,19 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     await member(b).dropSource(GROUP, s2);
     await waitForRecords(context, GROUP, droppedAt, {
       [b.name]: (records) =>
-        records.some((record) => (record.type === RECORD.block && record.sources.includes(s2)) || (record.type === RECORD.toIn && record.sources.length === 0)),
+        records.some(
+          (record) =>
+            (record.type === RECORD.block && record.sources.includes(s2)) ||
+            (record.type === RECORD.toIn && record.sources.length === 0),
+        ),
     });
     await waitForFilters(GROUP, { [a.port]: `include ${s1},${s3}`, [c.port]: 'exclude -' });
     const dropped = await deliver(GROUP, 'drop');
-    soft.deepEqual(dropped, expected({ [a.name]: [s1, s3], [c.name]: [s1, s2, s3] }), `after b's BLOCK {S2}; flows of ${GROUP}:\n${await flowDump(GROUP)}`);
+    soft.deepEqual(
+      dropped,
+      expected({ [a.name]: [s1, s3], [c.name]: [s1, s2, s3] }),
+      `after b's BLOCK {S2}; flows of ${GROUP}:\n${await flowDump(GROUP)}`,
+    );
     const flows = await groupFlows(node, GROUP);
     soft.deepEqual(
       flows.filter((flow) => flow.source === s2).map((flow) => flow.line),
@@ -333,17 +377,23 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     soft.settle();
   });
 
-  it('SSM: a join of any source to 232.1.1.1 is refused (ssm) and installs nothing; a source-specific join works', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('SSM: a join of any source to 232.1.1.1 is refused (ssm) and installs nothing; a source-specific join works', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     const [s1] = senderAddresses();
     const soft = new SoftAssert();
     const refusedOnN = async () =>
-      (await control<DaemonStatus>(daemon, ['status'])).igmpRefused?.byPort.find((entry) => entry.port.name === n.port)?.counts['ssm'] ?? 0;
+      (await control<DaemonStatus>(daemon, ['status'])).igmpRefused?.byPort.find((entry) => entry.port.name === n.port)
+        ?.counts['ssm'] ?? 0;
     const groupsBefore = await ovsGroupCount(node);
     await member(n).join(SSM_GROUP);
     await waitUntil(`the plain join of ${SSM_GROUP} counted as ssm`, async () => (await refusedOnN()) >= 1, 5_000, 100);
     await sleep(300);
     const status = await control<DaemonStatus>(daemon, ['status']);
-    soft.ok((status.igmpRefused?.total['ssm'] ?? 0) >= 1, `status refused totals: ${JSON.stringify(status.igmpRefused?.total)}`);
+    soft.ok(
+      (status.igmpRefused?.total['ssm'] ?? 0) >= 1,
+      `status refused totals: ${JSON.stringify(status.igmpRefused?.total)}`,
+    );
     soft.deepEqual((await filtersOf(SSM_GROUP)).filters, {}, `the daemon has members of ${SSM_GROUP}`);
     soft.deepEqual(await groupFlows(node, SSM_GROUP), [], `flows for ${SSM_GROUP} after a refused join`);
     soft.deepEqual(await ovsGroupCount(node), groupsBefore, `OVS groups were added for a refused join of ${SSM_GROUP}`);
@@ -351,16 +401,24 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     await member(a).joinSource(SSM_GROUP, s1);
     await waitForFilters(SSM_GROUP, { [a.port]: `include ${s1}` });
     const seen = await deliver(SSM_GROUP, 'ssm', [senders[0], senders[1]]);
-    soft.deepEqual(seen, expected({ [a.name]: [s1] }), `delivery to ${SSM_GROUP}; flows:\n${await flowDump(SSM_GROUP)}`);
+    soft.deepEqual(
+      seen,
+      expected({ [a.name]: [s1] }),
+      `delivery to ${SSM_GROUP}; flows:\n${await flowDump(SSM_GROUP)}`,
+    );
     // Only (S1, G) reaches a pod; an entry for any other source may go to the gateway at most.
     const ssmFlows = await groupFlows(node, SSM_GROUP);
     soft.deepEqual(
-      ssmFlows.filter((flow) => flow.source === s1).flatMap((flow) => flow.ports.filter((port) => port !== node.gateway!.ofport)),
+      ssmFlows
+        .filter((flow) => flow.source === s1)
+        .flatMap((flow) => flow.ports.filter((port) => port !== node.gateway!.ofport)),
       [a.ofport],
       `(S1, ${SSM_GROUP}) must go to ${a.name} (ofport ${a.ofport}):\n${await flowDump(SSM_GROUP)}`,
     );
     soft.deepEqual(
-      ssmFlows.filter((flow) => flow.source !== s1).flatMap((flow) => flow.ports.filter((port) => port !== node.gateway!.ofport)),
+      ssmFlows
+        .filter((flow) => flow.source !== s1)
+        .flatMap((flow) => flow.ports.filter((port) => port !== node.gateway!.ofport)),
       [],
       `only (S1, ${SSM_GROUP}) may reach a pod:\n${await flowDump(SSM_GROUP)}`,
     );
@@ -374,7 +432,12 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     const soft = new SoftAssert();
     const wanted = expected({ [a.name]: [s1, s3], [c.name]: [...senderAddresses()] });
     const stateFile = `${daemon.stateDir}/state.json`;
-    await waitUntil('state.json with the filters', async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(SSM_GROUP), 5_000, 100);
+    await waitUntil(
+      'state.json with the filters',
+      async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(SSM_GROUP),
+      5_000,
+      100,
+    );
     // From here on no report of a member reaches the daemon: what it knows comes from its state.
     for (const pod of [a, b, c, n]) await blockIgmp(pod);
     try {
@@ -383,8 +446,16 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       await daemon.ready();
       await daemon.waitForLog((entry) => entry['msg'] === 'state restored', 5_000);
       await waitForFilters(GROUP, { [a.port]: `include ${s1},${s3}`, [c.port]: 'exclude -' });
-      soft.deepEqual(await deliver(GROUP, 'kill'), wanted, `after kill -9; flows of ${GROUP}:\n${await flowDump(GROUP)}`);
-      soft.deepEqual(await deliver(SSM_GROUP, 'kssm', [senders[0], senders[1]]), expected({ [a.name]: [s1] }), `${SSM_GROUP} after kill -9`);
+      soft.deepEqual(
+        await deliver(GROUP, 'kill'),
+        wanted,
+        `after kill -9; flows of ${GROUP}:\n${await flowDump(GROUP)}`,
+      );
+      soft.deepEqual(
+        await deliver(SSM_GROUP, 'kssm', [senders[0], senders[1]]),
+        expected({ [a.name]: [s1] }),
+        `${SSM_GROUP} after kill -9`,
+      );
 
       const splitBefore = await splitSources(GROUP);
       await node.restartVswitchd();
@@ -392,21 +463,31 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       const replayedAfter = await waitUntil(
         'the (S,G) entries back in OVS',
         async () => {
-          const back = (await splitSources(GROUP)).join() === splitBefore.join() && (await splitSources(SSM_GROUP)).join() === s1;
+          const back =
+            (await splitSources(GROUP)).join() === splitBefore.join() && (await splitSources(SSM_GROUP)).join() === s1;
           return back && splitBefore.length > 0 ? Date.now() - backAt : undefined;
         },
         6_000,
         20,
       ).catch(async (error: unknown) => {
-        soft.fail(`${String(error)} (split sources before the restart: ${JSON.stringify(splitBefore)}); flows of ${GROUP}:\n${await flowDump(GROUP)}`);
+        soft.fail(
+          `${String(error)} (split sources before the restart: ${JSON.stringify(splitBefore)}); flows of ${GROUP}:\n${await flowDump(GROUP)}`,
+        );
         return undefined;
       });
       if (replayedAfter !== undefined) {
         console.log(`ovs-vswitchd restart: (S,G) entries back ${replayedAfter} ms after it was`);
-        soft.ok(replayedAfter <= 3_000, `the (S,G) entries came back ${replayedAfter} ms after the restart (limit 3 s)`);
+        soft.ok(
+          replayedAfter <= 3_000,
+          `the (S,G) entries came back ${replayedAfter} ms after the restart (limit 3 s)`,
+        );
       }
       await sleep(300);
-      soft.deepEqual(await deliver(GROUP, 'vsd'), wanted, `after the ovs-vswitchd restart; flows of ${GROUP}:\n${await flowDump(GROUP)}`);
+      soft.deepEqual(
+        await deliver(GROUP, 'vsd'),
+        wanted,
+        `after the ovs-vswitchd restart; flows of ${GROUP}:\n${await flowDump(GROUP)}`,
+      );
       soft.settle();
     } finally {
       for (const pod of [a, b, c, n]) await unblockIgmp(pod);
@@ -420,7 +501,11 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     const soft = new SoftAssert();
     // A daemon of this case's own, with short timers and a state of its own: the cases before keep the default timers.
     await daemon.stop();
-    daemon = startDaemon(node, { ...daemonOptions, stateDir: lab.file('daemon-short-timers/state'), args: [...SHORT_TIMERS.args] });
+    daemon = startDaemon(node, {
+      ...daemonOptions,
+      stateDir: lab.file('daemon-short-timers/state'),
+      args: [...SHORT_TIMERS.args],
+    });
     await daemon.ready();
     // The daemon's own events time the entry's end: a poll through its socket and ovs-ofctl would add its own delay.
     const watch = await watchEvents(daemon);
@@ -437,7 +522,8 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       await sleep(300);
       await blockIgmp(a);
       const blockedAt = Date.now();
-      const toA = async () => (await groupFlows(node, EXPIRY_GROUP)).some((flow) => flow.source === s1 && flow.ports.includes(a.ofport));
+      const toA = async () =>
+        (await groupFlows(node, EXPIRY_GROUP)).some((flow) => flow.source === s1 && flow.ports.includes(a.ofport));
       await waitUntil(
         `the (S1, ${EXPIRY_GROUP}) entry of ${a.name} to expire`,
         async () => Object.keys((await filtersOf(EXPIRY_GROUP)).filters).length === 0 && !(await toA()),
@@ -446,9 +532,16 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       );
       await sending;
       const expired = watch.events.find(
-        (event) => event.type === 'leave' && event.group === EXPIRY_GROUP && event.port.name === a.port && Date.parse(event.time) >= blockedAt,
+        (event) =>
+          event.type === 'leave' &&
+          event.group === EXPIRY_GROUP &&
+          event.port.name === a.port &&
+          Date.parse(event.time) >= blockedAt,
       );
-      soft.ok(expired?.type === 'leave' && expired.reason === 'expired', `the daemon's leave of ${a.name}: ${JSON.stringify(expired)}`);
+      soft.ok(
+        expired?.type === 'leave' && expired.reason === 'expired',
+        `the daemon's leave of ${a.name}: ${JSON.stringify(expired)}`,
+      );
       const synced = watch.events.find(
         (event) =>
           event.type === 'sync' &&
@@ -466,7 +559,10 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
         .filter((ts) => ts < blockedAt)
         .at(-1);
       const deliveredAt = datagramTimes(packets, s1, EXPIRY_GROUP, 'expiry');
-      assert.ok(lastReportAt !== undefined, `no report of ${a.name} for ${EXPIRY_GROUP} on its wire before its IGMP was blocked`);
+      assert.ok(
+        lastReportAt !== undefined,
+        `no report of ${a.name} for ${EXPIRY_GROUP} on its wire before its IGMP was blocked`,
+      );
       assert.ok(deliveredAt.length > 0, `no datagram of S1 to ${EXPIRY_GROUP} on ${a.name}'s wire`);
       const entryEnded = goneAt - lastReportAt;
       const deliveryEnded = deliveredAt.at(-1)! - lastReportAt;
@@ -476,9 +572,18 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       );
       const latest = gmiMs + EXPIRY_SLACK_MS;
       const earliest = gmiMs - SHORT_TIMERS.queryIntervalMs;
-      soft.ok(entryEnded >= earliest, `the entry ended ${Math.round(entryEnded)} ms after the last report: before GMI minus a query interval (${earliest} ms)`);
-      soft.ok(entryEnded <= latest, `the entry ended ${Math.round(entryEnded)} ms after the last report (GMI ${gmiMs} ms, limit ${latest} ms)`);
-      soft.ok(deliveryEnded <= latest, `delivery of S1 ended ${Math.round(deliveryEnded)} ms after the last report (GMI ${gmiMs} ms, limit ${latest} ms)`);
+      soft.ok(
+        entryEnded >= earliest,
+        `the entry ended ${Math.round(entryEnded)} ms after the last report: before GMI minus a query interval (${earliest} ms)`,
+      );
+      soft.ok(
+        entryEnded <= latest,
+        `the entry ended ${Math.round(entryEnded)} ms after the last report (GMI ${gmiMs} ms, limit ${latest} ms)`,
+      );
+      soft.ok(
+        deliveryEnded <= latest,
+        `delivery of S1 ended ${Math.round(deliveryEnded)} ms after the last report (GMI ${gmiMs} ms, limit ${latest} ms)`,
+      );
       soft.ok(
         deliveryEnded >= earliest,
         `delivery of S1 ended ${Math.round(deliveryEnded)} ms after the last report: before GMI minus a query interval (${earliest} ms)`,
@@ -494,15 +599,19 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
     }
   });
 
-  it("latency: from a member's ALLOW {S3} on its wire to the first datagram of S3 there, 12 times", { timeout: CASE_TIMEOUT_MS }, async (context) => {
+  it("latency: from a member's ALLOW {S3} on its wire to the first datagram of S3 there, 12 times", {
+    timeout: CASE_TIMEOUT_MS,
+  }, async (context) => {
     const [s1, , s3] = senderAddresses();
     const latencies: number[] = [];
     const problems: string[] = [];
-    // The daemon's own times split each measure: the ALLOW on the wire to its packet-in, and the end of its sync to OVS.
+    // The daemon's own times split each measure: the ALLOW on the wire to its packet-in, and the end of its sync to
+    // OVS.
     const parts = { toDaemon: [] as number[], toSynced: [] as number[] };
     const watch = await watchEvents(daemon);
     const { events } = watch;
-    // S3 sends all through the case, 1 ms apart: in each round the first datagram a's wire gets after the ALLOW is the measure.
+    // S3 sends all through the case, 1 ms apart: in each round the first datagram a's wire gets after the ALLOW is the
+    // measure.
     const tag = 'lat';
     const stream = lab.spawn(senders[2].ns, ['python3', '-u', '-c', STREAM_PY, LATENCY_GROUP, String(PORT), '1', tag]);
     try {
@@ -515,12 +624,22 @@ describe('daemon: per-source forwarding (IGMPv3 source filters in OVS) on real O
       for (let round = 0; round < LATENCY_ROUNDS; round++) {
         const joinedAt = Date.now();
         await member(a).joinSource(LATENCY_GROUP, s3);
-        const seen = await firstArrivalAfterAllow(captures.get(a)!.file, { member: a.address, source: s3, tag, since: joinedAt - 5 });
-        if (seen.allowAt === undefined) problems.push(`round ${round}: no ALLOW {S3} of ${a.name} on its wire within ${LATENCY_WAIT_MS} ms`);
+        const seen = await firstArrivalAfterAllow(captures.get(a)!.file, {
+          member: a.address,
+          source: s3,
+          tag,
+          since: joinedAt - 5,
+        });
+        if (seen.allowAt === undefined)
+          problems.push(`round ${round}: no ALLOW {S3} of ${a.name} on its wire within ${LATENCY_WAIT_MS} ms`);
         else {
           const allowAt = seen.allowAt;
-          if (seen.early > 0) problems.push(`round ${round}: ${seen.early} datagrams of S3 reached ${a.name} before its ALLOW {S3}`);
-          if (seen.firstAt === undefined) problems.push(`round ${round}: no datagram of S3 reached ${a.name} within ${LATENCY_WAIT_MS} ms of its ALLOW {S3}`);
+          if (seen.early > 0)
+            problems.push(`round ${round}: ${seen.early} datagrams of S3 reached ${a.name} before its ALLOW {S3}`);
+          if (seen.firstAt === undefined)
+            problems.push(
+              `round ${round}: no datagram of S3 reached ${a.name} within ${LATENCY_WAIT_MS} ms of its ALLOW {S3}`,
+            );
           else latencies.push(seen.firstAt - allowAt);
           const heard = events.find(
             (event) =>
@@ -596,7 +715,9 @@ async function firstArrivalAfterAllow(
   for (;;) {
     const packets = readCapture(file);
     const allowAt = reportsFrom(packets, options.member, LATENCY_GROUP).find(
-      (report) => report.ts >= options.since && report.records.some((record) => record.type === RECORD.allow && record.sources.includes(options.source)),
+      (report) =>
+        report.ts >= options.since &&
+        report.records.some((record) => record.type === RECORD.allow && record.sources.includes(options.source)),
     )?.ts;
     const arrivals = datagramTimes(packets, options.source, LATENCY_GROUP, options.tag);
     const firstAt = allowAt === undefined ? undefined : arrivals.find((ts) => ts >= allowAt);
@@ -641,7 +762,13 @@ class SoftAssert {
 
   deepEqual(actual: unknown, expected: unknown, message: string): void {
     // Both in full: the assertion's own diff skips lines.
-    this.record(() => assert.deepEqual(actual, expected, `${message}\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`));
+    this.record(() =>
+      assert.deepEqual(
+        actual,
+        expected,
+        `${message}\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`,
+      ),
+    );
   }
 
   ok(value: unknown, message: string): void {
@@ -655,7 +782,8 @@ class SoftAssert {
   /** Throws what failed: the one failure as it is, several as one error listing them all. */
   settle(): void {
     if (this.failures.length === 1) throw this.failures[0];
-    if (this.failures.length > 1) throw new Error(this.failures.map((failure, i) => `(${i + 1}) ${failure.message}`).join('\n\n'));
+    if (this.failures.length > 1)
+      throw new Error(this.failures.map((failure, i) => `(${i + 1}) ${failure.message}`).join('\n\n'));
   }
 
   private record(check: () => void): void {

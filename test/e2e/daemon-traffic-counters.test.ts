@@ -99,7 +99,9 @@ describe('daemon: per-pod traffic counters on real OVS', { concurrency: 1 }, () 
     const metricsUrl = String((await daemon.ready())['metrics']);
     receivers.push(await a.listen(GROUP, UDP_PORT), await c.listen(GROUP, UDP_PORT));
     await waitForOvsMembers(node, GROUP, [a, c]);
-    await waitUntil('a sender counting flow for each member', async () => ((await counterFlows(node)).length === 2 ? true : undefined));
+    await waitUntil('a sender counting flow for each member', async () =>
+      (await counterFlows(node)).length === 2 ? true : undefined,
+    );
     const flows = await counterFlows(node);
     context.diagnostic(flows.join('\n'));
     for (const pod of [a, c]) {
@@ -155,14 +157,17 @@ describe('daemon: per-pod traffic counters on real OVS', { concurrency: 1 }, () 
     const row = human.stdout.split('\n').find((line) => line.includes(`default/${a.name}`));
     assert.ok(row?.includes('24,200') && row.includes('12,100'), human.stdout);
 
-    // A new member rewrites the group's buckets (GROUP_MOD MODIFY), which zeroes their counters in OVS: the figures go on.
+    // A new member rewrites the group's buckets (GROUP_MOD MODIFY), which zeroes their counters in OVS: the figures go
+    // on.
     receivers.push(await b.listen(GROUP, UDP_PORT));
     await waitForOvsMembers(node, GROUP, [a, b, c]);
     await sleep(300);
     await sendSized(lab, b, 10);
     const later = await waitUntil('a: 110 in after the rewrite', async () => {
       const current = (last = await stats(daemon!));
-      return entryOf(current, a)?.received.packets === 110 && entryOf(current, c)?.received.packets === 160 ? current : undefined;
+      return entryOf(current, a)?.received.packets === 110 && entryOf(current, c)?.received.packets === 160
+        ? current
+        : undefined;
     }).catch((error: unknown) => {
       throw new Error(`${String(error)}; last: ${JSON.stringify(last?.entries)}`);
     });
@@ -186,20 +191,35 @@ describe('daemon: per-pod traffic counters on real OVS', { concurrency: 1 }, () 
       });
       const rows = (await counterFlows(node)).filter((line) => line.includes(`nw_dst=${group}`));
       context.diagnostic(rows.join('\n'));
-      assert.equal(rows.filter((line) => line.includes('priority=215,') && line.includes(`nw_src=${b.address}`)).length, 2, rows.join(' | '));
-      assert.equal(rows.filter((line) => line.includes('priority=205,') && !line.includes('nw_src=')).length, 2, rows.join(' | '));
+      assert.equal(
+        rows.filter((line) => line.includes('priority=215,') && line.includes(`nw_src=${b.address}`)).length,
+        2,
+        rows.join(' | '),
+      );
+      assert.equal(
+        rows.filter((line) => line.includes('priority=205,') && !line.includes('nw_src=')).length,
+        2,
+        rows.join(' | '),
+      );
       await sleep(300);
       await sendSized(lab, b, 100, group); // no member: its (S,G) flow, to a and c
       await sendSized(lab, a, 50, group); // the (*,G) entry: c takes b only, so to nobody but the gateway
       await sendSized(lab, c, 20, group); // the (*,G) entry: to a
       await sleep(500);
       const from = (pod: OvsPod, sender: OvsPod) =>
-        members.get(pod)!.received.filter((datagram) => datagram.group === group && datagram.from === sender.address).length;
-      assert.deepEqual([from(a, b), from(a, c), from(c, b), from(c, a)], [100, 20, 100, 0], 'delivery as without the counting rows');
+        members.get(pod)!.received.filter((datagram) => datagram.group === group && datagram.from === sender.address)
+          .length;
+      assert.deepEqual(
+        [from(a, b), from(a, c), from(c, b), from(c, a)],
+        [100, 20, 100, 0],
+        'delivery as without the counting rows',
+      );
       let last: TrafficStatsView | undefined;
       const view = await waitUntil('the counters of the per-source group', async () => {
         const current = (last = await stats(daemon!));
-        return entryOf(current, a, group)?.sent?.packets === 50 && entryOf(current, c, group)?.sent?.packets === 20 ? current : undefined;
+        return entryOf(current, a, group)?.sent?.packets === 50 && entryOf(current, c, group)?.sent?.packets === 20
+          ? current
+          : undefined;
       }).catch((error: unknown) => {
         throw new Error(`${String(error)}; last: ${JSON.stringify(last?.entries)}`);
       });
@@ -221,10 +241,15 @@ describe('daemon: per-pod traffic counters on real OVS', { concurrency: 1 }, () 
 
   it('past maxTrafficCounters only one pair is counted and flowed, and the view says partial', async () => {
     await daemon?.stop();
-    daemon = startDaemon(node, { multicastInterfaces: [], args: ['--traffic-counters', '--max-traffic-counters', '1'] });
+    daemon = startDaemon(node, {
+      multicastInterfaces: [],
+      args: ['--traffic-counters', '--max-traffic-counters', '1'],
+    });
     await daemon.ready();
     // The members stay (the saved state), their group syncs again under the new bound.
-    await waitUntil('one sender counting flow', async () => ((await counterFlows(node)).length === 1 ? true : undefined));
+    await waitUntil('one sender counting flow', async () =>
+      (await counterFlows(node)).length === 1 ? true : undefined,
+    );
     const view = await waitUntil('one counted pair', async () => {
       const current = await stats(daemon!);
       // a, b and c are members of GROUP now: one pair counted, two left out.
@@ -237,7 +262,9 @@ describe('daemon: per-pod traffic counters on real OVS', { concurrency: 1 }, () 
     await daemon.stop();
     daemon = startDaemon(node, { multicastInterfaces: [], args: ['--no-traffic-counters'] });
     await daemon.ready();
-    await waitUntil('no sender counting flow', async () => ((await counterFlows(node)).length === 0 ? true : undefined));
+    await waitUntil('no sender counting flow', async () =>
+      (await counterFlows(node)).length === 0 ? true : undefined,
+    );
     const off = await stats(daemon);
     assert.equal(off.counting, false);
     assert.ok(

@@ -55,7 +55,9 @@ const FORGED = { igmp: '239.61.1.66', mld: 'ff1e::61:66' } as const;
 
 const ms = (value: number) => `${Math.round(value)} ms`;
 
-describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4 groups, an underlay without multicast)', { concurrency: 1 }, () => {
+describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4 groups, an underlay without multicast)', {
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let tl: TunnelLab;
   let n1: TunnelLabNode;
@@ -65,7 +67,8 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
   /** Per family: the members on nodes 1 and 2 (kept from one test to the next). */
   const members = new Map<string, { atNode1: Receiver; atNode2: Receiver }>();
 
-  const captureWire = (nodes: readonly TunnelLabNode[], label: string): Promise<Tcpdump[]> => captureTunnelFrames(lab, tl, nodes, label);
+  const captureWire = (nodes: readonly TunnelLabNode[], label: string): Promise<Tcpdump[]> =>
+    captureTunnelFrames(lab, tl, nodes, label);
 
   before(async () => {
     lab = Lab.create();
@@ -77,7 +80,15 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
         startDaemon(n.node, {
           gateway: n.gateway.name,
           multicastInterfaces: [],
-          args: ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress, ...PEER_TIMERS],
+          args: [
+            '--tunnel-port',
+            n.tunnel.name,
+            '--peers',
+            TUNNEL_LAB.underlayAddresses.join(','),
+            '--node-address',
+            n.underlayAddress,
+            ...PEER_TIMERS,
+          ],
         }),
       );
     }
@@ -112,7 +123,9 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
       const wire = await captureWire([n2, n3], `data-${family.name}`);
       const leaks = await Promise.all(
         [nonMember2, nonMember3].map((pod) =>
-          lab.startTcpdump(pod.ns, pod.iface, lab.file(`leak-${family.name}-${pod.name}.pcap`), { filter: ['udp', 'and', 'dst', 'host', family.group] }),
+          lab.startTcpdump(pod.ns, pod.iface, lab.file(`leak-${family.name}-${pod.name}.pcap`), {
+            filter: ['udp', 'and', 'dst', 'host', family.group],
+          }),
         ),
       );
       const count = 100;
@@ -126,12 +139,22 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
         [atNode1, `${member1.name} on node 1`],
         [atNode2, `${member2.name} on node 2`],
       ] as const) {
-        assert.deepEqual(deliveryFaults(receiver.received, family.name, count), { lost: [], duplicated: [] }, `${family.name}: ${who} lost or got twice`);
+        assert.deepEqual(
+          deliveryFaults(receiver.received, family.name, count),
+          { lost: [], duplicated: [] },
+          `${family.name}: ${who} lost or got twice`,
+        );
       }
       assert.deepEqual(heardByOthers, [[], []], `${family.name}: non-member sockets received datagrams`);
       for (const capture of leaks)
-        assert.equal(await tsharkFrameCount(capture.file, 'udp'), 0, `${family.name}: datagrams reached a non-member (${capture.file})`);
-      const [toNode2, toNode3] = await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, family.group, n))));
+        assert.equal(
+          await tsharkFrameCount(capture.file, 'udp'),
+          0,
+          `${family.name}: datagrams reached a non-member (${capture.file})`,
+        );
+      const [toNode2, toNode3] = await Promise.all(
+        [n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, family.group, n))),
+      );
       assert.equal(toNode2, count, `${family.name}: one tunnel frame per datagram toward node 2`);
       assert.equal(toNode3, 0, `${family.name}: no tunnel frame for the group toward node 3, which has no member`);
       assert.ok(
@@ -151,7 +174,8 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
         [A2],
         `${family.name}: remote members of ${family.group}`,
       );
-      for (const member of view.remoteMembers ?? []) assert.ok(member.expiresInMs > 0 && member.expiresInMs <= PEER_TIMEOUT_MS);
+      for (const member of view.remoteMembers ?? [])
+        assert.ok(member.expiresInMs > 0 && member.expiresInMs <= PEER_TIMEOUT_MS);
     }
     const status = await control<DaemonStatus>(daemons[0]!, ['status']);
     assert.equal(status.tunnel?.peers.find((peer) => peer.address === A2)?.members, 2);
@@ -160,8 +184,20 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
   it("reports forged into node 1's tunnel by a host on the underlay, naming node 2 inside, change nothing and are counted", async () => {
     const before = (await control<DaemonStatus>(daemons[0]!, ['status'])).tunnel!.drops['unknown-peer'] ?? 0;
     const outside = tl.outside!;
-    await sendForgedReport(lab, outside.ns, { to: A1, kind: 'igmp', innerSource: A2, group: FORGED.igmp, record: 'MODE_IS_EXCLUDE' });
-    await sendForgedReport(lab, outside.ns, { to: A1, kind: 'mld', innerSource: 'fe80::2', group: FORGED.mld, record: 'MODE_IS_EXCLUDE' });
+    await sendForgedReport(lab, outside.ns, {
+      to: A1,
+      kind: 'igmp',
+      innerSource: A2,
+      group: FORGED.igmp,
+      record: 'MODE_IS_EXCLUDE',
+    });
+    await sendForgedReport(lab, outside.ns, {
+      to: A1,
+      kind: 'mld',
+      innerSource: 'fe80::2',
+      group: FORGED.mld,
+      record: 'MODE_IS_EXCLUDE',
+    });
     // A forged leave in node 2's name of a group node 2 wants.
     for (const family of FAMILIES) {
       await sendForgedReport(lab, outside.ns, {
@@ -183,9 +219,22 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
     );
     assert.equal(counted, 4);
     await sleep(300);
-    assert.deepEqual(await tunnelDestinations(n1.node, FORGED.igmp), [], 'a forged IGMPv3 join made node 1 send toward node 2');
-    assert.deepEqual(await tunnelDestinations(n1.node, FORGED.mld), [], 'a forged MLDv2 join made node 1 send toward node 2');
-    for (const family of FAMILIES) assert.deepEqual(await tunnelDestinations(n1.node, family.group), [A2], `${family.name}: a forged leave cut node 2 off`);
+    assert.deepEqual(
+      await tunnelDestinations(n1.node, FORGED.igmp),
+      [],
+      'a forged IGMPv3 join made node 1 send toward node 2',
+    );
+    assert.deepEqual(
+      await tunnelDestinations(n1.node, FORGED.mld),
+      [],
+      'a forged MLDv2 join made node 1 send toward node 2',
+    );
+    for (const family of FAMILIES)
+      assert.deepEqual(
+        await tunnelDestinations(n1.node, family.group),
+        [A2],
+        `${family.name}: a forged leave cut node 2 off`,
+      );
   });
 
   it("node 2's last member of each group leaves: within 1 s node 1 sends that group toward node 2 no more", async () => {
@@ -205,7 +254,11 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
         `${family.name}: tunnel frames toward node 2 after its leave`,
       );
       const { atNode1 } = members.get(family.name)!;
-      assert.deepEqual(deliveryFaults(atNode1.received, `${family.name}-after`, 20), { lost: [], duplicated: [] }, `${family.name}: the member on node 1`);
+      assert.deepEqual(
+        deliveryFaults(atNode1.received, `${family.name}-after`, 20),
+        { lost: [], duplicated: [] },
+        `${family.name}: the member on node 1`,
+      );
     }
   });
 
@@ -215,12 +268,24 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
     for (const family of FAMILIES) await waitForTunnelDestinations(n1.node, family.group, [A2], 5000);
     await daemons[1]!.kill9();
     const diedAt = Date.now();
-    const expired = await Promise.all(FAMILIES.map((family) => waitForTunnelDestinations(n1.node, family.group, [], PEER_TIMEOUT_MS + PEER_REFRESH_MS + 3000)));
+    const expired = await Promise.all(
+      FAMILIES.map((family) =>
+        waitForTunnelDestinations(n1.node, family.group, [], PEER_TIMEOUT_MS + PEER_REFRESH_MS + 3000),
+      ),
+    );
     for (const [index, family] of FAMILIES.entries()) {
       const after = expired[index]!;
-      console.log(`${family.name}: dead node 2's membership expired on node 1 ${ms(after)} after it died (peer timeout ${ms(PEER_TIMEOUT_MS)})`);
-      assert.ok(after >= PEER_TIMEOUT_MS - PEER_REFRESH_MS - 500, `${family.name}: expired ${ms(after)} after the death: before the peer timeout`);
-      assert.ok(after <= PEER_TIMEOUT_MS + 1500, `${family.name}: expired ${ms(after)} after the death: long after the peer timeout`);
+      console.log(
+        `${family.name}: dead node 2's membership expired on node 1 ${ms(after)} after it died (peer timeout ${ms(PEER_TIMEOUT_MS)})`,
+      );
+      assert.ok(
+        after >= PEER_TIMEOUT_MS - PEER_REFRESH_MS - 500,
+        `${family.name}: expired ${ms(after)} after the death: before the peer timeout`,
+      );
+      assert.ok(
+        after <= PEER_TIMEOUT_MS + 1500,
+        `${family.name}: expired ${ms(after)} after the death: long after the peer timeout`,
+      );
     }
     await Promise.all(again.map((receiver) => receiver.stop()));
     const status = await control<DaemonStatus>(daemons[0]!, ['status']);

@@ -17,7 +17,10 @@ import { OvsNode } from '../lab/ovs.js';
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
 
-/** The tunnel flags, with a peer and a node address that need no underlay: the daemon must stop before it sends anything. */
+/**
+ * The tunnel flags, with a peer and a node address that need no underlay: the daemon must stop before it sends
+ * anything.
+ */
 const TUNNEL_ARGS = ['--tunnel-port', 'tun0', '--peers', '192.0.2.12', '--node-address', '192.0.2.11'];
 
 describe('daemon: the tunnel port must be a flow-based Geneve or VXLAN port', { concurrency: 1 }, () => {
@@ -36,7 +39,11 @@ describe('daemon: the tunnel port must be a flow-based Geneve or VXLAN port', { 
 
   for (const [what, columns, reason] of [
     ['an internal port', ['type=internal'], 'type internal, not geneve or vxlan'],
-    ['a Geneve port to one fixed node', ['type=geneve', 'options:remote_ip=192.0.2.1'], 'options:remote_ip is 192.0.2.1, not flow'],
+    [
+      'a Geneve port to one fixed node',
+      ['type=geneve', 'options:remote_ip=192.0.2.1'],
+      'options:remote_ip is 192.0.2.1, not flow',
+    ],
   ] as const) {
     it(`refuses ${what}: exit 64 with the reason, and no flow or group of ours on the bridge`, async () => {
       await node.vsctl('--may-exist', 'add-port', node.bridge, 'tun0', '--', 'set', 'interface', 'tun0', ...columns);
@@ -44,11 +51,21 @@ describe('daemon: the tunnel port must be a flow-based Geneve or VXLAN port', { 
         await node.ofportOf('tun0'); // numbered: the daemon sees the port, not its absence
         const before = await node.switchState();
         const daemon = startDaemon(node, { args: TUNNEL_ARGS });
-        const status = await Promise.race([daemon.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 8_000, undefined))]);
+        const status = await Promise.race([
+          daemon.exited,
+          new Promise<undefined>((resolve) => setTimeout(resolve, 8_000, undefined)),
+        ]);
         if (status === undefined) await daemon.kill9();
         const stderr = daemon.logs().join('\n');
-        assert.equal(status?.code, 64, `exit ${status === undefined ? 'none within 8 s' : (status.signal ?? status.code)}: ${stderr}`);
-        assert.ok(stderr.includes(`the tunnel port tun0 cannot carry frames to the peers (--tunnel-port): ${reason}`), stderr);
+        assert.equal(
+          status?.code,
+          64,
+          `exit ${status === undefined ? 'none within 8 s' : (status.signal ?? status.code)}: ${stderr}`,
+        );
+        assert.ok(
+          stderr.includes(`the tunnel port tun0 cannot carry frames to the peers (--tunnel-port): ${reason}`),
+          stderr,
+        );
         assert.ok(stderr.includes('ovs-vsctl set Interface tun0 type=geneve options:remote_ip=flow'), stderr);
         assert.deepEqual(await node.switchState(), before, 'the bridge is as it was');
       } finally {

@@ -36,10 +36,16 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 
 /** Asserts that `receiver` got datagrams 0..count-1 of `tag`, each exactly once. */
 function assertExactlyOnce(receiver: Receiver, tag: string, count: number, who: string): void {
-  assert.deepEqual(deliveryFaults(receiver.received, tag, count), { lost: [], duplicated: [] }, `${who}: datagrams of ${tag} lost or duplicated`);
+  assert.deepEqual(
+    deliveryFaults(receiver.received, tag, count),
+    { lost: [], duplicated: [] },
+    `${who}: datagrams of ${tag} lost or duplicated`,
+  );
 }
 
-describe('mcastctl daemon in tunnel mode over VXLAN (three nodes, an underlay without multicast)', { concurrency: 1 }, () => {
+describe('mcastctl daemon in tunnel mode over VXLAN (three nodes, an underlay without multicast)', {
+  concurrency: 1,
+}, () => {
   const GROUP = '239.61.2.1';
   const OTHER_GROUP = '239.61.2.99';
   const port = 5302;
@@ -51,7 +57,11 @@ describe('mcastctl daemon in tunnel mode over VXLAN (three nodes, an underlay wi
     lab = Lab.create();
     const started = Date.now();
     tl = await buildTunnelLab(lab, { tunnelType: 'vxlan' });
-    daemons.push(...tl.nodes.map((n) => startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [], args: tunnelDaemonArgs(n) })));
+    daemons.push(
+      ...tl.nodes.map((n) =>
+        startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [], args: tunnelDaemonArgs(n) }),
+      ),
+    );
     await Promise.all(daemons.map((daemon) => daemon.ready()));
     console.log(`VXLAN tunnel lab and three daemons up in ${ms(Date.now() - started)}`);
   });
@@ -80,7 +90,9 @@ describe('mcastctl daemon in tunnel mode over VXLAN (three nodes, an underlay wi
     await member.stop();
     assertExactlyOnce(member, 'x1', count, `${member2.name} on node 2`);
     assert.deepEqual(heardByOthers, [[], []], 'non-member sockets received datagrams');
-    const [toNode2, toNode3] = await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))));
+    const [toNode2, toNode3] = await Promise.all(
+      [n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))),
+    );
     console.log(`VXLAN: ${toNode2} frames for ${GROUP} toward node 2, ${toNode3} toward node 3`);
     assert.equal(toNode2, count, 'one VXLAN frame per datagram toward node 2');
     assert.equal(toNode3, 0, 'no VXLAN frame for the group toward node 3, which has no member');

@@ -45,7 +45,9 @@ import type { DaemonStatus, GroupView } from '../../src/transport/control/daemon
 const missing = cliMissing();
 if (missing !== undefined) throw new Error(`the daemon tests run the built CLI: ${missing}`);
 
-/** Short peer timers, so that expiry fits in a test: a peer's membership lasts 5 s after its last refresh (every 2 s). */
+/**
+ * Short peer timers, so that expiry fits in a test: a peer's membership lasts 5 s after its last refresh (every 2 s).
+ */
 const PEER_REFRESH_MS = 2000;
 const PEER_TIMEOUT_MS = 5000;
 const PEER_TIMERS = ['--peer-refresh-interval', '2s', '--peer-timeout', '5s'];
@@ -87,12 +89,16 @@ const peerLines = (metrics: string) =>
     .join('\n') || '(no mcastctl_peer_ series)';
 
 /** The value of `mcastctl_peer_messages_total` for one peer, direction and type in a metrics text (0 when absent). */
-function peerMessages(metrics: string, labels: { peer: string; direction: 'in' | 'out'; type: 'report' | 'query' }): number {
+function peerMessages(
+  metrics: string,
+  labels: { peer: string; direction: 'in' | 'out'; type: 'report' | 'query' },
+): number {
   for (const line of metrics.split('\n')) {
     const match = /^mcastctl_peer_messages_total\{([^}]*)\} (\S+)$/.exec(line);
     if (match === null) continue;
     const found = Object.fromEntries([...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((pair) => [pair[1]!, pair[2]!]));
-    if (found['peer'] === labels.peer && found['direction'] === labels.direction && found['type'] === labels.type) return Number(match[2]);
+    if (found['peer'] === labels.peer && found['direction'] === labels.direction && found['type'] === labels.type)
+      return Number(match[2]);
   }
   return 0;
 }
@@ -101,18 +107,27 @@ function peerMessages(metrics: string, labels: { peer: string; direction: 'in' |
  * Display filter of the Geneve frames toward `node` (outer IPv4 destination) whose inner IPv4 destination is `group`:
  * tshark's ip.dst matches either header. A capture on a node's uplink also sees what the node itself sends.
  */
-const geneveFor = (group: string, node: TunnelLabNode) => `geneve && ip.dst == ${node.underlayAddress} && ip.dst == ${group}`;
+const geneveFor = (group: string, node: TunnelLabNode) =>
+  `geneve && ip.dst == ${node.underlayAddress} && ip.dst == ${group}`;
 
-/** Capture times (epoch ms) of the Geneve frames for `group` in `file` (tshark 4.0 compares frame.time_epoch with no number, so the times are read). */
+/**
+ * Capture times (epoch ms) of the Geneve frames for `group` in `file` (tshark 4.0 compares frame.time_epoch with no
+ * number, so the times are read).
+ */
 async function geneveTimes(file: string, group: string, node: TunnelLabNode): Promise<number[]> {
-  const { stdout } = await run(['tshark', '-n', '-r', file, '-Y', geneveFor(group, node), '-T', 'fields', '-e', 'frame.time_epoch'], { timeoutMs: 60_000 });
+  const { stdout } = await run(
+    ['tshark', '-n', '-r', file, '-Y', geneveFor(group, node), '-T', 'fields', '-e', 'frame.time_epoch'],
+    { timeoutMs: 60_000 },
+  );
   return stdout
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => Number(line) * 1000);
 }
 
-describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an underlay without multicast)', { concurrency: 1 }, () => {
+describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an underlay without multicast)', {
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let tl: TunnelLab;
   let n1: TunnelLabNode;
@@ -125,7 +140,8 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
   let peersFile: string;
 
   /** Writes node 1's peers file as a YAML list. */
-  const writePeers = (addresses: readonly string[]) => writeFileSync(peersFile, `# node 1's peers\n${addresses.map((address) => `- ${address}\n`).join('')}`);
+  const writePeers = (addresses: readonly string[]) =>
+    writeFileSync(peersFile, `# node 1's peers\n${addresses.map((address) => `- ${address}\n`).join('')}`);
 
   /** Starts node `index`'s daemon (again, after a kill: the same state directory and control socket). */
   const startNodeDaemon = (index: 0 | 1 | 2): RunningDaemon => {
@@ -146,17 +162,22 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
   const captureGeneve = (nodes: readonly TunnelLabNode[], label: string): Promise<Tcpdump[]> =>
     Promise.all(
       nodes.map((n) =>
-        lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), { filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)] }),
+        lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), {
+          filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)],
+        }),
       ),
     );
 
   /** Captures the datagrams to `group` that reach a pod's eth0. */
   const captureData = (pod: OvsPod, group: string, label: string): Promise<Tcpdump> =>
-    lab.startTcpdump(pod.ns, pod.iface, lab.file(`${label}-${pod.name}.pcap`), { filter: ['udp', 'and', 'dst', 'host', group] });
+    lab.startTcpdump(pod.ns, pod.iface, lab.file(`${label}-${pod.name}.pcap`), {
+      filter: ['udp', 'and', 'dst', 'host', group],
+    });
 
   before(async () => {
     const help = await mcastctl(['daemon', '--help']);
-    if (!help.stdout.includes('--tunnel-port')) throw new Error('this mcastctl daemon has no --tunnel-port: build the tunnel mode first');
+    if (!help.stdout.includes('--tunnel-port'))
+      throw new Error('this mcastctl daemon has no --tunnel-port: build the tunnel mode first');
     lab = Lab.create();
     const started = Date.now();
     tl = await buildTunnelLab(lab);
@@ -179,7 +200,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     const logDir = process.env.MCASTCTL_TEST_LOG_DIR;
     if (logDir !== undefined) {
       for (const [index, { node, daemon }] of everyDaemon.entries()) {
-        writeFileSync(join(logDir, `daemon-tunnel-${index + 1}-${node}.log`), `${daemon.args.join(' ')}\n${daemon.logs().join('\n')}\n`);
+        writeFileSync(
+          join(logDir, `daemon-tunnel-${index + 1}-${node}.log`),
+          `${daemon.args.join(' ')}\n${daemon.logs().join('\n')}\n`,
+        );
       }
     }
     await lab?.destroy();
@@ -198,7 +222,9 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     atNode1 = await member1.listen(GROUP, port);
     atNode2 = await member2.listen(GROUP, port);
     const others = await Promise.all([nonMember2, nonMember3].map((pod) => pod.listen(OTHER_GROUP, port)));
-    await waitUntil(`OVS of n1 to forward ${GROUP} to ${member1.name}`, async () => ((await ovsGroupPorts(n1.node, GROUP)) ?? []).includes(member1.ofport));
+    await waitUntil(`OVS of n1 to forward ${GROUP} to ${member1.name}`, async () =>
+      ((await ovsGroupPorts(n1.node, GROUP)) ?? []).includes(member1.ofport),
+    );
     await waitForTunnelDestinations(n1.node, GROUP, [A2!], 5000);
 
     // The rule is live: multicast sent onto the underlay from node 1's own address is dropped and counted.
@@ -206,7 +232,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     await n1.node.udp(n1.underlayAddress).send('239.255.0.1', port, 3, { tag: 'underlay' });
     await sleep(200);
     const droppedAfterProbe = await tl.multicastDropped();
-    assert.ok(droppedAfterProbe - droppedBefore >= 3, `the underlay's drop counter went from ${droppedBefore} to ${droppedAfterProbe}`);
+    assert.ok(
+      droppedAfterProbe - droppedBefore >= 3,
+      `the underlay's drop counter went from ${droppedBefore} to ${droppedAfterProbe}`,
+    );
 
     const wire = await captureGeneve([n2, n3], 't1');
     const leaks = await Promise.all([nonMember2, nonMember3].map((pod) => captureData(pod, GROUP, 't1')));
@@ -224,11 +253,19 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       'datagrams on node 2 come from the sender',
     );
     assert.deepEqual(heardByOthers, [[], []], 'non-member sockets received datagrams');
-    for (const capture of leaks) assert.equal(await tsharkFrameCount(capture.file, 'udp'), 0, `datagrams of ${GROUP} reached a non-member (${capture.file})`);
-    const [toNode2, toNode3] = await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, geneveFor(GROUP, n))));
+    for (const capture of leaks)
+      assert.equal(
+        await tsharkFrameCount(capture.file, 'udp'),
+        0,
+        `datagrams of ${GROUP} reached a non-member (${capture.file})`,
+      );
+    const [toNode2, toNode3] = await Promise.all(
+      [n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, geneveFor(GROUP, n))),
+    );
     assert.equal(toNode2, count, 'one Geneve frame per datagram toward node 2 (its peer list names it twice)');
     assert.equal(toNode3, 0, 'no Geneve frame for the group toward node 3, which has no member');
-    // Whatever reached node 2 went as Geneve unicast: had it gone as multicast, the underlay would have counted (and dropped) it.
+    // Whatever reached node 2 went as Geneve unicast: had it gone as multicast, the underlay would have counted (and
+    // dropped) it.
     assert.ok(
       droppedAfterData - droppedAfterProbe < count,
       `the underlay dropped ${droppedAfterData - droppedAfterProbe} multicast packets while the data flowed`,
@@ -267,7 +304,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       [atNode3, 'node 3'],
     ] as const)
       assertExactlyOnce(receiver, 't2b', 50, `the member on ${who}`);
-    assert.deepEqual(await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, geneveFor(GROUP, n)))), [50, 50]);
+    assert.deepEqual(
+      await Promise.all([n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, geneveFor(GROUP, n)))),
+      [50, 50],
+    );
   });
 
   it('status --json lists the peers, groups --json the remote members', async () => {
@@ -285,7 +325,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       );
       for (const peer of tunnel.peers) {
         assert.equal(peer.state, 'up', `node ${index + 1} sees ${peer.address} as ${peer.state}`);
-        assert.ok(peer.lastContact !== null && Date.now() - Date.parse(peer.lastContact) < PEER_REFRESH_MS + 2000, `last contact ${peer.lastContact}`);
+        assert.ok(
+          peer.lastContact !== null && Date.now() - Date.parse(peer.lastContact) < PEER_REFRESH_MS + 2000,
+          `last contact ${peer.lastContact}`,
+        );
       }
     }
     const status1 = await control<DaemonStatus>(daemons[0]!, ['status']);
@@ -304,7 +347,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     const remote = view.remoteMembers ?? [];
     assert.deepEqual(remote.map((member) => member.peer).sort(), [A2, A3].sort());
     for (const member of remote) {
-      assert.ok(member.expiresInMs > 0 && member.expiresInMs <= PEER_TIMEOUT_MS, `${member.peer} expires in ${member.expiresInMs} ms`);
+      assert.ok(
+        member.expiresInMs > 0 && member.expiresInMs <= PEER_TIMEOUT_MS,
+        `${member.peer} expires in ${member.expiresInMs} ms`,
+      );
       assert.ok(member.lastRefresh !== null);
     }
   });
@@ -324,7 +370,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     await wire[0]!.stop();
     const file = wire[0]!.file;
     console.log(`leave on node 2: node 1's tunnel bucket toward it gone ${ms(bucketGone)} after the leave call`);
-    assert.ok((await tsharkFrameCount(file, geneveFor(GROUP, n2))) > 0, 'the capture saw the stream toward node 2 before the leave');
+    assert.ok(
+      (await tsharkFrameCount(file, geneveFor(GROUP, n2))) > 0,
+      'the capture saw the stream toward node 2 before the leave',
+    );
     const late = (await geneveTimes(file, GROUP, n2)).filter((at) => at > leftAt + 1000);
     assert.deepEqual(
       late.map((at) => ms(at - leftAt)),
@@ -379,12 +428,15 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     const listening = await startNodeDaemon(0).ready();
     const readyAt = Date.now();
     console.log(`node 1's daemon listening ${ms(readyAt - killedAt)} after kill -9`);
-    // Remote membership is back from the peers' answer to its start (a report since the kill), not from the saved state or their next refresh.
+    // Remote membership is back from the peers' answer to its start (a report since the kill), not from the saved state
+    // or their next refresh.
     const learned = await waitUntil(
       'node 1 to hear from nodes 2 and 3 as members again',
       async () => {
         const view = (await control<GroupView[]>(daemons[0]!, ['groups'])).find((entry) => entry.group === GROUP);
-        const confirmed = (view?.remoteMembers ?? []).filter((member) => member.lastRefresh !== null && Date.parse(member.lastRefresh) >= killedAt);
+        const confirmed = (view?.remoteMembers ?? []).filter(
+          (member) => member.lastRefresh !== null && Date.parse(member.lastRefresh) >= killedAt,
+        );
         return confirmed
           .map((member) => member.peer)
           .sort()
@@ -395,10 +447,15 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       PEER_REFRESH_MS + 3000,
       50,
     );
-    console.log(`node 1's restarted daemon heard from its remote members ${ms(learned)} after it listened (peer refresh every ${ms(PEER_REFRESH_MS)})`);
+    console.log(
+      `node 1's restarted daemon heard from its remote members ${ms(learned)} after it listened (peer refresh every ${ms(PEER_REFRESH_MS)})`,
+    );
     assert.ok(learned <= 1000, `remote membership back ${ms(learned)} after the restart: it waited for a refresh`);
     assert.deepEqual(await tunnelDestinations(n1.node, GROUP), [A2, A3].sort());
-    const joiners = [await newcomer2.listen(GROUP_AFTER_RESTART, port), await newcomer3.listen(GROUP_AFTER_RESTART, port)];
+    const joiners = [
+      await newcomer2.listen(GROUP_AFTER_RESTART, port),
+      await newcomer3.listen(GROUP_AFTER_RESTART, port),
+    ];
     await waitForTunnelDestinations(n1.node, GROUP_AFTER_RESTART, [A2!, A3!], 3000);
     await sender.send(GROUP_AFTER_RESTART, port, 20, { intervalMs: 5, tag: 't5b' });
     await sleep(300);
@@ -416,7 +473,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     // It asked: a general query to each peer at its start.
     const metrics = await scrapeMetrics(n1.node, String(listening['metrics']));
     for (const peer of [A2!, A3!])
-      assert.ok(peerMessages(metrics, { peer, direction: 'out', type: 'query' }) >= 1, `no query to ${peer} at the start: ${peerLines(metrics)}`);
+      assert.ok(
+        peerMessages(metrics, { peer, direction: 'out', type: 'query' }) >= 1,
+        `no query to ${peer} at the start: ${peerLines(metrics)}`,
+      );
   });
 
   it('ovs-vswitchd restart on node 1: delivery to node 2’s members is back within 3 s, without a new join, for a group only peers want too', async () => {
@@ -436,7 +496,12 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
         { receiver: atNode2, tag: 't7' },
         { receiver: remoteOnly, tag: 't7r' },
       ];
-      await waitUntil('traffic to flow', async () => streams.every(({ receiver, tag }) => sequences(receiver.received, tag).length >= 5), 3000, 10);
+      await waitUntil(
+        'traffic to flow',
+        async () => streams.every(({ receiver, tag }) => sequences(receiver.received, tag).length >= 5),
+        3000,
+        10,
+      );
       await n1.node.restartVswitchd();
       const backAt = Date.now();
       const before = streams.map(({ receiver, tag }) => sequences(receiver.received, tag).length);
@@ -456,9 +521,16 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
         `ovs-vswitchd restart on node 1: node 2's members receive again ${ms(deliveredAfter!)} after it is back (${ms(remoteOnlyAfter!)} for the group of peers only)`,
       );
       assert.ok(deliveredAfter! <= 3000, `delivery to node 2 back ${ms(deliveredAfter!)} after the restart`);
-      assert.ok(remoteOnlyAfter! <= 3000, `delivery of the group only peers want back ${ms(remoteOnlyAfter!)} after the restart`);
+      assert.ok(
+        remoteOnlyAfter! <= 3000,
+        `delivery of the group only peers want back ${ms(remoteOnlyAfter!)} after the restart`,
+      );
       assert.deepEqual(await tunnelDestinations(n1.node, GROUP), [A2, A3].sort(), 'the tunnel buckets replayed');
-      assert.deepEqual(await tunnelDestinations(n1.node, GROUP_OF_PEERS_ONLY), [A2], 'the group of peers only replayed');
+      assert.deepEqual(
+        await tunnelDestinations(n1.node, GROUP_OF_PEERS_ONLY),
+        [A2],
+        'the group of peers only replayed',
+      );
     } finally {
       await remoteOnly.stop();
     }
@@ -474,13 +546,20 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     const dropped = await waitForTunnelDestinations(n1.node, GROUP, [A2!], PEER_TIMEOUT_MS + PEER_REFRESH_MS + 3000);
     console.log(`dead node 3 dropped by node 1 ${ms(dropped)} after it died (peer timeout ${ms(PEER_TIMEOUT_MS)})`);
     // Its last refresh came at most one interval before it died: the timeout runs out between the two.
-    assert.ok(dropped >= PEER_TIMEOUT_MS - PEER_REFRESH_MS - 500, `dropped ${ms(dropped)} after the death: before the peer timeout`);
+    assert.ok(
+      dropped >= PEER_TIMEOUT_MS - PEER_REFRESH_MS - 500,
+      `dropped ${ms(dropped)} after the death: before the peer timeout`,
+    );
     assert.ok(dropped <= PEER_TIMEOUT_MS + 1500, `dropped ${ms(dropped)} after the death: long after the peer timeout`);
     const wire = await captureGeneve([n3], 't6');
     await n1.pods[0]!.send(GROUP, port, 20, { intervalMs: 5, tag: 't6' });
     await sleep(300);
     await wire[0]!.stop();
-    assert.equal(await tsharkFrameCount(wire[0]!.file, geneveFor(GROUP, n3)), 0, 'Geneve frames for the group toward the dead node');
+    assert.equal(
+      await tsharkFrameCount(wire[0]!.file, geneveFor(GROUP, n3)),
+      0,
+      'Geneve frames for the group toward the dead node',
+    );
     assertExactlyOnce(atNode1, 't6', 20, 'the member on node 1');
     assertExactlyOnce(atNode2, 't6', 20, 'the member on node 2');
     const status = await control<DaemonStatus>(daemons[0]!, ['status']);
@@ -495,7 +574,9 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
     const overhead = TUNNEL_LAB.encapsulationOverhead;
     for (const { node, daemon } of everyDaemon) {
       const n = tl.nodes.find((candidate) => candidate.node.name === node)!;
-      const warnings = daemon.entries().filter((entry) => entry['level'] === 'warn' && String(entry['msg']).startsWith(MTU_WARNING));
+      const warnings = daemon
+        .entries()
+        .filter((entry) => entry['level'] === 'warn' && String(entry['msg']).startsWith(MTU_WARNING));
       assert.deepEqual(
         warnings.map((entry) => entry['port']).sort(),
         n.pods.map((pod) => pod.port).sort(),
@@ -505,7 +586,10 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
         assert.equal(entry['mtu'], 1500, `${node}: the node-side veth's MTU`);
         assert.equal(entry['pathMtu'], 1500, `${node}: the MTU of br-phy, which holds --node-address`);
         const hint = String(entry['hint']);
-        assert.ok(hint.includes(String(1500 - overhead)) && hint.includes(String(1500 + overhead)), `${node}: the hint names both ways out: ${hint}`);
+        assert.ok(
+          hint.includes(String(1500 - overhead)) && hint.includes(String(1500 + overhead)),
+          `${node}: the hint names both ways out: ${hint}`,
+        );
       }
     }
   });
@@ -535,7 +619,9 @@ describe('mcastctl daemon in tunnel mode (three nodes, Geneve on br-int, an unde
       assertExactlyOnce(heard, 'm1450', count, `${member2.name} on node 2`);
       const mtu1450 = heard.filter((datagram) => datagram.payload.startsWith('m1450 '));
       assert.deepEqual(
-        mtu1450.filter((datagram) => datagram.payload.length !== size || datagram.from !== sender.address).map((d) => [d.from, d.payload.length]),
+        mtu1450
+          .filter((datagram) => datagram.payload.length !== size || datagram.from !== sender.address)
+          .map((d) => [d.from, d.payload.length]),
         [],
         `every datagram on node 2 is the sender's, ${size} octets long`,
       );

@@ -54,7 +54,9 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 /** Member port names of every group, sorted: { group: [port names] }. */
 function membership(groups: readonly GroupView[]): Record<string, string[]> {
   return Object.fromEntries(
-    groups.filter((view) => view.members.length > 0).map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]),
+    groups
+      .filter((view) => view.members.length > 0)
+      .map((view) => [view.group, [...new Set(view.members.map((member) => member.port.name))].sort()]),
   );
 }
 
@@ -90,7 +92,9 @@ while True:
 `;
 
 async function killableMember(lab: Lab, pod: OvsPod, group: string, port: number): Promise<ChildProcess> {
-  const child = lab.spawn(pod.ns, ['python3', '-u', '-c', MEMBER_PY, group, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = lab.spawn(pod.ns, ['python3', '-u', '-c', MEMBER_PY, group, String(port)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => line === 'ready' && resolve());
     child.once('exit', (code) => reject(new Error(`member in ${pod.ns} exited (${code})`)));
@@ -117,7 +121,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
     });
 
     after(async () => {
-      const errors = [daemonA, daemonB].flatMap((daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? []);
+      const errors = [daemonA, daemonB].flatMap(
+        (daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? [],
+      );
       if (errors.length > 0) console.log('daemon errors (delivery lab):', errors);
       await lab?.destroy();
     });
@@ -143,7 +149,10 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const leaked = readPcap(capture.file).filter((packet) => isData(packet, group, port));
       assert.equal(leaked.length, 0, `${leaked.length} datagrams of ${group} reached the non-member's eth0`);
       const ports = (await ovsGroupPorts(node, group)) ?? [];
-      assert.ok(!ports.includes(other.ofport) && !ports.includes(sender.ofport), `OVS group of ${group} has non-member ports: ${ports.join(',')}`);
+      assert.ok(
+        !ports.includes(other.ofport) && !ports.includes(sender.ofport),
+        `OVS group of ${group} has non-member ports: ${ports.join(',')}`,
+      );
     });
 
     /**
@@ -151,8 +160,19 @@ describe('mcastctl daemon', { concurrency: true }, () => {
      * the traffic went on); tcpdump on m1's eth0 sees its leave and the data that still
      * came. Returns the leave-to-last-datagram latency and the capture.
      */
-    async function measureLeave(lab: Lab, node: OvsNode, s: OvsPod, m1: OvsPod, m2: OvsPod, group: string, port: number, tag: string) {
-      const capture: Tcpdump = await lab.startTcpdump(m1.ns, m1.iface, lab.file(`${tag}-leaver.pcap`), { filter: ['igmp', 'or', 'udp'] });
+    async function measureLeave(
+      lab: Lab,
+      node: OvsNode,
+      s: OvsPod,
+      m1: OvsPod,
+      m2: OvsPod,
+      group: string,
+      port: number,
+      tag: string,
+    ) {
+      const capture: Tcpdump = await lab.startTcpdump(m1.ns, m1.iface, lab.file(`${tag}-leaver.pcap`), {
+        filter: ['igmp', 'or', 'udp'],
+      });
       const leaver: Receiver = await m1.listen(group, port);
       const stayer: Receiver = await m2.listen(group, port);
       await waitForOvsMembers(node, group, [m1, m2]);
@@ -172,16 +192,28 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const lastData = data.at(-1)!;
       const afterLeave = data.filter((packet) => packet.ts > leave.ts);
       // The sender went on for seconds after the leave, and the other member got it all.
-      assert.deepEqual(missingSequences(sequences(gotStayer, tag), count), [], `${m2.name} (still a member) missed datagrams`);
+      assert.deepEqual(
+        missingSequences(sequences(gotStayer, tag), count),
+        [],
+        `${m2.name} (still a member) missed datagrams`,
+      );
       assert.ok(gotLeaver.length >= 10);
-      return { latencyMs: Math.max(0, lastData.ts - leave.ts), rawMs: lastData.ts - leave.ts, afterLeave: afterLeave.length, packets, leave };
+      return {
+        latencyMs: Math.max(0, lastData.ts - leave.ts),
+        rawMs: lastData.ts - leave.ts,
+        afterLeave: afterLeave.length,
+        packets,
+        leave,
+      };
     }
 
     it('leave with fast leave (node a): traffic to the old member stops within 1 s of its leave on the wire', async () => {
       const { node, pods } = ml.nodes[0];
       const [s, m1, m2] = pods as [OvsPod, OvsPod, OvsPod];
       const { latencyMs, rawMs, afterLeave } = await measureLeave(lab, node, s, m1, m2, '239.5.4.1', 5104, 'fl');
-      console.log(`fast leave: last datagram at ${m1.name}'s eth0 ${ms(rawMs)} from its leave (${afterLeave} datagrams after it; one is sent every 20 ms)`);
+      console.log(
+        `fast leave: last datagram at ${m1.name}'s eth0 ${ms(rawMs)} from its leave (${afterLeave} datagrams after it; one is sent every 20 ms)`,
+      );
       assert.ok(latencyMs <= 1000, `traffic went on for ${ms(latencyMs)} after the leave (limit 1 s)`);
       await waitForOvsMembers(node, '239.5.4.1', [], [m1]);
     });
@@ -200,9 +232,15 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         queries.every((query) => query.dst === group),
         'group-specific queries go to the group address',
       );
-      assert.ok(latencyMs <= MAX_RESPONSE_MS + 1000, `traffic went on for ${ms(latencyMs)} after the leave (limit ${MAX_RESPONSE_MS} + 1000 ms)`);
+      assert.ok(
+        latencyMs <= MAX_RESPONSE_MS + 1000,
+        `traffic went on for ${ms(latencyMs)} after the leave (limit ${MAX_RESPONSE_MS} + 1000 ms)`,
+      );
       // Without fast leave the port is kept while the queries go unanswered.
-      assert.ok(latencyMs >= MAX_RESPONSE_MS / 2, `traffic stopped ${ms(latencyMs)} after the leave: that is fast leave, not the last-member queries`);
+      assert.ok(
+        latencyMs >= MAX_RESPONSE_MS / 2,
+        `traffic stopped ${ms(latencyMs)} after the leave: that is fast leave, not the last-member queries`,
+      );
       await waitForOvsMembers(node, group, [], [m1]);
     });
 
@@ -215,11 +253,13 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const member = await killableMember(lab, pod, group, 5105);
       try {
         await waitForOvsMembers(node, group, [pod]);
-        // At least one periodic report (answer to a general query) after the join, so that the last report is a known one.
+        // At least one periodic report (answer to a general query) after the join, so that the last report is a known
+        // one.
         const joinedAt = Date.now();
         await waitUntil(
           'a periodic report',
-          async () => readPcap(capture.file).some((packet) => packet.ts > joinedAt + 100 && isReport(packet, pod.address, group)),
+          async () =>
+            readPcap(capture.file).some((packet) => packet.ts > joinedAt + 100 && isReport(packet, pod.address, group)),
           6000,
           100,
         );
@@ -228,7 +268,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await blockIgmp(lab, pod);
         const blockedAt = Date.now();
         member.kill('SIGKILL');
-        await new Promise((resolve) => (member.exitCode !== null || member.signalCode !== null ? resolve(undefined) : member.once('exit', resolve)));
+        await new Promise((resolve) =>
+          member.exitCode !== null || member.signalCode !== null ? resolve(undefined) : member.once('exit', resolve),
+        );
 
         // Poll OVS (cheap) every 100 ms, and the CLI as fast as it runs, until the member is gone from both.
         let ovsGoneAt: number | undefined;
@@ -260,7 +302,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await capture.stop();
 
         const packets = readPcap(capture.file);
-        const lastReport = packets.filter((packet) => packet.ts <= blockedAt && isReport(packet, pod.address, group)).at(-1);
+        const lastReport = packets
+          .filter((packet) => packet.ts <= blockedAt && isReport(packet, pod.address, group))
+          .at(-1);
         assert.ok(lastReport, 'no report from the member before its IGMP was blocked');
         const leaked = packets.filter((packet) => packet.ts > blockedAt + 50 && packet.src === pod.address);
         assert.equal(leaked.length, 0, 'IGMP from the pod reached OVS although blocked (the kill sent a leave?)');
@@ -272,14 +316,23 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         console.log(
           `expiry: OVS dropped the port ${ms(ovsExpiry)} after the last report (GMI ${GMI_MS} ms); groups --json stopped listing it in a call that ended ${ms(firstAbsent.end - lastReport.ts)} after it (last listed in a call started at ${lastListed === undefined ? '-' : ms(lastListed.start - lastReport.ts)})`,
         );
-        assert.ok(ovsExpiry >= GMI_MS - 1000, `removed from OVS ${ms(ovsExpiry)} after the last report: before GMI - 1 s`);
-        assert.ok(ovsExpiry <= GMI_MS + 1500, `removed from OVS ${ms(ovsExpiry)} after the last report: later than GMI + 1.5 s`);
+        assert.ok(
+          ovsExpiry >= GMI_MS - 1000,
+          `removed from OVS ${ms(ovsExpiry)} after the last report: before GMI - 1 s`,
+        );
+        assert.ok(
+          ovsExpiry <= GMI_MS + 1500,
+          `removed from OVS ${ms(ovsExpiry)} after the last report: later than GMI + 1.5 s`,
+        );
         // The CLI view: gone by GMI + 1.5 s (allowing for one CLI run), still there at GMI - 1 s.
         assert.ok(
           firstAbsent.start - lastReport.ts <= GMI_MS + 1500,
           `groups --json still listed the member in a call started ${ms(firstAbsent.start - lastReport.ts)} after the last report`,
         );
-        assert.ok(lastListed !== undefined && lastListed.end - lastReport.ts >= GMI_MS - 1500, 'groups --json dropped the member long before the GMI');
+        assert.ok(
+          lastListed !== undefined && lastListed.end - lastReport.ts >= GMI_MS - 1500,
+          'groups --json dropped the member long before the GMI',
+        );
       } finally {
         if (member.exitCode === null && member.signalCode === null) member.kill('SIGKILL');
         await unblockIgmp(lab, pod).catch(() => undefined);
@@ -302,7 +355,9 @@ describe('mcastctl daemon', { concurrency: true }, () => {
     });
 
     after(async () => {
-      const errors = [daemonA, daemonB].flatMap((daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? []);
+      const errors = [daemonA, daemonB].flatMap(
+        (daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? [],
+      );
       if (errors.length > 0) console.log('daemon errors (lifecycle lab):', errors);
       await lab?.destroy();
     });
@@ -318,7 +373,12 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await waitForOvsMembers(node, group, [member]);
         // Saved 1 s after the change.
         const stateFile = `${daemonA.stateDir}/state.json`;
-        await waitUntil('state.json with the group', async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(group), 5000, 100);
+        await waitUntil(
+          'state.json with the group',
+          async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(group),
+          5000,
+          100,
+        );
         // From now on no report of the member can reach the new daemon.
         await blockIgmp(lab, member);
 
@@ -343,10 +403,18 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const restored = await daemonA.waitForLog((e) => e['msg'] === 'state restored', 1000);
         assert.ok(Number(restored['members']) >= 1, `state restored with ${String(restored['members'])} members`);
         const groups = await control<GroupView[]>(daemonA, ['groups']);
-        assert.deepEqual(membership(groups)[group], [member.port], `after the restart groups --json shows ${JSON.stringify(membership(groups))}`);
+        assert.deepEqual(
+          membership(groups)[group],
+          [member.port],
+          `after the restart groups --json shows ${JSON.stringify(membership(groups))}`,
+        );
         assert.equal(groups.find((view) => view.group === group)?.synced, true);
         const status = await control<DaemonStatus>(daemonA, ['status']);
-        assert.equal(status.counters.igmpMessages['v3_report'] ?? 0, 0, 'the new daemon has heard reports: the state was not what restored the member');
+        assert.equal(
+          status.counters.igmpMessages['v3_report'] ?? 0,
+          0,
+          'the new daemon has heard reports: the state was not what restored the member',
+        );
 
         // A new join after the restart.
         await unblockIgmp(lab, member);
@@ -354,8 +422,16 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         await waitForOvsMembers(node, group, [member, newcomer]);
         await s.send(group, port, 20, { intervalMs: 5, tag: 'nj' });
         await sleep(300);
-        assert.deepEqual(missingSequences(sequences(late.received, 'nj'), 20), [], `${newcomer.name}, joined after the restart, missed datagrams`);
-        assert.deepEqual(missingSequences(sequences(receiver.received, 'nj'), 20), [], `${member.name} missed datagrams after the restart`);
+        assert.deepEqual(
+          missingSequences(sequences(late.received, 'nj'), 20),
+          [],
+          `${newcomer.name}, joined after the restart, missed datagrams`,
+        );
+        assert.deepEqual(
+          missingSequences(sequences(receiver.received, 'nj'), 20),
+          [],
+          `${member.name} missed datagrams after the restart`,
+        );
       } finally {
         await unblockIgmp(lab, member).catch(() => undefined);
         await receiver.stop();
@@ -386,19 +462,28 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         assert.equal(seeded['members'], 2, 'both member ports of the group were kept');
         await sending;
         await sleep(300);
-        assert.deepEqual(missingSequences(sequences(receivers[0]!.received, 'ns'), count), [], 'the member lost datagrams across a restart without state');
+        assert.deepEqual(
+          missingSequences(sequences(receivers[0]!.received, 'ns'), count),
+          [],
+          'the member lost datagrams across a restart without state',
+        );
         // The member that answers the startup query is known by its address again; the port nobody answers for goes.
         const removedAfter = await waitUntil(
           'the silent port removed from the OVS group',
           async () => {
             const ports = await ovsGroupPorts(node, group);
-            return ports !== undefined && !ports.includes(vanished.ofport) && ports.includes(stays.ofport) ? Date.now() - startedAt : undefined;
+            return ports !== undefined && !ports.includes(vanished.ofport) && ports.includes(stays.ofport)
+              ? Date.now() - startedAt
+              : undefined;
           },
           15_000,
           100,
         );
         console.log(`restart without state: the silent member's port was removed ${ms(removedAfter)} after the start`);
-        assert.ok(removedAfter >= 2_000, `removed after ${ms(removedAfter)}: before the startup queries could be answered`);
+        assert.ok(
+          removedAfter >= 2_000,
+          `removed after ${ms(removedAfter)}: before the startup queries could be answered`,
+        );
         const groups = await control<GroupView[]>(daemonA, ['groups']);
         const view = groups.find((entry) => entry.group === group);
         assert.deepEqual(
@@ -431,7 +516,12 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const backAt = Date.now();
         const before = receiver.received.length;
         // The first datagram after vswitchd is back, and the daemon's flow and group for the member.
-        const firstAt = waitUntil('a datagram after the restart', async () => (receiver.received.length > before ? Date.now() : undefined), 5000, 5);
+        const firstAt = waitUntil(
+          'a datagram after the restart',
+          async () => (receiver.received.length > before ? Date.now() : undefined),
+          5000,
+          5,
+        );
         const flowsAt = waitUntil(
           "the daemon's flow and group back in OVS",
           async () => (((await ovsGroupPorts(node, group)) ?? []).includes(member.ofport) ? Date.now() : undefined),
@@ -441,17 +531,31 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const [first, flows] = await Promise.all([firstAt, flowsAt]);
         // After the replay, the traffic goes to the member only (not flooded by OVS's default NORMAL flow).
         await sleep(200);
-        const capture = await lab.startTcpdump(other.ns, other.iface, lab.file('t7-nonmember.pcap'), { filter: ['udp'] });
+        const capture = await lab.startTcpdump(other.ns, other.iface, lab.file('t7-nonmember.pcap'), {
+          filter: ['udp'],
+        });
         const atMember = receiver.received.length;
         await sleep(1000);
         await capture.stop();
         const leaked = readPcap(capture.file).filter((packet) => isData(packet, group, port));
         await sending;
-        console.log(`OVS restart: first datagram ${ms(first - backAt)}, daemon's flow and group ${ms(flows - backAt)} after ovs-vswitchd was back`);
-        assert.ok(flows - backAt <= 3000, `the daemon replayed its group ${ms(flows - backAt)} after the restart (limit 3 s)`);
-        assert.ok(first - backAt <= 3000, `the first datagram came ${ms(first - backAt)} after the restart (limit 3 s)`);
+        console.log(
+          `OVS restart: first datagram ${ms(first - backAt)}, daemon's flow and group ${ms(flows - backAt)} after ovs-vswitchd was back`,
+        );
+        assert.ok(
+          flows - backAt <= 3000,
+          `the daemon replayed its group ${ms(flows - backAt)} after the restart (limit 3 s)`,
+        );
+        assert.ok(
+          first - backAt <= 3000,
+          `the first datagram came ${ms(first - backAt)} after the restart (limit 3 s)`,
+        );
         assert.ok(receiver.received.length - atMember >= 10, 'the member stopped receiving after the replay');
-        assert.equal(leaked.length, 0, `after the replay ${leaked.length} datagrams still reached the non-member ${other.name}`);
+        assert.equal(
+          leaked.length,
+          0,
+          `after the replay ${leaked.length} datagrams still reached the non-member ${other.name}`,
+        );
         await daemonB.waitForLog((e) => e['msg'] === 'OpenFlow reconnected; replaying', 1000);
       } finally {
         await unblockIgmp(lab, member).catch(() => undefined);
@@ -465,15 +569,23 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const [g1, g2] = ['239.6.3.1', '239.6.3.2'];
       const port = 5203;
       // Whatever earlier tests joined on this node has left (fast leave).
-      await waitUntil('no groups left on node b', async () => Object.keys(membership(await control<GroupView[]>(daemonB, ['groups']))).length === 0, 5000, 200);
+      await waitUntil(
+        'no groups left on node b',
+        async () => Object.keys(membership(await control<GroupView[]>(daemonB, ['groups']))).length === 0,
+        5000,
+        200,
+      );
       // A v3 host repeats its leave (robustness − 1 more times, within 1 s): let those pass,
       // so that the one event snoop waits for is this test's join.
       await sleep(2500);
 
       // snoop --daemon prints the IGMP of a join.
-      const snoop = startMcastctl(['snoop', '--daemon', '--json', '--count', '1', '--duration', '15s', '--control-socket', daemonB.controlSocket], {
-        timeoutMs: 20_000,
-      });
+      const snoop = startMcastctl(
+        ['snoop', '--daemon', '--json', '--count', '1', '--duration', '15s', '--control-socket', daemonB.controlSocket],
+        {
+          timeoutMs: 20_000,
+        },
+      );
       await sleep(1500);
       const receivers = [await p2.listen(g1, port)];
       const snooped: CliResult = await snoop.done;
@@ -509,7 +621,11 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         assert.deepEqual(membership(groups), { [g1]: [p2.port, p3.port].sort(), [g2]: [p3.port] });
         for (const view of groups) {
           const portNames = view.ports.map((p) => p.name).sort();
-          assert.deepEqual(portNames, [...new Set([...view.members.map((m) => m.port.name), 'gw0'])].sort(), `ports of ${view.group}`);
+          assert.deepEqual(
+            portNames,
+            [...new Set([...view.members.map((m) => m.port.name), 'gw0'])].sort(),
+            `ports of ${view.group}`,
+          );
           assert.equal(view.synced, true);
           assert.ok(
             view.members.every((m) => m.port.pod === `default/${pods.find((p) => p.port === m.port.name)?.name}`),
@@ -521,7 +637,11 @@ describe('mcastctl daemon', { concurrency: true }, () => {
         const listening = await daemonB.ready(10_000);
         const url = String(listening['metrics']);
         assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-        assert.equal(`http://${status.metricsAddress}/metrics`, url, 'status shows the port listened on, not the 0 asked for');
+        assert.equal(
+          `http://${status.metricsAddress}/metrics`,
+          url,
+          'status shows the port listened on, not the 0 asked for',
+        );
         const { stdout: metrics } = await node.exec(['curl', '-sf', '--max-time', '5', url]);
         assert.match(metrics, /^mcastctl_groups 2$/m);
         assert.match(metrics, /^mcastctl_members 3$/m);
@@ -536,7 +656,11 @@ describe('mcastctl daemon', { concurrency: true }, () => {
           [p2.ofport, p3.ofport, ml.nodes[1].gateway.ofport].sort(),
           'OVS group of g1 after stop',
         );
-        assert.deepEqual(((await ovsGroupPorts(node, g2)) ?? []).sort(), [p3.ofport, ml.nodes[1].gateway.ofport].sort(), 'OVS group of g2 after stop');
+        assert.deepEqual(
+          ((await ovsGroupPorts(node, g2)) ?? []).sort(),
+          [p3.ofport, ml.nodes[1].gateway.ofport].sort(),
+          'OVS group of g2 after stop',
+        );
         const statusAfter = await mcastctl(['status', '--json', '--control-socket', daemonB.controlSocket]);
         assert.equal(statusAfter.code, 69, 'status after stop must say the daemon is unreachable');
       } finally {
@@ -551,7 +675,17 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const stateDir = `${dir}/state`;
 
       const bad = await mcastctl(
-        ['daemon', '--query-interval', 'soon', '--control-socket', socket, '--state-dir', stateDir, '--metrics-address', '127.0.0.1:0'],
+        [
+          'daemon',
+          '--query-interval',
+          'soon',
+          '--control-socket',
+          socket,
+          '--state-dir',
+          stateDir,
+          '--metrics-address',
+          '127.0.0.1:0',
+        ],
         { ns, timeoutMs: 15_000 },
       );
       assert.equal(bad.code, 64, `exit ${bad.code}: ${bad.stderr}`);
@@ -563,7 +697,10 @@ describe('mcastctl daemon', { concurrency: true }, () => {
 
       const yaml = `${dir}.yaml`;
       writeFileSync(yaml, 'bridge: br-int\nqueryInterval: 10s\ncolour: blue\nrobustness: 2\n');
-      const badFile = await mcastctl(['daemon', '--config', yaml, '--control-socket', socket, '--state-dir', stateDir], { ns, timeoutMs: 15_000 });
+      const badFile = await mcastctl(
+        ['daemon', '--config', yaml, '--control-socket', socket, '--state-dir', stateDir],
+        { ns, timeoutMs: 15_000 },
+      );
       assert.equal(badFile.code, 64, `exit ${badFile.code}: ${badFile.stderr}`);
       assert.match(badFile.stderr, /colour/);
       assert.match(badFile.stderr, /line 3\b/);
@@ -599,7 +736,8 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       try {
         await waitUntil(
           'the report from the gateway port to be counted',
-          async () => (await control<DaemonStatus>(daemonA, ['status'])).counters.ignoredNonPod > before.counters.ignoredNonPod,
+          async () =>
+            (await control<DaemonStatus>(daemonA, ['status'])).counters.ignoredNonPod > before.counters.ignoredNonPod,
           5_000,
           200,
         );
@@ -619,7 +757,11 @@ describe('mcastctl daemon', { concurrency: true }, () => {
       const { node, pods } = ml.nodes[0];
       const [, other, gone] = pods as [OvsPod, OvsPod, OvsPod];
       const groups = ['239.6.7.1', '239.6.7.2'];
-      const receivers = [await gone.listen(groups[0]!, 5207), await gone.listen(groups[1]!, 5207), await other.listen(groups[1]!, 5207)];
+      const receivers = [
+        await gone.listen(groups[0]!, 5207),
+        await gone.listen(groups[1]!, 5207),
+        await other.listen(groups[1]!, 5207),
+      ];
       try {
         for (const group of groups) await waitForOvsMembers(node, group, [gone]);
         const deletedAt = Date.now();
@@ -629,13 +771,18 @@ describe('mcastctl daemon', { concurrency: true }, () => {
           async () => {
             const first = await ovsGroupPorts(node, groups[0]!);
             const second = (await ovsGroupPorts(node, groups[1]!)) ?? [];
-            return first === undefined && second.includes(other.ofport) && !second.includes(gone.ofport) ? Date.now() - deletedAt : undefined;
+            return first === undefined && second.includes(other.ofport) && !second.includes(gone.ofport)
+              ? Date.now() - deletedAt
+              : undefined;
           },
           5_000,
           50,
         );
         console.log(`deleted pod port: gone from its groups ${ms(took)} after ovs-vsctl del-port`);
-        await daemonA.waitForLog((e) => e['msg'] === 'pod port removed: it leaves every group' && e['port'] === gone.port, 1_000);
+        await daemonA.waitForLog(
+          (e) => e['msg'] === 'pod port removed: it leaves every group' && e['port'] === gone.port,
+          1_000,
+        );
         const view = await control<GroupView[]>(daemonA, ['groups']);
         assert.deepEqual(membership(view)[groups[1]!], [other.port]);
         assert.equal(membership(view)[groups[0]!], undefined);

@@ -31,14 +31,21 @@ before(() => {
 });
 
 /** A unix socket server at `path`, owned by root, of `mode`. */
-async function listenUnix(path: string, mode: number, onConnection: (socket: net.Socket) => void = (socket) => socket.destroy()): Promise<net.Server> {
+async function listenUnix(
+  path: string,
+  mode: number,
+  onConnection: (socket: net.Socket) => void = (socket) => socket.destroy(),
+): Promise<net.Server> {
   const server = net.createServer(onConnection);
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, resolve));
   chmodSync(path, mode);
   return server;
 }
 
-/** Answers `transact` with one bridge without ports, as far as BridgeClient.open reads; anything else with an empty result. */
+/**
+ * Answers `transact` with one bridge without ports, as far as BridgeClient.open reads; anything else with an empty
+ * result.
+ */
 function fakeOvsdb(socket: net.Socket): void {
   const splitter = new JsonStreamSplitter();
   socket.on('error', () => undefined);
@@ -48,7 +55,11 @@ function fakeOvsdb(socket: net.Socket): void {
       if (request.id === undefined || request.id === null) continue;
       const result =
         request.method === 'transact'
-          ? [{ rows: [{ _uuid: ['uuid', '6f1c1e4a-7e4d-4e1b-9b1a-3c2d1e0f9a8b'], ports: ['set', []] }] }, { rows: [] }, { rows: [] }]
+          ? [
+              { rows: [{ _uuid: ['uuid', '6f1c1e4a-7e4d-4e1b-9b1a-3c2d1e0f9a8b'], ports: ['set', []] }] },
+              { rows: [] },
+              { rows: [] },
+            ]
           : request.method === 'echo'
             ? (request.params ?? [])
             : {};
@@ -61,7 +72,15 @@ describe('exit codes of the built CLI', () => {
   describe('a socket that refuses this user is exit 77, for OVSDB and OpenFlow alike', () => {
     let dir: string;
     const servers: net.Server[] = [];
-    const showArgs = (db: string) => ['show', '--bridge', 'br0', '--db', `unix:${dir}/${db}`, '--openflow', `unix:${dir}/br0.mgmt`];
+    const showArgs = (db: string) => [
+      'show',
+      '--bridge',
+      'br0',
+      '--db',
+      `unix:${dir}/${db}`,
+      '--openflow',
+      `unix:${dir}/br0.mgmt`,
+    ];
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'mcastctl-exit-'));
       chmodSync(dir, 0o755);
@@ -77,13 +96,19 @@ describe('exit codes of the built CLI', () => {
     it('OVSDB: EACCES on db.sock', async () => {
       const result = await mcastctl(showArgs('locked-db.sock'), { wrapper: NOBODY, timeoutMs: 20_000 });
       assert.equal(result.code, ExitCode.NoPermission, result.stderr);
-      assert.match(result.stderr, /cannot connect to OVSDB unix:.*locked-db\.sock: EACCES\n.*hint: run as root, or as a user the socket lets in/);
+      assert.match(
+        result.stderr,
+        /cannot connect to OVSDB unix:.*locked-db\.sock: EACCES\n.*hint: run as root, or as a user the socket lets in/,
+      );
     });
 
     it('OpenFlow: EACCES on <bridge>.mgmt once OVSDB has answered', async () => {
       const result = await mcastctl(showArgs('db.sock'), { wrapper: NOBODY, timeoutMs: 20_000 });
       assert.equal(result.code, ExitCode.NoPermission, result.stderr);
-      assert.match(result.stderr, /cannot connect to OpenFlow unix:.*br0\.mgmt: EACCES\n.*hint: run as root, or as a user the socket lets in/);
+      assert.match(
+        result.stderr,
+        /cannot connect to OpenFlow unix:.*br0\.mgmt: EACCES\n.*hint: run as root, or as a user the socket lets in/,
+      );
     });
   });
 });

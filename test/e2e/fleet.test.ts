@@ -52,20 +52,35 @@ describe('mcastctl daemon on a fleet of ten tunnel-mode nodes under membership c
 
   it('every node converged after the first general query, and the churn ran at the asked rate', () => {
     assert.equal(run.convergence.problem, undefined);
-    assert.ok(run.churn.changesPerSecond >= CHANGES_PER_SECOND * 0.95, `${run.churn.changesPerSecond.toFixed(1)} changes/s`);
+    assert.ok(
+      run.churn.changesPerSecond >= CHANGES_PER_SECOND * 0.95,
+      `${run.churn.changesPerSecond.toFixed(1)} changes/s`,
+    );
     assert.equal(run.churn.failedChanges, 0, 'member commands failed');
     assert.ok(run.churn.podsAdded + run.churn.podsRemoved > 0, 'no pod was added or deleted');
   });
 
   it('once nothing changes, every node’s OVS holds exactly the groups and buckets the live members need', () => {
-    assert.notEqual(run.settleMs, undefined, `not every node matched the record in time:\n${describeFaults(run.check)}`);
-    assert.deepEqual({ missing: run.check.missing, stray: run.check.stray }, { missing: 0, stray: 0 }, describeFaults(run.check));
+    assert.notEqual(
+      run.settleMs,
+      undefined,
+      `not every node matched the record in time:\n${describeFaults(run.check)}`,
+    );
+    assert.deepEqual(
+      { missing: run.check.missing, stray: run.check.stray },
+      { missing: 0, stray: 0 },
+      describeFaults(run.check),
+    );
   });
 
   it('members of 20 groups receive every datagram exactly once; non-member pod ports transmit none', () => {
     assert.equal(run.delivery.groups, 20);
     assert.deepEqual(run.delivery.memberFaults, [], 'members that did not get every datagram exactly once');
-    assert.deepEqual(run.delivery.nonMemberFaults, [], 'pod ports that transmitted datagrams of groups their pod is no member of');
+    assert.deepEqual(
+      run.delivery.nonMemberFaults,
+      [],
+      'pod ports that transmitted datagrams of groups their pod is no member of',
+    );
     assert.deepEqual(run.delivery.shortPorts, [], 'member ports that transmitted fewer than their groups’ datagrams');
   });
 

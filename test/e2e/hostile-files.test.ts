@@ -30,7 +30,10 @@ const LIMIT_WALL_MS = 30_000;
 const LIMIT_RSS_BYTES = 200 * 1024 * 1024;
 /** GNU time gives the exact CPU time and peak RSS (from wait4); scripts/setup.sh installs it. */
 const GNU_TIME = '/usr/bin/time';
-if (!existsSync(GNU_TIME)) throw new Error(`the hostile-file tests measure with GNU time: ${GNU_TIME} is missing (scripts/setup.sh installs it)`);
+if (!existsSync(GNU_TIME))
+  throw new Error(
+    `the hostile-file tests measure with GNU time: ${GNU_TIME} is missing (scripts/setup.sh installs it)`,
+  );
 
 interface Measured {
   code: number | null;
@@ -47,7 +50,11 @@ function measure(args: readonly string[], scratch: string): Promise<Measured> {
   const timeFile = join(scratch, `time-${process.hrtime.bigint()}.txt`);
   const argv = [GNU_TIME, '-f', '%U %S %M', '-o', timeFile, process.execPath, MCASTCTL_BIN, ...args];
   const started = performance.now();
-  const child = spawn(argv[0]!, argv.slice(1), { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  const child = spawn(argv[0]!, argv.slice(1), {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
   let stdout = '';
   let stderr = '';
@@ -73,7 +80,10 @@ const show = (result: Measured) =>
 function groupsFile(count: number, tail = ''): string {
   const lines = ['groups:'];
   for (let index = 0; index < count; index++) {
-    lines.push(`  - group: 239.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`, `    ports: [pod-a, pod-b, ${(index % 100) + 1}]`);
+    lines.push(
+      `  - group: 239.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`,
+      `    ports: [pod-a, pod-b, ${(index % 100) + 1}]`,
+    );
   }
   return `${lines.join('\n')}\n${tail}`;
 }
@@ -89,7 +99,13 @@ describe('hostile files: refused at once, in little memory', { timeout: 300_000 
     mkdirSync(rundir);
     commands['install -f'] = (file) => ['install', '-f', file, '--ovs-rundir', rundir];
     commands['reconcile -f'] = (file) => ['reconcile', '-f', file, '--dry-run', '--no-daemon', '--ovs-rundir', rundir];
-    const daemonPlaces = ['--state-dir', join(scratch, 'state'), '--control-socket', join(scratch, 'control.sock'), '--no-metrics'];
+    const daemonPlaces = [
+      '--state-dir',
+      join(scratch, 'state'),
+      '--control-socket',
+      join(scratch, 'control.sock'),
+      '--no-metrics',
+    ];
     commands['daemon --config'] = (file) => ['daemon', '--config', file, '--ovs-rundir', rundir, ...daemonPlaces];
     const fifo = join(scratch, 'fifo.yaml');
     execFileSync('mkfifo', [fifo]);
@@ -106,18 +122,24 @@ describe('hostile files: refused at once, in little memory', { timeout: 300_000 
       'a billion laughs': join(scratch, 'laughs.yaml'),
     };
     // 1,040,000 valid groups (52 MB), then one that is not an address.
-    writeFileSync(files['a 50 MB file with one bad last entry']!, groupsFile(1_040_000, '  - group: 239.1.1.300\n    ports: [x]\n'));
+    writeFileSync(
+      files['a 50 MB file with one bad last entry']!,
+      groupsFile(1_040_000, '  - group: 239.1.1.300\n    ports: [x]\n'),
+    );
     writeFileSync(files['1,000 levels of nesting (2 KB)']!, `groups: ${'['.repeat(1000)}${']'.repeat(1000)}\n`);
     writeFileSync(files['a billion laughs']!, `${laughs.join('\n')}\n`);
   });
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   const expected: Record<string, RegExp> = {
-    '/dev/zero': /cannot read (declared state|config) \/dev\/zero: a character device: only a regular file is read here/,
+    '/dev/zero':
+      /cannot read (declared state|config) \/dev\/zero: a character device: only a regular file is read here/,
     'a FIFO': /cannot read (declared state|config) .*fifo\.yaml: a FIFO \(named pipe\)/,
-    'a 50 MB file with one bad last entry': /cannot read (declared state|config) .*large\.yaml: \d+ bytes, over the limit of (32|1) MiB/,
+    'a 50 MB file with one bad last entry':
+      /cannot read (declared state|config) .*large\.yaml: \d+ bytes, over the limit of (32|1) MiB/,
     '1,000 levels of nesting (2 KB)': /deep\.yaml(:| line )1: nested deeper than 64 levels/,
-    'a billion laughs': /laughs\.yaml(:| line )1: an anchor \(&a\): anchors and aliases \(&name, \*name\) are not allowed here/,
+    'a billion laughs':
+      /laughs\.yaml(:| line )1: an anchor \(&a\): anchors and aliases \(&name, \*name\) are not allowed here/,
   };
   for (const command of ['install -f', 'reconcile -f', 'daemon --config']) {
     for (const name of Object.keys(expected)) {
@@ -156,7 +178,10 @@ describe('hostile files: the figures of large files, and the flags that go with 
       const result = await measure([...args, '--ovs-rundir', rundir], scratch);
       t.diagnostic(`${args[0]}: ${show(result)}`);
       assert.equal(result.code, 64, result.stderr);
-      assert.match(result.stderr, new RegExp(`bad-5mb\\.yaml:${2 + 2 * count}: "239\\.1\\.1\\.300" is not an IPv4 or IPv6 address`));
+      assert.match(
+        result.stderr,
+        new RegExp(`bad-5mb\\.yaml:${2 + 2 * count}: "239\\.1\\.1\\.300" is not an IPv4 or IPv6 address`),
+      );
       // A second, position-keeping parse of the whole file took 9 s and 850 MiB here; one
       // parse takes about 205 MiB. The memory tells the two apart on a busy machine too,
       // where the time of one parse doubles (the time is a figure: the diagnostic above).
@@ -190,7 +215,10 @@ describe('hostile files: the figures of large files, and the flags that go with 
       assert.equal(bad.code, 64, bad.stderr);
       assert.match(bad.stderr, /--max-file-size takes a size such as 32M, 64MiB or 1G, not "lots"/);
     }
-    const alone = await measure(['install', '239.1.2.3', '--ports', 'a', '--max-file-size', '1M', '--ovs-rundir', rundir], scratch);
+    const alone = await measure(
+      ['install', '239.1.2.3', '--ports', 'a', '--max-file-size', '1M', '--ovs-rundir', rundir],
+      scratch,
+    );
     assert.equal(alone.code, 64, alone.stderr);
     assert.match(alone.stderr, /--max-file-size goes with -f FILE/);
   });
@@ -198,7 +226,10 @@ describe('hostile files: the figures of large files, and the flags that go with 
   it("reconcile --lock-file '' is a usage error, before the file is read or a lock is taken", async () => {
     const file = join(scratch, 'one-group.yaml');
     writeFileSync(file, groupsFile(1));
-    const result = await measure(['reconcile', '-f', file, '--no-daemon', '--lock-file', '', '--ovs-rundir', rundir], scratch);
+    const result = await measure(
+      ['reconcile', '-f', file, '--no-daemon', '--lock-file', '', '--ovs-rundir', rundir],
+      scratch,
+    );
     assert.equal(result.code, 64, result.stderr);
     assert.match(result.stderr, /--lock-file takes a path, not ""/);
   });

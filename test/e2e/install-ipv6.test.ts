@@ -38,8 +38,10 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  const cli = (...args: string[]): Promise<CliResult> => mcastctl([...args, '--ovs-rundir', node.rundir], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
-  const reconcile = (...args: string[]): Promise<CliResult> => cli('reconcile', ...args, '--no-daemon', '--lock-file', join(scratch, 'reconcile.lock'));
+  const cli = (...args: string[]): Promise<CliResult> =>
+    mcastctl([...args, '--ovs-rundir', node.rundir], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
+  const reconcile = (...args: string[]): Promise<CliResult> =>
+    cli('reconcile', ...args, '--no-daemon', '--lock-file', join(scratch, 'reconcile.lock'));
   const ofport = (n: number): number => pods[n - 1]!.ofport;
 
   /** Our flows as ovs-ofctl prints them. */
@@ -51,11 +53,17 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
   async function bucketsOf(picks: (flow: string) => boolean): Promise<number[] | undefined> {
     const id = (await ourFlows()).find(picks)?.match(/actions=group:(\d+)/)?.[1];
     if (id === undefined) return undefined;
-    const line = (await node.ofctl('dump-groups', node.bridge)).split('\n').find((entry) => entry.includes(`group_id=${id},`));
-    return line === undefined ? [] : [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1])).sort((a, b) => a - b);
+    const line = (await node.ofctl('dump-groups', node.bridge))
+      .split('\n')
+      .find((entry) => entry.includes(`group_id=${id},`));
+    return line === undefined
+      ? []
+      : [...line.matchAll(/bucket=actions=output:(\d+)/g)].map((match) => Number(match[1])).sort((a, b) => a - b);
   }
-  const groupFlow = (group: string) => (flow: string) => !flow.includes('_src=') && new RegExp(`_dst=${group.replaceAll('.', '\\.')}[ ,]`).test(flow);
-  const sourceFlow = (flow: string) => flow.includes(`ipv6_src=${S6},ipv6_dst=${G6} `) || flow.includes(`ipv6_src=${S6},ipv6_dst=${G6},`);
+  const groupFlow = (group: string) => (flow: string) =>
+    !flow.includes('_src=') && new RegExp(`_dst=${group.replaceAll('.', '\\.')}[ ,]`).test(flow);
+  const sourceFlow = (flow: string) =>
+    flow.includes(`ipv6_src=${S6},ipv6_dst=${G6} `) || flow.includes(`ipv6_src=${S6},ipv6_dst=${G6},`);
 
   /** The OpenFlow ports ofproto/trace says a packet with `fields` from pod `from` goes out of. */
   async function traced(fields: string, from = 4): Promise<number[]> {
@@ -101,13 +109,18 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
   it("ofproto/trace: an IPv6 packet to the group goes to exactly its members; its (S,G) source to the entry's", async () => {
     assert.deepEqual(await traced(v6Packet('2001:db8::9')), [ofport(1), ofport(2)]);
     assert.deepEqual(await traced(v6Packet(S6)), [ofport(3)]);
-    assert.deepEqual(await traced(`ip,nw_src=10.1.0.11,nw_dst=${G4},nw_proto=17,dl_dst=01:00:5e:01:02:03`, 1), [ofport(3), ofport(4)]);
+    assert.deepEqual(await traced(`ip,nw_src=10.1.0.11,nw_dst=${G4},nw_proto=17,dl_dst=01:00:5e:01:02:03`, 1), [
+      ofport(3),
+      ofport(4),
+    ]);
   });
 
   it('show lists IPv4 first, then the IPv6 group and its (S,G) entry', async () => {
     const json = await cli('show', '--json');
     assert.equal(json.code, 0, json.stderr);
-    const shown = JSON.parse(json.stdout) as { groups: { group: string; source?: string; ports: { ofport: number }[] }[] };
+    const shown = JSON.parse(json.stdout) as {
+      groups: { group: string; source?: string; ports: { ofport: number }[] }[];
+    };
     assert.deepEqual(
       shown.groups.map((group) => [group.group, group.source, group.ports.map((port) => port.ofport)]),
       [
@@ -141,11 +154,15 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
     const id = (await ourFlows()).find(groupFlow(G6))!.match(/actions=group:(\d+)/)![1];
     await node.ofctl('mod-group', node.bridge, `group_id=${id},type=all,bucket=output:${ofport(1)}`);
     assert.deepEqual(await bucketsOf(groupFlow(G6)), [ofport(1)]);
-    const v4Before = (await ourFlows()).filter(groupFlow(G4)).map((flow) => flow.replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,/g, ''));
+    const v4Before = (await ourFlows())
+      .filter(groupFlow(G4))
+      .map((flow) => flow.replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,/g, ''));
 
     const dry = await reconcile('-f', file, '--dry-run', '--json');
     assert.equal(dry.code, 2, dry.stderr);
-    const report = JSON.parse(dry.stdout) as { drift: { object: string; key: string; action: string; detail: string; result: string }[] };
+    const report = JSON.parse(dry.stdout) as {
+      drift: { object: string; key: string; action: string; detail: string; result: string }[];
+    };
     assert.deepEqual(
       report.drift.map((row) => [row.object, row.key, row.action, row.detail, row.result]),
       [['group', G6, 'change', `ports ${ofport(2)} missing`, 'planned']],
@@ -160,7 +177,9 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
     const again = await reconcile('-f', file, '--quiet');
     assert.equal(again.code, 0, again.stderr + again.stdout);
     assert.equal(again.stdout, '');
-    const v4After = (await ourFlows()).filter(groupFlow(G4)).map((flow) => flow.replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,/g, ''));
+    const v4After = (await ourFlows())
+      .filter(groupFlow(G4))
+      .map((flow) => flow.replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,/g, ''));
     assert.deepEqual(v4After, v4Before, 'the IPv4 group untouched');
   });
 
@@ -191,7 +210,9 @@ describe('install, show, reconcile, uninstall of IPv6 groups on a real OVS bridg
     assert.deepEqual(await bucketsOf(groupFlow(G4)), [ofport(3), ofport(4)]);
     const trace = await node.appctl('ofproto/trace', node.bridge, `in_port=${ofport(4)},${v6Packet('2001:db8::9')}`);
     assert.doesNotMatch(trace, /group:/, 'no flow of ours takes the IPv6 group any more');
-    const groups = (await node.ofctl('dump-groups', node.bridge)).split('\n').filter((line) => line.includes('group_id='));
+    const groups = (await node.ofctl('dump-groups', node.bridge))
+      .split('\n')
+      .filter((line) => line.includes('group_id='));
     assert.equal(groups.length, 1, groups.join('\n'));
   });
 });

@@ -76,13 +76,17 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     await sleep(300); // the joins' reports go out; the kernel accepts the group from now on
     await pod(from).send(G1, 5001, count, { intervalMs: 5 });
     await sleep(500);
-    return Promise.all(receivers.map(async (receiver) => (receiver === undefined ? null : (await receiver.stop()).length)));
+    return Promise.all(
+      receivers.map(async (receiver) => (receiver === undefined ? null : (await receiver.stop()).length)),
+    );
   }
 
   it('install: exactly one ALL group and one flow, as ovs-ofctl reads them', async () => {
     const result = await cli('install', G1, '--ports', `${pod(2).port},${pod(3).ofport}`, '--json');
     assert.equal(result.code, 0, result.stderr);
-    const document = JSON.parse(result.stdout) as { groups: { group: string; outcome: string; groupId: number; ports: { name: string; pod?: string }[] }[] };
+    const document = JSON.parse(result.stdout) as {
+      groups: { group: string; outcome: string; groupId: number; ports: { name: string; pod?: string }[] }[];
+    };
     assert.deepEqual(
       document.groups.map((g) => [g.group, g.outcome, g.groupId, g.ports.map((p) => [p.name, p.pod])]),
       [
@@ -100,7 +104,9 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const state = await node.switchState();
     assert.deepEqual(ours(state), {
       flows: [`cookie=${G1_COOKIE}, table=0, priority=200,ip,nw_dst=${G1} actions=group:${G1_ID}`],
-      groups: [`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(3).ofport}`],
+      groups: [
+        `group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(3).ofport}`,
+      ],
     });
     assertForeignIntact(state);
   });
@@ -116,13 +122,20 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
 
   it('installing the same thing twice changes nothing', async () => {
     const before = await node.switchState();
-    const flowLine = async () => (await node.ofctl('dump-flows', node.bridge, `cookie=${G1_COOKIE}/-1`)).split('\n').find((line) => line.includes('cookie='))!;
+    const flowLine = async () =>
+      (await node.ofctl('dump-flows', node.bridge, `cookie=${G1_COOKIE}/-1`))
+        .split('\n')
+        .find((line) => line.includes('cookie='))!;
     const packetsBefore = /n_packets=(\d+)/.exec(await flowLine())![1];
     const result = await cli('install', G1, '--ports', `${pod(3).port},${pod(2).port}`, '--json');
     assert.equal(result.code, 0, result.stderr);
     assert.equal((JSON.parse(result.stdout) as { groups: { outcome: string }[] }).groups[0]?.outcome, 'unchanged');
     assert.deepEqual(await node.switchState(), before);
-    assert.equal(/n_packets=(\d+)/.exec(await flowLine())![1], packetsBefore, 'the flow was not replaced (its counters kept)');
+    assert.equal(
+      /n_packets=(\d+)/.exec(await flowLine())![1],
+      packetsBefore,
+      'the flow was not replaced (its counters kept)',
+    );
   });
 
   it('install -f: many groups from a file; a changed membership is updated in place', async () => {
@@ -138,7 +151,10 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     writeFileSync(file, lines.join('\n') + '\n');
     const result = await cli('install', '-f', file, '--json');
     assert.equal(result.code, 0, result.stderr);
-    const outcomes = (JSON.parse(result.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]);
+    const outcomes = (JSON.parse(result.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [
+      g.group,
+      g.outcome,
+    ]);
     assert.deepEqual(outcomes, [
       [G1, 'updated'],
       ['232.1.1.1', 'added'],
@@ -146,7 +162,11 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     ]);
     const state = ours(await node.switchState());
     assert.equal(state.flows.length, 3);
-    assert.ok(state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(4).ofport}`));
+    assert.ok(
+      state.groups.includes(
+        `group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=output:${pod(4).ofport}`,
+      ),
+    );
     const [, p2, p3, p4] = await deliveries(1, 10);
     assert.deepEqual({ p2, p3, p4 }, { p2: 10, p3: 0, p4: 10 });
   });
@@ -156,7 +176,12 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     assert.equal(result.code, 0, result.stderr);
     const shown = JSON.parse(result.stdout) as {
       bridge: string;
-      groups: { group: string; groupId: number; ports: { ofport: number; name: string; pod?: string }[]; packets: number }[];
+      groups: {
+        group: string;
+        groupId: number;
+        ports: { ofport: number; name: string; pod?: string }[];
+        packets: number;
+      }[];
     };
     assert.equal(shown.bridge, 'br-int');
     assert.deepEqual(
@@ -167,18 +192,36 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
         ['239.255.0.7', ['default/p3', 'default/p4']],
       ],
     );
-    assert.ok((shown.groups.find((g) => g.group === G1)?.packets ?? 0) >= 10, 'the flow counted the traffic it forwarded');
+    assert.ok(
+      (shown.groups.find((g) => g.group === G1)?.packets ?? 0) >= 10,
+      'the flow counted the traffic it forwarded',
+    );
     const human = await cli('show');
-    assert.match(human.stdout, new RegExp(`│ ${G1.replace(/\./g, '\\.')} +│ 0x${G1_ID.toString(16)} +│ ${pod(2).port} \\(${pod(2).ofport}\\) default/p2`));
+    assert.match(
+      human.stdout,
+      new RegExp(
+        `│ ${G1.replace(/\./g, '\\.')} +│ 0x${G1_ID.toString(16)} +│ ${pod(2).port} \\(${pod(2).ofport}\\) default/p2`,
+      ),
+    );
   });
 
   describe('bad input changes nothing', () => {
     const cases: [string, () => string[], number, RegExp][] = [
       ['a unicast group', () => ['install', '10.1.2.3', '--ports', pod(2).port], 64, /not a multicast address/],
       ['a link-local group', () => ['install', '224.0.0.251', '--ports', pod(2).port], 64, /link-local/],
-      ['an unknown port', () => ['install', '239.1.1.9', '--ports', `${pod(2).port},nosuchport`], 64, /has no port nosuchport/],
+      [
+        'an unknown port',
+        () => ['install', '239.1.1.9', '--ports', `${pod(2).port},nosuchport`],
+        64,
+        /has no port nosuchport/,
+      ],
       ['an unknown port number', () => ['install', '239.1.1.9', '--ports', '999'], 64, /has no port ofport 999/],
-      ['a missing bridge', () => ['install', '239.1.1.9', '--ports', '1', '--bridge', 'br-nope'], 64, /no bridge br-nope/],
+      [
+        'a missing bridge',
+        () => ['install', '239.1.1.9', '--ports', '1', '--bridge', 'br-nope'],
+        64,
+        /no bridge br-nope/,
+      ],
       ['uninstall of a unicast group', () => ['uninstall', '10.0.0.1'], 64, /not a multicast address/],
     ];
     for (const [name, args, code, message] of cases) {
@@ -217,7 +260,10 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     });
     it('a bad file names its line', async () => {
       const file = join(scratch, 'bad.yaml');
-      writeFileSync(file, `groups:\n  - group: ${G1}\n    ports: [${pod(2).port}]\n  - group: 239.1.1.300\n    ports: [x]\n`);
+      writeFileSync(
+        file,
+        `groups:\n  - group: ${G1}\n    ports: [${pod(2).port}]\n  - group: 239.1.1.300\n    ports: [x]\n`,
+      );
       const before = await node.switchState();
       const result = await cli('install', '-f', file);
       assert.equal(result.code, 64);
@@ -237,9 +283,9 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint });
     const readBack = async () =>
       pipeline.readInstalled(
-        (await connection.dumpFlows({ cookie: pipeline.cookieMatch.cookie, cookieMask: pipeline.cookieMatch.mask })).flatMap(
-          (stats) => flowEntryOf(stats) ?? [],
-        ),
+        (
+          await connection.dumpFlows({ cookie: pipeline.cookieMatch.cookie, cookieMask: pipeline.cookieMatch.mask })
+        ).flatMap((stats) => flowEntryOf(stats) ?? []),
         (await connection.dumpGroups()).filter((desc) => pipeline.ownsGroupId(desc.groupId)).map(groupEntryOf),
       );
     try {
@@ -254,11 +300,15 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       assert.equal(errors.size, 0, [...errors.values()].map((error) => error.message).join('; '));
       const state = ours(await node.switchState());
       assert.ok(
-        state.groups.includes(`group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=group:${G1_ID + 0x10000000}`),
+        state.groups.includes(
+          `group_id=${G1_ID},type=all,bucket=actions=output:${pod(2).ofport},bucket=actions=group:${G1_ID + 0x10000000}`,
+        ),
         state.groups.join('\n'),
       );
       assert.ok(
-        state.groups.includes(`group_id=${G1_ID + 0x10000000},type=all,bucket=actions=output:${pod(3).ofport},bucket=actions=output:${pod(4).ofport}`),
+        state.groups.includes(
+          `group_id=${G1_ID + 0x10000000},type=all,bucket=actions=output:${pod(3).ofport},bucket=actions=output:${pod(4).ofport}`,
+        ),
         state.groups.join('\n'),
       );
       const [, p2, p3, p4] = await deliveries(1, 8);
@@ -268,7 +318,9 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
       await connection.close();
     }
     // mcastctl (with the real limit) reads the chain too.
-    const shown = JSON.parse((await cli('show', '--json')).stdout) as { groups: { group: string; ports: { ofport: number }[] }[] };
+    const shown = JSON.parse((await cli('show', '--json')).stdout) as {
+      groups: { group: string; ports: { ofport: number }[] }[];
+    };
     assert.deepEqual(
       shown.groups.find((group) => group.group === G1)?.ports.map((port) => port.ofport),
       [pod(2).ofport, pod(3).ofport, pod(4).ofport],
@@ -279,7 +331,10 @@ describe('install, show, uninstall on a real OVS bridge', { timeout: 180_000 }, 
     const one = await cli('uninstall', G1, '239.9.9.9', '--json');
     assert.equal(one.code, 0, one.stderr);
     assert.deepEqual(
-      (JSON.parse(one.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [g.group, g.outcome]),
+      (JSON.parse(one.stdout) as { groups: { group: string; outcome: string }[] }).groups.map((g) => [
+        g.group,
+        g.outcome,
+      ]),
       [
         [G1, 'removed'],
         ['239.9.9.9', 'absent'],

@@ -19,7 +19,15 @@ import { writeIPv4 } from '../../src/wire/ipv4-address.js';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';
 import { Lab, sleep, type Host, type IgmpSegment } from '../lab/lab.js';
 import { Member } from '../lab/member.js';
-import { compareWithTshark, kindOf, MLD_FILTER, tsharkFrameCount, tsharkMembership, type ExpectedLine, type SnoopLine } from '../lab/tshark.js';
+import {
+  compareWithTshark,
+  kindOf,
+  MLD_FILTER,
+  tsharkFrameCount,
+  tsharkMembership,
+  type ExpectedLine,
+  type SnoopLine,
+} from '../lab/tshark.js';
 
 const G1 = '239.1.1.1'; // h1 (IGMPv1)
 const G2 = '239.2.2.2'; // h2 (IGMPv2), left in the v3 phase
@@ -117,7 +125,10 @@ async function capture(lab: Lab, log: (line: string) => void): Promise<Scenario>
     // Phase C: messages no kernel here sends, from a raw socket on h1.
     const routers = '224.0.0.2';
     // mtrace query (0x1f): hops, checksum, group, source, receiver, response address, TTL, id.
-    await m1.sendIgmp(routers, igmp([0x1f, 8, 0, 0, ...ip(G1), ...ip(S1), ...ip('10.60.0.11'), ...ip('10.60.0.11'), 1, 0, 0, 42]));
+    await m1.sendIgmp(
+      routers,
+      igmp([0x1f, 8, 0, 0, ...ip(G1), ...ip(S1), ...ip('10.60.0.11'), ...ip('10.60.0.11'), 1, 0, 0, 42]),
+    );
     await m1.sendIgmp(routers, igmp([0x50, 0, 0, 0, 1, 2, 3, 4])); // a type nobody defines
     await m1.sendIgmp(G1, igmp([0x16, 0, 0, 0, ...ip(G1)], { badChecksum: true })); // bad checksum
     await m1.sendIgmp(routers, igmp([0x16, 0, 0, 0, ...ip('10.1.2.3')])); // report for a unicast "group"
@@ -147,7 +158,9 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
     expected = await tsharkMembership(scenario.file);
     const kinds = new Map<string, number>();
     for (const line of expected) kinds.set(kindOf(line), (kinds.get(kindOf(line)) ?? 0) + 1);
-    console.error(`# tshark: ${expected.length} IGMP and MLD frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+    console.error(
+      `# tshark: ${expected.length} IGMP and MLD frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`,
+    );
   });
 
   after(async () => {
@@ -157,16 +170,23 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
   it('captured every kind of message the scenario makes (so the comparison is not vacuous)', () => {
     const [h1, h2, h3] = scenario.hosts;
     const querier = scenario.segment.querier.address;
-    const has = (what: string, predicate: (line: ExpectedLine) => boolean) => assert.ok(expected.some(predicate), `the capture holds no ${what}`);
+    const has = (what: string, predicate: (line: ExpectedLine) => boolean) =>
+      assert.ok(expected.some(predicate), `the capture holds no ${what}`);
     const from = (host: Host | undefined) => (line: ExpectedLine) => line.src === host?.address;
 
     has('v3 general query from the querier', (l) => kindOf(l) === 'v3 query general' && l.src === querier);
     has('v3 group-specific query', (l) => kindOf(l) === 'v3 query group' && l.src === querier);
-    has('v3 group-and-source-specific query from the querier', (l) => kindOf(l) === 'v3 query group with sources' && l.src === querier);
+    has(
+      'v3 group-and-source-specific query from the querier',
+      (l) => kindOf(l) === 'v3 query group with sources' && l.src === querier,
+    );
     has('v2 general query', (l) => kindOf(l) === 'v2 query general' && l.src === querier);
     has('v2 group-specific query', (l) => kindOf(l) === 'v2 query group' && l.src === querier);
     has('v1 general query', (l) => kindOf(l) === 'v1 query general');
-    has('v3 query with floating-point codes', (l) => l.type === 'query' && l.version === 3 && (l.maxRespTimeMs ?? 0) > 12_700 && (l.qqicSec ?? 0) > 127);
+    has(
+      'v3 query with floating-point codes',
+      (l) => l.type === 'query' && l.version === 3 && (l.maxRespTimeMs ?? 0) > 12_700 && (l.qqicSec ?? 0) > 127,
+    );
     has('v1 report from h1', (l) => kindOf(l) === 'v1 report' && from(h1)(l) && l.group === G1);
     has('v2 report from h2', (l) => kindOf(l) === 'v2 report' && from(h2)(l) && l.group === G2);
     has('v2 leave from h2', (l) => kindOf(l) === 'v2 leave' && from(h2)(l) && l.group === G2);
@@ -176,7 +196,10 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
     const record = (type: string, group: string, sources: string[] | 'some') =>
       assert.ok(
         records.some(
-          (r) => r.type === type && r.group === group && (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources)),
+          (r) =>
+            r.type === type &&
+            r.group === group &&
+            (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources)),
         ),
         `no ${type} record for ${group} with sources ${JSON.stringify(sources)} from h3; h3 sent ${JSON.stringify(records)}`,
       );
@@ -200,7 +223,11 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
     if (missing) assert.fail(`cannot run mcastctl: ${missing}`);
     const result = await mcastctl(['snoop', '--read', scenario.file, '--json']);
     t.diagnostic(`snoop --read took ${result.elapsedMs} ms`);
-    assert.equal(result.code, 0, `snoop --read exited ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`);
+    assert.equal(
+      result.code,
+      0,
+      `snoop --read exited ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`,
+    );
     const lines = parseNdjson<SnoopLine>(result.stdout);
     const differences = compareWithTshark(lines, expected);
     if (differences !== '') {
@@ -208,10 +235,19 @@ describe('kernel conformance: snoop --read vs tshark on a real capture', { timeo
       copyFileSync(scenario.file, kept);
       assert.fail(`snoop and tshark disagree on ${kept} (kept for inspection):\n${differences}`);
     }
-    // Every IPv4 frame carrying protocol 2 (and every MLD frame) yields exactly one line: as many as tshark's IGMP and MLD frames.
+    // Every IPv4 frame carrying protocol 2 (and every MLD frame) yields exactly one line: as many as tshark's IGMP and
+    // MLD frames.
     const membershipFrames = await tsharkFrameCount(scenario.file, `igmp || ${MLD_FILTER}`);
-    assert.equal(lines.length, expected.length, `snoop printed ${lines.length} lines for ${expected.length} protocol-2 and MLD frames`);
-    assert.equal(lines.length, membershipFrames, `snoop printed ${lines.length} lines for tshark's ${membershipFrames} IGMP and MLD frames`);
+    assert.equal(
+      lines.length,
+      expected.length,
+      `snoop printed ${lines.length} lines for ${expected.length} protocol-2 and MLD frames`,
+    );
+    assert.equal(
+      lines.length,
+      membershipFrames,
+      `snoop printed ${lines.length} lines for tshark's ${membershipFrames} IGMP and MLD frames`,
+    );
     t.diagnostic(`${lines.length} lines agree with tshark`);
   });
 });

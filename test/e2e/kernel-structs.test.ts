@@ -69,7 +69,14 @@ function mifsOfWord(word: number): number[] {
 }
 const LAST_IFSET_WORD = IF_SETSIZE / 32 - 1;
 
-const vifctlBase: vifctl.VifCtl = { vif: 0, flags: 0, threshold: 0, rateLimit: 0, local: { kind: 'address', address: '0.0.0.0' }, remoteAddress: '0.0.0.0' };
+const vifctlBase: vifctl.VifCtl = {
+  vif: 0,
+  flags: 0,
+  threshold: 0,
+  rateLimit: 0,
+  local: { kind: 'address', address: '0.0.0.0' },
+  remoteAddress: '0.0.0.0',
+};
 
 checkStruct({
   struct: 'vifctl',
@@ -102,7 +109,19 @@ checkStruct({
   title: 'mfcctl',
   codec: mfcctl,
   lengthConstant: mfcctl.MFCCTL_LENGTH,
-  base: { value: { origin: '0.0.0.0', group: '0.0.0.0', parent: 0, ttls: NO_TTLS, packets: 0, bytes: 0, wrongIf: 0, expire: 0 }, octets: {} },
+  base: {
+    value: {
+      origin: '0.0.0.0',
+      group: '0.0.0.0',
+      parent: 0,
+      ttls: NO_TTLS,
+      packets: 0,
+      bytes: 0,
+      wrongIf: 0,
+      expire: 0,
+    },
+    octets: {},
+  },
   fields: {
     mfcc_origin: { value: { origin: IPV4.text }, octets: IPV4.octets },
     mfcc_mcastgrp: { value: { group: IPV4.text }, octets: IPV4.octets },
@@ -232,7 +251,11 @@ checkStruct({
     // codec encodes no MIF from MAXMIFS (32) on, since the kernel reads none, so the last word
     // is checked by decoding only.
     'mf6cc_ifset.ifs_bits[0]': { value: { oifs: mifsOfWord(0) }, octets: hostOrder(IFSET_WORD, 4) },
-    [`mf6cc_ifset.ifs_bits[${LAST_IFSET_WORD}]`]: { value: { oifs: mifsOfWord(LAST_IFSET_WORD) }, octets: hostOrder(IFSET_WORD, 4), decodeOnly: true },
+    [`mf6cc_ifset.ifs_bits[${LAST_IFSET_WORD}]`]: {
+      value: { oifs: mifsOfWord(LAST_IFSET_WORD) },
+      octets: hostOrder(IFSET_WORD, 4),
+      decodeOnly: true,
+    },
   },
 });
 
@@ -319,10 +342,32 @@ checkStruct<GroupFilter>({
 it("group_filter's lengths are GROUP_FILTER_SIZE's", () => {
   const size = (sources: number) => kernel.constant(`GROUP_FILTER_SIZE(${sources})`);
   for (const sources of [0, 1]) {
-    const ipv4 = groupFilter.ipv4.encodingLength({ ifindex: 0, group: '0.0.0.0', mode: 'include', sources: Array(sources).fill('0.0.0.0') });
-    const ipv6 = groupFilter.ipv6.encodingLength({ ifindex: 0, group: '::', mode: 'include', sources: Array(sources).fill('::') });
-    assert.equal(ipv4, size(sources), `group_filter (IPv4): encodingLength of ${sources} sources is not GROUP_FILTER_SIZE(${sources})`);
-    assert.equal(ipv6, size(sources), `group_filter (IPv6): encodingLength of ${sources} sources is not GROUP_FILTER_SIZE(${sources})`);
+    const ipv4 = groupFilter.ipv4.encodingLength({
+      ifindex: 0,
+      group: '0.0.0.0',
+      mode: 'include',
+      sources: Array(sources).fill('0.0.0.0'),
+    });
+    const ipv6 = groupFilter.ipv6.encodingLength({
+      ifindex: 0,
+      group: '::',
+      mode: 'include',
+      sources: Array(sources).fill('::'),
+    });
+    assert.equal(
+      ipv4,
+      size(sources),
+      `group_filter (IPv4): encodingLength of ${sources} sources is not GROUP_FILTER_SIZE(${sources})`,
+    );
+    assert.equal(
+      ipv6,
+      size(sources),
+      `group_filter (IPv6): encodingLength of ${sources} sources is not GROUP_FILTER_SIZE(${sources})`,
+    );
   }
-  assert.equal(GROUP_FILTER_BASE_LENGTH, size(0), 'group_filter (both families): GROUP_FILTER_BASE_LENGTH is not GROUP_FILTER_SIZE(0)');
+  assert.equal(
+    GROUP_FILTER_BASE_LENGTH,
+    size(0),
+    'group_filter (both families): GROUP_FILTER_BASE_LENGTH is not GROUP_FILTER_SIZE(0)',
+  );
 });

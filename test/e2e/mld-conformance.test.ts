@@ -21,7 +21,15 @@ import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing, mcastctl, parseNdjson } from '../lab/cli.js';
 import { Lab, sleep, type Host, type IgmpSegment } from '../lab/lab.js';
 import { enableIpv6, linkLocalAddress, MldListener } from '../lab/mld-hosts.js';
-import { compareWithTshark, kindOf, MLD_FILTER, tsharkFrameCount, tsharkMembership, type ExpectedLine, type SnoopLine } from '../lab/tshark.js';
+import {
+  compareWithTshark,
+  kindOf,
+  MLD_FILTER,
+  tsharkFrameCount,
+  tsharkMembership,
+  type ExpectedLine,
+  type SnoopLine,
+} from '../lab/tshark.js';
 
 const G1 = 'ff05::101'; // h1 (MLDv1): joined and left in the v2 phase
 const G1B = 'ff05::102'; // h1, joined and left in the v1 phase
@@ -58,7 +66,11 @@ async function capture(lab: Lab, log: (line: string) => void): Promise<Scenario>
     },
   });
   await lab.ip(ns, 'link', 'set', segment.querier.name, 'type', 'bridge', 'mcast_mld_version', '2');
-  const hosts = [await lab.host('h1', { bridge: segment.hub }), await lab.host('h2', { bridge: segment.hub }), await lab.host('h3', { bridge: segment.hub })];
+  const hosts = [
+    await lab.host('h1', { bridge: segment.hub }),
+    await lab.host('h2', { bridge: segment.hub }),
+    await lab.host('h3', { bridge: segment.hub }),
+  ];
   const versions = [1, 2, 2] as const;
   await enableIpv6(lab, ns, segment.querier.name, 0);
   await Promise.all(hosts.map((host, i) => enableIpv6(lab, host.ns, host.iface, versions[i]!)));
@@ -120,7 +132,9 @@ describe('MLD kernel conformance: snoop --read vs tshark on a real capture', { t
     expected = await tsharkMembership(scenario.file);
     const kinds = new Map<string, number>();
     for (const line of expected) kinds.set(kindOf(line), (kinds.get(kindOf(line)) ?? 0) + 1);
-    console.error(`# tshark: ${expected.length} IGMP and MLD frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+    console.error(
+      `# tshark: ${expected.length} IGMP and MLD frames: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ')}`,
+    );
   });
 
   after(async () => {
@@ -130,23 +144,38 @@ describe('MLD kernel conformance: snoop --read vs tshark on a real capture', { t
   it('captured every kind of message the scenario makes (so the comparison is not vacuous)', () => {
     const [h1, h2, h3] = scenario.hostAddresses;
     const querier = scenario.querierAddress;
-    const has = (what: string, predicate: (line: ExpectedLine) => boolean) => assert.ok(expected.some(predicate), `the capture holds no ${what}`);
+    const has = (what: string, predicate: (line: ExpectedLine) => boolean) =>
+      assert.ok(expected.some(predicate), `the capture holds no ${what}`);
 
     has('MLDv2 general query from the querier', (l) => kindOf(l) === 'mld v2 query general' && l.src === querier);
     has('MLDv2 multicast-address-specific query', (l) => kindOf(l) === 'mld v2 query group' && l.src === querier);
-    has('MLDv2 multicast-address-and-source-specific query', (l) => kindOf(l) === 'mld v2 query group with sources' && l.src === querier);
+    has(
+      'MLDv2 multicast-address-and-source-specific query',
+      (l) => kindOf(l) === 'mld v2 query group with sources' && l.src === querier,
+    );
     has('MLDv1 general query', (l) => kindOf(l) === 'mld v1 query general' && l.src === querier);
-    has('MLDv1 multicast-address-specific query', (l) => kindOf(l) === 'mld v1 query group' && l.src === querier && l.group === G1B);
+    has(
+      'MLDv1 multicast-address-specific query',
+      (l) => kindOf(l) === 'mld v1 query group' && l.src === querier && l.group === G1B,
+    );
     has('IGMP query from the querier (the other family)', (l) => l.protocol === 'igmp' && l.type === 'query');
     has('MLDv1 report from h1', (l) => kindOf(l) === 'mld v1 report' && l.src === h1 && l.group === G1);
     has('MLDv1 done from h1', (l) => kindOf(l) === 'mld v1 leave' && l.src === h1 && l.group === G1);
-    has('MLDv1 report from h1 in the v1 phase', (l) => kindOf(l) === 'mld v1 report' && l.src === h1 && l.group === G1B);
+    has(
+      'MLDv1 report from h1 in the v1 phase',
+      (l) => kindOf(l) === 'mld v1 report' && l.src === h1 && l.group === G1B,
+    );
     has('MLDv1 done from h1 in the v1 phase', (l) => kindOf(l) === 'mld v1 leave' && l.src === h1 && l.group === G1B);
-    const records = expected.filter((l) => l.protocol === 'mld' && (l.src === h2 || l.src === h3)).flatMap((l) => l.records ?? []);
+    const records = expected
+      .filter((l) => l.protocol === 'mld' && (l.src === h2 || l.src === h3))
+      .flatMap((l) => l.records ?? []);
     const record = (type: string, group: string, sources: string[] | 'some') =>
       assert.ok(
         records.some(
-          (r) => r.type === type && r.group === group && (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources)),
+          (r) =>
+            r.type === type &&
+            r.group === group &&
+            (sources === 'some' ? r.sources.length > 0 : JSON.stringify(r.sources) === JSON.stringify(sources)),
         ),
         `no ${type} record for ${group} with sources ${JSON.stringify(sources)} from h2 or h3; they sent ${JSON.stringify(records)}`,
       );
@@ -172,7 +201,11 @@ describe('MLD kernel conformance: snoop --read vs tshark on a real capture', { t
     if (missing) assert.fail(`cannot run mcastctl: ${missing}`);
     const result = await mcastctl(['snoop', '--read', scenario.file, '--json']);
     t.diagnostic(`snoop --read took ${result.elapsedMs} ms`);
-    assert.equal(result.code, 0, `snoop --read exited ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`);
+    assert.equal(
+      result.code,
+      0,
+      `snoop --read exited ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`,
+    );
     const lines = parseNdjson<SnoopLine>(result.stdout);
     const differences = compareWithTshark(lines, expected);
     if (differences !== '') {
@@ -182,9 +215,16 @@ describe('MLD kernel conformance: snoop --read vs tshark on a real capture', { t
     }
     // Every IGMP frame and every MLD frame yields exactly one line: as many as tshark counts.
     const frames = await tsharkFrameCount(scenario.file, `igmp || ${MLD_FILTER}`);
-    assert.equal(lines.length, frames, `snoop printed ${lines.length} lines for tshark's ${frames} IGMP and MLD frames`);
+    assert.equal(
+      lines.length,
+      frames,
+      `snoop printed ${lines.length} lines for tshark's ${frames} IGMP and MLD frames`,
+    );
     const mld = lines.filter((line) => line.protocol === 'mld').length;
-    assert.ok(mld > 0 && mld < lines.length, `${mld} of ${lines.length} lines are MLD: the capture should hold both families`);
+    assert.ok(
+      mld > 0 && mld < lines.length,
+      `${mld} of ${lines.length} lines are MLD: the capture should hold both families`,
+    );
     t.diagnostic(`${lines.length} lines (${mld} MLD) agree with tshark`);
   });
 });

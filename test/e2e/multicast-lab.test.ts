@@ -47,7 +47,13 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
   it('has the documented addressing and names within the lab prefix and 15 characters', () => {
     const [a, b] = ml.nodes;
     assert.deepEqual(
-      ml.nodes.map((n) => [n.gateway.name, n.gateway.address, n.uplink.address, n.podSubnet, n.pods.map((p) => p.address)]),
+      ml.nodes.map((n) => [
+        n.gateway.name,
+        n.gateway.address,
+        n.uplink.address,
+        n.podSubnet,
+        n.pods.map((p) => p.address),
+      ]),
       [
         ['gw0', '10.10.1.1', '192.168.50.11', '10.10.1.0/24', ['10.10.1.11', '10.10.1.12']],
         ['gw0', '10.10.2.1', '192.168.50.12', '10.10.2.0/24', ['10.10.2.11', '10.10.2.12']],
@@ -106,7 +112,8 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
     // The external host: routed via node b's uplink and gw0.
     await ml.external!.send(b1.address, UDP_PORT, 3, { tag: 'ext' });
     await sleep(200);
-    const payloads = async (receiver: { stop(): Promise<{ from: string; payload: string }[]> }) => (await receiver.stop()).map((d) => `${d.from} ${d.payload}`);
+    const payloads = async (receiver: { stop(): Promise<{ from: string; payload: string }[]> }) =>
+      (await receiver.stop()).map((d) => `${d.from} ${d.payload}`);
     assert.deepEqual(
       await payloads(unicastA1),
       [0, 1, 2].map((i) => `10.10.1.1 node-a ${i}`),
@@ -124,11 +131,19 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
   it('floods multicast between pods of one node in NORMAL mode, but not to the other node or outside', async () => {
     const [a, b] = ml.nodes;
     const [a1, a2] = a.pods as [(typeof a.pods)[0], (typeof a.pods)[0]];
-    const receivers = await Promise.all([a2.listen(GROUP, UDP_PORT), b.pods[0]!.listen(GROUP, UDP_PORT), ml.external!.listen(GROUP, UDP_PORT)]);
+    const receivers = await Promise.all([
+      a2.listen(GROUP, UDP_PORT),
+      b.pods[0]!.listen(GROUP, UDP_PORT),
+      ml.external!.listen(GROUP, UDP_PORT),
+    ]);
     // TTL 8: only the lack of multicast routing (no daemon) keeps it on node a.
     await a1.send(GROUP, UDP_PORT, 5, { ttl: 8 });
     await sleep(300);
-    const [atA2, atB1, atExt] = (await Promise.all(receivers.map((r) => r.stop()))) as [Datagram[], Datagram[], Datagram[]];
+    const [atA2, atB1, atExt] = (await Promise.all(receivers.map((r) => r.stop()))) as [
+      Datagram[],
+      Datagram[],
+      Datagram[],
+    ];
     assert.deepEqual(
       atA2.map((d) => [d.from, d.payload]),
       [0, 1, 2, 3, 4].map((i) => [a1.address, `a1 ${i}`]),
@@ -153,6 +168,10 @@ describe('multicast lab (two OVS nodes, underlay, external host)', () => {
       await sleep(250);
     }
     await queries.stop();
-    assert.match(text, new RegExp(`${MULTICAST_LAB.underlayBridge.replaceAll('.', '\\.')} > 224\\.0\\.0\\.1: igmp query v3`), text);
+    assert.match(
+      text,
+      new RegExp(`${MULTICAST_LAB.underlayBridge.replaceAll('.', '\\.')} > 224\\.0\\.0\\.1: igmp query v3`),
+      text,
+    );
   });
 });

@@ -64,7 +64,16 @@ function groupLines(text: string): string[] {
 
 /** An IGMPv3 general query from 10.1.0.1, as a querier would send it: TTL 1, Router Alert, to 224.0.0.1. */
 function generalQueryFrame(): Uint8Array {
-  const query: igmp.IgmpMessage = { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 125, sources: [] };
+  const query: igmp.IgmpMessage = {
+    kind: 'query',
+    version: 3,
+    group: '0.0.0.0',
+    maxRespCode: 10,
+    sFlag: false,
+    qrv: 2,
+    qqic: 125,
+    sources: [],
+  };
   const igmpLength = igmp.encodingLength(query);
   const ipHeader: ipv4.Ipv4Header = {
     tos: 0xc0,
@@ -81,7 +90,12 @@ function generalQueryFrame(): Uint8Array {
   };
   const ipLength = ipv4.encodingLength(ipHeader);
   ipHeader.totalLength = ipLength + igmpLength;
-  const ethHeader = { dst: ethernet.multicastMacForGroup('224.0.0.1'), src: '02:00:00:00:00:01', vlanIds: [], etherType: EtherType.IPv4 };
+  const ethHeader = {
+    dst: ethernet.multicastMacForGroup('224.0.0.1'),
+    src: '02:00:00:00:00:01',
+    vlanIds: [],
+    etherType: EtherType.IPv4,
+  };
   const ethLength = ethernet.encodingLength(ethHeader);
   const frame = new Uint8Array(ethLength + ipLength + igmpLength);
   ethernet.encode(ethHeader, frame, 0);
@@ -91,7 +105,11 @@ function generalQueryFrame(): Uint8Array {
 }
 
 /** Collects packet-ins until `predicate` holds for one, or `timeoutMs` passes. */
-function nextPacketIn(connection: OpenFlowConnection, predicate: (packetIn: PacketIn) => boolean, timeoutMs = 5000): Promise<PacketIn | undefined> {
+function nextPacketIn(
+  connection: OpenFlowConnection,
+  predicate: (packetIn: PacketIn) => boolean,
+  timeoutMs = 5000,
+): Promise<PacketIn | undefined> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       connection.off('packet-in', listener);
@@ -114,7 +132,9 @@ function igmpEvent(packetIn: PacketIn): FrameEvent | undefined {
 function reportsGroup(packetIn: PacketIn, address: string): boolean {
   const event = igmpEvent(packetIn);
   if (event?.kind !== 'igmp' || event.message.kind !== 'report') return false;
-  return event.message.version === 3 ? event.message.records.some((record) => record.group === address) : event.message.group === address;
+  return event.message.version === 3
+    ? event.message.records.some((record) => record.group === address)
+    : event.message.group === address;
 }
 
 describe('OpenFlow client against ovs-vswitchd', () => {
@@ -132,7 +152,10 @@ describe('OpenFlow client against ovs-vswitchd', () => {
       await node.addPod('pod2', { address: '10.1.0.12/24' }),
       await node.addPod('pod3', { address: '10.1.0.13/24' }),
     ];
-    connection = await OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, reconnect: { minDelayMs: 50, maxDelayMs: 500 } });
+    connection = await OpenFlowConnection.connect({
+      endpoint: node.openflowEndpoint,
+      reconnect: { minDelayMs: 50, maxDelayMs: 500 },
+    });
   });
 
   after(async () => {
@@ -157,9 +180,18 @@ describe('OpenFlow client against ovs-vswitchd', () => {
   it('FLOW_MOD and GROUP_MOD: ovs-ofctl shows exactly what was installed, dumpFlows/dumpGroups read it back', async () => {
     const [pod1, pod2, pod3] = pods;
     const groupAll = groupMod({ groupId: 7, buckets: [bucket([output(pod1.ofport)]), bucket([output(pod2.ofport)])] });
-    const groupIndirect = groupMod({ groupId: 8, groupType: GroupType.INDIRECT, buckets: [bucket([output(pod3.ofport)])] });
+    const groupIndirect = groupMod({
+      groupId: 8,
+      groupType: GroupType.INDIRECT,
+      buckets: [bucket([output(pod3.ofport)])],
+    });
     const flows: FlowMod[] = [
-      flowMod({ cookie: 0x1234n, priority: 100, match: [IP, { field: 'IPV4_DST', value: '239.1.2.3' }], instructions: [applyActions([group(7)])] }),
+      flowMod({
+        cookie: 0x1234n,
+        priority: 100,
+        match: [IP, { field: 'IPV4_DST', value: '239.1.2.3' }],
+        instructions: [applyActions([group(7)])],
+      }),
       flowMod({
         cookie: 0x10n,
         priority: 50,
@@ -197,13 +229,21 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     const dumped = await connection.dumpFlows({ cookie: 0x1234n });
     assert.equal(dumped.length, 1);
     assert.deepEqual(
-      { cookie: dumped[0]!.cookie, priority: dumped[0]!.priority, match: dumped[0]!.match, instructions: dumped[0]!.instructions },
+      {
+        cookie: dumped[0]!.cookie,
+        priority: dumped[0]!.priority,
+        match: dumped[0]!.match,
+        instructions: dumped[0]!.instructions,
+      },
       { cookie: 0x1234n, priority: 100, match: flows[0]!.match, instructions: flows[0]!.instructions },
     );
     // OVS puts the fields in its own order; the set is the same.
     const second = (await connection.dumpFlows({ cookie: 0x10n }))[0]!;
     assert.equal(second.idleTimeout, 300);
-    assert.deepEqual(new Set(second.match.map((field) => JSON.stringify(field))), new Set(flows[1]!.match.map((field) => JSON.stringify(field))));
+    assert.deepEqual(
+      new Set(second.match.map((field) => JSON.stringify(field))),
+      new Set(flows[1]!.match.map((field) => JSON.stringify(field))),
+    );
   });
 
   it('delete by cookie and mask removes those flows and leaves the others alone', async () => {
@@ -219,7 +259,9 @@ describe('OpenFlow client against ovs-vswitchd', () => {
       ),
     );
     const before = (await connection.dumpFlows()).map((flow) => flow.cookie);
-    await connection.sendFlowMod(flowMod({ command: FlowModCommand.DELETE, tableId: 0xff, cookie: 0x5_0000n, cookieMask: 0xffff_0000n }));
+    await connection.sendFlowMod(
+      flowMod({ command: FlowModCommand.DELETE, tableId: 0xff, cookie: 0x5_0000n, cookieMask: 0xffff_0000n }),
+    );
     const afterDelete = (await connection.dumpFlows()).map((flow) => flow.cookie);
     assert.deepEqual(afterDelete.sort(), before.filter((cookie) => cookie >> 16n !== 5n).sort());
     assert.ok(afterDelete.includes(0x6_0001n) && afterDelete.includes(0x1234n) && afterDelete.includes(0n));
@@ -227,12 +269,18 @@ describe('OpenFlow client against ovs-vswitchd', () => {
   });
 
   it('GROUP_MOD ADD of an existing id: OpenFlowError GROUP_MOD_FAILED/GROUP_EXISTS', async () => {
-    await assert.rejects(connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(pods[2].ofport)])] })), (error: unknown) => {
-      assert.ok(error instanceof OpenFlowError);
-      assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
-      assert.match(error.message, /refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 1 bucket\): GROUP_MOD_FAILED\/GROUP_EXISTS/);
-      return true;
-    });
+    await assert.rejects(
+      connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(pods[2].ofport)])] })),
+      (error: unknown) => {
+        assert.ok(error instanceof OpenFlowError);
+        assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
+        assert.match(
+          error.message,
+          /refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 1 bucket\): GROUP_MOD_FAILED\/GROUP_EXISTS/,
+        );
+        return true;
+      },
+    );
     // The group is unchanged, and in a batch the same error lands on its index.
     const { errors } = await connection.batch([
       groupMod({ groupId: 9, buckets: [] }),
@@ -247,11 +295,21 @@ describe('OpenFlow client against ovs-vswitchd', () => {
         [3, 'GROUP_MOD_FAILED/UNKNOWN_GROUP'],
       ],
     );
-    assert.match(await node.ofctl('dump-groups', 'br-int'), new RegExp(`group_id=7,type=all,bucket=actions=output:${pods[0].ofport},`));
+    assert.match(
+      await node.ofctl('dump-groups', 'br-int'),
+      new RegExp(`group_id=7,type=all,bucket=actions=output:${pods[0].ofport},`),
+    );
   });
 
   it('a real IGMP report from a pod arrives as PACKET_IN with its in_port, and decodes as IGMP', async () => {
-    await connection.sendFlowMod(flowMod({ cookie: COOKIE_IGMP, priority: 1000, match: IGMP_MATCH, instructions: [applyActions([toController()])] }));
+    await connection.sendFlowMod(
+      flowMod({
+        cookie: COOKIE_IGMP,
+        priority: 1000,
+        match: IGMP_MATCH,
+        instructions: [applyActions([toController()])],
+      }),
+    );
     // OVS: a service connection gets nothing until it asks (miss_send_len 0).
     const unasked = nextPacketIn(connection, () => true, 700);
     const early = await pods[1].listen('239.20.0.99', 5999);
@@ -281,13 +339,23 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     try {
       const current = await viaAsync.getAsync();
       assert.deepEqual(current.packetIn, [3, 0], "OVS's default: NO_MATCH and ACTION while master or equal");
-      assert.equal((await viaAsync.getSwitchConfig()).missSendLen, 0, 'a service connection starts with miss_send_len 0');
-      // SET_ASYNC on a service connection whose miss_send_len is 0 also sets it to 128 (ofproto.c, handle_nxt_set_async_config).
+      assert.equal(
+        (await viaAsync.getSwitchConfig()).missSendLen,
+        0,
+        'a service connection starts with miss_send_len 0',
+      );
+      // SET_ASYNC on a service connection whose miss_send_len is 0 also sets it to 128 (ofproto.c,
+      // handle_nxt_set_async_config).
       assert.equal((await viaAsync.batch([{ ...current, type: 'SET_ASYNC' }])).errors.size, 0);
       assert.equal((await viaAsync.getSwitchConfig()).missSendLen, 128);
       // SET_CONFIG alone, async configuration left at its default.
-      assert.equal((await viaConfig.batch([{ type: 'SET_CONFIG', xid: 0, flags: 0, missSendLen: 0xffff }])).errors.size, 0);
-      const heard = [viaAsync, viaConfig].map((c) => nextPacketIn(c, (packetIn) => reportsGroup(packetIn, '239.20.0.2')));
+      assert.equal(
+        (await viaConfig.batch([{ type: 'SET_CONFIG', xid: 0, flags: 0, missSendLen: 0xffff }])).errors.size,
+        0,
+      );
+      const heard = [viaAsync, viaConfig].map((c) =>
+        nextPacketIn(c, (packetIn) => reportsGroup(packetIn, '239.20.0.2')),
+      );
       const member = await pods[2].listen('239.20.0.2', 6001);
       const [byAsync, byConfig] = await Promise.all(heard);
       assert.ok(byAsync, 'packet-in after SET_ASYNC');
@@ -305,8 +373,15 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     const capture = await lab.startTcpdump(pod3.ns, pod3.iface, lab.file('pod3-query.pcap'), { filter: ['igmp'] });
     const member = await pod2.listen('239.20.0.4', 6003);
     await sleep(300); // let the join's own reports pass
-    const answer = nextPacketIn(connection, (packetIn) => inPortOf(packetIn) === pod2.ofport && reportsGroup(packetIn, '239.20.0.4'), 5000);
-    await connection.sendPacketOut({ data: generalQueryFrame(), actions: [output(pod1.ofport), output(pod2.ofport), output(pod3.ofport)] });
+    const answer = nextPacketIn(
+      connection,
+      (packetIn) => inPortOf(packetIn) === pod2.ofport && reportsGroup(packetIn, '239.20.0.4'),
+      5000,
+    );
+    await connection.sendPacketOut({
+      data: generalQueryFrame(),
+      actions: [output(pod1.ofport), output(pod2.ofport), output(pod3.ofport)],
+    });
     assert.ok(await answer, "pod2's kernel answered the query with a report");
     await sleep(200);
     await capture.stop();
@@ -335,7 +410,15 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     const elapsed = performance.now() - started;
     assert.equal(errors.size, 0);
     log(`3000 FLOW_MODs + barrier: ${elapsed.toFixed(0)} ms`);
-    const parts = await connection.multipart({ kind: 'FLOW', tableId: 3, outPort: 0xffffffff, outGroup: OfpGroup.ANY, cookie: 0n, cookieMask: 0n, match: [] });
+    const parts = await connection.multipart({
+      kind: 'FLOW',
+      tableId: 3,
+      outPort: 0xffffffff,
+      outGroup: OfpGroup.ANY,
+      cookie: 0n,
+      cookieMask: 0n,
+      match: [],
+    });
     assert.ok(parts.length > 1, `${parts.length} parts`);
     assert.ok(parts.slice(0, -1).every((part) => part.flags === 1) && parts.at(-1)!.flags === 0);
     const flows = await connection.dumpFlows({ tableId: 3 });
@@ -356,7 +439,10 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     assert.equal(line?.match(/bucket=/g)?.length, MAX_OUTPUT_BUCKETS_PER_GROUP_MOD);
     const dumped = (await connection.dumpGroups()).find((entry) => entry.groupId === 100);
     assert.equal(dumped?.buckets.length, MAX_OUTPUT_BUCKETS_PER_GROUP_MOD);
-    assert.throws(() => openflow.encode(groupMod({ groupId: 101, buckets: [...buckets, bucket([output(1)])] })), /65552 octets exceeds/);
+    assert.throws(
+      () => openflow.encode(groupMod({ groupId: 101, buckets: [...buckets, bucket([output(1)])] })),
+      /65552 octets exceeds/,
+    );
   });
 
   it('ovs-vswitchd restart: disconnected, then reconnected; flows are gone, replay works, packet-ins still come', async () => {
@@ -373,10 +459,19 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     await reconnected;
     log(`reconnected ${Date.now() - started} ms after the kill`);
     assert.deepEqual(events, ['disconnected', 'reconnected']);
-    assert.deepEqual(flowLines(await node.ofctl('dump-flows', 'br-int')), ['cookie=0x0, table=0, priority=0 actions=NORMAL']);
+    assert.deepEqual(flowLines(await node.ofctl('dump-flows', 'br-int')), [
+      'cookie=0x0, table=0, priority=0 actions=NORMAL',
+    ]);
     assert.deepEqual(await connection.dumpGroups(), []);
     // Replay, as a controller does on `reconnected`.
-    await connection.sendFlowMod(flowMod({ cookie: COOKIE_IGMP, priority: 1000, match: IGMP_MATCH, instructions: [applyActions([toController()])] }));
+    await connection.sendFlowMod(
+      flowMod({
+        cookie: COOKIE_IGMP,
+        priority: 1000,
+        match: IGMP_MATCH,
+        instructions: [applyActions([toController()])],
+      }),
+    );
     const arrived = nextPacketIn(connection, (packetIn) => reportsGroup(packetIn, '239.20.0.5'));
     const member = await pods[0].listen('239.20.0.5', 6004);
     const packetIn = await arrived;
@@ -389,12 +484,18 @@ describe('OpenFlow client against ovs-vswitchd', () => {
     await connection.close();
     await node.vsctl('set', 'bridge', 'br-int', 'protocols=OpenFlow10');
     try {
-      await assert.rejects(OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, timeoutMs: 3000 }), (error: unknown) => {
-        assert.ok(error instanceof UnavailableError);
-        log(`OpenFlow10-only bridge: ${error.message}`);
-        assert.match(error.message, /does not speak OpenFlow 1\.3 \(it offers up to 1\.0\)|refused the handshake: HELLO_FAILED/);
-        return true;
-      });
+      await assert.rejects(
+        OpenFlowConnection.connect({ endpoint: node.openflowEndpoint, timeoutMs: 3000 }),
+        (error: unknown) => {
+          assert.ok(error instanceof UnavailableError);
+          log(`OpenFlow10-only bridge: ${error.message}`);
+          assert.match(
+            error.message,
+            /does not speak OpenFlow 1\.3 \(it offers up to 1\.0\)|refused the handshake: HELLO_FAILED/,
+          );
+          return true;
+        },
+      );
     } finally {
       await node.vsctl('clear', 'bridge', 'br-int', 'protocols');
     }

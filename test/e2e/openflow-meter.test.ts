@@ -33,7 +33,10 @@ const BURST_PACKETS = 10;
 const COOKIE_METERED = 0x6d63_0003_0000_0001n;
 const PKTPS_BURST_STATS = MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS;
 
-/** `ovs-ofctl dump-meters` lines after the reply header, joined per meter ("meter=1 pktps burst stats bands= type=drop rate=50 burst_size=10"). */
+/**
+ * `ovs-ofctl dump-meters` lines after the reply header, joined per meter ("meter=1 pktps burst stats bands= type=drop
+ * rate=50 burst_size=10").
+ */
 function meterLines(text: string): string[] {
   const lines = text
     .split('\n')
@@ -63,7 +66,13 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
       { field: 'IP_PROTO', value: 17 },
       { field: 'IPV4_DST', value: GROUP_ADDRESS },
     ];
-    return flowMod({ command, cookie: COOKIE_METERED, priority: 200, match, instructions: [meter(METER_ID), applyActions([output(receiver.ofport)])] });
+    return flowMod({
+      command,
+      cookie: COOKIE_METERED,
+      priority: 200,
+      match,
+      instructions: [meter(METER_ID), applyActions([output(receiver.ofport)])],
+    });
   }
 
   /** Sends `count` datagrams from the sender; what the receiver got and what the meter counted meanwhile. */
@@ -108,10 +117,14 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
     );
     assert.ok(features.maxMeter > 0, 'the user-space datapath has meters');
     assert.ok(features.bandTypes & (1 << MeterBandType.DROP), 'the drop band is supported');
-    for (const flag of [MeterFlag.KBPS, MeterFlag.PKTPS, MeterFlag.BURST, MeterFlag.STATS]) assert.ok(features.capabilities & flag, `flag ${flag}`);
+    for (const flag of [MeterFlag.KBPS, MeterFlag.PKTPS, MeterFlag.BURST, MeterFlag.STATS])
+      assert.ok(features.capabilities & flag, `flag ${flag}`);
     assert.ok(features.maxBands >= 1);
     const text = await node.ofctl('meter-features', 'br-int');
-    assert.match(text, new RegExp(`max_meter:${features.maxMeter} max_bands:${features.maxBands} max_color:${features.maxColor}`));
+    assert.match(
+      text,
+      new RegExp(`max_meter:${features.maxMeter} max_bands:${features.maxBands} max_color:${features.maxColor}`),
+    );
   });
 
   it('METER_MOD ADD and a flow with the METER instruction: ovs-ofctl shows both, flow stats decode the instruction', async () => {
@@ -126,7 +139,10 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
     assert.deepEqual(meterLines(await node.ofctl('dump-meters', 'br-int')), [
       `meter=${METER_ID} pktps burst stats bands= type=drop rate=${RATE_PPS} burst_size=${BURST_PACKETS}`,
     ]);
-    assert.match(await node.ofctl('dump-flows', 'br-int'), new RegExp(`cookie=0x6d63000300000001,.* actions=meter:${METER_ID},output:${receiver.ofport}`));
+    assert.match(
+      await node.ofctl('dump-flows', 'br-int'),
+      new RegExp(`cookie=0x6d63000300000001,.* actions=meter:${METER_ID},output:${receiver.ofport}`),
+    );
     const [flow] = await connection.dumpFlows({ cookie: COOKIE_METERED });
     assert.deepEqual(flow?.instructions, meteredFlow().instructions);
     const config = await connection.multipart({ kind: 'METER_CONFIG', meterId: METER_ID });
@@ -147,7 +163,10 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
     assert.equal(packetIn, BigInt(sent));
     assert.equal(dropped + BigInt(received), BigInt(sent));
     // The sender's python starts in most of `seconds`; the datagrams themselves leave within milliseconds.
-    assert.ok(received >= BURST_PACKETS / 2 && received <= BURST_PACKETS + RATE_PPS * seconds + 2, `received ${received}`);
+    assert.ok(
+      received >= BURST_PACKETS / 2 && received <= BURST_PACKETS + RATE_PPS * seconds + 2,
+      `received ${received}`,
+    );
   });
 
   it('a pod flooding above the rate: the band counts the drops, the receiver gets about rate × time + burst', async () => {
@@ -176,9 +195,16 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
     assert.equal(dropped + BigInt(received), BigInt(sent), 'what the band did not drop, the receiver got');
     const allowed = RATE_PPS * seconds + BURST_PACKETS;
     assert.ok(received <= allowed * 1.5 + 5, `received ${received}, allowed about ${allowed.toFixed(0)}`);
-    assert.ok(received >= Math.min(BURST_PACKETS, allowed * 0.5), `received ${received}, allowed about ${allowed.toFixed(0)}`);
+    assert.ok(
+      received >= Math.min(BURST_PACKETS, allowed * 0.5),
+      `received ${received}, allowed about ${allowed.toFixed(0)}`,
+    );
     assert.ok(dropped > BigInt(sent / 2), `dropped ${dropped}`);
-    assert.equal(flow?.packetCount, stats.packetInCount, "OVS counts a metered flow's packets before the meter: dropped ones too");
+    assert.equal(
+      flow?.packetCount,
+      stats.packetInCount,
+      "OVS counts a metered flow's packets before the meter: dropped ones too",
+    );
 
     const all = await connection.meterStats('all');
     assert.deepEqual(
@@ -193,33 +219,53 @@ describe('OpenFlow meters against ovs-vswitchd', () => {
       meterMod({ command: MeterModCommand.MODIFY, meterId: 77, bands: [dropBand(1)] }),
     ]);
     assert.deepEqual(
-      [...errors.entries()].map(([index, error]) => [index, error instanceof OpenFlowError ? error.errorName : String(error)]),
+      [...errors.entries()].map(([index, error]) => [
+        index,
+        error instanceof OpenFlowError ? error.errorName : String(error),
+      ]),
       [
         [0, 'METER_MOD_FAILED/METER_EXISTS'],
         [1, 'METER_MOD_FAILED/UNKNOWN_METER'],
       ],
     );
-    assert.match(errors.get(0)!.message, /refused METER_MOD ADD meter 1 \(xid \d+, flags 0xe, 1 band\): METER_MOD_FAILED\/METER_EXISTS/);
+    assert.match(
+      errors.get(0)!.message,
+      /refused METER_MOD ADD meter 1 \(xid \d+, flags 0xe, 1 band\): METER_MOD_FAILED\/METER_EXISTS/,
+    );
     const beyond = await connection.batch([meterMod({ meterId: OfpMeter.MAX + 1, bands: [dropBand(1)] })]);
     assert.equal(beyond.errors.get(0)?.errorName, 'METER_MOD_FAILED/INVALID_METER');
     const dscp = await connection.batch([meterMod({ meterId: 5, bands: [dscpRemarkBand(100, 1)] })]);
     log(`METER_MOD ADD with a dscp_remark band: ${dscp.errors.get(0)?.errorName ?? 'accepted'}`);
     const features = await connection.meterFeatures();
     const pastMax = await connection.batch([meterMod({ meterId: features.maxMeter + 1, bands: [dropBand(1)] })]);
-    log(`METER_MOD ADD of meter id max_meter+1 (${features.maxMeter + 1}): ${pastMax.errors.get(0)?.errorName ?? 'accepted'}`);
-    await connection.batch([5, features.maxMeter + 1].map((meterId) => meterMod({ command: MeterModCommand.DELETE, flags: 0, meterId })));
-    await assert.rejects(connection.meterStats(77), (error: unknown) => error instanceof OpenFlowError && error.errorName === 'METER_MOD_FAILED/UNKNOWN_METER');
+    log(
+      `METER_MOD ADD of meter id max_meter+1 (${features.maxMeter + 1}): ${pastMax.errors.get(0)?.errorName ?? 'accepted'}`,
+    );
+    await connection.batch(
+      [5, features.maxMeter + 1].map((meterId) => meterMod({ command: MeterModCommand.DELETE, flags: 0, meterId })),
+    );
+    await assert.rejects(
+      connection.meterStats(77),
+      (error: unknown) => error instanceof OpenFlowError && error.errorName === 'METER_MOD_FAILED/UNKNOWN_METER',
+    );
   });
 
   it('METER_MOD MODIFY replaces flags and bands; DELETE removes the meter and the flow that used it', async () => {
-    const modified = meterMod({ command: MeterModCommand.MODIFY, meterId: METER_ID, flags: MeterFlag.KBPS | MeterFlag.STATS, bands: [dropBand(2000)] });
+    const modified = meterMod({
+      command: MeterModCommand.MODIFY,
+      meterId: METER_ID,
+      flags: MeterFlag.KBPS | MeterFlag.STATS,
+      bands: [dropBand(2000)],
+    });
     const modify = await connection.batch([modified]);
     assert.equal(modify.errors.size, 0);
     const afterModify = meterLines(await node.ofctl('dump-meters', 'br-int'));
     log(`after MODIFY to kbps without BURST, dump-meters: ${afterModify.join(' | ')}`);
     assert.match(afterModify[0] ?? '', new RegExp(`^meter=${METER_ID} kbps stats bands= type=drop rate=2000`));
     const [stats] = await connection.meterStats(METER_ID);
-    log(`after MODIFY the meter's counters: packet_in=${stats?.packetInCount} band drops=${stats?.bandStats[0]?.packetCount}`);
+    log(
+      `after MODIFY the meter's counters: packet_in=${stats?.packetInCount} band drops=${stats?.bandStats[0]?.packetCount}`,
+    );
 
     const remove = await connection.batch([meterMod({ command: MeterModCommand.DELETE, flags: 0, meterId: METER_ID })]);
     assert.equal(remove.errors.size, 0);

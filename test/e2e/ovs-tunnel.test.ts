@@ -30,7 +30,8 @@ const GROUP = parseGroupAddress('239.1.2.3')!;
 const ETHERNET = 1;
 
 const lines = (datagrams: readonly Datagram[]) => datagrams.map((d) => `${d.from} ${d.payload}`);
-const expected = (from: string, tag: string, count: number) => Array.from({ length: count }, (_, i) => `${from} ${tag} ${i}`);
+const expected = (from: string, tag: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${from} ${tag} ${i}`);
 
 interface NodeSwitch {
   node: TunnelLabNode;
@@ -41,7 +42,11 @@ interface NodeSwitch {
 /** The node's switch as the daemon wires it: one connection, its client, read back. */
 async function connect(node: TunnelLabNode): Promise<NodeSwitch> {
   const connection = await OpenFlowConnection.connect({ endpoint: node.node.openflowEndpoint });
-  const vswitch = BridgeClient.wrap({ bridge: node.node.bridge, openflow: connection, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) });
+  const vswitch = BridgeClient.wrap({
+    bridge: node.node.bridge,
+    openflow: connection,
+    pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG),
+  });
   await vswitch.refresh();
   return { node, connection, vswitch };
 }
@@ -59,11 +64,21 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
   const tunnelOf = (n: TunnelLabNode, peers: readonly HostAddress[]) => ({ ofport: n.tunnel.ofport, peers });
   /** Node 1's group: its second pod, its gateway, and `peers`. */
   const syncNode1 = (peers: readonly HostAddress[]) =>
-    s1.vswitch.syncForwarding({ group: GROUP, ports: [n1.pods[1]!.ofport, n1.gateway.ofport], bySource: [], tunnel: tunnelOf(n1, peers) });
+    s1.vswitch.syncForwarding({
+      group: GROUP,
+      ports: [n1.pods[1]!.ofport, n1.gateway.ofport],
+      bySource: [],
+      tunnel: tunnelOf(n1, peers),
+    });
 
-  /** Node 1's first pod sends `count` datagrams; what each member pod (node 1's, 2's and 3's first) and a non-member heard. */
+  /**
+   * Node 1's first pod sends `count` datagrams; what each member pod (node 1's, 2's and 3's first) and a non-member
+   * heard.
+   */
   const sendAndHear = async (port: number, tag: string, count: number) => {
-    const receivers = await Promise.all([n1.pods[1]!, n2.pods[0]!, n3.pods[0]!, n2.pods[1]!].map((pod) => pod.listen(GROUP, port)));
+    const receivers = await Promise.all(
+      [n1.pods[1]!, n2.pods[0]!, n3.pods[0]!, n2.pods[1]!].map((pod) => pod.listen(GROUP, port)),
+    );
     await n1.pods[0]!.send(GROUP, port, count, { tag, intervalMs: 5 });
     await sleep(300);
     const [atNode1, atNode2, atNode3, atNonMember] = await Promise.all(receivers.map((receiver) => receiver.stop()));
@@ -86,7 +101,10 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
     // comes in from the tunnel reaches that pod through their ingress flow.
     for (const s of switches.slice(1)) {
       const ports = [s.node.pods[0]!.ofport, s.node.gateway.ofport];
-      assert.equal(await s.vswitch.syncForwarding({ group: GROUP, ports, bySource: [], tunnel: tunnelOf(s.node, []) }), 'added');
+      assert.equal(
+        await s.vswitch.syncForwarding({ group: GROUP, ports, bySource: [], tunnel: tunnelOf(s.node, []) }),
+        'added',
+      );
     }
   });
 
@@ -97,16 +115,32 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
 
   it('installs the base with the catch-all drops of the tunnel and the gateway', async () => {
     const flows = await n1.node.ofctl('dump-flows', n1.node.bridge);
-    assert.match(flows, new RegExp(`priority=260,ip,in_port=${n1.tunnel.ofport},nw_dst=224\\.0\\.0\\.0/4 actions=drop`), flows);
-    assert.match(flows, new RegExp(`priority=245,ip,in_port=${n1.gateway.ofport},nw_dst=224\\.0\\.0\\.0/4 actions=drop`), flows);
+    assert.match(
+      flows,
+      new RegExp(`priority=260,ip,in_port=${n1.tunnel.ofport},nw_dst=224\\.0\\.0\\.0/4 actions=drop`),
+      flows,
+    );
+    assert.match(
+      flows,
+      new RegExp(`priority=245,ip,in_port=${n1.gateway.ofport},nw_dst=224\\.0\\.0\\.0/4 actions=drop`),
+      flows,
+    );
   });
 
   it("forwards node 1's group to its local member and once to peer node 2, never to node 3", async () => {
     assert.equal(await syncNode1([node2Address]), 'added');
     const groups = await n1.node.ofctl('dump-groups', n1.node.bridge);
-    assert.match(groups, new RegExp(`set_field:${n2.underlayAddress.replaceAll('.', '\\.')}->tun_dst,output:${n1.tunnel.ofport}`), groups);
+    assert.match(
+      groups,
+      new RegExp(`set_field:${n2.underlayAddress.replaceAll('.', '\\.')}->tun_dst,output:${n1.tunnel.ofport}`),
+      groups,
+    );
     const flows = await n1.node.ofctl('dump-flows', n1.node.bridge);
-    assert.equal((flows.match(/priority=270,/g) ?? []).length, 2, `an ingress flow from the tunnel and one from the gateway:\n${flows}`);
+    assert.equal(
+      (flows.match(/priority=270,/g) ?? []).length,
+      2,
+      `an ingress flow from the tunnel and one from the gateway:\n${flows}`,
+    );
     // The first packet into the tunnel toward a peer is dropped while OVS resolves the
     // peer's underlay address (its own neighbour table): warm the path before counting.
     await n1.pods[0]!.send(GROUP, 5200, 3, { tag: 'warm', intervalMs: 50 });
@@ -135,14 +169,21 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
     const node1Address = parseHostAddress(n1.underlayAddress)!;
     const identification = 0x4d31;
     const frame = encodeReportFrame(
-      { report: { kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: GROUP, sources: [] }] }, source: node1Address, identification },
+      {
+        report: { kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: GROUP, sources: [] }] },
+        source: node1Address,
+        identification,
+      },
       n1.gateway.mac,
     );
     assert.deepEqual(await s1.vswitch.sendToPeers(frame, n1.tunnel.ofport, [node2Address]), { sent: 1, refused: [] });
     const fromTunnel = () => heard.filter((packet) => packet.ofport === n2.tunnel.ofport);
     await waitUntil(
       "node 1's report as a packet-in on node 2",
-      async () => fromTunnel().some((packet) => decodeFrame(ipLocator(ETHERNET), packet.frame, { frame: 0, ts: 0 })?.kind === 'igmp'),
+      async () =>
+        fromTunnel().some(
+          (packet) => decodeFrame(ipLocator(ETHERNET), packet.frame, { frame: 0, ts: 0 })?.kind === 'igmp',
+        ),
       5000,
     );
     const ours = fromTunnel()
@@ -154,7 +195,12 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
     assert.ok(event?.kind === 'igmp');
     assert.equal(event.src, n1.underlayAddress);
     assert.equal(event.dst, '224.0.0.22');
-    assert.deepEqual(event.message.kind === 'report' && event.message.version === 3 ? event.message.records.map((record) => record.group) : [], [GROUP]);
+    assert.deepEqual(
+      event.message.kind === 'report' && event.message.version === 3
+        ? event.message.records.map((record) => record.group)
+        : [],
+      [GROUP],
+    );
   });
 
   it('reads the peers back over a new connection, and the same sync is then unchanged', async () => {

@@ -20,7 +20,13 @@ import { OvsdbClient } from '../../src/transport/ovsdb/client.js';
 import { asStringMap, namedUuid, ovsdbMap, uuid } from '../../src/protocol/ovsdb/datum.js';
 import { OvsdbError, OvsdbTimeoutError } from '../../src/protocol/ovsdb/errors.js';
 import type { MonitorUpdateReason, TableUpdates } from '../../src/protocol/ovsdb/monitor.js';
-import { bridgeInterfaces, findBridge, NoSuchBridgeError, watchInterfaces, type InterfaceChanges } from '../../src/adapters/ovs/vswitch.js';
+import {
+  bridgeInterfaces,
+  findBridge,
+  NoSuchBridgeError,
+  watchInterfaces,
+  type InterfaceChanges,
+} from '../../src/adapters/ovs/vswitch.js';
 import { canConnect, ovsdbServerMissing, PrivateOvsdbServer, VSWITCH_SCHEMA } from '../lab/ovsdb-server.js';
 
 const DB = 'Open_vSwitch';
@@ -43,7 +49,11 @@ describe('OVSDB client against a real ovsdb-server', () => {
   });
 
   async function open(endpoint: string, options: { reconnect?: false } = {}): Promise<OvsdbClient> {
-    const opened = await OvsdbClient.connect({ endpoint, timeoutMs: 20_000, reconnect: options.reconnect ?? { minDelayMs: 50, maxDelayMs: 500 } });
+    const opened = await OvsdbClient.connect({
+      endpoint,
+      timeoutMs: 20_000,
+      reconnect: options.reconnect ?? { minDelayMs: 50, maxDelayMs: 500 },
+    });
     clients.push(opened);
     return opened;
   }
@@ -62,7 +72,10 @@ describe('OVSDB client against a real ovsdb-server', () => {
     assert.equal(schema.name, file.name);
     assert.equal(schema.version, file.version);
     assert.deepEqual(Object.keys(schema.tables).sort(), Object.keys(file.tables).sort());
-    assert.deepEqual(Object.keys(schema.tables['Interface']!.columns).sort(), Object.keys(file.tables['Interface']!.columns).sort());
+    assert.deepEqual(
+      Object.keys(schema.tables['Interface']!.columns).sort(),
+      Object.keys(file.tables['Interface']!.columns).sort(),
+    );
   });
 
   it('echo', async () => {
@@ -71,9 +84,19 @@ describe('OVSDB client against a real ovsdb-server', () => {
 
   it('transact: insert (with uuid-name), select, update, mutate, wait, comment, commit, delete', async () => {
     const [iface, port, bridge, attached, , , committed] = await client.transact(DB, [
-      { op: 'insert', table: 'Interface', row: { name: 'tx0', type: 'internal', external_ids: ovsdbMap({ 'pod-name': 'web-1' }) }, uuidName: 'iface' },
+      {
+        op: 'insert',
+        table: 'Interface',
+        row: { name: 'tx0', type: 'internal', external_ids: ovsdbMap({ 'pod-name': 'web-1' }) },
+        uuidName: 'iface',
+      },
       { op: 'insert', table: 'Port', row: { name: 'tx0', interfaces: [namedUuid('iface')] }, uuidName: 'port' },
-      { op: 'insert', table: 'Bridge', row: { name: 'br-tx', datapath_type: 'netdev', ports: [namedUuid('port')] }, uuidName: 'bridge' },
+      {
+        op: 'insert',
+        table: 'Bridge',
+        row: { name: 'br-tx', datapath_type: 'netdev', ports: [namedUuid('port')] },
+        uuidName: 'bridge',
+      },
       { op: 'mutate', table: 'Open_vSwitch', where: [], mutations: [['bridges', 'insert', [namedUuid('bridge')]]] },
       { op: 'comment', comment: 'mcastctl e2e: add br-tx' },
       {
@@ -98,23 +121,41 @@ describe('OVSDB client against a real ovsdb-server', () => {
     assert.equal((await server.vsctl('get', 'Interface', 'tx0', '_uuid')).trim(), iface.uuid);
 
     const [selected] = await client.transact(DB, [
-      { op: 'select', table: 'Interface', where: [['_uuid', '==', uuid(iface.uuid)]], columns: ['name', 'type', 'external_ids'] },
+      {
+        op: 'select',
+        table: 'Interface',
+        where: [['_uuid', '==', uuid(iface.uuid)]],
+        columns: ['name', 'type', 'external_ids'],
+      },
     ]);
-    assert.deepEqual(selected.rows, [{ name: 'tx0', type: 'internal', external_ids: { map: [['pod-name', 'web-1']] } }]);
+    assert.deepEqual(selected.rows, [
+      { name: 'tx0', type: 'internal', external_ids: { map: [['pod-name', 'web-1']] } },
+    ]);
 
     const [updated, mutated] = await client.transact(DB, [
       {
         op: 'update',
         table: 'Bridge',
         where: [['name', '==', 'br-tx']],
-        row: { other_config: ovsdbMap({ 'mcast-snooping-disable-flood-unregistered': 'true' }), mcast_snooping_enable: true },
+        row: {
+          other_config: ovsdbMap({ 'mcast-snooping-disable-flood-unregistered': 'true' }),
+          mcast_snooping_enable: true,
+        },
       },
-      { op: 'mutate', table: 'Interface', where: [['name', '==', 'tx0']], mutations: [['external_ids', 'insert', ovsdbMap({ 'pod-namespace': 'default' })]] },
+      {
+        op: 'mutate',
+        table: 'Interface',
+        where: [['name', '==', 'tx0']],
+        mutations: [['external_ids', 'insert', ovsdbMap({ 'pod-namespace': 'default' })]],
+      },
     ]);
     assert.equal(updated.count, 1);
     assert.equal(mutated.count, 1);
     assert.equal((await server.vsctl('get', 'Bridge', 'br-tx', 'mcast_snooping_enable')).trim(), 'true');
-    assert.equal((await server.vsctl('get', 'Interface', 'tx0', 'external_ids')).trim(), '{pod-name=web-1, pod-namespace=default}');
+    assert.equal(
+      (await server.vsctl('get', 'Interface', 'tx0', 'external_ids')).trim(),
+      '{pod-name=web-1, pod-namespace=default}',
+    );
 
     const [deleted] = await client.transact(DB, [
       { op: 'mutate', table: 'Open_vSwitch', where: [], mutations: [['bridges', 'delete', [uuid(bridge.uuid)]]] },
@@ -123,7 +164,9 @@ describe('OVSDB client against a real ovsdb-server', () => {
     assert.equal(deleted.count, 1);
     // Bridge is not a root table: once unreferenced it is garbage-collected, with its ports and interfaces.
     assert.equal((await server.vsctl('list-br')).trim(), '');
-    const [{ count }] = await client.transact(DB, [{ op: 'delete', table: 'Manager', where: [['target', '==', 'nothing-here']] }]);
+    const [{ count }] = await client.transact(DB, [
+      { op: 'delete', table: 'Manager', where: [['target', '==', 'nothing-here']] },
+    ]);
     assert.equal(count, 0);
   });
 
@@ -139,7 +182,10 @@ describe('OVSDB client against a real ovsdb-server', () => {
         assert.equal(error.error, 'referential integrity violation');
         assert.match(error.details ?? '', new RegExp(`references nonexistent row ${missing} in table Port`));
         assert.equal(error.operationIndex, undefined);
-        assert.match(error.message, /^OVSDB transact on Open_vSwitch failed at commit, after all 2 operations succeeded: referential integrity violation: /);
+        assert.match(
+          error.message,
+          /^OVSDB transact on Open_vSwitch failed at commit, after all 2 operations succeeded: referential integrity violation: /,
+        );
         return true;
       },
     );
@@ -152,13 +198,22 @@ describe('OVSDB client against a real ovsdb-server', () => {
         { op: 'insert', table: 'Bridge', row: { name: 'br-dup' }, uuidName: 'b' },
         { op: 'mutate', table: 'Open_vSwitch', where: [], mutations: [['bridges', 'insert', [namedUuid('b')]]] },
       ]),
-      (error) => error instanceof OvsdbError && error.error === 'constraint violation' && error.operationIndex === undefined,
+      (error) =>
+        error instanceof OvsdbError && error.error === 'constraint violation' && error.operationIndex === undefined,
     );
     await server.vsctl('del-br', 'br-dup');
   });
 
   it('a failing operation rejects with its index and operation: wait timing out, abort, a bad column value', async () => {
-    const wait = { op: 'wait', table: 'Open_vSwitch', where: [], columns: ['bridges'], until: '!=', rows: [{ bridges: [] }], timeout: 0 } as const;
+    const wait = {
+      op: 'wait',
+      table: 'Open_vSwitch',
+      where: [],
+      columns: ['bridges'],
+      until: '!=',
+      rows: [{ bridges: [] }],
+      timeout: 0,
+    } as const;
     await assert.rejects(client.transact(DB, [{ op: 'comment', comment: 'first' }, wait]), (error) => {
       assert.ok(error instanceof OvsdbError);
       assert.equal(error.error, 'timed out');
@@ -173,18 +228,26 @@ describe('OVSDB client against a real ovsdb-server', () => {
     );
     await assert.rejects(
       client.transact(DB, [{ op: 'insert', table: 'Bridge', row: { name: 7 } }]),
-      (error) => error instanceof OvsdbError && error.error === 'syntax error' && error.details === 'expected string' && error.operationIndex === 0,
+      (error) =>
+        error instanceof OvsdbError &&
+        error.error === 'syntax error' &&
+        error.details === 'expected string' &&
+        error.operationIndex === 0,
     );
     await assert.rejects(
       client.transact('Nope', [{ op: 'comment', comment: 'x' }]),
-      (error) => error instanceof OvsdbError && error.error === 'unknown database' && error.operationIndex === undefined,
+      (error) =>
+        error instanceof OvsdbError && error.error === 'unknown database' && error.operationIndex === undefined,
     );
   });
 
   it('assert: fails without the lock, passes once lock() has it', async () => {
     const other = await open(server.endpoint);
     const assertion = [{ op: 'assert', lock: 'mcastctl_e2e' }] as const;
-    await assert.rejects(other.transact(DB, assertion), (error) => error instanceof OvsdbError && error.error === 'not owner');
+    await assert.rejects(
+      other.transact(DB, assertion),
+      (error) => error instanceof OvsdbError && error.error === 'not owner',
+    );
     assert.equal(await other.lock('mcastctl_e2e'), true);
     assert.deepEqual(await other.transact(DB, assertion), [{}]);
     // A second client queues for the lock, and gets it when the first lets go.
@@ -198,7 +261,9 @@ describe('OVSDB client against a real ovsdb-server', () => {
   it('cancel (§4.1.4): a transaction blocked in "wait" is cancelled on the server when it times out or is aborted', async () => {
     // ovsdb-server's memory/show counts pending transactions as "triggers:N".
     const triggers = async () => /triggers:(\d+)/.exec(await server.appctl('memory/show'))?.[1] ?? '0';
-    const blocked = [{ op: 'wait', table: 'Open_vSwitch', where: [], columns: ['bridges'], until: '!=', rows: [{ bridges: [] }] }] as const;
+    const blocked = [
+      { op: 'wait', table: 'Open_vSwitch', where: [], columns: ['bridges'], until: '!=', rows: [{ bridges: [] }] },
+    ] as const;
 
     const controller = new AbortController();
     const aborted = assert.rejects(client.transact(DB, blocked, { signal: controller.signal }), /stop waiting/);
@@ -223,7 +288,10 @@ describe('OVSDB client against a real ovsdb-server', () => {
     assert.deepEqual(initial, {}); // no bridges, no interfaces yet
     assert.deepEqual(calls, [{ reason: 'initial', updates: {} }]);
     await server.vsctl('add-br', 'br0', '--', 'add-port', 'br0', 'p1', '--', 'set', 'Interface', 'p1', 'type=internal');
-    await waitFor(() => calls.some((call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('p1')), 'the update for p1');
+    await waitFor(
+      () => calls.some((call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('p1')),
+      'the update for p1',
+    );
     const update = calls.find((call) => call.reason === 'update')!.updates;
     assert.deepEqual(namesIn(update, 'Bridge'), ['br0']);
     assert.deepEqual(namesIn(update, 'Interface').sort(), ['br0', 'p1']);
@@ -298,16 +366,32 @@ describe('OVSDB client against a real ovsdb-server', () => {
     // ovs-vswitchd would set ofport; here the test does, and -1 (OVS's "failed") reads as undefined.
     await server.vsctl('set', 'Interface', 'pod1', 'ofport=7');
     await waitFor(() => watch.interfaces().get(pod1.uuid)?.ofport === 7, 'ofport 7');
-    assert.ok(changes.some((change) => change.modified.some(({ before, after }) => before.ofport === undefined && after.ofport === 7)));
+    assert.ok(
+      changes.some((change) =>
+        change.modified.some(({ before, after }) => before.ofport === undefined && after.ofport === 7),
+      ),
+    );
     await server.vsctl('set', 'Interface', 'pod1', 'ofport=-1');
-    await waitFor(() => changes.some((change) => change.modified.some(({ after }) => after.name === 'pod1' && after.ofport === undefined)), 'ofport -1');
+    await waitFor(
+      () =>
+        changes.some((change) =>
+          change.modified.some(({ after }) => after.name === 'pod1' && after.ofport === undefined),
+        ),
+      'ofport -1',
+    );
 
     // A port on another bridge is not this bridge's business.
     const before = changes.length;
     await server.vsctl('add-br', 'br1', '--', 'add-port', 'br1', 'elsewhere');
     await server.vsctl('del-port', 'br0', 'pod1');
     await waitFor(() => changes.some((change) => change.removed.some((row) => row.name === 'pod1')), 'pod1 removed');
-    assert.ok(changes.slice(before).every((change) => [...change.added, ...change.removed].every((row) => row.name !== 'elsewhere' && row.name !== 'br1')));
+    assert.ok(
+      changes
+        .slice(before)
+        .every((change) =>
+          [...change.added, ...change.removed].every((row) => row.name !== 'elsewhere' && row.name !== 'br1'),
+        ),
+    );
     await watch.cancel();
     await server.vsctl('del-br', 'br1');
   });
@@ -352,7 +436,9 @@ describe('OVSDB client against a real ovsdb-server', () => {
 
   it('reconnects after ovsdb-server is killed and restarted, resyncs the monitor, and gets later updates', async () => {
     const monitored: Array<{ reason: MonitorUpdateReason; updates: TableUpdates }> = [];
-    await client.monitor(DB, 'e2e-resync', { Interface: { columns: ['name', 'external_ids'] } }, (updates, reason) => monitored.push({ reason, updates }));
+    await client.monitor(DB, 'e2e-resync', { Interface: { columns: ['name', 'external_ids'] } }, (updates, reason) =>
+      monitored.push({ reason, updates }),
+    );
     const watched: InterfaceChanges[] = [];
     await watchInterfaces(client, 'br0', (change) => watched.push(change));
     const events: string[] = [];
@@ -369,7 +455,12 @@ describe('OVSDB client against a real ovsdb-server', () => {
       server.dbPath,
       JSON.stringify([
         DB,
-        { op: 'mutate', table: 'Interface', where: [['name', '==', 'p1']], mutations: [['external_ids', 'insert', ['map', [['offline', 'yes']]]]] },
+        {
+          op: 'mutate',
+          table: 'Interface',
+          where: [['name', '==', 'p1']],
+          mutations: [['external_ids', 'insert', ['map', [['offline', 'yes']]]]],
+        },
       ]),
     ]);
     await server.start();
@@ -393,11 +484,17 @@ describe('OVSDB client against a real ovsdb-server', () => {
 
     await server.vsctl('add-port', 'br0', 'after-restart');
     await waitFor(
-      () => monitored.some((call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('after-restart')),
+      () =>
+        monitored.some(
+          (call) => call.reason === 'update' && namesIn(call.updates, 'Interface').includes('after-restart'),
+        ),
       'an update after the restart',
     );
     await waitFor(
-      () => watched.some((change) => change.reason === 'update' && change.added.some((row) => row.name === 'after-restart')),
+      () =>
+        watched.some(
+          (change) => change.reason === 'update' && change.added.some((row) => row.name === 'after-restart'),
+        ),
       'watchInterfaces after the restart',
     );
     assert.deepEqual(events, ['disconnected', 'reconnected']);
@@ -442,7 +539,9 @@ describe('OVSDB client against a real ovsdb-server', () => {
 });
 
 function namesIn(updates: TableUpdates, table: string): string[] {
-  return Object.values(updates[table] ?? {}).flatMap((row) => (typeof row.new?.['name'] === 'string' ? [row.new['name']] : []));
+  return Object.values(updates[table] ?? {}).flatMap((row) =>
+    typeof row.new?.['name'] === 'string' ? [row.new['name']] : [],
+  );
 }
 
 async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
@@ -460,7 +559,10 @@ function sleep(ms: number): Promise<void> {
 async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

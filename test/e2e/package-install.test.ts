@@ -12,7 +12,17 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
@@ -49,12 +59,21 @@ function cleanEnv(path: string[]): NodeJS.ProcessEnv {
   return env;
 }
 
-function exec(argv: readonly string[], options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Ran> {
+function exec(
+  argv: readonly string[],
+  options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<Ran> {
   return new Promise((resolve) => {
     execFile(
       argv[0]!,
       argv.slice(1),
-      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 << 20, encoding: 'utf8' },
+      {
+        cwd: options.cwd,
+        env: options.env,
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 16 << 20,
+        encoding: 'utf8',
+      },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
         resolve({ code, stdout, stderr: stderr || (error?.message ?? '') });
@@ -91,7 +110,11 @@ describe('the package installed from its tarball on a node without a compiler', 
     env = cleanEnv([shims]);
 
     const started = Date.now();
-    const pack = await exec(['npm', 'pack', '--pack-destination', scratch, '--loglevel=error'], { cwd: REPO_ROOT, env: cleanEnv([]), timeoutMs: 300_000 });
+    const pack = await exec(['npm', 'pack', '--pack-destination', scratch, '--loglevel=error'], {
+      cwd: REPO_ROOT,
+      env: cleanEnv([]),
+      timeoutMs: 300_000,
+    });
     assert.equal(pack.code, 0, `npm pack: ${pack.stderr}`);
     const tarball = readdirSync(scratch).find((name) => name === `mcastctl-${VERSION}.tgz`);
     assert.ok(tarball, `npm pack left no mcastctl-${VERSION}.tgz: ${pack.stdout}`);
@@ -100,7 +123,18 @@ describe('the package installed from its tarball on a node without a compiler', 
     // --prefer-offline: every tarball from npm's cache, which npm ci filled; only
     // registry metadata the cache lacks is fetched.
     const install = await exec(
-      ['npm', 'install', '--global', '--prefix', prefix, `./${tarball}`, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+      [
+        'npm',
+        'install',
+        '--global',
+        '--prefix',
+        prefix,
+        `./${tarball}`,
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        '--loglevel=error',
+      ],
       {
         cwd: scratch,
         env: { ...env, npm_config_foreground_scripts: 'true' },
@@ -136,7 +170,18 @@ describe('the package installed from its tarball on a node without a compiler', 
     const bare = join(scratch, 'mcastctl-bare.tgz');
     assert.equal((await exec(['tar', '-czf', bare, '-C', unpacked, 'package'], { env })).code, 0);
     const install = await exec(
-      ['npm', 'install', '--global', '--prefix', join(scratch, 'bare-prefix'), bare, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+      [
+        'npm',
+        'install',
+        '--global',
+        '--prefix',
+        join(scratch, 'bare-prefix'),
+        bare,
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        '--loglevel=error',
+      ],
       {
         cwd: scratch,
         env,
@@ -169,20 +214,27 @@ describe('the package installed from its tarball on a node without a compiler', 
     const help = await mcastctl('daemon', '--help');
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /^Usage: mcastctl daemon/);
-    const man = await exec(['man', '-M', join(prefix, 'share/man'), 'mcastctl-daemon'], { env: { ...env, MANPAGER: 'cat', MANWIDTH: '80' } });
+    const man = await exec(['man', '-M', join(prefix, 'share/man'), 'mcastctl-daemon'], {
+      env: { ...env, MANPAGER: 'cat', MANWIDTH: '80' },
+    });
     assert.equal(man.code, 0, `man: ${man.stderr} (scripts/setup.sh installs man-db)`);
     assert.match(man.stdout, /MCASTCTL-DAEMON\(1\)/);
     assert.match(man.stdout, /^NAME$/m);
   });
 
   it('every command has its --help, and every manual page opens from the prefix: mcastctl and each mcastctl-<command>', async () => {
-    const pages = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { man: string[] }).man.map((path) => /([^/]+)\.1$/.exec(path)![1]!);
+    const pages = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { man: string[] }).man.map(
+      (path) => /([^/]+)\.1$/.exec(path)![1]!,
+    );
     const commands = pages.filter((page) => page !== 'mcastctl').map((page) => page.replace(/^mcastctl-/, ''));
     // Every subcommand the program lists has its page, and every page is installed.
     const listed = (await mcastctl('--help')).stdout;
-    for (const command of commands) assert.match(listed, new RegExp(`^  ${command}\\b`, 'm'), `mcastctl --help does not list ${command}`);
+    for (const command of commands)
+      assert.match(listed, new RegExp(`^  ${command}\\b`, 'm'), `mcastctl --help does not list ${command}`);
     for (const page of pages) {
-      const man = await exec(['man', '-M', join(prefix, 'share/man'), page], { env: { ...env, MANPAGER: 'cat', MANWIDTH: '80' } });
+      const man = await exec(['man', '-M', join(prefix, 'share/man'), page], {
+        env: { ...env, MANPAGER: 'cat', MANWIDTH: '80' },
+      });
       assert.equal(man.code, 0, `man ${page}: ${man.stderr}`);
       assert.match(man.stdout, new RegExp(`${page.toUpperCase()}\\(1\\)`), `man ${page}`);
     }
@@ -200,7 +252,12 @@ describe('the package installed from its tarball on a node without a compiler', 
     assert.equal(result.code, 0, result.stderr);
     const unit = readFileSync(join(root, 'etc/systemd/system/mcastctl.service'), 'utf8');
     const entry = realpathSync(join(installed, 'bin/mcastctl.js'));
-    assert.ok(unit.includes(`\nExecStart=${realpathSync(process.execPath)} ${entry} daemon --config /etc/mcastctl/daemon.yaml\n`), unit);
+    assert.ok(
+      unit.includes(
+        `\nExecStart=${realpathSync(process.execPath)} ${entry} daemon --config /etc/mcastctl/daemon.yaml\n`,
+      ),
+      unit,
+    );
     assert.ok(existsSync(join(root, 'etc/systemd/system/mcastctl-reconcile.timer')));
     assert.ok(existsSync(join(root, 'etc/mcastctl/daemon.yaml')));
     assert.match(result.stdout, /systemctl daemon-reload && systemctl enable --now mcastctl/);
@@ -208,7 +265,10 @@ describe('the package installed from its tarball on a node without a compiler', 
 
   it('an upgrade keeps the learned state: a daemon of this release, stopped, the next release installed over it, started: its groups are back before any report', async () => {
     // The next release: this package with the next patch version.
-    const next = VERSION.replace(/^(\d+)\.(\d+)\.(\d+).*$/, (_, major: string, minor: string, patch: string) => `${major}.${minor}.${Number(patch) + 1}`);
+    const next = VERSION.replace(
+      /^(\d+)\.(\d+)\.(\d+).*$/,
+      (_, major: string, minor: string, patch: string) => `${major}.${minor}.${Number(patch) + 1}`,
+    );
     const unpacked = join(scratch, 'next');
     mkdirSync(unpacked);
     assert.equal((await exec(['tar', '-xzf', tarballPath, '-C', unpacked], { env })).code, 0);
@@ -233,17 +293,34 @@ describe('the package installed from its tarball on a node without a compiler', 
       try {
         await waitForOvsMembers(node, group, [pod]);
         const stateFile = join(stateDir, 'state.json');
-        await waitUntil('state.json with the group', async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(group), 5000, 100);
+        await waitUntil(
+          'state.json with the group',
+          async () => existsSync(stateFile) && readFileSync(stateFile, 'utf8').includes(group),
+          5000,
+          100,
+        );
         assert.deepEqual(await daemon.stop('SIGTERM'), { code: 0, signal: null });
         const saved = JSON.parse(readFileSync(stateFile, 'utf8')) as { version: number; writtenBy: string };
         assert.deepEqual({ version: saved.version, writtenBy: saved.writtenBy }, { version: 2, writtenBy: VERSION });
 
         // From now on no report of the member reaches the daemon: only the state file can bring the group back.
         await upgradeLab.exec(pod.ns, ['nft', '-f', '-'], {
-          input: 'table ip mclupgrade {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    ip protocol igmp counter drop\n  }\n}\n',
+          input:
+            'table ip mclupgrade {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    ip protocol igmp counter drop\n  }\n}\n',
         });
         const install = await exec(
-          ['npm', 'install', '--global', '--prefix', prefix, nextTarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+          [
+            'npm',
+            'install',
+            '--global',
+            '--prefix',
+            prefix,
+            nextTarball,
+            '--prefer-offline',
+            '--no-audit',
+            '--no-fund',
+            '--loglevel=error',
+          ],
           {
             cwd: scratch,
             env,
@@ -260,7 +337,9 @@ describe('the package installed from its tarball on a node without a compiler', 
         const status = await control<DaemonStatus>(daemon, ['status']);
         assert.equal(status.version, next);
         assert.equal(status.groups, 1);
-        const reports = Object.entries(status.counters.igmpMessages).filter(([type, count]) => type.endsWith('_report') && count > 0);
+        const reports = Object.entries(status.counters.igmpMessages).filter(
+          ([type, count]) => type.endsWith('_report') && count > 0,
+        );
         assert.deepEqual(reports, [], 'the new daemon heard a report: the state was not what restored the member');
         const groups = await control<GroupView[]>(daemon, ['groups']);
         assert.deepEqual(
@@ -272,11 +351,18 @@ describe('the package installed from its tarball on a node without a compiler', 
         assert.deepEqual(await daemon.stop('SIGTERM'), { code: 0, signal: null });
 
         // Back to a release that cannot read the file: refused, exit 64, the file left as it was.
-        const newer = JSON.stringify({ ...JSON.parse(readFileSync(stateFile, 'utf8')), version: 3, writtenBy: '9.0.0' });
+        const newer = JSON.stringify({
+          ...JSON.parse(readFileSync(stateFile, 'utf8')),
+          version: 3,
+          writtenBy: '9.0.0',
+        });
         writeFileSync(stateFile, newer);
         daemon = startDaemon(node, { bin, stateDir, multicastInterfaces: [] });
         assert.deepEqual(await daemon.exited, { code: 64, signal: null });
-        assert.match(daemon.logs().join('\n'), /is of format 3 \(written by mcastctl 9\.0\.0\), newer than this mcastctl \S+ reads \(formats 1 to 2\)/);
+        assert.match(
+          daemon.logs().join('\n'),
+          /is of format 3 \(written by mcastctl 9\.0\.0\), newer than this mcastctl \S+ reads \(formats 1 to 2\)/,
+        );
         assert.equal(readFileSync(stateFile, 'utf8'), newer);
       } finally {
         await receiver.stop();
@@ -293,7 +379,12 @@ describe('the package installed from its tarball on a node without a compiler', 
     const bridge = await lab.linuxBridge(ns, 'br', { address: '10.63.0.1/24', snooping: false });
     const observer = await lab.host('obs', { bridge });
     const sender = await Member.start(lab, await lab.host('tx', { bridge }));
-    const snoop = spawnInNamespace(lab, observer.ns, [join(prefix, 'bin/mcastctl'), 'snoop', '--iface', observer.iface, '--count', '1', '--json'], env);
+    const snoop = spawnInNamespace(
+      lab,
+      observer.ns,
+      [join(prefix, 'bin/mcastctl'), 'snoop', '--iface', observer.iface, '--count', '1', '--json'],
+      env,
+    );
     // Sent until snoop has one: it listens only once it has started.
     for (let attempt = 0; attempt < 60 && snoop.exitCode() === null; attempt++) {
       await sender.sendIgmp(GROUP, v2Report(GROUP));
@@ -301,7 +392,13 @@ describe('the package installed from its tarball on a node without a compiler', 
     }
     const result = await snoop.done;
     assert.equal(result.code, 0, result.stderr);
-    const line = JSON.parse(result.stdout.trim()) as { src: string; dst: string; type: string; version: number; group: string };
+    const line = JSON.parse(result.stdout.trim()) as {
+      src: string;
+      dst: string;
+      type: string;
+      version: number;
+      group: string;
+    };
     assert.deepEqual(
       { src: line.src, dst: line.dst, type: line.type, version: line.version, group: line.group },
       { src: sender.host.address, dst: GROUP, type: 'report', version: 2, group: GROUP },
@@ -310,7 +407,12 @@ describe('the package installed from its tarball on a node without a compiler', 
 });
 
 /** Runs argv inside `ns` with `env`; `done` resolves with its output when it exits (killed after 20 s). */
-function spawnInNamespace(lab: Lab, ns: string, argv: readonly string[], env: NodeJS.ProcessEnv): { done: Promise<Ran>; exitCode(): number | null } {
+function spawnInNamespace(
+  lab: Lab,
+  ns: string,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { done: Promise<Ran>; exitCode(): number | null } {
   const child = lab.spawn(ns, argv, { env });
   let stdout = '';
   let stderr = '';

@@ -134,7 +134,10 @@ function filterTests(): void {
 
     test('Ethernet: frames the decoder must judge pass (runts, options, broken headers)', () => {
       assert.ok(accepts(ethernet, ethernetFrame(0x0800, Buffer.alloc(10, 0x45))), 'shorter than an IPv4 header');
-      assert.ok(accepts(ethernet, ethernetFrame(0x0800, ipv4Packet({ firstByte: 0x46, protocol: 17 }))), 'UDP with options');
+      assert.ok(
+        accepts(ethernet, ethernetFrame(0x0800, ipv4Packet({ firstByte: 0x46, protocol: 17 }))),
+        'UDP with options',
+      );
       assert.ok(accepts(ethernet, ethernetFrame(0x0800, ipv4Packet({ firstByte: 0x44, protocol: 17 }))), 'IHL below 5');
       assert.ok(accepts(ethernet, ethernetFrame(0x0800, Buffer.alloc(10, 0x45), 7)), 'tagged runt');
     });
@@ -218,7 +221,11 @@ class Child {
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         this.process.kill('SIGKILL');
-        reject(new Error(`child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events).slice(0, 4000)}\nstderr: ${this.#stderr}`));
+        reject(
+          new Error(
+            `child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events).slice(0, 4000)}\nstderr: ${this.#stderr}`,
+          ),
+        );
       }, deadlineMs);
     });
     try {
@@ -240,10 +247,14 @@ class Child {
     const started = Date.now();
     while (!done()) {
       if (this.process.exitCode !== null || this.process.signalCode !== null) {
-        throw new Error(`child exited (${this.process.exitCode ?? this.process.signalCode}) before ${what}\nstderr: ${this.#stderr}`);
+        throw new Error(
+          `child exited (${this.process.exitCode ?? this.process.signalCode}) before ${what}\nstderr: ${this.#stderr}`,
+        );
       }
       if (Date.now() - started > deadlineMs) {
-        throw new Error(`gave up waiting for ${what}\nevents: ${JSON.stringify(this.events, null, 1).slice(0, 4000)}\nstderr: ${this.#stderr}`);
+        throw new Error(
+          `gave up waiting for ${what}\nevents: ${JSON.stringify(this.events, null, 1).slice(0, 4000)}\nstderr: ${this.#stderr}`,
+        );
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 250);
@@ -268,7 +279,8 @@ function spawnChild(prefix: readonly string[], role: string, extra: Record<strin
 
 // These tests are never skipped: without root or the addon they fail, saying why.
 function assertCanRun(): void {
-  if (process.getuid?.() !== 0) throw new Error('the kernel tests need root (network namespaces, CAP_NET_RAW): run them with sudo');
+  if (process.getuid?.() !== 0)
+    throw new Error('the kernel tests need root (network namespaces, CAP_NET_RAW): run them with sudo');
   try {
     nativePart('packetSocket');
   } catch (error) {
@@ -334,7 +346,9 @@ function kernelTests(): void {
     });
 
     function promiscuity(): number {
-      const [link] = JSON.parse(run('ip', ['-n', captureNs, '-d', '-j', 'link', 'show', captureIf])) as Array<{ promiscuity: number }>;
+      const [link] = JSON.parse(run('ip', ['-n', captureNs, '-d', '-j', 'link', 'show', captureIf])) as Array<{
+        promiscuity: number;
+      }>;
       return link!.promiscuity;
     }
 
@@ -344,7 +358,10 @@ function kernelTests(): void {
       await capture.waitFor('the capture to open', () => capture.events.some((e) => e.event === 'ready'));
       const ready = capture.events.find((e) => e.event === 'ready')!;
       assert.equal(ready.linkType, LinkType.ETHERNET);
-      assert.equal(ready.ifindex, Number(run('ip', ['netns', 'exec', captureNs, 'cat', `/sys/class/net/${captureIf}/ifindex`]).trim()));
+      assert.equal(
+        ready.ifindex,
+        Number(run('ip', ['netns', 'exec', captureNs, 'cat', `/sys/class/net/${captureIf}/ifindex`]).trim()),
+      );
       assert.ok(promiscuity() >= 1, 'promiscuous while the filtered capture is open');
 
       // The peer joins a group the capturing side never joins, and makes noise.
@@ -353,7 +370,14 @@ function kernelTests(): void {
       // The capturing namespace joins a group of its own: its report is an outgoing frame.
       capture.send('join');
 
-      type FrameEvent = { capture: 'filtered' | 'all'; direction: string; hex: string; originalLength: number; tsSec: number; tsNsec: number };
+      type FrameEvent = {
+        capture: 'filtered' | 'all';
+        direction: string;
+        hex: string;
+        originalLength: number;
+        tsSec: number;
+        tsNsec: number;
+      };
       const frames = (which: 'filtered' | 'all'): FrameEvent[] =>
         capture.events.filter((e) => e.event === 'frame' && e.capture === which) as unknown as FrameEvent[];
       const igmpWithGroup = (group: string, direction: string) => (f: FrameEvent) => {
@@ -404,7 +428,9 @@ function kernelTests(): void {
       const etherTypes = new Set(all.map((f) => Buffer.from(f.hex, 'hex').readUInt16BE(12)));
       assert.ok(etherTypes.has(0x0806), 'ARP crossed the interface (and the filter kept it out)');
 
-      const stats = capture.events.find((e) => e.event === 'stats') as { filtered: { received: number; dropped: number } } | undefined;
+      const stats = capture.events.find((e) => e.event === 'stats') as
+        | { filtered: { received: number; dropped: number } }
+        | undefined;
       assert.ok(stats !== undefined);
       assert.ok(stats.filtered.received >= filtered.length, 'the kernel counted at least the frames delivered');
       assert.equal(stats.filtered.dropped, 0);
@@ -422,7 +448,9 @@ function kernelTests(): void {
       const child = spawnChild(['ip', 'netns', 'exec', captureNs], 'lifecycle', { NODE_OPTIONS: '--expose-gc' });
       children.push(child);
       assert.equal(await child.exit(), 0, child.stderr);
-      const counts = child.events.find((e) => e.event === 'counts') as { before: number; open: number; closed: number; collected: number } | undefined;
+      const counts = child.events.find((e) => e.event === 'counts') as
+        | { before: number; open: number; closed: number; collected: number }
+        | undefined;
       assert.ok(counts !== undefined, child.stderr);
       assert.equal(counts.open, counts.before + 3);
       assert.equal(counts.closed, counts.before + 2);
@@ -457,9 +485,13 @@ function kernelTests(): void {
 
     test('without CAP_NET_RAW: PermissionError', async () => {
       // setpriv (util-linux) switches to nobody, which drops every capability.
-      const child = spawnChild(['ip', 'netns', 'exec', captureNs, 'setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'], 'unprivileged', {
-        MCL_IFACE: captureIf,
-      });
+      const child = spawnChild(
+        ['ip', 'netns', 'exec', captureNs, 'setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'],
+        'unprivileged',
+        {
+          MCL_IFACE: captureIf,
+        },
+      );
       children.push(child);
       assert.equal(await child.exit(), 0, child.stderr);
       const result = child.events.find((e) => e.event === 'error');
@@ -467,7 +499,10 @@ function kernelTests(): void {
         { name: result?.name, code: result?.code, exitCode: result?.exitCode },
         { name: 'PermissionError', code: 'no-permission', exitCode: 77 },
       );
-      assert.match(String(result?.message), new RegExp(`^cannot capture on ${captureIf}: EPERM .*CAP_NET_RAW.*setcap cap_net_raw\\+ep`));
+      assert.match(
+        String(result?.message),
+        new RegExp(`^cannot capture on ${captureIf}: EPERM .*CAP_NET_RAW.*setcap cap_net_raw\\+ep`),
+      );
     });
 
     test('a missing interface is a usage error naming it', () => {
@@ -639,7 +674,14 @@ function unprivilegedRole(): void {
     emit({ event: 'opened' });
   } catch (error) {
     const e = error as McastError;
-    emit({ event: 'error', name: e.name, code: e.code, exitCode: e.exitCode, message: e.message, isPermissionError: e instanceof PermissionError });
+    emit({
+      event: 'error',
+      name: e.name,
+      code: e.code,
+      exitCode: e.exitCode,
+      message: e.message,
+      isPermissionError: e instanceof PermissionError,
+    });
   }
 }
 

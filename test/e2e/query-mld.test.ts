@@ -69,7 +69,16 @@ interface Querier {
 
 interface QueryDocument {
   link: { iface?: string; bridge?: string };
-  queries: { protocol: string; version: number; kind: string; group: string | null; sources: string[]; src: string; dst: string; maxRespMs: number }[];
+  queries: {
+    protocol: string;
+    version: number;
+    kind: string;
+    group: string | null;
+    sources: string[];
+    src: string;
+    dst: string;
+    maxRespMs: number;
+  }[];
   responders: Responder[];
   queriers: Querier[];
   ignored: { reports: number };
@@ -105,7 +114,9 @@ function solicitedNode(address: string): string {
 // The lab
 
 /** The MLD queries in a classic pcap file (Ethernet), as the snoop decoder reads them. */
-function mldQueriesIn(file: string): { src: string; dst: string; hopLimit: number; routerAlert: boolean; version: number; group: string }[] {
+function mldQueriesIn(
+  file: string,
+): { src: string; dst: string; hopLimit: number; routerAlert: boolean; version: number; group: string }[] {
   const bytes = readFileSync(file);
   if (bytes.length < 24) return [];
   const little = bytes.readUInt32LE(0) === 0xa1b2c3d4 || bytes.readUInt32LE(0) === 0xa1b23c4d;
@@ -120,7 +131,9 @@ function mldQueriesIn(file: string): { src: string; dst: string; hopLimit: numbe
       src: event.src,
       dst: event.dst,
       hopLimit: event.ip.hopLimit,
-      routerAlert: (event.ip.hopByHop ?? []).some((option) => option.type === 5 && option.data[0] === 0 && option.data[1] === 0),
+      routerAlert: (event.ip.hopByHop ?? []).some(
+        (option) => option.type === 5 && option.data[0] === 0 && option.data[1] === 0,
+      ),
       version: event.message.version,
       group: event.message.group,
     });
@@ -130,7 +143,10 @@ function mldQueriesIn(file: string): { src: string; dst: string; hopLimit: numbe
 
 // ---------------------------------------------------------------------------------------
 
-describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { timeout: 120_000, concurrency: 1 }, () => {
+describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', {
+  timeout: 120_000,
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let q: Host;
   let h1: Host;
@@ -161,7 +177,9 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       enableIpv6(lab, h2.ns, h2.iface, 2, quick),
       enableIpv6(lab, h3.ns, h3.iface, 2, quick),
     ]);
-    [qAddress, a1, a2, a3] = (await Promise.all([q, h1, h2, h3].map((host) => linkLocalAddress(lab, host.ns, host.iface)))) as [string, string, string, string];
+    [qAddress, a1, a2, a3] = (await Promise.all(
+      [q, h1, h2, h3].map((host) => linkLocalAddress(lab, host.ns, host.iface)),
+    )) as [string, string, string, string];
     const [l1, l2, l3] = await Promise.all([h1, h2, h3].map((host) => MldListener.start(lab, host)));
     await l1!.do('join', G1);
     await l2!.do('join', G2);
@@ -200,7 +218,14 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
 
   function assertOnlyUs(doc: QueryDocument, version: 1 | 2): void {
     assert.deepEqual(
-      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({
+        address,
+        protocol,
+        version,
+        self,
+        elected,
+        queries,
+      })),
       [{ address: qAddress, protocol: 'mld', version, self: true, elected: true, queries: 1 }],
       'queriers: only us, elected',
     );
@@ -230,7 +255,11 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       const file = lab.file('bad-input.pcap');
       const tcpdump = await lab.startTcpdump(q.ns, q.iface, file, { filter: ['ip6'] });
       try {
-        await Promise.all(cases.map(async ([name, args]) => results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 }))));
+        await Promise.all(
+          cases.map(async ([name, args]) =>
+            results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 })),
+          ),
+        );
         // A control: one good query, which the capture must see (and only it).
         await query(['--group', NOBODY, '--max-resp', '0.2', '--wait', '0.3']);
         await sleep(200);
@@ -252,7 +281,9 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
     }
 
     it('none of them sent a query (the capture holds the control query alone, well-formed)', () => {
-      assert.deepEqual(captured, [{ src: qAddress, dst: NOBODY, hopLimit: 1, routerAlert: true, version: 2, group: NOBODY }]);
+      assert.deepEqual(captured, [
+        { src: qAddress, dst: NOBODY, hopLimit: 1, routerAlert: true, version: 2, group: NOBODY },
+      ]);
     });
   });
 
@@ -270,7 +301,18 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
           dst,
           maxRespMs,
         })),
-        [{ protocol: 'mld', version: 2, kind: 'general', group: null, sources: [], src: qAddress, dst: ALL_NODES, maxRespMs: 1000 }],
+        [
+          {
+            protocol: 'mld',
+            version: 2,
+            kind: 'general',
+            group: null,
+            sources: [],
+            src: qAddress,
+            dst: ALL_NODES,
+            maxRespMs: 1000,
+          },
+        ],
       );
       assertResponders(
         doc!,
@@ -303,7 +345,14 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       const { doc } = await query(['--group', SSM, '--source', `${S1},${S2},${S3}`, '--max-resp', '1']);
       assert.deepEqual(doc!.queries[0]?.sources, [S1, S2, S3]);
       assert.equal(doc!.queries[0]?.kind, 'group-and-source');
-      assertResponders(doc!, [answer(a2, SSM, 2, { mode: 'include', sources: [S1, S2] }), answer(a3, SSM, 2, { mode: 'include', sources: [S2] })], 1000);
+      assertResponders(
+        doc!,
+        [
+          answer(a2, SSM, 2, { mode: 'include', sources: [S1, S2] }),
+          answer(a3, SSM, 2, { mode: 'include', sources: [S2] }),
+        ],
+        1000,
+      );
       assertOnlyUs(doc!, 2);
     });
 
@@ -335,7 +384,21 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       const ours = query(['--group', NOBODY, '--max-resp', '0.5', '--wait', '6']);
       await sleep(1000);
       const other = await mcastctl(
-        ['query', '--iface', h3.iface, '--mld', '--version', '1', '--from', 'fe80::1', '--group', NOBODY, '--max-resp', '0.1', '--json'],
+        [
+          'query',
+          '--iface',
+          h3.iface,
+          '--mld',
+          '--version',
+          '1',
+          '--from',
+          'fe80::1',
+          '--group',
+          NOBODY,
+          '--max-resp',
+          '0.1',
+          '--json',
+        ],
         {
           ns: h3.ns,
           timeoutMs: 30_000,
@@ -345,7 +408,14 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
       const { doc } = await ours;
       assert.deepEqual(doc!.responders, []);
       assert.deepEqual(
-        doc!.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+        doc!.queriers.map(({ address, protocol, version, self, elected, queries }) => ({
+          address,
+          protocol,
+          version,
+          self,
+          elected,
+          queries,
+        })),
         [
           { address: 'fe80::1', protocol: 'mld', version: 1, self: false, elected: true, queries: 1 },
           { address: qAddress, protocol: 'mld', version: 2, self: true, elected: false, queries: 1 },
@@ -355,26 +425,37 @@ describe('mcastctl query --mld on a Linux bridge: h1 MLDv1, h2 and h3 MLDv2', { 
   });
 });
 
-describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, with their ports and names', { timeout: 120_000, concurrency: 1 }, () => {
+describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, with their ports and names', {
+  timeout: 120_000,
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let node: OvsNode;
   let pods: OvsPod[];
   /** Each pod's link-local address, by pod name. */
   const linkLocal = new Map<string, string>();
-  /** The queries' source: the link-local address of the bridge's MAC (its internal interface is in the node's namespace, not ours). */
+  /**
+   * The queries' source: the link-local address of the bridge's MAC (its internal interface is in the node's namespace,
+   * not ours).
+   */
   let bridgeSource: string;
   const VERSIONS: Record<string, 1 | 2> = { p1: 1, p2: 2, p3: 2 };
   const bridge = () => ['--mld', '--bridge', node.bridge, '--ovs-rundir', node.rundir];
   const probeFlows = (flows: readonly string[]) =>
     flows.filter((line) => {
       const cookie = /cookie=(0x[0-9a-f]+)/.exec(line)?.[1];
-      return cookie !== undefined && decodeFlowCookie(BigInt(cookie), DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind === FlowKind.IgmpQueryProbe;
+      return (
+        cookie !== undefined &&
+        decodeFlowCookie(BigInt(cookie), DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind === FlowKind.IgmpQueryProbe
+      );
     });
   const flows = async () =>
     (await node.ofctl('dump-flows', node.bridge))
       .split('\n')
       .filter((line) => line.includes('cookie='))
-      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
+      .map((line) =>
+        line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''),
+      )
       .sort();
 
   before(async () => {
@@ -385,14 +466,19 @@ describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, 
     // A bridge name of its own: no interface of this namespace may lend it a link-local address.
     node = await OvsNode.start(lab, 'm1', { bridge: 'br-mldq' });
     pods = [];
-    for (const [i, name] of ['p1', 'p2', 'p3'].entries()) pods.push(await node.addPod(name, { address: `10.79.0.${11 + i}/24` }));
+    for (const [i, name] of ['p1', 'p2', 'p3'].entries())
+      pods.push(await node.addPod(name, { address: `10.79.0.${11 + i}/24` }));
     // IPv6 on once each pod is on the bridge, so its DAD and unsolicited reports go through OVS.
-    await Promise.all(pods.map((pod) => enableIpv6(lab, pod.ns, pod.iface, VERSIONS[pod.name]!, { quickUnsolicitedReports: true })));
+    await Promise.all(
+      pods.map((pod) => enableIpv6(lab, pod.ns, pod.iface, VERSIONS[pod.name]!, { quickUnsolicitedReports: true })),
+    );
     for (const pod of pods) linkLocal.set(pod.name, await linkLocalAddress(lab, pod.ns, pod.iface));
     const mac = (await node.vsctl('get', 'interface', node.bridge, 'mac_in_use')).trim().replace(/"/g, '');
     bridgeSource = eui64LinkLocal(mac);
     // MldListener needs a name, a namespace and an interface: all a pod has of a Host.
-    const [l1, l2, l3] = await Promise.all(pods.map((pod) => MldListener.start(lab, { name: pod.name, ns: pod.ns, iface: pod.iface } as Host)));
+    const [l1, l2, l3] = await Promise.all(
+      pods.map((pod) => MldListener.start(lab, { name: pod.name, ns: pod.ns, iface: pod.iface } as Host)),
+    );
     await l1!.do('join', G1);
     await l2!.do('join', G2);
     await l2!.do('join-source', SSM, S1);
@@ -421,17 +507,33 @@ describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, 
   }
 
   type PodAnswer = Answer & { port: string; pod: string };
-  function podAnswer(name: string, group: string, version: 1 | 2, filter?: { mode: 'include' | 'exclude'; sources: string[] }): PodAnswer {
+  function podAnswer(
+    name: string,
+    group: string,
+    version: 1 | 2,
+    filter?: { mode: 'include' | 'exclude'; sources: string[] },
+  ): PodAnswer {
     const pod = pods.find((candidate) => candidate.name === name)!;
     return { ...answer(linkLocal.get(name)!, group, version, filter), port: pod.port, pod: `default/${name}` };
   }
   function assertPodResponders(doc: QueryDocument, expected: readonly PodAnswer[]): void {
-    const got = doc.responders.map((responder) => ({ ...predictable(responder), port: responder.port, pod: responder.pod }));
+    const got = doc.responders.map((responder) => ({
+      ...predictable(responder),
+      port: responder.port,
+      pod: responder.pod,
+    }));
     assert.deepEqual(sortAnswers(got), sortAnswers(expected), 'responders (exactly these, with port and pod)');
   }
   function assertOnlyUs(doc: QueryDocument, version: 1 | 2): void {
     assert.deepEqual(
-      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({ address, protocol, version, self, elected, queries })),
+      doc.queriers.map(({ address, protocol, version, self, elected, queries }) => ({
+        address,
+        protocol,
+        version,
+        self,
+        elected,
+        queries,
+      })),
       [{ address: bridgeSource, protocol: 'mld', version, self: true, elected: true, queries: 1 }],
     );
   }
@@ -452,13 +554,20 @@ describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, 
     assert.equal(during.length, 12, `four flows for each of three pod ports:\n${during.join('\n')}`);
     for (const pod of pods) {
       const types = during
-        .filter((line) => line.includes(`in_port=${pod.ofport},`) || line.includes(`in_port="${pod.port}"`) || line.includes(`in_port=${pod.port},`))
+        .filter(
+          (line) =>
+            line.includes(`in_port=${pod.ofport},`) ||
+            line.includes(`in_port="${pod.port}"`) ||
+            line.includes(`in_port=${pod.port},`),
+        )
         .map((line) => Number(/icmp_type=(\d+)/.exec(line)?.[1]))
         .sort((a, b) => a - b);
       assert.deepEqual(types, [130, 131, 132, 143], `pod ${pod.name}'s probe flows:\n${during.join('\n')}`);
     }
     assert.ok(
-      during.every((line) => line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`) && line.includes('icmp6')),
+      during.every(
+        (line) => line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`) && line.includes('icmp6'),
+      ),
       'MLD only (no IGMP probe), at priority igmp+2',
     );
     assert.deepEqual(
@@ -499,7 +608,10 @@ describe('mcastctl query --mld --bridge on OVS: pods p1 MLDv1, p2 and p3 MLDv2, 
     const left = await flows();
     assert.deepEqual(probeFlows(left), [], 'no flow of kind IgmpQueryProbe');
     assert.deepEqual(
-      left.filter((line) => line.includes('icmp_type=') && line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`)),
+      left.filter(
+        (line) =>
+          line.includes('icmp_type=') && line.includes(`priority=${DEFAULT_PIPELINE_CONFIG.priorities.igmp + 2},`),
+      ),
       [],
       'no ICMPv6-type flow at priority igmp+2',
     );

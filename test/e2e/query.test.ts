@@ -165,10 +165,17 @@ function nominalMs(args: readonly string[]): number {
 async function runQuery(label: string, args: string[], options: { ns?: string; json?: boolean } = {}): Promise<Run> {
   const argv = ['query', ...args, ...(options.json === false ? [] : ['--json'])];
   const startedAt = Date.now();
-  const result = await mcastctl(argv, { ...(options.ns === undefined ? {} : { ns: options.ns }), timeoutMs: nominalMs(args) + 30_000 });
+  const result = await mcastctl(argv, {
+    ...(options.ns === undefined ? {} : { ns: options.ns }),
+    timeoutMs: nominalMs(args) + 30_000,
+  });
   const endedAt = Date.now();
   const outcome: Run = { label, args, result, startedAt, endedAt };
-  assert.equal(result.code, 0, `mcastctl ${argv.join(' ')} exited ${result.code} (${result.signal ?? 'no signal'}):\n${result.stderr}`);
+  assert.equal(
+    result.code,
+    0,
+    `mcastctl ${argv.join(' ')} exited ${result.code} (${result.signal ?? 'no signal'}):\n${result.stderr}`,
+  );
   assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
   if (options.json !== false) {
     try {
@@ -193,12 +200,20 @@ function answer(
 }
 
 function sortAnswers(answers: readonly Answer[]): Answer[] {
-  return [...answers].sort((a, b) => `${a.group} ${a.host} ${a.port ?? ''}`.localeCompare(`${b.group} ${b.host} ${b.port ?? ''}`));
+  return [...answers].sort((a, b) =>
+    `${a.group} ${a.host} ${a.port ?? ''}`.localeCompare(`${b.group} ${b.host} ${b.port ?? ''}`),
+  );
 }
 
 /** The predictable part of each responder: the contract's fields, port and pod only where present. */
 function predictable(responder: Responder): Answer {
-  const picked: Answer = { host: responder.host, group: responder.group, version: responder.version, mode: responder.mode, sources: responder.sources };
+  const picked: Answer = {
+    host: responder.host,
+    group: responder.group,
+    version: responder.version,
+    mode: responder.mode,
+    sources: responder.sources,
+  };
   if ('port' in responder) picked.port = responder.port;
   if ('pod' in responder) picked.pod = responder.pod;
   return picked;
@@ -206,7 +221,11 @@ function predictable(responder: Responder): Answer {
 
 function assertResponders(doc: QueryDocument, expected: readonly Answer[]): void {
   assert.ok(Array.isArray(doc.responders), 'responders is a list');
-  assert.deepEqual(sortAnswers(doc.responders.map(predictable)), sortAnswers(expected), 'responders (exactly these, one per group and host)');
+  assert.deepEqual(
+    sortAnswers(doc.responders.map(predictable)),
+    sortAnswers(expected),
+    'responders (exactly these, one per group and host)',
+  );
 }
 
 /** Each delay is a number of milliseconds within the time the host had to answer. */
@@ -230,12 +249,23 @@ function assertQueries(run: Run, ownAddress: string): void {
     const { version, kind, group, sources, src, dst, maxRespMs, sentAt } = query;
     assert.deepEqual(
       { version, kind, group, sources, src, dst },
-      { version: want.version, kind: want.kind, group: want.group, sources: want.sources, src: want.src, dst: want.dst },
+      {
+        version: want.version,
+        kind: want.kind,
+        group: want.group,
+        sources: want.sources,
+        src: want.src,
+        dst: want.dst,
+      },
       `query ${i + 1}`,
     );
     // IGMPv1 has no Max Resp field; what the command prints for it is not specified.
     if (want.maxRespMs !== undefined) assert.equal(maxRespMs, want.maxRespMs, `maxRespMs of query ${i + 1}`);
-    assert.match(sentAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/, `sentAt of query ${i + 1} is an ISO time`);
+    assert.match(
+      sentAt,
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/,
+      `sentAt of query ${i + 1} is an ISO time`,
+    );
     const at = Date.parse(sentAt);
     assert.ok(at >= run.startedAt - 1000 && at <= run.endedAt + 1000, `sentAt ${sentAt} is outside the run`);
   }
@@ -249,11 +279,17 @@ function querierFields({ address, version, self, elected, queries }: Querier): Q
 function assertElapsed(run: Run): void {
   const nominal = nominalMs(run.args);
   assert.ok(run.result.elapsedMs >= nominal - 50, `ran ${run.result.elapsedMs} ms; it must collect for ${nominal} ms`);
-  assert.ok(run.result.elapsedMs <= nominal + RUN_SLACK_MS, `ran ${run.result.elapsedMs} ms for a nominal ${nominal} ms`);
+  assert.ok(
+    run.result.elapsedMs <= nominal + RUN_SLACK_MS,
+    `ran ${run.result.elapsedMs} ms for a nominal ${nominal} ms`,
+  );
   const firstQuery = run.doc?.queries[0];
   if (firstQuery === undefined) return;
   const collected = run.endedAt - Date.parse(firstQuery.sentAt);
-  assert.ok(collected <= nominal + WINDOW_SLACK_MS, `ended ${collected} ms after its first query, for a nominal ${nominal} ms`);
+  assert.ok(
+    collected <= nominal + WINDOW_SLACK_MS,
+    `ended ${collected} ms after its first query, for a nominal ${nominal} ms`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -328,9 +364,24 @@ function findAll(tree: Json | undefined, key: string, out: Json[] = []): Json[] 
 const PI_WARN = 0x00600000;
 
 async function readWire(file: string): Promise<WireFrame[]> {
-  const { stdout } = await run(['tshark', '-n', '-r', file, '-o', 'ip.check_checksum:TRUE', '-o', 'ip.defragment:FALSE', '-T', 'json', '--no-duplicate-keys'], {
-    timeoutMs: 60_000,
-  });
+  const { stdout } = await run(
+    [
+      'tshark',
+      '-n',
+      '-r',
+      file,
+      '-o',
+      'ip.check_checksum:TRUE',
+      '-o',
+      'ip.defragment:FALSE',
+      '-T',
+      'json',
+      '--no-duplicate-keys',
+    ],
+    {
+      timeoutMs: 60_000,
+    },
+  );
   const packets = JSON.parse(stdout.trim() === '' ? '[]' : stdout) as { _source: { layers: Tree } }[];
   return packets.map(({ _source: { layers } }) => {
     const frame = firstOf(layers.frame);
@@ -373,9 +424,11 @@ function queryProblems(frame: WireFrame, want: SentQuery): string[] {
     problems.push(`group field ${line.group}, not ${want.group ?? '0.0.0.0'}`);
   if (want.version === 3 && JSON.stringify(line.sources ?? []) !== JSON.stringify(want.sources))
     problems.push(`sources ${JSON.stringify(line.sources)}, not ${JSON.stringify(want.sources)}`);
-  if (want.maxRespMs !== undefined && line.maxRespTimeMs !== want.maxRespMs) problems.push(`max resp ${line.maxRespTimeMs} ms, not ${want.maxRespMs}`);
+  if (want.maxRespMs !== undefined && line.maxRespTimeMs !== want.maxRespMs)
+    problems.push(`max resp ${line.maxRespTimeMs} ms, not ${want.maxRespMs}`);
   // S (suppress router-side processing) on v3 group and group-and-source queries only: we ask, we do not prune.
-  if (want.version === 3 && line.sFlag !== (want.group !== null)) problems.push(`S flag ${line.sFlag}, not ${want.group !== null}`);
+  if (want.version === 3 && line.sFlag !== (want.group !== null))
+    problems.push(`S flag ${line.sFlag}, not ${want.group !== null}`);
   if (frame.ttl !== '1') problems.push(`TTL ${frame.ttl}`);
   if (!frame.routerAlert) problems.push('no Router Alert option');
   problems.push(...frame.alarms.map((alarm) => `tshark expert: ${alarm}`));
@@ -388,7 +441,10 @@ function compareQueries(frames: readonly WireFrame[], wanted: readonly SentQuery
   if (frames.length !== wanted.length) out.push(`${frames.length} frames for ${wanted.length} queries asked for`);
   for (let i = 0; i < Math.min(frames.length, wanted.length); i++) {
     const problems = queryProblems(frames[i]!, wanted[i]!);
-    if (problems.length > 0) out.push(`frame ${frames[i]!.number} (v${wanted[i]!.version} ${wanted[i]!.kind} query ${i + 1}): ${problems.join('; ')}`);
+    if (problems.length > 0)
+      out.push(
+        `frame ${frames[i]!.number} (v${wanted[i]!.version} ${wanted[i]!.kind} query ${i + 1}): ${problems.join('; ')}`,
+      );
   }
   return out;
 }
@@ -403,11 +459,19 @@ function reportsGroup(line: ExpectedLine | undefined, group: string): boolean {
  * A copy of the pcap `file` with frame `number` changed by `mutate(frame bytes, offset of
  * the IP header)`. Classic pcap (what tcpdump -w writes), Ethernet link type.
  */
-function spoiledCopy(file: string, copy: string, number: number, mutate: (bytes: Buffer, ipOffset: number) => void): void {
+function spoiledCopy(
+  file: string,
+  copy: string,
+  number: number,
+  mutate: (bytes: Buffer, ipOffset: number) => void,
+): void {
   const bytes = readFileSync(file);
   const magic = bytes.readUInt32LE(0);
   const little = magic === 0xa1b2c3d4 || magic === 0xa1b23c4d;
-  assert.ok(little || bytes.readUInt32BE(0) === 0xa1b2c3d4 || bytes.readUInt32BE(0) === 0xa1b23c4d, `${file} is not a classic pcap file`);
+  assert.ok(
+    little || bytes.readUInt32BE(0) === 0xa1b2c3d4 || bytes.readUInt32BE(0) === 0xa1b23c4d,
+    `${file} is not a classic pcap file`,
+  );
   let offset = 24;
   for (let n = 1; offset + 16 <= bytes.length; n++) {
     const length = little ? bytes.readUInt32LE(offset + 8) : bytes.readUInt32BE(offset + 8);
@@ -427,7 +491,9 @@ function resealIpHeader(bytes: Buffer, ip: number): void {
   bytes.writeUInt16BE(internetChecksum(bytes.subarray(ip, ip + length)), ip + 10);
 }
 
-/** A v3 group-specific query for `group` (Max Resp 1 s, QRV 2, QQIC 125), checksum filled in: the test's own control. */
+/**
+ * A v3 group-specific query for `group` (Max Resp 1 s, QRV 2, QQIC 125), checksum filled in: the test's own control.
+ */
 function v3GroupQuery(group: string): Uint8Array {
   const message = Uint8Array.from([0x11, 10, 0, 0, ...group.split('.').map(Number), 0x02, 125, 0, 0]);
   const checksum = internetChecksum(message);
@@ -507,7 +573,11 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         ['a link-local --group (224.0.0.1)', () => [...iface(), '--group', '224.0.0.1'], /224\.0\.0\.1/],
         ['a link-local --group (224.0.0.251)', () => [...iface(), '--group', '224.0.0.251'], /224\.0\.0\.251/],
         ['--source with --version 2', () => [...iface(), '--version', '2', '--group', SSM, '--source', S1], /source/i],
-        ['--source with --version 1', () => [...iface(), '--version', '1', '--group', SSM, '--source', S1], /source|group/i],
+        [
+          '--source with --version 1',
+          () => [...iface(), '--version', '1', '--group', SSM, '--source', S1],
+          /source|group/i,
+        ],
         ['--source without --group', () => [...iface(), '--version', '3', '--source', S1], /group|source/i],
         ['--max-resp 0', () => [...iface(), '--max-resp', '0'], /max.?resp/i],
         ['--max-resp 25.6 with --version 2', () => [...iface(), '--version', '2', '--max-resp', '25.6'], /25\.6/],
@@ -516,7 +586,11 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         ['--max-resp abc', () => [...iface(), '--max-resp', 'abc'], /abc/],
         ['--max-resp with --version 1', () => [...iface(), '--version', '1', '--max-resp', '5'], /max.?resp/i],
         ['--version 4', () => [...iface(), '--version', '4'], /version/i],
-        ['both --iface and --bridge', () => [...iface(), '--bridge', 'br-int'], /iface[\s\S]*bridge|bridge[\s\S]*iface/],
+        [
+          'both --iface and --bridge',
+          () => [...iface(), '--bridge', 'br-int'],
+          /iface[\s\S]*bridge|bridge[\s\S]*iface/,
+        ],
         ['neither --iface nor --bridge', () => ['--group', G1], /iface[\s\S]*bridge|bridge[\s\S]*iface/],
         ['--from 239.1.1.1 (multicast)', () => [...iface(), '--from', '239.1.1.1'], /239\.1\.1\.1/],
         ['--repeat 0', () => [...iface(), '--repeat', '0'], /repeat/],
@@ -537,7 +611,11 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         const tcpdump = await lab.startTcpdump(q.ns, q.iface, file, { filter: ['igmp'] });
         try {
           // All at once: nothing may be sent by any of them, whichever way they fail.
-          await Promise.all(cases.map(async ([name, args]) => results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 }))));
+          await Promise.all(
+            cases.map(async ([name, args]) =>
+              results.set(name, await mcastctl(['query', ...args()], { ns: q.ns, timeoutMs: 30_000 })),
+            ),
+          );
           // A control, sent by the test itself: the capture must see exactly this query.
           await qMember.sendIgmp(marker.dst, v3GroupQuery(marker.dst));
           await sleep(300);
@@ -591,9 +669,16 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         return outcome;
       }
 
-      /** Only ourselves (nobody else queries on this link); elected, except in IGMPv1, which has no election (RFC 2236 §4). */
+      /**
+       * Only ourselves (nobody else queries on this link); elected, except in IGMPv1, which has no election (RFC 2236
+       * §4).
+       */
       function assertOnlyUs(doc: QueryDocument, version: Version, queries = 1): void {
-        assert.deepEqual(doc.queriers.map(querierFields), [{ address: q.address, version, self: true, elected: version !== 1, queries }], 'queriers');
+        assert.deepEqual(
+          doc.queriers.map(querierFields),
+          [{ address: q.address, version, self: true, elected: version !== 1, queries }],
+          'queriers',
+        );
       }
 
       it('v3 general query (--max-resp 10): every membership, h1 in v1, h2 in v2, h3/h4 in v3 with their filters', async () => {
@@ -623,7 +708,14 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       it('v3 group-and-source-specific query: each member answers IS_INCLUDE with the queried sources it joined', async () => {
         // RFC 3376 §6.3: an include-mode member answers with the intersection of the queried
         // sources and its own (Linux: igmp_marksources); 10.9.9.7 was joined by nobody.
-        const { doc } = await query('v3 group-and-source', ['--group', SSM, '--source', `${S1},${S2},${S7}`, '--max-resp', '2']);
+        const { doc } = await query('v3 group-and-source', [
+          '--group',
+          SSM,
+          '--source',
+          `${S1},${S2},${S7}`,
+          '--max-resp',
+          '2',
+        ]);
         assertResponders(doc!, [
           answer(h3.address, SSM, 3, { mode: 'include', sources: [S1, S2] }),
           answer(h4.address, SSM, 3, { mode: 'include', sources: [S2] }),
@@ -634,12 +726,26 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       });
 
       it('--from 0.0.0.0 --repeat 2: two queries, one entry per answering host, no querier listed', async () => {
-        const run = await query('v3 group from 0.0.0.0, twice', ['--group', G3, '--from', '0.0.0.0', '--repeat', '2', '--interval', '0.5', '--max-resp', '1']);
+        const run = await query('v3 group from 0.0.0.0, twice', [
+          '--group',
+          G3,
+          '--from',
+          '0.0.0.0',
+          '--repeat',
+          '2',
+          '--interval',
+          '0.5',
+          '--max-resp',
+          '1',
+        ]);
         const doc = run.doc!;
         assertResponders(doc, [answer(h3.address, G3, 3), answer(h4.address, G3, 3)]);
         assert.deepEqual(doc.queriers, [], 'a querier with source 0.0.0.0 is nobody (and nobody else queried)');
         const [first, second] = doc.queries.map((query) => Date.parse(query.sentAt));
-        assert.ok(second! - first! >= 400 && second! - first! <= 1000, `--interval 0.5: queries ${second! - first!} ms apart`);
+        assert.ok(
+          second! - first! >= 400 && second! - first! <= 1000,
+          `--interval 0.5: queries ${second! - first!} ms apart`,
+        );
       });
 
       it('--max-resp 20 on v3 (a floating-point Max Resp Code) and an explicit --wait 1', async () => {
@@ -654,10 +760,15 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         const run = await query('v3 group for h1, human', ['--group', G1, '--max-resp', '10'], false);
         const found = tables(run.result.stdout);
         const responders = found.find((table) =>
-          ['group', 'host', 'version', 'filter', 'delay'].every((name) => (table[0] ?? []).some((cell) => cell.toLowerCase().startsWith(name))),
+          ['group', 'host', 'version', 'filter', 'delay'].every((name) =>
+            (table[0] ?? []).some((cell) => cell.toLowerCase().startsWith(name)),
+          ),
         );
         assert.ok(responders, `no table with columns Group, Host, Version, Filter, Delay in:\n${run.result.stdout}`);
-        assert.ok(!(responders[0] ?? []).some((cell) => /^(port|pod)$/i.test(cell)), 'no Port or Pod column on an interface');
+        assert.ok(
+          !(responders[0] ?? []).some((cell) => /^(port|pod)$/i.test(cell)),
+          'no Port or Pod column on an interface',
+        );
         const rows = responders.slice(1).filter((row) => row.some((cell) => cell !== ''));
         assert.equal(rows.length, 1, `one answer, h1's:\n${run.result.stdout}`);
         const [row] = rows as [string[]];
@@ -729,7 +840,9 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
 
       it('tshark: every frame the querier sent is a well-formed query as asked for, and the delays are those on the wire', async () => {
         await tcpdump?.stop();
-        const kinds = new Set(runs.flatMap((run) => sentQueries(run.args, q.address).map((query) => `v${query.version} ${query.kind}`)));
+        const kinds = new Set(
+          runs.flatMap((run) => sentQueries(run.args, q.address).map((query) => `v${query.version} ${query.kind}`)),
+        );
         for (const kind of ['v1 general', 'v2 general', 'v2 group', 'v3 general', 'v3 group', 'v3 group-and-source']) {
           assert.ok(kinds.has(kind), `no run sent a ${kind} query (an earlier test failed)`);
         }
@@ -748,14 +861,18 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         });
         const [bad] = (await readWire(spoiled)).filter((frame) => frame.number === first.number);
         const badProblems = queryProblems(bad!, wanted[0]!).join('; ');
-        for (const expected of [/TTL 2/, /bad-ip-checksum/, /expert: Bad checksum/]) assert.match(badProblems, expected);
+        for (const expected of [/TTL 2/, /bad-ip-checksum/, /expert: Bad checksum/])
+          assert.match(badProblems, expected);
         spoiledCopy(file(), spoiled, first.number, (bytes, ip) => {
           assert.equal(bytes.readUInt32BE(ip + 20), 0x94040000, 'the Router Alert option follows the fixed IP header');
           bytes.writeUInt32BE(0x01010101, ip + 20); // four NOPs instead
           resealIpHeader(bytes, ip);
         });
         const [noRa] = (await readWire(spoiled)).filter((frame) => frame.number === first.number);
-        assert.ok(queryProblems(noRa!, wanted[0]!).includes('no Router Alert option'), 'a query without Router Alert is caught');
+        assert.ok(
+          queryProblems(noRa!, wanted[0]!).includes('no Router Alert option'),
+          'a query without Router Alert is caught',
+        );
 
         // sentAt and delayMs of each JSON run against the wire's timestamps.
         let index = 0;
@@ -767,14 +884,18 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
           if (!run.doc || queryFrames.length !== count) continue;
           for (const [i, query] of run.doc.queries.entries()) {
             const skew = Date.parse(query.sentAt) - queryFrames[i]!.ts * 1000;
-            if (Math.abs(skew) > 500) differences.push(`${run.label}: sentAt ${query.sentAt} is ${skew} ms from the frame`);
+            if (Math.abs(skew) > 500)
+              differences.push(`${run.label}: sentAt ${query.sentAt} is ${skew} ms from the frame`);
           }
           if (count !== 1) continue;
           const queryTs = queryFrames[0]!.ts;
           for (const responder of run.doc.responders) {
             const report = frames.find(
               (frame) =>
-                frame.ts > queryTs && frame.ts * 1000 <= run.endedAt && frame.igmp?.src === responder.host && reportsGroup(frame.igmp, responder.group),
+                frame.ts > queryTs &&
+                frame.ts * 1000 <= run.endedAt &&
+                frame.igmp?.src === responder.host &&
+                reportsGroup(frame.igmp, responder.group),
             );
             if (!report) {
               differences.push(`${run.label}: no report from ${responder.host} for ${responder.group} on the wire`);
@@ -782,7 +903,9 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
             }
             const wire = (report.ts - queryTs) * 1000;
             if (Math.abs(responder.delayMs - wire) > DELAY_TOLERANCE_MS) {
-              differences.push(`${run.label}: ${responder.host} for ${responder.group}: delayMs ${responder.delayMs}, on the wire ${wire.toFixed(0)} ms`);
+              differences.push(
+                `${run.label}: ${responder.host} for ${responder.group}: delayMs ${responder.delayMs}, on the wire ${wire.toFixed(0)} ms`,
+              );
             }
           }
         }
@@ -815,23 +938,41 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       const tcpdump = await lab.startTcpdump(q2.ns, q2.iface, lab.file('q2.pcap'), { filter: ['igmp'] });
       let outcome: Run;
       try {
-        outcome = await runQuery('v3 general with a v2 querier around', ['--iface', q2.iface, '--max-resp', '1', '--wait', '3'], { ns: q2.ns });
+        outcome = await runQuery(
+          'v3 general with a v2 querier around',
+          ['--iface', q2.iface, '--max-resp', '1', '--wait', '3'],
+          { ns: q2.ns },
+        );
       } finally {
         await tcpdump.stop();
       }
       const doc = outcome.doc!;
       assertQueries(outcome, q2.address);
-      const heard = (await readWire(lab.file('q2.pcap'))).filter((frame) => frame.igmp?.type === 'query' && frame.igmp.src === bridge.address);
+      const heard = (await readWire(lab.file('q2.pcap'))).filter(
+        (frame) => frame.igmp?.type === 'query' && frame.igmp.src === bridge.address,
+      );
       assert.ok(heard.length >= 2, `the bridge sent ${heard.length} queries during the run`);
       const byAddress = new Map(doc.queriers.map((querier) => [querier.address, querier]));
       assert.equal(doc.queriers.length, 2, `queriers: ${JSON.stringify(doc.queriers)}`);
       const theirs = byAddress.get(bridge.address!);
       assert.ok(theirs, `the bridge ${bridge.address} is among the queriers: ${JSON.stringify(doc.queriers)}`);
-      assert.deepEqual({ ...querierFields(theirs), queries: 0 }, { address: bridge.address, version: 2, self: false, elected: true, queries: 0 });
-      assert.ok(theirs.queries >= 2 && theirs.queries <= heard.length, `the bridge's queries: ${theirs.queries}; tcpdump saw ${heard.length}`);
+      assert.deepEqual(
+        { ...querierFields(theirs), queries: 0 },
+        { address: bridge.address, version: 2, self: false, elected: true, queries: 0 },
+      );
+      assert.ok(
+        theirs.queries >= 2 && theirs.queries <= heard.length,
+        `the bridge's queries: ${theirs.queries}; tcpdump saw ${heard.length}`,
+      );
       const ours = byAddress.get(q2.address);
       assert.ok(ours, `ourselves (${q2.address}) among the queriers: ${JSON.stringify(doc.queriers)}`);
-      assert.deepEqual(querierFields(ours), { address: q2.address, version: 3, self: true, elected: false, queries: 1 });
+      assert.deepEqual(querierFields(ours), {
+        address: q2.address,
+        version: 3,
+        self: true,
+        elected: false,
+        queries: 1,
+      });
       assert.deepEqual(doc.responders, [], 'nobody is a member of anything here');
     });
   });
@@ -839,14 +980,20 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
   describe('on an OVS bridge (--bridge): pods, their ports and names', { concurrency: 1 }, () => {
     // p2 is forced to v2: its group is its own (it would suppress its report on hearing another's:
     // the bridge's NORMAL flow floods reports to every pod). p1 and p3 (v3) share one.
-    const GROUPS: Record<string, string[]> = { p1: ['239.10.1.1', '239.10.9.9'], p2: ['239.10.2.2'], p3: ['239.10.3.3', '239.10.9.9'] };
+    const GROUPS: Record<string, string[]> = {
+      p1: ['239.10.1.1', '239.10.9.9'],
+      p2: ['239.10.2.2'],
+      p3: ['239.10.3.3', '239.10.9.9'],
+    };
     let node: OvsNode;
     let pods: OvsPod[];
     const flows = async () =>
       (await node.ofctl('dump-flows', node.bridge))
         .split('\n')
         .filter((line) => line.includes('cookie='))
-        .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
+        .map((line) =>
+          line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''),
+        )
         .sort();
 
     before(async () => {
@@ -854,7 +1001,10 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       node = await OvsNode.start(lab, 'n1');
       pods = [];
       for (const [i, name] of ['p1', 'p2', 'p3'].entries()) {
-        const pod = await node.addPod(name, { address: `10.1.0.${11 + i}/24`, ...(name === 'p2' ? { igmpVersion: 2 as const } : {}) });
+        const pod = await node.addPod(name, {
+          address: `10.1.0.${11 + i}/24`,
+          ...(name === 'p2' ? { igmpVersion: 2 as const } : {}),
+        });
         await lab.sysctl(pod.ns, `net.ipv4.conf.${pod.iface}.igmpv2_unsolicited_report_interval`, 100);
         await lab.sysctl(pod.ns, `net.ipv4.conf.${pod.iface}.igmpv3_unsolicited_report_interval`, 100);
         pods.push(pod);
@@ -873,19 +1023,37 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       let outcome: Run;
       try {
         // As install.test.ts does: from this machine's namespace, OVS found through --ovs-rundir.
-        outcome = await runQuery('OVS v3 general', ['--bridge', node.bridge, '--ovs-rundir', node.rundir, '--max-resp', '2']);
+        outcome = await runQuery('OVS v3 general', [
+          '--bridge',
+          node.bridge,
+          '--ovs-rundir',
+          node.rundir,
+          '--max-resp',
+          '2',
+        ]);
       } finally {
         await Promise.all([local.stop(), atPod.stop()]);
       }
       const doc = outcome.doc!;
       assert.deepEqual(doc.link, { bridge: node.bridge });
       assert.deepEqual(
-        doc.queries.map(({ version, kind, group, sources, dst, maxRespMs }) => ({ version, kind, group, sources, dst, maxRespMs })),
+        doc.queries.map(({ version, kind, group, sources, dst, maxRespMs }) => ({
+          version,
+          kind,
+          group,
+          sources,
+          dst,
+          maxRespMs,
+        })),
         [{ version: 3, kind: 'general', group: null, sources: [], dst: ALL_HOSTS, maxRespMs: 2000 }],
       );
       assertElapsed(outcome);
       const expected = pods.flatMap((pod) =>
-        GROUPS[pod.name]!.map((group) => ({ ...answer(pod.address, group, pod.name === 'p2' ? 2 : 3), port: pod.port, pod: `default/${pod.name}` })),
+        GROUPS[pod.name]!.map((group) => ({
+          ...answer(pod.address, group, pod.name === 'p2' ? 2 : 3),
+          port: pod.port,
+          pod: `default/${pod.name}`,
+        })),
       );
       assertResponders(doc, expected);
       assertDelays(doc, () => 2000);
@@ -894,8 +1062,14 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
       const queriesAt = async (file: string) =>
         (await readWire(file))
           .filter((frame) => frame.igmp?.type === 'query')
-          .map((frame) => `v${frame.igmp!.version} ${frame.igmp!.dst} TTL ${frame.ttl}${frame.routerAlert ? ' RA' : ''}`);
-      assert.deepEqual(await queriesAt(lab.file('pod1.pcap')), [`v3 ${ALL_HOSTS} TTL 1 RA`], 'the query reached pod p1, once');
+          .map(
+            (frame) => `v${frame.igmp!.version} ${frame.igmp!.dst} TTL ${frame.ttl}${frame.routerAlert ? ' RA' : ''}`,
+          );
+      assert.deepEqual(
+        await queriesAt(lab.file('pod1.pcap')),
+        [`v3 ${ALL_HOSTS} TTL 1 RA`],
+        'the query reached pod p1, once',
+      );
       assert.deepEqual(await queriesAt(lab.file('local.pcap')), [], 'no query out of the LOCAL port');
       assert.deepEqual(await flows(), flowsBefore, 'the flow table is as it was before the run');
     });
@@ -911,7 +1085,15 @@ describe('mcastctl query', { timeout: 240_000, concurrency: true }, () => {
         const file = lab.file(`plain-${args.length}.pcap`);
         const tcpdump = await lab.startTcpdump(node.ns, peer, file, { filter: ['igmp'] });
         try {
-          await runQuery(`OVS ${args.join(' ')}`, ['--bridge', node.bridge, '--ovs-rundir', node.rundir, '--max-resp', '0.5', ...args]);
+          await runQuery(`OVS ${args.join(' ')}`, [
+            '--bridge',
+            node.bridge,
+            '--ovs-rundir',
+            node.rundir,
+            '--max-resp',
+            '0.5',
+            ...args,
+          ]);
         } finally {
           await tcpdump.stop();
         }

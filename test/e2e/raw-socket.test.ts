@@ -44,7 +44,15 @@ const v2Report = (group: string): Uint8Array => igmp.encode({ kind: 'report', ve
 // The child: the raw socket, reporting what happens as JSON lines on stdout
 
 type Event =
-  | { event: 'refused'; what: string; code: unknown; errno: unknown; syscall: unknown; typed?: string; typedErrno?: string }
+  | {
+      event: 'refused';
+      what: string;
+      code: unknown;
+      errno: unknown;
+      syscall: unknown;
+      typed?: string;
+      typedErrno?: string;
+    }
   | { event: 'mrt-init-taken' }
   | { event: 'ready' }
   | { event: 'message'; source: string; protocol: number; type: number; group: string }
@@ -63,7 +71,11 @@ function describeError(what: string, error: unknown): Event {
 function receiverRole(iface: string): void {
   const socket = openRawSocket({ family: 4, protocol: IPPROTO_IGMP, receiveBufferBytes: 262144 });
   socket.setOption(IPPROTO_IP, IP_MULTICAST_TTL, 1);
-  socket.setOption(IPPROTO_IP, IP_ADD_MEMBERSHIP, ipMreqn.encode({ group: GROUP, address: '0.0.0.0', ifindex: ifindexOf(iface) }));
+  socket.setOption(
+    IPPROTO_IP,
+    IP_ADD_MEMBERSHIP,
+    ipMreqn.encode({ group: GROUP, address: '0.0.0.0', ifindex: ifindexOf(iface) }),
+  );
   try {
     socket.setOption(IPPROTO_IP, IP_ADD_MEMBERSHIP, new Uint8Array(3));
   } catch (error) {
@@ -117,7 +129,9 @@ function receiverRole(iface: string): void {
   });
 }
 
-/** Opens three sockets (one closed, one listening then closed, one dropped unstarted) and counts them with the kernel. */
+/**
+ * Opens three sockets (one closed, one listening then closed, one dropped unstarted) and counts them with the kernel.
+ */
 async function lifecycleRole(): Promise<void> {
   const counts = await socketLifecycle({
     table: '/proc/net/raw',
@@ -154,14 +168,20 @@ class Receiver {
   async waitFor(what: string, found: () => boolean, timeoutMs = 15_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!found()) {
-      if (this.child.exitCode !== null) throw new Error(`the receiver exited (${this.child.exitCode}) before ${what}: ${this.stderr}`);
-      if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms: events ${JSON.stringify(this.events)}, stderr ${this.stderr}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`the receiver exited (${this.child.exitCode}) before ${what}: ${this.stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no ${what} after ${timeoutMs} ms: events ${JSON.stringify(this.events)}, stderr ${this.stderr}`,
+        );
       await sleep(50);
     }
   }
 
   refusal(what: string): Extract<Event, { event: 'refused' }> | undefined {
-    return this.events.find((event): event is Extract<Event, { event: 'refused' }> => event.event === 'refused' && event.what === what);
+    return this.events.find(
+      (event): event is Extract<Event, { event: 'refused' }> => event.event === 'refused' && event.what === what,
+    );
   }
 }
 
@@ -173,14 +193,19 @@ function kernelTests(): void {
     let receiver: Receiver;
 
     before(async () => {
-      if (process.getuid?.() !== 0) throw new Error('the raw socket tests need root (network namespaces, CAP_NET_RAW): run them with sudo');
+      if (process.getuid?.() !== 0)
+        throw new Error('the raw socket tests need root (network namespaces, CAP_NET_RAW): run them with sudo');
       lab = Lab.create();
       const ns = await lab.namespace('sw');
       const bridge = await lab.linuxBridge(ns, 'br', { address: '10.62.0.1/24', snooping: false });
       receiverHost = await lab.host('rx', { bridge });
       const senderHost = await lab.host('tx', { bridge });
       sender = await Member.start(lab, senderHost);
-      const env: NodeJS.ProcessEnv = { ...process.env, MCL_RAW_SOCKET_ROLE: 'receiver', MCL_RAW_SOCKET_IFACE: receiverHost.iface };
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        MCL_RAW_SOCKET_ROLE: 'receiver',
+        MCL_RAW_SOCKET_IFACE: receiverHost.iface,
+      };
       delete env.NODE_TEST_CONTEXT;
       receiver = new Receiver(lab.spawn(receiverHost.ns, [process.execPath, '--import', 'tsx', THIS_FILE], { env }));
       await receiver.waitFor('ready line', () => receiver.events.some((event) => event.event === 'ready'));
@@ -192,19 +217,36 @@ function kernelTests(): void {
 
     it('receives the IGMP report another host sends to a group it joined with a struct option', async () => {
       const report = v2Report(GROUP);
-      const seen = () => receiver.events.some((event) => event.event === 'message' && event.source === sender.host.address && event.group === GROUP);
+      const seen = () =>
+        receiver.events.some(
+          (event) => event.event === 'message' && event.source === sender.host.address && event.group === GROUP,
+        );
       // Sent until seen: the receiver's membership takes effect as its own report leaves.
       for (let attempt = 0; attempt < 40 && !seen(); attempt++) {
         await sender.sendIgmp(GROUP, report);
         await sleep(250);
       }
       await receiver.waitFor('report from the sender', seen, 2000);
-      const message = receiver.events.find((event) => event.event === 'message' && event.source === sender.host.address);
-      assert.deepEqual(message, { event: 'message', source: sender.host.address, protocol: IPPROTO_IGMP, type: 0x16, group: GROUP });
+      const message = receiver.events.find(
+        (event) => event.event === 'message' && event.source === sender.host.address,
+      );
+      assert.deepEqual(message, {
+        event: 'message',
+        source: sender.host.address,
+        protocol: IPPROTO_IGMP,
+        type: 0x16,
+        group: GROUP,
+      });
     });
 
     it("a kernel refusal is a system error: the errno's name in code, its negated number, the call", () => {
-      assert.deepEqual(receiver.refusal('short ip_mreqn'), { event: 'refused', what: 'short ip_mreqn', code: 'EINVAL', errno: -22, syscall: 'setsockopt' });
+      assert.deepEqual(receiver.refusal('short ip_mreqn'), {
+        event: 'refused',
+        what: 'short ip_mreqn',
+        code: 'EINVAL',
+        errno: -22,
+        syscall: 'setsockopt',
+      });
     });
 
     it('MRT_INIT without multicast routing in the kernel is ENOPROTOOPT, and the router socket keeps that name', (t) => {
@@ -212,7 +254,13 @@ function kernelTests(): void {
         t.skip('this kernel has multicast routing: MRT_INIT was taken, its absence cannot be shown here');
         return;
       }
-      assert.deepEqual(receiver.refusal('MRT_INIT'), { event: 'refused', what: 'MRT_INIT', code: 'ENOPROTOOPT', errno: -92, syscall: 'setsockopt' });
+      assert.deepEqual(receiver.refusal('MRT_INIT'), {
+        event: 'refused',
+        what: 'MRT_INIT',
+        code: 'ENOPROTOOPT',
+        errno: -92,
+        syscall: 'setsockopt',
+      });
       const typed = receiver.refusal('RouterSocket.open');
       assert.equal(typed?.typed, 'io');
       assert.equal(typed?.typedErrno, 'ENOPROTOOPT');
@@ -237,9 +285,13 @@ function kernelTests(): void {
     it('frees the socket on close() and when an idle socket is garbage collected', async () => {
       const env: NodeJS.ProcessEnv = { ...process.env, MCL_RAW_SOCKET_ROLE: 'lifecycle' };
       delete env.NODE_TEST_CONTEXT;
-      const child = new Receiver(lab.spawn(receiverHost.ns, [process.execPath, '--expose-gc', '--import', 'tsx', THIS_FILE], { env }));
+      const child = new Receiver(
+        lab.spawn(receiverHost.ns, [process.execPath, '--expose-gc', '--import', 'tsx', THIS_FILE], { env }),
+      );
       assert.equal(await child.exited, 0, child.stderr);
-      const counts = child.events.find((event): event is Extract<Event, { event: 'counts' }> => event.event === 'counts');
+      const counts = child.events.find(
+        (event): event is Extract<Event, { event: 'counts' }> => event.event === 'counts',
+      );
       assert.ok(counts !== undefined, child.stderr);
       assert.equal(counts.open, counts.before + 3, 'three sockets open');
       assert.equal(counts.closed, counts.before + 2, 'close() released one at once');

@@ -84,7 +84,11 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
     });
 
     const ofport = (n: number) => pods[n - 1]!.ofport;
-    const declaredGroups = () => ({ [G1]: [ofport(1), ofport(2)], [G2]: [ofport(2), ofport(3)], [G3]: [ofport(1), ofport(3)] });
+    const declaredGroups = () => ({
+      [G1]: [ofport(1), ofport(2)],
+      [G2]: [ofport(2), ofport(3)],
+      [G3]: [ofport(1), ofport(3)],
+    });
 
     it('from nothing: adds every group (exit 2); a second run is in sync (exit 0)', async () => {
       const first = await cli('reconcile', '-f', file, '--json');
@@ -123,7 +127,12 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
 
     it('induced drift: --dry-run lists exactly it and changes nothing; a run repairs exactly ours; then in sync', async () => {
       // 1. one of our flows deleted by hand (its OVS group stays, reached by nothing)
-      await node.ofctl('--strict', 'del-flows', node.bridge, `cookie=${groupCookie(G1)}/-1,table=0,priority=200,ip,nw_dst=${G1}`);
+      await node.ofctl(
+        '--strict',
+        'del-flows',
+        node.bridge,
+        `cookie=${groupCookie(G1)}/-1,table=0,priority=200,ip,nw_dst=${G1}`,
+      );
       // 2. a stray OVS group in our id range
       await node.ofctl('add-group', node.bridge, `group_id=${STRAY_ID},type=all,bucket=output:1`);
       // 3. a group's buckets changed
@@ -186,10 +195,20 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
       );
       assert.deepEqual(await ourGroups(node), declaredGroups(), 'OVS as declared');
       const switchAfter = await node.switchState();
-      assert.ok(!switchAfter.groups.some((line) => line.startsWith(`group_id=${STRAY_ID},`)), 'the stray group is gone');
-      assert.ok(!switchAfter.groups.some((line) => line.startsWith(`group_id=${groupId(UNDECLARED)},`)), "the undeclared group's OVS group is gone");
+      assert.ok(
+        !switchAfter.groups.some((line) => line.startsWith(`group_id=${STRAY_ID},`)),
+        'the stray group is gone',
+      );
+      assert.ok(
+        !switchAfter.groups.some((line) => line.startsWith(`group_id=${groupId(UNDECLARED)},`)),
+        "the undeclared group's OVS group is gone",
+      );
       assert.equal(switchAfter.groups.length, 3, switchAfter.groups.join('\n'));
-      assert.equal(switchAfter.flows.filter((line) => line.startsWith('cookie=0x4d4303')).length, 3, switchAfter.flows.join('\n'));
+      assert.equal(
+        switchAfter.flows.filter((line) => line.startsWith('cookie=0x4d4303')).length,
+        3,
+        switchAfter.flows.join('\n'),
+      );
       assert.ok(
         switchAfter.flows.includes('cookie=0x1234, table=0, priority=50,ip,nw_dst=239.9.9.9 actions=drop'),
         `the foreign flow is untouched:\n${switchAfter.flows.join('\n')}`,
@@ -238,8 +257,12 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
     });
 
     describe('a bad file: exit 64 naming the line, nothing changed', () => {
-      // This state declares no routes: the route cases declare one from a pod's port to the gateway, refused before the kernel is read.
-      const cases = badStateFiles(() => ({ state, route: { group: G1, source: '10.9.9.9', iif: pods[2]!.port, oifs: ['gw0'] } }));
+      // This state declares no routes: the route cases declare one from a pod's port to the gateway, refused before the
+      // kernel is read.
+      const cases = badStateFiles(() => ({
+        state,
+        route: { group: G1, source: '10.9.9.9', iif: pods[2]!.port, oifs: ['gw0'] },
+      }));
       for (const bad of cases) {
         it(bad.name, async () => {
           // Drift that a run going ahead would repair: G3's flow deleted.
@@ -291,7 +314,12 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
         const before = await node.switchState();
         const result = await cli('reconcile', '-f', file);
         assert.equal(result.code, 1, result.stderr);
-        assert.match(result.stderr, new RegExp(`another mcastctl reconcile \\(pid ${pid}\\) is running: it holds ${lockFile.replace(/[.]/g, '\\.')}`));
+        assert.match(
+          result.stderr,
+          new RegExp(
+            `another mcastctl reconcile \\(pid ${pid}\\) is running: it holds ${lockFile.replace(/[.]/g, '\\.')}`,
+          ),
+        );
         noStack(result);
         assert.deepEqual(await node.switchState(), before, 'nothing changed');
         assert.equal(readFileSync(lockFile, 'utf8').trim(), String(pid), "the holder's lock is left as it was");
@@ -305,7 +333,9 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
 
       it('a lock left by a dead process is taken over', async () => {
         holder!.kill('SIGKILL'); // ip netns exec execs python: the holder itself dies, and the kernel frees its socket
-        await new Promise((resolve) => (holder!.exitCode !== null || holder!.signalCode !== null ? resolve(undefined) : holder!.once('exit', resolve)));
+        await new Promise((resolve) =>
+          holder!.exitCode !== null || holder!.signalCode !== null ? resolve(undefined) : holder!.once('exit', resolve),
+        );
         assert.equal(existsSync(lockFile), true, 'the dead holder left its lock file');
         const result = await cli('reconcile', '-f', file, '--json');
         assert.equal(result.code, 2, result.stderr);
@@ -319,7 +349,10 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
 
       it('two runs started together: each either repairs or is refused as busy, never both apply', async () => {
         await node.ofctl('del-flows', node.bridge, `cookie=${groupCookie(G1)}/-1`);
-        const results = await Promise.all([cli('reconcile', '-f', file, '--json'), cli('reconcile', '-f', file, '--json')]);
+        const results = await Promise.all([
+          cli('reconcile', '-f', file, '--json'),
+          cli('reconcile', '-f', file, '--json'),
+        ]);
         const codes = results.map((result) => result.code).sort();
         // Either one repaired (2) and the other was busy (1) or ran after it (0).
         assert.ok(
@@ -366,7 +399,10 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
     it('reconcile adds the static part only; the learned group and its flow stay', async () => {
       receiver = await learnedGroupWithTraffic(node, LEARNED, 5300, pods[0]!, pods[1]!);
       const learnedBefore = await learnedEntries();
-      assert.ok(learnedBefore.flow !== undefined && learnedBefore.group !== undefined, `learned flow and group: ${JSON.stringify(learnedBefore)}`);
+      assert.ok(
+        learnedBefore.flow !== undefined && learnedBefore.group !== undefined,
+        `learned flow and group: ${JSON.stringify(learnedBefore)}`,
+      );
 
       const file = lab.file('state-n2.yaml');
       writeFileSync(file, `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\n`);
@@ -396,7 +432,10 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
     it('a file that declares the learned group: a conflict (exit 1), nothing of it changes', async () => {
       const learnedBefore = await learnedEntries();
       const file = lab.file('state-n2-conflict.yaml');
-      writeFileSync(file, `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\n  - {group: ${LEARNED}, ports: [${pods[2]!.port}]}\n`);
+      writeFileSync(
+        file,
+        `groups:\n  - {group: ${STATIC}, ports: [${pods[1]!.port}, ${pods[2]!.port}]}\n  - {group: ${LEARNED}, ports: [${pods[2]!.port}]}\n`,
+      );
       const switchBefore = await node.switchState();
       const result = await cli('reconcile', '-f', file, '--json');
       assert.equal(result.code, 1, result.stderr);
@@ -411,7 +450,10 @@ describe('mcastctl reconcile on real OVS', { timeout: 150_000 }, () => {
       assert.deepEqual(await node.switchState(), switchBefore);
       const human = await cli('reconcile', '-f', file);
       assert.equal(human.code, 1);
-      assert.match(human.stderr, new RegExp(`group ${LEARNED.replace(/\./g, '\\.')} not reconciled: the daemon learned this group`));
+      assert.match(
+        human.stderr,
+        new RegExp(`group ${LEARNED.replace(/\./g, '\\.')} not reconciled: the daemon learned this group`),
+      );
     });
   });
 });

@@ -54,7 +54,13 @@ async function liveRun(lab: Lab, log: (line: string) => void): Promise<LiveRun> 
   const ns = await lab.namespace('sw');
   const segment = await lab.igmpSegment(ns, {
     address: '10.61.0.1/24',
-    querier: { igmpVersion: 3, queryIntervalMs: 2000, queryResponseIntervalMs: 1000, lastMemberIntervalMs: 500, lastMemberCount: 2 },
+    querier: {
+      igmpVersion: 3,
+      queryIntervalMs: 2000,
+      queryResponseIntervalMs: 1000,
+      lastMemberIntervalMs: 500,
+      lastMemberCount: 2,
+    },
   });
   await segment.querier.set({ querier: true });
   const h1 = await lab.host('h1', { bridge: segment.hub, igmpVersion: 2 });
@@ -84,11 +90,14 @@ async function liveRun(lab: Lab, log: (line: string) => void): Promise<LiveRun> 
     };
     const marker = (group: string) => new Promise<SnoopLine>((resolve) => waiters.push({ group, resolve }));
     const snoopStarted = Date.now();
-    const snoop = startMcastctl(['snoop', '--iface', observer.iface, '--json', '--duration', `${SNOOP_DURATION_S}s`, '--write', writtenFile], {
-      ns: observer.ns,
-      timeoutMs: (SNOOP_DURATION_S + 20) * 1000,
-      onStdout: lineSplitter(onLine),
-    });
+    const snoop = startMcastctl(
+      ['snoop', '--iface', observer.iface, '--json', '--duration', `${SNOOP_DURATION_S}s`, '--write', writtenFile],
+      {
+        ns: observer.ns,
+        timeoutMs: (SNOOP_DURATION_S + 20) * 1000,
+        onStdout: lineSplitter(onLine),
+      },
+    );
     const exited = snoop.done.then((result) => {
       for (const waiter of waiters.splice(0)) waiter.resolve({ frame: -1, ts: NaN, src: null, dst: null });
       return result;
@@ -104,7 +113,9 @@ async function liveRun(lab: Lab, log: (line: string) => void): Promise<LiveRun> 
     if (!opened || opened.frame < 0) {
       const result = await Promise.race([exited, sleep(1000).then(() => undefined)]);
       snoop.child.kill('SIGKILL');
-      throw new Error(`snoop --iface never showed the start marker: exit ${result?.code ?? 'none yet'}, stderr: ${result?.stderr ?? ''}`);
+      throw new Error(
+        `snoop --iface never showed the start marker: exit ${result?.code ?? 'none yet'}, stderr: ${result?.stderr ?? ''}`,
+      );
     }
     log(`snoop listening ${Date.now() - snoopStarted} ms after start`);
 
@@ -177,12 +188,21 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
   it('exits 0 after --duration with nothing but NDJSON on stdout', () => {
     const { snoop, window, endedAt } = liveOrFail();
     assert.equal(snoop.code, 0, `snoop exited ${snoop.code} (${snoop.signal ?? 'no signal'}): ${snoop.stderr}`);
-    assert.ok(snoop.elapsedMs >= SNOOP_DURATION_S * 1000 - 100, `snoop stopped after ${snoop.elapsedMs} ms, before its --duration`);
+    assert.ok(
+      snoop.elapsedMs >= SNOOP_DURATION_S * 1000 - 100,
+      `snoop stopped after ${snoop.elapsedMs} ms, before its --duration`,
+    );
     // Its start-up (before it listens) takes what a loaded machine gives it: the end is
     // judged from the first marker it saw, the whole run only against a hang.
     const afterListening = endedAt - window[0] * 1000;
-    assert.ok(afterListening < (SNOOP_DURATION_S + 3) * 1000, `snoop ended ${afterListening} ms after it was listening, for --duration ${SNOOP_DURATION_S}s`);
-    assert.ok(snoop.elapsedMs < (SNOOP_DURATION_S + 15) * 1000, `snoop ran ${snoop.elapsedMs} ms for --duration ${SNOOP_DURATION_S}s`);
+    assert.ok(
+      afterListening < (SNOOP_DURATION_S + 3) * 1000,
+      `snoop ended ${afterListening} ms after it was listening, for --duration ${SNOOP_DURATION_S}s`,
+    );
+    assert.ok(
+      snoop.elapsedMs < (SNOOP_DURATION_S + 15) * 1000,
+      `snoop ran ${snoop.elapsedMs} ms for --duration ${SNOOP_DURATION_S}s`,
+    );
   });
 
   it('sees the same IGMP messages tcpdump captured on that interface in the same window', async (t) => {
@@ -190,7 +210,9 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     const fromTcpdump = (await tsharkIgmp(run.tcpdumpFile)).filter((line) => inWindow(line, run.window));
     // tcpdump captured `igmp` only: snoop's MLD lines, if any host sent MLD, have no counterpart there.
     const fromSnoop = run.snoopLines.filter((line) => inWindow(line, run.window) && line.protocol === 'igmp');
-    t.diagnostic(`window ${(run.window[1] - run.window[0]).toFixed(3)} s: tcpdump ${fromTcpdump.length} IGMP frames, snoop ${fromSnoop.length} lines`);
+    t.diagnostic(
+      `window ${(run.window[1] - run.window[0]).toFixed(3)} s: tcpdump ${fromTcpdump.length} IGMP frames, snoop ${fromSnoop.length} lines`,
+    );
     // Frame numbers differ (a file index and a running count): pair the messages in time order.
     // Two frames from different hosts within the same instant may reach two packet
     // sockets in either order (seen once in CI): such a neighbouring pair is put back in
@@ -201,7 +223,11 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
       diffLine({ ...got, frame: want.frame, ts: want.ts }, want).length === 0 &&
       Math.abs(got.ts - want.ts) <= TS_TOLERANCE_S;
     for (let i = 0; i + 1 < fromSnoop.length; i++) {
-      if (!same(fromSnoop[i], fromTcpdump[i]) && same(fromSnoop[i], fromTcpdump[i + 1]) && same(fromSnoop[i + 1], fromTcpdump[i])) {
+      if (
+        !same(fromSnoop[i], fromTcpdump[i]) &&
+        same(fromSnoop[i], fromTcpdump[i + 1]) &&
+        same(fromSnoop[i + 1], fromTcpdump[i])
+      ) {
         [fromSnoop[i], fromSnoop[i + 1]] = [fromSnoop[i + 1]!, fromSnoop[i]!];
       }
     }
@@ -243,7 +269,10 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
       `no v2 leave for ${GA} from h1`,
     );
     assert.ok(
-      snoopLines.some((l) => l.type === 'report' && l.version === 3 && l.src === h2?.address && l.records?.some((r) => r.group === GB)),
+      snoopLines.some(
+        (l) =>
+          l.type === 'report' && l.version === 3 && l.src === h2?.address && l.records?.some((r) => r.group === GB),
+      ),
       `no v3 report for ${GB} from h2 in snoop's output`,
     );
     assert.ok(
@@ -283,7 +312,8 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
       const line = tcpdumpFrames[i] ?? '';
       const tcpdumpTs = Number(line.split(' ')[0]);
       assert.ok(Math.abs(tcpdumpTs - Number(ts)) < 2e-6, `frame ${i + 1}: tcpdump ts ${tcpdumpTs}, tshark ${ts}`);
-      if (src !== '') assert.ok(line.includes(`${src} > ${dst}`), `frame ${i + 1}: tcpdump shows ${line}, tshark ${src} > ${dst}`);
+      if (src !== '')
+        assert.ok(line.includes(`${src} > ${dst}`), `frame ${i + 1}: tcpdump shows ${line}, tshark ${src} > ${dst}`);
     }
     // The written frames are the frames snoop counted: same numbering, same decoding.
     const differences = compareWithTshark(snoopLines, await tsharkMembership(writtenFile));
@@ -308,12 +338,19 @@ describe('snoop --iface (live capture)', { timeout: 120_000 }, () => {
     assert.equal(result.code, 0, `exit ${result.code} (${result.signal ?? 'no signal'}): ${result.stderr}`);
     assert.match(result.stdout, /v2 report 239\.9\.9\.9/);
     assert.match(result.stdout, /\d+ IGMP( and MLD)? messages?:/, 'the counts line of the summary');
-    assert.match(result.stdout, new RegExp(`│ 239\\.9\\.9\\.9 +│ ${h1!.address.replace(/\./g, '\\.')} +│ any source +│ v2`), 'the membership table');
+    assert.match(
+      result.stdout,
+      new RegExp(`│ 239\\.9\\.9\\.9 +│ ${h1!.address.replace(/\./g, '\\.')} +│ any source +│ v2`),
+      'the membership table',
+    );
   });
 
   it('a --write file that cannot be written (a full disk) stops it with a clear error, exit 1', async () => {
     const { observer } = liveOrFail();
-    const result = await mcastctl(['snoop', '--iface', observer.iface, '--write', '/dev/full', '--duration', '1s'], { ns: observer.ns, timeoutMs: 20_000 });
+    const result = await mcastctl(['snoop', '--iface', observer.iface, '--write', '/dev/full', '--duration', '1s'], {
+      ns: observer.ns,
+      timeoutMs: 20_000,
+    });
     assert.equal(result.code, 1, `exit ${result.code}: ${result.stderr}`);
     assert.match(result.stderr, /cannot write capture \/dev\/full: ENOSPC/);
     assert.match(result.stdout, /IGMP( and MLD)? messages?:/, 'the summary still printed');

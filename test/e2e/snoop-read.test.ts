@@ -107,9 +107,25 @@ function reseal(frame: Buffer, icmpStart = ICMP6, icmpEnd = frame.length): Buffe
 }
 
 const v1Report = () => mldFrame({ kind: 'report', version: 1, group: 'ff05::101' }, 'ff05::101');
-const v2Report = () => mldFrame({ kind: 'report', version: 2, records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::8000:1', sources: [SOURCE6] }] }, 'ff02::16');
+const v2Report = () =>
+  mldFrame(
+    { kind: 'report', version: 2, records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::8000:1', sources: [SOURCE6] }] },
+    'ff02::16',
+  );
 const v2Query = () =>
-  mldFrame({ kind: 'query', version: 2, group: 'ff05::101', maxRespCode: 1000, sFlag: false, qrv: 2, qqic: 125, sources: [SOURCE6] }, 'ff05::101');
+  mldFrame(
+    {
+      kind: 'query',
+      version: 2,
+      group: 'ff05::101',
+      maxRespCode: 1000,
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [SOURCE6],
+    },
+    'ff05::101',
+  );
 const v1Query = () => mldFrame({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 10_000 }, 'ff02::1');
 
 /** The frame with its IPv6 packet cut short at `at` octets of the frame (a snap length would do this). */
@@ -127,10 +143,34 @@ const hostileMld: { name: string; error: string; frame: Buffer; src: string | nu
     src: HOST6,
     dst: 'ff05::101',
   },
-  { name: 'cut inside the IPv6 header, past the source', error: 'truncated', frame: cut(v1Report(), IP6 + 30), src: HOST6, dst: null },
-  { name: 'cut inside the IPv6 header, before the source ends', error: 'truncated', frame: cut(v1Report(), IP6 + 12), src: null, dst: null },
-  { name: 'cut inside the hop-by-hop header', error: 'truncated', frame: cut(v1Report(), HBH + 4), src: HOST6, dst: 'ff05::101' },
-  { name: 'cut inside the MLDv1 address', error: 'truncated', frame: cut(v1Report(), ICMP6 + 12), src: HOST6, dst: 'ff05::101' },
+  {
+    name: 'cut inside the IPv6 header, past the source',
+    error: 'truncated',
+    frame: cut(v1Report(), IP6 + 30),
+    src: HOST6,
+    dst: null,
+  },
+  {
+    name: 'cut inside the IPv6 header, before the source ends',
+    error: 'truncated',
+    frame: cut(v1Report(), IP6 + 12),
+    src: null,
+    dst: null,
+  },
+  {
+    name: 'cut inside the hop-by-hop header',
+    error: 'truncated',
+    frame: cut(v1Report(), HBH + 4),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
+  {
+    name: 'cut inside the MLDv1 address',
+    error: 'truncated',
+    frame: cut(v1Report(), ICMP6 + 12),
+    src: HOST6,
+    dst: 'ff05::101',
+  },
   {
     name: 'one octet short of the payload length',
     error: 'truncated',
@@ -141,7 +181,13 @@ const hostileMld: { name: string; error: string; frame: Buffer; src: string | nu
     src: HOST6,
     dst: 'ff05::101',
   },
-  { name: 'cut inside an MLDv2 record', error: 'truncated', frame: cut(v2Report(), ICMP6 + 8 + 10), src: HOST6, dst: 'ff02::16' },
+  {
+    name: 'cut inside an MLDv2 record',
+    error: 'truncated',
+    frame: cut(v2Report(), ICMP6 + 8 + 10),
+    src: HOST6,
+    dst: 'ff02::16',
+  },
   {
     name: 'an MLDv2 report announcing 3 records and holding 1',
     error: 'truncated',
@@ -249,7 +295,10 @@ const hostileMld: { name: string; error: string; frame: Buffer; src: string | nu
 
 /** The valid MLD frames between the hostile ones, and the lines they must give (written out from the RFC layouts). */
 const validMld: { frame: () => Buffer; line: Record<string, unknown> }[] = [
-  { frame: v1Report, line: { src: HOST6, dst: 'ff05::101', protocol: 'mld', version: 1, type: 'report', group: 'ff05::101' } },
+  {
+    frame: v1Report,
+    line: { src: HOST6, dst: 'ff05::101', protocol: 'mld', version: 1, type: 'report', group: 'ff05::101' },
+  },
   {
     frame: v2Report,
     line: {
@@ -277,7 +326,18 @@ const validMld: { frame: () => Buffer; line: Record<string, unknown> }[] = [
       sources: [SOURCE6],
     },
   },
-  { frame: v1Query, line: { src: HOST6, dst: 'ff02::1', protocol: 'mld', version: 1, type: 'query', group: '::', maxRespTimeMs: 10_000 } },
+  {
+    frame: v1Query,
+    line: {
+      src: HOST6,
+      dst: 'ff02::1',
+      protocol: 'mld',
+      version: 1,
+      type: 'query',
+      group: '::',
+      maxRespTimeMs: 10_000,
+    },
+  },
 ];
 
 /** Writes `frames` with the project's own pcap writer, one a second from 1,700,000,000.25. */
@@ -293,7 +353,9 @@ describe('snoop --read: hostile MLD among valid IGMP and MLD frames', () => {
   it('gives every hostile MLD frame its error line, decodes the frames around it, and exits 0', async () => {
     // IGMP report, valid MLD, hostile MLD, UDP (no line); repeated; then a valid MLD frame.
     const frames: Uint8Array[] = [];
-    hostileMld.forEach((hostile, i) => frames.push(validFrames.v2Report, validMld[i % validMld.length]!.frame(), hostile.frame, validFrames.udp));
+    hostileMld.forEach((hostile, i) =>
+      frames.push(validFrames.v2Report, validMld[i % validMld.length]!.frame(), hostile.frame, validFrames.udp),
+    );
     frames.push(v1Report());
     const result = await runCli(['snoop', '--read', await writeWithPcapWriter('hostile-mld.pcap', frames), '--json']);
     assert.equal(result.code, 0, result.stderr);
@@ -316,17 +378,27 @@ describe('snoop --read: hostile MLD among valid IGMP and MLD frames', () => {
       assert.equal(bad!.frame, frame + 2, hostile.name);
       assert.equal(bad!.error, hostile.error, `${hostile.name}: ${JSON.stringify(bad)}`);
       assert.equal(bad!.protocol, 'mld', hostile.name);
-      assert.deepEqual([bad!.src, bad!.dst], [hostile.src, hostile.dst], `${hostile.name}: the addresses the frame still holds`);
+      assert.deepEqual(
+        [bad!.src, bad!.dst],
+        [hostile.src, hostile.dst],
+        `${hostile.name}: the addresses the frame still holds`,
+      );
       assert.equal(typeof bad!.message, 'string');
       assert.ok((bad!.message as string).length > 0);
       assert.ok(!('type' in bad!), `${hostile.name}: an error line has no type`);
     });
-    assert.deepEqual(lines.at(-1), { frame: frames.length, ts: 1_700_000_000 + frames.length - 1 + 0.25, ...validMld[0]!.line });
+    assert.deepEqual(lines.at(-1), {
+      frame: frames.length,
+      ts: 1_700_000_000 + frames.length - 1 + 0.25,
+      ...validMld[0]!.line,
+    });
   });
 });
 
 describe('snoop --read: human output', () => {
-  const query = ethernetFrame(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 02 7d 0000')));
+  const query = ethernetFrame(
+    ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 02 7d 0000')),
+  );
   const capture = () =>
     writeCapture(
       'human.pcap',
@@ -334,7 +406,12 @@ describe('snoop --read: human output', () => {
         query,
         V3_JOIN_239_1_1_1,
         validFrames.v2Report,
-        ethernetFrame(ipv4Packet({ src: '10.0.0.3', dst: '224.0.0.22' }, igmpBytes('22 00 0000 0000 0001 01 00 0002 e8010101 0a000001 0a000002'))),
+        ethernetFrame(
+          ipv4Packet(
+            { src: '10.0.0.3', dst: '224.0.0.22' },
+            igmpBytes('22 00 0000 0000 0001 01 00 0002 e8010101 0a000001 0a000002'),
+          ),
+        ),
       ]),
     );
 
@@ -353,11 +430,17 @@ describe('snoop --read: human output', () => {
     assert.doesNotMatch(out, /\x1b\[/, 'no escape codes');
   });
   it('a leave removes the member from the summary', async () => {
-    const result = await runCli(['snoop', '--read', writeCapture('leave.pcap', pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1]))]);
+    const result = await runCli([
+      'snoop',
+      '--read',
+      writeCapture('leave.pcap', pcapFile([V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1])),
+    ]);
     assert.match(result.stdout, /No group has members\./);
   });
   it('colours when FORCE_COLOR says so, and --no-summary drops the summary', async () => {
-    const result = await runCli(['snoop', '--read', capture(), '--no-summary'], { env: { NO_COLOR: '', FORCE_COLOR: '1' } });
+    const result = await runCli(['snoop', '--read', capture(), '--no-summary'], {
+      env: { NO_COLOR: '', FORCE_COLOR: '1' },
+    });
     assert.match(result.stdout, /\x1b\[3\dm/);
     assert.doesNotMatch(result.stdout, /IGMP messages/);
   });
@@ -366,7 +449,9 @@ describe('snoop --read: human output', () => {
 describe('snoop --read: stopping and sources', () => {
   const frames = Array.from({ length: 10 }, () => validFrames.v2Report);
   it('--count stops after n messages', async () => {
-    const lines = parseNdjson((await runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3'])).stdout);
+    const lines = parseNdjson(
+      (await runCli(['snoop', '--read', writeCapture('ten.pcap', pcapFile(frames)), '--json', '--count', '3'])).stdout,
+    );
     assert.deepEqual(
       lines.map((line) => line.frame),
       [1, 2, 3],
@@ -379,7 +464,12 @@ describe('snoop --read: stopping and sources', () => {
   });
   it('a capture cut short mid-record: the messages before it, then exit 1 naming the damage', async () => {
     const whole = pcapFile(frames);
-    const result = await runCli(['snoop', '--read', writeCapture('cut.pcap', whole.subarray(0, whole.length - 5)), '--json']);
+    const result = await runCli([
+      'snoop',
+      '--read',
+      writeCapture('cut.pcap', whole.subarray(0, whole.length - 5)),
+      '--json',
+    ]);
     assert.equal(result.code, 1);
     assert.equal(parseNdjson(result.stdout).length, 9);
     assert.match(result.stderr, /cut\.pcap is damaged/);
@@ -391,7 +481,9 @@ describe('snoop --read: streams that stay open, and stdout that goes away', () =
 
   /** Starts snoop reading a pipe that this test keeps open (as tcpdump -w - would). */
   function snoopOnOpenPipe(args: string[]) {
-    const child = spawn(process.execPath, [MCASTCTL_BIN, 'snoop', '--read', '-', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(process.execPath, [MCASTCTL_BIN, 'snoop', '--read', '-', ...args], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -452,16 +544,32 @@ describe('snoop: bad input is a usage error (64) with a clear message', () => {
     ['both --read and --iface', () => ['snoop', '--read', 'x', '--iface', 'lo'], /cannot be used with/],
     ['--count 0', () => ['snoop', '--read', 'x', '--count', '0'], /--count takes a whole number of 1 or more/],
     ['--duration nonsense', () => ['snoop', '--iface', 'lo', '--duration', 'soon'], /--duration takes a duration/],
-    ['--duration past what a timer holds', () => ['snoop', '--iface', 'lo', '--duration', '600h'], /too long: at most 24 days/],
+    [
+      '--duration past what a timer holds',
+      () => ['snoop', '--iface', 'lo', '--duration', '600h'],
+      /too long: at most 24 days/,
+    ],
     ['--write with --read', () => ['snoop', '--read', 'x', '--write', 'y'], /--write goes with --iface/],
     ['a missing file', () => ['snoop', '--read', join(dir, 'nope.pcap')], /cannot read capture .*nope\.pcap: ENOENT/],
-    ['a file that is not pcap', () => ['snoop', '--read', writeCapture('text.pcap', Buffer.from('hello, world, this is not pcap\n'))], /not a pcap file/],
+    [
+      'a file that is not pcap',
+      () => ['snoop', '--read', writeCapture('text.pcap', Buffer.from('hello, world, this is not pcap\n'))],
+      /not a pcap file/,
+    ],
     [
       'a pcapng file',
-      () => ['snoop', '--read', writeCapture('ng.pcap', Buffer.from('0a0d0d0a1c0000004d3c2b1a01000000ffffffffffffffff1c000000', 'hex'))],
+      () => [
+        'snoop',
+        '--read',
+        writeCapture('ng.pcap', Buffer.from('0a0d0d0a1c0000004d3c2b1a01000000ffffffffffffffff1c000000', 'hex')),
+      ],
       /editcap/,
     ],
-    ['an unsupported link type', () => ['snoop', '--read', writeCapture('wifi.pcap', pcapFile([], 105))], /not supported/],
+    [
+      'an unsupported link type',
+      () => ['snoop', '--read', writeCapture('wifi.pcap', pcapFile([], 105))],
+      /not supported/,
+    ],
     ['an unknown flag', () => ['snoop', '--read', 'x', '--bogus'], /unknown option '--bogus'/],
   ];
   for (const [name, args, message] of cases) {
@@ -520,9 +628,15 @@ describe('docs match the code', () => {
       const flags = [...(await runCli([command, '--help'])).stdout.matchAll(/(--[a-z-]+)/g)].map((match) => match[1]!);
       for (const flag of new Set(flags)) {
         if (flag === '--help') continue;
-        assert.ok(page.includes(flag.replace(/-/g, '\\-')), `${flag} of ${command} is missing from mcastctl-${command}(1)`);
+        assert.ok(
+          page.includes(flag.replace(/-/g, '\\-')),
+          `${flag} of ${command} is missing from mcastctl-${command}(1)`,
+        );
       }
-      assert.ok(readFileSync(new URL('../../man/mcastctl.1', import.meta.url), 'utf8').includes(`.B ${command}`), `${command} in mcastctl(1)`);
+      assert.ok(
+        readFileSync(new URL('../../man/mcastctl.1', import.meta.url), 'utf8').includes(`.B ${command}`),
+        `${command} in mcastctl(1)`,
+      );
     }
   });
 });

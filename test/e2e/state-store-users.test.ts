@@ -25,7 +25,11 @@ const OTHER_UID = 65534;
 
 const ground = new PlantingGround();
 before(async () => {
-  assert.equal(process.geteuid?.(), 0, 'these tests make what only root can (device nodes, files of another user), and play the daemon as root');
+  assert.equal(
+    process.geteuid?.(),
+    0,
+    'these tests make what only root can (device nodes, files of another user), and play the daemon as root',
+  );
   await ground.make('mcastctl-state-users-');
 });
 after(() => ground.remove());
@@ -41,10 +45,16 @@ describe('StateStore against other users', () => {
 describe('StateStore.prepare(): the check at start', () => {
   it("refuses a state directory that is not the daemon user's (chown to 65534), or under one", async () => {
     const dir = await ground.directory(0o700, OTHER_UID);
-    const error = await refused(StateStore.prepare({ dir }), /is owned by uid 65534, not by the daemon's user \(root\)/);
+    const error = await refused(
+      StateStore.prepare({ dir }),
+      /is owned by uid 65534, not by the daemon's user \(root\)/,
+    );
     assert.match(error.hint ?? '', /^chown root "/);
     const under = join(await ground.directory(0o755, OTHER_UID), 'state');
-    await refused(StateStore.prepare({ dir: under }), /is reached through ".*", owned by uid 65534: its owner can put another directory in its place/);
+    await refused(
+      StateStore.prepare({ dir: under }),
+      /is reached through ".*", owned by uid 65534: its owner can put another directory in its place/,
+    );
   });
 
   it("refuses a state directory that is another user's symlink, even to a good directory, and a symlink of theirs on the way", async () => {
@@ -52,9 +62,13 @@ describe('StateStore.prepare(): the check at start', () => {
     const link = ground.fresh('link');
     await symlink(good, link);
     await lchown(link, OTHER_UID, OTHER_UID);
-    const message = /is a symbolic link owned by uid 65534, not by the daemon's user \(root\): its owner can point it anywhere/;
+    const message =
+      /is a symbolic link owned by uid 65534, not by the daemon's user \(root\): its owner can point it anywhere/;
     await refused(StateStore.prepare({ dir: link }), message, /chown -h root/);
-    await refused(StateStore.prepare({ dir: join(link, 'state') }), /is reached through ".*", a symbolic link owned by uid 65534/);
+    await refused(
+      StateStore.prepare({ dir: join(link, 'state') }),
+      /is reached through ".*", a symbolic link owned by uid 65534/,
+    );
   });
 
   it('a state directory the daemon may not look into is a PermissionError (exit 77)', async () => {
@@ -69,7 +83,8 @@ describe('StateStore.prepare(): the check at start', () => {
        catch (error) { console.log(JSON.stringify({ name: error.name, exitCode: error.exitCode, message: error.message })); }`,
     );
     await chmod(script, 0o644);
-    const scratch = await ground.directory(0o700, OTHER_UID); // nobody's TMPDIR: tsx keeps its cache there, removed with the rest
+    // Nobody's TMPDIR: tsx keeps its cache there, removed with the rest.
+    const scratch = await ground.directory(0o700, OTHER_UID);
     await chmod(ground.root, 0o711); // nobody may reach the script, not the parent (0700 root)
     try {
       const asNobody = ['--reuid', String(OTHER_UID), '--regid', String(OTHER_UID), '--clear-groups'];

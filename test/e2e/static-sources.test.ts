@@ -66,17 +66,28 @@ describe('static (S,G) entries: install, show, reconcile, uninstall on a real OV
       document.groups.map(({ group, source, outcome }) => [group, source, outcome]),
       [[G, S1().address, 'added']],
     );
-    assert.deepEqual(await sourceFlows(), [`priority=200,ip,nw_dst=${G}`, `priority=210,ip,nw_src=${S1().address},nw_dst=${G}`]);
+    assert.deepEqual(await sourceFlows(), [
+      `priority=200,ip,nw_dst=${G}`,
+      `priority=210,ip,nw_src=${S1().address},nw_dst=${G}`,
+    ]);
     assert.deepEqual(await deliveries(S1(), 20), { p3: 20, p4: 0 }, "S1's traffic goes to its entry's port only");
-    assert.deepEqual(await deliveries(S2(), 20), { p3: 0, p4: 20 }, "another source's traffic goes to the group's own entry");
+    assert.deepEqual(
+      await deliveries(S2(), 20),
+      { p3: 0, p4: 20 },
+      "another source's traffic goes to the group's own entry",
+    );
   });
 
   it('show lists the (S, G) entry beside the group', async () => {
     const result = await cli('show', '--json');
     assert.equal(result.code, 0, result.stderr);
-    const shown = JSON.parse(result.stdout) as { groups: { group: string; source?: string; ports: { name: string }[] }[] };
+    const shown = JSON.parse(result.stdout) as {
+      groups: { group: string; source?: string; ports: { name: string }[] }[];
+    };
     assert.deepEqual(
-      shown.groups.filter((entry) => entry.group === G).map((entry) => [entry.source ?? '*', entry.ports.map((port) => port.name)]),
+      shown.groups
+        .filter((entry) => entry.group === G)
+        .map((entry) => [entry.source ?? '*', entry.ports.map((port) => port.name)]),
       [
         ['*', [pod(4).port]],
         [S1().address, [pod(3).port]],
@@ -118,12 +129,19 @@ describe('static (S,G) entries: install, show, reconcile, uninstall on a real OV
   it('uninstall --source --ovs removes one (S,G) entry; uninstall of the group removes the rest', async () => {
     const one = await cli('uninstall', G, '--source', S2().address, '--ovs');
     assert.equal(one.code, 0, one.stderr);
-    assert.deepEqual(await sourceFlows(), [`priority=200,ip,nw_dst=${G}`, `priority=210,ip,nw_src=${S1().address},nw_dst=${G}`]);
+    assert.deepEqual(await sourceFlows(), [
+      `priority=200,ip,nw_dst=${G}`,
+      `priority=210,ip,nw_src=${S1().address},nw_dst=${G}`,
+    ]);
     assert.deepEqual(await deliveries(S2(), 20), { p3: 0, p4: 20 }, "S2 falls back to the group's own entry");
     const all = await cli('uninstall', G);
     assert.equal(all.code, 0, all.stderr);
     assert.deepEqual(await sourceFlows(), []);
     const groups = await node.ofctl('dump-groups', node.bridge);
-    assert.equal(groups.split('\n').filter((line) => line.includes('group_id=')).length, 0, 'no OVS group of ours is left');
+    assert.equal(
+      groups.split('\n').filter((line) => line.includes('group_id=')).length,
+      0,
+      'no OVS group of ours is left',
+    );
   });
 });

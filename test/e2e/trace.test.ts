@@ -1,7 +1,7 @@
 /**
  * `mcastctl trace`, end to end, on node a of the two-node multicast lab, with the daemon
- * running (routing nothing: no multicast interfaces) and seven pods on node a. Each broken case is made for real, the way it happens on a node, and trace
- * must name it at the right stage with the right code and facts:
+ * running (routing nothing: no multicast interfaces) and seven pods on node a. Each broken case is made for real, the
+ * way it happens on a node, and trace must name it at the right stage with the right code and facts:
  *
  * - a: the pod is a member of another group only (its kernel does report) → igmp / never-reported;
  * - b: nftables in the pod drops its IGMP while a socket in it joined → igmp / no-igmp;
@@ -88,7 +88,12 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
   };
 
   /** The report ends at `name`, failed with `code`; every stage before it passed. */
-  const assertBlocked = (result: TraceResult, name: TraceStage['name'], code: string, stageNumber: number): TraceStage => {
+  const assertBlocked = (
+    result: TraceResult,
+    name: TraceStage['name'],
+    code: string,
+    stageNumber: number,
+  ): TraceStage => {
     const { report } = result;
     assert.equal(result.code, 1, `exit status; ${result.context}`);
     assert.equal(report.verdict, 'blocked', result.context);
@@ -110,15 +115,23 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
   };
 
   const membersOf = async (group: string): Promise<string[]> =>
-    ((await control<GroupView[]>(daemon, ['groups'])).find((view) => view.group === group)?.members ?? []).map((member) => member.port.name).sort();
+    ((await control<GroupView[]>(daemon, ['groups'])).find((view) => view.group === group)?.members ?? [])
+      .map((member) => member.port.name)
+      .sort();
 
   const refusedOn = async (pod: OvsPod): Promise<Record<string, number>> =>
-    (await control<DaemonStatus>(daemon, ['status'])).igmpRefused?.byPort.find((entry) => entry.port.name === pod.port)?.counts ?? {};
+    (await control<DaemonStatus>(daemon, ['status'])).igmpRefused?.byPort.find((entry) => entry.port.name === pod.port)
+      ?.counts ?? {};
 
   /** The id of the OVS group the (*,G) flow of `group` points to. */
   const ovsGroupId = async (group: string): Promise<number | undefined> => {
     const flows = await nodeA.node.ofctl('dump-flows', nodeA.node.bridge);
-    const line = flows.split('\n').find((entry) => !entry.includes('nw_src=') && (entry.includes(`nw_dst=${group},`) || entry.includes(`nw_dst=${group} `)));
+    const line = flows
+      .split('\n')
+      .find(
+        (entry) =>
+          !entry.includes('nw_src=') && (entry.includes(`nw_dst=${group},`) || entry.includes(`nw_dst=${group} `)),
+      );
     const id = line?.match(/actions=group:(\d+)/)?.[1];
     return id === undefined ? undefined : Number(id);
   };
@@ -130,7 +143,10 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     const subnet = MULTICAST_LAB.podSubnets[0].split('.').slice(0, 3).join('.');
     [pa, pb, pc, pd, pe, pf, pg] = (await Promise.all(
       ['pa', 'pb', 'pc', 'pd', 'pe', 'pf', 'pg'].map((name, index) =>
-        nodeA.node.addPod(name, { address: `${subnet}.${MULTICAST_LAB.firstPodHost + index}/24`, gateway: nodeA.gateway.address }),
+        nodeA.node.addPod(name, {
+          address: `${subnet}.${MULTICAST_LAB.firstPodHost + index}/24`,
+          gateway: nodeA.gateway.address,
+        }),
       ),
     )) as [OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod, OvsPod];
 
@@ -142,7 +158,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
 
     const policyFile = lab.file('policy.yaml');
     writeFileSync(policyFile, policyText(podName(pc)));
-    daemon = startDaemon(nodeA.node, { args: [...SHORT_TIMERS, '--group-policy', policyFile, '--max-groups-per-port', '1'] });
+    daemon = startDaemon(nodeA.node, {
+      args: [...SHORT_TIMERS, '--group-policy', policyFile, '--max-groups-per-port', '1'],
+    });
     await daemon.ready();
     trace = traceOn(nodeA.node, daemon);
 
@@ -154,7 +172,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
       listen(pb, G.firewalled),
       listen(pc, G.denied),
       listen(pf, G.local),
-      waitUntil(`${pd.name} in ${G.limitFirst}`, async () => (await membersOf(G.limitFirst)).includes(pd.port)).then(() => listen(pd, G.limitSecond)),
+      waitUntil(`${pd.name} in ${G.limitFirst}`, async () => (await membersOf(G.limitFirst)).includes(pd.port)).then(
+        () => listen(pd, G.limitSecond),
+      ),
     ]);
   });
 
@@ -165,7 +185,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     await lab?.destroy();
   });
 
-  it('a: the pod reports another group, never this one → igmp / never-reported', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('a: the pod reports another group, never this one → igmp / never-reported', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     // Its kernel does speak IGMP: the daemon has it in the other group.
     await waitUntil(`${pa.name} in ${G.shared}`, async () => (await membersOf(G.shared)).includes(pa.port));
     const result = await trace(G.neverJoined, pa);
@@ -204,7 +226,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.ok(!lines.some((line) => /^[✓✗-] 3 /.test(line)), `the trace goes on past the failure; ${text.context}`);
   });
 
-  it('b: nftables in the pod drops its IGMP while a socket joined → igmp / no-igmp', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('b: nftables in the pod drops its IGMP while a socket joined → igmp / no-igmp', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     // The setup is real: the pod's kernel joined, and its reports (to the daemon's queries too) die in its firewall.
     const igmpTable = (await lab.exec(pb.ns, ['cat', '/proc/net/igmp'])).stdout;
     assert.match(
@@ -214,7 +238,10 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     );
     await waitUntil(
       "the firewall's counter to show the pod's reports dropped, past a query of the daemon",
-      async () => Number(/packets (\d+)/.exec((await lab.exec(pb.ns, ['nft', 'list', 'chain', 'inet', 'f', 'out'])).stdout)?.[1] ?? 0) >= 3,
+      async () =>
+        Number(
+          /packets (\d+)/.exec((await lab.exec(pb.ns, ['nft', 'list', 'chain', 'inet', 'f', 'out'])).stdout)?.[1] ?? 0,
+        ) >= 3,
       10_000,
       200,
     );
@@ -235,7 +262,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(igmp.facts['meterDropped'], 0, result.context);
   });
 
-  it('c: the group policy denies the pod the group → igmp / denied-by-policy, with the rule', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('c: the group policy denies the pod the group → igmp / denied-by-policy, with the rule', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await waitUntil(`a policy refusal on ${pc.name}'s port`, async () => ((await refusedOn(pc))['policy'] ?? 0) > 0);
     assert.deepEqual(await membersOf(G.denied), []);
     assert.equal(await ovsGroupPorts(nodeA.node, G.denied), undefined, `OVS has a flow for ${G.denied}`);
@@ -246,14 +275,22 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'denied-by-policy', 2);
     assert.equal(igmp.facts['rule'], DENY_RULE_LINE, result.context);
-    assert.ok(((igmp.facts['refusals'] as Record<string, number>)['policy'] ?? 0) >= 1, `refusals.policy: ${result.context}`);
+    assert.ok(
+      ((igmp.facts['refusals'] as Record<string, number>)['policy'] ?? 0) >= 1,
+      `refusals.policy: ${result.context}`,
+    );
     assert.ok((igmp.facts['reports'] as number) >= 1, `reports: ${result.context}`);
     assert.match(String(igmp.facts['lastReportAt']), ISO, result.context);
     assert.ok((igmp.facts['messages'] as number) >= 1, result.context);
   });
 
-  it('d: the pod already has its one group (--max-groups-per-port 1) → igmp / limit-reached, port-groups', { timeout: CASE_TIMEOUT_MS }, async () => {
-    await waitUntil(`a port-groups refusal on ${pd.name}'s port`, async () => ((await refusedOn(pd))['port-groups'] ?? 0) > 0);
+  it('d: the pod already has its one group (--max-groups-per-port 1) → igmp / limit-reached, port-groups', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
+    await waitUntil(
+      `a port-groups refusal on ${pd.name}'s port`,
+      async () => ((await refusedOn(pd))['port-groups'] ?? 0) > 0,
+    );
     assert.deepEqual(await membersOf(G.limitSecond), []);
     assert.deepEqual(await membersOf(G.limitFirst), [pd.port]);
 
@@ -263,12 +300,17 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(report.stages.length, 2, result.context);
     const igmp = assertBlocked(result, 'igmp', 'limit-reached', 2);
     assert.equal(igmp.facts['limit'], 'port-groups', result.context);
-    assert.ok(((igmp.facts['refusals'] as Record<string, number>)['port-groups'] ?? 0) >= 1, `refusals: ${result.context}`);
+    assert.ok(
+      ((igmp.facts['refusals'] as Record<string, number>)['port-groups'] ?? 0) >= 1,
+      `refusals: ${result.context}`,
+    );
     assert.ok((igmp.facts['reports'] as number) >= 1, `reports: ${result.context}`);
     assert.ok((igmp.facts['reportedGroups'] as string[]).includes(G.limitFirst), `reportedGroups: ${result.context}`);
   });
 
-  it("e: the pod's bucket taken out of our OVS group by hand → ovs / no-bucket", { timeout: CASE_TIMEOUT_MS }, async () => {
+  it("e: the pod's bucket taken out of our OVS group by hand → ovs / no-bucket", {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await waitForOvsMembers(nodeA.node, G.shared, [pa, pe]);
     const groupId = await ovsGroupId(G.shared);
     assert.ok(groupId !== undefined, `no flow for ${G.shared}`);
@@ -303,7 +345,9 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(ovs.facts['trace'], null, result.context);
   });
 
-  it('healthy, a sender pod on the node (--from): every stage passes and the member gets the UDP', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('healthy, a sender pod on the node (--from): every stage passes and the member gets the UDP', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await waitForOvsMembers(nodeA.node, G.local, [pf]);
     // It is so: pg's datagrams reach pf. Sent first, so that the kernel has the (S,G) route out for stage 6.
     const receiver = receivers.find((entry) => entry.group === G.local)!;
@@ -324,7 +368,12 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(report.source, pg.address, result.context);
     assert.deepEqual(
       report.sender,
-      { kind: 'pod', pod: podName(pg), port: { ofport: pg.ofport, name: pg.port, pod: podName(pg) }, address: pg.address },
+      {
+        kind: 'pod',
+        pod: podName(pg),
+        port: { ofport: pg.ofport, name: pg.port, pod: podName(pg) },
+        address: pg.address,
+      },
       result.context,
     );
     assert.deepEqual(
@@ -348,16 +397,29 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(membership['mode'], 'exclude', result.context);
     assert.deepEqual(membership['sources'], [], result.context);
     assert.equal(membership['compatibility'], 3, result.context);
-    assert.equal(membership['admitsSource'], true, `the filter is checked against the sender pod's address; ${result.context}`);
+    assert.equal(
+      membership['admitsSource'],
+      true,
+      `the filter is checked against the sender pod's address; ${result.context}`,
+    );
     assert.ok((membership['expiresInMs'] as number) > 0, result.context);
     const ovs = stageOf(report, 'ovs').facts;
     assert.equal(ovs['groupId'], await ovsGroupId(G.local), result.context);
     assert.equal(ovs['bucket'], true, result.context);
     assert.ok((ovs['flowPorts'] as number[]).includes(pf.ofport), result.context);
-    const ovsTrace = ovs['trace'] as { inPort: number; flow: string; datapathActions: string; outputs: number[]; reachesPod: boolean };
+    const ovsTrace = ovs['trace'] as {
+      inPort: number;
+      flow: string;
+      datapathActions: string;
+      outputs: number[];
+      reachesPod: boolean;
+    };
     assert.equal(ovsTrace.inPort, pg.ofport, result.context);
     assert.ok(ovsTrace.flow.includes(G.local), result.context);
-    assert.ok(ovsTrace.flow.includes(`dl_src=${pg.mac}`), `traced from the sender's own MAC (its attached-mac); ${result.context}`);
+    assert.ok(
+      ovsTrace.flow.includes(`dl_src=${pg.mac}`),
+      `traced from the sender's own MAC (its attached-mac); ${result.context}`,
+    );
     assert.ok(ovsTrace.datapathActions.length > 0, result.context);
     assert.ok(ovsTrace.outputs.includes(pf.ofport), result.context);
     assert.ok(!ovsTrace.outputs.includes(pg.ofport), `OVS's trace sends back to the sender; ${result.context}`);
@@ -371,14 +433,20 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     assert.equal(sender.rule, null, result.context);
     // A daemon that routes nothing (no multicast interfaces) says so rather than failing the stage.
     assert.equal(sender.route, null, result.context);
-    assert.match(report.stages.at(-1)?.summary ?? '', /not routed off the node \(no multicast interfaces\)/, result.context);
+    assert.match(
+      report.stages.at(-1)?.summary ?? '',
+      /not routed off the node \(no multicast interfaces\)/,
+      result.context,
+    );
 
     const text = await trace(G.local, pf, ['--from', podName(pg)], { json: false });
     assert.equal(text.code, 0, text.context);
     assert.equal(text.stdout.split('\n').filter((line) => line.startsWith('✓ ')).length, 5, text.context);
   });
 
-  it("no daemon on the control socket: the OVS and kernel stages run, the daemon's are skipped", { timeout: CASE_TIMEOUT_MS }, async () => {
+  it("no daemon on the control socket: the OVS and kernel stages run, the daemon's are skipped", {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     const nowhere = ['--control-socket', lab.file('nowhere.sock')];
     const result = await trace(G.local, pf, ['--from', podName(pg), ...nowhere]);
     const { report } = result;
@@ -405,7 +473,10 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     const text = await trace(G.local, pf, ['--from', podName(pg), ...nowhere], { json: false });
     assert.equal(text.code, 69, text.context);
     const lines = text.stdout.split('\n');
-    assert.ok(lines.some((line) => line.startsWith('- 2 ')) && lines.some((line) => line.startsWith('- 3 ')), text.context);
+    assert.ok(
+      lines.some((line) => line.startsWith('- 2 ')) && lines.some((line) => line.startsWith('- 3 ')),
+      text.context,
+    );
     assert.match(text.stdout, /daemon's stages \(2, 3\) were skipped/, text.context);
 
     // --no-daemon asks nothing of it: the same stages, exit 0.

@@ -20,7 +20,15 @@ import { Lab, sleep } from '../lab/lab.js';
 import { ping } from '../lab/multicast-lab.js';
 import type { Datagram, OvsPod } from '../lab/ovs.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
-import { buildTunnelLab, sendSized, setPodMtu, setUnderlayMtu, TUNNEL_LAB, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
+import {
+  buildTunnelLab,
+  sendSized,
+  setPodMtu,
+  setUnderlayMtu,
+  TUNNEL_LAB,
+  type TunnelLab,
+  type TunnelLabNode,
+} from '../lab/tunnel-lab.js';
 
 const GROUP = '239.1.2.3';
 /** Sent on the underlay itself, to prove it drops multicast. */
@@ -31,8 +39,10 @@ const FLOW_PRIORITY = 100;
 /** Payloads of `datagrams` as `<from> <payload>`. */
 const lines = (datagrams: readonly Datagram[]) => datagrams.map((d) => `${d.from} ${d.payload}`);
 /** The same, without the padding of sized datagrams (`<tag> <i> xxx...`). */
-const sizedLines = (datagrams: readonly Datagram[]) => datagrams.map((d) => `${d.from} ${d.payload.split(' ', 2).join(' ')}`);
-const expected = (from: string, tag: string, count: number) => Array.from({ length: count }, (_, i) => `${from} ${tag} ${i}`);
+const sizedLines = (datagrams: readonly Datagram[]) =>
+  datagrams.map((d) => `${d.from} ${d.payload.split(' ', 2).join(' ')}`);
+const expected = (from: string, tag: string, count: number) =>
+  Array.from({ length: count }, (_, i) => `${from} ${tag} ${i}`);
 
 describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay without multicast)', () => {
   let lab: Lab;
@@ -54,7 +64,11 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
     const tun = n1.tunnel.ofport;
     const buckets = peers.map((peer) => `bucket=actions=set_field:${peer.underlayAddress}->tun_dst,output:${tun}`);
     await n1.node.ofctl('add-group', n1.node.bridge, [`group_id=${GROUP_ID}`, 'type=all', ...buckets].join(','));
-    await n1.node.ofctl('add-flow', n1.node.bridge, `priority=${FLOW_PRIORITY},in_port=${n1.pods[0]!.ofport},ip,nw_dst=${GROUP},actions=group:${GROUP_ID}`);
+    await n1.node.ofctl(
+      'add-flow',
+      n1.node.bridge,
+      `priority=${FLOW_PRIORITY},in_port=${n1.pods[0]!.ofport},ip,nw_dst=${GROUP},actions=group:${GROUP_ID}`,
+    );
     for (const n of [n2, n3]) {
       await n.node.ofctl(
         'add-flow',
@@ -68,7 +82,9 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
   const captureGeneve = (nodes: readonly TunnelLabNode[], label: string) =>
     Promise.all(
       nodes.map((n) =>
-        lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), { filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)] }),
+        lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), {
+          filter: ['udp', 'port', String(TUNNEL_LAB.geneveUdpPort)],
+        }),
       ),
     );
   /** Geneve frames of a capture whose inner IPv4 destination is GROUP (the outer one is a node's unicast address). */
@@ -98,20 +114,30 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
     for (const n of tl.nodes) {
       assert.match((await n.node.vsctl('get', 'interface', 'tun0', 'type')).trim(), /^"?geneve"?$/);
       assert.match((await n.node.vsctl('get', 'interface', 'tun0', 'options')).trim(), /^\{remote_ip=flow\}$/);
-      assert.match((await n.node.vsctl('get', 'bridge', TUNNEL_LAB.physBridge, 'datapath_type')).trim(), /^"?netdev"?$/);
+      assert.match(
+        (await n.node.vsctl('get', 'bridge', TUNNEL_LAB.physBridge, 'datapath_type')).trim(),
+        /^"?netdev"?$/,
+      );
       const { stdout } = await lab.ip(n.node.ns, '-j', 'addr', 'show', TUNNEL_LAB.physBridge);
       assert.ok(stdout.includes(`"local":"${n.underlayAddress}"`), stdout);
-      for (const name of [n.uplink, n.uplinkPeer, ...n.pods.map((p) => p.port)]) assert.ok(name.startsWith(lab.prefix) && name.length <= 15, name);
+      for (const name of [n.uplink, n.uplinkPeer, ...n.pods.map((p) => p.port)])
+        assert.ok(name.startsWith(lab.prefix) && name.length <= 15, name);
     }
   });
 
   it('routes unicast between the br-phy addresses, and the underlay drops and counts every IPv4 multicast packet', async () => {
-    await Promise.all([ping(lab, n1.node.ns, n2.underlayAddress), ping(lab, n1.node.ns, n3.underlayAddress), ping(lab, n2.node.ns, n3.underlayAddress)]);
+    await Promise.all([
+      ping(lab, n1.node.ns, n2.underlayAddress),
+      ping(lab, n1.node.ns, n3.underlayAddress),
+      ping(lab, n2.node.ns, n3.underlayAddress),
+    ]);
     const port = 5101;
     const leaving = await lab.startTcpdump(tl.underlayNs, n1.uplinkPeer, lab.file('probe-n1.pcap'), {
       filter: ['udp', 'and', 'dst', 'host', UNDERLAY_PROBE_GROUP],
     });
-    const receivers = await Promise.all([n2, n3].map((n) => n.node.udp(n.underlayAddress).listen(UNDERLAY_PROBE_GROUP, port)));
+    const receivers = await Promise.all(
+      [n2, n3].map((n) => n.node.udp(n.underlayAddress).listen(UNDERLAY_PROBE_GROUP, port)),
+    );
     // The receivers' own IGMP reports are multicast too: let them be dropped before the count starts.
     await sleep(300);
     const droppedBefore = await tl.multicastDropped();
@@ -128,10 +154,18 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
   it("carries a pod's multicast through tun0 to the one peer its ALL group's bucket names, and nowhere else", async () => {
     await program([n2]);
     const groups = await n1.node.ofctl('dump-groups', n1.node.bridge);
-    assert.match(groups, new RegExp(`set_field:${n2.underlayAddress.replaceAll('.', '\\.')}->tun_dst,output:${n1.tunnel.ofport}`), groups);
+    assert.match(
+      groups,
+      new RegExp(`set_field:${n2.underlayAddress.replaceAll('.', '\\.')}->tun_dst,output:${n1.tunnel.ofport}`),
+      groups,
+    );
     const port = 5102;
     const captures = await captureGeneve([n2, n3], 'one-peer');
-    const [member, nonMember, node3] = await Promise.all([n2.pods[0]!.listen(GROUP, port), n2.pods[1]!.listen(GROUP, port), n3.pods[0]!.listen(GROUP, port)]);
+    const [member, nonMember, node3] = await Promise.all([
+      n2.pods[0]!.listen(GROUP, port),
+      n2.pods[1]!.listen(GROUP, port),
+      n3.pods[0]!.listen(GROUP, port),
+    ]);
     const sender = n1.pods[0]!;
     await sender.send(GROUP, port, 20, { tag: 'tunnel', intervalMs: 5 });
     await sleep(300);
@@ -164,7 +198,8 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
     const sender = n1.pods[0]!;
     const member = n2.pods[0]!;
     const port = 5104;
-    const send = (size: number, tag: string) => sendSized(sender, { group: GROUP, port, count: 3, size, tag, intervalMs: 5 });
+    const send = (size: number, tag: string) =>
+      sendSized(sender, { group: GROUP, port, count: 3, size, tag, intervalMs: 5 });
     const podsOf12: OvsPod[] = [...n1.pods, ...n2.pods];
 
     // 1,500 everywhere: the inner IPv4 packet may be at most 1,500 - 50 octets, i.e. a 1,422-octet datagram.
@@ -177,7 +212,11 @@ describe('tunnel lab (three OVS nodes, flow-based Geneve on br-int, an underlay 
     assert.deepEqual(sizedLines(heard), expected(sender.address, 'fits', 3));
     assert.ok(heard.every((d) => d.payload.length === 1422));
     const log = readFileSync(join(n1.node.logdir, 'ovs-vswitchd.log'), 'utf8');
-    assert.match(log, new RegExp(`error sending Ethernet packet on ${n1.uplink}: Message too long`), 'ovs-vswitchd says why the large ones were dropped');
+    assert.match(
+      log,
+      new RegExp(`error sending Ethernet packet on ${n1.uplink}: Message too long`),
+      'ovs-vswitchd says why the large ones were dropped',
+    );
 
     try {
       for (const pod of podsOf12) await setPodMtu(pod, 1450);

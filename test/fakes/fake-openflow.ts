@@ -89,29 +89,41 @@ export class ApplyingOpenFlow extends FakeOpenFlow {
   }
 
   private applyFlow(mod: FlowMod): void {
-    const slot = (flow: FlowStats) => flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
+    const slot = (flow: FlowStats) =>
+      flow.tableId === mod.tableId && flow.priority === mod.priority && sameJson(flow.match, mod.match);
     if (mod.command === FlowModCommand.DELETE_STRICT) this.flows = this.flows.filter((flow) => !slot(flow));
     else if (mod.command === FlowModCommand.MODIFY_STRICT)
       this.flows = this.flows.map((flow) => (slot(flow) ? { ...flow, instructions: mod.instructions } : flow));
-    else if (mod.command === FlowModCommand.ADD) this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
+    else if (mod.command === FlowModCommand.ADD)
+      this.flows = [...this.flows.filter((flow) => !slot(flow)), dumped(mod)];
     else throw new Error(`flow mod command ${mod.command} not simulated`);
   }
 
   private applyGroup(mod: GroupMod): void {
     const others = this.groups.filter((group) => group.groupId !== mod.groupId);
-    this.groups = mod.command === GroupModCommand.DELETE ? others : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
+    this.groups =
+      mod.command === GroupModCommand.DELETE
+        ? others
+        : [...others, { groupType: mod.groupType, groupId: mod.groupId, buckets: mod.buckets }];
   }
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
-  const text = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+  const text = (value: unknown) =>
+    JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
   return text(a) === text(b);
 }
 
 /** A FLOW_MOD as the switch would dump the flow it adds. */
 function dumped(mod: FlowMod): FlowStats {
   return {
-    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
+    ...{
+      tableId: mod.tableId,
+      priority: mod.priority,
+      cookie: mod.cookie,
+      match: mod.match,
+      instructions: mod.instructions,
+    },
     ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
   };
 }

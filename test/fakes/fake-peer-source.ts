@@ -18,7 +18,11 @@ export class FakePeerSource implements PeerSource {
     this.reads++;
     if (this.failure !== undefined) throw new UsageError(this.failure);
     const unique = [...new Set(this.peers)].sort();
-    return { peers: unique.filter((peer) => peer !== nodeAddress), duplicates: [], droppedSelf: unique.filter((peer) => peer === nodeAddress) };
+    return {
+      peers: unique.filter((peer) => peer !== nodeAddress),
+      duplicates: [],
+      droppedSelf: unique.filter((peer) => peer === nodeAddress),
+    };
   }
 
   watch(changed: () => void): { close(): void } {

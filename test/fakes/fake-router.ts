@@ -51,7 +51,13 @@ export class FakeRouter implements RouterPort {
       const route = this.routes.get(key);
       if (route === undefined) continue;
       this.routes.delete(key);
-      this.bound.onRoute({ action: 'remove', source: sourceAddress(route.source), group: groupAddress(route.group), iif: route.iif, oifs: route.oifs });
+      this.bound.onRoute({
+        action: 'remove',
+        source: sourceAddress(route.source),
+        group: groupAddress(route.group),
+        iif: route.iif,
+        oifs: route.oifs,
+      });
     }
     this.idle.clear();
   }

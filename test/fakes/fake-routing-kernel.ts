@@ -7,7 +7,13 @@
  * answers. A test plays the kernel's NOCACHE upcalls with miss() and moves packet counters.
  */
 import { type McastError, UnavailableError } from '../../src/errors.js';
-import { boundSetting, checkFamilyAddress, checkIndex, checkInterfaceIfindex, type FamilyKit } from '../../src/protocol/mroute/family-kit.js';
+import {
+  boundSetting,
+  checkFamilyAddress,
+  checkIndex,
+  checkInterfaceIfindex,
+  type FamilyKit,
+} from '../../src/protocol/mroute/family-kit.js';
 import { FAMILY_KITS } from '../../src/protocol/mroute/family-kits.js';
 import type { InterfaceMembershipRow } from '../../src/protocol/mroute/proc.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
@@ -69,7 +75,9 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
     this.interfaceWord = this.#kit.interfaceWord;
     this.maxInterfaces = this.#kit.maxInterfaces;
     this.interfaceTable = this.#kit.proc.interfaces;
-    this.devices = new Map(Object.entries(options.devices ?? { 1: 'lo' }).map(([ifindex, name]) => [Number(ifindex), name]));
+    this.devices = new Map(
+      Object.entries(options.devices ?? { 1: 'lo' }).map(([ifindex, name]) => [Number(ifindex), name]),
+    );
   }
 
   /** Whether the last router opened has closed. */
@@ -84,7 +92,9 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
 
   openRouter(): MulticastRoutingSocket {
     if (this.#router !== undefined) {
-      throw new UnavailableError(`cannot become the multicast router of this network namespace: another multicast router holds it (${this.#init}: EADDRINUSE)`);
+      throw new UnavailableError(
+        `cannot become the multicast router of this network namespace: another multicast router holds it (${this.#init}: EADDRINUSE)`,
+      );
     }
     const owner = Symbol('router');
     this.#router = owner;
@@ -105,7 +115,8 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
         if (closed) return;
         closed = true;
         // The kernel takes away what the router added; static entries stay.
-        for (let at = this.interfaces.length - 1; at >= 0; at--) if (!this.interfaces[at]!.static) this.interfaces.splice(at, 1);
+        for (let at = this.interfaces.length - 1; at >= 0; at--)
+          if (!this.interfaces[at]!.static) this.interfaces.splice(at, 1);
         for (const [key, route] of this.routes) if (!route.static) this.routes.delete(key);
         this.#router = undefined;
         this.#noCache = undefined;
@@ -121,7 +132,11 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
       delInterface: (index) => {
         this.#checkIndex(index, this.interfaceWord.toUpperCase());
         const at = this.interfaces.findIndex((entry) => entry.index === index);
-        if (at < 0) throw new MrouteError(`cannot delete ${this.interfaceWord.toUpperCase()} ${index}: EADDRNOTAVAIL`, 'EADDRNOTAVAIL');
+        if (at < 0)
+          throw new MrouteError(
+            `cannot delete ${this.interfaceWord.toUpperCase()} ${index}: EADDRNOTAVAIL`,
+            'EADDRNOTAVAIL',
+          );
         this.interfaces.splice(at, 1);
       },
       addRoute: (route) => this.#addRoute(route, true),
@@ -150,7 +165,8 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
       joinGroup: ({ group, ifindex }) => join(group, ifindex, `join ${group} on ${ifindex}`),
       leaveGroup: ({ group, ifindex }) => {
         this.#checkGroup(group);
-        if (!held.delete(`${group} ${ifindex}`)) throw new MrouteError(`cannot leave ${group}: EADDRNOTAVAIL`, 'EADDRNOTAVAIL');
+        if (!held.delete(`${group} ${ifindex}`))
+          throw new MrouteError(`cannot leave ${group}: EADDRNOTAVAIL`, 'EADDRNOTAVAIL');
         log(`leave ${group} on ${ifindex}`);
       },
       joinSourceGroup: ({ group, source, ifindex }) => {
@@ -230,7 +246,8 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
     if ([...this.staticInterfaces, ...this.interfaces].some((entry) => entry.index === index)) {
       throw new MrouteError(`cannot add ${word} ${index}: EADDRINUSE`, 'EADDRINUSE');
     }
-    if (!this.devices.has(ifindex)) throw new MrouteError(`cannot add ${word} ${index}: EADDRNOTAVAIL (no device ${ifindex})`, 'EADDRNOTAVAIL');
+    if (!this.devices.has(ifindex))
+      throw new MrouteError(`cannot add ${word} ${index}: EADDRNOTAVAIL (no device ${ifindex})`, 'EADDRNOTAVAIL');
     this.interfaces.push({ index, ifindex, static: isStatic });
   }
 
@@ -240,12 +257,18 @@ export class FakeRoutingKernel implements MulticastRoutingKernel {
     this.#checkGroup(route.group);
     this.#checkIndex(route.iif, `incoming ${word}`);
     for (const oif of route.oifs) this.#checkIndex(oif, `outgoing ${word}`);
-    this.routes.set(`${route.source}>${route.group}`, { ...route, oifs: [...route.oifs], static: isStatic, packets: 0 });
+    this.routes.set(`${route.source}>${route.group}`, {
+      ...route,
+      oifs: [...route.oifs],
+      static: isStatic,
+      packets: 0,
+    });
   }
 
   #delRoute({ source, group }: { source: string; group: string }): void {
     checkFamilyAddress(this.#kit, source, 'source', false);
     this.#checkGroup(group);
-    if (!this.routes.delete(`${source}>${group}`)) throw new MrouteError(`cannot delete (${source}, ${group}): ENOENT`, 'ENOENT');
+    if (!this.routes.delete(`${source}>${group}`))
+      throw new MrouteError(`cannot delete (${source}, ${group}): ENOENT`, 'ENOENT');
   }
 }

@@ -8,7 +8,12 @@ import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
 import type { SwitchPort, WantedForwarding } from '../../src/controllers/daemon/loop/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
 import type { SourcePorts } from '../../src/domain/pipeline/source-split.js';
-import { compareAddresses, type GroupAddress, type HostAddress, type SourceAddress } from '../../src/wire/ip-address.js';
+import {
+  compareAddresses,
+  type GroupAddress,
+  type HostAddress,
+  type SourceAddress,
+} from '../../src/wire/ip-address.js';
 
 export interface AppliedGroup {
   group: GroupAddress;
@@ -43,7 +48,9 @@ export class FakeSwitch implements SwitchPort {
   readonly applied: AppliedGroup[] = [];
   /** Every installBase call: the gateway port it was given. */
   readonly baseFlows: Array<number | undefined> = [];
-  /** Every installBase call, in the same order as baseFlows: the tunnel port it was given (undefined: tunnel mode off). */
+  /**
+   * Every installBase call, in the same order as baseFlows: the tunnel port it was given (undefined: tunnel mode off).
+   */
   readonly baseTunnels: Array<number | undefined> = [];
   /** Every frame sent out, with its ports. */
   readonly sent: Array<{ frame: Uint8Array; ports: number[] }> = [];
@@ -58,7 +65,9 @@ export class FakeSwitch implements SwitchPort {
   refreshes = 0;
   closed = false;
   private failures = 0;
-  private readonly packetInListeners: Array<(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void> = [];
+  private readonly packetInListeners: Array<
+    (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void
+  > = [];
   /** The tunnel port each group's buckets toward the peers output to. */
   readonly tunnelPorts = new Map<GroupAddress, number>();
   private readonly reconnectListeners: Array<() => void> = [];
@@ -111,14 +120,24 @@ export class FakeSwitch implements SwitchPort {
     const removing = ports.length === 0 && peers.length === 0 && sources.length === 0;
     if (this.staticGroups.has(group)) {
       if (removing) return 'absent';
-      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`);
+      throw new McastError(
+        'conflict',
+        `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`,
+      );
     }
     const current = this.everySource.get(group);
     const wanted = sorted(ports);
     if (removing && current === undefined) return 'absent';
     const sameTunnel = peers.length === 0 || this.tunnelPorts.get(group) === tunnel?.ofport;
     const sameEntries = sameSources(this.sources.get(group) ?? [], sources);
-    if (current !== undefined && same(current, wanted) && samePeers(this.peers.get(group) ?? [], peers) && sameTunnel && sameEntries) return 'unchanged';
+    if (
+      current !== undefined &&
+      same(current, wanted) &&
+      samePeers(this.peers.get(group) ?? [], peers) &&
+      sameTunnel &&
+      sameEntries
+    )
+      return 'unchanged';
     if (this.failures > 0) {
       this.failures--;
       throw new McastError('refused', `OVS refused 2 of 2 changes for group ${group}: OFPGMFC_GROUP_EXISTS`);
@@ -158,7 +177,11 @@ export class FakeSwitch implements SwitchPort {
   async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
     const meter = this.meters ? wanted?.meter : undefined;
     if (wanted === undefined || (meter === undefined && wanted.deniedSend.length === 0)) this.ports.delete(ofport);
-    else this.ports.set(ofport, { deniedSend: [...wanted.deniedSend], ...(meter === undefined ? {} : { meter: { ...meter } }) });
+    else
+      this.ports.set(ofport, {
+        deniedSend: [...wanted.deniedSend],
+        ...(meter === undefined ? {} : { meter: { ...meter } }),
+      });
     return { metered: meter !== undefined };
   }
 
@@ -175,7 +198,11 @@ export class FakeSwitch implements SwitchPort {
     return { sent: ports.length, refused: [] };
   }
 
-  async sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }> {
+  async sendToPeers(
+    frame: Uint8Array,
+    tunnelOfport: number,
+    peers: readonly HostAddress[],
+  ): Promise<{ sent: number; refused: Error[] }> {
     this.sentToPeers.push({ frame, tunnelOfport, peers: [...peers] });
     return { sent: peers.length, refused: [] };
   }
@@ -198,7 +225,10 @@ export class FakeSwitch implements SwitchPort {
     this.closed = true;
   }
 
-  /** A frame from `ofport`, as OVS sends it up to the controller; from a tunnel port, with the outer source it came from. */
+  /**
+   * A frame from `ofport`, as OVS sends it up to the controller; from a tunnel port, with the outer source it came
+   * from.
+   */
   packetIn(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string): void {
     for (const listener of this.packetInListeners) listener(frame, ofport, tunnelSource);
   }
@@ -228,11 +258,16 @@ function reached(ports: readonly number[], sources: readonly SourcePorts[]): num
 }
 
 function sortedSources(sources: ReadonlyArray<{ source: SourceAddress; ports: readonly number[] }>): SourcePorts[] {
-  return sources.map(({ source, ports }) => ({ source, ports: sorted(ports) })).sort((a, b) => compareAddresses(a.source, b.source));
+  return sources
+    .map(({ source, ports }) => ({ source, ports: sorted(ports) }))
+    .sort((a, b) => compareAddresses(a.source, b.source));
 }
 
 function sameSources(a: readonly SourcePorts[], b: readonly SourcePorts[]): boolean {
-  return a.length === b.length && a.every((entry, index) => entry.source === b[index]!.source && same(entry.ports, b[index]!.ports));
+  return (
+    a.length === b.length &&
+    a.every((entry, index) => entry.source === b[index]!.source && same(entry.ports, b[index]!.ports))
+  );
 }
 
 function sortedPeers(peers: readonly HostAddress[]): HostAddress[] {

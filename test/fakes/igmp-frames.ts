@@ -11,7 +11,10 @@ import { IP_PROTOCOL_IGMP, ROUTER_ALERT } from '../../src/packet/ipv4/header.js'
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 
 /** `message` from `src` to `dst`, in an Ethernet frame to the destination's multicast MAC. */
-/** A frame as a pod's kernel sends it (TTL 1, Router Alert), or with `ttl` and `routerAlert` as a crafted one may have them. */
+/**
+ * A frame as a pod's kernel sends it (TTL 1, Router Alert), or with `ttl` and `routerAlert` as a crafted one may have
+ * them.
+ */
 export function igmpFrame(
   message: IgmpMessage,
   { src, dst, ttl = 1, routerAlert = true }: { src: string; dst: string; ttl?: number; routerAlert?: boolean },
@@ -30,7 +33,12 @@ export function igmpFrame(
     dst,
     options,
   };
-  const eth: ethernet.EthernetHeader = { dst: multicastMacForGroup(dst), src: '02:00:00:00:00:99', vlanIds: [], etherType: EtherType.IPv4 };
+  const eth: ethernet.EthernetHeader = {
+    dst: multicastMacForGroup(dst),
+    src: '02:00:00:00:00:99',
+    vlanIds: [],
+    etherType: EtherType.IPv4,
+  };
   const at = ethernet.encodingLength(eth);
   const out = Buffer.alloc(at + header.totalLength);
   ethernet.encode(eth, out, 0);
@@ -39,11 +47,17 @@ export function igmpFrame(
   return out;
 }
 
-export const v1Report = (host: string, group: string) => igmpFrame({ kind: 'report', version: 1, group }, { src: host, dst: group });
-export const v2Report = (host: string, group: string) => igmpFrame({ kind: 'report', version: 2, group }, { src: host, dst: group });
-export const v2Leave = (host: string, group: string) => igmpFrame({ kind: 'leave', version: 2, group }, { src: host, dst: '224.0.0.2' });
+export const v1Report = (host: string, group: string) =>
+  igmpFrame({ kind: 'report', version: 1, group }, { src: host, dst: group });
+export const v2Report = (host: string, group: string) =>
+  igmpFrame({ kind: 'report', version: 2, group }, { src: host, dst: group });
+export const v2Leave = (host: string, group: string) =>
+  igmpFrame({ kind: 'leave', version: 2, group }, { src: host, dst: '224.0.0.2' });
 export const v3Report = (host: string, records: Array<{ type: RecordTypeName; group: string; sources?: string[] }>) =>
-  igmpFrame({ kind: 'report', version: 3, records: records.map((record) => ({ ...record, sources: record.sources ?? [] })) }, { src: host, dst: '224.0.0.22' });
+  igmpFrame(
+    { kind: 'report', version: 3, records: records.map((record) => ({ ...record, sources: record.sources ?? [] })) },
+    { src: host, dst: '224.0.0.22' },
+  );
 export const v2GeneralQuery = (querier: string) =>
   igmpFrame({ kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }, { src: querier, dst: '224.0.0.1' });
 

@@ -101,6 +101,7 @@ export function reportWithFrameHex(details: fc.RunDetails<[Buffer]>): void {
   if (!details.failed) return;
   const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   const [counterexample] = details.counterexample ?? [];
-  const shown = counterexample === undefined ? '' : `\nFrame (${counterexample.length} bytes): ${counterexample.toString('hex')}`;
+  const shown =
+    counterexample === undefined ? '' : `\nFrame (${counterexample.length} bytes): ${counterexample.toString('hex')}`;
   throw new Error(`${fc.defaultReportMessage(details) ?? 'property failed'}${shown}\nGot error: ${error}`);
 }

@@ -80,5 +80,10 @@ export function ipv4Packet(spec: Ipv4Spec, payload: Uint8Array): Buffer {
 
 /** An Ethernet II frame: dst MAC derived from an IPv4 multicast dst, fixed src MAC. */
 export function ethernetFrame(packet: Uint8Array, etherType = 0x0800, dstMac = '01005e000001'): Buffer {
-  return Buffer.concat([hex(dstMac), hex('02 00 00 00 00 01'), Buffer.from([etherType >> 8, etherType & 0xff]), packet]);
+  return Buffer.concat([
+    hex(dstMac),
+    hex('02 00 00 00 00 01'),
+    Buffer.from([etherType >> 8, etherType & 0xff]),
+    packet,
+  ]);
 }

@@ -1,5 +1,13 @@
 /** An in-memory DaemonView for the control socket, metrics and CLI tests: set its fields, emit events. */
-import type { DaemonEvent, DaemonStatus, DaemonView, GroupView, PortActivityView, PortQuery, RouteView } from '../../src/transport/control/daemon-view.js';
+import type {
+  DaemonEvent,
+  DaemonStatus,
+  DaemonView,
+  GroupView,
+  PortActivityView,
+  PortQuery,
+  RouteView,
+} from '../../src/transport/control/daemon-view.js';
 import type { TrafficStatsView } from '../../src/transport/control/daemon-view.js';
 
 export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatus {
@@ -19,7 +27,15 @@ export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatu
     members: 3,
     routes: 1,
     pendingSyncs: 0,
-    counters: { packetIns: 10, igmpMessages: { v3_report: 7, v2_leave: 1 }, ignoredNonPod: 2, syncs: 5, syncErrors: 1, replays: 0, queriesSent: 4 },
+    counters: {
+      packetIns: 10,
+      igmpMessages: { v3_report: 7, v2_leave: 1 },
+      ignoredNonPod: 2,
+      syncs: 5,
+      syncErrors: 1,
+      replays: 0,
+      queriesSent: 4,
+    },
     igmpRefused: {
       total: { 'port-groups': 0, policy: 2, spoofed: 1 },
       byPort: [{ port: { ofport: 5, name: 'veth-a', pod: 'default/pod-a' }, counts: { policy: 2, spoofed: 1 } }],
@@ -35,7 +51,12 @@ export function sampleStatus(overrides: Partial<DaemonStatus> = {}): DaemonStatu
         { port: { ofport: 6, name: 'veth-b', pod: 'default/pod-b' }, dropped: 0 },
       ],
     },
-    groupPolicy: { file: '/etc/mcastctl/policy.yaml', rules: 4, loadedAt: '2026-12-01T15:00:00.000Z', portsDeniedSending: 1 },
+    groupPolicy: {
+      file: '/etc/mcastctl/policy.yaml',
+      rules: 4,
+      loadedAt: '2026-12-01T15:00:00.000Z',
+      portsDeniedSending: 1,
+    },
     stateDir: '/var/lib/mcastctl',
     controlSocket: '/run/mcastctl/mcastctl.sock',
     metricsAddress: '127.0.0.1:9100',
@@ -53,7 +74,15 @@ export function sampleGroups(now = Date.now()): GroupView[] {
       ports: [podA, podB],
       synced: true,
       members: [
-        { port: podA, host: '10.0.0.5', compatibility: 3, mode: 'exclude', sources: [], lastReportAt: iso(-12_000), expiresAt: iso(248_000) },
+        {
+          port: podA,
+          host: '10.0.0.5',
+          compatibility: 3,
+          mode: 'exclude',
+          sources: [],
+          lastReportAt: iso(-12_000),
+          expiresAt: iso(248_000),
+        },
         {
           port: podB,
           host: '10.0.0.6',
@@ -71,7 +100,17 @@ export function sampleGroups(now = Date.now()): GroupView[] {
       ports: [podA],
       synced: false,
       error: 'OFPET_GROUP_MOD_FAILED',
-      members: [{ port: podA, host: '10.0.0.5', compatibility: 3, mode: 'include', sources: ['10.9.9.9'], lastReportAt: iso(-1000), expiresAt: iso(259_000) }],
+      members: [
+        {
+          port: podA,
+          host: '10.0.0.5',
+          compatibility: 3,
+          mode: 'include',
+          sources: ['10.9.9.9'],
+          lastReportAt: iso(-1000),
+          expiresAt: iso(259_000),
+        },
+      ],
     },
   ];
 }
@@ -79,7 +118,9 @@ export function sampleGroups(now = Date.now()): GroupView[] {
 export class FakeDaemonView implements DaemonView {
   statusValue: DaemonStatus = sampleStatus();
   groupsValue: GroupView[] = sampleGroups();
-  routesValue: RouteView[] = [{ source: '10.0.0.5', group: '239.1.2.3', iif: 'gw0', oifs: ['eth0'], packets: 12, bytes: 1200 }];
+  routesValue: RouteView[] = [
+    { source: '10.0.0.5', group: '239.1.2.3', iif: 'gw0', oifs: ['eth0'], packets: 12, bytes: 1200 },
+  ];
   /** Answers of `port`, by pod (or interface name); the query's group is kept in `portQueries`. */
   readonly portValues = new Map<string, PortActivityView>();
   readonly portQueries: PortQuery[] = [];

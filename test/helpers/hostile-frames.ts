@@ -32,7 +32,11 @@ export const hostileFrames: HostileFrame[] = [
     frame: ethernetFrame(ipv4Packet({ ...host, dst: '239.1.2.3' }, corruptChecksum(igmpBytes('16 00 0000 ef010203')))),
     error: 'bad-checksum',
   },
-  { name: 'bad IGMP checksum (v3 report)', frame: ethernetFrame(ipv4Packet(host, corruptChecksum(v3Join))), error: 'bad-checksum' },
+  {
+    name: 'bad IGMP checksum (v3 report)',
+    frame: ethernetFrame(ipv4Packet(host, corruptChecksum(v3Join))),
+    error: 'bad-checksum',
+  },
   {
     name: 'record count larger than the packet',
     frame: ethernetFrame(ipv4Packet(host, igmpBytes('22 00 0000 0000 0009 04 00 0000 ef010101'))),
@@ -45,21 +49,43 @@ export const hostileFrames: HostileFrame[] = [
   },
   {
     name: 'v3 query source count larger than the packet',
-    frame: ethernetFrame(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 02 7d 0003 0a000001'))),
+    frame: ethernetFrame(
+      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 02 7d 0003 0a000001')),
+    ),
     error: 'truncated',
   },
   { name: 'IHL below 5', frame: ethernetFrame(withFirstOctet(ipv4Packet(host, v3Join), 0x44)), error: 'bad-ip-header' },
-  { name: 'IP version 5 in an IPv4 frame', frame: ethernetFrame(withFirstOctet(ipv4Packet(host, v3Join), 0x56)), error: 'bad-ip-header' },
-  { name: 'IP total length past the frame', frame: ethernetFrame(ipv4Packet({ ...host, totalLength: 200 }, v3Join)), error: 'truncated' },
+  {
+    name: 'IP version 5 in an IPv4 frame',
+    frame: ethernetFrame(withFirstOctet(ipv4Packet(host, v3Join), 0x56)),
+    error: 'bad-ip-header',
+  },
+  {
+    name: 'IP total length past the frame',
+    frame: ethernetFrame(ipv4Packet({ ...host, totalLength: 200 }, v3Join)),
+    error: 'truncated',
+  },
   { name: 'IPv4 header cut short', frame: ethernetFrame(ipv4Packet(host, v3Join).subarray(0, 12)), error: 'truncated' },
-  { name: 'first fragment (more fragments set)', frame: ethernetFrame(ipv4Packet({ ...host, flagsAndOffset: 0x2000 }, v3Join)), error: 'fragmented' },
-  { name: 'later fragment (offset 8)', frame: ethernetFrame(ipv4Packet({ ...host, flagsAndOffset: 0x0001 }, v3Join)), error: 'fragmented' },
+  {
+    name: 'first fragment (more fragments set)',
+    frame: ethernetFrame(ipv4Packet({ ...host, flagsAndOffset: 0x2000 }, v3Join)),
+    error: 'fragmented',
+  },
+  {
+    name: 'later fragment (offset 8)',
+    frame: ethernetFrame(ipv4Packet({ ...host, flagsAndOffset: 0x0001 }, v3Join)),
+    error: 'fragmented',
+  },
   {
     name: 'v2 report for a unicast group',
     frame: ethernetFrame(ipv4Packet({ ...host, dst: '10.1.2.3' }, igmpBytes('16 00 0000 0a010203'))),
     error: 'invalid-group',
   },
-  { name: 'v2 leave for 0.0.0.0', frame: ethernetFrame(ipv4Packet({ ...host, dst: '224.0.0.2' }, igmpBytes('17 00 0000 00000000'))), error: 'invalid-group' },
+  {
+    name: 'v2 leave for 0.0.0.0',
+    frame: ethernetFrame(ipv4Packet({ ...host, dst: '224.0.0.2' }, igmpBytes('17 00 0000 00000000'))),
+    error: 'invalid-group',
+  },
   {
     name: 'v3 record for a unicast group',
     frame: ethernetFrame(ipv4Packet(host, igmpBytes('22 00 0000 0000 0001 04 00 0000 c0a80001'))),
@@ -77,7 +103,11 @@ export const hostileFrames: HostileFrame[] = [
     frame: ethernetFrame(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, igmpBytes('11 64 0000 00000000 0000'))),
     error: 'bad-length',
   },
-  { name: 'bad IPv4 header checksum', frame: ethernetFrame(corruptIpChecksum(ipv4Packet(host, v3Join))), error: 'bad-ip-checksum' },
+  {
+    name: 'bad IPv4 header checksum',
+    frame: ethernetFrame(corruptIpChecksum(ipv4Packet(host, v3Join))),
+    error: 'bad-ip-checksum',
+  },
 ];
 
 function corruptIpChecksum(packet: Buffer): Buffer {
@@ -93,10 +123,18 @@ export const validFrames = {
   v2Query: ethernetFrame(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1' }, hex('11 64 ee9b 00000000'))),
   /** An mtrace: decoded as type "other". */
   mtrace: ethernetFrame(
-    ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.2', routerAlert: false }, igmpBytes('1f 10 0000 ef010203 0a000001 0a000002 0a000003 e0000001 40 000001')),
+    ipv4Packet(
+      { src: '10.0.0.1', dst: '224.0.0.2', routerAlert: false },
+      igmpBytes('1f 10 0000 ef010203 0a000001 0a000002 0a000003 e0000001 40 000001'),
+    ),
   ),
   /** UDP: no line. */
-  udp: ethernetFrame(ipv4Packet({ src: '10.0.0.2', dst: '239.1.2.3', protocol: 17, routerAlert: false }, hex('1388 1388 000c 0000 68690a0a'))),
+  udp: ethernetFrame(
+    ipv4Packet(
+      { src: '10.0.0.2', dst: '239.1.2.3', protocol: 17, routerAlert: false },
+      hex('1388 1388 000c 0000 68690a0a'),
+    ),
+  ),
   /** ARP: no line. */
   arp: ethernetFrame(hex('0001 0800 06 04 0001 020000000001 0a000002 000000000000 0a000001'), 0x0806, 'ffffffffffff'),
 };

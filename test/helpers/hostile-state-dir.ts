@@ -34,7 +34,10 @@ export class PlantingGround {
     return join(this.root, `${prefix}${++this.counter}`);
   }
 
-  /** A fresh directory of `mode` (chmod, not masked by the umask), owned by the user running the tests unless `uid` is given. */
+  /**
+   * A fresh directory of `mode` (chmod, not masked by the umask), owned by the user running the tests unless `uid` is
+   * given.
+   */
   async directory(mode: number, uid?: number, parent = this.root): Promise<string> {
     const dir = join(parent, `d${++this.counter}`);
     await mkdir(dir);

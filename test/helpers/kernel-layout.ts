@@ -14,7 +14,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { it } from './node-test.js';
 
 const LAYOUT_PROGRAM = fileURLToPath(new URL('../fixtures/kernel-structs.c', import.meta.url));
-const SETUP_HINT = 'run scripts/setup.sh: it installs g++, which brings gcc, and with it linux-libc-dev, the kernel headers';
+const SETUP_HINT =
+  'run scripts/setup.sh: it installs g++, which brings gcc, and with it linux-libc-dev, the kernel headers';
 
 interface FieldLayout {
   offset: number;
@@ -34,8 +35,10 @@ class KernelLayout {
   constructor(output: string) {
     for (const line of output.split('\n').filter((text) => text !== '')) {
       const [kind, ...words] = line.split(' ');
-      if (kind === 'size' && words.length === 2) this.#structs.set(words[0]!, { size: Number(words[1]), fields: new Map() });
-      else if (kind === 'field' && words.length === 4) this.struct(words[0]!).fields.set(words[1]!, { offset: Number(words[2]), size: Number(words[3]) });
+      if (kind === 'size' && words.length === 2)
+        this.#structs.set(words[0]!, { size: Number(words[1]), fields: new Map() });
+      else if (kind === 'field' && words.length === 4)
+        this.struct(words[0]!).fields.set(words[1]!, { offset: Number(words[2]), size: Number(words[3]) });
       else if (kind === 'constant' && words.length === 2) this.#constants.set(words[0]!, Number(words[1]));
       else throw new Error(`the layout program printed a line this test does not read: ${JSON.stringify(line)}`);
     }
@@ -66,7 +69,11 @@ function readKernelLayout(): KernelLayout {
   try {
     const program = join(directory, 'kernel-structs');
     try {
-      execFileSync('gcc', ['-std=c11', '-o', program, LAYOUT_PROGRAM], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+      execFileSync('gcc', ['-std=c11', '-o', program, LAYOUT_PROGRAM], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 60_000,
+      });
     } catch (error) {
       const { code, stderr } = error as { code?: string; stderr?: string };
       if (code === 'ENOENT') throw new Error(`gcc is not installed: ${SETUP_HINT}`);
@@ -103,7 +110,10 @@ interface StructCodec<V> {
   encodingLength(value: V): number;
 }
 
-/** A codec value and the same content as the octets of the kernel's fields (by their header names); fields not named are zero. */
+/**
+ * A codec value and the same content as the octets of the kernel's fields (by their header names); fields not named are
+ * zero.
+ */
 interface Base<V> {
   value: V;
   octets: Record<string, number[]>;
@@ -168,7 +178,8 @@ function kernelOctets(struct: string, ...fieldOctets: Record<string, number[]>[]
   const out = new Uint8Array(kernelLayout().struct(struct).size);
   for (const [name, octets] of fieldOctets.flatMap((fields) => Object.entries(fields))) {
     const field = kernelLayout().field(struct, name);
-    if (octets.length !== field.size) throw new Error(`${struct}.${name}: the test gives ${octets.length} octets for a field of sizeof ${field.size}`);
+    if (octets.length !== field.size)
+      throw new Error(`${struct}.${name}: the test gives ${octets.length} octets for a field of sizeof ${field.size}`);
     out.set(octets, field.offset);
   }
   return out;
@@ -220,7 +231,9 @@ function lengthProblems<V>(subject: StructCase<V>): string[] {
   };
   return Object.entries(lengths)
     .filter(([, length]) => length !== size)
-    .map(([what, length]) => `${subject.title}: ${what} is ${length} octets, sizeof(struct ${subject.struct}) is ${size}`);
+    .map(
+      ([what, length]) => `${subject.title}: ${what} is ${length} octets, sizeof(struct ${subject.struct}) is ${size}`,
+    );
 }
 
 /** `where` names the base in what it reports: the struct's, or the field's that has a base of its own. */
@@ -238,7 +251,10 @@ function baseProblems<V>(subject: StructCase<V>, base: Base<V>, where: string): 
   return wrong === '' ? [] : [`${where}: the base octets decode with ${wrong}`];
 }
 
-/** The marker set in the codec's value must change the encoding where the header puts the field, to the octets the kernel reads. */
+/**
+ * The marker set in the codec's value must change the encoding where the header puts the field, to the octets the
+ * kernel reads.
+ */
 function encodeProblems<V>(subject: StructCase<V>, name: string, marker: FieldMarker<V>): string[] {
   const field = kernelLayout().field(subject.struct, name);
   const base = marker.base ?? subject.base;
@@ -246,7 +262,10 @@ function encodeProblems<V>(subject: StructCase<V>, name: string, marker: FieldMa
   const encodedBase = encodeOrExplain(subject, base.value, where);
   const encoded = encodeOrExplain(subject, { ...base.value, ...marker.value }, where);
   const codecSpan = differingSpan(encodedBase, encoded);
-  const kernelSpan = differingSpan(kernelOctets(subject.struct, base.octets), kernelOctets(subject.struct, base.octets, { [name]: marker.octets }));
+  const kernelSpan = differingSpan(
+    kernelOctets(subject.struct, base.octets),
+    kernelOctets(subject.struct, base.octets, { [name]: marker.octets }),
+  );
   if (!isDeepStrictEqual(codecSpan, kernelSpan)) {
     return [
       `${where}: the codec encodes the marker ${describeSpan(codecSpan)}, the kernel's struct holds it ${describeSpan(kernelSpan)} (offsetof ${field.offset}, sizeof ${field.size})`,
@@ -256,23 +275,35 @@ function encodeProblems<V>(subject: StructCase<V>, name: string, marker: FieldMa
   const wanted = hex(Uint8Array.from(marker.octets));
   return got === wanted
     ? []
-    : [`${where}: the codec encodes the marker as ${got}, the kernel reads ${wanted} (offsetof ${field.offset}, sizeof ${field.size})`];
+    : [
+        `${where}: the codec encodes the marker as ${got}, the kernel reads ${wanted} (offsetof ${field.offset}, sizeof ${field.size})`,
+      ];
 }
 
-/** The marker's octets written where the header puts the field must decode to the base value with that field, and nothing else, changed. */
+/**
+ * The marker's octets written where the header puts the field must decode to the base value with that field, and
+ * nothing else, changed.
+ */
 function decodeProblems<V>(subject: StructCase<V>, name: string, marker: FieldMarker<V>): string[] {
   const field = kernelLayout().field(subject.struct, name);
   const base = marker.base ?? subject.base;
   const where = `${subject.title}.${name}`;
   const header = `the header's ${name} is at offset ${field.offset} size ${field.size}`;
-  const decoded = decodeOrExplain(subject, kernelOctets(subject.struct, base.octets, { [name]: marker.octets }), where, `the marker where ${header}`);
+  const decoded = decodeOrExplain(
+    subject,
+    kernelOctets(subject.struct, base.octets, { [name]: marker.octets }),
+    where,
+    `the marker where ${header}`,
+  );
   const wrong = differences(decoded, { ...base.value, ...marker.value } as V);
   return wrong === '' ? [] : [`${where}: the marker written where ${header} decodes with ${wrong}`];
 }
 
 function offsetProblems<V>(subject: StructCase<V>, name: string, offset: number): string[] {
   const field = kernelLayout().field(subject.struct, name);
-  return offset === field.offset ? [] : [`${subject.title}.${name}: the codec's offset constant is ${offset}, offsetof is ${field.offset}`];
+  return offset === field.offset
+    ? []
+    : [`${subject.title}.${name}: the codec's offset constant is ${offset}, offsetof is ${field.offset}`];
 }
 
 /** Every check of one field, its own base first when it has one. */
@@ -292,7 +323,9 @@ export function checkStruct<V>(subject: StructCase<V>): void {
       ...problemsOf(() => lengthProblems(subject)),
       ...problemsOf(() => baseProblems(subject, subject.base, subject.title)),
       ...Object.entries(subject.fields).flatMap(([name, marker]) => fieldProblems(subject, name, marker)),
-      ...Object.entries(subject.offsetConstants ?? {}).flatMap(([name, offset]) => problemsOf(() => offsetProblems(subject, name, offset))),
+      ...Object.entries(subject.offsetConstants ?? {}).flatMap(([name, offset]) =>
+        problemsOf(() => offsetProblems(subject, name, offset)),
+      ),
     ];
     if (problems.length > 0) assert.fail(problems.join('\n'));
   });

@@ -34,7 +34,16 @@ export const QUERIER_TO_ALL: AddressPair = {
 
 /** The 40-octet pseudo-header of an ICMPv6 message of `length` octets between `pair`'s addresses. */
 export function pseudoHeader(pair: AddressPair, length: number): Buffer {
-  const lengthAndNextHeader = Buffer.from([length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff, 0, 0, 0, 58]);
+  const lengthAndNextHeader = Buffer.from([
+    length >>> 24,
+    (length >>> 16) & 0xff,
+    (length >>> 8) & 0xff,
+    length & 0xff,
+    0,
+    0,
+    0,
+    58,
+  ]);
   return Buffer.concat([hex(pair.srcHex), hex(pair.dstHex), lengthAndNextHeader]);
 }
 
@@ -93,5 +102,8 @@ export function resealPacket(packet: Buffer): void {
     0,
     58,
   ]);
-  message.writeUInt16BE(pseudoHeaderSum(Buffer.concat([packet.subarray(0, MESSAGE_AT), lengthAndNextHeader, message])), 2);
+  message.writeUInt16BE(
+    pseudoHeaderSum(Buffer.concat([packet.subarray(0, MESSAGE_AT), lengthAndNextHeader, message])),
+    2,
+  );
 }

@@ -41,7 +41,9 @@ function boundLinger(): void {
   lingerBounded = true;
   nodeTest.after(() => {
     setTimeout(() => {
-      console.error(`the test process still ran ${LINGER_MS} ms after its last test (something a test started was left open): ending it`);
+      console.error(
+        `the test process still ran ${LINGER_MS} ms after its last test (something a test started was left open): ending it`,
+      );
       process.exit();
     }, LINGER_MS).unref();
   });

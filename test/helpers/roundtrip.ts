@@ -23,7 +23,11 @@ export function assertRoundTrip<T>(codec: Codec<T>, value: T, expected: Uint8Arr
   const buf = Buffer.alloc(expected.length + 7, 0xaa);
   codec.encode(value, buf, 3);
   assert.equal(hexOf(buf.subarray(3, 3 + expected.length)), hexOf(expected), 'encode at offset');
-  assert.equal(hexOf(buf.subarray(0, 3)) + hexOf(buf.subarray(3 + expected.length)), 'aa'.repeat(7), 'encode stays in bounds');
+  assert.equal(
+    hexOf(buf.subarray(0, 3)) + hexOf(buf.subarray(3 + expected.length)),
+    'aa'.repeat(7),
+    'encode stays in bounds',
+  );
 }
 
 /** Buffers and Uint8Arrays compare by content. */

@@ -28,7 +28,9 @@ export interface LifecycleOptions<S extends LifecycleSocket> {
   listen(socket: S): void;
 }
 
-export async function socketLifecycle<S extends LifecycleSocket>(options: LifecycleOptions<S>): Promise<LifecycleCounts> {
+export async function socketLifecycle<S extends LifecycleSocket>(
+  options: LifecycleOptions<S>,
+): Promise<LifecycleCounts> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('run with --expose-gc');
   const count = (): number => readFileSync(options.table, 'utf8').trim().split('\n').length - 1;

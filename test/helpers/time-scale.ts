@@ -11,7 +11,8 @@
 function timeScale(text: string | undefined): number {
   if (text === undefined || text === '') return 1;
   const scale = Number(text);
-  if (!Number.isFinite(scale) || scale < 1) throw new Error(`MCASTCTL_TEST_TIME_SCALE must be a number of at least 1, not ${JSON.stringify(text)}`);
+  if (!Number.isFinite(scale) || scale < 1)
+    throw new Error(`MCASTCTL_TEST_TIME_SCALE must be a number of at least 1, not ${JSON.stringify(text)}`);
   return scale;
 }
 

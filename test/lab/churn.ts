@@ -54,7 +54,8 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-const pick = <T>(random: () => number, items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
+const pick = <T>(random: () => number, items: readonly T[]): T | undefined =>
+  items[Math.floor(random() * items.length)];
 
 // ---------------------------------------------------------------------------------------
 // Latency distributions
@@ -115,7 +116,8 @@ export class MembershipRecord {
   /** Groups with at least one member, each with its member pods. */
   membersByGroup(): Map<string, FleetPod[]> {
     const members = new Map<string, FleetPod[]>();
-    for (const [pod, groups] of this.groupsOf) for (const group of groups) members.set(group, [...(members.get(group) ?? []), pod]);
+    for (const [pod, groups] of this.groupsOf)
+      for (const group of groups) members.set(group, [...(members.get(group) ?? []), pod]);
     return members;
   }
 }
@@ -123,7 +125,10 @@ export class MembershipRecord {
 // ---------------------------------------------------------------------------------------
 // What OVS holds
 
-/** Where one flow's OVS group chain sends a multicast group: pod ports (gateway and tunnel ports left out) and tunnel destinations. */
+/**
+ * Where one flow's OVS group chain sends a multicast group: pod ports (gateway and tunnel ports left out) and tunnel
+ * destinations.
+ */
 interface Forwarding {
   ports: Set<number>;
   peers: Set<string>;
@@ -146,7 +151,10 @@ interface OvsGroupEntry {
 
 /** Reads node `n`'s br-int with ovs-ofctl and resolves every group flow's chain. */
 async function readNodeOvs(n: TunnelLabNode): Promise<NodeOvs> {
-  const [flows, groups] = await Promise.all([n.node.ofctl('dump-flows', n.node.bridge), n.node.ofctl('dump-groups', n.node.bridge)]);
+  const [flows, groups] = await Promise.all([
+    n.node.ofctl('dump-flows', n.node.bridge),
+    n.node.ofctl('dump-groups', n.node.bridge),
+  ]);
   const entries = new Map<string, OvsGroupEntry>();
   for (const line of groups.split('\n')) {
     const id = /group_id=(\d+)/.exec(line)?.[1];
@@ -167,7 +175,8 @@ async function readNodeOvs(n: TunnelLabNode): Promise<NodeOvs> {
       if (visited.has(id) || entry === undefined) continue;
       visited.add(id);
       reached.add(id);
-      for (const port of entry.outputs) if (port !== n.gateway.ofport && port !== n.tunnel.ofport) forwarding.ports.add(port);
+      for (const port of entry.outputs)
+        if (port !== n.gateway.ofport && port !== n.tunnel.ofport) forwarding.ports.add(port);
       for (const peer of entry.peers) forwarding.peers.add(peer);
       pending.push(...entry.next);
     }
@@ -187,15 +196,23 @@ async function readNodeOvs(n: TunnelLabNode): Promise<NodeOvs> {
   return { fromPods, fromTunnel, orphanGroups: [...entries.keys()].filter((id) => !reached.has(id)) };
 }
 
-/** One node's OVS against the record: every bucket (port or tunnel destination) and flow too few or too many, described. */
+/**
+ * One node's OVS against the record: every bucket (port or tunnel destination) and flow too few or too many, described.
+ */
 export interface NodeCheck {
   node: string;
   missing: string[];
   stray: string[];
 }
 
-/** What node `node`'s OVS must hold for the record: per group with members anywhere, its member ports here and the other nodes with members. */
-function expectedOf(record: MembershipRecord, node: FleetNode): Map<string, { ports: Set<number>; peers: Set<string> }> {
+/**
+ * What node `node`'s OVS must hold for the record: per group with members anywhere, its member ports here and the other
+ * nodes with members.
+ */
+function expectedOf(
+  record: MembershipRecord,
+  node: FleetNode,
+): Map<string, { ports: Set<number>; peers: Set<string> }> {
   const expected = new Map<string, { ports: Set<number>; peers: Set<string> }>();
   for (const [group, members] of record.membersByGroup()) {
     const ports = new Set(members.filter((pod) => pod.node === node).map((pod) => pod.pod.ofport));
@@ -213,7 +230,12 @@ export async function checkNode(record: MembershipRecord, node: FleetNode): Prom
   const portName = (port: number) => `port ${port}${podName.has(port) ? ` (${podName.get(port)})` : ''}`;
   const missing: string[] = [];
   const stray: string[] = [];
-  const compare = (what: string, want: ReadonlySet<number | string>, have: ReadonlySet<number | string>, describe: (item: number | string) => string) => {
+  const compare = (
+    what: string,
+    want: ReadonlySet<number | string>,
+    have: ReadonlySet<number | string>,
+    describe: (item: number | string) => string,
+  ) => {
     for (const item of want) if (!have.has(item)) missing.push(`${what}: ${describe(item)}`);
     for (const item of have) if (!want.has(item)) stray.push(`${what}: ${describe(item)}`);
   };
@@ -245,7 +267,11 @@ export interface FleetCheck {
 /** Every node's OVS against the record, at once. */
 export async function checkFleet(fleet: Fleet, record: MembershipRecord): Promise<FleetCheck> {
   const nodes = await Promise.all(fleet.nodes.map((node) => checkNode(record, node)));
-  return { nodes, missing: nodes.reduce((sum, n) => sum + n.missing.length, 0), stray: nodes.reduce((sum, n) => sum + n.stray.length, 0) };
+  return {
+    nodes,
+    missing: nodes.reduce((sum, n) => sum + n.missing.length, 0),
+    stray: nodes.reduce((sum, n) => sum + n.stray.length, 0),
+  };
 }
 
 /** A check's faults, a few per node, for a message. */
@@ -259,8 +285,15 @@ export function describeFaults(check: FleetCheck, perNode = 5): string {
     .join('\n');
 }
 
-/** Polls until every node's OVS matches the record (resolves with the ms it took and the clean check), or until `timeoutMs` (with the last check). */
-export async function waitForFleet(fleet: Fleet, record: MembershipRecord, timeoutMs: number): Promise<{ ms: number | undefined; check: FleetCheck }> {
+/**
+ * Polls until every node's OVS matches the record (resolves with the ms it took and the clean check), or until
+ * `timeoutMs` (with the last check).
+ */
+export async function waitForFleet(
+  fleet: Fleet,
+  record: MembershipRecord,
+  timeoutMs: number,
+): Promise<{ ms: number | undefined; check: FleetCheck }> {
   const started = performance.now();
   for (;;) {
     const check = await checkFleet(fleet, record);
@@ -273,18 +306,29 @@ export async function waitForFleet(fleet: Fleet, record: MembershipRecord, timeo
 // ---------------------------------------------------------------------------------------
 // Initial memberships and convergence
 
-/** Every pod joins `groupsPerPod` random groups (its kernel reports them at once; the daemons hear them at their first query if not running yet). */
-export async function joinInitialGroups(fleet: Fleet, record: MembershipRecord, options: { groupsPerPod: number; random: () => number }): Promise<void> {
+/**
+ * Every pod joins `groupsPerPod` random groups (its kernel reports them at once; the daemons hear them at their first
+ * query if not running yet).
+ */
+export async function joinInitialGroups(
+  fleet: Fleet,
+  record: MembershipRecord,
+  options: { groupsPerPod: number; random: () => number },
+): Promise<void> {
   for (const pod of fleet.pods()) {
     const groups = new Set<string>();
-    while (groups.size < Math.min(options.groupsPerPod, CHURN_GROUP_COUNT)) groups.add(pick(options.random, CHURN_GROUPS)!);
+    while (groups.size < Math.min(options.groupsPerPod, CHURN_GROUP_COUNT))
+      groups.add(pick(options.random, CHURN_GROUPS)!);
     for (const group of groups) record.set(pod, group, true);
     await Promise.all([...groups].map((group) => pod.member.join(group)));
   }
 }
 
 export interface ConvergenceFigures {
-  /** Per node: ms from the first general query on its pod's wire to its OVS seen complete (undefined: not within the timeout). */
+  /**
+   * Per node: ms from the first general query on its pod's wire to its OVS seen complete (undefined: not within the
+   * timeout).
+   */
   perNodeMs: (number | undefined)[];
   /** ms from the fleet's first general query to the last node seen complete (undefined with `problem`). */
   overallMs: number | undefined;
@@ -299,12 +343,18 @@ export interface ConvergenceFigures {
  * first general query on the wire of a pod of the node (a capture per node), the query
  * the hosts answer with all their groups.
  */
-export async function startAndConverge(fleet: Fleet, record: MembershipRecord, timeoutMs = 60_000): Promise<ConvergenceFigures> {
+export async function startAndConverge(
+  fleet: Fleet,
+  record: MembershipRecord,
+  timeoutMs = 60_000,
+): Promise<ConvergenceFigures> {
   const { lab } = fleet;
   const captures: (Tcpdump | undefined)[] = await Promise.all(
     fleet.nodes.map((node) => {
       const pod = node.pods[0]?.pod;
-      return pod === undefined ? undefined : lab.startTcpdump(pod.ns, pod.iface, lab.file(`query-${node.tunnel.node.name}.pcap`), { filter: ['igmp'] });
+      return pod === undefined
+        ? undefined
+        : lab.startTcpdump(pod.ns, pod.iface, lab.file(`query-${node.tunnel.node.name}.pcap`), { filter: ['igmp'] });
     }),
   );
   const daemons = fleet.startDaemons();
@@ -327,7 +377,9 @@ export async function startAndConverge(fleet: Fleet, record: MembershipRecord, t
   }
   await Promise.all(daemons.map((daemon) => daemon.ready()));
   await Promise.all(captures.map((capture) => capture?.stop()));
-  const queries = await Promise.all(captures.map((capture) => (capture === undefined ? undefined : firstIgmpQueryAt(capture.file))));
+  const queries = await Promise.all(
+    captures.map((capture) => (capture === undefined ? undefined : firstIgmpQueryAt(capture.file))),
+  );
   const known = queries.filter((at): at is number => at !== undefined);
   const firstQuery = known.length === 0 ? undefined : Math.min(...known);
   const perNodeMs = completeAt.map((at, index) => {
@@ -403,9 +455,15 @@ export interface ChurnFigures {
   podsAdded: number;
   podsRemoved: number;
   sends: number;
-  /** ms from a change (its setsockopt returned) to the pod's node's OVS reflecting it (the pod's port in or out of the group's buckets). */
+  /**
+   * ms from a change (its setsockopt returned) to the pod's node's OVS reflecting it (the pod's port in or out of the
+   * group's buckets).
+   */
   localSync: Distribution;
-  /** ms from a change that made a node a member of a group, or no longer one, to another node's OVS reflecting it (its tunnel bucket toward that node). */
+  /**
+   * ms from a change that made a node a member of a group, or no longer one, to another node's OVS reflecting it (its
+   * tunnel bucket toward that node).
+   */
   remoteSync: Distribution;
   /** Samples that OVS did not reflect within the sampling timeout. */
   syncTimeouts: string[];
@@ -423,7 +481,10 @@ export interface ChurnFigures {
 
 const SYNC_TIMEOUT_MS = 10_000;
 
-/** Every daemon's mcastctl_sync_duration_seconds buckets (result ok), summed over the fleet: cumulative count by upper bound (s). */
+/**
+ * Every daemon's mcastctl_sync_duration_seconds buckets (result ok), summed over the fleet: cumulative count by upper
+ * bound (s).
+ */
 async function syncHistogram(fleet: Fleet): Promise<Map<number, number>> {
   const buckets = new Map<number, number>();
   await Promise.all(
@@ -452,8 +513,15 @@ function histogramQuantiles(cumulative: Map<number, number>): { count: number; p
 }
 
 /** Whether node's OVS flow for `group` from the pods outputs to `port` (pods view) or sends toward `peer`. */
-async function forwards(n: TunnelLabNode, group: string, target: { port: number } | { peer: string }): Promise<boolean> {
-  const [flows, groups] = await Promise.all([n.node.ofctl('dump-flows', n.node.bridge, `ip,nw_dst=${group}`), n.node.ofctl('dump-groups', n.node.bridge)]);
+async function forwards(
+  n: TunnelLabNode,
+  group: string,
+  target: { port: number } | { peer: string },
+): Promise<boolean> {
+  const [flows, groups] = await Promise.all([
+    n.node.ofctl('dump-flows', n.node.bridge, `ip,nw_dst=${group}`),
+    n.node.ofctl('dump-groups', n.node.bridge),
+  ]);
   const start = flows.split('\n').find((line) => line.includes('group:') && !line.includes('in_port='));
   if (start === undefined) return false;
   const entries = new Map<string, string>();
@@ -467,7 +535,12 @@ async function forwards(n: TunnelLabNode, group: string, target: { port: number 
     const line = entries.get(id);
     if (line === undefined || visited.has(id)) continue;
     visited.add(id);
-    if ('port' in target ? new RegExp(`output:${target.port}(,|$|\\s)`).test(line) : line.includes(`set_field:${target.peer}->tun_dst`)) return true;
+    if (
+      'port' in target
+        ? new RegExp(`output:${target.port}(,|$|\\s)`).test(line)
+        : line.includes(`set_field:${target.peer}->tun_dst`)
+    )
+      return true;
     pending.push(...[...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!));
   }
   return false;
@@ -507,7 +580,13 @@ export async function runChurn(fleet: Fleet, record: MembershipRecord, options: 
 
   const sample = async (pod: FleetPod, group: string, joined: boolean, nodeChanged: boolean, at: number) => {
     const still = () => record.has(pod, group) === joined && pod.node.pods.includes(pod);
-    const pollUntil = async (n: TunnelLabNode, target: { port: number } | { peer: string }, wanted: () => boolean, into: number[], what: string) => {
+    const pollUntil = async (
+      n: TunnelLabNode,
+      target: { port: number } | { peer: string },
+      wanted: () => boolean,
+      into: number[],
+      what: string,
+    ) => {
       for (;;) {
         if (!still() || !wanted()) return;
         if ((await forwards(n, group, target).catch(() => !joined)) === joined) {
@@ -521,7 +600,15 @@ export async function runChurn(fleet: Fleet, record: MembershipRecord, options: 
         await sleep(10);
       }
     };
-    const polls = [pollUntil(pod.node.tunnel, { port: pod.pod.ofport }, () => true, localSync, `${pod.pod.name} ${joined ? 'joined' : 'left'} ${group}`)];
+    const polls = [
+      pollUntil(
+        pod.node.tunnel,
+        { port: pod.pod.ofport },
+        () => true,
+        localSync,
+        `${pod.pod.name} ${joined ? 'joined' : 'left'} ${group}`,
+      ),
+    ];
     const other = pick(
       random,
       fleet.nodes.filter((node) => node !== pod.node),
@@ -621,7 +708,8 @@ export async function runChurn(fleet: Fleet, record: MembershipRecord, options: 
     const seconds = elapsed / 1000;
     for (; issued < Math.floor(seconds * changesPerSecond); issued++) change();
     for (; sends < Math.floor(seconds * sendsPerSecond); sends++) send();
-    if (rssDuringKiB.length < Math.floor((elapsed / options.durationMs) * 10)) rssDuringKiB.push({ atSeconds: seconds, kib: daemons.map(daemonRssKiB) });
+    if (rssDuringKiB.length < Math.floor((elapsed / options.durationMs) * 10))
+      rssDuringKiB.push({ atSeconds: seconds, kib: daemons.map(daemonRssKiB) });
     // One pod change at a time: they take a few hundred ms each.
     if (podChanging === undefined && podChanges < Math.floor((seconds * podChangesPerMinute) / 60)) {
       podChanges++;
@@ -636,7 +724,9 @@ export async function runChurn(fleet: Fleet, record: MembershipRecord, options: 
   const cpuAfter = await Promise.all(daemons.map(daemonCpuSeconds));
   const syncAfter = await syncHistogram(fleet);
   return {
-    daemonSync: histogramQuantiles(new Map([...syncAfter].map(([le, count]) => [le, count - (syncBefore.get(le) ?? 0)]))),
+    daemonSync: histogramQuantiles(
+      new Map([...syncAfter].map(([le, count]) => [le, count - (syncBefore.get(le) ?? 0)])),
+    ),
     seconds,
     ...figures,
     changesPerSecond: (figures.joins + figures.leaves) / seconds,
@@ -673,7 +763,8 @@ export interface DeliveryCheck {
 async function txPackets(n: TunnelLabNode): Promise<Map<number, number>> {
   const text = await n.node.ofctl('dump-ports', n.node.bridge);
   const counts = new Map<number, number>();
-  for (const match of text.matchAll(/port\s+(\d+):[^\n]*\n\s*tx pkts=(\d+)/g)) counts.set(Number(match[1]), Number(match[2]));
+  for (const match of text.matchAll(/port\s+(\d+):[^\n]*\n\s*tx pkts=(\d+)/g))
+    counts.set(Number(match[1]), Number(match[2]));
   return counts;
 }
 
@@ -710,7 +801,9 @@ export async function checkDelivery(
     await Promise.all(
       sampled
         .slice(first, first + 5)
-        .map((group, offset) => senders[first + offset]!.pod.send(group, FLEET.udpPort, options.datagrams, { intervalMs: 2, tag })),
+        .map((group, offset) =>
+          senders[first + offset]!.pod.send(group, FLEET.udpPort, options.datagrams, { intervalMs: 2, tag }),
+        ),
     );
   }
   await sleep(500);
@@ -741,7 +834,16 @@ export async function checkDelivery(
       } else if (sent < wanted) shortPorts.push(`${pod.pod.name}: ${sent} of ${wanted}`);
     }
   }
-  return { groups: sampled.length, datagramsPerGroup: options.datagrams, memberships, perGroup, memberFaults, nonMemberFaults, nonMemberDatagrams, shortPorts };
+  return {
+    groups: sampled.length,
+    datagramsPerGroup: options.datagrams,
+    memberships,
+    perGroup,
+    memberFaults,
+    nonMemberFaults,
+    nonMemberDatagrams,
+    shortPorts,
+  };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -796,12 +898,17 @@ export interface FleetRun {
   rssAtEndKiB: number[];
   /** The quiet time before each RSS reading. */
   quietSeconds: number;
-  /** Log lines at level error or warn of each daemon, apart from the MTU warning every pod port gets on a 1,500 underlay. */
+  /**
+   * Log lines at level error or warn of each daemon, apart from the MTU warning every pod port gets on a 1,500
+   * underlay.
+   */
   daemonComplaints: string[];
   totalSeconds: number;
 }
 
-/** The daemons' warning of a pod port whose MTU leaves no room for the tunnel: expected in the fleet (pods at 1,500). */
+/**
+ * The daemons' warning of a pod port whose MTU leaves no room for the tunnel: expected in the fleet (pods at 1,500).
+ */
 const MTU_WARNING = 'a pod port leaves no room for the tunnel';
 
 /**
@@ -821,7 +928,9 @@ export async function runFleet(lab: Lab, options: FleetRunOptions): Promise<Flee
   // Let the hosts' unsolicited reports (and their retransmissions, within 1 s) pass: only the query's answers count.
   await sleep(1500);
   const setupSeconds = (performance.now() - started) / 1000;
-  say(`fleet of ${fleet.nodes.length} nodes × ${fleet.nodes[0]?.pods.length ?? 0} pods built in ${setupSeconds.toFixed(1)} s; starting the daemons`);
+  say(
+    `fleet of ${fleet.nodes.length} nodes × ${fleet.nodes[0]?.pods.length ?? 0} pods built in ${setupSeconds.toFixed(1)} s; starting the daemons`,
+  );
   const initialMemberships = record.size();
   const convergence = await startAndConverge(fleet, record);
   const daemons = fleet.nodes.map((node) => node.daemon!);
@@ -839,14 +948,23 @@ export async function runFleet(lab: Lab, options: FleetRunOptions): Promise<Flee
     groupsPerPod,
     random,
   });
-  say(`churn done: ${churn.joins + churn.leaves} changes in ${churn.seconds.toFixed(1)} s; waiting for every node to match the record`);
+  say(
+    `churn done: ${churn.joins + churn.leaves} changes in ${churn.seconds.toFixed(1)} s; waiting for every node to match the record`,
+  );
   const settled = await waitForFleet(fleet, record, options.settleTimeoutMs ?? 30_000);
-  const delivery = await checkDelivery(fleet, record, { groups: options.deliveryGroups ?? 20, datagrams: options.datagrams ?? 5, random });
+  const delivery = await checkDelivery(fleet, record, {
+    groups: options.deliveryGroups ?? 20,
+    datagrams: options.datagrams ?? 5,
+    random,
+  });
   await sleep(quietMs);
   const rssAtEndKiB = daemons.map(daemonRssKiB);
   const daemonComplaints = fleet.nodes.flatMap((node) =>
     (node.daemon?.entries() ?? [])
-      .filter((entry) => (entry['level'] === 'error' || entry['level'] === 'warn') && !String(entry['msg']).startsWith(MTU_WARNING))
+      .filter(
+        (entry) =>
+          (entry['level'] === 'error' || entry['level'] === 'warn') && !String(entry['msg']).startsWith(MTU_WARNING),
+      )
       .map((entry) => `${node.tunnel.node.name}: ${JSON.stringify(entry)}`),
   );
   await fleet.stopDaemons();
@@ -897,7 +1015,9 @@ export function fleetReport(run: FleetRun): string[] {
     `    sync latency, change → its node's OVS: ${spread(churn.localSync)}`,
     `    sync latency, a node's first join or last leave → another node's tunnel bucket: ${spread(churn.remoteSync)}`,
     `    the daemons' own sync time (change marked → OVS acknowledged, mcastctl_sync_duration_seconds, all nodes): p50 ≤ ${churn.daemonSync.p50Ms} ms, p99 ≤ ${churn.daemonSync.p99Ms} ms (n=${churn.daemonSync.count})`,
-    ...(churn.syncTimeouts.length > 0 ? [`    ${churn.syncTimeouts.length} samples not reflected in time: ${churn.syncTimeouts.slice(0, 3).join('; ')}`] : []),
+    ...(churn.syncTimeouts.length > 0
+      ? [`    ${churn.syncTimeouts.length} samples not reflected in time: ${churn.syncTimeouts.slice(0, 3).join('; ')}`]
+      : []),
     `    CPU seconds per daemon during the churn: ${churn.cpuSeconds.map((value, index) => `${run.nodes[index]} ${value.toFixed(1)}`).join(', ')}` +
       ` (mean ${((churn.cpuSeconds.reduce((sum, value) => sum + value, 0) / churn.cpuSeconds.length / churn.seconds) * 100).toFixed(1)} % of a core)`,
     `  after the churn (${run.finalMemberships} memberships): every node matched the record ${run.settleMs === undefined ? 'NOT within the timeout' : `${ms(run.settleMs)} after it stopped`};` +
@@ -910,15 +1030,22 @@ export function fleetReport(run: FleetRun): string[] {
     `  delivery: ${delivery.groups} groups × ${delivery.datagramsPerGroup} datagrams from non-members: ${delivery.memberships - delivery.memberFaults.length} of ${delivery.memberships} member sockets got every one exactly;` +
       ` non-member pod ports transmitted ${delivery.nonMemberDatagrams} datagrams (OVS tx counters of every pod port)`,
     ...(delivery.memberFaults.length > 0 ? [`    member faults: ${delivery.memberFaults.slice(0, 5).join('; ')}`] : []),
-    ...(delivery.nonMemberFaults.length > 0 ? [`    non-member faults: ${delivery.nonMemberFaults.slice(0, 5).join('; ')}`] : []),
+    ...(delivery.nonMemberFaults.length > 0
+      ? [`    non-member faults: ${delivery.nonMemberFaults.slice(0, 5).join('; ')}`]
+      : []),
     `  daemon RSS (MiB) after convergence → at the end: ${run.nodes.map((name, index) => `${name} ${mib(run.rssAfterConvergenceKiB[index]!)}→${mib(run.rssAtEndKiB[index]!)} (${(growth[index]! * 100).toFixed(1)} %)`).join(', ')}`,
     `    largest growth ${(Math.max(...growth) * 100).toFixed(1)} % (target: within 10 %; both read after ${(run.quietSeconds).toFixed(0)} s without changes);` +
       ` peak during the churn (MiB): ${run.nodes.map((name, index) => `${name} ${mib(Math.max(...churn.rssDuringKiB.map(({ kib }) => kib[index]!)))}`).join(', ')}`,
     `    mean RSS during the churn (MiB): ${churn.rssDuringKiB
-      .map(({ atSeconds, kib }) => `${atSeconds.toFixed(0)} s ${mib(kib.reduce((sum, value) => sum + value, 0) / kib.length)}`)
+      .map(
+        ({ atSeconds, kib }) =>
+          `${atSeconds.toFixed(0)} s ${mib(kib.reduce((sum, value) => sum + value, 0) / kib.length)}`,
+      )
       .join(', ')}`,
     ...(run.daemonComplaints.length > 0
-      ? [`  daemon errors and warnings: ${run.daemonComplaints.length}, e.g. ${run.daemonComplaints.slice(0, 3).join(' | ')}`]
+      ? [
+          `  daemon errors and warnings: ${run.daemonComplaints.length}, e.g. ${run.daemonComplaints.slice(0, 3).join(' | ')}`,
+        ]
       : []),
     `  total ${run.totalSeconds.toFixed(1)} s`,
   ];

@@ -9,13 +9,15 @@ import { deadline } from '../helpers/time-scale.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The CLI's entry point; env MCASTCTL_BIN runs the tests against another one. */
-export const MCASTCTL_BIN = process.env.MCASTCTL_BIN ?? fileURLToPath(new URL('../../bin/mcastctl.js', import.meta.url));
+export const MCASTCTL_BIN =
+  process.env.MCASTCTL_BIN ?? fileURLToPath(new URL('../../bin/mcastctl.js', import.meta.url));
 const MAIN_JS = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 /** Why the built CLI cannot run, or undefined when it can. */
 export function cliMissing(): string | undefined {
   if (!existsSync(MCASTCTL_BIN)) return `${MCASTCTL_BIN} does not exist`;
-  if (process.env.MCASTCTL_BIN === undefined && !existsSync(MAIN_JS)) return `${MAIN_JS} does not exist: run \`npm run build\` first`;
+  if (process.env.MCASTCTL_BIN === undefined && !existsSync(MAIN_JS))
+    return `${MAIN_JS} does not exist: run \`npm run build\` first`;
   return undefined;
 }
 
@@ -38,11 +40,16 @@ export interface CliOptions {
   env?: NodeJS.ProcessEnv;
   /** Called with each stdout chunk as it arrives. */
   onStdout?: (chunk: string) => void;
-  /** Let the command write to this process's stdout and stderr (a terminal keeps its colours); the result's output is then empty. */
+  /**
+   * Let the command write to this process's stdout and stderr (a terminal keeps its colours); the result's output is
+   * then empty.
+   */
   inherit?: boolean;
   /** Written to the command's standard input (otherwise it gets none). */
   input?: Buffer | string;
-  /** Run it in a process group of its own, so that Ctrl-C at a terminal does not reach it (the caller forwards signals). */
+  /**
+   * Run it in a process group of its own, so that Ctrl-C at a terminal does not reach it (the caller forwards signals).
+   */
   detached?: boolean;
 }
 
@@ -60,7 +67,10 @@ export function startMcastctl(args: readonly string[], options: CliOptions = {})
   const started = Date.now();
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO_ROOT,
-    stdio: [options.input === undefined ? 'ignore' : 'pipe', ...(options.inherit ? (['inherit', 'inherit'] as const) : (['pipe', 'pipe'] as const))],
+    stdio: [
+      options.input === undefined ? 'ignore' : 'pipe',
+      ...(options.inherit ? (['inherit', 'inherit'] as const) : (['pipe', 'pipe'] as const)),
+    ],
     detached: options.detached ?? false,
     // Captured output is compared as text: no colour in it.
     env: { ...process.env, ...(options.inherit ? {} : { NO_COLOR: '1' }), ...options.env },

@@ -191,12 +191,22 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
         if (matched) finish(undefined, entry);
       };
       const timer = setTimeout(
-        () => finish(new Error(`no matching daemon log line in ${node.ns} within ${deadline(timeoutMs)} ms; log tail:\n${tail()}`)),
+        () =>
+          finish(
+            new Error(
+              `no matching daemon log line in ${node.ns} within ${deadline(timeoutMs)} ms; log tail:\n${tail()}`,
+            ),
+          ),
         deadline(timeoutMs),
       );
       waiters.add(onLine);
       void exited.then((s) => {
-        if (waiters.has(onLine)) finish(new Error(`the daemon in ${node.ns} exited (${s.signal ?? s.code}) before a matching log line; log tail:\n${tail()}`));
+        if (waiters.has(onLine))
+          finish(
+            new Error(
+              `the daemon in ${node.ns} exited (${s.signal ?? s.code}) before a matching log line; log tail:\n${tail()}`,
+            ),
+          );
       });
     });
   };
@@ -219,7 +229,8 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
     async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<ExitStatus> {
       if (running()) {
         child.kill(signal);
-        if (!(await Promise.race([exited.then(() => true), sleep(deadline(timeoutMs)).then(() => false)]))) child.kill('SIGKILL');
+        if (!(await Promise.race([exited.then(() => true), sleep(deadline(timeoutMs)).then(() => false)])))
+          child.kill('SIGKILL');
       }
       return exited;
     },
@@ -230,9 +241,13 @@ export function startDaemon(node: OvsNode, options: DaemonOptions = {}): Running
   };
 }
 
-/** `mcastctl ARGS --json` against the daemon's control socket: its document, or an assertion error with stderr when it exits other than 0. */
+/**
+ * `mcastctl ARGS --json` against the daemon's control socket: its document, or an assertion error with stderr when it
+ * exits other than 0.
+ */
 export async function control<T>(daemon: Pick<RunningDaemon, 'controlSocket'>, args: readonly string[]): Promise<T> {
   const result = await mcastctl([...args, '--json', '--control-socket', daemon.controlSocket], { timeoutMs: 15_000 });
-  if (result.code !== 0) throw new Error(`mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
+  if (result.code !== 0)
+    throw new Error(`mcastctl ${args.join(' ')} --json exited ${result.code}: ${result.stderr.trim()}`);
   return JSON.parse(result.stdout) as T;
 }

@@ -20,7 +20,14 @@ import { startDaemon, type RunningDaemon } from './daemon.js';
 import type { Lab } from './lab.js';
 import { Member } from './member.js';
 import type { OvsPod } from './ovs.js';
-import { addTunnelPod, buildTunnelNetwork, removeTunnelPod, type TunnelLabNode, type TunnelNetwork, type TunnelType } from './tunnel-lab.js';
+import {
+  addTunnelPod,
+  buildTunnelNetwork,
+  removeTunnelPod,
+  type TunnelLabNode,
+  type TunnelNetwork,
+  type TunnelType,
+} from './tunnel-lab.js';
 
 export const FLEET = {
   nodes: 10,
@@ -35,7 +42,9 @@ export interface FleetOptions {
   /** Pods each node starts with (default 5). */
   podsPerNode?: number;
   tunnelType?: TunnelType;
-  /** Extra daemon arguments, after the fleet's own (a repeated flag given here wins where the CLI takes the last one). */
+  /**
+   * Extra daemon arguments, after the fleet's own (a repeated flag given here wins where the CLI takes the last one).
+   */
   daemonArgs?: string[];
 }
 
@@ -64,7 +73,10 @@ export interface Fleet {
   startDaemons(): RunningDaemon[];
   /** A new pod on `node` with its member helper (in no group yet). */
   addPod(node: FleetNode): Promise<FleetPod>;
-  /** Deletes `pod` as a CNI plugin would: its OVS port first, then its namespace (the member helper dies with it, leaving nothing behind on the wire). */
+  /**
+   * Deletes `pod` as a CNI plugin would: its OVS port first, then its namespace (the member helper dies with it,
+   * leaving nothing behind on the wire).
+   */
   removePod(pod: FleetPod): Promise<void>;
   /** Stops every daemon (SIGTERM). */
   stopDaemons(): Promise<void>;
@@ -73,8 +85,16 @@ export interface Fleet {
 /** The daemon's arguments on node `n` of `network`: tunnel mode with every other node as a peer. */
 export function fleetDaemonArgs(network: TunnelNetwork, n: TunnelLabNode, extra: readonly string[] = []): string[] {
   return [
-    ...['--tunnel-port', n.tunnel.name, '--peers', network.nodes.map((node) => node.underlayAddress).join(','), '--node-address', n.underlayAddress],
-    // The startup general query is the one the fleet's convergence is measured from; the next comes after any run (and a pod's own state changes carry the churn).
+    ...[
+      '--tunnel-port',
+      n.tunnel.name,
+      '--peers',
+      network.nodes.map((node) => node.underlayAddress).join(','),
+      '--node-address',
+      n.underlayAddress,
+    ],
+    // The startup general query is the one the fleet's convergence is measured from; the next comes after any run (and
+    // a pod's own state changes carry the churn).
     ...['--query-interval', '600s', '--query-response-interval', '1s'],
     ...extra,
   ];

@@ -127,11 +127,19 @@ print(f"sent {len(frames)}", flush=True)
 export async function sendFrames(pod: OvsPod, frames: readonly Uint8Array[]): Promise<void> {
   const hex = frames.map((frame) => Buffer.from(frame).toString('hex'));
   const { stdout } = await pod.node.lab.exec(pod.ns, ['python3', '-c', SEND_FRAMES_PY, pod.iface, ...hex]);
-  if (stdout.trim() !== `sent ${frames.length}`) throw new Error(`sending ${frames.length} frames from ${pod.ns} said ${JSON.stringify(stdout)}`);
+  if (stdout.trim() !== `sent ${frames.length}`)
+    throw new Error(`sending ${frames.length} frames from ${pod.ns} said ${JSON.stringify(stdout)}`);
 }
 
-/** Crafts an IGMPv3 report from `pod` (its MAC; IPv4 source `source`, default its own address) and sends it out of its interface. */
-export function sendReport(pod: OvsPod, records: readonly IgmpV3Record[], options: { source?: string; routerAlert?: boolean } = {}): Promise<void> {
+/**
+ * Crafts an IGMPv3 report from `pod` (its MAC; IPv4 source `source`, default its own address) and sends it out of its
+ * interface.
+ */
+export function sendReport(
+  pod: OvsPod,
+  records: readonly IgmpV3Record[],
+  options: { source?: string; routerAlert?: boolean } = {},
+): Promise<void> {
   const frame = igmpV3ReportFrame({
     sourceMac: pod.mac,
     source: options.source ?? pod.address,
@@ -178,13 +186,19 @@ export async function floodReports(
   options: FloodOptions,
 ): Promise<{ sent: number; seconds: number }> {
   const frames = reports.map((records) =>
-    Buffer.from(igmpV3ReportFrame({ sourceMac: pod.mac, source: options.source ?? pod.address, records })).toString('hex'),
+    Buffer.from(igmpV3ReportFrame({ sourceMac: pod.mac, source: options.source ?? pod.address, records })).toString(
+      'hex',
+    ),
   );
   const { lab } = pod.node;
   const file = lab.file(`flood-${pod.name}-${Date.now()}.hex`);
   writeFileSync(file, `${frames.join('\n')}\n`);
   const timeoutMs = 10_000 + (1000 * frames.length) / options.ratePerSecond;
-  const { stdout } = await lab.exec(pod.ns, ['python3', '-c', FLOOD_FRAMES_PY, pod.iface, file, String(options.ratePerSecond)], { timeoutMs });
+  const { stdout } = await lab.exec(
+    pod.ns,
+    ['python3', '-c', FLOOD_FRAMES_PY, pod.iface, file, String(options.ratePerSecond)],
+    { timeoutMs },
+  );
   const match = /^sent (\d+) in ([\d.]+)$/.exec(stdout.trim());
   if (match === null) throw new Error(`flooding ${frames.length} frames from ${pod.ns} said ${JSON.stringify(stdout)}`);
   return { sent: Number(match[1]), seconds: Number(match[2]) };

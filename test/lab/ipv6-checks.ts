@@ -8,18 +8,33 @@ import { type Lab, waitUntil } from './lab.js';
 import type { OvsNode, OvsPod } from './ovs.js';
 import { portsOfFlow } from './switch-checks.js';
 
-/** The output ports of the OVS group that the (*,G) flow for IPv6 `group` (ipv6_dst=group, any source) points to; undefined without such a flow. */
+/**
+ * The output ports of the OVS group that the (*,G) flow for IPv6 `group` (ipv6_dst=group, any source) points to;
+ * undefined without such a flow.
+ */
 export function ovsGroupPorts6(node: OvsNode, group: string): Promise<number[] | undefined> {
-  return portsOfFlow(node, (line) => !line.includes('ipv6_src=') && (line.includes(`ipv6_dst=${group} `) || line.includes(`ipv6_dst=${group},`)));
+  return portsOfFlow(
+    node,
+    (line) =>
+      !line.includes('ipv6_src=') && (line.includes(`ipv6_dst=${group} `) || line.includes(`ipv6_dst=${group},`)),
+  );
 }
 
 /** Waits until the OVS group of IPv6 `group` forwards to every pod in `pods` and to none of `not`; its ports. */
-export function waitForOvsMembers6(node: OvsNode, group: string, pods: readonly OvsPod[], not: readonly OvsPod[] = [], timeoutMs = 10_000): Promise<number[]> {
+export function waitForOvsMembers6(
+  node: OvsNode,
+  group: string,
+  pods: readonly OvsPod[],
+  not: readonly OvsPod[] = [],
+  timeoutMs = 10_000,
+): Promise<number[]> {
   return waitUntil(
     `OVS group of ${group} on ${node.name} to forward to ${pods.map((pod) => pod.name).join(',') || 'nobody'}${not.length > 0 ? ` and not to ${not.map((pod) => pod.name).join(',')}` : ''}`,
     async () => {
       const ports = (await ovsGroupPorts6(node, group)) ?? [];
-      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport)) ? ports : undefined;
+      return pods.every((pod) => ports.includes(pod.ofport)) && !not.some((pod) => ports.includes(pod.ofport))
+        ? ports
+        : undefined;
     },
     timeoutMs,
   ).catch(async (error: unknown) => {
@@ -27,7 +42,9 @@ export function waitForOvsMembers6(node: OvsNode, group: string, pods: readonly 
     const flows = (await node.ofctl('dump-flows', node.bridge).catch(() => ''))
       .split('\n')
       .filter((line) => line.includes(`ipv6_dst=${group}`))
-      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''));
+      .map((line) =>
+        line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''),
+      );
     throw new Error(
       `${String(error)}; OVS flows for ${group}: ${flows.length > 0 ? flows.join(' | ') : 'none'}; its group's ports: ${JSON.stringify(await ovsGroupPorts6(node, group).catch(() => undefined))}`,
     );
@@ -64,7 +81,9 @@ print(f"{replies}/{count}", flush=True)
 sys.exit(0 if replies == count else 1)
 `;
 
-/** `ping -6 -c <count> <target>` from `pod`: resolves with "<replies>/<count>"; rejects unless every echo was answered. */
+/**
+ * `ping -6 -c <count> <target>` from `pod`: resolves with "<replies>/<count>"; rejects unless every echo was answered.
+ */
 export async function ping6(lab: Lab, pod: OvsPod, target: string, count = 3): Promise<string> {
   const { stdout } = await lab.exec(pod.ns, ['python3', '-c', PING6_PY, target, String(count)], { timeoutMs: 15_000 });
   return stdout.trim();
@@ -105,7 +124,11 @@ export function readPcap6(file: string): Packet6[] {
     o += 16 + caplen;
     if (frame.length < 54 || frame.readUInt16BE(12) !== 0x86dd) continue;
     const end = Math.min(frame.length, 54 + frame.readUInt16BE(18));
-    const packet: Packet6 = { ts: sec * 1000 + (nanos ? frac / 1e6 : frac / 1e3), src: ip6(frame, 22), dst: ip6(frame, 38) };
+    const packet: Packet6 = {
+      ts: sec * 1000 + (nanos ? frac / 1e6 : frac / 1e3),
+      src: ip6(frame, 22),
+      dst: ip6(frame, 38),
+    };
     let next = frame[20]!;
     let l4 = 54;
     // Hop-by-hop (MLD's Router Alert), routing and destination options: skip to the upper layer.
@@ -140,6 +163,8 @@ export const isLeave = (packet: Packet6, host: string, group: string) =>
   packet.src === host &&
   packet.icmp6 !== undefined &&
   ((packet.icmp6.type === 132 && packet.icmp6.group === group) ||
-    (packet.icmp6.type === 143 && packet.icmp6.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
+    (packet.icmp6.type === 143 &&
+      packet.icmp6.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
 
-export const isData = (packet: Packet6, group: string, port: number) => packet.dst === group && packet.udp?.dstPort === port;
+export const isData = (packet: Packet6, group: string, port: number) =>
+  packet.dst === group && packet.udp?.dstPort === port;

@@ -19,7 +19,10 @@ export const MULTICAST_ROUTING = {
 
 /** Throws unless this kernel routes multicast for both families; every file of test/routing calls it first. */
 export function requireMulticastRouting(): void {
-  const missing = [...(MULTICAST_ROUTING.ipv4 ? [] : ['IPv4 (CONFIG_IP_MROUTE)']), ...(MULTICAST_ROUTING.ipv6 ? [] : ['IPv6 (CONFIG_IPV6_MROUTE)'])];
+  const missing = [
+    ...(MULTICAST_ROUTING.ipv4 ? [] : ['IPv4 (CONFIG_IP_MROUTE)']),
+    ...(MULTICAST_ROUTING.ipv6 ? [] : ['IPv6 (CONFIG_IPV6_MROUTE)']),
+  ];
   if (missing.length === 0) return;
   throw new Error(
     `this test needs kernel multicast routing, and this kernel has none for ${missing.join(' and ')}: ` +

@@ -125,7 +125,8 @@ function nthAddress(cidr: Cidr, index: number): string {
   const base = parseIPv4(cidr.address)!;
   const mask = cidr.prefixLength === 0 ? 0 : (0xffffffff << (32 - cidr.prefixLength)) >>> 0;
   const size = 2 ** (32 - cidr.prefixLength);
-  if (index <= 0 || index >= size - 1) throw new RangeError(`no address #${index} in ${cidr.address}/${cidr.prefixLength}`);
+  if (index <= 0 || index >= size - 1)
+    throw new RangeError(`no address #${index} in ${cidr.address}/${cidr.prefixLength}`);
   return formatIPv4(((base & mask) >>> 0) + index);
 }
 
@@ -143,7 +144,10 @@ export interface LinuxBridgeOptions {
   mldVersion?: 1 | 2;
   /** mcast_router of the bridge device itself: 0 never, 1 learn (default), 2 always. */
   router?: 0 | 1 | 2;
-  /** mcast_query_use_ifaddr: queries come from the bridge's address rather than 0.0.0.0. Default: true when `address` is set. */
+  /**
+   * mcast_query_use_ifaddr: queries come from the bridge's address rather than 0.0.0.0. Default: true when `address` is
+   * set.
+   */
   queryUseIfaddr?: boolean;
   queryIntervalMs?: number;
   queryResponseIntervalMs?: number;
@@ -156,7 +160,10 @@ export interface LinuxBridgeOptions {
 }
 
 export interface NewLinuxBridgeOptions extends LinuxBridgeOptions {
-  /** An address for the bridge device (CIDR); hosts on the bridge get addresses from its network and use it as their gateway. */
+  /**
+   * An address for the bridge device (CIDR); hosts on the bridge get addresses from its network and use it as their
+   * gateway.
+   */
   address?: string;
   /** The network hosts on this bridge are numbered in (CIDR; default: that of `address`, else 10.77.0.0/24). */
   network?: string;
@@ -330,7 +337,10 @@ function destroyAllSync(): void {
   for (const lab of [...liveLabs]) lab.destroySync();
 }
 
-/** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat): with the pid, it names one process for good. */
+/**
+ * A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat): with the pid, it names one process
+ * for good.
+ */
 function processStartTicks(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -353,7 +363,11 @@ function readRegistry(prefix: string): RegistryEntry | undefined {
   try {
     const entry = JSON.parse(readFileSync(join(REGISTRY_DIR, prefix), 'utf8')) as Partial<RegistryEntry>;
     if (typeof entry.pid !== 'number' || typeof entry.startTicks !== 'number') return undefined;
-    return { pid: entry.pid, startTicks: entry.startTicks, ...(typeof entry.dir === 'string' ? { dir: entry.dir } : {}) };
+    return {
+      pid: entry.pid,
+      startTicks: entry.startTicks,
+      ...(typeof entry.dir === 'string' ? { dir: entry.dir } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -467,11 +481,16 @@ export class Lab {
     if (this.destroyed) throw new Error(`lab ${this.prefix} is destroyed`);
   }
 
-  /** Full interface name for `suffix`: `mcl<id><suffix>`, at most 15 characters (suffixes of up to 6 characters always fit). */
+  /**
+   * Full interface name for `suffix`: `mcl<id><suffix>`, at most 15 characters (suffixes of up to 6 characters always
+   * fit).
+   */
   ifname(suffix: string): string {
     const name = `${this.prefix}${suffix}`;
     if (!/^[A-Za-z0-9_-]+$/.test(suffix) || name.length > MAX_IFNAME) {
-      throw new RangeError(`interface name ${JSON.stringify(name)} is not a valid name of at most ${MAX_IFNAME} characters`);
+      throw new RangeError(
+        `interface name ${JSON.stringify(name)} is not a valid name of at most ${MAX_IFNAME} characters`,
+      );
     }
     return name;
   }
@@ -554,7 +573,9 @@ export class Lab {
   async vethPair(a: VethEnd, b: VethEnd): Promise<void> {
     for (const end of [a, b]) {
       if (!end.name.startsWith(this.prefix) || end.name.length > MAX_IFNAME) {
-        throw new RangeError(`interface ${JSON.stringify(end.name)} must start with ${this.prefix} and fit ${MAX_IFNAME} characters`);
+        throw new RangeError(
+          `interface ${JSON.stringify(end.name)} must start with ${this.prefix} and fit ${MAX_IFNAME} characters`,
+        );
       }
     }
     await this.ip(a.ns, 'link', 'add', a.name, 'type', 'veth', 'peer', 'name', b.name, 'netns', b.ns);
@@ -608,9 +629,16 @@ export class Lab {
    * The querier is left off unless `querier.querier` is true: turn it on with
    * `querier.set({ querier: true })` once captures run, to catch its startup queries.
    */
-  async igmpSegment(ns: string, options: { name?: string; address: string; querier: LinuxBridgeOptions }): Promise<IgmpSegment> {
+  async igmpSegment(
+    ns: string,
+    options: { name?: string; address: string; querier: LinuxBridgeOptions },
+  ): Promise<IgmpSegment> {
     const name = options.name ?? 's';
-    const querier = await this.linuxBridge(ns, `${name}q`, { snooping: true, ...options.querier, address: options.address });
+    const querier = await this.linuxBridge(ns, `${name}q`, {
+      snooping: true,
+      ...options.querier,
+      address: options.address,
+    });
     const hub = await this.linuxBridge(ns, `${name}h`, { snooping: false, network: options.address });
     const tap = this.ifname(`${name}up`);
     const hubPort = this.ifname(`${name}dn`);
@@ -659,7 +687,21 @@ export class Lab {
   async startTcpdump(ns: string, iface: string, file: string, options: TcpdumpOptions = {}): Promise<Tcpdump> {
     // --immediate-mode: without it libpcap holds packets in the ring until a block fills
     // or times out, and a tcpdump stopped right after traffic loses them.
-    const argv = ['tcpdump', '-n', '-i', iface, '--immediate-mode', '-U', '-s', '0', '-Z', 'root', '-w', file, ...(options.filter ?? [])];
+    const argv = [
+      'tcpdump',
+      '-n',
+      '-i',
+      iface,
+      '--immediate-mode',
+      '-U',
+      '-s',
+      '0',
+      '-Z',
+      'root',
+      '-w',
+      file,
+      ...(options.filter ?? []),
+    ];
     const child = this.spawn(ns, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     let exited = false;
@@ -735,9 +777,14 @@ export class Lab {
     }
   }
 
-  /** Every namespace of this lab, newest first: those it made, and any with its prefix (e.g. one whose creation was interrupted). */
+  /**
+   * Every namespace of this lab, newest first: those it made, and any with its prefix (e.g. one whose creation was
+   * interrupted).
+   */
   private ownNamespaces(): string[] {
-    const listed = listNamespaces().filter((name) => name.startsWith(`${this.prefix}-`) && !this.namespaces.includes(name));
+    const listed = listNamespaces().filter(
+      (name) => name.startsWith(`${this.prefix}-`) && !this.namespaces.includes(name),
+    );
     return [...this.namespaces].reverse().concat(listed);
   }
 
@@ -766,7 +813,12 @@ export class Lab {
  * machine's time scale: a deadline, not a measure), throws saying what
  * was awaited and the probe's last error.
  */
-export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, hostTimeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  hostTimeoutMs = 10_000,
+  everyMs = 50,
+): Promise<T> {
   const timeoutMs = deadline(hostTimeoutMs);
   const until = Date.now() + timeoutMs;
   let last: unknown;
@@ -777,7 +829,10 @@ export async function waitUntil<T>(what: string, probe: () => Promise<T | undefi
     } catch (error) {
       last = error;
     }
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    if (Date.now() > until)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`,
+      );
     await sleep(everyMs);
   }
 }

@@ -36,7 +36,10 @@ export type MemberHost = Pick<Host, 'name' | 'ns' | 'iface' | 'address'>;
 export interface MemberOptions {
   /** Interface for plain joins (default: the host's interface). */
   iface?: string;
-  /** Bind each group's socket to this UDP port, so that it receives the group's datagrams to it (count() tells how many). */
+  /**
+   * Bind each group's socket to this UDP port, so that it receives the group's datagrams to it (count() tells how
+   * many).
+   */
   port?: number;
   /** Called with each command as it is sent (e.g. to narrate a demo). */
   onCommand?: (command: string) => void;
@@ -85,7 +88,9 @@ export class Member {
       return;
     }
     const match = /^err (.*?): (\S+) ?(.*)$/.exec(line);
-    waiting.reject(match ? new MemberError(waiting.command, match[2]!, match[3]!) : new MemberError(waiting.command, 'EPROTO', line));
+    waiting.reject(
+      match ? new MemberError(waiting.command, match[2]!, match[3]!) : new MemberError(waiting.command, 'EPROTO', line),
+    );
   }
 
   private fail(error: Error): void {

@@ -128,7 +128,14 @@ export interface Ipv6AddressState {
 export async function ipv6Addresses(lab: Lab, ns: string, iface: string): Promise<Ipv6AddressState[]> {
   const { stdout } = await lab.ip(ns, '-6', '-j', 'addr', 'show', 'dev', iface);
   const links = JSON.parse(stdout) as {
-    addr_info?: { family?: string; local?: string; prefixlen?: number; scope?: string; tentative?: boolean; dadfailed?: boolean }[];
+    addr_info?: {
+      family?: string;
+      local?: string;
+      prefixlen?: number;
+      scope?: string;
+      tentative?: boolean;
+      dadfailed?: boolean;
+    }[];
   }[];
   return links.flatMap((link) =>
     (link.addr_info ?? [])
@@ -148,21 +155,29 @@ export async function ipv6Addresses(lab: Lab, ns: string, iface: string): Promis
  * of `addresses` (none tentative); fails at once on a `dadfailed` one. Resolves with the
  * link-local address.
  */
-export async function waitForDad(lab: Lab, ns: string, iface: string, addresses: readonly string[] = []): Promise<string> {
+export async function waitForDad(
+  lab: Lab,
+  ns: string,
+  iface: string,
+  addresses: readonly string[] = [],
+): Promise<string> {
   const outcome = await waitUntil(
     `DAD to finish on ${ns}/${iface} for the link-local address${addresses.length > 0 ? ` and ${addresses.join(', ')}` : ''}`,
     async () => {
       const states = await ipv6Addresses(lab, ns, iface);
       const failed = states.filter((state) => state.dadfailed).map((state) => state.address);
       if (failed.length > 0) return { failed, linkLocal: undefined };
-      const linkLocal = states.find((state) => state.scope === 'link' && state.address.startsWith('fe80:') && !state.tentative);
+      const linkLocal = states.find(
+        (state) => state.scope === 'link' && state.address.startsWith('fe80:') && !state.tentative,
+      );
       const done = addresses.every((address) => states.some((state) => state.address === address && !state.tentative));
       return done && linkLocal !== undefined ? { failed: [], linkLocal: linkLocal.address } : undefined;
     },
     15_000,
     100,
   );
-  if (outcome.linkLocal === undefined) throw new Error(`${ns}/${iface}: DAD failed (a duplicate answered) for ${outcome.failed.join(', ')}`);
+  if (outcome.linkLocal === undefined)
+    throw new Error(`${ns}/${iface}: DAD failed (a duplicate answered) for ${outcome.failed.join(', ')}`);
   return outcome.linkLocal;
 }
 

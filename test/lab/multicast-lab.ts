@@ -107,7 +107,8 @@ export const UNDERLAY_BRIDGE_DEFAULTS: LinuxBridgeOptions = {
 /** Builds the two-node lab in `lab` (which destroys it all). Takes about 2-3 s. */
 export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions = {}): Promise<MulticastLab> {
   const podsPerNode = options.podsPerNode ?? 2;
-  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 200) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
+  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > 200)
+    throw new RangeError(`bad podsPerNode ${podsPerNode}`);
   const A = MULTICAST_LAB;
 
   // The underlay: its querier is switched on last, so that every port hears its startup queries.
@@ -163,13 +164,15 @@ export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions =
   if (options.external ?? true) {
     const host = await lab.host('ext', { bridge: underlay, address: `${A.external}/24` });
     await lab.sysctl(host.ns, 'net.ipv4.igmp_link_local_mcast_reports', 0);
-    for (const [index, subnet] of A.podSubnets.entries()) await lab.ip(host.ns, 'route', 'add', subnet, 'via', A.uplinks[index]!);
+    for (const [index, subnet] of A.podSubnets.entries())
+      await lab.ip(host.ns, 'route', 'add', subnet, 'via', A.uplinks[index]!);
     external = Object.assign(host, udpEndpoint(lab, host.ns, { name: host.name, interfaceName: host.iface }));
     if (ipv6) {
       await enableIpv6(lab, host.ns, host.iface, 0);
       await lab.ip(host.ns, '-6', 'addr', 'add', `${A.external6}/64`, 'dev', host.iface);
       await waitForDad(lab, host.ns, host.iface, [A.external6]);
-      for (const [index, subnet] of A.podSubnets6.entries()) await lab.ip(host.ns, '-6', 'route', 'add', subnet, 'via', A.uplinks6[index]!);
+      for (const [index, subnet] of A.podSubnets6.entries())
+        await lab.ip(host.ns, '-6', 'route', 'add', subnet, 'via', A.uplinks6[index]!);
       external.address6 = A.external6;
     }
   }
@@ -179,7 +182,13 @@ export async function buildMulticastLab(lab: Lab, options: MulticastLabOptions =
 }
 
 /** Waits until the underlay bridge's snooping table has `group` on bridge port `port`. */
-export async function waitForUnderlayMember(ml: MulticastLab, lab: Lab, group: string, port: string, timeoutMs = 8000): Promise<void> {
+export async function waitForUnderlayMember(
+  ml: MulticastLab,
+  lab: Lab,
+  group: string,
+  port: string,
+  timeoutMs = 8000,
+): Promise<void> {
   await waitUntil(
     `the underlay bridge to learn ${group} on ${port}`,
     async () => {
@@ -237,10 +246,13 @@ while True:
 export async function ping(lab: Lab, ns: string, address: string, timeoutMs = 3000): Promise<number> {
   if (!/^\d+\.\d+\.\d+\.\d+$/.test(address)) throw new RangeError(`not an IPv4 address: ${JSON.stringify(address)}`);
   try {
-    const { stdout } = await lab.exec(ns, ['python3', '-c', PING_PY, address, String(timeoutMs)], { timeoutMs: timeoutMs + 5000 });
+    const { stdout } = await lab.exec(ns, ['python3', '-c', PING_PY, address, String(timeoutMs)], {
+      timeoutMs: timeoutMs + 5000,
+    });
     return Number(stdout.trim());
   } catch (error) {
-    if (error instanceof LabCommandError && error.exitCode === 1) throw new Error(`no ICMP echo reply from ${address} to ${ns} within ${timeoutMs} ms`);
+    if (error instanceof LabCommandError && error.exitCode === 1)
+      throw new Error(`no ICMP echo reply from ${address} to ${ns} within ${timeoutMs} ms`);
     throw error;
   }
 }

@@ -19,7 +19,16 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { isIPv4, isIPv6 } from 'node:net';
-import { parseCidr, parseCidr6, run, sleep, type ExecOptions, type ExecResult, type Lab, type LinuxBridge } from './lab.js';
+import {
+  parseCidr,
+  parseCidr6,
+  run,
+  sleep,
+  type ExecOptions,
+  type ExecResult,
+  type Lab,
+  type LinuxBridge,
+} from './lab.js';
 import { enableIpv6, waitForDad } from './mld-hosts.js';
 
 const OVS_SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema';
@@ -39,7 +48,9 @@ export interface OvsNodeOptions {
 export interface OvsPodOptions {
   /** The pod's address, CIDR (e.g. `10.1.0.11/24`). */
   address: string;
-  /** Default gateway (default: the node's gateway port address if addGateway() ran, else a device route out of eth0). */
+  /**
+   * Default gateway (default: the node's gateway port address if addGateway() ran, else a device route out of eth0).
+   */
   gateway?: string;
   /** MAC of eth0 (default: the kernel's random one). */
   mac?: string;
@@ -157,7 +168,10 @@ export interface OvsGateway {
 }
 
 export interface UplinkOptions {
-  /** Lab suffix of the node-side interface (default `<node name>u`, or `u<n>` if that does not fit or is taken); the full name is `lab.ifname(suffix)`. */
+  /**
+   * Lab suffix of the node-side interface (default `<node name>u`, or `u<n>` if that does not fit or is taken); the
+   * full name is `lab.ifname(suffix)`.
+   */
   name?: string;
   /** The node's address on the underlay, CIDR (e.g. `192.168.50.11/24`). */
   address: string;
@@ -274,7 +288,8 @@ export class OvsNode {
 
   /** Pids of the daemons now running (undefined while one is down). */
   get pids(): { ovsdbServer: number | undefined; vswitchd: number | undefined } {
-    const live = (daemon: Daemon | undefined) => (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null ? daemon.child.pid : undefined);
+    const live = (daemon: Daemon | undefined) =>
+      daemon && daemon.child.exitCode === null && daemon.child.signalCode === null ? daemon.child.pid : undefined;
     return { ovsdbServer: live(this.ovsdb), vswitchd: live(this.vswitchd) };
   }
 
@@ -340,7 +355,9 @@ export class OvsNode {
     const flows = (await this.ofctl('dump-flows', this.bridge))
       .split('\n')
       .filter((line) => line.includes('cookie='))
-      .map((line) => line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''))
+      .map((line) =>
+        line.trim().replace(/ duration=[^,]+,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,/g, ''),
+      )
       .sort();
     const groups = (await this.ofctl('dump-groups', this.bridge))
       .split('\n')
@@ -409,7 +426,9 @@ export class OvsNode {
         );
       }
       if (Date.now() > deadline) {
-        throw new Error(`${what} (${path}) did not appear within ${this.startTimeoutMs} ms: ${daemon ? this.diagnostics(daemon) : ''}`);
+        throw new Error(
+          `${what} (${path}) did not appear within ${this.startTimeoutMs} ms: ${daemon ? this.diagnostics(daemon) : ''}`,
+        );
       }
       await sleep(20);
     }
@@ -482,7 +501,17 @@ export class OvsNode {
     const { address, prefixLength } = parseCidr(options.address);
     const cidr6 = options.address6 === undefined ? undefined : parseCidr6(options.address6);
     await this.enableRouting();
-    await this.vsctl('add-port', this.bridge, name, '--', 'set', 'interface', name, 'type=internal', 'external_ids:mcl-lab-type=gateway');
+    await this.vsctl(
+      'add-port',
+      this.bridge,
+      name,
+      '--',
+      'set',
+      'interface',
+      name,
+      'type=internal',
+      'external_ids:mcl-lab-type=gateway',
+    );
     const ofport = await this.ofportOf(name);
     await this.waitForLink(name);
     await this.lab.ip(this.ns, 'addr', 'add', `${address}/${prefixLength}`, 'dev', name);
@@ -522,7 +551,10 @@ export class OvsNode {
     return uplink;
   }
 
-  /** `ip route add <cidr> via <via>` in the node's namespace (e.g. another node's pod subnet via its uplink address); IPv4 or IPv6. */
+  /**
+   * `ip route add <cidr> via <via>` in the node's namespace (e.g. another node's pod subnet via its uplink address);
+   * IPv4 or IPv6.
+   */
   async addRoute(cidr: string, via: string): Promise<void> {
     if (cidr.includes(':')) {
       const { address, prefixLength } = parseCidr6(cidr);
@@ -547,7 +579,10 @@ export class OvsNode {
     })());
   }
 
-  /** Polls until interface `name` exists in the node's namespace (an internal port's tap appears once ovs-vswitchd made it). */
+  /**
+   * Polls until interface `name` exists in the node's namespace (an internal port's tap appears once ovs-vswitchd made
+   * it).
+   */
   private async waitForLink(name: string): Promise<void> {
     const deadline = Date.now() + this.startTimeoutMs;
     for (;;) {
@@ -555,7 +590,10 @@ export class OvsNode {
         await this.lab.ip(this.ns, 'link', 'show', name);
         return;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`interface ${name} did not appear in ${this.ns}: ${String(error)}; see ${this.logdir}/ovs-vswitchd.log`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `interface ${name} did not appear in ${this.ns}: ${String(error)}; see ${this.logdir}/ovs-vswitchd.log`,
+          );
       }
       await sleep(50);
     }
@@ -567,7 +605,12 @@ export class OvsNode {
    * both. Run once the interface is up and plugged in, so that its DAD and MLD go through
    * the switch.
    */
-  private async addIpv6(ns: string, iface: string, cidr: { address: string; prefixLength: number }, mldVersion: 0 | 1 | 2): Promise<string> {
+  private async addIpv6(
+    ns: string,
+    iface: string,
+    cidr: { address: string; prefixLength: number },
+    mldVersion: 0 | 1 | 2,
+  ): Promise<string> {
     await this.lab.sysctl(ns, 'net.ipv6.conf.lo.disable_ipv6', 0);
     await enableIpv6(this.lab, ns, iface, mldVersion);
     await this.lab.ip(ns, '-6', 'addr', 'add', `${cidr.address}/${cidr.prefixLength}`, 'dev', iface);
@@ -577,7 +620,8 @@ export class OvsNode {
   private async linkInfo(ns: string, iface: string): Promise<{ mac: string; ifindex: number }> {
     const { stdout } = await this.lab.ip(ns, '-j', 'link', 'show', iface);
     const [link] = JSON.parse(stdout) as { address?: string; ifindex?: number }[];
-    if (link?.address === undefined || link.ifindex === undefined) throw new Error(`no MAC address or ifindex for ${iface} in ${ns}`);
+    if (link?.address === undefined || link.ifindex === undefined)
+      throw new Error(`no MAC address or ifindex for ${iface} in ${ns}`);
     return { mac: link.address, ifindex: link.ifindex };
   }
 
@@ -593,7 +637,8 @@ export class OvsNode {
   async addPod(name: string, options: OvsPodOptions): Promise<OvsPod> {
     const { address, prefixLength } = parseCidr(options.address);
     const cidr6 = options.address6 === undefined ? undefined : parseCidr6(options.address6);
-    if (options.mldVersion !== undefined && cidr6 === undefined) throw new RangeError(`pod ${name}: mldVersion without address6`);
+    if (options.mldVersion !== undefined && cidr6 === undefined)
+      throw new RangeError(`pod ${name}: mldVersion without address6`);
     const ns = await this.lab.namespace(`${this.name}-${name}`);
     const port = this.lab.ifname(this.portSuffix(name));
     // Created inside the pod's namespace with the peer moved straight into the node's,
@@ -636,7 +681,8 @@ export class OvsNode {
     if (cidr6) {
       linkLocal6 = await this.addIpv6(ns, POD_IFACE, cidr6, options.mldVersion ?? 0);
       const gateway6 = this.gateway?.address6;
-      if (gateway6 !== undefined) await this.lab.ip(ns, '-6', 'route', 'add', 'default', 'via', gateway6, 'dev', POD_IFACE);
+      if (gateway6 !== undefined)
+        await this.lab.ip(ns, '-6', 'route', 'add', 'default', 'via', gateway6, 'dev', POD_IFACE);
     }
     const pod = new LabPod(this, {
       name,
@@ -674,7 +720,8 @@ export class OvsNode {
     for (;;) {
       const ofport = Number((await this.vsctl('get', 'interface', port, 'ofport')).trim());
       if (Number.isInteger(ofport) && ofport > 0) return ofport;
-      if (Date.now() > deadline) throw new Error(`interface ${port} got no ofport (${ofport}); see ${this.logdir}/ovs-vswitchd.log`);
+      if (Date.now() > deadline)
+        throw new Error(`interface ${port} got no ofport (${ofport}); see ${this.logdir}/ovs-vswitchd.log`);
       await sleep(50);
     }
   }
@@ -707,7 +754,8 @@ function reserveSuffix(lab: Lab, wanted: string, exact: boolean, fallback = 'u')
   const room = 15 - lab.prefix.length;
   const usable = (suffix: string) => /^[A-Za-z0-9_-]+$/.test(suffix) && suffix.length <= room && !taken.has(suffix);
   let suffix = wanted;
-  if (exact && !usable(suffix)) throw new RangeError(`interface suffix ${JSON.stringify(wanted)} is invalid, too long for ${lab.prefix} or taken`);
+  if (exact && !usable(suffix))
+    throw new RangeError(`interface suffix ${JSON.stringify(wanted)} is invalid, too long for ${lab.prefix} or taken`);
   for (let n = taken.size; !usable(suffix); n++) suffix = `${fallback}${n}`;
   taken.add(suffix);
   return suffix;
@@ -832,11 +880,27 @@ export function udpEndpoint(lab: Lab, ns: string, options: UdpEndpointOptions): 
   };
 }
 
-async function listenUdp(lab: Lab, ns: string, address: string, port: number, endpoint: UdpEndpointOptions): Promise<Receiver> {
+async function listenUdp(
+  lab: Lab,
+  ns: string,
+  address: string,
+  port: number,
+  endpoint: UdpEndpointOptions,
+): Promise<Receiver> {
   const { interfaceAddress } = endpoint;
   checkAddressAndPort(address, port);
-  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress)) throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
-  const child = lab.spawn(ns, ['python3', '-u', '-c', RECEIVER_PY, address, String(port), interfaceAddress ?? '', interfaceNameFor(address, endpoint)]);
+  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress))
+    throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
+  const child = lab.spawn(ns, [
+    'python3',
+    '-u',
+    '-c',
+    RECEIVER_PY,
+    address,
+    String(port),
+    interfaceAddress ?? '',
+    interfaceNameFor(address, endpoint),
+  ]);
   const received: Datagram[] = [];
   let stderr = '';
   child.stderr!.setEncoding('utf8');
@@ -868,10 +932,19 @@ async function listenUdp(lab: Lab, ns: string, address: string, port: number, en
   };
 }
 
-async function sendUdp(lab: Lab, ns: string, address: string, port: number, count: number, endpoint: UdpEndpointOptions, options: SendOptions): Promise<void> {
+async function sendUdp(
+  lab: Lab,
+  ns: string,
+  address: string,
+  port: number,
+  count: number,
+  endpoint: UdpEndpointOptions,
+  options: SendOptions,
+): Promise<void> {
   const { interfaceAddress } = endpoint;
   checkAddressAndPort(address, port);
-  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress)) throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
+  if (interfaceAddress !== undefined && !isIPv4(interfaceAddress))
+    throw new RangeError(`not an IPv4 interface address: ${JSON.stringify(interfaceAddress)}`);
   if (!Number.isInteger(count) || count < 0) throw new RangeError(`bad count ${count}`);
   const tag = options.tag ?? endpoint.name;
   if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
@@ -952,11 +1025,14 @@ function interfaceNameFor(address: string, endpoint: UdpEndpointOptions): string
   if (!isIPv6(address)) return '';
   const name = endpoint.interfaceName;
   if (name === undefined || !/^[A-Za-z0-9_.-]{1,15}$/.test(name))
-    throw new RangeError(`IPv6 ${address} needs an interface name (UdpEndpointOptions.interfaceName), got ${JSON.stringify(name)}`);
+    throw new RangeError(
+      `IPv6 ${address} needs an interface name (UdpEndpointOptions.interfaceName), got ${JSON.stringify(name)}`,
+    );
   return name;
 }
 
 function checkAddressAndPort(address: string, port: number): void {
-  if (!isIPv4(address) && !isIPv6(address)) throw new RangeError(`not an IPv4 or IPv6 address: ${JSON.stringify(address)}`);
+  if (!isIPv4(address) && !isIPv6(address))
+    throw new RangeError(`not an IPv4 or IPv6 address: ${JSON.stringify(address)}`);
   if (!Number.isInteger(port) || port <= 0 || port > 0xffff) throw new RangeError(`bad UDP port ${port}`);
 }

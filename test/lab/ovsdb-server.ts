@@ -20,7 +20,9 @@ export const VSWITCH_SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema';
 const OVSDB_SERVER = '/usr/sbin/ovsdb-server';
 
 export interface OvsdbServerOptions {
-  /** Also serve the remotes listed in Open_vSwitch.manager_options (Manager rows), e.g. one with an inactivity probe. */
+  /**
+   * Also serve the remotes listed in Open_vSwitch.manager_options (Manager rows), e.g. one with an inactivity probe.
+   */
   readonly managerRemotes?: boolean;
 }
 
@@ -101,7 +103,10 @@ export class PrivateOvsdbServer {
       `--unixctl=${join(this.dir, 'ovsdb-server.ctl')}`,
       `--log-file=${this.logPath}`,
     ];
-    const child = spawn(OVSDB_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OVS_RUNDIR: this.dir, OVS_DBDIR: this.dir } });
+    const child = spawn(OVSDB_SERVER, args, {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, OVS_RUNDIR: this.dir, OVS_DBDIR: this.dir },
+    });
     this.child = child;
     let stderr = '';
     child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
@@ -113,7 +118,8 @@ export class PrivateOvsdbServer {
     const deadline = Date.now() + 15_000;
     while (!(await canConnect(this.socketPath))) {
       if (exited) throw new Error(`ovsdb-server exited at start: ${stderr.trim()}\n${this.logTail()}`);
-      if (Date.now() > deadline) throw new Error(`ovsdb-server did not open ${this.socketPath} within 15 s\n${this.logTail()}`);
+      if (Date.now() > deadline)
+        throw new Error(`ovsdb-server did not open ${this.socketPath} within 15 s\n${this.logTail()}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }

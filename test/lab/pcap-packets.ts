@@ -13,7 +13,12 @@ export interface Packet {
   dst: string;
   proto: number;
   /** IGMP: type, group field, v3 report records. */
-  igmp?: { type: number; group: string; length: number; records: Array<{ type: number; group: string; sources: number }> };
+  igmp?: {
+    type: number;
+    group: string;
+    length: number;
+    records: Array<{ type: number; group: string; sources: number }>;
+  };
   /** UDP payload as text. */
   udp?: { dstPort: number; payload: string };
 }
@@ -42,7 +47,12 @@ export function readPcap(file: string): Packet[] {
     const proto = frame[23]!;
     const l4 = 14 + ihl;
     const end = Math.min(frame.length, 14 + total);
-    const packet: Packet = { ts: sec * 1000 + (nanos ? frac / 1e6 : frac / 1e3), src: ip4(frame, 26), dst: ip4(frame, 30), proto };
+    const packet: Packet = {
+      ts: sec * 1000 + (nanos ? frac / 1e6 : frac / 1e3),
+      src: ip4(frame, 26),
+      dst: ip4(frame, 30),
+      proto,
+    };
     if (proto === 2 && end - l4 >= 8) {
       const type = frame[l4]!;
       const records: NonNullable<Packet['igmp']>['records'] = [];
@@ -68,15 +78,19 @@ export const isLeave = (packet: Packet, host: string, group: string) =>
   packet.src === host &&
   packet.igmp !== undefined &&
   ((packet.igmp.type === 0x17 && packet.igmp.group === group) ||
-    (packet.igmp.type === 0x22 && packet.igmp.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
+    (packet.igmp.type === 0x22 &&
+      packet.igmp.records.some((record) => record.type === 3 && record.group === group && record.sources === 0)));
 
 /** An IGMP report from `host` that keeps `group` (v1/v2 report, v3 IS_EX/TO_EX record). */
 export const isReport = (packet: Packet, host: string, group: string) =>
   packet.src === host &&
   packet.igmp !== undefined &&
   (((packet.igmp.type === 0x12 || packet.igmp.type === 0x16) && packet.igmp.group === group) ||
-    (packet.igmp.type === 0x22 && packet.igmp.records.some((record) => (record.type === 2 || record.type === 4) && record.group === group)));
+    (packet.igmp.type === 0x22 &&
+      packet.igmp.records.some((record) => (record.type === 2 || record.type === 4) && record.group === group)));
 
-export const isGroupQuery = (packet: Packet, group: string) => packet.igmp?.type === 0x11 && packet.igmp.group === group;
+export const isGroupQuery = (packet: Packet, group: string) =>
+  packet.igmp?.type === 0x11 && packet.igmp.group === group;
 
-export const isData = (packet: Packet, group: string, port: number) => packet.dst === group && packet.udp?.dstPort === port;
+export const isData = (packet: Packet, group: string, port: number) =>
+  packet.dst === group && packet.udp?.dstPort === port;

@@ -54,7 +54,9 @@ export function parseReport(result: CliResult): Report {
   try {
     return JSON.parse(result.stdout) as Report;
   } catch {
-    throw new Error(`stdout is not one JSON document (exit ${result.code}): ${result.stdout.slice(0, 500)}\nstderr: ${result.stderr}`);
+    throw new Error(
+      `stdout is not one JSON document (exit ${result.code}): ${result.stdout.slice(0, 500)}\nstderr: ${result.stderr}`,
+    );
   }
 }
 
@@ -66,26 +68,43 @@ export async function ourGroups(node: OvsNode): Promise<Record<string, number[]>
     const match = /^cookie=0x4d4303[0-9a-f]{10}, .*nw_dst=([\d.]+) actions=group:(\d+)$/.exec(line);
     if (match === null) continue;
     const groupLine = groups.find((entry) => entry.startsWith(`group_id=${match[2]},`));
-    result[match[1]!] = groupLine === undefined ? [] : [...groupLine.matchAll(/bucket=actions=output:(\d+)/g)].map((m) => Number(m[1])).sort((a, b) => a - b);
+    result[match[1]!] =
+      groupLine === undefined
+        ? []
+        : [...groupLine.matchAll(/bucket=actions=output:(\d+)/g)].map((m) => Number(m[1])).sort((a, b) => a - b);
   }
   return result;
 }
 
-export const noStack = (result: CliResult) => assert.doesNotMatch(result.stderr, /\n\s+at /, `no stack trace: ${result.stderr}`);
+export const noStack = (result: CliResult) =>
+  assert.doesNotMatch(result.stderr, /\n\s+at /, `no stack trace: ${result.stderr}`);
 
 /** `mcastctl ARGS` in a node's namespace, against its OVS, its daemon's control socket and a run lock of its own. */
 export type ReconcileCli = (...args: string[]) => Promise<CliResult>;
 
 export function reconcileCli(node: OvsNode, options: { controlSocket: string; lockFile: string }): ReconcileCli {
   return (...args) =>
-    mcastctl([...args, '--ovs-rundir', node.rundir, '--control-socket', options.controlSocket, '--lock-file', options.lockFile], {
-      ns: node.ns,
-      env: node.env,
-      timeoutMs: 20_000,
-    });
+    mcastctl(
+      [
+        ...args,
+        '--ovs-rundir',
+        node.rundir,
+        '--control-socket',
+        options.controlSocket,
+        '--lock-file',
+        options.lockFile,
+      ],
+      {
+        ns: node.ns,
+        env: node.env,
+        timeoutMs: 20_000,
+      },
+    );
 }
 
-/** The node's gateway gw0 at `${subnet}.1/24` and three pods `${prefix}1` to `${prefix}3` at `${subnet}.11` to `.13`. */
+/**
+ * The node's gateway gw0 at `${subnet}.1/24` and three pods `${prefix}1` to `${prefix}3` at `${subnet}.11` to `.13`.
+ */
 export async function gatewayAndPods(node: OvsNode, prefix: string, subnet: string): Promise<OvsPod[]> {
   await node.addGateway({ address: `${subnet}.1/24` });
   const pods: OvsPod[] = [];
@@ -97,9 +116,19 @@ export async function gatewayAndPods(node: OvsNode, prefix: string, subnet: stri
  * `member` joins `group`; once the daemon has programmed the group for it, `sender` sends
  * the group 5 datagrams. Resolves with the member's receiver.
  */
-export async function learnedGroupWithTraffic(node: OvsNode, group: string, port: number, member: OvsPod, sender: OvsPod): Promise<Receiver> {
+export async function learnedGroupWithTraffic(
+  node: OvsNode,
+  group: string,
+  port: number,
+  member: OvsPod,
+  sender: OvsPod,
+): Promise<Receiver> {
   const receiver = await member.listen(group, port);
-  await waitUntil('the daemon to program the learned group', async () => ((await ourGroups(node))[group] ?? []).includes(member.ofport), 10_000);
+  await waitUntil(
+    'the daemon to program the learned group',
+    async () => ((await ourGroups(node))[group] ?? []).includes(member.ofport),
+    10_000,
+  );
   await sender.send(group, port, 5, { intervalMs: 20 });
   return receiver;
 }
@@ -131,7 +160,8 @@ export interface DeclaredState {
  */
 export function declaredStateYaml(state: DeclaredState): string {
   const [first, second, third] = state.groups;
-  const route = (entry: DeclaredRoute) => `  - {group: ${entry.group}, source: ${entry.source}, iif: ${entry.iif}, oifs: [${entry.oifs.join(', ')}]}`;
+  const route = (entry: DeclaredRoute) =>
+    `  - {group: ${entry.group}, source: ${entry.source}, iif: ${entry.iif}, oifs: [${entry.oifs.join(', ')}]}`;
   return [
     `# declared multicast state of node ${state.node}`,
     'groups:',
@@ -165,13 +195,31 @@ export function badStateFiles(declared: () => { state: DeclaredState; route: Dec
       .join('\n');
   const routeEdit = (state: DeclaredState, route: DeclaredRoute, change: (line: string) => string) =>
     edit(declaredStateYaml({ ...state, routes: [route] }), 8, change);
-  const cases: [string, (good: string, state: DeclaredState, route: DeclaredRoute) => { text: string; message: RegExp }][] = [
-    ['a YAML syntax error', (good) => ({ text: edit(good, 3, (line) => line.replace(/\]$/, '')), message: /bad\.yaml:\d+: not valid YAML or JSON/ })],
-    ['an unknown key', (good) => ({ text: edit(good, 5, (line) => line.replace('ports:', 'prots:')), message: /bad\.yaml:6: unknown key "prots" in a group/ })],
+  const cases: [
+    string,
+    (good: string, state: DeclaredState, route: DeclaredRoute) => { text: string; message: RegExp },
+  ][] = [
+    [
+      'a YAML syntax error',
+      (good) => ({
+        text: edit(good, 3, (line) => line.replace(/\]$/, '')),
+        message: /bad\.yaml:\d+: not valid YAML or JSON/,
+      }),
+    ],
+    [
+      'an unknown key',
+      (good) => ({
+        text: edit(good, 5, (line) => line.replace('ports:', 'prots:')),
+        message: /bad\.yaml:6: unknown key "prots" in a group/,
+      }),
+    ],
     [
       'an unknown top-level key',
       // The file ends with a newline: the added key is on the line after its last one.
-      (good) => ({ text: `${good}vlans: [1]\n`, message: new RegExp(`bad\\.yaml:${good.split('\n').length}: unknown key "vlans"`) }),
+      (good) => ({
+        text: `${good}vlans: [1]\n`,
+        message: new RegExp(`bad\\.yaml:${good.split('\n').length}: unknown key "vlans"`),
+      }),
     ],
     [
       'a bad group address',
@@ -182,7 +230,10 @@ export function badStateFiles(declared: () => { state: DeclaredState; route: Dec
     ],
     [
       'a unicast group',
-      (good, state) => ({ text: edit(good, 6, (line) => line.replace(state.groups[2].group, '10.1.1.3')), message: /bad\.yaml:7: .*not a multicast address/ }),
+      (good, state) => ({
+        text: edit(good, 6, (line) => line.replace(state.groups[2].group, '10.1.1.3')),
+        message: /bad\.yaml:7: .*not a multicast address/,
+      }),
     ],
     [
       'a bad route source',
@@ -200,7 +251,10 @@ export function badStateFiles(declared: () => { state: DeclaredState; route: Dec
     ],
     [
       'an unknown route interface',
-      (_good, state, route) => ({ text: routeEdit(state, route, (line) => line.replace(route.iif, 'nosuchif0')), message: /bad\.yaml:9: .*nosuchif0/ }),
+      (_good, state, route) => ({
+        text: routeEdit(state, route, (line) => line.replace(route.iif, 'nosuchif0')),
+        message: /bad\.yaml:9: .*nosuchif0/,
+      }),
     ],
   ];
   return cases.map(([name, make]) => ({
@@ -212,7 +266,10 @@ export function badStateFiles(declared: () => { state: DeclaredState; route: Dec
   }));
 }
 
-/** Writes `bad` to `path` and runs reconcile on it, as text and as --json: both refused (exit 64) naming the line, with nothing on stdout. */
+/**
+ * Writes `bad` to `path` and runs reconcile on it, as text and as --json: both refused (exit 64) naming the line, with
+ * nothing on stdout.
+ */
 export async function assertRefused(cli: ReconcileCli, path: string, bad: BadStateFile): Promise<void> {
   const { text, message } = bad.make();
   writeFileSync(path, text);

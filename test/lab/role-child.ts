@@ -43,7 +43,11 @@ export class RoleChild {
   }
 
   /** Resolves with the first event matching; the deadline only keeps a broken path from hanging. */
-  async waitFor(what: string, match: (event: Record<string, unknown>) => boolean, deadlineMs = 20_000): Promise<Record<string, unknown>> {
+  async waitFor(
+    what: string,
+    match: (event: Record<string, unknown>) => boolean,
+    deadlineMs = 20_000,
+  ): Promise<Record<string, unknown>> {
     const started = Date.now();
     for (;;) {
       const found = this.events.find(match);
@@ -52,9 +56,12 @@ export class RoleChild {
         await new Promise((resolve) => setTimeout(resolve, 100));
         const late = this.events.find(match);
         if (late) return late;
-        throw new Error(`child exited (${this.process.exitCode}) before ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
+        throw new Error(
+          `child exited (${this.process.exitCode}) before ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`,
+        );
       }
-      if (Date.now() - started > deadlineMs) throw new Error(`gave up waiting for ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
+      if (Date.now() - started > deadlineMs)
+        throw new Error(`gave up waiting for ${what}\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -64,7 +71,11 @@ export class RoleChild {
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         this.process.kill('SIGKILL');
-        reject(new Error(`child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`));
+        reject(
+          new Error(
+            `child still running after ${deadlineMs} ms\nevents: ${JSON.stringify(this.events)}\nstderr: ${this.#stderr}`,
+          ),
+        );
       }, deadlineMs);
     });
     try {

@@ -53,7 +53,9 @@ export class SourceMember {
       member.stderr = (member.stderr + chunk).slice(-4000);
     });
     createInterface({ input: child.stdout! }).on('line', (line) => member.onLine(line));
-    child.once('exit', (code, signal) => member.fail(new Error(`source_member.py in ${pod.ns} exited (${signal ?? code}): ${member.stderr.trim()}`)));
+    child.once('exit', (code, signal) =>
+      member.fail(new Error(`source_member.py in ${pod.ns} exited (${signal ?? code}): ${member.stderr.trim()}`)),
+    );
     child.once('error', (error) => member.fail(error));
     child.stdin!.on('error', () => undefined); // EPIPE after exit: reported through 'exit'
     await ready;
@@ -79,7 +81,8 @@ export class SourceMember {
   private send(...words: string[]): Promise<void> {
     const command = words.join(' ');
     if (this.closed !== undefined) return Promise.reject(this.closed);
-    if (words.some((word) => !/^[\w.-]+$/.test(word))) return Promise.reject(new RangeError(`bad member command ${JSON.stringify(command)}`));
+    if (words.some((word) => !/^[\w.-]+$/.test(word)))
+      return Promise.reject(new RangeError(`bad member command ${JSON.stringify(command)}`));
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ command, resolve, reject });
       this.child.stdin!.write(`${command}\n`);
@@ -118,7 +121,11 @@ export class SourceMember {
 
   /** The senders of the datagrams tagged `tag` that this member's sockets got, each once, sorted. */
   sendersOf(tag: string): string[] {
-    return [...new Set(this.received.filter((datagram) => datagram.payload.startsWith(`${tag} `)).map((datagram) => datagram.from))].sort();
+    return [
+      ...new Set(
+        this.received.filter((datagram) => datagram.payload.startsWith(`${tag} `)).map((datagram) => datagram.from),
+      ),
+    ].sort();
   }
 
   /** Closes every socket (the kernel leaves every group) and waits for the process to exit. */
@@ -177,7 +184,11 @@ export function readCapture(file: string): CapturedPacket[] {
     const l4 = 14 + (frame[14]! & 0x0f) * 4;
     const end = Math.min(frame.length, 14 + frame.readUInt16BE(16));
     const proto = frame[23]!;
-    const packet: CapturedPacket = { ts: seconds * 1000 + (nanos ? fraction / 1e6 : fraction / 1e3), src: ip4(frame, 26), dst: ip4(frame, 30) };
+    const packet: CapturedPacket = {
+      ts: seconds * 1000 + (nanos ? fraction / 1e6 : fraction / 1e3),
+      src: ip4(frame, 26),
+      dst: ip4(frame, 30),
+    };
     if (proto === 2 && end - l4 >= 8 && frame[l4] === 0x22) {
       const records: CapturedRecord[] = [];
       let r = l4 + 8;
@@ -200,11 +211,21 @@ export function readCapture(file: string): CapturedPacket[] {
 
 /** The senders of the datagrams to `group` tagged `tag` in a capture, each once, sorted. */
 export function wireSenders(packets: readonly CapturedPacket[], group: string, tag: string): string[] {
-  return [...new Set(packets.filter((packet) => packet.dst === group && packet.udp?.payload.startsWith(`${tag} `)).map((packet) => packet.src))].sort();
+  return [
+    ...new Set(
+      packets
+        .filter((packet) => packet.dst === group && packet.udp?.payload.startsWith(`${tag} `))
+        .map((packet) => packet.src),
+    ),
+  ].sort();
 }
 
 /** The IGMPv3 reports `host` sent that hold a record for `group`, in order, each with that group's records only. */
-export function reportsFrom(packets: readonly CapturedPacket[], host: string, group: string): { ts: number; records: CapturedRecord[] }[] {
+export function reportsFrom(
+  packets: readonly CapturedPacket[],
+  host: string,
+  group: string,
+): { ts: number; records: CapturedRecord[] }[] {
   return packets.flatMap((packet) => {
     const records = packet.src === host ? (packet.igmpV3Records ?? []).filter((record) => record.group === group) : [];
     return records.length === 0 ? [] : [{ ts: packet.ts, records }];
@@ -212,18 +233,30 @@ export function reportsFrom(packets: readonly CapturedPacket[], host: string, gr
 }
 
 /** The capture times of the datagrams to `group` tagged `tag` that `sender` sent, in order. */
-export function datagramTimes(packets: readonly CapturedPacket[], sender: string, group: string, tag: string): number[] {
-  return packets.filter((packet) => packet.src === sender && packet.dst === group && packet.udp?.payload.startsWith(`${tag} `)).map((packet) => packet.ts);
+export function datagramTimes(
+  packets: readonly CapturedPacket[],
+  sender: string,
+  group: string,
+  tag: string,
+): number[] {
+  return packets
+    .filter((packet) => packet.src === sender && packet.dst === group && packet.udp?.payload.startsWith(`${tag} `))
+    .map((packet) => packet.ts);
 }
 
 /** The IGMPv3 records for `group` that `host` sent, in order. */
 export function recordsFrom(packets: readonly CapturedPacket[], host: string, group: string): CapturedRecord[] {
-  return packets.filter((packet) => packet.src === host).flatMap((packet) => (packet.igmpV3Records ?? []).filter((record) => record.group === group));
+  return packets
+    .filter((packet) => packet.src === host)
+    .flatMap((packet) => (packet.igmpV3Records ?? []).filter((record) => record.group === group));
 }
 
 // --- what the bridge holds -----------------------------------------------------------------
 
-/** A flow of the bridge that matches `nw_dst=group`: its source match (absent: any source) and the ports of the OVS group it points to. */
+/**
+ * A flow of the bridge that matches `nw_dst=group`: its source match (absent: any source) and the ports of the OVS
+ * group it points to.
+ */
 export interface GroupFlow {
   source: string | undefined;
   groupId: number | undefined;
@@ -233,7 +266,9 @@ export interface GroupFlow {
 
 /** Every flow for `group` (nw_dst), with the output ports of its OVS group (one link, as ovs-ofctl prints it). */
 export async function groupFlows(node: OvsNode, group: string): Promise<GroupFlow[]> {
-  const flows = (await node.ofctl('dump-flows', node.bridge)).split('\n').filter((line) => new RegExp(`nw_dst=${group.replaceAll('.', '\\.')}[ ,]`).test(line));
+  const flows = (await node.ofctl('dump-flows', node.bridge))
+    .split('\n')
+    .filter((line) => new RegExp(`nw_dst=${group.replaceAll('.', '\\.')}[ ,]`).test(line));
   const groups = (await node.ofctl('dump-groups', node.bridge)).split('\n');
   return flows.map((line) => {
     const id = line.match(/actions=.*group:(\d+)/)?.[1];

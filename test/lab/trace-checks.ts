@@ -19,14 +19,30 @@ export interface TraceResult extends CliResult {
   context: string;
 }
 
-export type TraceRun = (group: string, pod: OvsPod, args?: string[], options?: { json?: boolean }) => Promise<TraceResult>;
+export type TraceRun = (
+  group: string,
+  pod: OvsPod,
+  args?: string[],
+  options?: { json?: boolean },
+) => Promise<TraceResult>;
 
 /** `mcastctl trace GROUP --pod POD ARGS` on `node`, asking `daemon`'s control socket. */
 export function traceOn(node: OvsNode, daemon: RunningDaemon): TraceRun {
   return async (group, pod, args = [], options = {}) => {
     const json = options.json ?? true;
     const result = await mcastctl(
-      ['trace', group, '--pod', podName(pod), '--bridge', node.bridge, '--control-socket', daemon.controlSocket, ...args, ...(json ? ['--json'] : [])],
+      [
+        'trace',
+        group,
+        '--pod',
+        podName(pod),
+        '--bridge',
+        node.bridge,
+        '--control-socket',
+        daemon.controlSocket,
+        ...args,
+        ...(json ? ['--json'] : []),
+      ],
       { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 20_000 },
     );
     let report: TraceReport | undefined;
@@ -39,7 +55,11 @@ export function traceOn(node: OvsNode, daemon: RunningDaemon): TraceRun {
         );
       }
     }
-    return { ...result, report: report!, context: `trace ${group} --pod ${podName(pod)} ${args.join(' ')}:\n${result.stdout}\n${result.stderr}` };
+    return {
+      ...result,
+      report: report!,
+      context: `trace ${group} --pod ${podName(pod)} ${args.join(' ')}:\n${result.stdout}\n${result.stderr}`,
+    };
   };
 }
 

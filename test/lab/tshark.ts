@@ -129,7 +129,8 @@ function groupRecords(igmp: Tree): GroupRecordLine[] {
       if (!isTree(subtree) || text(subtree, 'igmp.record_type') === undefined) continue;
       const name = RECORD_TYPE_NAMES[Number(text(subtree, 'igmp.record_type'))];
       // Unknown record types are ignored (RFC 3376 §4.2.12), as snoop does.
-      if (name !== undefined) records.push({ type: name, group: text(subtree, 'igmp.maddr') ?? '?', sources: all(subtree, 'igmp.saddr') });
+      if (name !== undefined)
+        records.push({ type: name, group: text(subtree, 'igmp.maddr') ?? '?', sources: all(subtree, 'igmp.saddr') });
     }
   }
   return records;
@@ -162,7 +163,8 @@ function expectedFromIgmp(layers: Tree, ipLayer: Tree, meta: { frame: number; ts
     protocol: 'igmp',
   };
   const flags = first(ipLayer['ip.flags_tree']);
-  const fragmented = (isTree(flags) && text(flags, 'ip.flags.mf') === '1') || Number(text(ipLayer, 'ip.frag_offset') ?? 0) !== 0;
+  const fragmented =
+    (isTree(flags) && text(flags, 'ip.flags.mf') === '1') || Number(text(ipLayer, 'ip.frag_offset') ?? 0) !== 0;
   if (text(ipLayer, 'ip.checksum.status') === '0') return { ...line, error: 'bad-ip-checksum' };
   if (fragmented) return { ...line, error: 'fragmented' };
   const igmp = first(layers.igmp);
@@ -237,7 +239,10 @@ function isIPv6Multicast(address: string | undefined): boolean {
 }
 
 /** The multicast address records of an MLDv2 report: the subtrees holding icmpv6.mldr.mar.record_type, in order. */
-function addressRecords(tree: Json | undefined, out: { type: number; group: string | undefined; sources: string[] }[] = []) {
+function addressRecords(
+  tree: Json | undefined,
+  out: { type: number; group: string | undefined; sources: string[] }[] = [],
+) {
   if (Array.isArray(tree)) for (const item of tree) addressRecords(item, out);
   else if (isTree(tree)) {
     if (text(tree, 'icmpv6.mldr.mar.record_type') !== undefined) {
@@ -269,8 +274,10 @@ function expectedFromMld(layers: Tree, ipv6Layer: Tree, meta: { frame: number; t
     rawType: icmpType,
   };
   if (!isTree(icmpv6) || '_ws.malformed' in layers) return { ...line, error: '*' };
-  if (['1', 'True', 'true'].includes(findText(ipv6Layer, 'ipv6.fraghdr.more') ?? '')) return { ...line, error: 'fragmented' };
-  // The hop-by-hop header is a subtree of the ipv6 layer in tshark 4.0; looked for everywhere but in the ICMPv6 message.
+  if (['1', 'True', 'true'].includes(findText(ipv6Layer, 'ipv6.fraghdr.more') ?? ''))
+    return { ...line, error: 'fragmented' };
+  // The hop-by-hop header is a subtree of the ipv6 layer in tshark 4.0; looked for everywhere but in the ICMPv6
+  // message.
   const routerAlert = findAll({ ...layers, icmpv6: null }, 'ipv6.opt.router_alert').length > 0;
   if (!routerAlert) return { ...line, error: 'no-router-alert' };
   if (text(icmpv6, 'icmpv6.checksum.status') === '0') return { ...line, error: 'bad-checksum' };
@@ -281,7 +288,13 @@ function expectedFromMld(layers: Tree, ipv6Layer: Tree, meta: { frame: number; t
       if (text(icmpv6, 'icmpv6.mld.flag') === undefined && findText(icmpv6, 'icmpv6.mld.flag.s') === undefined) {
         // tshark reads 24 to 27 octets as MLDv1; RFC 3810 §8.1 (and snoop) only 24.
         if (mldLength(ipv6Layer) !== undefined && mldLength(ipv6Layer) !== 24) return { ...line, error: 'bad-length' };
-        return { ...line, version: 1, type: 'query', group, maxRespTimeMs: Number(text(icmpv6, 'icmpv6.mld.maximum_response_delay')) };
+        return {
+          ...line,
+          version: 1,
+          type: 'query',
+          group,
+          maxRespTimeMs: Number(text(icmpv6, 'icmpv6.mld.maximum_response_delay')),
+        };
       }
       return {
         ...line,
@@ -313,12 +326,24 @@ function expectedFromMld(layers: Tree, ipv6Layer: Tree, meta: { frame: number; t
   }
 }
 
-/** The ICMPv6 message's length when the hop-by-hop header is the only extension header (as in every MLD packet), else undefined. */
+/**
+ * The ICMPv6 message's length when the hop-by-hop header is the only extension header (as in every MLD packet), else
+ * undefined.
+ */
 function mldLength(ipv6Layer: Tree): number | undefined {
   const payload = Number(text(ipv6Layer, 'ipv6.plen'));
   const hopByHop = Number(findText(ipv6Layer, 'ipv6.hopopts.len_oct'));
-  if (!Number.isFinite(payload) || !Number.isFinite(hopByHop) || findAll(ipv6Layer, 'ipv6.hopopts.len_oct').length !== 1) return undefined;
-  if (findAll(ipv6Layer, 'ipv6.fraghdr').length > 0 || findAll(ipv6Layer, 'ipv6.dstopts').length > 0 || findAll(ipv6Layer, 'ipv6.routing').length > 0)
+  if (
+    !Number.isFinite(payload) ||
+    !Number.isFinite(hopByHop) ||
+    findAll(ipv6Layer, 'ipv6.hopopts.len_oct').length !== 1
+  )
+    return undefined;
+  if (
+    findAll(ipv6Layer, 'ipv6.fraghdr').length > 0 ||
+    findAll(ipv6Layer, 'ipv6.dstopts').length > 0 ||
+    findAll(ipv6Layer, 'ipv6.routing').length > 0
+  )
     return undefined;
   return payload - hopByHop;
 }
@@ -332,7 +357,9 @@ export async function tsharkIgmp(file: string): Promise<ExpectedLine[]> {
   return (await tsharkLines(file, 'ip.proto == 2')).filter((line) => line.protocol === 'igmp');
 }
 
-/** The same for both families: every IGMP frame and every MLD frame (ICMPv6 types 130, 131, 132, 143), in frame order. */
+/**
+ * The same for both families: every IGMP frame and every MLD frame (ICMPv6 types 130, 131, 132, 143), in frame order.
+ */
 export async function tsharkMembership(file: string): Promise<ExpectedLine[]> {
   return tsharkLines(file, `ip.proto == 2 || ${MLD_FILTER}`);
 }
@@ -362,12 +389,18 @@ async function tsharkLines(file: string, filter: string): Promise<ExpectedLine[]
     { timeoutMs: 60_000 },
   );
   const packets = JSON.parse(stdout.trim() === '' ? '[]' : stdout) as { _source: { layers: Tree } }[];
-  return packets.map((packet) => expectedFromTshark(packet._source.layers)).filter((line): line is ExpectedLine => line !== undefined);
+  return packets
+    .map((packet) => expectedFromTshark(packet._source.layers))
+    .filter((line): line is ExpectedLine => line !== undefined);
 }
 
-/** tshark's count of frames that match `filter` (default: carry IGMP), for cross-checking; MLD_FILTER counts MLD frames. */
+/**
+ * tshark's count of frames that match `filter` (default: carry IGMP), for cross-checking; MLD_FILTER counts MLD frames.
+ */
 export async function tsharkFrameCount(file: string, filter = 'igmp'): Promise<number> {
-  const { stdout } = await run(['tshark', '-n', '-r', file, '-Y', filter, '-T', 'fields', '-e', 'frame.number'], { timeoutMs: 60_000 });
+  const { stdout } = await run(['tshark', '-n', '-r', file, '-Y', filter, '-T', 'fields', '-e', 'frame.number'], {
+    timeoutMs: 60_000,
+  });
   return stdout.split('\n').filter((l) => l.trim() !== '').length;
 }
 
@@ -383,7 +416,8 @@ function same(a: unknown, b: unknown): boolean {
 /** Field-by-field differences of one frame ('' when they agree). */
 export function diffLine(actual: SnoopLine, expected: ExpectedLine): string[] {
   const diffs: string[] = [];
-  const add = (field: string, a: unknown, e: unknown) => diffs.push(`  ${field}: snoop ${JSON.stringify(a)}  tshark ${JSON.stringify(e)}`);
+  const add = (field: string, a: unknown, e: unknown) =>
+    diffs.push(`  ${field}: snoop ${JSON.stringify(a)}  tshark ${JSON.stringify(e)}`);
   const { undissected = [], rawType: _rawType, ...wanted } = expected;
   for (const [field, value] of Object.entries(wanted)) {
     const got = (actual as unknown as Record<string, unknown>)[field];
@@ -394,7 +428,8 @@ export function diffLine(actual: SnoopLine, expected: ExpectedLine): string[] {
     } else if (!same(got, value)) add(field, got, value);
   }
   if (expected.error !== undefined) {
-    if (typeof actual.message !== 'string' || actual.message.length === 0) add('message', actual.message, '(a sentence)');
+    if (typeof actual.message !== 'string' || actual.message.length === 0)
+      add('message', actual.message, '(a sentence)');
     if (actual.type !== undefined) add('type', actual.type, undefined);
   }
   // Fields snoop prints that tshark's dissection does not imply.
@@ -420,10 +455,14 @@ export function compareWithTshark(actual: readonly SnoopLine[], expected: readon
   const out: string[] = [];
   const byFrame = new Map<number, SnoopLine[]>();
   for (const line of actual) byFrame.set(line.frame, [...(byFrame.get(line.frame) ?? []), line]);
-  for (const [frame, lines] of byFrame) if (lines.length > 1) out.push(`frame ${frame}: snoop printed ${lines.length} lines`);
+  for (const [frame, lines] of byFrame)
+    if (lines.length > 1) out.push(`frame ${frame}: snoop printed ${lines.length} lines`);
   const expectedFrames = new Set(expected.map((line) => line.frame));
   for (const line of actual) {
-    if (!expectedFrames.has(line.frame)) out.push(`frame ${line.frame}: snoop printed a line, tshark sees no IGMP or MLD\n  snoop  ${JSON.stringify(line)}`);
+    if (!expectedFrames.has(line.frame))
+      out.push(
+        `frame ${line.frame}: snoop printed a line, tshark sees no IGMP or MLD\n  snoop  ${JSON.stringify(line)}`,
+      );
   }
   for (const want of expected) {
     const got = byFrame.get(want.frame)?.[0];
@@ -434,7 +473,9 @@ export function compareWithTshark(actual: readonly SnoopLine[], expected: readon
     }
     const diffs = diffLine(got, want);
     if (diffs.length > 0) {
-      out.push(`frame ${want.frame}:\n${diffs.join('\n')}\n  snoop  ${JSON.stringify(got)}\n  tshark ${JSON.stringify(shown)}`);
+      out.push(
+        `frame ${want.frame}:\n${diffs.join('\n')}\n  snoop  ${JSON.stringify(got)}\n  tshark ${JSON.stringify(shown)}`,
+      );
     }
   }
   return out.join('\n');

@@ -64,5 +64,14 @@ export interface ForgedReport {
 
 /** Sends one forged report into the tunnel from inside `ns` (a host on the underlay). */
 export async function sendForgedReport(lab: Lab, ns: string, report: ForgedReport): Promise<void> {
-  await lab.exec(ns, ['python3', '-c', FORGER_PY, report.to, report.kind, report.innerSource, report.group, String(FORGED_RECORD[report.record])]);
+  await lab.exec(ns, [
+    'python3',
+    '-c',
+    FORGER_PY,
+    report.to,
+    report.kind,
+    report.innerSource,
+    report.group,
+    String(FORGED_RECORD[report.record]),
+  ]);
 }

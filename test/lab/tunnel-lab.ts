@@ -37,9 +37,20 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep, waitUntil, type Host, type Lab, type LinuxBridge, type Tcpdump } from './lab.js';
-import { OvsNode, sequences, udpEndpoint, type Datagram, type OvsGateway, type OvsPod, type UdpEndpoint } from './ovs.js';
+import {
+  OvsNode,
+  sequences,
+  udpEndpoint,
+  type Datagram,
+  type OvsGateway,
+  type OvsPod,
+  type UdpEndpoint,
+} from './ovs.js';
 
-/** The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`; a lab of more nodes goes on the same way (tunnelNodeAddressing). */
+/**
+ * The lab's addressing. Node index k (0, 1, 2) is node `n<k+1>`; a lab of more nodes goes on the same way
+ * (tunnelNodeAddressing).
+ */
 export const TUNNEL_LAB = {
   nodeNames: ['n1', 'n2', 'n3'],
   /** br-phy addresses (the nodes' `--node-address`). */
@@ -47,7 +58,9 @@ export const TUNNEL_LAB = {
   underlaySubnet: '192.168.60.0/24',
   podSubnets: ['10.20.1.0/24', '10.20.2.0/24', '10.20.3.0/24'],
   gateways: ['10.20.1.1', '10.20.2.1', '10.20.3.1'],
-  /** Pod j (0-based) of node k has `10.20.<k+1>.<11+j>`, and in a dual-stack lab `fd20:<k+1>::<11+j>` (hexadecimal) too. */
+  /**
+   * Pod j (0-based) of node k has `10.20.<k+1>.<11+j>`, and in a dual-stack lab `fd20:<k+1>::<11+j>` (hexadecimal) too.
+   */
   firstPodHost: 11,
   physBridge: 'br-phy',
   tunnelPort: 'tun0',
@@ -79,18 +92,30 @@ export interface TunnelNodeAddressing {
 }
 
 export function tunnelNodeAddressing(index: number): TunnelNodeAddressing {
-  if (!Number.isInteger(index) || index < 0 || index >= MAX_TUNNEL_NODES) throw new RangeError(`bad node index ${index}`);
-  return { name: `n${index + 1}`, underlayAddress: `192.168.60.${11 + index}`, podNetwork: `10.20.${index + 1}`, gateway: `10.20.${index + 1}.1` };
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_TUNNEL_NODES)
+    throw new RangeError(`bad node index ${index}`);
+  return {
+    name: `n${index + 1}`,
+    underlayAddress: `192.168.60.${11 + index}`,
+    podNetwork: `10.20.${index + 1}`,
+    gateway: `10.20.${index + 1}.1`,
+  };
 }
 
 export interface TunnelLabOptions {
-  /** Pods per node (default 2, at most MAX_PODS_PER_NODE): `p11`, `p12` on n1, `p21`, ... (`p<node>-<pod>` past 9 of either). */
+  /**
+   * Pods per node (default 2, at most MAX_PODS_PER_NODE): `p11`, `p12` on n1, `p21`, ... (`p<node>-<pod>` past 9 of
+   * either).
+   */
   podsPerNode?: number;
   /** MTU of every pod's eth0 and its node-side veth (default: the kernel's, 1,500). */
   podMtu?: number;
   /** MTU of the underlay path: ul0, the uplink veths (both ends) and br-phy (default: the kernel's, 1,500). */
   underlayMtu?: number;
-  /** The underlay carries IPv4 multicast: its nftables rule counts it and accepts it (default false: counted and dropped). */
+  /**
+   * The underlay carries IPv4 multicast: its nftables rule counts it and accepts it (default false: counted and
+   * dropped).
+   */
   underlayMulticast?: boolean;
   /** A host on ul0 at `TUNNEL_LAB.outsideHostAddress` that sends to and joins groups (default false). */
   outsideHost?: boolean;
@@ -140,7 +165,9 @@ export interface TunnelNetwork<Nodes extends readonly TunnelLabNode[] = TunnelLa
   tunnelUdpPort: number;
   /** With `outsideHost`: the host on ul0. */
   outside: OutsideHost | undefined;
-  /** Packets the underlay's multicast drop rule has dropped so far (with `underlayMulticast`: counted and let through). */
+  /**
+   * Packets the underlay's multicast drop rule has dropped so far (with `underlayMulticast`: counted and let through).
+   */
   multicastDropped(): Promise<number>;
 }
 
@@ -159,21 +186,39 @@ export async function buildTunnelLab(lab: Lab, options: TunnelLabOptions = {}): 
 export async function buildTunnelNetwork(lab: Lab, options: TunnelNetworkOptions = {}): Promise<TunnelNetwork> {
   const podsPerNode = options.podsPerNode ?? 2;
   const nodeCount = options.nodeCount ?? TUNNEL_LAB.nodeNames.length;
-  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > MAX_PODS_PER_NODE) throw new RangeError(`bad podsPerNode ${podsPerNode}`);
-  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_TUNNEL_NODES) throw new RangeError(`bad nodeCount ${nodeCount}`);
+  if (!Number.isInteger(podsPerNode) || podsPerNode < 0 || podsPerNode > MAX_PODS_PER_NODE)
+    throw new RangeError(`bad podsPerNode ${podsPerNode}`);
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_TUNNEL_NODES)
+    throw new RangeError(`bad nodeCount ${nodeCount}`);
   const underlayNs = await lab.namespace('ul');
   const underlay = await lab.linuxBridge(underlayNs, 'ul0', { snooping: false });
   await countMulticast(lab, underlayNs, options.underlayMulticast ? 'accept' : 'drop');
   const tunnelType = options.tunnelType ?? 'geneve';
   const nodes = await Promise.all(
     Array.from({ length: nodeCount }, (_, index) =>
-      buildNode({ lab, underlay, index, podsPerNode, podMtu: options.podMtu, tunnelType, dualStack: options.dualStack ?? false }),
+      buildNode({
+        lab,
+        underlay,
+        index,
+        podsPerNode,
+        podMtu: options.podMtu,
+        tunnelType,
+        dualStack: options.dualStack ?? false,
+      }),
     ),
   );
   if (options.underlayMtu !== undefined) await setUnderlayMtu({ nodes, underlay }, options.underlayMtu);
   const outside = options.outsideHost ? await addOutsideHost(lab, underlay) : undefined;
   const tunnelUdpPort = tunnelType === 'vxlan' ? TUNNEL_LAB.vxlanUdpPort : TUNNEL_LAB.geneveUdpPort;
-  return { underlayNs, underlay, nodes, tunnelType, tunnelUdpPort, outside, multicastDropped: () => multicastDropped(lab, underlayNs) };
+  return {
+    underlayNs,
+    underlay,
+    nodes,
+    tunnelType,
+    tunnelUdpPort,
+    outside,
+    multicastDropped: () => multicastDropped(lab, underlayNs),
+  };
 }
 
 /** The outside host: on ul0 at `TUNNEL_LAB.outsideHostAddress`, its multicast routed out of its one interface. */
@@ -193,12 +238,21 @@ interface NodeBuild {
   dualStack: boolean;
 }
 
-async function buildNode({ lab, underlay, index, podsPerNode, podMtu, tunnelType, dualStack }: NodeBuild): Promise<TunnelLabNode> {
+async function buildNode({
+  lab,
+  underlay,
+  index,
+  podsPerNode,
+  podMtu,
+  tunnelType,
+  dualStack,
+}: NodeBuild): Promise<TunnelLabNode> {
   const addressing = tunnelNodeAddressing(index);
   const node = await OvsNode.start(lab, addressing.name);
   // A pod may otherwise learn its gateway's address at the node-side end of its veth.
   await lab.sysctl(node.ns, 'net.ipv4.conf.all.arp_ignore', 1);
-  // addGateway makes the node a router (rp_filter 0 for all and default): br-phy, made after, inherits 0, so the kernel may route multicast in from it.
+  // addGateway makes the node a router (rp_filter 0 for all and default): br-phy, made after, inherits 0, so the kernel
+  // may route multicast in from it.
   const gateway = await node.addGateway({ address: `${addressing.gateway}/24` });
   const underlayAddress = addressing.underlayAddress;
   const { uplink, uplinkPeer } = await addPhysBridge(node, underlay, {
@@ -230,7 +284,11 @@ export async function addTunnelPod(n: TunnelLabNode): Promise<OvsPod> {
   const name = n.index < 9 && j < 9 ? `p${n.index + 1}${j + 1}` : `p${n.index + 1}-${j + 1}`;
   const host = TUNNEL_LAB.firstPodHost + j;
   const address6 = n.dualStack ? { address6: `fd20:${n.index + 1}::${host.toString(16)}/64` } : {};
-  const pod = await n.node.addPod(name, { address: `${podNetwork}.${host}/24`, gateway: n.gateway.address, ...address6 });
+  const pod = await n.node.addPod(name, {
+    address: `${podNetwork}.${host}/24`,
+    gateway: n.gateway.address,
+    ...address6,
+  });
   n.pods.push(pod);
   return pod;
 }
@@ -253,7 +311,11 @@ interface PhysBridgeOptions {
  * its port, the underlay address on its internal port. Resolves once OVS's own route
  * table has the underlay subnet on br-phy, which is what tunnelling looks up.
  */
-async function addPhysBridge(node: OvsNode, underlay: LinuxBridge, options: PhysBridgeOptions): Promise<{ uplink: string; uplinkPeer: string }> {
+async function addPhysBridge(
+  node: OvsNode,
+  underlay: LinuxBridge,
+  options: PhysBridgeOptions,
+): Promise<{ uplink: string; uplinkPeer: string }> {
   const { lab, ns } = node;
   const bridge = TUNNEL_LAB.physBridge;
   const uplink = lab.ifname(`${node.name}u`);
@@ -262,7 +324,17 @@ async function addPhysBridge(node: OvsNode, underlay: LinuxBridge, options: Phys
   await underlay.attach(uplinkPeer);
   const { stdout } = await lab.ip(ns, '-j', 'link', 'show', uplink);
   const mac = (JSON.parse(stdout) as { address: string }[])[0]!.address;
-  await node.vsctl('add-br', bridge, '--', 'set', 'bridge', bridge, 'datapath_type=netdev', 'fail_mode=standalone', `other_config:hwaddr="${mac}"`);
+  await node.vsctl(
+    'add-br',
+    bridge,
+    '--',
+    'set',
+    'bridge',
+    bridge,
+    'datapath_type=netdev',
+    'fail_mode=standalone',
+    `other_config:hwaddr="${mac}"`,
+  );
   const mgmt = join(node.rundir, `${bridge}.mgmt`);
   await waitUntil(`${bridge}.mgmt in ${node.rundir}`, async () => existsSync(mgmt), 20_000, 20);
   await node.vsctl('add-port', bridge, uplink);
@@ -295,7 +367,17 @@ async function addPhysBridge(node: OvsNode, underlay: LinuxBridge, options: Phys
 /** The flow-based tunnel port on br-int: every packet sent into it names its destination in tun_dst. */
 async function addTunnelPort(node: OvsNode, type: TunnelType): Promise<{ name: string; ofport: number }> {
   const name = TUNNEL_LAB.tunnelPort;
-  await node.vsctl('add-port', node.bridge, name, '--', 'set', 'interface', name, `type=${type}`, 'options:remote_ip=flow');
+  await node.vsctl(
+    'add-port',
+    node.bridge,
+    name,
+    '--',
+    'set',
+    'interface',
+    name,
+    `type=${type}`,
+    'options:remote_ip=flow',
+  );
   return { name, ofport: await node.ofportOf(name) };
 }
 
@@ -307,7 +389,8 @@ export async function setUnderlayMtu(tl: Pick<TunnelNetwork, 'nodes' | 'underlay
   checkMtu(mtu);
   const { lab, ns: underlayNs, name: bridge } = tl.underlay;
   for (const n of tl.nodes) {
-    for (const device of [n.uplink, TUNNEL_LAB.physBridge]) await lab.ip(n.node.ns, 'link', 'set', device, 'mtu', String(mtu));
+    for (const device of [n.uplink, TUNNEL_LAB.physBridge])
+      await lab.ip(n.node.ns, 'link', 'set', device, 'mtu', String(mtu));
     await lab.ip(underlayNs, 'link', 'set', n.uplinkPeer, 'mtu', String(mtu));
   }
   await lab.ip(underlayNs, 'link', 'set', bridge, 'mtu', String(mtu));
@@ -349,12 +432,17 @@ interface NftRuleset {
 async function multicastDropped(lab: Lab, ns: string): Promise<number> {
   const { stdout } = await lab.exec(ns, ['nft', '-j', 'list', 'table', 'bridge', TUNNEL_LAB.nftTable]);
   const ruleset = JSON.parse(stdout) as NftRuleset;
-  const counters = ruleset.nftables.flatMap((entry) => entry.rule?.expr ?? []).flatMap((expr) => (expr.counter ? [expr.counter.packets] : []));
-  if (counters.length === 0) throw new Error(`no counter in nftables table bridge ${TUNNEL_LAB.nftTable} of ${ns}: ${stdout}`);
+  const counters = ruleset.nftables
+    .flatMap((entry) => entry.rule?.expr ?? [])
+    .flatMap((expr) => (expr.counter ? [expr.counter.packets] : []));
+  if (counters.length === 0)
+    throw new Error(`no counter in nftables table bridge ${TUNNEL_LAB.nftTable} of ${ns}: ${stdout}`);
   return counters.reduce((sum, packets) => sum + packets, 0);
 }
 
-/** argv: address port count intervalMs size tag. Datagram i is `<tag> <i> ` padded with `x` to exactly `size` octets. */
+/**
+ * argv: address port count intervalMs size tag. Datagram i is `<tag> <i> ` padded with `x` to exactly `size` octets.
+ */
 const SIZED_SENDER_PY = `
 import socket, sys, time
 address, port, count, interval, size, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5]), sys.argv[6]
@@ -385,16 +473,31 @@ export interface SizedSendOptions {
 export async function sendSized(pod: OvsPod, options: SizedSendOptions): Promise<void> {
   const tag = options.tag ?? pod.name;
   if (!/^[\w.-]+$/.test(tag)) throw new RangeError(`bad tag ${JSON.stringify(tag)}`);
-  if (!Number.isInteger(options.size) || options.size < tag.length + 8 || options.size > 65_507) throw new RangeError(`bad size ${options.size}`);
-  const argv = [options.group, String(options.port), String(options.count), String(options.intervalMs ?? 10), String(options.size), tag];
+  if (!Number.isInteger(options.size) || options.size < tag.length + 8 || options.size > 65_507)
+    throw new RangeError(`bad size ${options.size}`);
+  const argv = [
+    options.group,
+    String(options.port),
+    String(options.count),
+    String(options.intervalMs ?? 10),
+    String(options.size),
+    tag,
+  ];
   await pod.node.lab.exec(pod.ns, ['python3', '-c', SIZED_SENDER_PY, ...argv]);
   // Let the last datagram cross three namespaces before anyone looks.
   await sleep(50);
 }
 
 /** Sequence numbers of datagrams tagged `tag` (payload `<tag> <n>`), in arrival order, duplicates kept. */
-/** Of datagrams 0..count-1 tagged `tag`: those that never came, and those that came more than once (both empty: exactly once each). */
-export function deliveryFaults(datagrams: readonly Datagram[], tag: string, count: number): { lost: number[]; duplicated: number[] } {
+/**
+ * Of datagrams 0..count-1 tagged `tag`: those that never came, and those that came more than once (both empty: exactly
+ * once each).
+ */
+export function deliveryFaults(
+  datagrams: readonly Datagram[],
+  tag: string,
+  count: number,
+): { lost: number[]; duplicated: number[] } {
   const seen = new Map<number, number>();
   for (const n of sequences(datagrams, tag)) seen.set(n, (seen.get(n) ?? 0) + 1);
   const lost = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
@@ -402,16 +505,30 @@ export function deliveryFaults(datagrams: readonly Datagram[], tag: string, coun
   return { lost, duplicated };
 }
 
-/** The tunnel-mode flags of a daemon on node `n` of the lab: every node is named a peer (its own address is no peer to it). */
+/**
+ * The tunnel-mode flags of a daemon on node `n` of the lab: every node is named a peer (its own address is no peer to
+ * it).
+ */
 export function tunnelDaemonArgs(n: Pick<TunnelLabNode, 'tunnel' | 'underlayAddress'>): string[] {
-  return ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress];
+  return [
+    '--tunnel-port',
+    n.tunnel.name,
+    '--peers',
+    TUNNEL_LAB.underlayAddresses.join(','),
+    '--node-address',
+    n.underlayAddress,
+  ];
 }
 
 /**
  * tshark display filter of the encapsulated frames toward `node` (outer IPv4 destination) whose inner
  * destination is `group`, for the lab's tunnel type: ip.dst matches either IPv4 header, ipv6.dst the inner IPv6 one.
  */
-export function encapsulatedFor(tl: Pick<TunnelNetwork, 'tunnelType'>, group: string, node: Pick<TunnelLabNode, 'underlayAddress'>): string {
+export function encapsulatedFor(
+  tl: Pick<TunnelNetwork, 'tunnelType'>,
+  group: string,
+  node: Pick<TunnelLabNode, 'underlayAddress'>,
+): string {
   const inner = group.includes(':') ? `ipv6.dst == ${group}` : `ip.dst == ${group}`;
   return `${tl.tunnelType} && ip.dst == ${node.underlayAddress} && ${inner}`;
 }
@@ -425,7 +542,9 @@ export function captureTunnelFrames(
 ): Promise<Tcpdump[]> {
   return Promise.all(
     nodes.map((n) =>
-      lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), { filter: ['udp', 'port', String(tl.tunnelUdpPort)] }),
+      lab.startTcpdump(tl.underlayNs, n.uplinkPeer, lab.file(`${label}-${n.node.name}.pcap`), {
+        filter: ['udp', 'port', String(tl.tunnelUdpPort)],
+      }),
     ),
   );
 }
@@ -438,7 +557,11 @@ export async function tunnelDestinations(node: OvsNode, group: string): Promise<
   const flows = (await node.ofctl('dump-flows', node.bridge)).split('\n');
   const ids = new Set(
     flows
-      .filter((line) => ['nw_dst', 'ipv6_dst'].some((field) => line.includes(`${field}=${group} `) || line.includes(`${field}=${group},`)))
+      .filter((line) =>
+        ['nw_dst', 'ipv6_dst'].some(
+          (field) => line.includes(`${field}=${group} `) || line.includes(`${field}=${group},`),
+        ),
+      )
       .flatMap((line) => [...line.matchAll(/group:(\d+)/g)].map((match) => match[1]!)),
   );
   if (ids.size === 0) return [];
@@ -450,7 +573,12 @@ export async function tunnelDestinations(node: OvsNode, group: string): Promise<
 }
 
 /** Waits until node's OVS sends `group` toward exactly `peers` (any order); resolves with the ms it took. */
-export async function waitForTunnelDestinations(node: OvsNode, group: string, peers: readonly string[], timeoutMs = 5000): Promise<number> {
+export async function waitForTunnelDestinations(
+  node: OvsNode,
+  group: string,
+  peers: readonly string[],
+  timeoutMs = 5000,
+): Promise<number> {
   const started = Date.now();
   const wanted = [...peers].sort().join(',');
   await waitUntil(

@@ -17,11 +17,19 @@ export interface UnderlaySenderOptions {
   address: string;
 }
 
-/** A host on the lab's underlay bridge like the lab's external host: routes to both pod subnets through the nodes' uplinks. */
-export async function addUnderlaySender(lab: Lab, ml: MulticastLab, options: UnderlaySenderOptions): Promise<ExternalHost> {
+/**
+ * A host on the lab's underlay bridge like the lab's external host: routes to both pod subnets through the nodes'
+ * uplinks.
+ */
+export async function addUnderlaySender(
+  lab: Lab,
+  ml: MulticastLab,
+  options: UnderlaySenderOptions,
+): Promise<ExternalHost> {
   const host = await lab.host(options.name, { bridge: ml.underlay, address: `${options.address}/24` });
   await lab.sysctl(host.ns, 'net.ipv4.igmp_link_local_mcast_reports', 0);
-  for (const [index, subnet] of MULTICAST_LAB.podSubnets.entries()) await lab.ip(host.ns, 'route', 'add', subnet, 'via', MULTICAST_LAB.uplinks[index]!);
+  for (const [index, subnet] of MULTICAST_LAB.podSubnets.entries())
+    await lab.ip(host.ns, 'route', 'add', subnet, 'via', MULTICAST_LAB.uplinks[index]!);
   return Object.assign(host, udpEndpoint(lab, host.ns, { name: host.name }));
 }
 
@@ -96,10 +104,17 @@ interface MdbEntry {
  * sources when its mcast_igmp_version is 3). `present` says whether any entry for the
  * group is there at all.
  */
-export async function underlaySources(lab: Lab, ml: MulticastLab, group: string, port: string): Promise<{ present: boolean; sources: string[] }> {
+export async function underlaySources(
+  lab: Lab,
+  ml: MulticastLab,
+  group: string,
+  port: string,
+): Promise<{ present: boolean; sources: string[] }> {
   const { stdout } = await lab.exec(ml.underlay.ns, ['bridge', '-d', '-j', 'mdb', 'show', 'dev', ml.underlay.name]);
   const tables = JSON.parse(stdout) as Array<{ mdb?: MdbEntry[] }>;
-  const entries = tables.flatMap((table) => table.mdb ?? []).filter((entry) => entry.grp === group && entry.port === port);
+  const entries = tables
+    .flatMap((table) => table.mdb ?? [])
+    .filter((entry) => entry.grp === group && entry.port === port);
   const sources = new Set<string>();
   for (const entry of entries) {
     if (entry.src !== undefined) sources.add(entry.src);

@@ -46,7 +46,9 @@ function words16(address: string): string[] {
   const words = (text: string | undefined) => (text === undefined || text === '' ? [] : text.split(':'));
   const head = words(halves[0]);
   const tail = words(halves[1]);
-  return [...head, ...Array.from({ length: 8 - head.length - tail.length }, () => '0'), ...tail].map((word) => word.padStart(4, '0'));
+  return [...head, ...Array.from({ length: 8 - head.length - tail.length }, () => '0'), ...tail].map((word) =>
+    word.padStart(4, '0'),
+  );
 }
 
 /** `group` as /proc/net/igmp6 prints it: 32 hex digits. */
@@ -72,7 +74,9 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
 
   after(async () => {
     await Promise.all(receivers.map((receiver) => receiver.stop().catch(() => undefined)));
-    const errors = [daemonA, daemonB].flatMap((daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? []);
+    const errors = [daemonA, daemonB].flatMap(
+      (daemon) => daemon?.entries().filter((entry) => entry['level'] === 'error') ?? [],
+    );
     if (errors.length > 0) console.log('daemon errors (IPv6 routed lab):', errors);
     await lab?.destroy();
   });
@@ -92,7 +96,8 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
       const on = daemon.entries().filter((entry) => entry['msg'] === 'multicast routing on');
       assert.deepEqual(on.map((entry) => entry['family']).sort(), ['ipv4', 'ipv6']);
       const mifs = (await node.node.exec(['cat', '/proc/net/ip6_mr_vif'])).stdout;
-      for (const name of ['gw0', node.uplink.name]) assert.match(mifs, new RegExp(`\\s${name}\\s`), `${name} has a MIF on ${node.node.name}`);
+      for (const name of ['gw0', node.uplink.name])
+        assert.match(mifs, new RegExp(`\\s${name}\\s`), `${name} has a MIF on ${node.node.name}`);
     }
   });
 
@@ -103,14 +108,25 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
     const group = 'ff15::6:2:1';
     const port = 5202;
     const captures = await Promise.all(
-      [other, otherA].map((pod) => lab.startTcpdump(pod.ns, pod.iface, lab.file(`r2-${pod.name}.pcap`), { filter: ['ip6', 'and', 'udp'] })),
+      [other, otherA].map((pod) =>
+        lab.startTcpdump(pod.ns, pod.iface, lab.file(`r2-${pod.name}.pcap`), { filter: ['ip6', 'and', 'udp'] }),
+      ),
     );
     const receiver = await listen(member, group, port);
     await waitForOvsMembers6(b.node, group, [member], [other]);
     // Node b joined upstream: its kernel reports the group on the uplink (MLDv2) and the underlay snoops it.
-    await waitUntil(`node b's uplink to hold ${group}`, async () => (await igmp6Groups(b.node, b.uplink.name)).includes(hex32(group)), 5000, 100);
+    await waitUntil(
+      `node b's uplink to hold ${group}`,
+      async () => (await igmp6Groups(b.node, b.uplink.name)).includes(hex32(group)),
+      5000,
+      100,
+    );
     await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
-    await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
+    await primeRoutedFlow(
+      `of ${group} to ${member.name}`,
+      (tag) => sender.send(group, port, 1, { ttl: 8, tag }),
+      receiver,
+    );
     await sender.send(group, port, 50, { intervalMs: 10, ttl: 8, tag: 'r2' });
     await sleep(300);
     const got = await receiver.stop();
@@ -128,11 +144,17 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
       assert.equal(leaked.length, 0, `${leaked.length} datagrams of ${group} reached the non-member ${pod.name}`);
     }
     // Routed by the kernels: out of node a (gw0 → uplink), into node b (uplink → gw0).
-    const routeA = await daemonA.waitForLog((e) => e['msg'] === 'route added' && e['group'] === group && e['iif'] === 'gw0', 2000);
+    const routeA = await daemonA.waitForLog(
+      (e) => e['msg'] === 'route added' && e['group'] === group && e['iif'] === 'gw0',
+      2000,
+    );
     assert.deepEqual(routeA['oifs'], [a.uplink.name]);
     assert.equal(routeA['source'], sender.address6);
     const routeB = await daemonB.waitForLog(
-      (e) => (e['msg'] === 'route added' || e['msg'] === 'route updated') && e['group'] === group && e['iif'] === b.uplink.name,
+      (e) =>
+        (e['msg'] === 'route added' || e['msg'] === 'route updated') &&
+        e['group'] === group &&
+        e['iif'] === b.uplink.name,
       2000,
     );
     assert.ok((routeB['oifs'] as string[]).includes('gw0'));
@@ -154,18 +176,34 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
     const inbound = await listen(member, inGroup, port);
     await waitForOvsMembers6(b.node, inGroup, [member]);
     await waitForUnderlayMember(ml, lab, inGroup, b.uplink.peer);
-    await primeRoutedFlow(`of ${inGroup} to ${member.name}`, (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }), inbound);
+    await primeRoutedFlow(
+      `of ${inGroup} to ${member.name}`,
+      (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }),
+      inbound,
+    );
     await ext.send(inGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'in6' });
 
     const outbound = await listen(ext, outGroup, port);
     await waitForUnderlayMember(ml, lab, outGroup, ext.port);
-    await primeRoutedFlow(`of ${outGroup} to the external host`, (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }), outbound);
+    await primeRoutedFlow(
+      `of ${outGroup} to the external host`,
+      (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }),
+      outbound,
+    );
     await a.pods[0]!.send(outGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'out6' });
     await sleep(300);
     const [gotIn, gotOut] = await Promise.all([inbound.stop(), outbound.stop()]);
-    assert.deepEqual(missingSequences(sequences(gotIn, 'in6'), 40), [], `${member.name} missed datagrams from the external host`);
+    assert.deepEqual(
+      missingSequences(sequences(gotIn, 'in6'), 40),
+      [],
+      `${member.name} missed datagrams from the external host`,
+    );
     assert.ok(gotIn.every((datagram) => datagram.from === ext.address6));
-    assert.deepEqual(missingSequences(sequences(gotOut, 'out6'), 40), [], 'the external host missed datagrams from pod a1');
+    assert.deepEqual(
+      missingSequences(sequences(gotOut, 'out6'), 40),
+      [],
+      'the external host missed datagrams from pod a1',
+    );
     assert.ok(gotOut.every((datagram) => datagram.from === a.pods[0]!.address6));
   });
 
@@ -184,7 +222,11 @@ describe('mcastctl daemon: IPv6 multicast across nodes and to the outside', { co
       [group4, r4],
       [group6, r6],
     ] as const) {
-      await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
+      await primeRoutedFlow(
+        `of ${group} to ${member.name}`,
+        (tag) => sender.send(group, port, 1, { ttl: 8, tag }),
+        receiver,
+      );
     }
     await Promise.all([
       sender.send(group4, port, 30, { intervalMs: 10, ttl: 8, tag: 'd4' }),

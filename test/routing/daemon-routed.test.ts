@@ -27,7 +27,12 @@ import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, errorEntries, routedUplinks, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { requireMulticastRouting } from '../lab/kernel.js';
 import { Lab, primeRoutedFlow, sleep, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type MulticastLab, type MulticastLabNode, waitForUnderlayMember } from '../lab/multicast-lab.js';
+import {
+  buildMulticastLab,
+  type MulticastLab,
+  type MulticastLabNode,
+  waitForUnderlayMember,
+} from '../lab/multicast-lab.js';
 import { missingSequences, sequences, type OvsNode, type OvsPod } from '../lab/ovs.js';
 import { isData, readPcap } from '../lab/pcap-packets.js';
 import { waitForOvsMembers } from '../lab/switch-checks.js';
@@ -53,14 +58,18 @@ async function mfcEntries(node: OvsNode): Promise<MfcRow[]> {
 
 /** Each VIF of the kernel's table in `ns` as "index name flags" (not the counters, which move with traffic). */
 async function vifTable(run: (argv: string[]) => Promise<{ stdout: string }>): Promise<string[]> {
-  return parseVifTable((await run(['cat', '/proc/net/ip_mr_vif'])).stdout).map((row) => `${row.vif} ${row.name} ${row.static ? 'static' : 'dynamic'}`);
+  return parseVifTable((await run(['cat', '/proc/net/ip_mr_vif'])).stdout).map(
+    (row) => `${row.vif} ${row.name} ${row.static ? 'static' : 'dynamic'}`,
+  );
 }
 
 /** The daemon of a node that routes: its uplink is a multicast interface. */
 const startRouter = (n: MulticastLabNode, args: readonly string[] = []): RunningDaemon =>
   startDaemon(n.node, { multicastInterfaces: routedUplinks(n.node), args: [...SHORT_TIMERS, ...ROUTE_IDLE, ...args] });
 
-describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an external host', { concurrency: 1 }, () => {
+describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an external host', {
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let daemonA: RunningDaemon;
@@ -92,7 +101,11 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     await waitForOvsMembers(b.node, group, [member]);
     // Node b's uplink joined upstream: the underlay snoops it.
     await waitForUnderlayMember(ml, lab, group, b.uplink.peer);
-    await primeRoutedFlow(`of ${group} to ${member.name}`, (tag) => sender.send(group, port, 1, { ttl: 8, tag }), receiver);
+    await primeRoutedFlow(
+      `of ${group} to ${member.name}`,
+      (tag) => sender.send(group, port, 1, { ttl: 8, tag }),
+      receiver,
+    );
     await sender.send(group, port, 50, { intervalMs: 10, ttl: 8, tag: 't2' });
     await sleep(300);
     const got = await receiver.stop();
@@ -105,10 +118,16 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const leaked = readPcap(capture.file).filter((packet) => isData(packet, group, port));
     assert.equal(leaked.length, 0, `${leaked.length} datagrams of ${group} reached the non-member ${other.name}`);
     // Routed: out of node a by the kernel (gw0 → uplink), into node b (uplink → gw0).
-    const routeA = await daemonA.waitForLog((e) => e['msg'] === 'route added' && e['group'] === group && e['iif'] === 'gw0', 2000);
+    const routeA = await daemonA.waitForLog(
+      (e) => e['msg'] === 'route added' && e['group'] === group && e['iif'] === 'gw0',
+      2000,
+    );
     assert.deepEqual(routeA['oifs'], [a.uplink.name]);
     const routeB = await daemonB.waitForLog(
-      (e) => (e['msg'] === 'route added' || e['msg'] === 'route updated') && e['group'] === group && e['iif'] === b.uplink.name,
+      (e) =>
+        (e['msg'] === 'route added' || e['msg'] === 'route updated') &&
+        e['group'] === group &&
+        e['iif'] === b.uplink.name,
       2000,
     );
     assert.ok((routeB['oifs'] as string[]).includes('gw0'));
@@ -120,7 +139,8 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const [member] = b.pods as [OvsPod];
     const group = '239.5.2.9';
     const port = 5109;
-    const entry = async (node: OvsNode) => (await mfcEntries(node)).some((row) => row.group === group && row.origin === sender.address);
+    const entry = async (node: OvsNode) =>
+      (await mfcEntries(node)).some((row) => row.group === group && row.origin === sender.address);
     const receiver = await member.listen(group, port);
     try {
       await waitForOvsMembers(b.node, group, [member]);
@@ -143,7 +163,11 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
       // New traffic: a new upcall, a new entry, delivered again.
       await sender.send(group, port, 10, { intervalMs: 10, ttl: 8, tag: 'i2' });
       await sleep(300);
-      assert.deepEqual(missingSequences(sequences(receiver.received, 'i2'), 10).length <= 1, true, 'traffic after the removal was not routed again');
+      assert.deepEqual(
+        missingSequences(sequences(receiver.received, 'i2'), 10).length <= 1,
+        true,
+        'traffic after the removal was not routed again',
+      );
     } finally {
       await receiver.stop();
     }
@@ -160,18 +184,34 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const inbound = await member.listen(inGroup, port);
     await waitForOvsMembers(b.node, inGroup, [member]);
     await waitForUnderlayMember(ml, lab, inGroup, b.uplink.peer);
-    await primeRoutedFlow(`of ${inGroup} to ${member.name}`, (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }), inbound);
+    await primeRoutedFlow(
+      `of ${inGroup} to ${member.name}`,
+      (tag) => ext.send(inGroup, port, 1, { ttl: 8, tag }),
+      inbound,
+    );
     await ext.send(inGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'in' });
 
     const outbound = await ext.listen(outGroup, port);
     await waitForUnderlayMember(ml, lab, outGroup, ext.port);
-    await primeRoutedFlow(`of ${outGroup} to the external host`, (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }), outbound);
+    await primeRoutedFlow(
+      `of ${outGroup} to the external host`,
+      (tag) => a.pods[0]!.send(outGroup, port, 1, { ttl: 8, tag }),
+      outbound,
+    );
     await a.pods[0]!.send(outGroup, port, 40, { intervalMs: 10, ttl: 8, tag: 'out' });
     await sleep(300);
     const [gotIn, gotOut] = await Promise.all([inbound.stop(), outbound.stop()]);
-    assert.deepEqual(missingSequences(sequences(gotIn, 'in'), 40), [], `${member.name} missed datagrams from the external host`);
+    assert.deepEqual(
+      missingSequences(sequences(gotIn, 'in'), 40),
+      [],
+      `${member.name} missed datagrams from the external host`,
+    );
     assert.ok(gotIn.every((datagram) => datagram.from === ext.address));
-    assert.deepEqual(missingSequences(sequences(gotOut, 'out'), 40), [], 'the external host missed datagrams from pod a1');
+    assert.deepEqual(
+      missingSequences(sequences(gotOut, 'out'), 40),
+      [],
+      'the external host missed datagrams from pod a1',
+    );
     assert.ok(gotOut.every((datagram) => datagram.from === a.pods[0]!.address));
   });
 
@@ -180,7 +220,11 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const status = await control<DaemonStatus>(daemonA, ['status']);
     assert.equal(status.mrouteActive, true);
     const vifs = await vifTable((argv) => a.node.exec(argv));
-    assert.deepEqual(vifs.map((vif) => vif.split(' ')[1]).sort(), [a.gateway.name, a.uplink.name].sort(), `node a's VIFs: ${vifs.join(' | ')}`);
+    assert.deepEqual(
+      vifs.map((vif) => vif.split(' ')[1]).sort(),
+      [a.gateway.name, a.uplink.name].sort(),
+      `node a's VIFs: ${vifs.join(' | ')}`,
+    );
     const second = startDaemon(a.node, { multicastInterfaces: routedUplinks(a.node) });
     const exit = await Promise.race([second.exited, sleep(15_000).then(() => undefined)]);
     assert.ok(exit !== undefined, 'the second daemon did not exit');
@@ -194,15 +238,31 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const dir = lab.file('cfg');
     const socket = `${dir}/ctl.sock`;
     const stateDir = `${dir}/state`;
-    const bad = await mcastctl(['daemon', '--query-interval', 'soon', '--multicast-interfaces', 'lo', '--control-socket', socket, '--state-dir', stateDir], {
-      ns,
-      timeoutMs: 15_000,
-    });
+    const bad = await mcastctl(
+      [
+        'daemon',
+        '--query-interval',
+        'soon',
+        '--multicast-interfaces',
+        'lo',
+        '--control-socket',
+        socket,
+        '--state-dir',
+        stateDir,
+      ],
+      {
+        ns,
+        timeoutMs: 15_000,
+      },
+    );
     assert.equal(bad.code, 64, `exit ${bad.code}: ${bad.stderr}`);
     assert.deepEqual(await vifTable((argv) => lab.exec(ns, argv)), []);
     const yaml = `${dir}.yaml`;
     writeFileSync(yaml, 'bridge: br-int\nmulticastInterfaces: [lo]\ncolour: blue\n');
-    const badFile = await mcastctl(['daemon', '--config', yaml, '--control-socket', socket, '--state-dir', stateDir], { ns, timeoutMs: 15_000 });
+    const badFile = await mcastctl(['daemon', '--config', yaml, '--control-socket', socket, '--state-dir', stateDir], {
+      ns,
+      timeoutMs: 15_000,
+    });
     assert.equal(badFile.code, 64, `exit ${badFile.code}: ${badFile.stderr}`);
     assert.equal(existsSync(socket), false);
     assert.deepEqual(await vifTable((argv) => lab.exec(ns, argv)), []);
@@ -222,20 +282,28 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     const group = '239.6.8.1';
     const source = '192.168.50.77';
     const procRoute = async () => (await mfcEntries(node)).find((row) => row.group === group && row.origin === source);
-    const vifOf = async (name: string) => parseVifTable((await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout).find((row) => row.name === name);
+    const vifOf = async (name: string) =>
+      parseVifTable((await node.exec(['cat', '/proc/net/ip_mr_vif'])).stdout).find((row) => row.name === name);
     await daemonB.stop();
-    const installed = await mcastctl(['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'], {
-      ns: node.ns,
-      env: { ...process.env, ...node.env },
-      timeoutMs: 15_000,
-    });
+    const installed = await mcastctl(
+      ['install', group, '--source', source, '--iif', uplink.name, '--oif', gateway.name, '--json'],
+      {
+        ns: node.ns,
+        env: { ...process.env, ...node.env },
+        timeoutMs: 15_000,
+      },
+    );
     assert.equal(installed.code, 0, installed.stderr);
     const staticGateway = await vifOf(gateway.name);
     assert.ok(staticGateway?.static === true, 'install made a static VIF for the gateway');
     daemonB = startRouter(ml.nodes[1]);
     const routing = await daemonB.waitForLog((e) => e['msg'] === 'multicast routing on', 20_000);
     await daemonB.ready();
-    assert.equal(routing['gateway'], `${gateway.name} (vif ${staticGateway.vif})`, 'the daemon took the static VIF of the gateway');
+    assert.equal(
+      routing['gateway'],
+      `${gateway.name} (vif ${staticGateway.vif})`,
+      'the daemon took the static VIF of the gateway',
+    );
     // Traffic from that source on the underlay reaches node b's uplink (joined there, so
     // that the snooping bridge sends it); the static entry forwards it to the gateway.
     const joined = await node.udp(uplink.address).listen(group, 5208);
@@ -260,7 +328,11 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
     // A daemon's idle sweep never takes it, and a stop leaves it.
     await daemonB.stop();
     assert.notEqual(await procRoute(), undefined, 'the static route went with the daemon');
-    const removed = await mcastctl(['uninstall', group, '--source', source], { ns: node.ns, env: { ...process.env, ...node.env }, timeoutMs: 15_000 });
+    const removed = await mcastctl(['uninstall', group, '--source', source], {
+      ns: node.ns,
+      env: { ...process.env, ...node.env },
+      timeoutMs: 15_000,
+    });
     assert.equal(removed.code, 0, removed.stderr);
     daemonB = startRouter(ml.nodes[1]);
     await daemonB.ready();

@@ -16,7 +16,12 @@ import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
 import { routedUplinks, type RunningDaemon, startDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type ExternalHost, type MulticastLab, type MulticastLabNode } from '../lab/multicast-lab.js';
+import {
+  buildMulticastLab,
+  type ExternalHost,
+  type MulticastLab,
+  type MulticastLabNode,
+} from '../lab/multicast-lab.js';
 import type { OvsPod } from '../lab/ovs.js';
 import { readCapture, SourceMember, wireSenders } from '../lab/source-members.js';
 import { addUnderlaySender, igmpGroups, mcfilterRows, underlaySources } from '../lab/underlay-hosts.js';
@@ -34,7 +39,16 @@ const SECOND_SENDER = '192.168.50.101';
 /** Datagrams each sender sends per check. */
 const COUNT = 20;
 /** The daemon's query timers match the underlay's (membership interval 2 × 2 s + 1 s); (S,G) routes idle 2 s go. */
-const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s', '--robustness', '2', '--route-idle-timeout', '2s'];
+const SHORT_TIMERS = [
+  '--query-interval',
+  '2s',
+  '--query-response-interval',
+  '1s',
+  '--robustness',
+  '2',
+  '--route-idle-timeout',
+  '2s',
+];
 const CASE_TIMEOUT_MS = 30_000;
 
 describe('daemon: upstream per-source joins and routes in the multicast lab', { concurrency: 1 }, () => {
@@ -48,7 +62,11 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
   let daemon: RunningDaemon;
   let member1: SourceMember;
   let member2: SourceMember;
-  const captures: Record<'uplink' | 'a1' | 'a2', Tcpdump | undefined> = { uplink: undefined, a1: undefined, a2: undefined };
+  const captures: Record<'uplink' | 'a1' | 'a2', Tcpdump | undefined> = {
+    uplink: undefined,
+    a1: undefined,
+    a2: undefined,
+  };
 
   /** `${source} ${mode}` of the uplink's filter rows for GROUP, sorted. */
   const uplinkFilter = async (): Promise<string[]> =>
@@ -68,10 +86,15 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
   const waitForUnderlaySources = (expected: string[]) =>
     waitUntil(
       `the underlay to hold ${JSON.stringify(expected)} for ${GROUP} on node a's port`,
-      async () => JSON.stringify((await underlaySources(lab, ml, GROUP, nodeA.uplink.peer)).sources) === JSON.stringify(expected),
+      async () =>
+        JSON.stringify((await underlaySources(lab, ml, GROUP, nodeA.uplink.peer)).sources) === JSON.stringify(expected),
       8000,
       100,
-    ).catch(async (error: Error) => assert.fail(`${error.message}; it holds ${JSON.stringify(await underlaySources(lab, ml, GROUP, nodeA.uplink.peer))}`));
+    ).catch(async (error: Error) =>
+      assert.fail(
+        `${error.message}; it holds ${JSON.stringify(await underlaySources(lab, ml, GROUP, nodeA.uplink.peer))}`,
+      ),
+    );
 
   /** Both senders send COUNT datagrams tagged `tag` to GROUP; then a pause for the last ones to land. */
   const sendFromBoth = async (tag: string) => {
@@ -89,7 +112,8 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     return row === undefined ? undefined : { iif: nameOf(row.iif), oifs: row.oifs.map((oif) => nameOf(oif.vif)) };
   };
 
-  const wire = (which: keyof typeof captures, tag: string) => wireSenders(readCapture(captures[which]!.file), GROUP, tag);
+  const wire = (which: keyof typeof captures, tag: string) =>
+    wireSenders(readCapture(captures[which]!.file), GROUP, tag);
 
   before(async () => {
     lab = Lab.create();
@@ -100,7 +124,9 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     s2 = await addUnderlaySender(lab, ml, { name: 'ex2', address: SECOND_SENDER });
     daemon = startDaemon(nodeA.node, { multicastInterfaces: routedUplinks(nodeA.node), args: SHORT_TIMERS });
     await daemon.ready();
-    captures.uplink = await lab.startTcpdump(nodeA.node.ns, nodeA.uplink.name, lab.file('uplink-a.pcap'), { filter: ['udp'] });
+    captures.uplink = await lab.startTcpdump(nodeA.node.ns, nodeA.uplink.name, lab.file('uplink-a.pcap'), {
+      filter: ['udp'],
+    });
     captures.a1 = await lab.startTcpdump(a1.ns, a1.iface, lab.file('a1.pcap'), { filter: ['udp'] });
     captures.a2 = await lab.startTcpdump(a2.ns, a2.iface, lab.file('a2.pcap'), { filter: ['udp'] });
     [member1, member2] = await Promise.all([SourceMember.start(lab, a1, PORT), SourceMember.start(lab, a2, PORT)]);
@@ -119,7 +145,9 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     assert.equal(link!.linkinfo.info_data['mcast_snooping'], 1);
   });
 
-  it('a pod joins (S1, G) only: the uplink includes S1, the underlay sends node a S1 and never S2', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('a pod joins (S1, G) only: the uplink includes S1, the underlay sends node a S1 and never S2', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await member1.joinSource(GROUP, s1.address);
     await waitForUplinkFilter([`${s1.address} include`]);
     await waitForUnderlaySources([s1.address]);
@@ -127,10 +155,16 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     assert.deepEqual(member1.sendersOf('c1'), [s1.address], 'a1 socket');
     assert.deepEqual(wire('a1', 'c1'), [s1.address], "a1's wire");
     assert.deepEqual(wire('uplink', 'c1'), [s1.address], "node a's uplink: S2's datagrams must not reach it");
-    assert.deepEqual(await kernelRoute(s1.address), { iif: nodeA.uplink.name, oifs: [nodeA.gateway.name] }, "node a's kernel route of (S1, G)");
+    assert.deepEqual(
+      await kernelRoute(s1.address),
+      { iif: nodeA.uplink.name, oifs: [nodeA.gateway.name] },
+      "node a's kernel route of (S1, G)",
+    );
   });
 
-  it('the pod adds S2: both are joined and reach it; it drops S1: S1 no longer reaches the uplink', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('the pod adds S2: both are joined and reach it; it drops S1: S1 no longer reaches the uplink', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await member1.joinSource(GROUP, s2.address);
     await waitForUplinkFilter([`${s1.address} include`, `${s2.address} include`].sort());
     await waitForUnderlaySources([s1.address, s2.address].sort());
@@ -146,7 +180,10 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     assert.deepEqual(member1.sendersOf('c3'), [s2.address], 'a1 socket');
     assert.deepEqual(wire('a1', 'c3'), [s2.address], "a1's wire");
     // The (S1, G) entry may have gone idle by now; if it is still there, it no longer goes to the gateway.
-    assert.ok(!((await kernelRoute(s1.address))?.oifs ?? []).includes(nodeA.gateway.name), "node a's kernel route of (S1, G) still has the gateway");
+    assert.ok(
+      !((await kernelRoute(s1.address))?.oifs ?? []).includes(nodeA.gateway.name),
+      "node a's kernel route of (S1, G) still has the gateway",
+    );
   });
 
   it('another pod joins G for any source while a1 keeps (S1, G): the uplink goes EXCLUDE {}, each pod gets what it asked for', {
@@ -158,7 +195,10 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
     await waitForUplinkFilter([`${s1.address} include`]);
     await member2.join(GROUP);
     await waitForUplinkFilter([]);
-    assert.ok((await igmpGroups(lab, nodeA.node.ns, nodeA.uplink.ifindex)).includes(GROUP), "/proc/net/igmp lists G on node a's uplink");
+    assert.ok(
+      (await igmpGroups(lab, nodeA.node.ns, nodeA.uplink.ifindex)).includes(GROUP),
+      "/proc/net/igmp lists G on node a's uplink",
+    );
     await waitUntil(
       'the underlay to send node a every source of G',
       async () => {
@@ -167,7 +207,9 @@ describe('daemon: upstream per-source joins and routes in the multicast lab', { 
       },
       10_000,
       0,
-    ).catch(async () => assert.fail(`the underlay holds ${JSON.stringify(await underlaySources(lab, ml, GROUP, nodeA.uplink.peer))}`));
+    ).catch(async () =>
+      assert.fail(`the underlay holds ${JSON.stringify(await underlaySources(lab, ml, GROUP, nodeA.uplink.peer))}`),
+    );
     await sendFromBoth('c4');
     assert.deepEqual(wire('uplink', 'c4'), [s1.address, s2.address].sort(), "node a's uplink");
     assert.deepEqual(member2.sendersOf('c4'), [s1.address, s2.address].sort(), 'a2 socket (any source)');

@@ -55,7 +55,11 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 
 /** Asserts that `receiver` got datagrams 0..count-1 of `tag`, each exactly once. */
 function assertExactlyOnce(receiver: Receiver, tag: string, count: number, who: string): void {
-  assert.deepEqual(deliveryFaults(receiver.received, tag, count), { lost: [], duplicated: [] }, `${who}: datagrams of ${tag} lost or duplicated`);
+  assert.deepEqual(
+    deliveryFaults(receiver.received, tag, count),
+    { lost: [], duplicated: [] },
+    `${who}: datagrams of ${tag} lost or duplicated`,
+  );
 }
 
 /** Waits until node's OVS forwards `group` to `pod`'s port. */
@@ -77,7 +81,9 @@ function waitForMfc(node: OvsNode, source: string, group: string, iif: number): 
   return waitUntil(
     `${node.name}'s kernel route (${source}, ${group}) in from VIF ${iif}`,
     async () =>
-      parseMfcCache((await node.exec(['cat', '/proc/net/ip_mr_cache'])).stdout).find((row) => row.group === group && row.origin === source && row.iif === iif),
+      parseMfcCache((await node.exec(['cat', '/proc/net/ip_mr_cache'])).stdout).find(
+        (row) => row.group === group && row.origin === source && row.iif === iif,
+      ),
     3000,
     50,
   );
@@ -95,16 +101,30 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
   let n3: TunnelLabNode;
   const daemons: RunningDaemon[] = [];
   /** The attempt without --cluster-cidrs on node 3 (made before node 3's daemon starts) and what it left. */
-  let refused: { status: ExitStatus; stderr: string; tookMs: number; switchBefore: unknown; switchAfter: unknown; vifsAfter: number } | undefined;
+  let refused:
+    | {
+        status: ExitStatus;
+        stderr: string;
+        tookMs: number;
+        switchBefore: unknown;
+        switchAfter: unknown;
+        vifsAfter: number;
+      }
+    | undefined;
   let atNode1: Receiver | undefined;
   let atNode2: Receiver | undefined;
 
   const startRoutedDaemon = (n: TunnelLabNode, extra: readonly string[]): RunningDaemon =>
-    startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [TUNNEL_LAB.physBridge], args: [...tunnelDaemonArgs(n), ...extra] });
+    startDaemon(n.node, {
+      gateway: n.gateway.name,
+      multicastInterfaces: [TUNNEL_LAB.physBridge],
+      args: [...tunnelDaemonArgs(n), ...extra],
+    });
 
   before(async () => {
     const help = await mcastctl(['daemon', '--help']);
-    if (!help.stdout.includes('--cluster-cidrs')) throw new Error('this mcastctl daemon has no --cluster-cidrs: build it first');
+    if (!help.stdout.includes('--cluster-cidrs'))
+      throw new Error('this mcastctl daemon has no --cluster-cidrs: build it first');
     lab = Lab.create();
     const started = Date.now();
     tl = await buildTunnelLab(lab, { underlayMulticast: true, outsideHost: true });
@@ -147,7 +167,11 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
     console.log(`start without --cluster-cidrs refused in ${ms(refused.tookMs)}`);
     assert.deepEqual(refused.status, { code: 64, signal: null }, `exit status; log:\n${refused.stderr}`);
     assert.ok(refused.stderr.includes('--cluster-cidrs'), `the refusal names --cluster-cidrs: ${refused.stderr}`);
-    assert.deepEqual(refused.switchAfter, refused.switchBefore, "node 3's br-int flows and groups changed by the attempt");
+    assert.deepEqual(
+      refused.switchAfter,
+      refused.switchBefore,
+      "node 3's br-int flows and groups changed by the attempt",
+    );
     assert.equal(refused.vifsAfter, 0, "node 3's kernel has VIFs left by the attempt");
   });
 
@@ -169,7 +193,10 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
 
     assertExactlyOnce(atNode1, 'r1', count, `${member1.name} on node 1`);
     assertExactlyOnce(atNode2, 'r1', count, `${member2.name} on node 2`);
-    assert.ok(crossed >= count, `the underlay counted ${crossed} multicast packets: node 1's kernel did not route the ${count} datagrams out`);
+    assert.ok(
+      crossed >= count,
+      `the underlay counted ${crossed} multicast packets: node 1's kernel did not route the ${count} datagrams out`,
+    );
     // The second path: node 1's kernel routes gw0 → br-phy.
     const out = await waitForMfc(n1.node, sender.address, GROUP, await vifOf(n1.node, n1.gateway.name));
     const phy1 = await vifOf(n1.node, TUNNEL_LAB.physBridge);
@@ -181,8 +208,13 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
     const phy2 = await vifOf(n2.node, TUNNEL_LAB.physBridge);
     const arrived = await waitForMfc(n2.node, sender.address, GROUP, phy2);
     console.log(`node 2's kernel: (${sender.address}, ${GROUP}) in from br-phy, ${arrived.packets} packets, to no VIF`);
-    assert.deepEqual(arrived.oifs, [], `node 2's route of (${sender.address}, ${GROUP}) in from br-phy has outgoing VIFs`);
-    // The first few copies wait unresolved for the daemon, and more than the kernel's queue holds may be dropped: some, not all, are counted.
+    assert.deepEqual(
+      arrived.oifs,
+      [],
+      `node 2's route of (${sender.address}, ${GROUP}) in from br-phy has outgoing VIFs`,
+    );
+    // The first few copies wait unresolved for the daemon, and more than the kernel's queue holds may be dropped: some,
+    // not all, are counted.
     assert.ok(arrived.packets > 0, `node 2's route counted none of the ${count} routed copies`);
   });
 
@@ -209,10 +241,18 @@ describe('mcastctl daemon: tunnel mode with underlay routing (three nodes, an un
     assertExactlyOnce(atNode1, 'r2', count, 'the member on node 1');
     assertExactlyOnce(atNode2, 'r2', count, 'the member on node 2');
     assert.ok(
-      atNode2.received.filter((datagram) => datagram.payload.startsWith('r2 ')).every((datagram) => datagram.from === outside.address),
+      atNode2.received
+        .filter((datagram) => datagram.payload.startsWith('r2 '))
+        .every((datagram) => datagram.from === outside.address),
       'the datagrams come from the outside host',
     );
-    const tunnelled = await Promise.all([n1, n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))));
-    assert.deepEqual(tunnelled, [0, 0, 0], `${tl.tunnelType} frames for ${GROUP} toward nodes 1, 2, 3 while the outside host sent`);
+    const tunnelled = await Promise.all(
+      [n1, n2, n3].map((n, index) => tsharkFrameCount(wire[index]!.file, encapsulatedFor(tl, GROUP, n))),
+    );
+    assert.deepEqual(
+      tunnelled,
+      [0, 0, 0],
+      `${tl.tunnelType} frames for ${GROUP} toward nodes 1, 2, 3 while the outside host sent`,
+    );
   });
 });

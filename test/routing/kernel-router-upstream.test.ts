@@ -42,9 +42,14 @@ async function routerRoleMain(gateway: string, uplink: string): Promise<void> {
   router.setLocalMembers(SSM_GROUP, true, { mode: 'include', sources: new Set([sourceAddress(SENDERS[0])]) });
   process.stdout.write(`${JSON.stringify({ event: 'filter', rows: mcfilterRows(ifindexOf(uplink)) })}\n`);
   const deadline = Date.now() + 15_000;
-  while (router.routeCount < SENDERS.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  while (router.routeCount < SENDERS.length && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const printRoutes = async (event: string): Promise<void> => {
-    const routes = (await router.routeViews()).map((route) => ({ source: route.source, group: route.group, oifs: route.oifs }));
+    const routes = (await router.routeViews()).map((route) => ({
+      source: route.source,
+      group: route.group,
+      oifs: route.oifs,
+    }));
     process.stdout.write(`${JSON.stringify({ event, routes })}\n`);
   };
   await printRoutes('routes');
@@ -73,10 +78,17 @@ if (routerRole !== undefined) {
       const pods = await lab.namespace('rpods');
       const [uplink, gateway] = [lab.ifname('rup'), lab.ifname('rgw')];
       gatewayName = gateway;
-      await lab.routedLink({ ns: node, name: uplink, address: '10.251.0.1' }, { ns: net, name: lab.ifname('rnet'), address: SENDERS[0] });
+      await lab.routedLink(
+        { ns: node, name: uplink, address: '10.251.0.1' },
+        { ns: net, name: lab.ifname('rnet'), address: SENDERS[0] },
+      );
       await lab.ip(net, 'addr', 'add', `${SENDERS[1]}/24`, 'dev', lab.ifname('rnet'));
-      await lab.routedLink({ ns: node, name: gateway, address: '10.252.0.1' }, { ns: pods, name: lab.ifname('rpod'), address: '10.252.0.2' });
-      for (const key of ['all', 'default', uplink, gateway]) await lab.sysctl(node, `net.ipv4.conf.${key}.rp_filter`, 0);
+      await lab.routedLink(
+        { ns: node, name: gateway, address: '10.252.0.1' },
+        { ns: pods, name: lab.ifname('rpod'), address: '10.252.0.2' },
+      );
+      for (const key of ['all', 'default', uplink, gateway])
+        await lab.sysctl(node, `net.ipv4.conf.${key}.rp_filter`, 0);
       const sender = [
         'import socket, sys, time',
         'socks = []',
@@ -90,7 +102,11 @@ if (routerRole !== undefined) {
         '    time.sleep(0.1)',
       ].join('\n');
       const [output] = await Promise.all([
-        lab.exec(node, ['env', `${ROUTER_ROLE_VARIABLE}=${gateway},${uplink}`, process.execPath, '--import', 'tsx', THIS_FILE], { timeoutMs: 60_000 }),
+        lab.exec(
+          node,
+          ['env', `${ROUTER_ROLE_VARIABLE}=${gateway},${uplink}`, process.execPath, '--import', 'tsx', THIS_FILE],
+          { timeoutMs: 60_000 },
+        ),
         (async () => {
           await new Promise((resolve) => setTimeout(resolve, 1500));
           await lab.exec(net, ['python3', '-c', sender, ...SENDERS], { timeoutMs: 30_000 });
@@ -114,13 +130,15 @@ if (routerRole !== undefined) {
     });
 
     test('the source wanted is routed to the gateway, the other gets an entry without outgoing VIF', () => {
-      const oifsOf = (source: string) => routes.find((route) => route.source === source && route.group === SSM_GROUP)?.oifs;
+      const oifsOf = (source: string) =>
+        routes.find((route) => route.source === source && route.group === SSM_GROUP)?.oifs;
       assert.deepEqual(oifsOf(SENDERS[0]), [gatewayName], JSON.stringify(routes));
       assert.deepEqual(oifsOf(SENDERS[1]), []);
     });
 
     test('a filter change re-points the existing entries', () => {
-      const oifsOf = (source: string) => rePointed.find((route) => route.source === source && route.group === SSM_GROUP)?.oifs;
+      const oifsOf = (source: string) =>
+        rePointed.find((route) => route.source === source && route.group === SSM_GROUP)?.oifs;
       assert.deepEqual(oifsOf(SENDERS[0]), [], JSON.stringify(rePointed));
       assert.deepEqual(oifsOf(SENDERS[1]), [gatewayName]);
     });

@@ -1,6 +1,6 @@
 /**
- * The router socket with the IPv4 kit (RouterSocket, MRT_*, VIFs) against the real kernel: a router namespace with three veths, to a sender
- * and to two receivers, each in its own namespace (all made by the Lab harness).
+ * The router socket with the IPv4 kit (RouterSocket, MRT_*, VIFs) against the real kernel: a router namespace with
+ * three veths, to a sender and to two receivers, each in its own namespace (all made by the Lab harness).
  *
  *   sender (S) ──vif 0── router ──vif 1── receiver A
  *                           └─────vif 2── receiver B
@@ -33,7 +33,14 @@ import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
 import { ifindexOf } from '../../src/transport/interface-index.js';
 import { RouterSocket } from '../../src/transport/router-socket.js';
-import { parseMfcCache, parseVifTable, readMfcCache, readVifTable, type MfcRow, type VifRow } from '../../src/protocol/mroute/proc.js';
+import {
+  parseMfcCache,
+  parseVifTable,
+  readMfcCache,
+  readVifTable,
+  type MfcRow,
+  type VifRow,
+} from '../../src/protocol/mroute/proc.js';
 import { Lab } from '../lab/lab.js';
 import { emitEvent as emit, spawnRole, type RoleChild } from '../lab/role-child.js';
 import { requireMulticastRouting } from '../lab/kernel.js';
@@ -59,7 +66,14 @@ const COUNT = 7;
 
 function errorEvent(error: unknown): Record<string, unknown> {
   if (error instanceof McastError)
-    return { event: 'error', name: error.name, code: error.code, exitCode: error.exitCode, message: error.message, hint: error.hint };
+    return {
+      event: 'error',
+      name: error.name,
+      code: error.code,
+      exitCode: error.exitCode,
+      message: error.message,
+      hint: error.hint,
+    };
   return { event: 'error', name: (error as Error).name, message: String((error as Error).message) };
 }
 
@@ -68,7 +82,14 @@ async function routerRole(): Promise<void> {
   const [senderIf, aIf, bIf] = (process.env.MCL_IFACES ?? '').split(',');
   const socket = RouterSocket.open({ family: IPV4_KIT, init: true });
   socket.onUpcall((upcall) =>
-    emit({ event: 'upcall', type: upcall.type, vif: upcall.index, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
+    emit({
+      event: 'upcall',
+      type: upcall.type,
+      vif: upcall.index,
+      source: upcall.source,
+      group: upcall.group,
+      restLength: upcall.rest.length,
+    }),
   );
   socket.addInterface({ index: 0, ifindex: ifindexOf(senderIf!) });
   socket.addInterface({ index: 1, ifindex: ifindexOf(aIf!) });
@@ -116,8 +137,12 @@ async function lifecycleRole(): Promise<void> {
   await step('addVif 0x7fff ifindex', () => socket.addInterface({ index: 5, ifindex: 0x7fff }));
   await step('addVif 32', () => socket.addInterface({ index: 32, ifindex: first }));
   await step('addMfc', () => socket.addEntry({ ...sg, iif: 0, oifs: [1], ttl: 4 }));
-  await step('addMfc unicast group', () => socket.addEntry({ source: SENDER.address, group: '10.0.0.1', iif: 0, oifs: [1] }));
-  await step('cache after addMfc', async () => emit({ event: 'cache', rows: await readMfcCache(), vifs: await readVifTable() }));
+  await step('addMfc unicast group', () =>
+    socket.addEntry({ source: SENDER.address, group: '10.0.0.1', iif: 0, oifs: [1] }),
+  );
+  await step('cache after addMfc', async () =>
+    emit({ event: 'cache', rows: await readMfcCache(), vifs: await readVifTable() }),
+  );
   await step('delMfc', () => socket.delEntry(sg));
   await step('delMfc again', () => socket.delEntry(sg));
   await step('delVif 1', () => socket.delInterface(1));
@@ -128,7 +153,9 @@ async function lifecycleRole(): Promise<void> {
   await step('leaveGroup again', () => socket.leaveGroup({ group: '239.61.0.9', ifindex: first }));
   await step('addMfc before flush', () => socket.addEntry({ ...sg, iif: 0, oifs: [] }));
   await step('flush', () => socket.flush());
-  await step('tables after flush', async () => emit({ event: 'flushed', rows: await readMfcCache(), vifs: await readVifTable() }));
+  await step('tables after flush', async () =>
+    emit({ event: 'flushed', rows: await readMfcCache(), vifs: await readVifTable() }),
+  );
   await step('done', () => socket.done());
   await step('init by another socket after done', () => RouterSocket.open({ family: IPV4_KIT, init: true }).close());
   socket.close();
@@ -156,7 +183,9 @@ async function senderRole(): Promise<void> {
   socket.setMulticastTTL(8);
   socket.setMulticastInterface(SENDER.address);
   for (let i = 0; i < count; i++) {
-    await new Promise<void>((resolve, reject) => socket.send(`mcl-${group}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      socket.send(`mcl-${group}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())),
+    );
   }
   socket.close();
   emit({ event: 'sent', count });
@@ -180,7 +209,14 @@ function kernelTests(): void {
     const child = (ns: string, role: string, env: Record<string, string> = {}, prefix: string[] = []): RoleChild =>
       spawnRole({ lab, ns, file: THIS_FILE, roleVariable: 'MCL_MROUTE_ROLE', role, env, prefix, cwd: PROJECT_ROOT });
 
-    const link = (ns: string, iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> =>
+    const link = (
+      ns: string,
+      iface: string,
+      peerNs: string,
+      peerIface: string,
+      routerSide: string,
+      hostSide: string,
+    ): Promise<void> =>
       lab.routedLink({ ns, name: iface, address: routerSide }, { ns: peerNs, name: peerIface, address: hostSide });
 
     before(async () => {
@@ -189,12 +225,20 @@ function kernelTests(): void {
       senderNs = await lab.namespace('sender');
       aNs = await lab.namespace('recva');
       bNs = await lab.namespace('recvb');
-      Object.assign(ifaces, { rs: lab.ifname('rs'), ra: lab.ifname('ra'), rb: lab.ifname('rb'), s: lab.ifname('s'), a: lab.ifname('a'), b: lab.ifname('b') });
+      Object.assign(ifaces, {
+        rs: lab.ifname('rs'),
+        ra: lab.ifname('ra'),
+        rb: lab.ifname('rb'),
+        s: lab.ifname('s'),
+        a: lab.ifname('a'),
+        b: lab.ifname('b'),
+      });
       await link(routerNs, ifaces.rs, senderNs, ifaces.s, SENDER.router, SENDER.address);
       await link(routerNs, ifaces.ra, aNs, ifaces.a, RECEIVER_A.router, RECEIVER_A.address);
       await link(routerNs, ifaces.rb, bNs, ifaces.b, RECEIVER_B.router, RECEIVER_B.address);
       // Reverse-path filtering would drop nothing here, but is off so that it cannot.
-      for (const key of ['all', 'default', ifaces.rs, ifaces.ra, ifaces.rb]) await lab.sysctl(routerNs, `net.ipv4.conf.${key}.rp_filter`, 0);
+      for (const key of ['all', 'default', ifaces.rs, ifaces.ra, ifaces.rb])
+        await lab.sysctl(routerNs, `net.ipv4.conf.${key}.rp_filter`, 0);
 
       receiverA = child(aNs, 'receiver', { MCL_ADDRESS: RECEIVER_A.address });
       receiverB = child(bNs, 'receiver', { MCL_ADDRESS: RECEIVER_B.address });
@@ -213,7 +257,10 @@ function kernelTests(): void {
     async function cache(): Promise<ReturnType<typeof parseMfcCache>> {
       const before = router.events.length;
       router.send('cache');
-      const event = await router.waitFor('cache dump', (e) => e.event === 'cache' && router.events.indexOf(e) >= before);
+      const event = await router.waitFor(
+        'cache dump',
+        (e) => e.event === 'cache' && router.events.indexOf(e) >= before,
+      );
       return event.rows as ReturnType<typeof parseMfcCache>;
     }
 
@@ -228,7 +275,8 @@ function kernelTests(): void {
         ],
       );
       // Added with VIFF_USE_IFINDEX: the kernel shows the ifindex where the local address would be.
-      const routerIfindex = async (name: string) => Number((await lab.exec(routerNs, ['cat', `/sys/class/net/${name}/ifindex`])).stdout);
+      const routerIfindex = async (name: string) =>
+        Number((await lab.exec(routerNs, ['cat', `/sys/class/net/${name}/ifindex`])).stdout);
       assert.deepEqual(vifs[0]?.local, { kind: 'ifindex', ifindex: await routerIfindex(ifaces.rs) });
       assert.ok(vifs.every((v) => v.flags === VIFF_USE_IFINDEX && !v.static));
       const rows = parseMfcCache((await lab.exec(routerNs, ['cat', '/proc/net/ip_mr_cache'])).stdout);
@@ -239,13 +287,19 @@ function kernelTests(): void {
     });
 
     test('routed multicast reaches A, not B, and the counters grow by the number sent', async () => {
-      const entryOf = (rows: Awaited<ReturnType<typeof cache>>) => rows.find((row) => row.group === ROUTED_GROUP && row.origin === SENDER.address);
+      const entryOf = (rows: Awaited<ReturnType<typeof cache>>) =>
+        rows.find((row) => row.group === ROUTED_GROUP && row.origin === SENDER.address);
       const before = entryOf(await cache());
       assert.ok(before);
       const sender = child(senderNs, 'sender', { MCL_GROUP: ROUTED_GROUP, MCL_COUNT: String(COUNT) });
       assert.equal(await sender.exit(), 0, sender.stderr);
-      await receiverA.waitFor(`datagram ${COUNT - 1} at A`, (e) => e.event === 'datagram' && e.data === `mcl-${ROUTED_GROUP}-${COUNT - 1}`);
-      const atA = receiverA.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`mcl-${ROUTED_GROUP}-`));
+      await receiverA.waitFor(
+        `datagram ${COUNT - 1} at A`,
+        (e) => e.event === 'datagram' && e.data === `mcl-${ROUTED_GROUP}-${COUNT - 1}`,
+      );
+      const atA = receiverA.events.filter(
+        (e) => e.event === 'datagram' && String(e.data).startsWith(`mcl-${ROUTED_GROUP}-`),
+      );
       assert.deepEqual(
         atA.map((e) => e.data),
         Array.from({ length: COUNT }, (_, i) => `mcl-${ROUTED_GROUP}-${i}`),
@@ -270,7 +324,13 @@ function kernelTests(): void {
       assert.equal(await sender.exit(), 0, sender.stderr);
       const upcall = await router.waitFor('NOCACHE upcall', (e) => e.event === 'upcall' && e.group === UNKNOWN_GROUP);
       assert.deepEqual(
-        { type: upcall.type, vif: upcall.vif, source: upcall.source, group: upcall.group, restLength: upcall.restLength },
+        {
+          type: upcall.type,
+          vif: upcall.vif,
+          source: upcall.source,
+          group: upcall.group,
+          restLength: upcall.restLength,
+        },
         { type: IGMPMSG_NOCACHE, vif: 0, source: SENDER.address, group: UNKNOWN_GROUP, restLength: 8 },
       );
       // The unresolved entry shows in the cache while the kernel waits for a route.
@@ -290,7 +350,10 @@ function kernelTests(): void {
         { name: 'UnavailableError', code: 'unavailable', exitCode: 69 },
         JSON.stringify(second.events),
       );
-      assert.match(String(result?.message), /another multicast router holds this network namespace \(smcroute, pimd, the mcastctl daemon\?\).*EADDRINUSE/);
+      assert.match(
+        String(result?.message),
+        /another multicast router holds this network namespace \(smcroute, pimd, the mcastctl daemon\?\).*EADDRINUSE/,
+      );
       assert.match(String(result?.hint), /ss -awp/);
     });
 
@@ -349,7 +412,17 @@ function kernelTests(): void {
         'init by another socket after done': 'ok',
       });
       const cached = run.events.find((e) => e.event === 'cache') as { rows: MfcRow[]; vifs: VifRow[] } | undefined;
-      assert.deepEqual(cached?.rows, [{ group: ROUTED_GROUP, origin: SENDER.address, iif: 0, packets: 0, bytes: 0, wrong: 0, oifs: [{ vif: 1, ttl: 4 }] }]);
+      assert.deepEqual(cached?.rows, [
+        {
+          group: ROUTED_GROUP,
+          origin: SENDER.address,
+          iif: 0,
+          packets: 0,
+          bytes: 0,
+          wrong: 0,
+          oifs: [{ vif: 1, ttl: 4 }],
+        },
+      ]);
       assert.deepEqual(
         cached?.vifs.map((v) => v.vif),
         [0, 1],

@@ -1,7 +1,7 @@
 /**
- * The router socket with the IPv6 kit (RouterSocket, MRT6_*, MIFs) against the real kernel: a router namespace with two veths, to a sender
- * and to a receiver, each in its own namespace (made by the Lab harness, IPv6 switched on
- * for exactly these interfaces).
+ * The router socket with the IPv6 kit (RouterSocket, MRT6_*, MIFs) against the real kernel: a router namespace with two
+ * veths, to a sender and to a receiver, each in its own namespace (made by the Lab harness, IPv6 switched on for
+ * exactly these interfaces).
  *
  *   sender (S) ──mif 0── router ──mif 1── receiver
  *
@@ -46,7 +46,9 @@ const PROJECT_ROOT = path.resolve(path.dirname(THIS_FILE), '../..');
 /** Unique local addresses, only inside the lab's namespaces. */
 const SENDER = { address: 'fd61:1::2', router: 'fd61:1::1' };
 const RECEIVER = { address: 'fd61:2::2', router: 'fd61:2::1' };
-/** Global scope, outside the SSM range (an any-source join is enough). Has an MFC entry (S, ROUTED_GROUP) → receiver. */
+/**
+ * Global scope, outside the SSM range (an any-source join is enough). Has an MFC entry (S, ROUTED_GROUP) → receiver.
+ */
 const ROUTED_GROUP = 'ff1e::61:1';
 /** Has none: the first packet makes a NOCACHE upcall. */
 const UNKNOWN_GROUP = 'ff1e::61:2';
@@ -58,7 +60,14 @@ const COUNT = 6;
 
 function errorEvent(error: unknown): Record<string, unknown> {
   if (error instanceof McastError)
-    return { event: 'error', name: error.name, code: error.code, exitCode: error.exitCode, message: error.message, hint: error.hint };
+    return {
+      event: 'error',
+      name: error.name,
+      code: error.code,
+      exitCode: error.exitCode,
+      message: error.message,
+      hint: error.hint,
+    };
   return { event: 'error', name: (error as Error).name, message: String((error as Error).message) };
 }
 
@@ -69,7 +78,14 @@ async function routerRole(): Promise<void> {
   try {
     socket = RouterSocket.open({ family: IPV6_KIT, init: true });
     socket.onUpcall((upcall) =>
-      emit({ event: 'upcall', type: upcall.type, mif: upcall.index, source: upcall.source, group: upcall.group, restLength: upcall.rest.length }),
+      emit({
+        event: 'upcall',
+        type: upcall.type,
+        mif: upcall.index,
+        source: upcall.source,
+        group: upcall.group,
+        restLength: upcall.rest.length,
+      }),
     );
     socket.addInterface({ index: 0, ifindex: ifindexOf(senderIf!) });
     socket.addInterface({ index: 1, ifindex: ifindexOf(receiverIf!) });
@@ -98,7 +114,9 @@ function initRole(): void {
   }
 }
 
-/** Adds a static IPv4 VIF (no MRT_INIT: it stays after the socket closes), so that `routes` has rows of both families. */
+/**
+ * Adds a static IPv4 VIF (no MRT_INIT: it stays after the socket closes), so that `routes` has rows of both families.
+ */
 function vif4Role(): void {
   const socket = RouterSocket.open({ family: IPV4_KIT, init: false });
   try {
@@ -134,7 +152,9 @@ async function senderRole(): Promise<void> {
   socket.setMulticastTTL(8);
   socket.setMulticastInterface(`::%${process.env.MCL_IFACE!}`);
   for (let i = 0; i < count; i++) {
-    await new Promise<void>((resolve, reject) => socket.send(`mcl6-${group}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      socket.send(`mcl6-${group}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())),
+    );
   }
   socket.close();
   emit({ event: 'sent', count });
@@ -171,7 +191,12 @@ function kernelTests(): void {
       spawnRole({ lab, ns, file: THIS_FILE, roleVariable: 'MCL_MROUTE6_ROLE', role, env, cwd: PROJECT_ROOT });
 
     /** A veth from the router to a host, IPv6 on at both ends, a /64 on each (no DAD: nothing else is on the link). */
-    async function link(routerIf: string, hostNs: string, hostIf: string, addresses: { router: string; address: string }): Promise<void> {
+    async function link(
+      routerIf: string,
+      hostNs: string,
+      hostIf: string,
+      addresses: { router: string; address: string },
+    ): Promise<void> {
       await lab.vethPair({ ns: routerNs, name: routerIf }, { ns: hostNs, name: hostIf });
       for (const [ns, iface, address] of [
         [routerNs, routerIf, addresses.router],
@@ -186,7 +211,8 @@ function kernelTests(): void {
 
     const procMifs = async () => parseMifTable((await lab.exec(routerNs, ['cat', '/proc/net/ip6_mr_vif'])).stdout);
     const procCache = async () => parseMfc6Cache((await lab.exec(routerNs, ['cat', '/proc/net/ip6_mr_cache'])).stdout);
-    const mcForwarding = async () => (await lab.exec(routerNs, ['cat', '/proc/sys/net/ipv6/conf/all/mc_forwarding'])).stdout.trim();
+    const mcForwarding = async () =>
+      (await lab.exec(routerNs, ['cat', '/proc/sys/net/ipv6/conf/all/mc_forwarding'])).stdout.trim();
 
     before(async () => {
       lab = Lab.create();
@@ -214,7 +240,10 @@ function kernelTests(): void {
     async function cache(): Promise<ReturnType<typeof parseMfc6Cache>> {
       const before = router.events.length;
       router.send('cache');
-      const event = await router.waitFor('cache dump', (e) => e.event === 'cache' && router.events.indexOf(e) >= before);
+      const event = await router.waitFor(
+        'cache dump',
+        (e) => e.event === 'cache' && router.events.indexOf(e) >= before,
+      );
       return event.rows as ReturnType<typeof parseMfc6Cache>;
     }
 
@@ -238,13 +267,23 @@ function kernelTests(): void {
     });
 
     test('routed IPv6 multicast reaches the receiver and the counters grow by the number sent', async () => {
-      const entryOf = (rows: Awaited<ReturnType<typeof cache>>) => rows.find((row) => row.group === ROUTED_GROUP && row.origin === SENDER.address);
+      const entryOf = (rows: Awaited<ReturnType<typeof cache>>) =>
+        rows.find((row) => row.group === ROUTED_GROUP && row.origin === SENDER.address);
       const before = entryOf(await cache());
       assert.ok(before);
-      const sender = child(senderNs, 'sender', { MCL_GROUP: ROUTED_GROUP, MCL_COUNT: String(COUNT), MCL_IFACE: ifaces.s });
+      const sender = child(senderNs, 'sender', {
+        MCL_GROUP: ROUTED_GROUP,
+        MCL_COUNT: String(COUNT),
+        MCL_IFACE: ifaces.s,
+      });
       assert.equal(await sender.exit(), 0, sender.stderr);
-      await receiver.waitFor(`datagram ${COUNT - 1}`, (e) => e.event === 'datagram' && e.data === `mcl6-${ROUTED_GROUP}-${COUNT - 1}`);
-      const received = receiver.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`mcl6-${ROUTED_GROUP}-`));
+      await receiver.waitFor(
+        `datagram ${COUNT - 1}`,
+        (e) => e.event === 'datagram' && e.data === `mcl6-${ROUTED_GROUP}-${COUNT - 1}`,
+      );
+      const received = receiver.events.filter(
+        (e) => e.event === 'datagram' && String(e.data).startsWith(`mcl6-${ROUTED_GROUP}-`),
+      );
       assert.deepEqual(
         received.map((e) => e.data),
         Array.from({ length: COUNT }, (_, i) => `mcl6-${ROUTED_GROUP}-${i}`),
@@ -277,7 +316,10 @@ function kernelTests(): void {
         JSON.stringify(router.events),
       );
       // Nothing crossed: the receiver joined UNKNOWN_GROUP too, but there is no route.
-      assert.equal(receiver.events.filter((e) => e.event === 'datagram' && e.data === `mcl6-${UNKNOWN_GROUP}-0`).length, 0);
+      assert.equal(
+        receiver.events.filter((e) => e.event === 'datagram' && e.data === `mcl6-${UNKNOWN_GROUP}-0`).length,
+        0,
+      );
       // The unresolved entry shows in the cache (iif -1, no oifs) while the kernel waits for a route.
       const rows = await cache();
       assert.ok(
@@ -295,7 +337,10 @@ function kernelTests(): void {
         { name: 'UnavailableError', code: 'unavailable', exitCode: 69 },
         JSON.stringify(second.events),
       );
-      assert.match(String(result?.message), /another multicast router holds this network namespace.*MRT6_INIT: EADDRINUSE/);
+      assert.match(
+        String(result?.message),
+        /another multicast router holds this network namespace.*MRT6_INIT: EADDRINUSE/,
+      );
     });
 
     test('`mcastctl routes --json` shows the IPv6 MIFs and the (S,G) entry, after the IPv4 rows', async () => {
@@ -308,7 +353,8 @@ function kernelTests(): void {
       const table = JSON.parse(result.stdout) as RoutesJson;
       assert.equal(table.routerActive, false, 'no IPv4 router here');
       assert.deepEqual(table.routerActiveByFamily, { ipv4: false, ipv6: true });
-      const ifindex = async (name: string) => Number((await lab.exec(routerNs, ['cat', `/sys/class/net/${name}/ifindex`])).stdout);
+      const ifindex = async (name: string) =>
+        Number((await lab.exec(routerNs, ['cat', `/sys/class/net/${name}/ifindex`])).stdout);
       assert.deepEqual(
         table.vifs.map((v) => ({ family: v.family, vif: v.vif, name: v.name, ifindex: v.ifindex, static: v.static })),
         [
@@ -320,7 +366,12 @@ function kernelTests(): void {
       const routed = table.routes.find((r) => r.group === ROUTED_GROUP);
       assert.deepEqual(
         { family: routed?.family, source: routed?.source, iif: routed?.iif, oifs: routed?.oifs },
-        { family: 'ipv6', source: SENDER.address, iif: { vif: 0, name: ifaces.rs }, oifs: [{ vif: 1, name: ifaces.rr, ttl: 1 }] },
+        {
+          family: 'ipv6',
+          source: SENDER.address,
+          iif: { vif: 0, name: ifaces.rs },
+          oifs: [{ vif: 1, name: ifaces.rr, ttl: 1 }],
+        },
       );
       const human = await mcastctl(['routes'], { ns: routerNs });
       assert.equal(human.code, 0, human.stderr);

@@ -92,7 +92,10 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
       await lab.ip(node.ns, 'link', 'set', iif, 'up');
       await lab.ip(node.ns, 'link', 'set', lab.ifname('in1p'), 'up');
       file = lab.file('state-n1.yaml');
-      cli = reconcileCli(node, { controlSocket: lab.file('n1-no-daemon.sock'), lockFile: lab.file('n1-reconcile.lock') });
+      cli = reconcileCli(node, {
+        controlSocket: lab.file('n1-no-daemon.sock'),
+        lockFile: lab.file('n1-reconcile.lock'),
+      });
       const [p1, p2, p3] = pods.map((pod) => pod.port) as [string, string, string];
       state = {
         node: 'n1',
@@ -107,19 +110,28 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
     });
 
     const ofport = (n: number) => pods[n - 1]!.ofport;
-    const declaredGroups = () => ({ [G1]: [ofport(1), ofport(2)], [G2]: [ofport(2), ofport(3)], [G3]: [ofport(1), ofport(3)] });
+    const declaredGroups = () => ({
+      [G1]: [ofport(1), ofport(2)],
+      [G2]: [ofport(2), ofport(3)],
+      [G3]: [ofport(1), ofport(3)],
+    });
     const declaredRoute = () => `(${SOURCE}, ${G1}) ${iif} -> gw0`;
     /** The VIFs the declared route needs, and no other: static ones (no router runs), without their numbers. */
     const declaredVifs = async () => (await kernelState(node)).vifs.map((vif) => vif.replace(/^\d+ /, '')).sort();
     const uninstallRoute = async () => {
-      const removed = await mcastctl(['uninstall', G1, '--source', SOURCE], { ns: node.ns, env: node.env, timeoutMs: 15_000 });
+      const removed = await mcastctl(['uninstall', G1, '--source', SOURCE], {
+        ns: node.ns,
+        env: node.env,
+        timeoutMs: 15_000,
+      });
       assert.equal(removed.code, 0, removed.stderr);
     };
 
     it('from nothing: adds every group, and the route with its VIFs (exit 2); a second run is in sync (exit 0)', async () => {
       const first = await cli('reconcile', '-f', file, '--json');
       assert.equal(first.code, 2, first.stderr);
-      // Drift is no error: nothing on stderr (with --json, that no router forwards the routes is the routerActive field).
+      // Drift is no error: nothing on stderr (with --json, that no router forwards the routes is the routerActive
+      // field).
       assert.equal(first.stderr, '', 'drift is no error: nothing on stderr');
       const report = parseReport(first);
       assert.deepEqual(
@@ -190,7 +202,8 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
     });
 
     it('route drift: a changed route is changed back, an undeclared one removed (and its VIFs with it)', async () => {
-      const install = (...args: string[]) => mcastctl(['install', ...args], { ns: node.ns, env: node.env, timeoutMs: 15_000 });
+      const install = (...args: string[]) =>
+        mcastctl(['install', ...args], { ns: node.ns, env: node.env, timeoutMs: 15_000 });
       assert.equal((await install(G1, '--source', SOURCE, '--iif', iif, '--oif', `gw0,${lab.ifname('in1p')}`)).code, 0);
       assert.equal((await install(G2, '--source', '10.9.9.10', '--iif', 'gw0', '--oif', lab.ifname('in1p'))).code, 0);
       const dry = await cli('reconcile', '-f', file, '--dry-run', '--json');
@@ -210,7 +223,10 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
       assert.ok(parseReport(repair).drift.every((row) => row.result === 'applied'));
       const kernel = await kernelState(node);
       assert.deepEqual(kernel.routes, [declaredRoute()]);
-      assert.ok(!kernel.vifs.some((vif) => vif.includes(lab.ifname('in1p'))), `the VIF no route uses is gone: ${kernel.vifs.join('; ')}`);
+      assert.ok(
+        !kernel.vifs.some((vif) => vif.includes(lab.ifname('in1p'))),
+        `the VIF no route uses is gone: ${kernel.vifs.join('; ')}`,
+      );
       assert.equal((await cli('reconcile', '-f', file, '--quiet')).code, 0);
     });
 
@@ -266,7 +282,8 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
     });
 
     /** The daemon's (S,G) route of the first test: pods[1] sending to LEARNED. */
-    const daemonRouteOf = async () => (await kernelState(node)).routes.find((line) => line.startsWith(`(${pods[1]!.address}, ${LEARNED})`));
+    const daemonRouteOf = async () =>
+      (await kernelState(node)).routes.find((line) => line.startsWith(`(${pods[1]!.address}, ${LEARNED})`));
 
     it("reconcile of groups only leaves the daemon's (S,G) route alone", async () => {
       // Traffic from a pod to the group: the gateway gets it, the daemon adds an (S,G) route.
@@ -307,7 +324,10 @@ describe('mcastctl reconcile of kernel routes on real OVS and the real kernel', 
       // Without asking the daemon (--no-daemon), its entries are still known by their VIFs (not static): left alone.
       const unasked = await cli('reconcile', '-f', groupsOnly, '--no-daemon', '--json');
       assert.equal(unasked.code, 0, unasked.stdout + unasked.stderr);
-      assert.ok((await kernelState(node)).routes.includes(gwRoute), "the daemon's route was removed by a run that did not ask the daemon");
+      assert.ok(
+        (await kernelState(node)).routes.includes(gwRoute),
+        "the daemon's route was removed by a run that did not ask the daemon",
+      );
     });
   });
 });

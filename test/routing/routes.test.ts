@@ -97,7 +97,9 @@ async function senderRole(): Promise<void> {
   socket.setMulticastTTL(8);
   socket.setMulticastInterface(SENDER.address);
   for (let i = 0; i < count; i++) {
-    await new Promise<void>((resolve, reject) => socket.send(`${tag}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      socket.send(`${tag}-${i}`, PORT, group, (error) => (error ? reject(error) : resolve())),
+    );
   }
   socket.close();
   emit({ event: 'sent', count });
@@ -109,7 +111,16 @@ async function senderRole(): Promise<void> {
 /** `routes --json`, as the contract describes it. */
 interface RoutesJson {
   routerActive: boolean;
-  vifs: Array<{ vif: number; name: string; ifindex: number; static: boolean; packetsIn: number; packetsOut: number; bytesIn: number; bytesOut: number }>;
+  vifs: Array<{
+    vif: number;
+    name: string;
+    ifindex: number;
+    static: boolean;
+    packetsIn: number;
+    packetsOut: number;
+    bytesIn: number;
+    bytesOut: number;
+  }>;
   routes: Array<{
     group: string;
     source: string;
@@ -135,7 +146,9 @@ function parseJson<T>(result: CliResult, what: string): T {
 }
 
 function routeTests(): void {
-  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', { timeout: 240_000 }, () => {
+  describe('static kernel routes: install, routes, uninstall (lab namespaces, real kernel)', {
+    timeout: 240_000,
+  }, () => {
     let lab: Lab;
     let routerNs: string;
     let senderNs: string;
@@ -149,11 +162,21 @@ function routeTests(): void {
     const child = (ns: string, role: string, env: Record<string, string> = {}): RoleChild =>
       spawnRole({ lab, ns, file: THIS_FILE, roleVariable: 'MCL_ROUTES_ROLE', role, env, cwd: PROJECT_ROOT });
 
-    const link = (iface: string, peerNs: string, peerIface: string, routerSide: string, hostSide: string): Promise<void> =>
-      lab.routedLink({ ns: routerNs, name: iface, address: routerSide }, { ns: peerNs, name: peerIface, address: hostSide });
+    const link = (
+      iface: string,
+      peerNs: string,
+      peerIface: string,
+      routerSide: string,
+      hostSide: string,
+    ): Promise<void> =>
+      lab.routedLink(
+        { ns: routerNs, name: iface, address: routerSide },
+        { ns: peerNs, name: peerIface, address: hostSide },
+      );
 
     /** `mcastctl ARGS` inside the router namespace. */
-    const cli = (args: string[], wrapper?: string[]): Promise<CliResult> => mcastctl(args, { ns: routerNs, ...(wrapper ? { wrapper } : {}) });
+    const cli = (args: string[], wrapper?: string[]): Promise<CliResult> =>
+      mcastctl(args, { ns: routerNs, ...(wrapper ? { wrapper } : {}) });
 
     async function routes(): Promise<RoutesJson> {
       return parseJson<RoutesJson>(await cli(['routes', '--json']), 'routes --json');
@@ -163,24 +186,33 @@ function routeTests(): void {
     async function kernel(): Promise<{ vifs: VifRow[]; cache: MfcRow[]; mcForwarding: string }> {
       const vifs = parseVifTable((await lab.exec(routerNs, ['cat', '/proc/net/ip_mr_vif'])).stdout);
       const cache = parseMfcCache((await lab.exec(routerNs, ['cat', '/proc/net/ip_mr_cache'])).stdout);
-      const mcForwarding = (await lab.exec(routerNs, ['cat', '/proc/sys/net/ipv4/conf/all/mc_forwarding'])).stdout.trim();
+      const mcForwarding = (
+        await lab.exec(routerNs, ['cat', '/proc/sys/net/ipv4/conf/all/mc_forwarding'])
+      ).stdout.trim();
       return { vifs, cache, mcForwarding };
     }
 
-    const routeOf = (table: RoutesJson, group: string) => table.routes.find((r) => r.group === group && r.source === SENDER.address);
+    const routeOf = (table: RoutesJson, group: string) =>
+      table.routes.find((r) => r.group === group && r.source === SENDER.address);
     const vifNamed = (table: RoutesJson, name: string) => table.vifs.find((v) => v.name === name);
 
     /** Checks `routes --json` against /proc: same VIFs (name, static, counters), same entries. */
     async function assertAgreesWithKernel(table: RoutesJson): Promise<void> {
       const k = await kernel();
-      assert.equal(table.routerActive, k.mcForwarding === '1', `routerActive ${table.routerActive}, mc_forwarding ${k.mcForwarding}`);
+      assert.equal(
+        table.routerActive,
+        k.mcForwarding === '1',
+        `routerActive ${table.routerActive}, mc_forwarding ${k.mcForwarding}`,
+      );
       assert.deepEqual(
         table.vifs.map((v) => ({ vif: v.vif, name: v.name, static: v.static })),
         k.vifs.map((v) => ({ vif: v.vif, name: v.name, static: v.static })),
       );
       const nameOf = new Map(k.vifs.map((v) => [v.vif, v.name]));
       assert.deepEqual(
-        table.routes.map((r) => ({ group: r.group, source: r.source, iif: r.iif, oifs: r.oifs })).sort((x, y) => x.group.localeCompare(y.group)),
+        table.routes
+          .map((r) => ({ group: r.group, source: r.source, iif: r.iif, oifs: r.oifs }))
+          .sort((x, y) => x.group.localeCompare(y.group)),
         k.cache
           .map((row) => ({
             group: row.group,
@@ -198,7 +230,8 @@ function routeTests(): void {
       assert.equal(await sender.exit(), 0, sender.stderr);
     }
 
-    const received = (receiver: RoleChild, tag: string) => receiver.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`${tag}-`));
+    const received = (receiver: RoleChild, tag: string) =>
+      receiver.events.filter((e) => e.event === 'datagram' && String(e.data).startsWith(`${tag}-`));
 
     before(async () => {
       const missing = cliMissing();
@@ -208,11 +241,19 @@ function routeTests(): void {
       senderNs = await lab.namespace('sender');
       aNs = await lab.namespace('recva');
       bNs = await lab.namespace('recvb');
-      Object.assign(ifaces, { rs: lab.ifname('rs'), ra: lab.ifname('ra'), rb: lab.ifname('rb'), s: lab.ifname('s'), a: lab.ifname('a'), b: lab.ifname('b') });
+      Object.assign(ifaces, {
+        rs: lab.ifname('rs'),
+        ra: lab.ifname('ra'),
+        rb: lab.ifname('rb'),
+        s: lab.ifname('s'),
+        a: lab.ifname('a'),
+        b: lab.ifname('b'),
+      });
       await link(ifaces.rs, senderNs, ifaces.s, SENDER.router, SENDER.address);
       await link(ifaces.ra, aNs, ifaces.a, RECEIVER_A.router, RECEIVER_A.address);
       await link(ifaces.rb, bNs, ifaces.b, RECEIVER_B.router, RECEIVER_B.address);
-      for (const key of ['all', 'default', ifaces.rs, ifaces.ra, ifaces.rb]) await lab.sysctl(routerNs, `net.ipv4.conf.${key}.rp_filter`, 0);
+      for (const key of ['all', 'default', ifaces.rs, ifaces.ra, ifaces.rb])
+        await lab.sysctl(routerNs, `net.ipv4.conf.${key}.rp_filter`, 0);
       receiverA = child(aNs, 'receiver', { MCL_ADDRESS: RECEIVER_A.address });
       receiverB = child(bNs, 'receiver', { MCL_ADDRESS: RECEIVER_B.address });
       await receiverA.waitFor('receiver A ready', (e) => e.event === 'ready');
@@ -230,11 +271,22 @@ function routeTests(): void {
     });
 
     test('install (one-shot, --json) exits 0 and reports the route and that no router is active', async () => {
-      const result = await cli(['install', GROUP, '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra, '--json']);
-      const output = parseJson<{ route: { group: string; source: string; iif: string; oifs: string[] }; routerActive: boolean; outcome?: unknown }>(
-        result,
-        'install --json',
-      );
+      const result = await cli([
+        'install',
+        GROUP,
+        '--source',
+        SENDER.address,
+        '--iif',
+        ifaces.rs,
+        '--oif',
+        ifaces.ra,
+        '--json',
+      ]);
+      const output = parseJson<{
+        route: { group: string; source: string; iif: string; oifs: string[] };
+        routerActive: boolean;
+        outcome?: unknown;
+      }>(result, 'install --json');
       // The contract's keys; an `outcome` beside them (added/updated/unchanged) is welcome.
       assert.deepEqual(
         { route: output.route, routerActive: output.routerActive },
@@ -248,7 +300,16 @@ function routeTests(): void {
     });
 
     test('install (human output) of a second route says plainly that no router is active', async () => {
-      const result = await cli(['install', GROUP_B, '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.rb]);
+      const result = await cli([
+        'install',
+        GROUP_B,
+        '--source',
+        SENDER.address,
+        '--iif',
+        ifaces.rs,
+        '--oif',
+        ifaces.rb,
+      ]);
       assert.equal(result.code, 0, describeResult(result));
       assert.match(result.stdout + result.stderr, /no multicast router is active in this network namespace/);
       assert.match(result.stdout + result.stderr, /forwards nothing until one runs/);
@@ -306,14 +367,21 @@ function routeTests(): void {
       assert.equal(holder.events[0]?.event, 'ready', `holder: ${JSON.stringify(holder.events)}\n${holder.stderr}`);
       const table = await routes();
       assert.equal(table.routerActive, true);
-      assert.deepEqual({ ...table, routerActive: false }, before, 'the same VIFs and routes as before the router opened');
+      assert.deepEqual(
+        { ...table, routerActive: false },
+        before,
+        'the same VIFs and routes as before the router opened',
+      );
       await assertAgreesWithKernel(table);
     });
 
     test('while the router socket is open, the static route forwards: to A, not B, and the counters grow', async () => {
       const before = await routes();
       await send(GROUP, 'routed');
-      await receiverA.waitFor(`datagram ${COUNT - 1} at A`, (e) => e.event === 'datagram' && e.data === `routed-${COUNT - 1}`);
+      await receiverA.waitFor(
+        `datagram ${COUNT - 1} at A`,
+        (e) => e.event === 'datagram' && e.data === `routed-${COUNT - 1}`,
+      );
       assert.deepEqual(
         received(receiverA, 'routed').map((e) => e.data),
         Array.from({ length: COUNT }, (_, i) => `routed-${i}`),
@@ -359,13 +427,43 @@ function routeTests(): void {
       const kernelBefore = await kernel();
       const nowhere = lab.ifname('zz');
       const cases: Array<[string, string[]]> = [
-        ['a group that is not multicast', ['install', '10.62.0.1', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra]],
-        ['a group that is not an address', ['install', '239.62.0', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra]],
-        ['a multicast source', ['install', '239.62.0.9', '--source', '239.1.1.1', '--iif', ifaces.rs, '--oif', ifaces.ra]],
-        ['the broadcast address as source', ['install', '239.62.0.9', '--source', '255.255.255.255', '--iif', ifaces.rs, '--oif', ifaces.ra]],
-        ['an unknown incoming interface', ['install', '239.62.0.9', '--source', SENDER.address, '--iif', nowhere, '--oif', ifaces.ra]],
-        ['an unknown outgoing interface', ['install', '239.62.0.9', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', `${ifaces.ra},${nowhere}`]],
-        ['the iif among the oifs', ['install', '239.62.0.9', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', `${ifaces.ra},${ifaces.rs}`]],
+        [
+          'a group that is not multicast',
+          ['install', '10.62.0.1', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra],
+        ],
+        [
+          'a group that is not an address',
+          ['install', '239.62.0', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra],
+        ],
+        [
+          'a multicast source',
+          ['install', '239.62.0.9', '--source', '239.1.1.1', '--iif', ifaces.rs, '--oif', ifaces.ra],
+        ],
+        [
+          'the broadcast address as source',
+          ['install', '239.62.0.9', '--source', '255.255.255.255', '--iif', ifaces.rs, '--oif', ifaces.ra],
+        ],
+        [
+          'an unknown incoming interface',
+          ['install', '239.62.0.9', '--source', SENDER.address, '--iif', nowhere, '--oif', ifaces.ra],
+        ],
+        [
+          'an unknown outgoing interface',
+          ['install', '239.62.0.9', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', `${ifaces.ra},${nowhere}`],
+        ],
+        [
+          'the iif among the oifs',
+          [
+            'install',
+            '239.62.0.9',
+            '--source',
+            SENDER.address,
+            '--iif',
+            ifaces.rs,
+            '--oif',
+            `${ifaces.ra},${ifaces.rs}`,
+          ],
+        ],
         ['uninstall of a group that is not multicast', ['uninstall', '10.62.0.1', '--source', SENDER.address]],
         ['uninstall of a multicast source', ['uninstall', GROUP, '--source', '239.1.1.1']],
       ];
@@ -384,7 +482,10 @@ function routeTests(): void {
 
     test('without CAP_NET_ADMIN (nobody), install exits 77 and changes nothing', async () => {
       const before = await kernel();
-      const result = await cli(['install', '239.62.0.9', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra], NOBODY);
+      const result = await cli(
+        ['install', '239.62.0.9', '--source', SENDER.address, '--iif', ifaces.rs, '--oif', ifaces.ra],
+        NOBODY,
+      );
       assert.equal(result.code, 77, describeResult(result));
       assert.match(result.stderr, /CAP_NET_ADMIN|root/);
       assert.deepEqual(await kernel(), before);
@@ -392,16 +493,25 @@ function routeTests(): void {
 
     test('uninstall removes the route; a second uninstall finds it absent', async () => {
       const result = await cli(['uninstall', GROUP, '--source', SENDER.address, '--json']);
-      const output = parseJson<{ route: { group: string; source: string }; outcome: string; routerActive: boolean }>(result, 'uninstall --json');
+      const output = parseJson<{ route: { group: string; source: string }; outcome: string; routerActive: boolean }>(
+        result,
+        'uninstall --json',
+      );
       assert.equal(output.outcome, 'removed');
       assert.equal(output.routerActive, false);
-      assert.deepEqual({ group: output.route.group, source: output.route.source }, { group: GROUP, source: SENDER.address });
+      assert.deepEqual(
+        { group: output.route.group, source: output.route.source },
+        { group: GROUP, source: SENDER.address },
+      );
       let table = await routes();
       assert.equal(routeOf(table, GROUP), undefined, JSON.stringify(table.routes));
       assert.ok(routeOf(table, GROUP_B), 'the other route is untouched');
       await assertAgreesWithKernel(table);
 
-      const again = parseJson<{ outcome: string }>(await cli(['uninstall', GROUP, '--source', SENDER.address, '--json']), 'second uninstall --json');
+      const again = parseJson<{ outcome: string }>(
+        await cli(['uninstall', GROUP, '--source', SENDER.address, '--json']),
+        'second uninstall --json',
+      );
       assert.equal(again.outcome, 'absent');
 
       const human = await cli(['uninstall', GROUP_B, '--source', SENDER.address]);

@@ -27,8 +27,15 @@ const MISSING_IFINDEX = 9999;
 
 /** The child: every case for one family, on this namespace's real kernel; one JSON line of outcomes. */
 async function contractRole(family: AddressFamily, names: readonly [string, string]): Promise<void> {
-  const devices = names.map((name) => ({ name, ifindex: ifindexOf(name) })) as [{ name: string; ifindex: number }, { name: string; ifindex: number }];
-  const results = await runRoutingKernelContract(() => ({ kernel: MULTICAST_ROUTING[family], devices, missingIfindex: MISSING_IFINDEX }));
+  const devices = names.map((name) => ({ name, ifindex: ifindexOf(name) })) as [
+    { name: string; ifindex: number },
+    { name: string; ifindex: number },
+  ];
+  const results = await runRoutingKernelContract(() => ({
+    kernel: MULTICAST_ROUTING[family],
+    devices,
+    missingIfindex: MISSING_IFINDEX,
+  }));
   process.stdout.write(`${JSON.stringify(results)}\n`);
 }
 
@@ -52,9 +59,13 @@ if (role !== undefined) {
       await lab.ip(ns, '-6', 'addr', 'add', '2001:db8:78::1/64', 'dev', a, 'nodad');
       await lab.ip(ns, '-6', 'addr', 'add', '2001:db8:78:1::1/64', 'dev', b, 'nodad');
       for (const family of ['ipv4', 'ipv6'] as const) {
-        const output = await lab.exec(ns, ['env', `${ROLE_VARIABLE}=${family},${a},${b}`, process.execPath, '--import', 'tsx', THIS_FILE], {
-          timeoutMs: 60_000,
-        });
+        const output = await lab.exec(
+          ns,
+          ['env', `${ROLE_VARIABLE}=${family},${a},${b}`, process.execPath, '--import', 'tsx', THIS_FILE],
+          {
+            timeoutMs: 60_000,
+          },
+        );
         results[family] = JSON.parse(output.stdout.trim().split('\n').at(-1)!) as Record<string, Outcomes>;
       }
     });

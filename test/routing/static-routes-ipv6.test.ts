@@ -32,8 +32,10 @@ describe('static IPv6 kernel routes: install, routes, uninstall, reconcile on a 
   let scratch: string;
   let groupsFile: string;
 
-  const cli = (...args: string[]): Promise<CliResult> => mcastctl([...args, '--ovs-rundir', node.rundir], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
-  const reconcile = (...args: string[]): Promise<CliResult> => cli('reconcile', ...args, '--no-daemon', '--lock-file', join(scratch, 'reconcile.lock'));
+  const cli = (...args: string[]): Promise<CliResult> =>
+    mcastctl([...args, '--ovs-rundir', node.rundir], { ns: node.ns, env: node.env, timeoutMs: 20_000 });
+  const reconcile = (...args: string[]): Promise<CliResult> =>
+    cli('reconcile', ...args, '--no-daemon', '--lock-file', join(scratch, 'reconcile.lock'));
   const ofport = (n: number): number => pods[n - 1]!.ofport;
 
   before(async () => {
@@ -54,7 +56,11 @@ describe('static IPv6 kernel routes: install, routes, uninstall, reconcile on a 
       ].join('\n'),
     );
     const installed = await reconcile('-f', groupsFile, '--quiet');
-    assert.equal(installed.code, 2, `the groups are installed (drift, repaired): ${installed.stderr}${installed.stdout}`);
+    assert.equal(
+      installed.code,
+      2,
+      `the groups are installed (drift, repaired): ${installed.stderr}${installed.stdout}`,
+    );
   });
 
   after(async () => {
@@ -68,7 +74,11 @@ describe('static IPv6 kernel routes: install, routes, uninstall, reconcile on a 
     const installed = await cli('install', G6, '--source', S6, '--iif', iif, '--oif', `${oif1},${oif2}`, '--json');
     assert.equal(installed.code, 0, installed.stderr);
     const result = JSON.parse(installed.stdout) as { outcome: string; routerActive: boolean };
-    assert.deepEqual([result.outcome, result.routerActive], ['added', false], 'no router here: the route is kept but does not forward');
+    assert.deepEqual(
+      [result.outcome, result.routerActive],
+      ['added', false],
+      'no router here: the route is kept but does not forward',
+    );
     const mifs = (await read('ip6_mr_vif'))
       .split('\n')
       .slice(1)
@@ -80,7 +90,9 @@ describe('static IPv6 kernel routes: install, routes, uninstall, reconcile on a 
     );
     const mfc = (await read('ip6_mr_cache'))
       .split('\n')
-      .find((line) => line.startsWith('ff3e:0000:0000:0000:0000:0000:8000:0001 2001:0db8:0000:0000:0000:0000:0000:0005'));
+      .find((line) =>
+        line.startsWith('ff3e:0000:0000:0000:0000:0000:8000:0001 2001:0db8:0000:0000:0000:0000:0000:0005'),
+      );
     assert.ok(mfc, await read('ip6_mr_cache'));
     assert.equal(mfc.trim().split(/\s+/).slice(6).length, 2, `two outgoing MIFs: ${mfc}`);
     const again = await cli('install', G6, '--source', S6, '--iif', iif, '--oif', `${oif2},${oif1}`, '--json');
@@ -108,7 +120,10 @@ describe('static IPv6 kernel routes: install, routes, uninstall, reconcile on a 
     writeFileSync(file, `${groups}routes:\n  - {group: "${G6}", source: "${S6}", iif: ${iif}, oifs: [${oif1}]}\n`);
     const added = await reconcile('-f', file, '--json');
     assert.equal(added.code, 2, added.stderr);
-    const report = JSON.parse(added.stdout) as { drift: { object: string; action: string; result: string }[]; routerActive: boolean };
+    const report = JSON.parse(added.stdout) as {
+      drift: { object: string; action: string; result: string }[];
+      routerActive: boolean;
+    };
     assert.deepEqual(
       report.drift.filter((row) => row.object === 'route').map((row) => [row.action, row.result]),
       [['add', 'applied']],

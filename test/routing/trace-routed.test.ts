@@ -16,7 +16,14 @@ import { cliMissing } from '../lab/cli.js';
 import { errorEntries, routedUplinks, type RunningDaemon, startDaemon } from '../lab/daemon.js';
 import { requireMulticastRouting } from '../lab/kernel.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
-import { buildMulticastLab, type ExternalHost, MULTICAST_LAB, type MulticastLab, type MulticastLabNode, waitForUnderlayMember } from '../lab/multicast-lab.js';
+import {
+  buildMulticastLab,
+  type ExternalHost,
+  MULTICAST_LAB,
+  type MulticastLab,
+  type MulticastLabNode,
+  waitForUnderlayMember,
+} from '../lab/multicast-lab.js';
 import type { OvsPod, Receiver } from '../lab/ovs.js';
 import { waitForOvsMembers } from '../lab/switch-checks.js';
 import { assertPodPortStage, podName, stageOf, traceOn, type TraceRun } from '../lab/trace-checks.js';
@@ -36,7 +43,9 @@ const PORT = 5473;
 const SHORT_TIMERS = ['--query-interval', '2s', '--query-response-interval', '1s', '--robustness', '2'];
 const CASE_TIMEOUT_MS = 20_000;
 
-describe('mcastctl trace on a node that routes: the outside stage and the route off the node', { concurrency: 1 }, () => {
+describe('mcastctl trace on a node that routes: the outside stage and the route off the node', {
+  concurrency: 1,
+}, () => {
   let lab: Lab;
   let ml: MulticastLab;
   let nodeA: MulticastLabNode;
@@ -63,7 +72,10 @@ describe('mcastctl trace on a node that routes: the outside stage and the route 
     const subnet = MULTICAST_LAB.podSubnets[0].split('.').slice(0, 3).join('.');
     [pf, pg, ph] = (await Promise.all(
       ['pf', 'pg', 'ph'].map((name, index) =>
-        nodeA.node.addPod(name, { address: `${subnet}.${MULTICAST_LAB.firstPodHost + index}/24`, gateway: nodeA.gateway.address }),
+        nodeA.node.addPod(name, {
+          address: `${subnet}.${MULTICAST_LAB.firstPodHost + index}/24`,
+          gateway: nodeA.gateway.address,
+        }),
       ),
     )) as [OvsPod, OvsPod, OvsPod];
     daemon = startDaemon(nodeA.node, { multicastInterfaces: routedUplinks(nodeA.node), args: SHORT_TIMERS });
@@ -79,13 +91,17 @@ describe('mcastctl trace on a node that routes: the outside stage and the route 
     await lab?.destroy();
   });
 
-  it('a sender pod on the node (--from): delivered, and the sender stage shows its route off the node', { timeout: CASE_TIMEOUT_MS }, async () => {
+  it('a sender pod on the node (--from): delivered, and the sender stage shows its route off the node', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
     await waitForOvsMembers(nodeA.node, G.local, [pf]);
     // The kernel holds at most 4 packets of an (S,G) it has no entry for while the daemon adds
     // it (a slow machine loses the rest, uncounted): the route is made first, by a datagram
     // not counted, and the counter is read before the 10 that are.
     const routeOut = async () =>
-      parseMfcCache((await nodeA.node.exec(['cat', '/proc/net/ip_mr_cache'])).stdout).find((row) => row.group === G.local && row.origin === pg.address);
+      parseMfcCache((await nodeA.node.exec(['cat', '/proc/net/ip_mr_cache'])).stdout).find(
+        (row) => row.group === G.local && row.origin === pg.address,
+      );
     await waitUntil('the kernel route of pg to the group', async () => {
       await pg.send(G.local, PORT, 1, { tag: 'prime' });
       await sleep(100);
@@ -104,7 +120,10 @@ describe('mcastctl trace on a node that routes: the outside stage and the route 
     assert.equal(result.code, 0, result.context);
     assert.equal(report.verdict, 'delivered', result.context);
     assertPodPortStage(report, pf);
-    const sender = stageOf(report, 'sender').facts as { sendAllowed: boolean; route: { iif: string; oifs: string[]; packets: number } | null };
+    const sender = stageOf(report, 'sender').facts as {
+      sendAllowed: boolean;
+      route: { iif: string; oifs: string[]; packets: number } | null;
+    };
     assert.equal(sender.sendAllowed, true, result.context);
     // The node routes the pod's traffic off it too: in on the gateway, out on the uplink.
     assert.ok(sender.route !== null, result.context);
@@ -134,7 +153,11 @@ describe('mcastctl trace on a node that routes: the outside stage and the route 
     );
     await external.send(G.outside, PORT, 10, { ttl: 8, intervalMs: 10, tag: 'outside' });
     await sleep(300);
-    assert.equal(receiver.received.filter((datagram) => datagram.payload.startsWith('outside ')).length, 10, 'ph got the 10 datagrams of the external host');
+    assert.equal(
+      receiver.received.filter((datagram) => datagram.payload.startsWith('outside ')).length,
+      10,
+      'ph got the 10 datagrams of the external host',
+    );
     assert.ok(receiver.received.every((datagram) => datagram.from === external.address));
 
     const result = await trace(G.outside, ph, ['--from-address', external.address]);
@@ -145,7 +168,12 @@ describe('mcastctl trace on a node that routes: the outside stage and the route 
     assert.equal(report.source, external.address, result.context);
     assert.deepEqual(
       report.sender,
-      { kind: 'outside', address: external.address, via: 'gateway', port: { ofport: nodeA.gateway.ofport, name: nodeA.gateway.name } },
+      {
+        kind: 'outside',
+        address: external.address,
+        via: 'gateway',
+        port: { ofport: nodeA.gateway.ofport, name: nodeA.gateway.name },
+      },
       result.context,
     );
     assert.deepEqual(

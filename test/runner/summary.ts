@@ -82,7 +82,8 @@ function readAllowlist(file: string): AllowedSkip[] {
   for (const [index, entry] of entries.entries()) {
     const fields = entry as Record<string, unknown>;
     for (const key of ['file', 'test', 'reason', 'why']) {
-      if (typeof fields[key] !== 'string' || fields[key] === '') throw new Error(`${file}: entry ${index} has no ${key}`);
+      if (typeof fields[key] !== 'string' || fields[key] === '')
+        throw new Error(`${file}: entry ${index} has no ${key}`);
     }
   }
   return entries as AllowedSkip[];
@@ -90,7 +91,8 @@ function readAllowlist(file: string): AllowedSkip[] {
 
 /** Why a skip is not allowed, or undefined when the allowlist names it with its reason. */
 function refusal(record: TestRecord, allowlist: readonly AllowedSkip[]): string | undefined {
-  if (record.kind === 'suite') return 'a whole suite was skipped: its tests are not even counted (skip them one by one)';
+  if (record.kind === 'suite')
+    return 'a whole suite was skipped: its tests are not even counted (skip them one by one)';
   const entry = allowlist.find((allowed) => allowed.file === record.file && allowed.test === record.name);
   if (entry === undefined) return 'not on the allowlist';
   if (entry.reason !== record.reason) return `the allowlist allows it only for "${entry.reason}"`;
@@ -115,7 +117,8 @@ function main(argv: readonly string[]): number {
   for (const { meta, counts } of runs) {
     const tests = counts?.tests ?? 0;
     lines.push(`- ${meta.run}: ${meta.label}: ${tests} tests in ${meta.seconds} s, exit ${meta.status}`);
-    if (counts === undefined) problems.push(`- run ${meta.run} ended (exit ${meta.status}) without a summary: it did not run to its end`);
+    if (counts === undefined)
+      problems.push(`- run ${meta.run} ended (exit ${meta.status}) without a summary: it did not run to its end`);
     else if (meta.status !== 0 && (counts.fail ?? 0) === 0 && (counts.cancelled ?? 0) === 0) {
       problems.push(`- run ${meta.run} exited ${meta.status} though no test failed`);
     }
@@ -125,13 +128,16 @@ function main(argv: readonly string[]): number {
   const unpassed = all.filter((record) => record.status === 'fail' || record.status === 'cancelled');
   if (unpassed.length > 0) {
     lines.push(`${unpassed.length} did not pass:`);
-    for (const record of unpassed) lines.push(`- [${record.run}] ${record.file}: ${record.name}: ${record.status}: ${record.reason ?? ''}`);
+    for (const record of unpassed)
+      lines.push(`- [${record.run}] ${record.file}: ${record.name}: ${record.status}: ${record.reason ?? ''}`);
   }
   const skipped = all.filter((record) => record.status === 'skip');
   lines.push(skipped.length === 0 ? 'no test was skipped' : `${skipped.length} did not run:`);
   for (const record of skipped) {
     const why = refusal(record, allowlist);
-    lines.push(`- [${record.run}] ${record.file}: ${record.name}: ${record.reason ?? ''} (${why === undefined ? 'allowed' : `NOT ALLOWED: ${why}`})`);
+    lines.push(
+      `- [${record.run}] ${record.file}: ${record.name}: ${record.reason ?? ''} (${why === undefined ? 'allowed' : `NOT ALLOWED: ${why}`})`,
+    );
     if (why !== undefined) problems.push(`- a skip that is not allowed: ${record.file}: ${record.name}: ${why}`);
   }
   if (problems.length > 0) {

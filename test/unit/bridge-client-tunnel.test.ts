@@ -34,7 +34,10 @@ function flowMods(messages: readonly OpenFlowMessage[] | undefined): FlowMod[] {
 }
 
 /** What a batch did, one word a message: `flow-<command>:<priority>` or `group-<command>:<link>` of G. */
-function ops(messages: readonly OpenFlowMessage[] | undefined, pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG)): string[] {
+function ops(
+  messages: readonly OpenFlowMessage[] | undefined,
+  pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG),
+): string[] {
   const linkOf = (groupId: number) => [0, 1, 2].find((link) => pipeline.groupId(G, link) === groupId) ?? groupId;
   return (messages ?? []).map((message) => {
     if (message.type === 'FLOW_MOD') return `flow-${message.command}:${message.priority}`;
@@ -72,7 +75,9 @@ describe('BridgeClient: the base in tunnel mode', () => {
       const field = flow.match.find((each) => each.field === name);
       return field !== undefined && 'value' in field ? field.value : undefined;
     };
-    const slots = drops.map((flow) => `${flow.priority}/${fieldValue(flow, 'IN_PORT')}/${fieldValue(flow, 'ETH_TYPE')?.toString(16)}`).sort();
+    const slots = drops
+      .map((flow) => `${flow.priority}/${fieldValue(flow, 'IN_PORT')}/${fieldValue(flow, 'ETH_TYPE')?.toString(16)}`)
+      .sort();
     assert.deepEqual(
       slots,
       [
@@ -84,7 +89,9 @@ describe('BridgeClient: the base in tunnel mode', () => {
     );
     assert.ok(
       drops.every(
-        (flow) => flow.instructions.length === 0 || flow.instructions.every((instruction) => 'actions' in instruction && instruction.actions.length === 0),
+        (flow) =>
+          flow.instructions.length === 0 ||
+          flow.instructions.every((instruction) => 'actions' in instruction && instruction.actions.length === 0),
       ),
       'they drop',
     );
@@ -117,7 +124,8 @@ describe('BridgeClient: the base in tunnel mode', () => {
   it('without a tunnel the base is what it always was', async () => {
     const { ovs, bridge } = await started();
     await bridge.installBase(GATEWAY);
-    // IGMP and MLD's four types to the controller, then per family the link-scope flood and unknown groups to the gateway: no drops.
+    // IGMP and MLD's four types to the controller, then per family the link-scope flood and unknown groups to the
+    // gateway: no drops.
     assert.deepEqual(ops(ovs.batches.at(-1)), [
       ...Array<string>(5).fill('flow-0:300'),
       ...Array<string>(2).fill('flow-0:250'),
@@ -175,11 +183,16 @@ describe('BridgeClient: a group in tunnel mode', () => {
     await bridge.installBase(GATEWAY, TUNNEL);
     await bridge.syncForwarding(wanted([POD_A, POD_B, GATEWAY], tunnel(NODE_3, NODE_2)));
     const restarted = await started(ovs);
-    assert.deepEqual(restarted.bridge.learnedGroups, [{ group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] }]);
+    assert.deepEqual(restarted.bridge.learnedGroups, [
+      { group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] },
+    ]);
     // As the daemon starts: read back, the base, then the syncs.
     await restarted.bridge.installBase(GATEWAY, TUNNEL);
     const before = ovs.batches.length;
-    assert.equal(await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3))), 'unchanged');
+    assert.equal(
+      await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3))),
+      'unchanged',
+    );
     assert.equal(ovs.batches.length, before);
     assert.equal(await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B], tunnel(NODE_2, NODE_3))), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:1'], 'one pod less: link 1 alone');
@@ -198,7 +211,10 @@ describe('BridgeClient: a group in tunnel mode', () => {
 /** A client on a switch that refuses the PACKET_OUTs `refuse` picks. */
 function frameSwitch(refuse: (out: PacketOut) => boolean = () => false): { ovs: FakeOpenFlow; bridge: BridgeClient } {
   const ovs = new FakeOpenFlow((message) => message.type === 'PACKET_OUT' && refuse(message));
-  return { ovs, bridge: BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) }) };
+  return {
+    ovs,
+    bridge: BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline: ovsPipeline(DEFAULT_PIPELINE_CONFIG) }),
+  };
 }
 
 /** The port a PACKET_OUT outputs to. */
@@ -230,7 +246,9 @@ describe('BridgeClient: frames out of ports and through the tunnel', () => {
 
   it('counts what the switch refused, and sends nothing to no peer', async () => {
     const { ovs, bridge } = frameSwitch((out) =>
-      out.actions.some((action) => action.type === 'SET_FIELD' && 'value' in action.field && action.field.value === NODE_2),
+      out.actions.some(
+        (action) => action.type === 'SET_FIELD' && 'value' in action.field && action.field.value === NODE_2,
+      ),
     );
     const result = await bridge.sendToPeers(new Uint8Array(1), TUNNEL, [NODE_2, NODE_3]);
     assert.equal(result.sent, 1);

@@ -32,7 +32,11 @@ before(() => {
   script = join(scratch, 'completion.bash');
   writeFileSync(
     script,
-    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', ENTRY, '--', 'completion', 'bash'], { cwd: REPO_ROOT, encoding: 'utf8' }),
+    execFileSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', ENTRY, '--', 'completion', 'bash'],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    ),
   );
 });
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -42,7 +46,10 @@ function complete(...typed: string[]): string[] {
   const words = [standIn, ...typed].map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
   const out = execFileSync(
     'bash',
-    ['-c', `source '${script}'; COMP_WORDS=(${words}); COMP_CWORD=${typed.length}; _mcastctl; printf '%s\\n' "\${COMPREPLY[@]}"`],
+    [
+      '-c',
+      `source '${script}'; COMP_WORDS=(${words}); COMP_CWORD=${typed.length}; _mcastctl; printf '%s\\n' "\${COMPREPLY[@]}"`,
+    ],
     { encoding: 'utf8' },
   );
   return out.split('\n').filter((line) => line !== '');

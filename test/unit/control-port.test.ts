@@ -1,4 +1,7 @@
-/** The control socket's `port` method (`mcastctl trace`): a real unix socket in a temporary directory, an in-memory DaemonView. */
+/**
+ * The control socket's `port` method (`mcastctl trace`): a real unix socket in a temporary directory, an in-memory
+ * DaemonView.
+ */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection, type Socket } from 'node:net';

@@ -12,7 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from '../helpers/node-test.js';
 import { MAX_SOCKET_PATH_BYTES, parseControlSocket } from '../../src/transport/control/socket-path.js';
 import { ControlClient } from '../../src/transport/control/control-client.js';
-import { ControlServer, MAX_CLIENT_BUFFER_BYTES, MAX_CONTROL_CLIENTS, MAX_REQUEST_BYTES } from '../../src/transport/control/control-server.js';
+import {
+  ControlServer,
+  MAX_CLIENT_BUFFER_BYTES,
+  MAX_CONTROL_CLIENTS,
+  MAX_REQUEST_BYTES,
+} from '../../src/transport/control/control-server.js';
 import type { DaemonView, GroupView, RouteView } from '../../src/transport/control/daemon-view.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { FakeDaemonView, sampleGroups } from '../helpers/fake-daemon-view.js';
@@ -80,7 +85,10 @@ function readLines(socket: Socket): { lines: Array<Record<string, unknown>>; clo
 function largeGroups(bytes: number): GroupView[] {
   const one = sampleGroups()[0]!;
   const size = JSON.stringify(one).length;
-  return Array.from({ length: Math.ceil(bytes / size) }, (_, index) => ({ ...one, group: `239.1.${index >> 8}.${index & 255}` }));
+  return Array.from({ length: Math.ceil(bytes / size) }, (_, index) => ({
+    ...one,
+    group: `239.1.${index >> 8}.${index & 255}`,
+  }));
 }
 
 const openFds = async () => (await readdir('/proc/self/fd')).length;
@@ -92,17 +100,24 @@ describe('--control-socket: a path, always', () => {
     const longest = '/' + 'a'.repeat(MAX_SOCKET_PATH_BYTES - 1);
     assert.equal(parseControlSocket(longest), longest);
     for (const bad of ['', 'a\0b', longest + 'a', '/' + 'é'.repeat(60)]) {
-      const isUsage = (error: unknown) => error instanceof UsageError && error.exitCode === 64 && /--control-socket/.test(error.message);
+      const isUsage = (error: unknown) =>
+        error instanceof UsageError && error.exitCode === 64 && /--control-socket/.test(error.message);
       assert.throws(() => parseControlSocket(bad), isUsage);
     }
-    assert.throws(() => parseControlSocket(''), { message: "--control-socket takes the path of the daemon's control socket, not an empty string" });
+    assert.throws(() => parseControlSocket(''), {
+      message: "--control-socket takes the path of the daemon's control socket, not an empty string",
+    });
     // The value is quoted, and cut: a 5000-character argument does not come back whole.
-    const isShort = (error: unknown) => error instanceof Error && error.message.length < 400 && /5000 characters/.test(error.message);
+    const isShort = (error: unknown) =>
+      error instanceof Error && error.message.length < 400 && /5000 characters/.test(error.message);
     assert.throws(() => parseControlSocket('x'.repeat(5000)), isShort);
   });
 
   it('ControlClient.connect refuses an empty path as a usage error, not ERR_SOCKET_BAD_PORT', async () => {
-    await assert.rejects(ControlClient.connect(''), (error: unknown) => error instanceof McastError && error.exitCode === 64);
+    await assert.rejects(
+      ControlClient.connect(''),
+      (error: unknown) => error instanceof McastError && error.exitCode === 64,
+    );
   });
 
   it('a numeric --control-socket is the file of that name, never a TCP port', async () => {
@@ -126,12 +141,21 @@ describe('--control-socket: a path, always', () => {
   });
 
   it("status, groups, snoop --daemon and reconcile --daemon exit 64 on --control-socket '', with no stack trace", async () => {
-    const commands = [['status'], ['groups'], ['snoop', '--daemon'], ['reconcile', '--daemon', '-f', join(root, 'no-such-state.yaml')]];
+    const commands = [
+      ['status'],
+      ['groups'],
+      ['snoop', '--daemon'],
+      ['reconcile', '--daemon', '-f', join(root, 'no-such-state.yaml')],
+    ];
     const results = await Promise.all(commands.map((args) => cli([...args, '--control-socket', ''])));
     results.forEach((result, index) => {
       const what = commands[index]!.join(' ');
       assert.equal(result.code, 64, `${what}: ${result.stderr}`);
-      assert.match(result.stderr, /^mcastctl: --control-socket takes the path of the daemon's control socket, not an empty string\n/, what);
+      assert.match(
+        result.stderr,
+        /^mcastctl: --control-socket takes the path of the daemon's control socket, not an empty string\n/,
+        what,
+      );
       assert.doesNotMatch(result.stderr, /internal error|ERR_SOCKET_BAD_PORT|\n {4}at /, what);
     });
   });
@@ -188,7 +212,8 @@ describe('ControlServer limits', () => {
     const answerBytes = JSON.stringify({ id: 1, result: view.groupsValue }).length + 1;
     const warnings: Array<{ message: string; fields?: Record<string, unknown> }> = [];
     const logger = {
-      warn: (message: string, fields?: Record<string, unknown>) => void warnings.push({ message, ...(fields === undefined ? {} : { fields }) }),
+      warn: (message: string, fields?: Record<string, unknown>) =>
+        void warnings.push({ message, ...(fields === undefined ? {} : { fields }) }),
     };
     const server = await ControlServer.listen({ path, view, logger });
     const sockets: Socket[] = [];
@@ -213,7 +238,10 @@ describe('ControlServer limits', () => {
       // Each served client holds at most about one answer beyond what the kernel took.
       const buffered = server.bufferedBytes;
       const bound = server.clientCount * (answerBytes + 64 * 1024);
-      assert.ok(buffered <= bound, `${buffered} bytes buffered for ${server.clientCount} clients (answers of ${answerBytes})`);
+      assert.ok(
+        buffered <= bound,
+        `${buffered} bytes buffered for ${server.clientCount} clients (answers of ${answerBytes})`,
+      );
       assert.ok(buffered < server.clientCount * MAX_CLIENT_BUFFER_BYTES);
       const grown = memory() - memoryBefore;
       assert.ok(grown < 96 * 1024 * 1024, `memory grew by ${Math.round(grown / 1048576)} MiB`);
@@ -240,7 +268,12 @@ describe('ControlServer limits', () => {
 
   it('a client refused for too many clients is told so: ControlClient rejects with exit 69', async () => {
     const path = socketPath();
-    const server = await ControlServer.listen({ path, view: new FakeDaemonView(), maxClients: 2, logger: { warn: () => undefined } });
+    const server = await ControlServer.listen({
+      path,
+      view: new FakeDaemonView(),
+      maxClients: 2,
+      logger: { warn: () => undefined },
+    });
     try {
       const first = await ControlClient.connect(path);
       const second = await ControlClient.connect(path);
@@ -249,7 +282,10 @@ describe('ControlServer limits', () => {
       await assert.rejects(third.request('status'), (error: unknown) => {
         assert.ok(error instanceof McastError);
         assert.equal(error.exitCode, 69);
-        assert.match(error.message, /refused the connection: the daemon serves at most 2 control-socket clients at once/);
+        assert.match(
+          error.message,
+          /refused the connection: the daemon serves at most 2 control-socket clients at once/,
+        );
         return true;
       });
       third.close();
@@ -271,7 +307,10 @@ describe('ControlServer limits', () => {
     const path = socketPath();
     const view = new FakeDaemonView();
     const route = view.routesValue[0]!;
-    const bigRoutes: RouteView[] = Array.from({ length: Math.ceil((400 * 1024) / JSON.stringify(route).length) }, () => route);
+    const bigRoutes: RouteView[] = Array.from(
+      { length: Math.ceil((400 * 1024) / JSON.stringify(route).length) },
+      () => route,
+    );
     (view as DaemonView).routes = () => new Promise<RouteView[]>((resolve) => setTimeout(() => resolve(bigRoutes), 20));
     const warnings: string[] = [];
     const server = await ControlServer.listen({ path, view, logger: { warn: (message) => warnings.push(message) } });
@@ -314,9 +353,14 @@ describe('ControlServer limits', () => {
         assert.ok(!subscriber.destroyed && !busy.destroyed);
         view.emit({ type: 'replay', time: '2026-01-01T00:00:00.000Z', what: 'openflow', groups: 1 });
         await until(() => subscribed.lines.length === 2, 'the event');
-        assert.ok(answered.lines.length >= 10 && answered.lines.every((line) => line.id === 2), `${answered.lines.length} answers`);
+        assert.ok(
+          answered.lines.length >= 10 && answered.lines.every((line) => line.id === 2),
+          `${answered.lines.length} answers`,
+        );
         const closedIdle = (error: unknown) =>
-          error instanceof McastError && error.exitCode === 69 && /closed an idle connection: no request in 300 ms/.test(error.message);
+          error instanceof McastError &&
+          error.exitCode === 69 &&
+          /closed an idle connection: no request in 300 ms/.test(error.message);
         await assert.rejects(idleClient.request('status'), closedIdle);
       } finally {
         clearInterval(timer);
@@ -339,7 +383,10 @@ describe('ControlServer limits', () => {
       await until(() => lines.length === 1, 'the answer');
       const message = (lines[0]!.error as { message: string }).message;
       assert.ok(message.length < 300, `${message.length} characters`);
-      assert.match(message, /^unknown method "m+"… \(20000 characters\): the methods are status, groups, routes, events, port, stats$/);
+      assert.match(
+        message,
+        /^unknown method "m+"… \(20000 characters\): the methods are status, groups, routes, events, port, stats$/,
+      );
       socket.destroy();
     } finally {
       await server.close();

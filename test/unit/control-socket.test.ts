@@ -158,7 +158,8 @@ describe('ControlServer and ControlClient', () => {
       const client = await ControlClient.connect(path);
       await assert.rejects(
         client.request('status'),
-        (error: unknown) => error instanceof McastError && error.exitCode === 1 && /refused status: .*view exploded/.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError && error.exitCode === 1 && /refused status: .*view exploded/.test(error.message),
       );
       // The connection still serves.
       assert.deepEqual(await client.request('routes'), view.routesValue);
@@ -251,7 +252,10 @@ describe('ControlServer and ControlClient', () => {
     await server.close();
     await assert.rejects(
       streaming,
-      (error: unknown) => error instanceof McastError && error.exitCode === 69 && /lost the connection to the mcastctl daemon at /.test(error.message),
+      (error: unknown) =>
+        error instanceof McastError &&
+        error.exitCode === 69 &&
+        /lost the connection to the mcastctl daemon at /.test(error.message),
     );
     assert.equal(view.listeners.size, 0);
   });
@@ -355,7 +359,10 @@ describe('ControlServer and ControlClient', () => {
     await assert.rejects(ControlClient.connect(path), (error: unknown) => {
       assert.ok(error instanceof McastError);
       assert.equal(error.exitCode, 69);
-      assert.equal(error.message, `cannot reach the mcastctl daemon at ${path}: ENOENT (is \`mcastctl daemon\` running? set --control-socket)`);
+      assert.equal(
+        error.message,
+        `cannot reach the mcastctl daemon at ${path}: ENOENT (is \`mcastctl daemon\` running? set --control-socket)`,
+      );
       return true;
     });
   });
@@ -368,7 +375,10 @@ describe('ControlServer and ControlClient', () => {
       const client = await ControlClient.connect(path, { timeoutMs: 100 });
       await assert.rejects(
         client.request('status'),
-        (error: unknown) => error instanceof McastError && error.exitCode === 69 && /did not answer status within 100 ms/.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError &&
+          error.exitCode === 69 &&
+          /did not answer status within 100 ms/.test(error.message),
       );
       client.close();
     } finally {

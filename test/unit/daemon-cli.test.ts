@@ -111,8 +111,14 @@ describe('mcastctl status', { concurrency: true }, () => {
     assert.match(result.stdout, /^groups: +2 \(3 members\)$/m);
     assert.match(result.stdout, /^IGMP messages: +v2_leave 1, v3_report 7$/m);
     assert.match(result.stdout, /^IGMP refused: +policy 2, spoofed 1 \(veth-a \(5\) default\/pod-a 3\)$/m);
-    assert.match(result.stdout, /^IGMP meters: +200\/s, burst 1000, on 3 ports; 4200 dropped \(veth-a \(5\) default\/pod-a 4200\)$/m);
-    assert.match(result.stdout, /^group policy: +\/etc\/mcastctl\/policy\.yaml: 4 rules, read 2026-12-01T15:00:00\.000Z; 1 port denied sending$/m);
+    assert.match(
+      result.stdout,
+      /^IGMP meters: +200\/s, burst 1000, on 3 ports; 4200 dropped \(veth-a \(5\) default\/pod-a 4200\)$/m,
+    );
+    assert.match(
+      result.stdout,
+      /^group policy: +\/etc\/mcastctl\/policy\.yaml: 4 rules, read 2026-12-01T15:00:00\.000Z; 1 port denied sending$/m,
+    );
     assert.match(result.stdout, /^syncs: +5 \(1 failed\)$/m);
     assert.match(result.stdout, /^metrics: +http:\/\/127\.0\.0\.1:9100\/metrics$/m);
   });
@@ -122,7 +128,10 @@ describe('mcastctl status', { concurrency: true }, () => {
     const result = await cli(['status', '--control-socket', missing]);
     assert.equal(result.code, 69);
     assert.equal(result.stdout, '');
-    assert.equal(result.stderr, `mcastctl: cannot reach the mcastctl daemon at ${missing}: ENOENT (is \`mcastctl daemon\` running? set --control-socket)\n`);
+    assert.equal(
+      result.stderr,
+      `mcastctl: cannot reach the mcastctl daemon at ${missing}: ENOENT (is \`mcastctl daemon\` running? set --control-socket)\n`,
+    );
   });
 });
 
@@ -159,7 +168,11 @@ describe('mcastctl groups', { concurrency: true }, () => {
       assert.ok(result.stdout.includes(text), `${text} in\n${result.stdout}`);
     }
     assert.match(result.stdout, /2 groups, 3 members/);
-    assert.match(result.stdout, /^IGMP refused: policy 2, spoofed 1 \(veth-a \(5\) default\/pod-a 3\)$/m, 'the joins refused, last');
+    assert.match(
+      result.stdout,
+      /^IGMP refused: policy 2, spoofed 1 \(veth-a \(5\) default\/pod-a 3\)$/m,
+      'the joins refused, last',
+    );
   });
 
   it('a group with no members: says so, exit 0', async () => {
@@ -208,9 +221,14 @@ describe('mcastctl completion --list', { concurrency: true }, () => {
 
 describe('mcastctl snoop --daemon', () => {
   it('--json prints each event as one NDJSON line, and stops after --count', async () => {
-    const result = await cli(['snoop', '--daemon', '--control-socket', path, '--json', '--count', String(EVENTS.length)], () => {
-      void until(() => server.subscriberCount > 0, 'the subscription').then(() => EVENTS.forEach((event) => view.emit(event)));
-    });
+    const result = await cli(
+      ['snoop', '--daemon', '--control-socket', path, '--json', '--count', String(EVENTS.length)],
+      () => {
+        void until(() => server.subscriberCount > 0, 'the subscription').then(() =>
+          EVENTS.forEach((event) => view.emit(event)),
+        );
+      },
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(
       result.stdout
@@ -236,7 +254,10 @@ describe('mcastctl snoop --daemon', () => {
     assert.equal(result.code, 0, result.stderr);
     const lines = result.stdout.trimEnd().split('\n');
     assert.equal(lines.length, EVENTS.length, result.stdout);
-    assert.match(lines[0]!, /^12:00:00\.000000 igmp +veth-a \(5\) default\/pod-a {2}v3 report from 10\.0\.0\.5: 239\.1\.2\.3 TO_EX \{\}$/);
+    assert.match(
+      lines[0]!,
+      /^12:00:00\.000000 igmp +veth-a \(5\) default\/pod-a {2}v3 report from 10\.0\.0\.5: 239\.1\.2\.3 TO_EX \{\}$/,
+    );
     assert.match(lines[1]!, /join +veth-a \(5\) default\/pod-a {2}239\.1\.2\.3 host 10\.0\.0\.5$/);
     assert.match(lines[2]!, /sync +239\.1\.2\.3 ports 5,6 in 1\.3 ms: ok$/);
     assert.match(lines[3]!, /leave +veth-a \(5\) default\/pod-a {2}239\.1\.2\.3 host 10\.0\.0\.5 \(expired\)$/);
@@ -286,11 +307,15 @@ describe('docs match the code', () => {
       const help = helps[index]!;
       for (const flag of new Set([...help.matchAll(/(--[a-z-]+)/g)].map((match) => match[1]!))) {
         if (flag === '--help') continue;
-        assert.ok(page.includes(flag.replace(/-/g, '\\-')), `${flag} of ${command} is missing from mcastctl-${command}(1)`);
+        assert.ok(
+          page.includes(flag.replace(/-/g, '\\-')),
+          `${flag} of ${command} is missing from mcastctl-${command}(1)`,
+        );
       }
       assert.ok(main.includes(`.B ${command.replace(/-/g, '\\-')}`), `${command} in mcastctl(1)`);
     }
     const pkg = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { man: string[] };
-    for (const command of commands) assert.ok(pkg.man.includes(`man/mcastctl-${command}.1`), `mcastctl-${command}(1) in package.json's man`);
+    for (const command of commands)
+      assert.ok(pkg.man.includes(`man/mcastctl-${command}.1`), `mcastctl-${command}(1) in package.json's man`);
   });
 });

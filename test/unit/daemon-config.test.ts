@@ -42,13 +42,19 @@ function loadFile(text: string, flags: DaemonFlags = {}): Promise<DaemonConfig> 
 
 /** Parses argv the way the daemon command will, and returns what the action would get. */
 function commandFlags(argv: string[]): DaemonFlags {
-  const command = addDaemonOptions(new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }));
+  const command = addDaemonOptions(
+    new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }),
+  );
   command.parse(argv, { from: 'user' });
   return command.opts<DaemonFlags>();
 }
 
 const DEFAULTS: DaemonConfig = {
-  target: { bridge: 'br-int', db: 'unix:/var/run/openvswitch/db.sock', openflow: 'unix:/var/run/openvswitch/br-int.mgmt' },
+  target: {
+    bridge: 'br-int',
+    db: 'unix:/var/run/openvswitch/db.sock',
+    openflow: 'unix:/var/run/openvswitch/br-int.mgmt',
+  },
   pipeline: {
     table: 0,
     priorities: { igmp: 300, sendPolicy: 280, linkLocal: 250, group: 200, unknownGroup: 190 },
@@ -101,7 +107,11 @@ describe('daemon configuration: defaults', () => {
   });
   it('follows OVS_RUNDIR for the OVS sockets', async () => {
     const config = await load({}, { OVS_RUNDIR: '/tmp/ovs' });
-    assert.deepEqual(config.target, { bridge: 'br-int', db: 'unix:/tmp/ovs/db.sock', openflow: 'unix:/tmp/ovs/br-int.mgmt' });
+    assert.deepEqual(config.target, {
+      bridge: 'br-int',
+      db: 'unix:/tmp/ovs/db.sock',
+      openflow: 'unix:/tmp/ovs/br-int.mgmt',
+    });
   });
   it('an empty file, or one of comments only, is every default', async () => {
     assert.deepEqual(await loadFile(''), DEFAULTS);
@@ -143,7 +153,10 @@ describe('daemon configuration: membership timing', () => {
   ];
   for (const { name, yaml, gmi, lmqt } of cases) {
     it(name, async () => {
-      assert.deepEqual(membershipTiming(await loadFile(yaml)), { groupMembershipIntervalMs: gmi, lastMemberQueryTimeMs: lmqt });
+      assert.deepEqual(membershipTiming(await loadFile(yaml)), {
+        groupMembershipIntervalMs: gmi,
+        lastMemberQueryTimeMs: lmqt,
+      });
     });
   }
 });
@@ -245,7 +258,14 @@ describe('daemon configuration: file values', () => {
     assert.deepEqual((await loadFile('queryVersions: 2\n')).queryVersions, [2]);
   });
   it('metricsAddress: any, loopback and unicast addresses are served on', async () => {
-    for (const address of ['0.0.0.0:9815', '127.0.0.1:9815', '127.3.4.5:1', '10.1.2.3:9815', '223.255.255.255:80', 'localhost:9815']) {
+    for (const address of [
+      '0.0.0.0:9815',
+      '127.0.0.1:9815',
+      '127.3.4.5:1',
+      '10.1.2.3:9815',
+      '223.255.255.255:80',
+      'localhost:9815',
+    ]) {
       assert.equal((await load({ metricsAddress: address })).metricsAddress, address);
     }
   });
@@ -282,7 +302,13 @@ describe('daemon configuration: flags over the file', () => {
     'table: 5',
   ].join('\n');
   it('each given flag overrides its key, the others stay', async () => {
-    const config = await loadFile(file, { queryInterval: '30s', workers: '16', logLevel: 'debug', bridge: 'br1', table: 7 });
+    const config = await loadFile(file, {
+      queryInterval: '30s',
+      workers: '16',
+      logLevel: 'debug',
+      bridge: 'br1',
+      table: 7,
+    });
     assert.equal(config.queryIntervalMs, 30_000);
     assert.equal(config.workers, 16);
     assert.equal(config.logLevel, 'debug');
@@ -309,11 +335,19 @@ describe('daemon configuration: flags over the file', () => {
   it("--no-metrics beats the file's metricsAddress; --metrics-address off too", async () => {
     assert.equal((await loadFile(file, commandFlags(['--no-metrics']))).metricsAddress, undefined);
     assert.equal((await loadFile(file, commandFlags(['--metrics-address', 'off']))).metricsAddress, undefined);
-    assert.equal((await loadFile(file, commandFlags(['--metrics-address', '0.0.0.0:9100']))).metricsAddress, '0.0.0.0:9100');
+    assert.equal(
+      (await loadFile(file, commandFlags(['--metrics-address', '0.0.0.0:9100']))).metricsAddress,
+      '0.0.0.0:9100',
+    );
   });
   it('multicast interfaces without a gateway are refused, from a file or from flags, before the daemon touches anything', async () => {
-    const message = 'multicastInterfaces (--multicast-interfaces) need a gateway (--gateway): traffic crosses between the uplinks and the pods through it';
-    const refused = (error: unknown) => error instanceof UsageError && error.message === message && error.code === 'usage' && error.exitCode === ExitCode.Usage;
+    const message =
+      'multicastInterfaces (--multicast-interfaces) need a gateway (--gateway): traffic crosses between the uplinks and the pods through it';
+    const refused = (error: unknown) =>
+      error instanceof UsageError &&
+      error.message === message &&
+      error.code === 'usage' &&
+      error.exitCode === ExitCode.Usage;
     await assert.rejects(loadFile('multicastInterfaces: [eth0]\n'), refused);
     await assert.rejects(loadFile(file, commandFlags(['--gateway', ''])), refused);
     await assert.rejects(load(commandFlags(['--multicast-interfaces', 'eth0'])), refused);
@@ -408,11 +442,26 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
   const cases: Array<{ yaml: string; line: number; key: string; why: RegExp }> = [
     { yaml: 'queryInterval: soon\n', line: 1, key: 'queryInterval', why: /"soon" is not a duration/ },
     { yaml: '# c\n\nqueryInterval: 0\n', line: 3, key: 'queryInterval', why: /not a duration/ },
-    { yaml: 'queryInterval: 500ms\nqueryResponseInterval: 100ms\n', line: 1, key: 'queryInterval', why: /not from 1s to 31744s/ },
+    {
+      yaml: 'queryInterval: 500ms\nqueryResponseInterval: 100ms\n',
+      line: 1,
+      key: 'queryInterval',
+      why: /not from 1s to 31744s/,
+    },
     { yaml: 'queryInterval: 31745s\n', line: 1, key: 'queryInterval', why: /not from 1s/ },
     { yaml: 'queryInterval: 30d\n', line: 1, key: 'queryInterval', why: /not a duration/ },
-    { yaml: 'queryInterval: 5s\n', line: 1, key: 'queryInterval', why: /must be longer than queryResponseInterval \(10s, the default\)/ },
-    { yaml: 'queryInterval: 20s\nqueryResponseInterval: 20s\n', line: 2, key: 'queryResponseInterval', why: /20s must be shorter than queryInterval \(20s\)/ },
+    {
+      yaml: 'queryInterval: 5s\n',
+      line: 1,
+      key: 'queryInterval',
+      why: /must be longer than queryResponseInterval \(10s, the default\)/,
+    },
+    {
+      yaml: 'queryInterval: 20s\nqueryResponseInterval: 20s\n',
+      line: 2,
+      key: 'queryResponseInterval',
+      why: /20s must be shorter than queryInterval \(20s\)/,
+    },
     { yaml: 'queryResponseInterval: 50ms\n', line: 1, key: 'queryResponseInterval', why: /below 100ms/ },
     {
       yaml: 'queryVersions: [2, 3]\nqueryResponseInterval: 26s\n',
@@ -437,14 +486,34 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     { yaml: 'fastLeave: yes\n', line: 1, key: 'fastLeave', why: /"yes" is not true or false/ },
     { yaml: 'workers: 0\n', line: 1, key: 'workers', why: /from 1 to 64/ },
     { yaml: 'workers: 65\n', line: 1, key: 'workers', why: /from 1 to 64/ },
-    { yaml: 'syncBackoffMin: 10s\nsyncBackoffMax: 5s\n', line: 2, key: 'syncBackoffMax', why: /5s is shorter than syncBackoffMin \(10s\)/ },
-    { yaml: 'syncBackoffMin: 10m\n', line: 1, key: 'syncBackoffMin', why: /600s is longer than syncBackoffMax \(300s, the default\)/ },
+    {
+      yaml: 'syncBackoffMin: 10s\nsyncBackoffMax: 5s\n',
+      line: 2,
+      key: 'syncBackoffMax',
+      why: /5s is shorter than syncBackoffMin \(10s\)/,
+    },
+    {
+      yaml: 'syncBackoffMin: 10m\n',
+      line: 1,
+      key: 'syncBackoffMin',
+      why: /600s is longer than syncBackoffMax \(300s, the default\)/,
+    },
     { yaml: 'routeIdleTimeout: 500ms\n', line: 1, key: 'routeIdleTimeout', why: /below 1s/ },
     { yaml: 'gateway: a/b\n', line: 1, key: 'gateway', why: /not an interface name/ },
     { yaml: 'gateway: sixteen-chars-xx\n', line: 1, key: 'gateway', why: /not an interface name/ },
     { yaml: 'gateway: 7\n', line: 1, key: 'gateway', why: /7 is not an interface name/ },
-    { yaml: 'multicastInterfaces:\n  - eth0\n  - "eth 1"\n', line: 3, key: 'multicastInterfaces', why: /"eth 1" is not an interface name/ },
-    { yaml: 'multicastInterfaces: [eth0, eth0:1]\n', line: 1, key: 'multicastInterfaces', why: /"eth0:1" is not an interface name/ },
+    {
+      yaml: 'multicastInterfaces:\n  - eth0\n  - "eth 1"\n',
+      line: 3,
+      key: 'multicastInterfaces',
+      why: /"eth 1" is not an interface name/,
+    },
+    {
+      yaml: 'multicastInterfaces: [eth0, eth0:1]\n',
+      line: 1,
+      key: 'multicastInterfaces',
+      why: /"eth0:1" is not an interface name/,
+    },
     { yaml: 'multicastInterfaces: [eth0, eth0]\n', line: 1, key: 'multicastInterfaces', why: /eth0 is listed twice/ },
     {
       yaml: 'gateway: gw0\nmulticastInterfaces:\n  - eth0\n  - gw0\n',
@@ -454,13 +523,33 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     },
     { yaml: 'stateDir: ""\n', line: 1, key: 'stateDir', why: /"" is not a path/ },
     { yaml: 'stateDir: [a]\n', line: 1, key: 'stateDir', why: /a list is not a path/ },
-    { yaml: `controlSocket: /${'x'.repeat(120)}\n`, line: 1, key: 'controlSocket', why: /longer than a socket path can be/ },
+    {
+      yaml: `controlSocket: /${'x'.repeat(120)}\n`,
+      line: 1,
+      key: 'controlSocket',
+      why: /longer than a socket path can be/,
+    },
     { yaml: 'metricsAddress: 9815\n', line: 1, key: 'metricsAddress', why: /9815 is not HOST:PORT/ },
-    { yaml: 'metricsAddress: example.com:9815\n', line: 1, key: 'metricsAddress', why: /"example.com" is not an IPv4 address or localhost/ },
+    {
+      yaml: 'metricsAddress: example.com:9815\n',
+      line: 1,
+      key: 'metricsAddress',
+      why: /"example.com" is not an IPv4 address or localhost/,
+    },
     { yaml: 'metricsAddress: 127.0.0.1:65536\n', line: 1, key: 'metricsAddress', why: /port 65536 is not 0 to 65535/ },
     { yaml: 'metricsAddress: "[::1]:9815"\n', line: 1, key: 'metricsAddress', why: /not HOST:PORT/ },
-    { yaml: 'metricsAddress: 239.1.1.1:9815\n', line: 1, key: 'metricsAddress', why: /239\.1\.1\.1 is a multicast address/ },
-    { yaml: 'metricsAddress: 255.255.255.255:9815\n', line: 1, key: 'metricsAddress', why: /255\.255\.255\.255 is the broadcast address/ },
+    {
+      yaml: 'metricsAddress: 239.1.1.1:9815\n',
+      line: 1,
+      key: 'metricsAddress',
+      why: /239\.1\.1\.1 is a multicast address/,
+    },
+    {
+      yaml: 'metricsAddress: 255.255.255.255:9815\n',
+      line: 1,
+      key: 'metricsAddress',
+      why: /255\.255\.255\.255 is the broadcast address/,
+    },
     { yaml: 'logFormat: xml\n', line: 1, key: 'logFormat', why: /"xml" is not one of text, json/ },
     { yaml: 'logLevel: trace\n', line: 1, key: 'logLevel', why: /"trace" is not one of debug, info, warn, error/ },
     { yaml: 'bridge: a/b\n', line: 1, key: 'bridge', why: /not a bridge name/ },
@@ -471,8 +560,18 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     { yaml: 'cookiePrefix: "0"\n', line: 1, key: 'cookiePrefix', why: /0x0 is not a 16-bit value/ },
     { yaml: 'cookiePrefix: "10000"\n', line: 1, key: 'cookiePrefix', why: /0x10000 is not a 16-bit value/ },
     { yaml: 'cookiePrefix: xyz\n', line: 1, key: 'cookiePrefix', why: /not a 16-bit cookie prefix in hexadecimal/ },
-    { yaml: 'groupIdBase: 10000000\n', line: 1, key: 'groupIdBase', why: /a bare YAML number is decimal: write "10000000" in quotes, or 0x10000000/ },
-    { yaml: 'groupIdBase: "f0000000"\n', line: 1, key: 'groupIdBase', why: /not a multiple of 0x10000000 from 0x10000000 to 0xe0000000/ },
+    {
+      yaml: 'groupIdBase: 10000000\n',
+      line: 1,
+      key: 'groupIdBase',
+      why: /a bare YAML number is decimal: write "10000000" in quotes, or 0x10000000/,
+    },
+    {
+      yaml: 'groupIdBase: "f0000000"\n',
+      line: 1,
+      key: 'groupIdBase',
+      why: /not a multiple of 0x10000000 from 0x10000000 to 0xe0000000/,
+    },
   ];
   for (const { yaml, line, key, why } of cases) {
     it(`${key}: ${JSON.stringify(yaml)}`, async () => {
@@ -484,15 +583,31 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
   }
   it('names an unknown key and lists the known ones', async () => {
     const path = configFile('queryInterval: 60s\nqueryIntervall: 60s\n');
-    await rejectsUsage(load({ config: path }), /line 2: unknown key "queryIntervall" \(known: bridge, ovsRundir, .*queryInterval, .*logLevel\)/, 'unknown');
+    await rejectsUsage(
+      load({ config: path }),
+      /line 2: unknown key "queryIntervall" \(known: bridge, ovsRundir, .*queryInterval, .*logLevel\)/,
+      'unknown',
+    );
   });
   it('names the line of a YAML syntax error', async () => {
-    await rejectsUsage(load({ config: configFile('queryInterval: 60s\nqueryVersions: [2, 3\nrobustness: 2\n') }), /line 3: not valid YAML: /, 'syntax');
-    await rejectsUsage(load({ config: configFile('workers: 1\nworkers: 2\n') }), /line 2: not valid YAML: duplicated mapping key/, 'duplicate');
+    await rejectsUsage(
+      load({ config: configFile('queryInterval: 60s\nqueryVersions: [2, 3\nrobustness: 2\n') }),
+      /line 3: not valid YAML: /,
+      'syntax',
+    );
+    await rejectsUsage(
+      load({ config: configFile('workers: 1\nworkers: 2\n') }),
+      /line 2: not valid YAML: duplicated mapping key/,
+      'duplicate',
+    );
     await rejectsUsage(load({ config: configFile('  a: 1\n b: 2\n') }), /line 2: not valid YAML/, 'indent');
   });
   it('refuses a file that is not a mapping', async () => {
-    await rejectsUsage(load({ config: configFile('- queryInterval: 60s\n') }), /line 1: the file must be a mapping/, 'list');
+    await rejectsUsage(
+      load({ config: configFile('- queryInterval: 60s\n') }),
+      /line 1: the file must be a mapping/,
+      'list',
+    );
     await rejectsUsage(load({ config: configFile('just words\n') }), /line 1: the file must be a mapping/, 'scalar');
   });
   it('a missing or unreadable file is bad-file, with what to do', async () => {
@@ -508,7 +623,10 @@ describe('daemon configuration: bad files (exit 64, naming the file, line and ke
     }
   });
   it('the hint says which flag overrides the key', async () => {
-    await assert.rejects(load({ config: configFile('workers: 0\n') }), (error: unknown) => error instanceof UsageError && /--workers/.test(error.hint ?? ''));
+    await assert.rejects(
+      load({ config: configFile('workers: 0\n') }),
+      (error: unknown) => error instanceof UsageError && /--workers/.test(error.hint ?? ''),
+    );
   });
 });
 
@@ -541,15 +659,34 @@ describe('daemon configuration: hostile files (exit 64 at once, naming the file 
     assert.equal((await loadFile(`# ${'x'.repeat(MAX_CONFIG_FILE_BYTES - 100)}\nworkers: 2\n`)).workers, 2);
   });
   it("refuses nesting deeper than 64 levels, before either parser's stack overflows", async () => {
-    await rejectsUsage(loadFile(`queryVersions: ${'['.repeat(1000)}${']'.repeat(1000)}\n`), /^config .* line 1: nested deeper than 64 levels/, 'flow');
+    await rejectsUsage(
+      loadFile(`queryVersions: ${'['.repeat(1000)}${']'.repeat(1000)}\n`),
+      /^config .* line 1: nested deeper than 64 levels/,
+      'flow',
+    );
     const block = Array.from({ length: 1000 }, (_, depth) => `${' '.repeat(depth + 2)}-`).join('\n');
-    await rejectsUsage(loadFile(`workers: 2\nmulticastInterfaces:\n${block}\n`), /^config .* line 6\d: nested deeper than 64 levels/, 'block');
-    await rejectsUsage(loadFile(`queryVersions: ${'['.repeat(100_000)}\n`), /line 1: nested deeper than 64 levels/, 'unclosed');
+    await rejectsUsage(
+      loadFile(`workers: 2\nmulticastInterfaces:\n${block}\n`),
+      /^config .* line 6\d: nested deeper than 64 levels/,
+      'block',
+    );
+    await rejectsUsage(
+      loadFile(`queryVersions: ${'['.repeat(100_000)}\n`),
+      /line 1: nested deeper than 64 levels/,
+      'unclosed',
+    );
   });
   it('refuses anchors and aliases: a legal file of 150 aliases', async () => {
     const text = `gateway: &uplink gw0\nmulticastInterfaces: [${Array(150).fill('*uplink').join(', ')}]\n`;
-    await rejectsUsage(loadFile(text), /^config .* line 1: an anchor \(&uplink\): anchors and aliases \(&name, \*name\) are not allowed here$/, 'aliases');
-    await assert.rejects(loadFile(text), (error: unknown) => error instanceof UsageError && error.hint === 'write each value out in full');
+    await rejectsUsage(
+      loadFile(text),
+      /^config .* line 1: an anchor \(&uplink\): anchors and aliases \(&name, \*name\) are not allowed here$/,
+      'aliases',
+    );
+    await assert.rejects(
+      loadFile(text),
+      (error: unknown) => error instanceof UsageError && error.hint === 'write each value out in full',
+    );
   });
   it('refuses a billion laughs at its first anchor', async () => {
     const levels = ['gateway: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
@@ -572,36 +709,84 @@ describe('daemon configuration: hostile files (exit 64 at once, naming the file 
   it('refuses more nodes than a configuration has, in well under a second', async () => {
     const keys = Array.from({ length: 40_000 }, (_, index) => `k${index}: 1`).join('\n');
     const started = Date.now();
-    await rejectsUsage(loadFile(`${keys}\n`), /^config .* line 5001: more than 10000 keys, values and list items/, 'keys');
+    await rejectsUsage(
+      loadFile(`${keys}\n`),
+      /^config .* line 5001: more than 10000 keys, values and list items/,
+      'keys',
+    );
     assert.ok(Date.now() - started < 1_000, `${Date.now() - started} ms`);
   });
   it('quotes a long value or key cut short', async () => {
-    await rejectsUsage(loadFile(`logLevel: ${'v'.repeat(10_000)}\n`), /^config .* line 1: logLevel: "v{64}"… \(10000 characters\) is not one of/, 'value');
-    await rejectsUsage(loadFile(`? ${'k'.repeat(10_000)}\n: 1\n`), /^config .* line 1: unknown key "k{64}"… \(10000 characters\) \(known:/, 'key');
+    await rejectsUsage(
+      loadFile(`logLevel: ${'v'.repeat(10_000)}\n`),
+      /^config .* line 1: logLevel: "v{64}"… \(10000 characters\) is not one of/,
+      'value',
+    );
+    await rejectsUsage(
+      loadFile(`? ${'k'.repeat(10_000)}\n: 1\n`),
+      /^config .* line 1: unknown key "k{64}"… \(10000 characters\) \(known:/,
+      'key',
+    );
   });
 });
 
 describe('daemon configuration: bad flags (exit 64, naming the flag)', () => {
   const cases: Array<{ flags: DaemonFlags; flag: string; why: RegExp }> = [
     { flags: { queryInterval: 'soon' }, flag: '--query-interval', why: /not a duration/ },
-    { flags: { queryInterval: '5s' }, flag: '--query-interval', why: /must be longer than queryResponseInterval \(10s, the default\)/ },
-    { flags: { queryResponseInterval: '200s' }, flag: '--query-response-interval', why: /must be shorter than queryInterval \(125s, the default\)/ },
-    { flags: { queryInterval: '60s', queryResponseInterval: '60s' }, flag: '--query-response-interval', why: /shorter than --query-interval \(60s\)/ },
-    { flags: { queryVersions: '2', queryResponseInterval: '30s' }, flag: '--query-response-interval', why: /does not fit an IGMPv2 query/ },
+    {
+      flags: { queryInterval: '5s' },
+      flag: '--query-interval',
+      why: /must be longer than queryResponseInterval \(10s, the default\)/,
+    },
+    {
+      flags: { queryResponseInterval: '200s' },
+      flag: '--query-response-interval',
+      why: /must be shorter than queryInterval \(125s, the default\)/,
+    },
+    {
+      flags: { queryInterval: '60s', queryResponseInterval: '60s' },
+      flag: '--query-response-interval',
+      why: /shorter than --query-interval \(60s\)/,
+    },
+    {
+      flags: { queryVersions: '2', queryResponseInterval: '30s' },
+      flag: '--query-response-interval',
+      why: /does not fit an IGMPv2 query/,
+    },
     { flags: { queryVersions: '1,x' }, flag: '--query-versions', why: /"x" is not an IGMP version/ },
     { flags: { robustness: '-1' }, flag: '--robustness', why: /from 1 to 7/ },
     { flags: { lastMemberQueryInterval: '1m' }, flag: '--last-member-query-interval', why: /not from 100ms to 25.5s/ },
     { flags: { workers: 'four' }, flag: '--workers', why: /from 1 to 64/ },
-    { flags: { syncBackoffMax: '1s' }, flag: '--sync-backoff-max', why: /shorter than syncBackoffMin \(5s, the default\)/ },
+    {
+      flags: { syncBackoffMax: '1s' },
+      flag: '--sync-backoff-max',
+      why: /shorter than syncBackoffMin \(5s, the default\)/,
+    },
     { flags: { routeIdleTimeout: '1ms' }, flag: '--route-idle-timeout', why: /below 1s/ },
     { flags: { gateway: 'gw 0' }, flag: '--gateway', why: /not an interface name/ },
-    { flags: { multicastInterfaces: 'eth0,,eth1' }, flag: '--multicast-interfaces', why: /"" is not an interface name/ },
-    { flags: { gateway: 'eth0', multicastInterfaces: 'eth0' }, flag: '--multicast-interfaces', why: /both the gateway and a multicast interface/ },
+    {
+      flags: { multicastInterfaces: 'eth0,,eth1' },
+      flag: '--multicast-interfaces',
+      why: /"" is not an interface name/,
+    },
+    {
+      flags: { gateway: 'eth0', multicastInterfaces: 'eth0' },
+      flag: '--multicast-interfaces',
+      why: /both the gateway and a multicast interface/,
+    },
     { flags: { metricsAddress: 'nohost' }, flag: '--metrics-address', why: /not HOST:PORT/ },
-    { flags: { metricsAddress: '224.0.0.1:9815' }, flag: '--metrics-address', why: /224\.0\.0\.1 is a multicast address/ },
+    {
+      flags: { metricsAddress: '224.0.0.1:9815' },
+      flag: '--metrics-address',
+      why: /224\.0\.0\.1 is a multicast address/,
+    },
     { flags: { metricsAddress: '239.255.255.255:1' }, flag: '--metrics-address', why: /is a multicast address/ },
     { flags: { metricsAddress: '255.255.255.255:9815' }, flag: '--metrics-address', why: /the broadcast address/ },
-    { flags: { logLevel: 'v'.repeat(10_000) }, flag: '--log-level', why: /^--log-level: "v{64}"… \(10000 characters\) is not one of debug/ },
+    {
+      flags: { logLevel: 'v'.repeat(10_000) },
+      flag: '--log-level',
+      why: /^--log-level: "v{64}"… \(10000 characters\) is not one of debug/,
+    },
     {
       flags: { metricsAddress: `${'h'.repeat(10_000)}:1` },
       flag: '--metrics-address',
@@ -628,7 +813,11 @@ describe('daemon configuration: bad flags (exit 64, naming the flag)', () => {
     );
   });
   it('--no-metrics with --metrics-address is refused', async () => {
-    await rejectsUsage(load(commandFlags(['--no-metrics', '--metrics-address', '127.0.0.1:1'])), /--no-metrics and --metrics-address/, 'metrics');
+    await rejectsUsage(
+      load(commandFlags(['--no-metrics', '--metrics-address', '127.0.0.1:1'])),
+      /--no-metrics and --metrics-address/,
+      'metrics',
+    );
   });
   it('commander refuses a bad --table before we see it', () => {
     assert.throws(() => commandFlags(['--table', '300']), UsageError);

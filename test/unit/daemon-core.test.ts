@@ -30,7 +30,8 @@ import { ethernetFrame, igmpBytes, ipv4Packet } from '../helpers/bytes.js';
 import { groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
 import type { SourceAddress } from '../../src/wire/ip-address.js';
 
-const frameOf = (src: string, dst: string, igmpHex: string) => ethernetFrame(ipv4Packet({ src, dst }, igmpBytes(igmpHex)));
+const frameOf = (src: string, dst: string, igmpHex: string) =>
+  ethernetFrame(ipv4Packet({ src, dst }, igmpBytes(igmpHex)));
 const meta = { frame: 1, ts: 0 };
 
 describe('snoopFrame', () => {
@@ -38,22 +39,37 @@ describe('snoopFrame', () => {
     const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '16 00 0000 ef 01 02 03'), meta)!;
     assert.equal(report.type, 'report');
     assert.equal(report.version, 2);
-    assert.deepEqual(report.calls, [{ op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 2 }]);
+    assert.deepEqual(report.calls, [
+      { op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 2 },
+    ]);
     const leave = snoopFrame(frameOf('10.1.0.5', '224.0.0.2', '17 00 0000 ef 01 02 03'), meta)!;
     assert.deepEqual(leave.calls, [{ op: 'leave', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5') }]);
   });
 
   it('a v1 report counts as version 1', () => {
     const report = snoopFrame(frameOf('10.1.0.5', '239.1.2.3', '12 00 0000 ef 01 02 03'), meta)!;
-    assert.deepEqual(report.calls, [{ op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 1 }]);
+    assert.deepEqual(report.calls, [
+      { op: 'report', group: groupAddress('239.1.2.3'), host: hostAddress('10.1.0.5'), version: 1 },
+    ]);
   });
 
   it('a v3 report gives one call per record, link-local groups left out', () => {
     // two records: TO_EX {} for 239.1.1.1, IS_IN {10.9.9.1} for 224.0.0.251 (mDNS, link-local)
-    const snooped = snoopFrame(frameOf('10.1.0.5', '224.0.0.22', '22 00 0000 0000 0002 04 00 0000 ef 01 01 01 01 00 0001 e0 00 00 fb 0a 09 09 01'), meta)!;
+    const snooped = snoopFrame(
+      frameOf(
+        '10.1.0.5',
+        '224.0.0.22',
+        '22 00 0000 0000 0002 04 00 0000 ef 01 01 01 01 00 0001 e0 00 00 fb 0a 09 09 01',
+      ),
+      meta,
+    )!;
     assert.equal(snooped.version, 3);
     assert.deepEqual(snooped.calls, [
-      { op: 'record', host: hostAddress('10.1.0.5'), record: { type: 'CHANGE_TO_EXCLUDE_MODE', group: groupAddress('239.1.1.1'), sources: [] } },
+      {
+        op: 'record',
+        host: hostAddress('10.1.0.5'),
+        record: { type: 'CHANGE_TO_EXCLUDE_MODE', group: groupAddress('239.1.1.1'), sources: [] },
+      },
     ]);
   });
 
@@ -68,9 +84,15 @@ describe('snoopFrame', () => {
   });
 
   it('MLD is snooped like IGMP: an MLDv1 report is a report in IGMPv2 terms; broken MLD is counted as malformed', () => {
-    const report = mldFrame.encodeFrame({ message: { kind: 'report', version: 1, group: 'ff0e::1234' }, src: 'fe80::1', dst: 'ff0e::1234' });
+    const report = mldFrame.encodeFrame({
+      message: { kind: 'report', version: 1, group: 'ff0e::1234' },
+      src: 'fe80::1',
+      dst: 'ff0e::1234',
+    });
     assert.equal(decodeFrame(ipLocator(1), report, meta)?.kind, 'mld', 'the frame is MLD');
-    assert.deepEqual(snoopFrame(report, meta)!.calls, [{ op: 'report', group: groupAddress('ff0e::1234'), host: hostAddress('fe80::1'), version: 2 }]);
+    assert.deepEqual(snoopFrame(report, meta)!.calls, [
+      { op: 'report', group: groupAddress('ff0e::1234'), host: hostAddress('fe80::1'), version: 2 },
+    ]);
     const broken = Buffer.from(report);
     broken[broken.length - 1] = broken[broken.length - 1]! ^ 0xff; // the checksum no longer matches
     assert.equal(decodeFrame(ipLocator(1), broken, meta)?.kind, 'malformed', 'the frame is malformed MLD');
@@ -84,7 +106,9 @@ describe('snoopFrame', () => {
 
   it('routable groups: multicast outside 224.0.0.0/24', () => {
     assert.deepEqual(
-      ['239.1.1.1', '224.0.1.1', '232.1.1.1', '224.0.0.251', '10.0.0.1', 'x'].map((text) => routableGroup(text) !== undefined),
+      ['239.1.1.1', '224.0.1.1', '232.1.1.1', '224.0.0.251', '10.0.0.1', 'x'].map(
+        (text) => routableGroup(text) !== undefined,
+      ),
       [true, true, true, false, false, false],
     );
   });
@@ -233,7 +257,12 @@ describe('MembershipTable, as the daemon uses it', () => {
       },
     };
     const changes: MemberChange[] = [];
-    const table = new MembershipTable({ clock, timing, fastLeave: true, onMemberChange: (change) => changes.push(change) });
+    const table = new MembershipTable({
+      clock,
+      timing,
+      fastLeave: true,
+      onMemberChange: (change) => changes.push(change),
+    });
     table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2);
     table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2);
     table.report(3, hostAddress('10.1.0.3'), groupAddress('239.1.1.1'), 2);
@@ -247,7 +276,13 @@ describe('MembershipTable, as the daemon uses it', () => {
       { type: 'join', group: groupAddress('239.1.1.1'), port: 3, host: hostAddress('10.1.0.3') },
       { type: 'leave', group: groupAddress('239.1.1.1'), port: 2, host: hostAddress('10.1.0.2'), reason: 'leave' },
       { type: 'join', group: groupAddress('239.2.2.2'), port: 4, host: hostAddress('10.1.0.4') },
-      { type: 'leave', group: groupAddress('239.2.2.2'), port: 4, host: hostAddress('10.1.0.4'), reason: 'port-removed' },
+      {
+        type: 'leave',
+        group: groupAddress('239.2.2.2'),
+        port: 4,
+        host: hostAddress('10.1.0.4'),
+        reason: 'port-removed',
+      },
       { type: 'leave', group: groupAddress('239.1.1.1'), port: 3, host: hostAddress('10.1.0.3'), reason: 'expired' },
     ]);
   });
@@ -298,7 +333,11 @@ describe('MembershipTable, as the daemon uses it', () => {
     assert.equal(table.nextDeadline(), 51_000);
     // v2 compatibility restored: a BLOCK from port 2 is ignored (§7.3.2).
     assert.deepEqual(
-      table.record(2, hostAddress('10.1.0.2'), { type: 'BLOCK_OLD_SOURCES', group: groupAddress('239.1.1.1'), sources: [sourceAddress('10.9.9.9')] }),
+      table.record(2, hostAddress('10.1.0.2'), {
+        type: 'BLOCK_OLD_SOURCES',
+        group: groupAddress('239.1.1.1'),
+        sources: [sourceAddress('10.9.9.9')],
+      }),
       [],
     );
     assert.equal(table.memberCount, 2);
@@ -326,12 +365,18 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000)]);
-    assert.deepEqual(table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2), [], 'the port was already forwarded to');
+    assert.deepEqual(
+      table.report(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1'), 2),
+      [],
+      'the port was already forwarded to',
+    );
     assert.deepEqual(
       table.snapshot()[0]!.members.map((m) => m.host),
       ['10.1.0.2'],
     );
-    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }]);
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [
+      { kind: 'members', group: groupAddress('239.1.1.1'), ports: [] },
+    ]);
   });
 
   it('a leave from a host not heard since the restart ends the placeholder of its port', () => {
@@ -343,10 +388,17 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: true });
     table.restore([placeholder(2, -5_000), placeholder(3, -5_000)]);
-    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [3] }]);
-    assert.deepEqual(table.record(3, hostAddress('10.1.0.3'), { type: 'CHANGE_TO_INCLUDE_MODE', group: groupAddress('239.1.1.1'), sources: [] }), [
-      { kind: 'members', group: groupAddress('239.1.1.1'), ports: [] },
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [
+      { kind: 'members', group: groupAddress('239.1.1.1'), ports: [3] },
     ]);
+    assert.deepEqual(
+      table.record(3, hostAddress('10.1.0.3'), {
+        type: 'CHANGE_TO_INCLUDE_MODE',
+        group: groupAddress('239.1.1.1'),
+        sources: [],
+      }),
+      [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }],
+    );
   });
 
   it('without fast leave the placeholder port is asked, and removed when nobody answers', () => {
@@ -358,7 +410,9 @@ describe('placeholder members (ports found in OVS at a restart, without saved st
     };
     const table = new MembershipTable({ clock, timing, fastLeave: false });
     table.restore([placeholder(2, -5_000)]);
-    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [{ kind: 'query', group: groupAddress('239.1.1.1'), port: 2 }]);
+    assert.deepEqual(table.leave(2, hostAddress('10.1.0.2'), groupAddress('239.1.1.1')), [
+      { kind: 'query', group: groupAddress('239.1.1.1'), port: 2 },
+    ]);
     clock.t = 2_000;
     assert.deepEqual(table.expire(), [{ kind: 'members', group: groupAddress('239.1.1.1'), ports: [] }]);
   });
@@ -383,7 +437,9 @@ describe("BridgeClient: the daemon's syncs", () => {
   /** The group's forwarding: `ports` for every source, no (S,G) entry. */
   const wanted = (group: string, ports: number[]) => ({ group: groupAddress(group), ports, bySource: [] });
   const kinds = (messages: OpenFlowMessage[]) =>
-    messages.map((m) => (m.type === 'GROUP_MOD' ? `group-${m.command}` : m.type === 'FLOW_MOD' ? `flow-${m.command}` : m.type));
+    messages.map((m) =>
+      m.type === 'GROUP_MOD' ? `group-${m.command}` : m.type === 'FLOW_MOD' ? `flow-${m.command}` : m.type,
+    );
 
   it('adds, then modifies, then leaves a group alone that is already right, then removes it', async () => {
     const ovs = new FakeOpenFlow();
@@ -413,7 +469,10 @@ describe("BridgeClient: the daemon's syncs", () => {
     let refuse = true;
     const ovs = new FakeOpenFlow(() => refuse);
     const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
-    await assert.rejects(bridge.syncForwarding(wanted('239.1.1.1', [1])), /OVS refused 2 of 2 changes for group 239.1.1.1/);
+    await assert.rejects(
+      bridge.syncForwarding(wanted('239.1.1.1', [1])),
+      /OVS refused 2 of 2 changes for group 239.1.1.1/,
+    );
     refuse = false;
     assert.equal(await bridge.syncForwarding(wanted('239.1.1.1', [1])), 'added');
   });
@@ -423,14 +482,25 @@ describe("BridgeClient: the daemon's syncs", () => {
     assert.equal(forwarding.flow.cookie, 0x4d43_03_01_ef010101n);
     const [installed] = pipeline.readInstalled([forwarding.flow], forwarding.groups).groups;
     assert.equal(installed!.learned, true);
-    assert.equal(pipeline.readInstalled([pipeline.groupFlow(groupAddress('239.1.1.1'))], forwarding.groups).groups[0]!.learned, false);
+    assert.equal(
+      pipeline.readInstalled([pipeline.groupFlow(groupAddress('239.1.1.1'))], forwarding.groups).groups[0]!.learned,
+      false,
+    );
   });
 
   it("never takes the place of another controller's flow: a group is refused, the base flows too", async () => {
     const ovs = new FakeOpenFlow();
     const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
     const theirs = (priority: number, match: FlowStats['match']): FlowStats =>
-      ({ tableId: 0, priority, cookie: 0x99n, match, instructions: [], packetCount: 0n, byteCount: 0n }) as unknown as FlowStats;
+      ({
+        tableId: 0,
+        priority,
+        cookie: 0x99n,
+        match,
+        instructions: [],
+        packetCount: 0n,
+        byteCount: 0n,
+      }) as unknown as FlowStats;
     ovs.flows.push(
       theirs(200, [
         { field: 'ETH_TYPE', value: 0x800 },
@@ -438,7 +508,10 @@ describe("BridgeClient: the daemon's syncs", () => {
       ]),
     );
     await bridge.refresh();
-    await assert.rejects(bridge.syncForwarding(wanted('239.1.1.1', [1])), (error: unknown) => error instanceof McastError && error.code === 'conflict');
+    await assert.rejects(
+      bridge.syncForwarding(wanted('239.1.1.1', [1])),
+      (error: unknown) => error instanceof McastError && error.code === 'conflict',
+    );
     assert.equal(await bridge.syncForwarding(wanted('239.2.2.2', [1])), 'added', 'other groups are fine');
     ovs.flows.push(
       theirs(300, [
@@ -448,7 +521,10 @@ describe("BridgeClient: the daemon's syncs", () => {
     );
     await bridge.refresh();
     const before = ovs.batches.length;
-    await assert.rejects(bridge.installBase(1), /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/);
+    await assert.rejects(
+      bridge.installBase(1),
+      /another controller's flow \(cookie 0x99\) has the match and priority 300 of the daemon's ip,nw_proto=2 flow/,
+    );
     assert.equal(ovs.batches.length, before, 'nothing sent');
   });
 
@@ -475,7 +551,8 @@ describe("BridgeClient: the daemon's syncs", () => {
     assert.deepEqual(bridge.learnedGroups, []);
     await assert.rejects(
       bridge.syncForwarding(wanted('239.3.3.3', [1])),
-      (error: unknown) => error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message),
+      (error: unknown) =>
+        error instanceof McastError && error.code === 'conflict' && /installed statically/.test(error.message),
     );
     assert.equal(await bridge.syncForwarding(wanted('239.3.3.3', [])), 'absent');
     assert.equal(ovs.batches.length, 0, 'nothing sent');
@@ -511,8 +588,17 @@ describe("BridgeClient: the daemon's syncs", () => {
     assert.equal(flows.length, 9);
     const membership = pipeline.membershipToController();
     assert.deepEqual(
-      membership.map((flow) => [flow.match.inPort, flow.priority, flow.match.ethType, flow.match.ipProto, flow.match.icmpv6Type]),
-      [[undefined, 300, 0x0800, 2, undefined], ...[130, 131, 132, 143].map((type) => [undefined, 300, 0x86dd, 58, type])],
+      membership.map((flow) => [
+        flow.match.inPort,
+        flow.priority,
+        flow.match.ethType,
+        flow.match.ipProto,
+        flow.match.icmpv6Type,
+      ]),
+      [
+        [undefined, 300, 0x0800, 2, undefined],
+        ...[130, 131, 132, 143].map((type) => [undefined, 300, 0x86dd, 58, type]),
+      ],
       'every port; MLD by its four types, so Neighbor Discovery stays out',
     );
     assert.deepEqual(

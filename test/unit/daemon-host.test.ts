@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config/daemon-config.js';
-import { type DaemonHostOptions, type DaemonHostServices, type DaemonLoop, DaemonHost, type LoopStart } from '../../src/controllers/daemon/host/daemon-host.js';
+import {
+  type DaemonHostOptions,
+  type DaemonHostServices,
+  type DaemonLoop,
+  DaemonHost,
+  type LoopStart,
+} from '../../src/controllers/daemon/host/daemon-host.js';
 import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
 import { parseGroupPolicy } from '../../src/domain/policy/policy-file.js';
 import { McastError, UnavailableError, UsageError } from '../../src/errors.js';
@@ -69,7 +75,15 @@ async function startHost(setup: HostSetup = {}) {
     },
     async listenMetrics(address) {
       calls.push(`metrics ${address}`);
-      const metrics = { packetIn() {}, igmpMessage() {}, ignoredNonPod() {}, syncDone() {}, error() {}, queriesSent() {}, peerMessage() {} };
+      const metrics = {
+        packetIn() {},
+        igmpMessage() {},
+        ignoredNonPod() {},
+        syncDone() {},
+        error() {},
+        queriesSent() {},
+        peerMessage() {},
+      };
       return { address: '127.0.0.1:39090', metrics, close: async () => void calls.push('metrics closed') };
     },
     async startLoop(config, start): Promise<DaemonLoop> {
@@ -148,19 +162,34 @@ async function startHost(setup: HostSetup = {}) {
   };
 }
 
-const TUNNEL = { port: 'tun0', peers: [PEER2, PEER3], nodeAddress: NODE, refreshIntervalMs: 2_000, peerTimeoutMs: 5_000, maxGroupsPerPeer: 100 };
+const TUNNEL = {
+  port: 'tun0',
+  peers: [PEER2, PEER3],
+  nodeAddress: NODE,
+  refreshIntervalMs: 2_000,
+  peerTimeoutMs: 5_000,
+  maxGroupsPerPeer: 100,
+};
 
 describe('DaemonHost: start', () => {
   it('opens the state directory, then the control socket and the metrics, then the loop; the view answers from the loop', async () => {
     const { starting, calls, views, logger } = await startHost({ config: { metricsAddress: '127.0.0.1:0' } });
     const host = await starting;
     try {
-      assert.deepEqual(calls, ['state /nonexistent/state', 'control /nonexistent/mcastctl.sock', 'metrics 127.0.0.1:0', 'loop']);
+      assert.deepEqual(calls, [
+        'state /nonexistent/state',
+        'control /nonexistent/mcastctl.sock',
+        'metrics 127.0.0.1:0',
+        'loop',
+      ]);
       assert.equal(views[0], host.view);
       const status = host.view.status();
       assert.equal(status.bridge, 'br-test');
       assert.equal(status.metricsAddress, '127.0.0.1:39090', 'the address listened on, not the one asked for');
-      assert.deepEqual(logger.find('listening')[0]?.fields, { controlSocket: '/nonexistent/mcastctl.sock', metrics: 'http://127.0.0.1:39090/metrics' });
+      assert.deepEqual(logger.find('listening')[0]?.fields, {
+        controlSocket: '/nonexistent/mcastctl.sock',
+        metrics: 'http://127.0.0.1:39090/metrics',
+      });
     } finally {
       await host.stop();
     }
@@ -210,17 +239,31 @@ describe('DaemonHost: start', () => {
 describe('DaemonHost: reload', () => {
   it('a runtime setting changed in the file takes effect, the log level too; another waits for a restart; a bad file leaves what runs', async () => {
     const { starting, logger, loop } = await startHost({
-      configReads: [{ queryIntervalMs: 60_000, logLevel: 'warn', workers: 4 }, 'line 3: queryInterval: "soon" is not a duration', {}],
+      configReads: [
+        { queryIntervalMs: 60_000, logLevel: 'warn', workers: 4 },
+        'line 3: queryInterval: "soon" is not a duration',
+        {},
+      ],
     });
     const host = await starting;
     try {
       await host.reload();
       assert.equal(loop()?.configuration.queryIntervalMs, 60_000);
       assert.equal(logger.level, 'warn');
-      assert.deepEqual(logger.find('SIGHUP: these settings changed in the file but take effect only at the next start')[0]?.fields, { keys: 'workers' });
-      assert.ok(logger.find('SIGHUP: setting changed').some((line) => line.fields['key'] === 'queryInterval' && line.fields['to'] === 60_000));
+      assert.deepEqual(
+        logger.find('SIGHUP: these settings changed in the file but take effect only at the next start')[0]?.fields,
+        { keys: 'workers' },
+      );
+      assert.ok(
+        logger
+          .find('SIGHUP: setting changed')
+          .some((line) => line.fields['key'] === 'queryInterval' && line.fields['to'] === 60_000),
+      );
       await host.reload();
-      assert.match(String(logger.find('SIGHUP: the configuration was not reloaded; the running one stays')[0]?.fields['error']), /not a duration/);
+      assert.match(
+        String(logger.find('SIGHUP: the configuration was not reloaded; the running one stays')[0]?.fields['error']),
+        /not a duration/,
+      );
       assert.equal(loop()?.configuration.queryIntervalMs, 60_000, 'the running configuration stays');
     } finally {
       await host.stop();
@@ -256,7 +299,12 @@ describe('DaemonHost: reload', () => {
       peers.set([PEER3]);
       await settle();
       assert.deepEqual(peersNow(), [PEER3]);
-      assert.deepEqual(logger.find('fake peers changed: the peers changed')[0]?.fields, { source: 'fake peers', added: '', removed: PEER2, peers: 1 });
+      assert.deepEqual(logger.find('fake peers changed: the peers changed')[0]?.fields, {
+        source: 'fake peers',
+        added: '',
+        removed: PEER2,
+        peers: 1,
+      });
       peers.failure = 'fake peers:2: "10.0.0" is not an IPv4 address';
       peers.set([PEER2]);
       await settle();
@@ -277,7 +325,10 @@ describe('DaemonHost: reload', () => {
 describe('DaemonHost: stop', () => {
   it('closes the watch and the listeners, then stops the loop with its final save', async () => {
     const peers = new FakePeerSource([PEER2]);
-    const { starting, calls, store, vswitch } = await startHost({ config: { tunnel: TUNNEL, metricsAddress: '127.0.0.1:0' }, peers });
+    const { starting, calls, store, vswitch } = await startHost({
+      config: { tunnel: TUNNEL, metricsAddress: '127.0.0.1:0' },
+      peers,
+    });
     const host = await starting;
     vswitch.packetIn(v3Report('10.1.0.2', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1' }]), 2);
     await settle();

@@ -47,7 +47,8 @@ async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: 
     vswitch.packetIn(frame, ofport);
     await settle();
   };
-  const warnings = (text: string) => logger.lines.filter((line) => line.level === 'warn' && line.message.includes(text));
+  const warnings = (text: string) =>
+    logger.lines.filter((line) => line.level === 'warn' && line.message.includes(text));
   const stop = async () => {
     const stopping = loop.stop();
     clock.advance(2_000);
@@ -71,7 +72,16 @@ describe('daemon limits: groups per port', () => {
     assert.deepEqual(refused(t.loop).byPort, [
       {
         port: { ofport: P1, name: 'p1', pod: 'shop/web' },
-        counts: { 'port-groups': 1, 'group-sources': 0, 'node-groups': 0, ssm: 0, policy: 0, 'off-link': 0, spoofed: 0, 'port-rate': 0 },
+        counts: {
+          'port-groups': 1,
+          'group-sources': 0,
+          'node-groups': 0,
+          ssm: 0,
+          policy: 0,
+          'off-link': 0,
+          spoofed: 0,
+          'port-rate': 0,
+        },
       },
     ]);
     // A refresh of a group it is in is no new join.
@@ -107,7 +117,10 @@ describe('daemon limits: groups per port', () => {
 describe('daemon limits: sources per group', () => {
   it("a new source past the limit of a port's filter is refused; the group keeps forwarding; another port has its own", async () => {
     const t = await startLoop({ maxSourcesPerGroup: 2 });
-    await t.packetIn(v3Report('10.1.0.2', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]), P1);
+    await t.packetIn(
+      v3Report('10.1.0.2', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]),
+      P1,
+    );
     const applied = t.vswitch.applied.length;
     await t.packetIn(v3Report('10.1.0.2', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.3'] }]), P1);
     assert.equal(refused(t.loop).total['group-sources'], 1);
@@ -118,9 +131,15 @@ describe('daemon limits: sources per group', () => {
       [['10.9.0.1', '10.9.0.2']],
     );
     // The same report again (no new source) is a refresh.
-    await t.packetIn(v3Report('10.1.0.2', [{ type: 'MODE_IS_INCLUDE', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]), P1);
+    await t.packetIn(
+      v3Report('10.1.0.2', [{ type: 'MODE_IS_INCLUDE', group: group(1), sources: ['10.9.0.1', '10.9.0.2'] }]),
+      P1,
+    );
     assert.equal(refused(t.loop).total['group-sources'], 1);
-    await t.packetIn(v3Report('10.1.0.3', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.3', '10.9.0.4'] }]), P2);
+    await t.packetIn(
+      v3Report('10.1.0.3', [{ type: 'ALLOW_NEW_SOURCES', group: group(1), sources: ['10.9.0.3', '10.9.0.4'] }]),
+      P2,
+    );
     assert.equal(refused(t.loop).total['group-sources'], 1);
     assert.deepEqual(t.vswitch.groups.get(group(1)), [GATEWAY, P1, P2]);
     await t.stop();
@@ -233,7 +252,13 @@ describe('daemon: IGMP headers no host on the link sends', () => {
     assert.equal(t.loop.groups().length, 0, 'neither joins');
     assert.equal(refused(t.loop).total['off-link'], 2);
     assert.equal(t.warnings('not from a host on the link').length, 1, 'one warning an interval');
-    await t.packetIn(igmpFrame({ kind: 'report', version: 2, group: '239.1.1.8' }, { src: '10.1.0.2', dst: '239.1.1.8', routerAlert: false }), P1);
+    await t.packetIn(
+      igmpFrame(
+        { kind: 'report', version: 2, group: '239.1.1.8' },
+        { src: '10.1.0.2', dst: '239.1.1.8', routerAlert: false },
+      ),
+      P1,
+    );
     await t.packetIn(v3Join(1, true), P1);
     assert.deepEqual(
       t.loop

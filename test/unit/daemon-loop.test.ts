@@ -42,7 +42,10 @@ interface LoopSetup {
 async function startLoop(setup: LoopSetup = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('p1', 2, 'shop/web')
+    .addPort('p2', 3, 'shop/db');
   podDirectory.addPort('p3', 4, 'cache').addPort('eth1', 9);
   const router = setup.router === true ? new FakeRouter() : undefined;
   const store = new MemoryStateStore();
@@ -80,8 +83,23 @@ async function startLoop(setup: LoopSetup = {}) {
     clock.advance(ms);
     await settle();
   };
-  const queriesAbout = (group: string) => vswitch.sent.flatMap((sent) => (decodeQuery(sent.frame)?.group === group ? [sent.ports] : []));
-  return { loop, clock, vswitch, podDirectory, router, store, logger, events, fatal, stop, packetIn, advance, queriesAbout };
+  const queriesAbout = (group: string) =>
+    vswitch.sent.flatMap((sent) => (decodeQuery(sent.frame)?.group === group ? [sent.ports] : []));
+  return {
+    loop,
+    clock,
+    vswitch,
+    podDirectory,
+    router,
+    store,
+    logger,
+    events,
+    fatal,
+    stop,
+    packetIn,
+    advance,
+    queriesAbout,
+  };
 }
 
 const ofEvents = <T extends DaemonEvent['type']>(events: DaemonEvent[], type: T) =>
@@ -180,7 +198,10 @@ describe('daemon loop: joins and leaves', () => {
     await t.packetIn(v2Leave('10.1.0.2', GROUP), 2);
     assert.deepEqual(t.vswitch.groups.get(GROUP), [GATEWAY, 2], 'a v2 leave is ignored in v1 mode');
     await t.packetIn(v2Report('10.1.0.3', GROUP), 3);
-    await t.packetIn(v3Report('10.1.0.3', [{ type: 'BLOCK_OLD_SOURCES', group: GROUP, sources: [sourceAddress('10.9.9.9')] }]), 3);
+    await t.packetIn(
+      v3Report('10.1.0.3', [{ type: 'BLOCK_OLD_SOURCES', group: GROUP, sources: [sourceAddress('10.9.9.9')] }]),
+      3,
+    );
     const members = t.loop.groups()[0]!.members;
     assert.deepEqual(
       members.map((m) => [m.port.ofport, m.compatibility, m.mode]),
@@ -293,7 +314,9 @@ describe('daemon loop: the switch', () => {
 
   it('OVSDB reconnected: the ports are resynced, the bridge lock taken again; another daemon holding it stops this one', async () => {
     const answers = [true, false];
-    const t = await startLoop({ bridgeLock: { reacquire: async () => answers.shift()!, release: async () => undefined } });
+    const t = await startLoop({
+      bridgeLock: { reacquire: async () => answers.shift()!, release: async () => undefined },
+    });
     t.podDirectory.reconnect();
     await settle();
     assert.equal(t.fatal.length, 0, 'the lock is held again');
@@ -315,11 +338,19 @@ describe('daemon loop: the switch', () => {
 
 describe('daemon loop: restarts', () => {
   const REPORTED_V2 = { mode: 'exclude' as const, sources: [], compatibility: 2 as const };
-  const savedState = (members: Array<{ portName: string; pod?: string; host: HostAddress }>, savedAt: number): SavedState => ({
+  const savedState = (
+    members: Array<{ portName: string; pod?: string; host: HostAddress }>,
+    savedAt: number,
+  ): SavedState => ({
     version: 2,
     savedAt,
     bridge: 'br-test',
-    groups: [{ group: GROUP, members: members.map((member) => ({ ...member, ...REPORTED_V2, lastReportAt: savedAt - 5_000 })) }],
+    groups: [
+      {
+        group: GROUP,
+        members: members.map((member) => ({ ...member, ...REPORTED_V2, lastReportAt: savedAt - 5_000 })),
+      },
+    ],
   });
 
   it('with saved state: the members are back and nothing is written to OVS for groups already right', async () => {
@@ -357,7 +388,10 @@ describe('daemon loop: restarts', () => {
     const t = await startLoop({
       prepare: ({ vswitch, store }) => {
         vswitch.preinstall(GROUP, [GATEWAY, 2]);
-        store.state = savedState([{ portName: 'p1', pod: 'shop/old', host: hostAddress('10.1.0.2') }], Date.UTC(2026, 0, 1));
+        store.state = savedState(
+          [{ portName: 'p1', pod: 'shop/old', host: hostAddress('10.1.0.2') }],
+          Date.UTC(2026, 0, 1),
+        );
       },
     });
     assert.equal(t.logger.find('state restored')[0]?.fields.skippedMembersOfGonePods, 1);

@@ -54,8 +54,17 @@ function mldFrameOf(message: MldMessage, src: string, dst: string, options: { ho
   if (options.hopLimit !== undefined) frame[14 + 7] = options.hopLimit;
   return frame;
 }
-const mldV2Report = (src: string, records: Array<Omit<MldRecord, 'sources'> & { sources?: string[] }>, options?: { hopLimit?: number }) =>
-  mldFrameOf({ kind: 'report', version: 2, records: records.map((record) => ({ ...record, sources: record.sources ?? [] })) }, src, 'ff02::16', options);
+const mldV2Report = (
+  src: string,
+  records: Array<Omit<MldRecord, 'sources'> & { sources?: string[] }>,
+  options?: { hopLimit?: number },
+) =>
+  mldFrameOf(
+    { kind: 'report', version: 2, records: records.map((record) => ({ ...record, sources: record.sources ?? [] })) },
+    src,
+    'ff02::16',
+    options,
+  );
 const v1Report = (src: string, group: string) => mldFrameOf({ kind: 'report', version: 1, group }, src, group);
 const v1Done = (src: string, group: string) => mldFrameOf({ kind: 'leave', version: 1, group }, src, 'ff02::2');
 
@@ -83,7 +92,11 @@ describe('snoopFrame: MLD', () => {
       {
         op: 'record',
         host: hostAddress(HOST),
-        record: { type: 'ALLOW_NEW_SOURCES', group: groupAddress('ff0e::1234'), sources: [sourceAddress('2001:db8::7')] },
+        record: {
+          type: 'ALLOW_NEW_SOURCES',
+          group: groupAddress('ff0e::1234'),
+          sources: [sourceAddress('2001:db8::7')],
+        },
       },
     ]);
   });
@@ -95,17 +108,27 @@ describe('snoopFrame: MLD', () => {
     const done = snoopFrame(v1Done(HOST, GROUP), meta)!;
     assert.deepEqual([done.type, done.version], ['leave', 1]);
     assert.deepEqual(done.calls, [{ op: 'leave', group: GROUP, host: hostAddress(HOST) }]);
-    assert.deepEqual(snoopFrame(v1Report(HOST, 'ff02::1:ff00:1'), meta)!.calls, [], 'a solicited-node group is link scope');
+    assert.deepEqual(
+      snoopFrame(v1Report(HOST, 'ff02::1:ff00:1'), meta)!.calls,
+      [],
+      'a solicited-node group is link scope',
+    );
     assert.deepEqual(snoopFrame(v1Report(HOST, 'ff12::1234'), meta)!.calls, [], 'link scope with flags');
   });
 
   it('a report from :: (a listener during DAD) changes no membership', () => {
     assert.deepEqual(snoopFrame(v1Report('::', GROUP), meta)!.calls, []);
-    assert.deepEqual(snoopFrame(mldV2Report('::', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: GROUP }]), meta)!.calls, []);
+    assert.deepEqual(
+      snoopFrame(mldV2Report('::', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: GROUP }]), meta)!.calls,
+      [],
+    );
   });
 
   it('queries are counted only; malformed MLD is malformed, of protocol mld', () => {
-    const query = snoopFrame(mldFrameOf({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 1000 }, 'fe80::9', 'ff02::1'), meta)!;
+    const query = snoopFrame(
+      mldFrameOf({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 1000 }, 'fe80::9', 'ff02::1'),
+      meta,
+    )!;
     assert.deepEqual([query.protocol, query.type, query.version, query.calls], ['mld', 'query', 1, []]);
     const broken = Buffer.from(v1Report(HOST, GROUP));
     broken[broken.length - 1] = broken[broken.length - 1]! ^ 0xff;
@@ -130,7 +153,11 @@ interface LoopSetup {
 async function startLoop(setup: LoopSetup = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db').addPort('eth1', 9);
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('p1', 2, 'shop/web')
+    .addPort('p2', 3, 'shop/db')
+    .addPort('eth1', 9);
   const router = setup.router === true ? new FakeRouter() : undefined;
   const loop = new MulticastController({
     config: testDaemonConfig(setup.config),
@@ -163,7 +190,9 @@ async function startLoop(setup: LoopSetup = {}) {
   const mldQueriesAbout = (group: string) =>
     vswitch.sent.flatMap((sent) => {
       const event = decodeMld(sent.frame);
-      return event?.message.kind === 'query' && event.message.group === group ? [{ ports: sent.ports, version: event.message.version }] : [];
+      return event?.message.kind === 'query' && event.message.group === group
+        ? [{ ports: sent.ports, version: event.message.version }]
+        : [];
     });
   const membersOf = (group: string) => loop.groups().find((view) => view.group === group)?.members ?? [];
   return { loop, vswitch, router, events, packetIn, advance, stop, mldQueriesAbout, membersOf };
@@ -204,7 +233,11 @@ describe('daemon loop: MLD', () => {
     const t = await startLoop({ config: { fastLeave: false } });
     await t.packetIn(v1Report(HOST, GROUP), 2);
     await t.packetIn(v1Done(HOST, GROUP), 2);
-    assert.deepEqual(t.mldQueriesAbout(GROUP), [{ ports: [2], version: 1 }], 'the first query at once, to that port only');
+    assert.deepEqual(
+      t.mldQueriesAbout(GROUP),
+      [{ ports: [2], version: 1 }],
+      'the first query at once, to that port only',
+    );
     const query = decodeMld(t.vswitch.sent.at(-1)!.frame)!;
     assert.equal(query.dst, GROUP, 'to the group');
     assert.ok(query.message.kind === 'query' && query.message.version === 1 && query.message.maxRespDelayMs === 1_000);
@@ -297,7 +330,11 @@ describe('Querier: MLD', () => {
 
   it('the link-local source is the modified EUI-64 of the MAC (RFC 4291 Appendix A)', () => {
     assert.equal(eui64LinkLocal('52:54:00:12:34:56'), 'fe80::5054:ff:fe12:3456');
-    assert.equal(eui64LinkLocal(GATEWAY_MAC), 'fe80::ff:fe00:1', 'the universal/local bit inverted, and the zeros compressed');
+    assert.equal(
+      eui64LinkLocal(GATEWAY_MAC),
+      'fe80::ff:fe00:1',
+      'the universal/local bit inverted, and the zeros compressed',
+    );
     assert.throws(() => eui64LinkLocal('not a mac'), RangeError);
   });
 
@@ -312,7 +349,11 @@ describe('Querier: MLD', () => {
     assert.equal(event.dst, 'ff02::1');
     assert.equal(event.ip.hopLimit, 1);
     assert.deepEqual(event.ip.hopByHop, [MLD_ROUTER_ALERT]);
-    assert.equal(Buffer.from(sent[1]!.frame.subarray(0, 6)).toString('hex'), '333300000001', 'to the 33:33 MAC of ff02::1');
+    assert.equal(
+      Buffer.from(sent[1]!.frame.subarray(0, 6)).toString('hex'),
+      '333300000001',
+      'to the 33:33 MAC of ff02::1',
+    );
     assert.equal(Buffer.from(sent[1]!.frame.subarray(6, 12)).toString('hex'), '020000000001', "from the gateway's MAC");
     const { message } = event;
     assert.ok(message.kind === 'query' && message.version === 2);
@@ -332,7 +373,11 @@ describe('Querier: MLD', () => {
       [1, 2],
     );
     for (const event of events) assert.equal(event.src, eui64LinkLocal(FALLBACK_SOURCE_MAC));
-    assert.ok(events[0]!.message.kind === 'query' && events[0]!.message.version === 1 && events[0]!.message.maxRespDelayMs === 10_000);
+    assert.ok(
+      events[0]!.message.kind === 'query' &&
+        events[0]!.message.version === 1 &&
+        events[0]!.message.maxRespDelayMs === 10_000,
+    );
   });
 
   it('MLDv2 group-and-source-specific queries to the group for an IPv6 group; none in IGMP', () => {
@@ -375,8 +420,8 @@ describe('membership limits: the IPv6 SSM range', () => {
 
   it('ff3x::/96 of any scope is SSM; other ff3x:: groups and other flags are not', () => {
     assert.deepEqual(
-      ['ff3e::8000:1', 'ff35::1', 'ff33::1:2', 'ff3e:0:0:0:1::1', 'ff3e:40:2001:db8::1', 'ff1e::1', 'ff0e::1'].map((text) =>
-        isIPv6SsmGroup(groupAddress(text)),
+      ['ff3e::8000:1', 'ff35::1', 'ff33::1:2', 'ff3e:0:0:0:1::1', 'ff3e:40:2001:db8::1', 'ff1e::1', 'ff0e::1'].map(
+        (text) => isIPv6SsmGroup(groupAddress(text)),
       ),
       [true, true, true, false, false, false, false],
     );
@@ -385,7 +430,10 @@ describe('membership limits: the IPv6 SSM range', () => {
   it('a join of any source to an IPv6 SSM group is refused like an IPv4 one; named sources are admitted; no range set: no check', () => {
     assert.deepEqual(refusalOf(request('ff3e::8000:1')), { reason: 'ssm' });
     assert.deepEqual(refusalOf(request('232.1.1.1')), { reason: 'ssm' });
-    assert.equal(refusalOf(request('ff3e::8000:1', { mode: 'include', sources: new Set([sourceAddress('2001:db8::1')]) })), undefined);
+    assert.equal(
+      refusalOf(request('ff3e::8000:1', { mode: 'include', sources: new Set([sourceAddress('2001:db8::1')]) })),
+      undefined,
+    );
     assert.equal(refusalOf(request('ff0e::1')), undefined);
     assert.equal(refusalOf({ ...request('ff3e::8000:1'), limits: { ...UNLIMITED, ssmRange: [] } }), undefined);
   });
@@ -395,7 +443,9 @@ describe('IPv6 groups in the kernel router and upstream', () => {
   const SSM6 = groupAddress('ff3e::8000:1');
   const S6 = sourceAddress('2001:db8::1');
 
-  /** A router on the fake kernel; 'lo' stands for both the gateway and the uplink (a unit test has no other interface). */
+  /**
+   * A router on the fake kernel; 'lo' stands for both the gateway and the uplink (a unit test has no other interface).
+   */
   async function openRouter(kernel: FakeRoutingKernel, members: Set<string>) {
     return KernelRouter.open({
       kernel,
@@ -443,7 +493,10 @@ describe('IPv6 groups in the kernel router and upstream', () => {
     router.setLocalMembers(GROUP, true);
     assert.deepEqual(kernel.routes.get(`2001:db8:9::9>${GROUP}`)?.oifs, [1]);
     assert.ok(kernel.memberships.some((line) => line.startsWith(`join ${GROUP}`)));
-    assert.deepEqual((await router.routeViews()).map((view) => `${view.iif}>${view.oifs.join(',')}`).sort(), ['lo>lo', 'lo>lo']);
+    assert.deepEqual((await router.routeViews()).map((view) => `${view.iif}>${view.oifs.join(',')}`).sort(), [
+      'lo>lo',
+      'lo>lo',
+    ]);
     router.close();
     assert.equal(kernel.closed, true);
   });

@@ -42,7 +42,10 @@ const POLICY = parseGroupPolicy(
 async function startLoop(options: { config?: Partial<DaemonConfig>; policy?: GroupPolicy } = {}) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('web', WEB, 'shop/web', '10.1.0.2').addPort('db', DB, 'shop/db', '10.1.0.3');
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('web', WEB, 'shop/web', '10.1.0.2')
+    .addPort('db', DB, 'shop/db', '10.1.0.3');
   const logger = new RecordingLogger();
   const loop = new MulticastController({
     config: testDaemonConfig(options.config),
@@ -111,7 +114,14 @@ describe('daemon: per-port IGMP meters', () => {
     vswitch.meters = false;
     const logger = new RecordingLogger();
     const podDirectory = new FakePodDirectory().addPort('web', WEB, 'shop/web', '10.1.0.2');
-    const loop = new MulticastController({ config: testDaemonConfig(), logger, vswitch, podDirectory, host: { interfaceIPv4: () => undefined }, clock });
+    const loop = new MulticastController({
+      config: testDaemonConfig(),
+      logger,
+      vswitch,
+      podDirectory,
+      host: { interfaceIPv4: () => undefined },
+      clock,
+    });
     await loop.start();
     await loop.whenIdle();
     assert.equal(loop.status().igmpMeter?.meteredPorts, 0);
@@ -147,7 +157,8 @@ describe('daemon: group policy', () => {
     t.loop.subscribe((event) => events.push(event));
     await t.packetIn(v2Report('10.1.0.2', '239.1.0.1'), WEB); // denied by the second rule
     await t.packetIn(v2Report('10.1.0.2', '239.2.0.1'), WEB); // the first rule's exception
-    await t.packetIn(v3Report('10.1.0.3', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.2.0.1' }]), DB); // db has no exception
+    // db has no exception
+    await t.packetIn(v3Report('10.1.0.3', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.2.0.1' }]), DB);
     await t.loop.whenIdle();
     assert.deepEqual(members(t.loop, '239.1.0.1'), []);
     assert.deepEqual(members(t.loop, '239.2.0.1'), [WEB]);
@@ -169,7 +180,8 @@ describe('daemon: group policy', () => {
 
   it('gives each pod port the ranges it may not send to, outside the link-local groups', async () => {
     const t = await startLoop({ policy: POLICY });
-    const ranges = (ofport: number) => t.vswitch.ports.get(ofport)?.deniedSend.map((range) => `${range.address}/${range.mask}`);
+    const ranges = (ofport: number) =>
+      t.vswitch.ports.get(ofport)?.deniedSend.map((range) => `${range.address}/${range.mask}`);
     assert.deepEqual(ranges(DB), ['238.1.0.0/255.255.0.0', '239.0.0.0/255.0.0.0']);
     assert.deepEqual(ranges(WEB), [
       '239.0.0.0/255.254.0.0',
@@ -192,9 +204,11 @@ describe('daemon: group policy', () => {
     await t.loop.whenIdle();
     const dbBefore = t.vswitch.ports.get(DB);
     const next = parseGroupPolicy(
-      ['rules:', '  - {action: deny, pods: "shop/*", groups: 239.0.0.0/8}', '  - {action: deny, pods: shop/db, groups: 238.1.0.0/16, directions: send}'].join(
-        '\n',
-      ),
+      [
+        'rules:',
+        '  - {action: deny, pods: "shop/*", groups: 239.0.0.0/8}',
+        '  - {action: deny, pods: shop/db, groups: 238.1.0.0/16, directions: send}',
+      ].join('\n'),
       'policy.yaml',
     );
     t.loop.setPolicy(next, 'policy.yaml');

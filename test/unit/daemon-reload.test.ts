@@ -22,9 +22,21 @@ async function config(flags: Record<string, string | boolean> = {}): Promise<Dae
 describe('planReload', () => {
   it('applies changed runtime settings and keeps everything else as it runs', async () => {
     const running = await config({ bridge: 'br-int', queryInterval: '125s', logLevel: 'info' });
-    const next = await config({ bridge: 'br-other', queryInterval: '60s', logLevel: 'debug', fastLeave: false, workers: '8', routeIdleTimeout: '30s' });
+    const next = await config({
+      bridge: 'br-other',
+      queryInterval: '60s',
+      logLevel: 'debug',
+      fastLeave: false,
+      workers: '8',
+      routeIdleTimeout: '30s',
+    });
     const plan = planReload(running, next);
-    assert.deepEqual(plan.applied.map((change) => change.key).sort(), ['fastLeave', 'logLevel', 'queryInterval', 'routeIdleTimeout']);
+    assert.deepEqual(plan.applied.map((change) => change.key).sort(), [
+      'fastLeave',
+      'logLevel',
+      'queryInterval',
+      'routeIdleTimeout',
+    ]);
     // The bridge names its management socket too.
     assert.deepEqual(plan.needRestart.sort(), ['bridge', 'openflow', 'workers']);
     assert.equal(plan.config.queryIntervalMs, 60_000);
@@ -169,7 +181,9 @@ describe('runtime settings of the components', () => {
     assert.ok(table.expire().some((effect) => effect.kind === 'members'));
     table.report(2, hostAddress('10.0.0.2'), groupAddress('239.1.1.2'), 2);
     // No fast leave now: a leave makes the port be asked first.
-    assert.ok(table.leave(2, hostAddress('10.0.0.2'), groupAddress('239.1.1.2')).some((effect) => effect.kind === 'query'));
+    assert.ok(
+      table.leave(2, hostAddress('10.0.0.2'), groupAddress('239.1.1.2')).some((effect) => effect.kind === 'query'),
+    );
   });
 
   it('Querier: the next general query comes one new interval after the reload', () => {
@@ -202,7 +216,13 @@ describe('runtime settings of the components', () => {
       [125_000],
     );
     now = 1_000;
-    querier.reconfigure({ versions: [2, 3], queryIntervalMs: 30_000, queryResponseIntervalMs: 5_000, lastMemberQueryIntervalMs: 1_000, robustness: 2 });
+    querier.reconfigure({
+      versions: [2, 3],
+      queryIntervalMs: 30_000,
+      queryResponseIntervalMs: 5_000,
+      lastMemberQueryIntervalMs: 1_000,
+      robustness: 2,
+    });
     assert.deepEqual(
       live().map((timer) => timer.at),
       [31_000],

@@ -62,7 +62,8 @@ describe('the table of settings', () => {
     }
   });
   it('every runtime setting fills a field of its own, so a reload can copy it', () => {
-    for (const setting of DAEMON_SETTINGS.filter((row) => row.runtime)) assert.ok(setting.field !== undefined, setting.key);
+    for (const setting of DAEMON_SETTINGS.filter((row) => row.runtime))
+      assert.ok(setting.field !== undefined, setting.key);
     assert.deepEqual(
       [...RUNTIME_SETTINGS],
       DAEMON_SETTINGS.filter((row) => row.runtime).map((row) => row.key),
@@ -76,7 +77,8 @@ describe('the table of settings', () => {
   });
   it('names its cross-key checks, each over known keys', () => {
     assert.equal(new Set(CONFIG_CHECKS.map((check) => check.name)).size, CONFIG_CHECKS.length);
-    for (const check of CONFIG_CHECKS) for (const key of check.keys) assert.ok(DAEMON_CONFIG_KEYS.includes(key), `${check.name}: ${key}`);
+    for (const check of CONFIG_CHECKS)
+      for (const key of check.keys) assert.ok(DAEMON_CONFIG_KEYS.includes(key), `${check.name}: ${key}`);
   });
 });
 
@@ -95,7 +97,10 @@ describe('mcastctl-daemon(1)', () => {
       const line = lines.find((text) => text.startsWith(`.BR ${setting.key} " (`));
       assert.ok(line !== undefined, `${setting.key} in CONFIGURATION FILE`);
       assert.ok(line.startsWith(`.BR ${setting.key} " (${setting.kind}`), `${setting.key} is ${setting.kind}: ${line}`);
-      assert.ok(line.includes(`default ${setting.fileDefault}`), `${setting.key} defaults to ${setting.fileDefault}: ${line}`);
+      assert.ok(
+        line.includes(`default ${setting.fileDefault}`),
+        `${setting.key} defaults to ${setting.fileDefault}: ${line}`,
+      );
     }
   });
   it('OPTIONS: every flag (and --no- flag), with its default', () => {
@@ -103,7 +108,8 @@ describe('mcastctl-daemon(1)', () => {
     for (const setting of DAEMON_SETTINGS) {
       const paragraph = optionParagraph(lines, setting.flag);
       assert.ok(paragraph !== undefined, `${setting.flag} in OPTIONS`);
-      if (setting.negation !== undefined) assert.ok(optionParagraph(lines, setting.negation.flag) !== undefined, `${setting.negation.flag} in OPTIONS`);
+      if (setting.negation !== undefined)
+        assert.ok(optionParagraph(lines, setting.negation.flag) !== undefined, `${setting.negation.flag} in OPTIONS`);
       if (setting.flagDefault === undefined) {
         assert.match(paragraph, /\(the default\)/, `${setting.flag} says it is the default`);
         continue;
@@ -121,7 +127,10 @@ describe('mcastctl-daemon(1)', () => {
     const start = lines.indexOf('.B SIGHUP');
     const end = lines.findIndex((line, index) => index > start && line === '.TP');
     const named = lines.slice(start, end).flatMap((line) => /^\.BR? ([a-zA-Z]+)\b/.exec(line)?.[1] ?? []);
-    assert.deepEqual(named.filter((name) => DAEMON_CONFIG_KEYS.includes(name as never)).sort(), [...RUNTIME_SETTINGS].sort());
+    assert.deepEqual(
+      named.filter((name) => DAEMON_CONFIG_KEYS.includes(name as never)).sort(),
+      [...RUNTIME_SETTINGS].sort(),
+    );
   });
 });
 
@@ -145,7 +154,10 @@ describe('the help', () => {
     );
     for (const option of ovs.options) {
       const setting = DAEMON_SETTINGS.find((row) => row.flag === option.long)!;
-      assert.ok(option.description.endsWith(`(default ${setting.flagDefault})`), `${option.long}: ${option.description}`);
+      assert.ok(
+        option.description.endsWith(`(default ${setting.flagDefault})`),
+        `${option.long}: ${option.description}`,
+      );
     }
   });
 });

@@ -50,7 +50,11 @@ async function startLoop(prepare?: (vswitch: FakeSwitch) => void) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
   prepare?.(vswitch);
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('pa', A, 'ns/a').addPort('pb', B, 'ns/b').addPort('pc', C, 'ns/c');
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('pa', A, 'ns/a')
+    .addPort('pb', B, 'ns/b')
+    .addPort('pc', C, 'ns/c');
   const router = new FilterRecordingRouter();
   const loop = new MulticastController({
     config: testDaemonConfig(),
@@ -68,7 +72,12 @@ async function startLoop(prepare?: (vswitch: FakeSwitch) => void) {
   loop.subscribe((event) => events.push(event));
   await loop.start();
   await settle();
-  const report = async (ofport: number, host: string, type: Parameters<typeof v3Report>[1][number]['type'], sources: string[]) => {
+  const report = async (
+    ofport: number,
+    host: string,
+    type: Parameters<typeof v3Report>[1][number]['type'],
+    sources: string[],
+  ) => {
     vswitch.packetIn(v3Report(host, [{ type, group: GROUP, sources }]), ofport);
     await settle();
   };
@@ -80,7 +89,8 @@ async function startLoop(prepare?: (vswitch: FakeSwitch) => void) {
   return { loop, vswitch, router, events, report, stop };
 }
 
-const describeFilter = (filter: SourceFilter | undefined) => (filter === undefined ? 'any' : `${filter.mode} {${[...filter.sources].sort().join(',')}}`);
+const describeFilter = (filter: SourceFilter | undefined) =>
+  filter === undefined ? 'any' : `${filter.mode} {${[...filter.sources].sort().join(',')}}`;
 
 describe('daemon loop: per-source forwarding', () => {
   it('A IN{S1}, B IN{S2}, C EX{S1}: each split source gets its own entry, the router the merged filter', async () => {
@@ -93,7 +103,11 @@ describe('daemon loop: per-source forwarding', () => {
       { source: S1, ports: [GATEWAY, A] },
       { source: S2, ports: [GATEWAY, B, C] },
     ]);
-    assert.deepEqual(t.router.filters.map(describeFilter), ['include {10.9.0.1}', 'include {10.9.0.1,10.9.0.2}', 'exclude {}']);
+    assert.deepEqual(t.router.filters.map(describeFilter), [
+      'include {10.9.0.1}',
+      'include {10.9.0.1,10.9.0.2}',
+      'exclude {}',
+    ]);
     assert.deepEqual(
       t.router.localMembers.map((call) => call.present),
       [true, true, true],
@@ -183,7 +197,10 @@ async function started(ovs = new ApplyingOpenFlow()) {
 function ops(messages: readonly OpenFlowMessage[] | undefined, pipeline: ReturnType<typeof ovsPipeline>): string[] {
   const heads =
     headsOf.get(pipeline) ??
-    new Map([[pipeline.groupId(GROUP), '*'], ...[S1, S2, S3].map((source) => [pipeline.sourceGroupId(source, GROUP), source] as const)]);
+    new Map([
+      [pipeline.groupId(GROUP), '*'],
+      ...[S1, S2, S3].map((source) => [pipeline.sourceGroupId(source, GROUP), source] as const),
+    ]);
   headsOf.set(pipeline, heads);
   const owner = (groupId: number) => heads.get(groupId) ?? String(groupId);
   return (messages ?? []).map((message) => {
@@ -191,20 +208,34 @@ function ops(messages: readonly OpenFlowMessage[] | undefined, pipeline: ReturnT
     if (message.type !== 'FLOW_MOD') return message.type;
     const field = message.match.find((oxm) => oxm.field === 'IPV4_SRC');
     const source = field !== undefined && 'value' in field ? field.value : undefined;
-    const kind = message.priority === SOURCE_PRIORITY ? 'source' : message.priority === GROUP_PRIORITY ? 'group' : String(message.priority);
+    const kind =
+      message.priority === SOURCE_PRIORITY
+        ? 'source'
+        : message.priority === GROUP_PRIORITY
+          ? 'group'
+          : String(message.priority);
     return `flow-${message.command}:${kind}${source === undefined ? '' : `:${String(source)}`}`;
   });
 }
 
 const headsOf = new WeakMap<ReturnType<typeof ovsPipeline>, Map<number, string>>();
 
-const wanted = (ports: number[], bySource: Array<{ source: typeof S1; ports: number[] }>) => ({ group: GROUP, ports, bySource });
+const wanted = (ports: number[], bySource: Array<{ source: typeof S1; ports: number[] }>) => ({
+  group: GROUP,
+  ports,
+  bySource,
+});
 
 describe('BridgeClient: (S,G) entries', () => {
   it('one batch a group: the (S,G) entries first, then (*,G), then the stale (S,G) entries, flow before groups', async () => {
     const { ovs, bridge, pipeline } = await started();
     assert.equal(await bridge.syncForwarding(wanted([GATEWAY, C], [{ source: S1, ports: [GATEWAY, A] }])), 'added');
-    assert.deepEqual(ops(ovs.batches[0], pipeline), [`group-0:${S1}`, `flow-0:source:${S1}`, 'group-0:*', 'flow-0:group']);
+    assert.deepEqual(ops(ovs.batches[0], pipeline), [
+      `group-0:${S1}`,
+      `flow-0:source:${S1}`,
+      'group-0:*',
+      'flow-0:group',
+    ]);
     assert.equal(
       await bridge.syncForwarding(
         wanted(
@@ -294,13 +325,24 @@ describe('BridgeClient: (S,G) entries', () => {
     );
     const s1Head = pipeline.sourceGroupId(S1, GROUP);
     assert.equal(await bridge.syncForwarding(wanted([GATEWAY, A, B, C], [])), 'updated');
-    assert.deepEqual(ops(ovs.batches.at(-1), pipeline), ['group-1:*', `flow-4:source:${S1}`, `group-2:${S1}`, `flow-4:source:${S2}`, `group-2:${S2}`]);
+    assert.deepEqual(ops(ovs.batches.at(-1), pipeline), [
+      'group-1:*',
+      `flow-4:source:${S1}`,
+      `group-2:${S1}`,
+      `flow-4:source:${S2}`,
+      `group-2:${S2}`,
+    ]);
     assert.deepEqual(bridge.learnedGroups, [{ group: GROUP, ports: [GATEWAY, A, B, C] }]);
     assert.equal(pipeline.groupIds.targetOf(s1Head), undefined, 'the slot of a removed (S,G) entry is free');
     await bridge.syncForwarding(wanted([GATEWAY], [{ source: S3, ports: [GATEWAY, A] }]));
     const s3Head = pipeline.sourceGroupId(S3, GROUP);
     assert.equal(await bridge.syncForwarding(wanted([], [])), 'removed');
-    assert.deepEqual(ops(ovs.batches.at(-1), pipeline), [`flow-4:source:${S3}`, `group-2:${S3}`, 'flow-4:group', 'group-2:*']);
+    assert.deepEqual(ops(ovs.batches.at(-1), pipeline), [
+      `flow-4:source:${S3}`,
+      `group-2:${S3}`,
+      'flow-4:group',
+      'group-2:*',
+    ]);
     assert.deepEqual(bridge.installedGroups, []);
     assert.deepEqual(
       ovs.flows.filter((flow) => flow.priority === SOURCE_PRIORITY || flow.priority === GROUP_PRIORITY),

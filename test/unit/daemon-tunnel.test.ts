@@ -26,13 +26,30 @@ const [PEER2, PEER3] = [hostAddress('192.168.60.12'), hostAddress('192.168.60.13
 const TIMEOUT_MS = 5_000;
 
 function tunnelConfig(overrides: Partial<TunnelConfig> = {}): TunnelConfig {
-  return { port: 'tun0', peers: [PEER2, PEER3], nodeAddress: NODE, refreshIntervalMs: 2_000, peerTimeoutMs: TIMEOUT_MS, maxGroupsPerPeer: 100, ...overrides };
+  return {
+    port: 'tun0',
+    peers: [PEER2, PEER3],
+    nodeAddress: NODE,
+    refreshIntervalMs: 2_000,
+    peerTimeoutMs: TIMEOUT_MS,
+    maxGroupsPerPeer: 100,
+    ...overrides,
+  };
 }
 
-async function startTunnelLoop(options: { prepare?: (vswitch: FakeSwitch) => void; tunnel?: Partial<TunnelConfig>; mtu?: Record<string, number> } = {}) {
+async function startTunnelLoop(
+  options: {
+    prepare?: (vswitch: FakeSwitch) => void;
+    tunnel?: Partial<TunnelConfig>;
+    mtu?: Record<string, number>;
+  } = {},
+) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('p1', POD, 'shop/web')
+    .addPort('tun0', TUNNEL);
   options.prepare?.(vswitch);
   const config: DaemonConfig = testDaemonConfig({ tunnel: tunnelConfig(options.tunnel) });
   const logger = new RecordingLogger();
@@ -172,7 +189,9 @@ describe('daemon loop in tunnel mode', () => {
   });
 
   it('a restart keeps the tunnel buckets the switch still holds, and nothing syncs them away', async () => {
-    const { vswitch, advance, stop } = await startTunnelLoop({ prepare: (fake) => fake.preinstall(GROUP, [GATEWAY], [PEER2]) });
+    const { vswitch, advance, stop } = await startTunnelLoop({
+      prepare: (fake) => fake.preinstall(GROUP, [GATEWAY], [PEER2]),
+    });
     try {
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2], 'kept across the start');
       await advance(TIMEOUT_MS + 10);
@@ -185,7 +204,9 @@ describe('daemon loop in tunnel mode', () => {
   it('warns once of a pod port whose MTU leaves no room for the 50 octets of the tunnel, naming what to set', async () => {
     const { logger, stop } = await startTunnelLoop({ mtu: { 'br-phy': 1500, p1: 1500 } });
     try {
-      const warnings = logger.lines.filter((line) => line.level === 'warn' && line.message.includes('leaves no room for the tunnel'));
+      const warnings = logger.lines.filter(
+        (line) => line.level === 'warn' && line.message.includes('leaves no room for the tunnel'),
+      );
       assert.equal(warnings.length, 1);
       assert.equal(warnings[0]?.fields?.['port'], 'p1');
       assert.match(String(warnings[0]?.fields?.['hint']), /at most 1450, or the underlay one of at least 1550/);
@@ -207,7 +228,11 @@ describe('daemon loop in tunnel mode', () => {
     const { loop, vswitch, advance, stop } = await startTunnelLoop();
     const v6 = groupAddress('ff1e::1:1');
     const mldReport = (type: 'CHANGE_TO_EXCLUDE_MODE' | 'MODE_IS_EXCLUDE' | 'CHANGE_TO_INCLUDE_MODE', src: string) =>
-      mldFrame.encodeFrame({ message: { kind: 'report', version: 2, records: [{ type, group: v6, sources: [] }] }, src, dst: 'ff02::16' });
+      mldFrame.encodeFrame({
+        message: { kind: 'report', version: 2, records: [{ type, group: v6, sources: [] }] },
+        src,
+        dst: 'ff02::16',
+      });
     try {
       const before = vswitch.sentToPeers.length;
       vswitch.packetIn(mldReport('CHANGE_TO_EXCLUDE_MODE', 'fe80::5'), POD);
@@ -240,7 +265,11 @@ describe('daemon loop in tunnel mode', () => {
   it('a report naming a peer inside, from an outer source that is no peer, changes nothing and is counted', async () => {
     const { loop, vswitch, advance, stop } = await startTunnelLoop();
     try {
-      vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL, hostAddress('192.168.60.99'));
+      vswitch.packetIn(
+        v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]),
+        TUNNEL,
+        hostAddress('192.168.60.99'),
+      );
       vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL);
       await advance(1);
       assert.equal(vswitch.groups.has(GROUP), false);

@@ -1,10 +1,17 @@
-/** IPv6 in the declared state: the address checks of install/uninstall/reconcile, the file, the refusal of IPv6 kernel routes, and reconcile's plan. */
+/**
+ * IPv6 in the declared state: the address checks of install/uninstall/reconcile, the file, the refusal of IPv6 kernel
+ * routes, and reconcile's plan.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
 import { checkRoute } from '../../src/controllers/static/static-routes.js';
 import { parseDeclaredState } from '../../src/domain/declared-state/declared-state.js';
-import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../src/domain/declared-state/group-address.js';
+import {
+  checkGroupAddress,
+  checkSourceAddress,
+  checkSourceGroupFamily,
+} from '../../src/domain/declared-state/group-address.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { type GroupMembership, MulticastPipeline } from '../../src/domain/pipeline/multicast-pipeline.js';
 import { planGroupReconcile } from '../../src/domain/reconcile-plan.js';
@@ -29,15 +36,27 @@ describe('checkGroupAddress with IPv6', () => {
     assert.equal(checkGroupAddress('239.1.2.3', 'GROUP'), '239.1.2.3');
   });
   it('refuses link and interface scope, saying which, as 224.0.0.0/24 is refused', () => {
-    refused(() => checkGroupAddress('ff02::1', 'GROUP'), /^GROUP: ff02::1 is of link-local scope \(ff02::\/16; .*ff05::\/16.*\): it is flooded to every port/);
+    refused(
+      () => checkGroupAddress('ff02::1', 'GROUP'),
+      /^GROUP: ff02::1 is of link-local scope \(ff02::\/16; .*ff05::\/16.*\): it is flooded to every port/,
+    );
     refused(() => checkGroupAddress('FF02::1:FF00:1', 'GROUP'), /^GROUP: ff02::1:ff00:1 is of link-local scope/);
-    refused(() => checkGroupAddress('ff12::8000:1', 'GROUP'), /^GROUP: ff12::8000:1 is of link-local scope \(ff12::\/16/);
+    refused(
+      () => checkGroupAddress('ff12::8000:1', 'GROUP'),
+      /^GROUP: ff12::8000:1 is of link-local scope \(ff12::\/16/,
+    );
     refused(() => checkGroupAddress('ff01::1', 'GROUP'), /is of interface-local scope \(ff01::\/16/);
     refused(() => checkGroupAddress('ff00::1', 'GROUP'), /is of reserved scope/);
-    refused(() => checkGroupAddress('224.0.0.251', 'GROUP'), /^GROUP: 224\.0\.0\.251 is link-local \(224\.0\.0\.0\/24\)/);
+    refused(
+      () => checkGroupAddress('224.0.0.251', 'GROUP'),
+      /^GROUP: 224\.0\.0\.251 is link-local \(224\.0\.0\.0\/24\)/,
+    );
   });
   it('refuses unicast and malformed text', () => {
-    refused(() => checkGroupAddress('2001:db8::1', '--x'), /^--x: 2001:db8::1 is not a multicast address \(ff00::\/8\)/);
+    refused(
+      () => checkGroupAddress('2001:db8::1', '--x'),
+      /^--x: 2001:db8::1 is not a multicast address \(ff00::\/8\)/,
+    );
     refused(() => checkGroupAddress('ff3e::g', '--x'), /^--x: "ff3e::g" is not an IPv4 or IPv6 address/);
     refused(() => checkGroupAddress('ff3e::1%eth0', '--x'), /is not an IPv4 or IPv6 address/);
     refused(() => checkGroupAddress('10.0.0.1', '--x'), /is not a multicast address \(224\.0\.0\.0\/4\)/);
@@ -87,12 +106,19 @@ describe('the declared-state file with IPv6', () => {
   });
   it('the same group spelled two ways is declared twice', () => {
     refused(
-      () => parseDeclaredState('groups:\n  - {group: ff3e::1, ports: [a]}\n  - {group: "FF3E:0::1", ports: [b]}\n', 'g.yaml'),
+      () =>
+        parseDeclaredState(
+          'groups:\n  - {group: ff3e::1, ports: [a]}\n  - {group: "FF3E:0::1", ports: [b]}\n',
+          'g.yaml',
+        ),
       /^g\.yaml:3: group ff3e::1 is declared twice \(first at line 2\)/,
     );
   });
   it('refuses link-scope IPv6 groups and mixed families, with file:line', () => {
-    refused(() => parseDeclaredState('groups:\n  - group: ff02::fb\n    ports: [a]\n', 'g.yaml'), /^g\.yaml:2: ff02::fb is of link-local scope/);
+    refused(
+      () => parseDeclaredState('groups:\n  - group: ff02::fb\n    ports: [a]\n', 'g.yaml'),
+      /^g\.yaml:2: ff02::fb is of link-local scope/,
+    );
     refused(
       () => parseDeclaredState('groups:\n  - group: ff3e::1\n    source: 10.0.0.5\n    ports: [a]\n', 'g.yaml'),
       /^g\.yaml:3: source 10\.0\.0\.5 and group ff3e::1 are of different families/,
@@ -102,7 +128,10 @@ describe('the declared-state file with IPv6', () => {
 
 describe('static IPv6 kernel routes', () => {
   it('are checked as IPv4 ones: an unknown interface and mixed families are refused before anything changes', () => {
-    refused(() => checkRoute({ group: 'ff3e::1', source: '2001:db8::5', iif: 'no-such-if0', oifs: ['lo'] }), /no interface no-such-if0/);
+    refused(
+      () => checkRoute({ group: 'ff3e::1', source: '2001:db8::5', iif: 'no-such-if0', oifs: ['lo'] }),
+      /no interface no-such-if0/,
+    );
     refused(() => checkRoute({ group: 'ff02::1', source: '2001:db8::5', iif: 'lo', oifs: ['lo'] }), /link-local scope/);
     refused(() => checkRoute({ group: 'ff3e::1', source: '10.0.0.5', iif: 'a', oifs: ['b'] }), /different families/);
   });
@@ -154,7 +183,9 @@ describe('reconcile with IPv6 groups', () => {
     ];
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
     assert.deepEqual(
-      plan.drift.map((entry) => (entry.object === 'group' ? [entry.group, entry.source, entry.action, entry.detail] : entry.object)),
+      plan.drift.map((entry) =>
+        entry.object === 'group' ? [entry.group, entry.source, entry.action, entry.detail] : entry.object,
+      ),
       [
         [v4, undefined, 'add', 'declared, not installed'],
         ['ff05::1:3', undefined, 'remove', 'installed, not declared'],
@@ -162,7 +193,9 @@ describe('reconcile with IPv6 groups', () => {
         [v6, s6, 'add', 'declared, not installed'],
       ],
     );
-    const flows = plan.drift.flatMap((entry) => entry.changes.flatMap((change) => (change.op === 'add-flow' ? [change.entry.match] : [])));
+    const flows = plan.drift.flatMap((entry) =>
+      entry.changes.flatMap((change) => (change.op === 'add-flow' ? [change.entry.match] : [])),
+    );
     assert.deepEqual(flows, [
       { ethType: 0x0800, ipDst: v4 },
       { ethType: 0x86dd, ipSrc: s6, ipDst: v6 },

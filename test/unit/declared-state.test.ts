@@ -7,11 +7,23 @@ import { join } from 'node:path';
 import { after, describe, it } from '../helpers/node-test.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
 import { FileRefusedError } from '../../src/runtime/regular-file.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseDeclaredState, parseFileSize, readDeclaredState } from '../../src/domain/declared-state/declared-state.js';
+import {
+  DEFAULT_MAX_STATE_FILE_BYTES,
+  parseDeclaredState,
+  parseFileSize,
+  readDeclaredState,
+} from '../../src/domain/declared-state/declared-state.js';
 
 describe('declared state file', () => {
   it('reads YAML with port names and numbers', () => {
-    const text = ['# static groups', 'groups:', '  - group: 239.1.2.3', '    ports: [pod-a, 7]', '  - {group: 232.1.1.1, ports: ["pod-b"]}', ''].join('\n');
+    const text = [
+      '# static groups',
+      'groups:',
+      '  - group: 239.1.2.3',
+      '    ports: [pod-a, 7]',
+      '  - {group: 232.1.1.1, ports: ["pod-b"]}',
+      '',
+    ].join('\n');
     const state = parseDeclaredState(text, 'groups.yaml');
     assert.deepEqual(
       state.groups.map((g) => [g.group, g.ports, g.where()]),
@@ -22,7 +34,10 @@ describe('declared state file', () => {
     );
   });
   it('reads static kernel routes', () => {
-    const state = parseDeclaredState('routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0, eth1]}\n', 'g.yaml');
+    const state = parseDeclaredState(
+      'routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0, eth1]}\n',
+      'g.yaml',
+    );
     assert.deepEqual(
       state.routes.map((r) => [r.group, r.source, r.iif, r.oifs, r.where()]),
       [['239.1.2.3', '10.0.0.5', 'eth0', ['gw0', 'eth1'], 'g.yaml:2']],
@@ -30,10 +45,10 @@ describe('declared state file', () => {
     assert.deepEqual(state.groups, []);
   });
   it('reads JSON', () => {
-    assert.deepEqual(parseDeclaredState('{"groups": [{"group": "239.1.2.3", "ports": ["p1", 2]}]}', 'g.json').groups[0]?.ports, [
-      { name: 'p1' },
-      { ofport: 2 },
-    ]);
+    assert.deepEqual(
+      parseDeclaredState('{"groups": [{"group": "239.1.2.3", "ports": ["p1", 2]}]}', 'g.json').groups[0]?.ports,
+      [{ name: 'p1' }, { ofport: 2 }],
+    );
   });
   it('an empty file or an empty list declares nothing', () => {
     assert.deepEqual(parseDeclaredState('', 'g.yaml').groups, []);
@@ -43,11 +58,27 @@ describe('declared state file', () => {
     ['YAML syntax', 'groups:\n  - group: 239.1.2.3\n    ports: [a\n', /^g\.yaml:4: not valid YAML or JSON/],
     ['an unknown top-level key', 'groups: []\ngroop: []\n', /^g\.yaml:2: unknown key "groop"/],
     ['an unknown key in a group', 'groups:\n  - group: 239.1.2.3\n    portz: [a]\n', /^g\.yaml:3: unknown key "portz"/],
-    ['a unicast group', 'groups:\n  - group: 10.0.0.1\n    ports: [a]\n', /^g\.yaml:2: 10\.0\.0\.1 is not a multicast address/],
-    ['a link-local group', 'groups:\n  - group: 224.0.0.251\n    ports: [a]\n', /^g\.yaml:2: 224\.0\.0\.251 is link-local/],
-    ['not an address', 'groups:\n  - group: 239.1.2\n    ports: [a]\n', /^g\.yaml:2: "239\.1\.2" is not an IPv4 or IPv6 address/],
+    [
+      'a unicast group',
+      'groups:\n  - group: 10.0.0.1\n    ports: [a]\n',
+      /^g\.yaml:2: 10\.0\.0\.1 is not a multicast address/,
+    ],
+    [
+      'a link-local group',
+      'groups:\n  - group: 224.0.0.251\n    ports: [a]\n',
+      /^g\.yaml:2: 224\.0\.0\.251 is link-local/,
+    ],
+    [
+      'not an address',
+      'groups:\n  - group: 239.1.2\n    ports: [a]\n',
+      /^g\.yaml:2: "239\.1\.2" is not an IPv4 or IPv6 address/,
+    ],
     ['no ports', 'groups:\n  - group: 239.1.2.3\n', /^g\.yaml:2: group 239\.1\.2\.3 needs "ports"/],
-    ['an empty port list', 'groups:\n  - group: 239.1.2.3\n    ports: []\n', /^g\.yaml:3: "ports" must be a non-empty list/],
+    [
+      'an empty port list',
+      'groups:\n  - group: 239.1.2.3\n    ports: []\n',
+      /^g\.yaml:3: "ports" must be a non-empty list/,
+    ],
     ['port 0', 'groups:\n  - group: 239.1.2.3\n    ports: [0]\n', /^g\.yaml:3: port 0 is not an OpenFlow port number/],
     [
       'a group twice',
@@ -55,13 +86,21 @@ describe('declared state file', () => {
       /^g\.yaml:3: group 239\.1\.2\.3 is declared twice \(first at line 2\)/,
     ],
     ['not a mapping', '- 239.1.2.3\n', /^g\.yaml:1: the file must be a mapping/],
-    ['several documents', 'groups: []\n---\ngroups: []\n', /^g\.yaml: not valid YAML or JSON: expected a single document/],
+    [
+      'several documents',
+      'groups: []\n---\ngroups: []\n',
+      /^g\.yaml: not valid YAML or JSON: expected a single document/,
+    ],
     [
       'a route with a multicast source',
       'routes:\n  - {group: 239.1.2.3, source: 239.0.0.1, iif: a, oifs: [b]}\n',
       /^g\.yaml:2: "source" must be a unicast host address/,
     ],
-    ['a route without oifs', 'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: a\n', /^g\.yaml:2: a route needs "oifs"/],
+    [
+      'a route without oifs',
+      'routes:\n  - group: 239.1.2.3\n    source: 10.0.0.5\n    iif: a\n',
+      /^g\.yaml:2: a route needs "oifs"/,
+    ],
     [
       'a route twice',
       'routes:\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: a, oifs: [b]}\n  - {group: 239.1.2.3, source: 10.0.0.5, iif: c, oifs: [d]}\n',
@@ -92,20 +131,31 @@ function throwsUsage(run: () => unknown, message: RegExp): void {
 function manyGroups(count: number, tail = ''): string {
   const lines = ['groups:'];
   for (let index = 0; index < count; index++) {
-    lines.push(`  - group: 239.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`, `    ports: [pod-a, ${(index % 100) + 1}]`);
+    lines.push(
+      `  - group: 239.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`,
+      `    ports: [pod-a, ${(index % 100) + 1}]`,
+    );
   }
   return `${lines.join('\n')}\n${tail}`;
 }
 
 describe('declared state file: lines, in every layout', () => {
   const cases: [name: string, text: string, message: RegExp][] = [
-    ['a bad port deep in a flow list', 'groups:\n  - group: 239.1.2.3\n    ports:\n      - a\n      - # comment\n        0\n', /^g\.yaml:6: port 0 is not/],
+    [
+      'a bad port deep in a flow list',
+      'groups:\n  - group: 239.1.2.3\n    ports:\n      - a\n      - # comment\n        0\n',
+      /^g\.yaml:6: port 0 is not/,
+    ],
     [
       'a bad group in multi-line JSON',
       '{\n  "groups": [\n    {"group": "239.1.2.3", "ports": ["a"]},\n    {\n      "group": "10.0.0.1",\n      "ports": ["b"]\n    }\n  ]\n}\n',
       /^g\.yaml:5: 10\.0\.0\.1 is not a multicast/,
     ],
-    ['a bad port in a JSON list split over lines', '{"groups": [{"group": "239.1.2.3",\n "ports": ["a",\n 0]}]}', /^g\.yaml:3: port 0/],
+    [
+      'a bad port in a JSON list split over lines',
+      '{"groups": [{"group": "239.1.2.3",\n "ports": ["a",\n 0]}]}',
+      /^g\.yaml:3: port 0/,
+    ],
     [
       'a flow list on the line after its key',
       'groups:\n  [\n    {group: 239.1.2.3, ports: [a]},\n    {group: 239.1.2.4,\n     portz: [b]}\n  ]\n',
@@ -117,7 +167,11 @@ describe('declared state file: lines, in every layout', () => {
       /^g\.yaml:6: port 0/,
     ],
     ['document markers', '---\ngroups:\n  - group: 239.1.2.3\n    ports: [0]\n...\n', /^g\.yaml:4: port 0/],
-    ['sequences not indented under their key', 'groups:\n- group: 239.1.2.3\n  ports:\n  - a\n  - 70000\n', /^g\.yaml:5: port 70000/],
+    [
+      'sequences not indented under their key',
+      'groups:\n- group: 239.1.2.3\n  ports:\n  - a\n  - 70000\n',
+      /^g\.yaml:5: port 70000/,
+    ],
     [
       'a key with no value',
       'groups:\n  - group: 239.1.2.3\n    ports:\n  - group: 239.1.2.4\n    ports: [a]\n',
@@ -165,13 +219,23 @@ describe('declared state file: lines, in every layout', () => {
 
 describe('declared state file: hostile YAML is a usage error naming the line', () => {
   it("refuses nesting deeper than 64 levels, before the parser's stack overflows", () => {
-    throwsUsage(() => parseDeclaredState(`groups: ${'['.repeat(1000)}${']'.repeat(1000)}\n`, 'g.yaml'), /^g\.yaml:1: nested deeper than 64 levels/);
+    throwsUsage(
+      () => parseDeclaredState(`groups: ${'['.repeat(1000)}${']'.repeat(1000)}\n`, 'g.yaml'),
+      /^g\.yaml:1: nested deeper than 64 levels/,
+    );
     const block = Array.from({ length: 1000 }, (_, depth) => `${' '.repeat(depth * 2)}-`).join('\n');
-    throwsUsage(() => parseDeclaredState(`groups:\n${block}\n`, 'g.yaml'), /^g\.yaml:6\d: nested deeper than 64 levels/);
+    throwsUsage(
+      () => parseDeclaredState(`groups:\n${block}\n`, 'g.yaml'),
+      /^g\.yaml:6\d: nested deeper than 64 levels/,
+    );
   });
   it('refuses an anchor, naming its line, even where an alias would be harmless', () => {
-    const text = 'groups:\n  - group: 239.1.2.3\n    ports: &members [a, b]\n  - group: 239.1.2.4\n    ports: *members\n';
-    throwsUsage(() => parseDeclaredState(text, 'g.yaml'), /^g\.yaml:3: an anchor \(&members\): anchors and aliases \(&name, \*name\) are not allowed/);
+    const text =
+      'groups:\n  - group: 239.1.2.3\n    ports: &members [a, b]\n  - group: 239.1.2.4\n    ports: *members\n';
+    throwsUsage(
+      () => parseDeclaredState(text, 'g.yaml'),
+      /^g\.yaml:3: an anchor \(&members\): anchors and aliases \(&name, \*name\) are not allowed/,
+    );
   });
   it('refuses a billion laughs at its first anchor', () => {
     const levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]'];
@@ -221,14 +285,25 @@ describe('declared state file: reading it', () => {
     assert.ok(Date.now() - started < 2_000);
   });
   it('refuses /dev/zero and a directory', async () => {
-    await refused(readDeclaredState('/dev/zero'), 'not-regular', /^cannot read declared state \/dev\/zero: a character device/);
+    await refused(
+      readDeclaredState('/dev/zero'),
+      'not-regular',
+      /^cannot read declared state \/dev\/zero: a character device/,
+    );
     await refused(readDeclaredState(directory), 'not-regular', /a directory/);
   });
   it('refuses a file over the limit before reading it, pointing at --max-file-size', async () => {
     const path = join(directory, 'large.yaml');
     writeFileSync(path, manyGroups(1_000));
-    await refused(readDeclaredState(path, 16 * 1024), 'too-large', /^cannot read declared state .*large\.yaml: \d+ bytes, over the limit of 16 KiB$/);
-    await assert.rejects(readDeclaredState(path, 16 * 1024), (error: unknown) => error instanceof UsageError && /--max-file-size/.test(error.hint ?? ''));
+    await refused(
+      readDeclaredState(path, 16 * 1024),
+      'too-large',
+      /^cannot read declared state .*large\.yaml: \d+ bytes, over the limit of 16 KiB$/,
+    );
+    await assert.rejects(
+      readDeclaredState(path, 16 * 1024),
+      (error: unknown) => error instanceof UsageError && /--max-file-size/.test(error.hint ?? ''),
+    );
     assert.equal((await readDeclaredState(path, 1024 * 1024)).groups.length, 1_000);
   });
   it('the default limit holds 100,000 groups with room to spare', () => {
@@ -246,9 +321,13 @@ describe('--max-file-size', () => {
     ['1G', 1024 ** 3],
     [' 2 M ', 2 * 1024 ** 2],
   ];
-  for (const [text, bytes] of sizes) it(`${JSON.stringify(text)} is ${bytes} octets`, () => assert.equal(parseFileSize('--max-file-size', text), bytes));
+  for (const [text, bytes] of sizes)
+    it(`${JSON.stringify(text)} is ${bytes} octets`, () => assert.equal(parseFileSize('--max-file-size', text), bytes));
   for (const text of ['', 'lots', '64Q', '-1', '1.5M', '0', '1000', '2G', 'constructor', '9'.repeat(10_000)]) {
     it(`refuses ${JSON.stringify(text.slice(0, 20))}`, () =>
-      throwsUsage(() => parseFileSize('--max-file-size', text), /^--max-file-size (takes a size|of ".*" is not from 1K to 1G)/));
+      throwsUsage(
+        () => parseFileSize('--max-file-size', text),
+        /^--max-file-size (takes a size|of ".*" is not from 1K to 1G)/,
+      ));
   }
 });

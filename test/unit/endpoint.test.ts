@@ -7,17 +7,51 @@ import { connectFailure, parseEndpoint, type Endpoint } from '../../src/wire/end
 
 describe('endpoints', () => {
   it('parses unix:, tcp: (IPv4, names, bracketed IPv6) and bare absolute paths', () => {
-    assert.deepEqual(parseEndpoint('unix:/run/ovs/db.sock', 'OVSDB'), { kind: 'unix', path: '/run/ovs/db.sock', text: 'unix:/run/ovs/db.sock' });
-    assert.deepEqual(parseEndpoint('/run/ovs/db.sock', 'OVSDB'), { kind: 'unix', path: '/run/ovs/db.sock', text: 'unix:/run/ovs/db.sock' });
-    assert.deepEqual(parseEndpoint('tcp:127.0.0.1:6640', 'OVSDB'), { kind: 'tcp', host: '127.0.0.1', port: 6640, text: 'tcp:127.0.0.1:6640' });
-    assert.deepEqual(parseEndpoint('tcp:ovs.example:6640', 'OVSDB'), { kind: 'tcp', host: 'ovs.example', port: 6640, text: 'tcp:ovs.example:6640' });
-    assert.deepEqual(parseEndpoint('tcp:[::1]:6640', 'OVSDB'), { kind: 'tcp', host: '::1', port: 6640, text: 'tcp:[::1]:6640' });
+    assert.deepEqual(parseEndpoint('unix:/run/ovs/db.sock', 'OVSDB'), {
+      kind: 'unix',
+      path: '/run/ovs/db.sock',
+      text: 'unix:/run/ovs/db.sock',
+    });
+    assert.deepEqual(parseEndpoint('/run/ovs/db.sock', 'OVSDB'), {
+      kind: 'unix',
+      path: '/run/ovs/db.sock',
+      text: 'unix:/run/ovs/db.sock',
+    });
+    assert.deepEqual(parseEndpoint('tcp:127.0.0.1:6640', 'OVSDB'), {
+      kind: 'tcp',
+      host: '127.0.0.1',
+      port: 6640,
+      text: 'tcp:127.0.0.1:6640',
+    });
+    assert.deepEqual(parseEndpoint('tcp:ovs.example:6640', 'OVSDB'), {
+      kind: 'tcp',
+      host: 'ovs.example',
+      port: 6640,
+      text: 'tcp:ovs.example:6640',
+    });
+    assert.deepEqual(parseEndpoint('tcp:[::1]:6640', 'OVSDB'), {
+      kind: 'tcp',
+      host: '::1',
+      port: 6640,
+      text: 'tcp:[::1]:6640',
+    });
   });
   it('refuses anything else with bad-address, naming the service', () => {
-    for (const text of ['', 'unix:', 'db.sock', 'punix:/x', 'tcp:1.2.3.4', 'tcp:1.2.3.4:0', 'tcp:1.2.3.4:70000', 'tcp:::1:6640', 'tcp:[nope]:1']) {
+    for (const text of [
+      '',
+      'unix:',
+      'db.sock',
+      'punix:/x',
+      'tcp:1.2.3.4',
+      'tcp:1.2.3.4:0',
+      'tcp:1.2.3.4:70000',
+      'tcp:::1:6640',
+      'tcp:[nope]:1',
+    ]) {
       assert.throws(
         () => parseEndpoint(text, 'OVSDB'),
-        (error) => error instanceof UsageError && error.code === 'bad-address' && /^bad OVSDB address/.test(error.message),
+        (error) =>
+          error instanceof UsageError && error.code === 'bad-address' && /^bad OVSDB address/.test(error.message),
         text,
       );
     }
@@ -26,7 +60,19 @@ describe('endpoints', () => {
     assert.equal(parseEndpoint('tcp:192.0.2.255:6640', 'OVSDB').text, 'tcp:192.0.2.255:6640');
     // The resolver would look 999.1.1.1 up as a name (exit 69 after a DNS wait), and read
     // 1.2.3 as 1.2.0.3 and 0x7f.1 as 127.0.0.1.
-    for (const host of ['999.1.1.1', '1.2.3', '1.2.3.4.5', '01.2.3.4', '1..2.3', '.1.2.3', '1.2.3.4.', '0x7f.1', '0x7f000001', 'a.0x1', 'ovs.1']) {
+    for (const host of [
+      '999.1.1.1',
+      '1.2.3',
+      '1.2.3.4.5',
+      '01.2.3.4',
+      '1..2.3',
+      '.1.2.3',
+      '1.2.3.4.',
+      '0x7f.1',
+      '0x7f000001',
+      'a.0x1',
+      'ovs.1',
+    ]) {
       assert.throws(() => parseEndpoint(`tcp:${host}:6640`, 'OVSDB'), /is not an IPv4 address/, host);
     }
   });
@@ -37,8 +83,24 @@ describe('endpoints', () => {
     for (const host of ['localhost', 'ovs-1.example', 'A1.b2', longest, `${'x'.repeat(63)}.example`]) {
       assert.equal(parseEndpoint(`tcp:${host}:1`, 'OpenFlow').kind, 'tcp', host);
     }
-    for (const host of ['bad_host', 'a b', 'a..b', '-a.b', 'a-.b', 'a.b.', `${'x'.repeat(64)}.example`, `${longest}a`, 'ö.example', 'a!', 'a%b']) {
-      assert.throws(() => parseEndpoint(`tcp:${host}:1`, 'OpenFlow'), /^UsageError: bad OpenFlow address .*is neither an IPv4 address nor a host name/, host);
+    for (const host of [
+      'bad_host',
+      'a b',
+      'a..b',
+      '-a.b',
+      'a-.b',
+      'a.b.',
+      `${'x'.repeat(64)}.example`,
+      `${longest}a`,
+      'ö.example',
+      'a!',
+      'a%b',
+    ]) {
+      assert.throws(
+        () => parseEndpoint(`tcp:${host}:1`, 'OpenFlow'),
+        /^UsageError: bad OpenFlow address .*is neither an IPv4 address nor a host name/,
+        host,
+      );
     }
   });
   it('checks bracketed IPv6 addresses and their zone', () => {
@@ -57,17 +119,27 @@ describe('endpoints', () => {
   it('refuses a socket path that no sockaddr_un can hold', () => {
     const longest = `/${'a'.repeat(106)}`;
     assert.equal(parseEndpoint(`unix:${longest}`, 'OVSDB').kind, 'unix');
-    assert.throws(() => parseEndpoint(`unix:${longest}a`, 'OVSDB'), /108 octets long; a unix socket address holds at most 107/);
+    assert.throws(
+      () => parseEndpoint(`unix:${longest}a`, 'OVSDB'),
+      /108 octets long; a unix socket address holds at most 107/,
+    );
     assert.throws(() => parseEndpoint(`${longest}a`, 'OVSDB'), /108 octets long/);
     assert.throws(() => parseEndpoint(`/${'é'.repeat(54)}`, 'OVSDB'), /109 octets long/);
     assert.throws(() => parseEndpoint('unix:/a\0b', 'OVSDB'), /NUL/);
   });
   it("quotes at most a bounded prefix of the user's text", () => {
     const long = (c: string) => c.repeat(10_000);
-    for (const text of [`tcp:${long('1')}:1`, `tcp:${long('a')}:1`, `tcp:1.2.3.4:${long('9')}`, `unix:/${long('a')}`, long('x')]) {
+    for (const text of [
+      `tcp:${long('1')}:1`,
+      `tcp:${long('a')}:1`,
+      `tcp:1.2.3.4:${long('9')}`,
+      `unix:/${long('a')}`,
+      long('x'),
+    ]) {
       assert.throws(
         () => parseEndpoint(text, 'OVSDB'),
-        (error) => error instanceof UsageError && error.message.length < 400 && /\(10,?\d{3} characters\)/.test(error.message),
+        (error) =>
+          error instanceof UsageError && error.message.length < 400 && /\(10,?\d{3} characters\)/.test(error.message),
         text.slice(0, 20),
       );
     }
@@ -77,7 +149,8 @@ describe('endpoints', () => {
 describe('a failed connect, the same for every service', () => {
   const unix = parseEndpoint('unix:/run/x.sock', 'OpenFlow');
   const tcp = parseEndpoint('tcp:ovs.example:6640', 'OVSDB');
-  const fail = (endpoint: Endpoint, reason: string) => connectFailure(endpoint, 'OpenFlow', reason, { unavailableHint: 'is it running?' });
+  const fail = (endpoint: Endpoint, reason: string) =>
+    connectFailure(endpoint, 'OpenFlow', reason, { unavailableHint: 'is it running?' });
   it('EACCES and EPERM are PermissionError (77) with a hint', () => {
     for (const reason of ['EACCES', 'EPERM']) {
       const error = fail(unix, reason);

@@ -69,7 +69,10 @@ describe('the one exit path bounds what it prints', () => {
   it('cuts a long line, saying how much was left out, and keeps short ones whole', () => {
     let written = '';
     const stderr = { write: (text: string) => (written += text) };
-    printFailure({ exitCode: ExitCode.Usage, message: `first ${'x'.repeat(20_000)}\nsecond`, hint: 'h'.repeat(5000) }, stderr);
+    printFailure(
+      { exitCode: ExitCode.Usage, message: `first ${'x'.repeat(20_000)}\nsecond`, hint: 'h'.repeat(5000) },
+      stderr,
+    );
     const lines = written.split('\n').filter((line) => line !== '');
     assert.equal(lines.length, 3);
     for (const line of lines) assert.ok(line.length < MAX_FAILURE_LINE_CHARACTERS + 100, `${line.length}`);

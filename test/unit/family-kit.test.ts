@@ -29,11 +29,27 @@ describe('the kits', () => {
 
   test('IPv4: a raw IGMP socket, MRT_* at level IPPROTO_IP, 32 VIFs', () => {
     assert.deepEqual(IPV4_KIT.socket, { ipVersion: 4, protocol: 2, protocolName: 'IGMP', level: 0 });
-    assert.deepEqual(IPV4_KIT.options, { init: 200, done: 201, addInterface: 202, delInterface: 203, addEntry: 204, delEntry: 205, flush: 212 });
+    assert.deepEqual(IPV4_KIT.options, {
+      init: 200,
+      done: 201,
+      addInterface: 202,
+      delInterface: 203,
+      addEntry: 204,
+      delEntry: 205,
+      flush: 212,
+    });
     assert.equal(IPV4_KIT.flushAll, 1 | 4);
     assert.deepEqual([IPV4_KIT.interfaceWord, IPV4_KIT.maxInterfaces, IPV4_KIT.optionPrefix], ['vif', 32, 'MRT']);
     assert.deepEqual(IPV4_KIT.upcall.types, { noCache: 1, wrongInterface: 2, wholePacket: 3, wrongInterfaceWhole: 4 });
-    assert.deepEqual([IPV4_KIT.memberships.join, IPV4_KIT.memberships.leave, IPV4_KIT.memberships.joinSource, IPV4_KIT.memberships.filter], [35, 36, 46, 48]);
+    assert.deepEqual(
+      [
+        IPV4_KIT.memberships.join,
+        IPV4_KIT.memberships.leave,
+        IPV4_KIT.memberships.joinSource,
+        IPV4_KIT.memberships.filter,
+      ],
+      [35, 36, 46, 48],
+    );
     assert.equal(IPV4_KIT.structs.sourceMembership, groupSourceReq.ipv4);
     assert.equal(IPV4_KIT.structs.filter, groupFilter.ipv4);
   });
@@ -42,10 +58,26 @@ describe('the kits', () => {
     const { setup, ...socket } = IPV6_KIT.socket;
     assert.deepEqual(socket, { ipVersion: 6, protocol: 58, protocolName: 'ICMPv6', level: 41 });
     assert.deepEqual([setup.level, setup.option, hexOf(setup.value)], [58, 1, 'ff'.repeat(32)]);
-    assert.deepEqual(IPV6_KIT.options, { init: 200, done: 201, addInterface: 202, delInterface: 203, addEntry: 204, delEntry: 205, flush: 212 });
+    assert.deepEqual(IPV6_KIT.options, {
+      init: 200,
+      done: 201,
+      addInterface: 202,
+      delInterface: 203,
+      addEntry: 204,
+      delEntry: 205,
+      flush: 212,
+    });
     assert.equal(IPV6_KIT.flushAll, 1 | 4);
     assert.deepEqual([IPV6_KIT.interfaceWord, IPV6_KIT.maxInterfaces, IPV6_KIT.optionPrefix], ['mif', 32, 'MRT6']);
-    assert.deepEqual([IPV6_KIT.memberships.join, IPV6_KIT.memberships.leave, IPV6_KIT.memberships.joinSource, IPV6_KIT.memberships.filter], [20, 21, 46, 48]);
+    assert.deepEqual(
+      [
+        IPV6_KIT.memberships.join,
+        IPV6_KIT.memberships.leave,
+        IPV6_KIT.memberships.joinSource,
+        IPV6_KIT.memberships.filter,
+      ],
+      [20, 21, 46, 48],
+    );
     assert.equal(IPV6_KIT.structs.sourceMembership, groupSourceReq.ipv6);
     assert.equal(IPV6_KIT.structs.filter, groupFilter.ipv6);
   });
@@ -82,25 +114,40 @@ describe('the option values a kit encodes', () => {
     assert.equal(ipv6.length, 92);
     assert.deepEqual([...ipv6.subarray(56, 58)], [2, 0], 'parent 2');
     assert.deepEqual([...ipv6.subarray(60, 64)], [0b1010, 0, 0, 0], 'MIFs 1 and 3');
-    assert.equal(hexOf(IPV4_KIT.entryKeyArgument({ source: '10.0.0.1', group: '239.1.1.1' }).subarray(0, 8)), '0a000001ef010101');
+    assert.equal(
+      hexOf(IPV4_KIT.entryKeyArgument({ source: '10.0.0.1', group: '239.1.1.1' }).subarray(0, 8)),
+      '0a000001ef010101',
+    );
     assert.equal(IPV6_KIT.entryKeyArgument({ source: '2001:db8::1', group: 'ff3e::1' }).length, 92);
   });
 
   test('a membership: ip_mreqn with the ifindex choosing the interface, ipv6_mreq', () => {
-    assert.equal(hexOf(IPV4_KIT.membershipArgument({ group: '239.1.2.3', ifindex: 4 })), hexOf(hex('ef010203 00000000 04000000')));
-    assert.equal(hexOf(IPV6_KIT.membershipArgument({ group: 'ff3e::1', ifindex: 4 })), hexOf(hex('ff3e0000000000000000000000000001 04000000')));
+    assert.equal(
+      hexOf(IPV4_KIT.membershipArgument({ group: '239.1.2.3', ifindex: 4 })),
+      hexOf(hex('ef010203 00000000 04000000')),
+    );
+    assert.equal(
+      hexOf(IPV6_KIT.membershipArgument({ group: 'ff3e::1', ifindex: 4 })),
+      hexOf(hex('ff3e0000000000000000000000000001 04000000')),
+    );
   });
 });
 
 describe('readUpcall', () => {
   test("each family's upcall in the same terms: its interface as the index, what follows as the rest", () => {
-    const ipv4 = Buffer.concat([igmpmsg.encode({ type: 1, vif: 0x0102, source: '10.0.0.1', group: '239.1.1.1' }), hex('01000000 00000000')]);
+    const ipv4 = Buffer.concat([
+      igmpmsg.encode({ type: 1, vif: 0x0102, source: '10.0.0.1', group: '239.1.1.1' }),
+      hex('01000000 00000000'),
+    ]);
     assert.deepEqual(
       { ...readUpcall(IPV4_KIT, ipv4, 16), rest: undefined },
       { type: 1, index: 0x0102, source: '10.0.0.1', group: '239.1.1.1', rest: undefined },
     );
     assert.equal(readUpcall(IPV4_KIT, ipv4, 8)?.index, 2, 'im_vif_hi is not read before Linux 5.10');
-    const ipv6 = Buffer.concat([mrt6msg.encode({ type: 3, mif: 7, source: '2001:db8::1', group: 'ff3e::1' }), hex('60000000')]);
+    const ipv6 = Buffer.concat([
+      mrt6msg.encode({ type: 3, mif: 7, source: '2001:db8::1', group: 'ff3e::1' }),
+      hex('60000000'),
+    ]);
     assert.deepEqual(
       { ...readUpcall(IPV6_KIT, ipv6, 16), rest: hexOf(readUpcall(IPV6_KIT, ipv6, 16)!.rest) },
       {
@@ -141,7 +188,12 @@ describe('readRouteTables of the IPv4 kit', () => {
 
   test('interfaces with the ifindex where the table tells it, static and register flags; routes with counters', async () => {
     const tables = await readRouteTables(IPV4_KIT, { interfaces, cache, mcForwarding: file('mc_forwarding', '1\n') });
-    const counters = (packetsIn: number, packetsOut: number) => ({ packetsIn, packetsOut, bytesIn: 44 * packetsIn, bytesOut: 44 * packetsOut });
+    const counters = (packetsIn: number, packetsOut: number) => ({
+      packetsIn,
+      packetsOut,
+      bytesIn: 44 * packetsIn,
+      bytesOut: 44 * packetsOut,
+    });
     assert.deepEqual(tables, {
       routerActive: true,
       interfaces: [
@@ -150,7 +202,15 @@ describe('readRouteTables of the IPv4 kit', () => {
         { index: 2, name: 'pimreg', static: false, register: true, ...counters(0, 0) },
       ],
       routes: [
-        { source: '10.91.0.2', group: '239.61.0.1', iif: 0, packets: 7, bytes: 308, wrong: 0, oifs: [{ index: 1, ttl: 1 }] },
+        {
+          source: '10.91.0.2',
+          group: '239.61.0.1',
+          iif: 0,
+          packets: 7,
+          bytes: 308,
+          wrong: 0,
+          oifs: [{ index: 1, ttl: 1 }],
+        },
         { source: '10.91.0.2', group: '239.61.0.2', iif: -1, packets: 0, bytes: 0, wrong: 0, oifs: [] },
       ],
     });

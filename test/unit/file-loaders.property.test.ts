@@ -57,10 +57,14 @@ async function checkLoader(name: string, run: () => unknown): Promise<void> {
   collect();
   const retained = process.memoryUsage().heapUsed - before;
   if (thrown !== undefined) {
-    if (!(thrown instanceof UsageError)) throw new Error(`${name}: not a UsageError: ${thrown instanceof Error ? thrown.stack : String(thrown)}`);
+    if (!(thrown instanceof UsageError))
+      throw new Error(`${name}: not a UsageError: ${thrown instanceof Error ? thrown.stack : String(thrown)}`);
     assert.equal(thrown.exitCode, ExitCode.Usage, name);
     const { length } = thrown.message;
-    assert.ok(length > 0 && length <= MAX_MESSAGE_CHARACTERS, `${name}: message of ${length} characters: ${thrown.message.slice(0, 200)}`);
+    assert.ok(
+      length > 0 && length <= MAX_MESSAGE_CHARACTERS,
+      `${name}: message of ${length} characters: ${thrown.message.slice(0, 200)}`,
+    );
     assert.ok(!/\n\s+at /.test(thrown.message), `${name}: a stack trace in the message`);
   }
   assert.ok(elapsed < CASE_MS, `${name}: ${elapsed.toFixed(0)} ms`);
@@ -87,7 +91,12 @@ function report<T>(details: fc.RunDetails<T>): void {
   if (!details.failed) return;
   const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   const message = `${fc.defaultReportMessage(details) ?? 'property failed'}\nGot error: ${error}`;
-  throw new Error(message.replace(/"(?:[^"\\]|\\.){2000,}"/g, (text) => `${text.slice(0, 800)}" … (${text.length} characters) … "${text.slice(-400)}`));
+  throw new Error(
+    message.replace(
+      /"(?:[^"\\]|\\.){2000,}"/g,
+      (text) => `${text.slice(0, 800)}" … (${text.length} characters) … "${text.slice(-400)}`,
+    ),
+  );
 }
 
 const settings = <T>(extra: fc.Parameters<T> = {}): fc.Parameters<T> => ({
@@ -131,7 +140,22 @@ const token = fc.constantFrom(
     '...',
     '<<',
   ],
-  ...['&a ', '*a', '*b', '!!binary', '!!timestamp', '!!set', '!!omap', '!local', '!<tag:x>', '%YAML 1.1\n---\n', '\uFEFF', '\u2028', '\u0000', '\u001b[31m'],
+  ...[
+    '&a ',
+    '*a',
+    '*b',
+    '!!binary',
+    '!!timestamp',
+    '!!set',
+    '!!omap',
+    '!local',
+    '!<tag:x>',
+    '%YAML 1.1\n---\n',
+    '\uFEFF',
+    '\u2028',
+    '\u0000',
+    '\u001b[31m',
+  ],
 );
 const scalar = fc.oneof(
   fc.constantFrom(
@@ -208,14 +232,23 @@ const declaredDocument = fc.record(
   {
     groups: fc.array(
       fc.record(
-        { group: fc.oneof(scalar, value), ports: fc.oneof(fc.array(fc.oneof(scalar, fc.integer({ min: 0, max: 70_000 })), { maxLength: 4 }), value) },
+        {
+          group: fc.oneof(scalar, value),
+          ports: fc.oneof(fc.array(fc.oneof(scalar, fc.integer({ min: 0, max: 70_000 })), { maxLength: 4 }), value),
+        },
         { requiredKeys: [] },
       ),
       { maxLength: 8 },
     ),
-    routes: fc.array(fc.record({ group: scalar, source: scalar, iif: scalar, oifs: fc.array(scalar, { maxLength: 3 }) }, { requiredKeys: [] }), {
-      maxLength: 3,
-    }),
+    routes: fc.array(
+      fc.record(
+        { group: scalar, source: scalar, iif: scalar, oifs: fc.array(scalar, { maxLength: 3 }) },
+        { requiredKeys: [] },
+      ),
+      {
+        maxLength: 3,
+      },
+    ),
     extra: value,
   },
   { requiredKeys: [] },
@@ -230,14 +263,22 @@ function render(document: unknown, style: number, indent: number): string {
       case 1:
         return yamlStringify(document, { indent: Math.max(indent, 2) });
       default:
-        return jsYaml.dump(document, { flowLevel: style - 3, indent, noArrayIndent: indent % 2 === 0, lineWidth: indent * 20, skipInvalid: true });
+        return jsYaml.dump(document, {
+          flowLevel: style - 3,
+          indent,
+          noArrayIndent: indent % 2 === 0,
+          lineWidth: indent * 20,
+          skipInvalid: true,
+        });
     }
   } catch {
     return String(document);
   }
 }
 const rendered = (document: fc.Arbitrary<unknown>) =>
-  fc.tuple(document, fc.integer({ min: 0, max: 6 }), fc.integer({ min: 1, max: 4 })).map(([doc, style, indent]) => render(doc, style, indent));
+  fc
+    .tuple(document, fc.integer({ min: 0, max: 6 }), fc.integer({ min: 1, max: 4 }))
+    .map(([doc, style, indent]) => render(doc, style, indent));
 
 /** `text` with `insert` put in at a fraction of its length. */
 const spliced = (text: string, at: number, insert: string) => {
@@ -251,12 +292,21 @@ const edited = (texts: fc.Arbitrary<string>, inserts: fc.Arbitrary<string>) =>
     .map(([text, edits]) => edits.reduce((out, [at, insert]) => spliced(out, at, insert), text));
 const hugePrefixes = ['groups: x', 'groups: "x', 'x', '? x', 'a: !x', 'a: &x', 'a: *x', 'metricsAddress: 1.2.3.4:9'];
 const flowGroups = (count: number) =>
-  Array.from({ length: count }, (_, index) => `{group: 239.0.${index >> 8}.${index & 255}, ports: [${index % 5}]}`).join(', ');
+  Array.from(
+    { length: count },
+    (_, index) => `{group: 239.0.${index >> 8}.${index & 255}, ports: [${index % 5}]}`,
+  ).join(', ');
 
 const hostile = fc.oneof(
   // Deep nesting, flow and block, closed or not, at a random place.
-  fc.tuple(fc.integer({ min: 60, max: 3_000 }), fc.constantFrom('[', '{a: ', '- ', '-\n', '[{x: ')).map(([depth, open]) => `groups: ${open.repeat(depth)}\n`),
-  fc.integer({ min: 60, max: 2_000 }).map((depth) => `groups:\n${Array.from({ length: depth }, (_, level) => `${' '.repeat(level + 2)}-`).join('\n')}\n`),
+  fc
+    .tuple(fc.integer({ min: 60, max: 3_000 }), fc.constantFrom('[', '{a: ', '- ', '-\n', '[{x: '))
+    .map(([depth, open]) => `groups: ${open.repeat(depth)}\n`),
+  fc
+    .integer({ min: 60, max: 2_000 })
+    .map(
+      (depth) => `groups:\n${Array.from({ length: depth }, (_, level) => `${' '.repeat(level + 2)}-`).join('\n')}\n`,
+    ),
   // A billion laughs, and plain anchors and aliases.
   fc.tuple(fc.integer({ min: 2, max: 12 }), fc.integer({ min: 2, max: 12 })).map(([levels, fanOut]) => {
     const lines = [`l0: &l0 [${Array(fanOut).fill('"lol"').join(', ')}]`];
@@ -268,11 +318,17 @@ const hostile = fc.oneof(
       );
     return `${lines.join('\n')}\ngroups: *l${levels - 1}\n`;
   }),
-  fc.integer({ min: 1, max: 300 }).map((count) => `gateway: &g gw0\nmulticastInterfaces: [${Array(count).fill('*g').join(', ')}]\n`),
+  fc
+    .integer({ min: 1, max: 300 })
+    .map((count) => `gateway: &g gw0\nmulticastInterfaces: [${Array(count).fill('*g').join(', ')}]\n`),
   // Huge scalars: plain, quoted, a key, a tag, an anchor name.
-  fc.tuple(fc.integer({ min: 1_000, max: 200_000 }), fc.constantFrom(...hugePrefixes)).map(([length, prefix]) => `${prefix}${'x'.repeat(length)}\n`),
+  fc
+    .tuple(fc.integer({ min: 1_000, max: 200_000 }), fc.constantFrom(...hugePrefixes))
+    .map(([length, prefix]) => `${prefix}${'x'.repeat(length)}\n`),
   // Many entries, many keys.
-  fc.integer({ min: 1_000, max: 30_000 }).map((count) => Array.from({ length: count }, (_, index) => `k${index}: ${index}`).join('\n')),
+  fc
+    .integer({ min: 1_000, max: 30_000 })
+    .map((count) => Array.from({ length: count }, (_, index) => `k${index}: ${index}`).join('\n')),
   fc.integer({ min: 1_000, max: 20_000 }).map((count) => `groups: [${flowGroups(count)}]\n`),
   // Mostly right documents, and what they become with YAML's own characters put in.
   rendered(declaredDocument),
@@ -290,7 +346,9 @@ describe('file loaders, property: only usage errors, in bounded time and memory'
   it(`binary bytes (seed ${SEED})`, async () => {
     const bytes = fc.oneof(
       fc.uint8Array({ maxLength: 2_000 }),
-      fc.tuple(rendered(declaredDocument), fc.uint8Array({ minLength: 1, maxLength: 16 })).map(([text, noise]) => Buffer.concat([Buffer.from(text), noise])),
+      fc
+        .tuple(rendered(declaredDocument), fc.uint8Array({ minLength: 1, maxLength: 16 }))
+        .map(([text, noise]) => Buffer.concat([Buffer.from(text), noise])),
     );
     await fc.assert(fc.asyncProperty(bytes, checkEveryLoader), settings({ numRuns: Math.ceil(RUNS / 3) }));
   });
@@ -301,7 +359,9 @@ function pathsOf(document: unknown): (string | number)[][] {
   const paths: (string | number)[][] = [[]];
   const walk = (node: unknown, path: (string | number)[]) => {
     if (path.length >= 5 || typeof node !== 'object' || node === null) return;
-    const entries: [string | number, unknown][] = Array.isArray(node) ? node.map((item, index) => [index, item]) : Object.entries(node);
+    const entries: [string | number, unknown][] = Array.isArray(node)
+      ? node.map((item, index) => [index, item])
+      : Object.entries(node);
     for (const [step, child] of entries) {
       paths.push([...path, step]);
       walk(child, [...path, step]);
@@ -325,7 +385,11 @@ function referenceLine(text: string, path: (string | number)[]): number {
 describe('file loaders, property: the line of every node, from one parse', () => {
   it(`is the line the yaml package finds, in every layout (seed ${SEED})`, () => {
     // Documents of keys that both parsers read alike (no merge keys, no YAML 1.1 values).
-    const plain = fc.oneof(fc.constantFrom('239.1.2.3', 'pod-a', 'eth0', 'a b', 'x: y', '- z', '#c', ''), fc.integer({ min: 0, max: 99 }), fc.constant(null));
+    const plain = fc.oneof(
+      fc.constantFrom('239.1.2.3', 'pod-a', 'eth0', 'a b', 'x: y', '- z', '#c', ''),
+      fc.integer({ min: 0, max: 99 }),
+      fc.constant(null),
+    );
     const tree: fc.Arbitrary<unknown> = fc.letrec<{ node: unknown }>((tie) => ({
       node: fc.oneof(
         { depthSize: 'small' },
@@ -334,7 +398,10 @@ describe('file loaders, property: the line of every node, from one parse', () =>
         fc.dictionary(fc.constantFrom('groups', 'group', 'ports', 'routes', 'k', 'a b'), tie('node'), { maxKeys: 4 }),
       ),
     })).node;
-    const document = fc.record({ groups: fc.array(fc.record({ group: plain, ports: fc.array(plain, { maxLength: 4 }) }), { maxLength: 4 }), routes: tree });
+    const document = fc.record({
+      groups: fc.array(fc.record({ group: plain, ports: fc.array(plain, { maxLength: 4 }) }), { maxLength: 4 }),
+      routes: tree,
+    });
     fc.assert(
       fc.property(rendered(document), (text) => {
         const loaded = loadYaml(text);

@@ -38,11 +38,23 @@ const ROUTER_ALERT_HEADER = '3a 00 0502 0000 0100';
  * default: the hop-by-hop header of `headers` follows), `headers` (hex of the extension
  * headers, the Router Alert one by default), then `upper`.
  */
-function ipv6Packet(src: string, dst: string, upper: Uint8Array, options: { nextHeader?: number; headers?: string } = {}): Buffer {
+function ipv6Packet(
+  src: string,
+  dst: string,
+  upper: Uint8Array,
+  options: { nextHeader?: number; headers?: string } = {},
+): Buffer {
   const payload = Buffer.concat([hex(options.headers ?? ROUTER_ALERT_HEADER), upper]);
   const length = Buffer.alloc(2);
   length.writeUInt16BE(payload.length);
-  return Buffer.concat([hex('6000 0000'), length, Buffer.from([options.nextHeader ?? 0, 1]), hex(src), hex(dst), payload]);
+  return Buffer.concat([
+    hex('6000 0000'),
+    length,
+    Buffer.from([options.nextHeader ?? 0, 1]),
+    hex(src),
+    hex(dst),
+    payload,
+  ]);
 }
 
 function withOctetFlipped(bytes: Uint8Array, at: number): Buffer {
@@ -68,7 +80,11 @@ const V2_QUERY = icmpv6(FE80_1, FF3E_8000_1, `82 00 0000 03e8 0000 ${FF3E_8000_1
 /** MLDv2 general query, max resp code 0x8000: the float form, (0x1000 | 0) << (0 + 3) = 32768 ms (RFC 3810 §5.1.3). */
 const V2_GENERAL_QUERY = icmpv6(FE80_1, FF02_1, `82 00 0000 8000 0000 ${UNSPECIFIED} 02 7d 0000`);
 /** MLDv2 report (143), two records: TO_EX {} for ff0e::1234, ALLOW {2001:db8::1} for ff3e::8000:1. */
-const V2_REPORT = icmpv6(FE80_1, FF02_16, `8f 00 0000 0000 0002 04 00 0000 ${FF0E_1234} 05 00 0001 ${FF3E_8000_1} ${DB8_1}`);
+const V2_REPORT = icmpv6(
+  FE80_1,
+  FF02_16,
+  `8f 00 0000 0000 0002 04 00 0000 ${FF0E_1234} 05 00 0001 ${FF3E_8000_1} ${DB8_1}`,
+);
 /** A Neighbor Solicitation (135, RFC 4861 §4.3) from :: for fe80::1: ICMPv6, not MLD. */
 const NEIGHBOR_SOLICITATION = icmpv6(UNSPECIFIED, FF02_1_FF00_1, `87 00 0000 00000000 ${FE80_1}`);
 
@@ -100,10 +116,17 @@ describe('frame decoder', () => {
       type: 'report',
       records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1', sources: [] }],
     });
-    assert.deepEqual(toJsonRecord(decode(V3_LEAVE_239_1_1_1)!).records, [{ type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] }]);
+    assert.deepEqual(toJsonRecord(decode(V3_LEAVE_239_1_1_1)!).records, [
+      { type: 'CHANGE_TO_INCLUDE_MODE', group: '239.1.1.1', sources: [] },
+    ]);
   });
   it('the fast NDJSON line is exactly JSON.stringify of the record', () => {
-    const frames = [V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1, ...Object.values(validFrames), ...hostileFrames.map((hostile) => hostile.frame)];
+    const frames = [
+      V3_JOIN_239_1_1_1,
+      V3_LEAVE_239_1_1_1,
+      ...Object.values(validFrames),
+      ...hostileFrames.map((hostile) => hostile.frame),
+    ];
     let compared = 0;
     for (const frame of frames) {
       const event = decode(frame);
@@ -153,7 +176,11 @@ describe('frame decoder', () => {
     for (let length = 0; length < V3_JOIN_239_1_1_1.length; length++) {
       const event = decode(V3_JOIN_239_1_1_1.subarray(0, length));
       if (length < 14) assert.equal(event, undefined, `length ${length}`);
-      else assert.ok(event?.kind === 'malformed' && event.code === 'truncated', `length ${length}: ${JSON.stringify(event)}`);
+      else
+        assert.ok(
+          event?.kind === 'malformed' && event.code === 'truncated',
+          `length ${length}: ${JSON.stringify(event)}`,
+        );
     }
   });
   it('ignores Ethernet padding after the IP total length', () => {
@@ -172,7 +199,14 @@ describe('frame decoder', () => {
     // SLL2 (20 octets): protocol 0x0800, reserved, ifindex 3, ARPHRD 1, packet type 2, address length 6, address.
     const sll2 = Buffer.concat([hex('0800 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]);
     assert.equal(decode(sll2, ipLocator(LinkType.LINUX_SLL2))?.kind, 'igmp');
-    assert.equal(decode(Buffer.concat([hex('0806 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]), ipLocator(LinkType.LINUX_SLL2)), undefined, 'ARP');
+    assert.equal(
+      decode(
+        Buffer.concat([hex('0806 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]),
+        ipLocator(LinkType.LINUX_SLL2),
+      ),
+      undefined,
+      'ARP',
+    );
   });
   it('refuses a link type it cannot decode, by a typed error', () => {
     assert.throws(
@@ -185,7 +219,9 @@ describe('frame decoder', () => {
 describe('frame decoder: MLD', () => {
   const head = '{"frame":7,"ts":1700000000.25,"src":"fe80::1"';
   it('the exact --json lines of an MLDv1 report, a Done, an MLDv1 query, two MLDv2 queries and an MLDv2 report', () => {
-    const lines = Object.fromEntries(Object.entries(mldFrames).map(([name, frame]) => [name, toJsonLine(decode(frame)!)]));
+    const lines = Object.fromEntries(
+      Object.entries(mldFrames).map(([name, frame]) => [name, toJsonLine(decode(frame)!)]),
+    );
     assert.deepEqual(lines, {
       v1Report: `${head},"dst":"ff0e::1234","protocol":"mld","version":1,"type":"report","group":"ff0e::1234"}`,
       done: `${head},"dst":"ff02::2","protocol":"mld","version":1,"type":"leave","group":"ff0e::1234"}`,
@@ -218,21 +254,45 @@ describe('frame decoder: MLD', () => {
     assert.equal(decode(packet, ipLocator(LinkType.RAW))?.kind, 'mld');
     assert.equal(decode(packet, ipLocator(12))?.kind, 'mld', 'BSD DLT_RAW');
     // SLL: packet type 2 (multicast), ARPHRD 1, address length 6, address, protocol 0x86dd.
-    assert.equal(decode(Buffer.concat([hex('0002 0001 0006 1687c5031deb 0000 86dd'), packet]), ipLocator(LinkType.LINUX_SLL))?.kind, 'mld');
+    assert.equal(
+      decode(Buffer.concat([hex('0002 0001 0006 1687c5031deb 0000 86dd'), packet]), ipLocator(LinkType.LINUX_SLL))
+        ?.kind,
+      'mld',
+    );
     // SLL2: protocol 0x86dd, reserved, ifindex 3, ARPHRD 1, packet type 2, address length 6, address.
-    assert.equal(decode(Buffer.concat([hex('86dd 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]), ipLocator(LinkType.LINUX_SLL2))?.kind, 'mld');
+    assert.equal(
+      decode(
+        Buffer.concat([hex('86dd 0000 00000003 0001 02 06 1687c5031deb 0000'), packet]),
+        ipLocator(LinkType.LINUX_SLL2),
+      )?.kind,
+      'mld',
+    );
     // One 802.1Q tag (VLAN 10), then 0x86dd.
-    const tagged = Buffer.concat([mldFrames.v2Report.subarray(0, 12), hex('8100 000a'), mldFrames.v2Report.subarray(12)]);
+    const tagged = Buffer.concat([
+      mldFrames.v2Report.subarray(0, 12),
+      hex('8100 000a'),
+      mldFrames.v2Report.subarray(12),
+    ]);
     assert.equal(decode(tagged)?.kind, 'mld');
     // The IPV4 link type holds IPv4 only: an IPv6 packet there is a broken IPv4 header.
     const asIpv4 = decode(packet, ipLocator(LinkType.IPV4));
-    assert.ok(asIpv4?.kind === 'malformed' && asIpv4.protocol === 'igmp' && asIpv4.code === 'bad-ip-header', JSON.stringify(asIpv4));
+    assert.ok(
+      asIpv4?.kind === 'malformed' && asIpv4.protocol === 'igmp' && asIpv4.code === 'bad-ip-header',
+      JSON.stringify(asIpv4),
+    );
   });
 
   it('says nothing of other ICMPv6 (Neighbor Discovery, echo), of IPv6 UDP, or of an empty ICMPv6 message', () => {
-    assert.equal(decode(ethernet6(ipv6Packet(UNSPECIFIED, FF02_1_FF00_1, NEIGHBOR_SOLICITATION, { nextHeader: 58, headers: '' }))), undefined);
+    assert.equal(
+      decode(ethernet6(ipv6Packet(UNSPECIFIED, FF02_1_FF00_1, NEIGHBOR_SOLICITATION, { nextHeader: 58, headers: '' }))),
+      undefined,
+    );
     const echo = icmpv6(FE80_1, FF02_1, '80 00 0000 0001 0001');
-    assert.equal(decode(ethernet6(ipv6Packet(FE80_1, FF02_1, echo))), undefined, 'echo request, even with a Router Alert');
+    assert.equal(
+      decode(ethernet6(ipv6Packet(FE80_1, FF02_1, echo))),
+      undefined,
+      'echo request, even with a Router Alert',
+    );
     assert.equal(decode(ethernet6(ipv6Packet(FE80_1, FF02_1, hex('')))), undefined, 'empty ICMPv6');
     const udp = ipv6Packet(FE80_1, FF02_FB, hex('14e9 14e9 0008 0000'), { nextHeader: 17, headers: '' });
     assert.equal(decode(ethernet6(udp)), undefined);
@@ -248,13 +308,17 @@ describe('frame decoder: MLD', () => {
   });
 
   it('an atomic fragment (offset 0, no more fragments, RFC 6946) is a whole packet', () => {
-    const frame = ethernet6(ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0000 0000002a' }));
+    const frame = ethernet6(
+      ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0000 0000002a' }),
+    );
     assert.equal(decode(frame)?.kind, 'mld');
   });
 
   it('a later fragment says nothing: its first octets are no ICMPv6 header', () => {
     // Fragment offset 1 (8 octets), more fragments clear; the data happens to start with 0x83.
-    const frame = ethernet6(ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0008 0000002a' }));
+    const frame = ethernet6(
+      ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0008 0000002a' }),
+    );
     assert.equal(decode(frame), undefined);
   });
 
@@ -282,7 +346,9 @@ describe('frame decoder: MLD', () => {
     },
     {
       name: 'MLD in a first fragment (more fragments set)',
-      frame: ethernet6(ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0001 0000002a' })),
+      frame: ethernet6(
+        ipv6Packet(FE80_1, FF0E_1234, V1_REPORT, { headers: '2c 00 0502 0000 0100  3a 00 0001 0000002a' }),
+      ),
       error: 'fragmented',
       src: 'fe80::1',
       dst: 'ff0e::1234',
@@ -361,7 +427,11 @@ describe('frame decoder: MLD', () => {
     for (let length = 0; length < frame.length; length++) {
       const event = decode(frame.subarray(0, length));
       if (length < 14) assert.equal(event, undefined, `length ${length}`);
-      else assert.ok(event?.kind === 'malformed' && event.protocol === 'mld', `length ${length}: ${JSON.stringify(event)}`);
+      else
+        assert.ok(
+          event?.kind === 'malformed' && event.protocol === 'mld',
+          `length ${length}: ${JSON.stringify(event)}`,
+        );
     }
   });
 

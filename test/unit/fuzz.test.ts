@@ -24,7 +24,12 @@ import { hostileFrames, validFrames } from '../helpers/hostile-frames.js';
 const SEED = Number(process.env.FAST_CHECK_SEED ?? 0x5eed1);
 const RUNS = Number(process.env.FAST_CHECK_RUNS ?? 200_000);
 
-const seeds: Buffer[] = [V3_JOIN_239_1_1_1, V3_LEAVE_239_1_1_1, ...Object.values(validFrames), ...hostileFrames.map((h) => h.frame)];
+const seeds: Buffer[] = [
+  V3_JOIN_239_1_1_1,
+  V3_LEAVE_239_1_1_1,
+  ...Object.values(validFrames),
+  ...hostileFrames.map((h) => h.frame),
+];
 
 /** One random frame in four; the rest are seed frames with a few edits. */
 const frame = fc.oneof({ arbitrary: randomFrame, weight: 1 }, { arbitrary: mutatedFrame(seeds), weight: 3 });
@@ -34,7 +39,8 @@ function report(details: fc.RunDetails<[Buffer]>): void {
   if (!details.failed) return;
   const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
   const [counterexample] = details.counterexample ?? [];
-  const shown = counterexample === undefined ? '' : `\nFrame (${counterexample.length} bytes): ${counterexample.toString('hex')}`;
+  const shown =
+    counterexample === undefined ? '' : `\nFrame (${counterexample.length} bytes): ${counterexample.toString('hex')}`;
   throw new Error(`${fc.defaultReportMessage(details) ?? 'property failed'}${shown}\nGot error: ${error}`);
 }
 
@@ -58,7 +64,8 @@ describe('fuzz', () => {
           try {
             decode(bytes, Math.min(start, bytes.length), bytes.length);
           } catch (error) {
-            if (!(error instanceof DecodeError)) assert.fail(`${name}.decode threw ${error instanceof Error ? error.stack : String(error)}`);
+            if (!(error instanceof DecodeError))
+              assert.fail(`${name}.decode threw ${error instanceof Error ? error.stack : String(error)}`);
           }
         }
       }),
@@ -66,6 +73,9 @@ describe('fuzz', () => {
     );
     // The generator must reach every outcome, or it is not testing much (thresholds per 200,000 frames).
     const per200k = (count: number) => (count * 200_000) / RUNS;
-    assert.ok(per200k(counts.igmp) > 5_000 && per200k(counts.malformed) > 10_000 && per200k(counts.none) > 1_000, JSON.stringify(counts));
+    assert.ok(
+      per200k(counts.igmp) > 5_000 && per200k(counts.malformed) > 10_000 && per200k(counts.none) > 1_000,
+      JSON.stringify(counts),
+    );
   });
 });

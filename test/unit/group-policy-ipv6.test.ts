@@ -1,4 +1,7 @@
-/** The group policy with IPv6 groups and sources: parsing, canonical form, first-match decisions, drop prefixes, and the families kept apart. */
+/**
+ * The group policy with IPv6 groups and sources: parsing, canonical form, first-match decisions, drop prefixes, and the
+ * families kept apart.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import fc from 'fast-check';
@@ -45,7 +48,10 @@ describe('IPv6 prefixes', () => {
     assert.deepEqual(v4.prefix, { family: 'ipv4', address: '239.1.0.0', length: 16 });
   });
   it('refuse host bits, a bad length, and what is no address', () => {
-    assert.deepEqual(parseIpPrefix('ff3e::1/16'), { ok: false, reason: 'host bits are set: the block of ff3e::1/16 is ff3e::/16' });
+    assert.deepEqual(parseIpPrefix('ff3e::1/16'), {
+      ok: false,
+      reason: 'host bits are set: the block of ff3e::1/16 is ff3e::/16',
+    });
     assert.match((parseIpPrefix('ff3e::/129') as { reason: string }).reason, /0 to 128 for an IPv6 block/);
     assert.match((parseIpPrefix('239.0.0.0/33') as { reason: string }).reason, /0 to 32 for an IPv4 block/);
     assert.match((parseIpPrefix('ff3e:::1/16') as { reason: string }).reason, /not an address/);
@@ -62,7 +68,9 @@ describe('IPv6 prefixes', () => {
   });
   it('ranges back to the fewest prefixes, IPv4 first, never one block across the families', () => {
     const ranges = normalizeIpRanges(
-      ['ff3e::/17', 'ff3e:8000::/17', '239.255.255.255', 'ff05::/16'].map((text) => ipPrefixRange((parseIpPrefix(text) as { prefix: IpPrefix }).prefix)),
+      ['ff3e::/17', 'ff3e:8000::/17', '239.255.255.255', 'ff05::/16'].map((text) =>
+        ipPrefixRange((parseIpPrefix(text) as { prefix: IpPrefix }).prefix),
+      ),
     );
     assert.deepEqual(ipRangesToPrefixes(ranges).map(formatIpPrefix), ['239.255.255.255/32', 'ff05::/16', 'ff3e::/16']);
     // The last IPv4 point and the first IPv6 one are neighbours on the line, not one range.
@@ -87,19 +95,31 @@ describe('IPv6 group policy file', () => {
       ['rules:', '  - action: deny', '    groups: 2001:db8::/32'],
       /^p\.yaml:3: "2001:db8::\/32" is not inside ff00::\/8, the IPv6 multicast groups/,
     ],
-    ['a block wider than ff00::/8', ['rules:', '  - {action: deny, groups: fe00::/7}'], /^p\.yaml:2: "fe00::\/7" is not inside ff00::\/8/],
+    [
+      'a block wider than ff00::/8',
+      ['rules:', '  - {action: deny, groups: fe00::/7}'],
+      /^p\.yaml:2: "fe00::\/7" is not inside ff00::\/8/,
+    ],
     [
       'a bad length',
       ['rules:', '  - action: deny', '    groups:', '      - ff3e::/200'],
       /^p\.yaml:4: "ff3e::\/200": the prefix length after "\/" must be 0 to 128/,
     ],
-    ['a malformed address', ['rules:', '  - {action: deny, groups: "ff3e::g/16"}'], /^p\.yaml:2: "ff3e::g\/16": not an address or CIDR block/],
+    [
+      'a malformed address',
+      ['rules:', '  - {action: deny, groups: "ff3e::g/16"}'],
+      /^p\.yaml:2: "ff3e::g\/16": not an address or CIDR block/,
+    ],
     [
       'a multicast source',
       ['sourceAddresses:', '  - pods: a/*', '    addresses: [2001:db8::/32, ff3e::1]'],
       /^p\.yaml:3: "ff3e::1" is not unicast: a source is neither :: nor in ff00::\/8/,
     ],
-    ['the unspecified source', ['sourceAddresses:', '  - {pods: a/*, addresses: "::"}'], /^p\.yaml:2: "::" is not unicast/],
+    [
+      'the unspecified source',
+      ['sourceAddresses:', '  - {pods: a/*, addresses: "::"}'],
+      /^p\.yaml:2: "::" is not unicast/,
+    ],
   ];
   for (const [name, lines, expected] of errors) {
     it(`refuses ${name}, naming its line`, () => assert.match(refusal(lines), expected));
@@ -162,7 +182,11 @@ describe('IPv6 group policy decisions', () => {
     assert.deepEqual(prefixes.slice(0, 3).map(formatIpPrefix), ['ff03::/16', 'ff04::/14', 'ff08::/13']);
   });
   it('the denied send prefixes are both families, IPv4 first, each as its fewest blocks', () => {
-    assert.deepEqual(rules.deniedSendPrefixes('tenant-b/web').map(formatIpPrefix), ['239.1.0.0/16', 'ff05::/16', 'ff3e::/16']);
+    assert.deepEqual(rules.deniedSendPrefixes('tenant-b/web').map(formatIpPrefix), [
+      '239.1.0.0/16',
+      'ff05::/16',
+      'ff3e::/16',
+    ]);
     // The allowed /112 is cut out of ff3e::/16: one block for each bit from 17 to 112.
     const monitor = rules.deniedSendPrefixes('tenant-b/monitor');
     assert.deepEqual(monitor.slice(0, 3).map(formatIpPrefix), ['239.1.0.0/16', 'ff05::/16', 'ff3e::/97']);
@@ -171,7 +195,11 @@ describe('IPv6 group policy decisions', () => {
     assert.ok(monitor.map(ipPrefixRange).every((range) => allowed < range.start || allowed > range.end));
   });
   it('extra IPv6 source addresses, kept apart from IPv4 ones', () => {
-    const sources = policy(['sourceAddresses:', '  - pods: kube-system/vrrp-*', '    addresses: [10.0.0.0/24, 2001:db8::/32, fe80::1]']);
+    const sources = policy([
+      'sourceAddresses:',
+      '  - pods: kube-system/vrrp-*',
+      '    addresses: [10.0.0.0/24, 2001:db8::/32, fe80::1]',
+    ]);
     assert.equal(sources.admitsExtraSource('kube-system/vrrp-a', '2001:db8:ffff::5'), true);
     assert.equal(sources.admitsExtraSource('kube-system/vrrp-a', '2001:0DB8::5'), true);
     assert.equal(sources.admitsExtraSource('kube-system/vrrp-a', 'fe80::1'), true);
@@ -196,7 +224,9 @@ describe('IPv6 send-policy drops on the switch', () => {
   });
   it('the policy gives the ranges the drops are made of', () => {
     const denied = policy(['rules:', '  - {action: deny, groups: [ff05::/16, 239.0.0.0/8]}']).deniedSendPrefixes('a/b');
-    const matches = denied.map((prefix) => pipeline.sendPolicyDrop(3, { address: prefix.address, mask: ipPrefixMask(prefix) }).match);
+    const matches = denied.map(
+      (prefix) => pipeline.sendPolicyDrop(3, { address: prefix.address, mask: ipPrefixMask(prefix) }).match,
+    );
     assert.deepEqual(matches, [
       { inPort: 3, ethType: 0x0800, ipDst: '239.0.0.0', ipDstMask: '255.0.0.0' },
       { inPort: 3, ethType: 0x86dd, ipDst: 'ff05::', ipDstMask: 'ffff::' },
@@ -212,10 +242,12 @@ describe('IPv6 denied send prefixes against decide (property)', () => {
     for (let shift = 112n; shift >= 0n; shift -= 16n) groups.push(((value >> shift) & 0xffffn).toString(16));
     return groups.join(':');
   };
-  const smallPrefix = fc.record({ offset: fc.integer({ min: 0, max: 1023 }), length: fc.integer({ min: 118, max: 128 }) }).map(({ offset, length }) => {
-    const mask = ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - length)) - 1n);
-    return `${hex((base + BigInt(offset)) & mask)}/${length}`;
-  });
+  const smallPrefix = fc
+    .record({ offset: fc.integer({ min: 0, max: 1023 }), length: fc.integer({ min: 118, max: 128 }) })
+    .map(({ offset, length }) => {
+      const mask = ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - length)) - 1n);
+      return `${hex((base + BigInt(offset)) & mask)}/${length}`;
+    });
   const prefixArbitrary = fc.oneof(
     { arbitrary: smallPrefix, weight: 8 },
     { arbitrary: fc.constantFrom('ff3e::/16', 'ff00::/8', 'ff30::/12', '239.0.0.0/8'), weight: 1 },
@@ -227,22 +259,34 @@ describe('IPv6 denied send prefixes against decide (property)', () => {
   });
   const addressArbitrary = fc.oneof(
     fc.integer({ min: 0, max: 1100 }).map((offset) => hex(base + BigInt(offset))),
-    fc.constantFrom('ff3e::', 'ff3e:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'ff3d:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'ff02::1', 'ff05::1', '239.0.0.1'),
+    fc.constantFrom(
+      'ff3e::',
+      'ff3e:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+      'ff3d:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+      'ff02::1',
+      'ff05::1',
+      '239.0.0.1',
+    ),
   );
 
   it('an address is in the prefixes iff decide says send is denied', () => {
     fc.assert(
-      fc.property(fc.array(ruleArbitrary, { maxLength: 6 }), fc.array(addressArbitrary, { minLength: 1, maxLength: 20 }), (ruleList, addresses) => {
-        const parsed: GroupPolicy = parseGroupPolicy(JSON.stringify({ rules: ruleList }), 'p.json');
-        const prefixes = parsed.deniedSendPrefixes('a/b');
-        const ranges = prefixes.map(ipPrefixRange);
-        for (let index = 1; index < ranges.length; index++) assert.ok(ranges[index - 1]!.end < ranges[index]!.start, 'sorted and disjoint');
-        for (const text of addresses) {
-          const point = addressPoint(text)!;
-          const inPrefixes = ranges.some((range) => point >= range.start && point <= range.end);
-          assert.equal(inPrefixes, !parsed.decide('a/b', g(text), 'send').allowed, text);
-        }
-      }),
+      fc.property(
+        fc.array(ruleArbitrary, { maxLength: 6 }),
+        fc.array(addressArbitrary, { minLength: 1, maxLength: 20 }),
+        (ruleList, addresses) => {
+          const parsed: GroupPolicy = parseGroupPolicy(JSON.stringify({ rules: ruleList }), 'p.json');
+          const prefixes = parsed.deniedSendPrefixes('a/b');
+          const ranges = prefixes.map(ipPrefixRange);
+          for (let index = 1; index < ranges.length; index++)
+            assert.ok(ranges[index - 1]!.end < ranges[index]!.start, 'sorted and disjoint');
+          for (const text of addresses) {
+            const point = addressPoint(text)!;
+            const inPrefixes = ranges.some((range) => point >= range.start && point <= range.end);
+            assert.equal(inPrefixes, !parsed.decide('a/b', g(text), 'send').allowed, text);
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });

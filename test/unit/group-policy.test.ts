@@ -1,4 +1,6 @@
-/** The daemon's group policy: its file, its globs, its first-match decisions and the drop prefixes derived from them. */
+/**
+ * The daemon's group policy: its file, its globs, its first-match decisions and the drop prefixes derived from them.
+ */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,7 +77,10 @@ describe('group policy file', () => {
   });
 
   it('reads JSON, scalars or lists alike', () => {
-    const parsed = parseGroupPolicy('{"rules": [{"action": "deny", "pods": ["a/*"], "groups": "239.0.0.0/8", "directions": "send"}]}', 'p.json');
+    const parsed = parseGroupPolicy(
+      '{"rules": [{"action": "deny", "pods": ["a/*"], "groups": "239.0.0.0/8", "directions": "send"}]}',
+      'p.json',
+    );
     assert.deepEqual(parsed.decide('a/x', g('239.9.9.9'), 'send'), { allowed: false, line: 1 });
     assert.deepEqual(parsed.decide('a/x', g('239.9.9.9'), 'join'), { allowed: true });
   });
@@ -85,33 +90,89 @@ describe('group policy file', () => {
     ['an unknown top-level key', ['rules: []', 'rule: []'], /^p\.yaml:2: unknown key "rule" in the file/],
     ['rules that are no list', ['rules: deny'], /^p\.yaml:1: "rules" must be a list/],
     ['a rule that is no mapping', ['rules:', '  - deny'], /^p\.yaml:2: each rule must be a mapping/],
-    ['an unknown key in a rule', ['rules:', '  - action: deny', '    group: 239.1.2.3'], /^p\.yaml:3: unknown key "group" in a rule/],
+    [
+      'an unknown key in a rule',
+      ['rules:', '  - action: deny', '    group: 239.1.2.3'],
+      /^p\.yaml:3: unknown key "group" in a rule/,
+    ],
     ['a missing action', ['rules:', '  - action: deny', '  - pods: a/b'], /^p\.yaml:3: a rule needs "action"/],
-    ['an unknown action', ['rules:', '  - pods: a/b', '    action: drop'], /^p\.yaml:3: "action" must be allow or deny, not "drop"/],
+    [
+      'an unknown action',
+      ['rules:', '  - pods: a/b', '    action: drop'],
+      /^p\.yaml:3: "action" must be allow or deny, not "drop"/,
+    ],
     [
       'host bits set, with the network named',
       ['rules:', '  - action: deny', '    groups:', '      - 239.1.0.0/16', '      - 239.2.3.4/16'],
       /^p\.yaml:5: "239\.2\.3\.4\/16": host bits are set: the block of 239\.2\.3\.4\/16 is 239\.2\.0\.0\/16/,
     ],
-    ['a group outside 224.0.0.0/4', ['rules:', '  - action: deny', '    groups: [10.0.0.0/8]'], /^p\.yaml:3: "10\.0\.0\.0\/8" is not inside 224\.0\.0\.0\/4/],
-    ['a block wider than 224.0.0.0/4', ['rules:', '  - action: deny', '    groups: 224.0.0.0/3'], /^p\.yaml:3: "224\.0\.0\.0\/3" is not inside/],
+    [
+      'a group outside 224.0.0.0/4',
+      ['rules:', '  - action: deny', '    groups: [10.0.0.0/8]'],
+      /^p\.yaml:3: "10\.0\.0\.0\/8" is not inside 224\.0\.0\.0\/4/,
+    ],
+    [
+      'a block wider than 224.0.0.0/4',
+      ['rules:', '  - action: deny', '    groups: 224.0.0.0/3'],
+      /^p\.yaml:3: "224\.0\.0\.0\/3" is not inside/,
+    ],
     ['a bad prefix length', ['rules:', '  - action: deny', '    groups: 239.0.0.0/33'], /^p\.yaml:3: .*prefix length/],
-    ['no address at all', ['rules:', '  - action: deny', '    groups: groups'], /^p\.yaml:3: "groups": not an address or CIDR block/],
-    ['a number where a string is wanted', ['rules:', '  - action: deny', '    groups: [239.1.2.3, 7]'], /^p\.yaml:3: an entry of "groups" must be a string/],
-    ['a mapping where a list is wanted', ['rules:', '  - action: deny', '    pods: {a: b}'], /^p\.yaml:3: "pods" must be .* not a mapping/],
+    [
+      'no address at all',
+      ['rules:', '  - action: deny', '    groups: groups'],
+      /^p\.yaml:3: "groups": not an address or CIDR block/,
+    ],
+    [
+      'a number where a string is wanted',
+      ['rules:', '  - action: deny', '    groups: [239.1.2.3, 7]'],
+      /^p\.yaml:3: an entry of "groups" must be a string/,
+    ],
+    [
+      'a mapping where a list is wanted',
+      ['rules:', '  - action: deny', '    pods: {a: b}'],
+      /^p\.yaml:3: "pods" must be .* not a mapping/,
+    ],
     ['an empty list', ['rules:', '  - action: deny', '', '    pods: []'], /^p\.yaml:4: "pods" is an empty list/],
-    ['a key without a value', ['rules:', '  - action: deny', '    directions:'], /^p\.yaml:3: "directions" has no value/],
+    [
+      'a key without a value',
+      ['rules:', '  - action: deny', '    directions:'],
+      /^p\.yaml:3: "directions" has no value/,
+    ],
     [
       'an unknown direction',
       ['rules:', '  - action: deny', '    directions:', '      - join', '      - receive'],
       /^p\.yaml:5: a direction is join or send, not "receive"/,
     ],
-    ['a glob without "/"', ['rules:', '  - action: deny', '    pods: [a/b, web-*]'], /^p\.yaml:3: pod glob "web-\*": .*exactly one "\/"/],
-    ['a glob with two "/"', ['rules:', '  - action: deny', '    pods:', '      - a/b/c'], /^p\.yaml:4: pod glob "a\/b\/c"/],
-    ['a glob with an empty side', ['rules:', '  - action: deny', '    pods: a/'], /^p\.yaml:3: pod glob "a\/": both sides/],
-    ['a multicast source address', ['sourceAddresses:', '  - pods: a/b', '    addresses: [10.0.0.1, 239.1.2.3]'], /^p\.yaml:3: "239\.1\.2\.3" is not unicast/],
-    ['0.0.0.0 as a source', ['sourceAddresses:', '  - addresses:', '      - 0.0.0.0/8'], /^p\.yaml:3: "0\.0\.0\.0\/8" is not unicast/],
-    ['a source entry without addresses', ['sourceAddresses:', '  - pods: a/b'], /^p\.yaml:2: a sourceAddresses entry needs "addresses"/],
+    [
+      'a glob without "/"',
+      ['rules:', '  - action: deny', '    pods: [a/b, web-*]'],
+      /^p\.yaml:3: pod glob "web-\*": .*exactly one "\/"/,
+    ],
+    [
+      'a glob with two "/"',
+      ['rules:', '  - action: deny', '    pods:', '      - a/b/c'],
+      /^p\.yaml:4: pod glob "a\/b\/c"/,
+    ],
+    [
+      'a glob with an empty side',
+      ['rules:', '  - action: deny', '    pods: a/'],
+      /^p\.yaml:3: pod glob "a\/": both sides/,
+    ],
+    [
+      'a multicast source address',
+      ['sourceAddresses:', '  - pods: a/b', '    addresses: [10.0.0.1, 239.1.2.3]'],
+      /^p\.yaml:3: "239\.1\.2\.3" is not unicast/,
+    ],
+    [
+      '0.0.0.0 as a source',
+      ['sourceAddresses:', '  - addresses:', '      - 0.0.0.0/8'],
+      /^p\.yaml:3: "0\.0\.0\.0\/8" is not unicast/,
+    ],
+    [
+      'a source entry without addresses',
+      ['sourceAddresses:', '  - pods: a/b'],
+      /^p\.yaml:2: a sourceAddresses entry needs "addresses"/,
+    ],
     [
       'an unknown key in a source entry',
       ['sourceAddresses:', '  - addresses: 10.0.0.1', '    groups: 239.1.2.3'],
@@ -126,7 +187,10 @@ describe('group policy file', () => {
 
   it(`refuses more than ${MAX_POLICY_RULES} rules, naming the first one too many`, () => {
     const lines = ['rules:', ...Array.from({ length: MAX_POLICY_RULES + 1 }, () => '  - {action: deny}')];
-    assert.match(refusal(lines), new RegExp(`^p\\.yaml:${MAX_POLICY_RULES + 2}: "rules" has more than ${MAX_POLICY_RULES} entries`));
+    assert.match(
+      refusal(lines),
+      new RegExp(`^p\\.yaml:${MAX_POLICY_RULES + 2}: "rules" has more than ${MAX_POLICY_RULES} entries`),
+    );
     assert.equal(policy(lines.slice(0, -1)).ruleCount, MAX_POLICY_RULES);
   });
 });
@@ -216,7 +280,11 @@ describe('group policy decisions', () => {
     assert.deepEqual(rules.deniedSendPrefixes('tenant-b/x').map(formatPrefix), ['232.0.0.0/8', '239.1.0.0/16']);
   });
   it('adjacent denied blocks merge into one prefix', () => {
-    const merged = policy(['rules:', '  - {action: deny, groups: 239.0.0.0/9}', '  - {action: deny, groups: [239.128.0.0/9, 238.0.0.0/8]}']);
+    const merged = policy([
+      'rules:',
+      '  - {action: deny, groups: 239.0.0.0/9}',
+      '  - {action: deny, groups: [239.128.0.0/9, 238.0.0.0/8]}',
+    ]);
     assert.deepEqual(merged.deniedSendPrefixes('a/b').map(formatPrefix), ['238.0.0.0/7']);
     // All of 224.0.0.0/4 but the link-local groups, which no rule governs (and IPv6's, after them).
     const everything = policy(['rules:', '  - {action: deny}'])
@@ -239,7 +307,8 @@ describe('group policy decisions', () => {
     );
   });
   it('remembers a bounded number of pods and decides alike after forgetting', () => {
-    for (let index = 0; index < 5000; index++) assert.equal(rules.decide(`tenant-b/p${index}`, g('239.1.0.1'), 'join').allowed, false);
+    for (let index = 0; index < 5000; index++)
+      assert.equal(rules.decide(`tenant-b/p${index}`, g('239.1.0.1'), 'join').allowed, false);
     assert.equal(rules.decide('tenant-b/p0', g('239.1.0.1'), 'join').allowed, false);
   });
 });
@@ -248,10 +317,12 @@ describe('denied send prefixes against decide (property)', () => {
   const pods = ['a/x', 'a/y', 'b/x', 'x'];
   const globs = ['a/*', '*/x', 'a/x', 'b/?', '*/*'];
   // Prefixes clustered in a small corner of 239/8, so that rules overlap often.
-  const smallPrefix = fc.record({ offset: fc.integer({ min: 0, max: 1023 }), length: fc.integer({ min: 22, max: 32 }) }).map(({ offset, length }) => {
-    const value = (0xef000000 + offset) & ((0xffffffff << (32 - length)) >>> 0);
-    return `${formatIPv4(value >>> 0)}/${length}`;
-  });
+  const smallPrefix = fc
+    .record({ offset: fc.integer({ min: 0, max: 1023 }), length: fc.integer({ min: 22, max: 32 }) })
+    .map(({ offset, length }) => {
+      const value = (0xef000000 + offset) & ((0xffffffff << (32 - length)) >>> 0);
+      return `${formatIPv4(value >>> 0)}/${length}`;
+    });
   const prefixArbitrary = fc.oneof(
     { arbitrary: smallPrefix, weight: 8 },
     { arbitrary: fc.constantFrom('239.0.0.0/8', '224.0.0.0/4', '238.0.0.0/7'), weight: 1 },
@@ -270,31 +341,43 @@ describe('denied send prefixes against decide (property)', () => {
 
   it('an address is in the prefixes iff decide says send is denied; the prefixes are disjoint, sorted and minimal', () => {
     fc.assert(
-      fc.property(fc.array(ruleArbitrary, { maxLength: 8 }), fc.array(addressArbitrary, { minLength: 1, maxLength: 30 }), (ruleList, addresses) => {
-        const parsed = parseGroupPolicy(JSON.stringify({ rules: ruleList }), 'p.json');
-        for (const pod of pods) {
-          // A rule without groups covers IPv6 too: those prefixes are group-policy-ipv6.test.ts's.
-          const prefixes = parsed.deniedSendPrefixes(pod).filter((prefix) => prefix.family === 'ipv4');
-          checkMinimal(prefixes);
-          for (const value of addresses) {
-            for (const direction of ['join', 'send'] as const) {
-              const expected = firstMatch(ruleList, pod, value, direction);
-              assert.deepEqual(parsed.decide(pod, g(formatIPv4(value)), direction).allowed, expected, `${pod} ${formatIPv4(value)} ${direction}`);
+      fc.property(
+        fc.array(ruleArbitrary, { maxLength: 8 }),
+        fc.array(addressArbitrary, { minLength: 1, maxLength: 30 }),
+        (ruleList, addresses) => {
+          const parsed = parseGroupPolicy(JSON.stringify({ rules: ruleList }), 'p.json');
+          for (const pod of pods) {
+            // A rule without groups covers IPv6 too: those prefixes are group-policy-ipv6.test.ts's.
+            const prefixes = parsed.deniedSendPrefixes(pod).filter((prefix) => prefix.family === 'ipv4');
+            checkMinimal(prefixes);
+            for (const value of addresses) {
+              for (const direction of ['join', 'send'] as const) {
+                const expected = firstMatch(ruleList, pod, value, direction);
+                assert.deepEqual(
+                  parsed.decide(pod, g(formatIPv4(value)), direction).allowed,
+                  expected,
+                  `${pod} ${formatIPv4(value)} ${direction}`,
+                );
+              }
+              const inPrefixes = prefixes.some((prefix) => prefixContains(prefix, value));
+              assert.equal(
+                inPrefixes,
+                !parsed.decide(pod, g(formatIPv4(value)), 'send').allowed,
+                `${pod} ${formatIPv4(value)}`,
+              );
             }
-            const inPrefixes = prefixes.some((prefix) => prefixContains(prefix, value));
-            assert.equal(inPrefixes, !parsed.decide(pod, g(formatIPv4(value)), 'send').allowed, `${pod} ${formatIPv4(value)}`);
-          }
-          // The edges of every prefix, and the addresses just outside it.
-          for (const prefix of prefixes) {
-            const { start, end } = prefixRange(prefix);
-            for (const value of [start - 1, start, end, end + 1]) {
-              if (value < 0xe0000000 || value > 0xefffffff) continue;
-              const inPrefixes = prefixes.some((other) => prefixContains(other, value));
-              assert.equal(inPrefixes, !parsed.decide(pod, g(formatIPv4(value)), 'send').allowed);
+            // The edges of every prefix, and the addresses just outside it.
+            for (const prefix of prefixes) {
+              const { start, end } = prefixRange(prefix);
+              for (const value of [start - 1, start, end, end + 1]) {
+                if (value < 0xe0000000 || value > 0xefffffff) continue;
+                const inPrefixes = prefixes.some((other) => prefixContains(other, value));
+                assert.equal(inPrefixes, !parsed.decide(pod, g(formatIPv4(value)), 'send').allowed);
+              }
             }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -311,8 +394,12 @@ interface GeneratedRule {
 function firstMatch(rules: readonly GeneratedRule[], pod: string, value: number, direction: PolicyDirection): boolean {
   if (value <= 0xe00000ff) return true; // link-local: never governed
   for (const rule of rules) {
-    const podMatched = rule.pods === undefined || rule.pods.some((glob) => podMatches((parsePodGlob(glob) as { glob: PodGlob }).glob, pod));
-    const groupMatched = rule.groups === undefined || rule.groups.some((text) => prefixContains((parsePrefix(text) as { prefix: IpPrefix }).prefix, value));
+    const podMatched =
+      rule.pods === undefined ||
+      rule.pods.some((glob) => podMatches((parsePodGlob(glob) as { glob: PodGlob }).glob, pod));
+    const groupMatched =
+      rule.groups === undefined ||
+      rule.groups.some((text) => prefixContains((parsePrefix(text) as { prefix: IpPrefix }).prefix, value));
     const directionMatched = rule.directions === undefined || rule.directions.includes(direction);
     if (podMatched && groupMatched && directionMatched) return rule.action === 'allow';
   }
@@ -356,7 +443,13 @@ describe('source addresses', () => {
 });
 
 describe('fingerprint', () => {
-  const base = ['rules:', '  - action: deny', '    pods: tenant-b/*', '    groups: 239.1.0.0/16', '    directions: send'];
+  const base = [
+    'rules:',
+    '  - action: deny',
+    '    pods: tenant-b/*',
+    '    groups: 239.1.0.0/16',
+    '    directions: send',
+  ];
   it('is the same for the same policy written differently', () => {
     const same = [
       base,
@@ -368,14 +461,21 @@ describe('fingerprint', () => {
         '    groups: [239.1.0.0/17, 239.1.128.0/17]',
         '    directions: [send]',
       ],
-      ['{"rules": [{"directions": ["send", "send"], "groups": ["239.1.0.0/16"], "pods": "tenant-b/*", "action": "deny"}]}'],
+      [
+        '{"rules": [{"directions": ["send", "send"], "groups": ["239.1.0.0/16"], "pods": "tenant-b/*", "action": "deny"}]}',
+      ],
     ];
     const prints = same.map((lines) => policy(lines).fingerprint);
     assert.equal(new Set(prints).size, 1);
-    assert.equal(policy(['rules:', '  - {action: allow, pods: [a/b, "*/*"]}']).fingerprint, policy(['rules:', '  - {action: allow}']).fingerprint);
     assert.equal(
-      policy(['sourceAddresses:', '  - {pods: a/b, addresses: 10.0.0.1}', '  - {pods: c/d, addresses: 10.0.0.2}']).fingerprint,
-      policy(['sourceAddresses:', '  - {pods: c/d, addresses: 10.0.0.2}', '  - {pods: a/b, addresses: 10.0.0.1}']).fingerprint,
+      policy(['rules:', '  - {action: allow, pods: [a/b, "*/*"]}']).fingerprint,
+      policy(['rules:', '  - {action: allow}']).fingerprint,
+    );
+    assert.equal(
+      policy(['sourceAddresses:', '  - {pods: a/b, addresses: 10.0.0.1}', '  - {pods: c/d, addresses: 10.0.0.2}'])
+        .fingerprint,
+      policy(['sourceAddresses:', '  - {pods: c/d, addresses: 10.0.0.2}', '  - {pods: a/b, addresses: 10.0.0.1}'])
+        .fingerprint,
     );
   });
   it('differs when a decision differs', () => {
@@ -400,7 +500,10 @@ describe('prefixes', () => {
     assert.equal(prefixMask(parsed.prefix), '255.255.0.0');
     assert.equal(prefixMask({ address: '0.0.0.0', length: 0 }), '0.0.0.0');
     assert.equal(prefixMask({ address: '10.0.0.1', length: 32 }), '255.255.255.255');
-    assert.deepEqual(parsePrefix('239.1.2.3'), { ok: true, prefix: { family: 'ipv4', address: '239.1.2.3', length: 32 } });
+    assert.deepEqual(parsePrefix('239.1.2.3'), {
+      ok: true,
+      prefix: { family: 'ipv4', address: '239.1.2.3', length: 32 },
+    });
     assert.equal(parsePrefix('239.1.2.3/08').ok, false);
     assert.equal(prefixContains(parsed.prefix, parseIPv4('239.1.255.255')!), true);
     assert.equal(prefixContains(parsed.prefix, parseIPv4('239.2.0.0')!), false);

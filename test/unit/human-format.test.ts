@@ -22,21 +22,54 @@ describe('formatClock', () => {
 
 describe('formatEvent and the summary tables, for MLD', () => {
   const plain = new Chalk({ level: 0 });
-  const ip = { trafficClass: 0, flowLabel: 0, payloadLength: 0, nextHeader: 0, hopLimit: 1, src: 'fe80::1', dst: 'ff02::16' };
+  const ip = {
+    trafficClass: 0,
+    flowLabel: 0,
+    payloadLength: 0,
+    nextHeader: 0,
+    hopLimit: 1,
+    src: 'fe80::1',
+    dst: 'ff02::16',
+  };
   const mld = (message: MldMessage, dst = 'ff02::16') =>
     formatEvent({ kind: 'mld', frame: 3, ts: 1_700_000_005, src: 'fe80::1', dst, ip: { ...ip, dst }, message }, plain);
   const head = (dst: string) => `    3 ${formatClock(1_700_000_005)} fe80::1 > ${dst}  `;
 
   it('names the protocol in the label, as "MLDv2 report", and Done as done', () => {
-    assert.equal(mld({ kind: 'report', version: 1, group: 'ff0e::1234' }, 'ff0e::1234'), `${head('ff0e::1234')}MLDv1 report ff0e::1234`);
-    assert.equal(mld({ kind: 'leave', version: 1, group: 'ff0e::1234' }, 'ff02::2'), `${head('ff02::2')}MLDv1 done ff0e::1234`);
     assert.equal(
-      mld({ kind: 'report', version: 2, records: [{ type: 'ALLOW_NEW_SOURCES', group: 'ff3e::8000:1', sources: ['2001:db8::1'] }] }),
+      mld({ kind: 'report', version: 1, group: 'ff0e::1234' }, 'ff0e::1234'),
+      `${head('ff0e::1234')}MLDv1 report ff0e::1234`,
+    );
+    assert.equal(
+      mld({ kind: 'leave', version: 1, group: 'ff0e::1234' }, 'ff02::2'),
+      `${head('ff02::2')}MLDv1 done ff0e::1234`,
+    );
+    assert.equal(
+      mld({
+        kind: 'report',
+        version: 2,
+        records: [{ type: 'ALLOW_NEW_SOURCES', group: 'ff3e::8000:1', sources: ['2001:db8::1'] }],
+      }),
       `${head('ff02::16')}MLDv2 report ff3e::8000:1 ALLOW {2001:db8::1}`,
     );
-    assert.equal(mld({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 10_000 }, 'ff02::1'), `${head('ff02::1')}MLDv1 query general, max resp 10s`);
     assert.equal(
-      mld({ kind: 'query', version: 2, group: 'ff3e::8000:1', maxRespCode: 1000, sFlag: true, qrv: 2, qqic: 125, sources: ['2001:db8::1'] }, 'ff3e::8000:1'),
+      mld({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 10_000 }, 'ff02::1'),
+      `${head('ff02::1')}MLDv1 query general, max resp 10s`,
+    );
+    assert.equal(
+      mld(
+        {
+          kind: 'query',
+          version: 2,
+          group: 'ff3e::8000:1',
+          maxRespCode: 1000,
+          sFlag: true,
+          qrv: 2,
+          qqic: 125,
+          sources: ['2001:db8::1'],
+        },
+        'ff3e::8000:1',
+      ),
       `${head('ff3e::8000:1')}MLDv2 query ff3e::8000:1 sources {2001:db8::1}, max resp 1s, qrv 2, qqic 125s, S`,
     );
   });
@@ -49,8 +82,22 @@ describe('formatEvent and the summary tables, for MLD', () => {
   });
 
   it('the version column says MLDv2 for MLD and keeps v3 for IGMP', () => {
-    const igmpMember: MemberState = { host: '10.0.0.2', mode: 'exclude', sources: [], protocol: 'igmp', version: 3, lastSeen: 0 };
-    const mldMember: MemberState = { host: 'fe80::2', mode: 'exclude', sources: [], protocol: 'mld', version: 2, lastSeen: 0 };
+    const igmpMember: MemberState = {
+      host: '10.0.0.2',
+      mode: 'exclude',
+      sources: [],
+      protocol: 'igmp',
+      version: 3,
+      lastSeen: 0,
+    };
+    const mldMember: MemberState = {
+      host: 'fe80::2',
+      mode: 'exclude',
+      sources: [],
+      protocol: 'mld',
+      version: 2,
+      lastSeen: 0,
+    };
     const table = groupTable([
       { group: '239.1.1.1', members: [igmpMember], lastSeen: 0 },
       { group: 'ff0e::1234', members: [mldMember], lastSeen: 0 },

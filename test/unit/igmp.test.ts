@@ -21,25 +21,67 @@ interface Vector {
 
 const vectors: Vector[] = [
   // RFC 1112 Appendix I: version 1, type 1, unused, checksum, group address (zero in a query).
-  { name: 'v1 query', message: { kind: 'query', version: 1, group: '0.0.0.0' }, bytes: igmpBytes('11 00 0000 00000000') },
+  {
+    name: 'v1 query',
+    message: { kind: 'query', version: 1, group: '0.0.0.0' },
+    bytes: igmpBytes('11 00 0000 00000000'),
+  },
   // Literal from a Linux bridge querier (mcast_igmp_version 2): Max Resp Time 10 s.
-  { name: 'v2 general query (real capture)', message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }, bytes: hex('11 64 ee9b 00000000') },
-  { name: 'v2 group-specific query', message: { kind: 'query', version: 2, group: '239.1.2.3', maxRespTimeDs: 10 }, bytes: igmpBytes('11 0a 0000 ef010203') },
+  {
+    name: 'v2 general query (real capture)',
+    message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 },
+    bytes: hex('11 64 ee9b 00000000'),
+  },
+  {
+    name: 'v2 group-specific query',
+    message: { kind: 'query', version: 2, group: '239.1.2.3', maxRespTimeDs: 10 },
+    bytes: igmpBytes('11 0a 0000 ef010203'),
+  },
   // Literal from a Linux bridge querier (mcast_igmp_version 3): MRC 100, QRV 2, QQIC 125.
   {
     name: 'v3 general query (real capture)',
-    message: { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] },
+    message: {
+      kind: 'query',
+      version: 3,
+      group: '0.0.0.0',
+      maxRespCode: 100,
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [],
+    },
     bytes: hex('11 64 ec1e 00000000 02 7d 0000'),
   },
   {
     name: 'v3 group-and-source-specific query, S flag, floating-point codes',
-    message: { kind: 'query', version: 3, group: '232.1.1.1', maxRespCode: 0x8c, sFlag: true, qrv: 7, qqic: 0x90, sources: ['10.0.0.1', '192.168.7.254'] },
+    message: {
+      kind: 'query',
+      version: 3,
+      group: '232.1.1.1',
+      maxRespCode: 0x8c,
+      sFlag: true,
+      qrv: 7,
+      qqic: 0x90,
+      sources: ['10.0.0.1', '192.168.7.254'],
+    },
     bytes: igmpBytes('11 8c 0000 e8010101 0f 90 0002 0a000001 c0a807fe'),
   },
-  { name: 'v1 report', message: { kind: 'report', version: 1, group: '239.1.2.3' }, bytes: igmpBytes('12 00 0000 ef010203') },
+  {
+    name: 'v1 report',
+    message: { kind: 'report', version: 1, group: '239.1.2.3' },
+    bytes: igmpBytes('12 00 0000 ef010203'),
+  },
   // v2 report for 239.1.2.3: 0x1600 + 0xef01 + 0x0203 = 0x10704 → 0x0705 → checksum 0xf8fa.
-  { name: 'v2 report (checksum worked by hand)', message: { kind: 'report', version: 2, group: '239.1.2.3' }, bytes: hex('16 00 f8fa ef010203') },
-  { name: 'v2 leave', message: { kind: 'leave', version: 2, group: '239.255.255.250' }, bytes: igmpBytes('17 00 0000 effffffa') },
+  {
+    name: 'v2 report (checksum worked by hand)',
+    message: { kind: 'report', version: 2, group: '239.1.2.3' },
+    bytes: hex('16 00 f8fa ef010203'),
+  },
+  {
+    name: 'v2 leave',
+    message: { kind: 'leave', version: 2, group: '239.255.255.250' },
+    bytes: igmpBytes('17 00 0000 effffffa'),
+  },
   {
     name: 'v3 report, all six record types, aux data',
     message: {
@@ -64,11 +106,20 @@ const vectors: Vector[] = [
         '06 00 0001 e8010101 0a000001',
     ),
   },
-  { name: 'v3 report, no records', message: { kind: 'report', version: 3, records: [] }, bytes: igmpBytes('22 00 0000 0000 0000') },
+  {
+    name: 'v3 report, no records',
+    message: { kind: 'report', version: 3, records: [] },
+    bytes: igmpBytes('22 00 0000 0000 0000'),
+  },
   // mtrace query (RFC 8487 layout; carried, not interpreted).
   {
     name: 'mtrace, carried whole',
-    message: { kind: 'other', igmpType: 0x1f, code: 0x10, body: hex('ef010203 0a000001 0a000002 0a000003 e0000001 40 000001') },
+    message: {
+      kind: 'other',
+      igmpType: 0x1f,
+      code: 0x10,
+      body: hex('ef010203 0a000001 0a000002 0a000003 e0000001 40 000001'),
+    },
     bytes: igmpBytes('1f 10 0000 ef010203 0a000001 0a000002 0a000003 e0000001 40 000001'),
   },
 ];
@@ -80,7 +131,8 @@ describe('IGMP round trips (encode, decode, encode again, encodingLength)', () =
 describe('IGMP version of a query (RFC 3376 §7.1)', () => {
   it('8 octets with Max Resp 0 is v1', () => assert.equal(decodeQuery('11 00 0000 00000000').version, 1));
   it('8 octets with Max Resp non-zero is v2', () => assert.equal(decodeQuery('11 01 0000 00000000').version, 2));
-  it('12 octets is v3, even with Max Resp 0', () => assert.equal(decodeQuery('11 00 0000 00000000 00 00 0000').version, 3));
+  it('12 octets is v3, even with Max Resp 0', () =>
+    assert.equal(decodeQuery('11 00 0000 00000000 00 00 0000').version, 3));
   for (const length of [9, 10, 11]) {
     it(`${length} octets is no version: bad-length`, () => {
       assertDecodeError(igmpBytes('11 64 0000 00000000' + '00'.repeat(length - 8)), 'bad-length');
@@ -103,7 +155,8 @@ describe('derived times', () => {
   it('v1 carries no Max Resp Time, which hosts take as 10 s (RFC 2236 §4)', () => {
     assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 1, group: '0.0.0.0' }), 10_000);
   });
-  it('v2 counts tenths of a second', () => assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }), 10_000));
+  it('v2 counts tenths of a second', () =>
+    assert.equal(igmp.maxRespTimeMs({ kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }), 10_000));
   it('v3 Max Resp Code 0x8c is 22.4 s and QQIC 0x90 is 256 s', () => {
     const query = igmp.decode(igmpBytes('11 8c 0000 00000000 02 90 0000'));
     assert.ok(query.kind === 'query' && query.version === 3);
@@ -114,18 +167,33 @@ describe('derived times', () => {
 
 describe('IGMPv3 reports', () => {
   it('skips records of unknown type and counts them (RFC 3376 §4.2.12)', () => {
-    const bytes = igmpBytes('22 00 0000 0000 0003' + '07 00 0001 ef010101 0a000001' + '04 00 0000 ef010102' + 'ff 01 0000 ef010103 01020304');
+    const bytes = igmpBytes(
+      '22 00 0000 0000 0003' + '07 00 0001 ef010101 0a000001' + '04 00 0000 ef010102' + 'ff 01 0000 ef010103 01020304',
+    );
     const report = igmp.decode(bytes);
-    assert.deepEqual(report, { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.2', sources: [] }], ignoredRecords: 2 });
+    assert.deepEqual(report, {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.2', sources: [] }],
+      ignoredRecords: 2,
+    });
   });
-  it('a record count past the end is truncated', () => assertDecodeError(igmpBytes('22 00 0000 0000 0002 04 00 0000 ef010102'), 'truncated'));
-  it('a source count past the end is truncated', () => assertDecodeError(igmpBytes('22 00 0000 0000 0001 01 00 00ff ef010102 0a000001'), 'truncated'));
-  it('aux data past the end is truncated', () => assertDecodeError(igmpBytes('22 00 0000 0000 0001 01 02 0000 ef010102 00000000'), 'truncated'));
-  it('a record for a unicast group is invalid-group', () => assertDecodeError(igmpBytes('22 00 0000 0000 0001 04 00 0000 0a010102'), 'invalid-group'));
+  it('a record count past the end is truncated', () =>
+    assertDecodeError(igmpBytes('22 00 0000 0000 0002 04 00 0000 ef010102'), 'truncated'));
+  it('a source count past the end is truncated', () =>
+    assertDecodeError(igmpBytes('22 00 0000 0000 0001 01 00 00ff ef010102 0a000001'), 'truncated'));
+  it('aux data past the end is truncated', () =>
+    assertDecodeError(igmpBytes('22 00 0000 0000 0001 01 02 0000 ef010102 00000000'), 'truncated'));
+  it('a record for a unicast group is invalid-group', () =>
+    assertDecodeError(igmpBytes('22 00 0000 0000 0001 04 00 0000 0a010102'), 'invalid-group'));
   it('decodes a report as the Linux kernel sends it (real capture: join 239.1.1.1, v3)', () => {
     // IGMP payload of test/fixtures/real-frames.ts V3_JOIN_239_1_1_1 (tcpdump -xx).
     const report = igmp.decode(hex('2200 e9fb 0000 0001 0400 0000 ef01 0101'));
-    assert.deepEqual(report, { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1', sources: [] }] });
+    assert.deepEqual(report, {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1', sources: [] }],
+    });
   });
 });
 
@@ -145,7 +213,8 @@ describe('IGMP decode failures are typed', () => {
   it('report for a unicast group', () => assertDecodeError(igmpBytes('16 00 0000 0a000001'), 'invalid-group'));
   it('leave for 0.0.0.0', () => assertDecodeError(igmpBytes('17 00 0000 00000000'), 'invalid-group'));
   it('query for a unicast group', () => assertDecodeError(igmpBytes('11 64 0000 0a000001'), 'invalid-group'));
-  it('v3 query whose source count runs past the end', () => assertDecodeError(igmpBytes('11 64 0000 00000000 02 7d 0002 0a000001'), 'truncated'));
+  it('v3 query whose source count runs past the end', () =>
+    assertDecodeError(igmpBytes('11 64 0000 00000000 02 7d 0002 0a000001'), 'truncated'));
 });
 
 describe('IGMP encode refuses values the wire cannot hold', () => {
@@ -154,14 +223,30 @@ describe('IGMP encode refuses values the wire cannot hold', () => {
   });
   it('QRV above 7', () => {
     assert.throws(
-      () => igmp.encode({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 8, qqic: 125, sources: [] }),
+      () =>
+        igmp.encode({
+          kind: 'query',
+          version: 3,
+          group: '0.0.0.0',
+          maxRespCode: 100,
+          sFlag: false,
+          qrv: 8,
+          qqic: 125,
+          sources: [],
+        }),
       RangeError,
     );
   });
-  it('a group that is not an address', () => assert.throws(() => igmp.encode({ kind: 'report', version: 2, group: '239.1.2' }), RangeError));
+  it('a group that is not an address', () =>
+    assert.throws(() => igmp.encode({ kind: 'report', version: 2, group: '239.1.2' }), RangeError));
   it('aux data that is not whole words', () => {
     assert.throws(
-      () => igmp.encode({ kind: 'report', version: 3, records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [], auxData: hex('01') }] }),
+      () =>
+        igmp.encode({
+          kind: 'report',
+          version: 3,
+          records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1', sources: [], auxData: hex('01') }],
+        }),
       RangeError,
     );
   });

@@ -31,8 +31,10 @@ async function mcastctl(...args: string[]): Promise<Ran> {
   const stderr: string[] = [];
   const writeOut = process.stdout.write;
   const writeErr = process.stderr.write;
-  process.stdout.write = ((chunk: string | Uint8Array) => stdout.push(String(chunk)) > 0) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => stderr.push(String(chunk)) > 0) as typeof process.stderr.write;
+  process.stdout.write = ((chunk: string | Uint8Array) =>
+    stdout.push(String(chunk)) > 0) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) =>
+    stderr.push(String(chunk)) > 0) as typeof process.stderr.write;
   try {
     const code = await run(['install-service', ...args]);
     return { code, stdout: stdout.join(''), stderr: stderr.join('') };
@@ -63,14 +65,24 @@ describe('mcastctl install-service --root', () => {
     assert.deepEqual(readdirSync(unitDir()).sort(), UNITS);
     assert.deepEqual(readdirSync(configDir()).sort(), CONFIGS);
     const daemonUnit = readFileSync(join(unitDir(), 'mcastctl.service'), 'utf8');
-    assert.match(daemonUnit, new RegExp(`^ExecStart=${EXEC_START.replaceAll(/[.*+?^${}()|[\]\\/]/g, '\\$&')} daemon --config /etc/mcastctl/daemon.yaml$`, 'm'));
+    assert.match(
+      daemonUnit,
+      new RegExp(
+        `^ExecStart=${EXEC_START.replaceAll(/[.*+?^${}()|[\]\\/]/g, '\\$&')} daemon --config /etc/mcastctl/daemon.yaml$`,
+        'm',
+      ),
+    );
     assert.equal(daemonUnit, pointExecStart(contrib('systemd/mcastctl.service'), EXEC_START));
     assert.match(
       readFileSync(join(unitDir(), 'mcastctl-reconcile.service'), 'utf8'),
       /^ExecStart=\S+ \S+mcastctl\.js reconcile -f \/etc\/mcastctl\/state\.yaml$/m,
     );
-    assert.equal(readFileSync(join(unitDir(), 'mcastctl-reconcile.timer'), 'utf8'), contrib('systemd/mcastctl-reconcile.timer'));
-    for (const unit of UNITS) assert.doesNotMatch(readFileSync(join(unitDir(), unit), 'utf8'), /^ExecStart=\/usr\/local\/bin/m);
+    assert.equal(
+      readFileSync(join(unitDir(), 'mcastctl-reconcile.timer'), 'utf8'),
+      contrib('systemd/mcastctl-reconcile.timer'),
+    );
+    for (const unit of UNITS)
+      assert.doesNotMatch(readFileSync(join(unitDir(), unit), 'utf8'), /^ExecStart=\/usr\/local\/bin/m);
     for (const name of CONFIGS) assert.equal(readFileSync(join(configDir(), name), 'utf8'), contrib(name));
     assert.equal(result.stdout.match(/^wrote +/gm)?.length, 5, result.stdout);
     assert.match(result.stdout, /next: .*systemctl daemon-reload && systemctl enable --now mcastctl$/m);
@@ -83,7 +95,10 @@ describe('mcastctl install-service --root', () => {
     const result = await mcastctl('--root', root);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(readFileSync(join(configDir(), 'daemon.yaml'), 'utf8'), 'bridge: br-ex\n');
-    assert.match(result.stdout, /^kept +\S+\/etc\/mcastctl\/daemon\.yaml \(exists and differs; --force replaces it\)$/m);
+    assert.match(
+      result.stdout,
+      /^kept +\S+\/etc\/mcastctl\/daemon\.yaml \(exists and differs; --force replaces it\)$/m,
+    );
     assert.equal(result.stdout.match(/^unchanged +/gm)?.length, 4, result.stdout);
   });
 
@@ -98,7 +113,10 @@ describe('mcastctl install-service --root', () => {
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /^replaced +\S+group-policy\.yaml$/m);
     assert.equal(readFileSync(join(configDir(), 'group-policy.yaml'), 'utf8'), contrib('group-policy.yaml'));
-    assert.equal(readFileSync(join(unitDir(), 'mcastctl.service'), 'utf8'), pointExecStart(contrib('systemd/mcastctl.service'), EXEC_START));
+    assert.equal(
+      readFileSync(join(unitDir(), 'mcastctl.service'), 'utf8'),
+      pointExecStart(contrib('systemd/mcastctl.service'), EXEC_START),
+    );
     // No temporary file is left beside what was written.
     assert.deepEqual(readdirSync(configDir()).sort(), CONFIGS);
     assert.deepEqual(readdirSync(unitDir()).sort(), UNITS);
@@ -115,7 +133,12 @@ describe('mcastctl install-service --root', () => {
   it('--json: one document of every file and its action, and the next step', async () => {
     const result = await mcastctl('--root', root, '--json');
     assert.equal(result.code, 0, result.stderr);
-    const document = JSON.parse(result.stdout) as { root: string; execStart: string; files: { kind: string; path: string; action: string }[]; next: string };
+    const document = JSON.parse(result.stdout) as {
+      root: string;
+      execStart: string;
+      files: { kind: string; path: string; action: string }[];
+      next: string;
+    };
     assert.equal(document.execStart, EXEC_START);
     assert.deepEqual(
       document.files.map((file) => [file.kind, file.path.slice(root.length), file.action]),
@@ -157,14 +180,18 @@ describe('mcastctl install-service --root', () => {
 
 describe('ExecStart words', () => {
   it('plain paths stay as they are; spaces, quotes, % and $ are quoted and escaped for systemd', () => {
-    assert.equal(execStartWord('/usr/lib/node_modules/mcastctl/bin/mcastctl.js'), '/usr/lib/node_modules/mcastctl/bin/mcastctl.js');
+    assert.equal(
+      execStartWord('/usr/lib/node_modules/mcastctl/bin/mcastctl.js'),
+      '/usr/lib/node_modules/mcastctl/bin/mcastctl.js',
+    );
     assert.equal(execStartWord('/opt/my tools/node'), '"/opt/my tools/node"');
     assert.equal(execStartWord('/opt/100%/node'), '/opt/100%%/node');
     assert.equal(execStartWord('/opt/$HOME/"x"'), '"/opt/$$HOME/\\"x\\""');
   });
 
   it("only contrib's ExecStart of /usr/local/bin/mcastctl is pointed elsewhere", () => {
-    const unit = '# ExecStart=/usr/local/bin/mcastctl in a comment\nExecStart=/usr/local/bin/mcastctl daemon\nExecReload=/bin/kill -HUP $MAINPID\n';
+    const unit =
+      '# ExecStart=/usr/local/bin/mcastctl in a comment\nExecStart=/usr/local/bin/mcastctl daemon\nExecReload=/bin/kill -HUP $MAINPID\n';
     assert.equal(
       pointExecStart(unit, '/n /s'),
       '# ExecStart=/usr/local/bin/mcastctl in a comment\nExecStart=/n /s daemon\nExecReload=/bin/kill -HUP $MAINPID\n',

@@ -27,21 +27,50 @@ describe('IPv6 addresses: family and kind', () => {
     assert.equal(addressFamily('ff3e::8000:1'), 'ipv6');
     assert.equal(addressFamily('::'), 'ipv6');
     assert.equal(addressFamily('::ffff:10.0.0.1'), 'ipv6');
-    for (const text of ['', 'ff3e:::1', '1:2:3:4:5:6:7:8:9', 'fe80::1%eth0', '[::1]', '2001:db8::/32', '239.1.2', 'g::1', 'host']) {
+    for (const text of [
+      '',
+      'ff3e:::1',
+      '1:2:3:4:5:6:7:8:9',
+      'fe80::1%eth0',
+      '[::1]',
+      '2001:db8::/32',
+      '239.1.2',
+      'g::1',
+      'host',
+    ]) {
       assert.equal(addressFamily(text), undefined, text);
     }
   });
 
   it('isMulticast is ff00::/8', () => {
     for (const text of ['ff02::1', 'ff3e::8000:1', 'FF05::1', 'ff00::']) assert.equal(isMulticast(text), true, text);
-    for (const text of ['fe80::1', '2001:db8::5', '::', '::1', 'fe00::', 'ff3e:::1']) assert.equal(isMulticast(text), false, text);
+    for (const text of ['fe80::1', '2001:db8::5', '::', '::1', 'fe00::', 'ff3e:::1'])
+      assert.equal(isMulticast(text), false, text);
   });
 
   it('isLinkScopeGroup: interface-local and link-local scope, flagged or not; wider scopes are not', () => {
-    for (const text of ['ff02::1', 'ff02::2', 'ff02::16', 'ff02::1:ff00:1', 'ff12::5', 'ff32::1', 'ff01::1', 'ff11::1']) {
+    for (const text of [
+      'ff02::1',
+      'ff02::2',
+      'ff02::16',
+      'ff02::1:ff00:1',
+      'ff12::5',
+      'ff32::1',
+      'ff01::1',
+      'ff11::1',
+    ]) {
       assert.equal(isLinkScopeGroup(text), true, text);
     }
-    for (const text of ['ff05::1', 'ff08::1', 'ff0e::1', 'ff3e::8000:1', 'ff15::1', 'fe80::1', '2001:db8::5', 'ff02:::1']) {
+    for (const text of [
+      'ff05::1',
+      'ff08::1',
+      'ff0e::1',
+      'ff3e::8000:1',
+      'ff15::1',
+      'fe80::1',
+      '2001:db8::5',
+      'ff02:::1',
+    ]) {
       assert.equal(isLinkScopeGroup(text), false, text);
     }
     // The IPv4 rule is unchanged: 224.0.0.0/24 only.
@@ -92,10 +121,30 @@ describe('IPv6 addresses: the parsers', () => {
 
 describe('IPv6 addresses: the one order', () => {
   it('IPv4 before IPv6, IPv6 by its octets, text that is no address last', () => {
-    const sorted = ['not-an-address', 'ff05::1', '2001:db8::5', 'ff02::10', '239.1.2.3', 'ff02::2', '10.0.0.10', '::', '10.0.0.9', 'ff3e::8000:1'].sort(
-      compareAddresses,
-    );
-    assert.deepEqual(sorted, ['10.0.0.9', '10.0.0.10', '239.1.2.3', '::', '2001:db8::5', 'ff02::2', 'ff02::10', 'ff05::1', 'ff3e::8000:1', 'not-an-address']);
+    const sorted = [
+      'not-an-address',
+      'ff05::1',
+      '2001:db8::5',
+      'ff02::10',
+      '239.1.2.3',
+      'ff02::2',
+      '10.0.0.10',
+      '::',
+      '10.0.0.9',
+      'ff3e::8000:1',
+    ].sort(compareAddresses);
+    assert.deepEqual(sorted, [
+      '10.0.0.9',
+      '10.0.0.10',
+      '239.1.2.3',
+      '::',
+      '2001:db8::5',
+      'ff02::2',
+      'ff02::10',
+      'ff05::1',
+      'ff3e::8000:1',
+      'not-an-address',
+    ]);
     assert.ok(compareAddresses('ff02::2', 'ff02::10') < 0, 'by value, not by text');
     assert.ok(compareAddresses('ff02::10', 'ff05::1') < 0);
     assert.ok(compareAddresses('255.255.255.255', '::') < 0, 'every IPv4 address before every IPv6 one');
@@ -107,12 +156,17 @@ describe('IPv6 addresses: the one order', () => {
     .oneof(
       fc.uint8Array({ minLength: 16, maxLength: 16 }),
       // Few distinct values, so that equal and near addresses (shared prefixes, zero runs) come up.
-      fc.array(fc.constantFrom(0, 1, 0xff, 0x80), { minLength: 16, maxLength: 16 }).map((octets) => Uint8Array.from(octets)),
+      fc
+        .array(fc.constantFrom(0, 1, 0xff, 0x80), { minLength: 16, maxLength: 16 })
+        .map((octets) => Uint8Array.from(octets)),
     )
     .chain((octets) => {
       const groups = Array.from({ length: 8 }, (_, i) => ((octets[2 * i]! << 8) | octets[2 * i + 1]!).toString(16));
       // The full form, and its canonical form: the same address in two texts.
-      return fc.constantFrom(groups.join(':'), parseHostAddress(groups.join(':')) ?? parseGroupAddress(groups.join(':'))!);
+      return fc.constantFrom(
+        groups.join(':'),
+        parseHostAddress(groups.join(':')) ?? parseGroupAddress(groups.join(':'))!,
+      );
     });
   const anyText = fc.oneof(ipv4, ipv6, fc.constantFrom('', 'host', 'ff3e:::1', '239.1.2'));
 
@@ -149,11 +203,16 @@ describe('IPv6 addresses: the one order', () => {
 
   it('IPv6 orders by its octets (property)', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), fc.uint8Array({ minLength: 16, maxLength: 16 }), (x, y) => {
-        const text = (octets: Uint8Array) => Array.from({ length: 8 }, (_, i) => ((octets[2 * i]! << 8) | octets[2 * i + 1]!).toString(16)).join(':');
-        const byOctets = Math.sign(Buffer.compare(Buffer.from(x), Buffer.from(y)));
-        assert.equal(Math.sign(compareAddresses(text(x), text(y))), byOctets);
-      }),
+      fc.property(
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        (x, y) => {
+          const text = (octets: Uint8Array) =>
+            Array.from({ length: 8 }, (_, i) => ((octets[2 * i]! << 8) | octets[2 * i + 1]!).toString(16)).join(':');
+          const byOctets = Math.sign(Buffer.compare(Buffer.from(x), Buffer.from(y)));
+          assert.equal(Math.sign(compareAddresses(text(x), text(y))), byOctets);
+        },
+      ),
       { numRuns: 1000 },
     );
   });

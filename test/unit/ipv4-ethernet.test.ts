@@ -29,7 +29,10 @@ const realHeader: Ipv4Header = {
 describe('IPv4 header', () => {
   it('decodes the real header of a kernel IGMPv3 report, Router Alert and TTL 1', () => {
     const decoded = ipv4.decode(V3_JOIN_239_1_1_1, 14);
-    assert.deepEqual({ ...decoded.header, options: decoded.header.options.map((o) => [o.type, [...o.data]]) }, { ...realHeader, options: [[0x94, [0, 0]]] });
+    assert.deepEqual(
+      { ...decoded.header, options: decoded.header.options.map((o) => [o.type, [...o.data]]) },
+      { ...realHeader, options: [[0x94, [0, 0]]] },
+    );
     assert.equal(decoded.headerLength, 24);
     assert.equal(decoded.payloadStart, 38);
     assert.equal(decoded.payloadEnd, 54);
@@ -40,16 +43,23 @@ describe('IPv4 header', () => {
     assert.equal(Buffer.from(ipv4.encode(realHeader)).toString('hex'), Buffer.from(realHeaderBytes).toString('hex'));
   });
   it('a header without options is 20 octets (built by the independent helper)', () => {
-    const packet = ipv4Packet({ src: '10.0.0.1', dst: '239.1.2.3', routerAlert: false, ttl: 1 }, hex('16000000ef010203'));
+    const packet = ipv4Packet(
+      { src: '10.0.0.1', dst: '239.1.2.3', routerAlert: false, ttl: 1 },
+      hex('16000000ef010203'),
+    );
     const decoded = ipv4.decode(packet);
     assert.equal(decoded.headerLength, 20);
     const reencoded = ipv4.encode({ ...decoded.header });
     assert.equal(Buffer.from(reencoded).toString('hex'), packet.subarray(0, 20).toString('hex'));
   });
   it('reports fragments without refusing them', () => {
-    const first = ipv4.decode(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.22', flagsAndOffset: 0x2000 }, hex('00'.repeat(8))));
+    const first = ipv4.decode(
+      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.22', flagsAndOffset: 0x2000 }, hex('00'.repeat(8))),
+    );
     assert.ok(ipv4.isFragment(first.header) && first.header.moreFragments);
-    const later = ipv4.decode(ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.22', flagsAndOffset: 0x0003 }, hex('00'.repeat(8))));
+    const later = ipv4.decode(
+      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.22', flagsAndOffset: 0x0003 }, hex('00'.repeat(8))),
+    );
     assert.ok(ipv4.isFragment(later.header) && later.header.fragmentOffset === 3);
   });
   const failures: [string, Uint8Array, string][] = [
@@ -58,8 +68,16 @@ describe('IPv4 header', () => {
     ['IHL 4', Buffer.concat([hex('44'), realHeaderBytes.subarray(1)]), 'bad-ip-header'],
     ['IHL past the data', realHeaderBytes.subarray(0, 22), 'truncated'],
     ['total length past the data', realHeaderBytes, 'truncated'],
-    ['total length below the header', ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1', totalLength: 16 }, hex('')), 'bad-ip-header'],
-    ['header checksum', Buffer.concat([realHeaderBytes.subarray(0, 10), hex('0000'), V3_JOIN_239_1_1_1.subarray(26)]), 'bad-ip-checksum'],
+    [
+      'total length below the header',
+      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1', totalLength: 16 }, hex('')),
+      'bad-ip-header',
+    ],
+    [
+      'header checksum',
+      Buffer.concat([realHeaderBytes.subarray(0, 10), hex('0000'), V3_JOIN_239_1_1_1.subarray(26)]),
+      'bad-ip-checksum',
+    ],
   ];
   for (const [name, bytes, code] of failures) {
     it(`refuses: ${name} (${code})`, () => {
@@ -89,7 +107,10 @@ describe('Ethernet', () => {
     const { header, payloadStart } = ethernet.decode(V3_JOIN_239_1_1_1);
     assert.deepEqual(header, { dst: '01:00:5e:00:00:16', src: '16:87:c5:03:1d:eb', vlanIds: [], etherType: 0x0800 });
     assert.equal(payloadStart, 14);
-    assert.equal(Buffer.from(ethernet.encode(header)).toString('hex'), V3_JOIN_239_1_1_1.subarray(0, 14).toString('hex'));
+    assert.equal(
+      Buffer.from(ethernet.encode(header)).toString('hex'),
+      V3_JOIN_239_1_1_1.subarray(0, 14).toString('hex'),
+    );
   });
   it('walks an 802.1Q tag', () => {
     const frame = hex('01005e010203 020000000001 8100 0064 0800 45');
@@ -143,7 +164,8 @@ describe('IPv4 addresses', () => {
   it('parses exactly the text that splits into four decimal octets without leading zeros (the definition, on random text)', () => {
     const reference = (text: string) => {
       const parts = text.split('.');
-      if (parts.length !== 4 || !parts.every((part) => /^(0|[1-9][0-9]{0,2})$/.test(part) && Number(part) <= 255)) return undefined;
+      if (parts.length !== 4 || !parts.every((part) => /^(0|[1-9][0-9]{0,2})$/.test(part) && Number(part) <= 255))
+        return undefined;
       return parts.reduce((value, part) => value * 256 + Number(part), 0);
     };
     const addressLike = fc.stringMatching(/^[0-9.]{0,16}$/);

@@ -124,7 +124,9 @@ describe('IPv6 addresses: RFC 5952 canonical text', () => {
   }
   it('canonicalIPv6 of no address is undefined', () => assert.equal(canonicalIPv6('1::2::3'), undefined));
 
-  /** RFC 5952 §4 by brute force: every run of two or more zero groups tried, the first longest kept; §5 for IPv4-mapped. */
+  /**
+   * RFC 5952 §4 by brute force: every run of two or more zero groups tried, the first longest kept; §5 for IPv4-mapped.
+   */
   function referenceCanonical(groups: number[]): string {
     if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
       return `::ffff:${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`;
@@ -223,7 +225,11 @@ describe('IPv6 pseudo-header checksum (RFC 8200 §8.1)', () => {
     assert.equal(checksumUnderTest('fe80::1', 'ff02::16', message), 0x7005);
     assert.equal(referenceIcmpv6Checksum('fe80::1', 'ff02::16', message), 0x7005);
     message.writeUInt16BE(0x7005, 2);
-    assert.equal(checksumUnderTest('fe80::1', 'ff02::16', message), 0, 'a message with its checksum in place sums to 0');
+    assert.equal(
+      checksumUnderTest('fe80::1', 'ff02::16', message),
+      0,
+      'a message with its checksum in place sums to 0',
+    );
   });
   it('agrees with the reference on odd lengths and on lengths past 65535 (the 32-bit length field)', () => {
     for (const length of [1, 7, 28, 65535, 65536, 70001]) {
@@ -236,7 +242,10 @@ describe('IPv6 pseudo-header checksum (RFC 8200 §8.1)', () => {
   it('reads the addresses in place at any offsets of any block', () => {
     const message = hex(REPORT_FF05_2);
     const block = Buffer.concat([hex('aaaa'), hex(FF02_16), hex('bb'), hex(FE80_1)]);
-    assert.equal(ipv6PseudoHeaderChecksum(message, 0, message.length, { addresses: block, srcAt: 19, dstAt: 2, nextHeader: 58 }), 0x7005);
+    assert.equal(
+      ipv6PseudoHeaderChecksum(message, 0, message.length, { addresses: block, srcAt: 19, dstAt: 2, nextHeader: 58 }),
+      0x7005,
+    );
   });
 });
 
@@ -269,9 +278,25 @@ const headerVectors: HeaderVector[] = [
     name: 'fixed header alone (UDP), traffic class and flow label',
     headerBytes: `6 12 abcde 0008 11 40 ${DB8_1} ${DB8_2}`,
     restBytes: UDP_8,
-    header: { trafficClass: 0x12, flowLabel: 0xabcde, payloadLength: 8, nextHeader: 17, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+    header: {
+      trafficClass: 0x12,
+      flowLabel: 0xabcde,
+      payloadLength: 8,
+      nextHeader: 17,
+      hopLimit: 64,
+      src: '2001:db8::1',
+      dst: '2001:db8::2',
+    },
     decoded: {
-      header: { trafficClass: 0x12, flowLabel: 0xabcde, payloadLength: 8, nextHeader: 17, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+      header: {
+        trafficClass: 0x12,
+        flowLabel: 0xabcde,
+        payloadLength: 8,
+        nextHeader: 17,
+        hopLimit: 64,
+        src: '2001:db8::1',
+        dst: '2001:db8::2',
+      },
       extensions: [],
       upperProtocol: 17,
       srcAt: 8,
@@ -323,9 +348,25 @@ const headerVectors: HeaderVector[] = [
     name: 'destination options, then UDP',
     headerBytes: `6000 0000 0010 3c 40 ${DB8_1} ${DB8_2}`,
     restBytes: `11 00 01 04 0000 0000 ${UDP_8}`,
-    header: { trafficClass: 0, flowLabel: 0, payloadLength: 16, nextHeader: 60, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+    header: {
+      trafficClass: 0,
+      flowLabel: 0,
+      payloadLength: 16,
+      nextHeader: 60,
+      hopLimit: 64,
+      src: '2001:db8::1',
+      dst: '2001:db8::2',
+    },
     decoded: {
-      header: { trafficClass: 0, flowLabel: 0, payloadLength: 16, nextHeader: 60, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+      header: {
+        trafficClass: 0,
+        flowLabel: 0,
+        payloadLength: 16,
+        nextHeader: 60,
+        hopLimit: 64,
+        src: '2001:db8::1',
+        dst: '2001:db8::2',
+      },
       extensions: [60],
       upperProtocol: 17,
       srcAt: 8,
@@ -335,13 +376,30 @@ const headerVectors: HeaderVector[] = [
     },
   },
   {
-    // Type 2 routing (RFC 6275 §6.4): next header 58, length 2 (24 octets), type 2, segments left 1, reserved, home address.
+    // Type 2 routing (RFC 6275 §6.4): next header 58, length 2 (24 octets), type 2, segments left 1, reserved, home
+    // address.
     name: 'routing header (type 2), then ICMPv6',
     headerBytes: `6000 0000 0020 2b 40 ${DB8_1} ${DB8_2}`,
     restBytes: `3a 02 02 01 0000 0000 2001 0db8 0000 0000 0000 0000 0000 0099 ${ECHO_8}`,
-    header: { trafficClass: 0, flowLabel: 0, payloadLength: 32, nextHeader: 43, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+    header: {
+      trafficClass: 0,
+      flowLabel: 0,
+      payloadLength: 32,
+      nextHeader: 43,
+      hopLimit: 64,
+      src: '2001:db8::1',
+      dst: '2001:db8::2',
+    },
     decoded: {
-      header: { trafficClass: 0, flowLabel: 0, payloadLength: 32, nextHeader: 43, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+      header: {
+        trafficClass: 0,
+        flowLabel: 0,
+        payloadLength: 32,
+        nextHeader: 43,
+        hopLimit: 64,
+        src: '2001:db8::1',
+        dst: '2001:db8::2',
+      },
       extensions: [43],
       upperProtocol: 58,
       srcAt: 8,
@@ -355,9 +413,25 @@ const headerVectors: HeaderVector[] = [
     name: 'a later fragment: reported, and the walk stops at its data',
     headerBytes: `6000 0000 0010 2c 40 ${DB8_1} ${DB8_2}`,
     restBytes: `11 00 0059 1234 5678 ${'ee'.repeat(8)}`,
-    header: { trafficClass: 0, flowLabel: 0, payloadLength: 16, nextHeader: 44, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+    header: {
+      trafficClass: 0,
+      flowLabel: 0,
+      payloadLength: 16,
+      nextHeader: 44,
+      hopLimit: 64,
+      src: '2001:db8::1',
+      dst: '2001:db8::2',
+    },
     decoded: {
-      header: { trafficClass: 0, flowLabel: 0, payloadLength: 16, nextHeader: 44, hopLimit: 64, src: '2001:db8::1', dst: '2001:db8::2' },
+      header: {
+        trafficClass: 0,
+        flowLabel: 0,
+        payloadLength: 16,
+        nextHeader: 44,
+        hopLimit: 64,
+        src: '2001:db8::1',
+        dst: '2001:db8::2',
+      },
       extensions: [44],
       fragment: { offset: 11, moreFragments: true, identification: 0x12345678 },
       upperProtocol: 17,
@@ -372,7 +446,12 @@ const headerVectors: HeaderVector[] = [
     // → first fragment, offset 0, M (next 51) → AH, length 4: (4 + 2) × 4 = 24 octets (next 58) → ICMPv6.
     name: 'every extension header in RFC 8200 §4.1 order',
     headerBytes: `6000 0000 0040 00 40 ${DB8_1} ${DB8_2} 3c 00 05 02 0000 01 00`,
-    restBytes: '2b 00 01 04 0000 0000 ' + '2c 00 00 00 0000 0000 ' + '33 00 0001 0000 0007 ' + `3a 04 0000 0000 0100 0000 0001 ${'cc'.repeat(12)} ` + ECHO_8,
+    restBytes:
+      '2b 00 01 04 0000 0000 ' +
+      '2c 00 00 00 0000 0000 ' +
+      '33 00 0001 0000 0007 ' +
+      `3a 04 0000 0000 0100 0000 0001 ${'cc'.repeat(12)} ` +
+      ECHO_8,
     header: {
       trafficClass: 0,
       flowLabel: 0,
@@ -422,14 +501,25 @@ describe('IPv6 header codec: vectors', () => {
       const framed = Buffer.concat([hex('ffff ffff ffff ffff ffff ffff ffff'), packet, hex('0000 0000 0000')]);
       const shifted = ipv6.decode(framed, 14, framed.length);
       assert.equal(shifted.payloadStart, decoded.payloadStart + 14);
-      assert.equal(shifted.payloadEnd, decoded.payloadEnd + 14, 'octets past the payload length (Ethernet padding) are ignored');
+      assert.equal(
+        shifted.payloadEnd,
+        decoded.payloadEnd + 14,
+        'octets past the payload length (Ethernet padding) are ignored',
+      );
       assert.equal(shifted.srcAt, 22);
       assert.equal(shifted.dstAt, 38);
-      assert.deepEqual(plain({ ...shifted, srcAt: 8, dstAt: 24, payloadStart: decoded.payloadStart, payloadEnd: decoded.payloadEnd }), vector.decoded);
+      assert.deepEqual(
+        plain({ ...shifted, srcAt: 8, dstAt: 24, payloadStart: decoded.payloadStart, payloadEnd: decoded.payloadEnd }),
+        vector.decoded,
+      );
       const buf = Buffer.alloc(headerBytes.length + 7, 0xaa);
       ipv6.encode(vector.header, buf, 3);
       assert.equal(hexOf(buf.subarray(3, 3 + headerBytes.length)), hexOf(headerBytes), 'encode at offset');
-      assert.equal(hexOf(buf.subarray(0, 3)) + hexOf(buf.subarray(3 + headerBytes.length)), 'aa'.repeat(7), 'encode stays in bounds');
+      assert.equal(
+        hexOf(buf.subarray(0, 3)) + hexOf(buf.subarray(3 + headerBytes.length)),
+        'aa'.repeat(7),
+        'encode stays in bounds',
+      );
     });
   }
   it('lists other hop-by-hop options, skips Pad1 and PadN, and has no Router Alert without one', () => {
@@ -466,7 +556,11 @@ describe('IPv6 header codec: hop-by-hop padding on encode (RFC 8200 §4.2)', () 
     ['7 octets: Pad1', [{ type: 0x1e, data: hex('aabbcc') }], '3a 00 1e 03 aabbcc 00'],
     ['8 octets: no padding', [{ type: 0x1e, data: hex('aabbccdd') }], '3a 00 1e 04 aabbccdd'],
     ['9 octets: PadN of 5 to 16', [{ type: 0x1e, data: hex('aabbccddee') }], '3a 01 1e 05 aabbccddee 01 05 0000000000'],
-    ['Router Alert and another: PadN of 4 to 16', [MLD_ROUTER_ALERT, { type: 0x3e, data: hex('1122') }], '3a 01 05 02 0000 3e 02 1122 01 04 0000 0000'],
+    [
+      'Router Alert and another: PadN of 4 to 16',
+      [MLD_ROUTER_ALERT, { type: 0x3e, data: hex('1122') }],
+      '3a 01 05 02 0000 3e 02 1122 01 04 0000 0000',
+    ],
   ];
   for (const [name, hopByHop, expected] of cases) {
     it(name, () => {
@@ -495,9 +589,15 @@ describe('IPv6 header codec: encode refuses what the wire cannot hold', () => {
     ['a hop-by-hop next header without a hop-by-hop header', { ...headerVectors[0]!.header, hopByHopNextHeader: 58 }],
     ['PadN listed as an option', { ...mldHeader, hopByHop: [{ type: 1, data: hex('00') }] }],
     ['Pad1 listed as an option', { ...mldHeader, hopByHop: [{ type: 0, data: new Uint8Array(0) }] }],
-    ['option data of 256 octets', { ...mldHeader, payloadLength: 300, hopByHop: [{ type: 0x1e, data: new Uint8Array(256) }] }],
+    [
+      'option data of 256 octets',
+      { ...mldHeader, payloadLength: 300, hopByHop: [{ type: 0x1e, data: new Uint8Array(256) }] },
+    ],
     ['option type 256', { ...mldHeader, hopByHop: [{ type: 256, data: hex('00') }] }],
-    ['options past 2048 octets', { ...mldHeader, payloadLength: 0xffff, hopByHop: new Array(9).fill({ type: 0x1e, data: new Uint8Array(255) }) }],
+    [
+      'options past 2048 octets',
+      { ...mldHeader, payloadLength: 0xffff, hopByHop: new Array(9).fill({ type: 0x1e, data: new Uint8Array(255) }) },
+    ],
     ['a source with a zone index', { ...mldHeader, src: 'fe80::1%eth0' }],
     ['an IPv4 destination', { ...mldHeader, dst: '224.0.0.1' }],
   ];
@@ -529,17 +629,24 @@ describe('IPv6 header codec: hostile input', () => {
   });
   it('payload length 0 with a hop-by-hop header: a jumbogram (bad-ip-header)', () => {
     // RFC 2675: the Jumbo Payload option (0xc2, length 4) carries the length instead.
-    assertDecodeError(hex(`6000 0000 0000 00 01 ${FE80_1} ${FF02_1} 3a 00 c2 04 0001 0010 ${'00'.repeat(16)}`), 'bad-ip-header');
+    assertDecodeError(
+      hex(`6000 0000 0000 00 01 ${FE80_1} ${FF02_1} 3a 00 c2 04 0001 0010 ${'00'.repeat(16)}`),
+      'bad-ip-header',
+    );
   });
   it('payload length 0 without one is an empty payload', () => {
     const decoded = ipv6.decode(hex(`6000 0000 0000 3b 40 ${DB8_1} ${DB8_2}`));
     assert.deepEqual([decoded.upperProtocol, decoded.payloadStart, decoded.payloadEnd], [59, 40, 40]);
   });
-  const fixed = (payloadLength: string, nextHeader: string) => `6000 0000 ${payloadLength} ${nextHeader} 40 ${DB8_1} ${DB8_2}`;
+  const fixed = (payloadLength: string, nextHeader: string) =>
+    `6000 0000 ${payloadLength} ${nextHeader} 40 ${DB8_1} ${DB8_2}`;
   const malformed: [string, string][] = [
     ['destination options of 16 octets in an 8-octet payload', `${fixed('0008', '3c')} 11 01 0104 0000 0000`],
     ['destination options with one octet left', `${fixed('0001', '3c')} 11`],
-    ['routing header of 24 octets in a 16-octet payload', `${fixed('0010', '2b')} 3a 02 02 01 0000 0000 ${'00'.repeat(8)}`],
+    [
+      'routing header of 24 octets in a 16-octet payload',
+      `${fixed('0010', '2b')} 3a 02 02 01 0000 0000 ${'00'.repeat(8)}`,
+    ],
     ['a fragment header in 4 octets', `${fixed('0004', '2c')} 11 00 0001`],
     ['an authentication header of 24 octets in 8', `${fixed('0008', '33')} 3a 04 0000 0000 0000`],
     ['a hop-by-hop header of 16 octets in 8', `${fixed('0008', '00')} 3a 01 05 02 0000 01 00`],
@@ -547,7 +654,10 @@ describe('IPv6 header codec: hostile input', () => {
     ['a hop-by-hop option with no length octet', `${fixed('0008', '00')} 3a 00 01 03 000000 1e`],
     ['Router Alert of length 3', `${fixed('0008', '00')} 3a 00 05 03 000000 00`],
     ['Router Alert of length 0', `${fixed('0008', '00')} 3a 00 05 00 01 02 0000`],
-    ['a hop-by-hop header after destination options', `${fixed('0010', '3c')} 00 00 01 04 0000 0000 3a 00 05 02 0000 01 00`],
+    [
+      'a hop-by-hop header after destination options',
+      `${fixed('0010', '3c')} 00 00 01 04 0000 0000 3a 00 05 02 0000 01 00`,
+    ],
   ];
   for (const [name, text] of malformed) {
     it(`${name} (bad-extension-header)`, () => {
@@ -560,7 +670,11 @@ describe('IPv6 header codec: hostile input', () => {
   it('random and mutated packets throw nothing but DecodeError', () => {
     const seeds = headerVectors.map((vector) => hex(vector.headerBytes + vector.restBytes));
     const mutated = fc
-      .tuple(fc.constantFrom(...seeds), fc.array(fc.tuple(fc.nat(127), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }), fc.nat(128))
+      .tuple(
+        fc.constantFrom(...seeds),
+        fc.array(fc.tuple(fc.nat(127), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }),
+        fc.nat(128),
+      )
       .map(([seed, edits, cut]) => {
         const out = Buffer.from(seed);
         for (const [at, value] of edits) out[at % out.length] = value;
@@ -574,7 +688,10 @@ describe('IPv6 header codec: hostile input', () => {
       fc.property(packet, (bytes) => {
         try {
           const decoded = ipv6.decode(bytes, 0, bytes.length);
-          assert.ok(decoded.payloadStart <= decoded.payloadEnd && decoded.payloadEnd <= bytes.length, 'the payload lies within the data');
+          assert.ok(
+            decoded.payloadStart <= decoded.payloadEnd && decoded.payloadEnd <= bytes.length,
+            'the payload lies within the data',
+          );
         } catch (error) {
           if (!(error instanceof DecodeError)) throw error;
         }
@@ -585,7 +702,16 @@ describe('IPv6 header codec: hostile input', () => {
 });
 
 describe('MLD packet and frame', () => {
-  const generalQuery: MldMessage = { kind: 'query', version: 2, group: '::', maxRespCode: 10000, sFlag: false, qrv: 2, qqic: 125, sources: [] };
+  const generalQuery: MldMessage = {
+    kind: 'query',
+    version: 2,
+    group: '::',
+    maxRespCode: 10000,
+    sFlag: false,
+    qrv: 2,
+    qqic: 125,
+    sources: [],
+  };
   // Checksum by hand: fe80+0001 + ff02+0001 + 0x1c + 0x3a = 0x1fdda; 8200 + 2710 + 027d = 0xab8d;
   // 0x2a967 folds to 0xa969, complement 0x5696.
   const queryFrame = hex(
@@ -598,14 +724,31 @@ describe('MLD packet and frame', () => {
     assert.equal(mldFrame.encodingLength(queryPacket), 76);
     assert.equal(hexOf(mldFrame.encodeFrame(queryPacket)), hexOf(queryFrame));
     assert.equal(hexOf(mldFrame.encode(queryPacket)), hexOf(queryFrame.subarray(14)));
-    assert.equal(referenceIcmpv6Checksum('fe80::1', 'ff02::1', queryFrame.subarray(62)), 0, 'the reference agrees with the hand sum');
+    assert.equal(
+      referenceIcmpv6Checksum('fe80::1', 'ff02::1', queryFrame.subarray(62)),
+      0,
+      'the reference agrees with the hand sum',
+    );
   });
   it('decodes back through Ethernet, IPv6 and MLD', () => {
     const { header: frameHeader, payloadStart } = ethernet.decode(queryFrame);
-    assert.deepEqual(frameHeader, { dst: '33:33:00:00:00:01', src: '02:00:00:00:6d:63', vlanIds: [], etherType: ethernet.EtherType.IPv6 });
+    assert.deepEqual(frameHeader, {
+      dst: '33:33:00:00:00:01',
+      src: '02:00:00:00:6d:63',
+      vlanIds: [],
+      etherType: ethernet.EtherType.IPv6,
+    });
     const ip = ipv6.decode(queryFrame, payloadStart, queryFrame.length);
     assert.deepEqual(
-      [ip.header.hopLimit, ip.header.trafficClass, ip.routerAlert, ip.extensions, ip.upperProtocol, ip.payloadStart, ip.payloadEnd],
+      [
+        ip.header.hopLimit,
+        ip.header.trafficClass,
+        ip.routerAlert,
+        ip.extensions,
+        ip.upperProtocol,
+        ip.payloadStart,
+        ip.payloadEnd,
+      ],
       [1, 0, 0, [0], 58, 62, 90],
     );
     assert.deepEqual(mld.decode(queryFrame, ip.payloadStart, ip.payloadEnd, ip), generalQuery);
@@ -617,10 +760,15 @@ describe('MLD packet and frame', () => {
     assert.equal(hexOf(buf.subarray(0, 2)) + hexOf(buf.subarray(78)), 'aa'.repeat(5));
   });
   it('an MLDv2 report to ff02::16 from the link MAC (checksum 0x7005, worked above)', () => {
-    const report: MldMessage = { kind: 'report', version: 2, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: 'ff05::2', sources: [] }] };
+    const report: MldMessage = {
+      kind: 'report',
+      version: 2,
+      records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: 'ff05::2', sources: [] }],
+    };
     const frame = mldFrame.encodeFrame({ message: report, src: 'fe80::1', dst: 'ff02::16' }, '16:87:c5:03:1d:eb');
     const expected = hex(
-      `3333 0000 0016 1687 c503 1deb 86dd 6000 0000 0024 00 01 ${FE80_1} ${FF02_16} 3a 00 05 02 0000 01 00 ` + REPORT_FF05_2.replace('8f00 0000', '8f00 7005'),
+      `3333 0000 0016 1687 c503 1deb 86dd 6000 0000 0024 00 01 ${FE80_1} ${FF02_16} 3a 00 05 02 0000 01 00 ` +
+        REPORT_FF05_2.replace('8f00 0000', '8f00 7005'),
     );
     assert.equal(hexOf(frame), hexOf(expected));
     const ip = ipv6.decode(frame, 14, frame.length);
@@ -630,7 +778,10 @@ describe('MLD packet and frame', () => {
     const report: MldMessage = { kind: 'report', version: 1, group: 'ff05::2' };
     const packet = mldFrame.encode({ message: report, src: '::', dst: 'ff05::2' });
     const message = packet.subarray(48);
-    assert.equal(hexOf(message), hexOf(icmpv6Bytes('::', 'ff05::2', `83 00 0000 0000 0000 ${'ff05 0000 0000 0000 0000 0000 0000 0002'}`)));
+    assert.equal(
+      hexOf(message),
+      hexOf(icmpv6Bytes('::', 'ff05::2', `83 00 0000 0000 0000 ${'ff05 0000 0000 0000 0000 0000 0000 0002'}`)),
+    );
     const ip = ipv6.decode(packet);
     assert.equal(ip.header.src, '::');
     assert.deepEqual(mld.decode(packet, ip.payloadStart, ip.payloadEnd, ip), report);

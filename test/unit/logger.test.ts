@@ -8,14 +8,31 @@ const NOW = new Date('2026-11-30T12:00:00.000Z');
 
 function capture(options: Partial<LoggerOptions> = {}): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
-  const logger = new Logger({ format: 'text', level: 'debug', clock: () => NOW, stream: { write: (text: string) => lines.push(text) }, ...options });
+  const logger = new Logger({
+    format: 'text',
+    level: 'debug',
+    clock: () => NOW,
+    stream: { write: (text: string) => lines.push(text) },
+    ...options,
+  });
   return { logger, lines };
 }
 
 describe('logger: text', () => {
-  const cases: Array<{ name: string; level: LogLevel; message: string; fields?: Record<string, unknown>; line: string }> = [
+  const cases: Array<{
+    name: string;
+    level: LogLevel;
+    message: string;
+    fields?: Record<string, unknown>;
+    line: string;
+  }> = [
     { name: 'a bare message', level: 'info', message: 'started', line: '2026-11-30T12:00:00.000Z info  started' },
-    { name: 'every level padded to one width', level: 'warn', message: 'slow', line: '2026-11-30T12:00:00.000Z warn  slow' },
+    {
+      name: 'every level padded to one width',
+      level: 'warn',
+      message: 'slow',
+      line: '2026-11-30T12:00:00.000Z warn  slow',
+    },
     { name: 'error', level: 'error', message: 'failed', line: '2026-11-30T12:00:00.000Z error failed' },
     { name: 'debug', level: 'debug', message: 'tick', line: '2026-11-30T12:00:00.000Z debug tick' },
     {
@@ -32,7 +49,13 @@ describe('logger: text', () => {
       fields: { a: '', b: 'x=y', c: 'say "hi"' },
       line: '2026-11-30T12:00:00.000Z info  m a="" b="x=y" c="say \\"hi\\""',
     },
-    { name: 'undefined fields are left out', level: 'info', message: 'm', fields: { a: undefined, b: 1 }, line: '2026-11-30T12:00:00.000Z info  m b=1' },
+    {
+      name: 'undefined fields are left out',
+      level: 'info',
+      message: 'm',
+      fields: { a: undefined, b: 1 },
+      line: '2026-11-30T12:00:00.000Z info  m b=1',
+    },
     {
       name: 'objects and arrays as JSON',
       level: 'info',
@@ -47,8 +70,19 @@ describe('logger: text', () => {
       fields: { at: NOW, n: 2n ** 64n },
       line: '2026-11-30T12:00:00.000Z info  m at=2026-11-30T12:00:00.000Z n=18446744073709551616',
     },
-    { name: 'a message stays on one line', level: 'info', message: 'two\nlines', line: '2026-11-30T12:00:00.000Z info  two\\nlines' },
-    { name: 'a key with spaces is made safe', level: 'info', message: 'm', fields: { 'a b': 1 }, line: '2026-11-30T12:00:00.000Z info  m a_b=1' },
+    {
+      name: 'a message stays on one line',
+      level: 'info',
+      message: 'two\nlines',
+      line: '2026-11-30T12:00:00.000Z info  two\\nlines',
+    },
+    {
+      name: 'a key with spaces is made safe',
+      level: 'info',
+      message: 'm',
+      fields: { 'a b': 1 },
+      line: '2026-11-30T12:00:00.000Z info  m a_b=1',
+    },
     {
       name: 'an McastError as its message and code',
       level: 'error',
@@ -79,7 +113,10 @@ describe('logger: json', () => {
     logger.info('group joined', { group: '239.1.2.3', port: 7, sources: ['10.0.0.5'] });
     assert.equal(lines.length, 1);
     assert.ok(lines[0]!.endsWith('}\n') && !lines[0]!.slice(0, -1).includes('\n'));
-    assert.equal(lines[0], '{"time":"2026-11-30T12:00:00.000Z","level":"info","msg":"group joined","group":"239.1.2.3","port":7,"sources":["10.0.0.5"]}\n');
+    assert.equal(
+      lines[0],
+      '{"time":"2026-11-30T12:00:00.000Z","level":"info","msg":"group joined","group":"239.1.2.3","port":7,"sources":["10.0.0.5"]}\n',
+    );
   });
   it('errors as message and code; reserved keys are renamed; bigints and dates as strings', () => {
     const { logger, lines } = capture({ format: 'json' });
@@ -226,7 +263,10 @@ describe('logger: levels and children', () => {
     assert.equal(logger.level, 'debug');
     logger.debug('parent');
     child.debug('child');
-    assert.deepEqual(lines, ['2026-11-30T12:00:00.000Z debug parent\n', '2026-11-30T12:00:00.000Z debug child component=sync\n']);
+    assert.deepEqual(lines, [
+      '2026-11-30T12:00:00.000Z debug parent\n',
+      '2026-11-30T12:00:00.000Z debug child component=sync\n',
+    ]);
   });
   it('defaults to the real clock', () => {
     const lines: string[] = [];

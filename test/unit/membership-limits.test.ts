@@ -1,7 +1,13 @@
 /** What a port and the node may hold: the admission decision, alone and in the MembershipTable. */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { type MembershipLimitSettings, type MembershipRefusal, PortGroupCounts, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
+import {
+  type MembershipLimitSettings,
+  type MembershipRefusal,
+  PortGroupCounts,
+  refusalOf,
+  UNLIMITED,
+} from '../../src/domain/membership/membership-limits.js';
 import { MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { ANY_SOURCE } from '../../src/domain/membership/source-filter.js';
 import { groupAddress, hostAddress, type SourceAddress, sourceAddress } from '../../src/wire/ip-address.js';
@@ -13,12 +19,27 @@ const include = (...last: number[]) => ({ mode: 'include' as const, sources: new
 
 describe('refusalOf', () => {
   const limits: MembershipLimitSettings = { maxGroupsPerPort: 2, maxSourcesPerGroup: 2, maxGroups: 3 };
-  const base = { limits, group: G1, port: 5, host: H5, filter: ANY_SOURCE, members: undefined, groupCount: 0, portGroupCount: 0 };
+  const base = {
+    limits,
+    group: G1,
+    port: 5,
+    host: H5,
+    filter: ANY_SOURCE,
+    members: undefined,
+    groupCount: 0,
+    portGroupCount: 0,
+  };
 
   it('admits a join under every limit, and anything with no limits', () => {
     assert.equal(refusalOf(base), undefined);
     assert.equal(
-      refusalOf({ ...base, limits: UNLIMITED, groupCount: 1e6, portGroupCount: 1e6, filter: include(...Array.from({ length: 200 }, (_, i) => i)) }),
+      refusalOf({
+        ...base,
+        limits: UNLIMITED,
+        groupCount: 1e6,
+        portGroupCount: 1e6,
+        filter: include(...Array.from({ length: 200 }, (_, i) => i)),
+      }),
       undefined,
     );
   });
@@ -31,17 +52,26 @@ describe('refusalOf', () => {
 
   it('refuses a new group for the port at maxGroupsPerPort, not a refresh of one it is in', () => {
     assert.deepEqual(refusalOf({ ...base, portGroupCount: 2 }), { reason: 'port-groups', limit: 2 });
-    assert.equal(refusalOf({ ...base, portGroupCount: 2, members: [{ port: 5, host: H5, filter: ANY_SOURCE }] }), undefined);
+    assert.equal(
+      refusalOf({ ...base, portGroupCount: 2, members: [{ port: 5, host: H5, filter: ANY_SOURCE }] }),
+      undefined,
+    );
   });
 
   it('refuses a new source past maxSourcesPerGroup; the same sources again, or fewer, pass', () => {
     const members = [{ port: 5, host: H5, filter: include(1, 2) }];
-    assert.deepEqual(refusalOf({ ...base, portGroupCount: 1, members, filter: include(1, 2, 3) }), { reason: 'group-sources', limit: 2 });
+    assert.deepEqual(refusalOf({ ...base, portGroupCount: 1, members, filter: include(1, 2, 3) }), {
+      reason: 'group-sources',
+      limit: 2,
+    });
     assert.equal(refusalOf({ ...base, portGroupCount: 1, members, filter: include(1, 2) }), undefined);
     assert.equal(refusalOf({ ...base, portGroupCount: 1, members, filter: include(2) }), undefined);
     // Another host behind the port counts in the port's filter; another port does not.
     const shared = [...members, { port: 5, host: hostAddress('10.1.0.6'), filter: include(3) }];
-    assert.deepEqual(refusalOf({ ...base, portGroupCount: 1, members: shared, filter: include(1, 4) }), { reason: 'group-sources', limit: 2 });
+    assert.deepEqual(refusalOf({ ...base, portGroupCount: 1, members: shared, filter: include(1, 4) }), {
+      reason: 'group-sources',
+      limit: 2,
+    });
     const otherPort = [{ port: 7, host: hostAddress('10.1.0.7'), filter: include(3, 4) }];
     assert.equal(refusalOf({ ...base, members: otherPort, filter: include(1, 2) }), undefined);
   });
@@ -68,7 +98,13 @@ describe('MembershipTable with limits', () => {
     const clock = { t: 1_000, now: () => clock.t };
     const refusals: MembershipRefusal[] = [];
     const timing = { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 };
-    const table = new MembershipTable({ clock, timing, fastLeave: true, limits, onRefusal: (refusal) => refusals.push(refusal) });
+    const table = new MembershipTable({
+      clock,
+      timing,
+      fastLeave: true,
+      limits,
+      onRefusal: (refusal) => refusals.push(refusal),
+    });
     return { table, refusals, clock };
   }
   const group = (n: number) => groupAddress(`239.1.1.${n}`);
@@ -81,7 +117,9 @@ describe('MembershipTable with limits', () => {
     assert.deepEqual(refusals, [{ reason: 'port-groups', limit: 2, group: group(3), port: 5, host: H5 }]);
     assert.deepEqual(table.record(5, H5, { type: 'MODE_IS_EXCLUDE', group: group(3), sources: [] }), []);
     assert.equal(refusals.length, 2);
-    assert.deepEqual(table.report(7, hostAddress('10.1.0.7'), group(3), 2), [{ kind: 'members', group: group(3), ports: [7] }]);
+    assert.deepEqual(table.report(7, hostAddress('10.1.0.7'), group(3), 2), [
+      { kind: 'members', group: group(3), ports: [7] },
+    ]);
     table.report(5, H5, group(1), 2);
     assert.equal(refusals.length, 2);
     assert.deepEqual(table.portsOf(group(3)), [7]);
@@ -112,7 +150,9 @@ describe('MembershipTable with limits', () => {
       refusals.map((refusal) => refusal.reason),
       ['node-groups'],
     );
-    assert.deepEqual(table.report(9, hostAddress('10.1.0.9'), group(1), 2), [{ kind: 'members', group: group(1), ports: [5, 9] }]);
+    assert.deepEqual(table.report(9, hostAddress('10.1.0.9'), group(1), 2), [
+      { kind: 'members', group: group(1), ports: [5, 9] },
+    ]);
     table.reconfigure({ timing: table.timings, fastLeave: true, limits: { ...UNLIMITED, maxGroups: 1 } });
     assert.equal(table.groupCount, 2);
     table.report(5, H5, group(2), 2);

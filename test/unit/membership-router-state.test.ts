@@ -4,7 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
+import {
+  type MembershipEffect,
+  type MembershipRecord,
+  MembershipTable,
+} from '../../src/domain/membership/membership-table.js';
 import { PodPorts } from '../../src/domain/pods/pod-ports.js';
 import { podName } from '../../src/domain/pods/pod-directory.js';
 import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/state/saved-state.js';
@@ -24,12 +28,28 @@ const [, S1, S2, S3, S4] = S as [SourceAddress, SourceAddress, SourceAddress, So
 
 function table(fastLeave: boolean) {
   const clock = { t: T0, now: () => clock.t };
-  return { clock, m: new MembershipTable({ clock, timing: { groupMembershipIntervalMs: GMI, lastMemberQueryTimeMs: LMQT }, fastLeave }) };
+  return {
+    clock,
+    m: new MembershipTable({
+      clock,
+      timing: { groupMembershipIntervalMs: GMI, lastMemberQueryTimeMs: LMQT },
+      fastLeave,
+    }),
+  };
 }
 
-const rec = (type: MembershipRecord['type'], ...sources: SourceAddress[]): MembershipRecord => ({ type, group: G, sources });
+const rec = (type: MembershipRecord['type'], ...sources: SourceAddress[]): MembershipRecord => ({
+  type,
+  group: G,
+  sources,
+});
 const changed: MembershipEffect = { kind: 'members', group: G, ports: [5] };
-const asked = (...sources: SourceAddress[]): MembershipEffect => ({ kind: 'query', group: G, port: 5, ...(sources.length === 0 ? {} : { sources }) });
+const asked = (...sources: SourceAddress[]): MembershipEffect => ({
+  kind: 'query',
+  group: G,
+  port: 5,
+  ...(sources.length === 0 ? {} : { sources }),
+});
 
 /** The one member's state: forwarded filter, source timers (relative to T0), group timer (relative to T0). */
 function stateOf(m: MembershipTable) {
@@ -64,7 +84,13 @@ describe('router-side state: a record split over reports', () => {
 });
 
 describe('router-side state: the tables of RFC 3376 §6.4.1 and §6.4.2, one host, fast leave off', () => {
-  const rows: Array<{ name: string; from: MembershipRecord[]; next: MembershipRecord; effects: MembershipEffect[]; state: ReturnType<typeof stateOf> }> = [
+  const rows: Array<{
+    name: string;
+    from: MembershipRecord[];
+    next: MembershipRecord;
+    effects: MembershipEffect[];
+    state: ReturnType<typeof stateOf>;
+  }> = [
     {
       name: 'INCLUDE (A) + IS_IN (B) → INCLUDE (A+B); (B) = GMI',
       from: [rec('MODE_IS_INCLUDE', S1, S2)],
@@ -243,13 +269,28 @@ describe('router-side state: saved and restored', () => {
     pods.update([{ name: 'p1', ofport: 5, pod: podName(undefined, 'web'), type: '' }]);
     const wall = new FakeClock();
     // The table's clock reads T0 + 100 s while the wall clock starts at its epoch.
-    const saved = savedStateOf({ bridge: 'br-int', groups: m.snapshot(), pods, clock: { monotonicMs: () => clock.t, wallMs: () => wall.wallMs() } });
+    const saved = savedStateOf({
+      bridge: 'br-int',
+      groups: m.snapshot(),
+      pods,
+      clock: { monotonicMs: () => clock.t, wallMs: () => wall.wallMs() },
+    });
     const store = new MemoryStateStore(parseSavedState(JSON.parse(JSON.stringify(saved))));
     const restart = async (state = store) => {
       const after = table(false);
       after.clock.t = 5_000_000;
-      const restartClock = Object.assign(new FakeClock(), { monotonicMs: () => after.clock.t, wallMs: () => wall.wallMs() + 30_000 });
-      await restoreSavedState({ store: state, bridge: 'br-int', table: after.m, pods, clock: restartClock, logger: new RecordingLogger() });
+      const restartClock = Object.assign(new FakeClock(), {
+        monotonicMs: () => after.clock.t,
+        wallMs: () => wall.wallMs() + 30_000,
+      });
+      await restoreSavedState({
+        store: state,
+        bridge: 'br-int',
+        table: after.m,
+        pods,
+        clock: restartClock,
+        logger: new RecordingLogger(),
+      });
       return after;
     };
     const back = await restart();
@@ -274,12 +315,25 @@ describe('router-side state: saved and restored', () => {
 
   it('a saved timer that is no timer makes the file unusable, as any bad field does', () => {
     const member = { portName: 'p1', host: H, mode: 'include', sources: [S1], compatibility: 3, lastReportAt: 1 };
-    const state = (extra: object) => ({ version: 1, savedAt: 2, bridge: 'br-int', groups: [{ group: G, members: [{ ...member, ...extra }] }] });
-    assert.deepEqual(parseSavedState(state({ sourceTimers: [{ source: S1, endsAt: 5 }], groupTimerEndsAt: 6 })).groups[0]?.members[0]?.sourceTimers, [
-      { source: S1, endsAt: 5 },
-    ]);
-    assert.throws(() => parseSavedState(state({ sourceTimers: [{ source: 'x', endsAt: 5 }] })), /sourceTimers\[0\]\.source/);
-    assert.throws(() => parseSavedState(state({ sourceTimers: [{ source: S1, endsAt: -1 }] })), /sourceTimers\[0\]\.endsAt/);
+    const state = (extra: object) => ({
+      version: 1,
+      savedAt: 2,
+      bridge: 'br-int',
+      groups: [{ group: G, members: [{ ...member, ...extra }] }],
+    });
+    assert.deepEqual(
+      parseSavedState(state({ sourceTimers: [{ source: S1, endsAt: 5 }], groupTimerEndsAt: 6 })).groups[0]?.members[0]
+        ?.sourceTimers,
+      [{ source: S1, endsAt: 5 }],
+    );
+    assert.throws(
+      () => parseSavedState(state({ sourceTimers: [{ source: 'x', endsAt: 5 }] })),
+      /sourceTimers\[0\]\.source/,
+    );
+    assert.throws(
+      () => parseSavedState(state({ sourceTimers: [{ source: S1, endsAt: -1 }] })),
+      /sourceTimers\[0\]\.endsAt/,
+    );
     assert.throws(() => parseSavedState(state({ sourceTimers: {} })), /sourceTimers is not an array/);
     assert.throws(() => parseSavedState(state({ groupTimerEndsAt: 'soon' })), /groupTimerEndsAt/);
   });

@@ -1,13 +1,26 @@
-/** Per-port source filters of the membership table: the merge, what counts as a change, and each record type's effect. */
+/**
+ * Per-port source filters of the membership table: the merge, what counts as a change, and each record type's effect.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { type MembershipEffect, type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
+import {
+  type MembershipEffect,
+  type MembershipRecord,
+  MembershipTable,
+} from '../../src/domain/membership/membership-table.js';
 import { admits, mergeFilters, type SourceFilter } from '../../src/domain/membership/source-filter.js';
 import { Querier } from '../../src/controllers/daemon/loop/querier.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/index.js';
 import { FakeClock } from '../fakes/fake-clock.js';
-import { type GroupAddress, groupAddress, type HostAddress, hostAddress, type SourceAddress, sourceAddress } from '../../src/wire/ip-address.js';
+import {
+  type GroupAddress,
+  groupAddress,
+  type HostAddress,
+  hostAddress,
+  type SourceAddress,
+  sourceAddress,
+} from '../../src/wire/ip-address.js';
 
 const timing = { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 };
 const G = groupAddress('239.1.1.1');
@@ -48,7 +61,11 @@ function record(type: MembershipRecord['type'], ...sources: SourceAddress[]): Me
 describe('mergeFilters and admits', () => {
   const cases: Array<{ name: string; filters: SourceFilter[]; merged: SourceFilter | undefined }> = [
     { name: 'include + include: the union', filters: [include(S1, S2), include(S2, S3)], merged: include(S1, S2, S3) },
-    { name: 'include + exclude: exclude of what the exclude blocks and no include asks', filters: [include(S1), exclude(S1, S2)], merged: exclude(S2) },
+    {
+      name: 'include + exclude: exclude of what the exclude blocks and no include asks',
+      filters: [include(S1), exclude(S1, S2)],
+      merged: exclude(S2),
+    },
     { name: 'exclude + exclude: what both block', filters: [exclude(S1, S2), exclude(S2, S3)], merged: exclude(S2) },
     { name: 'any source wins over every block', filters: [exclude(S1), exclude()], merged: exclude() },
     { name: 'one filter: itself', filters: [include(S3)], merged: include(S3) },
@@ -110,10 +127,30 @@ describe('MembershipTable.portFiltersOf', () => {
     to: SourceFilter;
     unchanged?: true;
   }> = [
-    { name: 'INCLUDE(A) + ALLOW(B) = INCLUDE(A+B)', from: record('MODE_IS_INCLUDE', S1), next: record('ALLOW_NEW_SOURCES', S3), to: include(S1, S3) },
-    { name: 'EXCLUDE(X) + ALLOW(A) = EXCLUDE(X-A)', from: record('MODE_IS_EXCLUDE', S1, S2), next: record('ALLOW_NEW_SOURCES', S1), to: exclude(S2) },
-    { name: 'INCLUDE(A) + BLOCK(B) = INCLUDE(A-B)', from: record('MODE_IS_INCLUDE', S1, S2), next: record('BLOCK_OLD_SOURCES', S2), to: include(S1) },
-    { name: 'EXCLUDE(X) + BLOCK(A) = EXCLUDE(X+A)', from: record('MODE_IS_EXCLUDE', S1), next: record('BLOCK_OLD_SOURCES', S2), to: exclude(S1, S2) },
+    {
+      name: 'INCLUDE(A) + ALLOW(B) = INCLUDE(A+B)',
+      from: record('MODE_IS_INCLUDE', S1),
+      next: record('ALLOW_NEW_SOURCES', S3),
+      to: include(S1, S3),
+    },
+    {
+      name: 'EXCLUDE(X) + ALLOW(A) = EXCLUDE(X-A)',
+      from: record('MODE_IS_EXCLUDE', S1, S2),
+      next: record('ALLOW_NEW_SOURCES', S1),
+      to: exclude(S2),
+    },
+    {
+      name: 'INCLUDE(A) + BLOCK(B) = INCLUDE(A-B)',
+      from: record('MODE_IS_INCLUDE', S1, S2),
+      next: record('BLOCK_OLD_SOURCES', S2),
+      to: include(S1),
+    },
+    {
+      name: 'EXCLUDE(X) + BLOCK(A) = EXCLUDE(X+A)',
+      from: record('MODE_IS_EXCLUDE', S1),
+      next: record('BLOCK_OLD_SOURCES', S2),
+      to: exclude(S1, S2),
+    },
     {
       name: 'INCLUDE(A) + TO_IN(B) = INCLUDE(A+B), A−B lowered',
       from: record('MODE_IS_INCLUDE', S1),
@@ -127,12 +164,38 @@ describe('MembershipTable.portFiltersOf', () => {
       to: exclude(S1),
       unchanged: true,
     },
-    { name: 'INCLUDE(A) + TO_EX(B) = EXCLUDE(B)', from: record('MODE_IS_INCLUDE', S1), next: record('CHANGE_TO_EXCLUDE_MODE', S2), to: exclude(S2) },
-    // An EXCLUDE record is never split over reports: with fast leave the port's one host excludes exactly what it names, at once.
-    { name: 'EXCLUDE(X) + TO_EX(Y) = EXCLUDE(Y)', from: record('MODE_IS_EXCLUDE', S1), next: record('CHANGE_TO_EXCLUDE_MODE', S3), to: exclude(S3) },
-    { name: 'INCLUDE(A) + IS_IN(B) = INCLUDE(A+B)', from: record('MODE_IS_INCLUDE', S1), next: record('MODE_IS_INCLUDE', S2, S3), to: include(S1, S2, S3) },
-    { name: 'INCLUDE(A) + IS_EX(B) = EXCLUDE(B)', from: record('MODE_IS_INCLUDE', S1), next: record('MODE_IS_EXCLUDE', S1), to: exclude(S1) },
-    { name: 'EXCLUDE(X) + IS_EX(Y) = EXCLUDE(Y)', from: record('MODE_IS_EXCLUDE', S1), next: record('MODE_IS_EXCLUDE', S2), to: exclude(S2) },
+    {
+      name: 'INCLUDE(A) + TO_EX(B) = EXCLUDE(B)',
+      from: record('MODE_IS_INCLUDE', S1),
+      next: record('CHANGE_TO_EXCLUDE_MODE', S2),
+      to: exclude(S2),
+    },
+    // An EXCLUDE record is never split over reports: with fast leave the port's one host excludes exactly what it
+    // names, at once.
+    {
+      name: 'EXCLUDE(X) + TO_EX(Y) = EXCLUDE(Y)',
+      from: record('MODE_IS_EXCLUDE', S1),
+      next: record('CHANGE_TO_EXCLUDE_MODE', S3),
+      to: exclude(S3),
+    },
+    {
+      name: 'INCLUDE(A) + IS_IN(B) = INCLUDE(A+B)',
+      from: record('MODE_IS_INCLUDE', S1),
+      next: record('MODE_IS_INCLUDE', S2, S3),
+      to: include(S1, S2, S3),
+    },
+    {
+      name: 'INCLUDE(A) + IS_EX(B) = EXCLUDE(B)',
+      from: record('MODE_IS_INCLUDE', S1),
+      next: record('MODE_IS_EXCLUDE', S1),
+      to: exclude(S1),
+    },
+    {
+      name: 'EXCLUDE(X) + IS_EX(Y) = EXCLUDE(Y)',
+      from: record('MODE_IS_EXCLUDE', S1),
+      next: record('MODE_IS_EXCLUDE', S2),
+      to: exclude(S2),
+    },
   ];
   for (const { name, from, next, to, unchanged } of transitions) {
     it(`${name}, ${unchanged ? 'no change' : 'a change of the same ports'}`, () => {
@@ -181,14 +244,25 @@ describe('MembershipTable: a change of filter alone is a change', () => {
     m.record(5, hostA, record('MODE_IS_INCLUDE', S1));
     assert.deepEqual(m.report(5, hostB, G, 2), [members(G, [5])]);
     assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'exclude', sources: [] }]);
-    assert.deepEqual(m.record(5, hostA, record('CHANGE_TO_EXCLUDE_MODE', S2)), [], 'TO_EX {S2} counts as TO_EX {} in v2 mode');
+    assert.deepEqual(
+      m.record(5, hostA, record('CHANGE_TO_EXCLUDE_MODE', S2)),
+      [],
+      'TO_EX {S2} counts as TO_EX {} in v2 mode',
+    );
     assert.deepEqual(m.record(5, hostA, record('BLOCK_OLD_SOURCES', S1)), [], 'BLOCK is ignored in v2 mode');
     assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'exclude', sources: [] }]);
   });
 
   it('restore keeps each member’s filter, and says so only when something changed', () => {
     const { members: m } = table();
-    const saved = (host: HostAddress, port: number, filter: SourceFilter) => ({ group: G, port, host, filter, lastReportAt: 900, compatibility: 3 as const });
+    const saved = (host: HostAddress, port: number, filter: SourceFilter) => ({
+      group: G,
+      port,
+      host,
+      filter,
+      lastReportAt: 900,
+      compatibility: 3 as const,
+    });
     assert.deepEqual(m.restore([saved(hostA, 5, include(S1, S2)), saved(hostC, 7, exclude(S1))]), [members(G, [5, 7])]);
     assert.deepEqual(filtersOf(m), [
       { port: 5, mode: 'include', sources: [S1, S2] },
@@ -204,7 +278,9 @@ describe('MembershipTable without fast leave: sources a host stops wanting', () 
   it('BLOCK: the port is asked about the sources, which stay for the LMQT, then go', () => {
     const { clock, members: m } = table(false);
     m.record(5, hostA, record('MODE_IS_INCLUDE', S1, S2));
-    assert.deepEqual(m.record(5, hostA, record('BLOCK_OLD_SOURCES', S2, S3)), [{ kind: 'query', group: G, port: 5, sources: [S2] }]);
+    assert.deepEqual(m.record(5, hostA, record('BLOCK_OLD_SOURCES', S2, S3)), [
+      { kind: 'query', group: G, port: 5, sources: [S2] },
+    ]);
     assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'include', sources: [S1, S2] }], 'S2 still forwarded');
     assert.deepEqual(m.snapshot()[0]?.members[0]?.filter, { mode: 'include', sources: [S1, S2] }, 'the forwarded view');
     assert.equal(m.nextDeadline(), 1_000 + timing.lastMemberQueryTimeMs);
@@ -219,7 +295,10 @@ describe('MembershipTable without fast leave: sources a host stops wanting', () 
   it('TO_IN dropping sources asks about them; another host that answers keeps them', () => {
     const { clock, members: m } = table(false);
     m.record(5, hostA, record('MODE_IS_INCLUDE', S1, S2));
-    assert.deepEqual(m.record(5, hostA, record('CHANGE_TO_INCLUDE_MODE', S1, S3)), [members(G, [5]), { kind: 'query', group: G, port: 5, sources: [S2] }]);
+    assert.deepEqual(m.record(5, hostA, record('CHANGE_TO_INCLUDE_MODE', S1, S3)), [
+      members(G, [5]),
+      { kind: 'query', group: G, port: 5, sources: [S2] },
+    ]);
     assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'include', sources: [S1, S2, S3] }]);
     m.record(5, hostB, record('MODE_IS_INCLUDE', S2));
     clock.t += timing.lastMemberQueryTimeMs;
@@ -230,9 +309,15 @@ describe('MembershipTable without fast leave: sources a host stops wanting', () 
   it('EXCLUDE members: a new block asks about it; EXCLUDE to INCLUDE asks about the whole group', () => {
     const { clock, members: m } = table(false);
     m.record(5, hostA, record('MODE_IS_EXCLUDE', S1));
-    assert.deepEqual(m.record(5, hostA, record('BLOCK_OLD_SOURCES', S1, S2)), [{ kind: 'query', group: G, port: 5, sources: [S2] }]);
+    assert.deepEqual(m.record(5, hostA, record('BLOCK_OLD_SOURCES', S1, S2)), [
+      { kind: 'query', group: G, port: 5, sources: [S2] },
+    ]);
     assert.deepEqual(m.record(5, hostA, record('CHANGE_TO_INCLUDE_MODE', S3)), [{ kind: 'query', group: G, port: 5 }]);
-    assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'exclude', sources: [S1] }], 'everything wanted before still forwarded');
+    assert.deepEqual(
+      filtersOf(m),
+      [{ port: 5, mode: 'exclude', sources: [S1] }],
+      'everything wanted before still forwarded',
+    );
     clock.t += timing.lastMemberQueryTimeMs;
     assert.deepEqual(m.expire(), [members(G, [5])]);
     assert.deepEqual(filtersOf(m), [{ port: 5, mode: 'include', sources: [S3] }]);
@@ -269,7 +354,8 @@ describe('Querier: group-and-source-specific queries', () => {
     });
     return { q, sent, clock };
   }
-  const sourcesOf = (message: IgmpMessage) => (message.kind === 'query' && message.version === 3 ? message.sources : undefined);
+  const sourcesOf = (message: IgmpMessage) =>
+    message.kind === 'query' && message.version === 3 ? message.sources : undefined;
 
   it('v3: Robustness queries to the group about the sources, LMQI apart; a long list in queries that each fit a frame', () => {
     const { q, sent, clock } = querier([3]);

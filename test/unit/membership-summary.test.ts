@@ -32,7 +32,9 @@ function mldEvent(src: string, message: MldMessage): MldFrameEvent {
 }
 const v3 = (...records: GroupRecord[]): IgmpMessage => ({ kind: 'report', version: 3, records });
 const filters = (summary: MembershipSummary) =>
-  summary.groupSummaries().flatMap((g) => g.members.map((m) => `${g.group} ${m.host} ${m.mode} {${m.sources.join(',')}} v${m.version}`));
+  summary
+    .groupSummaries()
+    .flatMap((g) => g.members.map((m) => `${g.group} ${m.host} ${m.mode} {${m.sources.join(',')}} v${m.version}`));
 
 describe('MembershipSummary', () => {
   it('a v1/v2 report is "any source"; a v2 leave removes the host', () => {
@@ -77,8 +79,28 @@ describe('MembershipSummary', () => {
     summary.observe(event('10.0.0.9', { kind: 'report', version: 2, group: '239.1.1.9' }));
     summary.observe(event('10.0.0.9', { kind: 'report', version: 2, group: '239.1.1.10' }));
     summary.observe(event('10.0.0.1', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 }));
-    summary.observe(event('10.0.0.1', { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] }));
-    summary.observe({ kind: 'malformed', frame: 99, ts: 0, protocol: 'igmp', src: null, dst: null, code: 'truncated', message: 'x' });
+    summary.observe(
+      event('10.0.0.1', {
+        kind: 'query',
+        version: 3,
+        group: '0.0.0.0',
+        maxRespCode: 100,
+        sFlag: false,
+        qrv: 2,
+        qqic: 125,
+        sources: [],
+      }),
+    );
+    summary.observe({
+      kind: 'malformed',
+      frame: 99,
+      ts: 0,
+      protocol: 'igmp',
+      src: null,
+      dst: null,
+      code: 'truncated',
+      message: 'x',
+    });
     assert.deepEqual(
       summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]),
       [
@@ -96,9 +118,19 @@ describe('MembershipSummary', () => {
     const summary = new MembershipSummary();
     summary.observe(mldEvent('fe80::2', { kind: 'report', version: 1, group: 'ff0e::1234' }));
     summary.observe(
-      mldEvent('fe80::3', { kind: 'report', version: 2, records: [{ type: 'ALLOW_NEW_SOURCES', group: 'ff3e::8000:1', sources: ['2001:db8::1'] }] }),
+      mldEvent('fe80::3', {
+        kind: 'report',
+        version: 2,
+        records: [{ type: 'ALLOW_NEW_SOURCES', group: 'ff3e::8000:1', sources: ['2001:db8::1'] }],
+      }),
     );
-    summary.observe(mldEvent('fe80::3', { kind: 'report', version: 2, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: 'ff0e::1234', sources: [] }] }));
+    summary.observe(
+      mldEvent('fe80::3', {
+        kind: 'report',
+        version: 2,
+        records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: 'ff0e::1234', sources: [] }],
+      }),
+    );
     assert.deepEqual(filters(summary), [
       'ff0e::1234 fe80::2 exclude {} v1',
       'ff0e::1234 fe80::3 exclude {} v2',
@@ -109,7 +141,10 @@ describe('MembershipSummary', () => {
       ['mld', 'mld', 'mld'],
     );
     summary.observe(mldEvent('fe80::2', { kind: 'leave', version: 1, group: 'ff0e::1234' }));
-    assert.deepEqual(filters(summary), ['ff0e::1234 fe80::3 exclude {} v2', 'ff3e::8000:1 fe80::3 include {2001:db8::1} v2']);
+    assert.deepEqual(filters(summary), [
+      'ff0e::1234 fe80::3 exclude {} v2',
+      'ff3e::8000:1 fe80::3 include {2001:db8::1} v2',
+    ]);
   });
   it('IGMP and MLD in one summary: IPv4 groups first, IPv6 ones by their bits; counts tell how many were MLD', () => {
     const summary = new MembershipSummary();
@@ -118,8 +153,28 @@ describe('MembershipSummary', () => {
     summary.observe(mldEvent('fe80::9', { kind: 'report', version: 1, group: 'ff05::2' }));
     summary.observe(mldEvent('fe80::10', { kind: 'report', version: 1, group: 'ff0e::ff' }));
     summary.observe(event('10.0.0.2', { kind: 'report', version: 2, group: '239.1.1.1' }));
-    summary.observe(mldEvent('fe80::1', { kind: 'query', version: 2, group: '::', maxRespCode: 10000, sFlag: false, qrv: 2, qqic: 125, sources: [] }));
-    summary.observe({ kind: 'malformed', frame: 99, ts: 0, protocol: 'mld', src: 'fe80::5', dst: 'ff02::16', code: 'no-router-alert', message: 'x' });
+    summary.observe(
+      mldEvent('fe80::1', {
+        kind: 'query',
+        version: 2,
+        group: '::',
+        maxRespCode: 10000,
+        sFlag: false,
+        qrv: 2,
+        qqic: 125,
+        sources: [],
+      }),
+    );
+    summary.observe({
+      kind: 'malformed',
+      frame: 99,
+      ts: 0,
+      protocol: 'mld',
+      src: 'fe80::5',
+      dst: 'ff02::16',
+      code: 'no-router-alert',
+      message: 'x',
+    });
     assert.deepEqual(
       summary.groupSummaries().map((g) => [g.group, g.members.map((m) => m.host)]),
       [

@@ -11,7 +11,10 @@ const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 describe('memory release', () => {
   it('collectGarbage frees the memory of dropped state at once, again and again', () => {
     for (let round = 0; round < 2; round++) {
-      let state: Array<{ group: number; port: string }> | undefined = Array.from({ length: 500_000 }, (_, index) => ({ group: index, port: `p${index}` }));
+      let state: Array<{ group: number; port: string }> | undefined = Array.from({ length: 500_000 }, (_, index) => ({
+        group: index,
+        port: `p${index}`,
+      }));
       const held = process.memoryUsage().heapUsed;
       assert.equal(state.length, 500_000);
       state = undefined;

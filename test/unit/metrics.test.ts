@@ -50,7 +50,10 @@ describe('DaemonMetrics', () => {
   it('reads groups, members and routes from the view at each scrape', async () => {
     const view = new FakeDaemonView();
     const metrics = new DaemonMetrics(view);
-    assert.match(await metrics.registry.metrics(), /^mcastctl_groups 2$[\s\S]*^mcastctl_members 3$[\s\S]*^mcastctl_routes 1$/m);
+    assert.match(
+      await metrics.registry.metrics(),
+      /^mcastctl_groups 2$[\s\S]*^mcastctl_members 3$[\s\S]*^mcastctl_routes 1$/m,
+    );
     view.statusValue = sampleStatus({ groups: 7, members: 9, routes: 0 });
     const text = await metrics.registry.metrics();
     assert.match(text, /^mcastctl_groups 7$/m);
@@ -120,14 +123,17 @@ describe('MetricsServer', () => {
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     const { port } = holder.address() as { port: number };
     try {
-      await assert.rejects(MetricsServer.listen(`127.0.0.1:${port}`, new DaemonMetrics(new FakeDaemonView()).registry), (error: unknown) => {
-        assert.ok(error instanceof McastError);
-        assert.equal(error.code, 'busy');
-        assert.equal(error.exitCode, 1);
-        assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}: EADDRINUSE`));
-        assert.match(error.hint ?? '', /--metrics-address/);
-        return true;
-      });
+      await assert.rejects(
+        MetricsServer.listen(`127.0.0.1:${port}`, new DaemonMetrics(new FakeDaemonView()).registry),
+        (error: unknown) => {
+          assert.ok(error instanceof McastError);
+          assert.equal(error.code, 'busy');
+          assert.equal(error.exitCode, 1);
+          assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}: EADDRINUSE`));
+          assert.match(error.hint ?? '', /--metrics-address/);
+          return true;
+        },
+      );
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
@@ -140,7 +146,8 @@ describe('MetricsServer', () => {
     for (const bad of ['9100', '127.0.0.1', '127.0.0.1:', '127.0.0.1:70000', '::1:9100', 'host:port']) {
       assert.throws(
         () => parseMetricsAddress(bad),
-        (error: unknown) => error instanceof McastError && error.exitCode === 64 && /--metrics-address/.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError && error.exitCode === 64 && /--metrics-address/.test(error.message),
         bad,
       );
     }

@@ -15,7 +15,14 @@ import { DecodeError } from '../../src/errors.js';
 import * as mld from '../../src/packet/mld/index.js';
 import type { MldMessage } from '../../src/packet/mld/index.js';
 import { reportWithFrameHex } from '../helpers/arbitraries.js';
-import { ADDRESSES_FIRST, HOST_TO_ROUTERS, MESSAGE_AT, mldBytes, resealPacket, withAddresses } from '../helpers/mld-bytes.js';
+import {
+  ADDRESSES_FIRST,
+  HOST_TO_ROUTERS,
+  MESSAGE_AT,
+  mldBytes,
+  resealPacket,
+  withAddresses,
+} from '../helpers/mld-bytes.js';
 
 const SEED = Number(process.env.FAST_CHECK_SEED ?? 0x5eed2);
 const RUNS = Number(process.env.FAST_CHECK_RUNS ?? 200_000);
@@ -32,7 +39,9 @@ const seeds: Buffer[] = [
   mldBytes(`83 00 0000 0000 0000 ${GROUP}`),
   mldBytes(`84 00 0000 0000 0000 ${GROUP}`),
   mldBytes('8f 00 0000 0000 0000'),
-  mldBytes(`8f 00 0000 0000 0003 01 00 0002 ${GROUP} ${SOURCE} ${SOURCE} 04 01 0000 ${GROUP} deadbeef 07 00 0001 ${GROUP} ${SOURCE}`),
+  mldBytes(
+    `8f 00 0000 0000 0003 01 00 0002 ${GROUP} ${SOURCE} ${SOURCE} 04 01 0000 ${GROUP} deadbeef 07 00 0001 ${GROUP} ${SOURCE}`,
+  ),
 ];
 
 /** One edit of a message. Positions are taken modulo the message's length at the time of the edit. */
@@ -48,17 +57,28 @@ type Mutation =
   /** Cut or zero-pad to a length near the boundaries of RFC 3810 §8.1 (24: v1, 25 to 27: none, 28: v2). */
   | { kind: 'resize'; length: number };
 
-/** Report M (6), first record's aux length (9, one octet) and N (10), query N (26), the N of the last seed's second and third records (62, 86). */
+/**
+ * Report M (6), first record's aux length (9, one octet) and N (10), query N (26), the N of the last seed's second and
+ * third records (62, 86).
+ */
 const COUNT_FIELDS = [6, 9, 10, 26, 62, 86] as const;
 const BIG_COUNTS = [0xffff, 0x8000, 0x0100, 0x00ff, 2, 1] as const;
 
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('flip-bit' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
-  fc.record({ kind: fc.constant('set-byte' as const), at: fc.nat(), value: fc.constantFrom(0, 1, 0x7f, 0x80, 0xff, 0x07) }),
+  fc.record({
+    kind: fc.constant('set-byte' as const),
+    at: fc.nat(),
+    value: fc.constantFrom(0, 1, 0x7f, 0x80, 0xff, 0x07),
+  }),
   fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat() }),
   fc.record({ kind: fc.constant('extend' as const), bytes: fc.uint8Array({ maxLength: 40, size: 'max' }) }),
   fc.record({ kind: fc.constant('write-uint16' as const), at: fc.nat(), value: fc.integer({ min: 0, max: 0xffff }) }),
-  fc.record({ kind: fc.constant('count' as const), at: fc.constantFrom(...COUNT_FIELDS), value: fc.constantFrom(...BIG_COUNTS) }),
+  fc.record({
+    kind: fc.constant('count' as const),
+    at: fc.constantFrom(...COUNT_FIELDS),
+    value: fc.constantFrom(...BIG_COUNTS),
+  }),
   fc.record({ kind: fc.constant('set-type' as const), type: fc.constantFrom(130, 131, 132, 143) }),
   fc.record({ kind: fc.constant('resize' as const), length: fc.integer({ min: 20, max: 30 }) }),
 );
@@ -90,18 +110,26 @@ function mutate(base: Buffer, mutations: readonly Mutation[]): Buffer {
         if (message.length) message[0] = edit.type;
         break;
       case 'resize':
-        message = edit.length <= message.length ? message.subarray(0, edit.length) : Buffer.concat([message, Buffer.alloc(edit.length - message.length)]);
+        message =
+          edit.length <= message.length
+            ? message.subarray(0, edit.length)
+            : Buffer.concat([message, Buffer.alloc(edit.length - message.length)]);
         break;
     }
   }
   return message;
 }
 
-const mutated = fc.tuple(fc.constantFrom(...seeds), fc.array(mutation, { minLength: 1, maxLength: 4 })).map(([base, edits]) => mutate(base, edits));
+const mutated = fc
+  .tuple(fc.constantFrom(...seeds), fc.array(mutation, { minLength: 1, maxLength: 4 }))
+  .map(([base, edits]) => mutate(base, edits));
 
 /** Random bytes, up to 150 of them, nine in ten with an MLD type in front. */
 const random = fc
-  .tuple(fc.uint8Array({ maxLength: 150, size: 'max' }), fc.option(fc.constantFrom(130, 131, 132, 143), { freq: 10, nil: undefined }))
+  .tuple(
+    fc.uint8Array({ maxLength: 150, size: 'max' }),
+    fc.option(fc.constantFrom(130, 131, 132, 143), { freq: 10, nil: undefined }),
+  )
   .map(([bytes, type]) => {
     const message = Buffer.from(bytes);
     if (type !== undefined && message.length > 0) message[0] = type;
@@ -140,7 +168,10 @@ describe('MLD fuzz', () => {
           const again = mld.encode(message, HOST_TO_ROUTERS);
           assert.equal(again.length, mld.encodingLength(message));
           const packetAgain = withAddresses(again, HOST_TO_ROUTERS);
-          assert.deepEqual(mld.decode(packetAgain, MESSAGE_AT, packetAgain.length, ADDRESSES_FIRST), comparable(message));
+          assert.deepEqual(
+            mld.decode(packetAgain, MESSAGE_AT, packetAgain.length, ADDRESSES_FIRST),
+            comparable(message),
+          );
         } catch (error) {
           if (error instanceof DecodeError) outcome = error.code;
           else if (error instanceof RangeError && type !== undefined && !mld.isMldType(type)) outcome = 'not MLD';
@@ -152,7 +183,18 @@ describe('MLD fuzz', () => {
     );
     // The generator must reach every outcome, or it is not testing much (thresholds per 200,000 frames).
     const per200k = (outcome: string) => ((counts[outcome] ?? 0) * 200_000) / RUNS;
-    const expected = ['query v1', 'query v2', 'report v1', 'leave v1', 'report v2', 'truncated', 'bad-checksum', 'invalid-group', 'bad-length', 'not MLD'];
+    const expected = [
+      'query v1',
+      'query v2',
+      'report v1',
+      'leave v1',
+      'report v2',
+      'truncated',
+      'bad-checksum',
+      'invalid-group',
+      'bad-length',
+      'not MLD',
+    ];
     for (const outcome of expected) assert.ok(per200k(outcome) > 500, `${outcome}: ${JSON.stringify(counts)}`);
   });
 });

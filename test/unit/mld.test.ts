@@ -10,7 +10,15 @@ import { DecodeError } from '../../src/errors.js';
 import * as mld from '../../src/packet/mld/index.js';
 import type { MldMessage } from '../../src/packet/mld/index.js';
 import { hex } from '../helpers/bytes.js';
-import { ADDRESSES_FIRST, type AddressPair, HOST_TO_ROUTERS, MESSAGE_AT, mldBytes, QUERIER_TO_ALL, withAddresses } from '../helpers/mld-bytes.js';
+import {
+  ADDRESSES_FIRST,
+  type AddressPair,
+  HOST_TO_ROUTERS,
+  MESSAGE_AT,
+  mldBytes,
+  QUERIER_TO_ALL,
+  withAddresses,
+} from '../helpers/mld-bytes.js';
 import { assertRoundTrip, type Codec } from '../helpers/roundtrip.js';
 
 /** The codec between one pair of addresses: what assertRoundTrip drives. */
@@ -53,10 +61,20 @@ const vectors: Vector[] = [
     pair: QUERIER_TO_ALL,
     bytes: mldBytes('82 00 0000 03e8 0000 ff0e 0000 0000 0000 0000 0000 0000 0101', QUERIER_TO_ALL),
   },
-  // RFC 3810 §5.1: the v1 fields, then resv|S|QRV, QQIC, N, N sources. A Linux querier's defaults: 10 s, QRV 2, QQIC 125.
+  // RFC 3810 §5.1: the v1 fields, then resv|S|QRV, QQIC, N, N sources. A Linux querier's defaults: 10 s, QRV 2, QQIC
+  // 125.
   {
     name: 'v2 general query',
-    message: { kind: 'query', version: 2, group: '::', maxRespCode: 10_000, sFlag: false, qrv: 2, qqic: 125, sources: [] },
+    message: {
+      kind: 'query',
+      version: 2,
+      group: '::',
+      maxRespCode: 10_000,
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [],
+    },
     pair: QUERIER_TO_ALL,
     bytes: mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS} 02 7d 0000`, QUERIER_TO_ALL),
   },
@@ -73,7 +91,10 @@ const vectors: Vector[] = [
       sources: ['2001:db8::1', '2001:db8:0:1::2'],
     },
     pair: QUERIER_TO_ALL,
-    bytes: mldBytes(`82 00 0000 a123 0000 ${SSM_GROUP} 0f 90 0002 ${SOURCE_1} 2001 0db8 0000 0001 0000 0000 0000 0002`, QUERIER_TO_ALL),
+    bytes: mldBytes(
+      `82 00 0000 a123 0000 ${SSM_GROUP} 0f 90 0002 ${SOURCE_1} 2001 0db8 0000 0001 0000 0000 0000 0002`,
+      QUERIER_TO_ALL,
+    ),
   },
   // RFC 2710 §3: a report names its address; Maximum Response Delay and reserved are zero.
   {
@@ -87,7 +108,12 @@ const vectors: Vector[] = [
   {
     name: 'done (checksum worked by hand)',
     message: { kind: 'leave', version: 1, group: 'ff02::1:3' },
-    pair: { srcHex: HOST_TO_ROUTERS.srcHex, dstHex: 'ff02 0000 0000 0000 0000 0000 0000 0002', src: 'fe80::1', dst: 'ff02::2' },
+    pair: {
+      srcHex: HOST_TO_ROUTERS.srcHex,
+      dstHex: 'ff02 0000 0000 0000 0000 0000 0000 0002',
+      src: 'fe80::1',
+      dst: 'ff02::2',
+    },
     bytes: hex('84 00 7f1f 0000 0000 ff02 0000 0000 0000 0000 0000 0001 0003'),
   },
   // RFC 3810 §5.2: type 143, reserved, checksum, reserved, M, then the records.
@@ -117,11 +143,17 @@ const vectors: Vector[] = [
         `06 00 0001 ${SSM_GROUP} ${SOURCE_1}`,
     ),
   },
-  { name: 'v2 report, no records', message: { kind: 'report', version: 2, records: [] }, pair: HOST_TO_ROUTERS, bytes: mldBytes('8f 00 0000 0000 0000') },
+  {
+    name: 'v2 report, no records',
+    message: { kind: 'report', version: 2, records: [] },
+    pair: HOST_TO_ROUTERS,
+    bytes: mldBytes('8f 00 0000 0000 0000'),
+  },
 ];
 
 describe('MLD round trips (encode, decode, encode again, encodingLength)', () => {
-  for (const vector of vectors) it(vector.name, () => assertRoundTrip(codecBetween(vector.pair), vector.message, vector.bytes));
+  for (const vector of vectors)
+    it(vector.name, () => assertRoundTrip(codecBetween(vector.pair), vector.message, vector.bytes));
 });
 
 describe('MLD addresses of the pseudo-header', () => {
@@ -138,28 +170,50 @@ describe('MLD addresses of the pseudo-header', () => {
     assertDecodeError(message, 'bad-checksum', QUERIER_TO_ALL);
   });
   it('encode refuses an address that is not IPv6 text', () => {
-    assert.throws(() => mld.encode({ kind: 'report', version: 1, group: 'ff02::1' }, { src: '10.0.0.1', dst: 'ff02::16' }), RangeError);
+    assert.throws(
+      () => mld.encode({ kind: 'report', version: 1, group: 'ff02::1' }, { src: '10.0.0.1', dst: 'ff02::16' }),
+      RangeError,
+    );
   });
   it('decode refuses offsets outside the bytes (a caller mistake)', () => {
     const packet = withAddresses(mldBytes('8f 00 0000 0000 0000'));
-    assert.throws(() => mld.decode(packet, MESSAGE_AT, packet.length, { srcAt: 0, dstAt: packet.length - 8 }), RangeError);
+    assert.throws(
+      () => mld.decode(packet, MESSAGE_AT, packet.length, { srcAt: 0, dstAt: packet.length - 8 }),
+      RangeError,
+    );
   });
 });
 
 describe('MLD version of a query (RFC 3810 §8.1)', () => {
   it('24 octets is v1, whatever its Maximum Response field', () => {
-    assert.deepEqual(decodeBetween(mldBytes(`82 00 0000 0000 0000 ${NO_ADDRESS}`)), { kind: 'query', version: 1, group: '::', maxRespDelayMs: 0 });
+    assert.deepEqual(decodeBetween(mldBytes(`82 00 0000 0000 0000 ${NO_ADDRESS}`)), {
+      kind: 'query',
+      version: 1,
+      group: '::',
+      maxRespDelayMs: 0,
+    });
   });
-  it('28 octets is v2', () => assert.equal(decodeBetween(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS} 02 7d 0000`)).version, 2));
+  it('28 octets is v2', () =>
+    assert.equal(decodeBetween(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS} 02 7d 0000`)).version, 2));
   for (const length of [25, 26, 27]) {
     it(`${length} octets is no version: bad-length`, () => {
       assertDecodeError(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS}` + '00'.repeat(length - 24)), 'bad-length');
     });
   }
-  it('23 octets is truncated', () => assertDecodeError(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS}`.slice(0, -2)), 'truncated'));
+  it('23 octets is truncated', () =>
+    assertDecodeError(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS}`.slice(0, -2)), 'truncated'));
   it('a v2 query longer than its sources say ignores the rest', () => {
     const query = decodeBetween(mldBytes(`82 00 0000 2710 0000 ${NO_ADDRESS} 02 7d 0000 cafebabe`));
-    assert.deepEqual(query, { kind: 'query', version: 2, group: '::', maxRespCode: 10_000, sFlag: false, qrv: 2, qqic: 125, sources: [] });
+    assert.deepEqual(query, {
+      kind: 'query',
+      version: 2,
+      group: '::',
+      maxRespCode: 10_000,
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [],
+    });
   });
   it('a query for a unicast address is invalid-group', () => {
     assertDecodeError(mldBytes(`82 00 0000 2710 0000 ${SOURCE_1} 02 7d 0000`), 'invalid-group');
@@ -201,7 +255,15 @@ describe('Maximum Response Code (RFC 3810 §5.1.3) and QQIC', () => {
   }
   it('maxRespTimeMs: v1 carries milliseconds, v2 a code', () => {
     assert.equal(mld.maxRespTimeMs({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 65535 }), 65535);
-    const v2: Omit<mld.MldV2Query, 'maxRespCode'> = { kind: 'query', version: 2, group: '::', sFlag: false, qrv: 2, qqic: 125, sources: [] };
+    const v2: Omit<mld.MldV2Query, 'maxRespCode'> = {
+      kind: 'query',
+      version: 2,
+      group: '::',
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [],
+    };
     assert.equal(mld.maxRespTimeMs({ ...v2, maxRespCode: 0x7fff }), 32767);
     assert.equal(mld.maxRespTimeMs({ ...v2, maxRespCode: 0x8000 }), 32768);
     assert.equal(mld.maxRespTimeMs({ ...v2, maxRespCode: 0xffff }), 8_387_584);
@@ -233,13 +295,25 @@ describe('MLDv2 reports', () => {
     assertDecodeError(bytes, 'truncated', HOST_TO_ROUTERS, /record 2 of 2/);
   });
   it('a source count past the end is truncated', () => {
-    assertDecodeError(mldBytes(`8f 00 0000 0000 0001 01 00 00ff ${SSM_GROUP} ${SOURCE_1}`), 'truncated', HOST_TO_ROUTERS, /record 1 of 1 \(255 sources/);
+    assertDecodeError(
+      mldBytes(`8f 00 0000 0000 0001 01 00 00ff ${SSM_GROUP} ${SOURCE_1}`),
+      'truncated',
+      HOST_TO_ROUTERS,
+      /record 1 of 1 \(255 sources/,
+    );
   });
-  it('aux data past the end is truncated', () => assertDecodeError(mldBytes(`8f 00 0000 0000 0001 01 02 0000 ${SSM_GROUP} 00000000`), 'truncated'));
+  it('aux data past the end is truncated', () =>
+    assertDecodeError(mldBytes(`8f 00 0000 0000 0001 01 02 0000 ${SSM_GROUP} 00000000`), 'truncated'));
   it('a record for a unicast address is invalid-group', () => {
-    assertDecodeError(mldBytes(`8f 00 0000 0000 0001 04 00 0000 ${SOURCE_1}`), 'invalid-group', HOST_TO_ROUTERS, /record 1 names 2001:db8::1/);
+    assertDecodeError(
+      mldBytes(`8f 00 0000 0000 0001 04 00 0000 ${SOURCE_1}`),
+      'invalid-group',
+      HOST_TO_ROUTERS,
+      /record 1 names 2001:db8::1/,
+    );
   });
-  it('a record for :: is invalid-group', () => assertDecodeError(mldBytes(`8f 00 0000 0000 0001 04 00 0000 ${NO_ADDRESS}`), 'invalid-group'));
+  it('a record for :: is invalid-group', () =>
+    assertDecodeError(mldBytes(`8f 00 0000 0000 0001 04 00 0000 ${NO_ADDRESS}`), 'invalid-group'));
   it('cut at every offset (checksum made right for the cut) is truncated, never another exception', () => {
     const records = `01 00 0002 ${SSM_GROUP} ${SOURCE_1} ${SOURCE_2} 04 01 0000 ff05 0000 0000 0000 0000 0000 0001 0003 deadbeef`;
     const full = `8f 00 0000 0000 0002 ${records}`;
@@ -256,7 +330,14 @@ describe('MLDv2 reports', () => {
     for (let cut = 0; cut < bytes.length; cut++) {
       const message = mldBytes(bytes.subarray(0, cut).toString('hex'));
       if (cut === 24) assert.equal(decodeBetween(message).version, 1);
-      else assertDecodeError(message, cut >= 25 && cut <= 27 ? 'bad-length' : 'truncated', HOST_TO_ROUTERS, undefined, `cut at ${cut}`);
+      else
+        assertDecodeError(
+          message,
+          cut >= 25 && cut <= 27 ? 'bad-length' : 'truncated',
+          HOST_TO_ROUTERS,
+          undefined,
+          `cut at ${cut}`,
+        );
     }
   });
 });
@@ -264,19 +345,31 @@ describe('MLDv2 reports', () => {
 describe('MLDv1 reports and dones', () => {
   it('octets past the first 24 are ignored, but covered by the checksum (RFC 2710 §3)', () => {
     const report = '83 00 0000 0000 0000 ff02 0000 0000 0000 0000 0001 ff00 0001';
-    assert.deepEqual(decodeBetween(mldBytes(`${report} 0001`)), { kind: 'report', version: 1, group: 'ff02::1:ff00:1' });
+    assert.deepEqual(decodeBetween(mldBytes(`${report} 0001`)), {
+      kind: 'report',
+      version: 1,
+      group: 'ff02::1:ff00:1',
+    });
     const stale = Buffer.concat([mldBytes(report), hex('0001')]);
     assertDecodeError(stale, 'bad-checksum');
   });
-  it('a report for a unicast address is invalid-group', () => assertDecodeError(mldBytes(`83 00 0000 0000 0000 ${SOURCE_1}`), 'invalid-group'));
-  it('a done for :: is invalid-group', () => assertDecodeError(mldBytes(`84 00 0000 0000 0000 ${NO_ADDRESS}`), 'invalid-group'));
-  it('shorter than 24 octets is truncated', () => assertDecodeError(mldBytes('83 00 0000 0000 0000 ff02 0000'), 'truncated'));
+  it('a report for a unicast address is invalid-group', () =>
+    assertDecodeError(mldBytes(`83 00 0000 0000 0000 ${SOURCE_1}`), 'invalid-group'));
+  it('a done for :: is invalid-group', () =>
+    assertDecodeError(mldBytes(`84 00 0000 0000 0000 ${NO_ADDRESS}`), 'invalid-group'));
+  it('shorter than 24 octets is truncated', () =>
+    assertDecodeError(mldBytes('83 00 0000 0000 0000 ff02 0000'), 'truncated'));
 });
 
 describe('MLD decode failures are typed', () => {
   it('bad checksum', () => {
     const bytes = hex('84 00 7f1e 0000 0000 ff02 0000 0000 0000 0000 0000 0001 0003');
-    const pair = { srcHex: HOST_TO_ROUTERS.srcHex, dstHex: 'ff02 0000 0000 0000 0000 0000 0000 0002', src: 'fe80::1', dst: 'ff02::2' };
+    const pair = {
+      srcHex: HOST_TO_ROUTERS.srcHex,
+      dstHex: 'ff02 0000 0000 0000 0000 0000 0000 0002',
+      src: 'fe80::1',
+      dst: 'ff02::2',
+    };
     assertDecodeError(bytes, 'bad-checksum', pair, /0x7f1e/);
   });
   it('empty', () => assertDecodeError(new Uint8Array(0), 'truncated'));
@@ -284,7 +377,10 @@ describe('MLD decode failures are typed', () => {
   it('ICMPv6 types that are not MLD are a caller mistake: RangeError', () => {
     for (const type of [128, 133, 135, 0]) {
       assert.equal(mld.isMldType(type), false);
-      assert.throws(() => decodeBetween(mldBytes(`${type.toString(16).padStart(2, '0')} 00 0000 0000 0000 ${NO_ADDRESS}`)), RangeError);
+      assert.throws(
+        () => decodeBetween(mldBytes(`${type.toString(16).padStart(2, '0')} 00 0000 0000 0000 ${NO_ADDRESS}`)),
+        RangeError,
+      );
     }
     for (const type of [130, 131, 132, 143]) assert.equal(mld.isMldType(type), true);
   });
@@ -292,17 +388,30 @@ describe('MLD decode failures are typed', () => {
 
 describe('MLD encode refuses values the wire cannot hold', () => {
   const encode = (message: MldMessage) => mld.encode(message, HOST_TO_ROUTERS);
-  const v2Query: mld.MldV2Query = { kind: 'query', version: 2, group: '::', maxRespCode: 10_000, sFlag: false, qrv: 2, qqic: 125, sources: [] };
+  const v2Query: mld.MldV2Query = {
+    kind: 'query',
+    version: 2,
+    group: '::',
+    maxRespCode: 10_000,
+    sFlag: false,
+    qrv: 2,
+    qqic: 125,
+    sources: [],
+  };
   it('a v1 Maximum Response Delay above 65535', () => {
     assert.throws(() => encode({ kind: 'query', version: 1, group: '::', maxRespDelayMs: 65536 }), RangeError);
   });
-  it('a v2 Maximum Response Code above 16 bits', () => assert.throws(() => encode({ ...v2Query, maxRespCode: 0x10000 }), RangeError));
+  it('a v2 Maximum Response Code above 16 bits', () =>
+    assert.throws(() => encode({ ...v2Query, maxRespCode: 0x10000 }), RangeError));
   it('QRV above 7', () => assert.throws(() => encode({ ...v2Query, qrv: 8 }), RangeError));
   it('QQIC above 8 bits', () => assert.throws(() => encode({ ...v2Query, qqic: 256 }), RangeError));
   it('more than 65535 sources', () => {
     const sources = new Array<string>(65536).fill('2001:db8::1');
     assert.throws(() => encode({ ...v2Query, sources }), RangeError);
-    assert.throws(() => encode({ kind: 'report', version: 2, records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::1', sources }] }), RangeError);
+    assert.throws(
+      () => encode({ kind: 'report', version: 2, records: [{ type: 'MODE_IS_INCLUDE', group: 'ff3e::1', sources }] }),
+      RangeError,
+    );
   });
   it('more than 65535 records', () => {
     const records = new Array(65536).fill({ type: 'MODE_IS_EXCLUDE', group: 'ff3e::1', sources: [] });
@@ -312,10 +421,17 @@ describe('MLD encode refuses values the wire cannot hold', () => {
     const record: mld.MldRecord = { type: 'MODE_IS_EXCLUDE', group: 'ff3e::1', sources: [], auxData: hex('01') };
     assert.throws(() => encode({ kind: 'report', version: 2, records: [record] }), RangeError);
   });
-  it('an address that is not IPv6 text', () => assert.throws(() => encode({ kind: 'report', version: 1, group: '239.1.2.3' }), RangeError));
+  it('an address that is not IPv6 text', () =>
+    assert.throws(() => encode({ kind: 'report', version: 1, group: '239.1.2.3' }), RangeError));
 });
 
-function assertDecodeError(message: Uint8Array, code: string, pair: AddressPair = HOST_TO_ROUTERS, text?: RegExp, note?: string): void {
+function assertDecodeError(
+  message: Uint8Array,
+  code: string,
+  pair: AddressPair = HOST_TO_ROUTERS,
+  text?: RegExp,
+  note?: string,
+): void {
   assert.throws(
     () => decodeBetween(message, pair),
     (error: unknown) => {

@@ -10,8 +10,20 @@ import assert from 'node:assert/strict';
 import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError, McastError } from '../../src/errors.js';
-import { MCAST_EXCLUDE, MCAST_INCLUDE, MCAST_JOIN_SOURCE_GROUP, MCAST_LEAVE_SOURCE_GROUP, MCAST_MSFILTER } from '../../src/protocol/mroute/constants.js';
-import { checkLayout, GROUP_SOURCE_REQ_LENGTH, groupFilter, groupFilterLength, groupSourceReq } from '../../src/protocol/mroute/group-req.js';
+import {
+  MCAST_EXCLUDE,
+  MCAST_INCLUDE,
+  MCAST_JOIN_SOURCE_GROUP,
+  MCAST_LEAVE_SOURCE_GROUP,
+  MCAST_MSFILTER,
+} from '../../src/protocol/mroute/constants.js';
+import {
+  checkLayout,
+  GROUP_SOURCE_REQ_LENGTH,
+  groupFilter,
+  groupFilterLength,
+  groupSourceReq,
+} from '../../src/protocol/mroute/group-req.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 
@@ -22,7 +34,10 @@ function storage(addressHex: string): string {
 
 describe('constants of linux/in.h', () => {
   test('the option numbers and filter modes', () => {
-    assert.deepEqual([MCAST_JOIN_SOURCE_GROUP, MCAST_LEAVE_SOURCE_GROUP, MCAST_MSFILTER, MCAST_EXCLUDE, MCAST_INCLUDE], [46, 47, 48, 0, 1]);
+    assert.deepEqual(
+      [MCAST_JOIN_SOURCE_GROUP, MCAST_LEAVE_SOURCE_GROUP, MCAST_MSFILTER, MCAST_EXCLUDE, MCAST_INCLUDE],
+      [46, 47, 48, 0, 1],
+    );
   });
 });
 
@@ -38,7 +53,10 @@ describe('group_source_req', () => {
   });
 
   test('refuses bad values and short or non-IPv4 input', () => {
-    assert.throws(() => groupSourceReq.ipv4.encode({ ifindex: -1, group: '232.1.2.3', source: '10.0.1.5' }), RangeError);
+    assert.throws(
+      () => groupSourceReq.ipv4.encode({ ifindex: -1, group: '232.1.2.3', source: '10.0.1.5' }),
+      RangeError,
+    );
     assert.throws(() => groupSourceReq.ipv4.encode({ ifindex: 1, group: '232.1.2.3', source: 'nope' }), RangeError);
     assert.throws(
       () => groupSourceReq.ipv4.decode(new Uint8Array(263)),
@@ -61,10 +79,16 @@ describe('group_filter', () => {
   });
 
   test('n sources: 144 + 128n octets, INCLUDE = 1, the list from 144', () => {
-    const bytes = hex(`03000000 00000000 ${storage('e8000001')} 01000000 02000000 ${storage('0a000001')} ${storage('0a000002')}`);
+    const bytes = hex(
+      `03000000 00000000 ${storage('e8000001')} 01000000 02000000 ${storage('0a000001')} ${storage('0a000002')}`,
+    );
     assert.equal(bytes.length, 144 + 2 * 128);
     assert.equal(groupFilterLength(2), 400);
-    assertRoundTrip(groupFilter.ipv4, { ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1', '10.0.0.2'] }, bytes);
+    assertRoundTrip(
+      groupFilter.ipv4,
+      { ifindex: 3, group: '232.0.0.1', mode: 'include', sources: ['10.0.0.1', '10.0.0.2'] },
+      bytes,
+    );
     assert.deepEqual([...bytes.subarray(136, 144)], [1, 0, 0, 0, 2, 0, 0, 0], 'fmode at 136, numsrc at 140');
     assert.deepEqual([...bytes.subarray(272, 276)], [2, 0, 0, 0], 'second source at 144 + 128');
   });

@@ -9,7 +9,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from '../helpers/node-test.js';
 
 import { DecodeError, McastError, PermissionError, UsageError } from '../../src/errors.js';
-import { IGMPMSG_NOCACHE, IGMPMSG_WHOLEPKT, VIFF_TUNNEL, VIFF_USE_IFINDEX } from '../../src/protocol/mroute/constants.js';
+import {
+  IGMPMSG_NOCACHE,
+  IGMPMSG_WHOLEPKT,
+  VIFF_TUNNEL,
+  VIFF_USE_IFINDEX,
+} from '../../src/protocol/mroute/constants.js';
 import { errnoOf } from '../../src/protocol/mroute/errno.js';
 import { readUpcall } from '../../src/protocol/mroute/family-kit.js';
 import { IPV4_KIT } from '../../src/protocol/mroute/family-kits.js';
@@ -27,7 +32,14 @@ describe('vifctl', () => {
   test('by ifindex (VIFF_USE_IFINDEX): the union holds a host-order int', () => {
     assertRoundTrip(
       vifctl,
-      { vif: 3, flags: VIFF_USE_IFINDEX, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 7 }, remoteAddress: '0.0.0.0' },
+      {
+        vif: 3,
+        flags: VIFF_USE_IFINDEX,
+        threshold: 1,
+        rateLimit: 0,
+        local: { kind: 'ifindex', ifindex: 7 },
+        remoteAddress: '0.0.0.0',
+      },
       //   vifi  flags thr  rate_limit  lcl_ifindex  rmt_addr
       hex('0300  08    01   00000000    07000000     00000000'),
     );
@@ -36,19 +48,41 @@ describe('vifctl', () => {
   test('by address: the union holds an in_addr in network order', () => {
     assertRoundTrip(
       vifctl,
-      { vif: 0x0102, flags: VIFF_TUNNEL, threshold: 0x40, rateLimit: 0x11223344, local: { kind: 'address', address: '10.0.0.1' }, remoteAddress: '192.0.2.9' },
+      {
+        vif: 0x0102,
+        flags: VIFF_TUNNEL,
+        threshold: 0x40,
+        rateLimit: 0x11223344,
+        local: { kind: 'address', address: '10.0.0.1' },
+        remoteAddress: '192.0.2.9',
+      },
       hex('0201  01    40   44332211    0a000001     c0000209'),
     );
   });
 
   test('flags and union must agree; out-of-range fields are refused', () => {
     assert.throws(
-      () => vifctl.encode({ vif: 0, flags: 0, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }),
+      () =>
+        vifctl.encode({
+          vif: 0,
+          flags: 0,
+          threshold: 1,
+          rateLimit: 0,
+          local: { kind: 'ifindex', ifindex: 2 },
+          remoteAddress: '0.0.0.0',
+        }),
       RangeError,
     );
     assert.throws(
       () =>
-        vifctl.encode({ vif: 0x10000, flags: VIFF_USE_IFINDEX, threshold: 1, rateLimit: 0, local: { kind: 'ifindex', ifindex: 2 }, remoteAddress: '0.0.0.0' }),
+        vifctl.encode({
+          vif: 0x10000,
+          flags: VIFF_USE_IFINDEX,
+          threshold: 1,
+          rateLimit: 0,
+          local: { kind: 'ifindex', ifindex: 2 },
+          remoteAddress: '0.0.0.0',
+        }),
       RangeError,
     );
     assert.throws(
@@ -66,7 +100,16 @@ describe('mfcctl', () => {
     ttls[31] = 255;
     assertRoundTrip(
       mfcctl,
-      { origin: '10.91.0.2', group: '239.61.0.1', parent: 2, ttls, packets: 0x01020304, bytes: 0x0a0b0c0d, wrongIf: 5, expire: -1 },
+      {
+        origin: '10.91.0.2',
+        group: '239.61.0.1',
+        parent: 2,
+        ttls,
+        packets: 0x01020304,
+        bytes: 0x0a0b0c0d,
+        wrongIf: 5,
+        expire: -1,
+      },
       hex(`
         0a5b0002 ef3d0001 0200
         00 01 00 00 00 40 00 00 00 00 00 00 00 00 00 00
@@ -77,12 +120,30 @@ describe('mfcctl', () => {
   });
 
   test('fewer TTLs than MAXVIFS are padded with 0 (not an oif); more are refused', () => {
-    const bytes = mfcctl.encode({ origin: '0.0.0.0', group: '239.1.1.1', parent: 0, ttls: [0, 1], packets: 0, bytes: 0, wrongIf: 0, expire: 0 });
+    const bytes = mfcctl.encode({
+      origin: '0.0.0.0',
+      group: '239.1.1.1',
+      parent: 0,
+      ttls: [0, 1],
+      packets: 0,
+      bytes: 0,
+      wrongIf: 0,
+      expire: 0,
+    });
     assert.equal(bytes.length, 60);
     assert.deepEqual(mfcctl.decode(bytes).ttls, [0, 1, ...new Array<number>(30).fill(0)]);
     assert.throws(
       () =>
-        mfcctl.encode({ origin: '0.0.0.0', group: '239.1.1.1', parent: 0, ttls: new Array<number>(33).fill(1), packets: 0, bytes: 0, wrongIf: 0, expire: 0 }),
+        mfcctl.encode({
+          origin: '0.0.0.0',
+          group: '239.1.1.1',
+          parent: 0,
+          ttls: new Array<number>(33).fill(1),
+          packets: 0,
+          bytes: 0,
+          wrongIf: 0,
+          expire: 0,
+        }),
       RangeError,
     );
   });
@@ -106,7 +167,10 @@ describe('igmpmsg', () => {
     );
     const oldKernel = hex('00000000 00000000 01 00 05 aa 0a5b0002 ef3d0002');
     assert.equal(igmpmsg.decode(oldKernel, 0, oldKernel.length, { vifWidth: 8 }).vif, 5);
-    assert.throws(() => igmpmsg.encode({ type: 1, vif: 256, source: '0.0.0.0', group: '239.1.1.1' }, undefined, 0, { vifWidth: 8 }), RangeError);
+    assert.throws(
+      () => igmpmsg.encode({ type: 1, vif: 256, source: '0.0.0.0', group: '239.1.1.1' }, undefined, 0, { vifWidth: 8 }),
+      RangeError,
+    );
   });
 
   test('the VIF width follows the kernel release', () => {
@@ -164,9 +228,36 @@ describe('/proc/net/ip_mr_*', () => {
   test('ip_mr_vif: a row per VIF; with VIFF_USE_IFINDEX the local column is the ifindex', () => {
     const common = { flags: VIFF_USE_IFINDEX, static: false, remoteAddress: '0.0.0.0' };
     assert.deepEqual(parseVifTable(VIF_FIXTURE, true), [
-      { vif: 0, name: 'mclbmu0rs', bytesIn: 308, packetsIn: 7, bytesOut: 0, packetsOut: 0, ...common, local: { kind: 'ifindex', ifindex: 2 } },
-      { vif: 1, name: 'mclbmu0ra', bytesIn: 0, packetsIn: 0, bytesOut: 308, packetsOut: 7, ...common, local: { kind: 'ifindex', ifindex: 3 } },
-      { vif: 2, name: 'mclbmu0rb', bytesIn: 0, packetsIn: 0, bytesOut: 0, packetsOut: 0, ...common, local: { kind: 'ifindex', ifindex: 4 } },
+      {
+        vif: 0,
+        name: 'mclbmu0rs',
+        bytesIn: 308,
+        packetsIn: 7,
+        bytesOut: 0,
+        packetsOut: 0,
+        ...common,
+        local: { kind: 'ifindex', ifindex: 2 },
+      },
+      {
+        vif: 1,
+        name: 'mclbmu0ra',
+        bytesIn: 0,
+        packetsIn: 0,
+        bytesOut: 308,
+        packetsOut: 7,
+        ...common,
+        local: { kind: 'ifindex', ifindex: 3 },
+      },
+      {
+        vif: 2,
+        name: 'mclbmu0rb',
+        bytesIn: 0,
+        packetsIn: 0,
+        bytesOut: 0,
+        packetsOut: 0,
+        ...common,
+        local: { kind: 'ifindex', ifindex: 4 },
+      },
     ]);
   });
 
@@ -180,7 +271,15 @@ describe('/proc/net/ip_mr_*', () => {
 
   test('ip_mr_cache: resolved (S,G) with counters and oif:ttl, unresolved with iif -1', () => {
     assert.deepEqual(parseMfcCache(MFC_FIXTURE, true), [
-      { group: '239.61.0.1', origin: '10.91.0.2', iif: 0, packets: 7, bytes: 308, wrong: 0, oifs: [{ vif: 1, ttl: 1 }] },
+      {
+        group: '239.61.0.1',
+        origin: '10.91.0.2',
+        iif: 0,
+        packets: 7,
+        bytes: 308,
+        wrong: 0,
+        oifs: [{ vif: 1, ttl: 1 }],
+      },
       { group: '239.61.0.2', origin: '10.91.0.2', iif: -1, packets: 0, bytes: 0, wrong: 0, oifs: [] },
     ]);
   });
@@ -200,8 +299,12 @@ describe('/proc/net/ip_mr_*', () => {
 
 describe('errors', () => {
   test('system errors give their errno name; anything else none, whatever its text says', () => {
-    const systemError = (code: string, message: string) => Object.assign(new Error(message), { code, errno: -1, syscall: 'setsockopt' });
-    assert.equal(errnoOf(systemError('EADDRINUSE', "EADDRINUSE: Address already in use, setsockopt 'raw IPv4 socket'")), 'EADDRINUSE');
+    const systemError = (code: string, message: string) =>
+      Object.assign(new Error(message), { code, errno: -1, syscall: 'setsockopt' });
+    assert.equal(
+      errnoOf(systemError('EADDRINUSE', "EADDRINUSE: Address already in use, setsockopt 'raw IPv4 socket'")),
+      'EADDRINUSE',
+    );
     assert.equal(errnoOf(Object.assign(new Error('x'), { code: 'ENOENT' })), 'ENOENT');
     assert.equal(errnoOf(Object.assign(new Error('x'), { code: 'ERR_SOCKET_CLOSED' })), undefined);
     assert.equal(errnoOf(new Error('Address already in use')), undefined);
@@ -214,12 +317,20 @@ describe('errors', () => {
       errno: -92,
       syscall: 'setsockopt',
     });
-    const typed = mrouteError('cannot become the multicast router (MRT_INIT)', refused, { hints: { ENOPROTOOPT: 'no multicast routing' } });
+    const typed = mrouteError('cannot become the multicast router (MRT_INIT)', refused, {
+      hints: { ENOPROTOOPT: 'no multicast routing' },
+    });
     assert.ok(typed instanceof MrouteError);
     assert.equal(typed.errno, 'ENOPROTOOPT');
     assert.equal(typed.hint, 'no multicast routing');
-    assert.equal(typed.message, "cannot become the multicast router (MRT_INIT): ENOPROTOOPT (Protocol not available, setsockopt 'raw IPv4 socket')");
-    const denied = mrouteError('cannot open', Object.assign(new Error('EPERM: Operation not permitted, socket'), { code: 'EPERM' }));
+    assert.equal(
+      typed.message,
+      "cannot become the multicast router (MRT_INIT): ENOPROTOOPT (Protocol not available, setsockopt 'raw IPv4 socket')",
+    );
+    const denied = mrouteError(
+      'cannot open',
+      Object.assign(new Error('EPERM: Operation not permitted, socket'), { code: 'EPERM' }),
+    );
     assert.ok(denied instanceof PermissionError);
     assert.equal(denied.exitCode, 77);
   });

@@ -17,12 +17,25 @@ import { DecodeError } from '../../src/errors.js';
 import * as constants from '../../src/protocol/mroute/constants.js';
 import { readUpcall } from '../../src/protocol/mroute/family-kit.js';
 import { IPV6_KIT } from '../../src/protocol/mroute/family-kits.js';
-import { GROUP_REQ_LENGTH, GROUP_SOURCE_REQ_LENGTH, groupFilter, groupFilterLength, groupReq, groupSourceReq } from '../../src/protocol/mroute/group-req.js';
+import {
+  GROUP_REQ_LENGTH,
+  GROUP_SOURCE_REQ_LENGTH,
+  groupFilter,
+  groupFilterLength,
+  groupReq,
+  groupSourceReq,
+} from '../../src/protocol/mroute/group-req.js';
 import * as ipv6Mreq from '../../src/protocol/mroute/ipv6-mreq.js';
 import * as mf6cctl from '../../src/protocol/mroute/mf6cctl.js';
 import * as mif6ctl from '../../src/protocol/mroute/mif6ctl.js';
 import * as mrt6msg from '../../src/protocol/mroute/mrt6msg.js';
-import { parseMfc6Cache, parseMifTable, procIPv6, readMfc6Cache, readMifTable } from '../../src/protocol/mroute/proc.js';
+import {
+  parseMfc6Cache,
+  parseMifTable,
+  procIPv6,
+  readMfc6Cache,
+  readMifTable,
+} from '../../src/protocol/mroute/proc.js';
 import { hex } from '../helpers/bytes.js';
 import { assertRoundTrip } from '../helpers/roundtrip.js';
 
@@ -63,10 +76,33 @@ describe('constants of linux/mroute6.h', () => {
       ],
       [200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212],
     );
-    assert.deepEqual([constants.IPPROTO_IPV6, constants.IPPROTO_ICMPV6, constants.AF_INET6, constants.MAXMIFS, constants.MIFF_REGISTER], [41, 58, 10, 32, 1]);
-    assert.deepEqual([constants.MRT6MSG_NOCACHE, constants.MRT6MSG_WRONGMIF, constants.MRT6MSG_WHOLEPKT, constants.MRT6MSG_WRMIFWHOLE], [1, 2, 3, 4]);
-    assert.deepEqual([constants.MCAST_JOIN_GROUP, constants.MCAST_BLOCK_SOURCE, constants.MCAST_UNBLOCK_SOURCE, constants.MCAST_LEAVE_GROUP], [42, 43, 44, 45]);
-    assert.deepEqual([constants.MCAST_JOIN_SOURCE_GROUP, constants.MCAST_LEAVE_SOURCE_GROUP, constants.MCAST_MSFILTER], [46, 47, 48]);
+    assert.deepEqual(
+      [
+        constants.IPPROTO_IPV6,
+        constants.IPPROTO_ICMPV6,
+        constants.AF_INET6,
+        constants.MAXMIFS,
+        constants.MIFF_REGISTER,
+      ],
+      [41, 58, 10, 32, 1],
+    );
+    assert.deepEqual(
+      [constants.MRT6MSG_NOCACHE, constants.MRT6MSG_WRONGMIF, constants.MRT6MSG_WHOLEPKT, constants.MRT6MSG_WRMIFWHOLE],
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      [
+        constants.MCAST_JOIN_GROUP,
+        constants.MCAST_BLOCK_SOURCE,
+        constants.MCAST_UNBLOCK_SOURCE,
+        constants.MCAST_LEAVE_GROUP,
+      ],
+      [42, 43, 44, 45],
+    );
+    assert.deepEqual(
+      [constants.MCAST_JOIN_SOURCE_GROUP, constants.MCAST_LEAVE_SOURCE_GROUP, constants.MCAST_MSFILTER],
+      [46, 47, 48],
+    );
     assert.deepEqual([constants.IPV6_ADD_MEMBERSHIP, constants.IPV6_DROP_MEMBERSHIP], [20, 21]);
   });
 });
@@ -126,7 +162,9 @@ describe('mf6cctl', () => {
     const base = { origin: '2001:db8::2', group: 'ff3e::1', parent: 0 };
     assert.throws(() => mf6cctl.encode({ ...base, oifs: [32] }), RangeError);
     assert.throws(() => mf6cctl.encode({ ...base, oifs: [-1] }), RangeError);
-    const bytes = hex(`${sockaddrIn6(SOURCE_HEX)} ${sockaddrIn6(GROUP_HEX)} 0000 0000 01000000 01000000 ${'00'.repeat(20)} 00000080`);
+    const bytes = hex(
+      `${sockaddrIn6(SOURCE_HEX)} ${sockaddrIn6(GROUP_HEX)} 0000 0000 01000000 01000000 ${'00'.repeat(20)} 00000080`,
+    );
     assert.deepEqual(mf6cctl.decode(bytes).oifs, [0, 32, 255]);
   });
 
@@ -193,9 +231,15 @@ describe('group_req, group_source_req, group_filter (IPv6)', () => {
   });
 
   test('group_filter: 144 + 128n octets, INCLUDE = 1, the list from 144', () => {
-    const bytes = hex(`03000000 00000000 ${storage(GROUP_HEX)} 01000000 02000000 ${storage(SOURCE_HEX)} ${storage('20010db8000000000000000000000003')}`);
+    const bytes = hex(
+      `03000000 00000000 ${storage(GROUP_HEX)} 01000000 02000000 ${storage(SOURCE_HEX)} ${storage('20010db8000000000000000000000003')}`,
+    );
     assert.equal(bytes.length, groupFilterLength(2));
-    assertRoundTrip(groupFilter.ipv6, { ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2', '2001:db8::3'] }, bytes);
+    assertRoundTrip(
+      groupFilter.ipv6,
+      { ifindex: 3, group: 'ff3e::1', mode: 'include', sources: ['2001:db8::2', '2001:db8::3'] },
+      bytes,
+    );
     const empty = hex(`03000000 00000000 ${storage(GROUP_HEX)} 00000000 00000000`);
     assertRoundTrip(groupFilter.ipv6, { ifindex: 3, group: 'ff3e::1', mode: 'exclude', sources: [] }, empty);
   });
@@ -224,7 +268,8 @@ describe('group_req, group_source_req, group_filter (IPv6)', () => {
 // and "%s %s %-3d %8lu %8lu %8lu" then " %2d:%-3d" per oif, %pI6 as 8 groups of 4 hex
 // digits); the header lines are this machine's (Linux 6.18) /proc/net/ip6_mr_* files.
 const MIF_HEADER = 'Interface      BytesIn  PktsIn  BytesOut PktsOut Flags';
-const MFC_HEADER = 'Group                            Origin                           Iif      Pkts  Bytes     Wrong  Oifs';
+const MFC_HEADER =
+  'Group                            Origin                           Iif      Pkts  Bytes     Wrong  Oifs';
 const MIF_FIXTURE = [
   MIF_HEADER,
   ' 0 mclbmu6rs       456       6         0       0 00000',
@@ -244,8 +289,28 @@ describe('/proc/net/ip6_mr_*', () => {
   test('ip6_mr_vif: a row per MIF, with the register and static flags', () => {
     const zero = { bytesIn: 0, packetsIn: 0, bytesOut: 0, packetsOut: 0 };
     assert.deepEqual(parseMifTable(MIF_FIXTURE), [
-      { mif: 0, name: 'mclbmu6rs', bytesIn: 456, packetsIn: 6, bytesOut: 0, packetsOut: 0, flags: 0, register: false, static: false },
-      { mif: 1, name: 'mclbmu6ra', bytesIn: 0, packetsIn: 0, bytesOut: 456, packetsOut: 6, flags: 0, register: false, static: false },
+      {
+        mif: 0,
+        name: 'mclbmu6rs',
+        bytesIn: 456,
+        packetsIn: 6,
+        bytesOut: 0,
+        packetsOut: 0,
+        flags: 0,
+        register: false,
+        static: false,
+      },
+      {
+        mif: 1,
+        name: 'mclbmu6ra',
+        bytesIn: 0,
+        packetsIn: 0,
+        bytesOut: 456,
+        packetsOut: 6,
+        flags: 0,
+        register: false,
+        static: false,
+      },
       { mif: 2, name: 'pim6reg', ...zero, flags: 1, register: true, static: false },
       { mif: 3, name: 'none', ...zero, flags: 0x8000, register: false, static: true },
     ]);
@@ -271,7 +336,12 @@ describe('/proc/net/ip6_mr_*', () => {
 
   test('%pI6 is the full form only', () => {
     assert.equal(procIPv6('FF02:0000:0000:0000:0000:0000:0000:0016'), 'ff02::16');
-    for (const text of ['ff02::16', 'ff02:0000:0000:0000:0000:0000:0000:001', 'ff02:0000:0000:0000:0000:0000:0000:00g6', '0100003D'])
+    for (const text of [
+      'ff02::16',
+      'ff02:0000:0000:0000:0000:0000:0000:001',
+      'ff02:0000:0000:0000:0000:0000:0000:00g6',
+      '0100003D',
+    ])
       assert.throws(() => procIPv6(text), decodeError('bad-proc-file'), text);
   });
 
@@ -301,18 +371,37 @@ describe('/proc/net/ip6_mr_*', () => {
       ['a counter not a number', () => parseMifTable(`${MIF_HEADER}\n 0 eth0 1 x 3 4 00000\n`)],
       [
         'an MFC row of 5 fields',
-        () => parseMfc6Cache(`${MFC_HEADER}\nff3e:0000:0000:0000:0000:0000:0000:0001 2001:0db8:0000:0000:0000:0000:0000:0002 0 6 456\n`),
+        () =>
+          parseMfc6Cache(
+            `${MFC_HEADER}\nff3e:0000:0000:0000:0000:0000:0000:0001 2001:0db8:0000:0000:0000:0000:0000:0002 0 6 456\n`,
+          ),
       ],
       [
         'bad hex in the group',
-        () => parseMfc6Cache(`${MFC_HEADER}\nff3e:0000:0000:0000:0000:0000:0000:000x 2001:0db8:0000:0000:0000:0000:0000:0002 0 0 0 0\n`),
+        () =>
+          parseMfc6Cache(
+            `${MFC_HEADER}\nff3e:0000:0000:0000:0000:0000:0000:000x 2001:0db8:0000:0000:0000:0000:0000:0002 0 0 0 0\n`,
+          ),
       ],
-      ['a bad oif', () => parseMfc6Cache(`${MFC_FIXTURE}ff3e:0000:0000:0000:0000:0000:0000:0001 2001:0db8:0000:0000:0000:0000:0000:0002 0 0 0 0 1-1\n`)],
+      [
+        'a bad oif',
+        () =>
+          parseMfc6Cache(
+            `${MFC_FIXTURE}ff3e:0000:0000:0000:0000:0000:0000:0001 2001:0db8:0000:0000:0000:0000:0000:0002 0 0 0 0 1-1\n`,
+          ),
+      ],
       [
         'the IPv4 ip_mr_vif file',
-        () => parseMifTable('Interface      BytesIn  PktsIn  BytesOut PktsOut Flags Local    Remote\n 0 eth0 1 1 0 0 00008 00000002 00000000\n'),
+        () =>
+          parseMifTable(
+            'Interface      BytesIn  PktsIn  BytesOut PktsOut Flags Local    Remote\n 0 eth0 1 1 0 0 00008 00000002 00000000\n',
+          ),
       ],
-      ['the IPv4 ip_mr_cache file', () => parseMfc6Cache('Group    Origin   Iif     Pkts    Bytes    Wrong Oifs\n01003DEF 02005B0A 0 7 308 0  1:1\n')],
+      [
+        'the IPv4 ip_mr_cache file',
+        () =>
+          parseMfc6Cache('Group    Origin   Iif     Pkts    Bytes    Wrong Oifs\n01003DEF 02005B0A 0 7 308 0  1:1\n'),
+      ],
       ['no header line', () => parseMifTable(' 0 eth0 1 2 3 4 00000\n 1 eth1 1 2 3 4 00000\n')],
     ];
     for (const [what, parse] of hostile) assert.throws(parse, decodeError('bad-proc-file'), what);

@@ -13,7 +13,13 @@ import { after, describe, test } from '../helpers/node-test.js';
 
 import { UsageError } from '../../src/errors.js';
 import { checkThreshold } from '../../src/protocol/mroute/arguments.js';
-import { checkFamilyAddress, checkIndex, checkInterfaceIfindex, type FamilyKit, readRouteTables } from '../../src/protocol/mroute/family-kit.js';
+import {
+  checkFamilyAddress,
+  checkIndex,
+  checkInterfaceIfindex,
+  type FamilyKit,
+  readRouteTables,
+} from '../../src/protocol/mroute/family-kit.js';
 import { IPV4_KIT, IPV6_KIT } from '../../src/protocol/mroute/family-kits.js';
 
 describe('the router socket argument checks of each kit', () => {
@@ -36,7 +42,8 @@ describe('the router socket argument checks of each kit', () => {
   test('a MIF ifindex fits mif6c_pifi (16 bits); a VIF takes any positive one', () => {
     checkInterfaceIfindex(IPV6_KIT, 1);
     checkInterfaceIfindex(IPV6_KIT, 0xffff);
-    for (const bad of [0, 0x10000, -3]) assert.throws(() => checkInterfaceIfindex(IPV6_KIT, bad), /mif6c_pifi is 16 bits/);
+    for (const bad of [0, 0x10000, -3])
+      assert.throws(() => checkInterfaceIfindex(IPV6_KIT, bad), /mif6c_pifi is 16 bits/);
     checkInterfaceIfindex(IPV4_KIT, 0x10000);
     for (const bad of [0, -3, 1.5]) assert.throws(() => checkInterfaceIfindex(IPV4_KIT, bad), UsageError);
   });
@@ -58,8 +65,14 @@ describe('the router socket argument checks of each kit', () => {
     refused(IPV4_KIT, 'fd00::1', false);
     refused(IPV4_KIT, 'ff1e::1', true);
     refused(IPV4_KIT, '10.0.0.1', true);
-    assert.throws(() => checkFamilyAddress(IPV4_KIT, '10.0.0.1', 'group', true), /not a multicast address \(224\.0\.0\.0\/4\)/);
-    assert.throws(() => checkFamilyAddress(IPV6_KIT, 'fd00::1', 'group', true), /not a multicast address \(ff00::\/8\)/);
+    assert.throws(
+      () => checkFamilyAddress(IPV4_KIT, '10.0.0.1', 'group', true),
+      /not a multicast address \(224\.0\.0\.0\/4\)/,
+    );
+    assert.throws(
+      () => checkFamilyAddress(IPV6_KIT, 'fd00::1', 'group', true),
+      /not a multicast address \(ff00::\/8\)/,
+    );
   });
 });
 
@@ -85,12 +98,19 @@ describe('readRouteTables of the IPv6 kit', () => {
   );
 
   test('absent /proc files: undefined, no error (a kernel without IPv6 multicast routing)', async () => {
-    assert.equal(await readRouteTables(IPV6_KIT, { interfaces: join(dir, 'absent-vif'), cache: join(dir, 'absent-cache') }), undefined);
+    assert.equal(
+      await readRouteTables(IPV6_KIT, { interfaces: join(dir, 'absent-vif'), cache: join(dir, 'absent-cache') }),
+      undefined,
+    );
     assert.equal(await readRouteTables(IPV6_KIT, { interfaces: mifs, cache: join(dir, 'absent-cache') }), undefined);
   });
 
   test('present files: MIFs, routes and the router state', async () => {
-    const tables = await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: file('mc_forwarding', '1\n') });
+    const tables = await readRouteTables(IPV6_KIT, {
+      interfaces: mifs,
+      cache,
+      mcForwarding: file('mc_forwarding', '1\n'),
+    });
     assert.equal(tables?.routerActive, true);
     assert.deepEqual(
       tables?.interfaces.map((m) => [m.index, m.name, m.packetsIn, m.packetsOut]),
@@ -99,15 +119,36 @@ describe('readRouteTables of the IPv6 kit', () => {
         [1, 'veth1', 0, 10],
       ],
     );
-    assert.deepEqual(tables?.routes, [{ source: 'fd61:1::2', group: 'ff1e::61:1', iif: 0, packets: 10, bytes: 1000, wrong: 0, oifs: [{ index: 1, ttl: 1 }] }]);
+    assert.deepEqual(tables?.routes, [
+      {
+        source: 'fd61:1::2',
+        group: 'ff1e::61:1',
+        iif: 0,
+        packets: 10,
+        bytes: 1000,
+        wrong: 0,
+        oifs: [{ index: 1, ttl: 1 }],
+      },
+    ]);
   });
 
   test('mc_forwarding 0 or absent: no router', async () => {
-    assert.equal((await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: file('mc_forwarding0', '0\n') }))?.routerActive, false);
-    assert.equal((await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: join(dir, 'absent-sysctl') }))?.routerActive, false);
+    assert.equal(
+      (await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: file('mc_forwarding0', '0\n') }))
+        ?.routerActive,
+      false,
+    );
+    assert.equal(
+      (await readRouteTables(IPV6_KIT, { interfaces: mifs, cache, mcForwarding: join(dir, 'absent-sysctl') }))
+        ?.routerActive,
+      false,
+    );
   });
 
   test('a malformed file is still an error', async () => {
-    await assert.rejects(readRouteTables(IPV6_KIT, { interfaces: file('bad-vif', 'garbage\n 0 x\n'), cache }), /bad-proc-file|header/);
+    await assert.rejects(
+      readRouteTables(IPV6_KIT, { interfaces: file('bad-vif', 'garbage\n 0 x\n'), cache }),
+      /bad-proc-file|header/,
+    );
   });
 });

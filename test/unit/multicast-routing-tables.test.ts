@@ -1,11 +1,18 @@
-/** A kernel without multicast routing: its missing /proc tables are a clear, typed error (exit 69), not a bare ENOENT. */
+/**
+ * A kernel without multicast routing: its missing /proc tables are a clear, typed error (exit 69), not a bare ENOENT.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import { routingTable } from '../../src/transport/multicast-routing.js';
 
 const enoent = () =>
-  Promise.reject(Object.assign(new Error("ENOENT: no such file or directory, open '/proc/net/ip_mr_vif'"), { code: 'ENOENT', syscall: 'open' }));
+  Promise.reject(
+    Object.assign(new Error("ENOENT: no such file or directory, open '/proc/net/ip_mr_vif'"), {
+      code: 'ENOENT',
+      syscall: 'open',
+    }),
+  );
 
 describe('the kernel routing tables', () => {
   it('a missing IPv4 table names CONFIG_IP_MROUTE, exit 69, with a hint', async () => {
@@ -13,8 +20,14 @@ describe('the kernel routing tables', () => {
       assert.ok(error instanceof UnavailableError);
       assert.equal(error.exitCode, 69);
       assert.equal(error.code, 'no-multicast-routing');
-      assert.equal(error.message, 'this kernel has no IPv4 multicast routing (/proc/net/ip_mr_vif is missing: it was built without CONFIG_IP_MROUTE)');
-      assert.match(error.hint ?? '', /needs a kernel with CONFIG_IP_MROUTE; without multicastInterfaces .* none is needed/);
+      assert.equal(
+        error.message,
+        'this kernel has no IPv4 multicast routing (/proc/net/ip_mr_vif is missing: it was built without CONFIG_IP_MROUTE)',
+      );
+      assert.match(
+        error.hint ?? '',
+        /needs a kernel with CONFIG_IP_MROUTE; without multicastInterfaces .* none is needed/,
+      );
       return true;
     });
   });

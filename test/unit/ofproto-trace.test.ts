@@ -1,10 +1,18 @@
-/** ofproto/trace's text and dpif/show's ports as trace reads them, the traced flow's text, and where ovs-vswitchd's unixctl socket is. */
+/**
+ * ofproto/trace's text and dpif/show's ports as trace reads them, the traced flow's text, and where ovs-vswitchd's
+ * unixctl socket is.
+ */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { parseDatapathPorts, parseTrace, traceFlowText, vswitchdControlPath } from '../../src/adapters/ovs/ofproto-trace.js';
+import {
+  parseDatapathPorts,
+  parseTrace,
+  traceFlowText,
+  vswitchdControlPath,
+} from '../../src/adapters/ovs/ofproto-trace.js';
 import { UnavailableError } from '../../src/errors.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
 
@@ -32,7 +40,12 @@ describe('parseTrace', () => {
     assert.ok(verdict);
     assert.equal(verdict.datapathActions, '1,3');
     assert.deepEqual(verdict.datapathOutputs, [1, 3]);
-    assert.deepEqual(verdict.firstRule, { table: 0, match: 'ip,nw_dst=239.1.2.3', priority: 200, cookie: 0x6d63030000000000n });
+    assert.deepEqual(verdict.firstRule, {
+      table: 0,
+      match: 'ip,nw_dst=239.1.2.3',
+      priority: 200,
+      cookie: 0x6d63030000000000n,
+    });
   });
 
   it('"drop" outputs nothing', () => {
@@ -42,7 +55,9 @@ describe('parseTrace', () => {
   });
 
   it('takes the ports inside set(...) and clone(...) wrappers, not their arguments, each once', () => {
-    const verdict = parseTrace(trace(OUR_RULE, 'set(ipv4(ttl=63)),2,clone(set(eth(src=02:00:00:00:00:01)),5),push_vlan(vid=10,pcp=0),2'));
+    const verdict = parseTrace(
+      trace(OUR_RULE, 'set(ipv4(ttl=63)),2,clone(set(eth(src=02:00:00:00:00:01)),5),push_vlan(vid=10,pcp=0),2'),
+    );
     assert.deepEqual(verdict?.datapathOutputs, [2, 5]);
   });
 
@@ -61,7 +76,15 @@ describe('parseTrace', () => {
   });
 
   it('no rule matched: firstRule undefined', () => {
-    const text = ['Flow: udp,in_port=1', '', 'bridge("br-int")', '----------------', 'No match.', '', 'Datapath actions: drop'].join('\n');
+    const text = [
+      'Flow: udp,in_port=1',
+      '',
+      'bridge("br-int")',
+      '----------------',
+      'No match.',
+      '',
+      'Datapath actions: drop',
+    ].join('\n');
     const verdict = parseTrace(text);
     assert.ok(verdict);
     assert.equal(verdict.firstRule, undefined);
@@ -129,7 +152,12 @@ describe('traceFlowText', () => {
   });
 
   it("IPv4 with the sender's MAC", () => {
-    const text = traceFlowText({ inPort: 1, group: groupAddress('239.1.2.3'), source: '10.0.0.5', sourceMac: '0a:58:0a:00:00:05' });
+    const text = traceFlowText({
+      inPort: 1,
+      group: groupAddress('239.1.2.3'),
+      source: '10.0.0.5',
+      sourceMac: '0a:58:0a:00:00:05',
+    });
     assert.ok(text.split(',').includes('dl_src=0a:58:0a:00:00:05'));
   });
 

@@ -47,15 +47,25 @@ const IPV4: OxmField = { field: 'ETH_TYPE', value: 0x0800 };
 const TO_239_1_2_3: OxmField[] = [IPV4, { field: 'IPV4_DST', value: '239.1.2.3' }];
 
 // group_id=7,type=all,bucket=output:1 as ovs-ofctl encodes it (the data of the GROUP_EXISTS error below).
-const GROUP_7_ONE_BUCKET = '040f003000000006000000000000000700200000ffffffffffffffff0000000000000010000000010000000000000000';
+const GROUP_7_ONE_BUCKET =
+  '040f003000000006000000000000000700200000ffffffffffffffff0000000000000010000000010000000000000000';
 // An IGMPv3 report for 239.5.5.5 from 10.1.0.11 (Router Alert), as a pod's kernel sent it.
-const IGMP_REPORT_FRAME = '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
+const IGMP_REPORT_FRAME =
+  '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
 const QUERY_FRAME = '01005e010203da666bf436b908004500002000010000010200000a01000be000000111640000e000000100000000';
 
 const captured: Vector[] = [
   // Handshake: ovs-ofctl offers 1.3 with a bitmap; OVS answers with a bare HELLO at its highest version (1.5).
-  { name: 'HELLO with version bitmap (ovs-ofctl)', message: { type: 'HELLO', xid: 5, version: 4, versions: [4] }, hex: '04000010000000050001000800000010' },
-  { name: 'HELLO without elements (ovs-vswitchd, version 0x06)', message: { type: 'HELLO', xid: 0x32, version: 6 }, hex: '0600000800000032' },
+  {
+    name: 'HELLO with version bitmap (ovs-ofctl)',
+    message: { type: 'HELLO', xid: 5, version: 4, versions: [4] },
+    hex: '04000010000000050001000800000010',
+  },
+  {
+    name: 'HELLO without elements (ovs-vswitchd, version 0x06)',
+    message: { type: 'HELLO', xid: 0x32, version: 6 },
+    hex: '0600000800000032',
+  },
   // ovs-ofctl probe
   { name: 'ECHO_REQUEST', message: { type: 'ECHO_REQUEST', xid: 0, data: new Uint8Array(0) }, hex: '0402000800000000' },
   { name: 'ECHO_REPLY', message: { type: 'ECHO_REPLY', xid: 0, data: new Uint8Array(0) }, hex: '0403000800000000' },
@@ -63,13 +73,30 @@ const captured: Vector[] = [
   { name: 'FEATURES_REQUEST', message: { type: 'FEATURES_REQUEST', xid: 2 }, hex: '0405000800000002' },
   {
     name: 'FEATURES_REPLY (dpid 0000c2b495d03f4f, 254 tables)',
-    message: { type: 'FEATURES_REPLY', xid: 2, datapathId: 0xc2b495d03f4fn, nBuffers: 0, nTables: 254, auxiliaryId: 0, capabilities: 0x4f, reserved: 0 },
+    message: {
+      type: 'FEATURES_REPLY',
+      xid: 2,
+      datapathId: 0xc2b495d03f4fn,
+      nBuffers: 0,
+      nTables: 254,
+      auxiliaryId: 0,
+      capabilities: 0x4f,
+      reserved: 0,
+    },
     hex: '04060020000000020000c2b495d03f4f00000000fe0000000000004f00000000',
   },
   { name: 'GET_CONFIG_REQUEST', message: { type: 'GET_CONFIG_REQUEST', xid: 5 }, hex: '0407000800000005' },
-  { name: 'GET_CONFIG_REPLY', message: { type: 'GET_CONFIG_REPLY', xid: 5, flags: 0, missSendLen: 0 }, hex: '0408000c0000000500000000' },
+  {
+    name: 'GET_CONFIG_REPLY',
+    message: { type: 'GET_CONFIG_REPLY', xid: 5, flags: 0, missSendLen: 0 },
+    hex: '0408000c0000000500000000',
+  },
   // ovs-ofctl monitor br-int 65534
-  { name: 'SET_CONFIG miss_send_len 65534', message: { type: 'SET_CONFIG', xid: 3, flags: 0, missSendLen: 0xfffe }, hex: '0409000c000000030000fffe' },
+  {
+    name: 'SET_CONFIG miss_send_len 65534',
+    message: { type: 'SET_CONFIG', xid: 3, flags: 0, missSendLen: 0xfffe },
+    hex: '0409000c000000030000fffe',
+  },
   {
     name: 'NXT_SET_PACKET_IN_FORMAT (experimenter message, kept as OTHER)',
     message: { type: 'OTHER', xid: 5, messageType: 4, body: hex('00002320 00000010 00000000') },
@@ -92,7 +119,12 @@ const captured: Vector[] = [
   // ovs-ofctl add-group br-int group_id=8,type=select,bucket=weight:10,output:1,bucket=weight:20,output:2
   {
     name: 'GROUP_MOD ADD SELECT with weights',
-    message: groupMod({ xid: 6, groupType: GroupType.SELECT, groupId: 8, buckets: [bucket([output(1)], { weight: 10 }), bucket([output(2)], { weight: 20 })] }),
+    message: groupMod({
+      xid: 6,
+      groupType: GroupType.SELECT,
+      groupId: 8,
+      buckets: [bucket([output(1)], { weight: 10 }), bucket([output(2)], { weight: 20 })],
+    }),
     hex: '040f00500000000600000100000000080020000affffffffffffffff000000000000001000000001000000000000000000200014ffffffffffffffff0000000000000010000000020000000000000000',
   },
   // ovs-ofctl add-group br-int group_id=9,type=indirect,bucket=output:1
@@ -102,7 +134,11 @@ const captured: Vector[] = [
     hex: '040f003000000006000002000000000900200000ffffffffffffffff0000000000000010000000010000000000000000',
   },
   // ovs-ofctl del-groups br-int group_id=9
-  { name: 'GROUP_MOD DELETE', message: groupMod({ xid: 6, command: GroupModCommand.DELETE, groupId: 9 }), hex: '040f0010000000060002000000000009' },
+  {
+    name: 'GROUP_MOD DELETE',
+    message: groupMod({ xid: 6, command: GroupModCommand.DELETE, groupId: 9 }),
+    hex: '040f0010000000060002000000000009',
+  },
   // The same add-group again: OVS refuses it, echoing the whole request as data.
   {
     name: 'ERROR GROUP_MOD_FAILED/GROUP_EXISTS (ovs-vswitchd)',
@@ -112,7 +148,13 @@ const captured: Vector[] = [
   // ovs-ofctl add-flow br-int cookie=0x1234,priority=100,ip,nw_dst=239.1.2.3,actions=group:7
   {
     name: 'FLOW_MOD ADD ip,nw_dst → group',
-    message: flowMod({ xid: 6, cookie: 0x1234n, priority: 100, match: TO_239_1_2_3, instructions: [applyActions([group(7)])] }),
+    message: flowMod({
+      xid: 6,
+      cookie: 0x1234n,
+      priority: 100,
+      match: TO_239_1_2_3,
+      instructions: [applyActions([group(7)])],
+    }),
     hex: '040e005800000006000000000000123400000000000000000000000000000064ffffffffffffffffffffffff000000000001001280000a02080080001804ef01020300000000000000040010000000000016000800000007',
   },
   // ovs-ofctl add-flow br-int 'cookie=0x10,priority=50,in_port=1,dl_src=aa:bb:cc:dd:ee:ff,
@@ -160,19 +202,37 @@ const captured: Vector[] = [
   // ovs-ofctl mod-flows br-int 'cookie=0x10/0xff,actions=output:2'
   {
     name: 'FLOW_MOD MODIFY by cookie and mask',
-    message: flowMod({ xid: 6, cookie: 0x10n, cookieMask: 0xffn, command: FlowModCommand.MODIFY, instructions: [applyActions([output(2)])] }),
+    message: flowMod({
+      xid: 6,
+      cookie: 0x10n,
+      cookieMask: 0xffn,
+      command: FlowModCommand.MODIFY,
+      instructions: [applyActions([output(2)])],
+    }),
     hex: '040e005000000006000000000000001000000000000000ff0001000000008000ffffffffffffffffffffffff000000000001000400000000000400180000000000000010000000020000000000000000',
   },
   // ovs-ofctl --strict mod-flows br-int 'priority=100,ip,nw_dst=239.1.2.3,actions=group:7'
   {
     name: 'FLOW_MOD MODIFY_STRICT',
-    message: flowMod({ xid: 6, command: FlowModCommand.MODIFY_STRICT, priority: 100, match: TO_239_1_2_3, instructions: [applyActions([group(7)])] }),
+    message: flowMod({
+      xid: 6,
+      command: FlowModCommand.MODIFY_STRICT,
+      priority: 100,
+      match: TO_239_1_2_3,
+      instructions: [applyActions([group(7)])],
+    }),
     hex: '040e005800000006000000000000000000000000000000000002000000000064ffffffffffffffffffffffff000000000001001280000a02080080001804ef01020300000000000000040010000000000016000800000007',
   },
   // ovs-ofctl del-flows br-int 'cookie=0x1234/-1'
   {
     name: 'FLOW_MOD DELETE by cookie (exact mask)',
-    message: flowMod({ xid: 6, cookie: 0x1234n, cookieMask: ALL_ONES_64, tableId: 0xff, command: FlowModCommand.DELETE }),
+    message: flowMod({
+      xid: 6,
+      cookie: 0x1234n,
+      cookieMask: ALL_ONES_64,
+      tableId: 0xff,
+      command: FlowModCommand.DELETE,
+    }),
     hex: '040e0038000000060000000000001234ffffffffffffffffff03000000008000ffffffffffffffffffffffff000000000001000400000000',
   },
   // ovs-ofctl --strict del-flows br-int 'table=1,priority=10,ip'
@@ -190,7 +250,12 @@ const captured: Vector[] = [
   // ovs-ofctl dump-flows br-int 'cookie=0x1234/-1,table=0'
   {
     name: 'MULTIPART_REQUEST FLOW, one table, by cookie',
-    message: { type: 'MULTIPART_REQUEST', xid: 6, flags: 0, body: flowStatsRequest({ tableId: 0, cookie: 0x1234n, cookieMask: ALL_ONES_64 }) },
+    message: {
+      type: 'MULTIPART_REQUEST',
+      xid: 6,
+      flags: 0,
+      body: flowStatsRequest({ tableId: 0, cookie: 0x1234n, cookieMask: ALL_ONES_64 }),
+    },
     hex: '0412003800000006000100000000000000000000ffffffffffffffff000000000000000000001234ffffffffffffffff0001000400000000',
   },
   {
@@ -233,17 +298,28 @@ const captured: Vector[] = [
       type: 'MULTIPART_REPLY',
       xid: 2,
       flags: 0,
-      body: { kind: 'GROUP_DESC', groups: [{ groupType: GroupType.ALL, groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] }] },
+      body: {
+        kind: 'GROUP_DESC',
+        groups: [{ groupType: GroupType.ALL, groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] }],
+      },
     },
     hex: '04130058000000020007000000000000004800000000000700200000ffffffffffffffff000000000000001000000001000000000000000000200000ffffffffffffffff0000000000000010000000020000000000000000',
   },
   // ovs-ofctl packet-out br-int 'in_port=controller packet=<an IGMPv2 query> actions=output:1'
   {
     name: 'PACKET_OUT from CONTROLLER',
-    message: { type: 'PACKET_OUT', xid: 6, bufferId: OFP_NO_BUFFER, inPort: OfpPort.CONTROLLER, actions: [output(1)], data: hex(QUERY_FRAME) },
+    message: {
+      type: 'PACKET_OUT',
+      xid: 6,
+      bufferId: OFP_NO_BUFFER,
+      inPort: OfpPort.CONTROLLER,
+      actions: [output(1)],
+      data: hex(QUERY_FRAME),
+    },
     hex: `040d005600000006fffffffffffffffd001000000000000000000010000000010000000000000000${QUERY_FRAME}`,
   },
-  // ovs-ofctl -P standard monitor br-int 65534, a flow 'ip,nw_proto=2,actions=output:CONTROLLER', and a pod joining 239.5.5.5.
+  // ovs-ofctl -P standard monitor br-int 65534, a flow 'ip,nw_proto=2,actions=output:CONTROLLER', and a pod joining
+  // 239.5.5.5.
   {
     name: 'PACKET_IN of an IGMPv3 report (ovs-vswitchd)',
     message: {
@@ -284,7 +360,14 @@ describe('OpenFlow codec: real Open vSwitch traffic', () => {
     assert.ok(reply.type === 'MULTIPART_REPLY' && reply.body.kind === 'FLOW');
     // What `ovs-ofctl dump-flows` printed for the same reply.
     assert.deepEqual(
-      reply.body.flows.map((flow) => [flow.tableId, flow.priority, flow.cookie, flow.idleTimeout, flow.hardTimeout, flow.flags]),
+      reply.body.flows.map((flow) => [
+        flow.tableId,
+        flow.priority,
+        flow.cookie,
+        flow.idleTimeout,
+        flow.hardTimeout,
+        flow.flags,
+      ]),
       [
         [0, 100, 0x1234n, 0, 0, 0],
         [0, 50, 0x10n, 0, 0, 0],
@@ -305,7 +388,11 @@ describe('OpenFlow codec: real Open vSwitch traffic', () => {
     const event = decodeFrame(ipLocator(1), packetIn.data, { frame: 1, ts: 0 });
     assert.ok(event?.kind === 'igmp');
     assert.equal(event.src, '10.1.0.11');
-    assert.deepEqual(event.message, { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.5.5.5', sources: [] }] });
+    assert.deepEqual(event.message, {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.5.5.5', sources: [] }],
+    });
   });
 });
 
@@ -314,7 +401,11 @@ describe('OpenFlow codec: real Open vSwitch traffic', () => {
 
 const handWritten: Vector[] = [
   // Version bitmap for 1.0 and 1.3: bits 1 and 4 = 0x12.
-  { name: 'HELLO offering 1.0 and 1.3', message: { type: 'HELLO', xid: 1, version: 4, versions: [1, 4] }, hex: '04000010 00000001 0001 0008 00000012' },
+  {
+    name: 'HELLO offering 1.0 and 1.3',
+    message: { type: 'HELLO', xid: 1, version: 4, versions: [1, 4] },
+    hex: '04000010 00000001 0001 0008 00000012',
+  },
   // A bitmap element of two words (version 33), padded from 12 to 16 octets.
   {
     name: 'HELLO with a two-word bitmap, padded to 8',
@@ -334,7 +425,14 @@ const handWritten: Vector[] = [
   },
   {
     name: 'ERROR, Nicira experimenter (NX 12, NXFMFC_HARDWARE)',
-    message: { type: 'ERROR', xid: 9, errorType: 0xffff, code: 12, experimenter: 0x2320, data: hex('0414000800000009') },
+    message: {
+      type: 'ERROR',
+      xid: 9,
+      errorType: 0xffff,
+      code: 12,
+      experimenter: 0x2320,
+      data: hex('0414000800000009'),
+    },
     hex: '04010018 00000009 ffff 000c 00002320 0414000800000009',
   },
   {
@@ -354,7 +452,11 @@ const handWritten: Vector[] = [
         { field: 'IP_PROTO', value: 17 },
         { field: 'UDP_DST', value: 5000 },
       ],
-      instructions: [{ type: 'METER', meterId: 5 }, { type: 'WRITE_METADATA', metadata: 0xabn, mask: 0xffn }, applyActions([output(OfpPort.IN_PORT)])],
+      instructions: [
+        { type: 'METER', meterId: 5 },
+        { type: 'WRITE_METADATA', metadata: 0xabn, mask: 0xffn },
+        applyActions([output(OfpPort.IN_PORT)]),
+      ],
     }),
     hex:
       '040e0098 00000003 0000000000000000 0000000000000000 00 00 0000 0000 0007 ffffffff ffffffff ffffffff 0000 0000' +
@@ -366,7 +468,12 @@ const handWritten: Vector[] = [
   },
   {
     name: 'GROUP_MOD ADD FF with watch port and group',
-    message: groupMod({ xid: 4, groupType: GroupType.FF, groupId: 3, buckets: [bucket([output(2)], { watchPort: 2, watchGroup: OfpGroup.ANY })] }),
+    message: groupMod({
+      xid: 4,
+      groupType: GroupType.FF,
+      groupId: 3,
+      buckets: [bucket([output(2)], { watchPort: 2, watchGroup: OfpGroup.ANY })],
+    }),
     hex: '040f0030 00000004 0000 03 00 00000003 0020 0000 00000002 ffffffff 00000000 0000 0010 00000002 0000 000000000000',
   },
 ];
@@ -387,14 +494,26 @@ describe('OpenFlow codec: parts', () => {
     // IP_PROTO alone: 4 + 5 = 9, padded to 16.
     assertRoundTrip(match, [{ field: 'IP_PROTO', value: 2 }], hex('0001 0009 80001401 02 00000000000000'));
     // ETH_TYPE and IN_PORT: 4 + 6 + 8 = 18, padded to 24.
-    assertRoundTrip(match, [IPV4, { field: 'IN_PORT', value: 3 }], hex('0001 0012 80000a02 0800 80000004 00000003 000000000000'));
+    assertRoundTrip(
+      match,
+      [IPV4, { field: 'IN_PORT', value: 3 }],
+      hex('0001 0012 80000a02 0800 80000004 00000003 000000000000'),
+    );
   });
 
   it('OXM: fields of other classes and unknown basic fields pass through as RAW', () => {
     // NXM_NX_REG0 (class 0x0001, field 0) = 42, as OVS puts registers into a packet-in's match.
-    assertRoundTrip(oxm, { field: 'RAW', oxmClass: 0x0001, oxmField: 0, hasMask: false, payload: hex('0000002a') }, hex('00010004 0000002a'));
+    assertRoundTrip(
+      oxm,
+      { field: 'RAW', oxmClass: 0x0001, oxmField: 0, hasMask: false, payload: hex('0000002a') },
+      hex('00010004 0000002a'),
+    );
     // OXM_OF_IPV6_FLABEL (basic field 28), not interpreted here: 28 << 1 = 0x38, 4 octets.
-    assertRoundTrip(oxm, { field: 'RAW', oxmClass: 0x8000, oxmField: 28, hasMask: false, payload: hex('000abcde') }, hex('80003804 000abcde'));
+    assertRoundTrip(
+      oxm,
+      { field: 'RAW', oxmClass: 0x8000, oxmField: 28, hasMask: false, payload: hex('000abcde') },
+      hex('80003804 000abcde'),
+    );
   });
 
   it('OXM: IPv6 fields are class 0x8000, field << 1 | hasmask, 16 octets (32 masked), as OpenFlow 1.3.5 §7.2.3 lays them out', () => {
@@ -406,7 +525,11 @@ describe('OpenFlow codec: parts', () => {
       hex('80003520 20010db8000000000000000000000000 ffffffff000000000000000000000000'),
     );
     // OXM_OF_IPV6_DST: field 27 → 0x36, masked 0x37.
-    assertRoundTrip(oxm, { field: 'IPV6_DST', value: 'ff3e::8000:1' }, hex('80003610 ff3e0000000000000000000080000001'));
+    assertRoundTrip(
+      oxm,
+      { field: 'IPV6_DST', value: 'ff3e::8000:1' },
+      hex('80003610 ff3e0000000000000000000080000001'),
+    );
     assertRoundTrip(
       oxm,
       { field: 'IPV6_DST', value: 'ff02::', mask: 'ff0f::' },
@@ -423,7 +546,12 @@ describe('OpenFlow codec: parts', () => {
   });
 
   it('OXM: an IPv6 field of the wrong length is a DecodeError', () => {
-    for (const bad of ['80003404 20010db8', '80003610 ff3e00000000000000000000800000', '80003720 ff020000000000000000000000000000', '80003a02 8f00']) {
+    for (const bad of [
+      '80003404 20010db8',
+      '80003610 ff3e00000000000000000000800000',
+      '80003720 ff020000000000000000000000000000',
+      '80003a02 8f00',
+    ]) {
       const bytes = hex(bad);
       assert.throws(() => oxm.decode(bytes, 0, bytes.length), DecodeError, bad);
     }
@@ -449,7 +577,11 @@ describe('OpenFlow codec: parts', () => {
       { type: 'RAW', actionType: 0xffff, body: hex('00002320 000e fff8 02 000000') },
       output(3),
     ];
-    assertRoundTrip(actionList, list, hex('0018 0008 00000000  ffff 0010 00002320 000e fff8 02 000000  0000 0010 00000003 0000 000000000000'));
+    assertRoundTrip(
+      actionList,
+      list,
+      hex('0018 0008 00000000  ffff 0010 00002320 000e fff8 02 000000  0000 0010 00000003 0000 000000000000'),
+    );
   });
 
   it('instructions: an experimenter instruction passes through as RAW', () => {
@@ -465,7 +597,10 @@ describe('OpenFlow codec: parts', () => {
     assert.throws(() => openflow.encode(huge), /65552 octets exceeds the OpenFlow maximum of 65535/);
     assert.throws(() => openflow.encode(flowMod({ priority: 0x10000 })), RangeError);
     assert.throws(() => openflow.encode(flowMod({ match: [{ field: 'IPV4_DST', value: '239.1.2' }] })), RangeError);
-    assert.throws(() => openflow.encode(flowMod({ match: [{ field: 'ETH_DST', value: 'zz:00:00:00:00:00' }] })), RangeError);
+    assert.throws(
+      () => openflow.encode(flowMod({ match: [{ field: 'ETH_DST', value: 'zz:00:00:00:00:00' }] })),
+      RangeError,
+    );
     assert.throws(() => openflow.encode(flowMod({ cookie: -1n })), RangeError);
   });
 });
@@ -524,7 +659,10 @@ describe('OpenFlow codec: hostile input', () => {
 
 function ofpPrint(bytes: Uint8Array): string | undefined {
   try {
-    return execFileSync('ovs-ofctl', ['ofp-print', Buffer.from(bytes).toString('hex')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync('ovs-ofctl', ['ofp-print', Buffer.from(bytes).toString('hex')], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (error) {
     if ((error as { code?: string }).code === 'ENOENT') return undefined;
     throw error;
@@ -542,7 +680,10 @@ describe('OpenFlow codec: ovs-ofctl ofp-print agrees', () => {
       /OFPT_SET_ASYNC \(OF1\.3\) \(xid=0x9\):\n primary:\n {7}PACKET_IN: no_match action\n {5}PORT_STATUS: add delete modify\n {4}FLOW_REMOVED: idle hard delete group_delete/,
     ],
     ['GET_ASYNC_REQUEST', /OFPT_GET_ASYNC_REQUEST \(OF1\.3\) \(xid=0x9\)/],
-    ['GET_ASYNC_REPLY', /OFPT_GET_ASYNC_REPLY \(OF1\.3\)[\s\S]* secondary:\n {7}PACKET_IN: \(off\)\n {5}PORT_STATUS: add delete modify/],
+    [
+      'GET_ASYNC_REPLY',
+      /OFPT_GET_ASYNC_REPLY \(OF1\.3\)[\s\S]* secondary:\n {7}PACKET_IN: \(off\)\n {5}PORT_STATUS: add delete modify/,
+    ],
     ['ERROR, Nicira experimenter (NX 12, NXFMFC_HARDWARE)', /OFPT_ERROR \(OF1\.3\) \(xid=0x9\): NXFMFC_HARDWARE/],
     ['ERROR HELLO_FAILED/INCOMPATIBLE with text', /OFPT_ERROR \(OF1\.3\) \(xid=0x1\): OFPHFC_INCOMPATIBLE\nno 1\.3/],
     [
@@ -569,7 +710,10 @@ describe('OpenFlow codec: ovs-ofctl ofp-print agrees', () => {
       ],
       instructions: [applyActions([group(7)])],
     });
-    assert.match(ofpPrint(openflow.encode(sourceFlow))!, /ADD priority=210,ipv6,ipv6_src=2001:db8::5,ipv6_dst=ff3e::8000:1 actions=group:7/);
+    assert.match(
+      ofpPrint(openflow.encode(sourceFlow))!,
+      /ADD priority=210,ipv6,ipv6_src=2001:db8::5,ipv6_dst=ff3e::8000:1 actions=group:7/,
+    );
     const linkScope = flowMod({
       xid: 2,
       priority: 250,

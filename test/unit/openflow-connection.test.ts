@@ -91,7 +91,16 @@ class FakeSwitch {
     const xid = message.xid;
     switch (message.type) {
       case 'FEATURES_REQUEST':
-        link.send({ type: 'FEATURES_REPLY', xid, datapathId: DATAPATH_ID, nBuffers: 0, nTables: 254, auxiliaryId: 0, capabilities: 0x4f, reserved: 0 });
+        link.send({
+          type: 'FEATURES_REPLY',
+          xid,
+          datapathId: DATAPATH_ID,
+          nBuffers: 0,
+          nTables: 254,
+          auxiliaryId: 0,
+          capabilities: 0x4f,
+          reserved: 0,
+        });
         return;
       case 'BARRIER_REQUEST':
         link.send({ type: 'BARRIER_REPLY', xid });
@@ -123,7 +132,10 @@ function errorReply(request: OpenFlowMessage, errorType: number, code: number): 
   return { type: 'ERROR', xid: request.xid, errorType, code, data: openflow.encode(request).subarray(0, 64) };
 }
 
-function waitFor<T>(emitter: OpenFlowConnection, event: 'disconnected' | 'reconnected' | 'closed' | 'packet-in' | 'message' | 'switch-error'): Promise<T> {
+function waitFor<T>(
+  emitter: OpenFlowConnection,
+  event: 'disconnected' | 'reconnected' | 'closed' | 'packet-in' | 'message' | 'switch-error',
+): Promise<T> {
   return new Promise((resolve) => emitter.once(event, (...args: unknown[]) => resolve(args[0] as T)));
 }
 
@@ -141,7 +153,9 @@ describe('OpenFlow connection (fake switch)', () => {
     fakes.push(created);
     return created;
   };
-  const connect = async (options: Omit<Parameters<typeof OpenFlowConnection.connect>[0], 'endpoint'> & { endpoint: string }) => {
+  const connect = async (
+    options: Omit<Parameters<typeof OpenFlowConnection.connect>[0], 'endpoint'> & { endpoint: string },
+  ) => {
     const connection = await OpenFlowConnection.connect({ timeoutMs: 2000, ...options });
     connections.push(connection);
     return connection;
@@ -220,7 +234,10 @@ describe('OpenFlow connection (fake switch)', () => {
   it('a switch that never says HELLO: UnavailableError after timeoutMs', async () => {
     const sw = await fake({ hello: null, handler: () => true });
     const started = Date.now();
-    await assert.rejects(OpenFlowConnection.connect({ endpoint: sw.endpoint, timeoutMs: 300 }), /sent no HELLO within 300 ms/);
+    await assert.rejects(
+      OpenFlowConnection.connect({ endpoint: sw.endpoint, timeoutMs: 300 }),
+      /sent no HELLO within 300 ms/,
+    );
     assert.ok(Date.now() - started < 2000);
   });
 
@@ -231,7 +248,9 @@ describe('OpenFlow connection (fake switch)', () => {
     sw.handler = (link, message) => {
       if (message.type !== 'ECHO_REQUEST') return false;
       held.push(message);
-      if (held.length === 3) for (const request of held.reverse()) link.send({ type: 'ECHO_REPLY', xid: request.xid, data: new Uint8Array(0) });
+      if (held.length === 3)
+        for (const request of held.reverse())
+          link.send({ type: 'ECHO_REPLY', xid: request.xid, data: new Uint8Array(0) });
       return true;
     };
     const rtts = await Promise.all([connection.echo(), connection.echo(), connection.echo()]);
@@ -246,22 +265,31 @@ describe('OpenFlow connection (fake switch)', () => {
       if (message.type === 'GROUP_MOD') link.send(errorReply(message, 6, 0));
       return false;
     };
-    await assert.rejects(connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] })), (error: unknown) => {
-      assert.ok(error instanceof OpenFlowError);
-      assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
-      assert.equal(error.exitCode, 1);
-      assert.match(error.message, /^switch at unix:.* refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 2 buckets\): GROUP_MOD_FAILED\/GROUP_EXISTS$/);
-      assert.equal(error.request.type, 'GROUP_MOD');
-      assert.ok(error.hint);
-      return true;
-    });
+    await assert.rejects(
+      connection.sendGroupMod(groupMod({ groupId: 7, buckets: [bucket([output(1)]), bucket([output(2)])] })),
+      (error: unknown) => {
+        assert.ok(error instanceof OpenFlowError);
+        assert.equal(error.errorName, 'GROUP_MOD_FAILED/GROUP_EXISTS');
+        assert.equal(error.exitCode, 1);
+        assert.match(
+          error.message,
+          /^switch at unix:.* refused GROUP_MOD ADD group 7 \(xid \d+, ALL, 2 buckets\): GROUP_MOD_FAILED\/GROUP_EXISTS$/,
+        );
+        assert.equal(error.request.type, 'GROUP_MOD');
+        assert.ok(error.hint);
+        return true;
+      },
+    );
   });
 
   it('a request without a reply times out as UnavailableError; the connection stays', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });
     sw.handler = (_link, message) => message.type === 'ECHO_REQUEST';
-    await assert.rejects(connection.echo(new Uint8Array(0), { timeoutMs: 100 }), /no reply from OpenFlow switch .* to ECHO_REQUEST \(xid \d+\) within 100 ms/);
+    await assert.rejects(
+      connection.echo(new Uint8Array(0), { timeoutMs: 100 }),
+      /no reply from OpenFlow switch .* to ECHO_REQUEST \(xid \d+\) within 100 ms/,
+    );
     sw.handler = undefined;
     await connection.barrier();
   });
@@ -289,7 +317,9 @@ describe('OpenFlow connection (fake switch)', () => {
   it('batch: pipelined with consecutive xids, one barrier, errors by index', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });
-    const mods = Array.from({ length: 1000 }, (_, i) => flowMod({ cookie: BigInt(i), priority: 100, match: [{ field: 'IN_PORT', value: i + 1 }] }));
+    const mods = Array.from({ length: 1000 }, (_, i) =>
+      flowMod({ cookie: BigInt(i), priority: 100, match: [{ field: 'IN_PORT', value: i + 1 }] }),
+    );
     let seen = 0;
     sw.handler = (link, message) => {
       if (message.type !== 'FLOW_MOD') return false;
@@ -301,7 +331,9 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.deepEqual([...errors.keys()], [3, 500]);
     assert.equal(errors.get(500)!.errorName, 'FLOW_MOD_FAILED/TABLE_FULL');
     assert.match(errors.get(500)!.message, /FLOW_MOD ADD \(xid \d+, table 0, priority 100, cookie 0x1f4\)/);
-    const received = sw.last.received.filter((message) => message.type === 'FLOW_MOD' || message.type === 'BARRIER_REQUEST');
+    const received = sw.last.received.filter(
+      (message) => message.type === 'FLOW_MOD' || message.type === 'BARRIER_REQUEST',
+    );
     assert.equal(received.length, 1001);
     assert.equal(received.at(-1)!.type, 'BARRIER_REQUEST');
     const xids = received.map((message) => message.xid);
@@ -326,7 +358,9 @@ describe('OpenFlow connection (fake switch)', () => {
       return true;
     };
     const batchOf = (n: number) =>
-      [0, 1].map((i) => flowMod({ cookie: BigInt(n * 10 + i), priority: 100, match: [{ field: 'IN_PORT', value: n * 10 + i + 1 }] }));
+      [0, 1].map((i) =>
+        flowMod({ cookie: BigInt(n * 10 + i), priority: 100, match: [{ field: 'IN_PORT', value: n * 10 + i + 1 }] }),
+      );
     const results = [1, 2, 3, 4, 5].map((n) => connection.batch(batchOf(n)));
     await sleep(50);
     assert.equal(held.length, 2, 'the first two went at once, each with its barrier; the others wait');
@@ -353,7 +387,9 @@ describe('OpenFlow connection (fake switch)', () => {
       held.push(message);
       return true;
     };
-    const batchOf = (n: number) => [flowMod({ cookie: BigInt(n), priority: 100, match: [{ field: 'IN_PORT', value: n }] })];
+    const batchOf = (n: number) => [
+      flowMod({ cookie: BigInt(n), priority: 100, match: [{ field: 'IN_PORT', value: n }] }),
+    ];
     const bulk = [1, 2, 3, 4].map((n) => connection.batch(batchOf(n)));
     const urgent = connection.batch(batchOf(9), { expedite: true });
     await sleep(50);
@@ -372,7 +408,8 @@ describe('OpenFlow connection (fake switch)', () => {
   it('batch: waits for the socket to drain (backpressure) and still delivers everything in order', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });
-    const big = (id: number) => groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
+    const big = (id: number) =>
+      groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
     sw.last.socket.pause(); // the switch stops reading: our writes back up
     // 10 MB to encode, write and decode: a limit well above what a loaded machine needs, as the
     // limit itself is the next test's.
@@ -394,7 +431,8 @@ describe('OpenFlow connection (fake switch)', () => {
   it('batch: a switch that stops reading for good fails the batch within its time limit', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint, echoIntervalMs: 0 });
-    const big = (id: number) => groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
+    const big = (id: number) =>
+      groupMod({ groupId: id, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) });
     sw.last.socket.pause(); // and never resumes
     const started = Date.now();
     await assert.rejects(
@@ -403,7 +441,9 @@ describe('OpenFlow connection (fake switch)', () => {
         { timeoutMs: 500 },
       ),
       (error: unknown) => {
-        return error instanceof UnavailableError && /stopped reading: a batch was not sent within 500 ms/.test(error.message);
+        return (
+          error instanceof UnavailableError && /stopped reading: a batch was not sent within 500 ms/.test(error.message)
+        );
       },
     );
     assert.ok(Date.now() - started < 5000, 'it did not wait for ever');
@@ -432,7 +472,12 @@ describe('OpenFlow connection (fake switch)', () => {
         [3, false],
       ] as const) {
         const groups = [{ groupType: 0, groupId: part, buckets: [bucket([output(part)])] }];
-        link.send({ type: 'MULTIPART_REPLY', xid: message.xid, flags: more ? MULTIPART_MORE : 0, body: { kind: 'GROUP_DESC', groups } });
+        link.send({
+          type: 'MULTIPART_REPLY',
+          xid: message.xid,
+          flags: more ? MULTIPART_MORE : 0,
+          body: { kind: 'GROUP_DESC', groups },
+        });
       }
       return true;
     };
@@ -453,7 +498,9 @@ describe('OpenFlow connection (fake switch)', () => {
     };
     await connection.dumpFlows({ cookie: 0x5n });
     await connection.dumpFlows({ cookie: 0x500n, cookieMask: 0xf00n, tableId: 3 });
-    const bodies = sw.last.of('MULTIPART_REQUEST').map((message) => (message.type === 'MULTIPART_REQUEST' ? message.body : undefined));
+    const bodies = sw.last
+      .of('MULTIPART_REQUEST')
+      .map((message) => (message.type === 'MULTIPART_REQUEST' ? message.body : undefined));
     assert.deepEqual(
       bodies.map((body) => (body?.kind === 'FLOW' ? [body.cookie, body.cookieMask, body.tableId] : [])),
       [
@@ -508,7 +555,10 @@ describe('OpenFlow connection (fake switch)', () => {
     const disconnected = waitFor<UnavailableError>(connection, 'disconnected');
     const reconnected = waitFor<{ datapathId: bigint }>(connection, 'reconnected');
     sw.dropAll();
-    await assert.rejects(pending, (error: unknown) => error instanceof UnavailableError && /lost: closed by the switch/.test(error.message));
+    await assert.rejects(
+      pending,
+      (error: unknown) => error instanceof UnavailableError && /lost: closed by the switch/.test(error.message),
+    );
     assert.match((await disconnected).message, /lost/);
     await assert.rejects(connection.barrier(), /not connected \(reconnecting\)/);
     assert.equal((await reconnected).datapathId, DATAPATH_ID);
@@ -525,7 +575,10 @@ describe('OpenFlow connection (fake switch)', () => {
 
   it('reconnect backs off while the switch is away, and gives up after maxAttempts', async () => {
     const sw = await fake();
-    const connection = await connect({ endpoint: sw.endpoint, reconnect: { minDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } });
+    const connection = await connect({
+      endpoint: sw.endpoint,
+      reconnect: { minDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 },
+    });
     const closed = waitFor<void>(connection, 'closed');
     await sw.close(); // gone for good: no listener
     const started = Date.now();

@@ -59,7 +59,9 @@ describe('OpenFlow framing', () => {
   });
 
   it('a 65520-octet GROUP_MOD across three chunks', () => {
-    const big = openflow.encode(groupMod({ groupId: 1, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) }));
+    const big = openflow.encode(
+      groupMod({ groupId: 1, buckets: Array.from({ length: 2047 }, (_, i) => bucket([output(i + 1)])) }),
+    );
     const stream = Buffer.concat([hex('0415000800000001'), big, hex('0415000800000002')]);
     const seen = collect([stream.subarray(0, 100), stream.subarray(100, 40_000), stream.subarray(40_000)]);
     assert.equal(seen.length, 3);

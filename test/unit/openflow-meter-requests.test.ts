@@ -7,12 +7,24 @@ import { describe, it } from '../helpers/node-test.js';
 import { UnavailableError } from '../../src/errors.js';
 import type { MeterFeatures } from '../../src/protocol/openflow/meter-features.js';
 import type { MeterStats } from '../../src/protocol/openflow/meter-stats.js';
-import type { MultipartReply, MultipartReplyBody, MultipartRequestBody } from '../../src/protocol/openflow/multipart.js';
+import type {
+  MultipartReply,
+  MultipartReplyBody,
+  MultipartRequestBody,
+} from '../../src/protocol/openflow/multipart.js';
 import { MULTIPART_MORE } from '../../src/protocol/openflow/multipart-type.js';
 import { readMeterFeatures, readMeterStats } from '../../src/transport/openflow/meters.js';
 
 function statsOf(meterId: number): MeterStats {
-  return { meterId, flowCount: 1, packetInCount: 10n, byteInCount: 600n, durationSec: 1, durationNsec: 0, bandStats: [{ packetCount: 4n, byteCount: 240n }] };
+  return {
+    meterId,
+    flowCount: 1,
+    packetInCount: 10n,
+    byteInCount: 600n,
+    durationSec: 1,
+    durationNsec: 0,
+    bandStats: [{ packetCount: 4n, byteCount: 240n }],
+  };
 }
 
 const FEATURES: MeterFeatures = { maxMeter: 262_144, bandTypes: 0b10, capabilities: 0xf, maxBands: 8, maxColor: 0 };
@@ -22,7 +34,12 @@ function answering(bodies: MultipartReplyBody[]) {
   const requests: MultipartRequestBody[] = [];
   const transact = async (body: MultipartRequestBody): Promise<MultipartReply[]> => {
     requests.push(body);
-    return bodies.map((reply, index) => ({ type: 'MULTIPART_REPLY', xid: 1, flags: index < bodies.length - 1 ? MULTIPART_MORE : 0, body: reply }));
+    return bodies.map((reply, index) => ({
+      type: 'MULTIPART_REPLY',
+      xid: 1,
+      flags: index < bodies.length - 1 ? MULTIPART_MORE : 0,
+      body: reply,
+    }));
   };
   return { requests, transact };
 }

@@ -16,7 +16,13 @@ import { flowMod } from '../../src/protocol/openflow/flow-mod.js';
 import { applyActions, meter } from '../../src/protocol/openflow/instruction.js';
 import * as bandList from '../../src/protocol/openflow/meter-band.js';
 import { dropBand, dscpRemarkBand, type MeterBand } from '../../src/protocol/openflow/meter-band.js';
-import { MeterFlag, MeterModCommand, meterMod, OfpMeter, type MeterMod } from '../../src/protocol/openflow/meter-mod.js';
+import {
+  MeterFlag,
+  MeterModCommand,
+  meterMod,
+  OfpMeter,
+  type MeterMod,
+} from '../../src/protocol/openflow/meter-mod.js';
 import * as openflow from '../../src/protocol/openflow/message.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
 import { applyMutations, frameMutation } from '../helpers/arbitraries.js';
@@ -44,7 +50,8 @@ const VECTORS: Vector[] = [
     message: meterMod({ xid: 6, meterId: 1, bands: [dropBand(50, 10)] }),
     hex: '041d0020 00000006 0000 000e 00000001' + '0001 0010 00000032 0000000a 00000000',
   },
-  // MOD meter=2 kbps burst bands=type=drop rate=10000 burst_size=100 type=dscp_remark rate=5000 burst_size=1000 prec_level=1
+  // MOD meter=2 kbps burst bands=type=drop rate=10000 burst_size=100 type=dscp_remark rate=5000 burst_size=1000
+  // prec_level=1
   {
     name: 'METER_MOD MODIFY kbps, drop and dscp_remark bands',
     message: meterMod({
@@ -54,7 +61,10 @@ const VECTORS: Vector[] = [
       meterId: 2,
       bands: [dropBand(10_000, 100), dscpRemarkBand(5000, 1, 1000)],
     }),
-    hex: '041d0030 00000006 0001 0005 00000002' + '0001 0010 00002710 00000064 00000000' + '0002 0010 00001388 000003e8 01 000000',
+    hex:
+      '041d0030 00000006 0001 0005 00000002' +
+      '0001 0010 00002710 00000064 00000000' +
+      '0002 0010 00001388 000003e8 01 000000',
   },
   // DEL meter=2
   {
@@ -71,14 +81,23 @@ const VECTORS: Vector[] = [
   // An experimenter band is kept as it came.
   {
     name: 'METER_MOD with an experimenter band',
-    message: meterMod({ xid: 6, meterId: 3, bands: [{ type: 'OTHER', bandType: 0xffff, rate: 1, burstSize: 2, body: hex('00002320') }] }),
+    message: meterMod({
+      xid: 6,
+      meterId: 3,
+      bands: [{ type: 'OTHER', bandType: 0xffff, rate: 1, burstSize: 2, body: hex('00002320') }],
+    }),
     hex: '041d0020 00000006 0000 000e 00000003' + 'ffff 0010 00000001 00000002 00002320',
   },
   // ADD priority=100 actions=meter:1,output:2
   {
     name: 'FLOW_MOD with a METER instruction',
     message: flowMod({ xid: 6, priority: 100, instructions: [meter(1), applyActions([output(2)])] }),
-    hex: '040e0058 00000006' + '0'.repeat(32) + '00 00 0000 0000 0064 ffffffff ffffffff ffffffff 0000 0000' + EMPTY_MATCH + METER_THEN_OUTPUT,
+    hex:
+      '040e0058 00000006' +
+      '0'.repeat(32) +
+      '00 00 0000 0000 0064 ffffffff ffffffff ffffffff 0000 0000' +
+      EMPTY_MATCH +
+      METER_THEN_OUTPUT,
   },
   // OFPST_METER request: meter=all
   {
@@ -98,7 +117,8 @@ const VECTORS: Vector[] = [
     message: { type: 'MULTIPART_REQUEST', xid: 7, flags: 0, body: { kind: 'METER_FEATURES' } },
     hex: '04120010 00000007 000b 0000 00000000',
   },
-  // meter:1 flow_count:1 packet_in_count:100 byte_in_count:6000 duration:5.500s bands: 0: packet_count:40 byte_count:2400
+  // meter:1 flow_count:1 packet_in_count:100 byte_in_count:6000 duration:5.500s bands: 0: packet_count:40
+  // byte_count:2400
   {
     name: 'MULTIPART_REPLY METER',
     message: {
@@ -143,7 +163,10 @@ const VECTORS: Vector[] = [
       type: 'MULTIPART_REPLY',
       xid: 7,
       flags: 0,
-      body: { kind: 'METER_FEATURES', features: { maxMeter: 262_144, bandTypes: 0b110, capabilities: 0xf, maxBands: 8, maxColor: 0 } },
+      body: {
+        kind: 'METER_FEATURES',
+        features: { maxMeter: 262_144, bandTypes: 0b110, capabilities: 0xf, maxBands: 8, maxColor: 0 },
+      },
     },
     hex: '04130020 00000007 000b 0000 00000000' + '00040000 00000006 0000000f 08 00 0000',
   },
@@ -198,7 +221,8 @@ describe('OpenFlow meter codecs: byte-exact vectors', () => {
           assert.throws(() => openflow.decode(cutBytes), DecodeError, `${vector.name} cut at ${cut}`);
           continue;
         }
-        // Every structure here is a multiple of 8 octets: a cut between two is a message with fewer of them, or refused.
+        // Every structure here is a multiple of 8 octets: a cut between two is a message with fewer of them, or
+        // refused.
         let decoded: OpenFlowMessage;
         try {
           decoded = openflow.decode(cutBytes);
@@ -206,7 +230,11 @@ describe('OpenFlow meter codecs: byte-exact vectors', () => {
           assert.ok(error instanceof DecodeError, `${vector.name} cut at ${cut}: ${String(error)}`);
           continue;
         }
-        assert.equal(Buffer.from(openflow.encode(decoded)).toString('hex'), cutBytes.toString('hex'), `${vector.name} cut at ${cut}`);
+        assert.equal(
+          Buffer.from(openflow.encode(decoded)).toString('hex'),
+          cutBytes.toString('hex'),
+          `${vector.name} cut at ${cut}`,
+        );
       }
     }
   });
@@ -216,19 +244,40 @@ describe('OpenFlow meter codecs: malformed input', () => {
   function refused(text: string, reason: 'truncated' | 'bad-length', pattern: RegExp): void {
     assert.throws(
       () => openflow.decode(hex(text)),
-      (error: unknown) => error instanceof OpenFlowDecodeError && error.reason === reason && pattern.test(error.message),
+      (error: unknown) =>
+        error instanceof OpenFlowDecodeError && error.reason === reason && pattern.test(error.message),
     );
   }
 
   it('a band length below 16, not a multiple of 8, or past the message', () => {
-    refused('041d0020 00000006 0000 000e 00000001 0001 0008 00000032 0000000a 00000000', 'bad-length', /meter band length 8/);
-    refused('041d0020 00000006 0000 000e 00000001 0001 0014 00000032 0000000a 00000000', 'bad-length', /meter band length 20/);
-    refused('041d0020 00000006 0000 000e 00000001 0001 0018 00000032 0000000a 00000000', 'truncated', /meter band of 24 octets/);
+    refused(
+      '041d0020 00000006 0000 000e 00000001 0001 0008 00000032 0000000a 00000000',
+      'bad-length',
+      /meter band length 8/,
+    );
+    refused(
+      '041d0020 00000006 0000 000e 00000001 0001 0014 00000032 0000000a 00000000',
+      'bad-length',
+      /meter band length 20/,
+    );
+    refused(
+      '041d0020 00000006 0000 000e 00000001 0001 0018 00000032 0000000a 00000000',
+      'truncated',
+      /meter band of 24 octets/,
+    );
   });
 
   it('a drop or dscp_remark band of any length but 16', () => {
-    refused('041d0028 00000006 0000 000e 00000001 0001 0018 00000032 0000000a 00000000 00000000 00000000', 'bad-length', /type 1 has length 24/);
-    refused('041d0028 00000006 0000 000e 00000001 0002 0018 00000032 0000000a 00000000 00000000 00000000', 'bad-length', /type 2 has length 24/);
+    refused(
+      '041d0028 00000006 0000 000e 00000001 0001 0018 00000032 0000000a 00000000 00000000 00000000',
+      'bad-length',
+      /type 1 has length 24/,
+    );
+    refused(
+      '041d0028 00000006 0000 000e 00000001 0002 0018 00000032 0000000a 00000000 00000000 00000000',
+      'bad-length',
+      /type 2 has length 24/,
+    );
   });
 
   it('a METER_MOD shorter than its 16-octet fixed part, or whose header length disagrees', () => {
@@ -237,8 +286,13 @@ describe('OpenFlow meter codecs: malformed input', () => {
   });
 
   it('a METER instruction of any length but 8', () => {
-    const flow = '040e0058 00000006' + '0'.repeat(32) + '00 00 0000 0000 0064 ffffffff ffffffff ffffffff 0000 0000' + EMPTY_MATCH;
-    refused(`${flow.replace('040e0058', '040e0048')}0006001000000001 0000000000000000`, 'bad-length', /METER instruction length 16 is not 8/);
+    const flow =
+      '040e0058 00000006' + '0'.repeat(32) + '00 00 0000 0000 0064 ffffffff ffffffff ffffffff 0000 0000' + EMPTY_MATCH;
+    refused(
+      `${flow.replace('040e0058', '040e0048')}0006001000000001 0000000000000000`,
+      'bad-length',
+      /METER instruction length 16 is not 8/,
+    );
   });
 
   it('meter stats whose length is not 40 plus whole band stats, or runs past the reply', () => {
@@ -250,15 +304,31 @@ describe('OpenFlow meter codecs: malformed input', () => {
   });
 
   it('a meter config whose length is below 8 or runs past the reply', () => {
-    refused('04130028 00000007 000a 0000 00000000 0004 000e 00000001 0001 0010 00000032 0000000a 00000000', 'bad-length', /meter config length 4/);
-    refused('04130028 00000007 000a 0000 00000000 0020 000e 00000001 0001 0010 00000032 0000000a 00000000', 'truncated', /meter config entry of 32/);
+    refused(
+      '04130028 00000007 000a 0000 00000000 0004 000e 00000001 0001 0010 00000032 0000000a 00000000',
+      'bad-length',
+      /meter config length 4/,
+    );
+    refused(
+      '04130028 00000007 000a 0000 00000000 0020 000e 00000001 0001 0010 00000032 0000000a 00000000',
+      'truncated',
+      /meter config entry of 32/,
+    );
   });
 
   it('meter features and meter requests of the wrong size', () => {
     refused('0413001c 00000007 000b 0000 00000000 00040000 00000006 0000000f', 'truncated', /meter features needs 16/);
-    refused('04130028 00000007 000b 0000 00000000 00040000 00000006 0000000f 08000000 00000000 00000000', 'bad-length', /meter features body of 24/);
+    refused(
+      '04130028 00000007 000b 0000 00000000 00040000 00000006 0000000f 08000000 00000000 00000000',
+      'bad-length',
+      /meter features body of 24/,
+    );
     refused('04120014 00000007 0009 0000 00000000 ffffffff', 'truncated', /meter request needs 8/);
-    refused('04120020 00000007 000a 0000 00000000 00000001 00000000 00000000 00000000', 'bad-length', /meter request body of 16/);
+    refused(
+      '04120020 00000007 000a 0000 00000000 00000001 00000000 00000000 00000000',
+      'bad-length',
+      /meter request body of 16/,
+    );
   });
 
   it('values that do not fit their fields are refused by encode (RangeError)', () => {
@@ -266,7 +336,13 @@ describe('OpenFlow meter codecs: malformed input', () => {
     assert.throws(() => openflow.encode(meterMod({ meterId: 1, bands: [dropBand(2 ** 32)] })), RangeError);
     assert.throws(() => openflow.encode(meterMod({ meterId: 1, bands: [dscpRemarkBand(10, 256)] })), RangeError);
     assert.throws(
-      () => openflow.encode(meterMod({ meterId: 1, bands: [{ type: 'OTHER', bandType: 9, rate: 1, burstSize: 1, body: new Uint8Array(8) }] })),
+      () =>
+        openflow.encode(
+          meterMod({
+            meterId: 1,
+            bands: [{ type: 'OTHER', bandType: 9, rate: 1, burstSize: 1, body: new Uint8Array(8) }],
+          }),
+        ),
       RangeError,
     );
   });
@@ -280,21 +356,34 @@ describe('OpenFlow meter errors and summaries', () => {
   });
 
   it('a METER_MOD is summarized with its command, meter id, flags and bands', () => {
-    assert.equal(summarize(meterMod({ meterId: 4, bands: [dropBand(10)] }), 9), 'METER_MOD ADD meter 4 (xid 9, flags 0xe, 1 band)');
-    assert.equal(summarize(meterMod({ command: 7, meterId: 4, flags: 0 }), 9), 'METER_MOD command 7 meter 4 (xid 9, flags 0x0, 0 bands)');
+    assert.equal(
+      summarize(meterMod({ meterId: 4, bands: [dropBand(10)] }), 9),
+      'METER_MOD ADD meter 4 (xid 9, flags 0xe, 1 band)',
+    );
+    assert.equal(
+      summarize(meterMod({ command: 7, meterId: 4, flags: 0 }), 9),
+      'METER_MOD command 7 meter 4 (xid 9, flags 0x0, 0 bands)',
+    );
   });
 });
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const band: fc.Arbitrary<MeterBand> = fc.oneof(
   fc.record({ type: fc.constant('DROP' as const), rate: u32, burstSize: u32 }),
-  fc.record({ type: fc.constant('DSCP_REMARK' as const), rate: u32, burstSize: u32, precLevel: fc.integer({ min: 0, max: 255 }) }),
+  fc.record({
+    type: fc.constant('DSCP_REMARK' as const),
+    rate: u32,
+    burstSize: u32,
+    precLevel: fc.integer({ min: 0, max: 255 }),
+  }),
   fc.record({
     type: fc.constant('OTHER' as const),
     bandType: fc.integer({ min: 3, max: 0xffff }),
     rate: u32,
     burstSize: u32,
-    body: fc.integer({ min: 0, max: 3 }).chain((words) => fc.uint8Array({ minLength: 4 + 8 * words, maxLength: 4 + 8 * words })),
+    body: fc
+      .integer({ min: 0, max: 3 })
+      .chain((words) => fc.uint8Array({ minLength: 4 + 8 * words, maxLength: 4 + 8 * words })),
   }),
 );
 const anyMeterMod: fc.Arbitrary<MeterMod> = fc.record({
@@ -313,7 +402,10 @@ describe('OpenFlow meter codecs: properties', () => {
         const bytes = openflow.encode(message);
         assert.equal(bytes.length, openflow.encodingLength(message));
         assert.deepEqual(openflow.encode(openflow.decode(bytes)), bytes);
-        assert.deepEqual(bandList.encode(bandList.decode(bandList.encode(message.bands))), bandList.encode(message.bands));
+        assert.deepEqual(
+          bandList.encode(bandList.decode(bandList.encode(message.bands))),
+          bandList.encode(message.bands),
+        );
       }),
       { numRuns: 300 },
     );
@@ -322,17 +414,23 @@ describe('OpenFlow meter codecs: properties', () => {
   it('mutated meter messages decode or are refused with DecodeError, nothing else', () => {
     const seeds = VECTORS.map((vector) => hex(vector.hex));
     fc.assert(
-      fc.property(fc.constantFrom(...seeds), fc.array(frameMutation, { minLength: 1, maxLength: 4 }), fc.boolean(), (seed, mutations, fixLength) => {
-        const bytes = applyMutations(seed, mutations);
-        // Half the time with the header's length set to the octets there, so that the body's own lengths are what is tested.
-        if (fixLength && bytes.length >= 4) bytes.writeUInt16BE(bytes.length & 0xffff, 2);
-        try {
-          const message = openflow.decode(bytes);
-          openflow.encode(message); // what decodes, encodes
-        } catch (error) {
-          assert.ok(error instanceof DecodeError, `not a DecodeError: ${String(error)}`);
-        }
-      }),
+      fc.property(
+        fc.constantFrom(...seeds),
+        fc.array(frameMutation, { minLength: 1, maxLength: 4 }),
+        fc.boolean(),
+        (seed, mutations, fixLength) => {
+          const bytes = applyMutations(seed, mutations);
+          // Half the time with the header's length set to the octets there, so that the body's own lengths are what is
+          // tested.
+          if (fixLength && bytes.length >= 4) bytes.writeUInt16BE(bytes.length & 0xffff, 2);
+          try {
+            const message = openflow.decode(bytes);
+            openflow.encode(message); // what decodes, encodes
+          } catch (error) {
+            assert.ok(error instanceof DecodeError, `not a DecodeError: ${String(error)}`);
+          }
+        },
+      ),
       { numRuns: 1000 },
     );
   });

@@ -7,9 +7,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
 import { parseEndpoint } from '../../src/wire/endpoint.js';
-import { describeError, errorCodeName, errorCodeNumber, errorTypeName, EXPERIMENTER_IDS, OFP_ERROR_TYPES } from '../../src/protocol/openflow/error-code.js';
+import {
+  describeError,
+  errorCodeName,
+  errorCodeNumber,
+  errorTypeName,
+  EXPERIMENTER_IDS,
+  OFP_ERROR_TYPES,
+} from '../../src/protocol/openflow/error-code.js';
 import { MAX_OUTPUT_BUCKETS_PER_GROUP_MOD, maxBucketsPerGroupMod } from '../../src/protocol/openflow/limits.js';
-import { describeOfpType, describeOfpVersion, OFP_TYPE_NUMBERS, ofpTypeName } from '../../src/protocol/openflow/message-type.js';
+import {
+  describeOfpType,
+  describeOfpVersion,
+  OFP_TYPE_NUMBERS,
+  ofpTypeName,
+} from '../../src/protocol/openflow/message-type.js';
 import { OXM_FIELDS, oxmFieldName } from '../../src/protocol/openflow/oxm-field.js';
 import { describePort, OfpPort } from '../../src/protocol/openflow/reserved.js';
 
@@ -57,10 +69,19 @@ describe('OpenFlow lookup tables', () => {
   });
 
   it('experimenter errors: NX and ONF by number, named when known', () => {
-    assert.equal(describeError({ errorType: 0xffff, code: 12, experimenter: EXPERIMENTER_IDS.NX }), 'NX(12)/NXFMFC_HARDWARE');
-    assert.equal(describeError({ errorType: 0xffff, code: 43, experimenter: EXPERIMENTER_IDS.NX }), 'NX(43)/NXBMC_CT_DATAPATH_SUPPORT');
+    assert.equal(
+      describeError({ errorType: 0xffff, code: 12, experimenter: EXPERIMENTER_IDS.NX }),
+      'NX(12)/NXFMFC_HARDWARE',
+    );
+    assert.equal(
+      describeError({ errorType: 0xffff, code: 43, experimenter: EXPERIMENTER_IDS.NX }),
+      'NX(43)/NXBMC_CT_DATAPATH_SUPPORT',
+    );
     assert.equal(describeError({ errorType: 0xffff, code: 99, experimenter: EXPERIMENTER_IDS.NX }), 'NX(99)');
-    assert.equal(describeError({ errorType: 0xffff, code: 2370, experimenter: EXPERIMENTER_IDS.ONF }), 'ONF(2370)/OFPACFC_INVALID');
+    assert.equal(
+      describeError({ errorType: 0xffff, code: 2370, experimenter: EXPERIMENTER_IDS.ONF }),
+      'ONF(2370)/OFPACFC_INVALID',
+    );
     assert.equal(describeError({ errorType: 0xffff, code: 5, experimenter: 0x12345678 }), 'EXPERIMENTER 0x12345678(5)');
   });
 
@@ -92,8 +113,18 @@ describe('OpenFlow lookup tables', () => {
       path: '/var/run/openvswitch/br-int.mgmt',
       text: 'unix:/var/run/openvswitch/br-int.mgmt',
     });
-    assert.deepEqual(parseEndpoint('tcp:127.0.0.1:6653', 'OpenFlow'), { kind: 'tcp', host: '127.0.0.1', port: 6653, text: 'tcp:127.0.0.1:6653' });
-    assert.deepEqual(parseEndpoint('tcp:[::1]:6653', 'OpenFlow'), { kind: 'tcp', host: '::1', port: 6653, text: 'tcp:[::1]:6653' });
+    assert.deepEqual(parseEndpoint('tcp:127.0.0.1:6653', 'OpenFlow'), {
+      kind: 'tcp',
+      host: '127.0.0.1',
+      port: 6653,
+      text: 'tcp:127.0.0.1:6653',
+    });
+    assert.deepEqual(parseEndpoint('tcp:[::1]:6653', 'OpenFlow'), {
+      kind: 'tcp',
+      host: '::1',
+      port: 6653,
+      text: 'tcp:[::1]:6653',
+    });
     for (const bad of ['br-int', 'unix:', 'tcp:host', 'tcp:host:0', 'tcp:host:70000', 'ssl:1.2.3.4:6653']) {
       assert.throws(
         () => parseEndpoint(bad, 'OpenFlow'),

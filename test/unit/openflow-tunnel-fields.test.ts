@@ -42,7 +42,8 @@ const OUTPUT_TUNNEL = '0000 0010 00000002 0000 000000000000';
 // A bucket of an ALL group: len 48 | weight 0 | watch_port ANY | watch_group ANY | pad(4) | the two actions.
 const TUNNEL_BUCKET = `0030 0000 ffffffff ffffffff 00000000 ${SET_TUN_DST_PEER} ${OUTPUT_TUNNEL}`;
 // The frame a packet-in carries after the match; the codec does not look inside (a pod's IGMPv3 report).
-const INNER_FRAME = '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
+const INNER_FRAME =
+  '01005e000016da666bf436b9080046c00028000040000102f9ed0a01000be0000016940400002200e5f30000000104000000ef050505';
 
 const tunnelBucket = bucket([setTunnelDestination(PEER), output(TUNNEL_PORT)]);
 
@@ -111,8 +112,16 @@ describe('OpenFlow codec: tunnel fields', () => {
   it('OXM: tun_src and tun_dst are named NXM_1 fields, plain and masked', () => {
     assertRoundTrip(oxm, { field: 'TUN_IPV4_SRC', value: PEER }, hex('00013e04 c0a83c0c'));
     assertRoundTrip(oxm, { field: 'TUN_IPV4_DST', value: PEER }, hex('00014004 c0a83c0c'));
-    assertRoundTrip(oxm, { field: 'TUN_IPV4_SRC', value: '192.168.60.0', mask: '255.255.255.0' }, hex('00013f08 c0a83c00 ffffff00'));
-    assertRoundTrip(oxm, { field: 'TUN_IPV4_DST', value: '192.168.0.0', mask: '255.255.0.0' }, hex('00014108 c0a80000 ffff0000'));
+    assertRoundTrip(
+      oxm,
+      { field: 'TUN_IPV4_SRC', value: '192.168.60.0', mask: '255.255.255.0' },
+      hex('00013f08 c0a83c00 ffffff00'),
+    );
+    assertRoundTrip(
+      oxm,
+      { field: 'TUN_IPV4_DST', value: '192.168.0.0', mask: '255.255.0.0' },
+      hex('00014108 c0a80000 ffff0000'),
+    );
   });
 
   it('OXM: the lookup is by class and number; other class-0x0001 fields and the same numbers elsewhere stay RAW', () => {
@@ -120,7 +129,8 @@ describe('OpenFlow codec: tunnel fields', () => {
     assert.equal(oxmFieldName(NXM_1_FIELDS.TUN_IPV4_DST.number, OxmClass.NXM_1), 'TUN_IPV4_DST');
     assert.equal(oxmFieldName(31), undefined);
     assert.equal(oxmFieldName(12, OxmClass.NXM_1), undefined);
-    // NXM_NX_REG0 (class 0x0001, field 0), NXM_NX_PKT_MARK (class 0x0001, field 33), field 31 of class 0x0000, basic field 32 (IPV6_ND_SLL).
+    // NXM_NX_REG0 (class 0x0001, field 0), NXM_NX_PKT_MARK (class 0x0001, field 33), field 31 of class 0x0000, basic
+    // field 32 (IPV6_ND_SLL).
     const raw: [number, number, string][] = [
       [OxmClass.NXM_1, 0, '0000002a'],
       [OxmClass.NXM_1, 33, '0000002a'],
@@ -148,7 +158,9 @@ describe('OpenFlow codec: tunnel fields', () => {
     assert.deepEqual(action, { type: 'SET_FIELD', field: { field: 'TUN_IPV4_DST', value: PEER } });
     assertRoundTrip(actionList, [action], hex(SET_TUN_DST_PEER));
     assertRoundTrip(actionList, [action, output(TUNNEL_PORT)], hex(SET_TUN_DST_PEER + OUTPUT_TUNNEL));
-    assert.deepEqual(actionList.decode(actionList.encode([setTunnelDestination('10.0.0.5')])), [setTunnelDestination('10.0.0.5')]);
+    assert.deepEqual(actionList.decode(actionList.encode([setTunnelDestination('10.0.0.5')])), [
+      setTunnelDestination('10.0.0.5'),
+    ]);
   });
 
   it('packet-in: tunnelSourceOf gives the outer source next to inPortOf, and nothing for a packet from a pod', () => {
@@ -169,7 +181,9 @@ describe('OpenFlow codec: tunnel fields', () => {
     assert.equal(maxBucketsPerGroupMod(TUNNEL_BUCKET_LENGTH), 1364);
     const full = groupMod({ groupId: 1, buckets: Array.from({ length: 1364 }, () => tunnelBucket) });
     assert.equal(openflow.encode(full).length, 16 + 1364 * 48);
-    assert.throws(() => openflow.encode(groupMod({ groupId: 1, buckets: Array.from({ length: 1365 }, () => tunnelBucket) })));
+    assert.throws(() =>
+      openflow.encode(groupMod({ groupId: 1, buckets: Array.from({ length: 1365 }, () => tunnelBucket) })),
+    );
   });
 });
 
@@ -178,7 +192,11 @@ describe('OpenFlow codec: tunnel fields', () => {
 
 function ovsOfctl(args: string[], input?: string): string | undefined {
   try {
-    return execFileSync('ovs-ofctl', args, { encoding: 'utf8', input, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    return execFileSync('ovs-ofctl', args, {
+      encoding: 'utf8',
+      input,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
   } catch (error) {
     if ((error as { code?: string }).code === 'ENOENT') return undefined;
     throw error;
@@ -189,7 +207,11 @@ const haveOfctl = ovsOfctl(['ofp-print', '0402000800000000']) !== undefined;
 
 describe('OpenFlow codec: tunnel fields as ovs-ofctl reads them', () => {
   before(() => assert.ok(haveOfctl, 'ovs-ofctl is not installed: run scripts/setup.sh'));
-  const ofpPrint = (name: string) => ovsOfctl(['ofp-print', Buffer.from(openflow.encode(vectors.find((v) => v.name === name)!.message)).toString('hex')])!;
+  const ofpPrint = (name: string) =>
+    ovsOfctl([
+      'ofp-print',
+      Buffer.from(openflow.encode(vectors.find((v) => v.name === name)!.message)).toString('hex'),
+    ])!;
 
   it('the set_field action: OVS decodes it and re-encodes the same bytes', () => {
     // parse-actions reports any difference between the input and its own re-encoding.
@@ -198,7 +220,10 @@ describe('OpenFlow codec: tunnel fields as ovs-ofctl reads them', () => {
   });
 
   it('GROUP_MOD', () => {
-    assert.match(ofpPrint('GROUP_MOD ADD ALL with a tunnel bucket'), /ADD group_id=7,type=all,bucket=actions=set_field:192\.168\.60\.12->tun_dst,output:2/);
+    assert.match(
+      ofpPrint('GROUP_MOD ADD ALL with a tunnel bucket'),
+      /ADD group_id=7,type=all,bucket=actions=set_field:192\.168\.60\.12->tun_dst,output:2/,
+    );
   });
 
   it('GROUP_DESC reply', () => {
@@ -209,10 +234,16 @@ describe('OpenFlow codec: tunnel fields as ovs-ofctl reads them', () => {
   });
 
   it('PACKET_OUT', () => {
-    assert.match(ofpPrint('PACKET_OUT from CONTROLLER into the tunnel'), /in_port=CONTROLLER actions=set_field:192\.168\.60\.12->tun_dst,output:2/);
+    assert.match(
+      ofpPrint('PACKET_OUT from CONTROLLER into the tunnel'),
+      /in_port=CONTROLLER actions=set_field:192\.168\.60\.12->tun_dst,output:2/,
+    );
   });
 
   it('PACKET_IN', () => {
-    assert.match(ofpPrint('PACKET_IN from the tunnel with tun_src and tun_dst in its match'), /tun_src=192\.168\.60\.12,tun_dst=192\.168\.60\.11,in_port=2/);
+    assert.match(
+      ofpPrint('PACKET_IN from the tunnel with tun_src and tun_dst in its match'),
+      /tun_src=192\.168\.60\.12,tun_dst=192\.168\.60\.11,in_port=2/,
+    );
   });
 });

@@ -20,7 +20,12 @@ import { groupAddress } from '../../src/wire/ip-address.js';
 import { UsageError } from '../../src/errors.js';
 import { FakeOpenFlow } from '../fakes/fake-openflow.js';
 
-function row(name: string, ofport: number | undefined, externalIds: Record<string, string> = {}, mac?: string): InterfaceRow {
+function row(
+  name: string,
+  ofport: number | undefined,
+  externalIds: Record<string, string> = {},
+  mac?: string,
+): InterfaceRow {
   return { uuid: `uuid-${name}`, name, ofport, external_ids: externalIds, type: '', mac_in_use: mac };
 }
 
@@ -71,7 +76,12 @@ describe('BridgeClient: the ports', () => {
   const pipeline = ovsPipeline(DEFAULT_PIPELINE_CONFIG);
   const ports = new BridgePorts([
     row('br-int', OVSDB_LOCAL_OFPORT, {}, '02:00:00:00:00:01'),
-    row('p1', 2, { 'pod-name': 'web', 'pod-namespace': 'shop', 'ip-address': '10.1.0.2/24', 'attached-mac': '0A:58:0A:01:00:02' }),
+    row('p1', 2, {
+      'pod-name': 'web',
+      'pod-namespace': 'shop',
+      'ip-address': '10.1.0.2/24',
+      'attached-mac': '0A:58:0A:01:00:02',
+    }),
   ]);
   const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: new FakeOpenFlow(), pipeline, ports });
   const where = () => '--ports';
@@ -92,11 +102,16 @@ describe('BridgeClient: the ports', () => {
     assert.throws(
       () => bridge.resolvePort({ name: 'br-int' }, where),
       (error: unknown) =>
-        error instanceof UsageError && error.code === 'no-such-interface' && /^--ports: br-int is the bridge's own \(LOCAL\) port/.test(error.message),
+        error instanceof UsageError &&
+        error.code === 'no-such-interface' &&
+        /^--ports: br-int is the bridge's own \(LOCAL\) port/.test(error.message),
     );
     assert.throws(
       () => bridge.resolvePort({ ofport: 9 }, where),
-      (error: unknown) => error instanceof UsageError && /bridge br-int has no port/.test(error.message) && error.hint === 'its ports: p1 (2)',
+      (error: unknown) =>
+        error instanceof UsageError &&
+        /bridge br-int has no port/.test(error.message) &&
+        error.hint === 'its ports: p1 (2)',
     );
   });
 });
@@ -124,7 +139,11 @@ describe('readInstalled', () => {
         byteCount: 700n,
       } as Partial<FlowStats> as FlowStats),
       // Someone else's flow with the place of one of ours.
-      flowStats({ priority: declared.flow.priority, cookie: 0x99n, match: matchFields(pipeline.groupFlow(groupAddress('239.4.4.4')).match) }),
+      flowStats({
+        priority: declared.flow.priority,
+        cookie: 0x99n,
+        match: matchFields(pipeline.groupFlow(groupAddress('239.4.4.4')).match),
+      }),
     ];
     const stray = pipeline.groupId(groupAddress('239.5.5.5'));
     ovs.groups = [...declared.groups.map((entry) => groupDesc(entry.groupId, 4)), groupDesc(stray, 5)];
@@ -132,7 +151,10 @@ describe('readInstalled', () => {
   }
 
   it('the pipeline as OVS takes it: no more buckets a group than one GROUP_MOD holds', () => {
-    const big = pipeline.forwarding({ group: groupAddress('239.6.6.6'), ports: Array.from({ length: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD + 1 }, (_, i) => i + 1) });
+    const big = pipeline.forwarding({
+      group: groupAddress('239.6.6.6'),
+      ports: Array.from({ length: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD + 1 }, (_, i) => i + 1),
+    });
     assert.equal(big.groups.length, 2);
   });
 
@@ -149,7 +171,10 @@ describe('readInstalled', () => {
       installed.pipeline.strayGroups.map((entry) => entry.groupId),
       [pipeline.groupId(groupAddress('239.5.5.5'))],
     );
-    assert.deepEqual([...installed.groupIds].sort(), [...declared.groups.map((entry) => entry.groupId), pipeline.groupId(groupAddress('239.5.5.5'))].sort());
+    assert.deepEqual(
+      [...installed.groupIds].sort(),
+      [...declared.groups.map((entry) => entry.groupId), pipeline.groupId(groupAddress('239.5.5.5'))].sort(),
+    );
   });
 
   it("the daemon's mirror sees the switch as the commands do", async () => {

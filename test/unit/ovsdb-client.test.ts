@@ -64,7 +64,9 @@ class Peer {
   }
 
   write(...messages: unknown[]): void {
-    this.socket.write(messages.map((message) => (typeof message === 'string' ? message : JSON.stringify(message))).join(''));
+    this.socket.write(
+      messages.map((message) => (typeof message === 'string' ? message : JSON.stringify(message))).join(''),
+    );
   }
 
   reply(request: Json, result: unknown): void {
@@ -118,9 +120,14 @@ afterEach(async () => {
   for (const server of servers.splice(0)) server.close();
 });
 
-async function connected(options: { reconnect?: boolean | { minDelayMs?: number; maxDelayMs?: number }; timeoutMs?: number } = {}) {
+async function connected(
+  options: { reconnect?: boolean | { minDelayMs?: number; maxDelayMs?: number }; timeoutMs?: number } = {},
+) {
   const server = await FakeServer.start();
-  const [client, peer] = await Promise.all([OvsdbClient.connect({ endpoint: server.endpoint, ...options }), server.accept()]);
+  const [client, peer] = await Promise.all([
+    OvsdbClient.connect({ endpoint: server.endpoint, ...options }),
+    server.accept(),
+  ]);
   clients.push(client);
   return { server, client, peer };
 }
@@ -151,29 +158,44 @@ describe('OvsdbClient against a scripted server', () => {
     const { client, peer } = await connected();
     const pending = client.getSchema('Nope');
     const request = await peer.nextCall('get_schema');
-    peer.write({ id: request['id'], error: { error: 'unknown database', details: 'get_schema asked for database Nope' } });
+    peer.write({
+      id: request['id'],
+      error: { error: 'unknown database', details: 'get_schema asked for database Nope' },
+    });
     await assert.rejects(pending, (error) => {
       assert.ok(error instanceof OvsdbError);
       assert.equal(error.error, 'unknown database');
       assert.equal(error.method, 'get_schema');
-      assert.equal(error.message, 'OVSDB get_schema on Nope failed: unknown database: get_schema asked for database Nope');
+      assert.equal(
+        error.message,
+        'OVSDB get_schema on Nope failed: unknown database: get_schema asked for database Nope',
+      );
       assert.match(error.hint ?? '', /list-dbs/);
       return true;
     });
     const lock = client.lock('x');
     peer.write({ id: (await peer.nextCall('lock'))['id'], error: 'unknown method' });
-    await assert.rejects(lock, (error) => error instanceof OvsdbError && error.error === 'unknown method' && error.details === undefined);
+    await assert.rejects(
+      lock,
+      (error) => error instanceof OvsdbError && error.error === 'unknown method' && error.details === undefined,
+    );
   });
 
   it("delivers a monitor's initial state before an update that arrives in the same read", async () => {
     const { client, peer } = await connected();
     const calls: Array<[MonitorUpdateReason, TableUpdates]> = [];
-    const monitor = client.monitor('Open_vSwitch', 'm1', { Interface: { columns: ['name'] } }, (updates, reason) => calls.push([reason, updates]));
+    const monitor = client.monitor('Open_vSwitch', 'm1', { Interface: { columns: ['name'] } }, (updates, reason) =>
+      calls.push([reason, updates]),
+    );
     const request = await peer.nextCall('monitor');
     assert.deepEqual(request['params'], ['Open_vSwitch', 'm1', { Interface: { columns: ['name'] } }]);
     peer.write(
       { id: request['id'], result: { Interface: { [UUID_A]: { new: { name: 'p1' } } } }, error: null },
-      { id: null, method: 'update', params: ['m1', { Interface: { [UUID_A]: { old: { name: 'p1' }, new: { name: 'p2' } } } }] },
+      {
+        id: null,
+        method: 'update',
+        params: ['m1', { Interface: { [UUID_A]: { old: { name: 'p1' }, new: { name: 'p2' } } } }],
+      },
       { id: null, method: 'update', params: ['other', { Interface: {} }] },
     );
     assert.deepEqual(await monitor, { Interface: { [UUID_A]: { new: { name: 'p1' } } } });
@@ -216,12 +238,15 @@ describe('OvsdbClient against a scripted server', () => {
   it('times a request out, cancels it on the server (§4.1.4), and ignores the late reply', async () => {
     const { client, peer } = await connected();
     // Handlers are attached at once: the rejection may come before the test awaits it.
-    const timedOut = assert.rejects(client.transact('Open_vSwitch', [{ op: 'comment', comment: 'slow' }], { timeoutMs: 50 }), (error) => {
-      assert.ok(error instanceof OvsdbTimeoutError);
-      assert.equal(error.exitCode, ExitCode.Unavailable);
-      assert.match(error.message, /did not answer transact within 50 ms/);
-      return true;
-    });
+    const timedOut = assert.rejects(
+      client.transact('Open_vSwitch', [{ op: 'comment', comment: 'slow' }], { timeoutMs: 50 }),
+      (error) => {
+        assert.ok(error instanceof OvsdbTimeoutError);
+        assert.equal(error.exitCode, ExitCode.Unavailable);
+        assert.match(error.message, /did not answer transact within 50 ms/);
+        return true;
+      },
+    );
     const request = await peer.nextCall('transact');
     await timedOut;
     assert.deepEqual(await peer.nextCall('cancel'), { method: 'cancel', params: [request['id']], id: null });
@@ -234,7 +259,10 @@ describe('OvsdbClient against a scripted server', () => {
   it('abandons a request when its signal aborts, and cancels it on the server', async () => {
     const { client, peer } = await connected();
     const controller = new AbortController();
-    const aborted = assert.rejects(client.transact('Open_vSwitch', [{ op: 'comment', comment: 'x' }], { signal: controller.signal }), /user gave up/);
+    const aborted = assert.rejects(
+      client.transact('Open_vSwitch', [{ op: 'comment', comment: 'x' }], { signal: controller.signal }),
+      /user gave up/,
+    );
     const request = await peer.nextCall('transact');
     controller.abort(new Error('user gave up'));
     await aborted;
@@ -244,7 +272,10 @@ describe('OvsdbClient against a scripted server', () => {
 
   it('validates operations before sending anything', async () => {
     const { client } = await connected();
-    await assert.rejects(client.transact('Open_vSwitch', [{ op: 'insert', table: 'T', row: { n: Number.NaN } }]), RangeError);
+    await assert.rejects(
+      client.transact('Open_vSwitch', [{ op: 'insert', table: 'T', row: { n: Number.NaN } }]),
+      RangeError,
+    );
   });
 
   it('fails requests in flight when the connection drops, then reconnects and resyncs monitors', async () => {
@@ -303,7 +334,10 @@ describe('OvsdbClient against a scripted server', () => {
     peer.socket.destroy();
     await closed;
     assert.equal(client.state, 'closed');
-    await assert.rejects(client.listDbs(), (error) => error instanceof UnavailableError && /is closed/.test(error.message));
+    await assert.rejects(
+      client.listDbs(),
+      (error) => error instanceof UnavailableError && /is closed/.test(error.message),
+    );
   });
 
   it('drops the connection when the server breaks the protocol', async () => {
@@ -350,12 +384,18 @@ describe('connecting', () => {
     const { port } = probe.address() as { port: number };
     probe.close();
     await assert.rejects(OvsdbClient.connect({ endpoint: `tcp:127.0.0.1:${port}` }), (error) => {
-      return error instanceof UnavailableError && error.message === `cannot connect to OVSDB tcp:127.0.0.1:${port}: ECONNREFUSED`;
+      return (
+        error instanceof UnavailableError &&
+        error.message === `cannot connect to OVSDB tcp:127.0.0.1:${port}: ECONNREFUSED`
+      );
     });
   });
 
   it('a malformed endpoint is UsageError (exit 64) before anything is tried', async () => {
-    await assert.rejects(OvsdbClient.connect({ endpoint: 'ssl:1.2.3.4:6640' }), (error) => error instanceof UsageError && error.exitCode === ExitCode.Usage);
+    await assert.rejects(
+      OvsdbClient.connect({ endpoint: 'ssl:1.2.3.4:6640' }),
+      (error) => error instanceof UsageError && error.exitCode === ExitCode.Usage,
+    );
   });
 });
 

@@ -105,7 +105,9 @@ for (const [name, stream] of [
         .array(fc.integer({ min: 0, max: stream.length - 1 }), { minLength: 1, maxLength: 8 })
         .map((points) => [...points].sort((a, b) => a - b));
       fc.assert(
-        fc.property(offsets, (points) => assert.deepEqual(splitAll(cut(stream, ...points)), whole, `cut at ${points.join(',')}`)),
+        fc.property(offsets, (points) =>
+          assert.deepEqual(splitAll(cut(stream, ...points)), whole, `cut at ${points.join(',')}`),
+        ),
         { seed: SEED, numRuns: RUNS },
       );
     });
@@ -132,7 +134,9 @@ describe('framing: expected values', () => {
 
   it('the recorded stream holds every reply and notification of its session, in order', () => {
     const values = splitAll([SERVER_STREAM]) as Array<Record<string, unknown>>;
-    const replies = values.filter((value) => value['id'] !== null && value['method'] === undefined).map((value) => value['id']);
+    const replies = values
+      .filter((value) => value['id'] !== null && value['method'] === undefined)
+      .map((value) => value['id']);
     assert.deepEqual(replies, [1, 2, 3, 4, 5, 6]);
     const updates = values.filter((value) => value['method'] === 'update');
     assert.ok(updates.length >= 3, `${updates.length} update notifications`);
@@ -204,7 +208,8 @@ describe('framing: refusals', () => {
     assert.deepEqual(splitter.push(Buffer.from('{}{"a":"0123456789')), [{}]);
     assert.throws(
       () => splitter.push(Buffer.from('AB')),
-      (error) => error instanceof OvsdbDecodeError && error.code === 'too-large' && /at byte offset 2 /.test(error.message),
+      (error) =>
+        error instanceof OvsdbDecodeError && error.code === 'too-large' && /at byte offset 2 /.test(error.message),
     );
   });
 

@@ -23,7 +23,12 @@ import {
 } from '../../src/protocol/ovsdb/datum.js';
 import { OvsdbDecodeError, OvsdbError } from '../../src/protocol/ovsdb/errors.js';
 import { JsonStreamSplitter } from '../../src/protocol/ovsdb/json-stream.js';
-import { monitorRequestsToJson, rowChangeKind, TableCache, tableUpdatesFromJson } from '../../src/protocol/ovsdb/monitor.js';
+import {
+  monitorRequestsToJson,
+  rowChangeKind,
+  TableCache,
+  tableUpdatesFromJson,
+} from '../../src/protocol/ovsdb/monitor.js';
 import { operationToJson, transactResultsFromJson, type Operation } from '../../src/protocol/ovsdb/operations.js';
 import * as rpc from '../../src/protocol/ovsdb/rpc.js';
 import { schemaFromJson } from '../../src/protocol/ovsdb/schema.js';
@@ -46,18 +51,32 @@ function decodeRefusal(fn: () => unknown, code: string): OvsdbDecodeError {
 
 describe('JSON-RPC messages (RFC 7047 §4)', () => {
   it('round-trips a request: list_dbs (§4.1.1)', () => {
-    assertRoundTrip(rpc, { kind: 'request', method: 'list_dbs', params: [], id: 0 }, json('{"method":"list_dbs","params":[],"id":0}'));
+    assertRoundTrip(
+      rpc,
+      { kind: 'request', method: 'list_dbs', params: [], id: 0 },
+      json('{"method":"list_dbs","params":[],"id":0}'),
+    );
   });
 
   it('round-trips a result: the list_dbs reply', () => {
-    assertRoundTrip(rpc, { kind: 'result', result: ['Open_vSwitch', '_Server'], id: 0 }, json('{"result":["Open_vSwitch","_Server"],"error":null,"id":0}'));
+    assertRoundTrip(
+      rpc,
+      { kind: 'result', result: ['Open_vSwitch', '_Server'], id: 0 },
+      json('{"result":["Open_vSwitch","_Server"],"error":null,"id":0}'),
+    );
   });
 
   it('round-trips an error reply carrying an OVSDB error object', () => {
     assertRoundTrip(
       rpc,
-      { kind: 'error', error: { error: 'unknown database', details: 'transact request specifies unknown database Nope' }, id: 'x' },
-      json('{"result":null,"error":{"error":"unknown database","details":"transact request specifies unknown database Nope"},"id":"x"}'),
+      {
+        kind: 'error',
+        error: { error: 'unknown database', details: 'transact request specifies unknown database Nope' },
+        id: 'x',
+      },
+      json(
+        '{"result":null,"error":{"error":"unknown database","details":"transact request specifies unknown database Nope"},"id":"x"}',
+      ),
     );
   });
 
@@ -67,7 +86,11 @@ describe('JSON-RPC messages (RFC 7047 §4)', () => {
       { kind: 'notification', method: 'update', params: ['mon', { Bridge: { [UUID_A]: { new: { name: 'br0' } } } }] },
       json(`{"method":"update","params":["mon",{"Bridge":{"${UUID_A}":{"new":{"name":"br0"}}}}],"id":null}`),
     );
-    assertRoundTrip(rpc, { kind: 'notification', method: 'cancel', params: [7] }, json('{"method":"cancel","params":[7],"id":null}'));
+    assertRoundTrip(
+      rpc,
+      { kind: 'notification', method: 'cancel', params: [7] },
+      json('{"method":"cancel","params":[7],"id":null}'),
+    );
   });
 
   it('round-trips non-ASCII text and escapes', () => {
@@ -79,15 +102,30 @@ describe('JSON-RPC messages (RFC 7047 §4)', () => {
   });
 
   it('decodes the terse forms ovsdb-server sends: echo probes, error replies without "result"', () => {
-    assert.deepEqual(rpc.decode(json('{"id":"echo","method":"echo","params":[]}')), { kind: 'request', method: 'echo', params: [], id: 'echo' });
-    assert.deepEqual(rpc.decode(json('{"id":13,"error":"unknown method"}')), { kind: 'error', error: 'unknown method', id: 13 });
-    assert.deepEqual(rpc.decode(json('{"method":"locked","params":["lk"]}')), { kind: 'notification', method: 'locked', params: ['lk'] });
+    assert.deepEqual(rpc.decode(json('{"id":"echo","method":"echo","params":[]}')), {
+      kind: 'request',
+      method: 'echo',
+      params: [],
+      id: 'echo',
+    });
+    assert.deepEqual(rpc.decode(json('{"id":13,"error":"unknown method"}')), {
+      kind: 'error',
+      error: 'unknown method',
+      id: 13,
+    });
+    assert.deepEqual(rpc.decode(json('{"method":"locked","params":["lk"]}')), {
+      kind: 'notification',
+      method: 'locked',
+      params: ['lk'],
+    });
     assert.deepEqual(rpc.decode(json('{"id":1,"result":null,"error":null}')), { kind: 'result', result: null, id: 1 });
   });
 
   it('decodes every message ovsdb-server sent in the recorded session', () => {
     const splitter = new JsonStreamSplitter();
-    const messages = splitter.push(readFileSync(new URL('../fixtures/ovsdb/server-stream.bin', import.meta.url))).map(rpc.fromJson);
+    const messages = splitter
+      .push(readFileSync(new URL('../fixtures/ovsdb/server-stream.bin', import.meta.url)))
+      .map(rpc.fromJson);
     assert.deepEqual(
       messages.map((message) => message.kind),
       ['result', 'result', 'result', 'notification', 'result', 'notification', 'notification', 'result', 'result'],
@@ -98,7 +136,8 @@ describe('JSON-RPC messages (RFC 7047 §4)', () => {
   });
 
   it('refuses what is not a JSON-RPC message (bad-message)', () => {
-    const refuse = (text: string, pattern: RegExp) => assert.match(decodeRefusal(() => rpc.decode(json(text)), 'bad-message').message, pattern);
+    const refuse = (text: string, pattern: RegExp) =>
+      assert.match(decodeRefusal(() => rpc.decode(json(text)), 'bad-message').message, pattern);
     refuse('[1]', /expected a JSON object/);
     refuse('{"method":7,"params":[],"id":1}', /"method" must be a string/);
     refuse('{"method":"echo","params":{},"id":1}', /"params" of echo must be an array/);
@@ -203,7 +242,11 @@ describe('OVSDB data (RFC 7047 §5.1)', () => {
   });
 
   it('decodes a row', () => {
-    assert.deepEqual(rowFromJson({ _uuid: ['uuid', UUID_A], name: 'p1', ofport: ['set', []] }), { _uuid: { uuid: UUID_A }, name: 'p1', ofport: [] });
+    assert.deepEqual(rowFromJson({ _uuid: ['uuid', UUID_A], name: 'p1', ofport: ['set', []] }), {
+      _uuid: { uuid: UUID_A },
+      name: 'p1',
+      ofport: [],
+    });
   });
 
   it('refuses what is not OVSDB data (bad-datum), saying where', () => {
@@ -231,7 +274,12 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
   const cases: Array<[Operation, unknown]> = [
     [
       { op: 'insert', table: 'Port', row: { name: 'p1', interfaces: [namedUuid('iface')] }, uuidName: 'port' },
-      { op: 'insert', table: 'Port', row: { name: 'p1', interfaces: ['set', [['named-uuid', 'iface']]] }, 'uuid-name': 'port' },
+      {
+        op: 'insert',
+        table: 'Port',
+        row: { name: 'p1', interfaces: ['set', [['named-uuid', 'iface']]] },
+        'uuid-name': 'port',
+      },
     ],
     [
       { op: 'insert', table: 'Bridge', row: { name: 'br0' } },
@@ -246,8 +294,18 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
       { op: 'select', table: 'Bridge', where: [] },
     ],
     [
-      { op: 'update', table: 'Bridge', where: [['_uuid', '==', uuid(UUID_A)]], row: { other_config: ovsdbMap({ 'mcast-snooping-aging-time': '300' }) } },
-      { op: 'update', table: 'Bridge', where: [['_uuid', '==', ['uuid', UUID_A]]], row: { other_config: ['map', [['mcast-snooping-aging-time', '300']]] } },
+      {
+        op: 'update',
+        table: 'Bridge',
+        where: [['_uuid', '==', uuid(UUID_A)]],
+        row: { other_config: ovsdbMap({ 'mcast-snooping-aging-time': '300' }) },
+      },
+      {
+        op: 'update',
+        table: 'Bridge',
+        where: [['_uuid', '==', ['uuid', UUID_A]]],
+        row: { other_config: ['map', [['mcast-snooping-aging-time', '300']]] },
+      },
     ],
     [
       {
@@ -274,8 +332,24 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
       { op: 'delete', table: 'Port', where: [['interfaces', 'includes', ['set', [['uuid', UUID_A]]]]] },
     ],
     [
-      { op: 'wait', table: 'Bridge', where: [['name', '==', 'br0']], columns: ['name'], until: '==', rows: [{ name: 'br0' }], timeout: 0 },
-      { op: 'wait', table: 'Bridge', where: [['name', '==', 'br0']], columns: ['name'], until: '==', rows: [{ name: 'br0' }], timeout: 0 },
+      {
+        op: 'wait',
+        table: 'Bridge',
+        where: [['name', '==', 'br0']],
+        columns: ['name'],
+        until: '==',
+        rows: [{ name: 'br0' }],
+        timeout: 0,
+      },
+      {
+        op: 'wait',
+        table: 'Bridge',
+        where: [['name', '==', 'br0']],
+        columns: ['name'],
+        until: '==',
+        rows: [{ name: 'br0' }],
+        timeout: 0,
+      },
     ],
     [
       { op: 'commit', durable: false },
@@ -299,8 +373,14 @@ describe('transaction operations (RFC 7047 §5.2)', () => {
 
   it('monitor requests (§4.1.5)', () => {
     assert.deepEqual(
-      monitorRequestsToJson({ Interface: { columns: ['name', 'ofport'], select: { initial: true, modify: false } }, Port: [{ columns: ['name'] }, {}] }),
-      { Interface: { columns: ['name', 'ofport'], select: { initial: true, modify: false } }, Port: [{ columns: ['name'] }, {}] },
+      monitorRequestsToJson({
+        Interface: { columns: ['name', 'ofport'], select: { initial: true, modify: false } },
+        Port: [{ columns: ['name'] }, {}],
+      }),
+      {
+        Interface: { columns: ['name', 'ofport'], select: { initial: true, modify: false } },
+        Port: [{ columns: ['name'] }, {}],
+      },
     );
   });
 });
@@ -320,7 +400,12 @@ describe('transact results', () => {
       { count: 1 },
       {},
     ]);
-    assert.deepEqual(results, [{ uuid: UUID_A }, { rows: [{ _uuid: { uuid: UUID_A }, name: 'br0' }] }, { count: 1 }, {}]);
+    assert.deepEqual(results, [
+      { uuid: UUID_A },
+      { rows: [{ _uuid: { uuid: UUID_A }, name: 'br0' }] },
+      { count: 1 },
+      {},
+    ]);
     // The tuple is typed: results[0].uuid is a string, results[2].count a number.
     const [inserted, , mutated] = results;
     assert.equal(inserted.uuid.length, 36);
@@ -330,14 +415,20 @@ describe('transact results', () => {
   it('rejects with the failing operation: its index, the operation, error and details', () => {
     // ovsdb-server 3.1's reply for an insert with a non-string name, as the second operation.
     const error = captureOvsdbError(() =>
-      transactResultsFromJson('Open_vSwitch', operations, [{ uuid: ['uuid', UUID_A] }, { syntax: '7', details: 'expected string', error: 'syntax error' }]),
+      transactResultsFromJson('Open_vSwitch', operations, [
+        { uuid: ['uuid', UUID_A] },
+        { syntax: '7', details: 'expected string', error: 'syntax error' },
+      ]),
     );
     assert.equal(error.error, 'syntax error');
     assert.equal(error.details, 'expected string');
     assert.equal(error.syntax, '7');
     assert.equal(error.operationIndex, 1);
     assert.deepEqual(error.operation, operations[1]);
-    assert.equal(error.message, 'OVSDB transact on Open_vSwitch failed at operation 1 of 4 (select on Bridge): syntax error: expected string');
+    assert.equal(
+      error.message,
+      'OVSDB transact on Open_vSwitch failed at operation 1 of 4 (select on Bridge): syntax error: expected string',
+    );
     assert.ok(error instanceof McastError);
     assert.equal(error.code, 'refused');
     assert.equal(error.exitCode, 1);
@@ -366,9 +457,18 @@ describe('transact results', () => {
   it('refuses results of the wrong shape (bad-datum)', () => {
     decodeRefusal(() => transactResultsFromJson('db', operations, {}), 'bad-datum');
     decodeRefusal(() => transactResultsFromJson('db', operations, [{ uuid: ['uuid', UUID_A] }]), 'bad-datum');
-    decodeRefusal(() => transactResultsFromJson('db', operations, [{ uuid: 'x' }, { rows: [] }, { count: 1 }, {}]), 'bad-datum');
-    decodeRefusal(() => transactResultsFromJson('db', operations, [{ uuid: ['uuid', UUID_A] }, { rows: 1 }, { count: 1 }, {}]), 'bad-datum');
-    decodeRefusal(() => transactResultsFromJson('db', operations, [{ uuid: ['uuid', UUID_A] }, { rows: [] }, { count: -1 }, {}]), 'bad-datum');
+    decodeRefusal(
+      () => transactResultsFromJson('db', operations, [{ uuid: 'x' }, { rows: [] }, { count: 1 }, {}]),
+      'bad-datum',
+    );
+    decodeRefusal(
+      () => transactResultsFromJson('db', operations, [{ uuid: ['uuid', UUID_A] }, { rows: 1 }, { count: 1 }, {}]),
+      'bad-datum',
+    );
+    decodeRefusal(
+      () => transactResultsFromJson('db', operations, [{ uuid: ['uuid', UUID_A] }, { rows: [] }, { count: -1 }, {}]),
+      'bad-datum',
+    );
   });
 });
 
@@ -403,18 +503,28 @@ describe('monitor updates (RFC 7047 §4.1.6)', () => {
     decodeRefusal(() => tableUpdatesFromJson([]), 'bad-datum');
     decodeRefusal(() => tableUpdatesFromJson({ Interface: [] }), 'bad-datum');
     decodeRefusal(() => tableUpdatesFromJson({ Interface: { [UUID_A]: {} } }), 'bad-datum');
-    decodeRefusal(() => tableUpdatesFromJson({ Interface: { [UUID_A]: { new: { ofport: ['uuid', 'x'] } } } }), 'bad-datum');
+    decodeRefusal(
+      () => tableUpdatesFromJson({ Interface: { [UUID_A]: { new: { ofport: ['uuid', 'x'] } } } }),
+      'bad-datum',
+    );
   });
 });
 
 describe('schemas (RFC 7047 §3.2)', () => {
   it('accepts a schema and refuses one without names, version or column types', () => {
-    const schema = schemaFromJson({ name: 'db', version: '1.0.0', tables: { T: { columns: { c: { type: 'integer' } } } } });
+    const schema = schemaFromJson({
+      name: 'db',
+      version: '1.0.0',
+      tables: { T: { columns: { c: { type: 'integer' } } } },
+    });
     assert.equal(schema.tables['T']?.columns['c']?.type, 'integer');
     decodeRefusal(() => schemaFromJson({ version: '1', tables: {} }), 'bad-datum');
     decodeRefusal(() => schemaFromJson({ name: 'db', tables: {} }), 'bad-datum');
     decodeRefusal(() => schemaFromJson({ name: 'db', version: '1', tables: { T: {} } }), 'bad-datum');
-    decodeRefusal(() => schemaFromJson({ name: 'db', version: '1', tables: { T: { columns: { c: {} } } } }), 'bad-datum');
+    decodeRefusal(
+      () => schemaFromJson({ name: 'db', version: '1', tables: { T: { columns: { c: {} } } } }),
+      'bad-datum',
+    );
   });
 });
 

@@ -69,7 +69,11 @@ interface TsharkJsonPacket {
 
 /** What tshark (Wireshark's own pcap reader) sees in a file. */
 function tsharkFrames(path: string): TsharkFrame[] {
-  const out = execFileSync('tshark', ['-r', path, '-T', 'json', '-x'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 26 });
+  const out = execFileSync('tshark', ['-r', path, '-T', 'json', '-x'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+    maxBuffer: 1 << 26,
+  });
   return (JSON.parse(out) as TsharkJsonPacket[]).map(({ _source: { layers } }) => {
     const epoch = layers.frame['frame.time_epoch']!;
     const [sec, fraction = ''] = epoch.split('.');
@@ -134,7 +138,16 @@ interface Seen {
 /** A record as comparable text; copies nothing but reads data before the next push. */
 function describeRecord(record: PcapRecord): string {
   const { index, offset, tsSec, tsFraction, ts, capturedLength, originalLength, data } = record;
-  return JSON.stringify({ index, offset, tsSec, tsFraction, ts, capturedLength, originalLength, data: Buffer.from(data).toString('hex') });
+  return JSON.stringify({
+    index,
+    offset,
+    tsSec,
+    tsFraction,
+    ts,
+    capturedLength,
+    originalLength,
+    data: Buffer.from(data).toString('hex'),
+  });
 }
 
 function readChunks(chunks: readonly Uint8Array[], options: PcapReaderOptions = {}): Seen {
@@ -176,7 +189,16 @@ describe('pcapFileHeader', () => {
   it('round-trips a little-endian microsecond Ethernet header written out from pcap-savefile(5)', () => {
     assertRoundTrip(
       pcapFileHeader,
-      { byteOrder: 'little', precision: 'micro', versionMajor: 2, versionMinor: 4, thiszone: 0, sigfigs: 0, snaplen: 262144, linkType: 1 },
+      {
+        byteOrder: 'little',
+        precision: 'micro',
+        versionMajor: 2,
+        versionMinor: 4,
+        thiszone: 0,
+        sigfigs: 0,
+        snaplen: 262144,
+        linkType: 1,
+      },
       // magic d4c3b2a1 | 2 | 4 | thiszone | sigfigs | snaplen 0x40000 | network 1
       hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000'),
     );
@@ -185,7 +207,16 @@ describe('pcapFileHeader', () => {
   it('round-trips a big-endian nanosecond SLL2 header with non-zero legacy fields', () => {
     assertRoundTrip(
       pcapFileHeader,
-      { byteOrder: 'big', precision: 'nano', versionMajor: 2, versionMinor: 4, thiszone: -3600, sigfigs: 3, snaplen: 65535, linkType: 276 },
+      {
+        byteOrder: 'big',
+        precision: 'nano',
+        versionMajor: 2,
+        versionMinor: 4,
+        thiszone: -3600,
+        sigfigs: 3,
+        snaplen: 65535,
+        linkType: 276,
+      },
       hex('a1b23c4d 0002 0004 fffff1f0 00000003 0000ffff 00000114'),
     );
   });
@@ -194,7 +225,17 @@ describe('pcapFileHeader', () => {
     // FCS len 2 words (4 octets), P set: 0x2 << 28 | 0x04000000 | 1 = 0x24000001.
     assertRoundTrip(
       pcapFileHeader,
-      { byteOrder: 'little', precision: 'micro', versionMajor: 2, versionMinor: 4, thiszone: 0, sigfigs: 0, snaplen: 1514, linkType: 1, fcsLength: 4 },
+      {
+        byteOrder: 'little',
+        precision: 'micro',
+        versionMajor: 2,
+        versionMinor: 4,
+        thiszone: 0,
+        sigfigs: 0,
+        snaplen: 1514,
+        linkType: 1,
+        fcsLength: 4,
+      },
       hex('d4c3b2a1 0200 0400 00000000 00000000 ea050000 01000024'),
     );
   });
@@ -203,17 +244,38 @@ describe('pcapFileHeader', () => {
     for (const { name, linkType, precision, snaplen } of FIXTURE_FILES) {
       const bytes = readFileSync(fixture(name));
       const header = pcapFileHeader.decode(bytes);
-      assert.deepEqual(header, { byteOrder: 'little', precision, versionMajor: 2, versionMinor: 4, thiszone: 0, sigfigs: 0, snaplen, linkType }, name);
-      assert.equal(Buffer.from(pcapFileHeader.encode(header)).toString('hex'), bytes.subarray(0, 24).toString('hex'), name);
+      assert.deepEqual(
+        header,
+        {
+          byteOrder: 'little',
+          precision,
+          versionMajor: 2,
+          versionMinor: 4,
+          thiszone: 0,
+          sigfigs: 0,
+          snaplen,
+          linkType,
+        },
+        name,
+      );
+      assert.equal(
+        Buffer.from(pcapFileHeader.encode(header)).toString('hex'),
+        bytes.subarray(0, 24).toString('hex'),
+        name,
+      );
     }
   });
 
   it('refuses what is not pcap, naming pcapng and the conversion', () => {
-    const notPcap = decodeErrorOf(() => pcapFileHeader.decode(hex('7f454c46 0201 0100 00000000 00000000 00000000 00000000')));
+    const notPcap = decodeErrorOf(() =>
+      pcapFileHeader.decode(hex('7f454c46 0201 0100 00000000 00000000 00000000 00000000')),
+    );
     assert.equal(notPcap.code, 'bad-pcap');
     assert.equal(notPcap.message, 'not a pcap file: magic 0x7f454c46');
 
-    const pcapng = decodeErrorOf(() => pcapFileHeader.decode(hex('0a0d0d0a 1c000000 4d3c2b1a 01000000 ffffffff ffffffff')));
+    const pcapng = decodeErrorOf(() =>
+      pcapFileHeader.decode(hex('0a0d0d0a 1c000000 4d3c2b1a 01000000 ffffffff ffffffff')),
+    );
     assert.equal(pcapng.code, 'bad-pcap');
     assert.match(pcapng.message, /^not a pcap file: magic 0x0a0d0d0a/);
     assert.match(pcapng.message, /pcapng is not supported; convert with `editcap -F pcap in\.pcapng out\.pcap`/);
@@ -225,12 +287,16 @@ describe('pcapFileHeader', () => {
 
   it('refuses versions other than 2.0 to 2.4, and reserved link type bits', () => {
     for (const version of ['0300 0000', '0200 0500', '1f02 0000']) {
-      const error = decodeErrorOf(() => pcapFileHeader.decode(hex(`d4c3b2a1 ${version} 00000000 00000000 00000400 01000000`)));
+      const error = decodeErrorOf(() =>
+        pcapFileHeader.decode(hex(`d4c3b2a1 ${version} 00000000 00000000 00000400 01000000`)),
+      );
       assert.equal(error.code, 'bad-pcap');
       assert.match(error.message, /unsupported pcap version/);
     }
     for (const network of ['01000100' /* Reserved3 */, '01000008' /* R */]) {
-      const error = decodeErrorOf(() => pcapFileHeader.decode(hex(`d4c3b2a1 0200 0400 00000000 00000000 00000400 ${network}`)));
+      const error = decodeErrorOf(() =>
+        pcapFileHeader.decode(hex(`d4c3b2a1 0200 0400 00000000 00000000 00000400 ${network}`)),
+      );
       assert.equal(error.code, 'bad-pcap');
       assert.match(error.message, /reserved bits/);
     }
@@ -239,7 +305,11 @@ describe('pcapFileHeader', () => {
   it('says truncated for a header shorter than 24 octets', () => {
     const full = hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000');
     for (let length = 0; length < 24; length++) {
-      assert.equal(decodeErrorOf(() => pcapFileHeader.decode(full.subarray(0, length))).code, 'truncated', `length ${length}`);
+      assert.equal(
+        decodeErrorOf(() => pcapFileHeader.decode(full.subarray(0, length))).code,
+        'truncated',
+        `length ${length}`,
+      );
     }
   });
 
@@ -275,7 +345,10 @@ describe('pcapRecordHeader', () => {
     const bytes = hex('6553f100 3ade68b1 0000003c 000005ea');
     const value = { tsSec: 1_700_000_000, tsFraction: 987_654_321, capturedLength: 60, originalLength: 1514 };
     assert.deepEqual(pcapRecordHeader.decode(bytes, 0, bytes.length, 'big'), value);
-    assert.equal(Buffer.from(pcapRecordHeader.encode(value, undefined, 0, 'big')).toString('hex'), bytes.toString('hex'));
+    assert.equal(
+      Buffer.from(pcapRecordHeader.encode(value, undefined, 0, 'big')).toString('hex'),
+      bytes.toString('hex'),
+    );
     assert.equal(pcapRecordHeader.encodingLength(value), 16);
     assert.equal(decodeErrorOf(() => pcapRecordHeader.decode(bytes, 1)).code, 'truncated');
     assert.throws(() => pcapRecordHeader.encode({ ...value, tsSec: -1 }), RangeError);
@@ -303,7 +376,10 @@ describe('link types', () => {
     requireTools('tshark');
     const expected: Record<string, string> = { ETHERNET: 'ether', LINUX_SLL: 'linux-sll', LINUX_SLL2: 'linux-sll2' };
     for (const { name } of FIXTURE_FILES) {
-      const out = execFileSync('capinfos', ['-E', '-T', '-r', fixture(name)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      const out = execFileSync('capinfos', ['-E', '-T', '-r', fixture(name)], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       const ours = supportedLinkType(pcapFileHeader.decode(readFileSync(fixture(name))).linkType);
       assert.equal(out.trim().split('\t')[1], expected[ours], name);
     }
@@ -330,7 +406,11 @@ describe('PcapReader', () => {
         const frame = expected[i]!;
         assert.equal(record.index, i + 1);
         assert.equal(record.tsSec, frame.sec, `record ${i + 1} seconds`);
-        assert.equal(precision === 'nano' ? record.tsFraction : record.tsFraction * 1000, frame.nanos, `record ${i + 1} fraction`);
+        assert.equal(
+          precision === 'nano' ? record.tsFraction : record.tsFraction * 1000,
+          frame.nanos,
+          `record ${i + 1} fraction`,
+        );
         assert.ok(Math.abs(record.ts - frame.epoch) < 1e-6, `record ${i + 1} ts ${record.ts} vs ${frame.epoch}`);
         assert.equal(record.originalLength, frame.len, `record ${i + 1} frame.len`);
         assert.equal(record.capturedLength, frame.capLen, `record ${i + 1} frame.cap_len`);
@@ -364,7 +444,11 @@ describe('PcapReader', () => {
     const [, second = 0, third = 0] = recordBoundaries(file);
     for (let a = 0; a <= third; a++) {
       for (let b = Math.max(a, second - 20); b <= third + 4; b++) {
-        assert.deepEqual(readChunks([file.subarray(0, a), file.subarray(a, b), file.subarray(b)]).records, whole, `cuts ${a}, ${b}`);
+        assert.deepEqual(
+          readChunks([file.subarray(0, a), file.subarray(a, b), file.subarray(b)]).records,
+          whole,
+          `cuts ${a}, ${b}`,
+        );
       }
     }
   });
@@ -387,7 +471,11 @@ describe('PcapReader', () => {
         if (length >= 24) {
           const boundary = Math.max(...[...boundaries].filter((b) => b <= length));
           const index = [...boundaries].filter((b) => b <= length).length;
-          assert.match(error.message, new RegExp(`^file ends inside record ${index} at byte offset ${boundary}: `), `length ${length}`);
+          assert.match(
+            error.message,
+            new RegExp(`^file ends inside record ${index} at byte offset ${boundary}: `),
+            `length ${length}`,
+          );
         }
       }
     });
@@ -395,13 +483,21 @@ describe('PcapReader', () => {
 
   it('names empty and short files', () => {
     assert.equal(decodeErrorOf(() => readChunks([])).message, 'empty file: no pcap file header');
-    assert.equal(decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200')])).message, 'file ends inside the pcap file header: it needs 24 octets; only 6 present');
     assert.equal(
-      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e2')])).message,
+      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200')])).message,
+      'file ends inside the pcap file header: it needs 24 octets; only 6 present',
+    );
+    assert.equal(
+      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e2')]))
+        .message,
       'file ends inside record 1 at byte offset 24: its header needs 16 octets; only 6 present',
     );
     assert.equal(
-      decodeErrorOf(() => readChunks([hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e20100 3c000000 3c000000 0102')])).message,
+      decodeErrorOf(() =>
+        readChunks([
+          hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000 00f15365 40e20100 3c000000 3c000000 0102'),
+        ]),
+      ).message,
       'file ends inside record 1 at byte offset 24: its data needs 60 octets; only 2 present',
     );
   });
@@ -437,19 +533,32 @@ describe('PcapReader', () => {
     // 0x10000001 = 256 MiB + 1.
     const huge = decodeErrorOf(() => readChunks([hex(`${header} ${record} 00f15365 00000000 01000010 01000010`)]));
     assert.equal(huge.code, 'bad-pcap');
-    assert.match(huge.message, /^record 2 at byte offset 44: captured length 268435457 exceeds the limit of 4194304 \(snaplen 262144\)/);
+    assert.match(
+      huge.message,
+      /^record 2 at byte offset 44: captured length 268435457 exceeds the limit of 4194304 \(snaplen 262144\)/,
+    );
     // 16 × snaplen (and never less than 16 × 262144): 4194304 passes the check, 4194305 does not.
     const reader = new PcapReader(() => {});
     reader.push(hex(`${header} 00f15365 00000000 00004000 00004000`));
     assert.equal(reader.recordCount, 0);
-    assert.equal(decodeErrorOf(() => readChunks([hex(`${header} 00f15365 00000000 01004000 01004000`)])).code, 'bad-pcap');
+    assert.equal(
+      decodeErrorOf(() => readChunks([hex(`${header} 00f15365 00000000 01004000 01004000`)])).code,
+      'bad-pcap',
+    );
     // And split inside the record header, so the length is only seen in the carry.
     const file = hex(`${header} ${record} 00f15365 00000000 01000010 01000010`);
     for (let cut = 44; cut < file.length; cut++) {
-      assert.equal(decodeErrorOf(() => readChunks([file.subarray(0, cut), file.subarray(cut)])).code, 'bad-pcap', `cut ${cut}`);
+      assert.equal(
+        decodeErrorOf(() => readChunks([file.subarray(0, cut), file.subarray(cut)])).code,
+        'bad-pcap',
+        `cut ${cut}`,
+      );
     }
     // A caller's limit replaces the default.
-    assert.equal(decodeErrorOf(() => readChunks([hex(`${header} ${record}`)], { maxRecordLength: 3 })).code, 'bad-pcap');
+    assert.equal(
+      decodeErrorOf(() => readChunks([hex(`${header} ${record}`)], { maxRecordLength: 3 })).code,
+      'bad-pcap',
+    );
   });
 
   it('reads big-endian files (byte-swapped tcpdump output) as tshark does', () => {
@@ -463,7 +572,10 @@ describe('PcapReader', () => {
       const swapped = readChunks([big]);
       assert.equal(swapped.header?.byteOrder, 'big');
       assert.deepEqual(swapped.records, readChunks([little]).records, name);
-      assert.equal(Buffer.from(pcapFileHeader.encode(swapped.header!)).toString('hex'), big.subarray(0, 24).toString('hex'));
+      assert.equal(
+        Buffer.from(pcapFileHeader.encode(swapped.header!)).toString('hex'),
+        big.subarray(0, 24).toString('hex'),
+      );
     }
   });
 
@@ -476,7 +588,8 @@ describe('PcapReader', () => {
       return bytes;
     };
     const header = (minor: string) => hex(`d4c3b2a1 0200 ${minor} 00000000 00000000 00000400 01000000`);
-    const lengths = (chunks: Buffer[]) => collect(Buffer.concat(chunks)).map((r) => [r.capturedLength, r.originalLength]);
+    const lengths = (chunks: Buffer[]) =>
+      collect(Buffer.concat(chunks)).map((r) => [r.capturedLength, r.originalLength]);
     // 2.2: orig_len first.
     assert.deepEqual(lengths([header('0200'), record(100, 4)]), [[4, 100]]);
     // 2.3: either order; the smaller is the captured length.
@@ -488,7 +601,9 @@ describe('PcapReader', () => {
 
   it('calls onHeader before the first record, and exposes the header', () => {
     const events: string[] = [];
-    const reader = new PcapReader(() => events.push('record'), { onHeader: (header) => events.push(`header ${header.linkType}`) });
+    const reader = new PcapReader(() => events.push('record'), {
+      onHeader: (header) => events.push(`header ${header.linkType}`),
+    });
     const before = reader.header;
     assert.equal(before, undefined);
     reader.push(readFileSync(fixture('any-sll2.pcap')));
@@ -528,7 +643,9 @@ describe('readPcapFile', () => {
     const expected = readChunks([readFileSync(fixture('any-sll.pcap'))]).records;
     for (const highWaterMark of [7, 100, undefined]) {
       const records: string[] = [];
-      const summary = await readPcapFile(fixture('any-sll.pcap'), (record) => records.push(describeRecord(record)), { highWaterMark });
+      const summary = await readPcapFile(fixture('any-sll.pcap'), (record) => records.push(describeRecord(record)), {
+        highWaterMark,
+      });
       assert.deepEqual(records, expected, `highWaterMark ${highWaterMark}`);
       assert.equal(summary.recordCount, expected.length);
       assert.equal(summary.header.linkType, LinkType.LINUX_SLL);
@@ -587,7 +704,13 @@ describe('PcapWriter', () => {
     const sink = new PassThrough();
     const parts: Buffer[] = [];
     sink.on('data', (part: Buffer) => parts.push(part));
-    const writer = new PcapWriter(sink, { linkType: 1, precision: 'nano', snaplen: 128, byteOrder: 'big', bufferSize: 100 });
+    const writer = new PcapWriter(sink, {
+      linkType: 1,
+      precision: 'nano',
+      snaplen: 128,
+      byteOrder: 'big',
+      bufferSize: 100,
+    });
     for (const record of collect(little)) writer.write(record);
     await writer.close();
     assert.equal(Buffer.concat(parts).toString('hex'), toBigEndian(little).toString('hex'));
@@ -612,20 +735,29 @@ describe('PcapWriter', () => {
         const path = join(scratch, `written-${precision}-${byteOrder}.pcap`);
         const writer = PcapWriter.create(path, { linkType: LinkType.RAW, precision, byteOrder, bufferSize: 64 });
         const fractions = precision === 'nano' ? [0, 1, 999_999_999] : [0, 1, 999_999];
-        fractions.forEach((tsFraction, i) => writer.write({ tsSec: 1_700_000_000 + i, tsFraction, data: packet, originalLength: packet.length + i }));
+        fractions.forEach((tsFraction, i) =>
+          writer.write({ tsSec: 1_700_000_000 + i, tsFraction, data: packet, originalLength: packet.length + i }),
+        );
         assert.equal(writer.recordCount, 3);
         await writer.close();
 
         const frames = tsharkFrames(path);
         assert.deepEqual(
           frames.map(({ sec, nanos, len, capLen }) => [sec, nanos, len, capLen]),
-          fractions.map((f, i) => [1_700_000_000 + i, precision === 'nano' ? f : f * 1000, packet.length + i, packet.length]),
+          fractions.map((f, i) => [
+            1_700_000_000 + i,
+            precision === 'nano' ? f : f * 1000,
+            packet.length + i,
+            packet.length,
+          ]),
           `${precision} ${byteOrder}`,
         );
         const lines = tcpdumpLines(path);
         assert.equal(lines.length, 3);
         const nanos = (f: number) => String(precision === 'nano' ? f : f * 1000).padStart(9, '0');
-        fractions.forEach((f, i) => assert.ok(lines[i]!.startsWith(`${1_700_000_000 + i}.${nanos(f)} IP 10.0.0.1 > 239.1.2.3: igmp`), lines[i]));
+        fractions.forEach((f, i) =>
+          assert.ok(lines[i]!.startsWith(`${1_700_000_000 + i}.${nanos(f)} IP 10.0.0.1 > 239.1.2.3: igmp`), lines[i]),
+        );
       }
     }
   });
@@ -633,7 +765,10 @@ describe('PcapWriter', () => {
   it('writes a valid empty file and large records', async () => {
     const path = join(scratch, 'empty.pcap');
     await PcapWriter.create(path, { linkType: LinkType.ETHERNET }).close();
-    assert.equal(readFileSync(path).toString('hex'), hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000').toString('hex'));
+    assert.equal(
+      readFileSync(path).toString('hex'),
+      hex('d4c3b2a1 0200 0400 00000000 00000000 00000400 01000000').toString('hex'),
+    );
 
     const bigPath = join(scratch, 'big-records.pcap');
     const writer = PcapWriter.create(bigPath, { linkType: LinkType.ETHERNET, bufferSize: 1000 });

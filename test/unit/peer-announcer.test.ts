@@ -1,4 +1,7 @@
-/** What a node tells its peers: change records, batching, retransmission of the current state, reports split to the path MTU. */
+/**
+ * What a node tells its peers: change records, batching, retransmission of the current state, reports split to the path
+ * MTU.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { PeerAnnouncer, recordsPerReport } from '../../src/domain/peers/announcer.js';
@@ -18,8 +21,10 @@ const NODE = hostAddress('192.168.60.11');
 const announcer = (pathMtu = 1_500) => new PeerAnnouncer({ pathMtu, retransmitIntervalMs: 1_000 });
 const groups = (...list: GroupAddress[]) => new Set(list);
 /** The records of some reports, as "TYPE group" lines. */
-const recordsOf = (reports: PeerReport[]) => reports.flatMap((report) => report.records.map((record) => `${record.type} ${record.group}`));
-const manyGroups = (count: number) => Array.from({ length: count }, (_, index) => groupAddress(formatIPv4(0xef010000 + index)));
+const recordsOf = (reports: PeerReport[]) =>
+  reports.flatMap((report) => report.records.map((record) => `${record.type} ${record.group}`));
+const manyGroups = (count: number) =>
+  Array.from({ length: count }, (_, index) => groupAddress(formatIPv4(0xef010000 + index)));
 
 describe('recordsPerReport', () => {
   it('is 177 for a 1,500-octet path, and follows the formula', () => {
@@ -47,7 +52,9 @@ describe('PeerAnnouncer', () => {
     const a = announcer();
     a.change(groups(), groups(G1));
     assert.equal(a.hasPending, true);
-    assert.deepEqual(a.flush(0), [{ kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1, sources: [] }] }]);
+    assert.deepEqual(a.flush(0), [
+      { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1, sources: [] }] },
+    ]);
     assert.equal(a.hasPending, false);
     a.change(groups(G1), groups());
     assert.deepEqual(recordsOf(a.flush(1_500)), ['CHANGE_TO_INCLUDE_MODE 239.1.1.1']);
@@ -103,7 +110,10 @@ describe('PeerAnnouncer', () => {
     assert.deepEqual(recordsOf(a.flush(0)), ['CHANGE_TO_EXCLUDE_MODE 239.1.1.1', 'CHANGE_TO_EXCLUDE_MODE 239.1.1.2']);
     assert.equal(a.nextDeadline(), 1_000);
     assert.deepEqual(a.flush(999), []);
-    assert.deepEqual(recordsOf(a.flush(1_000)), ['CHANGE_TO_EXCLUDE_MODE 239.1.1.1', 'CHANGE_TO_EXCLUDE_MODE 239.1.1.2']);
+    assert.deepEqual(recordsOf(a.flush(1_000)), [
+      'CHANGE_TO_EXCLUDE_MODE 239.1.1.1',
+      'CHANGE_TO_EXCLUDE_MODE 239.1.1.2',
+    ]);
     assert.equal(a.nextDeadline(), undefined, 'once');
     assert.deepEqual(a.flush(5_000), []);
   });
@@ -128,7 +138,9 @@ describe('PeerAnnouncer', () => {
     // Leave and join again before any flush: peers still believe "member", nothing new to say now.
     a.change(groups(G1), groups());
     a.change(groups(), groups(G1));
-    assert.deepEqual(a.flush(1_000), [{ kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1, sources: [] }] }]);
+    assert.deepEqual(a.flush(1_000), [
+      { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1, sources: [] }] },
+    ]);
     assert.equal(a.nextDeadline(), undefined);
   });
 
@@ -144,7 +156,11 @@ describe('PeerAnnouncer', () => {
     const a = announcer();
     assert.deepEqual(a.fullState(), [{ kind: 'report', version: 3, records: [] }]);
     a.change(groups(), groups(G10, G2, G1, groupAddress('224.0.0.251')));
-    assert.deepEqual(recordsOf(a.fullState()), ['MODE_IS_EXCLUDE 239.1.1.1', 'MODE_IS_EXCLUDE 239.1.1.2', 'MODE_IS_EXCLUDE 239.1.1.10']);
+    assert.deepEqual(recordsOf(a.fullState()), [
+      'MODE_IS_EXCLUDE 239.1.1.1',
+      'MODE_IS_EXCLUDE 239.1.1.2',
+      'MODE_IS_EXCLUDE 239.1.1.10',
+    ]);
     // Full state does not touch what the changes still have to send.
     assert.equal(a.hasPending, true);
     const b = announcer();
@@ -180,7 +196,10 @@ describe('PeerAnnouncer', () => {
       }
       // R is the most that fits: one record more would not.
       const full = reports.find((report) => report.records.length === limit)!;
-      const oneMore: PeerReport = { ...full, records: [...full.records, { type: 'MODE_IS_EXCLUDE', group: G1, sources: [] }] };
+      const oneMore: PeerReport = {
+        ...full,
+        records: [...full.records, { type: 'MODE_IS_EXCLUDE', group: G1, sources: [] }],
+      };
       assert.ok(encodeReportPacket({ report: oneMore, source: NODE, identification: 0 }).length > pathMtu - 50);
     });
   }
@@ -188,14 +207,21 @@ describe('PeerAnnouncer', () => {
   it('a 1,500-octet path: 177 records are a 1,448-octet packet, 178 would be 1,456 (over 1,450)', () => {
     const records = manyGroups(178).map((group) => ({ type: 'MODE_IS_EXCLUDE' as const, group, sources: [] }));
     const size = (count: number) =>
-      encodeReportPacket({ report: { kind: 'report', version: 3, records: records.slice(0, count) }, source: NODE, identification: 0 }).length;
+      encodeReportPacket({
+        report: { kind: 'report', version: 3, records: records.slice(0, count) },
+        source: NODE,
+        identification: 0,
+      }).length;
     assert.equal(size(177), 1_448);
     assert.equal(size(178), 1_456);
     assert.equal(size(0), 32, 'the heartbeat');
   });
 
   it('the frame goes to 224.0.0.22 from the given MAC', () => {
-    const frame = encodeReportFrame({ report: { kind: 'report', version: 3, records: [] }, source: NODE, identification: 7 }, '02:00:00:00:00:01');
+    const frame = encodeReportFrame(
+      { report: { kind: 'report', version: 3, records: [] }, source: NODE, identification: 7 },
+      '02:00:00:00:00:01',
+    );
     const header = ethernet.decode(frame);
     assert.equal(header.header.dst, '01:00:5e:00:00:16');
     assert.equal(header.header.src, '02:00:00:00:00:01');

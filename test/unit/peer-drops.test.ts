@@ -1,4 +1,7 @@
-/** Tunnel mode's drops by peer: counted by the exchange, shown in the status and the metrics, and gone with a peer taken off the list. */
+/**
+ * Tunnel mode's drops by peer: counted by the exchange, shown in the status and the metrics, and gone with a peer taken
+ * off the list.
+ */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,12 +29,20 @@ const NO_DROPS = { rate: 0, unsupported: 0, malformed: 0, refused: 0 };
 
 const joinOf = (peer: string, group: string) => v3Report(peer, [{ type: 'CHANGE_TO_EXCLUDE_MODE', group }]);
 const generalQuery = (peer: string) =>
-  igmpFrame({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] }, { src: peer, dst: '224.0.0.1' });
+  igmpFrame(
+    { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] },
+    { src: peer, dst: '224.0.0.1' },
+  );
 
 function exchangeOf(peers: readonly HostAddress[] = [P2, P3]) {
   const clock = new FakeClock();
   const exchange = new PeerExchange({
-    port: { sendToPeers: async (_frame, to) => ({ sent: to.length, refused: [] }), groupsChanged() {}, clock, logger: new RecordingLogger() },
+    port: {
+      sendToPeers: async (_frame, to) => ({ sent: to.length, refused: [] }),
+      groupsChanged() {},
+      clock,
+      logger: new RecordingLogger(),
+    },
     nodeAddress: NODE,
     sourceMac: () => undefined,
     peers,
@@ -69,13 +80,27 @@ function dropSome(exchange: PeerExchange): void {
   exchange.take(joinOf(NODE, G1), NODE);
 }
 
-const TUNNEL = { port: 'tun0', peers: [P2, P3], nodeAddress: NODE, refreshIntervalMs: 30_000, peerTimeoutMs: 70_000, maxGroupsPerPeer: 1 };
+const TUNNEL = {
+  port: 'tun0',
+  peers: [P2, P3],
+  nodeAddress: NODE,
+  refreshIntervalMs: 30_000,
+  peerTimeoutMs: 70_000,
+  maxGroupsPerPeer: 1,
+};
 
 describe('drops by peer', () => {
   it("a configured peer's drops are its own; a stranger's, this node's and an unnamed frame's are counted apart; the totals hold all", () => {
     const { exchange } = exchangeOf();
     dropSome(exchange);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 3, self: 1, unsupported: 1, malformed: 1, rate: 1, refused: 1 });
+    assert.deepEqual(exchange.counters.drops, {
+      'unknown-peer': 3,
+      self: 1,
+      unsupported: 1,
+      malformed: 1,
+      rate: 1,
+      refused: 1,
+    });
     const view = exchange.view();
     assert.deepEqual(
       view.peers.map((peer) => [peer.address, peer.drops]),
@@ -105,7 +130,13 @@ describe('drops by peer', () => {
   it("the status shows each peer's drops next to its members, and the drops of no peer", () => {
     const { exchange, clock } = exchangeOf();
     dropSome(exchange);
-    const view = tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: exchange.view(), drops: exchange.counters.drops, clock });
+    const view = tunnelViewOf({
+      tunnel: TUNNEL,
+      ofport: 7,
+      remote: exchange.view(),
+      drops: exchange.counters.drops,
+      clock,
+    });
     assert.deepEqual(view.peers[0], {
       address: P2,
       state: 'up',
@@ -125,7 +156,15 @@ describe('peer drop metrics', () => {
     const daemonView = new FakeDaemonView();
     const metrics = new DaemonMetrics(daemonView);
     const statusNow = () =>
-      sampleStatus({ tunnel: tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: exchange.view(), drops: exchange.counters.drops, clock }) });
+      sampleStatus({
+        tunnel: tunnelViewOf({
+          tunnel: TUNNEL,
+          ofport: 7,
+          remote: exchange.view(),
+          drops: exchange.counters.drops,
+          clock,
+        }),
+      });
     daemonView.statusValue = statusNow();
     metrics.peerMessage(P2, 'in', 'report', 2);
     metrics.peerMessage(P3, 'in', 'query');
@@ -138,7 +177,10 @@ describe('peer drop metrics', () => {
     assert.match(text, /^mcastctl_peer_drops_total\{reason="self"\} 1$/m);
     assert.doesNotMatch(text, /10\.9\.9\.9/);
     // One metric, by peer and reason: summed, the series give the node's totals.
-    const total = [...text.matchAll(/^mcastctl_peer_drops_total\{[^}]*\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+    const total = [...text.matchAll(/^mcastctl_peer_drops_total\{[^}]*\} (\d+)$/gm)].reduce(
+      (sum, match) => sum + Number(match[1]),
+      0,
+    );
     assert.equal(total, 8);
 
     exchange.setPeers([P3]);
@@ -157,11 +199,15 @@ const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ENTRY = 'import { run } from "./src/cli/main.js"; process.exitCode = await run(process.argv.slice(1));';
 
 function statusCommand(socket: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', ENTRY, '--', 'status', '--control-socket', socket], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1', TZ: 'UTC' },
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--input-type=module', '-e', ENTRY, '--', 'status', '--control-socket', socket],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1', TZ: 'UTC' },
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -182,14 +228,28 @@ describe('status with drops by peer', () => {
     dropSome(exchange);
     const root = await mkdtemp(joinPath(tmpdir(), 'mcastctl-peer-drops-'));
     const view = new FakeDaemonView();
-    view.statusValue = sampleStatus({ tunnel: tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: exchange.view(), drops: exchange.counters.drops, clock }) });
+    view.statusValue = sampleStatus({
+      tunnel: tunnelViewOf({
+        tunnel: TUNNEL,
+        ofport: 7,
+        remote: exchange.view(),
+        drops: exchange.counters.drops,
+        clock,
+      }),
+    });
     const server = await ControlServer.listen({ path: joinPath(root, 'mcastctl.sock'), view });
     try {
       const human = await statusCommand(joinPath(root, 'mcastctl.sock'));
       assert.equal(human.code, 0, human.stderr);
-      assert.match(human.stdout, /^peer 192\.168\.60\.12: +up, .*, 1 group; dropped rate 1, unsupported 1, malformed 1, refused 1$/m);
+      assert.match(
+        human.stdout,
+        /^peer 192\.168\.60\.12: +up, .*, 1 group; dropped rate 1, unsupported 1, malformed 1, refused 1$/m,
+      );
       assert.match(human.stdout, /^peer 192\.168\.60\.13: +unknown, never heard from, 0 groups$/m);
-      assert.match(human.stdout, /^tunnel: .*; dropped unknown-peer 3, self 1, rate 1, unsupported 1, malformed 1, refused 1$/m);
+      assert.match(
+        human.stdout,
+        /^tunnel: .*; dropped unknown-peer 3, self 1, rate 1, unsupported 1, malformed 1, refused 1$/m,
+      );
     } finally {
       await server.close();
       await rm(root, { recursive: true, force: true });

@@ -36,8 +36,18 @@ const plain = new Chalk({ level: 0 });
 async function tunnelLoop(options: { subscribed: boolean }) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
-  const tunnel = { port: 'tun0', peers: [PEER2, PEER3], nodeAddress: NODE, refreshIntervalMs: 2_000, peerTimeoutMs: 5_000, maxGroupsPerPeer: 100 };
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('p1', POD, 'shop/web')
+    .addPort('tun0', TUNNEL);
+  const tunnel = {
+    port: 'tun0',
+    peers: [PEER2, PEER3],
+    nodeAddress: NODE,
+    refreshIntervalMs: 2_000,
+    peerTimeoutMs: 5_000,
+    maxGroupsPerPeer: 100,
+  };
   const loop = new MulticastController({
     config: testDaemonConfig({ tunnel }),
     logger: new RecordingLogger(),
@@ -76,8 +86,20 @@ describe('the daemon publishes the messages with its peers', () => {
       await settle();
       const later = new Date(clock.wallMs()).toISOString();
       assert.deepEqual(peerEvents().slice(2), [
-        { type: 'peer-report', time: later, direction: 'out', peers: [PEER2, PEER3], records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: GROUP }] },
-        { type: 'peer-report', time: later, direction: 'in', peer: PEER2, records: [{ type: 'MODE_IS_EXCLUDE', group: GROUP }] },
+        {
+          type: 'peer-report',
+          time: later,
+          direction: 'out',
+          peers: [PEER2, PEER3],
+          records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: GROUP }],
+        },
+        {
+          type: 'peer-report',
+          time: later,
+          direction: 'in',
+          peer: PEER2,
+          records: [{ type: 'MODE_IS_EXCLUDE', group: GROUP }],
+        },
       ]);
     } finally {
       await stop();
@@ -87,7 +109,16 @@ describe('the daemon publishes the messages with its peers', () => {
   it('a general query from a peer is published, and so is the answer, to that peer only', async () => {
     const { vswitch, peerEvents, stop } = await tunnelLoop({ subscribed: true });
     try {
-      const query: IgmpMessage = { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] };
+      const query: IgmpMessage = {
+        kind: 'query',
+        version: 3,
+        group: '0.0.0.0',
+        maxRespCode: 10,
+        sFlag: false,
+        qrv: 2,
+        qqic: 30,
+        sources: [],
+      };
       vswitch.packetIn(igmpFrame(query, { src: PEER3, dst: '224.0.0.1' }), TUNNEL, PEER3);
       await settle();
       assert.deepEqual(
@@ -114,7 +145,13 @@ describe('snoop --daemon prints the messages with the peers', () => {
   it('one human line each: direction, the peer or peers, the records or the query', () => {
     assert.deepEqual(
       lines([
-        { type: 'peer-report', time, direction: 'in', peer: '192.168.60.12', records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1' }] },
+        {
+          type: 'peer-report',
+          time,
+          direction: 'in',
+          peer: '192.168.60.12',
+          records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1' }],
+        },
         {
           type: 'peer-report',
           time,
@@ -146,7 +183,10 @@ describe('snoop --daemon prints the messages with the peers', () => {
         { type: 'join', time, group: '239.1.2.3', port, host: '10.0.0.5' },
         { type: 'replay', time, what: 'openflow', groups: 3 },
       ]),
-      [`${clock} join   veth-a (5) default/pod-a  239.1.2.3 host 10.0.0.5`, `${clock} replay openflow reconnected: 3 groups replayed`],
+      [
+        `${clock} join   veth-a (5) default/pod-a  239.1.2.3 host 10.0.0.5`,
+        `${clock} replay openflow reconnected: 3 groups replayed`,
+      ],
     );
   });
 
@@ -157,12 +197,20 @@ describe('snoop --daemon prints the messages with the peers', () => {
     const client = await ControlClient.connect(join(root, 'mcastctl.sock'));
     try {
       const sent: DaemonEvent[] = [
-        { type: 'peer-report', time, direction: 'in', peer: '192.168.60.12', records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1' }] },
+        {
+          type: 'peer-report',
+          time,
+          direction: 'in',
+          peer: '192.168.60.12',
+          records: [{ type: 'MODE_IS_EXCLUDE', group: '239.1.1.1' }],
+        },
         { type: 'peer-query', time, direction: 'out', peers: ['192.168.60.12', '192.168.60.13'] },
       ];
       const received: DaemonEvent[] = [];
       const stop = new AbortController();
-      const following = client.events((event) => received.push(event) === sent.length && stop.abort(), { signal: stop.signal });
+      const following = client.events((event) => received.push(event) === sent.length && stop.abort(), {
+        signal: stop.signal,
+      });
       await waitFor(() => server.subscriberCount > 0, 'the subscription');
       for (const event of sent) view.emit(event);
       await following;

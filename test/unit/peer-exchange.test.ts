@@ -1,7 +1,11 @@
 /** The daemon's membership exchange with its peers over the tunnel, on a fake clock and a fake switch port. */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
-import { PeerExchange, type PeerExchangeOptions, type PeerExchangePort } from '../../src/controllers/daemon/tunnel/peer-exchange.js';
+import {
+  PeerExchange,
+  type PeerExchangeOptions,
+  type PeerExchangePort,
+} from '../../src/controllers/daemon/tunnel/peer-exchange.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
 import type { IgmpMessage } from '../../src/packet/igmp/message.js';
 import * as mldFrame from '../../src/packet/mld-frame.js';
@@ -31,7 +35,9 @@ interface SentFrame {
 }
 
 /** The exchange on a fake clock; what it sends and syncs is kept for the assertions. */
-function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; refusedBySwitch?: boolean; watched?: boolean } = {}) {
+function harness(
+  overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; refusedBySwitch?: boolean; watched?: boolean } = {},
+) {
   const clock = new FakeClock();
   const logger = new RecordingLogger();
   const sent: SentFrame[] = [];
@@ -75,11 +81,18 @@ function harness(overrides: Partial<PeerExchangeOptions> & { refuse?: boolean; r
 
 /** "TYPE group" of every record of every report in `frames`. */
 const recordsOf = (frames: SentFrame[]) =>
-  frames.flatMap((frame) => (frame.message.kind === 'report' && 'records' in frame.message ? frame.message.records.map((r) => `${r.type} ${r.group}`) : []));
+  frames.flatMap((frame) =>
+    frame.message.kind === 'report' && 'records' in frame.message
+      ? frame.message.records.map((r) => `${r.type} ${r.group}`)
+      : [],
+  );
 const reports = (frames: SentFrame[]) => frames.filter((frame) => frame.message.kind === 'report');
 const queries = (frames: SentFrame[]) => frames.filter((frame) => frame.message.kind === 'query');
 const v3GeneralQuery = (querier: string) =>
-  igmpFrame({ kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] }, { src: querier, dst: '224.0.0.1' });
+  igmpFrame(
+    { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 10, sFlag: false, qrv: 2, qqic: 30, sources: [] },
+    { src: querier, dst: '224.0.0.1' },
+  );
 const join = (peer: string, group: string) => v3Report(peer, [{ type: 'CHANGE_TO_EXCLUDE_MODE', group }]);
 /** An MLDv2 report as a peer sends it into the tunnel: from a link-local address to ff02::16. */
 const mldReport = (records: Omit<MldRecord, 'sources'>[]) =>
@@ -139,9 +152,19 @@ describe('PeerExchange: frames from the tunnel', () => {
     exchange.take(join(NODE, G1), NODE);
     assert.deepEqual(changes, []);
     assert.deepEqual(exchange.peersOf(G1), []);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 3, self: 1, unsupported: 0, malformed: 0, rate: 0, refused: 0 });
+    assert.deepEqual(exchange.counters.drops, {
+      'unknown-peer': 3,
+      self: 1,
+      unsupported: 0,
+      malformed: 0,
+      rate: 0,
+      refused: 0,
+    });
     // One warning per reason, not per frame.
-    assert.equal(logger.lines.filter((line) => line.message === 'dropped a frame from the tunnel: unknown-peer').length, 1);
+    assert.equal(
+      logger.lines.filter((line) => line.message === 'dropped a frame from the tunnel: unknown-peer').length,
+      1,
+    );
     assert.equal(logger.find('dropped a frame from the tunnel: self').length, 1);
   });
 
@@ -173,8 +196,20 @@ describe('PeerExchange: frames from the tunnel', () => {
     udp[14 + 9] = 17; // IPv4 protocol: UDP
     exchange.take(udp, P2);
     assert.deepEqual(changes, []);
-    assert.deepEqual(exchange.counters.drops, { 'unknown-peer': 0, self: 0, unsupported: 3, malformed: 4, rate: 0, refused: 0 });
-    assert.deepEqual(exchange.view().peers.find((peer) => peer.address === P2)?.drops, { rate: 0, unsupported: 3, malformed: 4, refused: 0 });
+    assert.deepEqual(exchange.counters.drops, {
+      'unknown-peer': 0,
+      self: 0,
+      unsupported: 3,
+      malformed: 4,
+      rate: 0,
+      refused: 0,
+    });
+    assert.deepEqual(exchange.view().peers.find((peer) => peer.address === P2)?.drops, {
+      rate: 0,
+      unsupported: 3,
+      malformed: 4,
+      refused: 0,
+    });
   });
 
   it("a peer's general query gets our full state, to that peer only, at most once a second", async () => {
@@ -247,11 +282,14 @@ describe('PeerExchange: local changes', () => {
     exchange.start();
     clock.advance(1);
     take();
-    for (let index = 0; index < 300; index++) exchange.localGroupChanged(groupAddress(formatIPv4(0xef020000 + index)), true);
+    for (let index = 0; index < 300; index++)
+      exchange.localGroupChanged(groupAddress(formatIPv4(0xef020000 + index)), true);
     clock.advance(0);
     const burst = take();
     assert.deepEqual(
-      burst.map((frame) => (frame.message.kind === 'report' && frame.message.version === 3 ? frame.message.records.length : -1)),
+      burst.map((frame) =>
+        frame.message.kind === 'report' && frame.message.version === 3 ? frame.message.records.length : -1,
+      ),
       [177, 123],
     );
   });
@@ -495,7 +533,14 @@ describe('PeerExchange: the messages as events (snoop --daemon)', () => {
     exchange.localGroupChanged(G1, true);
     clock.advance(0);
     await settle();
-    assert.deepEqual(notices, [{ type: 'peer-report', direction: 'out', peers: [P2, P3], records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 }] }]);
+    assert.deepEqual(notices, [
+      {
+        type: 'peer-report',
+        direction: 'out',
+        peers: [P2, P3],
+        records: [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: G1 }],
+      },
+    ]);
     exchange.stop();
   });
 

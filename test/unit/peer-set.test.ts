@@ -1,4 +1,6 @@
-/** The tunnel peers: a flag's list and a file's, deduplicated, without this node, capped, with errors that say where. */
+/**
+ * The tunnel peers: a flag's list and a file's, deduplicated, without this node, capped, with errors that say where.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { UsageError } from '../../src/errors.js';
@@ -41,8 +43,16 @@ describe('parsePeerList (the --peers flag)', () => {
   });
 
   it('refuses what is no unicast node address, naming the entry', () => {
-    refused(() => parsePeerList('192.168.60.12,nope', '--peers', none), 'bad-address', /^--peers: entry 2: "nope" is not an IPv4 address/);
-    refused(() => parsePeerList('192.168.60.12,,192.168.60.13', '--peers', none), 'bad-address', /entry 2: an empty entry/);
+    refused(
+      () => parsePeerList('192.168.60.12,nope', '--peers', none),
+      'bad-address',
+      /^--peers: entry 2: "nope" is not an IPv4 address/,
+    );
+    refused(
+      () => parsePeerList('192.168.60.12,,192.168.60.13', '--peers', none),
+      'bad-address',
+      /entry 2: an empty entry/,
+    );
     refused(() => parsePeerList('239.1.2.3', '--peers', none), 'bad-address', /not a unicast address/);
     refused(() => parsePeerList('0.0.0.0', '--peers', none), 'bad-address', /not a unicast address/);
     refused(() => parsePeerList('255.255.255.255', '--peers', none), 'bad-address', /not a unicast address/);
@@ -85,15 +95,43 @@ describe('parsePeersFile', () => {
   });
 
   it('errors name the file and the line', () => {
-    refused(() => parsePeersFile('192.168.60.12\n# x\nnode-3\n', 'peers.txt', none), 'bad-file', /^peers\.txt:3: "node-3" is not an IPv4 address/);
-    refused(() => parsePeersFile('192.168.60.12 192.168.60.13\n', 'peers.txt', none), 'bad-file', /^peers\.txt:1: .*one address a line/);
-    refused(() => parsePeersFile('- 192.168.60.12\n\n- 239.1.1.1\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:3: "239\.1\.1\.1" is not a unicast/);
-    refused(() => parsePeersFile('- 192.168.60.12\n- 42\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:2: "42" is not a string/);
-    refused(() => parsePeersFile('- 192.168.60.12\n- [a]\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:2: a list or mapping/);
+    refused(
+      () => parsePeersFile('192.168.60.12\n# x\nnode-3\n', 'peers.txt', none),
+      'bad-file',
+      /^peers\.txt:3: "node-3" is not an IPv4 address/,
+    );
+    refused(
+      () => parsePeersFile('192.168.60.12 192.168.60.13\n', 'peers.txt', none),
+      'bad-file',
+      /^peers\.txt:1: .*one address a line/,
+    );
+    refused(
+      () => parsePeersFile('- 192.168.60.12\n\n- 239.1.1.1\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:3: "239\.1\.1\.1" is not a unicast/,
+    );
+    refused(
+      () => parsePeersFile('- 192.168.60.12\n- 42\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:2: "42" is not a string/,
+    );
+    refused(
+      () => parsePeersFile('- 192.168.60.12\n- [a]\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:2: a list or mapping/,
+    );
     // An empty node has no span of its own: the loader names its list's line.
-    refused(() => parsePeersFile('- 192.168.60.12\n-\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:\d+: an empty entry/);
+    refused(
+      () => parsePeersFile('- 192.168.60.12\n-\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:\d+: an empty entry/,
+    );
     refused(() => parsePeersFile('- a: [\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:\d+: not valid YAML/);
-    refused(() => parsePeersFile('- &a 192.168.60.12\n- *a\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:1: an anchor/);
+    refused(
+      () => parsePeersFile('- &a 192.168.60.12\n- *a\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:1: an anchor/,
+    );
     refused(
       () => parsePeersFile('peers: [192.168.60.12]\n', 'peers.yaml', none),
       'bad-file',
@@ -102,11 +140,19 @@ describe('parsePeersFile', () => {
   });
 
   it('a list as a mapping value is not a peers file', () => {
-    refused(() => parsePeersFile('---\npeers:\n  - 192.168.60.12\n', 'peers.yaml', none), 'bad-file', /^peers\.yaml:2: the file must be a list of addresses/);
+    refused(
+      () => parsePeersFile('---\npeers:\n  - 192.168.60.12\n', 'peers.yaml', none),
+      'bad-file',
+      /^peers\.yaml:2: the file must be a list of addresses/,
+    );
   });
 
   it(`caps a file at ${MAX_PEERS} peers, naming the line past it`, () => {
     const lines = Array.from({ length: MAX_PEERS + 1 }, (_, index) => `10.1.${index >> 8}.${index & 0xff}`);
-    refused(() => parsePeersFile(lines.join('\n'), 'peers', none), 'bad-file', new RegExp(`^peers:${MAX_PEERS + 1}: more than ${MAX_PEERS} peers`));
+    refused(
+      () => parsePeersFile(lines.join('\n'), 'peers', none),
+      'bad-file',
+      new RegExp(`^peers:${MAX_PEERS + 1}: more than ${MAX_PEERS} peers`),
+    );
   });
 });

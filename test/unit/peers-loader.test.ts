@@ -42,7 +42,10 @@ describe('loadPeersFile', () => {
   });
 
   it('refuses what is no regular file, or too large, saying what to give', async () => {
-    await assert.rejects(loadPeersFile(directory), (error: unknown) => error instanceof FileRefusedError && error.reason === 'not-regular');
+    await assert.rejects(
+      loadPeersFile(directory),
+      (error: unknown) => error instanceof FileRefusedError && error.reason === 'not-regular',
+    );
     const large = join(directory, 'large');
     writeFileSync(large, '# padding\n'.repeat(30_000));
     await assert.rejects(loadPeersFile(large), (error: unknown) => {
@@ -86,7 +89,12 @@ describe('watchPeersFile', () => {
     writeFileSync(path, '10.0.0.2\n');
     let changes = 0;
     const errors: Error[] = [];
-    const watch = watchPeersFile({ path, debounceMs: 50, onChange: () => changes++, onError: (error) => errors.push(error) });
+    const watch = watchPeersFile({
+      path,
+      debounceMs: 50,
+      onChange: () => changes++,
+      onError: (error) => errors.push(error),
+    });
     try {
       await delay(20);
       writeFileSync(path, '10.0.0.2\n10.0.0.3\n');
@@ -112,7 +120,11 @@ describe('watchPeersFile', () => {
 
   it('a directory that cannot be watched is an error reported, not thrown', () => {
     const errors: Error[] = [];
-    const watch = watchPeersFile({ path: join(directory, 'no-such-dir', 'peers'), onChange: () => {}, onError: (error) => errors.push(error) });
+    const watch = watchPeersFile({
+      path: join(directory, 'no-such-dir', 'peers'),
+      onChange: () => {},
+      onError: (error) => errors.push(error),
+    });
     watch.close();
     assert.equal(errors.length, 1);
   });

@@ -40,7 +40,8 @@ const BASE = DEFAULT_PIPELINE_CONFIG.groupIdBase;
 const G_VALUE = 0xef010203;
 
 const small = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
-const real = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
+const real = () =>
+  new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
 
 const include = (...sources: SourceAddress[]): SourceFilter => ({ mode: 'include', sources: new Set(sources) });
 const exclude = (...sources: SourceAddress[]): SourceFilter => ({ mode: 'exclude', sources: new Set(sources) });
@@ -52,7 +53,9 @@ function fnv1a(text: string): number {
   return hash;
 }
 
-/** The design's example: A IN{S1}, B IN{S2}, C EX{S1}, with the gateway in every entry, as the daemon's sync adds it. */
+/**
+ * The design's example: A IN{S1}, B IN{S2}, C EX{S1}, with the gateway in every entry, as the daemon's sync adds it.
+ */
 function exampleMemberships(): GroupMembership[] {
   const split = splitBySource([
     { port: A, filter: include(S1) },
@@ -68,11 +71,14 @@ function exampleMemberships(): GroupMembership[] {
   });
   return [
     { group: G, ports: [...split.other, GW], learned: true },
-    ...split.bySource.map(({ source, ports }): GroupMembership => ({ group: G, source, ports: [...ports, GW], learned: true })),
+    ...split.bySource.map(
+      ({ source, ports }): GroupMembership => ({ group: G, source, ports: [...ports, GW], learned: true }),
+    ),
   ];
 }
 
-const outputs = (entry: GroupEntry) => entry.buckets.map((bucket) => (bucket.type === 'group' ? `group:${bucket.groupId}` : `output:${bucket.port}`));
+const outputs = (entry: GroupEntry) =>
+  entry.buckets.map((bucket) => (bucket.type === 'group' ? `group:${bucket.groupId}` : `output:${bucket.port}`));
 
 /** What the switch would dump after taking these entries: each through the codec's bytes and back. */
 function throughTheWire(forwardings: readonly GroupForwarding[]): { groups: GroupEntry[]; flows: FlowEntry[] } {
@@ -126,7 +132,11 @@ describe('(S,G) forwarding: the A/B/C example', () => {
     assert.deepEqual(star.flow.actions, [{ type: 'group', groupId: pipeline.groupId(G) }]);
     assert.deepEqual(s1.flow.actions, [{ type: 'group', groupId: pipeline.sourceGroupId(S1, G) }]);
     assert.deepEqual(s2.flow.actions, [{ type: 'group', groupId: pipeline.sourceGroupId(S2, G) }]);
-    assert.equal(new Set([star, s1, s2].map((forwarding) => forwarding.groups[0]!.groupId)).size, 3, 'three OVS groups');
+    assert.equal(
+      new Set([star, s1, s2].map((forwarding) => forwarding.groups[0]!.groupId)).size,
+      3,
+      'three OVS groups',
+    );
     // Not learned: the cookie says so, as for (*,G).
     const declared = pipeline.forwarding({ group: G, source: S1, ports: [A] });
     assert.equal(decodeFlowCookie(declared.flow.cookie, 0x4d43)?.flags, undefined);
@@ -160,13 +170,23 @@ describe('(S,G) forwarding: the A/B/C example', () => {
     assert.equal(tail.groupId, pipeline.sourceGroupId(S3, G, 1));
     assert.equal(head.buckets.length, MAX_OUTPUT_BUCKETS_PER_GROUP_MOD);
     assert.deepEqual(head.buckets.at(-1), { type: 'group', groupId: tail.groupId });
-    const reached = [...head.buckets, ...tail.buckets].flatMap((bucket) => (bucket.type === 'output' ? [bucket.port] : []));
+    const reached = [...head.buckets, ...tail.buckets].flatMap((bucket) =>
+      bucket.type === 'output' ? [bucket.port] : [],
+    );
     assert.deepEqual(reached, ports);
     assert.deepEqual(forwarding.flow.actions, [{ type: 'group', groupId: head.groupId }]);
-    assert.throws(() => pipeline.forwarding({ group: G, source: S3, ports: Array.from({ length: pipeline.maxMembers + 1 }, (_, i) => i + 1) }), {
-      name: 'RangeError',
-      message: new RegExp(`\\(${S3}, ${G}\\) has`),
-    });
+    assert.throws(
+      () =>
+        pipeline.forwarding({
+          group: G,
+          source: S3,
+          ports: Array.from({ length: pipeline.maxMembers + 1 }, (_, i) => i + 1),
+        }),
+      {
+        name: 'RangeError',
+        message: new RegExp(`\\(${S3}, ${G}\\) has`),
+      },
+    );
   });
 });
 
@@ -175,7 +195,14 @@ describe('(S,G) forwarding in tunnel mode', () => {
 
   it('keeps link 0 for the gateway and every peer, the pods of the source from link 1, and ingress flows to link 1', () => {
     const pipeline = small();
-    const forwarding = pipeline.forwarding({ group: G, source: S1, ports: [A, GW], gateway: GW, tunnel, learned: true });
+    const forwarding = pipeline.forwarding({
+      group: G,
+      source: S1,
+      ports: [A, GW],
+      gateway: GW,
+      tunnel,
+      learned: true,
+    });
     const linkOne = pipeline.sourceGroupId(S1, G, 1);
     const head = forwarding.groups.at(-1)!;
     assert.equal(head.groupId, pipeline.sourceGroupId(S1, G));
@@ -188,10 +215,19 @@ describe('(S,G) forwarding in tunnel mode', () => {
     assert.deepEqual(forwarding.groups.slice(0, -1), [{ groupId: linkOne, buckets: [{ type: 'output', port: A }] }]);
     assert.deepEqual(
       forwarding.ingress?.map((flow) => [flow.priority, flow.match, flow.actions]),
-      [TUN, GW].map((inPort) => [275, { inPort, ethType: 0x0800, ipDst: G, ipSrc: S1 }, [{ type: 'group', groupId: linkOne }]]),
+      [TUN, GW].map((inPort) => [
+        275,
+        { inPort, ethType: 0x0800, ipDst: G, ipSrc: S1 },
+        [{ type: 'group', groupId: linkOne }],
+      ]),
     );
     for (const flow of forwarding.ingress ?? []) {
-      assert.deepEqual(decodeFlowCookie(flow.cookie, 0x4d43), { prefix: 0x4d43, kind: FlowKind.SourceIngressForward, value: G_VALUE, flags: 1 });
+      assert.deepEqual(decodeFlowCookie(flow.cookie, 0x4d43), {
+        prefix: 0x4d43,
+        kind: FlowKind.SourceIngressForward,
+        value: G_VALUE,
+        flags: 1,
+      });
     }
   });
 
@@ -221,12 +257,20 @@ describe('(S,G) entries on the wire and read back', () => {
       ['IN_PORT', 'ETH_TYPE', 'IP_PROTO', 'IPV4_SRC', 'IPV4_DST'],
     );
     const sourceFlow = pipeline.sourceFlow({ group: G, source: S2 });
-    assert.deepEqual(throughTheWire([{ group: G, groups: [], flow: sourceFlow, ingress: [flow] }]).flows, [sourceFlow, flow]);
+    assert.deepEqual(throughTheWire([{ group: G, groups: [], flow: sourceFlow, ingress: [flow] }]).flows, [
+      sourceFlow,
+      flow,
+    ]);
     // A masked source is nothing the pipeline writes.
     const message = decodeMessage(encodeMessage(changeMessage({ op: 'add-flow', entry: sourceFlow })));
     if (message.type !== 'FLOW_MOD') throw new Error('not a FLOW_MOD');
-    const masked = message.match.map((field) => (field.field === 'IPV4_SRC' ? { ...field, mask: '255.255.255.0' } : field));
-    assert.equal(flowEntryOf({ ...message, match: masked, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n }), undefined);
+    const masked = message.match.map((field) =>
+      field.field === 'IPV4_SRC' ? { ...field, mask: '255.255.255.0' } : field,
+    );
+    assert.equal(
+      flowEntryOf({ ...message, match: masked, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n }),
+      undefined,
+    );
   });
 
   it('reads (*,G) and (S,G) entries back into a fresh pipeline with the same items and ids', () => {
@@ -276,7 +320,11 @@ describe('(S,G) entries on the wire and read back', () => {
     const reader = small();
     const installed = reader.readInstalled(dumped.flows, dumped.groups);
     assert.deepEqual(
-      installed.groups.map((entry) => [entry.source, entry.ports, entry.ingress?.map((flow) => [flow.priority, flow.match.inPort, flow.actions.length])]),
+      installed.groups.map((entry) => [
+        entry.source,
+        entry.ports,
+        entry.ingress?.map((flow) => [flow.priority, flow.match.inPort, flow.actions.length]),
+      ]),
       [
         [
           undefined,
@@ -310,7 +358,10 @@ describe('(S,G) entries on the wire and read back', () => {
 
   it('leaves flows whose match and cookie disagree as other flows of ours', () => {
     const pipeline = small();
-    const wrongValue = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipDst: '239.1.2.4', ipSrc: S1 } };
+    const wrongValue = {
+      ...pipeline.sourceFlow({ group: G, source: S1 }),
+      match: { ethType: 0x0800, ipDst: '239.1.2.4', ipSrc: S1 },
+    };
     const noSource = { ...pipeline.sourceFlow({ group: G, source: S1 }), match: { ethType: 0x0800, ipDst: G } };
     const groupWithSource = { ...pipeline.groupFlow(G), match: { ethType: 0x0800, ipDst: G, ipSrc: S1 } };
     const orphanIngress = pipeline.sourceIngressForward({ group: G, source: S3, inPort: TUN, linkOne: undefined });
@@ -346,9 +397,11 @@ describe('(S,G) plans', () => {
     const changes = plans[3]!.changes;
     assert.ok(changes.length > 0);
     for (const change of changes) {
-      if (change.op === 'add-group' || change.op === 'modify-group') assert.ok(s3Ids.has(change.entry.groupId), `group ${change.entry.groupId} is S3's`);
+      if (change.op === 'add-group' || change.op === 'modify-group')
+        assert.ok(s3Ids.has(change.entry.groupId), `group ${change.entry.groupId} is S3's`);
       else if (change.op === 'delete-group') assert.ok(s3Ids.has(change.groupId));
-      else if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow') assert.equal(change.entry.match.ipSrc, S3);
+      else if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow')
+        assert.equal(change.entry.match.ipSrc, S3);
       else assert.fail(`unexpected ${change.op}`);
     }
     assert.deepEqual(
@@ -362,7 +415,10 @@ describe('(S,G) plans', () => {
     const pipeline = small();
     const dumped = throughTheWire(memberships([A]).map((membership) => pipeline.forwarding(membership)));
     const installed = pipeline.readInstalled(dumped.flows, dumped.groups);
-    const [bare, sourced, absent] = planUninstall([G, { group: G, source: S2 }, { group: G, source: sourceAddress('10.0.0.99') }], installed);
+    const [bare, sourced, absent] = planUninstall(
+      [G, { group: G, source: S2 }, { group: G, source: sourceAddress('10.0.0.99') }],
+      installed,
+    );
     assert.deepEqual([bare?.source, bare?.outcome, bare?.ports], [undefined, 'removed', [C]]);
     assert.deepEqual(
       bare?.changes.map((change) => (change.op === 'delete-flow' ? change.entry.match.ipSrc : change.op)),
@@ -396,20 +452,36 @@ describe('(S,G) plans', () => {
     assert.equal(star?.outcome, 'conflict');
     assert.equal(sourced?.outcome, 'added');
     const foreignSource: FlowEntry = { ...pipeline.sourceFlow({ group: G, source: S1 }), cookie: 0x77n, actions: [] };
-    assert.equal(planInstall(pipeline, [{ group: G, source: S1, ports: [A] }], empty, [foreignSource])[0]?.outcome, 'conflict');
+    assert.equal(
+      planInstall(pipeline, [{ group: G, source: S1, ports: [A] }], empty, [foreignSource])[0]?.outcome,
+      'conflict',
+    );
   });
 });
 
 describe('(S,G) priorities', () => {
   const withPriorities = (priorities: object) =>
-    validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, ...priorities } });
+    validatePipelineConfig({
+      ...DEFAULT_PIPELINE_CONFIG,
+      priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, ...priorities },
+    });
 
   it('defaults to 275 and 210, and to just above the lower neighbour when those do not fit', () => {
     assert.deepEqual(sourcePriorities(DEFAULT_PIPELINE_CONFIG.priorities), { sourceIngress: 275, sourceGroup: 210 });
     const { sendPolicy, linkLocal, group, unknownGroup } = DEFAULT_PIPELINE_CONFIG.priorities;
     const { ingress, tunnelDrop, gatewayDrop } = DEFAULT_TUNNEL_PRIORITIES;
     const { sourceIngress, sourceGroup } = DEFAULT_SOURCE_PRIORITIES;
-    const order = [sendPolicy, sourceIngress, ingress, tunnelDrop, linkLocal, gatewayDrop, sourceGroup, group, unknownGroup];
+    const order = [
+      sendPolicy,
+      sourceIngress,
+      ingress,
+      tunnelDrop,
+      linkLocal,
+      gatewayDrop,
+      sourceGroup,
+      group,
+      unknownGroup,
+    ];
     assert.deepEqual(
       order,
       [...order].sort((a, b) => b - a),
@@ -423,12 +495,27 @@ describe('(S,G) priorities', () => {
   });
 
   it('refuses source priorities out of order', () => {
-    assert.throws(() => withPriorities({ sourceIngress: 280 }), /priority sendPolicy \(280\) must be above sourceIngress \(280\)/);
-    assert.throws(() => withPriorities({ sourceIngress: 270 }), /priority sourceIngress \(270\) must be above ingress \(270\)/);
-    assert.throws(() => withPriorities({ sourceGroup: 245 }), /priority gatewayDrop \(245\) must be above sourceGroup \(245\)/);
-    assert.throws(() => withPriorities({ sourceGroup: 200 }), /priority sourceGroup \(200\) must be above group and unknownGroup \(200\)/);
+    assert.throws(
+      () => withPriorities({ sourceIngress: 280 }),
+      /priority sendPolicy \(280\) must be above sourceIngress \(280\)/,
+    );
+    assert.throws(
+      () => withPriorities({ sourceIngress: 270 }),
+      /priority sourceIngress \(270\) must be above ingress \(270\)/,
+    );
+    assert.throws(
+      () => withPriorities({ sourceGroup: 245 }),
+      /priority gatewayDrop \(245\) must be above sourceGroup \(245\)/,
+    );
+    assert.throws(
+      () => withPriorities({ sourceGroup: 200 }),
+      /priority sourceGroup \(200\) must be above group and unknownGroup \(200\)/,
+    );
     assert.throws(() => withPriorities({ sourceGroup: 0 }), /priority sourceGroup 0 is not 1 to 65535/);
     // No room left between gatewayDrop and group for the default.
-    assert.throws(() => withPriorities({ gatewayDrop: 201 }), /priority gatewayDrop \(201\) must be above sourceGroup \(201\)/);
+    assert.throws(
+      () => withPriorities({ gatewayDrop: 201 }),
+      /priority gatewayDrop \(201\) must be above sourceGroup \(201\)/,
+    );
   });
 });

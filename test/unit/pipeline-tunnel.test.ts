@@ -1,8 +1,14 @@
-/** Tunnel mode's pipeline: link 0 with the gateway and the peers, ingress flows, catch-all drops, read-back and plans. */
+/**
+ * Tunnel mode's pipeline: link 0 with the gateway and the peers, ingress flows, catch-all drops, read-back and plans.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { McastError } from '../../src/errors.js';
-import { DEFAULT_PIPELINE_CONFIG, DEFAULT_TUNNEL_PRIORITIES, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
+import {
+  DEFAULT_PIPELINE_CONFIG,
+  DEFAULT_TUNNEL_PRIORITIES,
+  validatePipelineConfig,
+} from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import {
   type Bucket,
@@ -30,7 +36,8 @@ const LINK_1 = 0x2f010203;
 
 /** A small switch (4 buckets a group) to see chains, and a real one for the caps. */
 const small = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
-const real = () => new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
+const real = () =>
+  new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: MAX_OUTPUT_BUCKETS_PER_GROUP_MOD });
 
 function member(ports: number[], peers: string[], options: { gateway?: number } = { gateway: GW }): GroupMembership {
   const tunnel: TunnelMembers = { ofport: TUN, peers: peers.map(hostAddress) };
@@ -45,7 +52,11 @@ function describeGroup(entry: GroupEntry): string {
       : bucket.tunnelDestination === undefined
         ? `output:${bucket.port}`
         : `set_field:${bucket.tunnelDestination}->tun_dst,output:${bucket.port}`;
-  return [`group_id=${entry.groupId}`, 'type=all', ...entry.buckets.map((bucket) => `bucket=actions=${bucketText(bucket)}`)].join(',');
+  return [
+    `group_id=${entry.groupId}`,
+    'type=all',
+    ...entry.buckets.map((bucket) => `bucket=actions=${bucketText(bucket)}`),
+  ].join(',');
 }
 
 /** One flow as `ovs-ofctl dump-flows` prints it (the fields the pipeline writes). */
@@ -55,14 +66,21 @@ function describeFlow(flow: FlowEntry): string {
   const match = [
     ...(inPort === undefined ? [] : [`in_port=${inPort}`]),
     ipv6 ? 'ipv6' : 'ip',
-    ...(ipDst === undefined ? [] : [`${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`]),
+    ...(ipDst === undefined
+      ? []
+      : [`${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`]),
   ];
-  const actions = flow.actions.map((action) => (action.type === 'group' ? `group:${action.groupId}` : action.type)).join(',') || 'drop';
+  const actions =
+    flow.actions.map((action) => (action.type === 'group' ? `group:${action.groupId}` : action.type)).join(',') ||
+    'drop';
   return `priority=${flow.priority},${match.join(',')} actions=${actions}`;
 }
 
 /** What the switch would dump after taking `forwarding`'s entries: each through the codec's bytes and back. */
-function throughTheWire(groups: readonly GroupEntry[], flows: readonly FlowEntry[]): { groups: GroupEntry[]; flows: FlowEntry[] } {
+function throughTheWire(
+  groups: readonly GroupEntry[],
+  flows: readonly FlowEntry[],
+): { groups: GroupEntry[]; flows: FlowEntry[] } {
   const roundTrip = (change: PipelineChange) => decodeMessage(encodeMessage(changeMessage(change)));
   return {
     groups: groups.map((entry) => {
@@ -90,15 +108,19 @@ function installedAfter(pipeline: MulticastPipeline, membership: GroupMembership
 
 const ops = (changes: readonly PipelineChange[]) =>
   changes.map((change) => {
-    if (change.op === 'add-group' || change.op === 'modify-group') return `${change.op} ${change.entry.groupId.toString(16)}`;
+    if (change.op === 'add-group' || change.op === 'modify-group')
+      return `${change.op} ${change.entry.groupId.toString(16)}`;
     if (change.op === 'delete-group') return `delete-group ${change.groupId.toString(16)}`;
-    if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow') return `${change.op} ${describeFlow(change.entry)}`;
+    if (change.op === 'add-flow' || change.op === 'modify-flow' || change.op === 'delete-flow')
+      return `${change.op} ${describeFlow(change.entry)}`;
     return change.op;
   });
 
 describe('tunnel mode: layout', () => {
   it('puts the gateway, one bucket per peer (sorted, once each) and the jump to the pods in link 0', () => {
-    const forwarding = small().forwarding(member([7, 3, GW, 3, TUN], ['192.168.60.13', '192.168.60.12', '192.168.60.12']));
+    const forwarding = small().forwarding(
+      member([7, 3, GW, 3, TUN], ['192.168.60.13', '192.168.60.12', '192.168.60.12']),
+    );
     assert.deepEqual(forwarding.groups.map(describeGroup), [
       `group_id=${LINK_1},type=all,bucket=actions=output:3,bucket=actions=output:7`,
       `group_id=${HEAD},type=all,bucket=actions=output:9,bucket=actions=set_field:192.168.60.12->tun_dst,output:2,` +
@@ -110,7 +132,12 @@ describe('tunnel mode: layout', () => {
     ]);
     assert.equal(describeFlow(forwarding.flow), `priority=200,ip,nw_dst=239.1.2.3 actions=group:${HEAD}`);
     for (const flow of forwarding.ingress ?? []) {
-      assert.deepEqual(decodeFlowCookie(flow.cookie, 0x4d43), { prefix: 0x4d43, kind: FlowKind.IngressForward, value: 0xef010203, flags: 1 });
+      assert.deepEqual(decodeFlowCookie(flow.cookie, 0x4d43), {
+        prefix: 0x4d43,
+        kind: FlowKind.IngressForward,
+        value: 0xef010203,
+        flags: 1,
+      });
     }
   });
 
@@ -130,7 +157,11 @@ describe('tunnel mode: layout', () => {
       [TUN],
       'no gateway: from the tunnel only',
     );
-    assert.deepEqual(small().forwarding(member([], [])).groups, [{ groupId: HEAD, buckets: [] }], 'no member: no gateway bucket either');
+    assert.deepEqual(
+      small().forwarding(member([], [])).groups,
+      [{ groupId: HEAD, buckets: [] }],
+      'no member: no gateway bucket either',
+    );
   });
 
   it('chains the pods from link 1 on, as without a tunnel', () => {
@@ -147,10 +178,17 @@ describe('tunnel mode: layout', () => {
   });
 
   it('writes a tunnel bucket as set_field tun_dst (NXM_1 header 0x00014004) then output', () => {
-    const message = encodeMessage(changeMessage({ op: 'add-group', entry: small().forwarding(member([], ['192.168.60.12'])).groups[0]! }));
+    const message = encodeMessage(
+      changeMessage({ op: 'add-group', entry: small().forwarding(member([], ['192.168.60.12'])).groups[0]! }),
+    );
     const hex = Buffer.from(message).toString('hex');
     // Bucket header (length 48, no weight, no watch), SET_FIELD 25 of 16 octets, OUTPUT to port 2.
-    assert.ok(hex.endsWith('00300000ffffffffffffffff00000000' + '0019001000014004c0a83c0c00000000' + '00000010000000020000000000000000'), hex);
+    assert.ok(
+      hex.endsWith(
+        '00300000ffffffffffffffff00000000' + '0019001000014004c0a83c0c00000000' + '00000010000000020000000000000000',
+      ),
+      hex,
+    );
   });
 
   it('takes as many peers as one GROUP_MOD carries by their real sizes, and refuses one more', () => {
@@ -163,7 +201,10 @@ describe('tunnel mode: layout', () => {
     assert.ok(encodeMessage(changeMessage({ op: 'add-group', entry: head })).length <= 0xffff);
     assert.throws(
       () => pipeline.forwarding(member([5], peers)),
-      (error: unknown) => error instanceof McastError && error.code === 'usage' && /1364 peers; one OVS group carries at most 1363/.test(error.message),
+      (error: unknown) =>
+        error instanceof McastError &&
+        error.code === 'usage' &&
+        /1364 peers; one OVS group carries at most 1363/.test(error.message),
     );
     assert.equal(maxTunnelPeers({ maxBucketsPerGroup: 4 }), 2, 'and within the switch bucket count');
   });
@@ -218,13 +259,25 @@ describe('tunnel mode: catch-all drops and priorities', () => {
 
   it('validates the order of the tunnel priorities', () => {
     const withPriorities = (priorities: object) =>
-      validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, ...priorities } });
+      validatePipelineConfig({
+        ...DEFAULT_PIPELINE_CONFIG,
+        priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, ...priorities },
+      });
     assert.doesNotThrow(() => withPriorities({}));
     assert.doesNotThrow(() => withPriorities({ ingress: 275, tunnelDrop: 255, gatewayDrop: 210 }));
-    assert.throws(() => withPriorities({ tunnelDrop: 240 }), /priority tunnelDrop \(240\) must be above linkLocal \(250\)/);
-    assert.throws(() => withPriorities({ gatewayDrop: 251 }), /priority linkLocal \(250\) must be above gatewayDrop \(251\)/);
+    assert.throws(
+      () => withPriorities({ tunnelDrop: 240 }),
+      /priority tunnelDrop \(240\) must be above linkLocal \(250\)/,
+    );
+    assert.throws(
+      () => withPriorities({ gatewayDrop: 251 }),
+      /priority linkLocal \(250\) must be above gatewayDrop \(251\)/,
+    );
     assert.throws(() => withPriorities({ ingress: 281 }), /priority sendPolicy \(280\) must be above ingress \(281\)/);
-    assert.throws(() => withPriorities({ gatewayDrop: 200 }), /priority gatewayDrop \(200\) must be above group and unknownGroup \(200\)/);
+    assert.throws(
+      () => withPriorities({ gatewayDrop: 200 }),
+      /priority gatewayDrop \(200\) must be above group and unknownGroup \(200\)/,
+    );
   });
 });
 
@@ -257,7 +310,11 @@ describe('tunnel mode: read-back and plans', () => {
 
   it('adds link tail first, then link 0, then the ingress flows, then the group flow', () => {
     const pipeline = small();
-    const [plan] = planInstall(pipeline, [member([3, 4, 5, 6, 7], ['192.168.60.12'])], { groups: [], otherFlows: [], strayGroups: [] });
+    const [plan] = planInstall(pipeline, [member([3, 4, 5, 6, 7], ['192.168.60.12'])], {
+      groups: [],
+      otherFlows: [],
+      strayGroups: [],
+    });
     assert.equal(plan?.outcome, 'added');
     assert.deepEqual(ops(plan?.changes ?? []), [
       'add-group 3f010203',
@@ -290,7 +347,11 @@ describe('tunnel mode: read-back and plans', () => {
       'delete-group 2f010203',
     ]);
     // And the first local join again: link 1 first, then link 0 and the ingress flows.
-    const [join] = planInstall(pipeline, [member([3], ['192.168.60.12'])], installedAfter(pipeline, member([], ['192.168.60.12'])));
+    const [join] = planInstall(
+      pipeline,
+      [member([3], ['192.168.60.12'])],
+      installedAfter(pipeline, member([], ['192.168.60.12'])),
+    );
     assert.deepEqual(ops(join?.changes ?? []), [
       'add-group 2f010203',
       'modify-group 1f010203',
@@ -328,8 +389,17 @@ describe('tunnel mode: read-back and plans', () => {
 
   it('refuses to take the place of another controller ingress-slot flow', () => {
     const pipeline = small();
-    const theirs: FlowEntry = { ...pipeline.ingressForward({ group: G, inPort: TUN, linkOne: LINK_1 }), cookie: 0x1234n, actions: [] };
-    const [plan] = planInstall(pipeline, [member([3], ['192.168.60.12'])], { groups: [], otherFlows: [], strayGroups: [] }, [theirs]);
+    const theirs: FlowEntry = {
+      ...pipeline.ingressForward({ group: G, inPort: TUN, linkOne: LINK_1 }),
+      cookie: 0x1234n,
+      actions: [],
+    };
+    const [plan] = planInstall(
+      pipeline,
+      [member([3], ['192.168.60.12'])],
+      { groups: [], otherFlows: [], strayGroups: [] },
+      [theirs],
+    );
     assert.equal(plan?.outcome, 'conflict');
   });
 });

@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { DEFAULT_PIPELINE_CONFIG, validatePipelineConfig } from '../../src/domain/pipeline/config.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
-import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupForwarding } from '../../src/domain/pipeline/multicast-pipeline.js';
+import {
+  MulticastPipeline,
+  type FlowEntry,
+  type GroupEntry,
+  type GroupForwarding,
+} from '../../src/domain/pipeline/multicast-pipeline.js';
 import { changeMessage, flowEntryOf, groupEntryOf } from '../../src/domain/pipeline/openflow-entries.js';
 import { type PipelineChange, planInstall, planUninstall, planUninstallAll } from '../../src/domain/pipeline/plan.js';
 import { decode as decodeMessage, encode as encodeMessage } from '../../src/protocol/openflow/message.js';
@@ -14,7 +19,10 @@ import { IPV6_FAMILY } from '../../src/domain/family/ipv6.js';
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
 
 /** What the switch holds after applying `changes` to `state` (a tiny model of OVS's tables). */
-function apply(state: { flows: FlowEntry[]; groups: GroupEntry[] }, changes: ReturnType<typeof planInstall>[number]['changes']) {
+function apply(
+  state: { flows: FlowEntry[]; groups: GroupEntry[] },
+  changes: ReturnType<typeof planInstall>[number]['changes'],
+) {
   const flows = new Map(state.flows.map((flow) => [JSON.stringify([flow.table, flow.priority, flow.match]), flow]));
   const groups = new Map(state.groups.map((group) => [group.groupId, group]));
   for (const change of changes) {
@@ -31,13 +39,20 @@ function apply(state: { flows: FlowEntry[]; groups: GroupEntry[] }, changes: Ret
         groups.delete(change.groupId);
         break;
       case 'modify-flow':
-        assert.ok(flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])), 'modify of a missing flow');
+        assert.ok(
+          flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])),
+          'modify of a missing flow',
+        );
         flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
         break;
       case 'add-flow':
-        assert.ok(!flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])), 'add over an existing flow');
+        assert.ok(
+          !flows.has(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match])),
+          'add over an existing flow',
+        );
         for (const action of change.entry.actions)
-          if (action.type === 'group') assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
+          if (action.type === 'group')
+            assert.ok(groups.has(action.groupId), 'a flow to a group that does not exist yet');
         flows.set(JSON.stringify([change.entry.table, change.entry.priority, change.entry.match]), change.entry);
         break;
       case 'delete-flow':
@@ -52,7 +67,11 @@ describe('FlowCookie', () => {
   it('packs prefix, kind and value, and reads back only our own', () => {
     const cookie = encodeFlowCookie({ prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0xef010203 });
     assert.equal(cookie, 0x4d43_03_00_ef010203n);
-    assert.deepEqual(decodeFlowCookie(cookie, 0x4d43), { prefix: 0x4d43, kind: FlowKind.GroupForward, value: 0xef010203 });
+    assert.deepEqual(decodeFlowCookie(cookie, 0x4d43), {
+      prefix: 0x4d43,
+      kind: FlowKind.GroupForward,
+      value: 0xef010203,
+    });
     assert.equal(decodeFlowCookie(cookie, 0x1234), undefined, 'another prefix');
     assert.equal(decodeFlowCookie(0x4d43_99_00_00000000n, 0x4d43), undefined, 'an unknown kind');
   });
@@ -68,7 +87,9 @@ describe('MulticastPipeline', () => {
   });
   it('forwards a group to its member ports with one ALL group and one flow', () => {
     const forwarding = pipeline.forwarding({ group: groupAddress('239.1.2.3'), ports: [7, 3, 3, 5] });
-    assert.deepEqual(forwarding.groups, [{ groupId: 0x1f010203, buckets: [3, 5, 7].map((port) => ({ type: 'output', port })) }]);
+    assert.deepEqual(forwarding.groups, [
+      { groupId: 0x1f010203, buckets: [3, 5, 7].map((port) => ({ type: 'output', port })) },
+    ]);
     assert.deepEqual(forwarding.flow, {
       table: 0,
       priority: 200,
@@ -81,7 +102,10 @@ describe('MulticastPipeline', () => {
     const forwarding = pipeline.forwarding({ group: groupAddress('239.0.0.1'), ports: [1, 2, 3, 4, 5, 6, 7, 8] });
     // 4 buckets a group: 3 ports + a jump, 3 ports + a jump, 2 ports.
     assert.deepEqual(
-      forwarding.groups.map((group) => [group.groupId.toString(16), group.buckets.map((b) => (b.type === 'output' ? b.port : `g${b.groupId.toString(16)}`))]),
+      forwarding.groups.map((group) => [
+        group.groupId.toString(16),
+        group.buckets.map((b) => (b.type === 'output' ? b.port : `g${b.groupId.toString(16)}`)),
+      ]),
       [
         ['3f000001', [7, 8]],
         ['2f000001', [4, 5, 6, 'g3f000001']],
@@ -96,7 +120,10 @@ describe('MulticastPipeline', () => {
     const b = pipeline.forwarding({ group: groupAddress('239.1.1.2'), ports: [3] });
     const foreignFlow: FlowEntry = { ...a.flow, cookie: 0x1234n };
     const stray: GroupEntry = { groupId: pipeline.groupId(groupAddress('239.9.9.9')), buckets: [] };
-    const installed = pipeline.readInstalled([a.flow, b.flow, foreignFlow, ...pipeline.linkLocalFlood()], [...a.groups, stray]);
+    const installed = pipeline.readInstalled(
+      [a.flow, b.flow, foreignFlow, ...pipeline.linkLocalFlood()],
+      [...a.groups, stray],
+    );
     assert.deepEqual(
       installed.groups.map((g) => [g.group, g.ports, g.problem]),
       [
@@ -133,7 +160,10 @@ describe('OVS group ids', () => {
     const before = fresh();
     before.groupIds.adopt(G, DEFAULT_PIPELINE_CONFIG.groupIdBase + 77);
     const installed = before.forwarding({ group: G, ports: [1, 2, 3, 4, 5] });
-    assert.equal(installed.flow.actions[0]?.type === 'group' && installed.flow.actions[0].groupId, DEFAULT_PIPELINE_CONFIG.groupIdBase + 77);
+    assert.equal(
+      installed.flow.actions[0]?.type === 'group' && installed.flow.actions[0].groupId,
+      DEFAULT_PIPELINE_CONFIG.groupIdBase + 77,
+    );
 
     const after = fresh();
     const read = after.readInstalled([installed.flow], installed.groups);
@@ -142,8 +172,16 @@ describe('OVS group ids', () => {
       [[G, [1, 2, 3, 4, 5], undefined]],
     );
     assert.equal(after.groupId(G), DEFAULT_PIPELINE_CONFIG.groupIdBase + 77, 'the recovered head');
-    assert.equal(after.groupId(G, 1), DEFAULT_PIPELINE_CONFIG.groupIdBase + 0x10000000 + 77, 'its chain in the same slot');
-    assert.deepEqual(planInstall(after, [{ group: G, ports: [1, 2, 3, 4, 5] }], read)[0]?.changes, [], 'nothing to rewrite');
+    assert.equal(
+      after.groupId(G, 1),
+      DEFAULT_PIPELINE_CONFIG.groupIdBase + 0x10000000 + 77,
+      'its chain in the same slot',
+    );
+    assert.deepEqual(
+      planInstall(after, [{ group: G, ports: [1, 2, 3, 4, 5] }], read)[0]?.changes,
+      [],
+      'nothing to rewrite',
+    );
   });
 
   it('a group whose preferred slot is held gets the next free one; a released slot is free again', () => {
@@ -179,7 +217,10 @@ describe('the query probe flow', () => {
     assert.deepEqual(probe.match, { inPort: 7, ethType: 0x0800, ipProto: 2 });
     assert.deepEqual(probe.actions, [{ type: 'controller' }]);
     assert.equal(probe.hardTimeout, 13);
-    assert.equal(pipeline.queryProbe(IPV4_FAMILY, { ofport: 7, runId: 1, hardTimeoutSeconds: 1e9 })[0]?.hardTimeout, 0xffff);
+    assert.equal(
+      pipeline.queryProbe(IPV4_FAMILY, { ofport: 7, runId: 1, hardTimeoutSeconds: 1e9 })[0]?.hardTimeout,
+      0xffff,
+    );
     // the run's id in the cookie: a run deletes its own flows, never another run's
     assert.deepEqual(decodeFlowCookie(probe.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix), {
       prefix: 0x4d43,
@@ -209,15 +250,27 @@ describe('the query probe flow', () => {
   });
   it('needs room above the snooping flow', () => {
     assert.throws(
-      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff } }),
+      () =>
+        validatePipelineConfig({
+          ...DEFAULT_PIPELINE_CONFIG,
+          priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 0xffff },
+        }),
       /below 65534/,
     );
     assert.throws(
-      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 } }),
+      () =>
+        validatePipelineConfig({
+          ...DEFAULT_PIPELINE_CONFIG,
+          priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, igmp: 250 },
+        }),
       /above sendPolicy/,
     );
     assert.throws(
-      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, sendPolicy: 240 } }),
+      () =>
+        validatePipelineConfig({
+          ...DEFAULT_PIPELINE_CONFIG,
+          priorities: { ...DEFAULT_PIPELINE_CONFIG.priorities, sendPolicy: 240 },
+        }),
       /sendPolicy \(240\) must be above linkLocal/,
     );
   });
@@ -247,7 +300,9 @@ describe('planning', () => {
   it('install: a membership change modifies the group only; growing and shrinking a chain', () => {
     let state = apply(
       empty,
-      planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1, 2] }], read(empty)).flatMap((p) => p.changes),
+      planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1, 2] }], read(empty)).flatMap(
+        (p) => p.changes,
+      ),
     );
     const grow = planInstall(pipeline, [{ group: groupAddress('239.1.2.3'), ports: [1, 2, 3, 4, 5, 6] }], read(state));
     assert.deepEqual(
@@ -308,15 +363,24 @@ describe('planning', () => {
       ['239.1.1.2'],
     );
     const all = planUninstallAll(read({ ...state, flows: [...state.flows, ...pipeline.linkLocalFlood()] }));
-    const cleared = apply({ ...state, flows: [...state.flows, ...pipeline.linkLocalFlood()] }, [...all.groups.flatMap((p) => p.changes), ...all.extra]);
+    const cleared = apply({ ...state, flows: [...state.flows, ...pipeline.linkLocalFlood()] }, [
+      ...all.groups.flatMap((p) => p.changes),
+      ...all.extra,
+    ]);
     assert.deepEqual(cleared, empty);
   });
 });
 
 describe('pipeline configuration', () => {
   it('refuses values that would collide with OpenFlow reserved ranges', () => {
-    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0x12345678 }), /multiple of 0x10000000/);
-    assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0xf0000000 }), /multiple of 0x10000000/);
+    assert.throws(
+      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0x12345678 }),
+      /multiple of 0x10000000/,
+    );
+    assert.throws(
+      () => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, groupIdBase: 0xf0000000 }),
+      /multiple of 0x10000000/,
+    );
     assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, table: 255 }), /table/);
     assert.throws(() => validatePipelineConfig({ ...DEFAULT_PIPELINE_CONFIG, cookiePrefix: 0 }), /cookie prefix/);
     assert.doesNotThrow(() => validatePipelineConfig(DEFAULT_PIPELINE_CONFIG));
@@ -442,17 +506,25 @@ describe('IPv6 groups in the pipeline', () => {
         [G6_SAME_TAIL, [5], undefined],
       ],
     );
-    assert.deepEqual([reader.groupId(G4), reader.groupId(G6_SAME_TAIL), reader.groupId(G6)], ids, 'the ids taken back from the switch');
+    assert.deepEqual(
+      [reader.groupId(G4), reader.groupId(G6_SAME_TAIL), reader.groupId(G6)],
+      ids,
+      'the ids taken back from the switch',
+    );
   });
 
   it('membership to the controller: IGMP and the four MLD types, never Neighbor Discovery', () => {
     const flows = pipeline.membershipToController();
     assert.deepEqual(
       flows.map((flow) => flow.match),
-      [{ ethType: 0x0800, ipProto: 2 }, ...[130, 131, 132, 143].map((icmpv6Type) => ({ ethType: 0x86dd, ipProto: 58, icmpv6Type }))],
+      [
+        { ethType: 0x0800, ipProto: 2 },
+        ...[130, 131, 132, 143].map((icmpv6Type) => ({ ethType: 0x86dd, ipProto: 58, icmpv6Type })),
+      ],
     );
     const types = flows.map((flow) => flow.match.icmpv6Type).filter((type) => type !== undefined);
-    for (const neighborDiscovery of [133, 134, 135, 136, 137]) assert.ok(!types.includes(neighborDiscovery), `ICMPv6 type ${neighborDiscovery}`);
+    for (const neighborDiscovery of [133, 134, 135, 136, 137])
+      assert.ok(!types.includes(neighborDiscovery), `ICMPv6 type ${neighborDiscovery}`);
     assert.ok(flows.every((flow) => flow.priority === DEFAULT_PIPELINE_CONFIG.priorities.igmp));
     assert.ok(flows.every((flow) => flow.actions.length === 1 && flow.actions[0]!.type === 'controller'));
     // On the wire each MLD flow carries its prerequisites, and reads back the same.
@@ -466,7 +538,10 @@ describe('IPv6 groups in the pipeline', () => {
       ]);
       const decoded = decodeMessage(encodeMessage(message));
       assert.ok(decoded.type === 'FLOW_MOD');
-      assert.deepEqual(flowEntryOf({ ...decoded, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n }), flow);
+      assert.deepEqual(
+        flowEntryOf({ ...decoded, durationSec: 0, durationNsec: 0, packetCount: 0n, byteCount: 0n }),
+        flow,
+      );
     }
   });
 

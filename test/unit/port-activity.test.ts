@@ -14,7 +14,13 @@ describe('PortActivity', () => {
     const time = clock(5000);
     const activity = new PortActivity(time.wallMs);
     time.advance(10_000);
-    assert.deepEqual(activity.snapshot(3, '239.1.2.3'), { sinceMs: 5000, messages: 0, lastMessageAtMs: undefined, group: undefined, otherGroups: [] });
+    assert.deepEqual(activity.snapshot(3, '239.1.2.3'), {
+      sinceMs: 5000,
+      messages: 0,
+      lastMessageAtMs: undefined,
+      group: undefined,
+      otherGroups: [],
+    });
   });
 
   it('message counts messages and keeps the time of the last', () => {
@@ -131,7 +137,13 @@ describe('PortActivity', () => {
     activity.reported(5, '239.1.2.3');
     time.set(9000);
     activity.portAdded(5);
-    assert.deepEqual(activity.snapshot(5, '239.1.2.3'), { sinceMs: 9000, messages: 0, lastMessageAtMs: undefined, group: undefined, otherGroups: [] });
+    assert.deepEqual(activity.snapshot(5, '239.1.2.3'), {
+      sinceMs: 9000,
+      messages: 0,
+      lastMessageAtMs: undefined,
+      group: undefined,
+      otherGroups: [],
+    });
   });
 
   it('forgetPort drops what the port said; it is watched since construction again', () => {
@@ -142,6 +154,12 @@ describe('PortActivity', () => {
     activity.message(5);
     activity.reported(5, '239.1.2.3');
     activity.forgetPort(5);
-    assert.deepEqual(activity.snapshot(5, '239.1.2.3'), { sinceMs: 1000, messages: 0, lastMessageAtMs: undefined, group: undefined, otherGroups: [] });
+    assert.deepEqual(activity.snapshot(5, '239.1.2.3'), {
+      sinceMs: 1000,
+      messages: 0,
+      lastMessageAtMs: undefined,
+      group: undefined,
+      otherGroups: [],
+    });
   });
 });

@@ -26,13 +26,25 @@ const DROP_239 = { address: '239.0.0.0', mask: '255.0.0.0' };
 function dumped(message: OpenFlowMessage): FlowStats {
   const mod = message as FlowMod;
   return {
-    ...{ tableId: mod.tableId, priority: mod.priority, cookie: mod.cookie, match: mod.match, instructions: mod.instructions },
+    ...{
+      tableId: mod.tableId,
+      priority: mod.priority,
+      cookie: mod.cookie,
+      match: mod.match,
+      instructions: mod.instructions,
+    },
     ...{ durationSec: 0, durationNsec: 0, idleTimeout: 0, hardTimeout: 0, flags: 0, packetCount: 0n, byteCount: 0n },
   } as FlowStats;
 }
 
 const ops = (messages: readonly OpenFlowMessage[]) =>
-  messages.map((m) => (m.type === 'METER_MOD' ? `meter-${m.command}:${m.meterId}` : m.type === 'FLOW_MOD' ? `flow-${m.command}:${m.priority}` : m.type));
+  messages.map((m) =>
+    m.type === 'METER_MOD'
+      ? `meter-${m.command}:${m.meterId}`
+      : m.type === 'FLOW_MOD'
+        ? `flow-${m.command}:${m.priority}`
+        : m.type,
+  );
 
 describe('per-port entries in the pipeline', () => {
   it("sends a pod's IGMP through its meter, one above the flow for every port", () => {
@@ -59,10 +71,16 @@ describe('per-port entries in the pipeline', () => {
   it('drops what a pod may not send above every forwarding flow, matching an exact group without a mask', () => {
     const range = pipeline.sendPolicyDrop(5, DROP_239);
     assert.equal(range.priority, DEFAULT_PIPELINE_CONFIG.priorities.sendPolicy);
-    assert.ok(range.priority > DEFAULT_PIPELINE_CONFIG.priorities.linkLocal && range.priority < DEFAULT_PIPELINE_CONFIG.priorities.igmp);
+    assert.ok(
+      range.priority > DEFAULT_PIPELINE_CONFIG.priorities.linkLocal &&
+        range.priority < DEFAULT_PIPELINE_CONFIG.priorities.igmp,
+    );
     assert.deepEqual(range.match, { inPort: 5, ethType: 0x0800, ipDst: '239.0.0.0', ipDstMask: '255.0.0.0' });
     assert.deepEqual(range.actions, []);
-    assert.deepEqual(pipeline.sendPolicyDrop(5, { address: '239.1.2.3', mask: '255.255.255.255' }).match.ipDstMask, undefined);
+    assert.deepEqual(
+      pipeline.sendPolicyDrop(5, { address: '239.1.2.3', mask: '255.255.255.255' }).match.ipDstMask,
+      undefined,
+    );
     assert.deepEqual(flowEntryOf(dumped(changeMessage({ op: 'add-flow', entry: range }))), range);
   });
 
@@ -92,7 +110,10 @@ describe('per-port entries in the pipeline', () => {
       ['modify-meter'],
       'a new rate changes the meter alone',
     );
-    const otherRange = portEntries(pipeline, 5, { meter: METER, deniedSend: [{ address: '238.0.0.0', mask: '255.0.0.0' }] });
+    const otherRange = portEntries(pipeline, 5, {
+      meter: METER,
+      deniedSend: [{ address: '238.0.0.0', mask: '255.0.0.0' }],
+    });
     assert.deepEqual(
       planPortSync(pipeline, 5, wanted, otherRange).map((change) => change.op),
       ['delete-flow', 'add-flow'],
@@ -113,7 +134,10 @@ describe('per-port entries in the pipeline', () => {
     ]);
     const read = installedPortEntries(pipeline, flows, meters);
     assert.deepEqual([...read.keys()].sort(), [5, 9]);
-    assert.deepEqual(read.get(5)?.flows, [...pipeline.membershipToControllerMetered(5), pipeline.sendPolicyDrop(5, DROP_239)]);
+    assert.deepEqual(read.get(5)?.flows, [
+      ...pipeline.membershipToControllerMetered(5),
+      pipeline.sendPolicyDrop(5, DROP_239),
+    ]);
     assert.deepEqual(read.get(9), { flows: [], meter: METER });
   });
 });
@@ -139,9 +163,15 @@ describe('BridgeClient: per-port entries', () => {
     const ovs = new FakeOpenFlow();
     ovs.features = { ...ovs.features, maxMeter: pipeline.meterIdOf(8) };
     ovs.meters = [
-      { flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS, meterId: pipeline.meterIdOf(5), bands: [{ type: 'DROP', rate: 200, burstSize: 1000 }] },
+      {
+        flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS,
+        meterId: pipeline.meterIdOf(5),
+        bands: [{ type: 'DROP', rate: 200, burstSize: 1000 }],
+      },
     ];
-    ovs.flows = pipeline.membershipToControllerMetered(5).map((entry) => dumped(changeMessage({ op: 'add-flow', entry })));
+    ovs.flows = pipeline
+      .membershipToControllerMetered(5)
+      .map((entry) => dumped(changeMessage({ op: 'add-flow', entry })));
     const bridge = BridgeClient.wrap({ bridge: 'br-int', openflow: ovs, pipeline });
     await bridge.refresh();
     assert.deepEqual(bridge.portsWithEntries, [5]);

@@ -52,7 +52,10 @@ describe('parseIgmpMemberships', () => {
   });
 
   it('a group line before any device line throws', () => {
-    const text = ['Idx\tDevice    : Count Querier\tGroup    Users Timer\tReporter', '\t\t\t\t010000E0     1 0:00000000\t\t0'].join('\n');
+    const text = [
+      'Idx\tDevice    : Count Querier\tGroup    Users Timer\tReporter',
+      '\t\t\t\t010000E0     1 0:00000000\t\t0',
+    ].join('\n');
     assert.throws(() => parseIgmpMemberships(text, true), isBadProcFile);
   });
 });
@@ -80,8 +83,14 @@ describe('parseMldMemberships', () => {
 
   it('a damaged line throws DecodeError bad-proc-file', () => {
     assert.throws(() => parseMldMemberships('2    eth0            ff02::1     1 0000000C 0'), isBadProcFile);
-    assert.throws(() => parseMldMemberships('2    eth0            ff02000000000000000000000000000     1 0000000C 0'), isBadProcFile);
-    assert.throws(() => parseMldMemberships('2    eth0            ff02000000000000000000000000000g     1 0000000C 0'), isBadProcFile);
+    assert.throws(
+      () => parseMldMemberships('2    eth0            ff02000000000000000000000000000     1 0000000C 0'),
+      isBadProcFile,
+    );
+    assert.throws(
+      () => parseMldMemberships('2    eth0            ff02000000000000000000000000000g     1 0000000C 0'),
+      isBadProcFile,
+    );
     assert.throws(() => parseMldMemberships('2    eth0'), isBadProcFile);
     assert.throws(() => parseMldMemberships(`${IGMP6}oops\n`), isBadProcFile);
   });

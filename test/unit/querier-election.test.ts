@@ -57,11 +57,20 @@ describe('QuerierElection', () => {
     const election = new QuerierElection('auto', at().clock);
     assert.equal(heard(election, '0.0.0.0'), false);
     assert.equal(heard(election, '10.9.9.9', '0.0.0.0'), true);
-    const mld = election.heard({ port: 4, protocol: 'mld', address: 'fe80::1', ours: 'fe80::ff:fe00:1', presentMs: 10 });
+    const mld = election.heard({
+      port: 4,
+      protocol: 'mld',
+      address: 'fe80::1',
+      ours: 'fe80::ff:fe00:1',
+      presentMs: 10,
+    });
     assert.equal(mld, true, 'MLD: fe80::1 is below fe80::ff:fe00:1');
     assert.equal(election.heard({ port: 5, protocol: 'mld', address: '::', ours: 'fe80::2', presentMs: 10 }), false);
     // A global source is below fe80:: but no listener heeds such an MLD query: it elects nobody.
-    assert.equal(election.heard({ port: 6, protocol: 'mld', address: '2001:db8::1', ours: 'fe80::2', presentMs: 10 }), false);
+    assert.equal(
+      election.heard({ port: 6, protocol: 'mld', address: '2001:db8::1', ours: 'fe80::2', presentMs: 10 }),
+      false,
+    );
   });
 
   it('always and never', () => {
@@ -73,7 +82,10 @@ describe('QuerierElection', () => {
   });
 
   it('the Other Querier Present Interval is Robustness × Query Interval + half the Query Response Interval', () => {
-    assert.equal(otherQuerierPresentMs({ robustness: 2, queryIntervalMs: 125_000, queryResponseIntervalMs: 10_000 }), 255_000);
+    assert.equal(
+      otherQuerierPresentMs({ robustness: 2, queryIntervalMs: 125_000, queryResponseIntervalMs: 10_000 }),
+      255_000,
+    );
   });
 });
 
@@ -81,14 +93,19 @@ describe('the daemon loop with another querier on a pod port', () => {
   async function startLoop(config: Partial<DaemonConfig>) {
     const clock = new FakeClock();
     const vswitch = new FakeSwitch();
-    const podDirectory = new FakePodDirectory().addPort('gw0', 1).addPort('p1', 2, 'shop/web').addPort('p2', 3, 'shop/db');
+    const podDirectory = new FakePodDirectory()
+      .addPort('gw0', 1)
+      .addPort('p1', 2, 'shop/web')
+      .addPort('p2', 3, 'shop/db');
     const logger = new RecordingLogger();
     const loop = new MulticastController({
       config: testDaemonConfig({ queryIntervalMs: 10_000, queryResponseIntervalMs: 2_000, ...config }),
       logger,
       vswitch,
       podDirectory,
-      host: { interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) },
+      host: {
+        interfaceIPv4: (name) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined),
+      },
       clock,
       stateStore: new MemoryStateStore(),
       pid: 4242,
@@ -100,7 +117,8 @@ describe('the daemon loop with another querier on a pod port', () => {
       await settle();
     };
     /** The ports each IGMP general query sent from now on went out of. */
-    const generalQueryPorts = () => vswitch.sent.flatMap((sent) => (decodeQuery(sent.frame)?.group === '0.0.0.0' ? [[...sent.ports].sort()] : []));
+    const generalQueryPorts = () =>
+      vswitch.sent.flatMap((sent) => (decodeQuery(sent.frame)?.group === '0.0.0.0' ? [[...sent.ports].sort()] : []));
     return {
       loop,
       vswitch,

@@ -13,7 +13,13 @@ import * as queryPacket from '../../src/packet/query-frame.js';
 import type { QueryPacket } from '../../src/packet/query-frame.js';
 import type { QueryLink } from '../../src/adapters/query-link/query-link.js';
 import { runQuery } from '../../src/controllers/query/query-run.js';
-import { parseQuerySpec, queryDestination, queryKind, queryMessage, type QueryRequest } from '../../src/controllers/query/query-spec.js';
+import {
+  parseQuerySpec,
+  queryDestination,
+  queryKind,
+  queryMessage,
+  type QueryRequest,
+} from '../../src/controllers/query/query-spec.js';
 import type { HeardIgmp } from '../../src/adapters/query-link/query-link.js';
 import { ResponderTable, type SentQuery } from '../../src/controllers/query/responder-table.js';
 import { decodeFrame, ipLocator } from '../../src/packet/frame-decoder.js';
@@ -82,7 +88,8 @@ describe('query spec', () => {
     it(`refuses ${name} with a usage error (exit 64)`, () => {
       assert.throws(
         () => parseQuerySpec(request),
-        (error: unknown) => error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
       );
     });
   }
@@ -93,8 +100,16 @@ describe('query packet', () => {
 
   it('a v2 group-specific query: Router Alert, TTL 1, DF, precedence 6, both checksums', () => {
     const spec = parseQuerySpec({ version: '2', group: '239.1.2.3', maxResp: '2' });
-    const packet = { message: queryMessage(spec), src: '10.0.0.1', dst: queryDestination(spec), identification: 0x1234 };
-    const expected = ipv4Packet({ src: '10.0.0.1', dst: '239.1.2.3', id: 0x1234, flagsAndOffset: 0x4000 }, igmpBytes('11 14 0000 ef010203'));
+    const packet = {
+      message: queryMessage(spec),
+      src: '10.0.0.1',
+      dst: queryDestination(spec),
+      identification: 0x1234,
+    };
+    const expected = ipv4Packet(
+      { src: '10.0.0.1', dst: '239.1.2.3', id: 0x1234, flagsAndOffset: 0x4000 },
+      igmpBytes('11 14 0000 ef010203'),
+    );
     assert.deepEqual(Buffer.from(queryPacket.encode(packet)), expected);
     assert.equal(queryPacket.encodingLength(packet), expected.length);
     // The frame goes to the group's MAC (RFC 1112 §6.4: low 23 bits).
@@ -103,10 +118,18 @@ describe('query packet', () => {
   });
 
   it('a v1 query is 8 octets with a zero Max Resp and group', () => {
-    const packet = { message: queryMessage(parseQuerySpec({ version: '1' })), src: '10.0.0.1', dst: '224.0.0.1', identification: 7 };
+    const packet = {
+      message: queryMessage(parseQuerySpec({ version: '1' })),
+      src: '10.0.0.1',
+      dst: '224.0.0.1',
+      identification: 7,
+    };
     assert.deepEqual(
       Buffer.from(queryPacket.encode(packet)),
-      ipv4Packet({ src: '10.0.0.1', dst: '224.0.0.1', id: 7, flagsAndOffset: 0x4000 }, igmpBytes('11 00 0000 00000000')),
+      ipv4Packet(
+        { src: '10.0.0.1', dst: '224.0.0.1', id: 7, flagsAndOffset: 0x4000 },
+        igmpBytes('11 00 0000 00000000'),
+      ),
     );
   });
 
@@ -116,7 +139,10 @@ describe('query packet', () => {
     // Max Resp Code 200 tenths = 0x89 (1|000|1001: 25 << 3); QQIC 125 < 128: itself.
     // S set (0x08 | QRV 2): routers must not lower their timers for a query that only asks.
     const igmp = igmpBytes('11 89 0000 e8010101  0a 7d 0002  0a090901 0a090902');
-    assert.deepEqual(Buffer.from(queryPacket.encode(packet)), ipv4Packet({ src: '0.0.0.0', dst: '232.1.1.1', id: 0, flagsAndOffset: 0x4000 }, igmp));
+    assert.deepEqual(
+      Buffer.from(queryPacket.encode(packet)),
+      ipv4Packet({ src: '0.0.0.0', dst: '232.1.1.1', id: 0, flagsAndOffset: 0x4000 }, igmp),
+    );
     // and the snoop decoder reads it back as that query
     const event = decodeFrame(locate, queryPacket.encodeFrame(packet, '02:00:00:00:00:01'), { frame: 1, ts: 0 });
     assert.equal(event?.kind, 'igmp');
@@ -144,7 +170,12 @@ describe('query packet', () => {
     ];
     for (const request of requests) {
       const spec = parseQuerySpec(request);
-      const packet = { message: queryMessage(spec), src: '192.0.2.200', dst: queryDestination(spec), identification: 0xffff };
+      const packet = {
+        message: queryMessage(spec),
+        src: '192.0.2.200',
+        dst: queryDestination(spec),
+        identification: 0xffff,
+      };
       const frame = queryPacket.encodeFrame(packet, 'aa:bb:cc:dd:ee:ff');
       // 239.128.1.1 and 239.0.1.1 share a MAC: bit 23 of the address is dropped
       const low23 = queryDestination(spec).split('.').map(Number);
@@ -157,7 +188,12 @@ describe('query packet', () => {
   });
 
   it('hex spot check: a v3 general query frame as tcpdump would show it', () => {
-    const packet = { message: queryMessage(parseQuerySpec({ maxResp: '10' })), src: '10.77.0.2', dst: '224.0.0.1', identification: 0x0102 };
+    const packet = {
+      message: queryMessage(parseQuerySpec({ maxResp: '10' })),
+      src: '10.77.0.2',
+      dst: '224.0.0.1',
+      identification: 0x0102,
+    };
     const bytes = Buffer.from(queryPacket.encode(packet));
     assert.deepEqual(bytes.subarray(0, 4), hex('46 c0 00 24')); // IHL 6 (Router Alert), 36 octets
     assert.deepEqual(bytes.subarray(20, 24), hex('94 04 00 00'));
@@ -178,8 +214,13 @@ describe('responder table', () => {
     maxRespMs: 2000,
     identification: 77,
   };
-  const heard = (table: ResponderTable, at: number, src: string, message: IgmpMessage, port?: { name: string; pod?: string }) =>
-    table.heard({ at, src, ipId: 1, message, ...(port === undefined ? {} : { port }) });
+  const heard = (
+    table: ResponderTable,
+    at: number,
+    src: string,
+    message: IgmpMessage,
+    port?: { name: string; pod?: string },
+  ) => table.heard({ at, src, ipId: 1, message, ...(port === undefined ? {} : { port }) });
   const summary = (table: ResponderTable) =>
     table
       .responders()
@@ -242,19 +283,44 @@ describe('responder table', () => {
     table.querySent(general);
     heard(table, T0 + 10, '10.0.0.12', { kind: 'report', version: 2, group: '239.2.2.2' });
     heard(table, T0 + 20, '10.0.0.12', { kind: 'leave', version: 2, group: '239.2.2.2' });
-    heard(table, T0 + 30, '10.0.0.13', { kind: 'report', version: 3, records: [{ type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.9.9.1'] }] });
-    heard(table, T0 + 40, '10.0.0.13', { kind: 'report', version: 3, records: [{ type: 'ALLOW_NEW_SOURCES', group: '232.1.1.1', sources: ['10.9.9.3'] }] });
-    heard(table, T0 + 50, '10.0.0.14', { kind: 'report', version: 3, records: [{ type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.9.9.1'] }] });
-    heard(table, T0 + 60, '10.0.0.14', { kind: 'report', version: 3, records: [{ type: 'CHANGE_TO_INCLUDE_MODE', group: '232.1.1.1', sources: [] }] });
+    heard(table, T0 + 30, '10.0.0.13', {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.9.9.1'] }],
+    });
+    heard(table, T0 + 40, '10.0.0.13', {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'ALLOW_NEW_SOURCES', group: '232.1.1.1', sources: ['10.9.9.3'] }],
+    });
+    heard(table, T0 + 50, '10.0.0.14', {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'MODE_IS_INCLUDE', group: '232.1.1.1', sources: ['10.9.9.1'] }],
+    });
+    heard(table, T0 + 60, '10.0.0.14', {
+      kind: 'report',
+      version: 3,
+      records: [{ type: 'CHANGE_TO_INCLUDE_MODE', group: '232.1.1.1', sources: [] }],
+    });
     assert.deepEqual(summary(table), ['232.1.1.1 10.0.0.13 v3 include{10.9.9.1,10.9.9.3} 30ms x2']);
   });
 
   it('on a bridge the same host on two ports is two responders, with port and pod', () => {
     const table = new ResponderTable({ self: { address: '0.0.0.0', version: 3 } });
     table.querySent({ ...general, src: '0.0.0.0' });
-    heard(table, T0 + 5, '10.1.0.11', { kind: 'report', version: 2, group: '239.1.1.1' }, { name: 'veth-a', pod: 'default/a' });
+    heard(
+      table,
+      T0 + 5,
+      '10.1.0.11',
+      { kind: 'report', version: 2, group: '239.1.1.1' },
+      { name: 'veth-a', pod: 'default/a' },
+    );
     heard(table, T0 + 6, '10.1.0.11', { kind: 'report', version: 2, group: '239.1.1.1' }, { name: 'gw0' });
-    assert.deepEqual(summary(table), ['239.1.1.1 10.1.0.11 v2 exclude{} 6ms x1 gw0', '239.1.1.1 10.1.0.11 v2 exclude{} 5ms x1 veth-a default/a']);
+    assert.deepEqual(summary(table), [
+      '239.1.1.1 10.1.0.11 v2 exclude{} 6ms x1 gw0',
+      '239.1.1.1 10.1.0.11 v2 exclude{} 5ms x1 veth-a default/a',
+    ]);
   });
 
   it('the election: lowest address wins, ours included; 0.0.0.0 is no candidate', () => {
@@ -264,7 +330,11 @@ describe('responder table', () => {
     heard(table, T0 + 2, '10.0.0.9', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 });
     heard(table, T0 + 3, '10.0.0.9', { kind: 'query', version: 2, group: '239.1.1.1', maxRespTimeDs: 10 });
     assert.deepEqual(
-      table.queriers().map((q) => `${q.address} v${q.version} ${q.self ? 'self' : 'other'} ${q.elected ? 'elected' : '-'} ${q.queries}`),
+      table
+        .queriers()
+        .map(
+          (q) => `${q.address} v${q.version} ${q.self ? 'self' : 'other'} ${q.elected ? 'elected' : '-'} ${q.queries}`,
+        ),
       ['0.0.0.0 v2 other - 1', '10.0.0.5 v3 self elected 1', '10.0.0.9 v2 other - 2'],
     );
     heard(table, T0 + 4, '10.0.0.3', { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 });
@@ -296,14 +366,28 @@ describe('responder table', () => {
       at: T0 + 1,
       src: '10.0.0.1',
       ipId: 77,
-      message: { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 20, sFlag: false, qrv: 2, qqic: 125, sources: [] },
+      message: {
+        kind: 'query',
+        version: 3,
+        group: '0.0.0.0',
+        maxRespCode: 20,
+        sFlag: false,
+        qrv: 2,
+        qqic: 125,
+        sources: [],
+      },
     });
     assert.deepEqual(
       table.queriers().map((q) => [q.address, q.self]),
       [['10.0.0.1', true]],
     );
     // the same address with another id: somebody else configured with it
-    table.heard({ at: T0 + 2, src: '10.0.0.1', ipId: 78, message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 } });
+    table.heard({
+      at: T0 + 2,
+      src: '10.0.0.1',
+      ipId: 78,
+      message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 },
+    });
     assert.deepEqual(
       table.queriers().map((q) => [q.address, q.self]),
       [
@@ -317,7 +401,16 @@ describe('responder table', () => {
     const table = new ResponderTable({ self: { address: '0.0.0.0', version: 3 } });
     table.querySent({ ...general, src: '0.0.0.0' });
     assert.deepEqual(table.queriers(), []);
-    heard(table, T0 + 2, '10.0.0.9', { kind: 'query', version: 3, group: '0.0.0.0', maxRespCode: 100, sFlag: false, qrv: 2, qqic: 125, sources: [] });
+    heard(table, T0 + 2, '10.0.0.9', {
+      kind: 'query',
+      version: 3,
+      group: '0.0.0.0',
+      maxRespCode: 100,
+      sFlag: false,
+      qrv: 2,
+      qqic: 125,
+      sources: [],
+    });
     assert.deepEqual(
       table.queriers().map((q) => [q.address, q.elected]),
       [['10.0.0.9', true]],
@@ -342,7 +435,12 @@ describe('query run', () => {
     async send(packet: QueryPacket): Promise<void> {
       if (this.sent.length === this.behaviour.failSendAt) throw new McastError('refused', 'the switch said no');
       this.sent.push(packet);
-      this.onIgmp?.({ at: Date.now(), src: '10.0.0.11', ipId: 9, message: { kind: 'report', version: 2, group: '239.1.1.1' } });
+      this.onIgmp?.({
+        at: Date.now(),
+        src: '10.0.0.11',
+        ipId: 9,
+        message: { kind: 'report', version: 2, group: '239.1.1.1' },
+      });
       await new Promise((resolve) => setTimeout(resolve, 5)); // the barrier round trip
     }
     async close(): Promise<void> {
@@ -398,7 +496,16 @@ describe('query run', () => {
   it('the caller’s signal stops it early', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 20);
-    const result = await runQuery({ link: new FakeLink(), spec, src: '10.0.0.1', repeat: 1, intervalMs: 1, waitMs: 60_000, signal: controller.signal, clock });
+    const result = await runQuery({
+      link: new FakeLink(),
+      spec,
+      src: '10.0.0.1',
+      repeat: 1,
+      intervalMs: 1,
+      waitMs: 60_000,
+      signal: controller.signal,
+      clock,
+    });
     assert.equal(result.stoppedEarly, true);
     assert.equal(result.failure, undefined);
   });
@@ -446,7 +553,11 @@ describe('MLD query spec', () => {
     ['a multicast source', { group: 'ff3e::1', sources: 'ff05::2' }, /not a unicast host address/],
     ['the unspecified source', { group: 'ff3e::1', sources: '::' }, /not a unicast host address/],
     ['a source twice', { group: 'ff3e::1', sources: '2001:db8::5,2001:db8:0::5' }, /twice/],
-    ['too many sources', { group: 'ff3e::1', sources: Array.from({ length: 76 }, (_, i) => `2001:db8::${i + 1}`).join(',') }, /at most 75/],
+    [
+      'too many sources',
+      { group: 'ff3e::1', sources: Array.from({ length: 76 }, (_, i) => `2001:db8::${i + 1}`).join(',') },
+      /at most 75/,
+    ],
     ['max resp 0', { maxResp: '0' }, /out of range: 0.001 to 8387.584 s for MLDv2/],
     ['v1 max resp 65.536', { version: '1', maxResp: '65.536' }, /out of range: 0.001 to 65.535 s for MLDv1/],
     ['v2 max resp 8387.585', { maxResp: '8387.585' }, /out of range/],
@@ -457,7 +568,8 @@ describe('MLD query spec', () => {
     it(`refuses ${name} with a usage error (exit 64)`, () => {
       assert.throws(
         () => parseMldQuerySpec(request),
-        (error: unknown) => error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
       );
     });
   }
@@ -474,7 +586,8 @@ describe('MLD query spec', () => {
     ] as const) {
       assert.throws(
         () => checkMldQuerierAddress(text, '--from'),
-        (error: unknown) => error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
+        (error: unknown) =>
+          error instanceof McastError && error.exitCode === ExitCode.Usage && message.test(error.message),
         text,
       );
     }
@@ -485,10 +598,19 @@ describe('MLD query packet', () => {
   const locate = ipLocator(1);
   const FROM = 'fe80::1';
 
-  /** IPv6 header (RFC 8200 §3) + hop-by-hop header with Router Alert 0 and PadN (RFC 2711, RFC 3810 §5) + the ICMPv6 message, checksummed here. */
+  /**
+   * IPv6 header (RFC 8200 §3) + hop-by-hop header with Router Alert 0 and PadN (RFC 2711, RFC 3810 §5) + the ICMPv6
+   * message, checksummed here.
+   */
   function mldPacket(srcHex: string, dstHex: string, icmp: string): Buffer {
     const message = hex(icmp);
-    const pseudo = Buffer.concat([hex(srcHex), hex(dstHex), hex(message.length.toString(16).padStart(8, '0')), hex('0000003a'), message]);
+    const pseudo = Buffer.concat([
+      hex(srcHex),
+      hex(dstHex),
+      hex(message.length.toString(16).padStart(8, '0')),
+      hex('0000003a'),
+      message,
+    ]);
     message.writeUInt16BE(referenceChecksum(pseudo), 2);
     const payloadLength = 8 + message.length;
     const header = hex(`60000000 ${payloadLength.toString(16).padStart(4, '0')} 00 01 ${srcHex} ${dstHex}`);
@@ -498,10 +620,17 @@ describe('MLD query packet', () => {
   it('an MLDv1 general query: 24 octets, the delay in ms, to ff02::1, hop limit 1', () => {
     const spec = parseMldQuerySpec({ version: '1', maxResp: '2.5' });
     const packet: MldQueryPacket = { message: mldQueryMessage(spec), src: FROM, dst: mldQueryDestination(spec) };
-    const expected = mldPacket('fe800000000000000000000000000001', 'ff020000000000000000000000000001', '82 00 0000 09c4 0000 00000000000000000000000000000000');
+    const expected = mldPacket(
+      'fe800000000000000000000000000001',
+      'ff020000000000000000000000000001',
+      '82 00 0000 09c4 0000 00000000000000000000000000000000',
+    );
     assert.deepEqual(Buffer.from(queryPacket.encodeMld(packet)), expected);
     // to 33:33 and the low 32 bits (RFC 2464 §7)
-    assert.deepEqual(Buffer.from(queryPacket.encodeMldFrame(packet, '02:00:00:00:00:01')), ethernetFrame(expected, 0x86dd, '333300000001'));
+    assert.deepEqual(
+      Buffer.from(queryPacket.encodeMldFrame(packet, '02:00:00:00:00:01')),
+      ethernetFrame(expected, 0x86dd, '333300000001'),
+    );
   });
 
   it('an MLDv2 address-and-source-specific query: S set, QRV 2, QQIC 125, the sources', () => {
@@ -545,7 +674,8 @@ describe('MLD query packet', () => {
       assert.ok(event?.kind === 'mld', JSON.stringify(request));
       assert.deepEqual(event.message, packet.message);
       assert.equal(event.dst, packet.dst);
-      if (event.message.kind === 'query' && event.message.version === 2) assert.equal(event.message.sFlag, spec.group !== undefined);
+      if (event.message.kind === 'query' && event.message.version === 2)
+        assert.equal(event.message.sFlag, spec.group !== undefined);
     }
   });
 });
@@ -564,10 +694,25 @@ describe('MLD responder table', () => {
     dst: 'ff02::1',
     maxRespMs: 1000,
   };
-  const heard = (table: ResponderTable, at: number, src: string, message: MldMessage) => table.heard({ protocol: 'mld', at, src, message } satisfies HeardMld);
+  const heard = (table: ResponderTable, at: number, src: string, message: MldMessage) =>
+    table.heard({ protocol: 'mld', at, src, message } satisfies HeardMld);
   const summary = (table: ResponderTable) =>
-    table.responders().map((r) => `${r.group} ${r.host} ${r.protocol}v${r.version} ${r.mode}{${r.sources.join(',')}} ${r.delayMs}ms x${r.answers}`);
-  const v2Query = (group: string): MldMessage => ({ kind: 'query', version: 2, group, maxRespCode: 1000, sFlag: false, qrv: 2, qqic: 125, sources: [] });
+    table
+      .responders()
+      .map(
+        (r) =>
+          `${r.group} ${r.host} ${r.protocol}v${r.version} ${r.mode}{${r.sources.join(',')}} ${r.delayMs}ms x${r.answers}`,
+      );
+  const v2Query = (group: string): MldMessage => ({
+    kind: 'query',
+    version: 2,
+    group,
+    maxRespCode: 1000,
+    sFlag: false,
+    qrv: 2,
+    qqic: 125,
+    sources: [],
+  });
 
   it('lists MLDv1 and MLDv2 listeners with their version and filter, IPv6 order', () => {
     const table = new ResponderTable({ self: { address: SELF, version: 2 }, protocol: 'mld' });
@@ -581,7 +726,11 @@ describe('MLD responder table', () => {
         { type: 'MODE_IS_EXCLUDE', group: 'ff05::202', sources: ['2001:db8::7'] },
       ],
     });
-    heard(table, T0 + 30, 'fe80::9', { kind: 'report', version: 2, records: [{ type: 'MODE_IS_EXCLUDE', group: 'ff05::202', sources: [] }] });
+    heard(table, T0 + 30, 'fe80::9', {
+      kind: 'report',
+      version: 2,
+      records: [{ type: 'MODE_IS_EXCLUDE', group: 'ff05::202', sources: [] }],
+    });
     // IGMP on the same link is the other family's business
     table.heard({ at: T0 + 40, src: '10.0.0.9', ipId: 1, message: { kind: 'report', version: 2, group: '239.1.1.1' } });
     assert.deepEqual(summary(table), [
@@ -599,9 +748,17 @@ describe('MLD responder table', () => {
     table.querySent({ ...general, version: 1, kind: 'group', group: 'ff05::101', dst: 'ff05::101' });
     heard(table, T0 + 10, 'fe80::11', { kind: 'report', version: 1, group: 'ff05::101' });
     heard(table, T0 + 11, 'fe80::12', { kind: 'report', version: 1, group: 'ff05::999' });
-    heard(table, T0 + 12, 'fe80::13', { kind: 'report', version: 2, records: [{ type: 'MODE_IS_EXCLUDE', group: 'ff05::101', sources: [] }] });
+    heard(table, T0 + 12, 'fe80::13', {
+      kind: 'report',
+      version: 2,
+      records: [{ type: 'MODE_IS_EXCLUDE', group: 'ff05::101', sources: [] }],
+    });
     heard(table, T0 + 20, 'fe80::11', { kind: 'leave', version: 1, group: 'ff05::101' });
-    heard(table, T0 + 21, 'fe80::13', { kind: 'report', version: 2, records: [{ type: 'CHANGE_TO_INCLUDE_MODE', group: 'ff05::101', sources: [] }] });
+    heard(table, T0 + 21, 'fe80::13', {
+      kind: 'report',
+      version: 2,
+      records: [{ type: 'CHANGE_TO_INCLUDE_MODE', group: 'ff05::101', sources: [] }],
+    });
     assert.deepEqual(summary(table), []);
     assert.equal(table.ignoredReports, 1);
   });
@@ -612,12 +769,27 @@ describe('MLD responder table', () => {
     heard(table, T0 + 1, '::', v2Query('::'));
     heard(table, T0 + 2, 'fe80::1:0', v2Query('::'));
     // IGMP queriers are not MLD queriers
-    table.heard({ at: T0 + 3, src: '10.0.0.1', ipId: 5, message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 } });
+    table.heard({
+      at: T0 + 3,
+      src: '10.0.0.1',
+      ipId: 5,
+      message: { kind: 'query', version: 2, group: '0.0.0.0', maxRespTimeDs: 100 },
+    });
     const list = () =>
-      table.queriers().map((q) => `${q.address} ${q.protocol}v${q.version} ${q.self ? 'self' : 'other'} ${q.elected ? 'elected' : '-'} ${q.queries}`);
+      table
+        .queriers()
+        .map(
+          (q) =>
+            `${q.address} ${q.protocol}v${q.version} ${q.self ? 'self' : 'other'} ${q.elected ? 'elected' : '-'} ${q.queries}`,
+        );
     assert.deepEqual(list(), [':: mldv2 other - 1', 'fe80::5 mldv2 self elected 1', 'fe80::1:0 mldv2 other - 1']);
     heard(table, T0 + 4, 'fe80::3', { kind: 'query', version: 1, group: '::', maxRespDelayMs: 10_000 });
-    assert.deepEqual(list(), [':: mldv2 other - 1', 'fe80::3 mldv1 other elected 1', 'fe80::5 mldv2 self - 1', 'fe80::1:0 mldv2 other - 1']);
+    assert.deepEqual(list(), [
+      ':: mldv2 other - 1',
+      'fe80::3 mldv1 other elected 1',
+      'fe80::5 mldv2 self - 1',
+      'fe80::1:0 mldv2 other - 1',
+    ]);
   });
 
   it('our own query echoed by the link is not another querier; another query from our address is', () => {
@@ -666,7 +838,12 @@ describe('MLD query run', () => {
     }
     async send(packet: MldQueryPacket): Promise<void> {
       this.sent.push(packet);
-      this.onHeard?.({ protocol: 'mld', at: Date.now(), src: 'fe80::11', message: { kind: 'report', version: 1, group: 'ff05::101' } });
+      this.onHeard?.({
+        protocol: 'mld',
+        at: Date.now(),
+        src: 'fe80::11',
+        message: { kind: 'report', version: 1, group: 'ff05::101' },
+      });
     }
     async close(): Promise<void> {}
   }
@@ -674,10 +851,26 @@ describe('MLD query run', () => {
   it('sends the MLD query from the given address to the group, no IP identification, and counts the answer', async () => {
     const link = new FakeMldLink();
     const spec = parseMldQuerySpec({ version: '1', group: 'ff05::101', maxResp: '0.1' });
-    const result = await runQuery({ link, spec, src: 'fe80::5', repeat: 2, intervalMs: 1, waitMs: 5, clock: { now: () => Date.now() - 1 } });
+    const result = await runQuery({
+      link,
+      spec,
+      src: 'fe80::5',
+      repeat: 2,
+      intervalMs: 1,
+      waitMs: 5,
+      clock: { now: () => Date.now() - 1 },
+    });
     assert.deepEqual(link.sent, [
-      { message: { kind: 'query', version: 1, group: 'ff05::101', maxRespDelayMs: 100 }, src: 'fe80::5', dst: 'ff05::101' },
-      { message: { kind: 'query', version: 1, group: 'ff05::101', maxRespDelayMs: 100 }, src: 'fe80::5', dst: 'ff05::101' },
+      {
+        message: { kind: 'query', version: 1, group: 'ff05::101', maxRespDelayMs: 100 },
+        src: 'fe80::5',
+        dst: 'ff05::101',
+      },
+      {
+        message: { kind: 'query', version: 1, group: 'ff05::101', maxRespDelayMs: 100 },
+        src: 'fe80::5',
+        dst: 'ff05::101',
+      },
     ]);
     assert.deepEqual(
       result.table.queries.map((q) => [q.protocol, q.version, q.kind, q.dst, 'identification' in q]),

@@ -6,7 +6,12 @@ import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
 import { gotoTable } from '../../src/protocol/openflow/instruction.js';
 import { DEFAULT_PIPELINE_CONFIG } from '../../src/domain/pipeline/config.js';
 import { flowEntryOf, flowSlotOf, matchFields } from '../../src/domain/pipeline/openflow-entries.js';
-import { MulticastPipeline, type FlowEntry, type GroupEntry, type GroupMembership } from '../../src/domain/pipeline/multicast-pipeline.js';
+import {
+  MulticastPipeline,
+  type FlowEntry,
+  type GroupEntry,
+  type GroupMembership,
+} from '../../src/domain/pipeline/multicast-pipeline.js';
 import { groupAddress, sourceAddress } from '../../src/wire/ip-address.js';
 
 const pipeline = new MulticastPipeline(DEFAULT_PIPELINE_CONFIG, { maxBucketsPerGroup: 4 });
@@ -39,7 +44,9 @@ describe('planGroupReconcile', () => {
     ];
     const plan = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared });
     assert.deepEqual(
-      plan.drift.map((entry) => (entry.object === 'group' ? [entry.group, entry.action, entry.before, entry.after, entry.detail] : entry)),
+      plan.drift.map((entry) =>
+        entry.object === 'group' ? [entry.group, entry.action, entry.before, entry.after, entry.detail] : entry,
+      ),
       [
         ['239.1.1.1', 'add', [], [1, 2], 'declared, not installed'],
         ['239.1.1.2', 'change', [1], [1, 2], 'ports 2 missing'],
@@ -56,7 +63,12 @@ describe('planGroupReconcile', () => {
     const untouched = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared: [] });
     assert.deepEqual(untouched.drift, []);
     assert.deepEqual(untouched.learnedGroups, ['239.2.2.2']);
-    const conflict = planGroupReconcile({ pipeline, installed, foreignFlows: [], declared: [{ group: groupAddress('239.2.2.2'), ports: [1] }] });
+    const conflict = planGroupReconcile({
+      pipeline,
+      installed,
+      foreignFlows: [],
+      declared: [{ group: groupAddress('239.2.2.2'), ports: [1] }],
+    });
     assert.deepEqual(conflict.drift, []);
     assert.match(conflict.conflicts[0]!.problem, /the daemon learned this group/);
   });
@@ -77,7 +89,10 @@ describe('planGroupReconcile', () => {
 
   it('a stray OVS group in our range is removed; a changed bucket list is a change', () => {
     const declared = [{ group: groupAddress('239.1.1.1'), ports: [1, 2] }];
-    const stray: GroupEntry = { groupId: pipeline.groupId(groupAddress('239.7.7.7')), buckets: [{ type: 'output', port: 1 }] };
+    const stray: GroupEntry = {
+      groupId: pipeline.groupId(groupAddress('239.7.7.7')),
+      buckets: [{ type: 'output', port: 1 }],
+    };
     const drifted = switchWith([{ group: groupAddress('239.1.1.1'), ports: [1, 3] }], { groups: [stray] });
     const plan = planGroupReconcile({ pipeline, installed: drifted, foreignFlows: [], declared });
     assert.deepEqual(

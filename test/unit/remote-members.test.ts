@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import type { MembershipRecord } from '../../src/domain/membership/membership-table.js';
 import { type RemoteRefusal, RemoteMembers, type RemoteMembersEffect } from '../../src/domain/peers/remote-members.js';
-import { type GroupAddress, groupAddress, type HostAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
+import {
+  type GroupAddress,
+  groupAddress,
+  type HostAddress,
+  hostAddress,
+  sourceAddress,
+} from '../../src/wire/ip-address.js';
 
 const P1 = hostAddress('192.168.60.12');
 const P2 = hostAddress('192.168.60.13');
@@ -12,7 +18,9 @@ const G1 = groupAddress('239.1.1.1');
 const G2 = groupAddress('239.1.1.2');
 const TIMEOUT = 70_000;
 
-function members(options: { peers?: HostAddress[]; maxGroupsPerPeer?: number; onRefusal?: (refusal: RemoteRefusal) => void } = {}) {
+function members(
+  options: { peers?: HostAddress[]; maxGroupsPerPeer?: number; onRefusal?: (refusal: RemoteRefusal) => void } = {},
+) {
   return new RemoteMembers({
     peers: options.peers ?? [P1, P2, P3],
     timeoutMs: TIMEOUT,
@@ -32,7 +40,10 @@ describe('RemoteMembers', () => {
     const remote = members();
     assert.deepEqual(remote.apply(P1, [record('CHANGE_TO_EXCLUDE_MODE', G1)], 1_000), [effect(G1, [P1])]);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1)], 2_000), []);
-    assert.deepEqual(remote.apply(P2, [record('MODE_IS_EXCLUDE', G1), record('MODE_IS_EXCLUDE', G2)], 2_000), [effect(G1, [P1, P2]), effect(G2, [P2])]);
+    assert.deepEqual(remote.apply(P2, [record('MODE_IS_EXCLUDE', G1), record('MODE_IS_EXCLUDE', G2)], 2_000), [
+      effect(G1, [P1, P2]),
+      effect(G2, [P2]),
+    ]);
     // Sorted by address, not by text: .9 before .12.
     assert.deepEqual(remote.apply(P3, [record('MODE_IS_EXCLUDE', G1)], 2_000), [effect(G1, [P3, P1, P2])]);
     assert.deepEqual(remote.peersOf(G1), [P3, P1, P2]);
@@ -46,7 +57,11 @@ describe('RemoteMembers', () => {
     assert.deepEqual(remote.apply(P2, [record('ALLOW_NEW_SOURCES', G1, ['10.9.0.1'])], 1_000), [effect(G1, [P1, P2])]);
     assert.deepEqual(remote.apply(P3, [record('ALLOW_NEW_SOURCES', G1)], 1_000), []);
     assert.deepEqual(remote.apply(P3, [record('BLOCK_OLD_SOURCES', G1, ['10.9.0.1'])], 1_000), []);
-    assert.deepEqual(remote.apply(P1, [record('BLOCK_OLD_SOURCES', G1, ['10.9.0.1'])], 1_000), [], 'BLOCK does not end a membership');
+    assert.deepEqual(
+      remote.apply(P1, [record('BLOCK_OLD_SOURCES', G1, ['10.9.0.1'])], 1_000),
+      [],
+      'BLOCK does not end a membership',
+    );
     assert.deepEqual(remote.apply(P1, [record('CHANGE_TO_INCLUDE_MODE', G1)], 1_500), [effect(G1, [P2])]);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_INCLUDE', G2)], 1_500), [effect(G2, [])]);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_INCLUDE', G2)], 1_500), [], 'leaving what it is not in');
@@ -54,9 +69,15 @@ describe('RemoteMembers', () => {
 
   it('records that cancel out within one report give no effect', () => {
     const remote = members();
-    assert.deepEqual(remote.apply(P1, [record('CHANGE_TO_EXCLUDE_MODE', G1), record('CHANGE_TO_INCLUDE_MODE', G1)], 1_000), []);
+    assert.deepEqual(
+      remote.apply(P1, [record('CHANGE_TO_EXCLUDE_MODE', G1), record('CHANGE_TO_INCLUDE_MODE', G1)], 1_000),
+      [],
+    );
     remote.apply(P1, [record('MODE_IS_EXCLUDE', G2)], 1_000);
-    assert.deepEqual(remote.apply(P1, [record('CHANGE_TO_INCLUDE_MODE', G2), record('CHANGE_TO_EXCLUDE_MODE', G2)], 1_000), []);
+    assert.deepEqual(
+      remote.apply(P1, [record('CHANGE_TO_INCLUDE_MODE', G2), record('CHANGE_TO_EXCLUDE_MODE', G2)], 1_000),
+      [],
+    );
     assert.deepEqual(remote.peersOf(G2), [P1]);
   });
 
@@ -170,7 +191,9 @@ describe('RemoteMembers', () => {
   it('refuses new groups past the per-peer limit and counts them; refreshes still pass', () => {
     const refusals: RemoteRefusal[] = [];
     const remote = members({ maxGroupsPerPeer: 1, onRefusal: (refusal) => refusals.push(refusal) });
-    assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1), record('MODE_IS_EXCLUDE', G2)], 1_000), [effect(G1, [P1])]);
+    assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1), record('MODE_IS_EXCLUDE', G2)], 1_000), [
+      effect(G1, [P1]),
+    ]);
     assert.deepEqual(refusals, [{ peer: P1, group: G2, limit: 1 }]);
     assert.equal(remote.refused, 1);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1)], 2_000), []);

@@ -11,7 +11,12 @@ describe('RequestTable', () => {
   it('settles a request with its accepted reply, and ignores a late one', async () => {
     const requests = table();
     const sent: number[] = [];
-    const answer = requests.start({ meta: 'get', timeoutMs: 1000, accept: (reply) => reply.value * 2, send: (id) => sent.push(id) });
+    const answer = requests.start({
+      meta: 'get',
+      timeoutMs: 1000,
+      accept: (reply) => reply.value * 2,
+      send: (id) => sent.push(id),
+    });
     assert.equal(requests.get(sent[0]!), 'get');
     assert.equal(requests.settle(sent[0]!, { value: 21 }), true);
     assert.equal(await answer, 42);
@@ -54,7 +59,12 @@ describe('RequestTable', () => {
   it('restartTimer() postpones the timeout', async () => {
     const requests = table();
     let id = 0;
-    const answer = requests.start({ meta: 'parts', timeoutMs: 40, accept: (reply) => reply.value, send: (sent) => (id = sent) });
+    const answer = requests.start({
+      meta: 'parts',
+      timeoutMs: 40,
+      accept: (reply) => reply.value,
+      send: (sent) => (id = sent),
+    });
     await new Promise((resolve) => setTimeout(resolve, 25));
     requests.restartTimer(id);
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -78,7 +88,16 @@ describe('RequestTable', () => {
     await assert.rejects(answer, /stop/);
     assert.deepEqual(abandoned, ['a']);
     let sent = false;
-    await assert.rejects(requests.start({ meta: 'b', timeoutMs: 0, signal: controller.signal, accept: () => 1, send: () => (sent = true) }), /stop/);
+    await assert.rejects(
+      requests.start({
+        meta: 'b',
+        timeoutMs: 0,
+        signal: controller.signal,
+        accept: () => 1,
+        send: () => (sent = true),
+      }),
+      /stop/,
+    );
     assert.equal(sent, false);
     assert.equal(requests.size, 0);
   });

@@ -40,12 +40,18 @@ describe('router events', () => {
 
   it('a widened upstream filter is a warning naming the group, not a failure', () => {
     const { events, warnings, failures } = eventsWithRecords();
-    const wanted = { mode: 'include' as const, sources: new Set([sourceAddress('10.0.0.1'), sourceAddress('10.0.0.2')]) };
+    const wanted = {
+      mode: 'include' as const,
+      sources: new Set([sourceAddress('10.0.0.1'), sourceAddress('10.0.0.2')]),
+    };
     events.onError(new UpstreamFilterWidened('232.1.1.1', wanted, { mode: 'exclude', sources: new Set() }, 1));
     assert.equal(failures.length, 0);
     assert.equal(warnings.length, 1);
     assert.equal(warnings[0]!.message, 'upstream source filter widened');
     assert.equal(warnings[0]!.fields?.['group'], '232.1.1.1');
-    assert.match(String(warnings[0]!.fields?.['error']), /^upstream-filter-widened: 232\.1\.1\.1 wants include of 2 sources/);
+    assert.match(
+      String(warnings[0]!.fields?.['error']),
+      /^upstream-filter-widened: 232\.1\.1\.1 wants include of 2 sources/,
+    );
   });
 });

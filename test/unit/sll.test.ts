@@ -61,7 +61,13 @@ describe('sll (LINKTYPE_LINUX_SLL, 113)', () => {
     // packet type 2 (multicast) | ARPHRD_ETHER | address length 6 | f2:d4:35:4f:4d:6f + 2 pad | IPv4
     assertRoundTrip(
       sll,
-      { packetType: SllPacketType.multicast, arphrdType: ArphrdType.ETHER, addressLength: 6, address: hex('f2d4354f4d6f'), protocol: 0x0800 },
+      {
+        packetType: SllPacketType.multicast,
+        arphrdType: ArphrdType.ETHER,
+        addressLength: 6,
+        address: hex('f2d4354f4d6f'),
+        protocol: 0x0800,
+      },
       hex('0002 0001 0006 f2d4354f4d6f0000 0800'),
     );
   });
@@ -75,7 +81,13 @@ describe('sll (LINKTYPE_LINUX_SLL, 113)', () => {
     );
     assertRoundTrip(
       sll,
-      { packetType: SllPacketType.outgoing, arphrdType: ArphrdType.NONE, addressLength: 0, address: new Uint8Array(0), protocol: 0x0800 },
+      {
+        packetType: SllPacketType.outgoing,
+        arphrdType: ArphrdType.NONE,
+        addressLength: 0,
+        address: new Uint8Array(0),
+        protocol: 0x0800,
+      },
       hex('0004 fffe 0000 0000000000000000 0800'),
     );
   });
@@ -146,7 +158,14 @@ describe('sll2 (LINKTYPE_LINUX_SLL2, 276)', () => {
   });
 
   it('decodes every frame of the -i any fixture as tshark does', { skip: noTshark }, () => {
-    const frames = tsharkFields('any-sll2.pcap', ['sll.etype', 'sll.ifindex', 'sll.hatype', 'sll.pkttype', 'sll.halen', 'sll.src.eth']);
+    const frames = tsharkFields('any-sll2.pcap', [
+      'sll.etype',
+      'sll.ifindex',
+      'sll.hatype',
+      'sll.pkttype',
+      'sll.halen',
+      'sll.src.eth',
+    ]);
     assert.ok(frames.length > 5);
     const seenTypes = new Set<string>();
     for (const { raw, values } of frames) {
@@ -163,7 +182,10 @@ describe('sll2 (LINKTYPE_LINUX_SLL2, 276)', () => {
         values,
       );
       assert.equal(header.reserved, 0);
-      assert.equal(Buffer.from(sll2.encode(header)).toString('hex'), raw.subarray(0, sll2.HEADER_LENGTH).toString('hex'));
+      assert.equal(
+        Buffer.from(sll2.encode(header)).toString('hex'),
+        raw.subarray(0, sll2.HEADER_LENGTH).toString('hex'),
+      );
       seenTypes.add(sllPacketTypeName(header.packetType) ?? 'unknown');
     }
     // The fixture has what a snooper meets: received multicast, our own sends, loopback.
@@ -175,7 +197,15 @@ describe('sll2 (LINKTYPE_LINUX_SLL2, 276)', () => {
   });
 
   it('refuses values the header cannot hold', () => {
-    const header = { protocol: 0x0800, reserved: 0, interfaceIndex: 1, arphrdType: 1, packetType: 0, addressLength: 6, address: new Uint8Array(6) };
+    const header = {
+      protocol: 0x0800,
+      reserved: 0,
+      interfaceIndex: 1,
+      arphrdType: 1,
+      packetType: 0,
+      addressLength: 6,
+      address: new Uint8Array(6),
+    };
     assert.throws(() => sll2.encode({ ...header, packetType: 256 }), RangeError);
     assert.throws(() => sll2.encode({ ...header, interfaceIndex: -1 }), RangeError);
     assert.throws(() => sll2.encode({ ...header, address: new Uint8Array(9) }), RangeError);
@@ -184,6 +214,13 @@ describe('sll2 (LINKTYPE_LINUX_SLL2, 276)', () => {
 
 describe('packet types', () => {
   it('names the five the spec defines', () => {
-    assert.deepEqual([0, 1, 2, 3, 4, 5].map(sllPacketTypeName), ['host', 'broadcast', 'multicast', 'otherhost', 'outgoing', undefined]);
+    assert.deepEqual([0, 1, 2, 3, 4, 5].map(sllPacketTypeName), [
+      'host',
+      'broadcast',
+      'multicast',
+      'otherhost',
+      'outgoing',
+      undefined,
+    ]);
   });
 });

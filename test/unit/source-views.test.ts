@@ -25,21 +25,41 @@ const PODS: Record<number, PortView> = {
 };
 
 function pods(gateway: PortView | undefined): PodPorts {
-  return { gateway, view: (ofport: number) => PODS[ofport] ?? (ofport === gateway?.ofport ? gateway : undefined) } as unknown as PodPorts;
+  return {
+    gateway,
+    view: (ofport: number) => PODS[ofport] ?? (ofport === gateway?.ofport ? gateway : undefined),
+  } as unknown as PodPorts;
 }
 
-function member(port: number, host: string, mode: 'include' | 'exclude', sources: SourceAddress[]): GroupSnapshot['members'][number] {
+function member(
+  port: number,
+  host: string,
+  mode: 'include' | 'exclude',
+  sources: SourceAddress[],
+): GroupSnapshot['members'][number] {
   return { port, host: hostAddress(host), compatibility: 3, filter: { mode, sources }, lastReportAt: 40_000 };
 }
 
 function snapshot(group: string, members: GroupSnapshot['members']): GroupSnapshot {
-  return { group: groupAddress(group), ports: [...new Set(members.map((item) => item.port))].sort((a, b) => a - b), members };
+  return {
+    group: groupAddress(group),
+    ports: [...new Set(members.map((item) => item.port))].sort((a, b) => a - b),
+    members,
+  };
 }
 
 /** The acceptance case: A IN{S1}, B IN{S2}, C EX{S1}. */
-const ABC = snapshot('232.1.1.1', [member(5, '10.1.0.5', 'include', [S1]), member(6, '10.1.0.6', 'include', [S2]), member(7, '10.1.0.7', 'exclude', [S1])]);
+const ABC = snapshot('232.1.1.1', [
+  member(5, '10.1.0.5', 'include', [S1]),
+  member(6, '10.1.0.6', 'include', [S2]),
+  member(7, '10.1.0.7', 'exclude', [S1]),
+]);
 
-function views(groups: GroupSnapshot[], gateway: PortView | null = GATEWAY, extra: Partial<Parameters<typeof groupViewsOf>[0]> = {}) {
+function views(
+  groups: GroupSnapshot[],
+  gateway: PortView | null = GATEWAY,
+  extra: Partial<Parameters<typeof groupViewsOf>[0]> = {},
+) {
   return groupViewsOf({
     clock,
     groups,
@@ -75,7 +95,10 @@ describe('group views by source', () => {
 
   it('absent while every port takes every source, also when one host of a port filters and another does not', () => {
     const plain = snapshot('239.1.1.1', [member(5, '10.1.0.5', 'exclude', []), member(6, '10.1.0.6', 'exclude', [])]);
-    const merged = snapshot('239.1.1.2', [member(5, '10.1.0.5', 'include', [S1]), member(5, '10.1.0.8', 'exclude', [])]);
+    const merged = snapshot('239.1.1.2', [
+      member(5, '10.1.0.5', 'include', [S1]),
+      member(5, '10.1.0.8', 'exclude', []),
+    ]);
     for (const view of views([plain, merged])) {
       assert.equal(view.sources, undefined, view.group);
       assert.equal(view.otherSources, undefined, view.group);
@@ -84,14 +107,18 @@ describe('group views by source', () => {
   });
 
   it('takes the table’s merged filters when given them', () => {
-    const [view] = views([ABC], GATEWAY, { portFiltersOf: () => [{ port: 6, filter: { mode: 'include', sources: new Set([S2]) } }] });
+    const [view] = views([ABC], GATEWAY, {
+      portFiltersOf: () => [{ port: 6, filter: { mode: 'include', sources: new Set([S2]) } }],
+    });
     assert.deepEqual(view?.sources, [{ source: '10.0.0.2', ports: [PODS[6], GATEWAY] }]);
     assert.deepEqual(view?.otherSources, [GATEWAY]);
   });
 
   it('marks the groups of the SSM range', () => {
     const other = snapshot('239.1.1.1', [member(5, '10.1.0.5', 'exclude', [])]);
-    const [ssm, plain] = views([ABC, other], GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] });
+    const [ssm, plain] = views([ABC, other], GATEWAY, {
+      ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }],
+    });
     assert.equal(ssm?.ssm, true);
     assert.equal(plain?.ssm, undefined);
   });
@@ -99,7 +126,9 @@ describe('group views by source', () => {
   it('marks IPv6 groups in ff3x::/96 as SSM, whatever the IPv4 range; none when SSM is off', () => {
     const v6 = (group: string) => snapshot(group, [member(5, 'fe80::5', 'include', [sourceAddress('fd00::1')])]);
     const groups = [v6('ff3e::8000:1'), v6('ff35::1234'), v6('ff1e::1'), v6('ff3e:1::1')];
-    const marked = views(groups, GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] }).map((view) => [view.group, view.ssm === true]);
+    const marked = views(groups, GATEWAY, { ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }] }).map(
+      (view) => [view.group, view.ssm === true],
+    );
     assert.deepEqual(marked, [
       ['ff3e::8000:1', true],
       ['ff35::1234', true],
@@ -131,7 +160,10 @@ describe('per-source lines', () => {
       plain,
     );
     assert.match(line, / 232\.1\.1\.1 ports 7,1; 10\.0\.0\.1 → 5,1; 10\.0\.0\.2 → 6,7,1 in 1\.3 ms: ok$/);
-    const without = formatDaemonEvent({ type: 'sync', time, group: '239.1.1.1', ports: [], latencyMs: 2, ok: true }, plain);
+    const without = formatDaemonEvent(
+      { type: 'sync', time, group: '239.1.1.1', ports: [], latencyMs: 2, ok: true },
+      plain,
+    );
     assert.match(without, / 239\.1\.1\.1 ports none in 2\.0 ms: ok$/);
   });
 

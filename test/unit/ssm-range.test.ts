@@ -15,7 +15,12 @@ import { MulticastController } from '../../src/controllers/daemon/loop/controlle
 import { membershipLimits } from '../../src/controllers/daemon/config/daemon-config.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { planReload } from '../../src/controllers/daemon/config/reload.js';
-import { type MembershipLimitSettings, type MembershipRefusal, refusalOf, UNLIMITED } from '../../src/domain/membership/membership-limits.js';
+import {
+  type MembershipLimitSettings,
+  type MembershipRefusal,
+  refusalOf,
+  UNLIMITED,
+} from '../../src/domain/membership/membership-limits.js';
 import { type MembershipRecord, MembershipTable } from '../../src/domain/membership/membership-table.js';
 import { ANY_SOURCE } from '../../src/domain/membership/source-filter.js';
 import type { IpPrefix } from '../../src/domain/policy/ip-prefix.js';
@@ -40,19 +45,37 @@ function ssmTable(limits: MembershipLimitSettings = { ...UNLIMITED, ssmRange: SS
   const clock = { t: 1_000, now: () => clock.t };
   const refusals: MembershipRefusal[] = [];
   const timing = { groupMembershipIntervalMs: 260_000, lastMemberQueryTimeMs: 2_000 };
-  const table = new MembershipTable({ clock, timing, fastLeave: true, limits, onRefusal: (refusal) => refusals.push(refusal) });
-  const record = (type: MembershipRecord['type'], group = SSM_GROUP, sources = [S1]) => table.record(5, H5, { type, group, sources });
+  const table = new MembershipTable({
+    clock,
+    timing,
+    fastLeave: true,
+    limits,
+    onRefusal: (refusal) => refusals.push(refusal),
+  });
+  const record = (type: MembershipRecord['type'], group = SSM_GROUP, sources = [S1]) =>
+    table.record(5, H5, { type, group, sources });
   return { table, refusals, clock, record };
 }
 
 describe('the SSM rule: refusalOf', () => {
-  const base = { limits: { ...UNLIMITED, ssmRange: SSM_DEFAULT }, group: SSM_GROUP, port: 5, host: H5, members: undefined, groupCount: 0, portGroupCount: 0 };
+  const base = {
+    limits: { ...UNLIMITED, ssmRange: SSM_DEFAULT },
+    group: SSM_GROUP,
+    port: 5,
+    host: H5,
+    members: undefined,
+    groupCount: 0,
+    portGroupCount: 0,
+  };
 
   it('refuses any source in the range, before the counts; admits named sources and groups outside it', () => {
     assert.deepEqual(refusalOf({ ...base, filter: ANY_SOURCE }), { reason: 'ssm' });
     assert.deepEqual(refusalOf({ ...base, filter: { mode: 'exclude', sources: new Set([S1]) } }), { reason: 'ssm' });
     // A group the node has no room for is still refused as ssm: what it asks for is refused first.
-    assert.deepEqual(refusalOf({ ...base, limits: { ...base.limits, maxGroups: 1 }, groupCount: 1, filter: ANY_SOURCE }), { reason: 'ssm' });
+    assert.deepEqual(
+      refusalOf({ ...base, limits: { ...base.limits, maxGroups: 1 }, groupCount: 1, filter: ANY_SOURCE }),
+      { reason: 'ssm' },
+    );
     assert.equal(refusalOf({ ...base, filter: { mode: 'include', sources: new Set([S1]) } }), undefined);
     assert.equal(refusalOf({ ...base, group: ASM_GROUP, filter: ANY_SOURCE }), undefined);
     assert.equal(refusalOf({ ...base, group: groupAddress('232.255.255.255'), filter: ANY_SOURCE })?.reason, 'ssm');
@@ -87,7 +110,10 @@ describe('the SSM rule on the membership table', () => {
     assert.deepEqual(record('ALLOW_NEW_SOURCES', other), [{ kind: 'members', group: other, ports: [5] }]);
     record('ALLOW_NEW_SOURCES', other, [S2]);
     record('BLOCK_OLD_SOURCES', other, [S1]);
-    assert.deepEqual(table.snapshot().find((group) => group.group === other)?.members[0]?.filter, { mode: 'include', sources: [S2] });
+    assert.deepEqual(table.snapshot().find((group) => group.group === other)?.members[0]?.filter, {
+      mode: 'include',
+      sources: [S2],
+    });
     // A change of filter alone changes what is forwarded: the group is synced again.
     assert.deepEqual(record('CHANGE_TO_INCLUDE_MODE', other, [S1]), [{ kind: 'members', group: other, ports: [5] }]);
     assert.deepEqual(refusals, []);
@@ -126,7 +152,9 @@ describe('the SSM rule on the membership table', () => {
     const custom = ssmTable({ ...UNLIMITED, ssmRange: [{ family: 'ipv4', address: '239.192.0.0', length: 16 }] });
     assert.deepEqual(custom.table.report(5, H5, SSM_GROUP, 2), [{ kind: 'members', group: SSM_GROUP, ports: [5] }]);
     assert.deepEqual(custom.table.report(5, H5, groupAddress('239.192.3.4'), 2), []);
-    assert.deepEqual(custom.record('MODE_IS_INCLUDE', groupAddress('239.192.3.4')), [{ kind: 'members', group: groupAddress('239.192.3.4'), ports: [5] }]);
+    assert.deepEqual(custom.record('MODE_IS_INCLUDE', groupAddress('239.192.3.4')), [
+      { kind: 'members', group: groupAddress('239.192.3.4'), ports: [5] },
+    ]);
     assert.deepEqual(
       custom.refusals.map((refusal) => [refusal.reason, refusal.group]),
       [['ssm', '239.192.3.4']],
@@ -212,7 +240,9 @@ describe('the ssmRange setting', () => {
     return loadDaemonConfig({ ...flags, config: path }, {});
   };
   const commandFlags = (argv: string[]): DaemonFlags => {
-    const command = addDaemonOptions(new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }));
+    const command = addDaemonOptions(
+      new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }),
+    );
     command.parse(argv, { from: 'user' });
     return command.opts<DaemonFlags>();
   };
@@ -235,14 +265,22 @@ describe('the ssmRange setting', () => {
       { family: 'ipv4', address: '232.0.0.0', length: 8 },
       { family: 'ipv4', address: '239.192.0.0', length: 14 },
     ];
-    assert.deepEqual((await loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8, 239.192.0.0/14']), {})).ssmRange, two);
+    assert.deepEqual(
+      (await loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8, 239.192.0.0/14']), {})).ssmRange,
+      two,
+    );
     assert.deepEqual((await loadDaemonConfig(commandFlags(['--ssm-range', '']), {})).ssmRange, []);
     assert.deepEqual((await loadFile('ssmRange:\n  - 232.0.0.0/8\n  - 239.192.0.0/14\n')).ssmRange, two);
-    assert.deepEqual((await loadFile('ssmRange: "232.1.1.1"\n')).ssmRange, [{ family: 'ipv4', address: '232.1.1.1', length: 32 }]);
+    assert.deepEqual((await loadFile('ssmRange: "232.1.1.1"\n')).ssmRange, [
+      { family: 'ipv4', address: '232.1.1.1', length: 32 },
+    ]);
     assert.deepEqual((await loadFile('ssmRange: ""\n')).ssmRange, []);
     assert.deepEqual((await loadFile('ssmRange: []\n')).ssmRange, []);
     // The flag wins over the file.
-    assert.deepEqual((await loadFile('ssmRange: ""\n', commandFlags(['--ssm-range', '232.0.0.0/8']))).ssmRange, SSM_DEFAULT);
+    assert.deepEqual(
+      (await loadFile('ssmRange: ""\n', commandFlags(['--ssm-range', '232.0.0.0/8']))).ssmRange,
+      SSM_DEFAULT,
+    );
   });
 
   it('refuses a block outside 224.0.0.0/4, host bits, repeats and non-blocks, naming the flag or the line', async () => {
@@ -262,12 +300,18 @@ describe('the ssmRange setting', () => {
       loadDaemonConfig(commandFlags(['--ssm-range', 'ssm']), {}),
       /^--ssm-range: entry 1: "ssm": not an address or CIDR block such as 232\.0\.0\.0\/8/,
     );
-    await rejectsUsage(loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8,232.0.0.0/8']), {}), /^--ssm-range: 232\.0\.0\.0\/8 is listed twice/);
+    await rejectsUsage(
+      loadDaemonConfig(commandFlags(['--ssm-range', '232.0.0.0/8,232.0.0.0/8']), {}),
+      /^--ssm-range: 232\.0\.0\.0\/8 is listed twice/,
+    );
     await rejectsUsage(
       loadFile('queryInterval: 125s\nssmRange:\n  - 232.0.0.0/8\n  - 192.168.0.0/16\n'),
       / line 4: ssmRange: "192\.168\.0\.0\/16" is not a block of IPv4 multicast groups/,
     );
-    await rejectsUsage(loadFile('ssmRange:\n  - 232\n'), / line 2: ssmRange: 232 is not a CIDR block such as 232\.0\.0\.0\/8/);
+    await rejectsUsage(
+      loadFile('ssmRange:\n  - 232\n'),
+      / line 2: ssmRange: 232 is not a CIDR block such as 232\.0\.0\.0\/8/,
+    );
     await rejectsUsage(loadFile('ssmRange: {a: 1}\n'), /ssmRange: a mapping is not a list/);
   });
 

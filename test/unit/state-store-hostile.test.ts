@@ -40,12 +40,28 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
     groups: [
       {
         group: groupAddress('239.1.2.3'),
-        members: [{ portName: 'veth-a', host: hostAddress('10.0.0.5'), mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 }],
+        members: [
+          {
+            portName: 'veth-a',
+            host: hostAddress('10.0.0.5'),
+            mode: 'exclude',
+            sources: [],
+            compatibility: 3,
+            lastReportAt: savedAt - 1000,
+          },
+        ],
       },
       ...Array.from({ length: extraGroups }, (_, index) => ({
         group: groupAddress(`239.2.${index >> 8}.${index & 0xff}`),
         members: [
-          { portName: `veth-${index}`, host: hostAddress('10.1.0.1'), mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt },
+          {
+            portName: `veth-${index}`,
+            host: hostAddress('10.1.0.1'),
+            mode: 'exclude' as const,
+            sources: [],
+            compatibility: 3 as const,
+            lastReportAt: savedAt,
+          },
         ],
       })),
     ],
@@ -57,7 +73,10 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
  * in open() (waiting for a writer), a writer opens and closes the FIFO after that
  * second, so that the test fails instead of hanging.
  */
-async function withinASecond<T>(fifo: string, action: () => Promise<T>): Promise<{ result: PromiseSettledResult<T>; ms: number }> {
+async function withinASecond<T>(
+  fifo: string,
+  action: () => Promise<T>,
+): Promise<{ result: PromiseSettledResult<T>; ms: number }> {
   const started = performance.now();
   const rescue = setTimeout(() => {
     void open(fifo, constants.O_WRONLY | constants.O_NONBLOCK)
@@ -129,7 +148,11 @@ describe('StateStore against other users', () => {
     const elsewhere = join(await ground.directory(0o700), 'state.json');
     await writeFile(elsewhere, JSON.stringify(sample()));
     await symlink(elsewhere, join(dir, 'state.json'));
-    await refused(new StateStore({ dir }).load(), /state\.json" is a symbolic link, not a regular file/, /^remove it \(rm ".*state\.json"\)/);
+    await refused(
+      new StateStore({ dir }).load(),
+      /state\.json" is a symbolic link, not a regular file/,
+      /^remove it \(rm ".*state\.json"\)/,
+    );
     assert.ok((await lstat(join(dir, 'state.json'))).isSymbolicLink());
     // A save replaces the link itself, and never writes where it points.
     await new StateStore({ dir }).save(sample(1_767_225_600_001));
@@ -144,7 +167,10 @@ describe('StateStore against other users', () => {
     const { result, ms } = await withinASecond(fifo, () => new StateStore({ dir }).load());
     assert.ok(ms < 1000, `took ${Math.round(ms)} ms`);
     assert.equal(result.status, 'rejected', 'a FIFO was read as a state');
-    await refused(Promise.reject((result as PromiseRejectedResult).reason), /state\.json" is a FIFO \(named pipe\), not a regular file/);
+    await refused(
+      Promise.reject((result as PromiseRejectedResult).reason),
+      /state\.json" is a FIFO \(named pipe\), not a regular file/,
+    );
     assert.ok((await lstat(fifo)).isFIFO(), 'left for the operator to see');
   });
 
@@ -153,7 +179,10 @@ describe('StateStore against other users', () => {
     await writeFile(join(dir, 'state.json'), JSON.stringify(sample(1_767_225_600_000, 100)));
     const large = await new StateStore({ dir, maxBytes: 1024 }).load();
     assert.equal(large.state, undefined);
-    assert.match(large.warning ?? '', /is unusable \(larger than 1 KiB\): moved to state\.json\.corrupt-\d+ in the same directory/);
+    assert.match(
+      large.warning ?? '',
+      /is unusable \(larger than 1 KiB\): moved to state\.json\.corrupt-\d+ in the same directory/,
+    );
     await rm(dir, { recursive: true });
     await mkdir(dir, { mode: 0o700 });
     await writeFile(join(dir, 'state.json'), Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
@@ -169,7 +198,10 @@ describe('StateStore against other users', () => {
     await assert.rejects(store.save(sample(1_767_225_600_000, 200)), (error: unknown) => {
       assert.ok(error instanceof McastError);
       assert.equal(error.code, 'io');
-      assert.match(error.message, /the daemon state is \d+ bytes, over the limit of 4 KiB that a start reads: not saved/);
+      assert.match(
+        error.message,
+        /the daemon state is \d+ bytes, over the limit of 4 KiB that a start reads: not saved/,
+      );
       return true;
     });
     assert.deepEqual(await store.load(), { state: sample() });
@@ -208,7 +240,11 @@ describe('StateStore against other users', () => {
     assert.match(String(outcome.message), /cannot save the daemon state to ".*state\.json": EFBIG/);
     assert.match(String(outcome.hint), /file size limit/);
     assert.deepEqual(await readdir(dir), ['state.json'], 'the half-written temporary file is removed');
-    assert.equal(JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')).groups.length, 1, 'the old state is whole');
+    assert.equal(
+      JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')).groups.length,
+      1,
+      'the old state is whole',
+    );
   });
 });
 
@@ -241,7 +277,10 @@ describe('StateStore.prepare(): the check at start', () => {
     it(`refuses a state directory of mode ${mode.toString(8).padStart(4, '0')} (writable by ${who}), naming it and what to do`, async () => {
       const dir = await ground.directory(mode);
       const shown = mode.toString(8).padStart(4, '0');
-      const error = await refused(StateStore.prepare({ dir }), new RegExp(`state directory ".*${dir.slice(-4)}" is writable by ${who} \\(mode ${shown}\\)`));
+      const error = await refused(
+        StateStore.prepare({ dir }),
+        new RegExp(`state directory ".*${dir.slice(-4)}" is writable by ${who} \\(mode ${shown}\\)`),
+      );
       assert.match(error.hint ?? '', /^chmod 700 "/);
     });
   }
@@ -249,7 +288,10 @@ describe('StateStore.prepare(): the check at start', () => {
   it('refuses a state directory under a world-writable directory without the sticky bit', async () => {
     const parent = await ground.directory(0o777);
     const dir = await ground.directory(0o700, undefined, parent);
-    await refused(StateStore.prepare({ dir }), /is reached through ".*", writable by its group and others without the sticky bit \(mode 0777\)/);
+    await refused(
+      StateStore.prepare({ dir }),
+      /is reached through ".*", writable by its group and others without the sticky bit \(mode 0777\)/,
+    );
   });
 
   it("refuses a symlink of the daemon's user to a directory that is unsafe, and one to nothing", async () => {
@@ -265,7 +307,10 @@ describe('StateStore.prepare(): the check at start', () => {
     const path = ground.fresh('file');
     await writeFile(path, '');
     await refused(StateStore.prepare({ dir: path }), /is a regular file, not a directory/);
-    await refused(StateStore.prepare({ dir: join(path, 'state') }), /ENOTDIR \(a part of the path is not a directory\)/);
+    await refused(
+      StateStore.prepare({ dir: join(path, 'state') }),
+      /ENOTDIR \(a part of the path is not a directory\)/,
+    );
   });
 
   it('refuses a state.json that is a FIFO at once (a daemon used to stay "starting" on it), or a symlink', async () => {
@@ -275,7 +320,11 @@ describe('StateStore.prepare(): the check at start', () => {
     const { result, ms } = await withinASecond(fifo, () => StateStore.prepare({ dir }));
     assert.ok(ms < 1000, `took ${Math.round(ms)} ms`);
     assert.equal(result.status, 'rejected');
-    await refused(Promise.reject((result as PromiseRejectedResult).reason), /state\.json" is a FIFO \(named pipe\), not a regular file/, /^remove it \(rm "/);
+    await refused(
+      Promise.reject((result as PromiseRejectedResult).reason),
+      /state\.json" is a FIFO \(named pipe\), not a regular file/,
+      /^remove it \(rm "/,
+    );
     const other = await ground.directory(0o700);
     await symlink(await victim(), join(other, 'state.json'));
     await refused(StateStore.prepare({ dir: other }), /state\.json" is a symbolic link, not a regular file/);

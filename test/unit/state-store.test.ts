@@ -4,7 +4,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { parseSavedState, STATE_FORMAT, StateStore, type SavedState } from '../../src/controllers/daemon/state/state-store.js';
+import {
+  parseSavedState,
+  STATE_FORMAT,
+  StateStore,
+  type SavedState,
+} from '../../src/controllers/daemon/state/state-store.js';
 import { VERSION } from '../../src/version.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { type GroupAddress, groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';
@@ -28,8 +33,22 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
       {
         group: groupAddress('239.1.2.3'),
         members: [
-          { portName: 'veth-a', host: hostAddress('10.0.0.5'), mode: 'exclude', sources: [], compatibility: 3, lastReportAt: savedAt - 1000 },
-          { portName: 'veth-b', host: hostAddress('10.0.0.6'), mode: 'exclude', sources: [], compatibility: 2, lastReportAt: savedAt - 2000 },
+          {
+            portName: 'veth-a',
+            host: hostAddress('10.0.0.5'),
+            mode: 'exclude',
+            sources: [],
+            compatibility: 3,
+            lastReportAt: savedAt - 1000,
+          },
+          {
+            portName: 'veth-b',
+            host: hostAddress('10.0.0.6'),
+            mode: 'exclude',
+            sources: [],
+            compatibility: 2,
+            lastReportAt: savedAt - 2000,
+          },
         ],
       },
       {
@@ -48,7 +67,14 @@ function sample(savedAt = 1_767_225_600_000, extraGroups = 0): SavedState {
       ...Array.from({ length: extraGroups }, (_, index) => ({
         group: groupAddress(`239.2.${index >> 8}.${index & 0xff}`),
         members: [
-          { portName: `veth-${index}`, host: hostAddress('10.1.0.1'), mode: 'exclude' as const, sources: [], compatibility: 3 as const, lastReportAt: savedAt },
+          {
+            portName: `veth-${index}`,
+            host: hostAddress('10.1.0.1'),
+            mode: 'exclude' as const,
+            sources: [],
+            compatibility: 3 as const,
+            lastReportAt: savedAt,
+          },
         ],
       })),
     ],
@@ -118,7 +144,11 @@ describe('StateStore', () => {
     assert.equal(names.length, 1);
     const epoch = Number(/^state\.json\.corrupt-(\d+)$/.exec(names[0]!)?.[1]);
     assert.ok(epoch >= before && epoch <= Date.now());
-    assert.equal(await readFile(join(dir, names[0]!), 'utf8'), '{"version":1,"savedAt":', 'kept as it was, for a post-mortem');
+    assert.equal(
+      await readFile(join(dir, names[0]!), 'utf8'),
+      '{"version":1,"savedAt":',
+      'kept as it was, for a post-mortem',
+    );
     // Then the next load finds nothing, and a save works.
     assert.deepEqual(await new StateStore({ dir }).load(), {});
   });
@@ -130,9 +160,17 @@ describe('StateStore', () => {
     ['a fractional version', (state) => (state.version = 2.5), /version 2\.5 is not a format/],
     ['an empty writtenBy', (state) => (state.writtenBy = ''), /writtenBy is not a non-empty string/],
     ['a missing bridge', (state) => delete state.bridge, /bridge/],
-    ['a unicast group', (state) => (state.groups[0].group = '10.0.0.1'), /groups\[0\]\.group "10\.0\.0\.1" is not an IPv4 multicast address/],
+    [
+      'a unicast group',
+      (state) => (state.groups[0].group = '10.0.0.1'),
+      /groups\[0\]\.group "10\.0\.0\.1" is not an IPv4 multicast address/,
+    ],
     ['a group given twice', (state) => (state.groups[1].group = '239.1.2.3'), /appears twice/],
-    ['a host that is not an address', (state) => (state.groups[0].members[1].host = '10.0.0.256'), /groups\[0\]\.members\[1\]\.host/],
+    [
+      'a host that is not an address',
+      (state) => (state.groups[0].members[1].host = '10.0.0.256'),
+      /groups\[0\]\.members\[1\]\.host/,
+    ],
     ['a multicast source', (state) => (state.groups[1].members[0].sources = ['239.0.0.1']), /sources\[0\]/],
     ['a bad mode', (state) => (state.groups[0].members[0].mode = 'both'), /mode "both"/],
     ['a compatibility of 4', (state) => (state.groups[0].members[0].compatibility = 4), /compatibility 4/],
@@ -211,7 +249,10 @@ describe('StateStore', () => {
   it('ignores fields it does not know (a later release may add some)', async () => {
     const dir = freshDir();
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'state.json'), JSON.stringify({ ...sample(), note: 'x', groups: sample().groups.map((group) => ({ ...group, extra: 1 })) }));
+    await writeFile(
+      join(dir, 'state.json'),
+      JSON.stringify({ ...sample(), note: 'x', groups: sample().groups.map((group) => ({ ...group, extra: 1 })) }),
+    );
     assert.deepEqual(await new StateStore({ dir }).load(), { state: sample() });
   });
 
@@ -258,6 +299,9 @@ describe('StateStore', () => {
       return true;
     });
     // load() of a path through a file: a real I/O error too.
-    await assert.rejects(new StateStore({ dir }).load(), (error: unknown) => error instanceof McastError && error.code === 'io');
+    await assert.rejects(
+      new StateStore({ dir }).load(),
+      (error: unknown) => error instanceof McastError && error.code === 'io',
+    );
   });
 });

@@ -1,4 +1,7 @@
-/** Static (S,G) entries: the declared-state file's `source` (unique with its group, checked, placed by line) and reconcile's drift per forwarding key. */
+/**
+ * Static (S,G) entries: the declared-state file's `source` (unique with its group, checked, placed by line) and
+ * reconcile's drift per forwarding key.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { parseDeclaredState } from '../../src/domain/declared-state/declared-state.js';
@@ -50,7 +53,11 @@ describe('declared (S,G) entries', () => {
   });
 
   it('the same (group, source) twice is refused at the second, naming the first', () => {
-    const entries = ['{group: 232.1.1.1, source: 10.0.0.1, ports: [a]}', '{group: 232.1.1.1, ports: [b]}', '{group: 232.1.1.1, source: 10.0.0.1, ports: [c]}'];
+    const entries = [
+      '{group: 232.1.1.1, source: 10.0.0.1, ports: [a]}',
+      '{group: 232.1.1.1, ports: [b]}',
+      '{group: 232.1.1.1, source: 10.0.0.1, ports: [c]}',
+    ];
     refused(
       `groups:\n${entries.map((entry) => `  - ${entry}\n`).join('')}`,
       /^state\.yaml:4: \(10\.0\.0\.1, 232\.1\.1\.1\) is declared twice \(first at line 2\)$/,
@@ -71,7 +78,10 @@ describe('declared (S,G) entries', () => {
   });
 
   it('an unknown key names source among the known ones', () => {
-    refused('groups:\n  - {group: 232.1.1.1, src: 10.0.0.1, ports: [a]}\n', /unknown key "src" in a group \(known: group, source, ports\)/);
+    refused(
+      'groups:\n  - {group: 232.1.1.1, src: 10.0.0.1, ports: [a]}\n',
+      /unknown key "src" in a group \(known: group, source, ports\)/,
+    );
   });
 });
 
@@ -111,7 +121,11 @@ describe('reconcile of (S,G) entries', () => {
       ],
     );
     assert.deepEqual(
-      result.drift.map((entry) => (entry.object === 'group' ? { group: entry.group, source: entry.source, action: entry.action, after: entry.after } : entry)),
+      result.drift.map((entry) =>
+        entry.object === 'group'
+          ? { group: entry.group, source: entry.source, action: entry.action, after: entry.after }
+          : entry,
+      ),
       [
         { group: G, source: S1, action: 'change', after: [1] },
         { group: G, source: S2, action: 'remove', after: [] },
@@ -146,12 +160,21 @@ describe('static (S,G) entries on a bridge', () => {
     const sent: PipelineChange[] = [];
     const bridge: StaticGroupsBridge = {
       pipeline,
-      readInstalled: async () => ({ pipeline: installed, counters: new Map(), foreignFlows: [], groupIds: new Set(), meters: new Map() }),
+      readInstalled: async () => ({
+        pipeline: installed,
+        counters: new Map(),
+        foreignFlows: [],
+        groupIds: new Set(),
+        meters: new Map(),
+      }),
       apply: async (changes: readonly PipelineChange[]) => {
         sent.push(...changes);
         return new Map();
       },
-      resolvePort: (ref: { ofport: number } | { name: string }) => ({ ofport: 'ofport' in ref ? ref.ofport : 9, name: 'p' }),
+      resolvePort: (ref: { ofport: number } | { name: string }) => ({
+        ofport: 'ofport' in ref ? ref.ofport : 9,
+        name: 'p',
+      }),
       portByNumber: (ofport: number) => ({ ofport, name: `p${ofport}` }),
     };
     return { bridge, sent, pipeline };

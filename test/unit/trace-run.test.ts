@@ -147,7 +147,11 @@ class World {
       multicastInterfaces: this.multicastInterfaces,
       tunnel: this.tunnel,
       flowText: (packet) => {
-        this.flowPackets.push({ inPort: packet.inPort, source: packet.source, ...(packet.sourceMac === undefined ? {} : { sourceMac: packet.sourceMac }) });
+        this.flowPackets.push({
+          inPort: packet.inPort,
+          source: packet.source,
+          ...(packet.sourceMac === undefined ? {} : { sourceMac: packet.sourceMac }),
+        });
         return `flow:${packet.inPort}:${packet.source}`;
       },
     };
@@ -198,7 +202,12 @@ describe('runTrace: the whole way', () => {
     );
     assert.equal(report.daemon, 'reachable');
     assert.equal(report.source, null);
-    assert.deepEqual(report.sender, { kind: 'outside', address: null, via: 'gateway', port: { ofport: 1, name: 'gw0' } });
+    assert.deepEqual(report.sender, {
+      kind: 'outside',
+      address: null,
+      via: 'gateway',
+      port: { ofport: 1, name: 'gw0' },
+    });
     assert.deepEqual(world.portQueries, [{ pod: POD_A, group: GROUP }]);
   });
 
@@ -312,7 +321,10 @@ describe('runTrace: 2 igmp', () => {
   it('denied-by-policy without a rule gives rule null', async () => {
     const world = new World();
     world.members = [];
-    world.activities.set(POD_A, activityOf(PORT_A, {}, { reports: 0, policy: { join: { allowed: false }, send: { allowed: true } } }));
+    world.activities.set(
+      POD_A,
+      activityOf(PORT_A, {}, { reports: 0, policy: { join: { allowed: false }, send: { allowed: true } } }),
+    );
     const failed = assertBlocked(await world.run(), 'igmp', 'denied-by-policy');
     assert.equal(failed.facts['rule'], null);
   });
@@ -323,7 +335,11 @@ describe('runTrace: 2 igmp', () => {
       world.members = [];
       world.activities.set(
         POD_A,
-        activityOf(PORT_A, {}, { reports: 1, refusals: { [limit]: 1 }, lastRefusal: { reason: limit, at: '2026-01-01T00:01:00.000Z' } }),
+        activityOf(
+          PORT_A,
+          {},
+          { reports: 1, refusals: { [limit]: 1 }, lastRefusal: { reason: limit, at: '2026-01-01T00:01:00.000Z' } },
+        ),
       );
       const failed = assertBlocked(await world.run(), 'igmp', 'limit-reached');
       assert.equal(failed.facts['limit'], limit);
@@ -399,7 +415,10 @@ describe('runTrace: 3 membership', () => {
   });
 
   it('admits INCLUDE with the source, and EXCLUDE without it', async () => {
-    for (const member of [memberOf(PORT_A, { mode: 'include', sources: ['10.1.1.1'] }), memberOf(PORT_A, { mode: 'exclude', sources: ['10.2.2.2'] })]) {
+    for (const member of [
+      memberOf(PORT_A, { mode: 'include', sources: ['10.1.1.1'] }),
+      memberOf(PORT_A, { mode: 'exclude', sources: ['10.2.2.2'] }),
+    ]) {
       const world = new World();
       world.members = [member];
       const membership = stage(await world.run({ source: '10.1.1.1' }), 'membership');
@@ -480,7 +499,10 @@ describe('runTrace: 4 ovs', () => {
     const cookie = encodeFlowCookie({ prefix: PREFIX, kind: FlowKind.SendPolicyDrop, value: 1 });
     world.text = traceText('drop', ` 0. ip,in_port=1,nw_dst=239.1.2.3, priority 300, cookie 0x${cookie.toString(16)}`);
     const failed = assertBlocked(await world.run(), 'ovs', 'send-denied');
-    assert.equal(((failed.facts['trace'] as Record<string, unknown>)['firstRule'] as Record<string, unknown>)['ours'], true);
+    assert.equal(
+      ((failed.facts['trace'] as Record<string, unknown>)['firstRule'] as Record<string, unknown>)['ours'],
+      true,
+    );
   });
 
   it('a SendPolicyDrop cookie of another prefix is not ours: trace-misses-pod', async () => {
@@ -603,13 +625,19 @@ describe('runTrace: 5 outside', () => {
 
   it('route-wrong when the route comes in on the gateway', async () => {
     const world = new World();
-    world.kernelFacts = { ...world.kernelFacts, routes: [{ source: '10.1.1.1', group: GROUP, iif: 'gw0', oifs: ['eth0'], packets: 0, bytes: 0 }] };
+    world.kernelFacts = {
+      ...world.kernelFacts,
+      routes: [{ source: '10.1.1.1', group: GROUP, iif: 'gw0', oifs: ['eth0'], packets: 0, bytes: 0 }],
+    };
     assertBlocked(await world.run(), 'outside', 'route-wrong');
   });
 
   it('route-wrong when the route does not go out to the gateway', async () => {
     const world = new World();
-    world.kernelFacts = { ...world.kernelFacts, routes: [{ source: '10.1.1.1', group: GROUP, iif: 'eth0', oifs: [], packets: 0, bytes: 0 }] };
+    world.kernelFacts = {
+      ...world.kernelFacts,
+      routes: [{ source: '10.1.1.1', group: GROUP, iif: 'eth0', oifs: [], packets: 0, bytes: 0 }],
+    };
     const failed = assertBlocked(await world.run(), 'outside', 'route-wrong');
     assert.match(failed.summary, /goes out to nothing/);
   });
@@ -618,14 +646,22 @@ describe('runTrace: 5 outside', () => {
 describe('runTrace: 6 sender', () => {
   it('a pod sender: traced from its port with its address, then passes with its route out', async () => {
     const world = new World();
-    world.kernelFacts = { ...world.kernelFacts, routes: [{ source: '10.0.0.6', group: GROUP, iif: 'gw0', oifs: ['eth0'], packets: 8, bytes: 800 }] };
+    world.kernelFacts = {
+      ...world.kernelFacts,
+      routes: [{ source: '10.0.0.6', group: GROUP, iif: 'gw0', oifs: ['eth0'], packets: 8, bytes: 800 }],
+    };
     const report = await world.run({ from: { pod: POD_B } });
     assert.equal(report.verdict, 'delivered');
     assert.deepEqual(
       report.stages.map((entry) => entry.name),
       ['pod-port', 'igmp', 'membership', 'ovs', 'sender'],
     );
-    assert.deepEqual(report.sender, { kind: 'pod', pod: POD_B, port: { ofport: 4, name: 'veth-b', pod: POD_B }, address: '10.0.0.6' });
+    assert.deepEqual(report.sender, {
+      kind: 'pod',
+      pod: POD_B,
+      port: { ofport: 4, name: 'veth-b', pod: POD_B },
+      address: '10.0.0.6',
+    });
     assert.equal(report.source, '10.0.0.6');
     assert.deepEqual(world.flowPackets, [{ inPort: 4, source: '10.0.0.6' }]);
     const sender = stage(report, 'sender');
@@ -653,7 +689,10 @@ describe('runTrace: 6 sender', () => {
 
   it('send-denied when the policy denies the pod sending', async () => {
     const world = new World();
-    world.activities.set(POD_B, activityOf(PORT_B, {}, { policy: { join: { allowed: true }, send: { allowed: false, rule: 9 } } }));
+    world.activities.set(
+      POD_B,
+      activityOf(PORT_B, {}, { policy: { join: { allowed: true }, send: { allowed: false, rule: 9 } } }),
+    );
     const failed = assertBlocked(await world.run({ from: { pod: POD_B } }), 'sender', 'send-denied');
     assert.equal(failed.stage, 6);
     assert.equal(failed.facts['rule'], 9);

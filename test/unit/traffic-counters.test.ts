@@ -69,10 +69,23 @@ describe('GROUP statistics codec', () => {
   });
 
   it('round-trips the request and the multipart messages (type 6)', () => {
-    assert.deepEqual(request.decode(request.encode({ kind: 'GROUP', groupId: OFPG_ALL })), { kind: 'GROUP', groupId: OFPG_ALL });
-    const asked = encodeMessage({ type: 'MULTIPART_REQUEST', xid: 9, flags: 0, body: { kind: 'GROUP', groupId: OFPG_ALL } });
+    assert.deepEqual(request.decode(request.encode({ kind: 'GROUP', groupId: OFPG_ALL })), {
+      kind: 'GROUP',
+      groupId: OFPG_ALL,
+    });
+    const asked = encodeMessage({
+      type: 'MULTIPART_REQUEST',
+      xid: 9,
+      flags: 0,
+      body: { kind: 'GROUP', groupId: OFPG_ALL },
+    });
     assert.equal((asked[8]! << 8) | asked[9]!, 6);
-    assert.deepEqual(decodeMessage(asked), { type: 'MULTIPART_REQUEST', xid: 9, flags: 0, body: { kind: 'GROUP', groupId: OFPG_ALL } });
+    assert.deepEqual(decodeMessage(asked), {
+      type: 'MULTIPART_REQUEST',
+      xid: 9,
+      flags: 0,
+      body: { kind: 'GROUP', groupId: OFPG_ALL },
+    });
     const answer = { type: 'MULTIPART_REPLY', xid: 9, flags: 0, body: { kind: 'GROUP', groups: entries } } as const;
     assert.deepEqual(decodeMessage(encodeMessage(answer)), answer);
   });
@@ -88,7 +101,10 @@ describe('GROUP statistics codec', () => {
 
 describe('sender counting flows', () => {
   it('sit between the group flow and the (S,G) flows, and above those below the send policy', () => {
-    assert.deepEqual(counterPriorities(DEFAULT_PIPELINE_CONFIG.priorities), { sendCounter: 205, sourceSendCounter: 215 });
+    assert.deepEqual(counterPriorities(DEFAULT_PIPELINE_CONFIG.priorities), {
+      sendCounter: 205,
+      sourceSendCounter: 215,
+    });
     assert.equal(counterPriorities({ ...DEFAULT_PIPELINE_CONFIG.priorities, sourceGroup: 201 }).sendCounter, undefined);
   });
 
@@ -127,8 +143,12 @@ describe('sender counting flows', () => {
       [A, B],
     );
     // The same wanted: nothing to do; one port fewer: its row alone goes.
-    assert.deepEqual(planInstall(p, [{ group: G, ports: [A, B], learned: true, counterPorts: [A, B] }], installed)[0]?.changes, []);
-    const fewer = planInstall(p, [{ group: G, ports: [A, B], learned: true, counterPorts: [A] }], installed)[0]?.changes ?? [];
+    assert.deepEqual(
+      planInstall(p, [{ group: G, ports: [A, B], learned: true, counterPorts: [A, B] }], installed)[0]?.changes,
+      [],
+    );
+    const fewer =
+      planInstall(p, [{ group: G, ports: [A, B], learned: true, counterPorts: [A] }], installed)[0]?.changes ?? [];
     assert.deepEqual(
       fewer.map((change) => [change.op, change.op === 'delete-flow' ? change.entry.match.inPort : undefined]),
       [['delete-flow', B]],
@@ -163,16 +183,42 @@ describe('trafficOf', () => {
         durationNsec: 0,
         bucketStats: [bucket(150n), bucket(150n), bucket(150n)],
       },
-      { groupId: sourced.groups[0]!.groupId, refCount: 3, ...bucket(10n), durationSec: 1, durationNsec: 0, bucketStats: [bucket(10n), bucket(10n)] },
+      {
+        groupId: sourced.groups[0]!.groupId,
+        refCount: 3,
+        ...bucket(10n),
+        durationSec: 1,
+        durationNsec: 0,
+        bucketStats: [bucket(10n), bucket(10n)],
+      },
     ];
     const [starA, starB] = star.counters!;
     const [sourcedA, sourcedB] = sourced.counters!;
-    const flows = [dumped(starA!, 50n, 50n * frame), dumped(starB!, 0n, 0n), dumped(sourcedA!, 0n, 0n), dumped(sourcedB!, 3n, 3n * frame)];
+    const flows = [
+      dumped(starA!, 50n, 50n * frame),
+      dumped(starB!, 0n, 0n),
+      dumped(sourcedA!, 0n, 0n),
+      dumped(sourcedB!, 3n, 3n * frame),
+    ];
     const traffic = trafficOf({ pipeline: p, entries, groupStats, flows });
     const of = (port: number) => traffic.find((entry) => entry.ofport === port);
-    assert.deepEqual(of(A), { group: G, ofport: A, received: { packets: 100n, bytes: 100n * frame }, sent: { packets: 50n, bytes: 50n * frame } });
-    assert.deepEqual(of(B), { group: G, ofport: B, received: { packets: 157n, bytes: 157n * frame }, sent: { packets: 3n, bytes: 3n * frame } });
-    assert.deepEqual(of(GW)?.received, { packets: 160n, bytes: 160n * frame }, 'the gateway has no row: nothing taken off');
+    assert.deepEqual(of(A), {
+      group: G,
+      ofport: A,
+      received: { packets: 100n, bytes: 100n * frame },
+      sent: { packets: 50n, bytes: 50n * frame },
+    });
+    assert.deepEqual(of(B), {
+      group: G,
+      ofport: B,
+      received: { packets: 157n, bytes: 157n * frame },
+      sent: { packets: 3n, bytes: 3n * frame },
+    });
+    assert.deepEqual(
+      of(GW)?.received,
+      { packets: 160n, bytes: 160n * frame },
+      'the gateway has no row: nothing taken off',
+    );
     assert.equal(of(GW)?.sent, undefined);
   });
 });
@@ -193,7 +239,11 @@ describe('TrafficCarry', () => {
     // After the rewrite: 12 through the group, 2 of them A's own (sent 52 in all).
     assert.deepEqual(carry.received(at(12n, 52n)), { packets: 110n, bytes: 110n });
     carry.keep(G, new Set([B]));
-    assert.deepEqual(carry.received(at(12n, 52n)), { packets: 0n, bytes: 0n }, 'A left: what it had is not carried (its row counts afresh too)');
+    assert.deepEqual(
+      carry.received(at(12n, 52n)),
+      { packets: 0n, bytes: 0n },
+      'A left: what it had is not carried (its row counts afresh too)',
+    );
   });
 });
 
@@ -201,7 +251,14 @@ describe('TrafficCounterBudget', () => {
   const budget = (max: number, on = true) => {
     const warnings: string[] = [];
     const logger = { debug() {}, info() {}, error() {}, warn: (message: string) => void warnings.push(message) };
-    return { warnings, budget: new TrafficCounterBudget({ settings: () => ({ trafficCounters: on, maxTrafficCounters: max }), logger, now: () => 0 }) };
+    return {
+      warnings,
+      budget: new TrafficCounterBudget({
+        settings: () => ({ trafficCounters: on, maxTrafficCounters: max }),
+        logger,
+        now: () => 0,
+      }),
+    };
   };
 
   it('takes pairs up to the bound, keeps them while members, frees them when they leave; one warning', () => {
@@ -226,7 +283,14 @@ describe('TrafficCounterBudget', () => {
       counting: true,
       limit: 2,
       uncounted: 1,
-      entries: [{ group: G, port: { ofport: B, name: 'p2' }, received: { packets: 1, bytes: 2 }, sent: { packets: 3, bytes: 4 } }],
+      entries: [
+        {
+          group: G,
+          port: { ofport: B, name: 'p2' },
+          received: { packets: 1, bytes: 2 },
+          sent: { packets: 3, bytes: 4 },
+        },
+      ],
     });
   });
 
@@ -234,7 +298,10 @@ describe('TrafficCounterBudget', () => {
     const { budget: b } = budget(10, false);
     assert.deepEqual(b.counterPorts(G, [A]), []);
     assert.equal(b.has(G, A), true);
-    const view = b.view([{ group: G, ofport: A, received: { packets: 1n, bytes: 2n }, sent: { packets: 3n, bytes: 4n } }], (ofport) => ({ ofport, name: 'a' }));
+    const view = b.view(
+      [{ group: G, ofport: A, received: { packets: 1n, bytes: 2n }, sent: { packets: 3n, bytes: 4n } }],
+      (ofport) => ({ ofport, name: 'a' }),
+    );
     assert.equal(view.counting, false);
     assert.equal(view.entries[0]?.sent, undefined);
   });

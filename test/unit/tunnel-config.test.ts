@@ -1,4 +1,7 @@
-/** Tunnel mode's settings: flags and file keys, their defaults, the peers file at start, and every way they can be wrong. */
+/**
+ * Tunnel mode's settings: flags and file keys, their defaults, the peers file at start, and every way they can be
+ * wrong.
+ */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +42,9 @@ function load(flags: DaemonFlags, finder: NodeAddressFinder = fakeRoutes()): Pro
 }
 
 function commandFlags(argv: string[]): DaemonFlags {
-  const command = addDaemonOptions(new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }));
+  const command = addDaemonOptions(
+    new Command('daemon').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }),
+  );
   command.parse(argv, { from: 'user' });
   return command.opts<DaemonFlags>();
 }
@@ -61,7 +66,10 @@ describe('tunnel mode settings', () => {
 
   it('takes the flags, with the defaults worked out from the rest', async () => {
     const routes = fakeRoutes();
-    const config = await load(commandFlags(['--tunnel-port', 'tun0', '--peers', '192.168.60.13, 192.168.60.12,192.168.60.12,192.168.60.11']), routes);
+    const config = await load(
+      commandFlags(['--tunnel-port', 'tun0', '--peers', '192.168.60.13, 192.168.60.12,192.168.60.12,192.168.60.11']),
+      routes,
+    );
     assert.deepEqual(config.tunnel, {
       port: 'tun0',
       // Sorted, the repeat once, this node's own address (the route's source) left out quietly.
@@ -101,7 +109,13 @@ describe('tunnel mode settings', () => {
   });
 
   it('the default peer timeout follows robustness and the refresh interval', async () => {
-    const config = await load({ tunnelPort: 'tun0', peers: '10.0.0.2', robustness: '3', peerRefreshInterval: '20s', maxGroups: '50' });
+    const config = await load({
+      tunnelPort: 'tun0',
+      peers: '10.0.0.2',
+      robustness: '3',
+      peerRefreshInterval: '20s',
+      maxGroups: '50',
+    });
     assert.equal(config.tunnel?.peerTimeoutMs, 3 * 20_000 + 10_000);
     assert.equal(config.tunnel?.maxGroupsPerPeer, 50);
   });
@@ -142,11 +156,17 @@ describe('tunnel mode settings', () => {
   });
 
   it('refuses: tunnel settings without --tunnel-port (exit 64, naming the setting)', async () => {
-    await rejectsUsage(load(commandFlags(['--peers', '10.0.0.2'])), /^--peers is a tunnel mode setting: it needs --tunnel-port/);
+    await rejectsUsage(
+      load(commandFlags(['--peers', '10.0.0.2'])),
+      /^--peers is a tunnel mode setting: it needs --tunnel-port/,
+    );
     await rejectsUsage(load({ peersFile: '/etc/peers' }), /^--peers-file is a tunnel mode setting/);
     await rejectsUsage(load({ nodeAddress: '10.0.0.1' }), /^--node-address is a tunnel mode setting/);
     await rejectsUsage(load({ peerTimeout: '90s' }), /^--peer-timeout is a tunnel mode setting/);
-    await rejectsUsage(load({ config: file('maxGroupsPerPeer: 10\n') }), /line 1: maxGroupsPerPeer is a tunnel mode setting/);
+    await rejectsUsage(
+      load({ config: file('maxGroupsPerPeer: 10\n') }),
+      /line 1: maxGroupsPerPeer is a tunnel mode setting/,
+    );
   });
 
   it('contrib/daemon.yaml as it is (every key at its default) starts with tunnel mode off', async () => {
@@ -156,18 +176,30 @@ describe('tunnel mode settings', () => {
 
   it('refuses: a tunnel port without peers, peers from two places, no address to take', async () => {
     await rejectsUsage(load({ tunnelPort: 'tun0' }), /^--tunnel-port needs the peers/);
-    await rejectsUsage(load({ tunnelPort: 'tun0', peers: '10.0.0.2', peersFile: file('10.0.0.3\n') }), /^--peers: the peers come from one place/);
-    await rejectsUsage(load(commandFlags(['--tunnel-port', 'tun0', '--peers', ''])), /^--node-address is needed: with no peers/);
+    await rejectsUsage(
+      load({ tunnelPort: 'tun0', peers: '10.0.0.2', peersFile: file('10.0.0.3\n') }),
+      /^--peers: the peers come from one place/,
+    );
+    await rejectsUsage(
+      load(commandFlags(['--tunnel-port', 'tun0', '--peers', ''])),
+      /^--node-address is needed: with no peers/,
+    );
     const unroutable: NodeAddressFinder = {
       sourceAddressToward: async () => {
         throw new Error('connect ENETUNREACH');
       },
     };
-    await rejectsUsage(load({ tunnelPort: 'tun0', peers: '10.0.0.2' }, unroutable), /no route to the first peer, 10\.0\.0\.2.*ENETUNREACH/);
+    await rejectsUsage(
+      load({ tunnelPort: 'tun0', peers: '10.0.0.2' }, unroutable),
+      /no route to the first peer, 10\.0\.0\.2.*ENETUNREACH/,
+    );
   });
 
   it('refuses bad values, each naming its flag or line', async () => {
-    await rejectsUsage(load({ tunnelPort: 'tun0', peers: '10.0.0.2,239.1.1.1' }), /^--peers: entry 2: "239\.1\.1\.1" is not a unicast address/);
+    await rejectsUsage(
+      load({ tunnelPort: 'tun0', peers: '10.0.0.2,239.1.1.1' }),
+      /^--peers: entry 2: "239\.1\.1\.1" is not a unicast address/,
+    );
     await rejectsUsage(load({ tunnelPort: 'tun0', peers: '10.0.0.2,,10.0.0.3' }), /^--peers: entry 2: an empty entry/);
     await rejectsUsage(
       load({ config: file('tunnelPort: tun0\npeers:\n  - 10.0.0.2\n  - 127.0.0.1\n') }),
@@ -177,17 +209,28 @@ describe('tunnel mode settings', () => {
       load({ tunnelPort: 'tun0', peers: '10.0.0.2', nodeAddress: '224.0.0.1' }),
       /^--node-address: "224\.0\.0\.1" is not a unicast IPv4 address/,
     );
-    await rejectsUsage(load({ tunnelPort: 'tun/0', peers: '10.0.0.2' }), /^--tunnel-port: "tun\/0" is not an interface name/);
+    await rejectsUsage(
+      load({ tunnelPort: 'tun/0', peers: '10.0.0.2' }),
+      /^--tunnel-port: "tun\/0" is not an interface name/,
+    );
     await rejectsUsage(
       load({ tunnelPort: 'tun0', peers: '10.0.0.2', peerTimeout: '20s' }),
       /^--peer-timeout: 20s must be longer than peerRefreshInterval \(30s, the default\)/,
     );
-    await rejectsUsage(load({ tunnelPort: 'tun0', peers: '10.0.0.2', maxGroupsPerPeer: '0' }), /^--max-groups-per-peer: "0" is not a whole number/);
+    await rejectsUsage(
+      load({ tunnelPort: 'tun0', peers: '10.0.0.2', maxGroupsPerPeer: '0' }),
+      /^--max-groups-per-peer: "0" is not a whole number/,
+    );
   });
 
   it('a reload does not apply a change of the tunnel settings: a restart does (the peers file is read again apart)', async () => {
     const running = await load({ tunnelPort: 'tun0', peers: '10.0.0.2', nodeAddress: '10.0.0.1' });
-    const next = await load({ tunnelPort: 'tun0', peers: '10.0.0.2,10.0.0.3', nodeAddress: '10.0.0.1', peerTimeout: '90s' });
+    const next = await load({
+      tunnelPort: 'tun0',
+      peers: '10.0.0.2,10.0.0.3',
+      nodeAddress: '10.0.0.1',
+      peerTimeout: '90s',
+    });
     const plan = planReload(running, next);
     assert.deepEqual(plan.applied, []);
     assert.deepEqual(plan.needRestart.sort(), ['peerTimeout', 'peers']);
@@ -200,15 +243,29 @@ describe('tunnel mode settings', () => {
   });
 
   it('cluster CIDRs: a list or a comma string; needed with multicast interfaces, refused when bad or without a tunnel', async () => {
-    const both = { tunnelPort: 'tun0', peers: '10.0.0.2', nodeAddress: '10.0.0.1', gateway: 'gw0', multicastInterfaces: 'eth1' };
+    const both = {
+      tunnelPort: 'tun0',
+      peers: '10.0.0.2',
+      nodeAddress: '10.0.0.1',
+      gateway: 'gw0',
+      multicastInterfaces: 'eth1',
+    };
     const config = await load(
-      commandFlags(['--tunnel-port=tun0', '--peers=10.0.0.2', '--node-address=10.0.0.1', '--cluster-cidrs', '10.244.0.0/16, 10.99.1.0/24']),
+      commandFlags([
+        '--tunnel-port=tun0',
+        '--peers=10.0.0.2',
+        '--node-address=10.0.0.1',
+        '--cluster-cidrs',
+        '10.244.0.0/16, 10.99.1.0/24',
+      ]),
     );
     assert.deepEqual(config.tunnel?.clusterCidrs, [
       { family: 'ipv4', address: '10.244.0.0', length: 16 },
       { family: 'ipv4', address: '10.99.1.0', length: 24 },
     ]);
-    const yaml = await load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n') });
+    const yaml = await load({
+      config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n'),
+    });
     assert.deepEqual(yaml.tunnel?.clusterCidrs, [{ family: 'ipv4', address: '10.244.0.0', length: 16 }]);
     // Tunnel mode and underlay routing at once: the cluster's pod ranges are needed.
     await rejectsUsage(
@@ -228,12 +285,22 @@ describe('tunnel mode settings', () => {
       load({ ...both, clusterCidrs: 'pods' }),
       /^--cluster-cidrs: entry 1: "pods": not an address or CIDR block such as 10\.244\.0\.0\/16 or fd00:10:244::\/56/,
     );
-    await rejectsUsage(load({ ...both, clusterCidrs: '10.1.0.0/16,10.1.0.0/16' }), /^--cluster-cidrs: 10\.1\.0\.0\/16 is listed twice/);
     await rejectsUsage(
-      load({ config: file('tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n  - 10.300.0.0/16\n') }),
+      load({ ...both, clusterCidrs: '10.1.0.0/16,10.1.0.0/16' }),
+      /^--cluster-cidrs: 10\.1\.0\.0\/16 is listed twice/,
+    );
+    await rejectsUsage(
+      load({
+        config: file(
+          'tunnelPort: tun0\npeers: 10.0.0.2\nnodeAddress: 10.0.0.1\nclusterCidrs:\n  - 10.244.0.0/16\n  - 10.300.0.0/16\n',
+        ),
+      }),
       /line 6: clusterCidrs: "10\.300\.0\.0\/16": not an address or CIDR block/,
     );
-    await rejectsUsage(load({ clusterCidrs: '10.244.0.0/16' }), /^--cluster-cidrs is a tunnel mode setting: it needs --tunnel-port/);
+    await rejectsUsage(
+      load({ clusterCidrs: '10.244.0.0/16' }),
+      /^--cluster-cidrs is a tunnel mode setting: it needs --tunnel-port/,
+    );
   });
 
   it("the kernel's route: connect() gives a source address and sends nothing", async () => {

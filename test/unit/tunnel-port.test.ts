@@ -39,19 +39,32 @@ describe('tunnelPortProblem', () => {
   });
 
   it('says what remote_ip is when it is not flow', () => {
-    assert.equal(tunnelPortProblem({ type: 'geneve', options: { remote_ip: '192.0.2.1' } }), 'options:remote_ip is 192.0.2.1, not flow');
+    assert.equal(
+      tunnelPortProblem({ type: 'geneve', options: { remote_ip: '192.0.2.1' } }),
+      'options:remote_ip is 192.0.2.1, not flow',
+    );
     assert.equal(tunnelPortProblem({ type: 'vxlan', options: {} }), 'options:remote_ip is not set, not flow');
     assert.equal(tunnelPortProblem({ type: 'geneve' }), 'options:remote_ip is not set, not flow');
   });
 
   it('quotes a value that is no plain word', () => {
     assert.equal(tunnelPortProblem({ type: 'bad\ntype' }), 'type "bad\\ntype", not geneve or vxlan');
-    assert.match(tunnelPortProblem({ type: 'geneve', options: { remote_ip: 'x'.repeat(200) } }) ?? '', /… \(200 characters\), not flow$/);
+    assert.match(
+      tunnelPortProblem({ type: 'geneve', options: { remote_ip: 'x'.repeat(200) } }) ?? '',
+      /… \(200 characters\), not flow$/,
+    );
   });
 });
 
 describe('refuseUnusableTunnelPort', () => {
-  const tunnel = { port: 'tun0', peers: [PEER2], nodeAddress: NODE, refreshIntervalMs: REFRESH_MS, peerTimeoutMs: 60_000, maxGroupsPerPeer: 100 };
+  const tunnel = {
+    port: 'tun0',
+    peers: [PEER2],
+    nodeAddress: NODE,
+    refreshIntervalMs: REFRESH_MS,
+    peerTimeoutMs: 60_000,
+    maxGroupsPerPeer: 100,
+  };
 
   it('passes a usable port, a port not on the bridge, and no tunnel mode; refuses an unusable one (64)', () => {
     const ports = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('tun0', TUNNEL);
@@ -61,7 +74,10 @@ describe('refuseUnusableTunnelPort', () => {
     refuseUnusableTunnelPort({ config: {}, ports: ports.ports() });
     assert.throws(
       () => refuseUnusableTunnelPort({ config: { tunnel }, ports: ports.ports() }),
-      (error: unknown) => error instanceof UsageError && error.exitCode === ExitCode.Usage && /type internal, not geneve or vxlan$/.test(error.message),
+      (error: unknown) =>
+        error instanceof UsageError &&
+        error.exitCode === ExitCode.Usage &&
+        /type internal, not geneve or vxlan$/.test(error.message),
     );
   });
 });
@@ -70,12 +86,24 @@ describe('refuseUnusableTunnelPort', () => {
 function tunnelLoop(prepare: (podDirectory: FakePodDirectory) => void = () => undefined) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
-  const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', POD, 'shop/web').addPort('tun0', TUNNEL);
+  const podDirectory = new FakePodDirectory()
+    .addPort('gw0', GATEWAY)
+    .addPort('p1', POD, 'shop/web')
+    .addPort('tun0', TUNNEL);
   prepare(podDirectory);
-  const tunnel = { port: 'tun0', peers: [PEER2], nodeAddress: NODE, refreshIntervalMs: REFRESH_MS, peerTimeoutMs: 60_000, maxGroupsPerPeer: 100 };
+  const tunnel = {
+    port: 'tun0',
+    peers: [PEER2],
+    nodeAddress: NODE,
+    refreshIntervalMs: REFRESH_MS,
+    peerTimeoutMs: 60_000,
+    maxGroupsPerPeer: 100,
+  };
   const config: DaemonConfig = testDaemonConfig({ tunnel });
   const logger = new RecordingLogger();
-  const host = { interfaceIPv4: (name: string) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined) };
+  const host = {
+    interfaceIPv4: (name: string) => (name === 'gw0' ? { address: '10.1.0.1', mac: '02:00:00:00:00:01' } : undefined),
+  };
   const create = () => new MulticastController({ config, logger, vswitch, podDirectory, host, clock, pid: 4242 });
   const advance = async (ms: number) => {
     clock.advance(ms);
@@ -87,7 +115,11 @@ function tunnelLoop(prepare: (podDirectory: FakePodDirectory) => void = () => un
 describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
   for (const [what, columns, reason] of [
     ['an internal port', { type: 'internal' }, 'type internal, not geneve or vxlan'],
-    ['a Geneve port to one fixed node', { type: 'geneve', options: { remote_ip: '192.0.2.1' } }, 'options:remote_ip is 192.0.2.1, not flow'],
+    [
+      'a Geneve port to one fixed node',
+      { type: 'geneve', options: { remote_ip: '192.0.2.1' } },
+      'options:remote_ip is 192.0.2.1, not flow',
+    ],
   ] as const) {
     it(`refuses to start on ${what} (64, with the reason and the ovs-vsctl to fix it), before anything is programmed`, () => {
       const { create, vswitch } = tunnelLoop((podDirectory) => podDirectory.setInterface('tun0', columns));
@@ -95,7 +127,10 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
         assert.ok(error instanceof UsageError);
         assert.equal(error.exitCode, ExitCode.Usage);
         assert.equal(error.code, 'usage');
-        assert.ok(error.message.includes(`tun0 cannot carry frames to the peers (--tunnel-port): ${reason}`), error.message);
+        assert.ok(
+          error.message.includes(`tun0 cannot carry frames to the peers (--tunnel-port): ${reason}`),
+          error.message,
+        );
         assert.match(error.hint ?? '', /ovs-vsctl set Interface tun0 type=geneve options:remote_ip=flow/);
         return true;
       });
@@ -106,7 +141,9 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
   }
 
   it('starts on a VXLAN port with remote_ip=flow as on a Geneve one', async () => {
-    const { create, vswitch, advance } = tunnelLoop((podDirectory) => podDirectory.setInterface('tun0', { type: 'vxlan', options: { remote_ip: 'flow' } }));
+    const { create, vswitch, advance } = tunnelLoop((podDirectory) =>
+      podDirectory.setInterface('tun0', { type: 'vxlan', options: { remote_ip: 'flow' } }),
+    );
     const loop = create();
     await loop.start();
     await settle();
@@ -126,7 +163,10 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
     await loop.start();
     await settle();
     try {
-      assert.equal(logger.find('the tunnel port is not on the bridge yet: nothing goes to the peers until it is').length, 1);
+      assert.equal(
+        logger.find('the tunnel port is not on the bridge yet: nothing goes to the peers until it is').length,
+        1,
+      );
       assert.equal(vswitch.baseTunnels.at(-1), undefined);
       podDirectory.addPort('tun0', TUNNEL);
       await advance(1);
@@ -158,8 +198,15 @@ describe('daemon loop: the tunnel port must be a flow-based tunnel', () => {
       const warnings = logger.find(UNUSABLE);
       assert.equal(warnings.length, 1);
       assert.equal(warnings[0]?.fields['reason'], 'type internal, not geneve or vxlan');
-      assert.match(String(warnings[0]?.fields['hint']), /ovs-vsctl set Interface tun0 type=geneve options:remote_ip=flow/);
-      assert.equal(logger.find('the tunnel port is not on the bridge: nothing goes to the peers').length, 0, 'warned of once, as unusable');
+      assert.match(
+        String(warnings[0]?.fields['hint']),
+        /ovs-vsctl set Interface tun0 type=geneve options:remote_ip=flow/,
+      );
+      assert.equal(
+        logger.find('the tunnel port is not on the bridge: nothing goes to the peers').length,
+        0,
+        'warned of once, as unusable',
+      );
 
       const sentBefore = vswitch.sentToPeers.length;
       podDirectory.addPort('p2', 3); // another change of the bridge: the same unusable port is not warned of again

@@ -1,4 +1,7 @@
-/** Tunnel mode as it is seen: the status and group views built from the remote members, the peer metrics, and `status` and `groups` in both output modes. */
+/**
+ * Tunnel mode as it is seen: the status and group views built from the remote members, the peer metrics, and `status`
+ * and `groups` in both output modes.
+ */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -41,7 +44,13 @@ const TUNNEL = {
 
 describe('tunnel views', () => {
   it('the status part: every peer with its state and last contact in wall-clock time, every drop reason', () => {
-    const view = tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: REMOTE, drops: { 'unknown-peer': 3, self: 1 }, clock });
+    const view = tunnelViewOf({
+      tunnel: TUNNEL,
+      ofport: 7,
+      remote: REMOTE,
+      drops: { 'unknown-peer': 3, self: 1 },
+      clock,
+    });
     assert.deepEqual(view, {
       port: 'tun0',
       ofport: 7,
@@ -57,7 +66,13 @@ describe('tunnel views', () => {
 
   it('the groups: remote members added to local groups, groups of remote members only listed too, by address', () => {
     const local: GroupView[] = [{ group: '239.1.2.3', ports: [], members: [], synced: true }];
-    const views = withRemoteMembers({ local, remote: REMOTE, clock, dirty: new Set(['239.9.9.9']), syncErrors: new Map() });
+    const views = withRemoteMembers({
+      local,
+      remote: REMOTE,
+      clock,
+      dirty: new Set(['239.9.9.9']),
+      syncErrors: new Map(),
+    });
     assert.deepEqual(views, [
       {
         group: '239.1.2.3',
@@ -66,7 +81,13 @@ describe('tunnel views', () => {
         synced: true,
         remoteMembers: [{ peer: '192.168.60.12', lastRefresh: '2026-01-01T11:59:57.000Z', expiresInMs: 67_000 }],
       },
-      { group: '239.9.9.9', ports: [], members: [], synced: false, remoteMembers: [{ peer: '192.168.60.12', lastRefresh: null, expiresInMs: 20_000 }] },
+      {
+        group: '239.9.9.9',
+        ports: [],
+        members: [],
+        synced: false,
+        remoteMembers: [{ peer: '192.168.60.12', lastRefresh: null, expiresInMs: 20_000 }],
+      },
     ]);
     const onlyLocal = withRemoteMembers({
       local: [{ group: '239.5.5.5', ports: [], members: [], synced: true }],
@@ -84,7 +105,9 @@ describe('peer metrics', () => {
     const view = new FakeDaemonView();
     const metrics = new DaemonMetrics(view);
     assert.doesNotMatch(await metrics.registry.metrics(), /^mcastctl_peer_members\{/m, 'no series out of tunnel mode');
-    view.statusValue = sampleStatus({ tunnel: tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: REMOTE, drops: { rate: 4 }, clock }) });
+    view.statusValue = sampleStatus({
+      tunnel: tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: REMOTE, drops: { rate: 4 }, clock }),
+    });
     metrics.peerMessage('192.168.60.12', 'in', 'report', 3);
     metrics.peerMessage('192.168.60.12', 'out', 'query');
     metrics.peerMessage('192.168.60.13', 'out', 'report', 0);
@@ -135,8 +158,22 @@ describe('status and groups in tunnel mode', { concurrency: true }, () => {
     root = await mkdtemp(join(tmpdir(), 'mcastctl-tunnel-cli-'));
     path = join(root, 'mcastctl.sock');
     const liveClock = { monotonicMs: () => 50_000, wallMs: () => now };
-    view.statusValue = sampleStatus({ tunnel: tunnelViewOf({ tunnel: TUNNEL, ofport: 7, remote: REMOTE, drops: { 'unknown-peer': 3 }, clock: liveClock }) });
-    view.groupsValue = withRemoteMembers({ local: sampleGroups(now), remote: REMOTE, clock: liveClock, dirty: new Set(), syncErrors: new Map() });
+    view.statusValue = sampleStatus({
+      tunnel: tunnelViewOf({
+        tunnel: TUNNEL,
+        ofport: 7,
+        remote: REMOTE,
+        drops: { 'unknown-peer': 3 },
+        clock: liveClock,
+      }),
+    });
+    view.groupsValue = withRemoteMembers({
+      local: sampleGroups(now),
+      remote: REMOTE,
+      clock: liveClock,
+      dirty: new Set(),
+      syncErrors: new Map(),
+    });
     server = await ControlServer.listen({ path, view });
   });
   after(async () => {
@@ -147,7 +184,10 @@ describe('status and groups in tunnel mode', { concurrency: true }, () => {
   it('status lists the tunnel and each peer; --json carries them as they are', async () => {
     const human = await cli(['status', '--control-socket', path]);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /^tunnel: +tun0 \(7\), node 192\.168\.60\.11, 2 peers \(1 up, 1 unknown\); dropped unknown-peer 3$/m);
+    assert.match(
+      human.stdout,
+      /^tunnel: +tun0 \(7\), node 192\.168\.60\.11, 2 peers \(1 up, 1 unknown\); dropped unknown-peer 3$/m,
+    );
     assert.match(human.stdout, /^peer 192\.168\.60\.12: +up, last contact [\d.]+s ago, 2 groups$/m);
     assert.match(human.stdout, /^peer 192\.168\.60\.13: +unknown, never heard from, 0 groups$/m);
     const json = await cli(['status', '--control-socket', path, '--json']);
@@ -157,12 +197,21 @@ describe('status and groups in tunnel mode', { concurrency: true }, () => {
   it('groups shows a row per remote member, and the count; --json has remoteMembers', async () => {
     const human = await cli(['groups', '--control-socket', path]);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /tunnel +│? *peer +│? *192\.168\.60\.12 +│? *v3 +│? *any source +│? *[\d.]+s ago +│? *1m07s/);
+    assert.match(
+      human.stdout,
+      /tunnel +│? *peer +│? *192\.168\.60\.12 +│? *v3 +│? *any source +│? *[\d.]+s ago +│? *1m07s/,
+    );
     assert.match(human.stdout, /239\.9\.9\.9 +│? *tunnel +│? *peer +│? *192\.168\.60\.12 .*restored +│? *20s/);
     assert.match(human.stdout, /^3 groups, 3 members, 2 remote members$/m);
     const json = await cli(['groups', '--control-socket', path, '--json', '239.9.9.9']);
     assert.deepEqual(JSON.parse(json.stdout), [
-      { group: '239.9.9.9', ports: [], members: [], synced: true, remoteMembers: [{ peer: '192.168.60.12', lastRefresh: null, expiresInMs: 20_000 }] },
+      {
+        group: '239.9.9.9',
+        ports: [],
+        members: [],
+        synced: true,
+        remoteMembers: [{ peer: '192.168.60.12', lastRefresh: null, expiresInMs: 20_000 }],
+      },
     ]);
   });
 });

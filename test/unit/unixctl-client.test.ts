@@ -51,7 +51,10 @@ class ObjectSplitter {
 }
 
 /** A unixctl server: `answer` decides each reply (undefined: no reply). */
-async function unixctlServer(path: string, answer: (request: Request, socket: Socket) => object | undefined): Promise<{ server: Server; requests: Request[] }> {
+async function unixctlServer(
+  path: string,
+  answer: (request: Request, socket: Socket) => object | undefined,
+): Promise<{ server: Server; requests: Request[] }> {
   const requests: Request[] = [];
   const server = createServer((socket) => {
     socket.setEncoding('utf8');
@@ -96,7 +99,10 @@ describe('UnixctlClient', () => {
     const client = await UnixctlClient.connect({ path, timeoutMs: 2000 });
     try {
       const flow = 'udp,in_port=1,nw_dst=239.1.2.3';
-      assert.equal(await client.call('ofproto/trace', ['br-int', flow]), `text of ofproto/trace ${JSON.stringify(['br-int', flow])}`);
+      assert.equal(
+        await client.call('ofproto/trace', ['br-int', flow]),
+        `text of ofproto/trace ${JSON.stringify(['br-int', flow])}`,
+      );
       assert.equal(await client.call('dpif/show', []), 'text of dpif/show []');
       assert.equal(requests.length, 2);
       assert.equal(requests[0]!.method, 'ofproto/trace');
@@ -116,7 +122,8 @@ describe('UnixctlClient', () => {
     const { server } = await unixctlServer(path, (request, socket) => {
       held.push(request);
       if (held.length === 2) {
-        for (const waiting of [...held].reverse()) socket.write(JSON.stringify({ id: waiting.id, result: `answer ${waiting.method}`, error: null }));
+        for (const waiting of [...held].reverse())
+          socket.write(JSON.stringify({ id: waiting.id, result: `answer ${waiting.method}`, error: null }));
       }
       return undefined;
     });
@@ -133,7 +140,11 @@ describe('UnixctlClient', () => {
 
   it('an error answer rejects with UnixctlCommandError naming the command', async () => {
     const path = socketPath();
-    const { server } = await unixctlServer(path, (request) => ({ id: request.id, result: null, error: 'unknown command\n' }));
+    const { server } = await unixctlServer(path, (request) => ({
+      id: request.id,
+      result: null,
+      error: 'unknown command\n',
+    }));
     const client = await UnixctlClient.connect({ path, timeoutMs: 2000 });
     try {
       await assert.rejects(

@@ -8,14 +8,22 @@ import { describe, test } from '../helpers/node-test.js';
 
 import type { McastError } from '../../src/errors.js';
 import type { SourceFilter } from '../../src/domain/membership/source-filter.js';
-import { type MembershipSocket, UpstreamFilterWidened, UpstreamMemberships } from '../../src/adapters/upstream-memberships.js';
+import {
+  type MembershipSocket,
+  UpstreamFilterWidened,
+  UpstreamMemberships,
+} from '../../src/adapters/upstream-memberships.js';
 import { MrouteError } from '../../src/protocol/mroute/mroute-error.js';
 import type { Membership, SourceFilterSetting, SourceMembership } from '../../src/transport/router-socket.js';
 import { sourceAddress, type SourceAddress } from '../../src/wire/ip-address.js';
 
 const GROUP = '232.1.1.1';
 const UPLINK = 4;
-const [S1, S2, S3] = ['10.0.0.1', '10.0.0.2', '10.0.0.3'].map(sourceAddress) as [SourceAddress, SourceAddress, SourceAddress];
+const [S1, S2, S3] = ['10.0.0.1', '10.0.0.2', '10.0.0.3'].map(sourceAddress) as [
+  SourceAddress,
+  SourceAddress,
+  SourceAddress,
+];
 
 function include(...sources: SourceAddress[]): SourceFilter {
   return { mode: 'include', sources: new Set(sources) };
@@ -91,7 +99,10 @@ describe('first join', () => {
   test('INCLUDE of more: the join with the first source, then one filter with all of them', () => {
     const { memberships, take } = setup();
     memberships.join(GROUP, UPLINK, include(S3, S1, S2));
-    assert.deepEqual(take(), [`MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`, `MCAST_MSFILTER ${GROUP}@4 include {10.0.0.1,10.0.0.2,10.0.0.3}`]);
+    assert.deepEqual(take(), [
+      `MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`,
+      `MCAST_MSFILTER ${GROUP}@4 include {10.0.0.1,10.0.0.2,10.0.0.3}`,
+    ]);
   });
 
   test('any source (no filter, or EXCLUDE {}): IP_ADD_MEMBERSHIP only', () => {
@@ -185,7 +196,10 @@ describe('changes', () => {
     memberships.join(GROUP, 4, include(S1));
     memberships.join(GROUP, 5, include(S1));
     memberships.join(GROUP, 4, include(S1));
-    assert.deepEqual(take(), [`MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`, `MCAST_JOIN_SOURCE_GROUP ${GROUP}@5 10.0.0.1`]);
+    assert.deepEqual(take(), [
+      `MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`,
+      `MCAST_JOIN_SOURCE_GROUP ${GROUP}@5 10.0.0.1`,
+    ]);
   });
 });
 
@@ -222,7 +236,10 @@ describe('past net.ipv4.igmp_max_msf', () => {
   test('exactly at the cap is not widened', () => {
     const { memberships, notices, take } = setup({ maxSources: 2 });
     memberships.join(GROUP, UPLINK, include(S1, S2));
-    assert.deepEqual(take(), [`MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`, `MCAST_MSFILTER ${GROUP}@4 include {10.0.0.1,10.0.0.2}`]);
+    assert.deepEqual(take(), [
+      `MCAST_JOIN_SOURCE_GROUP ${GROUP}@4 10.0.0.1`,
+      `MCAST_MSFILTER ${GROUP}@4 include {10.0.0.1,10.0.0.2}`,
+    ]);
     assert.equal(notices.length, 0);
   });
 });

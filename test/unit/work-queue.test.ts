@@ -68,7 +68,13 @@ describe('WorkQueue', () => {
 
   it('a lane that had nothing waiting gives its key before the lanes that keep having work', async () => {
     const { calls, sync } = controllableSync();
-    const queue = new WorkQueue<string>({ sync, workers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    const queue = new WorkQueue<string>({
+      sync,
+      workers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
     for (let index = 0; index < 1000; index++) queue.add(`flood-${index}`, 'attacker');
     const next = async () => {
       calls.at(-1)!.resolve();
@@ -109,7 +115,13 @@ describe('WorkQueue', () => {
 
   it('a key added while it is syncing is synced again afterwards (no lost update), never twice at once', async () => {
     const { calls, sync } = controllableSync();
-    const queue = new WorkQueue<string>({ sync, workers: 4, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    const queue = new WorkQueue<string>({
+      sync,
+      workers: 4,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
     queue.add('g');
     queue.add('g');
     assert.equal(calls.length, 1, 'not twice at once');
@@ -126,7 +138,13 @@ describe('WorkQueue', () => {
 
   it('at most `workers` keys sync at once', async () => {
     const { calls, sync } = controllableSync();
-    const queue = new WorkQueue<string>({ sync, workers: 2, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    const queue = new WorkQueue<string>({
+      sync,
+      workers: 2,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
     for (const key of ['a', 'b', 'c', 'd']) queue.add(key);
     assert.deepEqual(
       calls.map((call) => call.key),
@@ -148,8 +166,16 @@ describe('WorkQueue', () => {
 
   it('expressWorkers: the first key of an idle lane starts at once, all workers busy, and is told it is expedited; the bulk is not', async () => {
     const turns: Array<{ key: string; expedited: boolean; resolve: () => void }> = [];
-    const sync = (key: string, { expedited }: { expedited: boolean }) => new Promise<void>((resolve) => turns.push({ key, expedited, resolve }));
-    const queue = new WorkQueue<string>({ sync, workers: 2, expressWorkers: 1, minBackoffMs: 5000, maxBackoffMs: 300_000, timers: new FakeTimers() });
+    const sync = (key: string, { expedited }: { expedited: boolean }) =>
+      new Promise<void>((resolve) => turns.push({ key, expedited, resolve }));
+    const queue = new WorkQueue<string>({
+      sync,
+      workers: 2,
+      expressWorkers: 1,
+      minBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      timers: new FakeTimers(),
+    });
     for (let index = 0; index < 100; index++) queue.add(`flood-${index}`, 'attacker');
     assert.deepEqual(
       turns.map(({ key, expedited }) => [key, expedited]),
@@ -179,7 +205,10 @@ describe('WorkQueue', () => {
       'back to two: the attacker goes on, not expedited',
     );
     queue.stop();
-    assert.throws(() => new WorkQueue<string>({ sync, workers: 1, expressWorkers: -1, minBackoffMs: 1, maxBackoffMs: 1 }), /expressWorkers/);
+    assert.throws(
+      () => new WorkQueue<string>({ sync, workers: 1, expressWorkers: -1, minBackoffMs: 1, maxBackoffMs: 1 }),
+      /expressWorkers/,
+    );
   });
 
   it('failures retry after 5 s, 10 s, 20 s ... up to 300 s; a success resets the count', async () => {

@@ -88,7 +88,8 @@ export class BridgeClient {
       interfaces = await bridgeInterfaces(ovsdb, target.bridge);
     } catch (error) {
       await ovsdb.close();
-      if (error instanceof NoSuchBridgeError) throw new UsageError(error.message, { code: 'no-such-interface', hint: error.hint });
+      if (error instanceof NoSuchBridgeError)
+        throw new UsageError(error.message, { code: 'no-such-interface', hint: error.hint });
       throw error;
     }
     let openflow: OpenFlowConnection;
@@ -127,7 +128,10 @@ export class BridgeClient {
   resolvePort(ref: PortRef, where: () => string): BridgePort {
     const port = 'ofport' in ref ? this.ports.byNumber(ref.ofport) : this.ports.byName(ref.name);
     if (port !== undefined && isLocalPort(port)) {
-      throw new UsageError(`${where()}: ${port.name} is the bridge's own (LOCAL) port, which cannot be a group member`, { code: 'no-such-interface' });
+      throw new UsageError(
+        `${where()}: ${port.name} is the bridge's own (LOCAL) port, which cannot be a group member`,
+        { code: 'no-such-interface' },
+      );
     }
     if (port !== undefined) return port;
     const known = this.memberPorts.map((p) => `${p.name} (${p.ofport})`);
@@ -196,7 +200,9 @@ export class BridgeClient {
     return this.sync.installedGroups;
   }
 
-  /** Groups the daemon itself installed, with their (*,G) ports then, their peers, and the ports of each (S,G) entry. */
+  /**
+   * Groups the daemon itself installed, with their (*,G) ports then, their peers, and the ports of each (S,G) entry.
+   */
   get learnedGroups(): LearnedForwarding[] {
     return this.sync.learnedGroups;
   }
@@ -238,21 +244,35 @@ export class BridgeClient {
     return this.openflow.enablePacketIn();
   }
 
-  /** Every packet-in: its frame, its in_port, and (one from a tunnel port) the outer IPv4 source the underlay delivered it from. */
+  /**
+   * Every packet-in: its frame, its in_port, and (one from a tunnel port) the outer IPv4 source the underlay delivered
+   * it from.
+   */
   onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void): void {
     this.openflow.on('packet-in', (packetIn) => listener(packetIn.data, inPortOf(packetIn), tunnelSourceOf(packetIn)));
   }
 
   /** Sends `frame` out of each of `ports`: one PACKET_OUT each, in one batch (one barrier). */
   async sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<FramesSentToPorts> {
-    const { errors } = await this.openflow.batch(ports.map((port) => packetOut({ data: frame, actions: [output(port)] })));
-    return { sent: ports.length - errors.size, refused: [...errors.values()], refusedPorts: [...errors.keys()].map((index) => ports[index]!) };
+    const { errors } = await this.openflow.batch(
+      ports.map((port) => packetOut({ data: frame, actions: [output(port)] })),
+    );
+    return {
+      sent: ports.length - errors.size,
+      refused: [...errors.values()],
+      refusedPorts: [...errors.keys()].map((index) => ports[index]!),
+    };
   }
 
-  /** In one batch (one barrier): a PACKET_OUT from CONTROLLER per peer, its outer destination set, out of the tunnel port. */
+  /**
+   * In one batch (one barrier): a PACKET_OUT from CONTROLLER per peer, its outer destination set, out of the tunnel
+   * port.
+   */
   async sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<FramesSent> {
     if (peers.length === 0) return { sent: 0, refused: [] };
-    const messages = peers.map((peer) => packetOut({ data: frame, actions: [setTunnelDestination(peer), output(tunnelOfport)] }));
+    const messages = peers.map((peer) =>
+      packetOut({ data: frame, actions: [setTunnelDestination(peer), output(tunnelOfport)] }),
+    );
     const { errors } = await this.openflow.batch(messages);
     return { sent: peers.length - errors.size, refused: [...errors.values()] };
   }

@@ -20,7 +20,10 @@ export interface BridgeConnection
     Pick<OpenFlowConnection, 'connected' | 'enablePacketIn' | 'close'>,
     Pick<EventEmitter<OpenFlowConnectionEvents>, 'on'> {
   /** `expedite`: ahead of the batches waiting for the switch (OpenFlowConnection.batch). */
-  batch(messages: readonly OpenFlowMessage[], options?: { expedite?: boolean }): Promise<{ errors: ReadonlyMap<number, Error> }>;
+  batch(
+    messages: readonly OpenFlowMessage[],
+    options?: { expedite?: boolean },
+  ): Promise<{ errors: ReadonlyMap<number, Error> }>;
   meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
   meterFeatures(): Promise<MeterFeatures>;
   /** One group's counters and its buckets' (GROUP statistics), or (no id) every group's. */

@@ -23,7 +23,11 @@ import { isOvsdbMap } from '../../protocol/ovsdb/datum.js';
  */
 function bridgeLockName(bridge: string): string {
   const encoded = [...Buffer.from(bridge, 'utf8')]
-    .map((octet) => (/[A-Za-z0-9]/.test(String.fromCharCode(octet)) ? String.fromCharCode(octet) : `_${octet.toString(16).padStart(2, '0')}`))
+    .map((octet) =>
+      /[A-Za-z0-9]/.test(String.fromCharCode(octet))
+        ? String.fromCharCode(octet)
+        : `_${octet.toString(16).padStart(2, '0')}`,
+    )
     .join('');
   return `mcastctl_${encoded}`;
 }
@@ -57,7 +61,10 @@ export class BridgeLock {
         'busy',
         `another mcastctl daemon is running on bridge ${options.bridge}${holder === undefined ? '' : ` (${holder})`}: ` +
           `it holds the OVSDB lock ${lock.name} at ${options.client.endpoint.text}`,
-        { exitCode: ExitCode.Unavailable, hint: 'one daemon per bridge: stop the other one first (mcastctl status --control-socket PATH shows it)' },
+        {
+          exitCode: ExitCode.Unavailable,
+          hint: 'one daemon per bridge: stop the other one first (mcastctl status --control-socket PATH shows it)',
+        },
       );
     }
     await lock.writeHolder();
@@ -83,7 +90,12 @@ export class BridgeLock {
     try {
       await client.transact(VSWITCH_DB, [
         { op: 'assert', lock: this.name },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]] },
+        {
+          op: 'mutate',
+          table: 'Bridge',
+          where: [['name', '==', bridge]],
+          mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]],
+        },
       ]);
       await client.unlock(this.name);
     } catch {
@@ -96,13 +108,27 @@ export class BridgeLock {
     try {
       await client.transact(VSWITCH_DB, [
         { op: 'assert', lock: this.name },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]] },
-        { op: 'mutate', table: 'Bridge', where: [['name', '==', bridge]], mutations: [['external_ids', 'insert', { map: [[DAEMON_HOLDER_KEY, holder]] }]] },
+        {
+          op: 'mutate',
+          table: 'Bridge',
+          where: [['name', '==', bridge]],
+          mutations: [['external_ids', 'delete', [DAEMON_HOLDER_KEY]]],
+        },
+        {
+          op: 'mutate',
+          table: 'Bridge',
+          where: [['name', '==', bridge]],
+          mutations: [['external_ids', 'insert', { map: [[DAEMON_HOLDER_KEY, holder]] }]],
+        },
       ]);
     } catch (error) {
-      throw new McastError('io', `cannot name this daemon in bridge ${bridge}'s external_ids:${DAEMON_HOLDER_KEY}: ${messageOf(error)}`, {
-        cause: error,
-      });
+      throw new McastError(
+        'io',
+        `cannot name this daemon in bridge ${bridge}'s external_ids:${DAEMON_HOLDER_KEY}: ${messageOf(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 

@@ -10,7 +10,13 @@ import type { InterfaceRow } from './vswitch.js';
 import { isIP, isIPv4 } from 'node:net';
 import { formatMac, parseMac } from '../../wire/mac-address.js';
 import { type BridgePort, type DirectoryPort, podName } from '../../domain/pods/pod-directory.js';
-import { OVSDB_LOCAL_OFPORT, POD_IP_ADDRESS_KEY, POD_MAC_KEY, POD_NAME_KEY, POD_NAMESPACE_KEY } from './ovs-constants.js';
+import {
+  OVSDB_LOCAL_OFPORT,
+  POD_IP_ADDRESS_KEY,
+  POD_MAC_KEY,
+  POD_NAME_KEY,
+  POD_NAMESPACE_KEY,
+} from './ovs-constants.js';
 
 export type { BridgePort };
 
@@ -45,8 +51,14 @@ export function directoryPortOf(row: InterfaceRow): DirectoryPort | undefined {
   };
 }
 
-/** `10.1.0.2`, `10.1.0.2/24`, `10.1.0.2,fd00::2`: the addresses `keep` takes (IPv4 ones by default: IPv6 ones are no IGMP sources). */
-function addressesOf(value: string | undefined, keep: (address: string) => boolean = (item) => isIPv4(item)): string[] | undefined {
+/**
+ * `10.1.0.2`, `10.1.0.2/24`, `10.1.0.2,fd00::2`: the addresses `keep` takes (IPv4 ones by default: IPv6 ones are no
+ * IGMP sources).
+ */
+function addressesOf(
+  value: string | undefined,
+  keep: (address: string) => boolean = (item) => isIPv4(item),
+): string[] | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   return value
     .split(',')

@@ -25,14 +25,19 @@ export interface ForwardingWanted {
   group: GroupAddress;
   /** The receivers of every source not in `bySource`, the gateway included. */
   ports: readonly number[];
-  /** The sources with receivers of their own, each with its ports (the gateway included); empty: the (*,G) entry alone. */
+  /**
+   * The sources with receivers of their own, each with its ports (the gateway included); empty: the (*,G) entry alone.
+   */
   bySource: ReadonlyArray<{ source: SourceAddress; ports: readonly number[] }>;
   tunnel?: TunnelMembers;
   /** Pod ports whose traffic to each entry of the group gets a sender counting row (absent: none). */
   counterPorts?: readonly number[];
 }
 
-/** The learned forwarding of a group as read back: its (*,G) ports (and peers), and the ports of each of its (S,G) entries. */
+/**
+ * The learned forwarding of a group as read back: its (*,G) ports (and peers), and the ports of each of its (S,G)
+ * entries.
+ */
 export interface LearnedForwarding {
   group: GroupAddress;
   ports: number[];
@@ -75,7 +80,10 @@ export class InstalledForwarding {
     return [...this.keysOfGroup.keys()];
   }
 
-  /** The groups whose entries the daemon itself installed, with their (*,G) ports and peers and their (S,G) entries' ports. */
+  /**
+   * The groups whose entries the daemon itself installed, with their (*,G) ports and peers and their (S,G) entries'
+   * ports.
+   */
   get learned(): LearnedForwarding[] {
     return this.groups.flatMap((group): LearnedForwarding[] => {
       const entries = this.of(group).filter((entry) => entry.learned);
@@ -122,15 +130,26 @@ export interface ForwardingPlan {
  * The changes that take the group from `current` to `wanted`. Throws McastError
  * 'conflict' (nothing to send) when a flow would take the place of another controller's.
  */
-export function planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport }: ForwardingPlanInput): ForwardingPlan {
+export function planForwarding({
+  pipeline,
+  wanted,
+  current,
+  groupIds,
+  foreignFlows,
+  gatewayOfport,
+}: ForwardingPlanInput): ForwardingPlan {
   const { group, tunnel } = wanted;
   const entryPart = {
     ...(tunnel === undefined ? {} : { tunnel, ...(gatewayOfport === undefined ? {} : { gateway: gatewayOfport }) }),
-    ...(wanted.counterPorts === undefined || wanted.counterPorts.length === 0 ? {} : { counterPorts: wanted.counterPorts }),
+    ...(wanted.counterPorts === undefined || wanted.counterPorts.length === 0
+      ? {}
+      : { counterPorts: wanted.counterPorts }),
   };
   const everySource = wanted.ports.length > 0 || (tunnel?.peers.length ?? 0) > 0;
   const desired: GroupMembership[] = [
-    ...wanted.bySource.map(({ source, ports }): GroupMembership => ({ group, source, ports, learned: true, ...entryPart })),
+    ...wanted.bySource.map(
+      ({ source, ports }): GroupMembership => ({ group, source, ports, learned: true, ...entryPart }),
+    ),
     ...(everySource ? [{ group, ports: wanted.ports, learned: true, ...entryPart }] : []),
   ];
   const forwardings = desired.map((membership) => pipeline.forwarding(membership));
@@ -145,14 +164,23 @@ export function planForwarding({ pipeline, wanted, current, groupIds, foreignFlo
   const plans = desired.length === 0 ? [] : planInstall(pipeline, desired, installedView, foreignFlows);
   const conflict = plans.find((plan) => plan.outcome === 'conflict');
   if (conflict !== undefined)
-    throw new McastError('conflict', `group ${group} not programmed: ${conflict.problem}`, { hint: 'give the daemon a table of its own (--table)' });
+    throw new McastError('conflict', `group ${group} not programmed: ${conflict.problem}`, {
+      hint: 'give the daemon a table of its own (--table)',
+    });
   const wantedKeys = new Set(desired.map(forwardingKey));
   // The (S,G) entries go before the (*,G) one: its flow is the less specific.
   const stale = current
     .filter((entry) => !wantedKeys.has(forwardingKey(entry)))
     .sort((a, b) => (a.source === undefined ? 1 : 0) - (b.source === undefined ? 1 : 0));
-  const removed = stale.map(({ group: staleGroup, source }): ForwardingTarget => ({ group: staleGroup, ...(source === undefined ? {} : { source }) }));
-  const removals = planUninstall(removed, { groups: stale, otherFlows: [], strayGroups: [] }).flatMap((plan) => plan.changes);
+  const removed = stale.map(
+    ({ group: staleGroup, source }): ForwardingTarget => ({
+      group: staleGroup,
+      ...(source === undefined ? {} : { source }),
+    }),
+  );
+  const removals = planUninstall(removed, { groups: stale, otherFlows: [], strayGroups: [] }).flatMap(
+    (plan) => plan.changes,
+  );
   const changes = [...plans.flatMap((plan) => plan.changes), ...removals];
   return {
     changes,
@@ -193,7 +221,9 @@ function installedOf(forwarding: GroupForwarding, source = forwarding.source): I
     groups,
     learned: true,
     ...(peers.length === 0 ? {} : { peers: peers.sort(compareAddresses) }),
-    ...(ingress.length === 0 ? {} : { ingress: [...ingress].sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1)) }),
+    ...(ingress.length === 0
+      ? {}
+      : { ingress: [...ingress].sort((a, b) => (a.match.inPort ?? -1) - (b.match.inPort ?? -1)) }),
     ...(counters.length === 0 ? {} : { counters: [...counters] }),
   };
 }

@@ -27,7 +27,9 @@ export function resolveOvsTarget(flags: OvsTargetFlags, env: NodeJS.ProcessEnv =
   const bridge = flags.bridge ?? DEFAULT_BRIDGE;
   // OVS bridge names are interface names: at most 15 octets, no '/' or whitespace.
   if (!/^[A-Za-z0-9_.:-]{1,15}$/.test(bridge)) {
-    throw new UsageError(`--bridge ${quoteInput(bridge)} is not a bridge name (1 to 15 letters, digits, '_', '.', ':' or '-')`);
+    throw new UsageError(
+      `--bridge ${quoteInput(bridge)} is not a bridge name (1 to 15 letters, digits, '_', '.', ':' or '-')`,
+    );
   }
   const rundir = ovsRundir(flags, env);
   return {

@@ -76,7 +76,12 @@ export function parseTrace(text: string): TraceVerdict | undefined {
   const firstRule =
     rule === null
       ? undefined
-      : { table: Number(rule[1]), match: rule[2] ?? '', priority: Number(rule[3]), ...(rule[4] === undefined ? {} : { cookie: BigInt(rule[4]) }) };
+      : {
+          table: Number(rule[1]),
+          match: rule[2] ?? '',
+          priority: Number(rule[3]),
+          ...(rule[4] === undefined ? {} : { cookie: BigInt(rule[4]) }),
+        };
   return { datapathActions, datapathOutputs, firstRule };
 }
 
@@ -134,7 +139,10 @@ export class VswitchdTracer {
 
   static async open(options: { rundir: string; bridge: string; timeoutMs?: number }): Promise<VswitchdTracer> {
     const path = await vswitchdControlPath(options.rundir);
-    const client = await UnixctlClient.connect({ path, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
+    const client = await UnixctlClient.connect({
+      path,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    });
     return new VswitchdTracer(client, options.bridge);
   }
 

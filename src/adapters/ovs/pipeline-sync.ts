@@ -11,11 +11,23 @@ import type { GroupAddress } from '../../wire/ip-address.js';
 import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
-import { installedPortEntries, planPortSync, portEntries, portOfFlow, type PortEntries, type WantedPortEntries } from '../../domain/pipeline/port-entries.js';
+import {
+  installedPortEntries,
+  planPortSync,
+  portEntries,
+  portOfFlow,
+  type PortEntries,
+  type WantedPortEntries,
+} from '../../domain/pipeline/port-entries.js';
 import { flowMatchKey } from '../../domain/pipeline/pipeline-entries.js';
 import { readInstalled } from './read-back.js';
 import { applyChanges, type BridgeConnection } from './bridge-connection.js';
-import { InstalledForwarding, planForwarding, type ForwardingWanted, type LearnedForwarding } from './forwarding-sync.js';
+import {
+  InstalledForwarding,
+  planForwarding,
+  type ForwardingWanted,
+  type LearnedForwarding,
+} from './forwarding-sync.js';
 import { entryPortCounters, TrafficCarry, trafficOf, type PortGroupTraffic } from './traffic-counters.js';
 import { familyOf } from '../../domain/family/families.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
@@ -39,7 +51,10 @@ export class PipelineSync {
   private maxMeter: number | undefined;
   /** The gateway port installBase was last given: in tunnel mode it sits in link 0 of every group with a member. */
   private gatewayOfport: number | undefined;
-  /** What each port received of each entry before its OVS groups were last rewritten (which zeroes their buckets' counters). */
+  /**
+   * What each port received of each entry before its OVS groups were last rewritten (which zeroes their buckets'
+   * counters).
+   */
   private readonly carry = new TrafficCarry();
 
   constructor(
@@ -86,7 +101,12 @@ export class PipelineSync {
   async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
     const meter = wanted?.meter !== undefined && this.canMeter(ofport) ? wanted.meter : undefined;
     const entries =
-      wanted === undefined ? undefined : portEntries(this.pipeline, ofport, { deniedSend: wanted.deniedSend, ...(meter === undefined ? {} : { meter }) });
+      wanted === undefined
+        ? undefined
+        : portEntries(this.pipeline, ofport, {
+            deniedSend: wanted.deniedSend,
+            ...(meter === undefined ? {} : { meter }),
+          });
     for (const flow of entries?.flows ?? []) this.refuseForeignSlot(flow);
     const changes = planPortSync(this.pipeline, ofport, this.ports.get(ofport), entries);
     try {
@@ -100,7 +120,9 @@ export class PipelineSync {
     return { metered: entries?.meter !== undefined };
   }
 
-  /** Packets each pod port's IGMP meter dropped (its band's count), by port, since the meter was added or last changed. */
+  /**
+   * Packets each pod port's IGMP meter dropped (its band's count), by port, since the meter was added or last changed.
+   */
   async meterDrops(): Promise<Map<number, bigint>> {
     const drops = new Map<number, bigint>();
     if ((this.maxMeter ?? 0) === 0) return drops;
@@ -131,10 +153,17 @@ export class PipelineSync {
     return trafficOf({ pipeline: this.pipeline, entries, groupStats, flows }, this.carry);
   }
 
-  /** The raw counters of `entries` (all of `group`): their OVS groups' and the group's sending rows (their cookie, any flags). */
+  /**
+   * The raw counters of `entries` (all of `group`): their OVS groups' and the group's sending rows (their cookie, any
+   * flags).
+   */
   private async entryCounters(group: GroupAddress, entries: readonly InstalledGroup[]) {
     const { config } = this.pipeline;
-    const cookie = encodeFlowCookie({ prefix: config.cookiePrefix, kind: FlowKind.SendCounter, value: familyOf(group).cookieValue(group) });
+    const cookie = encodeFlowCookie({
+      prefix: config.cookiePrefix,
+      kind: FlowKind.SendCounter,
+      value: familyOf(group).cookieValue(group),
+    });
     const [stats, flows] = await Promise.all([
       Promise.all(entries.flatMap((entry) => entry.groups.map((link) => this.openflow.groupStats(link.groupId)))),
       this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: SEND_COUNTER_COOKIE_MASK }),
@@ -170,7 +199,9 @@ export class PipelineSync {
     const wanted = [
       ...this.pipeline.membershipToController(),
       ...this.pipeline.linkLocalFlood(),
-      ...(gatewayOfport === undefined ? this.pipeline.unknownGroupDrop() : this.pipeline.unknownGroupToGateway(gatewayOfport)),
+      ...(gatewayOfport === undefined
+        ? this.pipeline.unknownGroupDrop()
+        : this.pipeline.unknownGroupToGateway(gatewayOfport)),
       ...(tunnelOfport === undefined ? [] : this.pipeline.tunnelDrop(tunnelOfport)),
       ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : this.pipeline.gatewayDrop(gatewayOfport)),
     ];
@@ -207,15 +238,21 @@ export class PipelineSync {
     // the group, (*,G) or (S,G), makes the whole group theirs.
     if (current.some((entry) => !entry.learned) || (current.length === 0 && this.staticGroups.has(group))) {
       if (!isWanted) return 'absent';
-      throw new McastError('conflict', `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`, {
-        hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
-      });
+      throw new McastError(
+        'conflict',
+        `group ${group} is installed statically (mcastctl install or reconcile); the daemon leaves it alone`,
+        {
+          hint: `remove it from the declared state (mcastctl uninstall ${group}) to let the daemon take it`,
+        },
+      );
     }
     const { pipeline, groupIds, foreignFlows, gatewayOfport } = this;
     const plan = planForwarding({ pipeline, wanted, current, groupIds, foreignFlows, gatewayOfport });
     if (plan.changes.length === 0) return plan.outcome;
     // Read before the batch on the same connection: the switch answers with the counters of before the rewrite.
-    const rewritten = new Set(plan.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : [])));
+    const rewritten = new Set(
+      plan.changes.flatMap((change) => (change.op === 'modify-group' ? [change.entry.groupId] : [])),
+    );
     const rewrites = current.filter((entry) => entry.groups.some((link) => rewritten.has(link.groupId)));
     const before = rewrites.length === 0 ? undefined : this.entryCounters(group, rewrites).catch(() => undefined);
     try {
@@ -253,13 +290,21 @@ export class PipelineSync {
     );
   }
 
-  private async apply(changes: readonly PipelineChange[], what: string, options: { expedite?: boolean } = {}): Promise<void> {
+  private async apply(
+    changes: readonly PipelineChange[],
+    what: string,
+    options: { expedite?: boolean } = {},
+  ): Promise<void> {
     const errors = await applyChanges(this.openflow, changes, options);
     const first = errors.values().next();
     if (!first.done)
-      throw new McastError('refused', `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`, {
-        cause: first.value,
-      });
+      throw new McastError(
+        'refused',
+        `OVS refused ${errors.size} of ${changes.length} changes for ${what}: ${first.value.message}`,
+        {
+          cause: first.value,
+        },
+      );
   }
 }
 
@@ -280,7 +325,9 @@ function describeMatch(flow: FlowEntry): string {
     ipProto === undefined ? '' : `nw_proto=${ipProto}`,
     icmpv6Type === undefined ? '' : `icmpv6_type=${icmpv6Type}`,
     ipSrc === undefined ? '' : `${ipv6 ? 'ipv6_src' : 'nw_src'}=${ipSrc}`,
-    ipDst === undefined ? '' : `${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`,
+    ipDst === undefined
+      ? ''
+      : `${ipv6 ? 'ipv6_dst' : 'nw_dst'}=${ipDst}${ipDstMask === undefined ? '' : `/${ipDstMask}`}`,
   ];
   return `${ipv6 ? 'ipv6' : 'ip'}${parts
     .filter(Boolean)

@@ -83,8 +83,15 @@ export async function readInstalled(openflow: PipelineReader, pipeline: Multicas
     if (flowCounters !== undefined) counters.set(forwardingKey(group), flowCounters);
   }
   const meters = new Map<number, PortMeter>();
-  for (const config of meterConfigs) if (pipeline.meterPort(config.meterId) !== undefined) meters.set(config.meterId, portMeterOf(config));
-  return { pipeline: installed, counters, foreignFlows, groupIds: new Set(groups.map((group) => group.groupId)), meters };
+  for (const config of meterConfigs)
+    if (pipeline.meterPort(config.meterId) !== undefined) meters.set(config.meterId, portMeterOf(config));
+  return {
+    pipeline: installed,
+    counters,
+    foreignFlows,
+    groupIds: new Set(groups.map((group) => group.groupId)),
+    meters,
+  };
 }
 
 /** Every meter's configuration; none from a switch that has no meters (it refuses the request). */
@@ -97,7 +104,10 @@ async function readMeterConfigs(openflow: PipelineReader): Promise<MeterConfig[]
   }
 }
 
-/** A meter as the pipeline writes it: packets a second, with a burst, one drop band. Anything else reads as a rate of -1, which no wanted meter has. */
+/**
+ * A meter as the pipeline writes it: packets a second, with a burst, one drop band. Anything else reads as a rate of
+ * -1, which no wanted meter has.
+ */
 function portMeterOf(config: MeterConfig): PortMeter {
   const [band] = config.bands;
   const ours = (config.flags & (MeterFlag.PKTPS | MeterFlag.BURST)) === (MeterFlag.PKTPS | MeterFlag.BURST);

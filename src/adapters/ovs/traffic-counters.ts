@@ -83,10 +83,14 @@ export class TrafficCarry {
 
   /** The entries' counters as read just before their groups were rewritten: carried from now on. */
   rewritten(counters: readonly EntryPortCounters[]): void {
-    for (const entry of counters) this.byKey.set(entry.key, { received: this.received(entry), sentAtRewrite: entry.sent ?? ZERO });
+    for (const entry of counters)
+      this.byKey.set(entry.key, { received: this.received(entry), sentAtRewrite: entry.sent ?? ZERO });
   }
 
-  /** Keeps the carries of `keep` only among those of `entryKey`'s ports (the others left it, and count afresh should they come back). */
+  /**
+   * Keeps the carries of `keep` only among those of `entryKey`'s ports (the others left it, and count afresh should
+   * they come back).
+   */
   keep(entryKey: string, ports: ReadonlySet<number>): void {
     for (const key of this.byKey.keys()) {
       const [entry, port] = key.split(' ');
@@ -130,7 +134,8 @@ export function entryPortCounters(reading: TrafficReading): EntryPortCounters[] 
     const group = flow?.match.ipDst === undefined ? undefined : parseGroupAddress(flow.match.ipDst);
     const source = flow?.match.ipSrc === undefined ? undefined : parseSourceAddress(flow.match.ipSrc);
     const ofport = flow?.match.inPort;
-    if (group === undefined || ofport === undefined || (flow?.match.ipSrc !== undefined && source === undefined)) continue;
+    if (group === undefined || ofport === undefined || (flow?.match.ipSrc !== undefined && source === undefined))
+      continue;
     // Every row of the port counts, also one of an entry that does not deliver to it (a source its filter leaves out).
     const entry = at(group, forwardingKey(source === undefined ? { group } : { group, source }), ofport);
     entry.sent = plus(entry.sent ?? ZERO, { packets: stats.packetCount, bytes: stats.byteCount });
@@ -140,23 +145,29 @@ export function entryPortCounters(reading: TrafficReading): EntryPortCounters[] 
     for (const link of installed.groups) {
       const stats = statsById.get(link.groupId);
       link.buckets.forEach((bucket, index) => {
-        if (bucket.type !== 'output' || bucket.tunnelDestination !== undefined) return; // a chain link or a peer, not a port
+        // a chain link or a peer, not a port
+        if (bucket.type !== 'output' || bucket.tunnelDestination !== undefined) return;
         const counter = stats?.bucketStats[index];
         const entry = at(installed.group, entryKey, bucket.port);
-        if (counter !== undefined) entry.bucket = plus(entry.bucket ?? ZERO, { packets: counter.packetCount, bytes: counter.byteCount });
+        if (counter !== undefined)
+          entry.bucket = plus(entry.bucket ?? ZERO, { packets: counter.packetCount, bytes: counter.byteCount });
       });
     }
   }
   return [...byKey.values()];
 }
 
-/** Each (group, port) with a bucket or a sender counting flow of ours, summed over the group's entries, by group then port. */
+/**
+ * Each (group, port) with a bucket or a sender counting flow of ours, summed over the group's entries, by group then
+ * port.
+ */
 export function trafficOf(reading: TrafficReading, carry: TrafficCarry = new TrafficCarry()): PortGroupTraffic[] {
   const byKey = new Map<string, PortGroupTraffic>();
   for (const counters of entryPortCounters(reading)) {
     const key = `${counters.ofport} ${counters.group}`;
     let entry = byKey.get(key);
-    if (entry === undefined) byKey.set(key, (entry = { group: counters.group, ofport: counters.ofport, received: ZERO }));
+    if (entry === undefined)
+      byKey.set(key, (entry = { group: counters.group, ofport: counters.ofport, received: ZERO }));
     entry.received = plus(entry.received, carry.received(counters));
     if (counters.sent !== undefined) entry.sent = plus(entry.sent ?? ZERO, counters.sent);
   }

@@ -8,7 +8,16 @@
  */
 import { McastError } from '../../errors.js';
 import type { OvsdbClient, RequestOptions } from '../../transport/ovsdb/client.js';
-import { asOptionalBoolean, asOptionalInteger, asOptionalString, asSet, asStringMap, asUuidStrings, isUuid, type Row } from '../../protocol/ovsdb/datum.js';
+import {
+  asOptionalBoolean,
+  asOptionalInteger,
+  asOptionalString,
+  asSet,
+  asStringMap,
+  asUuidStrings,
+  isUuid,
+  type Row,
+} from '../../protocol/ovsdb/datum.js';
 import { TableCache, type MonitorRequests, type MonitorUpdateReason } from '../../protocol/ovsdb/monitor.js';
 import type { Condition } from '../../protocol/ovsdb/operations.js';
 import { VSWITCH_DB } from './ovs-constants.js';
@@ -42,12 +51,22 @@ export interface InterfaceRow {
   readonly external_ids: Readonly<Record<string, string>>;
   /** '' (a system device), `internal`, `patch`, `tap`, `dpdk`, ... */
   readonly type: string;
-  /** Per-type settings, e.g. a tunnel's remote_ip (`flow`: each packet's tun_dst); absent in rows not read from OVSDB, meaning none. */
+  /**
+   * Per-type settings, e.g. a tunnel's remote_ip (`flow`: each packet's tun_dst); absent in rows not read from OVSDB,
+   * meaning none.
+   */
   readonly options?: Readonly<Record<string, string>>;
   readonly mac_in_use: string | undefined;
 }
 
-const BRIDGE_COLUMNS = ['name', 'datapath_type', 'mcast_snooping_enable', 'other_config', 'ports', 'protocols'] as const;
+const BRIDGE_COLUMNS = [
+  'name',
+  'datapath_type',
+  'mcast_snooping_enable',
+  'other_config',
+  'ports',
+  'protocols',
+] as const;
 const PORT_COLUMNS = ['name', 'interfaces'] as const;
 const INTERFACE_COLUMNS = ['name', 'ofport', 'external_ids', 'type', 'options', 'mac_in_use'] as const;
 
@@ -58,7 +77,9 @@ export class NoSuchBridgeError extends McastError {
     readonly bridge: string,
     endpoint: string,
   ) {
-    super('no-such-interface', `no bridge ${bridge} in OVSDB ${endpoint}`, { hint: '`ovs-vsctl list-br` shows the bridges' });
+    super('no-such-interface', `no bridge ${bridge} in OVSDB ${endpoint}`, {
+      hint: '`ovs-vsctl list-br` shows the bridges',
+    });
   }
 }
 
@@ -109,7 +130,11 @@ function uuidOf(row: Row, table: string): string {
 // --- Queries --------------------------------------------------------------------------
 
 /** The bridge named `name`, or undefined. */
-export async function findBridge(client: OvsdbClient, name: string, options: RequestOptions = {}): Promise<BridgeRow | undefined> {
+export async function findBridge(
+  client: OvsdbClient,
+  name: string,
+  options: RequestOptions = {},
+): Promise<BridgeRow | undefined> {
   const [{ rows }] = await client.transact(
     VSWITCH_DB,
     [{ op: 'select', table: 'Bridge', where: [['name', '==', name]], columns: ['_uuid', ...BRIDGE_COLUMNS] }],
@@ -124,7 +149,11 @@ export async function findBridge(client: OvsdbClient, name: string, options: Req
  * transaction, so the three tables are read as one consistent snapshot. Throws
  * NoSuchBridgeError when there is no such bridge.
  */
-export async function bridgeInterfaces(client: OvsdbClient, bridgeName: string, options: RequestOptions = {}): Promise<InterfaceRow[]> {
+export async function bridgeInterfaces(
+  client: OvsdbClient,
+  bridgeName: string,
+  options: RequestOptions = {},
+): Promise<InterfaceRow[]> {
   const everything: Condition[] = [];
   // Select cannot join: read all ports and interfaces (a node has hundreds, not millions).
   const [bridges, ports, interfaces] = await client.transact(
@@ -198,7 +227,8 @@ export async function watchInterfaces(
       const next = interfacesOnBridge(cache, bridgeName);
       const changes = diffInterfaces(current, next, reason);
       current = next;
-      if (reason !== 'update' || changes.added.length + changes.modified.length + changes.removed.length > 0) onChange(changes);
+      if (reason !== 'update' || changes.added.length + changes.modified.length + changes.removed.length > 0)
+        onChange(changes);
     },
     options,
   );
@@ -212,7 +242,8 @@ export async function watchInterfaces(
 /** The Interfaces on the bridge named `bridgeName` in `cache` (none if there is no such bridge). */
 function interfacesOnBridge(cache: TableCache, bridgeName: string): Map<string, InterfaceRow> {
   for (const [uuid, row] of cache.table('Bridge')) {
-    if (asOptionalString(row['name']) === bridgeName) return interfacesOfBridge(uuid, row, cache.table('Port'), cache.table('Interface'));
+    if (asOptionalString(row['name']) === bridgeName)
+      return interfacesOfBridge(uuid, row, cache.table('Port'), cache.table('Interface'));
   }
   return new Map();
 }
@@ -236,7 +267,11 @@ function interfacesOfBridge(
   return out;
 }
 
-function diffInterfaces(before: ReadonlyMap<string, InterfaceRow>, after: ReadonlyMap<string, InterfaceRow>, reason: MonitorUpdateReason): InterfaceChanges {
+function diffInterfaces(
+  before: ReadonlyMap<string, InterfaceRow>,
+  after: ReadonlyMap<string, InterfaceRow>,
+  reason: MonitorUpdateReason,
+): InterfaceChanges {
   const added: InterfaceRow[] = [];
   const modified: Array<{ before: InterfaceRow; after: InterfaceRow }> = [];
   const removed: InterfaceRow[] = [];

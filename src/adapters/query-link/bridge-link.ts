@@ -26,7 +26,15 @@ import { decodeFrame, ipLocator } from '../../packet/frame-decoder.js';
 import * as queryPacket from '../../packet/query-frame.js';
 import { isMldQueryPacket, type AnyQueryPacket } from '../../packet/query-frame.js';
 import { eui64LinkLocal } from '../../wire/ipv6-address.js';
-import { ownIPv4Address, ownIPv6LinkLocal, systemClock, type Clock, type HeardMembership, type LinkPort, type QueryLink } from './query-link.js';
+import {
+  ownIPv4Address,
+  ownIPv6LinkLocal,
+  systemClock,
+  type Clock,
+  type HeardMembership,
+  type LinkPort,
+  type QueryLink,
+} from './query-link.js';
 
 /** OpenFlow's hard_timeout is 16 bits of seconds. */
 export const MAX_PROBE_SECONDS = 0xffff;
@@ -99,13 +107,19 @@ export class BridgeLink implements QueryLink {
       const event = decodeFrame(locate, frame, { frame: ++this.frames, ts: at / 1000 });
       const where = port === undefined ? {} : { port: linkPort(port) };
       // Malformed IGMP or MLD is no answer; `snoop` is the tool that shows it.
-      if (event?.kind === 'igmp') onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...where });
-      else if (event?.kind === 'mld') onHeard({ protocol: 'mld', at, src: event.src, message: event.message, ...where });
+      if (event?.kind === 'igmp')
+        onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message, ...where });
+      else if (event?.kind === 'mld')
+        onHeard({ protocol: 'mld', at, src: event.src, message: event.message, ...where });
     });
     await this.bridge.enablePacketIn();
     const runId = randomInt(1, 0x1_0000_0000);
     const probes = this.ports.flatMap((port) =>
-      this.bridge.pipeline.queryProbe(this.options.family, { ofport: port.ofport, runId, hardTimeoutSeconds: this.options.probeSeconds }),
+      this.bridge.pipeline.queryProbe(this.options.family, {
+        ofport: port.ofport,
+        runId,
+        hardTimeoutSeconds: this.options.probeSeconds,
+      }),
     );
     const refused = await this.bridge.apply(probes.map((entry): PipelineChange => ({ op: 'add-flow', entry })));
     this.probes = probes.filter((_, index) => !refused.has(index));
@@ -122,7 +136,9 @@ export class BridgeLink implements QueryLink {
 
   async send(packet: AnyQueryPacket): Promise<void> {
     const mac = this.bridge.localMac;
-    const frame = isMldQueryPacket(packet) ? queryPacket.encodeMldFrame(packet, mac) : queryPacket.encodeFrame(packet, mac);
+    const frame = isMldQueryPacket(packet)
+      ? queryPacket.encodeMldFrame(packet, mac)
+      : queryPacket.encodeFrame(packet, mac);
     const { refused, refusedPorts } = await this.bridge.sendFrame(
       frame,
       this.ports.map((port) => port.ofport),
@@ -130,7 +146,10 @@ export class BridgeLink implements QueryLink {
     const [first] = refused;
     if (first !== undefined) {
       const name = this.ports.find((port) => port.ofport === refusedPorts[0])?.name ?? refusedPorts[0];
-      throw new McastError('refused', `bridge ${this.name.bridge} refused to send the query to ${refused.length} port(s), e.g. ${name}: ${first.message}`);
+      throw new McastError(
+        'refused',
+        `bridge ${this.name.bridge} refused to send the query to ${refused.length} port(s), e.g. ${name}: ${first.message}`,
+      );
     }
   }
 
@@ -139,7 +158,8 @@ export class BridgeLink implements QueryLink {
     this.closed = true;
     try {
       // A lost connection: the switch restarted (its flows are gone) or the hard timeout will do it.
-      if (this.probes.length > 0 && this.bridge.connected) await this.bridge.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
+      if (this.probes.length > 0 && this.bridge.connected)
+        await this.bridge.apply(this.probes.map((entry): PipelineChange => ({ op: 'delete-flow', entry })));
     } finally {
       await this.bridge.close();
     }

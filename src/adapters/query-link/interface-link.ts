@@ -49,7 +49,8 @@ export class InterfaceLink implements QueryLink {
       const at = captured.tsSec * 1000 + captured.tsNsec / 1e6;
       const event = decodeFrame(locate, captured.data, { frame: ++this.frames, ts: at / 1000 });
       // Malformed IGMP or MLD is no answer; `snoop` is the tool that shows it.
-      if (event?.kind === 'igmp') onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message });
+      if (event?.kind === 'igmp')
+        onHeard({ at, src: event.src, ipId: event.ip.identification, message: event.message });
       else if (event?.kind === 'mld') onHeard({ protocol: 'mld', at, src: event.src, message: event.message });
     });
   }
@@ -59,7 +60,9 @@ export class InterfaceLink implements QueryLink {
     let frame: Uint8Array;
     let etherType: number;
     if (isMldQueryPacket(packet)) {
-      frame = ethernet ? queryPacket.encodeMldFrame(packet, this.capture.hardwareAddress) : queryPacket.encodeMld(packet);
+      frame = ethernet
+        ? queryPacket.encodeMldFrame(packet, this.capture.hardwareAddress)
+        : queryPacket.encodeMld(packet);
       etherType = EtherType.IPv6;
     } else {
       frame = ethernet ? queryPacket.encodeFrame(packet, this.capture.hardwareAddress) : queryPacket.encode(packet);

@@ -28,7 +28,10 @@ export interface HeardIgmp {
   port?: LinkPort;
 }
 
-/** One MLD message the link heard. IPv6 has no identification: our own echoed queries are told apart by source and content. */
+/**
+ * One MLD message the link heard. IPv6 has no identification: our own echoed queries are told apart by source and
+ * content.
+ */
 export interface HeardMld {
   protocol: 'mld';
   /** Milliseconds since the epoch. */
@@ -53,7 +56,8 @@ export interface QueryLink {
   readonly ownLinkLocal?: string | undefined;
   /**
    * Starts hearing IGMP and MLD (on a bridge, at least the queried family's from the queried ports); call before
-   * the first `send`. `onError` gets failures while listening (the link went away); the run then stops with what it has.
+   * the first `send`. `onError` gets failures while listening (the link went away); the run then stops with what it
+   * has.
    */
   listen(onHeard: (event: HeardMembership) => void, onError: (error: McastError) => void): Promise<void>;
   /** Puts the query (IGMP or MLD) on the link. Throws McastError when the link refuses it. */
@@ -74,7 +78,10 @@ export function ownIPv4Address(iface: string): string | undefined {
   return networkInterfaces()[iface]?.find((address) => address.family === 'IPv4')?.address;
 }
 
-/** An interface's IPv6 link-local address (fe80::/10) in this network namespace, if it has one, canonical and without zone. */
+/**
+ * An interface's IPv6 link-local address (fe80::/10) in this network namespace, if it has one, canonical and without
+ * zone.
+ */
 export function ownIPv6LinkLocal(iface: string): string | undefined {
   for (const address of networkInterfaces()[iface] ?? []) {
     if (address.family !== 'IPv6') continue;

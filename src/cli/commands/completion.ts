@@ -25,7 +25,9 @@ const LIST_TIMEOUT_MS = 500;
 export function registerCompletion(program: Command): void {
   program
     .command('completion')
-    .summary('print a bash or zsh completion script: subcommands, flags, and group and pod names from the running daemon')
+    .summary(
+      'print a bash or zsh completion script: subcommands, flags, and group and pod names from the running daemon',
+    )
     .description(
       'Print a completion script for the shell. It completes subcommands and their flags, interface names for ' +
         'flags that take one, files for flags that take a path, and, where the daemon answers, the groups it has ' +
@@ -34,9 +36,17 @@ export function registerCompletion(program: Command): void {
     )
     .argument('[shell]', `the shell: ${SHELLS.join(' or ')}`)
     .addOption(
-      new Option('--list <what>', 'print the names the daemon knows, one a line (groups or pods); nothing when it does not answer').choices(['groups', 'pods']),
+      new Option(
+        '--list <what>',
+        'print the names the daemon knows, one a line (groups or pods); nothing when it does not answer',
+      ).choices(['groups', 'pods']),
     )
-    .option('--control-socket <path>', "the daemon's control socket, for --list", parseControlSocket, DEFAULT_CONTROL_SOCKET)
+    .option(
+      '--control-socket <path>',
+      "the daemon's control socket, for --list",
+      parseControlSocket,
+      DEFAULT_CONTROL_SOCKET,
+    )
     .addHelpText('after', '\nExit status: 0 done; 64 an unknown shell. See mcastctl-completion(1).')
     .action(async (shell: string | undefined, flags: CompletionFlags) => {
       const output = new Output({ json: false });
@@ -46,9 +56,12 @@ export function registerCompletion(program: Command): void {
         return;
       }
       if (shell === undefined || !(SHELLS as readonly string[]).includes(shell)) {
-        throw new UsageError(`${shell === undefined ? 'no shell given' : `unknown shell ${quoteInput(shell)}`}: give ${SHELLS.join(' or ')}`, {
-          hint: 'source <(mcastctl completion bash)',
-        });
+        throw new UsageError(
+          `${shell === undefined ? 'no shell given' : `unknown shell ${quoteInput(shell)}`}: give ${SHELLS.join(' or ')}`,
+          {
+            hint: 'source <(mcastctl completion bash)',
+          },
+        );
       }
       output.line(completionScript(shell as Shell, commandTree(program)).trimEnd());
       output.flush();
@@ -86,7 +99,10 @@ async function daemonNames(what: 'groups' | 'pods', socketPath: string): Promise
     if (what === 'groups') return [...new Set(groups.map((view) => view.group))].sort();
     // Every pod port the daemon meters, and every pod that is a member somewhere.
     const status = await client.request<DaemonStatus>('status');
-    const ports = [...(status.igmpMeter?.byPort.map((entry) => entry.port) ?? []), ...groups.flatMap((view) => view.ports)];
+    const ports = [
+      ...(status.igmpMeter?.byPort.map((entry) => entry.port) ?? []),
+      ...groups.flatMap((view) => view.ports),
+    ];
     return [...new Set(ports.flatMap((port) => (port.pod === undefined ? [] : [port.pod])))].sort();
   } catch {
     return [];

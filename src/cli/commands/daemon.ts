@@ -69,7 +69,8 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
   let host: DaemonHost | undefined;
   signals.on({
     reload: async () => {
-      if (host === undefined) return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
+      if (host === undefined)
+        return logger.warn('SIGHUP while starting: nothing reloaded; send it again once the daemon listens');
       await host.reload();
     },
     summary: () => (host === undefined ? logger.info('SIGUSR1: starting') : host.logSummary()),
@@ -77,13 +78,20 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
     onError: (signal, error) => logger.error(`${signal}: failed`, { error: messageOf(error) }),
   });
   const tunnel = config.tunnel;
-  const peerSource = tunnel === undefined ? undefined : tunnel.peersFile === undefined ? fixedPeers(tunnel.peers) : peersFileSource(tunnel.peersFile);
+  const peerSource =
+    tunnel === undefined
+      ? undefined
+      : tunnel.peersFile === undefined
+        ? fixedPeers(tunnel.peers)
+        : peersFileSource(tunnel.peersFile);
   try {
     host = await DaemonHost.start({
       config,
       logger,
       services: SYSTEM_SERVICES,
-      ...(flags.config === undefined ? {} : { configSource: { file: flags.config, read: () => loadDaemonConfig(flags) } }),
+      ...(flags.config === undefined
+        ? {}
+        : { configSource: { file: flags.config, read: () => loadDaemonConfig(flags) } }),
       policySource: { read: loadGroupPolicy },
       ...(peerSource === undefined ? {} : { peerSource }),
     });
@@ -108,5 +116,8 @@ function closeInspector(logger: { warn(message: string, fields?: Record<string, 
   const url = inspector.url();
   if (url === undefined) return;
   inspector.close();
-  logger.warn('the Node.js inspector was open (--inspect or NODE_OPTIONS): closed, since anyone on this host could run code as the daemon', { url });
+  logger.warn(
+    'the Node.js inspector was open (--inspect or NODE_OPTIONS): closed, since anyone on this host could run code as the daemon',
+    { url },
+  );
 }

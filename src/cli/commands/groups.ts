@@ -24,9 +24,17 @@ export function registerGroups(program: Command): void {
       'Ask the running daemon (over its control socket) for its group state: each group with its member ports (and pods), the reporting hosts, their IGMP version, source filter, when they last reported and when they expire unless they report again, and in tunnel mode the peers (other nodes) with members; then the IGMP it refused (limits, group policy, spoofing), by reason and port. Needs root (the control socket is root-only).',
     )
     .argument('[group]', 'only this group (an IPv4 or IPv6 multicast address)')
-    .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
+    .option(
+      '--control-socket <path>',
+      "the daemon's control socket (a path; relative to the working directory)",
+      parseControlSocket,
+      DEFAULT_CONTROL_SOCKET,
+    )
     .option('--json', 'print one JSON document (an array of groups; with --stats, the traffic counters)')
-    .option('--stats', "what each pod received from and sent to each group, from OVS's counters (sent only with the daemon's trafficCounters on)")
+    .option(
+      '--stats',
+      "what each pod received from and sent to each group, from OVS's counters (sent only with the daemon's trafficCounters on)",
+    )
     .addHelpText(
       'after',
       '\nExit status: 0 done (also when the group has no members); 64 bad group or --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).',
@@ -36,7 +44,9 @@ export function registerGroups(program: Command): void {
       // The daemon names groups in canonical text (RFC 5952 for IPv6): compare in it.
       const only = group === undefined ? undefined : parseGroupAddress(group);
       if (group !== undefined && only === undefined) {
-        throw new UsageError(`${quoteInput(group)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, { code: 'bad-address' });
+        throw new UsageError(`${quoteInput(group)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, {
+          code: 'bad-address',
+        });
       }
       if (flags.stats === true) {
         await printStats({ socket: flags.controlSocket, output, ...(only === undefined ? {} : { only }) });
@@ -47,7 +57,8 @@ export function registerGroups(program: Command): void {
       let refused: IgmpRefusals | undefined;
       try {
         groups = await client.request<GroupView[]>('groups');
-        // For the human view of every group, a last line: the IGMP the daemon refused (the JSON stays the array of groups).
+        // For the human view of every group, a last line: the IGMP the daemon refused (the JSON stays the array of
+        // groups).
         if (!output.json && group === undefined) refused = (await client.request<DaemonStatus>('status')).igmpRefused;
       } finally {
         client.close();
@@ -85,19 +96,27 @@ async function printStats(options: { socket: string; output: Output; only?: stri
 function printGroups(groups: readonly GroupView[], output: Output, now: number, only?: string): void {
   const style = output.style;
   const remoteOf = (view: GroupView) => view.remoteMembers ?? [];
-  if (groups.length === 0 || groups.every((view) => view.members.length === 0 && view.ports.length === 0 && remoteOf(view).length === 0)) {
+  if (
+    groups.length === 0 ||
+    groups.every((view) => view.members.length === 0 && view.ports.length === 0 && remoteOf(view).length === 0)
+  ) {
     output.line(only === undefined ? 'no multicast group has members' : `${only}: no members`);
     return;
   }
   const rows: string[][] = [];
   for (const view of groups) {
-    const groupCell = view.synced ? view.group : `${view.group}\n${style.red(view.error === undefined ? 'not synced yet' : `sync failed: ${view.error}`)}`;
+    const groupCell = view.synced
+      ? view.group
+      : `${view.group}\n${style.red(view.error === undefined ? 'not synced yet' : `sync failed: ${view.error}`)}`;
     if (view.members.length === 0 && remoteOf(view).length === 0) {
       rows.push([groupCell, view.ports.map(describePortView).join('\n') || '-', '', '', '', '', '', '']);
       continue;
     }
     view.members.forEach((member, index) => {
-      const filter = member.mode === 'exclude' && member.sources.length === 0 ? 'any source' : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
+      const filter =
+        member.mode === 'exclude' && member.sources.length === 0
+          ? 'any source'
+          : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
       const expires =
         member.leavingUntil !== undefined
           ? style.yellow(`leaving, ${formatDuration(Date.parse(member.leavingUntil) - now)}`)
@@ -122,7 +141,9 @@ function printGroups(groups: readonly GroupView[], output: Output, now: number, 
         remote.peer,
         'v3',
         'any source',
-        remote.lastRefresh === null ? style.dim('restored') : `${formatDuration(now - Date.parse(remote.lastRefresh))} ago`,
+        remote.lastRefresh === null
+          ? style.dim('restored')
+          : `${formatDuration(now - Date.parse(remote.lastRefresh))} ago`,
         formatDuration(remote.expiresInMs),
       ]);
     });
@@ -131,6 +152,10 @@ function printGroups(groups: readonly GroupView[], output: Output, now: number, 
   for (const line of sourceReceiverLines(groups)) output.line(line);
   const members = groups.reduce((sum, view) => sum + view.members.length, 0);
   const remote = groups.reduce((sum, view) => sum + remoteOf(view).length, 0);
-  const remotePart = groups.some((view) => view.remoteMembers !== undefined) ? `, ${remote} remote member${remote === 1 ? '' : 's'}` : '';
-  output.line(`${groups.length} group${groups.length === 1 ? '' : 's'}, ${members} member${members === 1 ? '' : 's'}${remotePart}`);
+  const remotePart = groups.some((view) => view.remoteMembers !== undefined)
+    ? `, ${remote} remote member${remote === 1 ? '' : 's'}`
+    : '';
+  output.line(
+    `${groups.length} group${groups.length === 1 ? '' : 's'}, ${members} member${members === 1 ? '' : 's'}${remotePart}`,
+  );
 }

@@ -8,7 +8,12 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 
 import { McastError, messageOf } from '../../errors.js';
-import { CONFIG_DIRECTORY, type FileAction, installService, type InstallServiceResult } from '../../controllers/service/install-service.js';
+import {
+  CONFIG_DIRECTORY,
+  type FileAction,
+  installService,
+  type InstallServiceResult,
+} from '../../controllers/service/install-service.js';
 import { Output } from '../render/output.js';
 
 interface InstallServiceFlags {
@@ -48,10 +53,14 @@ function serviceCommand(): string[] {
   try {
     return [realpathSync(process.execPath), realpathSync(ENTRY_SCRIPT)];
   } catch (error) {
-    throw new McastError('internal', `cannot find this installation's entry script ${ENTRY_SCRIPT}: ${messageOf(error)}`, {
-      hint: 'reinstall mcastctl',
-      cause: error,
-    });
+    throw new McastError(
+      'internal',
+      `cannot find this installation's entry script ${ENTRY_SCRIPT}: ${messageOf(error)}`,
+      {
+        hint: 'reinstall mcastctl',
+        cause: error,
+      },
+    );
   }
 }
 
@@ -69,7 +78,10 @@ export function registerInstallService(program: Command): void {
     .option('--dry-run', 'say what would be written, write nothing')
     .option('--force', 'replace configuration files that exist (the units are replaced anyway)')
     .option('--json', 'print one JSON document')
-    .addHelpText('after', '\nExit status: 0 done; 64 a bad --root; 77 no permission to write there. See mcastctl-install-service(1).')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 done; 64 a bad --root; 77 no permission to write there. See mcastctl-install-service(1).',
+    )
     .action((flags: InstallServiceFlags) => {
       const output = new Output({ json: flags.json === true });
       const result = installService({
@@ -98,6 +110,8 @@ function printResult(output: Output, result: InstallServiceResult, dryRun: boole
   output.line(`ExecStart runs: ${result.execStart}`);
   const config = `${result.root === '/' ? '/' : `${result.root}/`}${CONFIG_DIRECTORY}/daemon.yaml`;
   output.line(`next: set gateway and multicastInterfaces in ${config}, then: ${NEXT_STEP}`);
-  output.line(`(mcastctl-reconcile.timer reads ${CONFIG_DIRECTORY.replace(/^/, '/')}/state.yaml, the declared state: see mcastctl-reconcile(1))`);
+  output.line(
+    `(mcastctl-reconcile.timer reads ${CONFIG_DIRECTORY.replace(/^/, '/')}/state.yaml, the declared state: see mcastctl-reconcile(1))`,
+  );
   if (dryRun) output.line('(--dry-run: nothing was written)');
 }

@@ -5,8 +5,18 @@ import { quoteInput, UsageError } from '../../errors.js';
 import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import { checkRoute, installRoute } from '../../controllers/static/static-routes.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState, type DeclaredRoute } from '../../domain/declared-state/declared-state.js';
-import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily, parsePortRef } from '../../domain/declared-state/group-address.js';
+import {
+  DEFAULT_MAX_STATE_FILE_BYTES,
+  parseFileSize,
+  readDeclaredState,
+  type DeclaredRoute,
+} from '../../domain/declared-state/declared-state.js';
+import {
+  checkGroupAddress,
+  checkSourceAddress,
+  checkSourceGroupFamily,
+  parsePortRef,
+} from '../../domain/declared-state/group-address.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
 import { Output } from '../render/output.js';
@@ -33,10 +43,16 @@ export function registerInstall(program: Command): void {
         'changes nothing. With --source S, only traffic from S to the group goes to those ports: an (S,G) entry, ' +
         "which takes precedence over the group's own entry for that source. Everything is checked before anything changes.",
     )
-    .argument('[group]', 'the multicast group, e.g. 239.1.2.3 or ff3e::8000:1 (no link-scope group: 224.0.0.0/24, ff02::/16)')
+    .argument(
+      '[group]',
+      'the multicast group, e.g. 239.1.2.3 or ff3e::8000:1 (no link-scope group: 224.0.0.0/24, ff02::/16)',
+    )
     .option('--ports <list>', 'member ports, by name or OpenFlow port number: p1,p2,7')
     .option('-f, --file <file>', 'install every group of a declared-state file (YAML or JSON)')
-    .option('--max-file-size <size>', `the largest -f FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
+    .option(
+      '--max-file-size <size>',
+      `the largest -f FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`,
+    )
     .option('--json', 'print the result as one JSON document')
     .option(
       '--source <address>',
@@ -87,7 +103,10 @@ See mcastctl-install(1) for the pipeline and the OVS options.`,
     }
     const routeResults = [];
     for (const route of routes)
-      routeResults.push({ route: { group: route.group, source: route.source, iif: route.iif, oifs: route.oifs }, ...(await installRoute(route)) });
+      routeResults.push({
+        route: { group: route.group, source: route.source, iif: route.iif, oifs: route.oifs },
+        ...(await installRoute(route)),
+      });
     printGroupResults(output, target.bridge, outcome, routeResults);
   });
 }
@@ -98,25 +117,36 @@ function withWhere<T>(where: () => string, check: () => T): T {
     return check();
   } catch (error) {
     if (error instanceof UsageError)
-      throw new UsageError(`${where()}: ${error.message}`, { code: error.code, ...(error.hint === undefined ? {} : { hint: error.hint }) });
+      throw new UsageError(`${where()}: ${error.message}`, {
+        code: error.code,
+        ...(error.hint === undefined ? {} : { hint: error.hint }),
+      });
     throw error;
   }
 }
 
 /** The groups (and routes) asked for, from the command line or a file: checked before anything is touched. */
-async function declaredState(group: string | undefined, flags: InstallFlags): Promise<{ groups: StaticGroup[]; routes: DeclaredRoute[] }> {
+async function declaredState(
+  group: string | undefined,
+  flags: InstallFlags,
+): Promise<{ groups: StaticGroup[]; routes: DeclaredRoute[] }> {
   if (flags.file !== undefined) {
     if (group !== undefined || flags.ports !== undefined || flags.source !== undefined) {
       throw new UsageError('give either GROUP [--source S] --ports LIST or -f FILE, not both');
     }
-    const maxBytes = flags.maxFileSize === undefined ? DEFAULT_MAX_STATE_FILE_BYTES : parseFileSize('--max-file-size', flags.maxFileSize);
+    const maxBytes =
+      flags.maxFileSize === undefined
+        ? DEFAULT_MAX_STATE_FILE_BYTES
+        : parseFileSize('--max-file-size', flags.maxFileSize);
     return readDeclaredState(flags.file, maxBytes);
   }
   if (flags.maxFileSize !== undefined) throw new UsageError('--max-file-size goes with -f FILE');
   if (group === undefined) throw new UsageError('install needs GROUP --ports LIST, or -f FILE');
   if (flags.ports === undefined) {
     if (flags.source !== undefined) {
-      throw new UsageError(`install ${quoteInput(group)} --source S needs --ports LIST (an OVS (S,G) entry) or --iif IF --oif LIST (a kernel route)`);
+      throw new UsageError(
+        `install ${quoteInput(group)} --source S needs --ports LIST (an OVS (S,G) entry) or --iif IF --oif LIST (a kernel route)`,
+      );
     }
     throw new UsageError(`install ${quoteInput(group)} needs --ports LIST (names or OpenFlow port numbers)`);
   }
@@ -124,7 +154,12 @@ async function declaredState(group: string | undefined, flags: InstallFlags): Pr
   const address = checkGroupAddress(group, 'GROUP');
   const source = flags.source === undefined ? undefined : checkSourceAddress(flags.source, '--source');
   if (source !== undefined) checkSourceGroupFamily(source, address, '--source');
-  const entry: StaticGroup = { group: address, ...(source === undefined ? {} : { source }), ports, where: () => '--ports' };
+  const entry: StaticGroup = {
+    group: address,
+    ...(source === undefined ? {} : { source }),
+    ports,
+    where: () => '--ports',
+  };
   return { groups: [entry], routes: [] };
 }
 

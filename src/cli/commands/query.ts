@@ -12,7 +12,12 @@ import { InterfaceLink } from '../../adapters/query-link/interface-link.js';
 import type { QueryLink } from '../../adapters/query-link/query-link.js';
 import { runQuery, type QueryRunResult } from '../../controllers/query/query-run.js';
 import { parseQuerySpec, queryKind, type QuerySpec } from '../../controllers/query/query-spec.js';
-import { checkMldQuerierAddress, mldQueryKind, parseMldQuerySpec, type MldQuerySpec } from '../../controllers/query/mld-query-spec.js';
+import {
+  checkMldQuerierAddress,
+  mldQueryKind,
+  parseMldQuerySpec,
+  type MldQuerySpec,
+} from '../../controllers/query/mld-query-spec.js';
 import type { QuerierSeen, Responder, SentQuery } from '../../controllers/query/responder-table.js';
 import { describeFilter } from '../render/human-format.js';
 import { checkSourceAddress } from '../../domain/declared-state/group-address.js';
@@ -38,7 +43,10 @@ interface QueryFlags extends OvsFlags {
   json?: boolean;
 }
 
-/** Reports still in flight when the Max Response Time ends: a host's timer fires at most then, its report lands just after. */
+/**
+ * Reports still in flight when the Max Response Time ends: a host's timer fires at most then, its report lands just
+ * after.
+ */
 const GRACE_MS = 1_000;
 const DEFAULT_INTERVAL_MS = 1_000;
 /** The probe flow on a bridge outlives the run by this much, should deleting it fail. */
@@ -60,7 +68,10 @@ export function registerQuery(program: Command): void {
     .addOption(new Option('-i, --iface <name>', 'query on this interface').conflicts('bridge'))
     .option('--mld', 'send MLD (IPv6) queries instead of IGMP')
     .option('--version <n>', 'version of the query: IGMP 1, 2 or 3 (default 3); with --mld, MLD 1 or 2 (default 2)')
-    .option('-g, --group <address>', 'ask about this group only (a group-specific query; default: a general query); IPv6 with --mld')
+    .option(
+      '-g, --group <address>',
+      'ask about this group only (a group-specific query; default: a general query); IPv6 with --mld',
+    )
     .option('-s, --source <list>', 'with --group and IGMPv3 or MLDv2: ask about these sources only, comma-separated')
     .option(
       '--max-resp <seconds>',
@@ -74,8 +85,14 @@ export function registerQuery(program: Command): void {
         "the one the bridge's MAC forms, fe80::/64 and its modified EUI-64)",
     )
     .option('--repeat <n>', 'send the query n times', (text) => parsePositiveInteger('--repeat', text), 1)
-    .option('--interval <time>', 'time between repeated queries: 2, 2s, 500ms (default 1 s)', (text) => parseDurationMs('--interval', text))
-    .option('--wait <time>', 'listen this long after the last query (default: the Max Response Time plus 1 s)', (text) => parseDurationMs('--wait', text))
+    .option('--interval <time>', 'time between repeated queries: 2, 2s, 500ms (default 1 s)', (text) =>
+      parseDurationMs('--interval', text),
+    )
+    .option(
+      '--wait <time>',
+      'listen this long after the last query (default: the Max Response Time plus 1 s)',
+      (text) => parseDurationMs('--wait', text),
+    )
     .option('--json', 'print one JSON document')
     .option('--all-ports', "with --bridge: query every port but the bridge's own, not only pod ports");
   addOvsOptions(command, { bridgeHelp: 'query the pod ports of this OVS bridge (instead of --iface)' })
@@ -104,14 +121,22 @@ See mcastctl-query(1).`,
 
 async function query(flags: QueryFlags, output: Output): Promise<void> {
   // Every check before the link opens: bad input sends nothing.
-  if ((flags.iface === undefined) === (flags.bridge === undefined)) throw new UsageError('query needs --iface NAME or --bridge NAME (one of them)');
+  if ((flags.iface === undefined) === (flags.bridge === undefined))
+    throw new UsageError('query needs --iface NAME or --bridge NAME (one of them)');
   const mld = flags.mld === true;
   const request = { version: flags.version, group: flags.group, sources: flags.source, maxResp: flags.maxResp };
   if (!mld) checkNoIPv6(request.group, request.sources, flags.from);
   const spec: QuerySpec | MldQuerySpec = mld ? parseMldQuerySpec(request) : parseQuerySpec(request);
-  const from = flags.from === undefined ? undefined : mld ? checkMldQuerierAddress(flags.from, '--from') : checkQuerierAddress(flags.from);
+  const from =
+    flags.from === undefined
+      ? undefined
+      : mld
+        ? checkMldQuerierAddress(flags.from, '--from')
+        : checkQuerierAddress(flags.from);
   if (flags.iface !== undefined && (usesOvsOptions(flags) || flags.allPorts === true)) {
-    throw new UsageError('the OVS options (--ovs-rundir, --db, --openflow, --table, --all-ports, ...) go with --bridge, not --iface');
+    throw new UsageError(
+      'the OVS options (--ovs-rundir, --db, --openflow, --table, --all-ports, ...) go with --bridge, not --iface',
+    );
   }
   const waitMs = flags.wait ?? spec.maxRespMs + GRACE_MS;
   const intervalMs = flags.interval ?? DEFAULT_INTERVAL_MS;
@@ -126,7 +151,12 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
   const link: QueryLink =
     flags.iface !== undefined
       ? await InterfaceLink.open(flags.iface)
-      : await BridgeLink.open({ ...ovsSettings(flags), family: mld ? IPV6_FAMILY : IPV4_FAMILY, probeSeconds, allPorts: flags.allPorts === true });
+      : await BridgeLink.open({
+          ...ovsSettings(flags),
+          family: mld ? IPV6_FAMILY : IPV4_FAMILY,
+          probeSeconds,
+          allPorts: flags.allPorts === true,
+        });
   const where = 'iface' in link.name ? link.name.iface : `bridge ${link.name.bridge}`;
   let src: string;
   if (mld) {
@@ -139,11 +169,16 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
     }
     src = from ?? link.ownLinkLocal!;
     // Said in JSON mode too (on stderr): a run whose queries every listener drops looks like an empty link.
-    if (src === '::') output.warn('queries from :: are discarded by MLD listeners (RFC 3810 §5.1.14); only snooping switches take note of them');
+    if (src === '::')
+      output.warn(
+        'queries from :: are discarded by MLD listeners (RFC 3810 §5.1.14); only snooping switches take note of them',
+      );
   } else src = from ?? link.ownAddress ?? '0.0.0.0';
   if (!output.json) {
     const origin =
-      !mld && from === undefined && link.ownAddress === undefined ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)` : src;
+      !mld && from === undefined && link.ownAddress === undefined
+        ? `0.0.0.0 (${where} has no IPv4 address; set --from to take part in the election)`
+        : src;
     output.info(`querying ${where} from ${origin}: ${describeSpec(spec)}; listening ${seconds(runMs)} (Ctrl-C stops)`);
   }
 
@@ -177,11 +212,18 @@ async function query(flags: QueryFlags, output: Output): Promise<void> {
       ...(result.stoppedEarly ? { stoppedEarly: true } : {}),
     });
   } else {
-    printHuman(output, { responders, queriers, ignored: table.ignoredReports, onBridge: 'bridge' in link.name, group: spec.group });
+    printHuman(output, {
+      responders,
+      queriers,
+      ignored: table.ignoredReports,
+      onBridge: 'bridge' in link.name,
+      group: spec.group,
+    });
   }
   output.flush();
   const closeFailure = await closing;
-  if (closeFailure !== undefined) output.warn(`closing ${where}: ${closeFailure instanceof Error ? closeFailure.message : String(closeFailure)}`);
+  if (closeFailure !== undefined)
+    output.warn(`closing ${where}: ${closeFailure instanceof Error ? closeFailure.message : String(closeFailure)}`);
   if (result.failure !== undefined) throw result.failure;
 }
 
@@ -211,7 +253,12 @@ function checkNoIPv6(group: string | undefined, sources: string | undefined, fro
 function describeSpec(spec: QuerySpec | MldQuerySpec): string {
   const mld = 'protocol' in spec;
   const kind = mld ? mldQueryKind(spec) : queryKind(spec);
-  const what = kind === 'general' ? 'general query' : kind === 'group' ? `query for ${spec.group}` : `query for ${spec.group} from ${spec.sources.join(', ')}`;
+  const what =
+    kind === 'general'
+      ? 'general query'
+      : kind === 'group'
+        ? `query for ${spec.group}`
+        : `query for ${spec.group} from ${spec.sources.join(', ')}`;
   return `${mld ? 'MLD' : 'IGMP'}v${spec.version} ${what}, max response ${seconds(spec.maxRespMs)}`;
 }
 
@@ -245,7 +292,8 @@ interface HumanReport {
 }
 
 function printHuman(output: Output, report: HumanReport): void {
-  if (report.responders.length === 0) output.line(report.group === undefined ? 'No member answered.' : `No member of ${report.group} answered.`);
+  if (report.responders.length === 0)
+    output.line(report.group === undefined ? 'No member answered.' : `No member of ${report.group} answered.`);
   else {
     output.table({
       head: ['Group', 'Host', 'Version', 'Filter', 'Delay', ...(report.onBridge ? ['Port', 'Pod'] : [])],
@@ -260,7 +308,8 @@ function printHuman(output: Output, report: HumanReport): void {
       alignRight: [4],
     });
   }
-  if (report.ignored > 0) output.line(`${report.ignored} report(s) for other groups, or heard before the first query, not counted.`);
+  if (report.ignored > 0)
+    output.line(`${report.ignored} report(s) for other groups, or heard before the first query, not counted.`);
   if (report.queriers.length > 0) {
     output.table({
       head: ['Querier', 'Version', 'Queries', 'Election', ...(report.onBridge ? ['Port', 'Pod'] : [])],
@@ -268,7 +317,11 @@ function printHuman(output: Output, report: HumanReport): void {
         querier.self ? `${querier.address} (this query)` : querier.address,
         versionLabel(querier.protocol, querier.version),
         String(querier.queries),
-        querier.elected ? 'elected' : querier.address === '0.0.0.0' || querier.address === '::' ? 'no address: not a candidate' : '',
+        querier.elected
+          ? 'elected'
+          : querier.address === '0.0.0.0' || querier.address === '::'
+            ? 'no address: not a candidate'
+            : '',
         ...(report.onBridge ? [querier.port ?? '', querier.pod ?? ''] : []),
       ]),
       alignRight: [2],
@@ -276,7 +329,9 @@ function printHuman(output: Output, report: HumanReport): void {
   }
 }
 
-/** IGMP versions as they always read (v3); MLD ones with their name (MLDv2), which keeps MLDv1 from passing for IGMPv1. */
+/**
+ * IGMP versions as they always read (v3); MLD ones with their name (MLDv2), which keeps MLDv1 from passing for IGMPv1.
+ */
 function versionLabel(protocol: 'igmp' | 'mld', version: number): string {
   return protocol === 'mld' ? `MLDv${version}` : `v${version}`;
 }

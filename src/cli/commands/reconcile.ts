@@ -20,12 +20,20 @@ import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/c
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import type { RouteView } from '../../transport/control/daemon-view.js';
 import { ExitCode, McastError, messageOf, UnavailableError, UsageError } from '../../errors.js';
-import { type ForwardingCacheRow, MULTICAST_ROUTING, type RoutingInterfaceRow } from '../../transport/multicast-routing.js';
+import {
+  type ForwardingCacheRow,
+  MULTICAST_ROUTING,
+  type RoutingInterfaceRow,
+} from '../../transport/multicast-routing.js';
 import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
-import { DEFAULT_MAX_STATE_FILE_BYTES, parseFileSize, readDeclaredState } from '../../domain/declared-state/declared-state.js';
+import {
+  DEFAULT_MAX_STATE_FILE_BYTES,
+  parseFileSize,
+  readDeclaredState,
+} from '../../domain/declared-state/declared-state.js';
 import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 import { Output } from '../render/output.js';
 
@@ -61,11 +69,18 @@ export function registerReconcile(program: Command): void {
         'controllers are never touched. Runs never overlap (--lock-file).',
     )
     .requiredOption('-f, --file <file>', 'the declared state (YAML or JSON: groups and routes)')
-    .option('--max-file-size <size>', `the largest FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`)
+    .option(
+      '--max-file-size <size>',
+      `the largest FILE read: 64M, 1G (default ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES).replace(' MiB', 'M')})`,
+    )
     .option('--dry-run', 'show the drift, change nothing')
     .option('--json', 'print the drift and what was done as one JSON document')
     .option('-q, --quiet', 'print nothing when in sync (drift and errors are still printed)')
-    .option('--control-socket <path>', `the daemon's control socket, to leave its learned routes alone (default ${DEFAULT_CONTROL_SOCKET})`, parseControlSocket)
+    .option(
+      '--control-socket <path>',
+      `the daemon's control socket, to leave its learned routes alone (default ${DEFAULT_CONTROL_SOCKET})`,
+      parseControlSocket,
+    )
     .option('--no-daemon', 'do not ask the daemon (when none runs here)')
     .option('--lock-file <path>', `the lock that keeps two runs apart (default ${DEFAULT_LOCK_FILE})`);
   addOvsOptions(command).addHelpText(
@@ -89,8 +104,12 @@ See mcastctl-reconcile(1), also for a systemd timer.`,
 /** Prints the report; throws (through the one exit path) for drift (2) and failures (1). */
 async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
   // The flags, then everything the file says, are checked first: a bad one changes nothing (exit 64).
-  if (flags.lockFile === '') throw new UsageError('--lock-file takes a path, not ""', { hint: `the default is ${DEFAULT_LOCK_FILE}` });
-  const maxBytes = flags.maxFileSize === undefined ? DEFAULT_MAX_STATE_FILE_BYTES : parseFileSize('--max-file-size', flags.maxFileSize);
+  if (flags.lockFile === '')
+    throw new UsageError('--lock-file takes a path, not ""', { hint: `the default is ${DEFAULT_LOCK_FILE}` });
+  const maxBytes =
+    flags.maxFileSize === undefined
+      ? DEFAULT_MAX_STATE_FILE_BYTES
+      : parseFileSize('--max-file-size', flags.maxFileSize);
   const declared = await readDeclaredState(flags.file!, maxBytes);
   for (const route of declared.routes) {
     try {
@@ -101,9 +120,14 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     }
   }
   const { target, pipeline } = ovsSettings(flags);
-  const daemonRoutes = flags.daemon ? await daemonLearnedRoutes(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET) : undefined;
+  const daemonRoutes = flags.daemon
+    ? await daemonLearnedRoutes(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET)
+    : undefined;
 
-  const lock = flags.dryRun === true ? undefined : await RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
+  const lock =
+    flags.dryRun === true
+      ? undefined
+      : await RunLock.acquire(flags.lockFile ?? DEFAULT_LOCK_FILE, 'mcastctl reconcile');
   let opened: BridgeClient | undefined;
   try {
     opened = await BridgeClient.open(target, { pipeline });
@@ -127,8 +151,11 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     // (or another router runs), those on a router's own interfaces (readKernelRoutes).
     const routerKeys = new Set((daemonRoutes ?? []).map((route) => `${route.source}>${route.group}`));
     if (daemonRoutes === undefined) for (const key of kernelRoutes.onRouterInterfaces) routerKeys.add(key);
-    // Static routes forward only while a router holds MRT_INIT (MRT6_INIT) here: in every family routes are declared for.
-    const routerActive = [...(declaredFamilies.size > 0 ? declaredFamilies : ['ipv4' as const])].every((family) => kernelRoutes.routerActive[family]);
+    // Static routes forward only while a router holds MRT_INIT (MRT6_INIT) here: in every family routes are declared
+    // for.
+    const routerActive = [...(declaredFamilies.size > 0 ? declaredFamilies : ['ipv4' as const])].every(
+      (family) => kernelRoutes.routerActive[family],
+    );
     const routerRoutes = actualRoutes.filter((route) => routerKeys.has(`${route.source}>${route.group}`));
     const routePlan = planRouteReconcile(
       declared.routes.map(({ source, group, iif, oifs }) => ({ source, group, iif, oifs })),
@@ -142,13 +169,22 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     let lost: UnavailableError | undefined;
     if (flags.dryRun !== true && drift.length > 0) {
       // A missing privilege for the routes must stop the run before OVS is changed.
-      for (const family of new Set(routePlan.drift.map((entry) => addressFamily(entry.group) ?? 'ipv4'))) MULTICAST_ROUTING[family].openStatic().close();
+      for (const family of new Set(routePlan.drift.map((entry) => addressFamily(entry.group) ?? 'ipv4')))
+        MULTICAST_ROUTING[family].openStatic().close();
       lost = await applyGroupDrift(bridge, groupPlan.drift, results, output);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
     const conflicts = [
-      ...groupPlan.conflicts.map(({ group, source, problem }) => ({ object: 'group', key: forwardingLabel(group, source), problem })),
-      ...routePlan.conflicts.map(({ source, group, problem }) => ({ object: 'route', key: `(${source}, ${group})`, problem })),
+      ...groupPlan.conflicts.map(({ group, source, problem }) => ({
+        object: 'group',
+        key: forwardingLabel(group, source),
+        problem,
+      })),
+      ...routePlan.conflicts.map(({ source, group, problem }) => ({
+        object: 'route',
+        key: `(${source}, ${group})`,
+        problem,
+      })),
     ];
     const failed = [...results.values()].some((entry) => entry.result === 'failed') || conflicts.length > 0;
     const report = {
@@ -160,7 +196,11 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       routerActive,
       inSyncGroups: groupPlan.inSync,
       inSyncRoutes: routePlan.inSync,
-      leftAlone: { learnedGroups: groupPlan.learnedGroups.length, daemonRoutes: routerRoutes.length, foreignFlows: installed.foreignFlows.length },
+      leftAlone: {
+        learnedGroups: groupPlan.learnedGroups.length,
+        daemonRoutes: routerRoutes.length,
+        foreignFlows: installed.foreignFlows.length,
+      },
       daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
     };
     print(output, report, flags);
@@ -169,7 +209,9 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     if (failed) {
       const what = [
         failures > 0 ? `${failures} change${failures === 1 ? '' : 's'} failed` : '',
-        conflicts.length > 0 ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict` : '',
+        conflicts.length > 0
+          ? `${conflicts.length} declared object${conflicts.length === 1 ? '' : 's'} in conflict`
+          : '',
       ]
         .filter(Boolean)
         .join(', ');
@@ -218,7 +260,10 @@ async function applyGroupDrift(
       owner.push(entry);
     }
   }
-  const progress = changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json ? await progressBar(changes.length) : undefined;
+  const progress =
+    changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json
+      ? await progressBar(changes.length)
+      : undefined;
   const errors = new Map<Drift, string>();
   let lost: UnavailableError | undefined;
   for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
@@ -232,10 +277,12 @@ async function applyGroupDrift(
         hint: 'run reconcile again once OVS is back: it repairs what still differs',
         cause: error,
       });
-      for (const entry of owner.slice(start)) if (!errors.has(entry)) errors.set(entry, 'not confirmed: the connection to OVS was lost');
+      for (const entry of owner.slice(start))
+        if (!errors.has(entry)) errors.set(entry, 'not confirmed: the connection to OVS was lost');
       break;
     }
-    for (const [index, error] of refused) if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error.message);
+    for (const [index, error] of refused)
+      if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error.message);
     progress?.update(Math.min(changes.length, start + BATCH_CHANGES));
   }
   progress?.done();
@@ -263,7 +310,11 @@ interface KernelRoutes {
  * routes of it are declared.
  */
 async function readKernelRoutes(declaredFamilies: ReadonlySet<AddressFamily>): Promise<KernelRoutes> {
-  const result: KernelRoutes = { routerActive: { ipv4: false, ipv6: false }, routes: [], onRouterInterfaces: new Set() };
+  const result: KernelRoutes = {
+    routerActive: { ipv4: false, ipv6: false },
+    routes: [],
+    onRouterInterfaces: new Set(),
+  };
   for (const family of ['ipv4', 'ipv6'] as const) {
     const kernel = MULTICAST_ROUTING[family];
     let tables: [RoutingInterfaceRow[], ForwardingCacheRow[]];
@@ -284,7 +335,8 @@ async function readKernelRoutes(declaredFamilies: ReadonlySet<AddressFamily>): P
     for (const row of rows) {
       if (row.iif < 0) continue;
       result.routes.push({ source: row.source, group: row.group, iif: name(row.iif), oifs: row.oifs.map(name).sort() });
-      if (active && names.has(row.iif) && !statics.has(row.iif)) result.onRouterInterfaces.add(`${row.source}>${row.group}`);
+      if (active && names.has(row.iif) && !statics.has(row.iif))
+        result.onRouterInterfaces.add(`${row.source}>${row.group}`);
     }
   }
   return result;
@@ -323,7 +375,12 @@ function describeDrift(entry: Drift, bridge: BridgeClient): DriftRow {
         after: { ports: entry.after.map(port) },
       };
     case 'stray-group':
-      return { object: 'stray-group', key: `0x${entry.groupId.toString(16)}`, action: entry.action, detail: entry.detail };
+      return {
+        object: 'stray-group',
+        key: `0x${entry.groupId.toString(16)}`,
+        action: entry.action,
+        detail: entry.detail,
+      };
     case 'route':
       return {
         object: 'route',
@@ -364,7 +421,8 @@ function print(
   const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
   const { learnedGroups, daemonRoutes, foreignFlows } = report.leftAlone;
   const summary = `${count(report.inSyncGroups, 'group')} and ${count(report.inSyncRoutes, 'route')} as declared; left alone: ${count(learnedGroups, 'group')} the daemon learned, ${count(daemonRoutes, 'route')} of its own, ${count(foreignFlows, 'flow')} of other controllers`;
-  const routes = report.drift.some((row) => row.object === 'route' && row.action !== 'remove') || report.inSyncRoutes > 0;
+  const routes =
+    report.drift.some((row) => row.object === 'route' && row.action !== 'remove') || report.inSyncRoutes > 0;
   if (report.inSync) {
     output.line(`in sync: ${summary}`);
     output.flush();
@@ -373,16 +431,26 @@ function print(
   }
   if (report.drift.length > 0) {
     const action = (row: DriftRow & { result: Result; error?: string }) =>
-      row.action === 'add' ? style.green(row.action) : row.action === 'remove' ? style.red(row.action) : style.yellow(row.action);
+      row.action === 'add'
+        ? style.green(row.action)
+        : row.action === 'remove'
+          ? style.red(row.action)
+          : style.yellow(row.action);
     const result = (row: DriftRow & { result: Result; error?: string }) =>
-      row.result === 'failed' ? style.red(`failed: ${row.error ?? ''}`) : row.result === 'applied' ? 'repaired' : style.dim('not applied (--dry-run)');
+      row.result === 'failed'
+        ? style.red(`failed: ${row.error ?? ''}`)
+        : row.result === 'applied'
+          ? 'repaired'
+          : style.dim('not applied (--dry-run)');
     output.table({
       head: ['Object', 'Key', 'Drift', 'Detail', 'Result'],
       rows: report.drift.slice(0, TABLE_ROWS).map((row) => [row.object, row.key, action(row), row.detail, result(row)]),
     });
-    if (report.drift.length > TABLE_ROWS) output.line(style.dim(`... and ${report.drift.length - TABLE_ROWS} more (--json lists every one)`));
+    if (report.drift.length > TABLE_ROWS)
+      output.line(style.dim(`... and ${report.drift.length - TABLE_ROWS} more (--json lists every one)`));
   }
-  for (const conflict of report.conflicts) output.warn(`${conflict.object} ${conflict.key} not reconciled: ${conflict.problem}`);
+  for (const conflict of report.conflicts)
+    output.warn(`${conflict.object} ${conflict.key} not reconciled: ${conflict.problem}`);
   if (routes && !report.routerActive) output.warn(NO_ROUTER_WARNING);
   const applied = report.drift.filter((row) => row.result === 'applied').length;
   const failed = report.drift.filter((row) => row.result === 'failed').length;

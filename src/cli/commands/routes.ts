@@ -1,4 +1,6 @@
-/** `mcastctl routes`: the kernel's multicast routing tables of both families, as `ip mroute` shows them, with counters. */
+/**
+ * `mcastctl routes`: the kernel's multicast routing tables of both families, as `ip mroute` shows them, with counters.
+ */
 import type { Command } from 'commander';
 import { NO_ROUTER_WARNING } from '../../controllers/static/static-routes.js';
 import { type FamilyKit, readRouteTables, type RouteTables } from '../../protocol/mroute/family-kit.js';
@@ -93,10 +95,22 @@ function familyView(kit: FamilyKit, tables: RouteTables): FamilyView {
 function printFamily(output: Output, view: FamilyView): void {
   const { kit } = view;
   const label = `${kit.qualifier}multicast router`;
-  output.line(view.routerActive ? `${label}: active (routes forward)` : output.style.yellow(`${label}: none (routes do not forward)`));
+  output.line(
+    view.routerActive
+      ? `${label}: active (routes forward)`
+      : output.style.yellow(`${label}: none (routes do not forward)`),
+  );
   if (view.vifs.length > 0) {
     output.table({
-      head: [kit.interfaceWord.toUpperCase(), 'Interface', 'Static', 'Packets in', 'Packets out', 'Bytes in', 'Bytes out'],
+      head: [
+        kit.interfaceWord.toUpperCase(),
+        'Interface',
+        'Static',
+        'Packets in',
+        'Packets out',
+        'Bytes in',
+        'Bytes out',
+      ],
       rows: view.vifs.map((vif) => [
         String(vif.vif),
         vif.name,
@@ -151,18 +165,23 @@ export function registerRoutes(program: Command): void {
       });
       // IPv6 is shown once it is in use: an idle IPv6 table would only add noise to every
       // IPv4 answer, and an IPv4-only namespace keeps the document it always had.
-      const ipv6InUse = views.some((view) => view.kit.family === 'ipv6' && (view.routerActive || view.vifs.length > 0 || view.routes.length > 0));
+      const ipv6InUse = views.some(
+        (view) => view.kit.family === 'ipv6' && (view.routerActive || view.vifs.length > 0 || view.routes.length > 0),
+      );
       if (output.json) {
         output.document({
           routerActive: tables[0]?.routerActive ?? false,
-          ...(ipv6InUse ? { routerActiveByFamily: Object.fromEntries(views.map((view) => [view.kit.family, view.routerActive])) } : {}),
+          ...(ipv6InUse
+            ? { routerActiveByFamily: Object.fromEntries(views.map((view) => [view.kit.family, view.routerActive])) }
+            : {}),
           vifs: views.flatMap((view) => view.vifs),
           routes: views.flatMap((view) => view.routes),
         });
         return;
       }
       for (const view of views) if (view.kit.family === 'ipv4' || ipv6InUse) printFamily(output, view);
-      if (views.length === 0) output.line('no multicast routing in this kernel (no /proc/net/ip_mr_vif or /proc/net/ip6_mr_vif)');
+      if (views.length === 0)
+        output.line('no multicast routing in this kernel (no /proc/net/ip_mr_vif or /proc/net/ip6_mr_vif)');
       output.flush();
       for (const view of views) {
         if (view.routerActive || view.routes.length === 0) continue;

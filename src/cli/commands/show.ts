@@ -26,7 +26,8 @@ export function registerShow(program: Command): void {
     const bridge = await BridgeClient.open(target, { pipeline });
     try {
       const { pipeline: installed, counters } = await bridge.readInstalled();
-      // An (S,G) entry is an item of its own, its chain's head read back (its id is not the group's); its counters are by its forwarding key.
+      // An (S,G) entry is an item of its own, its chain's head read back (its id is not the group's); its counters are
+      // by its forwarding key.
       const groups = installed.groups.map((group) => ({
         group: group.group,
         ...(group.source === undefined ? {} : { source: group.source }),
@@ -46,7 +47,9 @@ export function registerShow(program: Command): void {
         output.table({
           head: ['Group', 'OVS group', 'Members', 'Packets', 'Bytes'],
           rows: groups.map((group) => [
-            group.problem === undefined ? describeEntry(group) : `${describeEntry(group)}\n${output.style.red(group.problem)}`,
+            group.problem === undefined
+              ? describeEntry(group)
+              : `${describeEntry(group)}\n${output.style.red(group.problem)}`,
             `0x${group.groupId.toString(16)}`,
             group.ports.map(describePort).join('\n'),
             String(group.packets),
@@ -56,7 +59,8 @@ export function registerShow(program: Command): void {
         });
         const sourceEntries = groups.filter((group) => group.source !== undefined).length;
         const groupCount = groups.length - sourceEntries;
-        const sourcePart = sourceEntries === 0 ? '' : `, ${sourceEntries} (S, G) entr${sourceEntries === 1 ? 'y' : 'ies'}`;
+        const sourcePart =
+          sourceEntries === 0 ? '' : `, ${sourceEntries} (S, G) entr${sourceEntries === 1 ? 'y' : 'ies'}`;
         output.line(`bridge ${target.bridge}: ${groupCount} group${groupCount === 1 ? '' : 's'}${sourcePart}`);
       }
       output.flush();

@@ -41,14 +41,27 @@ export function registerSnoop(program: Command): void {
         'the reason, never skipped. Live capture needs CAP_NET_RAW. With --daemon, follow the running ' +
         "daemon's events instead (IGMP from pod ports, joins, leaves, OVS syncs, routes, messages with the peers), one line each.",
     )
-    .addOption(new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts(['iface', 'daemon']))
+    .addOption(
+      new Option('-r, --read <file>', 'decode a pcap capture file ("-" for standard input)').conflicts([
+        'iface',
+        'daemon',
+      ]),
+    )
     .addOption(new Option('-i, --iface <name>', 'capture live on this interface').conflicts(['read', 'daemon']))
-    .addOption(new Option('--daemon', "follow the running mcastctl daemon's events (needs root)").conflicts(['read', 'iface']))
-    .option('--control-socket <path>', `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`, parseControlSocket)
+    .addOption(
+      new Option('--daemon', "follow the running mcastctl daemon's events (needs root)").conflicts(['read', 'iface']),
+    )
+    .option(
+      '--control-socket <path>',
+      `the daemon's control socket, with --daemon (default ${DEFAULT_CONTROL_SOCKET})`,
+      parseControlSocket,
+    )
     .option('--json', 'one JSON object per message (NDJSON) on stdout, nothing else')
     .option('-w, --write <file>', 'also save the captured frames as a pcap file (with --iface)')
     .option('-c, --count <n>', 'stop after n IGMP or MLD messages', (text) => parsePositiveInteger('--count', text))
-    .option('-d, --duration <time>', 'stop after this long (with --iface or --daemon): 30, 30s, 500ms, 2m', (text) => parseDurationMs('--duration', text))
+    .option('-d, --duration <time>', 'stop after this long (with --iface or --daemon): 30, 30s, 500ms, 2m', (text) =>
+      parseDurationMs('--duration', text),
+    )
     .option('--no-summary', 'do not print the membership summary at the end')
     .option('--no-promiscuous', 'do not put the interface into promiscuous mode')
     .addHelpText(
@@ -64,16 +77,21 @@ Ctrl-C stops a live snoop, prints the summary and exits 0. See mcastctl-snoop(1)
     )
     .action(async (flags: SnoopFlags) => {
       const output = new Output({ json: flags.json === true });
-      if (flags.controlSocket !== undefined && flags.daemon !== true) throw new UsageError('--control-socket goes with --daemon');
+      if (flags.controlSocket !== undefined && flags.daemon !== true)
+        throw new UsageError('--control-socket goes with --daemon');
       if (flags.daemon === true) {
-        if (flags.write !== undefined) throw new UsageError('--write goes with --iface (the daemon sends events, not frames)');
+        if (flags.write !== undefined)
+          throw new UsageError('--write goes with --iface (the daemon sends events, not frames)');
         await snoopDaemon(flags.controlSocket ?? DEFAULT_CONTROL_SOCKET, flags, output);
         return;
       }
-      if (flags.read === undefined && flags.iface === undefined) throw new UsageError('snoop needs --read FILE, --iface NAME or --daemon');
+      if (flags.read === undefined && flags.iface === undefined)
+        throw new UsageError('snoop needs --read FILE, --iface NAME or --daemon');
       if (flags.read !== undefined) {
-        if (flags.write !== undefined) throw new UsageError('--write goes with --iface (a capture being read is already a file)');
-        if (flags.duration !== undefined) throw new UsageError('--duration goes with --iface; use --count to stop reading early');
+        if (flags.write !== undefined)
+          throw new UsageError('--write goes with --iface (a capture being read is already a file)');
+        if (flags.duration !== undefined)
+          throw new UsageError('--duration goes with --iface; use --count to stop reading early');
         await snoopFile(flags.read, flags, output);
       } else {
         await snoopLive(flags.iface!, flags, output);
@@ -149,10 +167,17 @@ async function snoopFile(path: string, flags: SnoopFlags, output: Output): Promi
 
 /** Nothing could be read (no file, not pcap, an unsupported link type): a usage error. */
 function unreadableCapture(error: unknown, name: string): unknown {
-  if (error instanceof DecodeError) return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
+  if (error instanceof DecodeError)
+    return new UsageError(`cannot read capture ${name}: ${error.message}`, { code: 'bad-file' });
   if (isSystemError(error)) {
     const why =
-      error.code === 'ENOENT' ? 'no such file' : error.code === 'EACCES' ? 'permission denied' : error.code === 'EISDIR' ? 'it is a directory' : error.message;
+      error.code === 'ENOENT'
+        ? 'no such file'
+        : error.code === 'EACCES'
+          ? 'permission denied'
+          : error.code === 'EISDIR'
+            ? 'it is a directory'
+            : error.message;
     return new UsageError(`cannot read capture ${name}: ${error.code} (${why})`, { code: 'bad-file' });
   }
   return error; // not an input problem: the exit path reports it as it is
@@ -161,10 +186,16 @@ function unreadableCapture(error: unknown, name: string): unknown {
 /** Reading failed part-way: a runtime failure, after the messages before it were shown. */
 function damagedCapture(error: unknown, name: string): unknown {
   if (error instanceof DecodeError) {
-    const hint = error.code === 'truncated' ? 'a capture cut short (tcpdump killed) ends like this' : 'the file is damaged from this record on';
-    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, { hint: `the messages before it were shown; ${hint}` });
+    const hint =
+      error.code === 'truncated'
+        ? 'a capture cut short (tcpdump killed) ends like this'
+        : 'the file is damaged from this record on';
+    return new McastError('bad-file', `capture ${name} is damaged: ${error.message}`, {
+      hint: `the messages before it were shown; ${hint}`,
+    });
   }
-  if (isSystemError(error)) return new McastError('io', `reading capture ${name} failed part-way: ${error.code} (${error.message})`);
+  if (isSystemError(error))
+    return new McastError('io', `reading capture ${name} failed part-way: ${error.code} (${error.message})`);
   return error;
 }
 
@@ -178,13 +209,17 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
   let writer: PcapWriter | undefined;
   try {
     if (flags.write !== undefined)
-      writer = new PcapWriter(createWriteStream('', { fd: openForWriting(flags.write) }), { linkType: capture.linkType, endSinkOnClose: true });
+      writer = new PcapWriter(createWriteStream('', { fd: openForWriting(flags.write) }), {
+        linkType: capture.linkType,
+        endSinkOnClose: true,
+      });
   } catch (error) {
     capture.close();
     throw error;
   }
   const session = new SnoopSession({ linkType: capture.linkType, summarize: wantsSummary(output, flags) });
-  if (!output.json) output.info(`snooping IGMP and MLD on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
+  if (!output.json)
+    output.info(`snooping IGMP and MLD on ${iface}${flags.write ? `, saving to ${flags.write}` : ''}; Ctrl-C to stop`);
 
   const stop = new StopSignal(flags.duration === undefined ? {} : { durationMs: flags.duration });
   let frames = 0;
@@ -207,7 +242,12 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
     const micros = Math.floor(captured.tsNsec / 1000);
     if (writer !== undefined) {
       try {
-        writer.write({ tsSec: captured.tsSec, tsFraction: micros, data: captured.data, originalLength: captured.originalLength });
+        writer.write({
+          tsSec: captured.tsSec,
+          tsFraction: micros,
+          data: captured.data,
+          originalLength: captured.originalLength,
+        });
         writer.flushSoon(); // like tcpdump -U: what was captured is in the file, batch by batch
       } catch (error) {
         fail(writeFailure(error, flags.write!));
@@ -230,7 +270,8 @@ async function snoopLive(iface: string, flags: SnoopFlags, output: Output): Prom
     failure ??= writeFailure(error, flags.write!);
   }
   printSummary(session, output, flags);
-  if (stats.dropped > 0) output.warn(`the kernel dropped ${stats.dropped} frames (capture buffer full); the summary may be incomplete`);
+  if (stats.dropped > 0)
+    output.warn(`the kernel dropped ${stats.dropped} frames (capture buffer full); the summary may be incomplete`);
   if (failure !== undefined) throw failure;
 }
 
@@ -244,7 +285,10 @@ function openForWriting(path: string): number {
     return openSync(path, 'w');
   } catch (error) {
     const code = systemCodeOf(error);
-    throw new UsageError(`cannot write capture ${path}: ${code}`, { code: 'bad-file', hint: 'check that the directory exists and is writable' });
+    throw new UsageError(`cannot write capture ${path}: ${code}`, {
+      code: 'bad-file',
+      hint: 'check that the directory exists and is writable',
+    });
   }
 }
 

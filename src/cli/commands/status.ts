@@ -26,9 +26,17 @@ export function registerStatus(program: Command): void {
     .description(
       'Ask the running daemon (over its control socket) for its state: its OVS connections, whether it routes multicast in the kernel, how many pod ports, groups, members and routes it has, in tunnel mode its peers with their state, last contact and drops, and its counters since it started. Needs root (the control socket is root-only).',
     )
-    .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
+    .option(
+      '--control-socket <path>',
+      "the daemon's control socket (a path; relative to the working directory)",
+      parseControlSocket,
+      DEFAULT_CONTROL_SOCKET,
+    )
     .option('--json', 'print one JSON document')
-    .addHelpText('after', '\nExit status: 0 done; 64 bad --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-status(1).')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 done; 64 bad --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-status(1).',
+    )
     .action(async (flags: StatusFlags) => {
       const output = new Output({ json: flags.json === true });
       const client = await ControlClient.connect(flags.controlSocket);
@@ -49,7 +57,8 @@ export function registerStatus(program: Command): void {
 
 function printStatus(status: DaemonStatus, output: Output): void {
   const style = output.style;
-  const state = (value: 'connected' | 'disconnected') => (value === 'connected' ? style.green(value) : style.red(value));
+  const state = (value: 'connected' | 'disconnected') =>
+    value === 'connected' ? style.green(value) : style.red(value);
   const counters = status.counters;
   const igmp = Object.entries(counters.igmpMessages)
     .filter(([, count]) => count > 0)
@@ -60,7 +69,10 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ? `${style.green('active')}${status.multicastInterfaces.length > 0 ? `, interfaces ${status.multicastInterfaces.join(', ')}` : ''}${status.gateway === undefined ? '' : `, gateway ${describePortView(status.gateway)}`}`
     : style.dim('off (no --multicast-interfaces or --gateway)');
   const lines: Array<[string, string]> = [
-    ['daemon', `mcastctl ${status.version}, pid ${status.pid}, up ${formatDuration(status.uptimeSeconds * 1000)} (since ${status.startedAt})`],
+    [
+      'daemon',
+      `mcastctl ${status.version}, pid ${status.pid}, up ${formatDuration(status.uptimeSeconds * 1000)} (since ${status.startedAt})`,
+    ],
     ['bridge', status.bridge],
     ['openflow', state(status.openflow)],
     ['ovsdb', state(status.ovsdb)],
@@ -72,11 +84,20 @@ function printStatus(status: DaemonStatus, output: Output): void {
     ['packet-ins', String(counters.packetIns)],
     ['IGMP messages', igmp === '' ? '0' : igmp],
     ['ignored (not pod)', String(counters.ignoredNonPod)],
-    ...(status.igmpRefused === undefined ? [] : [['IGMP refused', describeRefusals(status.igmpRefused, style)] as [string, string]]),
-    ...(status.igmpMeter === undefined ? [] : [['IGMP meters', describeMeters(status.igmpMeter, style)] as [string, string]]),
-    ...(status.groupPolicy === undefined ? [] : [['group policy', describePolicy(status.groupPolicy, style)] as [string, string]]),
+    ...(status.igmpRefused === undefined
+      ? []
+      : [['IGMP refused', describeRefusals(status.igmpRefused, style)] as [string, string]]),
+    ...(status.igmpMeter === undefined
+      ? []
+      : [['IGMP meters', describeMeters(status.igmpMeter, style)] as [string, string]]),
+    ...(status.groupPolicy === undefined
+      ? []
+      : [['group policy', describePolicy(status.groupPolicy, style)] as [string, string]]),
     ...(status.tunnel === undefined ? [] : tunnelLines(status.tunnel, style, Date.now())),
-    ['syncs', `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`],
+    [
+      'syncs',
+      `${counters.syncs}${counters.syncErrors > 0 ? style.red(` (${counters.syncErrors} failed)`) : ' (0 failed)'}`,
+    ],
     ['replays', String(counters.replays)],
     ['queries sent', String(counters.queriesSent)],
     ...(status.querier === undefined ? [] : [['querier', describeQuerier(status.querier)] as [string, string]]),
@@ -88,7 +109,10 @@ function printStatus(status: DaemonStatus, output: Output): void {
   for (const [key, value] of lines) output.line(`${`${key}:`.padEnd(width)}  ${value}`);
 }
 
-/** `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer (with its own drops). */
+/**
+ * `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer (with its own
+ * drops).
+ */
 function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): Array<[string, string]> {
   const dropped = (counts: Partial<Record<string, number>>): string[] =>
     Object.entries(counts)
@@ -110,10 +134,16 @@ function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): A
   return [
     head,
     ...tunnel.peers.map((peer: PeerView): [string, string] => {
-      const contact = peer.lastContact === null ? 'never heard from' : `last contact ${formatDuration(now - Date.parse(peer.lastContact))} ago`;
+      const contact =
+        peer.lastContact === null
+          ? 'never heard from'
+          : `last contact ${formatDuration(now - Date.parse(peer.lastContact))} ago`;
       const peerDrops = dropped(peer.drops ?? {});
       const drop = peerDrops.length === 0 ? '' : `; ${style.yellow(`dropped ${peerDrops.join(', ')}`)}`;
-      return [`peer ${peer.address}`, `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${drop}`];
+      return [
+        `peer ${peer.address}`,
+        `${state[peer.state]}, ${contact}, ${peer.members} group${peer.members === 1 ? '' : 's'}${drop}`,
+      ];
     }),
   ];
 }
@@ -123,7 +153,10 @@ export function describeRefusals(refused: IgmpRefusals, style: Output['style']):
   const counts = (record: Record<string, number>) => Object.entries(record).filter(([, count]) => count > 0);
   const reasons = counts(refused.total).map(([reason, count]) => `${reason} ${count}`);
   if (reasons.length === 0) return '0';
-  const ports = refused.byPort.map(({ port, counts: byReason }) => `${describePortView(port)} ${counts(byReason).reduce((sum, [, count]) => sum + count, 0)}`);
+  const ports = refused.byPort.map(
+    ({ port, counts: byReason }) =>
+      `${describePortView(port)} ${counts(byReason).reduce((sum, [, count]) => sum + count, 0)}`,
+  );
   return style.yellow(reasons.join(', ')) + (ports.length === 0 ? '' : ` (${ports.join(', ')})`);
 }
 
@@ -132,14 +165,19 @@ function describeMeters(meters: IgmpMeterView, style: Output['style']): string {
   if (!meters.enabled) return style.dim('off');
   const head = `${meters.ratePerSecond}/s, burst ${meters.burst}, on ${meters.meteredPorts} port${meters.meteredPorts === 1 ? '' : 's'}`;
   if (meters.dropped === 0) return `${head}; 0 dropped`;
-  const ports = meters.byPort.filter((entry) => entry.dropped > 0).map((entry) => `${describePortView(entry.port)} ${entry.dropped}`);
+  const ports = meters.byPort
+    .filter((entry) => entry.dropped > 0)
+    .map((entry) => `${describePortView(entry.port)} ${entry.dropped}`);
   return `${head}; ${style.yellow(`${meters.dropped} dropped`)} (${ports.join(', ')})`;
 }
 
 /** `/etc/mcastctl/policy.yaml: 4 rules, read 2026-12-01T15:00:00.000Z; 2 ports denied sending`, or none. */
 function describePolicy(policy: GroupPolicyView, style: Output['style']): string {
   if (policy.file === undefined) return style.dim('none (every pod may join and send to every group)');
-  const sending = policy.portsDeniedSending === 0 ? '' : `; ${policy.portsDeniedSending} port${policy.portsDeniedSending === 1 ? '' : 's'} denied sending`;
+  const sending =
+    policy.portsDeniedSending === 0
+      ? ''
+      : `; ${policy.portsDeniedSending} port${policy.portsDeniedSending === 1 ? '' : 's'} denied sending`;
   return `${policy.file}: ${policy.rules} rule${policy.rules === 1 ? '' : 's'}, read ${policy.loadedAt}${sending}`;
 }
 
@@ -157,11 +195,19 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(seconds / 86_400)}d${pad(Math.floor((seconds % 86_400) / 3600))}h`;
 }
 
-/** "election auto; other querier 10.0.0.9 (igmp) on veth-a (5), 243s more", or "election auto; the querier everywhere". */
+/**
+ * "election auto; other querier 10.0.0.9 (igmp) on veth-a (5), 243s more", or "election auto; the querier everywhere".
+ */
 function describeQuerier(querier: QuerierView): string {
   const others = querier.otherQueriers.map(
-    (other) => `other querier ${other.address} (${other.protocol}) on ${describePortView(other.port)}, ${formatDuration(other.expiresInMs)} more`,
+    (other) =>
+      `other querier ${other.address} (${other.protocol}) on ${describePortView(other.port)}, ${formatDuration(other.expiresInMs)} more`,
   );
-  const rest = querier.election === 'never' ? 'no general queries' : others.length > 0 ? others.join('; ') : 'the querier on every pod port';
+  const rest =
+    querier.election === 'never'
+      ? 'no general queries'
+      : others.length > 0
+        ? others.join('; ')
+        : 'the querier on every pod port';
   return `election ${querier.election}; ${rest}`;
 }

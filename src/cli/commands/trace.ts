@@ -32,7 +32,8 @@ const POD_NAME = /^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,252}\/)?[A-Za-z0-9][A-Za-z0-9.
 const INTERFACE_NAME = /^[^/:\s]{1,15}$/;
 
 function parsePod(flag: string, text: string): string {
-  if (!POD_NAME.test(text)) throw new UsageError(`${flag} ${quoteInput(text)} is not a pod (namespace/name)`, { code: 'bad-address' });
+  if (!POD_NAME.test(text))
+    throw new UsageError(`${flag} ${quoteInput(text)} is not a pod (namespace/name)`, { code: 'bad-address' });
   return text;
 }
 
@@ -40,14 +41,17 @@ function parseInterfaces(text: string): string[] {
   const names = text.split(',').map((name) => name.trim());
   for (const name of names) {
     if (!INTERFACE_NAME.test(name) || name === '.' || name === '..') {
-      throw new UsageError(`--multicast-interfaces: ${quoteInput(name)} is not an interface name`, { code: 'no-such-interface' });
+      throw new UsageError(`--multicast-interfaces: ${quoteInput(name)} is not an interface name`, {
+        code: 'no-such-interface',
+      });
     }
   }
   return names;
 }
 
 function parseInterface(text: string): string {
-  if (!INTERFACE_NAME.test(text)) throw new UsageError(`--gateway ${quoteInput(text)} is not an interface name`, { code: 'no-such-interface' });
+  if (!INTERFACE_NAME.test(text))
+    throw new UsageError(`--gateway ${quoteInput(text)} is not an interface name`, { code: 'no-such-interface' });
   return text;
 }
 
@@ -64,14 +68,30 @@ export function registerTrace(program: Command): void {
         '6 for a pod sender (--from): its send policy and the (S,G) route out. Without the daemon (not running, or --no-daemon), stages 2 and 3 are skipped and the rest still run. Run it on the node, as root.',
     )
     .argument('<group>', 'the multicast group (IPv4 or IPv6)')
-    .requiredOption('--pod <namespace/name>', 'the pod that should receive the group', (text) => parsePod('--pod', text))
+    .requiredOption('--pod <namespace/name>', 'the pod that should receive the group', (text) =>
+      parsePod('--pod', text),
+    )
     .option('--source <address>', "the source to trace (default: the sender's address; else any source)")
     .option('--from <namespace/name>', 'the sender: a pod on this node', (text) => parsePod('--from', text))
     .option('--from-address <address>', "the sender: an address (a host outside the node, or a local pod's address)")
-    .addOption(new Option('--via <way>', 'how a sender outside comes in (default: the gateway, else the tunnel)').choices(['gateway', 'tunnel']))
+    .addOption(
+      new Option('--via <way>', 'how a sender outside comes in (default: the gateway, else the tunnel)').choices([
+        'gateway',
+        'tunnel',
+      ]),
+    )
     .option('--gateway <interface>', "the gateway port (default: the daemon's)", parseInterface)
-    .option('--multicast-interfaces <list>', "the interfaces to the outside network, comma-separated (default: the daemon's)", parseInterfaces)
-    .option('--control-socket <path>', "the daemon's control socket (a path; relative to the working directory)", parseControlSocket, DEFAULT_CONTROL_SOCKET)
+    .option(
+      '--multicast-interfaces <list>',
+      "the interfaces to the outside network, comma-separated (default: the daemon's)",
+      parseInterfaces,
+    )
+    .option(
+      '--control-socket <path>',
+      "the daemon's control socket (a path; relative to the working directory)",
+      parseControlSocket,
+      DEFAULT_CONTROL_SOCKET,
+    )
     .option('--no-daemon', 'do not ask the daemon: the OVS and kernel stages only')
     .option('--json', 'print one JSON document (the stages and their facts)');
   addOvsOptions(command, { bridgeHelp: "the OVS bridge (default: the daemon's, else br-int)" }).addHelpText(
@@ -90,7 +110,10 @@ See mcastctl-trace(1).`,
     const request = traceRequest(groupText, flags);
     const daemon = await askDaemon(flags.daemon ? flags.controlSocket : undefined);
     const status = daemon.state === 'reachable' ? daemon.facts.status : undefined;
-    const { target, pipeline } = ovsSettings({ ...flags, ...(flags.bridge === undefined && status !== undefined ? { bridge: status.bridge } : {}) });
+    const { target, pipeline } = ovsSettings({
+      ...flags,
+      ...(flags.bridge === undefined && status !== undefined ? { bridge: status.bridge } : {}),
+    });
     let bridge: BridgeClient;
     try {
       bridge = await BridgeClient.open(target, { pipeline });
@@ -135,15 +158,21 @@ See mcastctl-trace(1).`,
 
 function traceRequest(groupText: string, flags: TraceFlags): TraceRequest {
   const group = parseGroupAddress(groupText);
-  if (group === undefined) throw new UsageError(`${quoteInput(groupText)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, { code: 'bad-address' });
+  if (group === undefined)
+    throw new UsageError(`${quoteInput(groupText)} is not a multicast address (224.0.0.0/4 or ff00::/8)`, {
+      code: 'bad-address',
+    });
   const family = addressFamily(group);
   const sameFamily = (flag: string, text: string, parse: (text: string) => string | undefined): string => {
     const address = parse(text);
-    if (address === undefined) throw new UsageError(`${flag} ${quoteInput(text)} is not a unicast address`, { code: 'bad-address' });
-    if (addressFamily(address) !== family) throw new UsageError(`${flag} ${address} is not of the group's family (${family})`, { code: 'bad-address' });
+    if (address === undefined)
+      throw new UsageError(`${flag} ${quoteInput(text)} is not a unicast address`, { code: 'bad-address' });
+    if (addressFamily(address) !== family)
+      throw new UsageError(`${flag} ${address} is not of the group's family (${family})`, { code: 'bad-address' });
     return address;
   };
-  if (flags.from !== undefined && flags.fromAddress !== undefined) throw new UsageError('give --from or --from-address, not both');
+  if (flags.from !== undefined && flags.fromAddress !== undefined)
+    throw new UsageError('give --from or --from-address, not both');
   const source = flags.source === undefined ? undefined : sameFamily('--source', flags.source, parseSourceAddress);
   const from =
     flags.from !== undefined

@@ -4,7 +4,11 @@ import { uninstallGroups } from '../../controllers/static/static-groups.js';
 import { uninstallRoute } from '../../controllers/static/static-routes.js';
 import { UsageError } from '../../errors.js';
 import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
-import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
+import {
+  checkGroupAddress,
+  checkSourceAddress,
+  checkSourceGroupFamily,
+} from '../../domain/declared-state/group-address.js';
 import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import { printGroupResults } from '../render/group-results.js';
 import { printRouteResult } from '../render/route-results.js';
@@ -31,7 +35,10 @@ export function registerUninstall(program: Command): void {
     .option('--all', 'remove everything of ours on the bridge')
     .option('--json', 'print the result as one JSON document')
     .option('--source <address>', 'remove the kernel (S,G) route of GROUP from source S instead')
-    .option('--ovs', "with --source: remove GROUP's OVS (S,G) entry for S (install GROUP --source S --ports LIST) instead of the kernel route");
+    .option(
+      '--ovs',
+      "with --source: remove GROUP's OVS (S,G) entry for S (install GROUP --source S --ports LIST) instead of the kernel route",
+    );
   addOvsOptions(command).addHelpText(
     'after',
     [
@@ -48,11 +55,16 @@ export function registerUninstall(program: Command): void {
   );
   command.action(async (groups: string[], flags: UninstallFlags) => {
     const output = new Output({ json: flags.json === true });
-    if (flags.ovs === true && flags.source === undefined) throw new UsageError('--ovs goes with --source S (a whole group needs no flag)');
+    if (flags.ovs === true && flags.source === undefined)
+      throw new UsageError('--ovs goes with --source S (a whole group needs no flag)');
     if (flags.source !== undefined) {
-      if (groups.length !== 1 || flags.all === true) throw new UsageError('uninstall --source S takes exactly one GROUP');
+      if (groups.length !== 1 || flags.all === true)
+        throw new UsageError('uninstall --source S takes exactly one GROUP');
       if (flags.ovs === true) {
-        const entry = { group: checkGroupAddress(groups[0]!, 'GROUP'), source: checkSourceAddress(flags.source, '--source') };
+        const entry = {
+          group: checkGroupAddress(groups[0]!, 'GROUP'),
+          source: checkSourceAddress(flags.source, '--source'),
+        };
         checkSourceGroupFamily(entry.source, entry.group, '--source');
         await uninstallSourceEntry(entry, flags, output);
         return;
@@ -75,7 +87,11 @@ export function registerUninstall(program: Command): void {
 }
 
 /** `uninstall GROUP --source S --ovs`: the group's OVS (S,G) entry for S alone; its other entries stay. */
-async function uninstallSourceEntry(entry: Required<ForwardingTarget>, flags: UninstallFlags, output: Output): Promise<void> {
+async function uninstallSourceEntry(
+  entry: Required<ForwardingTarget>,
+  flags: UninstallFlags,
+  output: Output,
+): Promise<void> {
   const { target, pipeline } = ovsSettings(flags);
   const bridge = await BridgeClient.open(target, { pipeline });
   try {

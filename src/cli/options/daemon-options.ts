@@ -14,7 +14,8 @@ export function addDaemonOptions(command: Command): Command {
     // The OVS settings have no help of their own here: their flags are addOvsOptions'.
     if (setting.help === undefined) continue;
     if (setting.argument === undefined) {
-      // The switch first, then its --no- form: then commander gives the value no default, and a file's value stands unless a flag is given.
+      // The switch first, then its --no- form: then commander gives the value no default, and a file's value stands
+      // unless a flag is given.
       command.option(setting.flag, setting.help);
     } else {
       const shown = setting.flagDefault === 'none' ? ' (default: none)' : ` (default ${setting.flagDefault})`;

@@ -25,9 +25,10 @@ export function addOvsOptions(command: Command, options: { bridgeHelp?: string }
     .option('--db <endpoint>', 'OVSDB: unix:PATH or tcp:HOST:PORT (default unix:<rundir>/db.sock)')
     .option('--openflow <endpoint>', "the bridge's OpenFlow socket (default unix:<rundir>/<bridge>.mgmt)")
     .addOption(
-      new Option('--table <n>', `OpenFlow table of the multicast flows (default ${DEFAULT_PIPELINE_CONFIG.table})`).argParser((text) =>
-        parseDecimal('--table', text, 254),
-      ),
+      new Option(
+        '--table <n>',
+        `OpenFlow table of the multicast flows (default ${DEFAULT_PIPELINE_CONFIG.table})`,
+      ).argParser((text) => parseDecimal('--table', text, 254)),
     )
     .addOption(
       new Option(
@@ -42,13 +43,16 @@ export function addOvsOptions(command: Command, options: { bridgeHelp?: string }
       ).argParser((text) => parseHex('--group-id-base', text, 0xffffffff)),
     )
     .addOption(
-      new Option('--meter-id-base <n>', `first OpenFlow meter id of our range (default ${DEFAULT_PIPELINE_CONFIG.meterIdBase})`).argParser((text) =>
-        parseDecimal('--meter-id-base', text, 0xffffffff),
-      ),
+      new Option(
+        '--meter-id-base <n>',
+        `first OpenFlow meter id of our range (default ${DEFAULT_PIPELINE_CONFIG.meterIdBase})`,
+      ).argParser((text) => parseDecimal('--meter-id-base', text, 0xffffffff)),
     );
 }
 
-/** Whether any OVS option other than --bridge was given (a command that can also work without OVS refuses them then). */
+/**
+ * Whether any OVS option other than --bridge was given (a command that can also work without OVS refuses them then).
+ */
 export function usesOvsOptions(flags: OvsFlags): boolean {
   return (Object.keys(OVS_OPTION_KEYS) as Array<keyof typeof OVS_OPTION_KEYS>).some((key) => flags[key] !== undefined);
 }

@@ -18,7 +18,8 @@ export function parseDecimal(flag: string, text: string, max: number): number {
 /** Hexadecimal, with or without 0x, from 0 to `max`. */
 export function parseHex(flag: string, text: string, max: number): number {
   const value = readHex(text);
-  if (!(value <= max)) throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${quoteInput(text)}`);
+  if (!(value <= max))
+    throw new UsageError(`${flag} takes a hexadecimal number up to 0x${max.toString(16)}, not ${quoteInput(text)}`);
   return value;
 }
 
@@ -30,6 +31,7 @@ export function parseHex(flag: string, text: string, max: number): number {
 export function parseDurationMs(flag: string, text: string, bareUnit: 'ms' | 's' = 's'): number {
   const reading = readDuration(text, bareUnit);
   if ('ms' in reading) return reading.ms;
-  if (reading.problem === 'too-long') throw new UsageError(`${flag} of ${quoteInput(text)} is too long: at most 24 days (596h)`);
+  if (reading.problem === 'too-long')
+    throw new UsageError(`${flag} of ${quoteInput(text)} is too long: at most 24 days (596h)`);
   throw new UsageError(`${flag} takes a duration such as 10, 10s, 500ms or 2m, not ${quoteInput(text)}`);
 }

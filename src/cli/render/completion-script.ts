@@ -46,7 +46,8 @@ const PATH_FLAGS = [
 
 /** Words safe to put between double quotes in a shell script (flag and command names are). */
 function words(list: readonly string[]): string {
-  for (const word of list) if (!/^[-A-Za-z0-9_.]+$/.test(word)) throw new RangeError(`not a plain word: ${JSON.stringify(word)}`);
+  for (const word of list)
+    if (!/^[-A-Za-z0-9_.]+$/.test(word)) throw new RangeError(`not a plain word: ${JSON.stringify(word)}`);
   return list.join(' ');
 }
 

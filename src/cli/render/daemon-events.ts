@@ -19,8 +19,12 @@ export function formatDaemonEvent(event: DaemonEvent, style: ChalkInstance): str
     case 'leave':
       return `${head} ${describeEventPort(event.port)}  ${style.yellow(event.group)} host ${event.host} (${event.reason})`;
     case 'sync': {
-      const result = event.ok ? style.green('ok') : style.red(`failed${event.error === undefined ? '' : `: ${event.error}`}`);
-      const sources = (event.sources ?? []).map((entry) => `; ${entry.source} → ${describePortNumbers(entry.ports)}`).join('');
+      const result = event.ok
+        ? style.green('ok')
+        : style.red(`failed${event.error === undefined ? '' : `: ${event.error}`}`);
+      const sources = (event.sources ?? [])
+        .map((entry) => `; ${entry.source} → ${describePortNumbers(entry.ports)}`)
+        .join('');
       return `${head} ${event.group} ports ${describePortNumbers(event.ports)}${sources} in ${event.latencyMs.toFixed(1)} ms: ${result}`;
     }
     case 'route':
@@ -65,7 +69,9 @@ function describeIgmpRecord(record: FrameEventRecord, style: ChalkInstance): str
   switch (record.type) {
     case 'report': {
       if (record.records !== undefined) {
-        const records = record.records.map((item) => `${item.group} ${recordTypeLabel(item.type)} {${item.sources.join(', ')}}`).join('; ');
+        const records = record.records
+          .map((item) => `${item.group} ${recordTypeLabel(item.type)} {${item.sources.join(', ')}}`)
+          .join('; ');
         return `${style.green(`${version}report`)}${from}: ${records || '(no records)'}`;
       }
       return `${style.green(`${version}report`)}${from}: ${group}`;

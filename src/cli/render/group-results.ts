@@ -23,9 +23,19 @@ export interface RouteResult {
   routerActive: boolean;
 }
 
-export function printGroupResults(output: Output, bridge: string, outcome: StaticGroupsOutcome, routes: readonly RouteResult[] = []): void {
+export function printGroupResults(
+  output: Output,
+  bridge: string,
+  outcome: StaticGroupsOutcome,
+  routes: readonly RouteResult[] = [],
+): void {
   const routeFields =
-    routes.length === 0 ? {} : { routes: routes.map(({ route, outcome: result }) => ({ ...route, outcome: result })), routerActive: routes[0]!.routerActive };
+    routes.length === 0
+      ? {}
+      : {
+          routes: routes.map(({ route, outcome: result }) => ({ ...route, outcome: result })),
+          routerActive: routes[0]!.routerActive,
+        };
   if (output.json) {
     output.document({
       bridge,
@@ -34,7 +44,11 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
         ...(result.source === undefined ? {} : { source: result.source }),
         groupId: result.groupId,
         outcome: result.outcome,
-        ports: result.ports.map((port) => ({ ofport: port.ofport, name: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) })),
+        ports: result.ports.map((port) => ({
+          ofport: port.ofport,
+          name: port.name,
+          ...(port.pod === undefined ? {} : { pod: port.pod }),
+        })),
         ...(result.error === undefined ? {} : { error: result.error }),
       })),
       ...(outcome.otherFailures.length === 0 ? {} : { otherFailures: outcome.otherFailures }),
@@ -58,21 +72,29 @@ export function printGroupResults(output: Output, bridge: string, outcome: Stati
     // A table of thousands of rows helps nobody (and cli-table3 takes seconds to draw
     // it): past TABLE_ROWS, show what changed or failed, up to TABLE_ROWS of them.
     const rows =
-      outcome.groups.length <= TABLE_ROWS ? outcome.groups : outcome.groups.filter((result) => result.outcome !== 'unchanged' && result.outcome !== 'absent');
+      outcome.groups.length <= TABLE_ROWS
+        ? outcome.groups
+        : outcome.groups.filter((result) => result.outcome !== 'unchanged' && result.outcome !== 'absent');
     if (rows.length > 0) {
       output.table({
         head: ['Group', 'Result', 'Ports'],
-        rows: rows.slice(0, TABLE_ROWS).map((result) => [describeTarget(result), colour(result), result.ports.map(describePort).join('\n')]),
+        rows: rows
+          .slice(0, TABLE_ROWS)
+          .map((result) => [describeTarget(result), colour(result), result.ports.map(describePort).join('\n')]),
       });
-      if (rows.length > TABLE_ROWS) output.line(style.dim(`... and ${rows.length - TABLE_ROWS} more (--json lists every group)`));
+      if (rows.length > TABLE_ROWS)
+        output.line(style.dim(`... and ${rows.length - TABLE_ROWS} more (--json lists every group)`));
     }
     const counts = new Map<string, number>();
     for (const result of outcome.groups) counts.set(result.outcome, (counts.get(result.outcome) ?? 0) + 1);
     const summary = [...counts].map(([name, count]) => `${count} ${name}`).join(', ');
     if (outcome.groups.length > 0 || routes.length === 0) {
-      output.line(`bridge ${bridge}: ${outcome.groups.length} group${outcome.groups.length === 1 ? '' : 's'}${summary ? `: ${summary}` : ''}`);
+      output.line(
+        `bridge ${bridge}: ${outcome.groups.length} group${outcome.groups.length === 1 ? '' : 's'}${summary ? `: ${summary}` : ''}`,
+      );
     }
-    for (const { route, outcome: result } of routes) output.line(`route (${route.source}, ${route.group}) ${result}: ${route.iif} → ${route.oifs.join(', ')}`);
+    for (const { route, outcome: result } of routes)
+      output.line(`route (${route.source}, ${route.group}) ${result}: ${route.iif} → ${route.oifs.join(', ')}`);
   }
   if (routes.length > 0 && !routes[0]!.routerActive) {
     output.flush();

@@ -1,6 +1,12 @@
 /** Human renderings of snoop events and summaries (the `--json` form is src/packet/frame-event-json.ts). */
 import type { ChalkInstance } from 'chalk';
-import { maxRespTimeMs, otherIgmpTypeName, qqicSeconds, type GroupRecord, type IgmpMessage } from '../../packet/igmp/index.js';
+import {
+  maxRespTimeMs,
+  otherIgmpTypeName,
+  qqicSeconds,
+  type GroupRecord,
+  type IgmpMessage,
+} from '../../packet/igmp/index.js';
 import * as mld from '../../packet/mld/index.js';
 import type { MldMessage, MldRecord } from '../../packet/mld/message.js';
 import type { TableSpec } from './output.js';
@@ -45,14 +51,18 @@ function describeMessage(message: IgmpMessage, style: ChalkInstance): string {
     case 'report':
       if (message.version === 3) {
         const records = message.records.map(describeRecord).join('; ');
-        const ignored = message.ignoredRecords ? style.dim(` (+${message.ignoredRecords} unknown record${message.ignoredRecords > 1 ? 's' : ''} ignored)`) : '';
+        const ignored = message.ignoredRecords
+          ? style.dim(` (+${message.ignoredRecords} unknown record${message.ignoredRecords > 1 ? 's' : ''} ignored)`)
+          : '';
         return `${style.green('v3 report')} ${records || '(no records)'}${ignored}`;
       }
       return `${style.green(`v${message.version} report`)} ${message.group}`;
     case 'leave':
       return `${style.yellow('v2 leave')} ${message.group}`;
     case 'other':
-      return style.magenta(`IGMP ${otherIgmpTypeName(message.igmpType)} (type ${message.igmpType}, ${message.body.length + 4} octets)`);
+      return style.magenta(
+        `IGMP ${otherIgmpTypeName(message.igmpType)} (type ${message.igmpType}, ${message.body.length + 4} octets)`,
+      );
   }
 }
 
@@ -73,7 +83,9 @@ function describeMldMessage(message: MldMessage, style: ChalkInstance): string {
     case 'report':
       if (message.version === 2) {
         const records = message.records.map(describeRecord).join('; ');
-        const ignored = message.ignoredRecords ? style.dim(` (+${message.ignoredRecords} unknown record${message.ignoredRecords > 1 ? 's' : ''} ignored)`) : '';
+        const ignored = message.ignoredRecords
+          ? style.dim(` (+${message.ignoredRecords} unknown record${message.ignoredRecords > 1 ? 's' : ''} ignored)`)
+          : '';
         return `${style.green('MLDv2 report')} ${records || '(no records)'}${ignored}`;
       }
       return `${style.green('MLDv1 report')} ${message.group}`;
@@ -127,7 +139,12 @@ export function groupTable(groups: readonly GroupSummary[]): TableSpec {
 export function querierTable(queriers: readonly QuerierSummary[]): TableSpec {
   return {
     head: ['Querier', 'Version', 'Queries', 'Last seen'],
-    rows: queriers.map((querier) => [querier.address, versionLabel(querier), String(querier.queries), formatClock(querier.lastSeen)]),
+    rows: queriers.map((querier) => [
+      querier.address,
+      versionLabel(querier),
+      String(querier.queries),
+      formatClock(querier.lastSeen),
+    ]),
     alignRight: [2],
   };
 }
@@ -139,7 +156,11 @@ function versionLabel(member: Pick<MemberState, 'protocol' | 'version'>): string
 
 export function describeCounts(counts: SnoopCounts): string {
   const total = counts.queries + counts.reports + counts.leaves + counts.other + counts.malformed;
-  const parts = [plural(counts.queries, 'query', 'queries'), plural(counts.reports, 'report'), plural(counts.leaves, 'leave')];
+  const parts = [
+    plural(counts.queries, 'query', 'queries'),
+    plural(counts.reports, 'report'),
+    plural(counts.leaves, 'leave'),
+  ];
   if (counts.other > 0) parts.push(`${counts.other} other`);
   if (counts.malformed > 0) parts.push(`${counts.malformed} malformed`);
   const protocols = counts.mld === 0 ? 'IGMP' : counts.mld === total ? 'MLD' : 'IGMP and MLD';

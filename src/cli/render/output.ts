@@ -102,7 +102,9 @@ export class Output {
    */
   private plainTable(spec: TableSpec): void {
     const rows = spec.rows.map((row) => row.map((cell) => cell.split('\n').join(', ')));
-    const widths = spec.head.map((title, column) => Math.max(title.length, ...rows.map((row) => visibleLength(row[column] ?? ''))));
+    const widths = spec.head.map((title, column) =>
+      Math.max(title.length, ...rows.map((row) => visibleLength(row[column] ?? ''))),
+    );
     const format = (cells: readonly string[]) =>
       cells
         .map((cell, column) => {

@@ -29,6 +29,8 @@ export function printPodTraffic(output: Output, stats: TrafficStatsView): void {
   if (!stats.counting) output.line(style.dim('sent: not counted (trafficCounters is off)'));
   if (stats.uncounted > 0)
     output.line(
-      style.yellow(`partial: ${stats.uncounted} (pod, group) pair${stats.uncounted === 1 ? '' : 's'} past maxTrafficCounters (${stats.limit}) not counted`),
+      style.yellow(
+        `partial: ${stats.uncounted} (pod, group) pair${stats.uncounted === 1 ? '' : 's'} past maxTrafficCounters (${stats.limit}) not counted`,
+      ),
     );
 }

@@ -1,4 +1,6 @@
-/** `mcastctl trace`'s human output: a heading, one line a stage (✓, ✗ or -), a hint under a failure, and the verdict. */
+/**
+ * `mcastctl trace`'s human output: a heading, one line a stage (✓, ✗ or -), a hint under a failure, and the verdict.
+ */
 import type { ChalkInstance } from 'chalk';
 import type { TraceReport, TraceStage } from '../../controllers/trace/trace-report.js';
 
@@ -27,9 +29,13 @@ export function traceLines(report: TraceReport, style: ChalkInstance): string[] 
   }
   const skipped = report.stages.filter((stage) => stage.status === 'skipped').map((stage) => stage.stage);
   if (report.verdict === 'blocked')
-    lines.push(style.red(`blocked at stage ${report.stages.at(-1)?.stage} (${report.blockedAt}): ${report.stages.at(-1)?.code}`));
+    lines.push(
+      style.red(`blocked at stage ${report.stages.at(-1)?.stage} (${report.blockedAt}): ${report.stages.at(-1)?.code}`),
+    );
   else if (report.verdict === 'incomplete')
-    lines.push(style.yellow(`no stage that ran blocks delivery; the daemon's stages (${skipped.join(', ')}) were skipped`));
+    lines.push(
+      style.yellow(`no stage that ran blocks delivery; the daemon's stages (${skipped.join(', ')}) were skipped`),
+    );
   else lines.push(style.green(`delivered: ${report.group} reaches ${report.pod}`));
   return lines;
 }

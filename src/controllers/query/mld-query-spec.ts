@@ -16,7 +16,10 @@ const DEFAULT_MAX_RESP_MS = 10_000;
 /** RFC 3810 §9.1 Robustness Variable and §9.2 Query Interval, told to v2 listeners in QRV and QQIC. */
 const DEFAULT_ROBUSTNESS = 2;
 const DEFAULT_QUERY_INTERVAL_S = 125;
-/** The largest Maximum Response Delay in ms: a plain 16-bit field in v1, the floating-point code in v2 (RFC 3810 §5.1.3). */
+/**
+ * The largest Maximum Response Delay in ms: a plain 16-bit field in v1, the floating-point code in v2 (RFC 3810
+ * §5.1.3).
+ */
 const MAX_RESP_MS: Readonly<Record<MldVersion, number>> = { 1: 0xffff, 2: MAX_MAX_RESP_CODE_VALUE };
 /** A query must fit one unfragmented packet on a 1280-octet IPv6 minimum MTU link: (1280 - 40 - 8 - 28) / 16. */
 const MAX_QUERY_SOURCES = 75;
@@ -102,14 +105,19 @@ function checkMldGroup(text: string, where: string): string {
     throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv6 address${hint}`, { code: 'bad-address' });
   }
   const group = canonicalIPv6(text)!;
-  if (bytes[0] !== 0xff) throw new UsageError(`${where}: ${group} is not an IPv6 multicast address (ff00::/8)`, { code: 'bad-address' });
+  if (bytes[0] !== 0xff)
+    throw new UsageError(`${where}: ${group} is not an IPv6 multicast address (ff00::/8)`, { code: 'bad-address' });
   const scope = bytes[1]! & 0x0f;
   if (scope <= 1) {
     const name = scope === 0 ? 'reserved' : 'interface-local';
-    throw new UsageError(`${where}: ${group} has scope ${scope} (${name}): never reported on a link (RFC 3810 §6)`, { code: 'bad-address' });
+    throw new UsageError(`${where}: ${group} has scope ${scope} (${name}): never reported on a link (RFC 3810 §6)`, {
+      code: 'bad-address',
+    });
   }
   if (group === ALL_NODES) {
-    throw new UsageError(`${where}: ${group} is all-nodes: listeners never report it (RFC 3810 §6, RFC 2710 §5)`, { code: 'bad-address' });
+    throw new UsageError(`${where}: ${group} is all-nodes: listeners never report it (RFC 3810 §6, RFC 2710 §5)`, {
+      code: 'bad-address',
+    });
   }
   return group;
 }
@@ -117,7 +125,8 @@ function checkMldGroup(text: string, where: string): string {
 /** A unicast IPv6 address a source can send from: not multicast, unspecified or loopback. */
 function checkMldSource(text: string, where: string): string {
   const bytes = parseIPv6(text);
-  if (bytes === undefined) throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv6 address`, { code: 'bad-address' });
+  if (bytes === undefined)
+    throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv6 address`, { code: 'bad-address' });
   const source = canonicalIPv6(text)!;
   if (bytes[0] === 0xff || source === '::' || source === '::1')
     throw new UsageError(`${where}: ${source} is not a unicast host address`, { code: 'bad-address' });
@@ -133,16 +142,22 @@ export function checkMldQuerierAddress(text: string, where: string): string {
   const trimmed = text.trim();
   const bytes = parseIPv6(trimmed);
   if (bytes === undefined) {
-    throw new UsageError(`${where}: ${quoteInput(text)} is not an IPv6 address (with --mld, queries come from an IPv6 link-local address or ::)`, {
-      code: 'bad-address',
-    });
+    throw new UsageError(
+      `${where}: ${quoteInput(text)} is not an IPv6 address (with --mld, queries come from an IPv6 link-local address or ::)`,
+      {
+        code: 'bad-address',
+      },
+    );
   }
   const address = canonicalIPv6(trimmed)!;
   if (address === '::') return address;
   if (bytes[0] !== 0xfe || (bytes[1]! & 0xc0) !== 0x80) {
-    throw new UsageError(`${where}: ${address} is not link-local (fe80::/10): listeners discard MLD queries from any other source (RFC 3810 §5.1.14)`, {
-      code: 'bad-address',
-    });
+    throw new UsageError(
+      `${where}: ${address} is not link-local (fe80::/10): listeners discard MLD queries from any other source (RFC 3810 §5.1.14)`,
+      {
+        code: 'bad-address',
+      },
+    );
   }
   return address;
 }
@@ -156,7 +171,8 @@ function parseVersion(text: string): MldVersion {
 function parseSources(text: string): string[] {
   const sources = text.split(',').map((part) => checkMldSource(part.trim(), '--source'));
   if (new Set(sources).size !== sources.length) throw new UsageError('--source names a source twice');
-  if (sources.length > MAX_QUERY_SOURCES) throw new UsageError(`--source: at most ${MAX_QUERY_SOURCES} sources fit in one MLD query, not ${sources.length}`);
+  if (sources.length > MAX_QUERY_SOURCES)
+    throw new UsageError(`--source: at most ${MAX_QUERY_SOURCES} sources fit in one MLD query, not ${sources.length}`);
   return sources;
 }
 
@@ -165,7 +181,10 @@ function parseMaxRespMs(text: string, version: MldVersion): number {
   const max = MAX_RESP_MS[version];
   const range = `0.001 to ${max / 1000} s for MLDv${version}`;
   const match = /^([0-9]+)(?:\.([0-9]{1,3}))?$/.exec(text.trim());
-  if (match === null) throw new UsageError(`--max-resp takes seconds to the millisecond (${range}), such as 10 or 0.5, not ${quoteInput(text)}`);
+  if (match === null)
+    throw new UsageError(
+      `--max-resp takes seconds to the millisecond (${range}), such as 10 or 0.5, not ${quoteInput(text)}`,
+    );
   const ms = Number(match[1]) * 1000 + Number((match[2] ?? '').padEnd(3, '0'));
   if (ms < 1 || ms > max) throw new UsageError(`--max-resp ${quoteInput(text)} is out of range: ${range}`);
   return ms;

@@ -52,16 +52,21 @@ export function parseQuerySpec(request: QueryRequest): QuerySpec {
   if (sources.length > 0 && version !== 3) {
     throw new UsageError(`--source needs --version 3: only an IGMPv3 query can name sources (this is IGMPv${version})`);
   }
-  if (sources.length > 0 && group === undefined) throw new UsageError('--source needs --group: a group-and-source-specific query is about one group');
-  if (group !== undefined && version === 1) throw new UsageError('--group does not go with --version 1: IGMPv1 has only general queries (RFC 1112)');
+  if (sources.length > 0 && group === undefined)
+    throw new UsageError('--source needs --group: a group-and-source-specific query is about one group');
+  if (group !== undefined && version === 1)
+    throw new UsageError('--group does not go with --version 1: IGMPv1 has only general queries (RFC 1112)');
   let maxRespMs: number;
   if (version === 1) {
     if (request.maxResp !== undefined) {
-      throw new UsageError('--max-resp does not go with --version 1: an IGMPv1 query has no Max Response Time, hosts answer within 10 s');
+      throw new UsageError(
+        '--max-resp does not go with --version 1: an IGMPv1 query has no Max Response Time, hosts answer within 10 s',
+      );
     }
     maxRespMs = V1_MAX_RESP_MS;
   } else {
-    const tenths = request.maxResp === undefined ? DEFAULT_MAX_RESP_MS / 100 : parseMaxRespTenths(request.maxResp, version);
+    const tenths =
+      request.maxResp === undefined ? DEFAULT_MAX_RESP_MS / 100 : parseMaxRespTenths(request.maxResp, version);
     maxRespMs = (version === 3 ? decodeFloatCode(encodeFloatCode(tenths)) : tenths) * 100;
   }
   return { version, ...(group === undefined ? {} : { group }), sources, maxRespMs };
@@ -111,7 +116,8 @@ function parseVersion(text: string): IgmpVersion {
 function parseSources(text: string): string[] {
   const sources = text.split(',').map((part) => checkSourceAddress(part.trim(), '--source'));
   if (new Set(sources).size !== sources.length) throw new UsageError('--source names a source twice');
-  if (sources.length > MAX_QUERY_SOURCES) throw new UsageError(`--source: at most ${MAX_QUERY_SOURCES} sources fit in one query, not ${sources.length}`);
+  if (sources.length > MAX_QUERY_SOURCES)
+    throw new UsageError(`--source: at most ${MAX_QUERY_SOURCES} sources fit in one query, not ${sources.length}`);
   return sources;
 }
 
@@ -120,7 +126,8 @@ function parseMaxRespTenths(text: string, version: 2 | 3): number {
   const max = MAX_RESP_DS[version];
   const range = `0.1 to ${max / 10} s for IGMPv${version}`;
   const match = /^([0-9]+)(?:\.([0-9]))?$/.exec(text.trim());
-  if (match === null) throw new UsageError(`--max-resp takes seconds in tenths (${range}), such as 10 or 2.5, not ${quoteInput(text)}`);
+  if (match === null)
+    throw new UsageError(`--max-resp takes seconds in tenths (${range}), such as 10 or 2.5, not ${quoteInput(text)}`);
   const tenths = Number(match[1]) * 10 + Number(match[2] ?? '0');
   if (tenths < 1 || tenths > max) throw new UsageError(`--max-resp ${quoteInput(text)} is out of range: ${range}`);
   return tenths;

@@ -9,7 +9,12 @@ import type { IgmpReport, IgmpV2Leave } from '../../packet/igmp/message.js';
 import type { MldDone, MldReport, MldVersion } from '../../packet/mld/message.js';
 import type { MembershipProtocol } from '../../packet/frame-decoder.js';
 import type { HeardIgmp, HeardMembership, HeardMld, LinkPort } from '../../adapters/query-link/query-link.js';
-import { ANY_SOURCE, applyGroupRecord, type FilterMode, type SourceFilter } from '../../domain/membership/source-filter.js';
+import {
+  ANY_SOURCE,
+  applyGroupRecord,
+  type FilterMode,
+  type SourceFilter,
+} from '../../domain/membership/source-filter.js';
 import { compareAddresses, textFamily } from '../../wire/ip-address.js';
 import { parseIPv6 } from '../../wire/ipv6-address.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
@@ -155,7 +160,12 @@ export class ResponderTable {
         ...portFields(entry.port),
       });
     }
-    return out.sort((a, b) => compareAnyAddresses(a.group, b.group) || compareAnyAddresses(a.host, b.host) || (a.port ?? '').localeCompare(b.port ?? ''));
+    return out.sort(
+      (a, b) =>
+        compareAnyAddresses(a.group, b.group) ||
+        compareAnyAddresses(a.host, b.host) ||
+        (a.port ?? '').localeCompare(b.port ?? ''),
+    );
   }
 
   /** Every querier heard, and ours; sorted by address, the election decided. */
@@ -173,13 +183,16 @@ export class ResponderTable {
     if (!isUnspecified(self.address) && this.sent.length > 0)
       all.push({ address: self.address, protocol, version: self.version, self: true, queries: this.sent.length });
     all.sort((a, b) => compareAnyAddresses(a.address, b.address) || Number(a.self) - Number(b.self));
-    const winner = all.find((querier) => !isUnspecified(querier.address) && (protocol === 'mld' || querier.version !== 1));
+    const winner = all.find(
+      (querier) => !isUnspecified(querier.address) && (protocol === 'mld' || querier.version !== 1),
+    );
     return all.map((querier) => ({ ...querier, elected: querier === winner }));
   }
 
   private heardQuery(event: HeardIgmp, version: IgmpVersion): void {
     // Our own query, echoed by the link (loopback does): not another querier.
-    if (event.src === this.options.self.address && this.sent.some((query) => query.identification === event.ipId)) return;
+    if (event.src === this.options.self.address && this.sent.some((query) => query.identification === event.ipId))
+      return;
     this.otherQuerier(event, version);
   }
 
@@ -190,7 +203,9 @@ export class ResponderTable {
       // sent (IPv6 has no identification; another querier with our link-local address
       // would be a duplicate address that DAD exists to prevent).
       const group = message.group === '::' ? null : message.group;
-      const ours = event.src === this.options.self.address && this.sent.some((query) => query.version === message.version && query.group === group);
+      const ours =
+        event.src === this.options.self.address &&
+        this.sent.some((query) => query.version === message.version && query.group === group);
       if (!ours) this.otherQuerier(event, message.version);
       return;
     }
@@ -239,7 +254,15 @@ export class ResponderTable {
       return;
     }
     if (entry === undefined) {
-      this.entries.set(key, { host: event.src, group, filter, version, delayMs: Math.max(0, Math.round(event.at - query.at)), answers: 1, port: event.port });
+      this.entries.set(key, {
+        host: event.src,
+        group,
+        filter,
+        version,
+        delayMs: Math.max(0, Math.round(event.at - query.at)),
+        answers: 1,
+        port: event.port,
+      });
     } else {
       entry.filter = filter;
       entry.version = version;

@@ -13,7 +13,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
-import { isSystemError, McastError, messageOf, PermissionError, quoteInput, systemCodeOf, UsageError } from '../../errors.js';
+import {
+  isSystemError,
+  McastError,
+  messageOf,
+  PermissionError,
+  quoteInput,
+  systemCodeOf,
+  UsageError,
+} from '../../errors.js';
 
 /** Where the units go and where the daemon reads its configuration, below the root. */
 const UNIT_DIRECTORY = 'etc/systemd/system';
@@ -75,7 +83,11 @@ export function execStartWord(word: string): string {
 export function pointExecStart(unit: string, command: string): string {
   return unit
     .split('\n')
-    .map((line) => (line.startsWith(`ExecStart=${CONTRIB_COMMAND} `) ? `ExecStart=${command}${line.slice(`ExecStart=${CONTRIB_COMMAND}`.length)}` : line))
+    .map((line) =>
+      line.startsWith(`ExecStart=${CONTRIB_COMMAND} `)
+        ? `ExecStart=${command}${line.slice(`ExecStart=${CONTRIB_COMMAND}`.length)}`
+        : line,
+    )
     .join('\n');
 }
 
@@ -86,13 +98,19 @@ function checkRoot(root: string): string {
     isDirectory = statSync(absolute).isDirectory();
   } catch (error) {
     if (isSystemError(error) && (error.code === 'EACCES' || error.code === 'EPERM')) {
-      throw new PermissionError(`cannot look at the root ${quoteInput(root)}: ${error.code}`, { hint: 'run as root', cause: error });
+      throw new PermissionError(`cannot look at the root ${quoteInput(root)}: ${error.code}`, {
+        hint: 'run as root',
+        cause: error,
+      });
     }
-    throw new UsageError(`the root ${quoteInput(root)} does not exist (${isSystemError(error) ? error.code : 'unreadable'})`, {
-      code: 'bad-file',
-      hint: 'give an existing directory with --root, or leave it out for /',
-      cause: error,
-    });
+    throw new UsageError(
+      `the root ${quoteInput(root)} does not exist (${isSystemError(error) ? error.code : 'unreadable'})`,
+      {
+        code: 'bad-file',
+        hint: 'give an existing directory with --root, or leave it out for /',
+        cause: error,
+      },
+    );
   }
   if (!isDirectory) throw new UsageError(`the root ${quoteInput(root)} is not a directory`, { code: 'bad-file' });
   return absolute;
@@ -112,7 +130,8 @@ function readSource(path: string): string {
 /** The target's text, or undefined when there is none; a directory or the like in its place is a usage error. */
 function readTarget(path: string): string | undefined {
   try {
-    if (!statSync(path).isFile()) throw new UsageError(`${path} exists and is not a regular file: move it away first`, { code: 'bad-file' });
+    if (!statSync(path).isFile())
+      throw new UsageError(`${path} exists and is not a regular file: move it away first`, { code: 'bad-file' });
     return readFileSync(path, 'utf8');
   } catch (error) {
     if (error instanceof McastError) throw error;
@@ -124,12 +143,18 @@ function readTarget(path: string): string | undefined {
 function fileError(doing: string, path: string, error: unknown): McastError {
   if (isSystemError(error) && (error.code === 'EACCES' || error.code === 'EPERM' || error.code === 'EROFS')) {
     return new PermissionError(`cannot ${doing} ${path}: ${error.code}`, {
-      hint: error.code === 'EROFS' ? 'the file system is read-only' : 'run as root (the units and /etc/mcastctl belong to root)',
+      hint:
+        error.code === 'EROFS'
+          ? 'the file system is read-only'
+          : 'run as root (the units and /etc/mcastctl belong to root)',
       cause: error,
     });
   }
   if (isSystemError(error) && (error.code === 'ENOTDIR' || error.code === 'EEXIST' || error.code === 'EISDIR')) {
-    return new UsageError(`cannot ${doing} ${path}: ${error.code} (something other than a directory is in its way)`, { code: 'bad-file', cause: error });
+    return new UsageError(`cannot ${doing} ${path}: ${error.code} (something other than a directory is in its way)`, {
+      code: 'bad-file',
+      cause: error,
+    });
   }
   return new McastError('io', `cannot ${doing} ${path}: ${systemCodeOf(error)}`, { cause: error });
 }
@@ -177,7 +202,9 @@ export function installService(options: InstallServiceOptions): InstallServiceRe
     return { ...file, action };
   });
   if (!options.dryRun) {
-    for (const file of decided) if (file.action === 'write' || file.action === 'update' || file.action === 'replace') writeWhole(file.path, file.text);
+    for (const file of decided)
+      if (file.action === 'write' || file.action === 'update' || file.action === 'replace')
+        writeWhole(file.path, file.text);
   }
   return { root, execStart, files: decided.map(({ kind, path, action }) => ({ kind, path, action })) };
 }

@@ -9,7 +9,14 @@ import type { ForwardingTarget } from '../../domain/pipeline/forwarding-key.js';
 import type { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import type { BridgePort } from '../../adapters/ovs/bridge-ports.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
-import { planInstall, planUninstall, planUninstallAll, type GroupOutcome, type GroupPlan, type PipelineChange } from '../../domain/pipeline/plan.js';
+import {
+  planInstall,
+  planUninstall,
+  planUninstallAll,
+  type GroupOutcome,
+  type GroupPlan,
+  type PipelineChange,
+} from '../../domain/pipeline/plan.js';
 import type { DeclaredGroup } from '../../domain/declared-state/declared-state.js';
 
 /** A group as declared: on the command line, or in a file (where: `--ports`, `file.yaml:12`). */
@@ -28,7 +35,10 @@ export interface GroupResult {
 }
 
 /** What static groups use of the bridge client. */
-export type StaticGroupsBridge = Pick<BridgeClient, 'pipeline' | 'resolvePort' | 'portByNumber' | 'readInstalled' | 'apply'>;
+export type StaticGroupsBridge = Pick<
+  BridgeClient,
+  'pipeline' | 'resolvePort' | 'portByNumber' | 'readInstalled' | 'apply'
+>;
 
 export interface StaticGroupsOutcome {
   groups: GroupResult[];
@@ -36,7 +46,10 @@ export interface StaticGroupsOutcome {
   otherFailures: string[];
 }
 
-export async function installGroups(bridge: StaticGroupsBridge, groups: readonly StaticGroup[]): Promise<StaticGroupsOutcome> {
+export async function installGroups(
+  bridge: StaticGroupsBridge,
+  groups: readonly StaticGroup[],
+): Promise<StaticGroupsOutcome> {
   // Every port resolves before anything is read or changed: bad input changes nothing.
   const memberships: GroupMembership[] = groups.map((entry) => ({
     group: entry.group,
@@ -52,7 +65,10 @@ export async function installGroups(bridge: StaticGroupsBridge, groups: readonly
  * is the whole group: its (*,G) entry and every (S,G) entry of it; a target with a
  * source is that one (S,G) entry.
  */
-export async function uninstallGroups(bridge: StaticGroupsBridge, groups: readonly (GroupAddress | ForwardingTarget)[] | 'all'): Promise<StaticGroupsOutcome> {
+export async function uninstallGroups(
+  bridge: StaticGroupsBridge,
+  groups: readonly (GroupAddress | ForwardingTarget)[] | 'all',
+): Promise<StaticGroupsOutcome> {
   const installed = await bridge.readInstalled();
   if (groups === 'all') {
     const plan = planUninstallAll(installed.pipeline);
@@ -62,15 +78,23 @@ export async function uninstallGroups(bridge: StaticGroupsBridge, groups: readon
   }
   const targets = groups.flatMap((named): ForwardingTarget[] => {
     if (typeof named !== 'string') return [named];
-    const sources = installed.pipeline.groups.flatMap((entry) => (entry.group === named && entry.source !== undefined ? [entry.source] : []));
+    const sources = installed.pipeline.groups.flatMap((entry) =>
+      entry.group === named && entry.source !== undefined ? [entry.source] : [],
+    );
     // The (*,G) entry is reported absent only when the group has no entry at all.
-    const whole = sources.length === 0 || installed.pipeline.groups.some((entry) => entry.group === named && entry.source === undefined);
+    const whole =
+      sources.length === 0 ||
+      installed.pipeline.groups.some((entry) => entry.group === named && entry.source === undefined);
     return [...(whole ? [{ group: named }] : []), ...sources.map((source) => ({ group: named, source }))];
   });
   return applyPlans(bridge, planUninstall(targets, installed.pipeline), []);
 }
 
-async function applyPlans(bridge: StaticGroupsBridge, plans: readonly GroupPlan[], extra: readonly PipelineChange[]): Promise<StaticGroupsOutcome> {
+async function applyPlans(
+  bridge: StaticGroupsBridge,
+  plans: readonly GroupPlan[],
+  extra: readonly PipelineChange[],
+): Promise<StaticGroupsOutcome> {
   const changes: PipelineChange[] = [];
   const owner: number[] = []; // change index → plan index (-1: extra)
   plans.forEach((plan, index) => {
@@ -90,10 +114,13 @@ async function applyPlans(bridge: StaticGroupsBridge, plans: readonly GroupPlan[
     if (!(error instanceof UnavailableError)) throw error;
     // Some of the batch may have been applied: say so, and what to do (install and
     // uninstall are idempotent, so the same command finishes the job).
-    throw new UnavailableError(`${error.message}, while applying ${changes.length} changes: some of them may have been applied`, {
-      hint: 'run the same command again once OVS is back: it changes only what still differs',
-      cause: error,
-    });
+    throw new UnavailableError(
+      `${error.message}, while applying ${changes.length} changes: some of them may have been applied`,
+      {
+        hint: 'run the same command again once OVS is back: it changes only what still differs',
+        cause: error,
+      },
+    );
   }
   const errors = new Map<number, Error>();
   const otherFailures: string[] = [];
@@ -107,7 +134,10 @@ async function applyPlans(bridge: StaticGroupsBridge, plans: readonly GroupPlan[
     const result: GroupResult = {
       group: plan.group,
       ...(plan.source === undefined ? {} : { source: plan.source }),
-      groupId: plan.source === undefined ? bridge.pipeline.groupId(plan.group) : bridge.pipeline.sourceGroupId(plan.source, plan.group),
+      groupId:
+        plan.source === undefined
+          ? bridge.pipeline.groupId(plan.group)
+          : bridge.pipeline.sourceGroupId(plan.source, plan.group),
       outcome: error === undefined && plan.outcome !== 'conflict' ? plan.outcome : 'failed',
       ports: plan.ports.map((ofport) => bridge.portByNumber(ofport) ?? { ofport, name: String(ofport) }),
     };

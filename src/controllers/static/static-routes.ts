@@ -11,7 +11,11 @@
 import { UsageError } from '../../errors.js';
 import { ifindexOf } from '../../transport/interface-index.js';
 import { MULTICAST_ROUTING, type MulticastRoutingKernel } from '../../transport/multicast-routing.js';
-import { checkGroupAddress, checkSourceAddress, checkSourceGroupFamily } from '../../domain/declared-state/group-address.js';
+import {
+  checkGroupAddress,
+  checkSourceAddress,
+  checkSourceGroupFamily,
+} from '../../domain/declared-state/group-address.js';
 import { addressFamily } from '../../wire/ip-address.js';
 
 export interface StaticRoute {
@@ -28,7 +32,8 @@ export type RouteOutcome = 'added' | 'updated' | 'unchanged' | 'removed' | 'abse
 export function checkRoute(route: StaticRoute): { ifindexes: Map<string, number> } {
   checkSourceGroup(route);
   if (route.oifs.length === 0) throw new UsageError('--oif needs at least one interface');
-  if (route.oifs.includes(route.iif)) throw new UsageError(`--oif: ${route.iif} is also the incoming interface (--iif)`);
+  if (route.oifs.includes(route.iif))
+    throw new UsageError(`--oif: ${route.iif} is also the incoming interface (--iif)`);
   if (new Set(route.oifs).size !== route.oifs.length) throw new UsageError('--oif names an interface twice');
   const ifindexes = new Map<string, number>();
   for (const name of [route.iif, ...route.oifs]) ifindexes.set(name, ifindexOf(name));
@@ -49,7 +54,9 @@ export async function installRoute(route: StaticRoute): Promise<{ outcome: Route
   const indexOf = new Map<string, number>(); // interface name → VIF or MIF
   for (const [name, ifindex] of ifindexes) {
     // IPv4's table tells a VIF's ifindex, IPv6's only the device's name.
-    const row = interfaces.find((entry) => (entry.ifindex === undefined ? entry.name === name : entry.ifindex === ifindex));
+    const row = interfaces.find((entry) =>
+      entry.ifindex === undefined ? entry.name === name : entry.ifindex === ifindex,
+    );
     if (row !== undefined) indexOf.set(name, row.index);
   }
   const used = new Set(interfaces.map((row) => row.index));
@@ -61,7 +68,9 @@ export async function installRoute(route: StaticRoute): Promise<{ outcome: Route
       while (used.has(index)) index++;
       if (index >= kernel.maxInterfaces) {
         const word = kernel.interfaceWord.toUpperCase();
-        throw new UsageError(`no free ${word}: the kernel has ${kernel.maxInterfaces}, all in use (${kernel.interfaceTable})`);
+        throw new UsageError(
+          `no free ${word}: the kernel has ${kernel.maxInterfaces}, all in use (${kernel.interfaceTable})`,
+        );
       }
       socket.addInterface({ index, ifindex });
       used.add(index);
@@ -70,7 +79,8 @@ export async function installRoute(route: StaticRoute): Promise<{ outcome: Route
     const iif = indexOf.get(route.iif)!;
     const oifs = route.oifs.map((name) => indexOf.get(name)!).sort((a, b) => a - b);
     const existing = routes.find((row) => row.group === route.group && row.source === route.source);
-    if (existing !== undefined && existing.iif === iif && sameOifs(existing.oifs, oifs)) return { outcome: 'unchanged', routerActive };
+    if (existing !== undefined && existing.iif === iif && sameOifs(existing.oifs, oifs))
+      return { outcome: 'unchanged', routerActive };
     socket.addRoute({ source: route.source, group: route.group, iif, oifs });
     return { outcome: existing === undefined ? 'added' : 'updated', routerActive };
   } finally {
@@ -79,7 +89,9 @@ export async function installRoute(route: StaticRoute): Promise<{ outcome: Route
 }
 
 /** Removes the (S,G) route, and the static VIFs (MIFs) that no route uses any more. */
-export async function uninstallRoute(route: Pick<StaticRoute, 'group' | 'source'>): Promise<{ outcome: RouteOutcome; routerActive: boolean }> {
+export async function uninstallRoute(
+  route: Pick<StaticRoute, 'group' | 'source'>,
+): Promise<{ outcome: RouteOutcome; routerActive: boolean }> {
   checkSourceGroup(route);
   const kernel = kernelOf(route);
   const [interfaces, routes] = await Promise.all([kernel.readInterfaces(), kernel.readRoutes()]);
@@ -96,7 +108,8 @@ export async function uninstallRoute(route: Pick<StaticRoute, 'group' | 'source'
       const remaining = routes.filter((row) => row !== existing);
       const inUse = new Set(remaining.flatMap((row) => [row.iif, ...row.oifs]));
       const used = new Set([existing.iif, ...existing.oifs]);
-      for (const row of interfaces) if (row.static && used.has(row.index) && !inUse.has(row.index)) socket.delInterface(row.index);
+      for (const row of interfaces)
+        if (row.static && used.has(row.index) && !inUse.has(row.index)) socket.delInterface(row.index);
     }
     return { outcome: 'removed', routerActive };
   } finally {

@@ -17,7 +17,13 @@
 import { familyOf } from '../../domain/family/families.js';
 import { decodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
 import type { InterfaceMembershipRow } from '../../protocol/mroute/proc.js';
-import type { DaemonStatus, GroupView, PortActivityView, PortQuery, PortView } from '../../transport/control/daemon-view.js';
+import type {
+  DaemonStatus,
+  GroupView,
+  PortActivityView,
+  PortQuery,
+  PortView,
+} from '../../transport/control/daemon-view.js';
 import { type AddressFamily, type GroupAddress, textFamily } from '../../wire/ip-address.js';
 import type { TraceFailureCode, TraceReport, TraceSender, TraceStage, TraceStageName } from './trace-report.js';
 import { TRACE_STAGES } from './trace-report.js';
@@ -151,10 +157,15 @@ export async function runTrace(request: TraceRequest, sources: TraceSources): Pr
     const known = pods.length === 0 ? 'none' : pods.slice(0, 8).join(', ') + (pods.length > 8 ? ', ...' : '');
     record(
       'pod-port',
-      fail('no-such-pod', `no port of bridge ${sources.bridge} belongs to pod ${request.pod}`, `the bridge's pods: ${known}; is the pod on this node?`, {
-        port: null,
-        addresses: [],
-      }),
+      fail(
+        'no-such-pod',
+        `no port of bridge ${sources.bridge} belongs to pod ${request.pod}`,
+        `the bridge's pods: ${known}; is the pod on this node?`,
+        {
+          port: null,
+          addresses: [],
+        },
+      ),
     );
     return report();
   }
@@ -171,13 +182,24 @@ export async function runTrace(request: TraceRequest, sources: TraceSources): Pr
     );
     return report();
   }
-  record('pod-port', pass(`${describePort(target)}, pod ${request.pod}${podFacts.addresses.length > 0 ? `, ${podFacts.addresses.join(', ')}` : ''}`, podFacts));
+  record(
+    'pod-port',
+    pass(
+      `${describePort(target)}, pod ${request.pod}${podFacts.addresses.length > 0 ? `, ${podFacts.addresses.join(', ')}` : ''}`,
+      podFacts,
+    ),
+  );
 
   // 2 and 3. What the daemon heard and made of it.
   const daemon = sources.daemon;
-  const member = daemon?.groups.find((view) => view.group === request.group)?.members.find((entry) => entry.port.ofport === target.ofport);
+  const member = daemon?.groups
+    .find((view) => view.group === request.group)
+    ?.members.find((entry) => entry.port.ofport === target.ofport);
   if (daemon === undefined) {
-    const why = sources.daemonState === 'not-asked' ? 'skipped (--no-daemon)' : `skipped: the daemon did not answer on ${sources.controlSocket}`;
+    const why =
+      sources.daemonState === 'not-asked'
+        ? 'skipped (--no-daemon)'
+        : `skipped: the daemon did not answer on ${sources.controlSocket}`;
     record('igmp', { status: 'skipped', summary: why, facts: {} });
     record('membership', { status: 'skipped', summary: why, facts: {} });
   } else {
@@ -187,13 +209,19 @@ export async function runTrace(request: TraceRequest, sources: TraceSources): Pr
   }
 
   // 4. OVS: our entry, the pod's bucket, and OVS's own trace from the sender's port.
-  if (record('ovs', await ovsStage({ request, sources, target, sender, source: sourceAddress ?? ANY_SOURCE[family] }))) return report();
+  if (record('ovs', await ovsStage({ request, sources, target, sender, source: sourceAddress ?? ANY_SOURCE[family] })))
+    return report();
 
   // 5. From outside the node: nothing to follow when neither a sender nor a way in is known.
   if (sender.kind === 'outside' && sender.address === null && sender.via === null) {
-    record('outside', { status: 'skipped', summary: 'no sender named (--from, --from-address) and no gateway or tunnel known (--gateway)', facts: {} });
+    record('outside', {
+      status: 'skipped',
+      summary: 'no sender named (--from, --from-address) and no gateway or tunnel known (--gateway)',
+      facts: {},
+    });
   } else if (sender.kind === 'outside') {
-    if (record('outside', await outsideStage({ request, sources, sender, family, source: sourceAddress }))) return report();
+    if (record('outside', await outsideStage({ request, sources, sender, family, source: sourceAddress })))
+      return report();
   }
 
   // 6. The sending pod.
@@ -207,13 +235,22 @@ function senderOf(request: TraceRequest, sources: TraceSources): TraceSender {
     const port = sources.ports.find((candidate) => candidate.pod === from.pod);
     const address = port?.addresses?.find((text) => familyOf(request.group).name === textFamily(text)) ?? null;
     // An unknown sender pod is refused before the trace (the command checks it).
-    return { kind: 'pod', pod: from.pod, port: port === undefined ? { ofport: 0, name: '?' } : portView(port), address };
+    return {
+      kind: 'pod',
+      pod: from.pod,
+      port: port === undefined ? { ofport: 0, name: '?' } : portView(port),
+      address,
+    };
   }
   const address = from !== undefined && 'address' in from ? from.address : null;
   // A named address of a pod on this node sends from that pod's port.
-  const local = address === null ? undefined : sources.ports.find((port) => port.pod !== undefined && port.addresses?.includes(address));
+  const local =
+    address === null
+      ? undefined
+      : sources.ports.find((port) => port.pod !== undefined && port.addresses?.includes(address));
   if (local !== undefined) return { kind: 'pod', pod: local.pod!, port: portView(local), address };
-  const via = request.via ?? (sources.gateway !== undefined ? 'gateway' : sources.tunnel !== undefined ? 'tunnel' : null);
+  const via =
+    request.via ?? (sources.gateway !== undefined ? 'gateway' : sources.tunnel !== undefined ? 'tunnel' : null);
   const name = via === 'gateway' ? sources.gateway : via === 'tunnel' ? sources.tunnel : undefined;
   const port = name === undefined ? undefined : sources.ports.find((candidate) => candidate.name === name);
   return { kind: 'outside', address, via, port: port === undefined ? null : portView(port) };
@@ -252,7 +289,11 @@ function igmpStage(request: TraceRequest, activity: PortActivityView | undefined
       { ...facts, rule: rule ?? null },
     );
   }
-  if (member) return pass(`${facts.reports} report(s) of ${request.group}${facts.lastReportAt === null ? '' : `, the last at ${facts.lastReportAt}`}`, facts);
+  if (member)
+    return pass(
+      `${facts.reports} report(s) of ${request.group}${facts.lastReportAt === null ? '' : `, the last at ${facts.lastReportAt}`}`,
+      facts,
+    );
   const mld = familyOf(request.group).protocol === 'mld';
   const protocol = mld ? 'MLD' : 'IGMP';
   if (facts.reports === 0) {
@@ -283,13 +324,21 @@ function igmpStage(request: TraceRequest, activity: PortActivityView | undefined
       'group-sources': "the pod's filter of the group has as many sources as maxSourcesPerGroup allows: raise it",
       ssm: 'the group is in the SSM range: join it for named sources (IGMPv3 INCLUDE)',
     };
-    return fail('limit-reached', `the daemon refused ${request.pod}'s join of ${request.group}: ${limit}`, hints[limit], { ...facts, limit });
+    return fail(
+      'limit-reached',
+      `the daemon refused ${request.pod}'s join of ${request.group}: ${limit}`,
+      hints[limit],
+      { ...facts, limit },
+    );
   }
-  const portRefusal = (['spoofed', 'off-link', 'port-rate'] as const).find((reason) => (activity.refusals[reason] ?? 0) > 0);
+  const portRefusal = (['spoofed', 'off-link', 'port-rate'] as const).find(
+    (reason) => (activity.refusals[reason] ?? 0) > 0,
+  );
   if (portRefusal !== undefined) {
     const codes = { spoofed: 'spoofed', 'off-link': 'off-link', 'port-rate': 'rate-limited' } as const;
     const hints = {
-      spoofed: "the pod's reports come from an address that is not its own (external_ids ip-address): fix the pod's address or the port's ip-address",
+      spoofed:
+        "the pod's reports come from an address that is not its own (external_ids ip-address): fix the pod's address or the port's ip-address",
       'off-link': 'its reports have a TTL other than 1 or no Router Alert: they look routed, not sent on the link',
       'port-rate': 'the pod sends more IGMP than igmpRatePerPort allows: find what floods',
     };
@@ -303,7 +352,11 @@ function igmpStage(request: TraceRequest, activity: PortActivityView | undefined
   return pass(`${facts.reports} report(s) of ${request.group}, the last at ${facts.lastReportAt}`, facts);
 }
 
-function membershipStage(request: TraceRequest, member: GroupView['members'][number] | undefined, source: string | null): Outcome {
+function membershipStage(
+  request: TraceRequest,
+  member: GroupView['members'][number] | undefined,
+  source: string | null,
+): Outcome {
   if (member === undefined) {
     return fail(
       'not-member',
@@ -320,9 +373,25 @@ function membershipStage(request: TraceRequest, member: GroupView['members'][num
     );
   }
   const expiresInMs = Math.max(0, Date.parse(member.expiresAt) - Date.now());
-  const admitsSource = source === null ? null : member.mode === 'include' ? member.sources.includes(source) : !member.sources.includes(source);
-  const facts = { member: true, mode: member.mode, sources: member.sources, admitsSource, expiresInMs, compatibility: member.compatibility, host: member.host };
-  const filter = member.mode === 'exclude' && member.sources.length === 0 ? 'any source' : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
+  const admitsSource =
+    source === null
+      ? null
+      : member.mode === 'include'
+        ? member.sources.includes(source)
+        : !member.sources.includes(source);
+  const facts = {
+    member: true,
+    mode: member.mode,
+    sources: member.sources,
+    admitsSource,
+    expiresInMs,
+    compatibility: member.compatibility,
+    host: member.host,
+  };
+  const filter =
+    member.mode === 'exclude' && member.sources.length === 0
+      ? 'any source'
+      : `${member.mode.toUpperCase()} {${member.sources.join(', ')}}`;
   if (admitsSource === false) {
     return fail(
       'source-not-admitted',
@@ -331,7 +400,10 @@ function membershipStage(request: TraceRequest, member: GroupView['members'][num
       facts,
     );
   }
-  return pass(`member (IGMPv${member.compatibility}, ${filter}), expires in ${Math.round(expiresInMs / 1000)} s`, facts);
+  return pass(
+    `member (IGMPv${member.compatibility}, ${filter}), expires in ${Math.round(expiresInMs / 1000)} s`,
+    facts,
+  );
 }
 
 interface OvsStageInput {
@@ -346,7 +418,9 @@ async function ovsStage(input: OvsStageInput): Promise<Outcome> {
   const { request, sources, target, sender, source } = input;
   const entries = await sources.installed();
   const ofGroup = entries.filter((entry) => entry.group === request.group);
-  const entry = ofGroup.find((candidate) => candidate.source === source) ?? ofGroup.find((candidate) => candidate.source === undefined);
+  const entry =
+    ofGroup.find((candidate) => candidate.source === source) ??
+    ofGroup.find((candidate) => candidate.source === undefined);
   const facts: Record<string, unknown> = {
     groupId: entry?.groupId ?? null,
     flowPorts: [...(entry?.ports ?? [])],
@@ -376,11 +450,19 @@ async function ovsStage(input: OvsStageInput): Promise<Outcome> {
   }
   const inPort = sender.port?.ofport;
   if (inPort === undefined || inPort === 0) {
-    return pass(`${what} → OVS group 0x${(entry.groupId ?? 0).toString(16)}, with a bucket for ${describePort(target)}; no sender port to trace from`, facts);
+    return pass(
+      `${what} → OVS group 0x${(entry.groupId ?? 0).toString(16)}, with a bucket for ${describePort(target)}; no sender port to trace from`,
+      facts,
+    );
   }
   // From the sender's own MAC where its CNI plugin wrote it, so that flows that check it (anti-spoofing) let it by.
   const sourceMac = sources.ports.find((port) => port.ofport === inPort)?.mac;
-  const flow = sources.flowText({ inPort, group: request.group, source, ...(sourceMac === undefined ? {} : { sourceMac }) });
+  const flow = sources.flowText({
+    inPort,
+    group: request.group,
+    source,
+    ...(sourceMac === undefined ? {} : { sourceMac }),
+  });
   const { text, datapathPorts } = await sources.ovsTrace(flow);
   const verdict = parseTrace(text);
   const outputs = (verdict?.datapathOutputs ?? []).map((port) => datapathPorts.get(port) ?? -port);
@@ -393,7 +475,9 @@ async function ovsStage(input: OvsStageInput): Promise<Outcome> {
     datapathActions: verdict?.datapathActions ?? '',
     outputs,
     reachesPod,
-    ...(rule === undefined ? {} : { firstRule: { table: rule.table, match: rule.match, priority: rule.priority, ours: cookie !== undefined } }),
+    ...(rule === undefined
+      ? {}
+      : { firstRule: { table: rule.table, match: rule.match, priority: rule.priority, ours: cookie !== undefined } }),
   };
   if (reachesPod)
     return pass(
@@ -408,7 +492,10 @@ async function ovsStage(input: OvsStageInput): Promise<Outcome> {
       facts,
     );
   }
-  const first = rule === undefined ? 'no rule' : `${rule.match} (priority ${rule.priority}${cookie === undefined ? ', not ours' : ''})`;
+  const first =
+    rule === undefined
+      ? 'no rule'
+      : `${rule.match} (priority ${rule.priority}${cookie === undefined ? ', not ours' : ''})`;
   return fail(
     'trace-misses-pod',
     `OVS's trace from ofport ${inPort} matches ${first} and outputs to ${outputs.length === 0 ? 'nothing' : outputs.join(', ')}, not to ${describePort(target)}`,
@@ -429,7 +516,13 @@ async function outsideStage(input: OutsideStageInput): Promise<Outcome> {
   const { request, sources, sender, family, source } = input;
   if (sender.via === 'tunnel') {
     const facts = { tunnel: sources.tunnel ?? null, port: sender.port };
-    if (sender.port === null) return fail('no-tunnel', `the tunnel port ${sources.tunnel ?? ''} has no OpenFlow port`, 'see `mcastctl status` (tunnel)', facts);
+    if (sender.port === null)
+      return fail(
+        'no-tunnel',
+        `the tunnel port ${sources.tunnel ?? ''} has no OpenFlow port`,
+        'see `mcastctl status` (tunnel)',
+        facts,
+      );
     return pass(`from other nodes through the tunnel ${describePort(sender.port)}`, facts);
   }
   const kernel = await sources.kernel(family);
@@ -438,7 +531,8 @@ async function outsideStage(input: OutsideStageInput): Promise<Outcome> {
     interface: name,
     joined: kernel.memberships.some((row) => row.name === name && row.group === request.group),
   }));
-  const route = kernel.routes.find((row) => row.group === request.group && (source === null || row.source === source)) ?? null;
+  const route =
+    kernel.routes.find((row) => row.group === request.group && (source === null || row.source === source)) ?? null;
   const facts = { routerActive: kernel.routerActive, vifs: kernel.interfaces, upstreamJoins, route };
   const gateway = sources.gateway;
   if (gateway === undefined || interfaces.length === 0) {
@@ -505,7 +599,10 @@ async function senderStage(input: SenderStageInput): Promise<Outcome> {
   const send = activity?.group?.policy.send;
   const routedOut = sources.gateway !== undefined && sources.multicastInterfaces.length > 0;
   const kernel = routedOut ? await sources.kernel(family) : undefined;
-  const route = kernel?.routes.find((row) => row.group === request.group && (sender.address === null || row.source === sender.address)) ?? null;
+  const route =
+    kernel?.routes.find(
+      (row) => row.group === request.group && (sender.address === null || row.source === sender.address),
+    ) ?? null;
   const facts = { sendAllowed: send?.allowed ?? null, rule: send?.rule ?? null, route };
   if (send !== undefined && !send.allowed) {
     return fail(

@@ -16,10 +16,15 @@ import type { DaemonFacts, KernelFacts, TraceSources } from './trace-run.js';
 /** How long the daemon has to answer before trace goes on without it. */
 const DAEMON_TIMEOUT_MS = 2000;
 
-/** The daemon's answers, or why there are none: not asked, or not reachable (a PermissionError is the user's to fix, and thrown). */
+/**
+ * The daemon's answers, or why there are none: not asked, or not reachable (a PermissionError is the user's to fix, and
+ * thrown).
+ */
 export async function askDaemon(
   socket: string | undefined,
-): Promise<{ facts: DaemonFacts; close: () => void; state: 'reachable' } | { state: Exclude<TraceReport['daemon'], 'reachable'> }> {
+): Promise<
+  { facts: DaemonFacts; close: () => void; state: 'reachable' } | { state: Exclude<TraceReport['daemon'], 'reachable'> }
+> {
   if (socket === undefined) return { state: 'not-asked' };
   let client: ControlClient;
   try {
@@ -30,11 +35,15 @@ export async function askDaemon(
     throw error;
   }
   try {
-    const [status, groups] = await Promise.all([client.request<DaemonStatus>('status'), client.request<GroupView[]>('groups')]);
+    const [status, groups] = await Promise.all([
+      client.request<DaemonStatus>('status'),
+      client.request<GroupView[]>('groups'),
+    ]);
     const facts: DaemonFacts = {
       status,
       groups,
-      port: async (query: PortQuery) => (await client.request<PortActivityView | null>('port', { ...query })) ?? undefined,
+      port: async (query: PortQuery) =>
+        (await client.request<PortActivityView | null>('port', { ...query })) ?? undefined,
     };
     return { facts, close: () => client.close(), state: 'reachable' };
   } catch (error) {
@@ -101,7 +110,10 @@ export function bridgeTraceSources(options: BridgeTraceSourcesOptions): TraceSou
   };
 }
 
-/** This namespace's routing of `family`: its interfaces by name, its routes with names, and the joins of every interface. */
+/**
+ * This namespace's routing of `family`: its interfaces by name, its routes with names, and the joins of every
+ * interface.
+ */
 async function readKernelFacts(family: AddressFamily): Promise<KernelFacts> {
   const kernel = MULTICAST_ROUTING[family];
   const readOr = async <T>(read: () => Promise<T[]>): Promise<T[]> => {
@@ -116,7 +128,8 @@ async function readKernelFacts(family: AddressFamily): Promise<KernelFacts> {
     readOr(() => kernel.readRoutes()),
     readOr(() => kernel.readMemberships()),
   ]);
-  const nameOf = (index: number) => interfaces.find((row) => row.index === index)?.name ?? `${kernel.interfaceWord}${index}`;
+  const nameOf = (index: number) =>
+    interfaces.find((row) => row.index === index)?.name ?? `${kernel.interfaceWord}${index}`;
   return {
     routerActive: kernel.routerActive(),
     interfaces: interfaces.map((row) => row.name),

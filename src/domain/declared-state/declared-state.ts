@@ -70,11 +70,17 @@ const ROUTE_KEYS = ['group', 'source', 'iif', 'oifs'] as const;
 
 /** The largest declared-state file read unless --max-file-size says otherwise: room for some 600,000 groups. */
 export const DEFAULT_MAX_STATE_FILE_BYTES = 32 * 1024 * 1024;
-/** The largest --max-file-size, 1G. (Node.js holds at most 512 MiB of text in one string: a larger file cannot be read whatever the limit.) */
+/**
+ * The largest --max-file-size, 1G. (Node.js holds at most 512 MiB of text in one string: a larger file cannot be read
+ * whatever the limit.)
+ */
 const MAX_STATE_FILE_LIMIT_BYTES = 1024 * 1024 * 1024;
 
 /** Reads and parses a declared-state file (install -f, reconcile -f): see parseDeclaredState. */
-export async function readDeclaredState(path: string, maxBytes: number = DEFAULT_MAX_STATE_FILE_BYTES): Promise<DeclaredState> {
+export async function readDeclaredState(
+  path: string,
+  maxBytes: number = DEFAULT_MAX_STATE_FILE_BYTES,
+): Promise<DeclaredState> {
   const text = await readRegularFile(path, { what: 'declared state', maxBytes, limitSetting: '--max-file-size' });
   return parseDeclaredState(text, path);
 }
@@ -91,10 +97,13 @@ const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
 export function parseFileSize(flag: string, text: string): number {
   const match = /^([0-9]{1,13})\s*([a-z]*)$/i.exec(text.trim());
   const unit = match === null ? undefined : SIZE_UNITS.get(match[2]!.toLowerCase());
-  if (match === null || unit === undefined) throw new UsageError(`${flag} takes a size such as 32M, 64MiB or 1G, not ${quoteInput(text)}`);
+  if (match === null || unit === undefined)
+    throw new UsageError(`${flag} takes a size such as 32M, 64MiB or 1G, not ${quoteInput(text)}`);
   const bytes = Number(match[1]) * unit;
   if (bytes < 1024 || bytes > MAX_STATE_FILE_LIMIT_BYTES) {
-    throw new UsageError(`${flag} of ${quoteInput(text)} is not from 1K to 1G`, { hint: `the default is ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES)}` });
+    throw new UsageError(`${flag} of ${quoteInput(text)} is not from 1K to 1G`, {
+      hint: `the default is ${showBytes(DEFAULT_MAX_STATE_FILE_BYTES)}`,
+    });
   }
   return bytes;
 }
@@ -121,7 +130,8 @@ export function parseDeclaredState(text: string, fileName: string): DeclaredStat
     return validate(loaded.document, (path) => () => `${fileName}:${loaded.lineOf(path)}`);
   } catch (error) {
     if (!(error instanceof StateProblem)) throw error;
-    const message = error.related === undefined ? error.message : `${error.message} (first at line ${loaded.lineOf(error.related)})`;
+    const message =
+      error.related === undefined ? error.message : `${error.message} (first at line ${loaded.lineOf(error.related)})`;
     throw new UsageError(`${fileName}:${loaded.lineOf(error.path)}: ${message}`, { code: 'bad-file' });
   }
 }
@@ -169,16 +179,25 @@ function listAt(document: Record<string, unknown>, key: string): unknown[] {
 }
 
 function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute, 'where'> {
-  if (!isRecord(item)) throw new StateProblem(path, 'each route must be a mapping like {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}');
+  if (!isRecord(item))
+    throw new StateProblem(
+      path,
+      'each route must be a mapping like {group: 239.1.2.3, source: 10.0.0.5, iif: eth0, oifs: [gw0]}',
+    );
   for (const key of Object.keys(item)) {
     if (!(ROUTE_KEYS as readonly string[]).includes(key))
-      throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`);
+      throw new StateProblem(
+        [...path, key],
+        `unknown key ${quoteInput(key)} in a route (known: ${ROUTE_KEYS.join(', ')})`,
+      );
   }
   for (const key of ROUTE_KEYS) if (!(key in item)) throw new StateProblem(path, `a route needs "${key}"`);
-  if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
+  if (typeof item.group !== 'string')
+    throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
   const source = parseSourceAddressAt(item.source, [...path, 'source']);
-  if (typeof item.iif !== 'string' || item.iif === '') throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
+  if (typeof item.iif !== 'string' || item.iif === '')
+    throw new StateProblem([...path, 'iif'], '"iif" must be an interface name');
   const oifs = item.oifs;
   if (!Array.isArray(oifs) || oifs.length === 0 || !oifs.every((oif) => typeof oif === 'string' && oif !== '')) {
     throw new StateProblem([...path, 'oifs'], '"oifs" must be a non-empty list of interface names');
@@ -187,25 +206,32 @@ function parseRouteEntry(item: unknown, path: DocumentPath): Omit<DeclaredRoute,
 }
 
 function parseGroupEntry(item: unknown, path: DocumentPath): Omit<DeclaredGroup, 'where'> {
-  if (!isRecord(item)) throw new StateProblem(path, 'each group must be a mapping like {group: 239.1.2.3, ports: [p1, p2]}');
+  if (!isRecord(item))
+    throw new StateProblem(path, 'each group must be a mapping like {group: 239.1.2.3, ports: [p1, p2]}');
   for (const key of Object.keys(item)) {
     if (!(GROUP_KEYS as readonly string[]).includes(key))
-      throw new StateProblem([...path, key], `unknown key ${quoteInput(key)} in a group (known: ${GROUP_KEYS.join(', ')})`);
+      throw new StateProblem(
+        [...path, key],
+        `unknown key ${quoteInput(key)} in a group (known: ${GROUP_KEYS.join(', ')})`,
+      );
   }
   if (!('group' in item)) throw new StateProblem(path, 'a group entry needs "group"');
-  if (typeof item.group !== 'string') throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
+  if (typeof item.group !== 'string')
+    throw new StateProblem([...path, 'group'], '"group" must be an address such as 239.1.2.3');
   const group = withProblemPath([...path, 'group'], () => checkGroupAddress(item.group as string, 'group'));
   const source = 'source' in item ? parseSourceAddressAt(item.source, [...path, 'source']) : undefined;
   if (source !== undefined) withProblemPath([...path, 'source'], () => checkSourceGroupFamily(source, group, 'source'));
   if (!('ports' in item)) throw new StateProblem(path, `group ${group} needs "ports"`);
   const ports = item.ports;
-  if (!Array.isArray(ports) || ports.length === 0) throw new StateProblem([...path, 'ports'], '"ports" must be a non-empty list of port names or numbers');
+  if (!Array.isArray(ports) || ports.length === 0)
+    throw new StateProblem([...path, 'ports'], '"ports" must be a non-empty list of port names or numbers');
   return {
     group,
     ...(source === undefined ? {} : { source }),
     ports: ports.map((port: unknown, index) => {
       const portPath = [...path, 'ports', index];
-      if (typeof port !== 'string' && typeof port !== 'number') throw new StateProblem(portPath, 'a port is a name or an OpenFlow port number');
+      if (typeof port !== 'string' && typeof port !== 'number')
+        throw new StateProblem(portPath, 'a port is a name or an OpenFlow port number');
       return withProblemPath(portPath, () => parsePortRef(String(port), 'port'));
     }),
   };

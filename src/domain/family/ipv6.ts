@@ -11,7 +11,11 @@ export const IPV6_FAMILY: MulticastFamily = {
   name: 'ipv6',
   protocol: 'mld',
   etherType: ETH_TYPE_IPV6,
-  membershipMatches: MLD_TYPES.map((icmpv6Type) => ({ ethType: ETH_TYPE_IPV6, ipProto: IP_PROTOCOL_ICMPV6, icmpv6Type })),
+  membershipMatches: MLD_TYPES.map((icmpv6Type) => ({
+    ethType: ETH_TYPE_IPV6,
+    ipProto: IP_PROTOCOL_ICMPV6,
+    icmpv6Type,
+  })),
   allSystemsGroup: groupAddress('ff02::1'),
   groupMatch: (group) => ({ ethType: ETH_TYPE_IPV6, ipDst: group }),
   multicastMatch: { ethType: ETH_TYPE_IPV6, ipDst: 'ff00::', ipDstMask: 'ff00::' },

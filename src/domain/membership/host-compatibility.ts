@@ -67,7 +67,8 @@ export class HostCompatibility {
 
   /** Drops what no longer holds at `now`. */
   expire(now: number): void {
-    for (const [key, compat] of this.byGroupPort) if (compat.v1Until <= now && compat.v2Until <= now) this.byGroupPort.delete(key);
+    for (const [key, compat] of this.byGroupPort)
+      if (compat.v1Until <= now && compat.v2Until <= now) this.byGroupPort.delete(key);
   }
 }
 
@@ -86,7 +87,13 @@ export function recordAsCounted<S extends string>(
 ): { type: GroupRecord['type']; sources: readonly S[] } | undefined {
   if (mode === 3) return record;
   if (record.type === 'BLOCK_OLD_SOURCES') return undefined;
-  if (record.type === 'CHANGE_TO_EXCLUDE_MODE' || record.type === 'MODE_IS_EXCLUDE') return { type: record.type, sources: [] };
-  if (mode === 1 && (record.type === 'CHANGE_TO_INCLUDE_MODE' || record.type === 'MODE_IS_INCLUDE') && record.sources.length === 0) return undefined;
+  if (record.type === 'CHANGE_TO_EXCLUDE_MODE' || record.type === 'MODE_IS_EXCLUDE')
+    return { type: record.type, sources: [] };
+  if (
+    mode === 1 &&
+    (record.type === 'CHANGE_TO_INCLUDE_MODE' || record.type === 'MODE_IS_INCLUDE') &&
+    record.sources.length === 0
+  )
+    return undefined;
   return record;
 }

@@ -61,7 +61,10 @@ export interface GroupSnapshot {
 /** A saved member's state: its timers as saved, or (older saves) all ending a GMI after its last report. */
 export function restoredState(member: RestoredMember, groupMembershipIntervalMs: number): routerFilter.RouterFilter {
   const until = member.lastReportAt + groupMembershipIntervalMs;
-  const timers = member.sourceTimers === undefined ? undefined : new Map(member.sourceTimers.map(({ source, until }) => [source, until]));
+  const timers =
+    member.sourceTimers === undefined
+      ? undefined
+      : new Map(member.sourceTimers.map(({ source, until }) => [source, until]));
   return routerFilter.routerFilterOf({
     filter: member.filter,
     until,
@@ -72,6 +75,11 @@ export function restoredState(member: RestoredMember, groupMembershipIntervalMs:
 
 /** A member's timers as a snapshot shows them. */
 export function timersOf(state: routerFilter.RouterFilter): Pick<MemberSnapshot, 'sourceTimers' | 'groupTimerUntil'> {
-  const sourceTimers = [...state.timers].map(([source, until]) => ({ source, until })).sort((a, b) => compareAddresses(a.source, b.source));
-  return { ...(sourceTimers.length === 0 ? {} : { sourceTimers }), ...(state.mode === 'exclude' ? { groupTimerUntil: state.groupUntil } : {}) };
+  const sourceTimers = [...state.timers]
+    .map(([source, until]) => ({ source, until }))
+    .sort((a, b) => compareAddresses(a.source, b.source));
+  return {
+    ...(sourceTimers.length === 0 ? {} : { sourceTimers }),
+    ...(state.mode === 'exclude' ? { groupTimerUntil: state.groupUntil } : {}),
+  };
 }

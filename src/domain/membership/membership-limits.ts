@@ -81,7 +81,8 @@ export interface AdmissionRequest {
 export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'reason' | 'limit'> | undefined {
   const { limits, port } = request;
   // Before the counts: the record is refused for what it asks, whatever the port holds.
-  if (request.filter.mode === 'exclude' && limits.ssmRange !== undefined && isSsmGroup(request.group, limits.ssmRange)) return { reason: 'ssm' };
+  if (request.filter.mode === 'exclude' && limits.ssmRange !== undefined && isSsmGroup(request.group, limits.ssmRange))
+    return { reason: 'ssm' };
   let groupHasMembers = false;
   let portIsMember = false;
   for (const member of request.members ?? []) {
@@ -91,8 +92,10 @@ export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'r
       break;
     }
   }
-  if (!groupHasMembers && request.groupCount >= limits.maxGroups) return { reason: 'node-groups', limit: limits.maxGroups };
-  if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort) return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
+  if (!groupHasMembers && request.groupCount >= limits.maxGroups)
+    return { reason: 'node-groups', limit: limits.maxGroups };
+  if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort)
+    return { reason: 'port-groups', limit: limits.maxGroupsPerPort };
   if (request.filter.sources.size === 0 && !portIsMember) return undefined;
   return sourcesRefusal(request);
 }

@@ -40,7 +40,10 @@ export class PortPacketBudget {
       this.buckets.set(port, { tokens: this.settings.burst - 1, at: now });
       return true;
     }
-    bucket.tokens = Math.min(this.settings.burst, bucket.tokens + ((now - bucket.at) * this.settings.ratePerSecond) / 1000);
+    bucket.tokens = Math.min(
+      this.settings.burst,
+      bucket.tokens + ((now - bucket.at) * this.settings.ratePerSecond) / 1000,
+    );
     bucket.at = now;
     if (bucket.tokens < 1) return false;
     bucket.tokens -= 1;

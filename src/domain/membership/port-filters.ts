@@ -38,5 +38,7 @@ function mergedByPort(members: Iterable<FilteredMember>, ports: ReadonlySet<numb
     else filters.push(filter);
   }
   // One host per port (every pod port) needs no merge.
-  return [...byPort].sort(([a], [b]) => a - b).map(([port, filters]) => ({ port, filter: filters.length === 1 ? filters[0]! : mergeFilters(filters)! }));
+  return [...byPort]
+    .sort(([a], [b]) => a - b)
+    .map(([port, filters]) => ({ port, filter: filters.length === 1 ? filters[0]! : mergeFilters(filters)! }));
 }

@@ -102,6 +102,10 @@ function keyOf(port: number, protocol: QueryProtocol): string {
 }
 
 /** RFC 3376 §8.5 (and RFC 3810 §9.5): Robustness × Query Interval + Query Response Interval / 2. */
-export function otherQuerierPresentMs(timing: { robustness: number; queryIntervalMs: number; queryResponseIntervalMs: number }): number {
+export function otherQuerierPresentMs(timing: {
+  robustness: number;
+  queryIntervalMs: number;
+  queryResponseIntervalMs: number;
+}): number {
   return timing.robustness * timing.queryIntervalMs + timing.queryResponseIntervalMs / 2;
 }

@@ -39,7 +39,9 @@ export interface RouterRecordContext {
 export interface AppliedRouterRecord {
   /** The member's state after the record; undefined: no member (INCLUDE with no source). */
   filter: RouterFilter | undefined;
-  /** What the port is to be asked: about the group (`sources` absent) or about these sources of it; undefined: nothing. */
+  /**
+   * What the port is to be asked: about the group (`sources` absent) or about these sources of it; undefined: nothing.
+   */
   query: { sources?: SourceAddress[] } | undefined;
 }
 
@@ -55,7 +57,8 @@ export function routerFilterOf(options: {
 }): RouterFilter {
   const { filter, until } = options;
   const timers = new Map<SourceAddress, number>();
-  if (filter.mode === 'include') for (const source of filter.sources) timers.set(source, options.timers?.get(source) ?? until);
+  if (filter.mode === 'include')
+    for (const source of filter.sources) timers.set(source, options.timers?.get(source) ?? until);
   if (filter.mode === 'include') return { mode: 'include', timers, excluded: new Set(), groupUntil: 0 };
   // EXCLUDE: the requested sources are those saved with a timer that the filter does not exclude.
   for (const [source, timer] of options.timers ?? []) if (!filter.sources.has(source)) timers.set(source, timer);
@@ -90,7 +93,8 @@ export function applyRouterRecord(
       break;
     case 'MODE_IS_EXCLUDE':
     case 'CHANGE_TO_EXCLUDE_MODE':
-      if (context.fastLeave) replace(state, { mode: 'exclude', timers: new Map(), excluded: new Set(named), groupUntil: gmi });
+      if (context.fastLeave)
+        replace(state, { mode: 'exclude', timers: new Map(), excluded: new Set(named), groupUntil: gmi });
       else asked = toExclude(state, named, { isChange: record.type === 'CHANGE_TO_EXCLUDE_MODE', gmi });
       break;
     case 'BLOCK_OLD_SOURCES':
@@ -113,7 +117,11 @@ function request(state: RouterFilter, sources: ReadonlySet<SourceAddress>, until
 }
 
 /** IS_EX and TO_EX; returns the sources to ask about (TO_EX only). */
-function toExclude(state: RouterFilter, named: ReadonlySet<SourceAddress>, { isChange, gmi }: { isChange: boolean; gmi: number }): SourceAddress[] {
+function toExclude(
+  state: RouterFilter,
+  named: ReadonlySet<SourceAddress>,
+  { isChange, gmi }: { isChange: boolean; gmi: number },
+): SourceAddress[] {
   const asked: SourceAddress[] = [];
   const timers = new Map<SourceAddress, number>();
   const excluded = new Set<SourceAddress>();
@@ -202,7 +210,11 @@ export function forwardedFilterOf(filter: RouterFilter): SourceFilter {
  * A record the limits refused still says the member is there: the timers of what it already
  * has that the record names run again (the group timer, for an EXCLUDE-mode record).
  */
-export function refreshNamed(filter: RouterFilter, record: { type: GroupRecord['type']; sources: readonly SourceAddress[] }, until: number): void {
+export function refreshNamed(
+  filter: RouterFilter,
+  record: { type: GroupRecord['type']; sources: readonly SourceAddress[] },
+  until: number,
+): void {
   if (record.type === 'BLOCK_OLD_SOURCES') return;
   if (record.type === 'MODE_IS_EXCLUDE' || record.type === 'CHANGE_TO_EXCLUDE_MODE') {
     if (filter.mode === 'exclude') filter.groupUntil = until;
@@ -231,7 +243,12 @@ function emptyInclude(): RouterFilter {
 }
 
 function copyOf(filter: RouterFilter): RouterFilter {
-  return { mode: filter.mode, timers: new Map(filter.timers), excluded: new Set(filter.excluded), groupUntil: filter.groupUntil };
+  return {
+    mode: filter.mode,
+    timers: new Map(filter.timers),
+    excluded: new Set(filter.excluded),
+    groupUntil: filter.groupUntil,
+  };
 }
 
 function replace(state: RouterFilter, next: RouterFilter): void {

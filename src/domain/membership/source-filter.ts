@@ -77,7 +77,11 @@ export function mergeFilters<S extends string>(filters: Iterable<SourceFilter<S>
   for (const filter of filters) {
     any = true;
     if (filter.mode === 'include') for (const source of filter.sources) included.add(source);
-    else blocked = blocked === undefined ? new Set(filter.sources) : new Set([...blocked].filter((source) => filter.sources.has(source)));
+    else
+      blocked =
+        blocked === undefined
+          ? new Set(filter.sources)
+          : new Set([...blocked].filter((source) => filter.sources.has(source)));
   }
   if (!any) return undefined;
   if (blocked === undefined) return { mode: 'include', sources: included };

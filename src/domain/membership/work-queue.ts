@@ -81,9 +81,11 @@ export class WorkQueue<Key> {
   private stopped = false;
 
   constructor(private readonly options: WorkQueueOptions<Key>) {
-    if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`workers must be a whole number of 1 or more, not ${options.workers}`);
+    if (!Number.isInteger(options.workers) || options.workers < 1)
+      throw new RangeError(`workers must be a whole number of 1 or more, not ${options.workers}`);
     const express = options.expressWorkers ?? 0;
-    if (!Number.isInteger(express) || express < 0) throw new RangeError(`expressWorkers must be a whole number of 0 or more, not ${express}`);
+    if (!Number.isInteger(express) || express < 0)
+      throw new RangeError(`expressWorkers must be a whole number of 0 or more, not ${express}`);
     this.timers = options.timers ?? systemTimers;
     this.backoff = { minDelayMs: options.minBackoffMs, maxDelayMs: options.maxBackoffMs };
   }

@@ -25,7 +25,14 @@
  */
 import type { GroupRecord, IgmpV3Report } from '../../packet/igmp/message.js';
 import type { MldV2Report } from '../../packet/mld/message.js';
-import { type AddressFamily, addressFamily, addressOrderKey, compareOrderKeys, type GroupAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
+import {
+  type AddressFamily,
+  addressFamily,
+  addressOrderKey,
+  compareOrderKeys,
+  type GroupAddress,
+  isLinkScopeGroup,
+} from '../../wire/ip-address.js';
 
 /** A report to the peers: IGMPv3 (version 3) for IPv4 groups, MLDv2 (version 2) for IPv6 ones. */
 export type PeerReport = IgmpV3Report | MldV2Report;
@@ -34,14 +41,18 @@ export type PeerReport = IgmpV3Report | MldV2Report;
 const TUNNEL_OVERHEAD = 50;
 const REPORT_HEADER_LENGTH = 8;
 
-/** What a report's size depends on in each family: its IP headers (Router Alert included) and a record without sources or aux data. */
+/**
+ * What a report's size depends on in each family: its IP headers (Router Alert included) and a record without sources
+ * or aux data.
+ */
 const REPORT_LAYOUT: Readonly<Record<AddressFamily, { ipHeaders: number; emptyRecord: number }>> = {
   ipv4: { ipHeaders: 24, emptyRecord: 8 },
   ipv6: { ipHeaders: 48, emptyRecord: 20 },
 };
 
 /** The least path MTU that leaves room for one record of either family. */
-const MIN_PATH_MTU = TUNNEL_OVERHEAD + REPORT_LAYOUT.ipv6.ipHeaders + REPORT_HEADER_LENGTH + REPORT_LAYOUT.ipv6.emptyRecord;
+const MIN_PATH_MTU =
+  TUNNEL_OVERHEAD + REPORT_LAYOUT.ipv6.ipHeaders + REPORT_HEADER_LENGTH + REPORT_LAYOUT.ipv6.emptyRecord;
 
 /** Records a report of `family` may hold on a path of `pathMtu` octets (module comment). */
 export function recordsPerReport(pathMtu: number, family: AddressFamily = 'ipv4'): number {
@@ -69,9 +80,14 @@ export class PeerAnnouncer {
 
   constructor(private readonly options: AnnouncerOptions) {
     if (!Number.isInteger(options.pathMtu) || options.pathMtu < MIN_PATH_MTU) {
-      throw new RangeError(`a path MTU of ${options.pathMtu} leaves no room for a report (at least ${MIN_PATH_MTU} octets)`);
+      throw new RangeError(
+        `a path MTU of ${options.pathMtu} leaves no room for a report (at least ${MIN_PATH_MTU} octets)`,
+      );
     }
-    this.maxRecords = { ipv4: recordsPerReport(options.pathMtu, 'ipv4'), ipv6: recordsPerReport(options.pathMtu, 'ipv6') };
+    this.maxRecords = {
+      ipv4: recordsPerReport(options.pathMtu, 'ipv4'),
+      ipv6: recordsPerReport(options.pathMtu, 'ipv6'),
+    };
   }
 
   /** Records a report of `family` holds at most. */
@@ -130,7 +146,9 @@ export class PeerAnnouncer {
     return earliest;
   }
 
-  /** The full state, for a refresh or the answer to a query: never empty (no groups: one IGMPv3 report of no records). */
+  /**
+   * The full state, for a refresh or the answer to a query: never empty (no groups: one IGMPv3 report of no records).
+   */
   fullState(): PeerReport[] {
     const records = [...this.current].map((group): GroupRecord => ({ type: 'MODE_IS_EXCLUDE', group, sources: [] }));
     const reports = this.split(records);
@@ -144,14 +162,20 @@ export class PeerAnnouncer {
   /** Records in reports of their family of at most R, sorted by group (IPv4's first); no records, no reports. */
   private split(records: GroupRecord[]): PeerReport[] {
     const kept = records.filter((record) => !isLinkScopeGroup(record.group));
-    const keyed = kept.map((record) => ({ record, key: addressOrderKey(record.group) })).sort((a, b) => compareOrderKeys(a.key, b.key));
+    const keyed = kept
+      .map((record) => ({ record, key: addressOrderKey(record.group) }))
+      .sort((a, b) => compareOrderKeys(a.key, b.key));
     const reports: PeerReport[] = [];
     for (const family of ['ipv4', 'ipv6'] as const) {
       const ofFamily = keyed.filter(({ record }) => addressFamily(record.group) === family).map(({ record }) => record);
       const limit = this.maxRecords[family];
       for (let at = 0; at < ofFamily.length; at += limit) {
         const slice = ofFamily.slice(at, at + limit);
-        reports.push(family === 'ipv4' ? { kind: 'report', version: 3, records: slice } : { kind: 'report', version: 2, records: slice });
+        reports.push(
+          family === 'ipv4'
+            ? { kind: 'report', version: 3, records: slice }
+            : { kind: 'report', version: 2, records: slice },
+        );
       }
     }
     return reports;

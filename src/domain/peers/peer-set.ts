@@ -11,7 +11,13 @@
  */
 import { quoteInput, UsageError } from '../../errors.js';
 import { loadYaml, type LoadedYaml, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
-import { addressOrderKey, compareOrderKeys, type HostAddress, hostAddress, parseSourceAddress } from '../../wire/ip-address.js';
+import {
+  addressOrderKey,
+  compareOrderKeys,
+  type HostAddress,
+  hostAddress,
+  parseSourceAddress,
+} from '../../wire/ip-address.js';
 import { parseIPv4 } from '../../wire/ipv4-address.js';
 
 /** The most peers after normalisation. */
@@ -32,14 +38,16 @@ export interface PeerListOptions {
   localAddresses: ReadonlySet<string>;
 }
 
-const FILE_HINT = 'a peers file holds one IPv4 address a line (# starts a comment), or a YAML list of strings such as [192.168.60.11, 192.168.60.12]';
+const FILE_HINT =
+  'a peers file holds one IPv4 address a line (# starts a comment), or a YAML list of strings such as [192.168.60.11, 192.168.60.12]';
 
 /** An entry that is no peer address, or undefined when it is one. */
 function addressProblem(text: string): string | undefined {
   if (text === '') return 'an empty entry';
   const value = parseIPv4(text);
   if (value === undefined) return `${quoteInput(text)} is not an IPv4 address (a dotted quad such as 192.168.60.11)`;
-  if (parseSourceAddress(text) === undefined) return `${quoteInput(text)} is not a unicast address: a peer is a node's own address`;
+  if (parseSourceAddress(text) === undefined)
+    return `${quoteInput(text)} is not a unicast address: a peer is a node's own address`;
   if (value >>> 24 === 127) return `${quoteInput(text)} is a loopback address: a peer is another node's address`;
   return undefined;
 }
@@ -68,7 +76,8 @@ class PeerCollector {
       this.duplicates.add(peer);
       return;
     }
-    if (this.unique.size >= MAX_PEERS) throw this.refuse(`more than ${MAX_PEERS} peers (each is a tunnel bucket of every group)`);
+    if (this.unique.size >= MAX_PEERS)
+      throw this.refuse(`more than ${MAX_PEERS} peers (each is a tunnel bucket of every group)`);
     this.unique.add(peer);
   }
 
@@ -90,7 +99,10 @@ function sorted(addresses: Iterable<HostAddress>): HostAddress[] {
  */
 export function parsePeerList(value: string, flag: string, options: PeerListOptions): PeerSet {
   let entry = 0;
-  const collector = new PeerCollector(options, (message) => new UsageError(`${flag}: entry ${entry}: ${message}`, { code: 'bad-address' }));
+  const collector = new PeerCollector(
+    options,
+    (message) => new UsageError(`${flag}: entry ${entry}: ${message}`, { code: 'bad-address' }),
+  );
   if (value.trim() === '') return collector.result();
   for (const text of value.split(',')) {
     entry += 1;
@@ -120,7 +132,8 @@ function withoutComment(line: string): string {
 
 function parseLines(text: string, origin: string, options: PeerListOptions): PeerSet {
   let line = 0;
-  const refuse = (message: string) => new UsageError(`${origin}:${line}: ${message}`, { code: 'bad-file', hint: FILE_HINT });
+  const refuse = (message: string) =>
+    new UsageError(`${origin}:${line}: ${message}`, { code: 'bad-file', hint: FILE_HINT });
   const collector = new PeerCollector(options, refuse);
   // A byte order mark is no part of the first address.
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
@@ -139,7 +152,8 @@ function parseYamlList(text: string, origin: string, options: PeerListOptions): 
   try {
     loaded = loadYaml(text, { filename: origin });
   } catch (error) {
-    if (error instanceof YamlShapeError) throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint: FILE_HINT });
+    if (error instanceof YamlShapeError)
+      throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint: FILE_HINT });
     const syntax = yamlSyntaxError(error);
     if (syntax === undefined) throw error;
     const at = syntax.line === undefined ? origin : `${origin}:${syntax.line}`;
@@ -149,16 +163,28 @@ function parseYamlList(text: string, origin: string, options: PeerListOptions): 
   let index = 0;
   const collector = new PeerCollector(
     options,
-    (message) => new UsageError(`${origin}:${loaded.lineOf([index])}: ${message}`, { code: 'bad-file', hint: FILE_HINT }),
+    (message) =>
+      new UsageError(`${origin}:${loaded.lineOf([index])}: ${message}`, { code: 'bad-file', hint: FILE_HINT }),
   );
   if (document === null || document === undefined) return collector.result();
   if (!Array.isArray(document))
-    throw new UsageError(`${origin}:${loaded.lineOf([])}: the file must be a list of addresses`, { code: 'bad-file', hint: FILE_HINT });
+    throw new UsageError(`${origin}:${loaded.lineOf([])}: the file must be a list of addresses`, {
+      code: 'bad-file',
+      hint: FILE_HINT,
+    });
   for (; index < document.length; index++) {
     const entry: unknown = document[index];
     if (typeof entry !== 'string') {
-      const what = entry === null ? 'an empty entry' : typeof entry === 'object' ? 'a list or mapping' : `${quoteInput(String(entry))} is not a string`;
-      throw new UsageError(`${origin}:${loaded.lineOf([index])}: ${what}: each entry is an address`, { code: 'bad-file', hint: FILE_HINT });
+      const what =
+        entry === null
+          ? 'an empty entry'
+          : typeof entry === 'object'
+            ? 'a list or mapping'
+            : `${quoteInput(String(entry))} is not a string`;
+      throw new UsageError(`${origin}:${loaded.lineOf([index])}: ${what}: each entry is an address`, {
+        code: 'bad-file',
+        hint: FILE_HINT,
+      });
     }
     collector.add(entry.trim());
   }

@@ -27,6 +27,10 @@ export interface PeerSource {
 export function fixedPeers(peers: readonly HostAddress[]): PeerSource {
   return {
     label: '--peers',
-    read: async (nodeAddress) => ({ peers: peers.filter((peer) => peer !== nodeAddress), duplicates: [], droppedSelf: [] }),
+    read: async (nodeAddress) => ({
+      peers: peers.filter((peer) => peer !== nodeAddress),
+      duplicates: [],
+      droppedSelf: [],
+    }),
   };
 }

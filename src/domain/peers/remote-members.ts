@@ -16,7 +16,13 @@
  * returns the groups whose peers changed, which the caller syncs to the switch.
  */
 import type { MembershipRecord } from '../membership/membership-table.js';
-import { addressOrderKey, compareOrderKeys, type GroupAddress, type HostAddress, isLinkScopeGroup } from '../../wire/ip-address.js';
+import {
+  addressOrderKey,
+  compareOrderKeys,
+  type GroupAddress,
+  type HostAddress,
+  isLinkScopeGroup,
+} from '../../wire/ip-address.js';
 import { DeadlineHeap } from './deadline-heap.js';
 
 export interface RemoteMembersSettings {
@@ -111,7 +117,8 @@ export class RemoteMembers {
         const verdict = verdictOf(record);
         if (verdict === 'ignore') continue;
         touch(record.group, peer);
-        if (verdict === 'member') this.assert(peer, state, record.group, { lastRefreshAt: now, deadline: now + this.settings.timeoutMs });
+        if (verdict === 'member')
+          this.assert(peer, state, record.group, { lastRefreshAt: now, deadline: now + this.settings.timeoutMs });
         else this.remove(peer, record.group);
       }
     });
@@ -218,7 +225,12 @@ export class RemoteMembers {
   view(now: number): RemoteMembersView {
     const peers = sortedAddresses(this.peers.keys()).map((address) => {
       const state = this.peers.get(address)!;
-      return { address, state: this.stateOf(address, now), lastContact: state.lastContact ?? null, members: state.groups.size };
+      return {
+        address,
+        state: this.stateOf(address, now),
+        lastContact: state.lastContact ?? null,
+        members: state.groups.size,
+      };
     });
     const groups = sortedAddresses(this.groups.keys()).map((group) => {
       const members = this.groups.get(group)!;
@@ -234,13 +246,19 @@ export class RemoteMembers {
   }
 
   /** Makes the peer a member (or refreshes it); a new group past the peer's limit is refused. */
-  private assert(peer: HostAddress, state: PeerEntry, group: GroupAddress, timing: { lastRefreshAt: number | undefined; deadline: number }): void {
+  private assert(
+    peer: HostAddress,
+    state: PeerEntry,
+    group: GroupAddress,
+    timing: { lastRefreshAt: number | undefined; deadline: number },
+  ): void {
     let members = this.groups.get(group);
     const existing = members?.get(peer);
     if (existing !== undefined) {
       if (timing.lastRefreshAt !== undefined) existing.lastRefreshAt = timing.lastRefreshAt;
       // A seed never shortens what a record gave; a record sets the deadline from now.
-      existing.deadline = timing.lastRefreshAt === undefined ? Math.max(existing.deadline, timing.deadline) : timing.deadline;
+      existing.deadline =
+        timing.lastRefreshAt === undefined ? Math.max(existing.deadline, timing.deadline) : timing.deadline;
       // A later deadline waits in the heap at the earlier key (liveEarliest moves it on then);
       // an earlier one, after a reload shortened the timeout, needs a node of its own.
       if (existing.deadline < existing.queuedAt) this.queue(existing);
@@ -256,7 +274,13 @@ export class RemoteMembers {
       members = new Map();
       this.groups.set(group, members);
     }
-    const entry: RemoteEntry = { peer, group, lastRefreshAt: timing.lastRefreshAt, deadline: timing.deadline, queuedAt: timing.deadline };
+    const entry: RemoteEntry = {
+      peer,
+      group,
+      lastRefreshAt: timing.lastRefreshAt,
+      deadline: timing.deadline,
+      queuedAt: timing.deadline,
+    };
     members.set(peer, entry);
     state.groups.add(group);
     this.liveCount += 1;
@@ -298,7 +322,9 @@ export class RemoteMembers {
     }
   }
 
-  /** Rebuilds the heap when the nodes of ended memberships outnumber the live ones (a peer flapping joins and leaves). */
+  /**
+   * Rebuilds the heap when the nodes of ended memberships outnumber the live ones (a peer flapping joins and leaves).
+   */
   private compactDeadlines(): void {
     if (this.deadlines.size <= 2 * this.liveCount + 64) return;
     this.deadlines.clear();

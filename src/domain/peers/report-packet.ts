@@ -32,13 +32,23 @@ export interface ReportPacket {
 /** The IP packet, checksums computed; an MLDv2 report's source is `sourceMac`'s link-local address. */
 export function encodeReportPacket(packet: ReportPacket, sourceMac: string = FALLBACK_SOURCE_MAC): Uint8Array {
   const { report } = packet;
-  if (report.version === 2) return mldFrame.encode({ message: report, src: eui64LinkLocal(sourceMac), dst: ALL_MLDV2_ROUTERS });
-  return igmpFrame.encode({ message: report, src: packet.source, dst: ALL_IGMPV3_ROUTERS, identification: packet.identification });
+  if (report.version === 2)
+    return mldFrame.encode({ message: report, src: eui64LinkLocal(sourceMac), dst: ALL_MLDV2_ROUTERS });
+  return igmpFrame.encode({
+    message: report,
+    src: packet.source,
+    dst: ALL_IGMPV3_ROUTERS,
+    identification: packet.identification,
+  });
 }
 
 /** The packet in an Ethernet frame from `sourceMac` (the gateway's) to 224.0.0.22's or ff02::16's MAC. */
 export function encodeReportFrame(packet: ReportPacket, sourceMac: string): Uint8Array {
   const { report } = packet;
-  if (report.version === 2) return mldFrame.encodeFrame({ message: report, src: eui64LinkLocal(sourceMac), dst: ALL_MLDV2_ROUTERS }, sourceMac);
-  return igmpFrame.encodeFrame({ message: report, src: packet.source, dst: ALL_IGMPV3_ROUTERS, identification: packet.identification }, sourceMac);
+  if (report.version === 2)
+    return mldFrame.encodeFrame({ message: report, src: eui64LinkLocal(sourceMac), dst: ALL_MLDV2_ROUTERS }, sourceMac);
+  return igmpFrame.encodeFrame(
+    { message: report, src: packet.source, dst: ALL_IGMPV3_ROUTERS, identification: packet.identification },
+    sourceMac,
+  );
 }

@@ -7,7 +7,10 @@
  */
 import { quoteInput } from '../../errors.js';
 
-/** The tunnel types whose encapsulation over IPv4 adds the same 50 octets (an inner Ethernet header and an 8-octet tunnel header). */
+/**
+ * The tunnel types whose encapsulation over IPv4 adds the same 50 octets (an inner Ethernet header and an 8-octet
+ * tunnel header).
+ */
 const TUNNEL_TYPES: ReadonlySet<string> = new Set(['geneve', 'vxlan']);
 
 /** What the check reads of an OVSDB Interface row: its `type` and `options` columns. */
@@ -18,14 +21,18 @@ export interface TunnelPortFacts {
 
 /** Why `port` cannot be the tunnel port (e.g. `type internal, not geneve or vxlan`), or undefined when it can. */
 export function tunnelPortProblem(port: TunnelPortFacts): string | undefined {
-  if (!TUNNEL_TYPES.has(port.type)) return `type ${port.type === '' ? 'system (empty)' : shown(port.type)}, not geneve or vxlan`;
+  if (!TUNNEL_TYPES.has(port.type))
+    return `type ${port.type === '' ? 'system (empty)' : shown(port.type)}, not geneve or vxlan`;
   const remoteIp = port.options?.['remote_ip'];
   if (remoteIp === undefined) return 'options:remote_ip is not set, not flow';
   if (remoteIp !== 'flow') return `options:remote_ip is ${shown(remoteIp)}, not flow`;
   return undefined;
 }
 
-/** A value read from OVSDB, as a message shows it: bare when it is a plain word or address, JSON-quoted and cut short otherwise. */
+/**
+ * A value read from OVSDB, as a message shows it: bare when it is a plain word or address, JSON-quoted and cut short
+ * otherwise.
+ */
 function shown(value: string): string {
   return /^[\w.:-]{1,64}$/.test(value) ? value : quoteInput(value);
 }

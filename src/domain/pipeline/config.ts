@@ -25,16 +25,24 @@ interface PipelinePriorities {
    * or the gateway → its local pods (see tunnel-layout.ts).
    */
   ingress?: number;
-  /** Tunnel mode: other multicast from the tunnel → dropped; above linkLocal, so other nodes' link-local traffic does not flood. */
+  /**
+   * Tunnel mode: other multicast from the tunnel → dropped; above linkLocal, so other nodes' link-local traffic does
+   * not flood.
+   */
   tunnelDrop?: number;
-  /** Tunnel mode: other multicast from the gateway → dropped; below linkLocal, so the node's own link-local traffic still floods. */
+  /**
+   * Tunnel mode: other multicast from the gateway → dropped; below linkLocal, so the node's own link-local traffic
+   * still floods.
+   */
   gatewayDrop?: number;
   /**
    * Tunnel mode: one source's traffic of a group from the tunnel or the gateway → the pods
    * that want that source; above ingress (absent: see sourcePriorities).
    */
   sourceIngress?: number;
-  /** One source's traffic of a group (an (S,G) entry) → its own OVS group; above group (absent: see sourcePriorities). */
+  /**
+   * One source's traffic of a group (an (S,G) entry) → its own OVS group; above group (absent: see sourcePriorities).
+   */
   sourceGroup?: number;
 }
 
@@ -42,7 +50,11 @@ interface PipelinePriorities {
 export const DEFAULT_TUNNEL_PRIORITIES = Object.freeze({ ingress: 270, tunnelDrop: 260, gatewayDrop: 245 });
 
 /** The tunnel-mode priorities of `priorities`, each given or its default. */
-export function tunnelPriorities(priorities: PipelinePriorities): { ingress: number; tunnelDrop: number; gatewayDrop: number } {
+export function tunnelPriorities(priorities: PipelinePriorities): {
+  ingress: number;
+  tunnelDrop: number;
+  gatewayDrop: number;
+} {
   return {
     ingress: priorities.ingress ?? DEFAULT_TUNNEL_PRIORITIES.ingress,
     tunnelDrop: priorities.tunnelDrop ?? DEFAULT_TUNNEL_PRIORITIES.tunnelDrop,
@@ -50,7 +62,9 @@ export function tunnelPriorities(priorities: PipelinePriorities): { ingress: num
   };
 }
 
-/** The priorities of the (S,G) flows when the configuration gives none and the defaults fit between their neighbours. */
+/**
+ * The priorities of the (S,G) flows when the configuration gives none and the defaults fit between their neighbours.
+ */
 export const DEFAULT_SOURCE_PRIORITIES = Object.freeze({ sourceIngress: 275, sourceGroup: 210 });
 
 /**
@@ -62,9 +76,11 @@ export const DEFAULT_SOURCE_PRIORITIES = Object.freeze({ sourceIngress: 275, sou
 export function sourcePriorities(priorities: PipelinePriorities): { sourceIngress: number; sourceGroup: number } {
   const { ingress, gatewayDrop } = tunnelPriorities(priorities);
   const below = Math.max(priorities.group, priorities.unknownGroup);
-  const fits = (value: number, lower: number, upper: number): number => (value > lower && value < upper ? value : lower + 1);
+  const fits = (value: number, lower: number, upper: number): number =>
+    value > lower && value < upper ? value : lower + 1;
   return {
-    sourceIngress: priorities.sourceIngress ?? fits(DEFAULT_SOURCE_PRIORITIES.sourceIngress, ingress, priorities.sendPolicy),
+    sourceIngress:
+      priorities.sourceIngress ?? fits(DEFAULT_SOURCE_PRIORITIES.sourceIngress, ingress, priorities.sendPolicy),
     sourceGroup: priorities.sourceGroup ?? fits(DEFAULT_SOURCE_PRIORITIES.sourceGroup, below, gatewayDrop),
   };
 }
@@ -76,7 +92,10 @@ export function sourcePriorities(priorities: PipelinePriorities): { sourceIngres
  * policy (which must drop first). Undefined where the configuration leaves no room: no
  * such rows, and the traffic that would take them is not counted by sender.
  */
-export function counterPriorities(priorities: PipelinePriorities): { sendCounter: number | undefined; sourceSendCounter: number | undefined } {
+export function counterPriorities(priorities: PipelinePriorities): {
+  sendCounter: number | undefined;
+  sourceSendCounter: number | undefined;
+} {
   const { sourceGroup } = sourcePriorities(priorities);
   const gap = sourceGroup - priorities.group;
   const sourceSendCounter = Math.min(sourceGroup + 5, priorities.sendPolicy - 1);
@@ -128,17 +147,21 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
     throw new UsageError(`table ${config.table} is not an OpenFlow table id (0 to 254)`);
   }
   for (const [name, priority] of Object.entries(config.priorities)) {
-    if (!Number.isInteger(priority) || priority < 1 || priority > 0xffff) throw new UsageError(`priority ${name} ${priority} is not 1 to 65535`);
+    if (!Number.isInteger(priority) || priority < 1 || priority > 0xffff)
+      throw new UsageError(`priority ${name} ${priority} is not 1 to 65535`);
   }
   // A pod's metered IGMP flow goes one above the snooping flow and `query`'s probe two
   // above; IGMP (v3 reports go to 224.0.0.22) must reach the controller before the
   // link-local flood or a send-policy drop takes it, and the drop must come before the
   // flows that forward.
   const { igmp, sendPolicy, linkLocal, group, unknownGroup } = config.priorities;
-  if (igmp > 0xfffd) throw new UsageError('priority igmp must be below 65534: the metered and the query flows go above it');
+  if (igmp > 0xfffd)
+    throw new UsageError('priority igmp must be below 65534: the metered and the query flows go above it');
   if (igmp <= sendPolicy) throw new UsageError(`priority igmp (${igmp}) must be above sendPolicy (${sendPolicy})`);
   if (sendPolicy <= Math.max(linkLocal, group, unknownGroup))
-    throw new UsageError(`priority sendPolicy (${sendPolicy}) must be above linkLocal, group and unknownGroup (${Math.max(linkLocal, group, unknownGroup)})`);
+    throw new UsageError(
+      `priority sendPolicy (${sendPolicy}) must be above linkLocal, group and unknownGroup (${Math.max(linkLocal, group, unknownGroup)})`,
+    );
   // Tunnel mode: a group's ingress flow must win over the catch-all drops, traffic from
   // the tunnel must be dropped before the link-local flood takes it and traffic from the
   // gateway after it, and both drops must come before the flows that forward (flow 200
@@ -168,7 +191,9 @@ export function validatePipelineConfig(config: PipelineConfig): PipelineConfig {
   const cookieProblem = cookiePrefixProblem(config.cookiePrefix);
   if (cookieProblem !== undefined) throw new UsageError(`cookie prefix ${cookieProblem}`);
   if (groupIdBaseProblem(config.groupIdBase) !== undefined) {
-    throw new UsageError(`group id base 0x${config.groupIdBase.toString(16)} must be a multiple of 0x10000000 from 0x10000000 to 0xe0000000`);
+    throw new UsageError(
+      `group id base 0x${config.groupIdBase.toString(16)} must be a multiple of 0x10000000 from 0x10000000 to 0xe0000000`,
+    );
   }
   const meterProblem = meterIdBaseProblem(config.meterIdBase);
   if (meterProblem !== undefined) throw new UsageError(`meter id base ${meterProblem}`);
@@ -184,7 +209,10 @@ function checkDescending(order: readonly (readonly [string, number])[]): void {
   }
 }
 
-/** What is wrong with a meter id base (1 or more, with its whole range at or below OFPM_MAX), or undefined when it is right. */
+/**
+ * What is wrong with a meter id base (1 or more, with its whole range at or below OFPM_MAX), or undefined when it is
+ * right.
+ */
 export function meterIdBaseProblem(base: number): string | undefined {
   if (Number.isInteger(base) && base >= 1 && base + METER_ID_BLOCK - 1 <= OFPM_MAX) return undefined;
   return `${base} is not a meter id from 1 to ${OFPM_MAX - METER_ID_BLOCK + 1}`;
@@ -196,9 +224,18 @@ export function cookiePrefixProblem(prefix: number): string | undefined {
   return `0x${prefix.toString(16)} is not a 16-bit value from 0x0001 to 0xffff`;
 }
 
-/** What is wrong with a group id base (a whole block, with a block above it below OFPG_MAX), or undefined when it is right. */
+/**
+ * What is wrong with a group id base (a whole block, with a block above it below OFPG_MAX), or undefined when it is
+ * right.
+ */
 export function groupIdBaseProblem(base: number): string | undefined {
-  if (Number.isInteger(base) && base % GROUP_ID_BLOCK === 0 && base >= GROUP_ID_BLOCK && base + GROUP_ID_BLOCK <= OFPG_MAX) return undefined;
+  if (
+    Number.isInteger(base) &&
+    base % GROUP_ID_BLOCK === 0 &&
+    base >= GROUP_ID_BLOCK &&
+    base + GROUP_ID_BLOCK <= OFPG_MAX
+  )
+    return undefined;
   return `0x${base.toString(16)} is not a multiple of 0x10000000 from 0x10000000 to 0xe0000000`;
 }
 

@@ -22,13 +22,22 @@ export const FlowKind = {
   IgmpQueryProbe: 5,
   /** Multicast a pod may not send (the group policy) → dropped; value: the in_port it matches. */
   SendPolicyDrop: 6,
-  /** Tunnel mode: a group's traffic from the tunnel or the gateway → link 1 of its chain (its pods); value: the group address. */
+  /**
+   * Tunnel mode: a group's traffic from the tunnel or the gateway → link 1 of its chain (its pods); value: the group
+   * address.
+   */
   IngressForward: 7,
   /** Tunnel mode: other multicast from the tunnel or the gateway → dropped; value: the in_port it matches. */
   IngressDrop: 8,
-  /** One source's traffic of a group (an (S,G) entry) → its OVS group; value: the group address (the source is in the match). */
+  /**
+   * One source's traffic of a group (an (S,G) entry) → its OVS group; value: the group address (the source is in the
+   * match).
+   */
   SourceForward: 9,
-  /** Tunnel mode: one source's traffic of a group from the tunnel or the gateway → link 1 of its (S,G) chain, or dropped; value: the group address. */
+  /**
+   * Tunnel mode: one source's traffic of a group from the tunnel or the gateway → link 1 of its (S,G) chain, or
+   * dropped; value: the group address.
+   */
   SourceIngressForward: 10,
   /**
    * One pod port's traffic to a group's entry, forwarded as the entry's own flow does, so
@@ -56,7 +65,12 @@ export interface FlowCookieFields {
 }
 
 export function encodeFlowCookie(fields: FlowCookieFields): bigint {
-  return (BigInt(fields.prefix) << 48n) | (BigInt(fields.kind) << 40n) | (BigInt((fields.flags ?? 0) & 0xff) << 32n) | BigInt(fields.value >>> 0);
+  return (
+    (BigInt(fields.prefix) << 48n) |
+    (BigInt(fields.kind) << 40n) |
+    (BigInt((fields.flags ?? 0) & 0xff) << 32n) |
+    BigInt(fields.value >>> 0)
+  );
 }
 
 /** The fields of a cookie with our prefix, or undefined for anyone else's cookie or an unknown kind. */

@@ -44,13 +44,19 @@ export class GroupIdAllocation {
     return offset >= 0 && offset < chainBlocks(this.config) * GROUP_ID_BLOCK;
   }
 
-  /** The group whose (*,G) chain head `groupId` is, or undefined for a chain link, an (S,G) head, a free slot or a foreign id. */
+  /**
+   * The group whose (*,G) chain head `groupId` is, or undefined for a chain link, an (S,G) head, a free slot or a
+   * foreign id.
+   */
   groupOf(groupId: number): GroupAddress | undefined {
     const target = this.targetOf(groupId);
     return target?.source === undefined ? target?.group : undefined;
   }
 
-  /** The entry whose chain head `groupId` is, (*,G) or (S,G), or undefined for a chain link, a free slot or a foreign id. */
+  /**
+   * The entry whose chain head `groupId` is, (*,G) or (S,G), or undefined for a chain link, a free slot or a foreign
+   * id.
+   */
   targetOf(groupId: number): ForwardingTarget | undefined {
     const slot = groupId - this.config.groupIdBase;
     return slot >= 0 && slot < GROUP_ID_BLOCK ? this.targetOfSlot.get(slot) : undefined;
@@ -105,7 +111,8 @@ export class GroupIdAllocation {
     const key = forwardingKey(target);
     const known = this.slotOfKey.get(key);
     if (known !== undefined) return known;
-    const preferred = target.source === undefined ? familyOf(target.group).preferredSlot(target.group) : fnv1a32(key) % GROUP_ID_BLOCK;
+    const preferred =
+      target.source === undefined ? familyOf(target.group).preferredSlot(target.group) : fnv1a32(key) % GROUP_ID_BLOCK;
     for (let step = 0; step < GROUP_ID_BLOCK; step++) {
       const slot = (preferred + step) % GROUP_ID_BLOCK;
       if (this.targetOfSlot.has(slot)) continue;
@@ -118,7 +125,10 @@ export class GroupIdAllocation {
 
   private take(key: ForwardingKey, target: ForwardingTarget, slot: number): void {
     this.slotOfKey.set(key, slot);
-    this.targetOfSlot.set(slot, target.source === undefined ? { group: target.group } : { group: target.group, source: target.source });
+    this.targetOfSlot.set(
+      slot,
+      target.source === undefined ? { group: target.group } : { group: target.group, source: target.source },
+    );
   }
 }
 

@@ -38,7 +38,9 @@ export interface InstalledReading {
  */
 export function readInstalledEntries(reading: InstalledReading): InstalledPipeline {
   const { config, groupIds } = reading;
-  const groupById = new Map(reading.groups.filter((entry) => groupIds.owns(entry.groupId)).map((entry) => [entry.groupId, entry]));
+  const groupById = new Map(
+    reading.groups.filter((entry) => groupIds.owns(entry.groupId)).map((entry) => [entry.groupId, entry]),
+  );
   const installed: InstalledGroup[] = [];
   const reached = new Set<number>();
   const otherFlows: FlowEntry[] = [];
@@ -94,7 +96,8 @@ function followChain(walk: ChainWalk): InstalledGroup {
   // The switch says which id the entry has: the group action of its flow.
   let groupId = headGroupId(flow);
   if (groupId === undefined) problem = 'its flow outputs to no OVS group';
-  else if (!walk.groupIds.adoptTarget(target, groupId)) problem = `its flow points at OVS group ${groupId}, which is not the head of one of ours`;
+  else if (!walk.groupIds.adoptTarget(target, groupId))
+    problem = `its flow points at OVS group ${groupId}, which is not the head of one of ours`;
   if (problem !== undefined) groupId = undefined;
   while (groupId !== undefined) {
     const entry = walk.groupById.get(groupId);
@@ -128,7 +131,10 @@ function followChain(walk: ChainWalk): InstalledGroup {
   };
 }
 
-/** The entry a forwarding flow is for, when its match and cookie agree on it: (S,G) when `sourced`, the source read from the match. */
+/**
+ * The entry a forwarding flow is for, when its match and cookie agree on it: (S,G) when `sourced`, the source read from
+ * the match.
+ */
 function matchedTarget(flow: FlowEntry, fields: FlowCookieFields, sourced: boolean): ForwardingTarget | undefined {
   const group = groupMatched(flow.match);
   if (group === undefined || fields.value !== familyOf(group).cookieValue(group) >>> 0) return undefined;
@@ -161,7 +167,10 @@ function attachCounters(installed: InstalledGroup[], flows: readonly FlowEntry[]
   const strays: FlowEntry[] = [];
   for (const flow of flows) {
     const fields = decodeFlowCookie(flow.cookie, config.cookiePrefix);
-    const target = fields === undefined || flow.match.inPort === undefined ? undefined : matchedTarget(flow, fields, flow.match.ipSrc !== undefined);
+    const target =
+      fields === undefined || flow.match.inPort === undefined
+        ? undefined
+        : matchedTarget(flow, fields, flow.match.ipSrc !== undefined);
     const owner = target === undefined ? undefined : byKey.get(forwardingKey(target));
     if (owner === undefined || headGroupId(flow) !== headGroupId(owner.flow)) strays.push(flow);
     else (owner.counters ??= []).push(flow);
@@ -172,7 +181,8 @@ function attachCounters(installed: InstalledGroup[], flows: readonly FlowEntry[]
 
 /** (*,G) before (S,G), then the sources by address. */
 function compareSources(a: InstalledGroup, b: InstalledGroup): number {
-  if (a.source === undefined || b.source === undefined) return (a.source === undefined ? 0 : 1) - (b.source === undefined ? 0 : 1);
+  if (a.source === undefined || b.source === undefined)
+    return (a.source === undefined ? 0 : 1) - (b.source === undefined ? 0 : 1);
   return compareAddresses(a.source, b.source);
 }
 

@@ -64,12 +64,34 @@ import { type GroupAddress, type SourceAddress, textFamily } from '../../wire/ip
 import { IPV4_FAMILY } from '../family/ipv4.js';
 import { FAMILIES, familyOf } from '../family/families.js';
 import type { MulticastFamily } from '../family/multicast-family.js';
-import { chainBlocks, counterPriorities, METER_ID_BLOCK, type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
-import { decodeFlowCookie, encodeFlowCookie, FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
+import {
+  chainBlocks,
+  counterPriorities,
+  METER_ID_BLOCK,
+  type PipelineConfig,
+  sourcePriorities,
+  tunnelPriorities,
+} from './config.js';
+import {
+  decodeFlowCookie,
+  encodeFlowCookie,
+  FlowCookieFlag,
+  FlowKind,
+  prefixCookie,
+  FLOW_COOKIE_PREFIX_MASK,
+} from './flow-cookie.js';
 import type { ForwardingTarget } from './forwarding-key.js';
 import { GroupIdAllocation } from './group-ids.js';
 import { readInstalledEntries } from './installed-reader.js';
-import type { Bucket, FlowEntry, GroupEntry, GroupForwarding, GroupMembership, InstalledPipeline, PipelineLimits } from './pipeline-entries.js';
+import type {
+  Bucket,
+  FlowEntry,
+  GroupEntry,
+  GroupForwarding,
+  GroupMembership,
+  InstalledPipeline,
+  PipelineLimits,
+} from './pipeline-entries.js';
 import { tunnelLayout } from './tunnel-layout.js';
 
 export type {
@@ -140,9 +162,12 @@ export class MulticastPipeline {
     const counted = counters.length === 0 ? {} : { counters };
     if (membership.tunnel !== undefined) {
       const layout = tunnelLayout(membership, this.limits);
-      const capacity = (this.limits.maxBucketsPerGroup - 1) * (chainBlocks(this.config) - 1) + 1; // link 0 is the tunnel's
+      // Link 0 is the tunnel's.
+      const capacity = (this.limits.maxBucketsPerGroup - 1) * (chainBlocks(this.config) - 1) + 1;
       if (layout.pods.length > capacity) {
-        throw new RangeError(`${name} has ${layout.pods.length} pod ports; at most ${capacity} fit in the group id range in tunnel mode`);
+        throw new RangeError(
+          `${name} has ${layout.pods.length} pod ports; at most ${capacity} fit in the group id range in tunnel mode`,
+        );
       }
       const podLinks = this.chain(target, layout.pods, 1);
       const linkOne = podLinks.length === 0 ? undefined : this.groupIds.idOfTarget(target, 1);
@@ -157,7 +182,9 @@ export class MulticastPipeline {
     }
     const ports = [...new Set(membership.ports)].sort((a, b) => a - b);
     if (ports.length > this.maxMembers) {
-      throw new RangeError(`${name} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`);
+      throw new RangeError(
+        `${name} has ${ports.length} member ports; at most ${this.maxMembers} fit in the group id range`,
+      );
     }
     return { group, ...sourced, groups: this.chain(target, ports, 0), flow, ...counted };
   }
@@ -200,13 +227,20 @@ export class MulticastPipeline {
     return groups;
   }
 
-  /** Tunnel mode: `group`'s traffic from the tunnel or the gateway (`inPort`) → link 1 of its chain, its local pods only. */
+  /**
+   * Tunnel mode: `group`'s traffic from the tunnel or the gateway (`inPort`) → link 1 of its chain, its local pods
+   * only.
+   */
   ingressForward(options: { group: GroupAddress; inPort: number; linkOne: number; learned?: boolean }): FlowEntry {
     const family = familyOf(options.group);
     return {
       table: this.config.table,
       priority: tunnelPriorities(this.config.priorities).ingress,
-      cookie: this.cookie(FlowKind.IngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      cookie: this.cookie(
+        FlowKind.IngressForward,
+        family.cookieValue(options.group),
+        options.learned === true ? FlowCookieFlag.Learned : 0,
+      ),
       match: { inPort: options.inPort, ...family.groupMatch(options.group) },
       actions: [{ type: 'group', groupId: options.linkOne }],
     };
@@ -217,12 +251,22 @@ export class MulticastPipeline {
    * its (S,G) chain, or dropped (`linkOne` undefined: no local pod wants the source), above
    * the group's own ingress flow, which would deliver it to the pods of the other sources.
    */
-  sourceIngressForward(options: { group: GroupAddress; source: SourceAddress; inPort: number; linkOne: number | undefined; learned?: boolean }): FlowEntry {
+  sourceIngressForward(options: {
+    group: GroupAddress;
+    source: SourceAddress;
+    inPort: number;
+    linkOne: number | undefined;
+    learned?: boolean;
+  }): FlowEntry {
     const family = familyOf(options.group);
     return {
       table: this.config.table,
       priority: sourcePriorities(this.config.priorities).sourceIngress,
-      cookie: this.cookie(FlowKind.SourceIngressForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      cookie: this.cookie(
+        FlowKind.SourceIngressForward,
+        family.cookieValue(options.group),
+        options.learned === true ? FlowCookieFlag.Learned : 0,
+      ),
       match: { inPort: options.inPort, ...family.groupMatch(options.group), ipSrc: options.source },
       actions: options.linkOne === undefined ? [] : [{ type: 'group', groupId: options.linkOne }],
     };
@@ -266,13 +310,20 @@ export class MulticastPipeline {
     };
   }
 
-  /** `source`'s traffic of `group` → the head of its (S,G) chain, above the group's flow. The cookie carries the group, the match the source. */
+  /**
+   * `source`'s traffic of `group` → the head of its (S,G) chain, above the group's flow. The cookie carries the group,
+   * the match the source.
+   */
   sourceFlow(options: { group: GroupAddress; source: SourceAddress; learned?: boolean }): FlowEntry {
     const family = familyOf(options.group);
     return {
       table: this.config.table,
       priority: sourcePriorities(this.config.priorities).sourceGroup,
-      cookie: this.cookie(FlowKind.SourceForward, family.cookieValue(options.group), options.learned === true ? FlowCookieFlag.Learned : 0),
+      cookie: this.cookie(
+        FlowKind.SourceForward,
+        family.cookieValue(options.group),
+        options.learned === true ? FlowCookieFlag.Learned : 0,
+      ),
       match: { ...family.groupMatch(options.group), ipSrc: options.source },
       actions: [{ type: 'group', groupId: this.sourceGroupId(options.source, options.group) }],
     };
@@ -314,7 +365,11 @@ export class MulticastPipeline {
    * meter for both families: a pod's budget is one, however it spends it.
    */
   membershipToControllerMetered(ofport: number): FlowEntry[] {
-    return this.membershipToController(ofport).map((flow) => ({ ...flow, priority: this.config.priorities.igmp + 1, meterId: this.meterIdOf(ofport) }));
+    return this.membershipToController(ofport).map((flow) => ({
+      ...flow,
+      priority: this.config.priorities.igmp + 1,
+      meterId: this.meterIdOf(ofport),
+    }));
   }
 
   /**
@@ -350,7 +405,10 @@ export class MulticastPipeline {
    * one run's flows from another's, so a run deletes only its own. The flows remove
    * themselves after `hardTimeoutSeconds` should their writer die before deleting them.
    */
-  queryProbe(family: MulticastFamily, probe: { ofport: number; runId: number; hardTimeoutSeconds: number }): FlowEntry[] {
+  queryProbe(
+    family: MulticastFamily,
+    probe: { ofport: number; runId: number; hardTimeoutSeconds: number },
+  ): FlowEntry[] {
     const hardTimeout = Math.min(0xffff, Math.max(1, Math.ceil(probe.hardTimeoutSeconds)));
     return family.membershipMatches.map((match) => ({
       table: this.config.table,

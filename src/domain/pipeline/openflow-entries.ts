@@ -37,7 +37,11 @@ export function matchFields(match: FlowMatch): OxmField[] {
   if (match.ipSrc !== undefined) fields.push({ field: ipv6 ? 'IPV6_SRC' : 'IPV4_SRC', value: match.ipSrc });
   if (match.ipDst !== undefined) {
     const field = ipv6 ? 'IPV6_DST' : 'IPV4_DST';
-    fields.push(match.ipDstMask === undefined ? { field, value: match.ipDst } : { field, value: match.ipDst, mask: match.ipDstMask });
+    fields.push(
+      match.ipDstMask === undefined
+        ? { field, value: match.ipDst }
+        : { field, value: match.ipDst, mask: match.ipDstMask },
+    );
   }
   if (match.icmpv6Type !== undefined) fields.push({ field: 'ICMPV6_TYPE', value: match.icmpv6Type });
   return fields;
@@ -66,7 +70,9 @@ function flowInstructions(entry: FlowEntry): Instruction[] {
 
 function bucketActions(entry: Bucket): Action[] {
   if (entry.type === 'group') return [groupAction(entry.groupId)];
-  return entry.tunnelDestination === undefined ? [output(entry.port)] : [setTunnelDestination(entry.tunnelDestination), output(entry.port)];
+  return entry.tunnelDestination === undefined
+    ? [output(entry.port)]
+    : [setTunnelDestination(entry.tunnelDestination), output(entry.port)];
 }
 
 /** The message that makes one change; the plan's order is the wire order. */
@@ -81,7 +87,12 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         buckets: change.entry.buckets.map((entry) => bucket(bucketActions(entry))),
       });
     case 'delete-group':
-      return groupMod({ command: GroupModCommand.DELETE, groupType: GroupType.ALL, groupId: change.groupId, buckets: [] });
+      return groupMod({
+        command: GroupModCommand.DELETE,
+        groupType: GroupType.ALL,
+        groupId: change.groupId,
+        buckets: [],
+      });
     case 'add-flow':
       // An ADD replaces any flow with the same match and priority, whoever's (OpenFlow
       // 1.3.5 §6.4): the planner never sends one where another controller's flow is
@@ -153,7 +164,14 @@ export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
       else actions.push({ type: 'output', port: action.port });
     }
   }
-  return { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions, ...(meterId === undefined ? {} : { meterId }) };
+  return {
+    table: stats.tableId,
+    priority: stats.priority,
+    cookie: stats.cookie,
+    match,
+    actions,
+    ...(meterId === undefined ? {} : { meterId }),
+  };
 }
 
 /**
@@ -164,7 +182,9 @@ export function flowEntryOf(stats: FlowStats): FlowEntry | undefined {
  */
 export function flowSlotOf(stats: FlowStats): FlowEntry | undefined {
   const match = flowMatchOf(stats);
-  return match === undefined ? undefined : { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions: [] };
+  return match === undefined
+    ? undefined
+    : { table: stats.tableId, priority: stats.priority, cookie: stats.cookie, match, actions: [] };
 }
 
 function flowMatchOf(stats: FlowStats): FlowMatch | undefined {

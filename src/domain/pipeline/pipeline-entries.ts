@@ -27,7 +27,11 @@ export function flowMatchKey(match: FlowMatch): string {
   return JSON.stringify([inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask]);
 }
 
-export type FlowAction = { type: 'output'; port: number } | { type: 'controller' } | { type: 'flood' } | { type: 'group'; groupId: number };
+export type FlowAction =
+  | { type: 'output'; port: number }
+  | { type: 'controller' }
+  | { type: 'flood' }
+  | { type: 'group'; groupId: number };
 
 export interface FlowEntry {
   table: number;
@@ -52,7 +56,9 @@ export interface PortMeter {
  * an output bucket with a `tunnelDestination` is a copy to one peer node:
  * `set_field:PEER->tun_dst, output:PORT` on a flow-based tunnel port (it is no member port).
  */
-export type Bucket = { type: 'output'; port: number; tunnelDestination?: HostAddress } | { type: 'group'; groupId: number };
+export type Bucket =
+  | { type: 'output'; port: number; tunnelDestination?: HostAddress }
+  | { type: 'group'; groupId: number };
 
 export interface GroupEntry {
   groupId: number;
@@ -75,7 +81,10 @@ export interface GroupMembership {
    * tunnel port are left out of them if given there too).
    */
   tunnel?: TunnelMembers;
-  /** Tunnel mode: the gateway port, in link 0 whenever the group has a member, local or remote. Not read without `tunnel`. */
+  /**
+   * Tunnel mode: the gateway port, in link 0 whenever the group has a member, local or remote. Not read without
+   * `tunnel`.
+   */
   gateway?: number;
   /** Pod ports whose traffic to this entry gets a counting row of its own (FlowKind.SendCounter); absent: none. */
   counterPorts?: readonly number[];

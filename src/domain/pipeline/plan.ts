@@ -94,12 +94,14 @@ export function planInstall(
     const changes: PipelineChange[] = [];
     for (const entry of forwarding.groups) {
       const existing = currentById.get(entry.groupId);
-      if (existing === undefined) changes.push({ op: installedIds.has(entry.groupId) ? 'modify-group' : 'add-group', entry });
+      if (existing === undefined)
+        changes.push({ op: installedIds.has(entry.groupId) ? 'modify-group' : 'add-group', entry });
       else if (!sameBuckets(existing, entry)) changes.push({ op: 'modify-group', entry });
     }
     // Tunnel mode's ingress flows, by in_port: each after the link it points to, and before the group flow.
     const wantedInPorts = new Set(wantedIngress.map((flow) => flow.match.inPort));
-    for (const flow of current?.ingress ?? []) if (!wantedInPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
+    for (const flow of current?.ingress ?? [])
+      if (!wantedInPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
     for (const flow of wantedIngress) {
       const existing = currentIngress.get(flow.match.inPort);
       if (existing === undefined) changes.push({ op: 'add-flow', entry: flow });
@@ -107,7 +109,8 @@ export function planInstall(
     }
     // The sender counting rows, by in_port, the same way: after the head they point to.
     const countedPorts = new Set(wantedCounters.map((flow) => flow.match.inPort));
-    for (const flow of current?.counters ?? []) if (!countedPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
+    for (const flow of current?.counters ?? [])
+      if (!countedPorts.has(flow.match.inPort)) changes.push({ op: 'delete-flow', entry: flow });
     for (const flow of wantedCounters) {
       const existing = currentCounters.get(flow.match.inPort);
       if (existing === undefined) changes.push({ op: 'add-flow', entry: flow });
@@ -117,7 +120,8 @@ export function planInstall(
     else if (!sameFlow(current.flow, forwarding.flow)) changes.push({ op: 'modify-flow', entry: forwarding.flow });
     // Links of a longer chain that the new one no longer reaches.
     const wanted = new Set(forwarding.groups.map((entry) => entry.groupId));
-    for (const entry of current?.groups ?? []) if (!wanted.has(entry.groupId)) changes.push({ op: 'delete-group', groupId: entry.groupId });
+    for (const entry of current?.groups ?? [])
+      if (!wanted.has(entry.groupId)) changes.push({ op: 'delete-group', groupId: entry.groupId });
     const outcome: GroupOutcome = current === undefined ? 'added' : changes.length === 0 ? 'unchanged' : 'updated';
     return { ...target, outcome, ports, changes };
   });
@@ -128,7 +132,10 @@ export function planInstall(
  * group names its (*,G) entry only: callers that remove a whole group name its (S,G)
  * entries too.
  */
-export function planUninstall(targets: readonly (GroupAddress | ForwardingTarget)[], installed: InstalledPipeline): GroupPlan[] {
+export function planUninstall(
+  targets: readonly (GroupAddress | ForwardingTarget)[],
+  installed: InstalledPipeline,
+): GroupPlan[] {
   const byKey = new Map(installed.groups.map((group) => [forwardingKey(group), group]));
   return targets.map((named) => {
     const target = targetFields(typeof named === 'string' ? { group: named } : named);
@@ -149,7 +156,12 @@ function targetFields(target: ForwardingTarget): ForwardingTarget {
  */
 export function planUninstallAll(installed: InstalledPipeline): { groups: GroupPlan[]; extra: PipelineChange[] } {
   const groups = installed.groups.map(
-    (current): GroupPlan => ({ ...targetFields(current), outcome: 'removed', ports: current.ports, changes: removal(current) }),
+    (current): GroupPlan => ({
+      ...targetFields(current),
+      outcome: 'removed',
+      ports: current.ports,
+      changes: removal(current),
+    }),
   );
   const extra: PipelineChange[] = [
     ...installed.otherFlows.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
@@ -158,7 +170,9 @@ export function planUninstallAll(installed: InstalledPipeline): { groups: GroupP
   return { groups, extra };
 }
 
-/** Every flow of the group (its group flow, then its ingress flows and counting rows) before the groups they point to. */
+/**
+ * Every flow of the group (its group flow, then its ingress flows and counting rows) before the groups they point to.
+ */
 function removal(current: InstalledGroup): PipelineChange[] {
   return [
     { op: 'delete-flow', entry: current.flow },
@@ -179,7 +193,9 @@ function sameBuckets(a: GroupEntry, b: GroupEntry): boolean {
   return a.buckets.every((bucket, index) => {
     const other = b.buckets[index]!;
     if (bucket.type === 'group') return other.type === 'group' && other.groupId === bucket.groupId;
-    return other.type === 'output' && other.port === bucket.port && other.tunnelDestination === bucket.tunnelDestination;
+    return (
+      other.type === 'output' && other.port === bucket.port && other.tunnelDestination === bucket.tunnelDestination
+    );
   });
 }
 

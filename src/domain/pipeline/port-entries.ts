@@ -40,11 +40,16 @@ export function portEntries(pipeline: MulticastPipeline, ofport: number, wanted:
   return { meter: { ...wanted.meter }, flows: [...pipeline.membershipToControllerMetered(ofport), ...flows] };
 }
 
-/** Whether a flow of ours (by its cookie) is one of a port's: its metered IGMP flow or a send-policy drop, and which port. */
+/**
+ * Whether a flow of ours (by its cookie) is one of a port's: its metered IGMP flow or a send-policy drop, and which
+ * port.
+ */
 export function portOfFlow(pipeline: MulticastPipeline, flow: FlowEntry): number | undefined {
   const fields = decodeFlowCookie(flow.cookie, pipeline.config.cookiePrefix);
   if (fields === undefined || fields.value === 0) return undefined;
-  return fields.kind === FlowKind.MembershipToController || fields.kind === FlowKind.SendPolicyDrop ? fields.value : undefined;
+  return fields.kind === FlowKind.MembershipToController || fields.kind === FlowKind.SendPolicyDrop
+    ? fields.value
+    : undefined;
 }
 
 /**
@@ -93,7 +98,8 @@ export function planPortSync(
   const before = installed?.meter;
   const after = wanted?.meter;
   if (after !== undefined && before === undefined) changes.push({ op: 'add-meter', meterId, meter: after });
-  else if (after !== undefined && before !== undefined && !sameMeter(before, after)) changes.push({ op: 'modify-meter', meterId, meter: after });
+  else if (after !== undefined && before !== undefined && !sameMeter(before, after))
+    changes.push({ op: 'modify-meter', meterId, meter: after });
   const wantedByKey = new Map((wanted?.flows ?? []).map((flow) => [flowIdentity(flow), flow]));
   const installedByKey = new Map((installed?.flows ?? []).map((flow) => [flowIdentity(flow), flow]));
   for (const [key, flow] of installedByKey) if (!wantedByKey.has(key)) changes.push({ op: 'delete-flow', entry: flow });
@@ -106,7 +112,17 @@ function sameMeter(a: PortMeter, b: PortMeter): boolean {
   return a.rate === b.rate && a.burst === b.burst;
 }
 
-/** A flow as a whole: where it sits, its cookie, its meter and its actions. Two flows with the same identity need no change. */
+/**
+ * A flow as a whole: where it sits, its cookie, its meter and its actions. Two flows with the same identity need no
+ * change.
+ */
 function flowIdentity(flow: FlowEntry): string {
-  return JSON.stringify([flow.table, flow.priority, flowMatchKey(flow.match), flow.cookie.toString(16), flow.meterId, flow.actions]);
+  return JSON.stringify([
+    flow.table,
+    flow.priority,
+    flowMatchKey(flow.match),
+    flow.cookie.toString(16),
+    flow.meterId,
+    flow.actions,
+  ]);
 }

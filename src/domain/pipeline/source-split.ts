@@ -16,7 +16,9 @@ export interface SourcePorts {
 export interface SourceSplit {
   /** The ports that receive every source not in `bySource` (the EXCLUDE-mode ports), sorted. */
   other: number[];
-  /** The sources whose receivers differ from `other`, by address; empty: one entry for the group, as without filters. */
+  /**
+   * The sources whose receivers differ from `other`, by address; empty: one entry for the group, as without filters.
+   */
   bySource: SourcePorts[];
 }
 

@@ -34,7 +34,10 @@ import { compareAddresses, type HostAddress } from '../../wire/ip-address.js';
 import { type ForwardingTarget, forwardingKey } from './forwarding-key.js';
 import type { Bucket, FlowEntry, GroupMembership, InstalledGroup, PipelineLimits } from './pipeline-entries.js';
 
-/** Octets of a bucket of one OUTPUT (the gateway's) and of one GROUP action (the jump to link 1), as the codec encodes them. */
+/**
+ * Octets of a bucket of one OUTPUT (the gateway's) and of one GROUP action (the jump to link 1), as the codec encodes
+ * them.
+ */
 const OUTPUT_BUCKET_LENGTH = bucketLength(bucket([output(0)]));
 const GROUP_BUCKET_LENGTH = bucketLength(bucket([groupAction(0)]));
 
@@ -70,13 +73,18 @@ export function tunnelLayout(membership: GroupMembership, limits: PipelineLimits
   const tunnel = membership.tunnel;
   if (tunnel === undefined) throw new RangeError(`${membership.group} has no tunnel members`);
   const gateway = membership.gateway;
-  const pods = [...new Set(membership.ports)].filter((port) => port !== gateway && port !== tunnel.ofport).sort((a, b) => a - b);
+  const pods = [...new Set(membership.ports)]
+    .filter((port) => port !== gateway && port !== tunnel.ofport)
+    .sort((a, b) => a - b);
   const peers = uniquePeers(tunnel.peers);
   const maxPeers = maxTunnelPeers(limits);
   if (peers.length > maxPeers) {
-    throw new UsageError(`${membership.group} is wanted by ${peers.length} peers; one OVS group carries at most ${maxPeers} tunnel buckets`, {
-      hint: 'give fewer peers',
-    });
+    throw new UsageError(
+      `${membership.group} is wanted by ${peers.length} peers; one OVS group carries at most ${maxPeers} tunnel buckets`,
+      {
+        hint: 'give fewer peers',
+      },
+    );
   }
   const hasMember = pods.length > 0 || peers.length > 0;
   return {

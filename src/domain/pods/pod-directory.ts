@@ -56,7 +56,10 @@ export interface PodDirectory {
 }
 
 /** The numbered port named `name` among `ports`, if there is one. */
-export function portNamed(ports: readonly DirectoryPort[], name: string | undefined): (DirectoryPort & { ofport: number }) | undefined {
+export function portNamed(
+  ports: readonly DirectoryPort[],
+  name: string | undefined,
+): (DirectoryPort & { ofport: number }) | undefined {
   if (name === undefined) return undefined;
   const port = ports.find((candidate) => candidate.name === name);
   return port?.ofport === undefined ? undefined : (port as DirectoryPort & { ofport: number });

@@ -25,10 +25,16 @@ export class PodPorts {
   /** Takes the bridge's ports as they are now and says what changed for the daemon. */
   update(ports: readonly DirectoryPort[]): PodPortChanges {
     const numbered = ports.flatMap((port): BridgePort[] =>
-      port.ofport === undefined || port.ofport <= 0 ? [] : [{ ofport: port.ofport, name: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) }],
+      port.ofport === undefined || port.ofport <= 0
+        ? []
+        : [{ ofport: port.ofport, name: port.name, ...(port.pod === undefined ? {} : { pod: port.pod }) }],
     );
     const gateway = numbered.find((port) => port.name === this.gatewayName);
-    const next = new Map(numbered.filter((port) => port.pod !== undefined && port.name !== this.gatewayName).map((port) => [port.ofport, port]));
+    const next = new Map(
+      numbered
+        .filter((port) => port.pod !== undefined && port.name !== this.gatewayName)
+        .map((port) => [port.ofport, port]),
+    );
     const added = [...next.values()].filter((port) => !samePort(this.byOfport.get(port.ofport), port));
     const removed = [...this.byOfport.values()].filter((port) => !samePort(next.get(port.ofport), port));
     const gatewayChanged = !samePort(this.gatewayPort, gateway);
@@ -58,7 +64,10 @@ export class PodPorts {
     return this.byOfport.get(ofport) ?? (this.gatewayPort?.ofport === ofport ? this.gatewayPort : undefined);
   }
 
-  /** The pod's IPv4 addresses (the only sources, with 0.0.0.0, its IGMP may come from), or undefined when the directory does not say. */
+  /**
+   * The pod's IPv4 addresses (the only sources, with 0.0.0.0, its IGMP may come from), or undefined when the directory
+   * does not say.
+   */
   addressesOf(ofport: number): readonly string[] | undefined {
     return this.byOfport.has(ofport) ? this.addresses.get(ofport) : undefined;
   }

@@ -40,7 +40,10 @@ export interface PolicyDecision {
   line?: number;
 }
 
-/** One rule, as the file gives it: every list non-empty, groups normalized (ranges of ip-prefix.ts's line, either family). */
+/**
+ * One rule, as the file gives it: every list non-empty, groups normalized (ranges of ip-prefix.ts's line, either
+ * family).
+ */
 export interface PolicyRule {
   readonly action: PolicyAction;
   readonly pods: readonly PodGlob[];
@@ -143,7 +146,11 @@ export class GroupPolicy {
       if (rule.directions.includes('join')) join.push({ order, ranges: this.governed[order]! });
       if (rule.directions.includes('send')) send.push({ order, ranges: this.governed[order]! });
     });
-    const sources = normalizeIpRanges(this.grants.filter((grant) => grant.pods.some((glob) => podMatches(glob, pod))).flatMap((grant) => grant.addresses));
+    const sources = normalizeIpRanges(
+      this.grants
+        .filter((grant) => grant.pods.some((glob) => podMatches(glob, pod)))
+        .flatMap((grant) => grant.addresses),
+    );
     const compiled: CompiledPod = { join: buildFirstMatchMap(join), send: buildFirstMatchMap(send), sources };
     if (this.compiled.size >= MAX_COMPILED_PODS) this.compiled.clear();
     this.compiled.set(pod, compiled);
@@ -164,7 +171,12 @@ function fingerprintOf(rules: readonly PolicyRule[], grants: readonly SourceGran
   };
   const prefixes = (ranges: readonly IpRange[]) => ipRangesToPrefixes(normalizeIpRanges(ranges)).map(formatIpPrefix);
   return JSON.stringify({
-    rules: rules.map((rule) => [rule.action, globs(rule.pods), prefixes(rule.groups), [...new Set(rule.directions)].sort()]),
+    rules: rules.map((rule) => [
+      rule.action,
+      globs(rule.pods),
+      prefixes(rule.groups),
+      [...new Set(rule.directions)].sort(),
+    ]),
     sourceAddresses: grants.map((grant) => JSON.stringify([globs(grant.pods), prefixes(grant.addresses)])).sort(),
   });
 }

@@ -78,7 +78,9 @@ export const MULTICAST_RANGES: Readonly<Record<AddressFamily, IpRange>> = {
  */
 export const LINK_SCOPE_RANGES: readonly IpRange[] = normalizeIpRanges([
   prefixRangeOf('ipv4', 0xe0000000n, 24),
-  ...Array.from({ length: 16 }, (_, flags) => [0, 1, 2].map((scope) => prefixRangeOf('ipv6', BigInt(0xff00 | (flags << 4) | scope) << 112n, 16))).flat(),
+  ...Array.from({ length: 16 }, (_, flags) =>
+    [0, 1, 2].map((scope) => prefixRangeOf('ipv6', BigInt(0xff00 | (flags << 4) | scope) << 112n, 16)),
+  ).flat(),
 ]);
 
 /**
@@ -141,19 +143,26 @@ export function parseIpPrefix(text: string): IpPrefixParse {
   const slash = text.indexOf('/');
   const addressText = slash < 0 ? text : text.slice(0, slash);
   const family = addressFamily(addressText);
-  if (family === undefined) return { ok: false, reason: 'not an address or CIDR block such as 239.1.0.0/16 or ff3e::/16' };
+  if (family === undefined)
+    return { ok: false, reason: 'not an address or CIDR block such as 239.1.0.0/16 or ff3e::/16' };
   const space = SPACES[family];
   const value = space.value(addressText)!;
   const address = space.format(value);
   if (slash < 0) return { ok: true, prefix: { family, address, length: space.bits } };
   const lengthText = text.slice(slash + 1);
   if (!/^(0|[1-9][0-9]{0,2})$/.test(lengthText) || Number(lengthText) > space.bits) {
-    return { ok: false, reason: `the prefix length after "/" must be 0 to ${space.bits} for an ${family === 'ipv4' ? 'IPv4' : 'IPv6'} block` };
+    return {
+      ok: false,
+      reason: `the prefix length after "/" must be 0 to ${space.bits} for an ${family === 'ipv4' ? 'IPv4' : 'IPv6'} block`,
+    };
   }
   const length = Number(lengthText);
   const network = value & maskOf(space.bits, length);
   if (network !== value) {
-    return { ok: false, reason: `host bits are set: the block of ${address}/${length} is ${space.format(network)}/${length}` };
+    return {
+      ok: false,
+      reason: `host bits are set: the block of ${address}/${length} is ${space.format(network)}/${length}`,
+    };
   }
   return { ok: true, prefix: { family, address, length } };
 }
@@ -163,7 +172,10 @@ export function ipPrefixRange(prefix: IpPrefix): IpRange {
   return prefixRangeOf(prefix.family, SPACES[prefix.family].value(prefix.address)!, prefix.length);
 }
 
-/** Whether `address` (text of either family) is in `prefix`: false for text that is no address, or one of the other family. */
+/**
+ * Whether `address` (text of either family) is in `prefix`: false for text that is no address, or one of the other
+ * family.
+ */
 export function ipPrefixContains(prefix: IpPrefix, address: string): boolean {
   const point = addressPoint(address);
   if (point === undefined) return false;

@@ -25,10 +25,14 @@ export const EVERY_POD: PodGlob = { text: '*/*', namespace: '*', name: '*' };
 export type PodGlobParse = { ok: true; glob: PodGlob } | { ok: false; reason: string };
 
 export function parsePodGlob(text: string): PodGlobParse {
-  if (text.length > MAX_GLOB_CHARACTERS) return { ok: false, reason: `a pod glob is at most ${MAX_GLOB_CHARACTERS} characters` };
+  if (text.length > MAX_GLOB_CHARACTERS)
+    return { ok: false, reason: `a pod glob is at most ${MAX_GLOB_CHARACTERS} characters` };
   const parts = text.split('/');
   if (parts.length !== 2) {
-    return { ok: false, reason: 'a pod glob is NAMESPACE/NAME with exactly one "/", such as tenant-b/* (*/NAME for any namespace)' };
+    return {
+      ok: false,
+      reason: 'a pod glob is NAMESPACE/NAME with exactly one "/", such as tenant-b/* (*/NAME for any namespace)',
+    };
   }
   const [namespace, name] = parts as [string, string];
   if (namespace === '' || name === '') return { ok: false, reason: 'both sides of the "/" must be given (* for any)' };

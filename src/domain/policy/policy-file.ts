@@ -17,9 +17,23 @@
  */
 import { quoteInput, UsageError } from '../../errors.js';
 import { loadYaml, type LoadedYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
-import { GroupPolicy, type PolicyAction, type PolicyDirection, type PolicyRule, type SourceGrant } from './group-policy.js';
+import {
+  GroupPolicy,
+  type PolicyAction,
+  type PolicyDirection,
+  type PolicyRule,
+  type SourceGrant,
+} from './group-policy.js';
 import type { AddressFamily } from '../../wire/ip-address.js';
-import { type IpRange, ipPrefixRange, ipRangeWithin, MULTICAST_RANGES, normalizeIpRanges, parseIpPrefix, UNICAST_RANGES } from './ip-prefix.js';
+import {
+  type IpRange,
+  ipPrefixRange,
+  ipRangeWithin,
+  MULTICAST_RANGES,
+  normalizeIpRanges,
+  parseIpPrefix,
+  UNICAST_RANGES,
+} from './ip-prefix.js';
 import { EVERY_POD, type PodGlob, parsePodGlob } from './pod-glob.js';
 
 /** The most rules, and the most sourceAddresses entries, a file may hold. */
@@ -52,7 +66,9 @@ export function parseGroupPolicy(text: string, origin: string): GroupPolicy {
   } catch (error) {
     if (error instanceof YamlShapeError) {
       const hint =
-        error.reason === 'too-deep' ? `a policy file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)` : 'write each entry out in full';
+        error.reason === 'too-deep'
+          ? `a policy file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)`
+          : 'write each entry out in full';
       throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint });
     }
     const syntax = yamlSyntaxError(error);
@@ -71,9 +87,12 @@ export function parseGroupPolicy(text: string, origin: string): GroupPolicy {
 function validate(loaded: LoadedYaml): GroupPolicy {
   const document = loaded.document;
   if (document === undefined || document === null) return GroupPolicy.allowAll();
-  if (!isRecord(document)) throw new PolicyProblem([], 'the file must be a mapping with "rules" and/or "sourceAddresses"');
+  if (!isRecord(document))
+    throw new PolicyProblem([], 'the file must be a mapping with "rules" and/or "sourceAddresses"');
   checkKeys(document, [], TOP_LEVEL_KEYS, 'the file');
-  const rules = listAt(document, 'rules').map((item, index) => parseRule(item, ['rules', index], loaded.lineOf(['rules', index])));
+  const rules = listAt(document, 'rules').map((item, index) =>
+    parseRule(item, ['rules', index], loaded.lineOf(['rules', index])),
+  );
   const grants = listAt(document, 'sourceAddresses').map((item, index) => parseGrant(item, ['sourceAddresses', index]));
   return new GroupPolicy(rules, grants);
 }
@@ -83,14 +102,20 @@ function listAt(document: Record<string, unknown>, key: string): unknown[] {
   const list = document[key];
   if (list === undefined || list === null) return [];
   if (!Array.isArray(list)) throw new PolicyProblem([key], `"${key}" must be a list`);
-  if (list.length > MAX_POLICY_RULES) throw new PolicyProblem([key, MAX_POLICY_RULES], `"${key}" has more than ${MAX_POLICY_RULES} entries`);
+  if (list.length > MAX_POLICY_RULES)
+    throw new PolicyProblem([key, MAX_POLICY_RULES], `"${key}" has more than ${MAX_POLICY_RULES} entries`);
   return list;
 }
 
 function parseRule(item: unknown, path: DocumentPath, line: number): PolicyRule {
-  if (!isRecord(item)) throw new PolicyProblem(path, 'each rule must be a mapping like {action: deny, pods: tenant-b/*, groups: [239.1.0.0/16, ff3e::/16]}');
+  if (!isRecord(item))
+    throw new PolicyProblem(
+      path,
+      'each rule must be a mapping like {action: deny, pods: tenant-b/*, groups: [239.1.0.0/16, ff3e::/16]}',
+    );
   checkKeys(item, path, RULE_KEYS, 'a rule');
-  if (!('action' in item) || item.action === null) throw new PolicyProblem(path, 'a rule needs "action" (allow or deny)');
+  if (!('action' in item) || item.action === null)
+    throw new PolicyProblem(path, 'a rule needs "action" (allow or deny)');
   const action = item.action;
   if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) {
     throw new PolicyProblem([...path, 'action'], `"action" must be allow or deny, not ${describe(action)}`);
@@ -102,17 +127,32 @@ function parseRule(item: unknown, path: DocumentPath, line: number): PolicyRule 
       ? [MULTICAST_RANGES.ipv4, MULTICAST_RANGES.ipv6]
       : normalizeIpRanges(groupTexts.map(({ text, at }) => rangeOf(text, at, MULTICAST_RANGES, MULTICAST_OUTSIDE)));
   const directionTexts = stringsAt(item, path, 'directions', 'join or send');
-  const directions = directionTexts === undefined ? DIRECTIONS : [...new Set(directionTexts.map(({ text, at }) => direction(text, at)))];
+  const directions =
+    directionTexts === undefined ? DIRECTIONS : [...new Set(directionTexts.map(({ text, at }) => direction(text, at)))];
   return { action: action as PolicyAction, pods, groups, directions, line };
 }
 
 function parseGrant(item: unknown, path: DocumentPath): SourceGrant {
-  if (!isRecord(item)) throw new PolicyProblem(path, 'each sourceAddresses entry must be a mapping like {pods: kube-system/vrrp-*, addresses: [10.0.0.0/24]}');
+  if (!isRecord(item))
+    throw new PolicyProblem(
+      path,
+      'each sourceAddresses entry must be a mapping like {pods: kube-system/vrrp-*, addresses: [10.0.0.0/24]}',
+    );
   checkKeys(item, path, GRANT_KEYS, 'a sourceAddresses entry');
   const pods = parsePods(item, path);
-  const addressTexts = stringsAt(item, path, 'addresses', 'unicast addresses or CIDR blocks such as 10.0.0.0/24 or 2001:db8::/32');
+  const addressTexts = stringsAt(
+    item,
+    path,
+    'addresses',
+    'unicast addresses or CIDR blocks such as 10.0.0.0/24 or 2001:db8::/32',
+  );
   if (addressTexts === undefined) throw new PolicyProblem(path, 'a sourceAddresses entry needs "addresses"');
-  return { pods, addresses: normalizeIpRanges(addressTexts.map(({ text, at }) => rangeOf(text, at, UNICAST_RANGES, UNICAST_OUTSIDE))) };
+  return {
+    pods,
+    addresses: normalizeIpRanges(
+      addressTexts.map(({ text, at }) => rangeOf(text, at, UNICAST_RANGES, UNICAST_OUTSIDE)),
+    ),
+  };
 }
 
 function parsePods(item: Record<string, unknown>, path: DocumentPath): readonly PodGlob[] {
@@ -135,16 +175,23 @@ const UNICAST_OUTSIDE: Readonly<Record<AddressFamily, string>> = {
 };
 
 /** The addresses of a prefix of either family that must lie within the range `within` gives for its family. */
-function rangeOf(text: string, at: DocumentPath, within: Readonly<Record<AddressFamily, IpRange>>, outside: Readonly<Record<AddressFamily, string>>): IpRange {
+function rangeOf(
+  text: string,
+  at: DocumentPath,
+  within: Readonly<Record<AddressFamily, IpRange>>,
+  outside: Readonly<Record<AddressFamily, string>>,
+): IpRange {
   const parsed = parseIpPrefix(text);
   if (!parsed.ok) throw new PolicyProblem(at, `${quoteInput(text)}: ${parsed.reason}`);
   const range = ipPrefixRange(parsed.prefix);
-  if (!ipRangeWithin(range, within[parsed.prefix.family])) throw new PolicyProblem(at, `${quoteInput(text)} ${outside[parsed.prefix.family]}`);
+  if (!ipRangeWithin(range, within[parsed.prefix.family]))
+    throw new PolicyProblem(at, `${quoteInput(text)} ${outside[parsed.prefix.family]}`);
   return range;
 }
 
 function direction(text: string, at: DocumentPath): PolicyDirection {
-  if (!(DIRECTIONS as readonly string[]).includes(text)) throw new PolicyProblem(at, `a direction is join or send, not ${quoteInput(text)}`);
+  if (!(DIRECTIONS as readonly string[]).includes(text))
+    throw new PolicyProblem(at, `a direction is join or send, not ${quoteInput(text)}`);
   return text as PolicyDirection;
 }
 
@@ -152,24 +199,32 @@ function direction(text: string, at: DocumentPath): PolicyDirection {
  * A key whose value is one string or a non-empty list of strings, each with its path; undefined
  * when the key is absent. A key without a value is refused: `pods:` alone could mean none or all.
  */
-function stringsAt(item: Record<string, unknown>, path: DocumentPath, key: string, what: string): { text: string; at: DocumentPath }[] | undefined {
+function stringsAt(
+  item: Record<string, unknown>,
+  path: DocumentPath,
+  key: string,
+  what: string,
+): { text: string; at: DocumentPath }[] | undefined {
   if (!(key in item)) return undefined;
   const value = item[key];
   const at = [...path, key];
   if (value === null) throw new PolicyProblem(at, `"${key}" has no value: give ${what}, or leave the key out`);
   if (typeof value === 'string') return [{ text: value, at }];
-  if (!Array.isArray(value)) throw new PolicyProblem(at, `"${key}" must be ${what}, one or a list, not ${describe(value)}`);
+  if (!Array.isArray(value))
+    throw new PolicyProblem(at, `"${key}" must be ${what}, one or a list, not ${describe(value)}`);
   if (value.length === 0) throw new PolicyProblem(at, `"${key}" is an empty list: give ${what}, or leave the key out`);
   return value.map((entry: unknown, index) => {
     const entryAt = [...at, index];
-    if (typeof entry !== 'string') throw new PolicyProblem(entryAt, `an entry of "${key}" must be a string (${what}), not ${describe(entry)}`);
+    if (typeof entry !== 'string')
+      throw new PolicyProblem(entryAt, `an entry of "${key}" must be a string (${what}), not ${describe(entry)}`);
     return { text: entry, at: entryAt };
   });
 }
 
 function checkKeys(item: Record<string, unknown>, path: DocumentPath, known: readonly string[], what: string): void {
   for (const key of Object.keys(item)) {
-    if (!known.includes(key)) throw new PolicyProblem([...path, key], `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`);
+    if (!known.includes(key))
+      throw new PolicyProblem([...path, key], `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`);
   }
 }
 

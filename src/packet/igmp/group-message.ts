@@ -39,7 +39,10 @@ export function decode(bytes: Uint8Array, start: number, end: number): GroupMess
   const type = bytes[start]!;
   if (!isMulticastAt(bytes, start + 4)) {
     const what = type === IgmpType.V2LeaveGroup ? 'leave' : 'report';
-    throw new DecodeError('invalid-group', `${what} for ${readIPv4(bytes, start + 4)}, which is not a multicast address`);
+    throw new DecodeError(
+      'invalid-group',
+      `${what} for ${readIPv4(bytes, start + 4)}, which is not a multicast address`,
+    );
   }
   const group = readIPv4(bytes, start + 4);
   switch (type) {

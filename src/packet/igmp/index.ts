@@ -55,7 +55,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): IgmpMe
   need({ at: start, end }, 4, 'the IGMP header', truncated);
   if (internetChecksum(bytes, start, end) !== 0) {
     const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
-    throw new DecodeError('bad-checksum', `IGMP checksum 0x${hex4(stored)} does not match the ${end - start}-octet message`);
+    throw new DecodeError(
+      'bad-checksum',
+      `IGMP checksum 0x${hex4(stored)} does not match the ${end - start}-octet message`,
+    );
   }
   switch (bytes[start]) {
     case IgmpType.MembershipQuery:

@@ -20,7 +20,9 @@ export function encodingLength(message: IgmpOther): number {
 export function encode(message: IgmpOther, buf?: Uint8Array, offset = 0): Uint8Array {
   // What encode writes, decode must read back.
   if (message.body.length < OTHER_MIN_BODY_LENGTH)
-    throw new RangeError(`an IGMP message body has at least ${OTHER_MIN_BODY_LENGTH} octets, not ${message.body.length}`);
+    throw new RangeError(
+      `an IGMP message body has at least ${OTHER_MIN_BODY_LENGTH} octets, not ${message.body.length}`,
+    );
   const length = encodingLength(message);
   const out = outputBuffer(length, buf, offset, 'IGMP message');
   out[offset] = message.igmpType;
@@ -32,5 +34,10 @@ export function encode(message: IgmpOther, buf?: Uint8Array, offset = 0): Uint8A
 
 export function decode(bytes: Uint8Array, start: number, end: number): IgmpOther {
   need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMP message', truncated);
-  return { kind: 'other', igmpType: bytes[start]!, code: bytes[start + 1]!, body: bytes.slice(start + OTHER_HEADER_LENGTH, end) };
+  return {
+    kind: 'other',
+    igmpType: bytes[start]!,
+    code: bytes[start + 1]!,
+    body: bytes.slice(start + OTHER_HEADER_LENGTH, end),
+  };
 }

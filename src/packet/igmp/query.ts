@@ -38,7 +38,8 @@ export function encode(query: IgmpQuery, buf?: Uint8Array, offset = 0): Uint8Arr
       checkField('Max Resp Code', query.maxRespCode, 0, 255);
       checkField('QRV', query.qrv, 0, 7);
       checkField('QQIC', query.qqic, 0, 255);
-      if (query.sources.length > 0xffff) throw new RangeError(`a query holds at most 65535 sources, not ${query.sources.length}`);
+      if (query.sources.length > 0xffff)
+        throw new RangeError(`a query holds at most 65535 sources, not ${query.sources.length}`);
       out[offset + 1] = query.maxRespCode;
       out[offset + 8] = (query.sFlag ? 0x08 : 0) | query.qrv;
       out[offset + 9] = query.qqic;
@@ -56,19 +57,33 @@ export function decode(bytes: Uint8Array, start: number, end: number): IgmpQuery
   const length = end - start;
   need({ at: start, end }, IGMP_HEADER_LENGTH, 'an IGMP query', truncated);
   if (!isZeroAddressAt(bytes, start + 4) && !isMulticastAt(bytes, start + 4)) {
-    throw new DecodeError('invalid-group', `query for ${readIPv4(bytes, start + 4)}, which is neither 0.0.0.0 nor multicast`);
+    throw new DecodeError(
+      'invalid-group',
+      `query for ${readIPv4(bytes, start + 4)}, which is neither 0.0.0.0 nor multicast`,
+    );
   }
   const group = readIPv4(bytes, start + 4);
   const maxResp = bytes[start + 1]!;
   if (length === IGMP_HEADER_LENGTH) {
-    return maxResp === 0 ? { kind: 'query', version: 1, group } : { kind: 'query', version: 2, group, maxRespTimeDs: maxResp };
+    return maxResp === 0
+      ? { kind: 'query', version: 1, group }
+      : { kind: 'query', version: 2, group, maxRespTimeDs: maxResp };
   }
   if (length < V3_FIXED_LENGTH) {
-    throw new DecodeError('bad-length', `a ${length}-octet query is neither v1/v2 (8) nor v3 (12 or more) (RFC 3376 §7.1)`);
+    throw new DecodeError(
+      'bad-length',
+      `a ${length}-octet query is neither v1/v2 (8) nor v3 (12 or more) (RFC 3376 §7.1)`,
+    );
   }
   const sourceCount = (bytes[start + 10]! << 8) | bytes[start + 11]!;
   if (start + V3_FIXED_LENGTH + 4 * sourceCount > end) {
-    throw truncated(truncationMessage({ at: start + V3_FIXED_LENGTH, end }, 4 * sourceCount, `a v3 query with ${sourceCount} sources`));
+    throw truncated(
+      truncationMessage(
+        { at: start + V3_FIXED_LENGTH, end },
+        4 * sourceCount,
+        `a v3 query with ${sourceCount} sources`,
+      ),
+    );
   }
   const sources: string[] = new Array<string>(sourceCount);
   for (let i = 0; i < sourceCount; i++) sources[i] = readIPv4(bytes, start + V3_FIXED_LENGTH + 4 * i);

@@ -29,7 +29,8 @@ export function encodingLength(report: IgmpV3Report): number {
 }
 
 export function encode(report: IgmpV3Report, buf?: Uint8Array, offset = 0): Uint8Array {
-  if (report.records.length > 0xffff) throw new RangeError(`a report holds at most 65535 records, not ${report.records.length}`);
+  if (report.records.length > 0xffff)
+    throw new RangeError(`a report holds at most 65535 records, not ${report.records.length}`);
   const length = encodingLength(report);
   const out = outputBuffer(length, buf, offset, 'IGMPv3 report');
   out[offset] = IgmpType.V3MembershipReport;
@@ -49,7 +50,8 @@ function encodeRecord(record: GroupRecord, out: Uint8Array, at: number): number 
   if (auxLength % 4 !== 0 || auxLength > 255 * 4) {
     throw new RangeError(`aux data must be a whole number of 32-bit words, at most 255, not ${auxLength} octets`);
   }
-  if (record.sources.length > 0xffff) throw new RangeError(`a record holds at most 65535 sources, not ${record.sources.length}`);
+  if (record.sources.length > 0xffff)
+    throw new RangeError(`a record holds at most 65535 sources, not ${record.sources.length}`);
   out[at] = RecordType[record.type];
   out[at + 1] = auxLength / 4;
   out[at + 2] = record.sources.length >> 8;
@@ -74,14 +76,19 @@ export function decode(bytes: Uint8Array, start: number, end: number): IgmpV3Rep
   let ignoredRecords = 0;
   let at = start + IGMP_HEADER_LENGTH;
   for (let i = 0; i < recordCount; i++) {
-    if (at + RECORD_FIXED_LENGTH > end) throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
+    if (at + RECORD_FIXED_LENGTH > end)
+      throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
     const typeNumber = bytes[at]!;
     const auxLength = bytes[at + 1]! * 4;
     const sourceCount = (bytes[at + 2]! << 8) | bytes[at + 3]!;
     const recordLength = RECORD_FIXED_LENGTH + 4 * sourceCount + auxLength;
     if (at + recordLength > end) {
       throw truncated(
-        truncationMessage({ at, end }, recordLength, `record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`),
+        truncationMessage(
+          { at, end },
+          recordLength,
+          `record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`,
+        ),
       );
     }
     const type = recordTypeName(typeNumber);
@@ -91,7 +98,10 @@ export function decode(bytes: Uint8Array, start: number, end: number): IgmpV3Rep
       continue;
     }
     if (!isMulticastAt(bytes, at + 4)) {
-      throw new DecodeError('invalid-group', `record ${i + 1} names ${readIPv4(bytes, at + 4)}, which is not a multicast address`);
+      throw new DecodeError(
+        'invalid-group',
+        `record ${i + 1} names ${readIPv4(bytes, at + 4)}, which is not a multicast address`,
+      );
     }
     const group = readIPv4(bytes, at + 4);
     const sources: string[] = new Array<string>(sourceCount);

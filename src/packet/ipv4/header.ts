@@ -62,7 +62,8 @@ export function encodingLength(header: Pick<Ipv4Header, 'options'>): number {
 /** Writes the header (checksum computed) at `offset`; the payload is the caller's. */
 export function encode(header: Ipv4Header, buf?: Uint8Array, offset = 0): Uint8Array {
   const headerLength = encodingLength(header);
-  if (headerLength > 60) throw new RangeError(`IPv4 options of ${headerLength - 20} octets exceed the 40 an IHL can describe`);
+  if (headerLength > 60)
+    throw new RangeError(`IPv4 options of ${headerLength - 20} octets exceed the 40 an IHL can describe`);
   if (header.totalLength < headerLength || header.totalLength > 0xffff) {
     throw new RangeError(`total length ${header.totalLength} does not fit a ${headerLength}-octet header`);
   }
@@ -73,7 +74,8 @@ export function encode(header: Ipv4Header, buf?: Uint8Array, offset = 0): Uint8A
   out[offset + 3] = header.totalLength & 0xff;
   out[offset + 4] = header.identification >> 8;
   out[offset + 5] = header.identification & 0xff;
-  const flagsAndOffset = (header.dontFragment ? 0x4000 : 0) | (header.moreFragments ? 0x2000 : 0) | (header.fragmentOffset & 0x1fff);
+  const flagsAndOffset =
+    (header.dontFragment ? 0x4000 : 0) | (header.moreFragments ? 0x2000 : 0) | (header.fragmentOffset & 0x1fff);
   out[offset + 6] = flagsAndOffset >> 8;
   out[offset + 7] = flagsAndOffset & 0xff;
   out[offset + 8] = header.ttl;
@@ -112,14 +114,20 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Decode
   }
   const totalLength = (bytes[start + 2]! << 8) | bytes[start + 3]!;
   if (totalLength < headerLength) {
-    throw new DecodeError('bad-ip-header', `total length ${totalLength} is shorter than the ${headerLength}-octet header`);
+    throw new DecodeError(
+      'bad-ip-header',
+      `total length ${totalLength} is shorter than the ${headerLength}-octet header`,
+    );
   }
   if (start + totalLength > end) {
     throw new DecodeError('truncated', `IPv4 total length ${totalLength} runs past the ${end - start} octets captured`);
   }
   if (internetChecksum(bytes, start, start + headerLength) !== 0) {
     const stored = (bytes[start + 10]! << 8) | bytes[start + 11]!;
-    throw new DecodeError('bad-ip-checksum', `IPv4 header checksum 0x${stored.toString(16).padStart(4, '0')} does not match`);
+    throw new DecodeError(
+      'bad-ip-checksum',
+      `IPv4 header checksum 0x${stored.toString(16).padStart(4, '0')} does not match`,
+    );
   }
   const flagsAndOffset = (bytes[start + 6]! << 8) | bytes[start + 7]!;
   const header: Ipv4Header = {
@@ -133,7 +141,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Decode
     protocol: bytes[start + 9]!,
     src: readIPv4(bytes, start + 12),
     dst: readIPv4(bytes, start + 16),
-    options: headerLength > IPV4_MIN_HEADER_LENGTH ? decodeOptions(bytes, start + IPV4_MIN_HEADER_LENGTH, start + headerLength) : [],
+    options:
+      headerLength > IPV4_MIN_HEADER_LENGTH
+        ? decodeOptions(bytes, start + IPV4_MIN_HEADER_LENGTH, start + headerLength)
+        : [],
   };
   return { header, headerLength, payloadStart: start + headerLength, payloadEnd: start + totalLength };
 }
@@ -160,10 +171,14 @@ function decodeOptions(bytes: Uint8Array, start: number, end: number): Ipv4Optio
     if (at + 1 >= end) throw new DecodeError('bad-ip-header', `IPv4 option ${type} has no length octet`);
     const length = bytes[at + 1]!;
     if (length < 2 || at + length > end) {
-      throw new DecodeError('bad-ip-header', `IPv4 option ${type} has length ${length}, outside the ${end - at} octets left in the header`);
+      throw new DecodeError(
+        'bad-ip-header',
+        `IPv4 option ${type} has length ${length}, outside the ${end - at} octets left in the header`,
+      );
     }
     // Nearly every IGMP packet carries exactly this option: share one object, copy nothing.
-    const isPlainRouterAlert = type === IpOptionType.RouterAlert && length === 4 && bytes[at + 2] === 0 && bytes[at + 3] === 0;
+    const isPlainRouterAlert =
+      type === IpOptionType.RouterAlert && length === 4 && bytes[at + 2] === 0 && bytes[at + 3] === 0;
     options.push(isPlainRouterAlert ? ROUTER_ALERT : { type, data: bytes.slice(at + 2, at + length) });
     at += length;
   }

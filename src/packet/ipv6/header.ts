@@ -61,7 +61,10 @@ export interface Ipv6Header {
   dst: string;
   /** The hop-by-hop options, in order (Pad1, PadN left out); absent: no hop-by-hop header. */
   hopByHop?: Ipv6Option[];
-  /** The hop-by-hop header's next header: the upper-layer protocol or the next extension header. Present exactly when `hopByHop` is. */
+  /**
+   * The hop-by-hop header's next header: the upper-layer protocol or the next extension header. Present exactly when
+   * `hopByHop` is.
+   */
   hopByHopNextHeader?: number;
 }
 
@@ -88,7 +91,10 @@ export interface DecodedIpv6 {
 }
 
 /** The Router Alert option of MLD (RFC 2711): type 5, length 2, value 0 "MLD message". */
-export const MLD_ROUTER_ALERT: Ipv6Option = Object.freeze({ type: Ipv6OptionType.RouterAlert, data: Uint8Array.of(0, 0) });
+export const MLD_ROUTER_ALERT: Ipv6Option = Object.freeze({
+  type: Ipv6OptionType.RouterAlert,
+  data: Uint8Array.of(0, 0),
+});
 
 /** The octets of a hop-by-hop header holding `options`: next header, length, the options, padded to 8. */
 export function hopByHopLength(options: readonly Ipv6Option[]): number {
@@ -97,7 +103,9 @@ export function hopByHopLength(options: readonly Ipv6Option[]): number {
   return pad8(length);
 }
 
-/** The octets `header` takes on the wire: 40, and the hop-by-hop header when `hopByHop` is present (padded to 8 octets). */
+/**
+ * The octets `header` takes on the wire: 40, and the hop-by-hop header when `hopByHop` is present (padded to 8 octets).
+ */
 export function encodingLength(header: Pick<Ipv6Header, 'hopByHop'>): number {
   return IPV6_HEADER_LENGTH + (header.hopByHop === undefined ? 0 : hopByHopLength(header.hopByHop));
 }
@@ -146,13 +154,19 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Decode
   const payloadLength = readU16BE(bytes, start + 4);
   const nextHeader = bytes[start + 6]!;
   if (payloadLength === 0 && nextHeader === IP_PROTOCOL_HOP_BY_HOP) {
-    throw new DecodeError('bad-ip-header', 'payload length 0 with a hop-by-hop header: a jumbogram (RFC 2675), which is not supported');
+    throw new DecodeError(
+      'bad-ip-header',
+      'payload length 0 with a hop-by-hop header: a jumbogram (RFC 2675), which is not supported',
+    );
   }
   // Octets past the payload length (Ethernet padding of a short frame) are not the packet's.
   const payloadEnd = start + IPV6_HEADER_LENGTH + payloadLength;
   if (payloadEnd > end) {
     const captured = end - start - IPV6_HEADER_LENGTH;
-    throw new DecodeError('truncated', `IPv6 payload length ${payloadLength} runs past the ${captured} octets captured after the header`);
+    throw new DecodeError(
+      'truncated',
+      `IPv6 payload length ${payloadLength} runs past the ${captured} octets captured after the header`,
+    );
   }
   const header: Ipv6Header = {
     trafficClass: ((bytes[start]! & 0x0f) << 4) | (bytes[start + 1]! >> 4),
@@ -205,7 +219,11 @@ function walkExtensionHeaders(bytes: Uint8Array, decoded: DecodedIpv6): void {
         fits(at, FRAGMENT_HEADER_LENGTH, end, 'fragment');
         const offsetAndFlags = readU16BE(bytes, at + 2);
         const offset = offsetAndFlags >> 3;
-        decoded.fragment = { offset, moreFragments: (offsetAndFlags & 1) !== 0, identification: readU32BE(bytes, at + 4) };
+        decoded.fragment = {
+          offset,
+          moreFragments: (offsetAndFlags & 1) !== 0,
+          identification: readU32BE(bytes, at + 4),
+        };
         if (offset !== 0) {
           decoded.extensions.push(type);
           decoded.upperProtocol = bytes[at]!;
@@ -243,7 +261,10 @@ function optionsHeaderLength(bytes: Uint8Array, at: number, end: number, what: s
 function fits(at: number, octets: number, end: number, what: string): void {
   if (at + octets > end) {
     const left = end - at;
-    throw new DecodeError('bad-extension-header', `the ${what} header needs ${octets} octets; the payload length leaves ${left}`);
+    throw new DecodeError(
+      'bad-extension-header',
+      `the ${what} header needs ${octets} octets; the payload length leaves ${left}`,
+    );
   }
 }
 
@@ -260,15 +281,24 @@ function decodeHopByHop(bytes: Uint8Array, start: number, end: number, decoded: 
     if (at + 2 > end) throw new DecodeError('bad-extension-header', `hop-by-hop option ${type} has no length octet`);
     const dataEnd = at + 2 + bytes[at + 1]!;
     if (dataEnd > end) {
-      throw new DecodeError('bad-extension-header', `hop-by-hop option ${type} of ${dataEnd - at} octets runs past its header (${end - at} left)`);
+      throw new DecodeError(
+        'bad-extension-header',
+        `hop-by-hop option ${type} of ${dataEnd - at} octets runs past its header (${end - at} left)`,
+      );
     }
     if (type === Ipv6OptionType.RouterAlert) {
-      if (dataEnd - at !== 4) throw new DecodeError('bad-extension-header', `Router Alert option of length ${dataEnd - at - 2}; RFC 2711 §2.1 fixes it at 2`);
+      if (dataEnd - at !== 4)
+        throw new DecodeError(
+          'bad-extension-header',
+          `Router Alert option of length ${dataEnd - at - 2}; RFC 2711 §2.1 fixes it at 2`,
+        );
       const value = readU16BE(bytes, at + 2);
       // RFC 2711 allows one; should a sender repeat it, the first counts.
       decoded.routerAlert ??= value;
       // Every MLD packet carries exactly this option: share one object, copy nothing.
-      options.push(value === RouterAlertValue.Mld ? MLD_ROUTER_ALERT : { type, data: copyBytes(bytes, at + 2, dataEnd) });
+      options.push(
+        value === RouterAlertValue.Mld ? MLD_ROUTER_ALERT : { type, data: copyBytes(bytes, at + 2, dataEnd) },
+      );
     } else if (type !== Ipv6OptionType.PadN) {
       options.push({ type, data: copyBytes(bytes, at + 2, dataEnd) });
     }
@@ -282,17 +312,24 @@ function decodeHopByHop(bytes: Uint8Array, start: number, end: number, decoded: 
 function checkHopByHop(header: Ipv6Header, hopByHopOctets: number): void {
   const { hopByHop, hopByHopNextHeader } = header;
   if (hopByHop === undefined) {
-    if (hopByHopNextHeader !== undefined) throw new RangeError('hopByHopNextHeader without a hop-by-hop header (hopByHop)');
+    if (hopByHopNextHeader !== undefined)
+      throw new RangeError('hopByHopNextHeader without a hop-by-hop header (hopByHop)');
     return;
   }
   if (header.nextHeader !== IP_PROTOCOL_HOP_BY_HOP) {
-    throw new RangeError(`next header ${header.nextHeader} with a hop-by-hop header: it must be 0 (the upper protocol goes in hopByHopNextHeader)`);
+    throw new RangeError(
+      `next header ${header.nextHeader} with a hop-by-hop header: it must be 0 (the upper protocol goes in hopByHopNextHeader)`,
+    );
   }
-  if (hopByHopNextHeader === undefined) throw new RangeError('a hop-by-hop header needs hopByHopNextHeader (58 for ICMPv6)');
+  if (hopByHopNextHeader === undefined)
+    throw new RangeError('a hop-by-hop header needs hopByHopNextHeader (58 for ICMPv6)');
   checkUint(hopByHopNextHeader, 0xff, 'hop-by-hop next header');
-  if (hopByHopOctets > MAX_HOP_BY_HOP_LENGTH) throw new RangeError(`hop-by-hop options of ${hopByHopOctets} octets exceed ${MAX_HOP_BY_HOP_LENGTH}`);
+  if (hopByHopOctets > MAX_HOP_BY_HOP_LENGTH)
+    throw new RangeError(`hop-by-hop options of ${hopByHopOctets} octets exceed ${MAX_HOP_BY_HOP_LENGTH}`);
   if (header.payloadLength < hopByHopOctets) {
-    throw new RangeError(`payload length ${header.payloadLength} does not cover the ${hopByHopOctets}-octet hop-by-hop header`);
+    throw new RangeError(
+      `payload length ${header.payloadLength} does not cover the ${hopByHopOctets}-octet hop-by-hop header`,
+    );
   }
   for (const option of hopByHop) {
     checkUint(option.type, 0xff, 'hop-by-hop option type');
@@ -303,7 +340,13 @@ function checkHopByHop(header: Ipv6Header, hopByHopOctets: number): void {
   }
 }
 
-function encodeHopByHop(options: readonly Ipv6Option[], nextHeader: number, out: Uint8Array, start: number, end: number): void {
+function encodeHopByHop(
+  options: readonly Ipv6Option[],
+  nextHeader: number,
+  out: Uint8Array,
+  start: number,
+  end: number,
+): void {
   out[start] = nextHeader;
   out[start + 1] = (end - start) / 8 - 1;
   let at = start + 2;

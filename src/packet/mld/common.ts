@@ -2,7 +2,13 @@
 import { DecodeError } from '../../errors.js';
 import type { TruncatedError } from '../../wire/bytes.js';
 import { ipv6PseudoHeaderChecksum } from '../../wire/checksum.js';
-import { IPV6_ADDRESS_LENGTH, isIPv6MulticastAt, isIPv6UnspecifiedAt, readIPv6, writeIPv6 } from '../../wire/ipv6-address.js';
+import {
+  IPV6_ADDRESS_LENGTH,
+  isIPv6MulticastAt,
+  isIPv6UnspecifiedAt,
+  readIPv6,
+  writeIPv6,
+} from '../../wire/ipv6-address.js';
 import { IP_PROTOCOL_ICMPV6, type MldAddresses } from './message.js';
 
 /**
@@ -13,7 +19,10 @@ export const MLD_V1_LENGTH = 24;
 /** Where the Multicast Address of a query, report or done sits. */
 export const MLD_ADDRESS_AT = 8;
 
-/** The source and destination of the pseudo-header, 16 octets each; encode is synchronous, so one scratch serves every call. */
+/**
+ * The source and destination of the pseudo-header, 16 octets each; encode is synchronous, so one scratch serves every
+ * call.
+ */
 const pseudoAddresses = new Uint8Array(2 * IPV6_ADDRESS_LENGTH);
 
 /**

@@ -22,7 +22,9 @@ export function decodeMaxRespCode(code: number): number {
  */
 export function encodeMaxRespCode(value: number): number {
   if (!Number.isInteger(value) || value < 0 || value > MAX_MAX_RESP_CODE_VALUE) {
-    throw new RangeError(`value ${value} cannot be encoded: must be a whole number from 0 to ${MAX_MAX_RESP_CODE_VALUE}`);
+    throw new RangeError(
+      `value ${value} cannot be encoded: must be a whole number from 0 to ${MAX_MAX_RESP_CODE_VALUE}`,
+    );
   }
   if (value < 0x8000) return value;
   // value >= 32768 = 0x1000 << 3, so exp >= 0. Find exp with (value >> (exp + 3)) in 0x1000..0x1fff.

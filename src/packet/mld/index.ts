@@ -18,7 +18,15 @@ import { decodeFloatCode } from '../igmp/float-code.js';
 import { truncated } from './common.js';
 import { decodeMaxRespCode } from './float-code.js';
 import * as listenerMessage from './listener-message.js';
-import { IP_PROTOCOL_ICMPV6, type MldAddresses, type MldAddressOffsets, type MldMessage, type MldQuery, MldType, type MldV2Report } from './message.js';
+import {
+  IP_PROTOCOL_ICMPV6,
+  type MldAddresses,
+  type MldAddressOffsets,
+  type MldMessage,
+  type MldQuery,
+  MldType,
+  type MldV2Report,
+} from './message.js';
 import * as query from './query.js';
 import * as reportV2 from './report-v2.js';
 
@@ -42,7 +50,9 @@ export function encode(message: MldMessage, addresses: MldAddresses, buf?: Uint8
     case 'query':
       return query.encode(message, addresses, buf, offset);
     case 'report':
-      return message.version === 2 ? reportV2.encode(message, addresses, buf, offset) : listenerMessage.encode(message, addresses, buf, offset);
+      return message.version === 2
+        ? reportV2.encode(message, addresses, buf, offset)
+        : listenerMessage.encode(message, addresses, buf, offset);
     case 'leave':
       return listenerMessage.encode(message, addresses, buf, offset);
   }
@@ -50,7 +60,12 @@ export function encode(message: MldMessage, addresses: MldAddresses, buf?: Uint8
 
 /** True for the ICMPv6 types `decode` takes: query, v1 report, done, v2 report. */
 export function isMldType(icmpType: number): icmpType is MldType {
-  return icmpType === MldType.Query || icmpType === MldType.V1Report || icmpType === MldType.V1Done || icmpType === MldType.V2Report;
+  return (
+    icmpType === MldType.Query ||
+    icmpType === MldType.V1Report ||
+    icmpType === MldType.V1Done ||
+    icmpType === MldType.V2Report
+  );
 }
 
 /**
@@ -63,7 +78,12 @@ export function decode(bytes: Uint8Array, start: number, end: number, offsets: M
   if (!isMldType(type)) throw new RangeError(`ICMPv6 type ${type} is not MLD (check isMldType first)`);
   need({ at: start, end }, 4, 'the MLD header', truncated);
   const { srcAt, dstAt } = offsets;
-  if (srcAt < 0 || srcAt + IPV6_ADDRESS_LENGTH > bytes.length || dstAt < 0 || dstAt + IPV6_ADDRESS_LENGTH > bytes.length) {
+  if (
+    srcAt < 0 ||
+    srcAt + IPV6_ADDRESS_LENGTH > bytes.length ||
+    dstAt < 0 ||
+    dstAt + IPV6_ADDRESS_LENGTH > bytes.length
+  ) {
     throw new RangeError(`the addresses at ${srcAt} and ${dstAt} do not fit the ${bytes.length} octets`);
   }
   const pseudo = { addresses: bytes, srcAt, dstAt, nextHeader: IP_PROTOCOL_ICMPV6 };
@@ -94,7 +114,10 @@ export function decode(bytes: Uint8Array, start: number, end: number, offsets: M
 
 function badChecksum(bytes: Uint8Array, start: number, end: number): DecodeError {
   const stored = (bytes[start + 2]! << 8) | bytes[start + 3]!;
-  return new DecodeError('bad-checksum', `MLD checksum 0x${hex4(stored)} does not match the ${end - start}-octet message and its addresses`);
+  return new DecodeError(
+    'bad-checksum',
+    `MLD checksum 0x${hex4(stored)} does not match the ${end - start}-octet message and its addresses`,
+  );
 }
 
 /** A query's Maximum Response Delay in milliseconds: v1 carries it as is, v2 as a code (RFC 3810 §5.1.3). */

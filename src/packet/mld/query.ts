@@ -33,12 +33,14 @@ export function encode(query: MldQuery, addresses: MldAddresses, buf?: Uint8Arra
     maxResp = checkField('Maximum Response Code', query.maxRespCode, 0xffff);
     checkField('QRV', query.qrv, 7);
     checkField('QQIC', query.qqic, 0xff);
-    if (query.sources.length > 0xffff) throw new RangeError(`a query holds at most 65535 sources, not ${query.sources.length}`);
+    if (query.sources.length > 0xffff)
+      throw new RangeError(`a query holds at most 65535 sources, not ${query.sources.length}`);
     out[offset + 24] = (query.sFlag ? 0x08 : 0) | query.qrv;
     out[offset + 25] = query.qqic;
     out[offset + 26] = query.sources.length >> 8;
     out[offset + 27] = query.sources.length & 0xff;
-    for (let i = 0; i < query.sources.length; i++) writeIPv6(out, offset + V2_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * i, query.sources[i]!);
+    for (let i = 0; i < query.sources.length; i++)
+      writeIPv6(out, offset + V2_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * i, query.sources[i]!);
   }
   out[offset] = MldType.Query;
   out[offset + 1] = 0;
@@ -58,12 +60,17 @@ export function decode(bytes: Uint8Array, start: number, end: number): MldQuery 
   const maxResp = (bytes[start + 4]! << 8) | bytes[start + 5]!;
   if (length === MLD_V1_LENGTH) return { kind: 'query', version: 1, group, maxRespDelayMs: maxResp };
   if (length < V2_FIXED_LENGTH) {
-    throw new DecodeError('bad-length', `a ${length}-octet query is neither MLDv1 (24) nor MLDv2 (28 or more) (RFC 3810 §8.1)`);
+    throw new DecodeError(
+      'bad-length',
+      `a ${length}-octet query is neither MLDv1 (24) nor MLDv2 (28 or more) (RFC 3810 §8.1)`,
+    );
   }
   const sourceCount = (bytes[start + 26]! << 8) | bytes[start + 27]!;
   if (start + V2_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * sourceCount > end) {
     const span = { at: start + V2_FIXED_LENGTH, end };
-    throw truncated(truncationMessage(span, IPV6_ADDRESS_LENGTH * sourceCount, `an MLDv2 query with ${sourceCount} sources`));
+    throw truncated(
+      truncationMessage(span, IPV6_ADDRESS_LENGTH * sourceCount, `an MLDv2 query with ${sourceCount} sources`),
+    );
   }
   const sources: string[] = new Array<string>(sourceCount);
   for (let i = 0; i < sourceCount; i++) sources[i] = readIPv6(bytes, start + V2_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * i);

@@ -31,7 +31,8 @@ export function encodingLength(report: MldV2Report): number {
 }
 
 export function encode(report: MldV2Report, addresses: MldAddresses, buf?: Uint8Array, offset = 0): Uint8Array {
-  if (report.records.length > 0xffff) throw new RangeError(`a report holds at most 65535 records, not ${report.records.length}`);
+  if (report.records.length > 0xffff)
+    throw new RangeError(`a report holds at most 65535 records, not ${report.records.length}`);
   const length = encodingLength(report);
   const out = outputBuffer(length, buf, offset, 'MLDv2 report');
   out.fill(0, offset, offset + REPORT_HEADER_LENGTH);
@@ -49,7 +50,8 @@ function encodeRecord(record: MldRecord, out: Uint8Array, at: number): number {
   if (auxLength % 4 !== 0 || auxLength > 255 * 4) {
     throw new RangeError(`aux data must be a whole number of 32-bit words, at most 255, not ${auxLength} octets`);
   }
-  if (record.sources.length > 0xffff) throw new RangeError(`a record holds at most 65535 sources, not ${record.sources.length}`);
+  if (record.sources.length > 0xffff)
+    throw new RangeError(`a record holds at most 65535 sources, not ${record.sources.length}`);
   out[at] = RecordType[record.type];
   out[at + 1] = auxLength / 4;
   out[at + 2] = record.sources.length >> 8;
@@ -78,12 +80,15 @@ export function decode(bytes: Uint8Array, start: number, end: number, sum: { val
   sum.value += wordSum(bytes, start, start + REPORT_HEADER_LENGTH);
   // Sized once (a first push would allocate room for 17), no larger than the octets can
   // hold (a forged count must not allocate), trimmed if records are skipped.
-  const records: MldRecord[] = new Array<MldRecord>(Math.min(recordCount, Math.floor((end - start - REPORT_HEADER_LENGTH) / RECORD_FIXED_LENGTH)));
+  const records: MldRecord[] = new Array<MldRecord>(
+    Math.min(recordCount, Math.floor((end - start - REPORT_HEADER_LENGTH) / RECORD_FIXED_LENGTH)),
+  );
   let kept = 0;
   let ignoredRecords = 0;
   let at = start + REPORT_HEADER_LENGTH;
   for (let i = 0; i < recordCount; i++) {
-    if (at + RECORD_FIXED_LENGTH > end) throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
+    if (at + RECORD_FIXED_LENGTH > end)
+      throw truncated(truncationMessage({ at, end }, RECORD_FIXED_LENGTH, `record ${i + 1} of ${recordCount}`));
     const typeNumber = bytes[at]!;
     const auxWords = bytes[at + 1]!;
     const auxLength = auxWords * 4;
@@ -91,7 +96,11 @@ export function decode(bytes: Uint8Array, start: number, end: number, sum: { val
     const recordLength = RECORD_FIXED_LENGTH + IPV6_ADDRESS_LENGTH * sourceCount + auxLength;
     if (at + recordLength > end) {
       throw truncated(
-        truncationMessage({ at, end }, recordLength, `record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`),
+        truncationMessage(
+          { at, end },
+          recordLength,
+          `record ${i + 1} of ${recordCount} (${sourceCount} sources, ${auxLength} octets of aux data)`,
+        ),
       );
     }
     const type = recordTypeName(typeNumber);
@@ -104,7 +113,9 @@ export function decode(bytes: Uint8Array, start: number, end: number, sum: { val
     sum.value += ((typeNumber << 8) | auxWords) + sourceCount;
     // readGroup only to say what is wrong: its message, a template per record, and even the
     // closure that would build it lazily, are a tenth of a report's decode.
-    const group = isIPv6MulticastAt(bytes, at + 4) ? readIPv6Summing(bytes, at + 4, sum) : readGroup(bytes, at + 4, `record ${i + 1} names`);
+    const group = isIPv6MulticastAt(bytes, at + 4)
+      ? readIPv6Summing(bytes, at + 4, sum)
+      : readGroup(bytes, at + 4, `record ${i + 1} names`);
     const sources: string[] = new Array<string>(sourceCount);
     const sourcesAt = at + RECORD_FIXED_LENGTH;
     for (let s = 0; s < sourceCount; s++) sources[s] = readIPv6Summing(bytes, sourcesAt + IPV6_ADDRESS_LENGTH * s, sum);

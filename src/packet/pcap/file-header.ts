@@ -35,7 +35,10 @@ export interface PcapMagic {
  */
 export function decodeMagic(bytes: Uint8Array, offset = 0, end = bytes.length): PcapMagic {
   if (end - offset < 4) {
-    throw new DecodeError('truncated', `the pcap magic number needs 4 octets; only ${Math.max(0, end - offset)} present`);
+    throw new DecodeError(
+      'truncated',
+      `the pcap magic number needs 4 octets; only ${Math.max(0, end - offset)} present`,
+    );
   }
   const little = readU32LE(bytes, offset);
   if (little === PCAP_MAGIC_MICRO) return { byteOrder: 'little', precision: 'micro' };
@@ -85,7 +88,10 @@ function decode(bytes: Uint8Array, offset = 0, end = bytes.length): PcapFileHead
   const { byteOrder, precision } = decodeMagic(bytes, offset, end);
   const available = end - offset;
   if (available < PCAP_FILE_HEADER_LENGTH) {
-    throw new DecodeError('truncated', `the pcap file header needs ${PCAP_FILE_HEADER_LENGTH} octets; only ${available} present`);
+    throw new DecodeError(
+      'truncated',
+      `the pcap file header needs ${PCAP_FILE_HEADER_LENGTH} octets; only ${available} present`,
+    );
   }
   const little = byteOrder === 'little';
   const versionMajor = readU16(bytes, offset + 4, little);

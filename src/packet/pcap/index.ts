@@ -5,7 +5,20 @@
 export * from './format.js';
 export { pcapFileHeader, decodeMagic, type PcapMagic } from './file-header.js';
 export { pcapRecordHeader } from './record-header.js';
-export { LinkType, linkTypeName, linkTypeValue, describeLinkType, supportedLinkType, type LinkTypeName } from './link-type.js';
+export {
+  LinkType,
+  linkTypeName,
+  linkTypeValue,
+  describeLinkType,
+  supportedLinkType,
+  type LinkTypeName,
+} from './link-type.js';
 export { PcapReader, type PcapRecord, type PcapRecordHandler, type PcapReaderOptions } from './reader.js';
-export { readPcapFile, readPcapStream, PCAP_READ_CHUNK_SIZE, type ReadPcapOptions, type PcapReadSummary } from './read-file.js';
+export {
+  readPcapFile,
+  readPcapStream,
+  PCAP_READ_CHUNK_SIZE,
+  type ReadPcapOptions,
+  type PcapReadSummary,
+} from './read-file.js';
 export { PcapWriter, type PcapWriterOptions, type PcapWriteRecord } from './writer.js';

@@ -27,7 +27,9 @@ export type LinkTypeName = keyof typeof LinkType;
  */
 const RAW_ALIASES: ReadonlySet<number> = new Set([12, 14]);
 
-const NAME_BY_VALUE: ReadonlyMap<number, LinkTypeName> = new Map((Object.entries(LinkType) as [LinkTypeName, number][]).map(([name, value]) => [value, name]));
+const NAME_BY_VALUE: ReadonlyMap<number, LinkTypeName> = new Map(
+  (Object.entries(LinkType) as [LinkTypeName, number][]).map(([name, value]) => [value, name]),
+);
 
 /** The name of a link type value, with the BSD raw-IP aliases mapped to RAW; undefined if unknown. */
 export function linkTypeName(value: number): LinkTypeName | undefined {
@@ -53,5 +55,8 @@ export function supportedLinkType(value: number): LinkTypeName {
   const name = linkTypeName(value);
   if (name !== undefined) return name;
   const known = (Object.entries(LinkType) as [LinkTypeName, number][]).map(([n, v]) => `${n} (${v})`).join(', ');
-  throw new DecodeError('unsupported-link-type', `${describeLinkType(value)} is not supported; mcastctl reads ${known}`);
+  throw new DecodeError(
+    'unsupported-link-type',
+    `${describeLinkType(value)} is not supported; mcastctl reads ${known}`,
+  );
 }

@@ -41,14 +41,19 @@ export interface PcapReadSummary {
  * is read as a pipe (by the event loop, which an abort stops at once); Linux reports
  * no end of file on it until a writer has come and gone.
  */
-export async function readPcapFile(path: string, onRecord: PcapRecordHandler, options: ReadPcapOptions = {}): Promise<PcapReadSummary> {
+export async function readPcapFile(
+  path: string,
+  onRecord: PcapRecordHandler,
+  options: ReadPcapOptions = {},
+): Promise<PcapReadSummary> {
   options.signal?.throwIfAborted();
   // A plain descriptor, not a FileHandle: the stream or the socket below takes it over.
   const fd = await promisify(open)(path, constants.O_RDONLY | constants.O_NONBLOCK);
   let stream: Readable;
   try {
     const stats = await promisify(fstat)(fd);
-    if (stats.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR' });
+    if (stats.isDirectory())
+      throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR' });
     stream = stats.isFIFO()
       ? new Socket({ fd, readable: true, writable: false })
       : createReadStream(path, { fd, highWaterMark: options.highWaterMark ?? PCAP_READ_CHUNK_SIZE });

@@ -14,7 +14,14 @@
 import { DecodeError } from '../../errors.js';
 import { readU32 } from '../../wire/bytes.js';
 import { decodeMagic, pcapFileHeader } from './file-header.js';
-import { DEFAULT_SNAPLEN, fractionsPerSecond, MAX_RECORD_LENGTH, PCAP_FILE_HEADER_LENGTH, PCAP_RECORD_HEADER_LENGTH, type PcapFileHeader } from './format.js';
+import {
+  DEFAULT_SNAPLEN,
+  fractionsPerSecond,
+  MAX_RECORD_LENGTH,
+  PCAP_FILE_HEADER_LENGTH,
+  PCAP_RECORD_HEADER_LENGTH,
+  type PcapFileHeader,
+} from './format.js';
 
 export interface PcapRecord {
   /** 1-based position in the file, as tshark's frame.number. */
@@ -243,8 +250,14 @@ export class PcapReader {
     this.fileHeader = header;
     this.little = header.byteOrder === 'little';
     this.fractionScale = fractionsPerSecond(header.precision);
-    this.lengthOrder = header.versionMinor < 3 ? LengthOrder.Swapped : header.versionMinor === 3 ? LengthOrder.Either : LengthOrder.Normal;
-    this.recordLimit = this.maxRecordLengthOption ?? Math.min(MAX_RECORD_LENGTH, Math.max(header.snaplen, DEFAULT_SNAPLEN) * 16);
+    this.lengthOrder =
+      header.versionMinor < 3
+        ? LengthOrder.Swapped
+        : header.versionMinor === 3
+          ? LengthOrder.Either
+          : LengthOrder.Normal;
+    this.recordLimit =
+      this.maxRecordLengthOption ?? Math.min(MAX_RECORD_LENGTH, Math.max(header.snaplen, DEFAULT_SNAPLEN) * 16);
     this.onHeader?.(header);
   }
 
@@ -299,7 +312,10 @@ export class PcapReader {
     if (this.carryLength === 0) return undefined;
     const where = `file ends inside record ${this.count + 1} at byte offset ${this.carryOffset}`;
     if (this.carryLength < PCAP_RECORD_HEADER_LENGTH) {
-      return new DecodeError('truncated', `${where}: its header needs ${PCAP_RECORD_HEADER_LENGTH} octets; only ${this.carryLength} present`);
+      return new DecodeError(
+        'truncated',
+        `${where}: its header needs ${PCAP_RECORD_HEADER_LENGTH} octets; only ${this.carryLength} present`,
+      );
     }
     const dataPresent = this.carryLength - PCAP_RECORD_HEADER_LENGTH;
     const dataNeeded = this.carryNeed - PCAP_RECORD_HEADER_LENGTH;

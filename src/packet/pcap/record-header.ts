@@ -17,7 +17,8 @@ function encodingLength(_header?: PcapRecordHeader): number {
 
 function encode(header: PcapRecordHeader, buf?: Uint8Array, offset = 0, byteOrder: ByteOrder = 'little'): Uint8Array {
   const out = buf ?? new Uint8Array(offset + PCAP_RECORD_HEADER_LENGTH);
-  if (out.length - offset < PCAP_RECORD_HEADER_LENGTH) throw new RangeError('buffer too small for a pcap record header');
+  if (out.length - offset < PCAP_RECORD_HEADER_LENGTH)
+    throw new RangeError('buffer too small for a pcap record header');
   const little = byteOrder === 'little';
   writeU32(out, offset, checkU32(header.tsSec, 'tsSec'), little);
   writeU32(out, offset + 4, checkU32(header.tsFraction, 'tsFraction'), little);
@@ -29,7 +30,10 @@ function encode(header: PcapRecordHeader, buf?: Uint8Array, offset = 0, byteOrde
 function decode(bytes: Uint8Array, offset = 0, end = bytes.length, byteOrder: ByteOrder = 'little'): PcapRecordHeader {
   const available = end - offset;
   if (available < PCAP_RECORD_HEADER_LENGTH) {
-    throw new DecodeError('truncated', `a pcap record header needs ${PCAP_RECORD_HEADER_LENGTH} octets; only ${Math.max(0, available)} present`);
+    throw new DecodeError(
+      'truncated',
+      `a pcap record header needs ${PCAP_RECORD_HEADER_LENGTH} octets; only ${Math.max(0, available)} present`,
+    );
   }
   const little = byteOrder === 'little';
   return {
@@ -41,7 +45,8 @@ function decode(bytes: Uint8Array, offset = 0, end = bytes.length, byteOrder: By
 }
 
 function checkU32(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new RangeError(`${name} ${value} is not a 32-bit unsigned integer`);
+  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff)
+    throw new RangeError(`${name} ${value} is not a 32-bit unsigned integer`);
   return value;
 }
 

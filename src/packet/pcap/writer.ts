@@ -113,13 +113,18 @@ export class PcapWriter {
     if (this.closed) throw new Error('PcapWriter: write() after close()');
     if (this.sinkError) throw this.sinkError;
     const { tsSec, tsFraction, data } = record;
-    if (!Number.isInteger(tsSec) || tsSec < 0 || tsSec > 0xffffffff) throw new RangeError(`tsSec ${tsSec} is not a 32-bit unsigned integer`);
+    if (!Number.isInteger(tsSec) || tsSec < 0 || tsSec > 0xffffffff)
+      throw new RangeError(`tsSec ${tsSec} is not a 32-bit unsigned integer`);
     if (!Number.isInteger(tsFraction) || tsFraction < 0 || tsFraction >= this.fractionLimit) {
-      throw new RangeError(`tsFraction ${tsFraction} is not 0..${this.fractionLimit - 1} (${this.header.precision}seconds)`);
+      throw new RangeError(
+        `tsFraction ${tsFraction} is not 0..${this.fractionLimit - 1} (${this.header.precision}seconds)`,
+      );
     }
     const originalLength = record.originalLength ?? data.length;
     if (!Number.isInteger(originalLength) || originalLength < data.length || originalLength > 0xffffffff) {
-      throw new RangeError(`originalLength ${originalLength} is not an integer from the ${data.length} octets of data to 2^32 - 1`);
+      throw new RangeError(
+        `originalLength ${originalLength} is not an integer from the ${data.length} octets of data to 2^32 - 1`,
+      );
     }
     const capturedLength = Math.min(data.length, this.header.snaplen);
     const size = PCAP_RECORD_HEADER_LENGTH + capturedLength;

@@ -44,7 +44,10 @@ export function encode(header: SllHeader, buf?: Uint8Array, offset = 0): Uint8Ar
 /** Decodes the header at `offset`; the payload starts at offset + 16. */
 export function decode(bytes: Uint8Array, offset = 0, end = bytes.length): SllHeader {
   if (end - offset < SLL_HEADER_LENGTH) {
-    throw new DecodeError('truncated', `LINUX_SLL header needs ${SLL_HEADER_LENGTH} octets; only ${Math.max(0, end - offset)} captured`);
+    throw new DecodeError(
+      'truncated',
+      `LINUX_SLL header needs ${SLL_HEADER_LENGTH} octets; only ${Math.max(0, end - offset)} captured`,
+    );
   }
   const addressLength = readU16(bytes, offset + 4, false);
   return {

@@ -54,7 +54,10 @@ export function encode(header: Sll2Header, buf?: Uint8Array, offset = 0): Uint8A
 /** Decodes the header at `offset`; the payload starts at offset + 20. */
 export function decode(bytes: Uint8Array, offset = 0, end = bytes.length): Sll2Header {
   if (end - offset < SLL2_HEADER_LENGTH) {
-    throw new DecodeError('truncated', `LINUX_SLL2 header needs ${SLL2_HEADER_LENGTH} octets; only ${Math.max(0, end - offset)} captured`);
+    throw new DecodeError(
+      'truncated',
+      `LINUX_SLL2 header needs ${SLL2_HEADER_LENGTH} octets; only ${Math.max(0, end - offset)} captured`,
+    );
   }
   const addressLength = bytes[offset + 11]!;
   return {

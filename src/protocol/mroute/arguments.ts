@@ -26,19 +26,26 @@ const FAMILY_NAMES: Readonly<Record<AddressFamily, { name: string; multicast: st
 
 /** An index into the kernel's table of routing interfaces. */
 export function checkInterfaceIndex(index: number, table: InterfaceTableLimits, what = table.word): void {
-  if (!Number.isInteger(index) || index < 0 || index >= table.size) throw new UsageError(`invalid ${what} ${index}: an integer from 0 to ${table.size - 1}`);
+  if (!Number.isInteger(index) || index < 0 || index >= table.size)
+    throw new UsageError(`invalid ${what} ${index}: an integer from 0 to ${table.size - 1}`);
 }
 
-/** A TTL (IPv4) or hop-limit (IPv6) threshold: the kernel forwards a packet out of an interface only when its TTL is above it. */
+/**
+ * A TTL (IPv4) or hop-limit (IPv6) threshold: the kernel forwards a packet out of an interface only when its TTL is
+ * above it.
+ */
 export function checkThreshold(value: number, what: string): void {
-  if (!Number.isInteger(value) || value < 1 || value > 254) throw new UsageError(`invalid ${what} ${value}: an integer from 1 to 254`);
+  if (!Number.isInteger(value) || value < 1 || value > 254)
+    throw new UsageError(`invalid ${what} ${value}: an integer from 1 to 254`);
 }
 
 /** An address of `family`; with `multicast`, a multicast one. */
 export function checkAddress(family: AddressFamily, address: string, what: string, multicast: boolean): void {
   const { name, multicast: range } = FAMILY_NAMES[family];
-  if (addressFamily(address) !== family) throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an ${name} address`, { code: 'bad-address' });
-  if (multicast && !isMulticast(address)) throw new UsageError(`invalid ${what} ${address}: not a multicast address (${range})`, { code: 'bad-address' });
+  if (addressFamily(address) !== family)
+    throw new UsageError(`invalid ${what} ${quoteInput(address)}: not an ${name} address`, { code: 'bad-address' });
+  if (multicast && !isMulticast(address))
+    throw new UsageError(`invalid ${what} ${address}: not a multicast address (${range})`, { code: 'bad-address' });
 }
 
 /** The ifindex of a routing interface's device. */

@@ -34,7 +34,8 @@ export function view(bytes: Uint8Array): DataView {
 }
 
 export function checkInt32(value: number, what: string): void {
-  if (!Number.isInteger(value) || value < -(2 ** 31) || value > 2 ** 31 - 1) throw new RangeError(`${what} ${value} is not a 32-bit integer`);
+  if (!Number.isInteger(value) || value < -(2 ** 31) || value > 2 ** 31 - 1)
+    throw new RangeError(`${what} ${value} is not a 32-bit integer`);
 }
 
 export function checkIPv4(address: string, what: string): void {
@@ -54,8 +55,24 @@ export type SockaddrDecodeCode = 'not-inet' | 'not-inet6';
 
 /** What sets each family's socket address apart. */
 const SOCKADDRS = {
-  ipv4: { family: AF_INET, name: 'AF_INET', code: 'not-inet', addressAt: 4, write: writeIPv4, read: readIPv4, check: checkIPv4 },
-  ipv6: { family: AF_INET6, name: 'AF_INET6', code: 'not-inet6', addressAt: 8, write: writeIPv6, read: readIPv6, check: checkIPv6 },
+  ipv4: {
+    family: AF_INET,
+    name: 'AF_INET',
+    code: 'not-inet',
+    addressAt: 4,
+    write: writeIPv4,
+    read: readIPv4,
+    check: checkIPv4,
+  },
+  ipv6: {
+    family: AF_INET6,
+    name: 'AF_INET6',
+    code: 'not-inet6',
+    addressAt: 8,
+    write: writeIPv6,
+    read: readIPv6,
+    check: checkIPv6,
+  },
 } as const;
 
 /** Checks that `address` is an address of `family` (RangeError naming `what` if not). */
@@ -63,8 +80,17 @@ export function checkAddressOf(family: AddressFamily, address: string, what: str
   SOCKADDRS[family].check(address, what);
 }
 
-/** Writes a sockaddr_in or sockaddr_in6 of `address` at `at`, then zeros up to `length` (its size, or 128 inside a sockaddr_storage). */
-export function writeSockaddr(family: AddressFamily, out: Uint8Array, at: number, address: string, length: number): void {
+/**
+ * Writes a sockaddr_in or sockaddr_in6 of `address` at `at`, then zeros up to `length` (its size, or 128 inside a
+ * sockaddr_storage).
+ */
+export function writeSockaddr(
+  family: AddressFamily,
+  out: Uint8Array,
+  at: number,
+  address: string,
+  length: number,
+): void {
   const kind = SOCKADDRS[family];
   out.fill(0, at, at + length);
   view(out).setUint16(at, kind.family, true);
@@ -75,6 +101,10 @@ export function writeSockaddr(family: AddressFamily, out: Uint8Array, at: number
 export function readSockaddr(family: AddressFamily, bytes: Uint8Array, at: number, what: string): string {
   const kind = SOCKADDRS[family];
   const found = view(bytes).getUint16(at, true);
-  if (found !== kind.family) throw new DecodeError<SockaddrDecodeCode>(kind.code, `${what} has address family ${found}, not ${kind.name} (${kind.family})`);
+  if (found !== kind.family)
+    throw new DecodeError<SockaddrDecodeCode>(
+      kind.code,
+      `${what} has address family ${found}, not ${kind.name} (${kind.family})`,
+    );
   return kind.read(bytes, at + kind.addressAt);
 }

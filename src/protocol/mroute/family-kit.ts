@@ -28,7 +28,10 @@ export interface RouterUpcall {
   index: number;
   source: string;
   group: string;
-  /** What follows the struct: a header of the packet (NOCACHE, WRONGVIF: IPv4 gives 8 octets, IPv6 40 undefined ones) or the whole packet (WHOLEPKT). */
+  /**
+   * What follows the struct: a header of the packet (NOCACHE, WRONGVIF: IPv4 gives 8 octets, IPv6 40 undefined ones) or
+   * the whole packet (WHOLEPKT).
+   */
   rest: Uint8Array;
 }
 
@@ -49,7 +52,9 @@ export interface SourceGroup {
 export interface EntrySpec extends SourceGroup {
   iif: number;
   oifs: readonly number[];
-  /** The TTL threshold of every oif (IPv4 only: mf6cctl carries none, its MIFs forward what has a hop limit above 1). */
+  /**
+   * The TTL threshold of every oif (IPv4 only: mf6cctl carries none, its MIFs forward what has a hop limit above 1).
+   */
   ttl: number;
 }
 
@@ -62,7 +67,10 @@ export interface SourceMembership extends Membership {
   source: string;
 }
 
-/** A socket's whole source filter for one group on one interface (INCLUDE with no sources is a leave, for the kernel too). */
+/**
+ * A socket's whole source filter for one group on one interface (INCLUDE with no sources is a leave, for the kernel
+ * too).
+ */
 export interface SourceFilterSetting extends Membership {
   mode: FilterModeName;
   sources: readonly string[];
@@ -120,7 +128,12 @@ export interface FamilyKit {
     /** setsockopt level of every routing and membership option. */
     readonly level: number;
     /** An option set once the socket is open, before anything else. */
-    readonly setup?: { readonly level: number; readonly option: number; readonly value: Uint8Array; readonly what: string };
+    readonly setup?: {
+      readonly level: number;
+      readonly option: number;
+      readonly value: Uint8Array;
+      readonly what: string;
+    };
   };
   /** 'MRT' or 'MRT6': what the options' names start with, for messages. */
   readonly optionPrefix: string;
@@ -155,7 +168,12 @@ export interface FamilyKit {
     readonly length: number;
     /** The octet that is 0 in an upcall and never in the other messages the socket receives. */
     readonly mbzOffset: number;
-    readonly types: { readonly noCache: number; readonly wrongInterface: number; readonly wholePacket: number; readonly wrongInterfaceWhole: number };
+    readonly types: {
+      readonly noCache: number;
+      readonly wrongInterface: number;
+      readonly wholePacket: number;
+      readonly wrongInterfaceWhole: number;
+    };
     /** The upcall's fields, from a packet long enough to hold it. */
     decode(packet: Uint8Array, width: UpcallIndexWidth): Omit<RouterUpcall, 'rest'>;
     /** The width the running kernel writes. */
@@ -176,9 +194,15 @@ export interface FamilyKit {
     /** 1 while some socket holds the INIT option. */
     readonly mcForwarding: string;
   };
-  /** Whether the interface table tells an interface's ifindex (ip_mr_vif does for a VIF added by one; ip6_mr_vif never does, only the device's name). */
+  /**
+   * Whether the interface table tells an interface's ifindex (ip_mr_vif does for a VIF added by one; ip6_mr_vif never
+   * does, only the device's name).
+   */
   readonly tableShowsIfindex: boolean;
-  /** Hint words that no other field gives: who may hold the router, how to find it, why a device may not take an interface. */
+  /**
+   * Hint words that no other field gives: who may hold the router, how to find it, why a device may not take an
+   * interface.
+   */
   readonly hints: { readonly knownRouters: string; readonly findRouter: string; readonly unusableDevice: string };
   /** The option values: the structs encoded from what the socket's caller gave. */
   interfaceArgument(spec: InterfaceSpec): Uint8Array;
@@ -211,7 +235,9 @@ export function boundSetting(bound: MembershipBound): string {
   return 'sysctl' in bound ? bound.sysctl : bound.limitedBy;
 }
 
-/** One message from the routing socket: an upcall, or undefined for the family's own traffic the socket also receives. */
+/**
+ * One message from the routing socket: an upcall, or undefined for the family's own traffic the socket also receives.
+ */
 export function readUpcall(kit: FamilyKit, packet: Uint8Array, width: UpcallIndexWidth): RouterUpcall | undefined {
   const { length, mbzOffset } = kit.upcall;
   if (packet.length < length || packet[mbzOffset] !== 0) return undefined;
@@ -242,7 +268,10 @@ export async function readRouteTables(kit: FamilyKit, paths: RouteTablePaths = {
   let interfaces: InterfaceTableRow[];
   let routes: CacheTableRow[];
   try {
-    [interfaces, routes] = await Promise.all([kit.readInterfaceTable(paths.interfaces), kit.readCacheTable(paths.cache)]);
+    [interfaces, routes] = await Promise.all([
+      kit.readInterfaceTable(paths.interfaces),
+      kit.readCacheTable(paths.cache),
+    ]);
   } catch (error) {
     if (isSystemError(error) && error.code === 'ENOENT') return undefined;
     throw error;

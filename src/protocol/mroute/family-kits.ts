@@ -14,7 +14,14 @@ import * as mf6cctl from './mf6cctl.js';
 import * as mfcctl from './mfcctl.js';
 import * as mif6ctl from './mif6ctl.js';
 import * as mrt6msg from './mrt6msg.js';
-import { readIgmpMemberships, readMfc6Cache, readMfcCache, readMifTable, readMldMemberships, readVifTable } from './proc.js';
+import {
+  readIgmpMemberships,
+  readMfc6Cache,
+  readMfcCache,
+  readMifTable,
+  readMldMemberships,
+  readVifTable,
+} from './proc.js';
 import * as vifctl from './vifctl.js';
 
 /** RFC 3678's options: the same numbers in both families, at the family's level. */
@@ -54,11 +61,23 @@ export const IPV4_KIT = {
   interfaceWord: 'vif',
   maxInterfaces: c.MAXVIFS,
   entryThresholds: true,
-  structs: { interface: vifctl, entry: mfcctl, upcall: igmpmsg, membership: ipMreqn, sourceMembership: groupSourceReq.ipv4, filter: groupFilter.ipv4 },
+  structs: {
+    interface: vifctl,
+    entry: mfcctl,
+    upcall: igmpmsg,
+    membership: ipMreqn,
+    sourceMembership: groupSourceReq.ipv4,
+    filter: groupFilter.ipv4,
+  },
   upcall: {
     length: igmpmsg.IGMPMSG_LENGTH,
     mbzOffset: igmpmsg.IGMPMSG_MBZ_OFFSET,
-    types: { noCache: c.IGMPMSG_NOCACHE, wrongInterface: c.IGMPMSG_WRONGVIF, wholePacket: c.IGMPMSG_WHOLEPKT, wrongInterfaceWhole: c.IGMPMSG_WRVIFWHOLE },
+    types: {
+      noCache: c.IGMPMSG_NOCACHE,
+      wrongInterface: c.IGMPMSG_WRONGVIF,
+      wholePacket: c.IGMPMSG_WHOLEPKT,
+      wrongInterfaceWhole: c.IGMPMSG_WRVIFWHOLE,
+    },
     decode(packet, width) {
       const { type, vif, source, group } = igmpmsg.decode(packet, 0, packet.length, { vifWidth: width });
       return { type, index: vif, source, group };
@@ -80,15 +99,30 @@ export const IPV4_KIT = {
     unusableDevice: ', or it cannot carry multicast',
   },
   interfaceArgument: ({ index, ifindex, threshold }) =>
-    vifctl.encode({ vif: index, flags: c.VIFF_USE_IFINDEX, threshold, rateLimit: 0, local: { kind: 'ifindex', ifindex }, remoteAddress: '0.0.0.0' }),
+    vifctl.encode({
+      vif: index,
+      flags: c.VIFF_USE_IFINDEX,
+      threshold,
+      rateLimit: 0,
+      local: { kind: 'ifindex', ifindex },
+      remoteAddress: '0.0.0.0',
+    }),
   interfaceKeyArgument: (index) =>
-    vifctl.encode({ vif: index, flags: c.VIFF_USE_IFINDEX, threshold: 0, rateLimit: 0, local: { kind: 'ifindex', ifindex: 0 }, remoteAddress: '0.0.0.0' }),
+    vifctl.encode({
+      vif: index,
+      flags: c.VIFF_USE_IFINDEX,
+      threshold: 0,
+      rateLimit: 0,
+      local: { kind: 'ifindex', ifindex: 0 },
+      remoteAddress: '0.0.0.0',
+    }),
   entryArgument({ source, group, iif, oifs, ttl }) {
     const ttls = new Array<number>(c.MAXVIFS).fill(0);
     for (const oif of oifs) ttls[oif] = ttl;
     return mfcctl.encode({ origin: source, group, parent: iif, ttls, packets: 0, bytes: 0, wrongIf: 0, expire: 0 });
   },
-  entryKeyArgument: ({ source, group }) => mfcctl.encode({ origin: source, group, parent: 0, ttls: [], packets: 0, bytes: 0, wrongIf: 0, expire: 0 }),
+  entryKeyArgument: ({ source, group }) =>
+    mfcctl.encode({ origin: source, group, parent: 0, ttls: [], packets: 0, bytes: 0, wrongIf: 0, expire: 0 }),
   membershipArgument: ({ group, ifindex }) => ipMreqn.encode({ group, address: '0.0.0.0', ifindex }),
   async readInterfaceTable(path = IPV4_PROC.interfaces) {
     return (await readVifTable(path)).map((row) => ({
@@ -104,7 +138,11 @@ export const IPV4_KIT = {
     }));
   },
   async readCacheTable(path = IPV4_PROC.cache) {
-    return (await readMfcCache(path)).map(({ origin, oifs, ...row }) => ({ source: origin, ...row, oifs: oifs.map(({ vif, ttl }) => ({ index: vif, ttl })) }));
+    return (await readMfcCache(path)).map(({ origin, oifs, ...row }) => ({
+      source: origin,
+      ...row,
+      oifs: oifs.map(({ vif, ttl }) => ({ index: vif, ttl })),
+    }));
   },
   readMemberships: (path = IPV4_PROC.memberships) => readIgmpMemberships(path),
 } as const satisfies FamilyKit;
@@ -146,11 +184,23 @@ export const IPV6_KIT = {
   maxInterfaces: c.MAXMIFS,
   ifindexLimit: { max: 0xffff, reason: 'a MIF takes an ifindex from 1 to 65535 (mif6c_pifi is 16 bits)' },
   entryThresholds: false,
-  structs: { interface: mif6ctl, entry: mf6cctl, upcall: mrt6msg, membership: ipv6Mreq, sourceMembership: groupSourceReq.ipv6, filter: groupFilter.ipv6 },
+  structs: {
+    interface: mif6ctl,
+    entry: mf6cctl,
+    upcall: mrt6msg,
+    membership: ipv6Mreq,
+    sourceMembership: groupSourceReq.ipv6,
+    filter: groupFilter.ipv6,
+  },
   upcall: {
     length: mrt6msg.MRT6MSG_LENGTH,
     mbzOffset: mrt6msg.MRT6MSG_MBZ_OFFSET,
-    types: { noCache: c.MRT6MSG_NOCACHE, wrongInterface: c.MRT6MSG_WRONGMIF, wholePacket: c.MRT6MSG_WHOLEPKT, wrongInterfaceWhole: c.MRT6MSG_WRMIFWHOLE },
+    types: {
+      noCache: c.MRT6MSG_NOCACHE,
+      wrongInterface: c.MRT6MSG_WRONGMIF,
+      wholePacket: c.MRT6MSG_WHOLEPKT,
+      wrongInterfaceWhole: c.MRT6MSG_WRMIFWHOLE,
+    },
     decode(packet) {
       const { type, mif, source, group } = mrt6msg.decode(packet, 0, packet.length);
       return { type, index: mif, source, group };
@@ -174,14 +224,16 @@ export const IPV6_KIT = {
     findRouter: '`ss -awp -A raw` (a raw socket on [::]:ipv6-icmp, with its process)',
     unusableDevice: '',
   },
-  interfaceArgument: ({ index, ifindex, threshold }) => mif6ctl.encode({ mif: index, flags: 0, threshold, ifindex, rateLimit: 0 }),
+  interfaceArgument: ({ index, ifindex, threshold }) =>
+    mif6ctl.encode({ mif: index, flags: 0, threshold, ifindex, rateLimit: 0 }),
   // MRT6_DEL_MIF takes a bare mifi_t (a host-order u16), not a mif6ctl.
   interfaceKeyArgument(index) {
     const bytes = new Uint8Array(2);
     new DataView(bytes.buffer).setUint16(0, index, true);
     return bytes;
   },
-  entryArgument: ({ source, group, iif, oifs }) => mf6cctl.encode({ origin: source, group, parent: iif, oifs: [...oifs] }),
+  entryArgument: ({ source, group, iif, oifs }) =>
+    mf6cctl.encode({ origin: source, group, parent: iif, oifs: [...oifs] }),
   entryKeyArgument: ({ source, group }) => mf6cctl.encode({ origin: source, group, parent: 0, oifs: [] }),
   membershipArgument: (membership) => ipv6Mreq.encode(membership),
   async readInterfaceTable(path = IPV6_PROC.interfaces) {
@@ -197,7 +249,11 @@ export const IPV6_KIT = {
     }));
   },
   async readCacheTable(path = IPV6_PROC.cache) {
-    return (await readMfc6Cache(path)).map(({ origin, oifs, ...row }) => ({ source: origin, ...row, oifs: oifs.map(({ mif, ttl }) => ({ index: mif, ttl })) }));
+    return (await readMfc6Cache(path)).map(({ origin, oifs, ...row }) => ({
+      source: origin,
+      ...row,
+      oifs: oifs.map(({ mif, ttl }) => ({ index: mif, ttl })),
+    }));
   },
   readMemberships: (path = IPV6_PROC.memberships) => readMldMemberships(path),
 } as const satisfies FamilyKit;

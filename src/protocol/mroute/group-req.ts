@@ -24,7 +24,16 @@
 import { DecodeError, UnavailableError } from '../../errors.js';
 import { checkUint, need, outputBuffer } from '../../wire/bytes.js';
 import type { AddressFamily } from '../../wire/ip-address.js';
-import { checkAddressOf, readSockaddr, SOCKADDR_STORAGE_LENGTH, type SockaddrDecodeCode, type StructCodec, truncated, view, writeSockaddr } from './common.js';
+import {
+  checkAddressOf,
+  readSockaddr,
+  SOCKADDR_STORAGE_LENGTH,
+  type SockaddrDecodeCode,
+  type StructCodec,
+  truncated,
+  view,
+  writeSockaddr,
+} from './common.js';
 import { MCAST_EXCLUDE, MCAST_INCLUDE } from './constants.js';
 
 const GROUP_AT = 8;
@@ -38,7 +47,10 @@ export const GROUP_SOURCE_REQ_LENGTH = 264;
 /** GROUP_FILTER_SIZE(0): a group_filter without sources. */
 export const GROUP_FILTER_BASE_LENGTH = SLIST_AT;
 
-/** 64-bit little-endian Linux architectures, whose layout is the one above (the other codecs here also write host order as little-endian). */
+/**
+ * 64-bit little-endian Linux architectures, whose layout is the one above (the other codecs here also write host order
+ * as little-endian).
+ */
 const SUPPORTED_ARCHES: ReadonlySet<string> = new Set(['x64', 'arm64', 'riscv64', 'loong64']);
 
 /** Why these codecs refuse bytes: a sockaddr of the other family, a filter mode that is neither. */
@@ -63,9 +75,12 @@ export interface GroupFilter extends GroupReq {
 /** Throws on an architecture whose struct layout this module does not write. */
 export function checkLayout(arch: string = process.arch): void {
   if (SUPPORTED_ARCHES.has(arch)) return;
-  throw new UnavailableError(`source-specific multicast options need a 64-bit little-endian kernel layout; this process runs on ${arch}`, {
-    hint: `struct group_source_req and group_filter are encoded for ${[...SUPPORTED_ARCHES].join(', ')} only`,
-  });
+  throw new UnavailableError(
+    `source-specific multicast options need a 64-bit little-endian kernel layout; this process runs on ${arch}`,
+    {
+      hint: `struct group_source_req and group_filter are encoded for ${[...SUPPORTED_ARCHES].join(', ')} only`,
+    },
+  );
 }
 
 /** GROUP_FILTER_SIZE(count). */
@@ -97,7 +112,10 @@ function groupReqCodec(family: AddressFamily): StructCodec<GroupReq> {
     },
     decode(bytes, start = 0, end = bytes.length) {
       need({ at: start, end }, GROUP_REQ_LENGTH, 'a group_req', truncated);
-      return { ifindex: view(bytes).getUint32(start, true), group: readSockaddr(family, bytes, start + GROUP_AT, 'gr_group') };
+      return {
+        ifindex: view(bytes).getUint32(start, true),
+        group: readSockaddr(family, bytes, start + GROUP_AT, 'gr_group'),
+      };
     },
   };
 }
@@ -137,7 +155,13 @@ function groupFilterCodec(family: AddressFamily): StructCodec<GroupFilter> {
       dv.setUint32(offset + FMODE_AT, value.mode === 'include' ? MCAST_INCLUDE : MCAST_EXCLUDE, true);
       dv.setUint32(offset + NUMSRC_AT, value.sources.length, true);
       value.sources.forEach((source, index) =>
-        writeSockaddr(family, out, offset + SLIST_AT + index * SOCKADDR_STORAGE_LENGTH, source, SOCKADDR_STORAGE_LENGTH),
+        writeSockaddr(
+          family,
+          out,
+          offset + SLIST_AT + index * SOCKADDR_STORAGE_LENGTH,
+          source,
+          SOCKADDR_STORAGE_LENGTH,
+        ),
       );
       return out;
     },
@@ -146,10 +170,15 @@ function groupFilterCodec(family: AddressFamily): StructCodec<GroupFilter> {
       const dv = view(bytes);
       const fmode = dv.getUint32(start + FMODE_AT, true);
       if (fmode !== MCAST_INCLUDE && fmode !== MCAST_EXCLUDE)
-        throw new DecodeError<GroupReqDecodeCode>('bad-filter-mode', `gf_fmode ${fmode} is neither INCLUDE nor EXCLUDE`);
+        throw new DecodeError<GroupReqDecodeCode>(
+          'bad-filter-mode',
+          `gf_fmode ${fmode} is neither INCLUDE nor EXCLUDE`,
+        );
       const count = dv.getUint32(start + NUMSRC_AT, true);
       need({ at: start, end }, groupFilterLength(count), `a group_filter of ${count} sources`, truncated);
-      const sources = Array.from({ length: count }, (_, index) => readSockaddr(family, bytes, start + SLIST_AT + index * SOCKADDR_STORAGE_LENGTH, 'gf_slist'));
+      const sources = Array.from({ length: count }, (_, index) =>
+        readSockaddr(family, bytes, start + SLIST_AT + index * SOCKADDR_STORAGE_LENGTH, 'gf_slist'),
+      );
       return {
         ifindex: dv.getUint32(start, true),
         group: readSockaddr(family, bytes, start + GROUP_AT, 'gf_group'),
@@ -160,9 +189,15 @@ function groupFilterCodec(family: AddressFamily): StructCodec<GroupFilter> {
   };
 }
 
-export const groupReq: Readonly<Record<AddressFamily, StructCodec<GroupReq>>> = { ipv4: groupReqCodec('ipv4'), ipv6: groupReqCodec('ipv6') };
+export const groupReq: Readonly<Record<AddressFamily, StructCodec<GroupReq>>> = {
+  ipv4: groupReqCodec('ipv4'),
+  ipv6: groupReqCodec('ipv6'),
+};
 export const groupSourceReq: Readonly<Record<AddressFamily, StructCodec<GroupSourceReq>>> = {
   ipv4: groupSourceReqCodec('ipv4'),
   ipv6: groupSourceReqCodec('ipv6'),
 };
-export const groupFilter: Readonly<Record<AddressFamily, StructCodec<GroupFilter>>> = { ipv4: groupFilterCodec('ipv4'), ipv6: groupFilterCodec('ipv6') };
+export const groupFilter: Readonly<Record<AddressFamily, StructCodec<GroupFilter>>> = {
+  ipv4: groupFilterCodec('ipv4'),
+  ipv6: groupFilterCodec('ipv6'),
+};

@@ -33,5 +33,9 @@ export function encode(value: IpMreqn, buf?: Uint8Array, offset = 0): Uint8Array
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): IpMreqn {
   need({ at: start, end }, IP_MREQN_LENGTH, 'an ip_mreqn', truncated);
-  return { group: readIPv4(bytes, start), address: readIPv4(bytes, start + 4), ifindex: view(bytes).getInt32(start + 8, true) };
+  return {
+    group: readIPv4(bytes, start),
+    address: readIPv4(bytes, start + 4),
+    ifindex: view(bytes).getInt32(start + 8, true),
+  };
 }

@@ -40,7 +40,8 @@ export function encode(value: Mf6cCtl, buf?: Uint8Array, offset = 0): Uint8Array
   checkIPv6(value.origin, 'MFC origin');
   checkIPv6(value.group, 'MFC group');
   checkUint(value.parent, 0xffff, 'MFC parent MIF');
-  for (const mif of value.oifs) checkUint(mif, MAXMIFS - 1, 'outgoing MIF (the kernel reads only the first MAXMIFS bits of the if_set)');
+  for (const mif of value.oifs)
+    checkUint(mif, MAXMIFS - 1, 'outgoing MIF (the kernel reads only the first MAXMIFS bits of the if_set)');
   const out = outputBuffer(MF6CCTL_LENGTH, buf, offset, 'mf6cctl');
   out.fill(0, offset, offset + MF6CCTL_LENGTH);
   writeSockaddr('ipv6', out, offset, value.origin, SOCKADDR_IN6_LENGTH);

@@ -22,7 +22,10 @@ export interface MfcCtl {
   group: string;
   /** The incoming VIF. */
   parent: number;
-  /** Per VIF (index = VIF): 0 = not an oif, else the TTL threshold. Up to MAXVIFS entries; missing ones are 0. Decoded: always MAXVIFS. */
+  /**
+   * Per VIF (index = VIF): 0 = not an oif, else the TTL threshold. Up to MAXVIFS entries; missing ones are 0. Decoded:
+   * always MAXVIFS.
+   */
   ttls: number[];
   packets: number;
   bytes: number;
@@ -38,7 +41,8 @@ export function encode(value: MfcCtl, buf?: Uint8Array, offset = 0): Uint8Array 
   checkIPv4(value.origin, 'MFC origin');
   checkIPv4(value.group, 'MFC group');
   checkUint(value.parent, 0xffff, 'MFC parent VIF');
-  if (value.ttls.length > MAXVIFS) throw new RangeError(`an MFC entry has TTLs for at most ${MAXVIFS} VIFs; got ${value.ttls.length}`);
+  if (value.ttls.length > MAXVIFS)
+    throw new RangeError(`an MFC entry has TTLs for at most ${MAXVIFS} VIFs; got ${value.ttls.length}`);
   value.ttls.forEach((ttl, vif) => checkUint(ttl, 0xff, `TTL of VIF ${vif}`));
   checkUint(value.packets, 0xffffffff, 'MFC packet count');
   checkUint(value.bytes, 0xffffffff, 'MFC byte count');

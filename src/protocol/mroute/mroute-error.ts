@@ -43,7 +43,10 @@ export function mrouteError(what: string, error: unknown, options: MrouteErrorOp
   switch (errno) {
     case 'EPERM':
     case 'EACCES':
-      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? permissionHint})`, { hint: permissionHint, cause: error });
+      return new PermissionError(`${what}: ${errno} (${hints[errno] ?? permissionHint})`, {
+        hint: permissionHint,
+        cause: error,
+      });
     default:
       return new MrouteError(`${what}: ${label}${errno !== undefined ? ` (${detail})` : ''}`, errno, {
         ...(errno !== undefined && hints[errno] !== undefined ? { hint: hints[errno] } : {}),

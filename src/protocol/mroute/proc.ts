@@ -125,7 +125,8 @@ function bad(message: string): DecodeError<ProcDecodeErrorCode> {
 }
 
 function integer(text: string | undefined, what: string, line: string): number {
-  if (text === undefined || !/^-?\d+$/.test(text)) throw bad(`${what} missing or not a number in ${JSON.stringify(line)}`);
+  if (text === undefined || !/^-?\d+$/.test(text))
+    throw bad(`${what} missing or not a number in ${JSON.stringify(line)}`);
   return Number(text);
 }
 
@@ -138,7 +139,8 @@ function dataRows(
 ): Array<{ line: string; fields: string[] }> {
   const lines = text.split('\n').filter((line) => line.trim() !== '');
   if (lines.length === 0) return [];
-  if (!lines[0]!.startsWith(header)) throw bad(`${file} does not start with its header line: ${JSON.stringify(lines[0])}`);
+  if (!lines[0]!.startsWith(header))
+    throw bad(`${file} does not start with its header line: ${JSON.stringify(lines[0])}`);
   return lines.slice(1).map((line) => {
     const fields = line.trim().split(/\s+/);
     if ('exactly' in fieldCount ? fields.length !== fieldCount.exactly : fields.length < fieldCount.atLeast) {
@@ -164,7 +166,12 @@ function interfaceColumns(fields: string[], line: string, file: string): Interfa
 }
 
 /** A cache line's columns, with its oifs as [index, ttl]; `address` reads the family's address text. */
-function cacheColumns(fields: string[], line: string, file: string, address: (text: string) => string): CacheColumns & { oifs: Array<[number, number]> } {
+function cacheColumns(
+  fields: string[],
+  line: string,
+  file: string,
+  address: (text: string) => string,
+): CacheColumns & { oifs: Array<[number, number]> } {
   const oifs = fields.slice(6).map((field): [number, number] => {
     const match = /^(\d+):(\d+)$/.exec(field);
     if (!match) throw bad(`bad oif ${JSON.stringify(field)} in ${file} line ${JSON.stringify(line)}`);

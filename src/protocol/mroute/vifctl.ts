@@ -64,7 +64,9 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): VifCtl
   const dv = view(bytes);
   const flags = dv.getUint8(start + 2);
   const local: VifLocal =
-    (flags & VIFF_USE_IFINDEX) !== 0 ? { kind: 'ifindex', ifindex: dv.getInt32(start + 8, true) } : { kind: 'address', address: readIPv4(bytes, start + 8) };
+    (flags & VIFF_USE_IFINDEX) !== 0
+      ? { kind: 'ifindex', ifindex: dv.getInt32(start + 8, true) }
+      : { kind: 'address', address: readIPv4(bytes, start + 8) };
   return {
     vif: dv.getUint16(start, true),
     flags,

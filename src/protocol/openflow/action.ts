@@ -17,7 +17,16 @@ import { OpenFlowDecodeError, truncated } from './errors.js';
 import * as oxm from './oxm.js';
 import type { OxmField } from './oxm.js';
 import { OfpControllerMaxLen, OfpPort } from './reserved.js';
-import { copyBytes, need, outputBuffer, pad8, readU16BE, readU32BE, writeU16Field, writeU32Field } from '../../wire/bytes.js';
+import {
+  copyBytes,
+  need,
+  outputBuffer,
+  pad8,
+  readU16BE,
+  readU32BE,
+  writeU16Field,
+  writeU32Field,
+} from '../../wire/bytes.js';
 
 export interface OutputAction {
   type: 'OUTPUT';
@@ -134,7 +143,10 @@ function decodeAction(bytes: Uint8Array, at: number, length: number): Action {
       const fieldStart = at + ACTION_HEADER_LENGTH;
       const fieldLength = oxm.lengthAt(bytes, fieldStart, end);
       if (pad8(ACTION_HEADER_LENGTH + fieldLength) !== length) {
-        throw new OpenFlowDecodeError('bad-length', `SET_FIELD action of ${length} octets holds a ${fieldLength}-octet field`);
+        throw new OpenFlowDecodeError(
+          'bad-length',
+          `SET_FIELD action of ${length} octets holds a ${fieldLength}-octet field`,
+        );
       }
       return { type: 'SET_FIELD', field: oxm.decode(bytes, fieldStart, fieldStart + fieldLength) };
     }
@@ -144,7 +156,8 @@ function decodeAction(bytes: Uint8Array, at: number, length: number): Action {
 }
 
 function expectLength(name: string, length: number, expected: number): void {
-  if (length !== expected) throw new OpenFlowDecodeError('bad-length', `${name} action length ${length} is not ${expected}`);
+  if (length !== expected)
+    throw new OpenFlowDecodeError('bad-length', `${name} action length ${length} is not ${expected}`);
 }
 
 // --- lists (the codec) ---------------------------------------------------------------------
@@ -171,7 +184,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Action
   for (let at = start; at < end; ) {
     need({ at, end }, ACTION_HEADER_LENGTH, 'an action header', truncated);
     const length = readU16BE(bytes, at + 2);
-    if (length < 8 || length % 8 !== 0) throw new OpenFlowDecodeError('bad-length', `action length ${length} is not a positive multiple of 8`);
+    if (length < 8 || length % 8 !== 0)
+      throw new OpenFlowDecodeError('bad-length', `action length ${length} is not a positive multiple of 8`);
     need({ at, end }, length, `an action of ${length} octets`, truncated);
     actions.push(decodeAction(bytes, at, length));
     at += length;

@@ -40,5 +40,11 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): AsyncC
   const type = bytes[start + 1] === OFP_TYPE_NUMBERS.SET_ASYNC ? 'SET_ASYNC' : 'GET_ASYNC_REPLY';
   const header = readMessageHeader(bytes, start, end, type, LENGTH);
   const mask = (i: number) => readU32BE(bytes, start + 8 + 4 * i);
-  return { type, xid: header.xid, packetIn: [mask(0), mask(1)], portStatus: [mask(2), mask(3)], flowRemoved: [mask(4), mask(5)] };
+  return {
+    type,
+    xid: header.xid,
+    packetIn: [mask(0), mask(1)],
+    portStatus: [mask(2), mask(3)],
+    flowRemoved: [mask(4), mask(5)],
+  };
 }

@@ -24,7 +24,12 @@ export const BUCKET_HEADER_LENGTH = 16;
 
 /** A bucket of an ALL or INDIRECT group: no weight, nothing watched. */
 export function bucket(actions: Action[], options: Partial<Omit<Bucket, 'actions'>> = {}): Bucket {
-  return { weight: options.weight ?? 0, watchPort: options.watchPort ?? OfpPort.ANY, watchGroup: options.watchGroup ?? OfpGroup.ANY, actions };
+  return {
+    weight: options.weight ?? 0,
+    watchPort: options.watchPort ?? OfpPort.ANY,
+    watchGroup: options.watchGroup ?? OfpGroup.ANY,
+    actions,
+  };
 }
 
 export function bucketLength(bucket: Bucket): number {

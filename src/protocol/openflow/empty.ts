@@ -7,7 +7,13 @@ import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import { describeOfpType, OFP_TYPE_NUMBERS } from './message-type.js';
 import { outputBuffer } from '../../wire/bytes.js';
 
-export const EMPTY_MESSAGE_TYPES = ['BARRIER_REQUEST', 'BARRIER_REPLY', 'FEATURES_REQUEST', 'GET_CONFIG_REQUEST', 'GET_ASYNC_REQUEST'] as const;
+export const EMPTY_MESSAGE_TYPES = [
+  'BARRIER_REQUEST',
+  'BARRIER_REPLY',
+  'FEATURES_REQUEST',
+  'GET_CONFIG_REQUEST',
+  'GET_ASYNC_REQUEST',
+] as const;
 export type EmptyMessageType = (typeof EMPTY_MESSAGE_TYPES)[number];
 
 export interface EmptyMessage {
@@ -31,6 +37,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): EmptyM
   if (type === undefined) throw new RangeError(`${describeOfpType(number ?? -1)} is not a header-only message`);
   const header = readMessageHeader(bytes, start, end, type, HEADER_LENGTH);
   // OpenFlow 1.3 gives these messages no body; OVS refuses one with BAD_LEN, so do we.
-  if (header.length !== HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `${type} has ${header.length - HEADER_LENGTH} octets of body; it has none`);
+  if (header.length !== HEADER_LENGTH)
+    throw new OpenFlowDecodeError(
+      'bad-length',
+      `${type} has ${header.length - HEADER_LENGTH} octets of body; it has none`,
+    );
   return { type, xid: header.xid };
 }

@@ -92,7 +92,16 @@ const CODES: Readonly<Record<Exclude<OfpErrorTypeName, 'EXPERIMENTER'>, readonly
     'DUP_FIELD',
     'EPERM',
   ],
-  FLOW_MOD_FAILED: ['UNKNOWN', 'TABLE_FULL', 'BAD_TABLE_ID', 'OVERLAP', 'EPERM', 'BAD_TIMEOUT', 'BAD_COMMAND', 'BAD_FLAGS'],
+  FLOW_MOD_FAILED: [
+    'UNKNOWN',
+    'TABLE_FULL',
+    'BAD_TABLE_ID',
+    'OVERLAP',
+    'EPERM',
+    'BAD_TIMEOUT',
+    'BAD_COMMAND',
+    'BAD_FLAGS',
+  ],
   GROUP_MOD_FAILED: [
     'GROUP_EXISTS',
     'INVALID_GROUP',
@@ -207,7 +216,9 @@ const ONF_CODES: ReadonlyMap<number, string> = new Map([
   [4448, 'OFPBPC_EPERM'],
 ]);
 
-const TYPE_NAMES: ReadonlyMap<number, OfpErrorTypeName> = new Map(Object.entries(OFP_ERROR_TYPES).map(([name, number]) => [number, name as OfpErrorTypeName]));
+const TYPE_NAMES: ReadonlyMap<number, OfpErrorTypeName> = new Map(
+  Object.entries(OFP_ERROR_TYPES).map(([name, number]) => [number, name as OfpErrorTypeName]),
+);
 
 export function errorTypeName(type: number): OfpErrorTypeName | undefined {
   return TYPE_NAMES.get(type);
@@ -221,7 +232,10 @@ export function errorCodeName(type: number, code: number): string | undefined {
 }
 
 /** The number of code `codeName` of type `typeName` (e.g. GROUP_MOD_FAILED, GROUP_EXISTS → 0). */
-export function errorCodeNumber(typeName: Exclude<OfpErrorTypeName, 'EXPERIMENTER'>, codeName: string): number | undefined {
+export function errorCodeNumber(
+  typeName: Exclude<OfpErrorTypeName, 'EXPERIMENTER'>,
+  codeName: string,
+): number | undefined {
   const index = CODES[typeName].indexOf(codeName);
   return index < 0 ? undefined : index;
 }

@@ -54,7 +54,13 @@ export function encode(message: ErrorMessage, buf?: Uint8Array, offset = 0): Uin
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): ErrorMessage {
   const header = readMessageHeader(bytes, start, end, 'ERROR', FIXED_LENGTH);
   const errorType = readU16BE(bytes, start + 8);
-  const message: ErrorMessage = { type: 'ERROR', xid: header.xid, errorType, code: readU16BE(bytes, start + 10), data: new Uint8Array(0) };
+  const message: ErrorMessage = {
+    type: 'ERROR',
+    xid: header.xid,
+    errorType,
+    code: readU16BE(bytes, start + 10),
+    data: new Uint8Array(0),
+  };
   let at = start + FIXED_LENGTH;
   if (isExperimenter(message)) {
     if (end - at < 4) throw new OpenFlowDecodeError('bad-length', 'EXPERIMENTER error ends before its experimenter id');

@@ -18,11 +18,16 @@ import { describeError, type ErrorIdentity } from './error-code.js';
 export type OpenFlowDecodeReason =
   /** The data ends before a header, a field or a declared length does. */
   | 'truncated'
-  /** A length field is below its structure's minimum, not a multiple of 8 where one is required, or runs past its container. */
+  /**
+   * A length field is below its structure's minimum, not a multiple of 8 where one is required, or runs past its
+   * container.
+   */
   | 'bad-length'
   /** An ofp_match whose type is not OFPMT_OXM (the only one OpenFlow 1.3 defines). */
   | 'bad-match-type'
-  /** A named OXM field (basic class, or the NXM_1 tunnel endpoints) whose payload length is not the one its field has. */
+  /**
+   * A named OXM field (basic class, or the NXM_1 tunnel endpoints) whose payload length is not the one its field has.
+   */
   | 'bad-field-length';
 
 export class OpenFlowDecodeError extends DecodeError {

@@ -15,7 +15,10 @@ export interface FeaturesReply {
   nBuffers: number;
   nTables: number;
   auxiliaryId: number;
-  /** `ofp_capabilities` bits (FLOW_STATS 1, TABLE_STATS 2, PORT_STATS 4, GROUP_STATS 8, IP_REASM 32, QUEUE_STATS 64, PORT_BLOCKED 256). */
+  /**
+   * `ofp_capabilities` bits (FLOW_STATS 1, TABLE_STATS 2, PORT_STATS 4, GROUP_STATS 8, IP_REASM 32, QUEUE_STATS 64,
+   * PORT_BLOCKED 256).
+   */
   capabilities: number;
   reserved: number;
 }

@@ -15,7 +15,16 @@ import * as match from './match.js';
 import { FlowModCommand } from './mod-command.js';
 import type { OxmField } from './oxm.js';
 import { OFP_NO_BUFFER, OfpGroup, OfpPort } from './reserved.js';
-import { outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export interface FlowMod {
   type: 'FLOW_MOD';
@@ -41,7 +50,10 @@ export interface FlowMod {
 export const DEFAULT_PRIORITY = 0x8000;
 const FIXED_LENGTH = HEADER_LENGTH + 40;
 
-/** A FLOW_MOD with the spec's defaults for everything not given: ADD, table 0, priority 0x8000, no timeouts, no buffer, no filters. */
+/**
+ * A FLOW_MOD with the spec's defaults for everything not given: ADD, table 0, priority 0x8000, no timeouts, no buffer,
+ * no filters.
+ */
 export function flowMod(fields: Partial<Omit<FlowMod, 'type'>> = {}): FlowMod {
   return {
     type: 'FLOW_MOD',

@@ -15,7 +15,17 @@ import type { Instruction } from './instruction.js';
 import * as match from './match.js';
 import type { OxmField } from './oxm.js';
 import { OFPTT_ALL, OfpGroup, OfpPort } from './reserved.js';
-import { need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export interface FlowStatsRequest {
   kind: 'FLOW';
@@ -52,7 +62,16 @@ const ENTRY_FIXED_LENGTH = 48;
 
 /** A request for every flow; narrow it with the fields given. */
 export function flowStatsRequest(fields: Partial<Omit<FlowStatsRequest, 'kind'>> = {}): FlowStatsRequest {
-  return { kind: 'FLOW', tableId: OFPTT_ALL, outPort: OfpPort.ANY, outGroup: OfpGroup.ANY, cookie: 0n, cookieMask: 0n, match: [], ...fields };
+  return {
+    kind: 'FLOW',
+    tableId: OFPTT_ALL,
+    outPort: OfpPort.ANY,
+    outGroup: OfpGroup.ANY,
+    cookie: 0n,
+    cookieMask: 0n,
+    match: [],
+    ...fields,
+  };
 }
 
 export const request = {
@@ -126,7 +145,10 @@ export const reply = {
       need({ at, end }, ENTRY_FIXED_LENGTH, 'a flow stats entry', truncated);
       const length = readU16BE(bytes, at);
       if (length < ENTRY_FIXED_LENGTH + 8 || length % 8 !== 0) {
-        throw new OpenFlowDecodeError('bad-length', `flow stats length ${length} is not a multiple of 8 of at least 56`);
+        throw new OpenFlowDecodeError(
+          'bad-length',
+          `flow stats length ${length} is not a multiple of 8 of at least 56`,
+        );
       }
       need({ at, end }, length, `a flow stats entry of ${length} octets`, truncated);
       const matchStart = at + ENTRY_FIXED_LENGTH;

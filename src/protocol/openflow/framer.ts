@@ -109,7 +109,10 @@ export class OpenFlowFramer {
 function lengthAt(bytes: Uint8Array, pos: number): number {
   const length = (bytes[pos + 2]! << 8) | bytes[pos + 3]!;
   if (length < HEADER_LENGTH) {
-    throw new OpenFlowDecodeError('bad-length', `OpenFlow message length ${length} is below the 8-octet header: the stream is out of step`);
+    throw new OpenFlowDecodeError(
+      'bad-length',
+      `OpenFlow message length ${length} is below the 8-octet header: the stream is out of step`,
+    );
   }
   return length;
 }

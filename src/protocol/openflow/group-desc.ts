@@ -8,7 +8,15 @@
 import * as bucketList from './bucket.js';
 import type { Bucket } from './bucket.js';
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  writeU16Field,
+  writeU32Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export interface GroupDesc {
   /** GroupType */

@@ -10,7 +10,16 @@
  *   packet_count(8) | byte_count(8)
  */
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field } from '../../wire/bytes.js';
+import {
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+} from '../../wire/bytes.js';
 
 /** `group_id` that asks for every group (OFPG_ALL). */
 export const OFPG_ALL = 0xfffffffc;
@@ -55,7 +64,8 @@ export const request = {
   /** The request body in [start, end), which must be exactly 8 octets. */
   decode(bytes: Uint8Array, start = 0, end = bytes.length): GroupStatsRequest {
     need({ at: start, end }, REQUEST_LENGTH, 'a group stats request', truncated);
-    if (end - start !== REQUEST_LENGTH) throw new OpenFlowDecodeError('bad-length', `group stats request body of ${end - start} octets is not 8`);
+    if (end - start !== REQUEST_LENGTH)
+      throw new OpenFlowDecodeError('bad-length', `group stats request body of ${end - start} octets is not 8`);
     return { kind: 'GROUP', groupId: readU32BE(bytes, start) };
   },
 };

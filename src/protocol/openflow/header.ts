@@ -8,7 +8,15 @@
  */
 import { OpenFlowDecodeError, truncated } from './errors.js';
 import { OFP_TYPE_NUMBERS, OFP13_VERSION, type OfpTypeName } from './message-type.js';
-import { need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  writeU16Field,
+  writeU32Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export const HEADER_LENGTH = 8;
 /** `length` is 16 bits: no message is longer. */
@@ -39,12 +47,20 @@ export function encode(header: OfpHeader, buf?: Uint8Array, offset = 0): Uint8Ar
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OfpHeader {
   need({ at: start, end }, HEADER_LENGTH, 'the OpenFlow header', truncated);
   const length = readU16BE(bytes, start + 2);
-  if (length < HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `OpenFlow message length ${length} is below the 8-octet header`);
+  if (length < HEADER_LENGTH)
+    throw new OpenFlowDecodeError('bad-length', `OpenFlow message length ${length} is below the 8-octet header`);
   return { version: bytes[start]!, type: bytes[start + 1]!, length, xid: readU32BE(bytes, start + 4) };
 }
 
 /** Writes an OpenFlow 1.3 header for a message of `length` octets, after checking it fits the 16-bit length. */
-export function writeHeader(out: Uint8Array, offset: number, type: OfpTypeName, length: number, xid: number, version: number = OFP13_VERSION): void {
+export function writeHeader(
+  out: Uint8Array,
+  offset: number,
+  type: OfpTypeName,
+  length: number,
+  xid: number,
+  version: number = OFP13_VERSION,
+): void {
   if (length > MAX_MESSAGE_LENGTH) {
     throw new RangeError(`${type} of ${length} octets exceeds the OpenFlow maximum of ${MAX_MESSAGE_LENGTH}`);
   }
@@ -55,13 +71,25 @@ export function writeHeader(out: Uint8Array, offset: number, type: OfpTypeName, 
  * For a message codec's decode(): checks that [start, end) is one whole message of at
  * least `minLength` octets whose header says so, and returns its header.
  */
-export function readMessageHeader(bytes: Uint8Array, start: number, end: number, type: OfpTypeName, minLength: number): OfpHeader {
+export function readMessageHeader(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  type: OfpTypeName,
+  minLength: number,
+): OfpHeader {
   const header = decode(bytes, start, end);
   if (header.length !== end - start) {
-    throw new OpenFlowDecodeError('bad-length', `${type} header says ${header.length} octets; the message has ${end - start}`);
+    throw new OpenFlowDecodeError(
+      'bad-length',
+      `${type} header says ${header.length} octets; the message has ${end - start}`,
+    );
   }
   if (header.length < minLength) {
-    throw new OpenFlowDecodeError('bad-length', `${type} of ${header.length} octets is shorter than its ${minLength}-octet minimum`);
+    throw new OpenFlowDecodeError(
+      'bad-length',
+      `${type} of ${header.length} octets is shorter than its ${minLength}-octet minimum`,
+    );
   }
   return header;
 }

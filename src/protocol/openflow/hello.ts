@@ -46,7 +46,8 @@ export function encode(message: Hello, buf?: Uint8Array, offset = 0): Uint8Array
   writeU16Field(out, at + 2, ELEMENT_HEADER_LENGTH + 4 * words, 'element length');
   const bitmap = new Array<number>(words).fill(0);
   for (const version of message.versions) {
-    if (!Number.isInteger(version) || version < 0 || version > 0xff) throw new RangeError(`version ${version} is not 0..255`);
+    if (!Number.isInteger(version) || version < 0 || version > 0xff)
+      throw new RangeError(`version ${version} is not 0..255`);
     bitmap[version >> 5] = (bitmap[version >> 5]! | (1 << (version & 31))) >>> 0;
   }
   bitmap.forEach((word, i) => writeU32Field(out, at + ELEMENT_HEADER_LENGTH + 4 * i, word, 'version bitmap'));
@@ -61,7 +62,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Hello 
     need({ at, end }, ELEMENT_HEADER_LENGTH, 'a HELLO element header', truncated);
     const type = readU16BE(bytes, at);
     const length = readU16BE(bytes, at + 2);
-    if (length < ELEMENT_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `HELLO element length ${length} is below 4`);
+    if (length < ELEMENT_HEADER_LENGTH)
+      throw new OpenFlowDecodeError('bad-length', `HELLO element length ${length} is below 4`);
     need({ at, end }, length, `a HELLO element of ${length} octets`, truncated);
     if (type === ELEMENT_VERSION_BITMAP) {
       const versions: number[] = [];

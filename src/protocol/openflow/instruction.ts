@@ -14,7 +14,18 @@ import * as actionList from './action.js';
 import type { Action } from './action.js';
 import { OfpInstructionType } from './action-type.js';
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  copyBytes,
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export interface GotoTableInstruction {
   type: 'GOTO_TABLE';
@@ -48,7 +59,13 @@ export interface RawInstruction {
   body: Uint8Array;
 }
 
-export type Instruction = GotoTableInstruction | WriteMetadataInstruction | ActionsInstruction | ClearActionsInstruction | MeterInstruction | RawInstruction;
+export type Instruction =
+  | GotoTableInstruction
+  | WriteMetadataInstruction
+  | ActionsInstruction
+  | ClearActionsInstruction
+  | MeterInstruction
+  | RawInstruction;
 
 const HEADER_LENGTH = 4;
 /** Type, length and 4 octets of padding before the actions. */
@@ -97,7 +114,8 @@ export function instructionLength(instruction: Instruction): number {
 
 function encodeInstruction(instruction: Instruction, out: Uint8Array, at: number): void {
   const length = instructionLength(instruction);
-  if (length % 8 !== 0) throw new RangeError(`${instruction.type} instruction of ${length} octets is not a multiple of 8`);
+  if (length % 8 !== 0)
+    throw new RangeError(`${instruction.type} instruction of ${length} octets is not a multiple of 8`);
   const type = instruction.type === 'RAW' ? instruction.instructionType : OfpInstructionType[instruction.type];
   writeU16Field(out, at, type, 'instruction type');
   writeU16Field(out, at + 2, length, 'instruction length');
@@ -139,7 +157,8 @@ function decodeInstruction(bytes: Uint8Array, at: number, length: number): Instr
       return { type: 'WRITE_METADATA', metadata: readU64BE(bytes, at + 8), mask: readU64BE(bytes, at + 16) };
     case OfpInstructionType.WRITE_ACTIONS:
     case OfpInstructionType.APPLY_ACTIONS:
-      if (length < ACTIONS_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `actions instruction length ${length} is below 8`);
+      if (length < ACTIONS_HEADER_LENGTH)
+        throw new OpenFlowDecodeError('bad-length', `actions instruction length ${length} is below 8`);
       return {
         type: type === OfpInstructionType.WRITE_ACTIONS ? 'WRITE_ACTIONS' : 'APPLY_ACTIONS',
         actions: actionList.decode(bytes, at + ACTIONS_HEADER_LENGTH, at + length),
@@ -156,7 +175,8 @@ function decodeInstruction(bytes: Uint8Array, at: number, length: number): Instr
 }
 
 function expectLength(name: string, length: number, expected: number): void {
-  if (length !== expected) throw new OpenFlowDecodeError('bad-length', `${name} instruction length ${length} is not ${expected}`);
+  if (length !== expected)
+    throw new OpenFlowDecodeError('bad-length', `${name} instruction length ${length} is not ${expected}`);
 }
 
 // --- lists (the codec) ---------------------------------------------------------------------
@@ -183,7 +203,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Instru
   for (let at = start; at < end; ) {
     need({ at, end }, HEADER_LENGTH, 'an instruction header', truncated);
     const length = readU16BE(bytes, at + 2);
-    if (length < 8 || length % 8 !== 0) throw new OpenFlowDecodeError('bad-length', `instruction length ${length} is not a positive multiple of 8`);
+    if (length < 8 || length % 8 !== 0)
+      throw new OpenFlowDecodeError('bad-length', `instruction length ${length} is not a positive multiple of 8`);
     need({ at, end }, length, `an instruction of ${length} octets`, truncated);
     instructions.push(decodeInstruction(bytes, at, length));
     at += length;

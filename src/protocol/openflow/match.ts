@@ -46,14 +46,16 @@ export function lengthAt(bytes: Uint8Array, start: number, end: number): number 
   const type = readU16BE(bytes, start);
   if (type !== OFPMT_OXM) throw new OpenFlowDecodeError('bad-match-type', `match type ${type} is not OFPMT_OXM (1)`);
   const declared = readU16BE(bytes, start + 2);
-  if (declared < MATCH_HEADER_LENGTH) throw new OpenFlowDecodeError('bad-length', `match length ${declared} is below 4`);
+  if (declared < MATCH_HEADER_LENGTH)
+    throw new OpenFlowDecodeError('bad-length', `match length ${declared} is below 4`);
   need({ at: start, end }, pad8(declared), `a match of ${declared} octets and its padding`, truncated);
   return pad8(declared);
 }
 
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmField[] {
   const padded = lengthAt(bytes, start, end);
-  if (padded !== end - start) throw new OpenFlowDecodeError('bad-length', `match of ${padded} octets (padded) does not fill its ${end - start}`);
+  if (padded !== end - start)
+    throw new OpenFlowDecodeError('bad-length', `match of ${padded} octets (padded) does not fill its ${end - start}`);
   const fieldsEnd = start + readU16BE(bytes, start + 2);
   const fields: OxmField[] = [];
   for (let at = start + MATCH_HEADER_LENGTH; at < fieldsEnd; ) {

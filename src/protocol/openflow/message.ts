@@ -58,9 +58,18 @@ export type OpenFlowMessage =
 export type OpenFlowMessageType = OpenFlowMessage['type'];
 
 /** The members of the union whose `type` may be T (a family such as Echo carries two types). */
-type MessageOf<T extends OpenFlowMessageType> = OpenFlowMessage extends infer M ? (M extends { type: infer U } ? (T extends U ? M : never) : never) : never;
+type MessageOf<T extends OpenFlowMessageType> = OpenFlowMessage extends infer M
+  ? M extends { type: infer U }
+    ? T extends U
+      ? M
+      : never
+    : never
+  : never;
 
-/** One message family's codec, as the table below holds it (properties, not methods: their parameters are checked strictly). */
+/**
+ * One message family's codec, as the table below holds it (properties, not methods: their parameters are checked
+ * strictly).
+ */
 interface MessageCodec<M extends OpenFlowMessage> {
   encodingLength: (message: M) => number;
   encode: (message: M, buf?: Uint8Array, offset?: number) => Uint8Array;
@@ -93,7 +102,10 @@ const CODECS = {
   OTHER: otherMessage,
 } satisfies { [T in OpenFlowMessageType]: MessageCodec<MessageOf<T>> };
 
-/** The codec of `message`'s type (the table's typing pairs each with its own type; TypeScript cannot follow it through an index). */
+/**
+ * The codec of `message`'s type (the table's typing pairs each with its own type; TypeScript cannot follow it through
+ * an index).
+ */
 function codecOf(message: OpenFlowMessage): MessageCodec<OpenFlowMessage> {
   return CODECS[message.type] as MessageCodec<OpenFlowMessage>;
 }
@@ -106,7 +118,10 @@ export function encode(message: OpenFlowMessage, buf?: Uint8Array, offset = 0): 
   return codecOf(message).encode(message, buf, offset);
 }
 
-/** Decodes the one message in [start, end): a type without a codec of its own as OTHER. Throws OpenFlowDecodeError for malformed input. */
+/**
+ * Decodes the one message in [start, end): a type without a codec of its own as OTHER. Throws OpenFlowDecodeError for
+ * malformed input.
+ */
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OpenFlowMessage {
   const name = ofpTypeName(header.decode(bytes, start, end).type);
   const codec = name !== undefined && Object.hasOwn(CODECS, name) ? CODECS[name as OpenFlowMessageType] : otherMessage;

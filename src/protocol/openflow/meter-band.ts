@@ -11,7 +11,16 @@
  * `rate` is in kb/s or packets/s and `burst_size` in kb or packets, as the meter's flags say.
  */
 import { OpenFlowDecodeError, truncated } from './errors.js';
-import { copyBytes, need, outputBuffer, readU16BE, readU32BE, writeU16Field, writeU32Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  copyBytes,
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  writeU16Field,
+  writeU32Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 /** `ofp_meter_band_type` */
 export const MeterBandType = {
@@ -99,12 +108,17 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): MeterB
     need({ at, end }, length, `a meter band of ${length} octets`, truncated);
     const rate = readU32BE(bytes, at + 4);
     const burstSize = readU32BE(bytes, at + 8);
-    if ((bandType === MeterBandType.DROP || bandType === MeterBandType.DSCP_REMARK) && length !== STANDARD_BAND_LENGTH) {
+    if (
+      (bandType === MeterBandType.DROP || bandType === MeterBandType.DSCP_REMARK) &&
+      length !== STANDARD_BAND_LENGTH
+    ) {
       throw new OpenFlowDecodeError('bad-length', `meter band of type ${bandType} has length ${length}, not 16`);
     }
     if (bandType === MeterBandType.DROP) bands.push({ type: 'DROP', rate, burstSize });
-    else if (bandType === MeterBandType.DSCP_REMARK) bands.push({ type: 'DSCP_REMARK', rate, burstSize, precLevel: bytes[at + 12]! });
-    else bands.push({ type: 'OTHER', bandType, rate, burstSize, body: copyBytes(bytes, at + COMMON_LENGTH, at + length) });
+    else if (bandType === MeterBandType.DSCP_REMARK)
+      bands.push({ type: 'DSCP_REMARK', rate, burstSize, precLevel: bytes[at + 12]! });
+    else
+      bands.push({ type: 'OTHER', bandType, rate, burstSize, body: copyBytes(bytes, at + COMMON_LENGTH, at + length) });
     at += length;
   }
   return bands;

@@ -45,7 +45,8 @@ export function encode(features: MeterFeatures, buf?: Uint8Array, offset = 0): U
 /** Decodes the body in [start, end), which must be exactly 16 octets. */
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): MeterFeatures {
   need({ at: start, end }, LENGTH, 'meter features', truncated);
-  if (end - start !== LENGTH) throw new OpenFlowDecodeError('bad-length', `meter features body of ${end - start} octets is not 16`);
+  if (end - start !== LENGTH)
+    throw new OpenFlowDecodeError('bad-length', `meter features body of ${end - start} octets is not 16`);
   return {
     maxMeter: readU32BE(bytes, start),
     bandTypes: readU32BE(bytes, start + 4),

@@ -56,7 +56,14 @@ const FIXED_LENGTH = HEADER_LENGTH + 8;
 
 /** A METER_MOD; defaults: ADD, flags PKTPS|BURST|STATS, no bands. */
 export function meterMod(fields: Partial<Omit<MeterMod, 'type'>> & Pick<MeterMod, 'meterId'>): MeterMod {
-  return { type: 'METER_MOD', xid: 0, command: MeterModCommand.ADD, flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS, bands: [], ...fields };
+  return {
+    type: 'METER_MOD',
+    xid: 0,
+    command: MeterModCommand.ADD,
+    flags: MeterFlag.PKTPS | MeterFlag.BURST | MeterFlag.STATS,
+    bands: [],
+    ...fields,
+  };
 }
 
 const COMMAND_NAMES: ReadonlyMap<number, MeterModCommandName> = new Map(

@@ -16,7 +16,16 @@
 import { OpenFlowDecodeError, truncated } from './errors.js';
 import * as bandList from './meter-band.js';
 import type { MeterBand } from './meter-band.js';
-import { need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field } from '../../wire/bytes.js';
+import {
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+} from '../../wire/bytes.js';
 
 export interface MeterStatsRequest {
   kind: 'METER';
@@ -74,7 +83,8 @@ export const request = {
   /** The meter id of the request body in [start, end), which must be exactly 8 octets. */
   decodeMeterId(bytes: Uint8Array, start = 0, end = bytes.length): number {
     need({ at: start, end }, REQUEST_LENGTH, 'a meter request', truncated);
-    if (end - start !== REQUEST_LENGTH) throw new OpenFlowDecodeError('bad-length', `meter request body of ${end - start} octets is not 8`);
+    if (end - start !== REQUEST_LENGTH)
+      throw new OpenFlowDecodeError('bad-length', `meter request body of ${end - start} octets is not 8`);
     return readU32BE(bytes, start);
   },
 };
@@ -171,7 +181,10 @@ export const config = {
       need({ at, end }, CONFIG_FIXED_LENGTH, 'a meter config entry', truncated);
       const length = readU16BE(bytes, at);
       if (length < CONFIG_FIXED_LENGTH || length % 8 !== 0) {
-        throw new OpenFlowDecodeError('bad-length', `meter config length ${length} is not a multiple of 8 of at least 8`);
+        throw new OpenFlowDecodeError(
+          'bad-length',
+          `meter config length ${length} is not a multiple of 8 of at least 8`,
+        );
       }
       need({ at, end }, length, `a meter config entry of ${length} octets`, truncated);
       entries.push({

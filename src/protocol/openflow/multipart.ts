@@ -175,7 +175,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Multip
   const multipartType = readU16BE(bytes, start + 8);
   const flags = readU16BE(bytes, start + 10);
   const at = start + FIXED_LENGTH;
-  if (isReply) return { type: 'MULTIPART_REPLY', xid: header.xid, flags, body: decodeReplyBody(multipartType, bytes, at, end) };
+  if (isReply)
+    return { type: 'MULTIPART_REPLY', xid: header.xid, flags, body: decodeReplyBody(multipartType, bytes, at, end) };
   return { type: 'MULTIPART_REQUEST', xid: header.xid, flags, body: decodeRequestBody(multipartType, bytes, at, end) };
 }
 

@@ -31,5 +31,10 @@ export function encode(message: OtherMessage, buf?: Uint8Array, offset = 0): Uin
 export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OtherMessage {
   const messageType = bytes[start + 1] ?? 0;
   const header = readMessageHeader(bytes, start, end, ofpTypeName(messageType) ?? 'EXPERIMENTER', HEADER_LENGTH);
-  return { type: 'OTHER', xid: header.xid, messageType: header.type, body: copyBytes(bytes, start + HEADER_LENGTH, end) };
+  return {
+    type: 'OTHER',
+    xid: header.xid,
+    messageType: header.type,
+    body: copyBytes(bytes, start + HEADER_LENGTH, end),
+  };
 }

@@ -73,7 +73,10 @@ export const NAMED_OXM_FIELDS = {
   ...inClass(OxmClass.NXM_1, NXM_1_FIELDS),
 };
 
-function inClass<T extends Record<string, OxmFieldSpec>>(oxmClass: number, fields: T): { [K in keyof T]: T[K] & { readonly oxmClass: number } } {
+function inClass<T extends Record<string, OxmFieldSpec>>(
+  oxmClass: number,
+  fields: T,
+): { [K in keyof T]: T[K] & { readonly oxmClass: number } } {
   return Object.fromEntries(Object.entries(fields).map(([name, spec]) => [name, { ...spec, oxmClass }])) as {
     [K in keyof T]: T[K] & { readonly oxmClass: number };
   };

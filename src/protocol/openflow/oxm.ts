@@ -21,7 +21,16 @@ import {
   type OxmFieldName,
   type UintOxmFieldName,
 } from './oxm-field.js';
-import { copyBytes, need, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU64Field } from '../../wire/bytes.js';
+import {
+  copyBytes,
+  need,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU64Field,
+} from '../../wire/bytes.js';
 
 export const OXM_HEADER_LENGTH = 4;
 
@@ -80,10 +89,12 @@ export function encodingLength(field: OxmField): number {
 export function encode(field: OxmField, buf?: Uint8Array, offset = 0): Uint8Array {
   const length = encodingLength(field);
   const out = outputBuffer(length, buf, offset, 'OXM field');
-  if (length - OXM_HEADER_LENGTH > 0xff) throw new RangeError(`OXM payload of ${length - OXM_HEADER_LENGTH} octets exceeds 255`);
+  if (length - OXM_HEADER_LENGTH > 0xff)
+    throw new RangeError(`OXM payload of ${length - OXM_HEADER_LENGTH} octets exceeds 255`);
   if (field.field === 'RAW') {
     writeU16Field(out, offset, field.oxmClass, 'OXM class');
-    if (!Number.isInteger(field.oxmField) || field.oxmField < 0 || field.oxmField > 0x7f) throw new RangeError(`OXM field ${field.oxmField} is not 0..127`);
+    if (!Number.isInteger(field.oxmField) || field.oxmField < 0 || field.oxmField > 0x7f)
+      throw new RangeError(`OXM field ${field.oxmField} is not 0..127`);
     out[offset + 2] = (field.oxmField << 1) | (field.hasMask ? 1 : 0);
     out[offset + 3] = field.payload.length;
     out.set(field.payload, offset + OXM_HEADER_LENGTH);
@@ -132,7 +143,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmFie
   const hasMask = (bytes[start + 2]! & 1) === 1;
   const payloadLength = bytes[start + 3]!;
   if (end - start !== OXM_HEADER_LENGTH + payloadLength) {
-    throw new OpenFlowDecodeError('bad-length', `OXM field of ${payloadLength} payload octets does not fill its ${end - start - OXM_HEADER_LENGTH}`);
+    throw new OpenFlowDecodeError(
+      'bad-length',
+      `OXM field of ${payloadLength} payload octets does not fill its ${end - start - OXM_HEADER_LENGTH}`,
+    );
   }
   const at = start + OXM_HEADER_LENGTH;
   const name = oxmFieldName(oxmField, oxmClass);
@@ -140,7 +154,10 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): OxmFie
   const spec = NAMED_OXM_FIELDS[name];
   const expected = hasMask ? 2 * spec.length : spec.length;
   if (payloadLength !== expected) {
-    throw new OpenFlowDecodeError('bad-field-length', `OXM ${name}${hasMask ? ' with mask' : ''} needs ${expected} payload octets, not ${payloadLength}`);
+    throw new OpenFlowDecodeError(
+      'bad-field-length',
+      `OXM ${name}${hasMask ? ' with mask' : ''} needs ${expected} payload octets, not ${payloadLength}`,
+    );
   }
   return readNamed(name, bytes, at, spec.length, hasMask);
 }
@@ -196,7 +213,8 @@ function readUintN(bytes: Uint8Array, at: number, size: number): number {
 
 function writeUintN(out: Uint8Array, at: number, size: number, value: number, name: string): void {
   const max = size === 4 ? 0xffffffff : (1 << (8 * size)) - 1;
-  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    throw new RangeError(`${name} ${value} is not an integer 0..${max}`);
   for (let i = size - 1; i >= 0; i--) {
     out[at + i] = value & 0xff;
     value = Math.floor(value / 256);

@@ -14,7 +14,17 @@ import { OpenFlowDecodeError } from './errors.js';
 import { HEADER_LENGTH, readMessageHeader, writeHeader } from './header.js';
 import * as match from './match.js';
 import type { OxmField } from './oxm.js';
-import { copyBytes, outputBuffer, readU16BE, readU32BE, readU64BE, writeU16Field, writeU32Field, writeU64Field, writeU8Field } from '../../wire/bytes.js';
+import {
+  copyBytes,
+  outputBuffer,
+  readU16BE,
+  readU32BE,
+  readU64BE,
+  writeU16Field,
+  writeU32Field,
+  writeU64Field,
+  writeU8Field,
+} from '../../wire/bytes.js';
 
 export interface PacketIn {
   type: 'PACKET_IN';
@@ -60,7 +70,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Packet
   const header = readMessageHeader(bytes, start, end, 'PACKET_IN', FIXED_LENGTH + 8 + PAD_AFTER_MATCH);
   const matchStart = start + FIXED_LENGTH;
   const matchEnd = matchStart + match.lengthAt(bytes, matchStart, end);
-  if (end - matchEnd < PAD_AFTER_MATCH) throw new OpenFlowDecodeError('truncated', 'PACKET_IN ends inside the padding after its match');
+  if (end - matchEnd < PAD_AFTER_MATCH)
+    throw new OpenFlowDecodeError('truncated', 'PACKET_IN ends inside the padding after its match');
   return {
     type: 'PACKET_IN',
     xid: header.xid,

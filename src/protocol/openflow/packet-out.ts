@@ -52,7 +52,8 @@ export function decode(bytes: Uint8Array, start = 0, end = bytes.length): Packet
   const header = readMessageHeader(bytes, start, end, 'PACKET_OUT', FIXED_LENGTH);
   const actionsLength = readU16BE(bytes, start + 16);
   const actionsEnd = start + FIXED_LENGTH + actionsLength;
-  if (actionsEnd > end) throw new OpenFlowDecodeError('bad-length', `PACKET_OUT actions_len ${actionsLength} runs past the message`);
+  if (actionsEnd > end)
+    throw new OpenFlowDecodeError('bad-length', `PACKET_OUT actions_len ${actionsLength} runs past the message`);
   return {
     type: 'PACKET_OUT',
     xid: header.xid,

@@ -60,7 +60,9 @@ export function isOvsdbId(name: string): boolean {
 /** Throws RangeError unless `name` is an <id>; `what` names it in the message. */
 export function checkOvsdbId(name: string, what: string): void {
   if (!ID_PATTERN.test(name)) {
-    throw new RangeError(`${what} ${JSON.stringify(name)} is not an OVSDB id (letters, digits and _, not starting with a digit)`);
+    throw new RangeError(
+      `${what} ${JSON.stringify(name)} is not an OVSDB id (letters, digits and _, not starting with a digit)`,
+    );
   }
 }
 
@@ -135,7 +137,10 @@ export function atomFromJson(json: unknown, where = 'atom'): Atom {
     }
     if (json[0] === 'named-uuid') return { namedUuid: json[1] };
   }
-  throw badDatum(where, `expected an atom (string, number, boolean, ["uuid", ...] or ["named-uuid", ...]), got ${preview(json)}`);
+  throw badDatum(
+    where,
+    `expected an atom (string, number, boolean, ["uuid", ...] or ["named-uuid", ...]), got ${preview(json)}`,
+  );
 }
 
 export function datumFromJson(json: unknown, where = 'datum'): Datum {
@@ -149,8 +154,12 @@ export function datumFromJson(json: unknown, where = 'datum'): Datum {
       if (!Array.isArray(body)) throw badDatum(where, `a map holds an array of pairs, got ${preview(body)}`);
       return {
         map: body.map((pair: unknown, i) => {
-          if (!Array.isArray(pair) || pair.length !== 2) throw badDatum(`${where} pair ${i}`, `expected [key, value], got ${preview(pair)}`);
-          return [atomFromJson(pair[0], `${where} pair ${i} key`), atomFromJson(pair[1], `${where} pair ${i} value`)] as const;
+          if (!Array.isArray(pair) || pair.length !== 2)
+            throw badDatum(`${where} pair ${i}`, `expected [key, value], got ${preview(pair)}`);
+          return [
+            atomFromJson(pair[0], `${where} pair ${i} key`),
+            atomFromJson(pair[1], `${where} pair ${i} value`),
+          ] as const;
         }),
       };
     }
@@ -204,7 +213,8 @@ export function asOptionalInteger(datum: Datum | undefined, where = 'datum'): nu
 export function asOptionalBoolean(datum: Datum | undefined, where = 'datum'): boolean | undefined {
   if (datum === undefined) return undefined;
   const atom = asOptional(datum, where);
-  if (atom !== undefined && typeof atom !== 'boolean') throw badDatum(where, `expected a boolean, got ${preview(atom)}`);
+  if (atom !== undefined && typeof atom !== 'boolean')
+    throw badDatum(where, `expected a boolean, got ${preview(atom)}`);
   return atom;
 }
 

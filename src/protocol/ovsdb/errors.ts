@@ -113,7 +113,8 @@ export class OvsdbTimeoutError extends McastError {
 function describe(init: OvsdbErrorInit): string {
   const what = init.details === undefined || init.details === '' ? init.error : `${init.error}: ${init.details}`;
   const on = init.db === undefined ? '' : ` on ${init.db}`;
-  if (init.method !== 'transact' || init.operationCount === undefined) return `OVSDB ${init.method}${on} failed: ${what}`;
+  if (init.method !== 'transact' || init.operationCount === undefined)
+    return `OVSDB ${init.method}${on} failed: ${what}`;
   if (init.operationIndex === undefined) {
     return `OVSDB transact${on} failed at commit, after all ${init.operationCount} operations succeeded: ${what}`;
   }

@@ -182,7 +182,10 @@ export class JsonStreamSplitter {
       return JSON.parse(text) as unknown;
     } catch (error) {
       const reason = messageOf(error);
-      throw new OvsdbDecodeError('bad-json', `the JSON value at byte offset ${this.valueOffset} does not parse: ${reason}`);
+      throw new OvsdbDecodeError(
+        'bad-json',
+        `the JSON value at byte offset ${this.valueOffset} does not parse: ${reason}`,
+      );
     }
   }
 
@@ -204,7 +207,11 @@ export class JsonStreamSplitter {
   }
 
   private unexpected(byte: number, offset: number): OvsdbDecodeError {
-    const shown = byte >= 0x20 && byte < 0x7f ? `'${String.fromCharCode(byte)}'` : `0x${byte.toString(16).padStart(2, '0')}`;
-    return new OvsdbDecodeError('bad-json', `unexpected ${shown} at byte offset ${offset}: a JSON-RPC stream holds only objects and arrays`);
+    const shown =
+      byte >= 0x20 && byte < 0x7f ? `'${String.fromCharCode(byte)}'` : `0x${byte.toString(16).padStart(2, '0')}`;
+    return new OvsdbDecodeError(
+      'bad-json',
+      `unexpected ${shown} at byte offset ${offset}: a JSON-RPC stream holds only objects and arrays`,
+    );
   }
 }

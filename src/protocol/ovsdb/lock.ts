@@ -3,7 +3,9 @@ import { OvsdbDecodeError } from './errors.js';
 import type { JsonValue } from './json.js';
 
 export function lockIdError(lockId: string): RangeError {
-  return new RangeError(`lock name ${JSON.stringify(lockId)} is not an OVSDB id (letters, digits and _, not starting with a digit)`);
+  return new RangeError(
+    `lock name ${JSON.stringify(lockId)} is not an OVSDB id (letters, digits and _, not starting with a digit)`,
+  );
 }
 
 /** Whether the server granted the lock now; throws OvsdbDecodeError for any other reply. */

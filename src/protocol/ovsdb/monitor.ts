@@ -59,7 +59,9 @@ export function rowChangeKind(update: RowUpdate): RowChangeKind {
 export function monitorRequestsToJson(requests: MonitorRequests): Record<string, JsonValue> {
   const out: Record<string, JsonValue> = {};
   for (const [table, request] of Object.entries(requests)) {
-    out[table] = Array.isArray(request) ? request.map(monitorRequestToJson) : monitorRequestToJson(request as MonitorRequest);
+    out[table] = Array.isArray(request)
+      ? request.map(monitorRequestToJson)
+      : monitorRequestToJson(request as MonitorRequest);
   }
   return out;
 }
@@ -75,7 +77,8 @@ export function tableUpdatesFromJson(json: unknown, where = 'table updates'): Ta
   if (!isPlainObject(json)) throw badUpdate(`${where}: expected an object, got ${preview(json)}`);
   const tables: Record<string, Record<string, RowUpdate>> = {};
   for (const [table, rows] of Object.entries(json)) {
-    if (!isPlainObject(rows)) throw badUpdate(`${where}: table ${table}: expected an object of row updates, got ${preview(rows)}`);
+    if (!isPlainObject(rows))
+      throw badUpdate(`${where}: table ${table}: expected an object of row updates, got ${preview(rows)}`);
     const updates: Record<string, RowUpdate> = {};
     for (const [uuid, update] of Object.entries(rows)) {
       const at = `${where}: ${table} row ${uuid}`;
@@ -83,7 +86,10 @@ export function tableUpdatesFromJson(json: unknown, where = 'table updates'): Ta
       const oldRow = update['old'] === undefined ? undefined : rowFromJson(update['old'], `${at} old`);
       const newRow = update['new'] === undefined ? undefined : rowFromJson(update['new'], `${at} new`);
       if (oldRow === undefined && newRow === undefined) throw badUpdate(`${at}: neither "old" nor "new"`);
-      updates[uuid] = { ...(oldRow === undefined ? {} : { old: oldRow }), ...(newRow === undefined ? {} : { new: newRow }) };
+      updates[uuid] = {
+        ...(oldRow === undefined ? {} : { old: oldRow }),
+        ...(newRow === undefined ? {} : { new: newRow }),
+      };
     }
     tables[table] = updates;
   }

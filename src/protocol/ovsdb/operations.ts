@@ -10,7 +10,16 @@
  * operation succeeded but the commit did not (e.g. a referential integrity violation),
  * the array has one more element: the commit's error (§4.1.3).
  */
-import { atomFromJson, checkOvsdbId, datumToJson, isUuid, rowFromJson, rowToJson, type Datum, type Row } from './datum.js';
+import {
+  atomFromJson,
+  checkOvsdbId,
+  datumToJson,
+  isUuid,
+  rowFromJson,
+  rowToJson,
+  type Datum,
+  type Row,
+} from './datum.js';
 import { isPlainObject, preview } from './json.js';
 import { errorObjectFromJson, isErrorObject } from './error-object.js';
 import { OvsdbDecodeError, OvsdbError } from './errors.js';
@@ -131,7 +140,10 @@ export type OperationResult<O extends Operation> = O extends InsertOperation
 /** One typed result per operation, in order. */
 export type TransactResults<Ops extends readonly Operation[]> = { -readonly [K in keyof Ops]: OperationResult<Ops[K]> };
 
-/** Throws RangeError for what ovsdb-server would refuse anyway: a uuid-name or lock that is not an <id>, a number that is not finite. */
+/**
+ * Throws RangeError for what ovsdb-server would refuse anyway: a uuid-name or lock that is not an <id>, a number that
+ * is not finite.
+ */
 export function operationToJson(operation: Operation): Record<string, JsonValue> {
   switch (operation.op) {
     case 'insert':
@@ -150,7 +162,12 @@ export function operationToJson(operation: Operation): Record<string, JsonValue>
         ...(operation.columns === undefined ? {} : { columns: operation.columns }),
       };
     case 'update':
-      return { op: 'update', table: operation.table, where: operation.where.map(conditionToJson), row: rowToJson(operation.row) };
+      return {
+        op: 'update',
+        table: operation.table,
+        where: operation.where.map(conditionToJson),
+        row: rowToJson(operation.row),
+      };
     case 'mutate':
       return {
         op: 'mutate',
@@ -191,7 +208,11 @@ function conditionToJson([column, fn, value]: Condition): JsonValue[] {
  * first error in the array (naming the operation, or the commit), and with
  * OvsdbDecodeError for a reply of the wrong shape.
  */
-export function transactResultsFromJson<Ops extends readonly Operation[]>(db: string, operations: Ops, json: unknown): TransactResults<Ops> {
+export function transactResultsFromJson<Ops extends readonly Operation[]>(
+  db: string,
+  operations: Ops,
+  json: unknown,
+): TransactResults<Ops> {
   if (!Array.isArray(json)) throw badResult(`transact on ${db} returned ${preview(json)}, not an array of results`);
   const failed = json.findIndex(isErrorObject);
   if (failed >= 0) {
@@ -214,7 +235,11 @@ export function transactResultsFromJson<Ops extends readonly Operation[]>(db: st
   return operations.map((operation, i) => operationResultFromJson(operation, json[i], i)) as TransactResults<Ops>;
 }
 
-function operationResultFromJson(operation: Operation, json: unknown, index: number): InsertResult | SelectResult | CountResult | EmptyResult {
+function operationResultFromJson(
+  operation: Operation,
+  json: unknown,
+  index: number,
+): InsertResult | SelectResult | CountResult | EmptyResult {
   const where = `result ${index} (${operation.op})`;
   if (!isPlainObject(json)) throw badResult(`${where}: expected an object, got ${preview(json)}`);
   switch (operation.op) {

@@ -67,7 +67,8 @@ export function toJson(message: RpcMessage): Record<string, JsonValue> {
 
 /** Validates a parsed JSON value as a JSON-RPC message. Throws OvsdbDecodeError (`bad-message`). */
 export function fromJson(json: unknown): RpcMessage {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw badMessage(`expected a JSON object, got ${preview(json)}`);
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw badMessage(`expected a JSON object, got ${preview(json)}`);
   const object = json as Record<string, JsonValue>;
   const id = object['id'] ?? null;
   const method = object['method'];
@@ -75,8 +76,11 @@ export function fromJson(json: unknown): RpcMessage {
     if (typeof method !== 'string') throw badMessage(`"method" must be a string, got ${preview(method)}`);
     const params = object['params'];
     if (!Array.isArray(params)) throw badMessage(`"params" of ${method} must be an array, got ${preview(params)}`);
-    if (hasValue(object, 'result') || hasValue(object, 'error')) throw badMessage(`a ${method} request must not carry "result" or "error"`);
-    return id === null ? { kind: 'notification', method, params: params as JsonValue[] } : { kind: 'request', method, params: params as JsonValue[], id };
+    if (hasValue(object, 'result') || hasValue(object, 'error'))
+      throw badMessage(`a ${method} request must not carry "result" or "error"`);
+    return id === null
+      ? { kind: 'notification', method, params: params as JsonValue[] }
+      : { kind: 'request', method, params: params as JsonValue[], id };
   }
   if (id === null) throw badMessage(`a message with neither "method" nor "id": ${preview(json)}`);
   const error = object['error'] ?? null;
@@ -98,7 +102,9 @@ export function encode(message: RpcMessage, buf?: Uint8Array, offset = 0): Uint8
   if (buf === undefined) return Buffer.from(text, 'utf8');
   const length = Buffer.byteLength(text, 'utf8');
   if (offset < 0 || offset + length > buf.length) {
-    throw new RangeError(`a ${length}-byte JSON-RPC message does not fit at offset ${offset} of a ${buf.length}-byte buffer`);
+    throw new RangeError(
+      `a ${length}-byte JSON-RPC message does not fit at offset ${offset} of a ${buf.length}-byte buffer`,
+    );
   }
   Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).write(text, offset, length, 'utf8');
   return buf;

@@ -35,7 +35,8 @@ export function schemaFromJson(json: unknown): DatabaseSchema {
   if (typeof version !== 'string') throw badSchema(`${name}: "version" must be a string, got ${preview(version)}`);
   if (!isPlainObject(tables)) throw badSchema(`${name}: "tables" must be an object, got ${preview(tables)}`);
   for (const [table, schema] of Object.entries(tables)) {
-    if (!isPlainObject(schema) || !isPlainObject(schema['columns'])) throw badSchema(`${name}: table ${table} has no "columns" object`);
+    if (!isPlainObject(schema) || !isPlainObject(schema['columns']))
+      throw badSchema(`${name}: table ${table} has no "columns" object`);
     for (const [column, columnSchema] of Object.entries(schema['columns'])) {
       if (!isPlainObject(columnSchema) || columnSchema['type'] === undefined) {
         throw badSchema(`${name}: column ${table}.${column} has no "type"`);

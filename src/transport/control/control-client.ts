@@ -47,10 +47,14 @@ export class ControlClient {
   }
 
   /**
-   * Connects to the daemon; UnavailableError (exit 69) when nothing listens there, PermissionError (77) when not allowed,
-   * UsageError (64) when `socketPath` cannot be a socket path. A relative path is resolved as the daemon resolves it.
+   * Connects to the daemon; UnavailableError (exit 69) when nothing listens there, PermissionError (77) when not
+   * allowed, UsageError (64) when `socketPath` cannot be a socket path. A relative path is resolved as the daemon
+   * resolves it.
    */
-  static connect(socketPath: string = DEFAULT_CONTROL_SOCKET, options: ControlClientOptions = {}): Promise<ControlClient> {
+  static connect(
+    socketPath: string = DEFAULT_CONTROL_SOCKET,
+    options: ControlClientOptions = {},
+  ): Promise<ControlClient> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     let path: string;
     try {
@@ -90,14 +94,18 @@ export class ControlClient {
       // The event stream's answer comes when the daemon has subscribed us: no limit on it.
       timeoutMs: method === 'events' ? 0 : this.timeoutMs,
       timeoutError: () =>
-        new UnavailableError(`the mcastctl daemon at ${this.path} did not answer ${method} within ${this.timeoutMs} ms`, {
-          hint: 'is the daemon stuck? see its log',
-        }),
+        new UnavailableError(
+          `the mcastctl daemon at ${this.path} did not answer ${method} within ${this.timeoutMs} ms`,
+          {
+            hint: 'is the daemon stuck? see its log',
+          },
+        ),
       accept: (message) => {
         if ('error' in message) throw this.refusal(method, message.error);
         return message.result as T;
       },
-      send: (id) => void this.socket.write(JSON.stringify({ id, method, ...(params === undefined ? {} : { params }) }) + '\n'),
+      send: (id) =>
+        void this.socket.write(JSON.stringify({ id, method, ...(params === undefined ? {} : { params }) }) + '\n'),
     });
   }
 
@@ -179,9 +187,12 @@ export class ControlClient {
       }
       if (error.code === 'idle-timeout') {
         this.end(
-          new UnavailableError(`the mcastctl daemon at ${this.path} closed an idle connection: ${String(error.message)}`, {
-            hint: 'connect just before asking, or follow `events` to stay connected',
-          }),
+          new UnavailableError(
+            `the mcastctl daemon at ${this.path} closed an idle connection: ${String(error.message)}`,
+            {
+              hint: 'connect just before asking, or follow `events` to stay connected',
+            },
+          ),
         );
         return;
       }
@@ -201,7 +212,11 @@ export class ControlClient {
   }
 
   private protocolError(message: string): void {
-    this.end(new McastError('internal', `control socket ${this.path}: ${message}`, { hint: 'is this mcastctl the same version as the daemon?' }));
+    this.end(
+      new McastError('internal', `control socket ${this.path}: ${message}`, {
+        hint: 'is this mcastctl the same version as the daemon?',
+      }),
+    );
   }
 
   private end(error: McastError): void {
@@ -221,14 +236,23 @@ export class ControlClient {
 function connectFailure(path: string, error: Error): McastError {
   const code = isSystemError(error) ? error.code : error.message;
   if (code === 'EACCES' || code === 'EPERM') {
-    return new PermissionError(`cannot reach the mcastctl daemon at ${path}: ${code} (the control socket is root-only: run as root)`, { cause: error });
+    return new PermissionError(
+      `cannot reach the mcastctl daemon at ${path}: ${code} (the control socket is root-only: run as root)`,
+      { cause: error },
+    );
   }
   if (code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'ENOTSOCK' || code === 'ENOTDIR') {
-    return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code} (is \`mcastctl daemon\` running? set --control-socket)`, {
-      cause: error,
-    });
+    return new UnavailableError(
+      `cannot reach the mcastctl daemon at ${path}: ${code} (is \`mcastctl daemon\` running? set --control-socket)`,
+      {
+        cause: error,
+      },
+    );
   }
-  return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code}`, { hint: 'check --control-socket', cause: error });
+  return new UnavailableError(`cannot reach the mcastctl daemon at ${path}: ${code}`, {
+    hint: 'check --control-socket',
+    cause: error,
+  });
 }
 
 function connectionLost(path: string, error?: Error): UnavailableError {

@@ -109,7 +109,13 @@ export class ControlConnection {
   }
 
   private tooLong(): void {
-    this.finish({ id: null, error: { code: 'request-too-long', message: `a request line is longer than ${MAX_REQUEST_BYTES} bytes; closing the connection` } });
+    this.finish({
+      id: null,
+      error: {
+        code: 'request-too-long',
+        message: `a request line is longer than ${MAX_REQUEST_BYTES} bytes; closing the connection`,
+      },
+    });
   }
 
   private onIdle(): void {
@@ -117,7 +123,10 @@ export class ControlConnection {
       this.idleTimer?.refresh(); // waiting for our answer is not idleness
       return;
     }
-    this.finish({ id: null, error: { code: 'idle-timeout', message: `no request in ${this.idleTimeoutMs} ms; closing the connection` } });
+    this.finish({
+      id: null,
+      error: { code: 'idle-timeout', message: `no request in ${this.idleTimeoutMs} ms; closing the connection` },
+    });
   }
 
   /** Sends a last line and destroys the connection, reading (and ignoring) what the client sends meanwhile. */

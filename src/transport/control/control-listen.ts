@@ -74,7 +74,8 @@ async function clearStaleSocket(path: string): Promise<void> {
     try {
       await unlink(path);
     } catch (error) {
-      if (!(isSystemError(error) && error.code === 'ENOENT')) throw listenFailure(error, path, `cannot remove the stale control socket ${path}`);
+      if (!(isSystemError(error) && error.code === 'ENOENT'))
+        throw listenFailure(error, path, `cannot remove the stale control socket ${path}`);
     }
   }
 }
@@ -111,7 +112,10 @@ function listenFailure(error: unknown, path: string, what = `cannot listen on th
   if (error instanceof McastError) return error;
   const code = systemCodeOf(error);
   if (code === 'EACCES' || code === 'EPERM')
-    return new PermissionError(`${what}: ${code}`, { hint: 'the daemon runs as root; or set --control-socket to a path it may create', cause: error });
+    return new PermissionError(`${what}: ${code}`, {
+      hint: 'the daemon runs as root; or set --control-socket to a path it may create',
+      cause: error,
+    });
   if (code === 'EADDRINUSE')
     return new McastError('busy', `another daemon is listening on ${path}`, {
       hint: 'stop it first, or give this one its own --control-socket',
@@ -120,6 +124,10 @@ function listenFailure(error: unknown, path: string, what = `cannot listen on th
   // A path that cannot be a socket's (a file where a directory must be): a setting to correct.
   const unusable = UNUSABLE_PATH[code];
   if (unusable !== undefined)
-    return new UsageError(`${what}: ${code} (${unusable})`, { code: 'bad-file', hint: 'set --control-socket to a path in a directory', cause: error });
+    return new UsageError(`${what}: ${code} (${unusable})`, {
+      code: 'bad-file',
+      hint: 'set --control-socket to a path in a directory',
+      cause: error,
+    });
   return new McastError('io', `${what}: ${code}`, { hint: 'check --control-socket', cause: error });
 }

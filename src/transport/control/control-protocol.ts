@@ -13,7 +13,14 @@ export const CONTROL_METHODS = ['status', 'groups', 'routes', 'events', 'port', 
 export type ControlMethod = (typeof CONTROL_METHODS)[number];
 
 /** Error codes of the protocol's error answers. */
-type ControlErrorCode = 'bad-json' | 'bad-request' | 'unknown-method' | 'request-too-long' | 'too-many-clients' | 'idle-timeout' | 'internal';
+type ControlErrorCode =
+  | 'bad-json'
+  | 'bad-request'
+  | 'unknown-method'
+  | 'request-too-long'
+  | 'too-many-clients'
+  | 'idle-timeout'
+  | 'internal';
 
 export interface ControlRequest {
   id: number | string | null;
@@ -31,16 +38,33 @@ export function parseRequestLine(text: string): { request: ControlRequest } | { 
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { refusal: { id: null, error: { code: 'bad-json', message: `a request line is not JSON: ${messageOf(error)}` } } };
+    return {
+      refusal: { id: null, error: { code: 'bad-json', message: `a request line is not JSON: ${messageOf(error)}` } },
+    };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { refusal: { id: null, error: { code: 'bad-request', message: 'a request must be a JSON object {"id":..., "method":...}' } } };
+    return {
+      refusal: {
+        id: null,
+        error: { code: 'bad-request', message: 'a request must be a JSON object {"id":..., "method":...}' },
+      },
+    };
   }
   const fields = value as Record<string, unknown>;
   const id = typeof fields.id === 'number' || typeof fields.id === 'string' ? fields.id : null;
-  if (typeof fields.method !== 'string') return { refusal: { id, error: { code: 'bad-request', message: 'a request needs a "method" string' } } };
-  if (fields.params !== undefined && (typeof fields.params !== 'object' || fields.params === null || Array.isArray(fields.params))) {
+  if (typeof fields.method !== 'string')
+    return { refusal: { id, error: { code: 'bad-request', message: 'a request needs a "method" string' } } };
+  if (
+    fields.params !== undefined &&
+    (typeof fields.params !== 'object' || fields.params === null || Array.isArray(fields.params))
+  ) {
     return { refusal: { id, error: { code: 'bad-request', message: '"params", when given, must be an object' } } };
   }
-  return { request: { id, method: fields.method, ...(fields.params === undefined ? {} : { params: fields.params as Record<string, unknown> }) } };
+  return {
+    request: {
+      id,
+      method: fields.method,
+      ...(fields.params === undefined ? {} : { params: fields.params as Record<string, unknown> }),
+    },
+  };
 }

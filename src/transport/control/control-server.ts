@@ -154,9 +154,14 @@ export class ControlServer implements ConnectionOwner {
    */
   private refuse(socket: Socket): void {
     this.refused++;
-    this.warnings.warn(this.logger, 'too-many-clients', `control socket: refused a client: ${this.maxClients} are connected already`, {
-      refusedSinceStart: this.refused,
-    });
+    this.warnings.warn(
+      this.logger,
+      'too-many-clients',
+      `control socket: refused a client: ${this.maxClients} are connected already`,
+      {
+        refusedSinceStart: this.refused,
+      },
+    );
     socket.on('error', () => socket.destroy());
     const message = `the daemon serves at most ${this.maxClients} control-socket clients at once`;
     const refusal: ControlResponse = { id: null, error: { code: 'too-many-clients', message } };
@@ -236,8 +241,19 @@ export class ControlServer implements ConnectionOwner {
   dropSlowClient(client: ControlConnection, what: 'answers' | 'events'): void {
     const bufferedBytes = client.socket.writableLength;
     if (what === 'events')
-      this.warnings.warn(this.logger, 'slow-subscriber', 'control socket: dropped an event subscriber that reads too slowly', { bufferedBytes });
-    else this.warnings.warn(this.logger, 'slow-client', 'control socket: dropped a client that does not read its answers', { bufferedBytes });
+      this.warnings.warn(
+        this.logger,
+        'slow-subscriber',
+        'control socket: dropped an event subscriber that reads too slowly',
+        { bufferedBytes },
+      );
+    else
+      this.warnings.warn(
+        this.logger,
+        'slow-client',
+        'control socket: dropped a client that does not read its answers',
+        { bufferedBytes },
+      );
     this.removeSubscriber(client);
     client.socket.destroy();
   }
@@ -245,7 +261,10 @@ export class ControlServer implements ConnectionOwner {
   private fail(client: ControlConnection, request: ControlRequest, error: unknown): void {
     const message = messageOf(error);
     this.logger?.warn(`control socket: ${request.method} failed: ${message}`);
-    client.send({ id: request.id, error: { code: 'internal', message: `${request.method} failed in the daemon: ${message}` } });
+    client.send({
+      id: request.id,
+      error: { code: 'internal', message: `${request.method} failed in the daemon: ${message}` },
+    });
   }
 
   private addSubscriber(client: ControlConnection): void {

@@ -41,9 +41,14 @@ export interface GroupView {
   synced: boolean;
   /** The last sync failure, while there is one. */
   error?: string;
-  /** Tunnel mode: the peers with members of the group, each a copy into the tunnel (absent: not in tunnel mode, or older daemons). */
+  /**
+   * Tunnel mode: the peers with members of the group, each a copy into the tunnel (absent: not in tunnel mode, or older
+   * daemons).
+   */
   remoteMembers?: RemoteMemberView[];
-  /** True for a group of the SSM range (ssmRange): joined only for named sources (absent: outside it, or older daemons). */
+  /**
+   * True for a group of the SSM range (ssmRange): joined only for named sources (absent: outside it, or older daemons).
+   */
   ssm?: boolean;
   /**
    * The sources whose receivers differ from the rest, by address, each with the ports it is forwarded to
@@ -101,7 +106,10 @@ export interface DaemonStatus {
   pendingSyncs: number;
   /** Counters since start. */
   counters: DaemonCounters;
-  /** IGMP the daemon refused: joins past a membership limit or denied by the group policy, spoofed reports (absent from older daemons). */
+  /**
+   * IGMP the daemon refused: joins past a membership limit or denied by the group policy, spoofed reports (absent from
+   * older daemons).
+   */
   igmpRefused?: IgmpRefusals;
   /** The pod ports' IGMP meters in OVS, and what they dropped (absent from older daemons). */
   igmpMeter?: IgmpMeterView;
@@ -116,14 +124,20 @@ export interface DaemonStatus {
   metricsAddress?: string;
 }
 
-/** Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate, IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer. */
+/**
+ * Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate,
+ * IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer.
+ */
 export type PeerDropReason = 'unknown-peer' | 'self' | 'rate' | 'unsupported' | 'malformed' | 'refused';
 
 export interface TunnelView {
   /** The tunnel port's name, and its OpenFlow port number (null until OVSDB has it). */
   port: string;
   ofport: number | null;
-  /** Why the port of that name on the bridge cannot carry frames to the peers (then ofport is null); absent when it can or is not there. */
+  /**
+   * Why the port of that name on the bridge cannot carry frames to the peers (then ofport is null); absent when it can
+   * or is not there.
+   */
   portProblem?: string;
   nodeAddress: string;
   peers: PeerView[];
@@ -146,7 +160,10 @@ export interface PeerView {
 }
 
 export interface IgmpRefusals {
-  /** Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `ssm` (any source of a group in the SSM range), `policy` (the group policy), `spoofed`, `port-rate` (the budget). */
+  /**
+   * Since start, by reason: `port-groups`, `group-sources`, `node-groups` (the limits), `ssm` (any source of a group in
+   * the SSM range), `policy` (the group policy), `spoofed`, `port-rate` (the budget).
+   */
   total: Record<string, number>;
   /** Each pod port with refusals, by reason, since it appeared. */
   byPort: Array<{ port: PortView; counts: Record<string, number> }>;
@@ -159,12 +176,18 @@ export interface IgmpMeterView {
   burst?: number;
   /** Pod ports metered now (a switch without meters, or past its meters, leaves a port unmetered). */
   meteredPorts: number;
-  /** IGMP messages the meters dropped, in all and per pod port: since each meter was added or last changed (a meter an earlier run left as it is counts on). */
+  /**
+   * IGMP messages the meters dropped, in all and per pod port: since each meter was added or last changed (a meter an
+   * earlier run left as it is counts on).
+   */
   dropped: number;
   byPort: Array<{ port: PortView; dropped: number }>;
 }
 
-/** The querier election on the pod ports: the mode, and the other queriers that silence the daemon's general queries now. */
+/**
+ * The querier election on the pod ports: the mode, and the other queriers that silence the daemon's general queries
+ * now.
+ */
 export interface QuerierView {
   election: 'auto' | 'always' | 'never';
   otherQueriers: Array<{ port: PortView; protocol: 'igmp' | 'mld'; address: string; expiresInMs: number }>;
@@ -213,15 +236,29 @@ export type DaemonEvent =
       time: string;
       group: string;
       ports: number[];
-      /** The group's per-source entries, each source with the ports that get it (absent: none, every source takes `ports`). */
+      /**
+       * The group's per-source entries, each source with the ports that get it (absent: none, every source takes
+       * `ports`).
+       */
       sources?: SyncSourceEntry[];
       latencyMs: number;
       ok: boolean;
       error?: string;
     }
-  | { type: 'route'; time: string; action: 'add' | 'update' | 'remove'; source: string; group: string; iif: string; oifs: string[] }
+  | {
+      type: 'route';
+      time: string;
+      action: 'add' | 'update' | 'remove';
+      source: string;
+      group: string;
+      iif: string;
+      oifs: string[];
+    }
   | { type: 'replay'; time: string; what: 'openflow' | 'ovsdb'; groups: number }
-  /** A join the group policy denied (the other refusals are counted in the status, not streamed: a flood would be all of them). */
+  /**
+   * A join the group policy denied (the other refusals are counted in the status, not streamed: a flood would be all of
+   * them).
+   */
   | { type: 'refused'; time: string; group: string; port: PortView; reason: 'policy'; rule?: number }
   | PeerMessageEvent;
 
@@ -259,7 +296,10 @@ export interface DaemonView {
   routes(): RouteView[] | Promise<RouteView[]>;
   /** Calls `listener` for every event from now on; returns the unsubscribe function. */
   subscribe(listener: (event: DaemonEvent) => void): () => void;
-  /** What one pod port said about a group, and what the daemon made of it (`mcastctl trace`); undefined: no such pod port. */
+  /**
+   * What one pod port said about a group, and what the daemon made of it (`mcastctl trace`); undefined: no such pod
+   * port.
+   */
   port(query: PortQuery): PortActivityView | undefined;
 }
 
@@ -304,7 +344,10 @@ export interface PortActivityView {
 
 // --- Per-pod traffic counters (`mcastctl groups --stats`, the mcastctl_pod_group_* metrics) ---
 
-/** Frames and their bytes as OVS counts them: whole Ethernet frames, without the FCS (a UDP datagram of 200 octets is 242). */
+/**
+ * Frames and their bytes as OVS counts them: whole Ethernet frames, without the FCS (a UDP datagram of 200 octets is
+ * 242).
+ */
 export interface TrafficCountView {
   packets: number;
   bytes: number;
@@ -314,9 +357,15 @@ export interface TrafficCountView {
 export interface PodTrafficView {
   group: string;
   port: PortView;
-  /** Copies the group's OVS groups sent out of the port: its buckets' counters in every entry of the group, (*,G) and (S,G). */
+  /**
+   * Copies the group's OVS groups sent out of the port: its buckets' counters in every entry of the group, (*,G) and
+   * (S,G).
+   */
   received: TrafficCountView;
-  /** What the port sent to the group: its sender counting flows (absent: it has none, trafficCounters off or no room for them). */
+  /**
+   * What the port sent to the group: its sender counting flows (absent: it has none, trafficCounters off or no room for
+   * them).
+   */
   sent?: TrafficCountView;
 }
 

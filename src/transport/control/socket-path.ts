@@ -20,14 +20,18 @@ export function parseControlSocket(text: string): string {
       hint: 'leave the flag out for the default, or give the path the daemon was started with',
     });
   }
-  if (text.includes('\0')) throw new UsageError(`--control-socket takes a path, not ${quoteInput(text)} (it holds a NUL byte)`);
+  if (text.includes('\0'))
+    throw new UsageError(`--control-socket takes a path, not ${quoteInput(text)} (it holds a NUL byte)`);
   const path = resolvePath(text);
   const bytes = Buffer.byteLength(path);
   if (bytes > MAX_SOCKET_PATH_BYTES) {
     const resolved = path === text ? '' : ` as ${quoteInput(path)}`;
-    throw new UsageError(`--control-socket ${quoteInput(text)} is too long for a unix socket: ${bytes} bytes${resolved}, at most ${MAX_SOCKET_PATH_BYTES}`, {
-      hint: 'use a shorter path (the daemon refuses the same one)',
-    });
+    throw new UsageError(
+      `--control-socket ${quoteInput(text)} is too long for a unix socket: ${bytes} bytes${resolved}, at most ${MAX_SOCKET_PATH_BYTES}`,
+      {
+        hint: 'use a shorter path (the daemon refuses the same one)',
+      },
+    );
   }
   return path;
 }

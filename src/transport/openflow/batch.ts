@@ -101,14 +101,20 @@ export class BatchSender {
       for (const batch of batches) {
         for (const chunk of batch.chunks) {
           const link = this.context.link();
-          if (!link) throw new UnavailableError(`OpenFlow connection ${this.context.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' });
+          if (!link)
+            throw new UnavailableError(`OpenFlow connection ${this.context.endpoint} lost while sending`, {
+              hint: 'is ovs-vswitchd running?',
+            });
           // One time limit for each whole batch: a switch that stops reading must not leave
           // the writes waiting for a drain forever (the barrier's own timer starts only after them).
           await link.writeChunk(chunk, batch.deadline, batch.timeoutMs);
         }
       }
       const latest = Math.max(...batches.map((batch) => batch.deadline));
-      await this.context.requests.transact({ type: 'BARRIER_REQUEST', xid: 0 }, { timeoutMs: Math.max(1, latest - Date.now()) });
+      await this.context.requests.transact(
+        { type: 'BARRIER_REQUEST', xid: 0 },
+        { timeoutMs: Math.max(1, latest - Date.now()) },
+      );
       for (const batch of batches) {
         batch.unwatch();
         batch.resolve({ errors: batch.errors });

@@ -94,8 +94,17 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     this.target = parseEndpoint(options.endpoint, 'OpenFlow');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.echoIntervalMs = options.echoIntervalMs ?? DEFAULT_ECHO_INTERVAL_MS;
-    this.requests = new OpenFlowRequests({ endpoint: this.endpoint, timeoutMs: this.timeoutMs, write: (messages, xids) => this.write(messages, xids) });
-    this.batches = new BatchSender({ endpoint: this.endpoint, timeoutMs: this.timeoutMs, requests: this.requests, link: () => this.link });
+    this.requests = new OpenFlowRequests({
+      endpoint: this.endpoint,
+      timeoutMs: this.timeoutMs,
+      write: (messages, xids) => this.write(messages, xids),
+    });
+    this.batches = new BatchSender({
+      endpoint: this.endpoint,
+      timeoutMs: this.timeoutMs,
+      requests: this.requests,
+      link: () => this.link,
+    });
     const reconnect = options.reconnect === true ? {} : options.reconnect || undefined;
     this.reconnector =
       reconnect &&
@@ -196,7 +205,9 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     await this.applyOne(packetOut({ data: request.data, actions: request.actions, ...inPort }), options);
   }
 
-  /** Sends one message without waiting for anything; an error for it comes as a `switch-error` event. Returns its xid. */
+  /**
+   * Sends one message without waiting for anything; an error for it comes as a `switch-error` event. Returns its xid.
+   */
   send(message: OpenFlowMessage): number {
     this.assertConnected();
     const xid = this.requests.allocateXid();
@@ -222,13 +233,19 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     return parts.flatMap((part) => (part.body.kind === 'GROUP_DESC' ? part.body.groups : []));
   }
 
-  /** The packet and byte counters of one group or every group (GROUP), and of each of its buckets, joined from all the parts of the reply. */
+  /**
+   * The packet and byte counters of one group or every group (GROUP), and of each of its buckets, joined from all the
+   * parts of the reply.
+   */
   async groupStats(groupId: number = OFPG_ALL, options: RequestOptions = {}): Promise<GroupStats[]> {
     const parts = await this.multipart({ kind: 'GROUP', groupId }, options);
     return parts.flatMap((part) => (part.body.kind === 'GROUP' ? part.body.groups : []));
   }
 
-  /** Meters (./meters.ts): counters (METER) and flags and bands (METER_CONFIG) of one or all, the limits (METER_FEATURES). */
+  /**
+   * Meters (./meters.ts): counters (METER) and flags and bands (METER_CONFIG) of one or all, the limits
+   * (METER_FEATURES).
+   */
   meterStats(meterId: MeterSelector, options: RequestOptions = {}): Promise<MeterStats[]> {
     return readMeterStats((body) => this.multipart(body, options), meterId);
   }
@@ -275,7 +292,10 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     const link = await OpenFlowLink.dial(
       this.endpoint,
       { target: this.target, timeoutMs: this.timeoutMs },
-      { onMessage: (bytes, from) => this.onMessage(bytes, from), onClose: (failure, from) => this.onClose(from, failure) },
+      {
+        onMessage: (bytes, from) => this.onMessage(bytes, from),
+        onClose: (failure, from) => this.onClose(from, failure),
+      },
     );
     if (this.isClosed()) {
       link.destroy();
@@ -313,10 +333,14 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
     this.keepalive = new Keepalive({
       intervalMs: this.echoIntervalMs,
       lastReceived: () => link.lastReceived,
-      echo: () => (this.state === 'connected' ? this.requests.transact({ type: 'ECHO_REQUEST', xid: 0, data: new Uint8Array(0) }) : undefined),
+      echo: () =>
+        this.state === 'connected'
+          ? this.requests.transact({ type: 'ECHO_REQUEST', xid: 0, data: new Uint8Array(0) })
+          : undefined,
       onUnanswered: () => {
         // Still the same link, so not a loss: silence past the timeout. The switch is hung or the path is gone.
-        if (link === this.link && this.state === 'connected') link.destroy(new Error(`no reply to ECHO_REQUEST within ${this.timeoutMs} ms`));
+        if (link === this.link && this.state === 'connected')
+          link.destroy(new Error(`no reply to ECHO_REQUEST within ${this.timeoutMs} ms`));
       },
     });
     this.keepalive.start();
@@ -361,12 +385,16 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       return;
     }
     if (bytes[0] !== OFP13_VERSION) {
-      this.onUndecodable(bytes, new Error(`${message.type} in version ${describeOfpVersion(bytes[0]!)} on an OpenFlow 1.3 connection`));
+      this.onUndecodable(
+        bytes,
+        new Error(`${message.type} in version ${describeOfpVersion(bytes[0]!)} on an OpenFlow 1.3 connection`),
+      );
       return;
     }
     switch (message.type) {
       case 'ECHO_REQUEST':
-        if (link === this.link) link.write([{ type: 'ECHO_REPLY', xid: message.xid, data: message.data }], [message.xid]);
+        if (link === this.link)
+          link.write([{ type: 'ECHO_REPLY', xid: message.xid, data: message.data }], [message.xid]);
         return;
       case 'ERROR': {
         const unclaimed = this.requests.onError(message);
@@ -390,11 +418,16 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   private assertConnected(): void {
     if (this.state === 'connected' && this.link) return;
     const why = this.state === 'reconnecting' ? 'reconnecting' : this.state === 'connecting' ? 'connecting' : 'closed';
-    throw new UnavailableError(`OpenFlow connection ${this.endpoint} is not connected (${why})`, { hint: 'is ovs-vswitchd running?' });
+    throw new UnavailableError(`OpenFlow connection ${this.endpoint} is not connected (${why})`, {
+      hint: 'is ovs-vswitchd running?',
+    });
   }
 
   private write(messages: readonly OpenFlowMessage[], xids: readonly number[]): void {
-    if (!this.link) throw new UnavailableError(`OpenFlow connection ${this.endpoint} is not connected`, { hint: 'is ovs-vswitchd running?' });
+    if (!this.link)
+      throw new UnavailableError(`OpenFlow connection ${this.endpoint} is not connected`, {
+        hint: 'is ovs-vswitchd running?',
+      });
     this.link.write(messages, xids);
   }
 

@@ -35,7 +35,12 @@ export class HelloWaiter {
       this.rejectHello = reject;
     });
     this.timer = setTimeout(
-      () => this.fail(new UnavailableError(`OpenFlow switch at ${endpoint} sent no HELLO within ${timeoutMs} ms`, { hint: CONNECT_HINT })),
+      () =>
+        this.fail(
+          new UnavailableError(`OpenFlow switch at ${endpoint} sent no HELLO within ${timeoutMs} ms`, {
+            hint: CONNECT_HINT,
+          }),
+        ),
       timeoutMs,
     );
   }
@@ -65,10 +70,13 @@ export class HelloWaiter {
   private refusal(message: ErrorMessage): UnavailableError {
     const text = new TextDecoder().decode(message.data).trim();
     const error = new OpenFlowError(message, { type: 'HELLO', xid: message.xid }, this.endpoint);
-    return new UnavailableError(`OpenFlow switch at ${this.endpoint} refused the handshake: ${error.errorName}${text ? ` (${text})` : ''}`, {
-      hint: VERSION_HINT,
-      cause: error,
-    });
+    return new UnavailableError(
+      `OpenFlow switch at ${this.endpoint} refused the handshake: ${error.errorName}${text ? ` (${text})` : ''}`,
+      {
+        hint: VERSION_HINT,
+        cause: error,
+      },
+    );
   }
 }
 
@@ -80,8 +88,12 @@ export class HelloWaiter {
 export function checkVersion(hello: Hello, endpoint: string, sendError: (error: ErrorMessage) => void): void {
   const speaks13 = hello.versions ? hello.versions.includes(OFP13_VERSION) : hello.version >= OFP13_VERSION;
   if (speaks13) return;
-  const offered = hello.versions ? hello.versions.map(describeOfpVersion).join(', ') : `up to ${describeOfpVersion(hello.version)}`;
+  const offered = hello.versions
+    ? hello.versions.map(describeOfpVersion).join(', ')
+    : `up to ${describeOfpVersion(hello.version)}`;
   const text = new TextEncoder().encode(`this controller speaks OpenFlow 1.3 only; you offer ${offered}`);
   sendError({ type: 'ERROR', xid: 0, errorType: OFP_ERROR_TYPES.HELLO_FAILED, code: 0, data: text });
-  throw new UnavailableError(`OpenFlow switch at ${endpoint} does not speak OpenFlow 1.3 (it offers ${offered})`, { hint: VERSION_HINT });
+  throw new UnavailableError(`OpenFlow switch at ${endpoint} does not speak OpenFlow 1.3 (it offers ${offered})`, {
+    hint: VERSION_HINT,
+  });
 }

@@ -41,10 +41,15 @@ export class OpenFlowLink {
   static dial(endpoint: string, options: DialOptions, handlers: LinkHandlers): Promise<OpenFlowLink> {
     const { target, timeoutMs } = options;
     return new Promise((resolve, reject) => {
-      const socket = target.kind === 'unix' ? net.connect({ path: target.path }) : net.connect({ host: target.host, port: target.port });
+      const socket =
+        target.kind === 'unix'
+          ? net.connect({ path: target.path })
+          : net.connect({ host: target.host, port: target.port });
       const timer = setTimeout(() => {
         socket.destroy();
-        reject(connectFailure(target, 'OpenFlow', `no answer within ${timeoutMs} ms`, { unavailableHint: CONNECT_HINT }));
+        reject(
+          connectFailure(target, 'OpenFlow', `no answer within ${timeoutMs} ms`, { unavailableHint: CONNECT_HINT }),
+        );
       }, timeoutMs);
       const onError = (error: Error) => {
         clearTimeout(timer);
@@ -93,9 +98,12 @@ export class OpenFlowLink {
       const closed = () => finish(this.lostWhileSending());
       const timer = setTimeout(
         () => {
-          const error = new UnavailableError(`OpenFlow switch at ${this.endpoint} stopped reading: a batch was not sent within ${timeoutMs} ms`, {
-            hint: 'is ovs-vswitchd overloaded or stuck?',
-          });
+          const error = new UnavailableError(
+            `OpenFlow switch at ${this.endpoint} stopped reading: a batch was not sent within ${timeoutMs} ms`,
+            {
+              hint: 'is ovs-vswitchd overloaded or stuck?',
+            },
+          );
           finish(error);
           socket.destroy(error);
         },
@@ -110,7 +118,9 @@ export class OpenFlowLink {
     this.socket.destroy(error);
   }
 
-  /** Ends the link, letting what was written (a HELLO_FAILED error) reach the switch; destroys it after a grace period. */
+  /**
+   * Ends the link, letting what was written (a HELLO_FAILED error) reach the switch; destroys it after a grace period.
+   */
   end(): void {
     this.socket.end();
     setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
@@ -146,7 +156,9 @@ export class OpenFlowLink {
   }
 
   private lostWhileSending(): UnavailableError {
-    return new UnavailableError(`OpenFlow connection ${this.endpoint} lost while sending`, { hint: 'is ovs-vswitchd running?' });
+    return new UnavailableError(`OpenFlow connection ${this.endpoint} lost while sending`, {
+      hint: 'is ovs-vswitchd running?',
+    });
   }
 }
 
@@ -157,7 +169,8 @@ export function encodeChunks(messages: readonly OpenFlowMessage[], xids: readonl
   for (let first = 0; first < messages.length; ) {
     let size = 0;
     let end = first;
-    while (end < messages.length && (end === first || size + lengths[end]! <= BATCH_CHUNK_OCTETS)) size += lengths[end++]!;
+    while (end < messages.length && (end === first || size + lengths[end]! <= BATCH_CHUNK_OCTETS))
+      size += lengths[end++]!;
     const chunk = Buffer.alloc(size);
     let offset = 0;
     for (let i = first; i < end; i++) {

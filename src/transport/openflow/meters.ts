@@ -36,5 +36,7 @@ export async function readMeterConfigs(transact: MultipartTransact, selector: Me
 export async function readMeterFeatures(transact: MultipartTransact): Promise<MeterFeatures> {
   const parts = await transact({ kind: 'METER_FEATURES' });
   for (const part of parts) if (part.body.kind === 'METER_FEATURES') return part.body.features;
-  throw new UnavailableError('the switch answered METER_FEATURES without a meter features body', { hint: 'does the switch support OpenFlow 1.3 meters?' });
+  throw new UnavailableError('the switch answered METER_FEATURES without a meter features body', {
+    hint: 'does the switch support OpenFlow 1.3 meters?',
+  });
 }

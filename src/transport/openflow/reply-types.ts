@@ -35,11 +35,26 @@ interface ReplySpec<T> {
 }
 
 const REPLIES: { readonly [K in RequestType]: ReplySpec<ReplyFor[K]> } = {
-  BARRIER_REQUEST: { replyType: 'BARRIER_REPLY', accept: (reply) => (reply.type === 'BARRIER_REPLY' ? reply : mismatch('BARRIER_REPLY', reply)) },
-  ECHO_REQUEST: { replyType: 'ECHO_REPLY', accept: (reply) => (reply.type === 'ECHO_REPLY' ? reply : mismatch('ECHO_REPLY', reply)) },
-  FEATURES_REQUEST: { replyType: 'FEATURES_REPLY', accept: (reply) => (reply.type === 'FEATURES_REPLY' ? reply : mismatch('FEATURES_REPLY', reply)) },
-  GET_CONFIG_REQUEST: { replyType: 'GET_CONFIG_REPLY', accept: (reply) => (reply.type === 'GET_CONFIG_REPLY' ? reply : mismatch('GET_CONFIG_REPLY', reply)) },
-  GET_ASYNC_REQUEST: { replyType: 'GET_ASYNC_REPLY', accept: (reply) => (reply.type === 'GET_ASYNC_REPLY' ? reply : mismatch('GET_ASYNC_REPLY', reply)) },
+  BARRIER_REQUEST: {
+    replyType: 'BARRIER_REPLY',
+    accept: (reply) => (reply.type === 'BARRIER_REPLY' ? reply : mismatch('BARRIER_REPLY', reply)),
+  },
+  ECHO_REQUEST: {
+    replyType: 'ECHO_REPLY',
+    accept: (reply) => (reply.type === 'ECHO_REPLY' ? reply : mismatch('ECHO_REPLY', reply)),
+  },
+  FEATURES_REQUEST: {
+    replyType: 'FEATURES_REPLY',
+    accept: (reply) => (reply.type === 'FEATURES_REPLY' ? reply : mismatch('FEATURES_REPLY', reply)),
+  },
+  GET_CONFIG_REQUEST: {
+    replyType: 'GET_CONFIG_REPLY',
+    accept: (reply) => (reply.type === 'GET_CONFIG_REPLY' ? reply : mismatch('GET_CONFIG_REPLY', reply)),
+  },
+  GET_ASYNC_REQUEST: {
+    replyType: 'GET_ASYNC_REPLY',
+    accept: (reply) => (reply.type === 'GET_ASYNC_REPLY' ? reply : mismatch('GET_ASYNC_REPLY', reply)),
+  },
   MULTIPART_REQUEST: { replyType: 'MULTIPART_REPLY', accept: (_reply, parts) => [...parts] },
 };
 

@@ -63,9 +63,12 @@ export class OpenFlowRequests {
       meta: { request: message, replyType: spec.replyType, parts: [] },
       timeoutMs,
       timeoutError: (xid) =>
-        new UnavailableError(`no reply from OpenFlow switch at ${this.options.endpoint} to ${summarize(message, xid)} within ${timeoutMs} ms`, {
-          hint: 'is ovs-vswitchd overloaded or hung?',
-        }),
+        new UnavailableError(
+          `no reply from OpenFlow switch at ${this.options.endpoint} to ${summarize(message, xid)} within ${timeoutMs} ms`,
+          {
+            hint: 'is ovs-vswitchd overloaded or hung?',
+          },
+        ),
       accept: (reply, pending) => spec.accept(reply, pending.parts),
       send: (xid) => this.options.write([message], [xid]),
     });
@@ -75,10 +78,20 @@ export class OpenFlowRequests {
    * Registers batch members under `xids` (already written, or about to be): each error for
    * one of them lands in `errors` by index. Returns what ends their registration.
    */
-  watchBatch(messages: readonly OpenFlowMessage[], xids: readonly number[], errors: Map<number, OpenFlowError>): () => void {
+  watchBatch(
+    messages: readonly OpenFlowMessage[],
+    xids: readonly number[],
+    errors: Map<number, OpenFlowError>,
+  ): () => void {
     messages.forEach((request, index) => {
       this.table
-        .start({ id: xids[index]!, meta: { request, replyType: undefined, parts: [] }, timeoutMs: 0, accept: () => undefined, send: () => undefined })
+        .start({
+          id: xids[index]!,
+          meta: { request, replyType: undefined, parts: [] },
+          timeoutMs: 0,
+          accept: () => undefined,
+          send: () => undefined,
+        })
         .catch((error: unknown) => {
           if (error instanceof OpenFlowError) errors.set(index, error);
         });
@@ -103,11 +116,18 @@ export class OpenFlowRequests {
     return true;
   }
 
-  /** An OFPT_ERROR: the request it fails is rejected; one for no request in flight is returned for the `switch-error` event. */
+  /**
+   * An OFPT_ERROR: the request it fails is rejected; one for no request in flight is returned for the `switch-error`
+   * event.
+   */
   onError(message: ErrorMessage): OpenFlowError | undefined {
     const pending = this.table.get(message.xid);
     const request: FailedRequest = pending
-      ? { type: describeOfpType(codec.typeNumberOf(pending.request)), xid: message.xid, summary: summarize(pending.request, message.xid) }
+      ? {
+          type: describeOfpType(codec.typeNumberOf(pending.request)),
+          xid: message.xid,
+          summary: summarize(pending.request, message.xid),
+        }
       : { type: describeOfpType(message.data[1] ?? -1), xid: message.xid };
     const error = new OpenFlowError(message, request, this.options.endpoint);
     if (!pending) return error;

@@ -39,7 +39,12 @@ import {
 } from '../../protocol/ovsdb/monitor.js';
 import { RequestTable } from '../../runtime/request-table.js';
 import { errorObjectFromJson } from '../../protocol/ovsdb/error-object.js';
-import { operationToJson, transactResultsFromJson, type Operation, type TransactResults } from '../../protocol/ovsdb/operations.js';
+import {
+  operationToJson,
+  transactResultsFromJson,
+  type Operation,
+  type TransactResults,
+} from '../../protocol/ovsdb/operations.js';
 import type { JsonValue, RpcErrorReply, RpcMessage, RpcNotification, RpcResult } from '../../protocol/ovsdb/rpc.js';
 import { schemaFromJson, type DatabaseSchema } from '../../protocol/ovsdb/schema.js';
 
@@ -90,7 +95,12 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     super();
     this.endpoint = parseEndpoint(options.endpoint, 'OVSDB');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const backoff = options.reconnect === false ? undefined : options.reconnect === true || options.reconnect === undefined ? {} : options.reconnect;
+    const backoff =
+      options.reconnect === false
+        ? undefined
+        : options.reconnect === true || options.reconnect === undefined
+          ? {}
+          : options.reconnect;
     this.reconnector =
       backoff &&
       new Reconnector({
@@ -138,7 +148,11 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
    * rejects with OvsdbError when the server refuses the request, an operation, or the
    * commit (the error names which).
    */
-  transact<const Ops extends readonly Operation[]>(db: string, operations: Ops, options: RequestOptions = {}): Promise<TransactResults<Ops>> {
+  transact<const Ops extends readonly Operation[]>(
+    db: string,
+    operations: Ops,
+    options: RequestOptions = {},
+  ): Promise<TransactResults<Ops>> {
     let params: JsonValue[];
     try {
       // Encode first: a malformed operation (a NaN, a bad UUID) fails here and nothing is sent.
@@ -157,8 +171,15 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
    * first update; an exception thrown from it is re-thrown asynchronously (a bug in the
    * consumer must not desynchronise the connection).
    */
-  async monitor(db: string, monitorId: string, requests: MonitorRequests, onUpdate: MonitorCallback, options: RequestOptions = {}): Promise<TableUpdates> {
-    if (this.monitors.has(monitorId)) throw new RangeError(`OVSDB monitor id ${JSON.stringify(monitorId)} is already in use on this client`);
+  async monitor(
+    db: string,
+    monitorId: string,
+    requests: MonitorRequests,
+    onUpdate: MonitorCallback,
+    options: RequestOptions = {},
+  ): Promise<TableUpdates> {
+    if (this.monitors.has(monitorId))
+      throw new RangeError(`OVSDB monitor id ${JSON.stringify(monitorId)} is already in use on this client`);
     const monitor: ActiveMonitor = { db, requests, callback: onUpdate, established: false };
     this.monitors.set(monitorId, monitor);
     try {
@@ -201,7 +222,8 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   /** Round trip to the server; resolves with the params it echoed. */
   echo(params: readonly JsonValue[] = [], options: RequestOptions = {}): Promise<JsonValue[]> {
     return this.request('echo', params, options, undefined, (result) => {
-      if (!Array.isArray(result)) throw new OvsdbDecodeError('bad-datum', `echo returned ${JSON.stringify(result)}, not an array`);
+      if (!Array.isArray(result))
+        throw new OvsdbDecodeError('bad-datum', `echo returned ${JSON.stringify(result)}, not an array`);
       return result as JsonValue[];
     });
   }
@@ -213,7 +235,10 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     this.reconnector?.cancel();
     const connection = this.connection;
     this.connection = undefined;
-    this.pending.failAll((method) => new UnavailableError(`the OVSDB client for ${this.endpoint.text} was closed before the reply to ${method}`));
+    this.pending.failAll(
+      (method) =>
+        new UnavailableError(`the OVSDB client for ${this.endpoint.text} was closed before the reply to ${method}`),
+    );
     this.monitors.clear();
     if (connection !== undefined) {
       connection.close();
@@ -308,7 +333,12 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     }
   }
 
-  private startMonitor(monitorId: string, monitor: ActiveMonitor, reason: MonitorUpdateReason, options: RequestOptions): Promise<TableUpdates> {
+  private startMonitor(
+    monitorId: string,
+    monitor: ActiveMonitor,
+    reason: MonitorUpdateReason,
+    options: RequestOptions,
+  ): Promise<TableUpdates> {
     const params = [monitor.db, monitorId, monitorRequestsToJson(monitor.requests)];
     return this.request('monitor', params, options, monitor.db, (result) => {
       const initial = tableUpdatesFromJson(result, `monitor ${monitorId} initial state`);
@@ -342,10 +372,16 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     const reason = error ?? new UnavailableError(`OVSDB ${this.endpoint.text} closed the connection`);
     this.pending.failAll(
       (method) =>
-        new UnavailableError(`OVSDB connection ${this.endpoint.text} was lost before the reply to ${method}: ${reason.message}`, {
-          hint: method === 'transact' ? 'the transaction may or may not have been committed; read the state again before retrying' : 'is ovsdb-server running?',
-          cause: reason,
-        }),
+        new UnavailableError(
+          `OVSDB connection ${this.endpoint.text} was lost before the reply to ${method}: ${reason.message}`,
+          {
+            hint:
+              method === 'transact'
+                ? 'the transaction may or may not have been committed; read the state again before retrying'
+                : 'is ovsdb-server running?',
+            cause: reason,
+          },
+        ),
     );
     const willReconnect = this.reconnector !== undefined;
     this.currentState = willReconnect ? 'reconnecting' : 'closed';

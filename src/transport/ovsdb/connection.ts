@@ -49,7 +49,10 @@ export class RpcConnection {
   static open(options: RpcConnectionOptions): Promise<RpcConnection> {
     const { endpoint } = options;
     return new Promise((resolve, reject) => {
-      const socket = endpoint.kind === 'unix' ? createConnection({ path: endpoint.path }) : createConnection({ host: endpoint.host, port: endpoint.port });
+      const socket =
+        endpoint.kind === 'unix'
+          ? createConnection({ path: endpoint.path })
+          : createConnection({ host: endpoint.host, port: endpoint.port });
       const timer = setTimeout(() => {
         socket.destroy();
         reject(connectError(endpoint, `timed out after ${options.connectTimeoutMs} ms`, options.service));
@@ -89,7 +92,9 @@ export class RpcConnection {
   }
 
   private attach(options: RpcConnectionOptions): void {
-    const splitter = new JsonStreamSplitter(options.maxMessageBytes === undefined ? {} : { maxValueBytes: options.maxMessageBytes });
+    const splitter = new JsonStreamSplitter(
+      options.maxMessageBytes === undefined ? {} : { maxValueBytes: options.maxMessageBytes },
+    );
     // Nagle would hold back small requests behind unacknowledged ones.
     if (options.endpoint.kind === 'tcp') this.socket.setNoDelay(true);
     this.socket.on('data', (chunk: Buffer) => {
@@ -117,9 +122,19 @@ export class RpcConnection {
 }
 
 /** As the OpenFlow client's (connectFailure): the same errno gives the same exit code. */
-function connectError(endpoint: OvsdbEndpoint, reason: string, service: RpcConnectionOptions['service'], cause?: unknown): McastError {
+function connectError(
+  endpoint: OvsdbEndpoint,
+  reason: string,
+  service: RpcConnectionOptions['service'],
+  cause?: unknown,
+): McastError {
   const unavailableHint =
     service?.unavailableHint ??
-    (endpoint.kind === 'unix' ? 'is ovsdb-server running? set OVS_RUNDIR or --db' : 'is ovsdb-server listening there (a ptcp: remote)? set --db');
-  return connectFailure(endpoint, service?.name ?? 'OVSDB', reason, { unavailableHint, ...(cause === undefined ? {} : { cause }) });
+    (endpoint.kind === 'unix'
+      ? 'is ovsdb-server running? set OVS_RUNDIR or --db'
+      : 'is ovsdb-server listening there (a ptcp: remote)? set --db');
+  return connectFailure(endpoint, service?.name ?? 'OVSDB', reason, {
+    unavailableHint,
+    ...(cause === undefined ? {} : { cause }),
+  });
 }

@@ -13,7 +13,9 @@ import { RpcConnection } from '../ovsdb/connection.js';
 import type { RpcErrorReply, RpcMessage, RpcResult } from '../../protocol/ovsdb/rpc.js';
 import { parseEndpoint } from '../../wire/endpoint.js';
 
-/** An answer of the daemon that is an error: the command exists but refused (a bad flow, no such bridge), or is unknown. */
+/**
+ * An answer of the daemon that is an error: the command exists but refused (a bad flow, no such bridge), or is unknown.
+ */
 export class UnixctlCommandError extends McastError {
   override readonly name = 'UnixctlCommandError';
   constructor(
@@ -50,7 +52,10 @@ export class UnixctlClient {
     const connection = await RpcConnection.open({
       endpoint: parseEndpoint(options.path, `${program} control socket`),
       connectTimeoutMs: timeoutMs,
-      service: { name: `${program}'s control socket`, unavailableHint: `is ${program} running? set OVS_RUNDIR or --ovs-rundir` },
+      service: {
+        name: `${program}'s control socket`,
+        unavailableHint: `is ${program} running? set OVS_RUNDIR or --ovs-rundir`,
+      },
       onMessage: (message) => client?.onMessage(message),
       onClose: (error) => client?.onClose(error),
     });
@@ -58,17 +63,28 @@ export class UnixctlClient {
     return client;
   }
 
-  /** Runs `command` with `args`; resolves with its text output, rejects with UnixctlCommandError when the daemon refuses it. */
+  /**
+   * Runs `command` with `args`; resolves with its text output, rejects with UnixctlCommandError when the daemon refuses
+   * it.
+   */
   call(command: string, args: readonly string[]): Promise<string> {
-    if (!this.connection.isOpen) return Promise.reject(new UnavailableError(`${this.program}'s control socket closed before ${command}`));
+    if (!this.connection.isOpen)
+      return Promise.reject(new UnavailableError(`${this.program}'s control socket closed before ${command}`));
     return this.pending.start({
       meta: command,
       timeoutMs: this.timeoutMs,
       timeoutError: () => new UnavailableError(`${this.program} did not answer ${command} within ${this.timeoutMs} ms`),
       accept: (reply) => {
-        if (reply.kind === 'error') throw new UnixctlCommandError(command, typeof reply.error === 'string' ? reply.error : JSON.stringify(reply.error));
+        if (reply.kind === 'error')
+          throw new UnixctlCommandError(
+            command,
+            typeof reply.error === 'string' ? reply.error : JSON.stringify(reply.error),
+          );
         if (typeof reply.result !== 'string')
-          throw new UnixctlCommandError(command, `an answer that is not text: ${JSON.stringify(reply.result).slice(0, 200)}`);
+          throw new UnixctlCommandError(
+            command,
+            `an answer that is not text: ${JSON.stringify(reply.result).slice(0, 200)}`,
+          );
         return reply.result;
       },
       send: (id) => this.connection.send({ kind: 'request', method: command, params: [...args], id }),
@@ -80,12 +96,16 @@ export class UnixctlClient {
   }
 
   private onMessage(message: RpcMessage): void {
-    if ((message.kind === 'result' || message.kind === 'error') && typeof message.id === 'number') this.pending.settle(message.id, message);
+    if ((message.kind === 'result' || message.kind === 'error') && typeof message.id === 'number')
+      this.pending.settle(message.id, message);
   }
 
   private onClose(error: Error | undefined): void {
     this.pending.failAll(
-      (command) => new UnavailableError(`${this.program}'s control socket closed during ${command}${error === undefined ? '' : `: ${error.message}`}`),
+      (command) =>
+        new UnavailableError(
+          `${this.program}'s control socket closed during ${command}${error === undefined ? '' : `: ${error.message}`}`,
+        ),
     );
   }
 }

@@ -16,7 +16,10 @@ export interface CheckContext {
   value<K extends DaemonConfigKey>(key: K): SettingValue<K>;
   /** Of keys that clash, the one to blame: the first the user set. */
   blame(...keys: DaemonConfigKey[]): DaemonConfigKey;
-  /** How a clashing value is named in a message: `queryInterval (125s)`, `--query-interval (60s)`, with `, the default` when it is one. */
+  /**
+   * How a clashing value is named in a message: `queryInterval (125s)`, `--query-interval (60s)`, with `, the default`
+   * when it is one.
+   */
   named(key: DaemonConfigKey, shown: string): string;
   fail(key: DaemonConfigKey, reason: string, item?: number): never;
   /** Where a key's value came from, as messages name it: its flag, or `key` for the file and the default. */
@@ -26,7 +29,15 @@ export interface CheckContext {
 }
 
 /** The tunnel settings that mean nothing without a tunnel port. */
-const TUNNEL_ONLY_KEYS = ['peers', 'peersFile', 'nodeAddress', 'clusterCidrs', 'peerRefreshInterval', 'peerTimeout', 'maxGroupsPerPeer'] as const;
+const TUNNEL_ONLY_KEYS = [
+  'peers',
+  'peersFile',
+  'nodeAddress',
+  'clusterCidrs',
+  'peerRefreshInterval',
+  'peerTimeout',
+  'maxGroupsPerPeer',
+] as const;
 
 interface ConfigCheck {
   name: string;
@@ -98,7 +109,11 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
     check({ value, blame, named, fail }) {
       const queryResponseIntervalMs = value('queryResponseInterval');
       const versions = value('queryVersions');
-      const tightest = versions.includes(2) ? { version: 2, max: V2_MAX_RESP_MS } : versions.includes(3) ? { version: 3, max: V3_MAX_RESP_MS } : undefined;
+      const tightest = versions.includes(2)
+        ? { version: 2, max: V2_MAX_RESP_MS }
+        : versions.includes(3)
+          ? { version: 3, max: V3_MAX_RESP_MS }
+          : undefined;
       if (tightest === undefined || queryResponseIntervalMs <= tightest.max) return;
       const key = blame('queryResponseInterval', 'queryVersions');
       const shown = showMs(queryResponseIntervalMs);
@@ -151,9 +166,12 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
       if (value('tunnelPort') !== undefined) return;
       const key = TUNNEL_ONLY_KEYS.find(setByUser);
       if (key === undefined) return;
-      throw new UsageError(`${source(key)} is a tunnel mode setting: it needs --tunnel-port (the flow-based tunnel port on the bridge)`, {
-        hint: 'give --tunnel-port NAME (tunnelPort in the file), or leave the tunnel settings out; see mcastctl-daemon(1), TUNNEL MODE',
-      });
+      throw new UsageError(
+        `${source(key)} is a tunnel mode setting: it needs --tunnel-port (the flow-based tunnel port on the bridge)`,
+        {
+          hint: 'give --tunnel-port NAME (tunnelPort in the file), or leave the tunnel settings out; see mcastctl-daemon(1), TUNNEL MODE',
+        },
+      );
     },
   },
   {
@@ -172,10 +190,17 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
     name: 'tunnel-and-routing-need-cluster-cidrs',
     keys: ['tunnelPort', 'multicastInterfaces', 'clusterCidrs'],
     check({ value, source }) {
-      if (value('tunnelPort') === undefined || value('multicastInterfaces').length === 0 || value('clusterCidrs').length > 0) return;
+      if (
+        value('tunnelPort') === undefined ||
+        value('multicastInterfaces').length === 0 ||
+        value('clusterCidrs').length > 0
+      )
+        return;
       throw new UsageError(
         `${source('tunnelPort')} with ${source('multicastInterfaces')} needs --cluster-cidrs: the pods' multicast from other nodes comes through the tunnel, and without the cluster's pod ranges the kernel would route a second copy in from the uplinks`,
-        { hint: "give --cluster-cidrs CIDR,CIDR,... (clusterCidrs in the file): every node's pod address range, or one block that holds them all" },
+        {
+          hint: "give --cluster-cidrs CIDR,CIDR,... (clusterCidrs in the file): every node's pod address range, or one block that holds them all",
+        },
       );
     },
   },
@@ -185,7 +210,10 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
     check({ value, blame, named, fail }) {
       if (value('peersFile') === undefined || (value('peers') ?? []).length === 0) return;
       const key = blame('peers', 'peersFile');
-      const other = key === 'peers' ? named('peersFile', value('peersFile') ?? '') : named('peers', (value('peers') ?? []).join(','));
+      const other =
+        key === 'peers'
+          ? named('peersFile', value('peersFile') ?? '')
+          : named('peers', (value('peers') ?? []).join(','));
       fail(key, `the peers come from one place: this and ${other} contradict each other`);
     },
   },

@@ -58,17 +58,24 @@ export async function readConfigFile(path: string): Promise<FileSettings> {
 
 /** The settings of a configuration file's text. */
 function parseConfigText(text: string, file: string): FileSettings {
-  // Loaded only when a file is given: `yaml` takes about 40 ms to load, and every command loads this module (through the daemon's options).
-  const { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit } = createRequire(import.meta.url)('yaml') as typeof Yaml;
-  const bad = (line: number, message: string, hint = 'see contrib/daemon.yaml and mcastctl-daemon(1), CONFIGURATION FILE') =>
-    new UsageError(`config ${file} line ${line}: ${message}`, { code: 'bad-file', hint });
+  // Loaded only when a file is given: `yaml` takes about 40 ms to load, and every command loads this module (through
+  // the daemon's options).
+  const { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument, visit } = createRequire(import.meta.url)(
+    'yaml',
+  ) as typeof Yaml;
+  const bad = (
+    line: number,
+    message: string,
+    hint = 'see contrib/daemon.yaml and mcastctl-daemon(1), CONFIGURATION FILE',
+  ) => new UsageError(`config ${file} line ${line}: ${message}`, { code: 'bad-file', hint });
   checkConfigShape(text, bad);
   const lineCounter = new LineCounter();
   let document: Yaml.Document.Parsed;
   try {
     document = parseDocument(text, { lineCounter, uniqueKeys: true });
   } catch (error) {
-    // The shape was checked by js-yaml; should `yaml` still read deeper nesting into it, its stack is not the daemon's end.
+    // The shape was checked by js-yaml; should `yaml` still read deeper nesting into it, its stack is not the daemon's
+    // end.
     if (error instanceof RangeError) throw bad(1, `nested too deeply to be read (at most ${MAX_YAML_DEPTH} levels)`);
     throw error;
   }
@@ -80,7 +87,8 @@ function parseConfigText(text: string, file: string): FileSettings {
     const reason = first.length <= 160 ? first : `${first.slice(0, 160)}…`;
     throw bad(line, `not valid YAML: ${reason}`);
   }
-  const lineOf = (node: unknown, fallback: number): number => (isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : fallback);
+  const lineOf = (node: unknown, fallback: number): number =>
+    isNode(node) && node.range ? lineCounter.linePos(node.range[0]).line : fallback;
   // js-yaml refused anchors already; where the two parsers could disagree, no alias reaches toJS().
   const aliases: Yaml.Alias[] = [];
   visit(document, {
@@ -100,7 +108,8 @@ function parseConfigText(text: string, file: string): FileSettings {
   const values = new Map<DaemonConfigKey, GivenValue>();
   const contents = document.contents;
   if (contents === null || (isScalar(contents) && contents.value === null)) return { file, values };
-  if (!isMap(contents)) throw bad(lineOf(contents, 1), 'the file must be a mapping of keys such as "queryInterval: 125s"');
+  if (!isMap(contents))
+    throw bad(lineOf(contents, 1), 'the file must be a mapping of keys such as "queryInterval: 125s"');
   for (const pair of contents.items) {
     const keyLine = lineOf(pair.key, 1);
     const key = isScalar(pair.key) ? pair.key.value : pair.key;

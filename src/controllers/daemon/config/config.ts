@@ -38,13 +38,20 @@ type FlagValue<K extends DaemonConfigKey> = K extends 'table' | 'cookiePrefix' |
  */
 export type DaemonFlags = { [K in DaemonConfigKey]?: FlagValue<K> } & { config?: string; metrics?: boolean };
 
-/** How the configuration is read: the environment (OVS_RUNDIR), and how this node's tunnel address is found when none is given. */
+/**
+ * How the configuration is read: the environment (OVS_RUNDIR), and how this node's tunnel address is found when none is
+ * given.
+ */
 export interface DaemonConfigSources {
   env?: NodeJS.ProcessEnv;
   nodeAddressFinder?: NodeAddressFinder;
 }
 
-export async function loadDaemonConfig(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env, sources: DaemonConfigSources = {}): Promise<DaemonConfig> {
+export async function loadDaemonConfig(
+  flags: DaemonFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  sources: DaemonConfigSources = {},
+): Promise<DaemonConfig> {
   const file = flags.config === undefined ? undefined : await readConfigFile(flags.config);
   const { config, tunnel } = buildConfig(flags, file, sources.env ?? env);
   if (tunnel === undefined) return config;
@@ -63,7 +70,11 @@ class Problem extends Error {
   }
 }
 
-function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: NodeJS.ProcessEnv): { config: DaemonConfig; tunnel?: TunnelDraft } {
+function buildConfig(
+  flags: DaemonFlags,
+  file: FileSettings | undefined,
+  env: NodeJS.ProcessEnv,
+): { config: DaemonConfig; tunnel?: TunnelDraft } {
   const given = new Map<DaemonConfigKey, GivenValue>(file?.values ?? []);
   for (const setting of DAEMON_SETTINGS) {
     const value: unknown = flags[setting.key];
@@ -72,7 +83,8 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
     given.set(setting.key, { value, origin: { kind: 'flag', flag } });
   }
   if (flags.metrics === false) {
-    if (flags.metricsAddress !== undefined) throw new UsageError('--no-metrics and --metrics-address contradict each other', { hint: 'give one of them' });
+    if (flags.metricsAddress !== undefined)
+      throw new UsageError('--no-metrics and --metrics-address contradict each other', { hint: 'give one of them' });
     given.set('metricsAddress', { value: 'off', origin: { kind: 'flag', flag: '--no-metrics' } });
   }
 
@@ -101,7 +113,12 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
       source: (key) => where(key),
       setByUser: (key) => {
         const set = value(key);
-        return given.has(key) && set !== undefined && !(Array.isArray(set) && set.length === 0) && !same(set, settingOf(key).fallback);
+        return (
+          given.has(key) &&
+          set !== undefined &&
+          !(Array.isArray(set) && set.length === 0) &&
+          !same(set, settingOf(key).fallback)
+        );
       },
     };
     for (const rule of CONFIG_CHECKS) rule.check(context);
@@ -114,7 +131,10 @@ function buildConfig(flags: DaemonFlags, file: FileSettings | undefined, env: No
       origin?.kind === 'file'
         ? `fix the file, or override the key with ${settingOf(error.key).flag} (see mcastctl-daemon(1), CONFIGURATION FILE)`
         : 'see mcastctl-daemon(1), OPTIONS';
-    throw new UsageError(`${where(error.key, error.item)}: ${error.message}`, { hint, ...(origin?.kind === 'file' ? { code: 'bad-file' as const } : {}) });
+    throw new UsageError(`${where(error.key, error.item)}: ${error.message}`, {
+      hint,
+      ...(origin?.kind === 'file' ? { code: 'bad-file' as const } : {}),
+    });
   }
 }
 
@@ -125,7 +145,10 @@ function readValues(given: ReadonlyMap<DaemonConfigKey, GivenValue>): Map<Daemon
     const source = given.get(setting.key);
     if (source === undefined) {
       // A copy: the table's lists are shared by every configuration.
-      values.set(setting.key, Array.isArray(setting.fallback) ? [...(setting.fallback as unknown[])] : setting.fallback);
+      values.set(
+        setting.key,
+        Array.isArray(setting.fallback) ? [...(setting.fallback as unknown[])] : setting.fallback,
+      );
       continue;
     }
     try {
@@ -162,9 +185,14 @@ function tunnelDraftOf(value: <K extends DaemonConfigKey>(key: K) => SettingValu
   };
 }
 
-/** The configuration of checked values: the OVS target and pipeline from their settings, every other field from its own. */
+/**
+ * The configuration of checked values: the OVS target and pipeline from their settings, every other field from its own.
+ */
 function assemble(value: <K extends DaemonConfigKey>(key: K) => SettingValue<K>, env: NodeJS.ProcessEnv): DaemonConfig {
-  const target = resolveOvsTarget({ bridge: value('bridge'), ovsRundir: value('ovsRundir'), db: value('db'), openflow: value('openflow') }, env);
+  const target = resolveOvsTarget(
+    { bridge: value('bridge'), ovsRundir: value('ovsRundir'), db: value('db'), openflow: value('openflow') },
+    env,
+  );
   const pipeline = validatePipelineConfig({
     ...DEFAULT_PIPELINE_CONFIG,
     table: value('table'),

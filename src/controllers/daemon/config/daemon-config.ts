@@ -23,7 +23,10 @@ export interface TunnelConfig {
   peers: readonly HostAddress[];
   /** Where the peers were read from, re-read on SIGHUP and when it changes; undefined: --peers only. */
   peersFile?: string;
-  /** This node's underlay address: the source of its IGMPv3 reports to the peers, and what they see as the tunnel's outer source. */
+  /**
+   * This node's underlay address: the source of its IGMPv3 reports to the peers, and what they see as the tunnel's
+   * outer source.
+   */
   nodeAddress: HostAddress;
   /**
    * The pods' address ranges of the whole cluster. With underlay routing on too, multicast
@@ -34,7 +37,10 @@ export interface TunnelConfig {
   clusterCidrs?: readonly IpPrefix[];
   /** How often every peer gets this node's full state (default 30 s). */
   refreshIntervalMs: number;
-  /** A peer's membership of a group lasts this long after its last report of it (default robustness × refresh + 10 s = 70 s). */
+  /**
+   * A peer's membership of a group lasts this long after its last report of it (default robustness × refresh + 10 s =
+   * 70 s).
+   */
   peerTimeoutMs: number;
   /** Groups one peer may be a member of on this node (default: the node's maxGroups). */
   maxGroupsPerPeer: number;
@@ -78,11 +84,17 @@ export interface DaemonConfig {
   ssmRange: readonly IpPrefix[];
   /** Whether each pod port's IGMP goes through its own OpenFlow meter (at igmpRatePerPort and igmpBurstPerPort). */
   igmpMeter: boolean;
-  /** IGMP messages a second one pod port may send, on average: its meter drops the excess in OVS, the daemon's budget what still comes. */
+  /**
+   * IGMP messages a second one pod port may send, on average: its meter drops the excess in OVS, the daemon's budget
+   * what still comes.
+   */
   igmpRatePerPort: number;
   /** IGMP messages one pod port may send at once. */
   igmpBurstPerPort: number;
-  /** Whether each member pod port gets a sender counting flow per entry of each of its groups (what it sent; what it received needs none). */
+  /**
+   * Whether each member pod port gets a sender counting flow per entry of each of its groups (what it sent; what it
+   * received needs none).
+   */
   trafficCounters: boolean;
   /** (pod port, group) pairs with sender counting flows, and with per-pod series in the metrics. */
   maxTrafficCounters: number;
@@ -103,7 +115,12 @@ export type SettingField = Exclude<keyof DaemonConfig, 'target' | 'pipeline' | '
 
 /** The membership limits of the configuration (see domain/membership/membership-limits.ts). */
 export function membershipLimits(config: DaemonConfig): MembershipLimitSettings {
-  return { maxGroupsPerPort: config.maxGroupsPerPort, maxSourcesPerGroup: config.maxSourcesPerGroup, maxGroups: config.maxGroups, ssmRange: config.ssmRange };
+  return {
+    maxGroupsPerPort: config.maxGroupsPerPort,
+    maxSourcesPerGroup: config.maxSourcesPerGroup,
+    maxGroups: config.maxGroups,
+    ssmRange: config.ssmRange,
+  };
 }
 
 /** The per-port IGMP budget of the configuration (see domain/membership/packet-budget.ts). */

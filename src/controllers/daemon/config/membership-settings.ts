@@ -50,7 +50,10 @@ export const MEMBERSHIP_SETTINGS = [
     fallback: true,
     runtime: true,
     help: "each pod port's IGMP goes through an OpenFlow meter at igmpRatePerPort and igmpBurstPerPort: OVS drops a flood (default)",
-    negation: { flag: '--no-igmp-meter', help: 'no meters: every IGMP message reaches the daemon, whose own budget is the only one' },
+    negation: {
+      flag: '--no-igmp-meter',
+      help: 'no meters: every IGMP message reaches the daemon, whose own budget is the only one',
+    },
   }),
   fills('igmpRatePerPort', {
     key: 'igmpRatePerPort',

@@ -15,7 +15,10 @@ export interface SettingInput<K extends string, T> {
   argument?: string;
   /** A `--no-` flag that sets the opposite (fastLeave) or turns the setting off (metrics). */
   negation?: { flag: `--no-${string}`; help: string };
-  /** The help line, without the default. None for the OVS options, whose help is addOvsOptions', shared by every OVS command. */
+  /**
+   * The help line, without the default. None for the OVS options, whose help is addOvsOptions', shared by every OVS
+   * command.
+   */
   help?: string;
   /** What the file takes, as mcastctl-daemon(1), CONFIGURATION FILE, names it. */
   kind: string;
@@ -46,21 +49,40 @@ export function fills<K extends string, F extends SettingField>(
   field: F,
   input: SettingInput<K, DaemonConfig[F]>,
 ): SettingDefinition<K, DaemonConfig[F]> & { field: F } {
-  const shown = typeof input.fallback === 'number' && field.endsWith('Ms') ? showMs(input.fallback) : String(input.fallback);
+  const shown =
+    typeof input.fallback === 'number' && field.endsWith('Ms') ? showMs(input.fallback) : String(input.fallback);
   const flagDefault = input.argument === undefined ? undefined : shown;
-  return { fileDefault: shown, ...(flagDefault === undefined ? {} : { flagDefault }), ...input, field, read: (config) => config[field] };
+  return {
+    fileDefault: shown,
+    ...(flagDefault === undefined ? {} : { flagDefault }),
+    ...input,
+    field,
+    read: (config) => config[field],
+  };
 }
 
 /** One of the OVS settings, assembled into DaemonConfig's target or pipeline by config.ts; a restart applies them. */
 export function ovs<K extends string, T>(
-  input: Omit<SettingInput<K, T>, 'runtime'> & { fileDefault: string; flagDefault: string; read(config: DaemonConfig): unknown },
+  input: Omit<SettingInput<K, T>, 'runtime'> & {
+    fileDefault: string;
+    flagDefault: string;
+    read(config: DaemonConfig): unknown;
+  },
 ): SettingDefinition<K, T> {
   return { ...input, runtime: false };
 }
 
-/** A setting assembled with others into one DaemonConfig field (the tunnel's, by tunnel-config.ts); a restart applies it. */
+/**
+ * A setting assembled with others into one DaemonConfig field (the tunnel's, by tunnel-config.ts); a restart applies
+ * it.
+ */
 export function assembled<K extends string, T>(
-  input: Omit<SettingInput<K, T>, 'runtime'> & { help: string; fileDefault: string; flagDefault: string; read(config: DaemonConfig): unknown },
+  input: Omit<SettingInput<K, T>, 'runtime'> & {
+    help: string;
+    fileDefault: string;
+    flagDefault: string;
+    read(config: DaemonConfig): unknown;
+  },
 ): SettingDefinition<K, T> {
   return { ...input, runtime: false };
 }

@@ -10,7 +10,12 @@ import { parsePeerList } from '../../../domain/peers/peer-set.js';
 import { isIPv4 } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
 import { quoteInput, UsageError } from '../../../errors.js';
-import { cookiePrefixProblem, GROUP_ID_BLOCK, groupIdBaseProblem, meterIdBaseProblem } from '../../../domain/pipeline/config.js';
+import {
+  cookiePrefixProblem,
+  GROUP_ID_BLOCK,
+  groupIdBaseProblem,
+  meterIdBaseProblem,
+} from '../../../domain/pipeline/config.js';
 import { readDecimal, readDuration, readHex, showMs } from '../../../runtime/values.js';
 import { parseIPv4 } from '../../../wire/ipv4-address.js';
 import { parseEndpoint } from '../../../wire/endpoint.js';
@@ -38,12 +43,19 @@ export class ValueProblem extends Error {
 export type QueryVersion = IgmpVersion;
 
 function describe(value: unknown): string {
-  return typeof value === 'string' ? quoteInput(value) : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'a mapping' : String(value);
+  return typeof value === 'string'
+    ? quoteInput(value)
+    : Array.isArray(value)
+      ? 'a list'
+      : typeof value === 'object'
+        ? 'a mapping'
+        : String(value);
 }
 
 /** `125s`, `2m`, `500ms`, `1h`, or a bare number of seconds (YAML number or string). */
 export function parseDuration(value: unknown): number {
-  const reading = typeof value === 'number' || typeof value === 'string' ? readDuration(value) : { problem: 'malformed' as const };
+  const reading =
+    typeof value === 'number' || typeof value === 'string' ? readDuration(value) : { problem: 'malformed' as const };
   if ('ms' in reading) return reading.ms;
   if (reading.problem === 'too-long') throw new ValueProblem(`${describe(value)} is too long: at most 24 days (596h)`);
   throw new ValueProblem(`${describe(value)} is not a duration such as 125s, 500ms or 2m (a bare number is seconds)`);
@@ -53,7 +65,8 @@ export function parseDuration(value: unknown): number {
 export function durationFrom(minMs: number, maxMs: number, reason: string): (value: unknown) => number {
   return (value) => {
     const ms = parseDuration(value);
-    if (ms < minMs || ms > maxMs) throw new ValueProblem(`${showMs(ms)} is not from ${showMs(minMs)} to ${showMs(maxMs)}${reason}`);
+    if (ms < minMs || ms > maxMs)
+      throw new ValueProblem(`${showMs(ms)} is not from ${showMs(minMs)} to ${showMs(maxMs)}${reason}`);
     return ms;
   };
 }
@@ -72,7 +85,8 @@ const MAX_SOCKET_PATH_BYTES = 107;
 
 export function parseInteger(value: unknown, min: number, max: number): number {
   const number = typeof value === 'number' ? value : typeof value === 'string' ? readDecimal(value.trim()) : NaN;
-  if (!Number.isSafeInteger(number) || number < min || number > max) throw new ValueProblem(`${describe(value)} is not a whole number from ${min} to ${max}`);
+  if (!Number.isSafeInteger(number) || number < min || number > max)
+    throw new ValueProblem(`${describe(value)} is not a whole number from ${min} to ${max}`);
   return number;
 }
 
@@ -145,12 +159,17 @@ export function parseRundir(value: unknown): string | undefined {
 /** An empty string means "not set" (derived from ovsRundir and bridge). */
 export function parseServiceEndpoint(value: unknown, service: string): string | undefined {
   if (value === '') return undefined;
-  if (typeof value !== 'string') throw new ValueProblem(`${describe(value)} is not an address such as unix:/var/run/openvswitch/db.sock or tcp:127.0.0.1:6640`);
+  if (typeof value !== 'string')
+    throw new ValueProblem(
+      `${describe(value)} is not an address such as unix:/var/run/openvswitch/db.sock or tcp:127.0.0.1:6640`,
+    );
   try {
     return parseEndpoint(value, service).text;
   } catch (error) {
     if (error instanceof UsageError)
-      throw new ValueProblem(`${quoteInput(value)} is not an ${service} address: ${error.message.replace(/^bad .*? address ".*?": /, '')}`);
+      throw new ValueProblem(
+        `${quoteInput(value)} is not an ${service} address: ${error.message.replace(/^bad .*? address ".*?": /, '')}`,
+      );
     throw error;
   }
 }
@@ -162,7 +181,10 @@ function isInterfaceName(name: string): boolean {
 
 function parseInterfaceName(value: unknown, item?: number): string {
   if (typeof value === 'string' && isInterfaceName(value)) return value;
-  throw new ValueProblem(`${describe(value)} is not an interface name (1 to 15 characters, no '/', ':' or whitespace)`, item);
+  throw new ValueProblem(
+    `${describe(value)} is not an interface name (1 to 15 characters, no '/', ':' or whitespace)`,
+    item,
+  );
 }
 
 /** An interface name, or none for an empty string. */
@@ -179,9 +201,12 @@ function listItems(value: unknown): unknown[] {
 }
 
 export function parseInterfaceList(value: unknown): string[] {
-  const names = listItems(value).map((item, index) => parseInterfaceName(item, Array.isArray(value) ? index : undefined));
+  const names = listItems(value).map((item, index) =>
+    parseInterfaceName(item, Array.isArray(value) ? index : undefined),
+  );
   names.forEach((name, index) => {
-    if (names.indexOf(name) !== index) throw new ValueProblem(`${name} is listed twice`, Array.isArray(value) ? index : undefined);
+    if (names.indexOf(name) !== index)
+      throw new ValueProblem(`${name} is listed twice`, Array.isArray(value) ? index : undefined);
   });
   return names;
 }
@@ -194,13 +219,18 @@ export function parseMldQueryVersions(value: unknown): MldVersion[] {
   if (typeof value === 'string' && value.trim().toLowerCase() === 'none') return [];
   const items = listItems(value);
   const versions = items.map((item, index): MldVersion => {
-    const version = typeof item === 'number' ? item : typeof item === 'string' && /^[12]$/.test(item) ? Number(item) : NaN;
+    const version =
+      typeof item === 'number' ? item : typeof item === 'string' && /^[12]$/.test(item) ? Number(item) : NaN;
     if (version !== 1 && version !== 2)
-      throw new ValueProblem(`${describe(item)} is not an MLD version (1 or 2; none for no MLD queries)`, Array.isArray(value) ? index : undefined);
+      throw new ValueProblem(
+        `${describe(item)} is not an MLD version (1 or 2; none for no MLD queries)`,
+        Array.isArray(value) ? index : undefined,
+      );
     return version;
   });
   versions.forEach((version, index) => {
-    if (versions.indexOf(version) !== index) throw new ValueProblem(`version ${version} is listed twice`, Array.isArray(value) ? index : undefined);
+    if (versions.indexOf(version) !== index)
+      throw new ValueProblem(`version ${version} is listed twice`, Array.isArray(value) ? index : undefined);
   });
   return versions.sort((a, b) => a - b);
 }
@@ -209,20 +239,26 @@ export function parseQueryVersions(value: unknown): QueryVersion[] {
   const items = listItems(value);
   if (items.length === 0) throw new ValueProblem('needs at least one IGMP version (1, 2 or 3)');
   const versions = items.map((item, index): QueryVersion => {
-    const version = typeof item === 'number' ? item : typeof item === 'string' && /^[123]$/.test(item) ? Number(item) : NaN;
+    const version =
+      typeof item === 'number' ? item : typeof item === 'string' && /^[123]$/.test(item) ? Number(item) : NaN;
     if (version !== 1 && version !== 2 && version !== 3)
-      throw new ValueProblem(`${describe(item)} is not an IGMP version (1, 2 or 3)`, Array.isArray(value) ? index : undefined);
+      throw new ValueProblem(
+        `${describe(item)} is not an IGMP version (1, 2 or 3)`,
+        Array.isArray(value) ? index : undefined,
+      );
     return version;
   });
   versions.forEach((version, index) => {
-    if (versions.indexOf(version) !== index) throw new ValueProblem(`version ${version} is listed twice`, Array.isArray(value) ? index : undefined);
+    if (versions.indexOf(version) !== index)
+      throw new ValueProblem(`version ${version} is listed twice`, Array.isArray(value) ? index : undefined);
   });
   return versions.sort((a, b) => a - b);
 }
 
 /** A path; a relative one is taken from the current directory. */
 export function parsePath(value: unknown): string {
-  if (typeof value !== 'string' || value === '' || value.includes('\0')) throw new ValueProblem(`${describe(value)} is not a path`);
+  if (typeof value !== 'string' || value === '' || value.includes('\0'))
+    throw new ValueProblem(`${describe(value)} is not a path`);
   return resolvePath(value);
 }
 
@@ -246,7 +282,8 @@ export function parseMetricsAddress(value: unknown): string | undefined {
   if (match === null) throw new ValueProblem(`${describe(value)} is not HOST:PORT, such as 127.0.0.1:9815, or "off"`);
   const host = match[1]!;
   const port = Number(match[2]);
-  if (!isIPv4(host) && host !== 'localhost') throw new ValueProblem(`${quoteInput(host)} is not an IPv4 address or localhost`);
+  if (!isIPv4(host) && host !== 'localhost')
+    throw new ValueProblem(`${quoteInput(host)} is not an IPv4 address or localhost`);
   if (port > 65535) throw new ValueProblem(`port ${port} is not 0 to 65535`);
   // Nothing could reach a listener there, though binding may succeed: refused rather than logged as served.
   const address = host === 'localhost' ? undefined : parseIPv4(host);
@@ -286,25 +323,36 @@ export function parseSsmRange(value: unknown): IpPrefix[] {
   return parsePrefixList(value, {
     example: '232.0.0.0/8',
     within: [MULTICAST_RANGES.ipv4],
-    outside: "is not a block of IPv4 multicast groups (inside 224.0.0.0/4, such as 232.0.0.0/8; IPv6's SSM range is always ff3x::/96)",
+    outside:
+      "is not a block of IPv4 multicast groups (inside 224.0.0.0/4, such as 232.0.0.0/8; IPv6's SSM range is always ff3x::/96)",
   });
 }
 
 /** CIDR blocks, each inside one of `within` and listed once; `example` is the block the messages show. */
-function parsePrefixList(value: unknown, rule: { example: string; within: readonly IpRange[]; outside: string }): IpPrefix[] {
+function parsePrefixList(
+  value: unknown,
+  rule: { example: string; within: readonly IpRange[]; outside: string },
+): IpPrefix[] {
   const prefixes = listItems(value).map((item, index) => {
     const at = Array.isArray(value) ? index : undefined;
     const place = at === undefined ? `entry ${index + 1}: ` : '';
-    if (typeof item !== 'string') throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as ${rule.example}`, at);
+    if (typeof item !== 'string')
+      throw new ValueProblem(`${place}${describe(item)} is not a CIDR block such as ${rule.example}`, at);
     const parsed = parseIpPrefix(item);
-    if (!parsed.ok) throw new ValueProblem(`${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16 or ff3e::/16', rule.example)}`, at);
+    if (!parsed.ok)
+      throw new ValueProblem(
+        `${place}${quoteInput(item)}: ${parsed.reason.replace('239.1.0.0/16 or ff3e::/16', rule.example)}`,
+        at,
+      );
     const range = ipPrefixRange(parsed.prefix);
-    if (!rule.within.some((within) => ipRangeWithin(range, within))) throw new ValueProblem(`${place}${quoteInput(item)} ${rule.outside}`, at);
+    if (!rule.within.some((within) => ipRangeWithin(range, within)))
+      throw new ValueProblem(`${place}${quoteInput(item)} ${rule.outside}`, at);
     return parsed.prefix;
   });
   const texts = prefixes.map(formatIpPrefix);
   texts.forEach((text, index) => {
-    if (texts.indexOf(text) !== index) throw new ValueProblem(`${text} is listed twice`, Array.isArray(value) ? index : undefined);
+    if (texts.indexOf(text) !== index)
+      throw new ValueProblem(`${text} is listed twice`, Array.isArray(value) ? index : undefined);
   });
   return prefixes;
 }

@@ -13,7 +13,14 @@ import { LOG_FORMATS, LOG_LEVELS } from '../../../runtime/logger.js';
 import { showMs } from '../../../runtime/values.js';
 import { DEFAULT_CONTROL_SOCKET } from '../../../transport/control/control-client.js';
 import * as values from './setting-values.js';
-import { durationFrom, MAX_QUERY_INTERVAL_MS, MIN_QUERY_INTERVAL_MS, MIN_RESP_MS, V2_MAX_RESP_MS, ValueProblem } from './setting-values.js';
+import {
+  durationFrom,
+  MAX_QUERY_INTERVAL_MS,
+  MIN_QUERY_INTERVAL_MS,
+  MIN_RESP_MS,
+  V2_MAX_RESP_MS,
+  ValueProblem,
+} from './setting-values.js';
 import { fills, ovs } from './setting-definition.js';
 import { MEMBERSHIP_SETTINGS } from './membership-settings.js';
 import { TRAFFIC_SETTINGS } from './traffic-settings.js';

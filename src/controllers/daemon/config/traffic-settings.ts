@@ -18,7 +18,10 @@ export const TRAFFIC_SETTINGS = [
     flagDefault: 'off',
     runtime: true,
     help: 'count what each pod sends to each group it is a member of: one OVS flow per pod port and group entry (groups --stats, the mcastctl_pod_group_* metrics) (default off)',
-    negation: { flag: '--no-traffic-counters', help: 'no sender counting flows: groups --stats shows what pods received only' },
+    negation: {
+      flag: '--no-traffic-counters',
+      help: 'no sender counting flows: groups --stats shows what pods received only',
+    },
   }),
   fills('maxTrafficCounters', {
     key: 'maxTrafficCounters',

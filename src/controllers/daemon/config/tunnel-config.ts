@@ -59,7 +59,11 @@ export const KERNEL_ROUTE: NodeAddressFinder = {
 };
 
 /** The tunnel configuration of a draft; every problem is a UsageError (exit 64). */
-export async function resolveTunnel(draft: TunnelDraft, defaults: TunnelDefaults, finder: NodeAddressFinder = KERNEL_ROUTE): Promise<TunnelConfig> {
+export async function resolveTunnel(
+  draft: TunnelDraft,
+  defaults: TunnelDefaults,
+  finder: NodeAddressFinder = KERNEL_ROUTE,
+): Promise<TunnelConfig> {
   const fileText = draft.peersFile === undefined ? undefined : await loadPeersFile(draft.peersFile);
   const firstPeer = draft.listedPeers[0] ?? fileText?.firstPeer();
   const nodeAddress = draft.nodeAddress ?? (await nodeAddressToward(firstPeer, finder));
@@ -89,9 +93,12 @@ async function nodeAddressToward(peer: HostAddress | undefined, finder: NodeAddr
   try {
     source = await finder.sourceAddressToward(peer);
   } catch (error) {
-    throw new UsageError(`--node-address: no route to the first peer, ${peer}, to take this node's address from (${messageOf(error)})`, {
-      hint: "give --node-address ADDR (nodeAddress in the file), this node's underlay address",
-    });
+    throw new UsageError(
+      `--node-address: no route to the first peer, ${peer}, to take this node's address from (${messageOf(error)})`,
+      {
+        hint: "give --node-address ADDR (nodeAddress in the file), this node's underlay address",
+      },
+    );
   }
   return hostAddress(source);
 }

@@ -11,7 +11,9 @@ import { assembled } from './setting-definition.js';
 
 /** How often every peer gets this node's full state. */
 const DEFAULT_PEER_REFRESH_INTERVAL_MS = 30_000;
-/** Added to robustness × the refresh interval for the default peer timeout, as the Query Response Interval is to a GMI. */
+/**
+ * Added to robustness × the refresh interval for the default peer timeout, as the Query Response Interval is to a GMI.
+ */
 export const PEER_TIMEOUT_MARGIN_MS = 10_000;
 
 export const TUNNEL_SETTINGS = [
@@ -81,7 +83,11 @@ export const TUNNEL_SETTINGS = [
     flag: '--peer-refresh-interval',
     argument: '<time>',
     kind: 'duration',
-    parse: durationFrom(MIN_QUERY_INTERVAL_MS, MAX_QUERY_INTERVAL_MS, ' (what the QQIC of a query to a peer can carry)'),
+    parse: durationFrom(
+      MIN_QUERY_INTERVAL_MS,
+      MAX_QUERY_INTERVAL_MS,
+      ' (what the QQIC of a query to a peer can carry)',
+    ),
     fallback: DEFAULT_PEER_REFRESH_INTERVAL_MS,
     help: "tunnel mode: time between two sendings of this node's full membership to every peer",
     fileDefault: '30s',

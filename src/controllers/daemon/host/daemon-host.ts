@@ -57,7 +57,10 @@ export interface DaemonHostServices {
   /** Answers the control socket's clients from `view`. */
   listenControl(options: { path: string; view: DaemonView; logger: ControllerLogger }): Promise<Listening>;
   /** Serves the metrics of `view` at `address`; `address` in the result is where it listens (the port of :0). */
-  listenMetrics(address: string, view: DaemonView): Promise<Listening & { address: string; metrics: ControllerMetrics }>;
+  listenMetrics(
+    address: string,
+    view: DaemonView,
+  ): Promise<Listening & { address: string; metrics: ControllerMetrics }>;
   /** Starts the loop (on the real switch and kernel: ./wiring.ts). */
   startLoop(config: DaemonConfig, start: LoopStart): Promise<DaemonLoop>;
 }
@@ -158,7 +161,8 @@ export class DaemonHost {
     });
     const peers = this.options.peerSource;
     if (peers?.watch !== undefined && config.tunnel !== undefined) {
-      const onError = (error: Error) => logger.warn(`${peers.label} cannot be watched: SIGHUP reads it again`, { error: error.message });
+      const onError = (error: Error) =>
+        logger.warn(`${peers.label} cannot be watched: SIGHUP reads it again`, { error: error.message });
       this.peersWatch = peers.watch(() => void this.reloadPeers(`${peers.label} changed`), onError);
     }
     logger.info('listening', {
@@ -171,7 +175,8 @@ export class DaemonHost {
   async reload(): Promise<void> {
     const loop = this.loop;
     if (loop === undefined || this.stopped) return;
-    if (this.options.configSource === undefined) this.options.logger.info('SIGHUP: no configuration file (--config) to read again');
+    if (this.options.configSource === undefined)
+      this.options.logger.info('SIGHUP: no configuration file (--config) to read again');
     else await this.reloadConfig(loop, this.options.configSource);
     await this.reloadPolicy(loop);
     await this.reloadPeers('SIGHUP');
@@ -194,7 +199,10 @@ export class DaemonHost {
     }
   }
 
-  /** Stops what was started, last in first out; a failed final save of the loop throws, after everything else was closed. */
+  /**
+   * Stops what was started, last in first out; a failed final save of the loop throws, after everything else was
+   * closed.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -216,7 +224,10 @@ export class DaemonHost {
     try {
       next = await source.read();
     } catch (error) {
-      return logger.error('SIGHUP: the configuration was not reloaded; the running one stays', { file: source.file, error: messageOf(error) });
+      return logger.error('SIGHUP: the configuration was not reloaded; the running one stays', {
+        file: source.file,
+        error: messageOf(error),
+      });
     }
     const plan = planReload(loop.configuration, next);
     if (plan.applied.length > 0) {
@@ -224,10 +235,14 @@ export class DaemonHost {
       logger.level = plan.config.logLevel;
     }
     if (plan.needRestart.length > 0) {
-      logger.warn('SIGHUP: these settings changed in the file but take effect only at the next start', { keys: plan.needRestart.join(',') });
+      logger.warn('SIGHUP: these settings changed in the file but take effect only at the next start', {
+        keys: plan.needRestart.join(','),
+      });
     }
-    if (plan.applied.length === 0 && plan.needRestart.length === 0) logger.info('SIGHUP: configuration read again; nothing changed', { file: source.file });
-    for (const change of plan.applied) logger.info('SIGHUP: setting changed', { key: change.key, from: change.from, to: change.to });
+    if (plan.applied.length === 0 && plan.needRestart.length === 0)
+      logger.info('SIGHUP: configuration read again; nothing changed', { file: source.file });
+    for (const change of plan.applied)
+      logger.info('SIGHUP: setting changed', { key: change.key, from: change.from, to: change.to });
   }
 
   /** The policy file is read again whatever else changed; a bad one leaves the policy in force. */
@@ -238,7 +253,10 @@ export class DaemonHost {
     try {
       next = file === undefined ? GroupPolicy.allowAll() : await this.options.policySource.read(file);
     } catch (error) {
-      return logger.error('SIGHUP: the group policy was not reloaded; the one in force stays', { file, error: messageOf(error) });
+      return logger.error('SIGHUP: the group policy was not reloaded; the one in force stays', {
+        file,
+        error: messageOf(error),
+      });
     }
     const changed = loop.setPolicy(next, file);
     logger.info(changed ? 'SIGHUP: group policy in force' : 'SIGHUP: group policy read again; it decides as before', {
@@ -257,7 +275,10 @@ export class DaemonHost {
     try {
       next = await peerSource.read(tunnel.nodeAddress);
     } catch (error) {
-      return logger.error(`${why}: the peers were not read again; they stay`, { source: peerSource.label, error: messageOf(error) });
+      return logger.error(`${why}: the peers were not read again; they stay`, {
+        source: peerSource.label,
+        error: messageOf(error),
+      });
     }
     // The loop's configuration as it is now: a reload of the file may have come in meanwhile.
     const running = loop.configuration;
@@ -266,8 +287,14 @@ export class DaemonHost {
     const after = new Set(next.peers);
     const added = next.peers.filter((peer) => !before.has(peer));
     const removed = now.peers.filter((peer) => !after.has(peer));
-    if (added.length === 0 && removed.length === 0) return logger.info(`${why}: peers read again; the same peers`, { source: peerSource.label });
+    if (added.length === 0 && removed.length === 0)
+      return logger.info(`${why}: peers read again; the same peers`, { source: peerSource.label });
     loop.reconfigure({ ...running, tunnel: { ...now, peers: next.peers } });
-    logger.info(`${why}: the peers changed`, { source: peerSource.label, added: added.join(','), removed: removed.join(','), peers: next.peers.length });
+    logger.info(`${why}: the peers changed`, {
+      source: peerSource.label,
+      added: added.join(','),
+      removed: removed.join(','),
+      peers: next.peers.length,
+    });
   }
 }

@@ -25,7 +25,9 @@ export const systemHost: HostFacts = {
     }
   },
   interfaceHolding(address) {
-    return Object.entries(networkInterfaces()).find(([, entries]) => entries?.some((entry) => entry.address === address))?.[0];
+    return Object.entries(networkInterfaces()).find(([, entries]) =>
+      entries?.some((entry) => entry.address === address),
+    )?.[0];
   },
 };
 

@@ -31,7 +31,15 @@ import { routingFailure } from '../loop/failures.js';
 import { releaseMemory } from '../../../runtime/memory-release.js';
 import { formatIpPrefix } from '../../../domain/policy/ip-prefix.js';
 import { systemClock, systemHost } from './ovs-ports.js';
-import type { ControllerLogger, ControllerMetrics, ControllerStateStore, DaemonClock, LoadedPolicy, RouterEvents, RouterPort } from '../loop/ports.js';
+import type {
+  ControllerLogger,
+  ControllerMetrics,
+  ControllerStateStore,
+  DaemonClock,
+  LoadedPolicy,
+  RouterEvents,
+  RouterPort,
+} from '../loop/ports.js';
 import type { SourceFilter } from '../../../domain/membership/source-filter.js';
 
 const OPENFLOW_RECONNECT = { minDelayMs: 100, maxDelayMs: 1_000 };
@@ -61,7 +69,11 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
   let handedOver = false;
   try {
     // OVSDB: the bridge must exist; its ports are watched from now on.
-    const ovsdb = await OvsdbClient.connect({ endpoint: target.db, timeoutMs: CONNECT_TIMEOUT_MS, reconnect: OVSDB_RECONNECT });
+    const ovsdb = await OvsdbClient.connect({
+      endpoint: target.db,
+      timeoutMs: CONNECT_TIMEOUT_MS,
+      reconnect: OVSDB_RECONNECT,
+    });
     podDirectory = new OvsdbPodDirectory(ovsdb);
     if ((await findBridge(ovsdb, target.bridge)) === undefined) {
       throw new UsageError(`OVS has no bridge ${target.bridge} (at ${target.db})`, {
@@ -73,23 +85,39 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
     const holder = `pid ${process.pid} on ${hostname()}, control socket ${config.controlSocket}`;
     bridgeLock = await BridgeLock.acquire({ client: ovsdb, bridge: target.bridge, holder });
     const directory = podDirectory;
-    directory.attach(await watchInterfaces(ovsdb, target.bridge, (changes) => directory.changed(changes.interfaces, changes.reason === 'resync')));
+    directory.attach(
+      await watchInterfaces(ovsdb, target.bridge, (changes) =>
+        directory.changed(changes.interfaces, changes.reason === 'resync'),
+      ),
+    );
     if (config.gateway !== undefined && portNamed(directory.ports(), config.gateway) === undefined) {
-      throw new UsageError(`bridge ${target.bridge} has no port ${config.gateway} with an OpenFlow port number (--gateway)`, {
-        code: 'no-such-interface',
-        hint: `add it (ovs-vsctl add-port ${target.bridge} ${config.gateway} -- set interface ${config.gateway} type=internal), or name the right port`,
-      });
+      throw new UsageError(
+        `bridge ${target.bridge} has no port ${config.gateway} with an OpenFlow port number (--gateway)`,
+        {
+          code: 'no-such-interface',
+          hint: `add it (ovs-vsctl add-port ${target.bridge} ${config.gateway} -- set interface ${config.gateway} type=internal), or name the right port`,
+        },
+      );
     }
 
     refuseUnusableTunnelPort({ config, ports: directory.ports() });
 
     // The kernel, before OVS is touched: a refused MRT_INIT changes nothing.
     if (config.gateway !== undefined && config.multicastInterfaces.length > 0) {
-      router = await RouterRelay.open({ config: { ...config, gateway: config.gateway }, clock, logger, onFatal: deps.onFatal });
+      router = await RouterRelay.open({
+        config: { ...config, gateway: config.gateway },
+        clock,
+        logger,
+        onFatal: deps.onFatal,
+      });
     }
 
     // OpenFlow: the loop reads what is installed, puts back what was learned, then syncs.
-    openflow = await OpenFlowConnection.connect({ endpoint: target.openflow, timeoutMs: CONNECT_TIMEOUT_MS, reconnect: OPENFLOW_RECONNECT });
+    openflow = await OpenFlowConnection.connect({
+      endpoint: target.openflow,
+      timeoutMs: CONNECT_TIMEOUT_MS,
+      reconnect: OPENFLOW_RECONNECT,
+    });
     const vswitch = BridgeClient.wrap({ bridge: target.bridge, openflow, pipeline: ovsPipeline(config.pipeline) });
     // A configuration the loop refuses throws here, while the ports are still this function's to close.
     const controller = new MulticastController({
@@ -187,7 +215,9 @@ class RouterRelay implements RouterPort {
       });
     } catch (error) {
       if (family === 'ipv6' && kernelLacksFamily(error)) {
-        logger.warn('IPv6 multicast routing off: the kernel has no IPv6 multicast routing', { error: messageOf(error) });
+        logger.warn('IPv6 multicast routing off: the kernel has no IPv6 multicast routing', {
+          error: messageOf(error),
+        });
         return;
       }
       throw error;

@@ -17,7 +17,11 @@ import { McastError, messageOf } from '../../../errors.js';
 import type { GroupPolicy } from '../../../domain/policy/group-policy.js';
 import { type GroupAddress, parseGroupAddress } from '../../../wire/ip-address.js';
 import { familyOf } from '../../../domain/family/families.js';
-import { MembershipTable, type MemberChange, type MembershipEffect } from '../../../domain/membership/membership-table.js';
+import {
+  MembershipTable,
+  type MemberChange,
+  type MembershipEffect,
+} from '../../../domain/membership/membership-table.js';
 import { PodPorts } from '../../../domain/pods/pod-ports.js';
 import type { DirectoryPort } from '../../../domain/pods/pod-directory.js';
 import type {
@@ -46,12 +50,33 @@ import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
 import { TrafficCounterBudget } from './traffic-counters.js';
 import { type TunnelMode, tunnelModeOf } from '../tunnel/tunnel-mode.js';
-import { daemonStatusOf, groupViewsOf, memberEvent, portActivityViewOf, portViewOf, querierViewOf, sortedRoutes, summaryOf } from '../observe/view.js';
+import {
+  daemonStatusOf,
+  groupViewsOf,
+  memberEvent,
+  portActivityViewOf,
+  portViewOf,
+  querierViewOf,
+  sortedRoutes,
+  summaryOf,
+} from '../observe/view.js';
 import { PortActivity } from './port-activity.js';
-import { otherQuerierPresentMs, QuerierElection, type QueryProtocol } from '../../../domain/membership/querier-election.js';
+import {
+  otherQuerierPresentMs,
+  QuerierElection,
+  type QueryProtocol,
+} from '../../../domain/membership/querier-election.js';
 import type { SavedState } from '../state/state-store.js';
 import { NO_METRICS } from './ports.js';
-import type { ControllerLogger, ControllerMetrics, ControllerOptions, DaemonClock, RouterEvents, RouterPort, SwitchPort } from './ports.js';
+import type {
+  ControllerLogger,
+  ControllerMetrics,
+  ControllerOptions,
+  DaemonClock,
+  RouterEvents,
+  RouterPort,
+  SwitchPort,
+} from './ports.js';
 
 export type { ControllerLogger, ControllerMetrics, ControllerOptions } from './ports.js';
 
@@ -77,7 +102,15 @@ export class MulticastController implements DaemonView {
   private readonly metrics: ControllerMetrics;
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
   private readonly startedAt: number;
-  private readonly counters: DaemonCounters = { packetIns: 0, igmpMessages: {}, ignoredNonPod: 0, syncs: 0, syncErrors: 0, replays: 0, queriesSent: 0 };
+  private readonly counters: DaemonCounters = {
+    packetIns: 0,
+    igmpMessages: {},
+    ignoredNonPod: 0,
+    syncs: 0,
+    syncErrors: 0,
+    replays: 0,
+    queriesSent: 0,
+  };
   private stopping = false;
 
   /** What the kernel router asks and tells the loop. */
@@ -92,7 +125,11 @@ export class MulticastController implements DaemonView {
     this.router = options.router;
     this.routerEvents = routerEventsOf({
       ...{ hasLocalMembers: (group) => this.table.portsOf(group).length > 0, logger: options.logger },
-      ...{ publish: (event) => this.publish(event), isoNow: () => this.isoNow(), fail: (kind, error) => this.fail(kind, error) },
+      ...{
+        publish: (event) => this.publish(event),
+        isoNow: () => this.isoNow(),
+        fail: (kind, error) => this.fail(kind, error),
+      },
       onFatal: (error) => options.onFatal?.(error),
     });
     this.router?.bind(this.routerEvents);
@@ -102,31 +139,66 @@ export class MulticastController implements DaemonView {
     this.pods.update(options.podDirectory.ports());
     options.podDirectory.onChange((ports, resync) => this.onPortChanges(ports, resync));
     const markDirty = (group: GroupAddress, lane?: string) => this.sync.markDirty(group, lane);
-    this.tunnel = tunnelModeOf({ ...options, config, markDirty, ports: options.podDirectory.ports(), listeners: this.listeners });
+    this.tunnel = tunnelModeOf({
+      ...options,
+      config,
+      markDirty,
+      ports: options.podDirectory.ports(),
+      listeners: this.listeners,
+    });
     const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
     const timing = membershipTiming(config);
     const { vswitch, router, logger, metrics, counters, pods } = this;
     this.policy = new PolicyInForce(options.policy, clock);
     const policy = () => this.policy.current;
-    const [publish, isoNow, listened] = [(event: DaemonEvent) => this.publish(event), () => this.isoNow(), () => this.listeners.size > 0];
+    const [publish, isoNow, listened] = [
+      (event: DaemonEvent) => this.publish(event),
+      () => this.isoNow(),
+      () => this.listeners.size > 0,
+    ];
     this.activity = new PortActivity(() => clock.wallMs());
     const activity = this.activity;
-    this.guard = new IgmpGuard({ logger, pods, now: () => clock.monotonicMs(), budget: packetBudget(config), policy, activity });
+    this.guard = new IgmpGuard({
+      logger,
+      pods,
+      now: () => clock.monotonicMs(),
+      budget: packetBudget(config),
+      policy,
+      activity,
+    });
     this.election = new QuerierElection(config.querierElection, () => clock.monotonicMs());
     this.intake = new IgmpIntake({
-      ...{ pods, guard: this.guard, policy, counters, metrics, listened, publish, wallMs: () => clock.wallMs(), isoNow, activity },
+      ...{
+        pods,
+        guard: this.guard,
+        policy,
+        counters,
+        metrics,
+        listened,
+        publish,
+        wallMs: () => clock.wallMs(),
+        isoNow,
+        activity,
+      },
       onGeneralQuery: (query) => this.otherQuerier(query),
     });
     this.portEntries = new PortEntriesSync({
       ...{ vswitch, pods, clock, logger },
-      meter: () => (this.config.igmpMeter ? { rate: this.config.igmpRatePerPort, burst: this.config.igmpBurstPerPort } : undefined),
+      meter: () =>
+        this.config.igmpMeter ? { rate: this.config.igmpRatePerPort, burst: this.config.igmpBurstPerPort } : undefined,
       deniedSend: (pod) => this.policy.deniedSend(pod),
       fail: (error) => this.fail('openflow', error),
       retryMs: () => this.config.syncBackoffMinMs,
     });
     this.traffic = new TrafficCounterBudget({ settings: () => this.config, logger, now: () => clock.monotonicMs() });
     const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
-    this.table = new MembershipTable({ clock: { now: () => clock.monotonicMs() }, timing, fastLeave: config.fastLeave, onMemberChange, ...limits });
+    this.table = new MembershipTable({
+      clock: { now: () => clock.monotonicMs() },
+      timing,
+      fastLeave: config.fastLeave,
+      onMemberChange,
+      ...limits,
+    });
     this.sync = new GroupSync({
       ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
       ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
@@ -151,7 +223,10 @@ export class MulticastController implements DaemonView {
       ...querierTiming(config),
       mldVersions: config.mldQueryVersions,
       // The gateway's address and MAC, or 0.0.0.0 (a snooping switch's proxy querier).
-      source: () => (config.gateway === undefined ? undefined : options.host.interfaceIPv4(config.gateway)) ?? { address: '0.0.0.0' },
+      source: () =>
+        (config.gateway === undefined ? undefined : options.host.interfaceIPv4(config.gateway)) ?? {
+          address: '0.0.0.0',
+        },
       ports: () => this.pods.pods.map((pod) => pod.ofport),
       send: queryFrameSender({ vswitch, counters, metrics }),
       onError: (error) => this.fail('query', error),
@@ -160,13 +235,25 @@ export class MulticastController implements DaemonView {
     });
   }
 
-  /** A general query from a pod port: a querier with a lower address silences our general queries there (QuerierElection). */
+  /**
+   * A general query from a pod port: a querier with a lower address silences our general queries there
+   * (QuerierElection).
+   */
   private otherQuerier(query: { ofport: number; protocol: QueryProtocol; source: string }): void {
     if (this.election.mode !== 'auto') return;
     const { ofport, protocol, source } = query;
     const already = this.election.present().some((other) => other.port === ofport && other.protocol === protocol);
     const presentMs = otherQuerierPresentMs(this.config);
-    if (this.election.heard({ port: ofport, protocol, address: source, ours: this.querier.sourceAddress(protocol), presentMs }) && !already) {
+    if (
+      this.election.heard({
+        port: ofport,
+        protocol,
+        address: source,
+        ours: this.querier.sourceAddress(protocol),
+        presentMs,
+      }) &&
+      !already
+    ) {
       this.options.logger.info('another querier present: no general queries on the port while it queries', {
         port: portViewOf(this.pods, ofport),
         protocol,
@@ -184,7 +271,8 @@ export class MulticastController implements DaemonView {
     const { table, pods, clock, logger } = this;
     const saved = await restoreSavedState({ store: stateStore, bridge: target.bridge, table, pods, clock, logger });
     seedPlaceholders({ learned: vswitch.learnedGroups, config: this.config, table, pods, clock, logger });
-    for (const { group, peers } of vswitch.learnedGroups) if (peers !== undefined) this.tunnel?.seed(group, peers); // kept until refreshed or timed out
+    // kept until refreshed or timed out
+    for (const { group, peers } of vswitch.learnedGroups) if (peers !== undefined) this.tunnel?.seed(group, peers);
     table.removeMembers(this.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
@@ -193,7 +281,8 @@ export class MulticastController implements DaemonView {
     // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
     this.portEntries.start();
     const learned = vswitch.learnedGroups.map((entry) => entry.group);
-    for (const group of groupsToSync({ installed: vswitch.installedGroups, learned, table, saved })) this.sync.markDirty(group);
+    for (const group of groupsToSync({ installed: vswitch.installedGroups, learned, table, saved }))
+      this.sync.markDirty(group);
 
     for (const { group, ports } of this.table.snapshot()) this.tunnel?.localMembers(group, ports.length > 0);
     vswitch.onPacketIn((frame, ofport, tunnelSource) => this.onPacketIn(frame, ofport, tunnelSource));
@@ -205,7 +294,10 @@ export class MulticastController implements DaemonView {
     const onFatal = (error: McastError) => this.options.onFatal?.(error);
     const lock = this.options.bridgeLock;
     podDirectory.onReconnected(
-      () => lock === undefined || this.stopping || void retakeBridgeLock({ lock, bridge: target.bridge, fail: (e) => this.fail('ovsdb', e), onFatal }),
+      () =>
+        lock === undefined ||
+        this.stopping ||
+        void retakeBridgeLock({ lock, bridge: target.bridge, fail: (e) => this.fail('ovsdb', e), onFatal }),
     );
     await vswitch.enablePacketIn();
     this.querier.start();
@@ -213,12 +305,21 @@ export class MulticastController implements DaemonView {
     this.timers.armExpiry();
     this.timers.scheduleSweep();
     const { groupCount: groups, memberCount: members } = this.table;
-    this.logger.info('started', { bridge: target.bridge, podPorts: this.pods.size, groups, members, fastLeave: this.config.fastLeave });
+    this.logger.info('started', {
+      bridge: target.bridge,
+      podPorts: this.pods.size,
+      groups,
+      members,
+      fastLeave: this.config.fastLeave,
+    });
   }
 
   // --- events in -------------------------------------------------------------------------
 
-  /** One IGMP packet-in (a peer's, from the tunnel port, is the tunnel's). Synchronous up to the queue, so a join's sync starts at once. */
+  /**
+   * One IGMP packet-in (a peer's, from the tunnel port, is the tunnel's). Synchronous up to the queue, so a join's sync
+   * starts at once.
+   */
   private onPacketIn(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string): void {
     if (this.tunnel?.takes(frame, ofport, tunnelSource) === true) return;
     const taken = this.intake.take(frame, ofport);
@@ -238,11 +339,15 @@ export class MulticastController implements DaemonView {
   private apply(effects: readonly MembershipEffect[], port?: number): void {
     // The peers first: a cross-node join waits for their syncs, and on the one OpenFlow
     // connection the report to them would otherwise queue behind this node's own entries.
-    for (const effect of effects) if (effect.kind === 'members') this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
+    for (const effect of effects)
+      if (effect.kind === 'members') this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
     this.tunnel?.announceChanges();
     for (const effect of effects) {
       if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
-      else this.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), { sources: effect.sources });
+      else
+        this.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), {
+          sources: effect.sources,
+        });
     }
   }
 
@@ -260,7 +365,11 @@ export class MulticastController implements DaemonView {
     const { added, removed, gatewayChanged } = this.pods.update(ports);
     const tunnelChanged = this.tunnel?.updatePorts(ports) === true;
     for (const port of removed) {
-      this.logger.info('pod port removed: it leaves every group', { port: port.name, ofport: port.ofport, pod: port.pod });
+      this.logger.info('pod port removed: it leaves every group', {
+        port: port.name,
+        ofport: port.ofport,
+        pod: port.pod,
+      });
       this.apply(this.table.removePort(port.ofport));
       this.guard.forgetPort(port.ofport);
       this.activity.forgetPort(port.ofport);
@@ -275,20 +384,34 @@ export class MulticastController implements DaemonView {
     // A new pod is asked at once what it wants, instead of at the next general query.
     if (added.length > 0) void this.querier.generalQueries(added.map((port) => port.ofport));
     if (gatewayChanged || tunnelChanged) {
-      this.logger.warn('the gateway or tunnel port changed', { gateway: this.pods.gateway?.ofport, tunnel: this.tunnel?.ofport });
-      void this.vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport).catch((error: unknown) => this.fail('openflow', error));
+      this.logger.warn('the gateway or tunnel port changed', {
+        gateway: this.pods.gateway?.ofport,
+        tunnel: this.tunnel?.ofport,
+      });
+      void this.vswitch
+        .installBase(this.pods.gateway?.ofport, this.tunnel?.ofport)
+        .catch((error: unknown) => this.fail('openflow', error));
       for (const group of this.groupsInUse()) this.sync.markDirty(group);
     }
     if (resync) {
       this.counters.replays++;
       this.publish({ type: 'replay', time: this.isoNow(), what: 'ovsdb', groups: this.table.groupCount });
-      this.logger.info('OVSDB reconnected; ports resynced', { podPorts: this.pods.size, added: added.length, removed: removed.length });
+      this.logger.info('OVSDB reconnected; ports resynced', {
+        podPorts: this.pods.size,
+        added: added.length,
+        removed: removed.length,
+      });
     }
   }
 
   private onMemberChange(change: MemberChange): void {
     const event = memberEvent(change, portViewOf(this.pods, change.port), this.isoNow());
-    this.logger.debug(event.type, { group: event.group, port: event.port.name, host: event.host, ...(event.type === 'leave' ? { reason: event.reason } : {}) });
+    this.logger.debug(event.type, {
+      group: event.group,
+      port: event.port.name,
+      host: event.host,
+      ...(event.type === 'leave' ? { reason: event.reason } : {}),
+    });
     this.publish(event);
   }
 
@@ -296,7 +419,10 @@ export class MulticastController implements DaemonView {
 
   /** The groups the switch must hold: those with local members, and those only peers want. */
   private groupsInUse(): Set<GroupAddress> {
-    return new Set([...this.table.snapshot().map((entry) => entry.group), ...(this.tunnel?.groupsWithRemoteMembers() ?? [])]);
+    return new Set([
+      ...this.table.snapshot().map((entry) => entry.group),
+      ...(this.tunnel?.groupsWithRemoteMembers() ?? []),
+    ]);
   }
 
   /** ovs-vswitchd is back (perhaps restarted, with nothing installed): read it and replay. */
@@ -320,7 +446,12 @@ export class MulticastController implements DaemonView {
   // --- state directory -------------------------------------------------------------------
 
   private savedState(): SavedState {
-    return savedStateOf({ bridge: this.config.target.bridge, groups: this.table.snapshot(), pods: this.pods, clock: this.clock });
+    return savedStateOf({
+      bridge: this.config.target.bridge,
+      groups: this.table.snapshot(),
+      pods: this.pods,
+      clock: this.clock,
+    });
   }
 
   /** Writes the state file now (SIGUSR2); rejects when the write fails. */
@@ -342,8 +473,12 @@ export class MulticastController implements DaemonView {
    * already running keep their time; what they arm next, and every deadline from now on, uses the new values.
    */
   reconfigure(config: DaemonConfig): void {
-    const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some((key) => config[key] !== this.config[key]);
-    const countingChanged = (['trafficCounters', 'maxTrafficCounters'] as const).some((key) => config[key] !== this.config[key]);
+    const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some(
+      (key) => config[key] !== this.config[key],
+    );
+    const countingChanged = (['trafficCounters', 'maxTrafficCounters'] as const).some(
+      (key) => config[key] !== this.config[key],
+    );
     this.config = config;
     if (meterChanged) this.portEntries.markAll();
     if (countingChanged) {
@@ -351,7 +486,11 @@ export class MulticastController implements DaemonView {
       this.traffic.reset();
       for (const group of this.groupsInUse()) this.sync.markDirty(group);
     }
-    this.table.reconfigure({ timing: membershipTiming(config), fastLeave: config.fastLeave, limits: membershipLimits(config) });
+    this.table.reconfigure({
+      timing: membershipTiming(config),
+      fastLeave: config.fastLeave,
+      limits: membershipLimits(config),
+    });
     this.guard.reconfigure(packetBudget(config));
     this.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
     this.election.mode = config.querierElection;
@@ -370,17 +509,40 @@ export class MulticastController implements DaemonView {
   status(): DaemonStatus {
     const { config, startedAt, clock, vswitch, router, pods, table, counters } = this;
     const { podDirectory, pid = process.pid } = this.options;
-    const [igmpRefused, igmpMeter, groupPolicy] = [this.guard.view(), this.portEntries.view(), this.policy.view(this.portEntries.portsDenyingSend)];
+    const [igmpRefused, igmpMeter, groupPolicy] = [
+      this.guard.view(),
+      this.portEntries.view(),
+      this.policy.view(this.portEntries.portsDenyingSend),
+    ];
     const pendingSyncs = this.sync.size + this.portEntries.pending;
     const parts = { config, startedAt, clock, vswitch, podDirectory, router, pods, table, counters, pid };
     const querier = querierViewOf(this.election, this.pods, clock.monotonicMs());
-    return daemonStatusOf({ ...parts, igmpRefused, igmpMeter, groupPolicy, querier, pendingSyncs, ...(this.tunnel && { tunnel: this.tunnel.status() }) });
+    return daemonStatusOf({
+      ...parts,
+      igmpRefused,
+      igmpMeter,
+      groupPolicy,
+      querier,
+      pendingSyncs,
+      ...(this.tunnel && { tunnel: this.tunnel.status() }),
+    });
   }
 
   groups(): GroupView[] {
     const [{ groupMembershipIntervalMs }, { dirty, syncErrors }, table] = [this.table.timings, this.sync, this.table];
-    const inputs = { groupMembershipIntervalMs, dirty, syncErrors, clock: this.clock, ssmRange: this.config.ssmRange, pods: this.pods };
-    const local = groupViewsOf({ ...inputs, groups: table.snapshot(), portFiltersOf: (group) => table.portFiltersOf(group) });
+    const inputs = {
+      groupMembershipIntervalMs,
+      dirty,
+      syncErrors,
+      clock: this.clock,
+      ssmRange: this.config.ssmRange,
+      pods: this.pods,
+    };
+    const local = groupViewsOf({
+      ...inputs,
+      groups: table.snapshot(),
+      portFiltersOf: (group) => table.portFiltersOf(group),
+    });
     return this.tunnel?.groupViews(local, this.sync) ?? local;
   }
 
@@ -390,7 +552,10 @@ export class MulticastController implements DaemonView {
   }
 
   port(query: PortQuery): PortActivityView | undefined {
-    const port = query.pod === undefined ? this.pods.byName(query.name ?? '') : this.pods.pods.find((pod) => pod.pod === query.pod);
+    const port =
+      query.pod === undefined
+        ? this.pods.byName(query.name ?? '')
+        : this.pods.pods.find((pod) => pod.pod === query.pod);
     if (port === undefined) return undefined;
     const { ofport } = port;
     const group = query.group === undefined ? undefined : parseGroupAddress(query.group);
@@ -421,7 +586,10 @@ export class MulticastController implements DaemonView {
     await Promise.all([this.sync.whenIdle(), this.portEntries.whenIdle()]);
   }
 
-  /** A new group policy (a reload): members it denies leave at once, the send drops that differ change; false: it decides as the last. */
+  /**
+   * A new group policy (a reload): members it denies leave at once, the send drops that differ change; false: it
+   * decides as the last.
+   */
   setPolicy(policy: GroupPolicy, file: string | undefined): boolean {
     if (!this.policy.replace(policy, file)) return false; // the same decisions: nothing to redo
     this.apply(this.table.removeMembers(this.policy.deniesMember(this.pods), 'denied'));
@@ -447,7 +615,10 @@ export class MulticastController implements DaemonView {
     this.sync.stop();
     this.portEntries.stop();
     let cancelWait: (() => void) | undefined;
-    await Promise.race([this.sync.whenIdle(), new Promise<void>((resolve) => (cancelWait = this.clock.after(STOP_SYNC_WAIT_MS, resolve)))]);
+    await Promise.race([
+      this.sync.whenIdle(),
+      new Promise<void>((resolve) => (cancelWait = this.clock.after(STOP_SYNC_WAIT_MS, resolve))),
+    ]);
     cancelWait?.();
     const store = options.save === false ? undefined : this.options.stateStore;
     const saveFailure = await store?.save(this.savedState()).then(
@@ -470,7 +641,10 @@ export class MulticastController implements DaemonView {
 
   private fail(kind: string, error: unknown): void {
     this.metrics.error(kind);
-    this.logger.error(`${kind} failure`, { error: messageOf(error), ...(error instanceof McastError ? { code: error.code } : {}) });
+    this.logger.error(`${kind} failure`, {
+      error: messageOf(error),
+      ...(error instanceof McastError ? { code: error.code } : {}),
+    });
   }
 
   private isoNow(): string {

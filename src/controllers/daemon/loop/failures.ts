@@ -38,8 +38,12 @@ export function finalSaveFailure(error: unknown): McastError {
 
 /** The routing socket failed: the daemon stops, so that a restart sets routing up again. */
 export function routingFailure(error: McastError): McastError {
-  return new McastError('io', `kernel multicast routing failed: ${error.message}; the kernel dropped the daemon's VIFs and routes`, {
-    hint: 'the daemon stops so that a restart (systemd) sets routing up again',
-    cause: error,
-  });
+  return new McastError(
+    'io',
+    `kernel multicast routing failed: ${error.message}; the kernel dropped the daemon's VIFs and routes`,
+    {
+      hint: 'the daemon stops so that a restart (systemd) sets routing up again',
+      cause: error,
+    },
+  );
 }

@@ -29,7 +29,9 @@ export interface GroupSyncOptions {
   filtersOf: (group: GroupAddress) => readonly PortFilter[];
   /** The gateway's port now (every group with members also goes there). */
   gatewayOfport: () => number | undefined;
-  /** Tunnel mode: the tunnel port and the peers that want `group` now; undefined: no tunnel (or not on the bridge yet). */
+  /**
+   * Tunnel mode: the tunnel port and the peers that want `group` now; undefined: no tunnel (or not on the bridge yet).
+   */
   tunnelOf?: (group: GroupAddress) => { ofport: number; peers: readonly HostAddress[] } | undefined;
   publish: (event: DaemonEvent) => void;
   isoNow: () => string;
@@ -109,10 +111,14 @@ export class GroupSync {
     // receivers are the gateway's to filter.
     const wanted = members.length > 0 || (tunnel?.peers.length ?? 0) > 0;
     const gateway = this.options.gatewayOfport();
-    const withGateway = (ports: readonly number[]) => (wanted && gateway !== undefined ? [...ports, gateway] : [...ports]);
+    const withGateway = (ports: readonly number[]) =>
+      wanted && gateway !== undefined ? [...ports, gateway] : [...ports];
     // Nobody filters: every member takes every source through the (*,G) entry alone.
     const ports = withGateway(split.bySource.length === 0 ? members : split.other);
-    const sources: SourcePorts[] = split.bySource.map(({ source, ports: receivers }) => ({ source, ports: withGateway(receivers) }));
+    const sources: SourcePorts[] = split.bySource.map(({ source, ports: receivers }) => ({
+      source,
+      ports: withGateway(receivers),
+    }));
     const sourcesEvent = sources.length === 0 ? {} : { sources };
     const counterPorts = this.options.counterPortsOf?.(group, members) ?? [];
     const counted = counterPorts.length === 0 ? {} : { counterPorts };
@@ -121,7 +127,11 @@ export class GroupSync {
         { group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }), ...counted },
         { expedite: expedited },
       );
-      this.options.router?.setLocalMembers(group, members.length > 0, mergeFilters(filters.map(({ filter }) => filter)));
+      this.options.router?.setLocalMembers(
+        group,
+        members.length > 0,
+        mergeFilters(filters.map(({ filter }) => filter)),
+      );
     } catch (error) {
       // A failed sync keeps its start time, so the latency counts the retries too.
       if (!this.dirtySince.has(group)) this.dirtySince.set(group, since);
@@ -129,7 +139,16 @@ export class GroupSync {
       const latencyMs = clock.monotonicMs() - since;
       metrics.syncDone(latencyMs / 1000, false);
       metrics.error('sync');
-      publish({ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, latencyMs, ok: false, error: messageOf(error) });
+      publish({
+        type: 'sync',
+        time: isoNow(),
+        group,
+        ports,
+        ...sourcesEvent,
+        latencyMs,
+        ok: false,
+        error: messageOf(error),
+      });
       throw error;
     }
     const latencyMs = clock.monotonicMs() - since;

@@ -1,9 +1,9 @@
 /**
  * The daemon's defence against a hostile pod: it counts and logs what the membership
  * limits refused (src/domain/membership/membership-limits.ts), and refuses IGMP whose
- * IPv4 source is not the pod's own address, and MLD whose source is not link-local. A flood is one warning line per reason and
- * port every REFUSAL_WARNING_INTERVAL_MS (./../../runtime/warning-limiter.ts), with the
- * count held back; `status` and the metrics have every count.
+ * IPv4 source is not the pod's own address, and MLD whose source is not link-local. A flood is one warning line per
+ * reason and port every REFUSAL_WARNING_INTERVAL_MS (./../../runtime/warning-limiter.ts), with the count held back;
+ * `status` and the metrics have every count.
  */
 import type { MembershipRefusal } from '../../../domain/membership/membership-limits.js';
 import { type PacketBudgetSettings, PortPacketBudget } from '../../../domain/membership/packet-budget.js';
@@ -22,7 +22,16 @@ import { portViewOf } from '../observe/view.js';
  * (off-link: for MLD also a source that is not link-local), a source address the pod does
  * not have, or its port's budget.
  */
-export const IGMP_REFUSAL_REASONS = ['port-groups', 'group-sources', 'node-groups', 'ssm', 'policy', 'off-link', 'spoofed', 'port-rate'] as const;
+export const IGMP_REFUSAL_REASONS = [
+  'port-groups',
+  'group-sources',
+  'node-groups',
+  'ssm',
+  'policy',
+  'off-link',
+  'spoofed',
+  'port-rate',
+] as const;
 export type IgmpRefusalReason = (typeof IGMP_REFUSAL_REASONS)[number];
 
 /** Each reason is logged at most once in this long for each port. */
@@ -30,13 +39,15 @@ const REFUSAL_WARNING_INTERVAL_MS = 10_000;
 
 const WARNINGS: Readonly<Record<IgmpRefusalReason, string>> = {
   'port-groups': 'IGMP join refused: the port is in as many groups as it may be (maxGroupsPerPort)',
-  'group-sources': "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
+  'group-sources':
+    "IGMP join refused: the port's filter of the group has as many sources as it may (maxSourcesPerGroup)",
   'node-groups': 'IGMP join refused: the node has as many groups as it may (maxGroups)',
   ssm: 'IGMP or MLD join refused: a group of the SSM range (ssmRange; for IPv6, ff3x::/96) is joined only for named sources (INCLUDE mode), not for any source',
   policy: 'IGMP join refused: the group policy denies this pod the group',
   'off-link':
     'IGMP or MLD ignored: a TTL or hop limit other than 1, an IGMPv3 report without Router Alert, or MLD from a source that is not link-local (fe80::/10), is not from a host on the link',
-  spoofed: "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
+  spoofed:
+    "IGMP ignored: its source address is not the pod's (external_ids ip-address) nor one the group policy allows it",
   'port-rate': 'IGMP dropped unread: the port sends more than it may (igmpRatePerPort, igmpBurstPerPort)',
 };
 
@@ -165,7 +176,9 @@ export class IgmpGuard {
   /** For `status`: the totals since start, and each port's since it appeared. */
   view(): IgmpRefusals {
     const { pods } = this.options;
-    const byPort = [...this.byPort.entries()].sort(([a], [b]) => a - b).map(([ofport, counts]) => ({ port: portViewOf(pods, ofport), counts: { ...counts } }));
+    const byPort = [...this.byPort.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([ofport, counts]) => ({ port: portViewOf(pods, ofport), counts: { ...counts } }));
     return { total: { ...this.total }, byPort };
   }
 

@@ -94,10 +94,15 @@ export class IgmpIntake {
     const { activity } = this.options;
     if (activity !== undefined) {
       activity.message(pod.ofport);
-      for (const call of snooped.calls) if (call.op !== 'leave') activity.reported(pod.ofport, call.op === 'record' ? call.record.group : call.group);
+      for (const call of snooped.calls)
+        if (call.op !== 'leave') activity.reported(pod.ofport, call.op === 'record' ? call.record.group : call.group);
     }
     if (snooped.generalQueryFrom !== undefined)
-      this.options.onGeneralQuery?.({ ofport: pod.ofport, protocol: snooped.protocol, source: snooped.generalQueryFrom });
+      this.options.onGeneralQuery?.({
+        ofport: pod.ofport,
+        protocol: snooped.protocol,
+        source: snooped.generalQueryFrom,
+      });
     if (snooped.calls.length === 0) return undefined;
     // A header no host on the pod's link sends, or a report for someone else's address,
     // changes nothing (counted and logged by the guard).
@@ -118,7 +123,14 @@ export class IgmpIntake {
       guard.denied(pod.ofport, group, decision.line);
       if (this.options.listened()) {
         const rule = decision.line === undefined ? {} : { rule: decision.line };
-        this.options.publish({ type: 'refused', time: this.options.isoNow(), port: portViewOf(pods, pod.ofport), group, reason: 'policy', ...rule });
+        this.options.publish({
+          type: 'refused',
+          time: this.options.isoNow(),
+          port: portViewOf(pods, pod.ofport),
+          group,
+          reason: 'policy',
+          ...rule,
+        });
       }
       return false;
     });

@@ -8,9 +8,19 @@
  */
 import type { GroupRecord, IgmpVersion } from '../../../packet/igmp/message.js';
 import type { MldRecord } from '../../../packet/mld/message.js';
-import { decodeFrame, ipLocator, type FrameEvent, type MembershipProtocol, type MldFrameEvent } from '../../../packet/frame-decoder.js';
+import {
+  decodeFrame,
+  ipLocator,
+  type FrameEvent,
+  type MembershipProtocol,
+  type MldFrameEvent,
+} from '../../../packet/frame-decoder.js';
 import { LinkType } from '../../../packet/pcap/link-type.js';
-import type { MembershipEffect, MembershipRecord, MembershipTable } from '../../../domain/membership/membership-table.js';
+import type {
+  MembershipEffect,
+  MembershipRecord,
+  MembershipTable,
+} from '../../../domain/membership/membership-table.js';
 import {
   type GroupAddress,
   type HostAddress,
@@ -40,7 +50,10 @@ export interface SnoopedIgmp {
   generalQueryFrom?: string;
 }
 
-/** The MLD version whose host compatibility is IGMPv2's: an MLDv1 report is an IGMPv2 report to the table (RFC 3810 §8.3.2). */
+/**
+ * The MLD version whose host compatibility is IGMPv2's: an MLDv1 report is an IGMPv2 report to the table (RFC 3810
+ * §8.3.2).
+ */
 const MLDV1_AS_IGMP_VERSION = 2;
 
 const locateEthernet = ipLocator(LinkType.ETHERNET);
@@ -73,12 +86,19 @@ export function snoopFrame(frame: Uint8Array, meta: { frame: number; ts: number 
         protocol: 'igmp',
         type: 'report',
         version: message.version,
-        calls: group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: message.version }],
+        calls:
+          group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: message.version }],
       };
     }
     case 'leave': {
       const group = routableGroup(message.group);
-      return { event, protocol: 'igmp', type: 'leave', version: 2, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
+      return {
+        event,
+        protocol: 'igmp',
+        type: 'leave',
+        version: 2,
+        calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }],
+      };
     }
     case 'query':
       // A querier among the pods changes no membership; its general queries take part in the querier election.
@@ -116,12 +136,21 @@ function snoopMld(event: MldFrameEvent): SnoopedIgmp {
         return { event, protocol: 'mld', type: 'report', version: 2, calls };
       }
       const group = routableGroup(message.group);
-      const calls: MembershipCall[] = group === undefined || host === undefined ? [] : [{ op: 'report', group, host, version: MLDV1_AS_IGMP_VERSION }];
+      const calls: MembershipCall[] =
+        group === undefined || host === undefined
+          ? []
+          : [{ op: 'report', group, host, version: MLDV1_AS_IGMP_VERSION }];
       return { event, protocol: 'mld', type: 'report', version: 1, calls };
     }
     case 'leave': {
       const group = routableGroup(message.group);
-      return { event, protocol: 'mld', type: 'leave', version: 1, calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }] };
+      return {
+        event,
+        protocol: 'mld',
+        type: 'leave',
+        version: 1,
+        calls: group === undefined || host === undefined ? [] : [{ op: 'leave', group, host }],
+      };
     }
     case 'query':
       return {
@@ -158,7 +187,10 @@ export function routableGroup(text: string): GroupAddress | undefined {
   return group === undefined || isLinkScopeGroup(group) ? undefined : group;
 }
 
-/** A v3 (or MLDv2) record with its addresses checked: a source that is no unicast address is dropped, a record for no routable group is. */
+/**
+ * A v3 (or MLDv2) record with its addresses checked: a source that is no unicast address is dropped, a record for no
+ * routable group is.
+ */
 function membershipRecord(record: GroupRecord | MldRecord): MembershipRecord | undefined {
   const group = routableGroup(record.group);
   if (group === undefined) return undefined;

@@ -104,7 +104,10 @@ export class LoopTimers {
 
   scheduleSave(): void {
     if (!this.options.saves || this.cancelSave !== undefined || this.stopped) return;
-    const delay = Math.min(SAVE_DELAY_MAX_MS, SAVE_DELAY_MS * (1 + Math.floor(this.options.table.memberCount / SAVE_MEMBERS_A_SECOND)));
+    const delay = Math.min(
+      SAVE_DELAY_MAX_MS,
+      SAVE_DELAY_MS * (1 + Math.floor(this.options.table.memberCount / SAVE_MEMBERS_A_SECOND)),
+    );
     this.cancelSave = this.options.clock.after(delay, () => {
       this.cancelSave = undefined;
       void this.options.save();

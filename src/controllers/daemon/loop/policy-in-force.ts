@@ -29,7 +29,10 @@ export class PolicyInForce {
     return this.policy;
   }
 
-  /** Takes `policy` (its rule lines may have moved, so it is kept even when it decides alike); whether it decides otherwise. */
+  /**
+   * Takes `policy` (its rule lines may have moved, so it is kept even when it decides alike); whether it decides
+   * otherwise.
+   */
   replace(policy: GroupPolicy, file: string | undefined): boolean {
     const changed = policy.fingerprint !== this.policy.fingerprint;
     this.policy = policy;
@@ -46,7 +49,9 @@ export class PolicyInForce {
 
   /** What pod `pod` may not send to, as the ranges of the switch's drop flows. */
   deniedSend(pod: string | undefined): GroupRange[] {
-    return this.policy.deniedSendPrefixes(pod).map((prefix) => ({ address: prefix.address, mask: ipPrefixMask(prefix) }));
+    return this.policy
+      .deniedSendPrefixes(pod)
+      .map((prefix) => ({ address: prefix.address, mask: ipPrefixMask(prefix) }));
   }
 
   view(portsDenyingSend: number): GroupPolicyView {

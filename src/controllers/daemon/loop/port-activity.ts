@@ -83,7 +83,8 @@ export class PortActivity {
   /** What the port said, and since when it has been watched; `group`: the group asked about. */
   snapshot(ofport: number, group: string | undefined): PortActivitySnapshot {
     const record = this.ports.get(ofport);
-    if (record === undefined) return { sinceMs: this.startedMs, messages: 0, lastMessageAtMs: undefined, group: undefined, otherGroups: [] };
+    if (record === undefined)
+      return { sinceMs: this.startedMs, messages: 0, lastMessageAtMs: undefined, group: undefined, otherGroups: [] };
     const otherGroups = [...record.groups.keys()].filter((name) => name !== group).reverse();
     const activity = group === undefined ? undefined : record.groups.get(group);
     return {

@@ -113,7 +113,10 @@ export class PortEntriesSync {
     const byPort = [...this.drops]
       .sort(([a], [b]) => a - b)
       .filter(([ofport]) => this.options.pods.pod(ofport) !== undefined)
-      .map(([ofport, count]) => ({ port: portViewOf(this.options.pods, ofport), dropped: Number(count.carried + count.last) }));
+      .map(([ofport, count]) => ({
+        port: portViewOf(this.options.pods, ofport),
+        dropped: Number(count.carried + count.last),
+      }));
     return {
       enabled: meter !== undefined,
       ...(meter === undefined ? {} : { ratePerSecond: meter.rate, burst: meter.burst }),
@@ -137,7 +140,10 @@ export class PortEntriesSync {
       this.dirty.delete(ofport);
       const pod = pods.pod(ofport);
       const meter = this.options.meter();
-      const wanted = pod === undefined ? undefined : { deniedSend: this.options.deniedSend(pod.pod), ...(meter === undefined ? {} : { meter }) };
+      const wanted =
+        pod === undefined
+          ? undefined
+          : { deniedSend: this.options.deniedSend(pod.pod), ...(meter === undefined ? {} : { meter }) };
       try {
         const { metered } = await vswitch.syncPort(ofport, wanted);
         if (metered) this.metered.add(ofport);
@@ -145,7 +151,10 @@ export class PortEntriesSync {
         if ((wanted?.deniedSend.length ?? 0) > 0) this.denying.add(ofport);
         else this.denying.delete(ofport);
         if (pod !== undefined && meter !== undefined && !metered) {
-          this.options.logger.warn('the switch cannot hold a meter for this pod port: its IGMP is not metered', { port: pod.name, ofport });
+          this.options.logger.warn('the switch cannot hold a meter for this pod port: its IGMP is not metered', {
+            port: pod.name,
+            ofport,
+          });
         }
       } catch (error) {
         this.options.fail(error);

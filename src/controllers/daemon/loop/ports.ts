@@ -47,16 +47,25 @@ export interface ControllerStateStore {
 /** What one group should be forwarded to, source by source (see SwitchPort.syncForwarding). */
 export interface WantedForwarding {
   group: GroupAddress;
-  /** The receivers of every source not in `bySource` (all members when nobody filters), the gateway included when the group is wanted. */
+  /**
+   * The receivers of every source not in `bySource` (all members when nobody filters), the gateway included when the
+   * group is wanted.
+   */
   ports: readonly number[];
-  /** The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: the (*,G) entry alone. */
+  /**
+   * The sources whose receivers differ from `ports`, each with its ports (the gateway included); empty: the (*,G) entry
+   * alone.
+   */
   bySource: readonly SourcePorts[];
   tunnel?: { ofport: number; peers: readonly HostAddress[] };
   /** Pod ports whose traffic to each entry of the group gets a sender counting flow (absent: none). */
   counterPorts?: readonly number[];
 }
 
-/** The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out (src/adapters/ovs/bridge-client.ts). */
+/**
+ * The bridge over OpenFlow: our flows and groups on it, and the frames it sends up and out
+ * (src/adapters/ovs/bridge-client.ts).
+ */
 export interface SwitchPort {
   readonly connected: boolean;
   /** Reads what of ours is installed (at start and after a reconnect). */
@@ -64,7 +73,12 @@ export interface SwitchPort {
   /** Groups whose forwarding of ours is on the switch (as of the last refresh or sync). */
   readonly installedGroups: readonly GroupAddress[];
   /** Groups the daemon itself installed, with their member ports then. */
-  readonly learnedGroups: ReadonlyArray<{ group: GroupAddress; ports: readonly number[]; peers?: readonly HostAddress[]; sources?: readonly SourcePorts[] }>;
+  readonly learnedGroups: ReadonlyArray<{
+    group: GroupAddress;
+    ports: readonly number[];
+    peers?: readonly HostAddress[];
+    sources?: readonly SourcePorts[];
+  }>;
   /**
    * Makes the switch forward `wanted.group` source by source: each source of `bySource`
    * to its own ports, every other source to `ports`; the (S,G) entries of the group not
@@ -81,19 +95,34 @@ export interface SwitchPort {
    * and from the gateway when there is one.
    */
   installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void>;
-  /** Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is metered now. */
+  /**
+   * Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is
+   * metered now.
+   */
   syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }>;
   /** Ports with entries of ours (meters, metered IGMP flows, send-policy drops) on the switch. */
   readonly portsWithEntries: readonly number[];
   /** Packets each pod port's IGMP meter dropped, by port (its counter restarts when the meter changes). */
   meterDrops(): Promise<ReadonlyMap<number, bigint>>;
-  /** What each port received from and sent to each group, read from the switch now (absent: a switch that cannot tell). */
+  /**
+   * What each port received from and sent to each group, read from the switch now (absent: a switch that cannot tell).
+   */
   trafficCounters?(): Promise<PortGroupTraffic[]>;
   /** Sends `frame` out of each of `ports`: how many went, and what the switch refused. */
   sendFrame(frame: Uint8Array, ports: readonly number[]): Promise<{ sent: number; refused: Error[] }>;
-  /** Sends `frame` to each of `peers` through the tunnel port `tunnelOfport` (one PACKET_OUT each): how many went, and what the switch refused. */
-  sendToPeers(frame: Uint8Array, tunnelOfport: number, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }>;
-  /** Every packet-in: its frame, its in_port, and (one from a tunnel port) the outer IPv4 source the underlay delivered it from. */
+  /**
+   * Sends `frame` to each of `peers` through the tunnel port `tunnelOfport` (one PACKET_OUT each): how many went, and
+   * what the switch refused.
+   */
+  sendToPeers(
+    frame: Uint8Array,
+    tunnelOfport: number,
+    peers: readonly HostAddress[],
+  ): Promise<{ sent: number; refused: Error[] }>;
+  /**
+   * Every packet-in: its frame, its in_port, and (one from a tunnel port) the outer IPv4 source the underlay delivered
+   * it from.
+   */
   onPacketIn(listener: (frame: Uint8Array, ofport: number | undefined, tunnelSource?: string) => void): void;
   onDisconnected(listener: (error: Error) => void): void;
   /** ovs-vswitchd is reachable again (perhaps restarted, with nothing installed). */

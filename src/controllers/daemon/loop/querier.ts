@@ -45,7 +45,10 @@ export interface MldQuerierTiming {
 }
 
 export interface QuerierOptions extends QuerierTiming, MldQuerierTiming {
-  /** The querier's IPv4 address and MAC now (the gateway's, or 0.0.0.0); MLD's source is the link-local address of the MAC (or of FALLBACK_SOURCE_MAC). */
+  /**
+   * The querier's IPv4 address and MAC now (the gateway's, or 0.0.0.0); MLD's source is the link-local address of the
+   * MAC (or of FALLBACK_SOURCE_MAC).
+   */
   source: () => { address: string; mac?: string };
   /** The ports that get general queries now. */
   ports: () => number[];
@@ -57,15 +60,26 @@ export interface QuerierOptions extends QuerierTiming, MldQuerierTiming {
   election?: Pick<QuerierElection, 'queries'>;
 }
 
-/** The querier's `send` on the switch: each frame out of each port, counted (queriesSent); rejects when OVS refused some. */
-export function queryFrameSender(options: { vswitch: Pick<SwitchPort, 'connected' | 'sendFrame'>; counters: DaemonCounters; metrics: ControllerMetrics }) {
+/**
+ * The querier's `send` on the switch: each frame out of each port, counted (queriesSent); rejects when OVS refused
+ * some.
+ */
+export function queryFrameSender(options: {
+  vswitch: Pick<SwitchPort, 'connected' | 'sendFrame'>;
+  counters: DaemonCounters;
+  metrics: ControllerMetrics;
+}) {
   const { vswitch, counters, metrics } = options;
   return async (frame: Uint8Array, ports: readonly number[]): Promise<number> => {
     if (!vswitch.connected || ports.length === 0) return 0;
     const { sent, refused } = await vswitch.sendFrame(frame, ports);
     counters.queriesSent += sent;
     metrics.queriesSent(sent);
-    if (refused.length > 0) throw new McastError('refused', `OVS refused ${refused.length} of ${ports.length} queries: ${refused[0]!.message}`);
+    if (refused.length > 0)
+      throw new McastError(
+        'refused',
+        `OVS refused ${refused.length} of ${ports.length} queries: ${refused[0]!.message}`,
+      );
     return sent;
   };
 }
@@ -104,7 +118,10 @@ export class Querier {
     void this.generalQueries();
     this.startupLeft--;
     const { queryIntervalMs } = this.options;
-    this.cancelPeriodic = this.options.timers.after(this.startupLeft > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs, this.tick);
+    this.cancelPeriodic = this.options.timers.after(
+      this.startupLeft > 0 ? Math.max(1, Math.floor(queryIntervalMs / 4)) : queryIntervalMs,
+      this.tick,
+    );
   };
 
   /** General queries of every configured version, out of every pod port where the daemon is the querier, now. */
@@ -113,10 +130,12 @@ export class Querier {
     const igmpPorts = election === undefined ? ports : ports.filter((port) => election.queries(port, 'igmp'));
     const mldPorts = election === undefined ? ports : ports.filter((port) => election.queries(port, 'mld'));
     if (igmpPorts.length > 0) {
-      for (const version of this.options.versions) await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, igmpPorts);
+      for (const version of this.options.versions)
+        await this.send(this.generalQuery(version), IPV4_FAMILY.allSystemsGroup, igmpPorts);
     }
     if (mldPorts.length > 0) {
-      for (const version of this.options.mldVersions ?? []) await this.sendMld(this.mldGeneralQuery(version), IPV6_FAMILY.allSystemsGroup, mldPorts);
+      for (const version of this.options.mldVersions ?? [])
+        await this.sendMld(this.mldGeneralQuery(version), IPV6_FAMILY.allSystemsGroup, mldPorts);
     }
   }
 
@@ -132,11 +151,19 @@ export class Querier {
    * source list and asks about the whole group). An IPv6 group is asked in MLD, the version
    * being the IGMP one of the port's host compatibility: 2 (an MLDv1 host) asks in MLDv1, 3 in MLDv2.
    */
-  groupQueries(group: GroupAddress, port: number, version: Exclude<IgmpVersion, 1>, scope: { sources?: readonly SourceAddress[] } = {}): void {
+  groupQueries(
+    group: GroupAddress,
+    port: number,
+    version: Exclude<IgmpVersion, 1>,
+    scope: { sources?: readonly SourceAddress[] } = {},
+  ): void {
     let remaining = this.options.robustness;
     const mld = familyOf(group).protocol === 'mld';
     const perQuery = mld ? MLD_SOURCES_PER_QUERY : SOURCES_PER_QUERY;
-    const lists = version === 3 && scope.sources !== undefined && scope.sources.length > 0 ? sourceLists(scope.sources, perQuery) : [[]];
+    const lists =
+      version === 3 && scope.sources !== undefined && scope.sources.length > 0
+        ? sourceLists(scope.sources, perQuery)
+        : [[]];
     const once = (): void => {
       this.pendingGroupQueries.delete(cancel);
       if (this.stopped) return;
@@ -174,7 +201,9 @@ export class Querier {
 
   private groupQuery(group: string, version: 2 | 3, sources: readonly string[]): IgmpQuery {
     const tenths = Math.max(1, Math.round(this.options.lastMemberQueryIntervalMs / 100));
-    return version === 2 ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) } : this.v3Query(group, tenths, sources);
+    return version === 2
+      ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) }
+      : this.v3Query(group, tenths, sources);
   }
 
   private v3Query(group: string, maxRespTenths: number, sources: readonly string[] = []): IgmpQuery {
@@ -198,7 +227,10 @@ export class Querier {
     return this.mldQuery(group, version, Math.max(1, this.options.lastMemberQueryIntervalMs), sources);
   }
 
-  /** MLDv1 carries the delay in milliseconds in 16 bits; MLDv2 as a code, in its own floating-point form from 32768 on (RFC 3810 §5.1.3). */
+  /**
+   * MLDv1 carries the delay in milliseconds in 16 bits; MLDv2 as a code, in its own floating-point form from 32768 on
+   * (RFC 3810 §5.1.3).
+   */
   private mldQuery(group: string, version: MldVersion, responseMs: number, sources: readonly string[] = []): MldQuery {
     const ms = Math.round(responseMs);
     if (version === 1) return { kind: 'query', version: 1, group, maxRespDelayMs: Math.min(0xffff, ms) };

@@ -21,12 +21,16 @@ export function routerEventsOf(options: RouterEventsOptions): RouterEvents {
   return {
     hasLocalMembers: options.hasLocalMembers,
     onRoute: (change) => {
-      logger.info(change.action === 'add' ? 'route added' : change.action === 'update' ? 'route updated' : 'idle route removed', { ...change });
+      logger.info(
+        change.action === 'add' ? 'route added' : change.action === 'update' ? 'route updated' : 'idle route removed',
+        { ...change },
+      );
       publish({ type: 'route', time: isoNow(), ...change });
     },
     onError: (error) => {
       // Not a failure: the node joins more sources upstream than its members want.
-      if (error instanceof UpstreamFilterWidened) logger.warn('upstream source filter widened', { group: error.group, error: error.message });
+      if (error instanceof UpstreamFilterWidened)
+        logger.warn('upstream source filter widened', { group: error.group, error: error.message });
       else fail('mroute', error);
     },
     onFailure: (error) => {

@@ -55,11 +55,16 @@ export class TrafficCounterBudget {
     this.set(this.counted, group, after);
     this.set(this.refused, group, refused);
     if (refused.size > 0)
-      this.warnings.warn(this.options.logger, 'limit', 'per-pod traffic counting is partial: more (pod, group) pairs than maxTrafficCounters', () => ({
-        group,
-        ports: [...refused],
-        maxTrafficCounters,
-      }));
+      this.warnings.warn(
+        this.options.logger,
+        'limit',
+        'per-pod traffic counting is partial: more (pod, group) pairs than maxTrafficCounters',
+        () => ({
+          group,
+          ports: [...refused],
+          maxTrafficCounters,
+        }),
+      );
     return [...after];
   }
 
@@ -101,7 +106,9 @@ export class TrafficCounterBudget {
           group: entry.group,
           port: portView(entry.ofport),
           received: { packets: Number(entry.received.packets), bytes: Number(entry.received.bytes) },
-          ...(entry.sent === undefined || !trafficCounters ? {} : { sent: { packets: Number(entry.sent.packets), bytes: Number(entry.sent.bytes) } }),
+          ...(entry.sent === undefined || !trafficCounters
+            ? {}
+            : { sent: { packets: Number(entry.sent.packets), bytes: Number(entry.sent.bytes) } }),
         }),
       );
     return { counting: trafficCounters, limit: maxTrafficCounters, uncounted: this.uncounted, entries };

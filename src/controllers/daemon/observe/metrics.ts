@@ -41,7 +41,8 @@ export class DaemonMetrics {
     fromStatus('mcastctl_groups', 'Multicast groups with at least one member on this node.', 'groups');
     fromStatus('mcastctl_members', 'Group memberships (group and port) on this node.', 'members');
     fromStatus('mcastctl_routes', 'Kernel (S,G) multicast routes installed by the daemon.', 'routes');
-    // Per-source forwarding: rebuilt from the groups view at each scrape, one series per group that names sources (bounded by maxGroups).
+    // Per-source forwarding: rebuilt from the groups view at each scrape, one series per group that names sources
+    // (bounded by maxGroups).
     new Gauge({
       name: 'mcastctl_source_entries',
       help: 'Per-source (S,G) forwarding entries wanted in OVS: the sources of a group whose receivers differ from its other sources.',
@@ -89,7 +90,8 @@ export class DaemonMetrics {
       // One series per metered pod port: bounded by the node's pods.
       collect() {
         this.reset();
-        for (const { port, dropped } of view.status().igmpMeter?.byPort ?? []) this.inc({ port: port.name, pod: port.pod ?? '' }, dropped);
+        for (const { port, dropped } of view.status().igmpMeter?.byPort ?? [])
+          this.inc({ port: port.name, pod: port.pod ?? '' }, dropped);
       },
     });
     new Gauge({
@@ -99,7 +101,8 @@ export class DaemonMetrics {
       registers,
       collect() {
         const others = view.status().querier?.otherQueriers ?? [];
-        for (const protocol of ['igmp', 'mld'] as const) this.set({ protocol }, others.filter((other) => other.protocol === protocol).length);
+        for (const protocol of ['igmp', 'mld'] as const)
+          this.set({ protocol }, others.filter((other) => other.protocol === protocol).length);
       },
     });
     // Tunnel mode: one series per configured peer (at most MAX_PEERS), read from the status when scraped.
@@ -123,9 +126,12 @@ export class DaemonMetrics {
         const tunnel = view.status().tunnel;
         this.reset();
         if (tunnel === undefined) return;
-        for (const peer of tunnel.peers) for (const [reason, count] of Object.entries(peer.drops ?? {})) this.inc({ peer: peer.address, reason }, count);
+        for (const peer of tunnel.peers)
+          for (const [reason, count] of Object.entries(peer.drops ?? {}))
+            this.inc({ peer: peer.address, reason }, count);
         // A view without the split by peer has the node's totals only.
-        for (const [reason, count] of Object.entries(tunnel.unattributedDrops ?? tunnel.drops)) this.inc({ reason }, count);
+        for (const [reason, count] of Object.entries(tunnel.unattributedDrops ?? tunnel.drops))
+          this.inc({ reason }, count);
       },
     });
     this.peerMessages = new Counter({
@@ -137,9 +143,23 @@ export class DaemonMetrics {
       collect: () => this.forgetRemovedPeers(view),
     });
     registerTrafficMetrics(view, registers);
-    this.packetIns = new Counter({ name: 'mcastctl_packet_ins_total', help: 'OpenFlow packet-ins received.', registers });
-    this.ignored = new Counter({ name: 'mcastctl_ignored_igmp_total', help: 'IGMP messages ignored, by reason.', labelNames: ['reason'], registers });
-    this.errors = new Counter({ name: 'mcastctl_errors_total', help: 'Errors, by kind.', labelNames: ['kind'], registers });
+    this.packetIns = new Counter({
+      name: 'mcastctl_packet_ins_total',
+      help: 'OpenFlow packet-ins received.',
+      registers,
+    });
+    this.ignored = new Counter({
+      name: 'mcastctl_ignored_igmp_total',
+      help: 'IGMP messages ignored, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'mcastctl_errors_total',
+      help: 'Errors, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
     this.syncDuration = new Histogram({
       name: 'mcastctl_sync_duration_seconds',
       help: 'Time to program one group in OVS, by result (ok or error).',
@@ -147,7 +167,11 @@ export class DaemonMetrics {
       buckets: SYNC_DURATION_BUCKETS,
       registers,
     });
-    this.queries = new Counter({ name: 'mcastctl_queries_sent_total', help: 'IGMP queries sent out of pod ports.', registers });
+    this.queries = new Counter({
+      name: 'mcastctl_queries_sent_total',
+      help: 'IGMP queries sent out of pod ports.',
+      registers,
+    });
     // Zero series from the start, so that rate() has a first sample.
     this.ignored.inc({ reason: 'not-pod-port' }, 0);
     this.syncDuration.zero({ result: 'ok' });
@@ -190,9 +214,12 @@ export class DaemonMetrics {
     this.messagePeers.add(peer);
   }
 
-  /** Tunnel mode: a peer left the list; its series go with it, so that the series stay bounded by the peers configured. */
+  /**
+   * Tunnel mode: a peer left the list; its series go with it, so that the series stay bounded by the peers configured.
+   */
   peerRemoved(peer: string): void {
-    for (const direction of ['in', 'out'] as const) for (const type of ['report', 'query'] as const) this.peerMessages.remove({ peer, direction, type });
+    for (const direction of ['in', 'out'] as const)
+      for (const type of ['report', 'query'] as const) this.peerMessages.remove({ peer, direction, type });
     this.messagePeers.delete(peer);
   }
 
@@ -216,9 +243,12 @@ export class DaemonMetrics {
 export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
   return parseHostPort(address, {
     bad: (reason) =>
-      new UsageError(`--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}: ${reason}`, {
-        code: 'bad-address',
-      }),
+      new UsageError(
+        `--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}: ${reason}`,
+        {
+          code: 'bad-address',
+        },
+      ),
     malformed: 'expected HOST:PORT, [IPv6]:PORT or :PORT',
     emptyHost: true,
     portZero: true,
@@ -237,11 +267,15 @@ export class MetricsServer {
     const server = createServer((request, response) => {
       const path = (request.url ?? '/').split('?')[0];
       if (path !== '/metrics') {
-        response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: the metrics are at /metrics\n');
+        response
+          .writeHead(404, { 'content-type': 'text/plain; charset=utf-8' })
+          .end('not found: the metrics are at /metrics\n');
         return;
       }
       if (request.method !== 'GET' && request.method !== 'HEAD') {
-        response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('method not allowed\n');
+        response
+          .writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
+          .end('method not allowed\n');
         return;
       }
       registry.metrics().then(
@@ -250,7 +284,9 @@ export class MetricsServer {
           response.end(request.method === 'HEAD' ? undefined : text);
         },
         (error: unknown) => {
-          response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`cannot collect the metrics: ${messageOf(error)}\n`);
+          response
+            .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+            .end(`cannot collect the metrics: ${messageOf(error)}\n`);
         },
       );
     });
@@ -287,10 +323,13 @@ function listenFailure(error: Error, address: string): McastError {
     });
   }
   if (code === 'EACCES' || code === 'EPERM') {
-    return new PermissionError(`cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`, {
-      hint: 'pick another --metrics-address',
-      cause: error,
-    });
+    return new PermissionError(
+      `cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`,
+      {
+        hint: 'pick another --metrics-address',
+        cause: error,
+      },
+    );
   }
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     return new UsageError(`cannot serve metrics on ${address}: ${code} (no such address on this host)`, {
@@ -298,5 +337,8 @@ function listenFailure(error: Error, address: string): McastError {
       hint: 'set --metrics-address to an address of this host',
     });
   }
-  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, { hint: 'check --metrics-address', cause: error });
+  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, {
+    hint: 'check --metrics-address',
+    cause: error,
+  });
 }

@@ -60,7 +60,11 @@ export interface StatusInput {
 }
 
 /** The election's mode and the other queriers present now, their ports as the status shows them. */
-export function querierViewOf(election: Pick<QuerierElection, 'mode' | 'present'>, pods: PodPorts, nowMs: number): QuerierView {
+export function querierViewOf(
+  election: Pick<QuerierElection, 'mode' | 'present'>,
+  pods: PodPorts,
+  nowMs: number,
+): QuerierView {
   return {
     election: election.mode,
     otherQueriers: election.present().map((other) => ({
@@ -87,7 +91,10 @@ export interface PortActivityInput {
 export function portActivityViewOf(input: PortActivityInput): PortActivityView {
   const { port, addresses, activity, group, policy } = input;
   const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
-  const decision = (made: PolicyDecision) => ({ allowed: made.allowed, ...(made.line === undefined ? {} : { rule: made.line }) });
+  const decision = (made: PolicyDecision) => ({
+    allowed: made.allowed,
+    ...(made.line === undefined ? {} : { rule: made.line }),
+  });
   const said = activity.group;
   return {
     port,
@@ -114,7 +121,10 @@ export function portActivityViewOf(input: PortActivityInput): PortActivityView {
                     ...(said.lastRefusal.rule === undefined ? {} : { rule: said.lastRefusal.rule }),
                   },
                 }),
-            policy: { join: decision(policy.decide(port.pod, group, 'join')), send: decision(policy.decide(port.pod, group, 'send')) },
+            policy: {
+              join: decision(policy.decide(port.pod, group, 'join')),
+              send: decision(policy.decide(port.pod, group, 'send')),
+            },
           },
         }),
     refusals: { ...input.refusals },
@@ -156,11 +166,27 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
 /** One line's worth of what the daemon holds, for the log (SIGUSR1). */
 export function summaryOf(status: DaemonStatus, syncErrors: number): Record<string, unknown> {
   const { bridge, podPorts, groups, members, routes, pendingSyncs, counters, openflow, ovsdb } = status;
-  return { bridge, podPorts, groups, members, routes, pendingSyncs, syncErrors, packetIns: counters.packetIns, replays: counters.replays, openflow, ovsdb };
+  return {
+    bridge,
+    podPorts,
+    groups,
+    members,
+    routes,
+    pendingSyncs,
+    syncErrors,
+    packetIns: counters.packetIns,
+    replays: counters.replays,
+    openflow,
+    ovsdb,
+  };
 }
 
 /** The event of a host that joined or left (a leave asked for and granted at once is a fast leave). */
-export function memberEvent(change: MemberChange, port: PortView, time: string): Extract<DaemonEvent, { type: 'join' | 'leave' }> {
+export function memberEvent(
+  change: MemberChange,
+  port: PortView,
+  time: string,
+): Extract<DaemonEvent, { type: 'join' | 'leave' }> {
   const { group, host } = change;
   if (change.type === 'join') return { type: 'join', time, group, port, host };
   return { type: 'leave', time, group, port, host, reason: change.reason === 'leave' ? 'fast-leave' : change.reason };
@@ -175,7 +201,10 @@ export interface GroupViewInput {
   dirty: ReadonlySet<string> | ReadonlyMap<string, unknown>;
   /** The last sync error of each group whose sync is failing. */
   syncErrors: ReadonlyMap<string, string>;
-  /** Each port's merged filter of a group (MembershipTable.portFiltersOf); absent: merged here from the snapshot's members. */
+  /**
+   * Each port's merged filter of a group (MembershipTable.portFiltersOf); absent: merged here from the snapshot's
+   * members.
+   */
   portFiltersOf?: (group: GroupAddress) => readonly PortFilter[];
   /** The SSM range in force, to mark its groups; absent: none marked. */
   ssmRange?: readonly IpPrefix[];
@@ -231,21 +260,35 @@ function sourceReceiversOf(
 ): Pick<GroupView, 'sources' | 'otherSources'> {
   const split = splitBySource(filters);
   if (split.bySource.length === 0) return {};
-  const viewsOf = (ofports: readonly number[]): PortView[] => [...ofports.map(viewOf), ...(gateway === undefined ? [] : [gateway])];
-  const sources = split.bySource.map((entry): SourceReceiversView => ({ source: entry.source, ports: viewsOf(entry.ports) }));
+  const viewsOf = (ofports: readonly number[]): PortView[] => [
+    ...ofports.map(viewOf),
+    ...(gateway === undefined ? [] : [gateway]),
+  ];
+  const sources = split.bySource.map(
+    (entry): SourceReceiversView => ({ source: entry.source, ports: viewsOf(entry.ports) }),
+  );
   return { sources, otherSources: viewsOf(split.other) };
 }
 
-/** When a member ends unless it is heard again: its last timer (an EXCLUDE member not before its group timer), else the GMI after its last report. */
+/**
+ * When a member ends unless it is heard again: its last timer (an EXCLUDE member not before its group timer), else the
+ * GMI after its last report.
+ */
 function memberEnd(member: GroupSnapshot['members'][number], gmi: number): number {
-  const timers = [...(member.sourceTimers ?? []).map((timer) => timer.until), ...(member.groupTimerUntil === undefined ? [] : [member.groupTimerUntil])];
+  const timers = [
+    ...(member.sourceTimers ?? []).map((timer) => timer.until),
+    ...(member.groupTimerUntil === undefined ? [] : [member.groupTimerUntil]),
+  ];
   return timers.length === 0 ? member.lastReportAt + gmi : Math.max(...timers);
 }
 
 /** Each member port's filter, merged over its hosts (RFC 3376 §3.2), from a snapshot's forwarded filters. */
 function snapshotPortFilters(group: GroupSnapshot): PortFilter[] {
   return portFiltersOfMembers(
-    group.members.map((member) => ({ port: member.port, filter: { mode: member.filter.mode, sources: new Set(member.filter.sources) } })),
+    group.members.map((member) => ({
+      port: member.port,
+      filter: { mode: member.filter.mode, sources: new Set(member.filter.sources) },
+    })),
   );
 }
 
@@ -256,7 +299,14 @@ function wallTimeOf(clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>): (mono: 
   return (mono) => new Date(wallNow - (monoNow - mono)).toISOString();
 }
 
-const PEER_DROP_REASONS: readonly PeerDropReason[] = ['unknown-peer', 'self', 'rate', 'unsupported', 'malformed', 'refused'];
+const PEER_DROP_REASONS: readonly PeerDropReason[] = [
+  'unknown-peer',
+  'self',
+  'rate',
+  'unsupported',
+  'malformed',
+  'refused',
+];
 
 /** A peer of the remote members' view, with its drops when the exchange counts them. */
 type RemotePeer = RemoteMembersView['peers'][number] & { drops?: Partial<Record<PeerDropReason, number>> };
@@ -277,11 +327,17 @@ export interface TunnelViewInput {
   clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
 }
 
-/** The status's tunnel part: the port, this node's address, every configured peer (with its drops), the drops in all and of no peer. */
+/**
+ * The status's tunnel part: the port, this node's address, every configured peer (with its drops), the drops in all and
+ * of no peer.
+ */
 export function tunnelViewOf(input: TunnelViewInput): TunnelView {
   const unattributedDrops = 'unattributedDrops' in input.remote ? input.remote.unattributedDrops : undefined;
   const iso = wallTimeOf(input.clock);
-  const drops = Object.fromEntries(PEER_DROP_REASONS.map((reason) => [reason, input.drops[reason] ?? 0])) as Record<PeerDropReason, number>;
+  const drops = Object.fromEntries(PEER_DROP_REASONS.map((reason) => [reason, input.drops[reason] ?? 0])) as Record<
+    PeerDropReason,
+    number
+  >;
   return {
     port: input.tunnel.port,
     ofport: input.ofport ?? null,

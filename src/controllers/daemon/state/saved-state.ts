@@ -6,7 +6,12 @@
 import type { GroupAddress, SourceAddress } from '../../../wire/ip-address.js';
 import { ANY_SOURCE, type SourceFilter } from '../../../domain/membership/source-filter.js';
 import type { SourcePorts } from '../../../domain/pipeline/source-split.js';
-import { UNKNOWN_HOST, type GroupSnapshot, type MembershipTable, type RestoredMember } from '../../../domain/membership/membership-table.js';
+import {
+  UNKNOWN_HOST,
+  type GroupSnapshot,
+  type MembershipTable,
+  type RestoredMember,
+} from '../../../domain/membership/membership-table.js';
 import type { PodPorts } from '../../../domain/pods/pod-ports.js';
 import { type SavedMember, type SavedState, STATE_FORMAT } from './state-store.js';
 import { VERSION } from '../../../version.js';
@@ -52,7 +57,9 @@ export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): 
             sources: member.filter.sources,
             compatibility: member.compatibility,
             lastReportAt: wall(member.lastReportAt),
-            ...(member.sourceTimers === undefined ? {} : { sourceTimers: member.sourceTimers.map(({ source, until }) => ({ source, endsAt: wall(until) })) }),
+            ...(member.sourceTimers === undefined
+              ? {}
+              : { sourceTimers: member.sourceTimers.map(({ source, until }) => ({ source, endsAt: wall(until) })) }),
             ...(member.groupTimerUntil === undefined ? {} : { groupTimerEndsAt: wall(member.groupTimerUntil) }),
           },
         ];
@@ -67,7 +74,10 @@ interface RestoredState {
   skipped: number;
 }
 
-function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockPair & { pods: PodPorts }): RestoredState {
+function restoredMembersOf(
+  state: SavedState,
+  { pods, monoNow, wallNow }: ClockPair & { pods: PodPorts },
+): RestoredState {
   const members: RestoredMember[] = [];
   let skipped = 0;
   for (const group of state.groups) {
@@ -81,14 +91,24 @@ function restoredMembersOf(state: SavedState, { pods, monoNow, wallNow }: ClockP
         group: group.group,
         port: port.ofport,
         host: member.host,
-        filter: member.mode === 'exclude' && member.sources.length === 0 ? ANY_SOURCE : { mode: member.mode, sources: new Set(member.sources) },
+        filter:
+          member.mode === 'exclude' && member.sources.length === 0
+            ? ANY_SOURCE
+            : { mode: member.mode, sources: new Set(member.sources) },
         lastReportAt: monoNow - Math.max(0, wallNow - member.lastReportAt),
         compatibility: member.compatibility,
         // A timer keeps what was left of it when saved minus the time down (a wall clock set back gives none back).
         ...(member.sourceTimers === undefined
           ? {}
-          : { sourceTimers: member.sourceTimers.map(({ source, endsAt }) => ({ source, until: monoNow + endsAt - Math.max(wallNow, state.savedAt) })) }),
-        ...(member.groupTimerEndsAt === undefined ? {} : { groupTimerUntil: monoNow + member.groupTimerEndsAt - Math.max(wallNow, state.savedAt) }),
+          : {
+              sourceTimers: member.sourceTimers.map(({ source, endsAt }) => ({
+                source,
+                until: monoNow + endsAt - Math.max(wallNow, state.savedAt),
+              })),
+            }),
+        ...(member.groupTimerEndsAt === undefined
+          ? {}
+          : { groupTimerUntil: monoNow + member.groupTimerEndsAt - Math.max(wallNow, state.savedAt) }),
       });
     }
   }
@@ -114,7 +134,14 @@ interface PlaceholderInput {
  * forwarding, as placeholder members, until the startup queries have been answered, each
  * with the filter its entries express (placeholderFilter).
  */
-function placeholderMembers({ learned, knownPorts, pods, now, groupMembershipIntervalMs: gmi, graceMs }: PlaceholderInput): RestoredMember[] {
+function placeholderMembers({
+  learned,
+  knownPorts,
+  pods,
+  now,
+  groupMembershipIntervalMs: gmi,
+  graceMs,
+}: PlaceholderInput): RestoredMember[] {
   const gateway = pods.gateway?.ofport;
   const members: RestoredMember[] = [];
   for (const { group, ports, sources = [] } of learned) {
@@ -135,7 +162,10 @@ function placeholderMembers({ learned, knownPorts, pods, now, groupMembershipInt
  * (S,G) entry has it.
  */
 function placeholderFilter(port: number, everySource: boolean, sources: readonly SourcePorts[]): SourceFilter {
-  const named = (reaches: boolean) => new Set<SourceAddress>(sources.filter((entry) => entry.ports.includes(port) === reaches).map((entry) => entry.source));
+  const named = (reaches: boolean) =>
+    new Set<SourceAddress>(
+      sources.filter((entry) => entry.ports.includes(port) === reaches).map((entry) => entry.source),
+    );
   if (!everySource) return { mode: 'include', sources: named(true) };
   const blocked = named(false);
   return blocked.size === 0 ? ANY_SOURCE : { mode: 'exclude', sources: blocked };
@@ -151,7 +181,14 @@ export interface RestoreInput {
 }
 
 /** Puts back saved members whose ports still exist; returns every group the last run had. */
-export async function restoreSavedState({ store, bridge, table, pods, clock, logger }: RestoreInput): Promise<GroupAddress[]> {
+export async function restoreSavedState({
+  store,
+  bridge,
+  table,
+  pods,
+  clock,
+  logger,
+}: RestoreInput): Promise<GroupAddress[]> {
   if (store === undefined) return [];
   const { state, warning } = await store.load();
   if (warning !== undefined) logger.warn(warning);
@@ -160,10 +197,19 @@ export async function restoreSavedState({ store, bridge, table, pods, clock, log
     logger.warn('saved state is of another bridge; not restored', { saved: state.bridge, bridge });
     return [];
   }
-  const { members, skipped } = restoredMembersOf(state, { pods, monoNow: clock.monotonicMs(), wallNow: clock.wallMs() });
+  const { members, skipped } = restoredMembersOf(state, {
+    pods,
+    monoNow: clock.monotonicMs(),
+    wallNow: clock.wallMs(),
+  });
   table.restore(members);
   const savedAt = new Date(state.savedAt).toISOString();
-  logger.info('state restored', { groups: table.groupCount, members: table.memberCount, skippedMembersOfGonePods: skipped, savedAt });
+  logger.info('state restored', {
+    groups: table.groupCount,
+    members: table.memberCount,
+    skippedMembersOfGonePods: skipped,
+    savedAt,
+  });
   return state.groups.map((group) => group.group);
 }
 
@@ -185,9 +231,19 @@ export interface SeedInput {
 export function seedPlaceholders({ learned, config, table, pods, clock, logger }: SeedInput): void {
   const { groupMembershipIntervalMs } = table.timings;
   const { robustness, queryIntervalMs, queryResponseIntervalMs } = config;
-  const graceMs = Math.min(groupMembershipIntervalMs, (robustness - 1) * Math.floor(queryIntervalMs / 4) + queryResponseIntervalMs + 2_000);
+  const graceMs = Math.min(
+    groupMembershipIntervalMs,
+    (robustness - 1) * Math.floor(queryIntervalMs / 4) + queryResponseIntervalMs + 2_000,
+  );
   const knownPorts = (group: GroupAddress) => table.portsOf(group);
-  const members = placeholderMembers({ learned, knownPorts, pods, now: clock.monotonicMs(), groupMembershipIntervalMs, graceMs });
+  const members = placeholderMembers({
+    learned,
+    knownPorts,
+    pods,
+    now: clock.monotonicMs(),
+    groupMembershipIntervalMs,
+    graceMs,
+  });
   if (members.length === 0) return;
   table.restore(members);
   logger.info('ports found in OVS without saved members kept until the startup queries are answered', {

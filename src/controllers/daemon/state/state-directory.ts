@@ -43,7 +43,8 @@ export async function checkStateDirectory(dir: string): Promise<void> {
       throw lookFailure(`cannot create the state directory ${shown}`, error);
     }
     entry = await inspect(dir, lstat);
-    if (entry === undefined) throw new McastError('io', `the state directory ${shown} disappeared as soon as it was created`);
+    if (entry === undefined)
+      throw new McastError('io', `the state directory ${shown} disappeared as soon as it was created`);
   }
   const checked = new Set<string>();
   await checkWay(dirname(resolve(dir)), dir, euid, checked);
@@ -63,13 +64,20 @@ export async function checkStateDirectory(dir: string): Promise<void> {
     target = followed;
     await checkWay(dirname(await realPath(dir)), dir, euid, checked);
   }
-  if (!target.isDirectory()) throw unsafe(`the state directory ${shown} is ${kindOf(target)}, not a directory`, `remove it, or ${ANOTHER_DIR}`);
+  if (!target.isDirectory())
+    throw unsafe(`the state directory ${shown} is ${kindOf(target)}, not a directory`, `remove it, or ${ANOTHER_DIR}`);
   if (euid !== undefined && target.uid !== euid) {
-    throw unsafe(`the state directory ${shown} is owned by uid ${target.uid}, not by the daemon's user (${user})`, `chown ${user} ${shown}, or ${ANOTHER_DIR}`);
+    throw unsafe(
+      `the state directory ${shown} is owned by uid ${target.uid}, not by the daemon's user (${user})`,
+      `chown ${user} ${shown}, or ${ANOTHER_DIR}`,
+    );
   }
   if ((target.mode & 0o022) !== 0) {
     const writable = `writable by ${writers(target.mode)} (mode ${octal(target.mode)})`;
-    throw unsafe(`the state directory ${shown} is ${writable}: they could plant files the daemon would write through`, `chmod 700 ${shown}`);
+    throw unsafe(
+      `the state directory ${shown} is ${writable}: they could plant files the daemon would write through`,
+      `chmod 700 ${shown}`,
+    );
   }
   const file = join(dir, STATE_FILE);
   const stateFile = await inspect(file, lstat);
@@ -104,7 +112,8 @@ async function checkWay(path: string, dir: string, euid: number | undefined, che
     const stats = await inspect(next, lstat);
     if (stats === undefined) return; // gone since the mkdir: the lstat of the directory itself says so
     if (stats.isSymbolicLink()) {
-      if (another(stats.uid)) refuse(next, `a symbolic link owned by uid ${stats.uid}`, 'its owner can point it anywhere');
+      if (another(stats.uid))
+        refuse(next, `a symbolic link owned by uid ${stats.uid}`, 'its owner can point it anywhere');
       current = await realPath(next);
       await checkWay(current, dir, euid, checked);
       continue;
@@ -112,9 +121,14 @@ async function checkWay(path: string, dir: string, euid: number | undefined, che
     checked.add(next);
     current = next;
     if (!stats.isDirectory()) return; // ENOTDIR, which the lstat of the directory itself reported
-    if (another(stats.uid)) refuse(next, `owned by uid ${stats.uid}`, 'its owner can put another directory in its place');
+    if (another(stats.uid))
+      refuse(next, `owned by uid ${stats.uid}`, 'its owner can put another directory in its place');
     if ((stats.mode & 0o022) !== 0 && (stats.mode & STICKY) === 0) {
-      refuse(next, `writable by ${writers(stats.mode)} without the sticky bit (mode ${octal(stats.mode)})`, 'they can put another directory in its place');
+      refuse(
+        next,
+        `writable by ${writers(stats.mode)} without the sticky bit (mode ${octal(stats.mode)})`,
+        'they can put another directory in its place',
+      );
     }
   }
 }

@@ -32,7 +32,14 @@ export { STATE_FILE } from './state-directory.js';
 import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
 import type { IgmpVersion } from '../../../packet/igmp/message.js';
 import { VERSION } from '../../../version.js';
-import { type GroupAddress, type HostAddress, parseGroupAddress, parseHostAddress, parseSourceAddress, type SourceAddress } from '../../../wire/ip-address.js';
+import {
+  type GroupAddress,
+  type HostAddress,
+  parseGroupAddress,
+  parseHostAddress,
+  parseSourceAddress,
+  type SourceAddress,
+} from '../../../wire/ip-address.js';
 
 export interface SavedMember {
   portName: string;
@@ -134,7 +141,9 @@ export class StateStore {
   private async refuseNewerFormat(): Promise<void> {
     let root: unknown;
     try {
-      root = JSON.parse(await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true }));
+      root = JSON.parse(
+        await readRegularFile(this.file, { what: 'the daemon state', maxBytes: this.maxBytes, noFollow: true }),
+      );
     } catch {
       return;
     }
@@ -158,10 +167,15 @@ export class StateStore {
       if (!(error instanceof FileRefusedError)) throw unreadable(error);
       if (error.reason === 'too-large' || error.reason === 'not-text') {
         await this.removeLeftovers();
-        return this.moveAside(error.reason === 'too-large' ? `larger than ${showBytes(this.maxBytes)}` : 'not UTF-8 text');
+        return this.moveAside(
+          error.reason === 'too-large' ? `larger than ${showBytes(this.maxBytes)}` : 'not UTF-8 text',
+        );
       }
       if (error.reason !== 'not-found' && error.reason !== 'symlink' && error.reason !== 'not-regular') {
-        throw new McastError('io', error.message, { hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''), cause: error });
+        throw new McastError('io', error.message, {
+          hint: hintFor(error.reason === 'permission' ? 'EACCES' : ''),
+          cause: error,
+        });
       }
       // Told apart by what is there: nothing (no saved state), a file where the directory
       // should be (ENOTDIR: an I/O failure), or a FIFO, device, directory or symlink.
@@ -196,10 +210,15 @@ export class StateStore {
       // rename never follows a symlink, at either end.
       await rename(this.file, join(this.dir, aside));
     } catch (error) {
-      throw ioFailure(`the daemon state ${quoteInput(this.file)} is unusable (${problem}) and cannot be moved aside`, error);
+      throw ioFailure(
+        `the daemon state ${quoteInput(this.file)} is unusable (${problem}) and cannot be moved aside`,
+        error,
+      );
     }
     const file = quoteInput(this.file);
-    return { warning: `the daemon state ${file} is unusable (${problem}): moved to ${aside} in the same directory; starting with no learned memberships` };
+    return {
+      warning: `the daemon state ${file} is unusable (${problem}): moved to ${aside} in the same directory; starting with no learned memberships`,
+    };
   }
 
   /**
@@ -214,7 +233,9 @@ export class StateStore {
     try {
       parseSavedState(state);
     } catch (error) {
-      return Promise.reject(new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`));
+      return Promise.reject(
+        new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`),
+      );
     }
     if (this.queued !== undefined) {
       this.queued.state = state;
@@ -237,7 +258,9 @@ export class StateStore {
     const size = Buffer.byteLength(text);
     if (size > this.maxBytes) {
       const over = `the daemon state is ${showBytes(size)}, over the limit of ${showBytes(this.maxBytes)} that a start reads`;
-      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, { hint: 'the state saved before is kept' });
+      throw new McastError('io', `${over}: not saved to ${quoteInput(this.file)}`, {
+        hint: 'the state saved before is kept',
+      });
     }
     // A name nobody can know in advance, created only if nothing has it (O_EXCL) and never
     // through a symlink (O_NOFOLLOW): with a predictable name, a symlink planted in a
@@ -247,7 +270,11 @@ export class StateStore {
     this.temporary = temporary;
     try {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      const handle = await open(
+        temporary,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      );
       created = true;
       try {
         await handle.writeFile(text, 'utf8');
@@ -334,9 +361,16 @@ function checkFormat(format: number, root: unknown, file: string): void {
  */
 export function parseSavedState(value: unknown): SavedState {
   const root = object(value, 'the file');
-  if (!Number.isInteger(root.version) || (root.version as number) < OLDEST_STATE_FORMAT || (root.version as number) > STATE_FORMAT)
-    throw new Error(`version ${JSON.stringify(root.version)} is not a format from ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT}`);
-  if (root.writtenBy !== undefined && (typeof root.writtenBy !== 'string' || root.writtenBy === '')) throw new Error('writtenBy is not a non-empty string');
+  if (
+    !Number.isInteger(root.version) ||
+    (root.version as number) < OLDEST_STATE_FORMAT ||
+    (root.version as number) > STATE_FORMAT
+  )
+    throw new Error(
+      `version ${JSON.stringify(root.version)} is not a format from ${OLDEST_STATE_FORMAT} to ${STATE_FORMAT}`,
+    );
+  if (root.writtenBy !== undefined && (typeof root.writtenBy !== 'string' || root.writtenBy === ''))
+    throw new Error('writtenBy is not a non-empty string');
   const savedAt = epochMs(root.savedAt, 'savedAt');
   if (typeof root.bridge !== 'string' || root.bridge === '') throw new Error('bridge is not a non-empty string');
   if (!Array.isArray(root.groups)) throw new Error('groups is not an array');
@@ -345,30 +379,45 @@ export function parseSavedState(value: unknown): SavedState {
     const where = `groups[${index}]`;
     const group = object(item, where);
     const address = typeof group.group === 'string' ? parseGroupAddress(group.group) : undefined;
-    if (address === undefined) throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
+    if (address === undefined)
+      throw new Error(`${where}.group ${JSON.stringify(group.group)} is not an IPv4 multicast address`);
     if (seen.has(address)) throw new Error(`${where}.group ${address} appears twice`);
     seen.add(address);
     if (!Array.isArray(group.members)) throw new Error(`${where}.members is not an array`);
-    return { group: address, members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)) };
+    return {
+      group: address,
+      members: group.members.map((member, memberIndex) => parseMember(member, `${where}.members[${memberIndex}]`)),
+    };
   });
-  return { version: STATE_FORMAT, ...(root.writtenBy === undefined ? {} : { writtenBy: root.writtenBy as string }), savedAt, bridge: root.bridge, groups };
+  return {
+    version: STATE_FORMAT,
+    ...(root.writtenBy === undefined ? {} : { writtenBy: root.writtenBy as string }),
+    savedAt,
+    bridge: root.bridge,
+    groups,
+  };
 }
 
 function parseMember(value: unknown, where: string): SavedMember {
   const member = object(value, where);
-  if (typeof member.portName !== 'string' || member.portName === '') throw new Error(`${where}.portName is not a non-empty string`);
+  if (typeof member.portName !== 'string' || member.portName === '')
+    throw new Error(`${where}.portName is not a non-empty string`);
   const host = typeof member.host === 'string' ? parseHostAddress(member.host) : undefined;
-  if (host === undefined) throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
-  if (member.mode !== 'include' && member.mode !== 'exclude') throw new Error(`${where}.mode ${JSON.stringify(member.mode)} is not include or exclude`);
+  if (host === undefined)
+    throw new Error(`${where}.host ${JSON.stringify(member.host)} is not an IPv4 unicast address`);
+  if (member.mode !== 'include' && member.mode !== 'exclude')
+    throw new Error(`${where}.mode ${JSON.stringify(member.mode)} is not include or exclude`);
   if (!Array.isArray(member.sources)) throw new Error(`${where}.sources is not an array`);
   const sources = member.sources.map((text: unknown, index) => {
     const source = typeof text === 'string' ? parseSourceAddress(text) : undefined;
-    if (source === undefined) throw new Error(`${where}.sources[${index}] ${JSON.stringify(text)} is not an IPv4 unicast address`);
+    if (source === undefined)
+      throw new Error(`${where}.sources[${index}] ${JSON.stringify(text)} is not an IPv4 unicast address`);
     return source;
   });
   if (member.compatibility !== 1 && member.compatibility !== 2 && member.compatibility !== 3)
     throw new Error(`${where}.compatibility ${JSON.stringify(member.compatibility)} is not 1, 2 or 3`);
-  if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === '')) throw new Error(`${where}.pod is not a non-empty string`);
+  if (member.pod !== undefined && (typeof member.pod !== 'string' || member.pod === ''))
+    throw new Error(`${where}.pod is not a non-empty string`);
   return {
     portName: member.portName,
     ...(member.pod === undefined ? {} : { pod: member.pod as string }),
@@ -377,8 +426,12 @@ function parseMember(value: unknown, where: string): SavedMember {
     sources,
     compatibility: member.compatibility,
     lastReportAt: epochMs(member.lastReportAt, `${where}.lastReportAt`),
-    ...(member.sourceTimers === undefined ? {} : { sourceTimers: parseSourceTimers(member.sourceTimers, `${where}.sourceTimers`) }),
-    ...(member.groupTimerEndsAt === undefined ? {} : { groupTimerEndsAt: epochMs(member.groupTimerEndsAt, `${where}.groupTimerEndsAt`) }),
+    ...(member.sourceTimers === undefined
+      ? {}
+      : { sourceTimers: parseSourceTimers(member.sourceTimers, `${where}.sourceTimers`) }),
+    ...(member.groupTimerEndsAt === undefined
+      ? {}
+      : { groupTimerEndsAt: epochMs(member.groupTimerEndsAt, `${where}.groupTimerEndsAt`) }),
   };
 }
 
@@ -387,13 +440,15 @@ function parseSourceTimers(value: unknown, where: string): SavedSourceTimer[] {
   return value.map((item: unknown, index) => {
     const timer = object(item, `${where}[${index}]`);
     const source = typeof timer.source === 'string' ? parseSourceAddress(timer.source) : undefined;
-    if (source === undefined) throw new Error(`${where}[${index}].source ${JSON.stringify(timer.source)} is not an IPv4 unicast address`);
+    if (source === undefined)
+      throw new Error(`${where}[${index}].source ${JSON.stringify(timer.source)} is not an IPv4 unicast address`);
     return { source, endsAt: epochMs(timer.endsAt, `${where}[${index}].endsAt`) };
   });
 }
 
 function object(value: unknown, where: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where} is not a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`${where} is not a JSON object`);
   return value as Record<string, unknown>;
 }
 

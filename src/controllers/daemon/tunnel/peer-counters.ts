@@ -31,7 +31,10 @@ export function newCounters(): PeerExchangeCounters {
 
 /** The reasons a configured peer's frame can be dropped for (each peer's counts start with these at 0). */
 const PEER_DROP_REASONS = ['rate', 'unsupported', 'malformed', 'refused'] as const satisfies readonly PeerDropReason[];
-/** The reasons a frame of no configured peer can be dropped for: a frame is named by its outer source before it is decoded. */
+/**
+ * The reasons a frame of no configured peer can be dropped for: a frame is named by its outer source before it is
+ * decoded.
+ */
 const UNATTRIBUTED_DROP_REASONS = ['unknown-peer', 'self'] as const satisfies readonly PeerDropReason[];
 
 type DropCounts = Partial<Record<PeerDropReason, number>>;
@@ -42,7 +45,8 @@ export interface RemoteMembersWithDrops extends RemoteMembersView {
   unattributedDrops: DropCounts;
 }
 
-const zeros = (reasons: readonly PeerDropReason[]): DropCounts => Object.fromEntries(reasons.map((reason) => [reason, 0]));
+const zeros = (reasons: readonly PeerDropReason[]): DropCounts =>
+  Object.fromEntries(reasons.map((reason) => [reason, 0]));
 
 /** The drops by peer and those of no peer, next to the node's totals (which it keeps up to date too). */
 export class PeerDropCounts {
@@ -71,7 +75,10 @@ export class PeerDropCounts {
   annotate(view: RemoteMembersView): RemoteMembersWithDrops {
     return {
       ...view,
-      peers: view.peers.map((peer) => ({ ...peer, drops: { ...(this.byPeer.get(peer.address) ?? zeros(PEER_DROP_REASONS)) } })),
+      peers: view.peers.map((peer) => ({
+        ...peer,
+        drops: { ...(this.byPeer.get(peer.address) ?? zeros(PEER_DROP_REASONS)) },
+      })),
       unattributedDrops: { ...this.unattributed },
     };
   }

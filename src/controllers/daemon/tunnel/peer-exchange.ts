@@ -33,7 +33,12 @@ import { WarningLimiter } from '../../../runtime/warning-limiter.js';
 import type { GroupAddress, HostAddress } from '../../../wire/ip-address.js';
 import { parseHostAddress } from '../../../wire/ip-address.js';
 import { snoopFrame } from '../loop/igmp-snooper.js';
-import { newCounters, PeerDropCounts, type PeerExchangeCounters, type RemoteMembersWithDrops } from './peer-counters.js';
+import {
+  newCounters,
+  PeerDropCounts,
+  type PeerExchangeCounters,
+  type RemoteMembersWithDrops,
+} from './peer-counters.js';
 import type { ControllerLogger, DaemonClock } from '../loop/ports.js';
 
 /** What the exchange needs of the loop: the switch's tunnel, the sync, time and the log. */
@@ -46,7 +51,10 @@ export interface PeerExchangePort {
   logger: ControllerLogger;
   /** Told of every message from a peer (in) and every one sent to peers (out, once per peer), for the metrics. */
   onMessage?: (peer: HostAddress, direction: 'in' | 'out', type: 'report' | 'query') => void;
-  /** Whoever follows the messages (`snoop --daemon`): a notice is built only while `listened()`, once per message (not per peer). */
+  /**
+   * Whoever follows the messages (`snoop --daemon`): a notice is built only while `listened()`, once per message (not
+   * per peer).
+   */
   watchers?: { listened(): boolean; publish(notice: PeerMessageNotice): void };
 }
 
@@ -86,7 +94,10 @@ const DROP_LOG_INTERVAL_MS = 60_000;
 
 export class PeerExchange {
   readonly counters: PeerExchangeCounters = newCounters();
-  /** The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer; the rest of that report still counts). */
+  /**
+   * The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer; the
+   * rest of that report still counts).
+   */
   private readonly dropCounts = new PeerDropCounts(this.counters.drops);
   private readonly remote: RemoteMembers;
   private readonly announcer: PeerAnnouncer;
@@ -115,10 +126,18 @@ export class PeerExchange {
       maxGroupsPerPeer: options.maxGroupsPerPeer,
       onRefusal: ({ peer, group, limit }) => {
         this.dropCounts.count('refused', peer);
-        this.warnings.warn(port.logger, `refused:${peer}`, 'a peer asked for more groups than it may have; new ones refused', { peer, group, limit });
+        this.warnings.warn(
+          port.logger,
+          `refused:${peer}`,
+          'a peer asked for more groups than it may have; new ones refused',
+          { peer, group, limit },
+        );
       },
     });
-    this.announcer = new PeerAnnouncer({ pathMtu: options.pathMtu, retransmitIntervalMs: options.retransmitIntervalMs ?? DEFAULT_RETRANSMIT_INTERVAL_MS });
+    this.announcer = new PeerAnnouncer({
+      pathMtu: options.pathMtu,
+      retransmitIntervalMs: options.retransmitIntervalMs ?? DEFAULT_RETRANSMIT_INTERVAL_MS,
+    });
   }
 
   /** Greets every peer with our full state and a query (its answer confirms what it has), and starts the timers. */
@@ -149,13 +168,18 @@ export class PeerExchange {
     if (this.stopped) return;
     const peer = tunnelSource === undefined ? undefined : parseHostAddress(tunnelSource);
     if (peer === undefined || peer === this.options.nodeAddress || !this.remote.isPeer(peer)) {
-      this.drop(peer !== undefined && peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, { outerSource: tunnelSource ?? null });
+      this.drop(peer !== undefined && peer === this.options.nodeAddress ? 'self' : 'unknown-peer', undefined, {
+        outerSource: tunnelSource ?? null,
+      });
       return;
     }
     const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
     // Only IGMP and MLD are sent up from the tunnel: anything else is as broken as a bad checksum.
     if (snooped === undefined || snooped.event.kind === 'malformed') {
-      this.drop('malformed', peer, { peer, error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'neither IGMP nor MLD' });
+      this.drop('malformed', peer, {
+        peer,
+        error: snooped?.event.kind === 'malformed' ? snooped.event.message : 'neither IGMP nor MLD',
+      });
       return;
     }
     const now = this.options.port.clock.monotonicMs();
@@ -165,7 +189,13 @@ export class PeerExchange {
     if (message.kind === 'report' && 'records' in message) {
       this.counters.received.reports++;
       this.options.port.onMessage?.(peer, 'in', 'report');
-      if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-report', direction: 'in', peer, records: recordsOf(message) });
+      if (this.listened())
+        this.options.port.watchers?.publish({
+          type: 'peer-report',
+          direction: 'in',
+          peer,
+          records: recordsOf(message),
+        });
       const records: MembershipRecord[] = [];
       for (const call of snooped.calls) if (call.op === 'record') records.push(call.record);
       this.changed(this.remote.apply(peer, records, now), peer);
@@ -259,7 +289,9 @@ export class PeerExchange {
     this.expiry = undefined;
   }
 
-  /** Full state and a general query to peers heard of for the first time (the same frames to all), then their refreshes. */
+  /**
+   * Full state and a general query to peers heard of for the first time (the same frames to all), then their refreshes.
+   */
   private greet(peers: readonly HostAddress[]): void {
     if (peers.length === 0) return;
     this.sendFullState(peers);
@@ -331,7 +363,10 @@ export class PeerExchange {
   }
 
   private reportFrame(report: PeerReport): Uint8Array {
-    return encodeReportFrame({ report, source: this.options.nodeAddress, identification: this.nextIdentification() }, this.sourceMac());
+    return encodeReportFrame(
+      { report, source: this.options.nodeAddress, identification: this.nextIdentification() },
+      this.sourceMac(),
+    );
   }
 
   private generalQueryFrame(): Uint8Array {
@@ -345,7 +380,10 @@ export class PeerExchange {
       qqic: encodeFloatCode(Math.round(this.options.refreshIntervalMs / 1000)),
       sources: [],
     };
-    return encodeFrame({ message, src: this.options.nodeAddress, dst: ALL_SYSTEMS, identification: this.nextIdentification() }, this.sourceMac());
+    return encodeFrame(
+      { message, src: this.options.nodeAddress, dst: ALL_SYSTEMS, identification: this.nextIdentification() },
+      this.sourceMac(),
+    );
   }
 
   private sourceMac(): string {
@@ -358,7 +396,10 @@ export class PeerExchange {
   }
 
   /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
-  private send(message: { kind: 'query' } | { kind: 'report'; report: PeerReport }, peers: readonly HostAddress[]): void {
+  private send(
+    message: { kind: 'query' } | { kind: 'report'; report: PeerReport },
+    peers: readonly HostAddress[],
+  ): void {
     const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
     if (peers.length === 0) return;
     const { port } = this.options;
@@ -371,7 +412,11 @@ export class PeerExchange {
     const counted = message.kind === 'report' ? 'reports' : 'queries';
     const failed = (count: number, error: string): void => {
       this.counters.sendErrors += count;
-      this.warnings.warn(port.logger, 'send', 'sending to peers failed', { kind: message.kind, peers: peers.length, error });
+      this.warnings.warn(port.logger, 'send', 'sending to peers failed', {
+        kind: message.kind,
+        peers: peers.length,
+        error,
+      });
     };
     port.sendToPeers(frame, peers).then(
       ({ sent, refused }) => {

@@ -34,15 +34,27 @@ export interface TunnelModeOptions {
   /** The frames to the peers come from the gateway's MAC, when there is a gateway. */
   host: Pick<HostFacts, 'interfaceIPv4' | 'interfaceMtu' | 'interfaceHolding'>;
   gateway: string | undefined;
-  /** The remote members of `group` changed: sync it (`lane`: the peer's, when one peer's message changed it; its syncs take turns with the pods'). */
+  /**
+   * The remote members of `group` changed: sync it (`lane`: the peer's, when one peer's message changed it; its syncs
+   * take turns with the pods').
+   */
   markDirty: (group: GroupAddress, lane: string | undefined) => void;
   metrics?: Pick<ControllerMetrics, 'peerMessage'>;
-  /** The daemon's event subscribers, live (`snoop --daemon`): the messages with the peers go to them, built only while there is one. */
+  /**
+   * The daemon's event subscribers, live (`snoop --daemon`): the messages with the peers go to them, built only while
+   * there is one.
+   */
   listeners?: ReadonlySet<(event: DaemonEvent) => void>;
 }
 
-/** The tunnel port named `name` among the bridge's `ports`: its number, and why it cannot be used when it cannot; undefined while it is not there. */
-function tunnelPortOn(ports: readonly DirectoryPort[], name: string): { ofport: number; problem: string | undefined } | undefined {
+/**
+ * The tunnel port named `name` among the bridge's `ports`: its number, and why it cannot be used when it cannot;
+ * undefined while it is not there.
+ */
+function tunnelPortOn(
+  ports: readonly DirectoryPort[],
+  name: string,
+): { ofport: number; problem: string | undefined } | undefined {
   const port = portNamed(ports, name);
   return port === undefined ? undefined : { ofport: port.ofport, problem: tunnelPortProblem(port) };
 }
@@ -124,7 +136,8 @@ export class TunnelMode {
     }
     this.problem = problem;
     if (before === this.port?.ofport) return false;
-    if (found === undefined) logger.warn('the tunnel port is not on the bridge: nothing goes to the peers', { port: config.port });
+    if (found === undefined)
+      logger.warn('the tunnel port is not on the bridge: nothing goes to the peers', { port: config.port });
     return true;
   }
 
@@ -132,18 +145,22 @@ export class TunnelMode {
   private checkMtu(podPorts: readonly string[]): void {
     const { host, logger } = this.options;
     const current = new Set(podPorts);
-    for (const name of this.mtuChecked) if (!current.has(name)) this.mtuChecked.delete(name); // gone: a new pod of that name is checked again
+    // gone: a new pod of that name is checked again
+    for (const name of this.mtuChecked) if (!current.has(name)) this.mtuChecked.delete(name);
     for (const name of podPorts) {
       if (this.mtuChecked.has(name)) continue;
       this.mtuChecked.add(name);
       const mtu = host.interfaceMtu?.(name);
       if (mtu === undefined || mtu + TUNNEL_OVERHEAD <= this.pathMtu) continue;
-      logger.warn('a pod port leaves no room for the tunnel: its datagrams over the path MTU less 50 octets will not reach other nodes', {
-        port: name,
-        mtu,
-        pathMtu: this.pathMtu,
-        hint: `give the pods an MTU of at most ${this.pathMtu - TUNNEL_OVERHEAD}, or the underlay one of at least ${mtu + TUNNEL_OVERHEAD}`,
-      });
+      logger.warn(
+        'a pod port leaves no room for the tunnel: its datagrams over the path MTU less 50 octets will not reach other nodes',
+        {
+          port: name,
+          mtu,
+          pathMtu: this.pathMtu,
+          hint: `give the pods an MTU of at most ${this.pathMtu - TUNNEL_OVERHEAD}, or the underlay one of at least ${mtu + TUNNEL_OVERHEAD}`,
+        },
+      );
     }
   }
 
@@ -180,7 +197,9 @@ export class TunnelMode {
     return this.exchange.groupsWithRemoteMembers();
   }
 
-  /** A groups' remote members read back from the switch at start (a restart): they hold until refreshed or timed out. */
+  /**
+   * A groups' remote members read back from the switch at start (a restart): they hold until refreshed or timed out.
+   */
   seed(group: GroupAddress, peers: readonly HostAddress[]): void {
     this.exchange.seed(group, peers);
   }
@@ -194,7 +213,14 @@ export class TunnelMode {
   status(): TunnelView {
     const { counters } = this.exchange;
     const { config, clock } = this.options;
-    return tunnelViewOf({ tunnel: config, ofport: this.port?.ofport, portProblem: this.problem, remote: this.exchange.view(), drops: counters.drops, clock });
+    return tunnelViewOf({
+      tunnel: config,
+      ofport: this.port?.ofport,
+      portProblem: this.problem,
+      remote: this.exchange.view(),
+      drops: counters.drops,
+      clock,
+    });
   }
 
   /** The groups as `groups` shows them: the local ones with their remote members, and those only peers want. */
@@ -208,7 +234,9 @@ export class TunnelMode {
   }
 }
 
-/** Tunnel mode as `config` has it (found on the bridge's `ports` now), or undefined when it is off (no --tunnel-port). */
+/**
+ * Tunnel mode as `config` has it (found on the bridge's `ports` now), or undefined when it is off (no --tunnel-port).
+ */
 export function tunnelModeOf(
   options: Omit<TunnelModeOptions, 'config' | 'gateway'> & { config: DaemonConfig; ports: readonly DirectoryPort[] },
 ): TunnelMode | undefined {
@@ -217,7 +245,8 @@ export function tunnelModeOf(
   const { port } = config.tunnel;
   refuseUnusableTunnelPort({ config, ports });
   // Absent is no refusal: the port may be added after the daemon (it is used once it appears).
-  if (tunnelPortOn(ports, port) === undefined) rest.logger.warn('the tunnel port is not on the bridge yet: nothing goes to the peers until it is', { port });
+  if (tunnelPortOn(ports, port) === undefined)
+    rest.logger.warn('the tunnel port is not on the bridge yet: nothing goes to the peers until it is', { port });
   const tunnel = new TunnelMode({ ...rest, config: config.tunnel, gateway: config.gateway });
   tunnel.updatePorts(ports);
   return tunnel;
@@ -228,9 +257,14 @@ export function tunnelModeOf(
  * cannot carry the frames to the peers (a bucket's set_field:PEER->tun_dst means nothing
  * on it): at start, before anything is programmed. A port not there (yet) passes.
  */
-export function refuseUnusableTunnelPort(options: { config: Pick<DaemonConfig, 'tunnel'>; ports: readonly DirectoryPort[] }): void {
+export function refuseUnusableTunnelPort(options: {
+  config: Pick<DaemonConfig, 'tunnel'>;
+  ports: readonly DirectoryPort[];
+}): void {
   const port = options.config.tunnel?.port;
   const problem = port === undefined ? undefined : tunnelPortOn(options.ports, port)?.problem;
   if (port === undefined || problem === undefined) return;
-  throw new UsageError(`the tunnel port ${port} cannot carry frames to the peers (--tunnel-port): ${problem}`, { hint: tunnelPortHint(port) });
+  throw new UsageError(`the tunnel port ${port} cannot carry frames to the peers (--tunnel-port): ${problem}`, {
+    hint: tunnelPortHint(port),
+  });
 }
