@@ -1,6 +1,6 @@
 /** A state directory in memory (ControllerStateStore): what was saved last, and how often. */
 import type { ControllerStateStore } from '../../src/controllers/daemon/loop/ports.js';
-import type { SavedState } from '../../src/controllers/daemon/state/state-store.js';
+import type { SavedState } from '../../src/controllers/daemon/state/state-format.js';
 
 export class MemoryStateStore implements ControllerStateStore {
   saves = 0;

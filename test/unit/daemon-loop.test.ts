@@ -8,7 +8,7 @@ import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
 import type { BridgeLockPort } from '../../src/controllers/daemon/loop/ports.js';
-import type { SavedState } from '../../src/controllers/daemon/state/state-store.js';
+import type { SavedState } from '../../src/controllers/daemon/state/state-format.js';
 import { UNKNOWN_HOST } from '../../src/domain/membership/membership-table.js';
 import { McastError } from '../../src/errors.js';
 import type { DaemonEvent } from '../../src/transport/control/daemon-view.js';

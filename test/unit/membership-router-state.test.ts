@@ -12,7 +12,7 @@ import {
 import { PodPorts } from '../../src/domain/pods/pod-ports.js';
 import { podName } from '../../src/domain/pods/pod-directory.js';
 import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/state/saved-state.js';
-import { parseSavedState } from '../../src/controllers/daemon/state/state-store.js';
+import { parseSavedState } from '../../src/controllers/daemon/state/state-format.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { PeerExchange } from '../../src/controllers/daemon/tunnel/peer-exchange.js';
-import { tunnelViewOf } from '../../src/controllers/daemon/observe/view.js';
+import { tunnelViewOf } from '../../src/controllers/daemon/observe/tunnel-views.js';
 import { ControlServer } from '../../src/transport/control/control-server.js';
 import { groupAddress, type HostAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';

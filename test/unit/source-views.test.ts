@@ -8,7 +8,7 @@ import { Chalk } from 'chalk';
 import { formatDaemonEvent } from '../../src/cli/render/daemon-events.js';
 import { sourceReceiverLines } from '../../src/cli/render/group-sources.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
-import { groupViewsOf } from '../../src/controllers/daemon/observe/view.js';
+import { groupViewsOf } from '../../src/controllers/daemon/observe/group-views.js';
 import type { PodPorts } from '../../src/domain/pods/pod-ports.js';
 import type { GroupSnapshot } from '../../src/domain/membership/membership-table.js';
 import type { PortView } from '../../src/transport/control/daemon-view.js';

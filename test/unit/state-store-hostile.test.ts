@@ -13,7 +13,8 @@ import { chmod, lstat, mkdir, open, readdir, readFile, rm, stat, symlink, writeF
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import { StateStore, type SavedState } from '../../src/controllers/daemon/state/state-store.js';
+import type { SavedState } from '../../src/controllers/daemon/state/state-format.js';
+import { StateStore } from '../../src/controllers/daemon/state/state-store.js';
 import { ExitCode, McastError } from '../../src/errors.js';
 import { groupAddress, hostAddress } from '../../src/wire/ip-address.js';
 import { PlantingGround, refused } from '../helpers/hostile-state-dir.js';

@@ -4,12 +4,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
-import {
-  parseSavedState,
-  STATE_FORMAT,
-  StateStore,
-  type SavedState,
-} from '../../src/controllers/daemon/state/state-store.js';
+import { parseSavedState, STATE_FORMAT, type SavedState } from '../../src/controllers/daemon/state/state-format.js';
+import { StateStore } from '../../src/controllers/daemon/state/state-store.js';
 import { VERSION } from '../../src/version.js';
 import { McastError, UsageError } from '../../src/errors.js';
 import { type GroupAddress, groupAddress, hostAddress, sourceAddress } from '../../src/wire/ip-address.js';

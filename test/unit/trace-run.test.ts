@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { encodeFlowCookie, FlowKind } from '../../src/domain/pipeline/flow-cookie.js';
 import type { TraceReport, TraceStage } from '../../src/controllers/trace/trace-report.js';
-import {
-  runTrace,
-  type InstalledEntry,
-  type KernelFacts,
-  type TracePort,
-  type TraceRequest,
-  type TraceSources,
-} from '../../src/controllers/trace/trace-run.js';
+import type {
+  InstalledEntry,
+  KernelFacts,
+  TracePort,
+  TraceRequest,
+  TraceSources,
+} from '../../src/controllers/trace/trace-facts.js';
+import { runTrace } from '../../src/controllers/trace/trace-run.js';
 import type { GroupView, MemberView, PortActivityView, PortQuery } from '../../src/transport/control/daemon-view.js';
 import type { AddressFamily } from '../../src/wire/ip-address.js';
 import { groupAddress } from '../../src/wire/ip-address.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
-import { tunnelViewOf, withRemoteMembers } from '../../src/controllers/daemon/observe/view.js';
+import { tunnelViewOf, withRemoteMembers } from '../../src/controllers/daemon/observe/tunnel-views.js';
 import type { RemoteMembersView } from '../../src/domain/peers/remote-members.js';
 import { ControlServer } from '../../src/transport/control/control-server.js';
 import type { GroupView, TunnelView } from '../../src/transport/control/daemon-view.js';

@@ -7,7 +7,8 @@
  * objects read alike); `uuid` is the row's `_uuid`.
  */
 import { McastError } from '../../errors.js';
-import type { OvsdbClient, RequestOptions } from '../../transport/ovsdb/client.js';
+import type { OvsdbClient } from '../../transport/ovsdb/client.js';
+import type { RequestOptions } from '../../transport/ovsdb/requests.js';
 import {
   asOptionalBoolean,
   asOptionalInteger,

@@ -5,30 +5,24 @@
  * 2 when drift was found, 1 when a change failed. What the daemon learned is left alone.
  */
 import type { Command } from 'commander';
-import {
-  planGroupReconcile,
-  planRouteReconcile,
-  type GroupDrift,
-  type RouteDrift,
-  type RouteState,
-  type StrayGroupDrift,
-} from '../../domain/reconcile-plan.js';
+import { planGroupReconcile, planRouteReconcile } from '../../domain/reconcile-plan.js';
 import { RunLock } from '../../runtime/run-lock.js';
-import { type AddressFamily, addressFamily } from '../../wire/ip-address.js';
-import { checkRoute, installRoute, NO_ROUTER_WARNING, uninstallRoute } from '../../controllers/static/static-routes.js';
-import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
-import { parseControlSocket } from '../../transport/control/socket-path.js';
-import type { RouteView } from '../../transport/control/daemon-view.js';
-import { ExitCode, McastError, messageOf, UnavailableError, UsageError } from '../../errors.js';
+import { addressFamily } from '../../wire/ip-address.js';
+import { checkRoute } from '../../controllers/static/static-routes.js';
+import { daemonLearnedRoutes, readKernelRoutes } from '../../controllers/static/reconcile-readback.js';
 import {
-  type ForwardingCacheRow,
-  MULTICAST_ROUTING,
-  type RoutingInterfaceRow,
-} from '../../transport/multicast-routing.js';
+  applyGroupDrift,
+  applyRouteDrift,
+  type Drift,
+  type RepairResult,
+} from '../../controllers/static/reconcile-repair.js';
+import { DEFAULT_CONTROL_SOCKET } from '../../transport/control/control-client.js';
+import { parseControlSocket } from '../../transport/control/socket-path.js';
+import { ExitCode, McastError, type UnavailableError, UsageError } from '../../errors.js';
+import { MULTICAST_ROUTING } from '../../transport/multicast-routing.js';
 import { BridgeClient } from '../../adapters/ovs/bridge-client.js';
 import { showBytes } from '../../runtime/regular-file.js';
 import type { GroupMembership } from '../../domain/pipeline/multicast-pipeline.js';
-import type { PipelineChange } from '../../domain/pipeline/plan.js';
 import {
   DEFAULT_MAX_STATE_FILE_BYTES,
   parseFileSize,
@@ -36,6 +30,8 @@ import {
 } from '../../domain/declared-state/declared-state.js';
 import { addOvsOptions, ovsSettings, type OvsFlags } from '../options/ovs-options.js';
 import { Output } from '../render/output.js';
+import { progressBar } from '../render/progress-bar.js';
+import { describeDrift, forwardingLabel, printReconcileReport } from '../render/reconcile-report.js';
 
 interface ReconcileFlags extends OvsFlags {
   file?: string;
@@ -49,13 +45,6 @@ interface ReconcileFlags extends OvsFlags {
 }
 
 const DEFAULT_LOCK_FILE = '/run/mcastctl/reconcile.lock';
-/** Changes sent to OVS in one batch (one barrier each); the progress bar moves per batch. */
-const BATCH_CHANGES = 2_000;
-/** A reconcile this large shows a progress bar on a terminal. */
-const PROGRESS_FROM = 2_000;
-
-type Drift = GroupDrift | StrayGroupDrift | RouteDrift;
-type Result = 'planned' | 'applied' | 'failed';
 
 export function registerReconcile(program: Command): void {
   const command = program
@@ -164,14 +153,15 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     );
 
     const drift: Drift[] = [...groupPlan.drift, ...routePlan.drift];
-    const results = new Map<Drift, { result: Result; error?: string }>();
+    const results = new Map<Drift, { result: RepairResult; error?: string }>();
     for (const entry of drift) results.set(entry, { result: 'planned' });
     let lost: UnavailableError | undefined;
     if (flags.dryRun !== true && drift.length > 0) {
       // A missing privilege for the routes must stop the run before OVS is changed.
       for (const family of new Set(routePlan.drift.map((entry) => addressFamily(entry.group) ?? 'ipv4')))
         MULTICAST_ROUTING[family].openStatic().close();
-      lost = await applyGroupDrift(bridge, groupPlan.drift, results, output);
+      const showProgress = process.stderr.isTTY && !output.json ? progressBar : undefined;
+      lost = await applyGroupDrift(bridge, groupPlan.drift, results, showProgress);
       for (const entry of routePlan.drift) results.set(entry, await applyRouteDrift(entry));
     }
     const conflicts = [
@@ -203,7 +193,7 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
       },
       daemon: daemonRoutes === undefined ? (flags.daemon ? 'not running' : 'not asked') : 'running',
     };
-    print(output, report, flags);
+    printReconcileReport(output, report, flags);
     if (lost !== undefined) throw lost;
     const failures = report.drift.filter((row) => row.result === 'failed').length;
     if (failed) {
@@ -223,264 +213,4 @@ async function reconcile(flags: ReconcileFlags, output: Output): Promise<void> {
     await opened?.close();
     lock?.release();
   }
-}
-
-/** The (S,G) entries the running daemon added, or undefined when no daemon answers here. */
-async function daemonLearnedRoutes(path: string): Promise<RouteView[] | undefined> {
-  let client: ControlClient;
-  try {
-    client = await ControlClient.connect(path);
-  } catch (error) {
-    if (error instanceof UnavailableError) return undefined; // no daemon: every route is static
-    throw error;
-  }
-  try {
-    return await client.request<RouteView[]>('routes');
-  } finally {
-    client.close();
-  }
-}
-
-/**
- * Sends the group changes in batches (a progress bar on a terminal when there are many).
- * Returns the error if the connection to OVS was lost part-way: the rows not confirmed
- * are marked failed, so that the report still says what was done.
- */
-async function applyGroupDrift(
-  bridge: BridgeClient,
-  drift: ReadonlyArray<GroupDrift | StrayGroupDrift>,
-  results: Map<Drift, { result: Result; error?: string }>,
-  output: Output,
-): Promise<UnavailableError | undefined> {
-  const changes: PipelineChange[] = [];
-  const owner: Array<GroupDrift | StrayGroupDrift> = [];
-  for (const entry of drift) {
-    for (const change of entry.changes) {
-      changes.push(change);
-      owner.push(entry);
-    }
-  }
-  const progress =
-    changes.length >= PROGRESS_FROM && process.stderr.isTTY && !output.json
-      ? await progressBar(changes.length)
-      : undefined;
-  const errors = new Map<Drift, string>();
-  let lost: UnavailableError | undefined;
-  for (let start = 0; start < changes.length; start += BATCH_CHANGES) {
-    const batch = changes.slice(start, start + BATCH_CHANGES);
-    let refused: ReadonlyMap<number, Error>;
-    try {
-      refused = await bridge.apply(batch);
-    } catch (error) {
-      if (!(error instanceof UnavailableError)) throw error;
-      lost = new UnavailableError(`${error.message}, after ${start} of ${changes.length} changes were confirmed`, {
-        hint: 'run reconcile again once OVS is back: it repairs what still differs',
-        cause: error,
-      });
-      for (const entry of owner.slice(start))
-        if (!errors.has(entry)) errors.set(entry, 'not confirmed: the connection to OVS was lost');
-      break;
-    }
-    for (const [index, error] of refused)
-      if (!errors.has(owner[start + index]!)) errors.set(owner[start + index]!, error.message);
-    progress?.update(Math.min(changes.length, start + BATCH_CHANGES));
-  }
-  progress?.done();
-  for (const entry of drift) {
-    const error = errors.get(entry);
-    results.set(entry, error === undefined ? { result: 'applied' } : { result: 'failed', error });
-  }
-  return lost;
-}
-
-interface KernelRoutes {
-  /** Per family: some socket holds MRT_INIT (MRT6_INIT) here. */
-  routerActive: Record<AddressFamily, boolean>;
-  /** The resolved entries of both families, interfaces by name. */
-  routes: RouteState[];
-  /** Keys (`source>group`) of entries whose incoming interface is a running router's own (not static). */
-  onRouterInterfaces: Set<string>;
-}
-
-/**
- * The kernel's multicast entries of both families. Unresolved entries (no incoming
- * interface yet: the kernel waits for the router) are nobody's routes. An entry on a
- * VIF (MIF) that is gone is static: its router stopped, and only a static entry outlives
- * it. A family without tables (no CONFIG_IP_MROUTE, CONFIG_IPV6_MROUTE) is fine unless
- * routes of it are declared.
- */
-async function readKernelRoutes(declaredFamilies: ReadonlySet<AddressFamily>): Promise<KernelRoutes> {
-  const result: KernelRoutes = {
-    routerActive: { ipv4: false, ipv6: false },
-    routes: [],
-    onRouterInterfaces: new Set(),
-  };
-  for (const family of ['ipv4', 'ipv6'] as const) {
-    const kernel = MULTICAST_ROUTING[family];
-    let tables: [RoutingInterfaceRow[], ForwardingCacheRow[]];
-    try {
-      tables = await Promise.all([kernel.readInterfaces(), kernel.readRoutes()]);
-    } catch (error) {
-      if (!(error instanceof McastError) || error.code !== 'no-multicast-routing') throw error;
-      // Routes declared for a family the kernel cannot route: the error says which and why.
-      if (declaredFamilies.has(family)) throw error;
-      continue;
-    }
-    const [interfaces, rows] = tables;
-    const active = kernel.routerActive();
-    result.routerActive[family] = active;
-    const names = new Map(interfaces.map((row) => [row.index, row.name]));
-    const statics = new Set(interfaces.filter((row) => row.static).map((row) => row.index));
-    const name = (index: number) => names.get(index) ?? `${kernel.interfaceWord}${index}`;
-    for (const row of rows) {
-      if (row.iif < 0) continue;
-      result.routes.push({ source: row.source, group: row.group, iif: name(row.iif), oifs: row.oifs.map(name).sort() });
-      if (active && names.has(row.iif) && !statics.has(row.iif))
-        result.onRouterInterfaces.add(`${row.source}>${row.group}`);
-    }
-  }
-  return result;
-}
-
-async function applyRouteDrift(entry: RouteDrift): Promise<{ result: Result; error?: string }> {
-  try {
-    if (entry.action === 'remove') await uninstallRoute(entry);
-    else await installRoute(entry.after!);
-    return { result: 'applied' };
-  } catch (error) {
-    if (error instanceof McastError && error.exitCode === ExitCode.NoPermission) throw error;
-    return { result: 'failed', error: messageOf(error) };
-  }
-}
-
-interface DriftRow {
-  object: 'group' | 'stray-group' | 'route';
-  key: string;
-  action: string;
-  detail: string;
-  before?: unknown;
-  after?: unknown;
-}
-
-function describeDrift(entry: Drift, bridge: BridgeClient): DriftRow {
-  const port = (ofport: number) => bridge.portByNumber(ofport)?.name ?? String(ofport);
-  switch (entry.object) {
-    case 'group':
-      return {
-        object: 'group',
-        key: forwardingLabel(entry.group, entry.source),
-        action: entry.action,
-        detail: entry.detail,
-        before: { ports: entry.before.map(port) },
-        after: { ports: entry.after.map(port) },
-      };
-    case 'stray-group':
-      return {
-        object: 'stray-group',
-        key: `0x${entry.groupId.toString(16)}`,
-        action: entry.action,
-        detail: entry.detail,
-      };
-    case 'route':
-      return {
-        object: 'route',
-        key: `(${entry.source}, ${entry.group})`,
-        action: entry.action,
-        detail: entry.detail,
-        ...(entry.before === undefined ? {} : { before: { iif: entry.before.iif, oifs: entry.before.oifs } }),
-        ...(entry.after === undefined ? {} : { after: { iif: entry.after.iif, oifs: entry.after.oifs } }),
-      };
-  }
-}
-
-/** Most drift rows a human table shows. */
-const TABLE_ROWS = 50;
-
-function print(
-  output: Output,
-  report: {
-    bridge: string;
-    dryRun: boolean;
-    inSync: boolean;
-    drift: Array<DriftRow & { result: Result; error?: string }>;
-    conflicts: Array<{ object: string; key: string; problem: string }>;
-    routerActive: boolean;
-    inSyncGroups: number;
-    inSyncRoutes: number;
-    leftAlone: { learnedGroups: number; daemonRoutes: number; foreignFlows: number };
-    daemon: string;
-  },
-  flags: ReconcileFlags,
-): void {
-  if (output.json) {
-    output.document(report);
-    return;
-  }
-  if (report.inSync && flags.quiet === true) return;
-  const style = output.style;
-  const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
-  const { learnedGroups, daemonRoutes, foreignFlows } = report.leftAlone;
-  const summary = `${count(report.inSyncGroups, 'group')} and ${count(report.inSyncRoutes, 'route')} as declared; left alone: ${count(learnedGroups, 'group')} the daemon learned, ${count(daemonRoutes, 'route')} of its own, ${count(foreignFlows, 'flow')} of other controllers`;
-  const routes =
-    report.drift.some((row) => row.object === 'route' && row.action !== 'remove') || report.inSyncRoutes > 0;
-  if (report.inSync) {
-    output.line(`in sync: ${summary}`);
-    output.flush();
-    if (routes && !report.routerActive) output.warn(NO_ROUTER_WARNING);
-    return;
-  }
-  if (report.drift.length > 0) {
-    const action = (row: DriftRow & { result: Result; error?: string }) =>
-      row.action === 'add'
-        ? style.green(row.action)
-        : row.action === 'remove'
-          ? style.red(row.action)
-          : style.yellow(row.action);
-    const result = (row: DriftRow & { result: Result; error?: string }) =>
-      row.result === 'failed'
-        ? style.red(`failed: ${row.error ?? ''}`)
-        : row.result === 'applied'
-          ? 'repaired'
-          : style.dim('not applied (--dry-run)');
-    output.table({
-      head: ['Object', 'Key', 'Drift', 'Detail', 'Result'],
-      rows: report.drift.slice(0, TABLE_ROWS).map((row) => [row.object, row.key, action(row), row.detail, result(row)]),
-    });
-    if (report.drift.length > TABLE_ROWS)
-      output.line(style.dim(`... and ${report.drift.length - TABLE_ROWS} more (--json lists every one)`));
-  }
-  for (const conflict of report.conflicts)
-    output.warn(`${conflict.object} ${conflict.key} not reconciled: ${conflict.problem}`);
-  if (routes && !report.routerActive) output.warn(NO_ROUTER_WARNING);
-  const applied = report.drift.filter((row) => row.result === 'applied').length;
-  const failed = report.drift.filter((row) => row.result === 'failed').length;
-  output.line(
-    report.dryRun
-      ? `drift: ${report.drift.length} difference${report.drift.length === 1 ? '' : 's'} (dry run: nothing changed); ${summary}`
-      : `drift: ${report.drift.length} difference${report.drift.length === 1 ? '' : 's'}, ${applied} repaired${failed > 0 ? `, ${failed} failed` : ''}; ${summary}`,
-  );
-  output.flush();
-}
-
-/**
- * `[#####.....] 1200/5000 changes` on stderr, redrawn in place (cli-progress; loaded only
- * when a reconcile is large enough to show it).
- */
-async function progressBar(total: number): Promise<{ update(done: number): void; done(): void }> {
-  const { SingleBar } = (await import('cli-progress')).default;
-  const bar = new SingleBar({
-    format: '[{bar}] {value}/{total} changes',
-    barsize: 30,
-    barCompleteChar: '#',
-    barIncompleteChar: '.',
-    stream: process.stderr,
-    hideCursor: false,
-  });
-  bar.start(total, 0);
-  return { update: (done) => bar.update(done), done: () => bar.stop() };
-}
-
-/** A group entry as reconcile's report names it: the group, or `(S, G)` for a per-source entry. */
-function forwardingLabel(group: string, source: string | undefined): string {
-  return source === undefined ? group : `(${source}, ${group})`;
 }

@@ -11,7 +11,7 @@ import type { DaemonStatus, GroupView, PortActivityView, PortQuery } from '../..
 import { MULTICAST_ROUTING } from '../../transport/multicast-routing.js';
 import type { AddressFamily } from '../../wire/ip-address.js';
 import type { TraceReport } from './trace-report.js';
-import type { DaemonFacts, KernelFacts, TraceSources } from './trace-run.js';
+import type { DaemonFacts, KernelFacts, TraceSources } from './trace-facts.js';
 
 /** How long the daemon has to answer before trace goes on without it. */
 const DAEMON_TIMEOUT_MS = 2000;

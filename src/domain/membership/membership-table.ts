@@ -15,35 +15,21 @@
  */
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 import { ANY_SOURCE, type PortFilter, type SourceFilter } from './source-filter.js';
-import { forwardingShape, portFiltersOfMembers } from './port-filters.js';
 import { HostCompatibility, recordAsCounted } from './host-compatibility.js';
 import * as routerFilter from './router-filter.js';
-import {
-  type GroupSnapshot,
-  type MembershipRecord,
-  type RestoredMember,
-  restoredState,
-  timersOf,
-} from './member-records.js';
+import type { GroupSnapshot, MembershipRecord, RestoredMember } from './member-records.js';
 
 export type { GroupSnapshot, MembershipRecord, RestoredMember } from './member-records.js';
 import {
   type MembershipLimitSettings,
   type MembershipRefusal,
-  PortGroupCounts,
   type RefusalReason,
   refusalOf,
   UNLIMITED,
 } from './membership-limits.js';
-import {
-  addressOrderKey,
-  compareOrderKeys,
-  compareAddresses,
-  type GroupAddress,
-  type HostAddress,
-  hostAddress,
-  type SourceAddress,
-} from '../../wire/ip-address.js';
+import { type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
+import { type MemberEntry, MemberStore } from './member-store.js';
+import { restoreMembers, snapshotOf } from './membership-snapshot.js';
 
 export interface MembershipTiming {
   /**
@@ -106,28 +92,14 @@ export type MembershipEffect =
    */
   | { kind: 'query'; group: GroupAddress; port: number; sources?: SourceAddress[] };
 
-interface MemberEntry {
-  port: number;
-  host: HostAddress;
-  /** The router-side source state (RFC 3376 §6.2.1). */
-  state: routerFilter.RouterFilter;
-  /** What `state` forwards, kept for merging ports and for the limits. */
-  filter: SourceFilter;
-  /** When a timer of `state` next ends. */
-  due: number;
-  lastReportAt: number;
-  leavingUntil: number | undefined;
-}
-
 export class MembershipTable {
   private timing: MembershipTiming;
   private fastLeave: boolean;
-  /** group → `port|host` → member */
-  private readonly groups = new Map<GroupAddress, Map<string, MemberEntry>>();
+  /** Every member of every group (./member-store.ts). */
+  private readonly members = new MemberStore();
   /** When older-version hosts were last heard on each port, per group (§7.3.2). */
   private readonly compatibility = new HostCompatibility();
   private limits: Readonly<MembershipLimitSettings>;
-  private readonly portGroups = new PortGroupCounts();
 
   constructor(private readonly options: MembershipTableOptions) {
     this.timing = options.timing ?? DEFAULT_MEMBERSHIP_TIMING;
@@ -144,7 +116,7 @@ export class MembershipTable {
   reconfigure(settings: { timing: MembershipTiming; fastLeave: boolean; limits?: MembershipLimitSettings }): void {
     const byMs = settings.timing.groupMembershipIntervalMs - this.timing.groupMembershipIntervalMs;
     const lowered = this.now() + this.timing.lastMemberQueryTimeMs;
-    for (const member of byMs === 0 ? [] : [...this.groups.values()].flatMap((members) => [...members.values()])) {
+    for (const member of byMs === 0 ? [] : this.members.allMembers()) {
       if (member.leavingUntil !== undefined) continue;
       routerFilter.shiftTimers(member.state, { byMs, lowered });
       this.refreshed(member);
@@ -171,7 +143,7 @@ export class MembershipTable {
     const effective = recordAsCounted(this.modeOf(record.group, port), record);
     if (effective === undefined) return [];
     const { group } = record;
-    const current = this.groups.get(group)?.get(memberKey(port, host));
+    const current = this.members.memberOf(group, port, host);
     // INCLUDE {} is a leave, as is a BLOCK from a host the table does not know (it may be the one an UNKNOWN_HOST
     // stands for).
     const emptyInclude =
@@ -183,11 +155,10 @@ export class MembershipTable {
     const { groupMembershipIntervalMs, lastMemberQueryTimeMs } = this.timing;
     const context = { now, groupMembershipIntervalMs, lastMemberQueryTimeMs, fastLeave: this.fastLeave };
     const applied = routerFilter.applyRouterRecord(current?.state, effective, context);
-    const members = this.groups.get(group);
     if (applied.filter === undefined)
       return current === undefined
         ? []
-        : this.change(group, new Set([port]), () => this.remove(group, members!, current, 'leave'));
+        : this.change(group, new Set([port]), () => this.remove(group, current, 'leave'));
     const filter = routerFilter.forwardedFilterOf(applied.filter);
     const refused = this.refusal(group, port, host, filter);
     if (refused !== undefined) {
@@ -205,7 +176,7 @@ export class MembershipTable {
     if (applied.query === undefined) return effects;
     // Asked about everything it still has: the member is leaving unless it answers.
     const end = routerFilter.endOf(state);
-    const member = this.groups.get(group)?.get(memberKey(port, host));
+    const member = this.members.memberOf(group, port, host);
     if (member !== undefined && end <= now + lastMemberQueryTimeMs) member.leavingUntil = end;
     return [...effects, { kind: 'query', group, port, ...applied.query }];
   }
@@ -227,12 +198,12 @@ export class MembershipTable {
     reason: 'port-removed' | 'denied',
   ): MembershipEffect[] {
     const effects: MembershipEffect[] = [];
-    for (const [group, members] of [...this.groups]) {
+    for (const [group, members] of this.members.groupsWithMembers()) {
       const affected = [...members.values()].filter((member) => picks(group, member.port));
       if (affected.length === 0) continue;
       const ports = new Set(affected.map((member) => member.port));
       effects.push(
-        ...this.change(group, ports, () => affected.forEach((member) => this.remove(group, members, member, reason))),
+        ...this.change(group, ports, () => affected.forEach((member) => this.remove(group, member, reason))),
       );
       for (const port of ports) this.compatibility.forget(group, port);
     }
@@ -246,7 +217,7 @@ export class MembershipTable {
   expire(): MembershipEffect[] {
     const now = this.now();
     const effects: MembershipEffect[] = [];
-    for (const [group, members] of [...this.groups]) {
+    for (const [group, members] of this.members.groupsWithMembers()) {
       const due = [...members.values()].filter((member) => member.due <= now);
       if (due.length === 0) continue;
       const reason = (member: MemberEntry): LeaveReason =>
@@ -256,7 +227,7 @@ export class MembershipTable {
         ...this.change(group, ports, () => {
           for (const member of due) {
             if (routerFilter.expireRouterFilter(member.state, now) === undefined)
-              this.remove(group, members, member, reason(member));
+              this.remove(group, member, reason(member));
             else this.refreshed(member);
           }
         }),
@@ -268,21 +239,12 @@ export class MembershipTable {
 
   /** When `expire()` next has something to do, or undefined if nothing is pending. */
   nextDeadline(): number | undefined {
-    let next: number | undefined;
-    for (const members of this.groups.values()) {
-      for (const member of members.values()) {
-        if (next === undefined || member.due < next) next = member.due;
-      }
-    }
-    return next;
+    return this.members.nextDeadline();
   }
 
   /** The ports with members of `group`, sorted. */
   portsOf(group: GroupAddress): number[] {
-    const members = this.groups.get(group);
-    return members === undefined
-      ? []
-      : [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
+    return this.members.portsOf(group);
   }
 
   /**
@@ -290,41 +252,20 @@ export class MembershipTable {
    * is being asked about still counts, and so do sources being asked about until their timers end), sorted by port.
    */
   portFiltersOf(group: GroupAddress): PortFilter[] {
-    const members = this.groups.get(group);
-    return members === undefined ? [] : portFiltersOfMembers(members.values());
+    return this.members.portFiltersOf(group);
   }
 
   /** Every group with members, sorted by address; members by port, then host. */
   snapshot(): GroupSnapshot[] {
-    // Sorted by a key parsed once per group (a save and every `groups` take a snapshot of thousands).
-    const order = new Map<GroupAddress, string>();
-    for (const group of this.groups.keys()) order.set(group, addressOrderKey(group));
-    return [...this.groups.entries()]
-      .map(([group, members]) => ({
-        group,
-        ports: this.portsOf(group),
-        members: [...members.values()]
-          .sort((a, b) => a.port - b.port || compareAddresses(a.host, b.host))
-          .map((member) => ({
-            port: member.port,
-            host: member.host,
-            compatibility: this.modeOf(group, member.port),
-            filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareAddresses) },
-            lastReportAt: member.lastReportAt,
-            ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
-            ...timersOf(member.state),
-          })),
-      }))
-      .sort((a, b) => compareOrderKeys(order.get(a.group)!, order.get(b.group)!));
+    return snapshotOf(this.members, (group, port) => this.modeOf(group, port));
   }
 
   private leaveOf(group: GroupAddress, port: number, leaving: HostAddress): MembershipEffect[] {
-    const members = this.groups.get(group);
     // A host not known by address may be the one an UNKNOWN_HOST member stands for.
-    const host = members?.has(memberKey(port, leaving)) === true ? leaving : UNKNOWN_HOST;
-    const member = members?.get(memberKey(port, host));
-    if (members === undefined || member === undefined) return [];
-    if (this.fastLeave) return this.change(group, new Set([port]), () => this.remove(group, members, member, 'leave'));
+    const host = this.members.memberOf(group, port, leaving) !== undefined ? leaving : UNKNOWN_HOST;
+    const member = this.members.memberOf(group, port, host);
+    if (member === undefined) return [];
+    if (this.fastLeave) return this.change(group, new Set([port]), () => this.remove(group, member, 'leave'));
     if (member.leavingUntil !== undefined) return []; // already being asked
     member.leavingUntil = this.now() + this.timing.lastMemberQueryTimeMs;
     // As TO_IN {} (§6.4.2): every timer lowered to the Last Member Query Time.
@@ -337,18 +278,10 @@ export class MembershipTable {
     group: GroupAddress,
     { port, host, state, filter }: Pick<MemberEntry, 'port' | 'host' | 'state' | 'filter'>,
   ): void {
-    let members = this.groups.get(group);
-    if (members === undefined) {
-      members = new Map();
-      this.groups.set(group, members);
-    }
-    // A report answers any pending last-member query.
-    const key = memberKey(port, host);
     // A real report from the port replaces the placeholder for whoever was there.
-    if (host !== UNKNOWN_HOST && members.delete(memberKey(port, UNKNOWN_HOST))) this.portGroups.removed(port, group);
-    const previous = members.get(key);
-    if (previous === undefined) this.portGroups.added(port, group);
-    members.set(key, {
+    if (host !== UNKNOWN_HOST) this.members.delete(group, port, UNKNOWN_HOST);
+    // A report answers any pending last-member query.
+    const isNew = this.members.put(group, {
       port,
       host,
       state,
@@ -357,7 +290,6 @@ export class MembershipTable {
       lastReportAt: this.now(),
       leavingUntil: undefined,
     });
-    const isNew = previous === undefined;
     if (isNew) this.options.onMemberChange?.({ type: 'join', group, port, host });
   }
 
@@ -367,13 +299,8 @@ export class MembershipTable {
     member.due = routerFilter.nextTimerOf(member.state);
   }
 
-  private remove(
-    group: GroupAddress,
-    members: Map<string, MemberEntry>,
-    member: MemberEntry,
-    reason: LeaveReason,
-  ): void {
-    if (members.delete(memberKey(member.port, member.host))) this.portGroups.removed(member.port, group);
+  private remove(group: GroupAddress, member: MemberEntry, reason: LeaveReason): void {
+    this.members.delete(group, member.port, member.host);
     this.options.onMemberChange?.({ type: 'leave', group, port: member.port, host: member.host, reason });
   }
 
@@ -383,39 +310,10 @@ export class MembershipTable {
    * groups whose member ports changed. Members whose timers all ended are not restored.
    */
   restore(saved: readonly RestoredMember[]): MembershipEffect[] {
-    const now = this.now();
-    const touched = new Map<GroupAddress, string>();
-    for (const member of saved) {
-      const state = routerFilter.expireRouterFilter(restoredState(member, this.timing.groupMembershipIntervalMs), now);
-      if (state === undefined) continue;
-      if (!touched.has(member.group)) touched.set(member.group, this.shapeOf(member.group));
-      let members = this.groups.get(member.group);
-      if (members === undefined) {
-        members = new Map();
-        this.groups.set(member.group, members);
-      }
-      if (!members.has(memberKey(member.port, member.host))) this.portGroups.added(member.port, member.group);
-      const { port, host, lastReportAt } = member;
-      const filter = routerFilter.forwardedFilterOf(state);
-      members.set(memberKey(port, host), {
-        port,
-        host,
-        state,
-        filter,
-        due: routerFilter.nextTimerOf(state),
-        lastReportAt,
-        leavingUntil: undefined,
-      });
-      if (member.compatibility !== 3) {
-        const until = member.lastReportAt + this.timing.groupMembershipIntervalMs;
-        this.compatibility.restored({ group: member.group, port: member.port, version: member.compatibility, until });
-      }
-    }
-    const effects: MembershipEffect[] = [];
-    for (const [group, before] of touched) {
-      if (this.shapeOf(group) !== before) effects.push({ kind: 'members', group, ports: this.portsOf(group) });
-    }
-    return effects;
+    const { members, compatibility } = this;
+    const { groupMembershipIntervalMs } = this.timing;
+    const changed = restoreMembers(saved, { members, compatibility, groupMembershipIntervalMs, now: this.now() });
+    return changed.map((group) => ({ kind: 'members', group, ports: this.portsOf(group) }));
   }
 
   /**
@@ -434,13 +332,11 @@ export class MembershipTable {
 
   /** How many members (hosts per group and port) there are in all. */
   get memberCount(): number {
-    let count = 0;
-    for (const members of this.groups.values()) count += members.size;
-    return count;
+    return this.members.memberCount;
   }
 
   get groupCount(): number {
-    return this.groups.size;
+    return this.members.groupCount;
   }
 
   /** Why the limits refuse what the report would add (and tells onRefusal so), or undefined. */
@@ -450,8 +346,8 @@ export class MembershipTable {
     host: HostAddress,
     filter: SourceFilter,
   ): RefusalReason | undefined {
-    const members = this.groups.get(group)?.values();
-    const groupCount = this.groups.size;
+    const members = this.members.membersOf(group)?.values();
+    const groupCount = this.members.groupCount;
     const refusal = refusalOf({
       limits: this.limits,
       group,
@@ -460,7 +356,7 @@ export class MembershipTable {
       filter,
       members,
       groupCount,
-      portGroupCount: this.portGroups.groupsOf(port),
+      portGroupCount: this.members.groupCountOf(port),
     });
     // Built field by field: with a spread of `refusal` here, a refused record cost 5.9 µs
     // instead of 0.9 (a flooding port at its limit sends thousands a second).
@@ -476,7 +372,7 @@ export class MembershipTable {
   private change(group: GroupAddress, ports: ReadonlySet<number>, mutate: () => void): MembershipEffect[] {
     const before = this.shapeOf(group, ports);
     mutate();
-    if (this.groups.get(group)?.size === 0) this.groups.delete(group);
+    this.members.dropIfEmpty(group);
     return before === this.shapeOf(group, ports) ? [] : [{ kind: 'members', group, ports: this.portsOf(group) }];
   }
 
@@ -485,7 +381,7 @@ export class MembershipTable {
    * filters.
    */
   private shapeOf(group: GroupAddress, ports?: ReadonlySet<number>): string {
-    return forwardingShape(this.groups.get(group)?.values() ?? [], ports);
+    return this.members.shapeOf(group, ports);
   }
 
   private modeOf(group: GroupAddress, port: number): IgmpVersion {
@@ -495,8 +391,4 @@ export class MembershipTable {
   private now(): number {
     return this.options.clock.now();
   }
-}
-
-function memberKey(port: number, host: HostAddress): string {
-  return `${port}|${host}`;
 }

@@ -2,6 +2,9 @@
  * The multicast pipeline: which OpenFlow flows and OVS groups express "group G goes to
  * member ports {p1..pn}" on a bridge that may carry other traffic too. Pure: it builds
  * and reads entries; the OpenFlow adapter (openflow-entries.ts) puts them on the wire.
+ * This class puts a group's entries together and answers for the whole pipeline; the flows
+ * that are no group's are built in base-flows.ts, tunnel mode's ingress and drop flows in
+ * tunnel-flows.ts, the sender counting rows in send-counters.ts, the chains in group-chain.ts.
  *
  * All flows live in one table (config.table, default 0), above the bridge's own flows:
  *
@@ -60,31 +63,15 @@
  * so that traffic goes exactly where it went without it. What a pod received is the
  * counter of its bucket in the entry's chain (the daemon reads GROUP statistics).
  */
-import { type GroupAddress, type SourceAddress, textFamily } from '../../wire/ip-address.js';
-import { IPV4_FAMILY } from '../family/ipv4.js';
-import { FAMILIES, familyOf } from '../family/families.js';
+import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
+import { familyOf } from '../family/families.js';
 import type { MulticastFamily } from '../family/multicast-family.js';
-import {
-  chainBlocks,
-  counterPriorities,
-  METER_ID_BLOCK,
-  type PipelineConfig,
-  sourcePriorities,
-  tunnelPriorities,
-} from './config.js';
-import {
-  decodeFlowCookie,
-  encodeFlowCookie,
-  FlowCookieFlag,
-  FlowKind,
-  prefixCookie,
-  FLOW_COOKIE_PREFIX_MASK,
-} from './flow-cookie.js';
+import { chainBlocks, type PipelineConfig, sourcePriorities } from './config.js';
+import { FlowCookieFlag, FlowKind, prefixCookie, FLOW_COOKIE_PREFIX_MASK } from './flow-cookie.js';
 import type { ForwardingTarget } from './forwarding-key.js';
 import { GroupIdAllocation } from './group-ids.js';
 import { readInstalledEntries } from './installed-reader.js';
 import type {
-  Bucket,
   FlowEntry,
   GroupEntry,
   GroupForwarding,
@@ -93,6 +80,11 @@ import type {
   PipelineLimits,
 } from './pipeline-entries.js';
 import { tunnelLayout } from './tunnel-layout.js';
+import * as baseFlows from './base-flows.js';
+import { groupChain } from './group-chain.js';
+import { pipelineCookie } from './pipeline-cookie.js';
+import { sendCounterRows } from './send-counters.js';
+import * as tunnelFlows from './tunnel-flows.js';
 
 export type {
   Bucket,
@@ -189,68 +181,23 @@ export class MulticastPipeline {
     return { group, ...sourced, groups: this.chain(target, ports, 0), flow, ...counted };
   }
 
-  /**
-   * The sender counting rows of an entry whose flow is `flow`: one per pod port, by port,
-   * the flow's match and actions plus the port's in_port, one step above the flow (see
-   * counterPriorities). None where the priorities leave no room.
-   */
+  /** The sender counting rows of an entry whose flow is `flow`, one per pod port (./send-counters.ts). */
   sendCounters(flow: FlowEntry, ports: readonly number[]): FlowEntry[] {
-    const { sendCounter, sourceSendCounter } = counterPriorities(this.config.priorities);
-    const priority = flow.match.ipSrc === undefined ? sendCounter : sourceSendCounter;
-    if (priority === undefined) return [];
-    const fields = decodeFlowCookie(flow.cookie, this.config.cookiePrefix);
-    const cookie = this.cookie(FlowKind.SendCounter, fields?.value ?? 0, fields?.flags ?? 0);
-    return [...new Set(ports)]
-      .sort((a, b) => a - b)
-      .map((inPort) => ({ ...flow, priority, cookie, match: { ...flow.match, inPort }, actions: [...flow.actions] }));
+    return sendCounterRows(this.config, flow, ports);
   }
 
-  /**
-   * The links that output to `ports`, tail first, from link `firstLink` on: link k holds
-   * up to max-1 ports and a bucket to link k+1. None for no port (from link 1 on).
-   */
+  /** The links of the chain that outputs to `ports`, tail first, from link `firstLink` on (./group-chain.ts). */
   private chain(target: ForwardingTarget, ports: readonly number[], firstLink: number): GroupEntry[] {
-    if (ports.length === 0 && firstLink > 0) return [];
-    const max = this.limits.maxBucketsPerGroup;
-    const groups: GroupEntry[] = [];
-    const links = ports.length <= max ? 1 : Math.ceil((ports.length - 1) / (max - 1));
-    let next: number | undefined;
-    for (let link = links - 1; link >= 0; link--) {
-      const start = link * (max - 1);
-      const slice = link === links - 1 ? ports.slice(start) : ports.slice(start, start + max - 1);
-      const buckets: Bucket[] = slice.map((port) => ({ type: 'output', port }));
-      if (next !== undefined) buckets.push({ type: 'group', groupId: next });
-      const groupId = this.groupIds.idOfTarget(target, firstLink + link);
-      groups.push({ groupId, buckets });
-      next = groupId;
-    }
-    return groups;
+    const settings = { groupIds: this.groupIds, maxBucketsPerGroup: this.limits.maxBucketsPerGroup };
+    return groupChain(settings, target, ports, firstLink);
   }
 
-  /**
-   * Tunnel mode: `group`'s traffic from the tunnel or the gateway (`inPort`) → link 1 of its chain, its local pods
-   * only.
-   */
+  /** Tunnel mode: `group`'s traffic from the tunnel or the gateway → its local pods (./tunnel-flows.ts). */
   ingressForward(options: { group: GroupAddress; inPort: number; linkOne: number; learned?: boolean }): FlowEntry {
-    const family = familyOf(options.group);
-    return {
-      table: this.config.table,
-      priority: tunnelPriorities(this.config.priorities).ingress,
-      cookie: this.cookie(
-        FlowKind.IngressForward,
-        family.cookieValue(options.group),
-        options.learned === true ? FlowCookieFlag.Learned : 0,
-      ),
-      match: { inPort: options.inPort, ...family.groupMatch(options.group) },
-      actions: [{ type: 'group', groupId: options.linkOne }],
-    };
+    return tunnelFlows.ingressForward(this.config, options);
   }
 
-  /**
-   * Tunnel mode: `source`'s traffic of `group` from the tunnel or the gateway → link 1 of
-   * its (S,G) chain, or dropped (`linkOne` undefined: no local pod wants the source), above
-   * the group's own ingress flow, which would deliver it to the pods of the other sources.
-   */
+  /** Tunnel mode: `source`'s traffic of `group` from the tunnel or the gateway → its local pods, or dropped. */
   sourceIngressForward(options: {
     group: GroupAddress;
     source: SourceAddress;
@@ -258,45 +205,17 @@ export class MulticastPipeline {
     linkOne: number | undefined;
     learned?: boolean;
   }): FlowEntry {
-    const family = familyOf(options.group);
-    return {
-      table: this.config.table,
-      priority: sourcePriorities(this.config.priorities).sourceIngress,
-      cookie: this.cookie(
-        FlowKind.SourceIngressForward,
-        family.cookieValue(options.group),
-        options.learned === true ? FlowCookieFlag.Learned : 0,
-      ),
-      match: { inPort: options.inPort, ...family.groupMatch(options.group), ipSrc: options.source },
-      actions: options.linkOne === undefined ? [] : [{ type: 'group', groupId: options.linkOne }],
-    };
+    return tunnelFlows.sourceIngressForward(this.config, options);
   }
 
-  /**
-   * Tunnel mode: any other multicast from the tunnel port → dropped, one flow a family.
-   * Above the link-local flood, so that link-local traffic of other nodes does not flood here.
-   */
+  /** Tunnel mode: any other multicast from the tunnel port → dropped, one flow a family. */
   tunnelDrop(tunnelOfport: number): FlowEntry[] {
-    return this.ingressDrop(tunnelOfport, tunnelPriorities(this.config.priorities).tunnelDrop);
+    return tunnelFlows.tunnelDrop(this.config, tunnelOfport);
   }
 
-  /**
-   * Tunnel mode: any other multicast from the gateway → dropped, not sent on to peers (each
-   * gets outside traffic through its own gateway). Below the link-local flood, so that the
-   * node's own link-local traffic (mDNS) still floods to the pods.
-   */
+  /** Tunnel mode: any other multicast from the gateway → dropped, one flow a family. */
   gatewayDrop(gatewayOfport: number): FlowEntry[] {
-    return this.ingressDrop(gatewayOfport, tunnelPriorities(this.config.priorities).gatewayDrop);
-  }
-
-  private ingressDrop(inPort: number, priority: number): FlowEntry[] {
-    return FAMILIES.map((family) => ({
-      table: this.config.table,
-      priority,
-      cookie: this.cookie(FlowKind.IngressDrop, inPort),
-      match: { inPort, ...family.multicastMatch },
-      actions: [],
-    }));
+    return tunnelFlows.gatewayDrop(this.config, gatewayOfport);
   }
 
   groupFlow(group: GroupAddress, learned = false): FlowEntry {
@@ -329,133 +248,52 @@ export class MulticastPipeline {
     };
   }
 
-  /**
-   * Membership messages (IGMP, and MLD's four ICMPv6 types) → the controller: from one
-   * port, or (no port: cookie value 0) from every port. The daemon takes them all and
-   * decides by the packet-in's port: reports from pod ports count, others are counted and
-   * dropped, so nothing floods them meanwhile. Neighbor Discovery, also ICMPv6, is not
-   * matched: it floods with the rest of link scope.
-   */
+  /** Membership messages → the controller, from one port or every port (./base-flows.ts). */
   membershipToController(ofport?: number): FlowEntry[] {
-    return FAMILIES.flatMap((family) =>
-      family.membershipMatches.map((match) => ({
-        table: this.config.table,
-        priority: this.config.priorities.igmp,
-        cookie: this.cookie(FlowKind.MembershipToController, ofport ?? 0),
-        match: { ...(ofport === undefined ? {} : { inPort: ofport }), ...match },
-        actions: [{ type: 'controller' } as const],
-      })),
-    );
+    return baseFlows.membershipToController(this.config, ofport);
   }
 
   /** The meter of pod port `ofport`'s IGMP. */
   meterIdOf(ofport: number): number {
-    return this.config.meterIdBase + ofport;
+    return baseFlows.meterIdOf(this.config, ofport);
   }
 
   /** The pod port whose IGMP meter `meterId` is, or undefined when the id is not in our range. */
   meterPort(meterId: number): number | undefined {
-    const ofport = meterId - this.config.meterIdBase;
-    return ofport >= 0 && ofport < METER_ID_BLOCK ? ofport : undefined;
+    return baseFlows.meterPort(this.config, meterId);
   }
 
-  /**
-   * Membership messages from a pod port → its meter → the controller, one above the flows
-   * for every port: the meter drops what the pod sends past its rate, in the switch. One
-   * meter for both families: a pod's budget is one, however it spends it.
-   */
+  /** Membership messages from a pod port → its meter → the controller. */
   membershipToControllerMetered(ofport: number): FlowEntry[] {
-    return this.membershipToController(ofport).map((flow) => ({
-      ...flow,
-      priority: this.config.priorities.igmp + 1,
-      meterId: this.meterIdOf(ofport),
-    }));
+    return baseFlows.membershipToControllerMetered(this.config, ofport);
   }
 
-  /**
-   * Multicast from pod port `ofport` to `range` (a network address and its mask, text of
-   * either family: IPv6 text holds a colon, and gives the IPv6 ethertype) → dropped. A
-   * full mask is an exact match, written without a mask, as the switch reads it back.
-   */
+  /** Multicast from pod port `ofport` to `range` → dropped. */
   sendPolicyDrop(ofport: number, range: { address: string; mask: string }): FlowEntry {
-    const ipv6 = textFamily(range.address) === 'ipv6';
-    const family = (ipv6 && FAMILIES.find((candidate) => candidate.name === 'ipv6')) || IPV4_FAMILY;
-    const exact = range.mask === (ipv6 ? 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' : '255.255.255.255');
-    return {
-      table: this.config.table,
-      priority: this.config.priorities.sendPolicy,
-      cookie: this.cookie(FlowKind.SendPolicyDrop, ofport),
-      match: {
-        inPort: ofport,
-        ethType: family.etherType,
-        ipDst: range.address,
-        ...(exact ? {} : { ipDstMask: range.mask }),
-      },
-      actions: [],
-    };
+    return baseFlows.sendPolicyDrop(this.config, ofport, range);
   }
 
-  /**
-   * The membership messages of `family` from one queried port → the controller, two
-   * above the snooping flows, for as long as a query listens: one flow per membership
-   * match (IGMP one, MLD its four ICMPv6 types, so Neighbor Discovery keeps flowing).
-   * Nothing else hears those reports meanwhile, so hosts do not suppress theirs
-   * (RFC 2236 §3, RFC 2710 §4) and every member answers. Only the queried family is
-   * diverted: the other's snooping goes on undisturbed. `runId` (the cookie value) tells
-   * one run's flows from another's, so a run deletes only its own. The flows remove
-   * themselves after `hardTimeoutSeconds` should their writer die before deleting them.
-   */
+  /** The membership messages of `family` from one queried port → the controller, while a query listens. */
   queryProbe(
     family: MulticastFamily,
     probe: { ofport: number; runId: number; hardTimeoutSeconds: number },
   ): FlowEntry[] {
-    const hardTimeout = Math.min(0xffff, Math.max(1, Math.ceil(probe.hardTimeoutSeconds)));
-    return family.membershipMatches.map((match) => ({
-      table: this.config.table,
-      priority: this.config.priorities.igmp + 2,
-      cookie: this.cookie(FlowKind.IgmpQueryProbe, probe.runId),
-      match: { inPort: probe.ofport, ...match },
-      actions: [{ type: 'controller' } as const],
-      hardTimeout,
-    }));
+    return baseFlows.queryProbe(this.config, family, probe);
   }
 
-  /**
-   * Link-scope multicast → flooded, one flow a family: IPv4's control groups, and IPv6's
-   * ff02::/16 with Neighbor Discovery's solicited-node groups, all nodes and all routers,
-   * which address resolution, DAD and router advertisements need whether or not anyone
-   * reported them.
-   */
+  /** Link-scope multicast → flooded, one flow a family. */
   linkLocalFlood(): FlowEntry[] {
-    return FAMILIES.map((family) => ({
-      table: this.config.table,
-      priority: this.config.priorities.linkLocal,
-      cookie: this.cookie(FlowKind.LinkLocalFlood, 0),
-      match: { ...family.linkScopeMatch },
-      actions: [{ type: 'flood' } as const],
-    }));
+    return baseFlows.linkLocalFlood(this.config);
   }
 
   /** Multicast of a group with no members here → the gateway, one flow a family. */
   unknownGroupToGateway(gatewayOfport: number): FlowEntry[] {
-    return FAMILIES.map((family) => ({
-      table: this.config.table,
-      priority: this.config.priorities.unknownGroup,
-      cookie: this.cookie(FlowKind.UnknownGroupToGateway, gatewayOfport),
-      match: { ...family.multicastMatch },
-      actions: [{ type: 'output', port: gatewayOfport } as const],
-    }));
+    return baseFlows.unknownGroupToGateway(this.config, gatewayOfport);
   }
 
   /** Without a gateway: other multicast is dropped (cookie value 0), not left to the bridge's own flows to flood. */
   unknownGroupDrop(): FlowEntry[] {
-    return FAMILIES.map((family) => ({
-      table: this.config.table,
-      priority: this.config.priorities.unknownGroup,
-      cookie: this.cookie(FlowKind.UnknownGroupToGateway, 0),
-      match: { ...family.multicastMatch },
-      actions: [],
-    }));
+    return baseFlows.unknownGroupDrop(this.config);
   }
 
   /**
@@ -467,6 +305,6 @@ export class MulticastPipeline {
   }
 
   private cookie(kind: FlowKind, value: number, flags = 0): bigint {
-    return encodeFlowCookie({ prefix: this.config.cookiePrefix, kind, value, flags });
+    return pipelineCookie(this.config, kind, value, flags);
   }
 }

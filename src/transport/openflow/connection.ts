@@ -4,9 +4,11 @@
  *
  * - link.ts: the socket, framing, writes with backpressure;
  * - handshake.ts: the HELLO exchange (1.3 only); then FEATURES_REQUEST for the datapath id;
+ * - inbound.ts: where each message from the switch goes (waiter, requests or events);
  * - requests.ts: xids, replies and OFPT_ERRORs settling requests, typed by reply-types.ts;
  * - batch.ts: pipelined messages without replies, confirmed by one barrier;
- * - keepalive.ts: ECHO_REQUEST after `echoIntervalMs` of silence; the switch's are answered here;
+ * - flow-group-reads.ts and meters.ts: the switch's flows, groups and meters read back;
+ * - keepalive.ts: ECHO_REQUEST after `echoIntervalMs` of silence (the switch's are answered by inbound.ts);
  * - packet-in-config.ts: SET_ASYNC and SET_CONFIG, redone after every reconnect;
  * - runtime/reconnector.ts: with `reconnect`, dialling again with exponential backoff.
  *
@@ -20,15 +22,13 @@ import { UnavailableError, isSystemError } from '../../errors.js';
 import type { AsyncConfig } from '../../protocol/openflow/async-config.js';
 import type { FeaturesReply } from '../../protocol/openflow/features.js';
 import type { FlowMod } from '../../protocol/openflow/flow-mod.js';
-import { flowStatsRequest, type FlowStats } from '../../protocol/openflow/flow-stats.js';
+import type { FlowStats } from '../../protocol/openflow/flow-stats.js';
 import type { GroupDesc } from '../../protocol/openflow/group-desc.js';
 import { OFPG_ALL, type GroupStats } from '../../protocol/openflow/group-stats.js';
 import type { GroupMod } from '../../protocol/openflow/group-mod.js';
 import type { MeterFeatures } from '../../protocol/openflow/meter-features.js';
 import type { MeterConfig, MeterStats } from '../../protocol/openflow/meter-stats.js';
-import * as codec from '../../protocol/openflow/message.js';
 import type { OpenFlowMessage } from '../../protocol/openflow/message.js';
-import { describeOfpVersion, OFP13_VERSION } from '../../protocol/openflow/message-type.js';
 import type { MultipartReply, MultipartRequestBody } from '../../protocol/openflow/multipart.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
 import type { SwitchConfig } from '../../protocol/openflow/switch-config.js';
@@ -36,7 +36,9 @@ import type { BackoffOptions } from '../../runtime/backoff.js';
 import { Reconnector } from '../../runtime/reconnector.js';
 import { parseEndpoint, type Endpoint } from '../../wire/endpoint.js';
 import { BatchSender, type BatchResult } from './batch.js';
+import { readFlows, readGroupDescs, readGroupStats } from './flow-group-reads.js';
 import { checkVersion, HELLO, HelloWaiter } from './handshake.js';
+import { InboundRouter } from './inbound.js';
 import { Keepalive } from './keepalive.js';
 import { OpenFlowLink } from './link.js';
 import { readMeterConfigs, readMeterFeatures, readMeterStats, type MeterSelector } from './meters.js';
@@ -79,6 +81,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
   private readonly reconnector: Reconnector<FeaturesReply> | undefined;
   private readonly requests: OpenFlowRequests;
   private readonly batches: BatchSender;
+  private readonly inbound: InboundRouter;
 
   private state: State = 'connecting';
   private link: OpenFlowLink | undefined;
@@ -104,6 +107,12 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       timeoutMs: this.timeoutMs,
       requests: this.requests,
       link: () => this.link,
+    });
+    this.inbound = new InboundRouter({
+      requests: this.requests,
+      helloWaiter: () => this.helloWaiter,
+      currentLink: () => this.link,
+      events: this,
     });
     const reconnect = options.reconnect === true ? {} : options.reconnect || undefined;
     this.reconnector =
@@ -217,20 +226,12 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
 
   /** Every flow (or those `filter` selects), joined from all the parts of the multipart reply. */
   async dumpFlows(filter: FlowDumpFilter = {}, options: RequestOptions = {}): Promise<FlowStats[]> {
-    const { cookie, cookieMask, ...rest } = filter;
-    const request = flowStatsRequest({
-      ...rest,
-      ...(cookie === undefined ? {} : { cookie, cookieMask: cookieMask ?? 0xffffffffffffffffn }),
-      ...(cookie === undefined && cookieMask !== undefined ? { cookieMask } : {}),
-    });
-    const parts = await this.multipart(request, options);
-    return parts.flatMap((part) => (part.body.kind === 'FLOW' ? part.body.flows : []));
+    return readFlows((body) => this.multipart(body, options), filter);
   }
 
   /** Every group, with its buckets (GROUP_DESC), joined from all the parts of the reply. */
   async dumpGroups(options: RequestOptions = {}): Promise<GroupDesc[]> {
-    const parts = await this.multipart({ kind: 'GROUP_DESC' }, options);
-    return parts.flatMap((part) => (part.body.kind === 'GROUP_DESC' ? part.body.groups : []));
+    return readGroupDescs((body) => this.multipart(body, options));
   }
 
   /**
@@ -238,8 +239,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
    * parts of the reply.
    */
   async groupStats(groupId: number = OFPG_ALL, options: RequestOptions = {}): Promise<GroupStats[]> {
-    const parts = await this.multipart({ kind: 'GROUP', groupId }, options);
-    return parts.flatMap((part) => (part.body.kind === 'GROUP' ? part.body.groups : []));
+    return readGroupStats((body) => this.multipart(body, options), groupId);
   }
 
   /**
@@ -293,7 +293,7 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       this.endpoint,
       { target: this.target, timeoutMs: this.timeoutMs },
       {
-        onMessage: (bytes, from) => this.onMessage(bytes, from),
+        onMessage: (bytes, from) => this.inbound.receive(bytes, from),
         onClose: (failure, from) => this.onClose(from, failure),
       },
     );
@@ -368,49 +368,6 @@ export class OpenFlowConnection extends EventEmitter<OpenFlowConnectionEvents> {
       this.state = 'closed';
       this.emit('closed');
     }
-  }
-
-  // --- receiving -------------------------------------------------------------------------
-
-  private onMessage(bytes: Uint8Array, link: OpenFlowLink): void {
-    let message: OpenFlowMessage;
-    try {
-      message = codec.decode(bytes);
-    } catch (error) {
-      this.onUndecodable(bytes, error instanceof Error ? error : new Error(String(error)));
-      return;
-    }
-    if (this.helloWaiter?.waiting) {
-      this.helloWaiter.onMessage(message);
-      return;
-    }
-    if (bytes[0] !== OFP13_VERSION) {
-      this.onUndecodable(
-        bytes,
-        new Error(`${message.type} in version ${describeOfpVersion(bytes[0]!)} on an OpenFlow 1.3 connection`),
-      );
-      return;
-    }
-    switch (message.type) {
-      case 'ECHO_REQUEST':
-        if (link === this.link)
-          link.write([{ type: 'ECHO_REPLY', xid: message.xid, data: message.data }], [message.xid]);
-        return;
-      case 'ERROR': {
-        const unclaimed = this.requests.onError(message);
-        if (unclaimed) this.emit('switch-error', unclaimed);
-        return;
-      }
-      case 'HELLO':
-        return; // a repeated HELLO carries nothing new
-    }
-    if (this.requests.onReply(message)) return;
-    if (message.type === 'PACKET_IN') this.emit('packet-in', message);
-    else this.emit('message', message);
-  }
-
-  private onUndecodable(bytes: Uint8Array, error: Error): void {
-    if (!this.requests.onUndecodable(bytes, error)) this.emit('protocol-error', error);
   }
 
   // --- sending ---------------------------------------------------------------------------

@@ -18,6 +18,9 @@
  * what you had, since rows may have gone while disconnected), and then emits
  * `reconnected`. Requests made while disconnected fail at once with UnavailableError.
  * Locks belong to a connection and are not re-acquired.
+ *
+ * This class owns the connection and its state; requests.ts keeps the requests in flight,
+ * monitors.ts the monitors and their callbacks.
  */
 import { EventEmitter } from 'node:events';
 import { UnavailableError } from '../../errors.js';
@@ -27,26 +30,19 @@ import { RpcConnection } from './connection.js';
 import { isOvsdbId } from '../../protocol/ovsdb/datum.js';
 import { lockedFromJson, lockIdError } from '../../protocol/ovsdb/lock.js';
 import { parseEndpoint, type Endpoint as OvsdbEndpoint } from '../../wire/endpoint.js';
-import { OvsdbDecodeError, OvsdbError, OvsdbTimeoutError } from '../../protocol/ovsdb/errors.js';
+import { OvsdbDecodeError } from '../../protocol/ovsdb/errors.js';
 import type { OvsdbClientEvents, OvsdbClientState } from './client-events.js';
-import {
-  monitorRequestsToJson,
-  tableUpdatesFromJson,
-  type MonitorCallback,
-  type MonitorRequests,
-  type MonitorUpdateReason,
-  type TableUpdates,
-} from '../../protocol/ovsdb/monitor.js';
-import { RequestTable } from '../../runtime/request-table.js';
-import { errorObjectFromJson } from '../../protocol/ovsdb/error-object.js';
+import type { MonitorCallback, MonitorRequests, TableUpdates } from '../../protocol/ovsdb/monitor.js';
 import {
   operationToJson,
   transactResultsFromJson,
   type Operation,
   type TransactResults,
 } from '../../protocol/ovsdb/operations.js';
-import type { JsonValue, RpcErrorReply, RpcMessage, RpcNotification, RpcResult } from '../../protocol/ovsdb/rpc.js';
+import type { JsonValue, RpcMessage, RpcNotification } from '../../protocol/ovsdb/rpc.js';
 import { schemaFromJson, type DatabaseSchema } from '../../protocol/ovsdb/schema.js';
+import { OvsdbMonitors } from './monitors.js';
+import { OvsdbRequests, type RequestOptions } from './requests.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
@@ -63,21 +59,6 @@ export interface OvsdbClientOptions {
   readonly maxMessageBytes?: number;
 }
 
-export interface RequestOptions {
-  /** Overrides the client's timeout for this request (0: none). */
-  readonly timeoutMs?: number;
-  /** Abandons the request: it rejects with the signal's reason, and is cancelled on the server. */
-  readonly signal?: AbortSignal;
-}
-
-interface ActiveMonitor {
-  readonly db: string;
-  readonly requests: MonitorRequests;
-  readonly callback: MonitorCallback;
-  /** The server accepted it once; only then is it re-issued after a reconnection. */
-  established: boolean;
-}
-
 export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   readonly endpoint: OvsdbEndpoint;
   private readonly timeoutMs: number;
@@ -85,9 +66,8 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
 
   private connection: RpcConnection | undefined;
   private currentState: OvsdbClientState = 'connected';
-  /** Requests in flight, by JSON-RPC id; the meta is the method, named in the errors of a lost connection. */
-  private readonly pending = new RequestTable<string, RpcResult | RpcErrorReply>();
-  private readonly monitors = new Map<string, ActiveMonitor>();
+  private readonly requests: OvsdbRequests;
+  private readonly monitors: OvsdbMonitors;
   /** Dials again after a drop; undefined with `reconnect: false`. */
   private readonly reconnector: Reconnector<RpcConnection> | undefined;
 
@@ -95,6 +75,18 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     super();
     this.endpoint = parseEndpoint(options.endpoint, 'OVSDB');
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.requests = new OvsdbRequests({
+      endpoint: this.endpoint,
+      timeoutMs: this.timeoutMs,
+      connection: () => this.connection,
+      closed: () => this.currentState === 'closed',
+    });
+    this.monitors = new OvsdbMonitors({
+      requests: this.requests,
+      connected: () => this.currentState === 'connected',
+      connection: () => this.connection,
+      onMonitorError: (monitorId, error) => this.emit('monitorError', { monitorId, error }),
+    });
     const backoff =
       options.reconnect === false
         ? undefined
@@ -131,7 +123,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   // --- RFC 7047 methods --------------------------------------------------------------
 
   listDbs(options: RequestOptions = {}): Promise<string[]> {
-    return this.request('list_dbs', [], options, undefined, (result) => {
+    return this.requests.send('list_dbs', [], options, undefined, (result) => {
       if (!Array.isArray(result) || !result.every((name) => typeof name === 'string')) {
         throw new OvsdbDecodeError('bad-datum', `list_dbs returned ${JSON.stringify(result)}, not an array of names`);
       }
@@ -140,7 +132,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   }
 
   getSchema(db: string, options: RequestOptions = {}): Promise<DatabaseSchema> {
-    return this.request('get_schema', [db], options, db, schemaFromJson);
+    return this.requests.send('get_schema', [db], options, db, schemaFromJson);
   }
 
   /**
@@ -160,7 +152,9 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.request('transact', params, options, db, (result) => transactResultsFromJson(db, operations, result));
+    return this.requests.send('transact', params, options, db, (result) =>
+      transactResultsFromJson(db, operations, result),
+    );
   }
 
   /**
@@ -178,30 +172,12 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     onUpdate: MonitorCallback,
     options: RequestOptions = {},
   ): Promise<TableUpdates> {
-    if (this.monitors.has(monitorId))
-      throw new RangeError(`OVSDB monitor id ${JSON.stringify(monitorId)} is already in use on this client`);
-    const monitor: ActiveMonitor = { db, requests, callback: onUpdate, established: false };
-    this.monitors.set(monitorId, monitor);
-    try {
-      return await this.startMonitor(monitorId, monitor, 'initial', options);
-    } catch (error) {
-      if (this.monitors.get(monitorId) === monitor) this.monitors.delete(monitorId);
-      throw error;
-    }
+    return this.monitors.start(db, monitorId, requests, onUpdate, options);
   }
 
   /** Stops a monitor: no callback after this is called. Unknown ids are ignored. */
   async monitorCancel(monitorId: string, options: RequestOptions = {}): Promise<void> {
-    const monitor = this.monitors.get(monitorId);
-    if (monitor === undefined) return;
-    this.monitors.delete(monitorId);
-    if (this.currentState !== 'connected' || !monitor.established) return;
-    try {
-      await this.request('monitor_cancel', [monitorId], options, monitor.db, () => undefined);
-    } catch (error) {
-      // Gone already (e.g. never re-established after a reconnection): that is the goal.
-      if (!(error instanceof OvsdbError && error.error === 'unknown monitor')) throw error;
-    }
+    return this.monitors.cancel(monitorId, options);
   }
 
   /**
@@ -211,17 +187,17 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
    */
   lock(lockId: string, options: RequestOptions = {}): Promise<boolean> {
     if (!isOvsdbId(lockId)) return Promise.reject(lockIdError(lockId));
-    return this.request('lock', [lockId], options, undefined, (result) => lockedFromJson('lock', result));
+    return this.requests.send('lock', [lockId], options, undefined, (result) => lockedFromJson('lock', result));
   }
 
   unlock(lockId: string, options: RequestOptions = {}): Promise<void> {
     if (!isOvsdbId(lockId)) return Promise.reject(lockIdError(lockId));
-    return this.request('unlock', [lockId], options, undefined, () => undefined);
+    return this.requests.send('unlock', [lockId], options, undefined, () => undefined);
   }
 
   /** Round trip to the server; resolves with the params it echoed. */
   echo(params: readonly JsonValue[] = [], options: RequestOptions = {}): Promise<JsonValue[]> {
-    return this.request('echo', params, options, undefined, (result) => {
+    return this.requests.send('echo', params, options, undefined, (result) => {
       if (!Array.isArray(result))
         throw new OvsdbDecodeError('bad-datum', `echo returned ${JSON.stringify(result)}, not an array`);
       return result as JsonValue[];
@@ -235,7 +211,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     this.reconnector?.cancel();
     const connection = this.connection;
     this.connection = undefined;
-    this.pending.failAll(
+    this.requests.failAll(
       (method) =>
         new UnavailableError(`the OVSDB client for ${this.endpoint.text} was closed before the reply to ${method}`),
     );
@@ -247,51 +223,13 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     this.emit('closed');
   }
 
-  // --- Requests ----------------------------------------------------------------------
-
-  private request<T>(
-    method: string,
-    params: readonly JsonValue[],
-    options: RequestOptions,
-    db: string | undefined,
-    decode: (result: JsonValue) => T,
-  ): Promise<T> {
-    const connection = this.connection;
-    if (this.currentState === 'closed') {
-      return Promise.reject(new UnavailableError(`the OVSDB client for ${this.endpoint.text} is closed (${method})`));
-    }
-    if (connection === undefined || !connection.isOpen) {
-      return Promise.reject(
-        new UnavailableError(`OVSDB connection ${this.endpoint.text} is down (${method})`, {
-          hint: 'the client is reconnecting; retry after its "reconnected" event',
-        }),
-      );
-    }
-    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    return this.pending.start({
-      meta: method,
-      timeoutMs,
-      signal: options.signal,
-      timeoutError: () => new OvsdbTimeoutError(method, this.endpoint.text, timeoutMs),
-      accept: (reply) => {
-        if (reply.kind === 'error') throw new OvsdbError({ method, db, ...errorObjectFromJson(reply.error) });
-        return decode(reply.result);
-      },
-      send: (id) => connection.send({ kind: 'request', method, params, id }),
-      // Tell the server, so that a transaction blocked in "wait" stops too.
-      abandon: (id) => {
-        if (this.connection === connection) connection.send({ kind: 'notification', method: 'cancel', params: [id] });
-      },
-    });
-  }
-
   // --- Incoming messages -------------------------------------------------------------
 
   private onMessage(message: RpcMessage, connection: RpcConnection): void {
     switch (message.kind) {
       case 'result':
       case 'error':
-        if (typeof message.id === 'number') this.pending.settle(message.id, message);
+        this.requests.onReply(message);
         return;
       case 'request':
         if (message.method === 'echo') connection.send({ kind: 'result', result: message.params, id: message.id });
@@ -307,13 +245,9 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   private onNotification(message: RpcNotification): void {
     const [first, second] = message.params;
     switch (message.method) {
-      case 'update': {
-        if (typeof first !== 'string') return; // not one of ours: every id this client uses is a string
-        const monitor = this.monitors.get(first);
-        if (monitor === undefined) return; // cancelled while the update was on its way
-        this.deliver(monitor, tableUpdatesFromJson(second, `monitor ${first} update`), 'update');
+      case 'update':
+        this.monitors.onUpdate(first, second);
         return;
-      }
       case 'locked':
       case 'stolen':
         if (typeof first === 'string') this.emit(message.method, first);
@@ -321,37 +255,6 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
       default:
         return;
     }
-  }
-
-  private deliver(monitor: ActiveMonitor, updates: TableUpdates, reason: MonitorUpdateReason): void {
-    try {
-      monitor.callback(updates, reason);
-    } catch (error) {
-      process.nextTick(() => {
-        throw error;
-      });
-    }
-  }
-
-  private startMonitor(
-    monitorId: string,
-    monitor: ActiveMonitor,
-    reason: MonitorUpdateReason,
-    options: RequestOptions,
-  ): Promise<TableUpdates> {
-    const params = [monitor.db, monitorId, monitorRequestsToJson(monitor.requests)];
-    return this.request('monitor', params, options, monitor.db, (result) => {
-      const initial = tableUpdatesFromJson(result, `monitor ${monitorId} initial state`);
-      // Delivered here, while handling the reply, so that no update can overtake it.
-      if (this.monitors.get(monitorId) === monitor) {
-        monitor.established = true;
-        this.deliver(monitor, initial, reason);
-      } else {
-        // monitorCancel() came while the server was setting it up: cancel it there too.
-        this.request('monitor_cancel', [monitorId], {}, monitor.db, () => undefined).catch(() => {});
-      }
-      return initial;
-    });
   }
 
   // --- Connection and reconnection ---------------------------------------------------
@@ -370,7 +273,7 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
     if (connection !== this.connection) return; // close(), or an old connection
     this.connection = undefined;
     const reason = error ?? new UnavailableError(`OVSDB ${this.endpoint.text} closed the connection`);
-    this.pending.failAll(
+    this.requests.failAll(
       (method) =>
         new UnavailableError(
           `OVSDB connection ${this.endpoint.text} was lost before the reply to ${method}: ${reason.message}`,
@@ -396,35 +299,9 @@ export class OvsdbClient extends EventEmitter<OvsdbClientEvents> {
   private async onReconnected(connection: RpcConnection, attempts: number): Promise<void> {
     this.connection = connection;
     this.currentState = 'connected';
-    const monitors = await this.resyncMonitors(connection);
+    const monitors = await this.monitors.resync(connection);
     // Dropped again while resyncing: the close handler has started the next round.
     if (this.connection !== connection) return;
     this.emit('reconnected', { attempts, monitors });
-  }
-
-  /** Re-issues every established monitor; returns the ids that are back. */
-  private async resyncMonitors(connection: RpcConnection): Promise<string[]> {
-    const resynced: string[] = [];
-    const monitors = [...this.monitors].filter(([, monitor]) => monitor.established);
-    await Promise.all(
-      monitors.map(async ([monitorId, monitor]) => {
-        try {
-          await this.startMonitor(monitorId, monitor, 'resync', {});
-          resynced.push(monitorId);
-        } catch (error) {
-          if (this.connection !== connection) return; // lost again: the next round retries
-          const failure = error instanceof Error ? error : new Error(String(error));
-          if (error instanceof OvsdbError) {
-            // The server refuses it now (a table gone from the schema?): retrying cannot help.
-            if (this.monitors.get(monitorId) === monitor) this.monitors.delete(monitorId);
-            this.emit('monitorError', { monitorId, error: failure });
-          } else {
-            // A timeout or a bad reply: start over on a fresh connection.
-            connection.close(failure);
-          }
-        }
-      }),
-    );
-    return resynced;
   }
 }

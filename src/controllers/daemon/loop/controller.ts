@@ -15,17 +15,10 @@
  */
 import { McastError, messageOf } from '../../../errors.js';
 import type { GroupPolicy } from '../../../domain/policy/group-policy.js';
-import { type GroupAddress, parseGroupAddress } from '../../../wire/ip-address.js';
+import type { GroupAddress } from '../../../wire/ip-address.js';
 import { familyOf } from '../../../domain/family/families.js';
-import {
-  MembershipTable,
-  type MemberChange,
-  type MembershipEffect,
-} from '../../../domain/membership/membership-table.js';
-import { PodPorts } from '../../../domain/pods/pod-ports.js';
-import type { DirectoryPort } from '../../../domain/pods/pod-directory.js';
+import type { MemberChange, MembershipEffect } from '../../../domain/membership/membership-table.js';
 import type {
-  DaemonCounters,
   DaemonEvent,
   DaemonStatus,
   DaemonView,
@@ -33,84 +26,36 @@ import type {
   PortActivityView,
   PortQuery,
   RouteView,
+  TrafficStatsView,
 } from '../../../transport/control/daemon-view.js';
-import type { TrafficStatsView } from '../../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from '../config/config.js';
 import { membershipLimits, packetBudget } from '../config/daemon-config.js';
 import { callTable } from './igmp-snooper.js';
-import { IgmpGuard } from './igmp-guard.js';
-import { IgmpIntake } from './igmp-intake.js';
-import { PortEntriesSync } from './port-entries-sync.js';
-import { PolicyInForce } from './policy-in-force.js';
-import { Querier, queryFrameSender } from './querier.js';
 import { groupsToSync, restoreSavedState, savedStateOf, seedPlaceholders } from '../state/saved-state.js';
-import { GroupSync } from './group-sync.js';
-import { LoopTimers, querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
+import { querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
 import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
-import { TrafficCounterBudget } from './traffic-counters.js';
-import { type TunnelMode, tunnelModeOf } from '../tunnel/tunnel-mode.js';
+import { memberEvent, portViewOf } from '../observe/port-views.js';
+import type { SavedState } from '../state/state-format.js';
+import { assembleLoop, type LoopParts } from './loop-parts.js';
+import { type PortChangeContext, takePortChanges } from './port-changes.js';
 import {
-  daemonStatusOf,
-  groupViewsOf,
-  memberEvent,
-  portActivityViewOf,
-  portViewOf,
-  querierViewOf,
-  sortedRoutes,
-  summaryOf,
-} from '../observe/view.js';
-import { PortActivity } from './port-activity.js';
-import {
-  otherQuerierPresentMs,
-  QuerierElection,
-  type QueryProtocol,
-} from '../../../domain/membership/querier-election.js';
-import type { SavedState } from '../state/state-store.js';
-import { NO_METRICS } from './ports.js';
-import type {
-  ControllerLogger,
-  ControllerMetrics,
-  ControllerOptions,
-  DaemonClock,
-  RouterEvents,
-  RouterPort,
-  SwitchPort,
-} from './ports.js';
+  loopGroups,
+  loopPort,
+  loopRoutes,
+  loopStats,
+  loopStatus,
+  loopSummary,
+  type LoopViewInput,
+} from './loop-views.js';
+import type { ControllerOptions, RouterEvents } from './ports.js';
 
-export type { ControllerLogger, ControllerMetrics, ControllerOptions } from './ports.js';
+export type { ControllerOptions } from './ports.js';
 
 export class MulticastController implements DaemonView {
   private config: DaemonConfig;
-  private readonly logger: ControllerLogger;
-  private readonly clock: DaemonClock;
-  private readonly vswitch: SwitchPort;
-  private readonly router: RouterPort | undefined;
-  private readonly table: MembershipTable;
-  private readonly sync: GroupSync;
-  private readonly timers: LoopTimers;
-  private readonly pods: PodPorts;
-  private readonly querier: Querier;
-  private readonly election: QuerierElection;
-  private readonly guard: IgmpGuard;
-  private readonly intake: IgmpIntake;
-  private readonly activity: PortActivity;
-  private readonly portEntries: PortEntriesSync;
-  private readonly policy: PolicyInForce;
-  private readonly traffic: TrafficCounterBudget;
-  private readonly tunnel: TunnelMode | undefined;
-  private readonly metrics: ControllerMetrics;
-  private readonly listeners = new Set<(event: DaemonEvent) => void>();
+  private readonly parts: LoopParts;
   private readonly startedAt: number;
-  private readonly counters: DaemonCounters = {
-    packetIns: 0,
-    igmpMessages: {},
-    ignoredNonPod: 0,
-    syncs: 0,
-    syncErrors: 0,
-    replays: 0,
-    queriesSent: 0,
-  };
   private stopping = false;
 
   /** What the kernel router asks and tells the loop. */
@@ -119,148 +64,25 @@ export class MulticastController implements DaemonView {
   constructor(private readonly options: ControllerOptions) {
     const { config, clock } = options;
     this.config = config;
-    this.logger = options.logger;
-    this.clock = clock;
-    this.vswitch = options.vswitch;
-    this.router = options.router;
+    this.startedAt = clock.wallMs();
+    this.parts = assembleLoop(options, {
+      config: () => this.config,
+      apply: (effects, port) => this.apply(effects, port),
+      memberChanged: (change) => this.onMemberChange(change),
+      fail: (kind, error) => this.fail(kind, error),
+      publish: (event) => this.publish(event),
+      isoNow: () => this.isoNow(),
+      savedState: () => this.savedState(),
+    });
+    const { table } = this.parts;
     this.routerEvents = routerEventsOf({
-      ...{ hasLocalMembers: (group) => this.table.portsOf(group).length > 0, logger: options.logger },
-      ...{
-        publish: (event) => this.publish(event),
-        isoNow: () => this.isoNow(),
-        fail: (kind, error) => this.fail(kind, error),
-      },
+      ...{ hasLocalMembers: (group) => table.portsOf(group).length > 0, logger: options.logger },
+      ...{ publish: (event) => this.publish(event), isoNow: () => this.isoNow() },
+      fail: (kind, error) => this.fail(kind, error),
       onFatal: (error) => options.onFatal?.(error),
     });
-    this.router?.bind(this.routerEvents);
-    this.metrics = options.metrics ?? NO_METRICS;
-    this.startedAt = clock.wallMs();
-    this.pods = new PodPorts(config.gateway);
-    this.pods.update(options.podDirectory.ports());
-    options.podDirectory.onChange((ports, resync) => this.onPortChanges(ports, resync));
-    const markDirty = (group: GroupAddress, lane?: string) => this.sync.markDirty(group, lane);
-    this.tunnel = tunnelModeOf({
-      ...options,
-      config,
-      markDirty,
-      ports: options.podDirectory.ports(),
-      listeners: this.listeners,
-    });
-    const onMemberChange = (change: MemberChange) => this.onMemberChange(change);
-    const timing = membershipTiming(config);
-    const { vswitch, router, logger, metrics, counters, pods } = this;
-    this.policy = new PolicyInForce(options.policy, clock);
-    const policy = () => this.policy.current;
-    const [publish, isoNow, listened] = [
-      (event: DaemonEvent) => this.publish(event),
-      () => this.isoNow(),
-      () => this.listeners.size > 0,
-    ];
-    this.activity = new PortActivity(() => clock.wallMs());
-    const activity = this.activity;
-    this.guard = new IgmpGuard({
-      logger,
-      pods,
-      now: () => clock.monotonicMs(),
-      budget: packetBudget(config),
-      policy,
-      activity,
-    });
-    this.election = new QuerierElection(config.querierElection, () => clock.monotonicMs());
-    this.intake = new IgmpIntake({
-      ...{
-        pods,
-        guard: this.guard,
-        policy,
-        counters,
-        metrics,
-        listened,
-        publish,
-        wallMs: () => clock.wallMs(),
-        isoNow,
-        activity,
-      },
-      onGeneralQuery: (query) => this.otherQuerier(query),
-    });
-    this.portEntries = new PortEntriesSync({
-      ...{ vswitch, pods, clock, logger },
-      meter: () =>
-        this.config.igmpMeter ? { rate: this.config.igmpRatePerPort, burst: this.config.igmpBurstPerPort } : undefined,
-      deniedSend: (pod) => this.policy.deniedSend(pod),
-      fail: (error) => this.fail('openflow', error),
-      retryMs: () => this.config.syncBackoffMinMs,
-    });
-    this.traffic = new TrafficCounterBudget({ settings: () => this.config, logger, now: () => clock.monotonicMs() });
-    const limits = { limits: membershipLimits(config), onRefusal: this.guard.refused.bind(this.guard) };
-    this.table = new MembershipTable({
-      clock: { now: () => clock.monotonicMs() },
-      timing,
-      fastLeave: config.fastLeave,
-      onMemberChange,
-      ...limits,
-    });
-    this.sync = new GroupSync({
-      ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
-      ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
-      membersOf: (group) => this.table.portsOf(group),
-      filtersOf: (group) => this.table.portFiltersOf(group),
-      gatewayOfport: () => this.pods.gateway?.ofport,
-      tunnelOf: (group) => this.tunnel?.tunnelOf(group),
-      counterPortsOf: (group, members) => this.traffic.counterPorts(group, members),
-    });
-    this.timers = new LoopTimers({
-      ...{ clock, router, table: this.table, releaseMemory: options.releaseMemory },
-      onExpired: (effects) => this.apply(effects),
-      routeIdleTimeoutMs: () => this.config.routeIdleTimeoutMs,
-      saves: options.stateStore !== undefined,
-      save: () =>
-        Promise.resolve()
-          .then(() => this.options.stateStore?.save(this.savedState()))
-          .catch((error: unknown) => this.fail('state', error)),
-      onSweepError: (error) => this.fail('mroute', error),
-    });
-    this.querier = new Querier({
-      ...querierTiming(config),
-      mldVersions: config.mldQueryVersions,
-      // The gateway's address and MAC, or 0.0.0.0 (a snooping switch's proxy querier).
-      source: () =>
-        (config.gateway === undefined ? undefined : options.host.interfaceIPv4(config.gateway)) ?? {
-          address: '0.0.0.0',
-        },
-      ports: () => this.pods.pods.map((pod) => pod.ofport),
-      send: queryFrameSender({ vswitch, counters, metrics }),
-      onError: (error) => this.fail('query', error),
-      timers: clock,
-      election: this.election,
-    });
-  }
-
-  /**
-   * A general query from a pod port: a querier with a lower address silences our general queries there
-   * (QuerierElection).
-   */
-  private otherQuerier(query: { ofport: number; protocol: QueryProtocol; source: string }): void {
-    if (this.election.mode !== 'auto') return;
-    const { ofport, protocol, source } = query;
-    const already = this.election.present().some((other) => other.port === ofport && other.protocol === protocol);
-    const presentMs = otherQuerierPresentMs(this.config);
-    if (
-      this.election.heard({
-        port: ofport,
-        protocol,
-        address: source,
-        ours: this.querier.sourceAddress(protocol),
-        presentMs,
-      }) &&
-      !already
-    ) {
-      this.options.logger.info('another querier present: no general queries on the port while it queries', {
-        port: portViewOf(this.pods, ofport),
-        protocol,
-        querier: source,
-        forMs: presentMs,
-      });
-    }
+    options.router?.bind(this.routerEvents);
+    options.podDirectory.onChange((ports, resync) => takePortChanges(this.portChangeContext(), ports, resync));
   }
 
   /** Reads the switch, resumes saved state, installs the pipeline, then listens and queries. */
@@ -268,26 +90,30 @@ export class MulticastController implements DaemonView {
     const { vswitch, podDirectory, stateStore } = this.options;
     const { target } = this.config;
     await vswitch.refresh();
-    const { table, pods, clock, logger } = this;
+    const { table, pods } = this.parts;
+    const { clock, logger } = this.options;
     const saved = await restoreSavedState({ store: stateStore, bridge: target.bridge, table, pods, clock, logger });
     seedPlaceholders({ learned: vswitch.learnedGroups, config: this.config, table, pods, clock, logger });
     // kept until refreshed or timed out
-    for (const { group, peers } of vswitch.learnedGroups) if (peers !== undefined) this.tunnel?.seed(group, peers);
-    table.removeMembers(this.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
+    for (const { group, peers } of vswitch.learnedGroups)
+      if (peers !== undefined) this.parts.tunnel?.seed(group, peers);
+    table.removeMembers(this.parts.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
     if (stateStore !== undefined) await stateStore.save(this.savedState());
-    await vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport);
+    await vswitch.installBase(this.parts.pods.gateway?.ofport, this.parts.tunnel?.ofport);
     // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
-    this.portEntries.start();
+    this.parts.portEntries.start();
     const learned = vswitch.learnedGroups.map((entry) => entry.group);
     for (const group of groupsToSync({ installed: vswitch.installedGroups, learned, table, saved }))
-      this.sync.markDirty(group);
+      this.parts.sync.markDirty(group);
 
-    for (const { group, ports } of this.table.snapshot()) this.tunnel?.localMembers(group, ports.length > 0);
+    for (const { group, ports } of this.parts.table.snapshot())
+      this.parts.tunnel?.localMembers(group, ports.length > 0);
     vswitch.onPacketIn((frame, ofport, tunnelSource) => this.onPacketIn(frame, ofport, tunnelSource));
     const lost = (what: string, endpoint: string) => (error: Error) =>
-      this.stopping || this.logger.warn(`${what} connection lost; reconnecting`, { endpoint, error: error.message });
+      this.stopping ||
+      this.options.logger.warn(`${what} connection lost; reconnecting`, { endpoint, error: error.message });
     vswitch.onDisconnected(lost('OpenFlow', target.openflow));
     vswitch.onReconnected(() => void this.replay());
     podDirectory.onDisconnected(lost('OVSDB', target.db));
@@ -300,14 +126,14 @@ export class MulticastController implements DaemonView {
         void retakeBridgeLock({ lock, bridge: target.bridge, fail: (e) => this.fail('ovsdb', e), onFatal }),
     );
     await vswitch.enablePacketIn();
-    this.querier.start();
-    this.tunnel?.start();
-    this.timers.armExpiry();
-    this.timers.scheduleSweep();
-    const { groupCount: groups, memberCount: members } = this.table;
-    this.logger.info('started', {
+    this.parts.querier.start();
+    this.parts.tunnel?.start();
+    this.parts.timers.armExpiry();
+    this.parts.timers.scheduleSweep();
+    const { groupCount: groups, memberCount: members } = this.parts.table;
+    this.options.logger.info('started', {
       bridge: target.bridge,
-      podPorts: this.pods.size,
+      podPorts: this.parts.pods.size,
       groups,
       members,
       fastLeave: this.config.fastLeave,
@@ -321,17 +147,17 @@ export class MulticastController implements DaemonView {
    * starts at once.
    */
   private onPacketIn(frame: Uint8Array, ofport: number | undefined, tunnelSource?: string): void {
-    if (this.tunnel?.takes(frame, ofport, tunnelSource) === true) return;
-    const taken = this.intake.take(frame, ofport);
+    if (this.parts.tunnel?.takes(frame, ofport, tunnelSource) === true) return;
+    const taken = this.parts.intake.take(frame, ofport);
     if (taken === undefined) return;
     // Every record of the packet first, then their effects at once (one report to the peers).
-    const effects = taken.calls.flatMap((call) => callTable(this.table, taken.ofport, call));
+    const effects = taken.calls.flatMap((call) => callTable(this.parts.table, taken.ofport, call));
     this.apply(effects, taken.ofport);
     if (taken.calls.length > 0) {
-      this.timers.scheduleSave();
+      this.parts.timers.scheduleSave();
       // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
       // empties the filter) ends sooner than any member's GMI: the timer must move up.
-      this.timers.armExpiry(effects.some((effect) => effect.kind === 'query'));
+      this.parts.timers.armExpiry(effects.some((effect) => effect.kind === 'query'));
     }
   }
 
@@ -340,12 +166,12 @@ export class MulticastController implements DaemonView {
     // The peers first: a cross-node join waits for their syncs, and on the one OpenFlow
     // connection the report to them would otherwise queue behind this node's own entries.
     for (const effect of effects)
-      if (effect.kind === 'members') this.tunnel?.localMembers(effect.group, effect.ports.length > 0);
-    this.tunnel?.announceChanges();
+      if (effect.kind === 'members') this.parts.tunnel?.localMembers(effect.group, effect.ports.length > 0);
+    this.parts.tunnel?.announceChanges();
     for (const effect of effects) {
-      if (effect.kind === 'members') this.sync.markDirty(effect.group, port);
+      if (effect.kind === 'members') this.parts.sync.markDirty(effect.group, port);
       else
-        this.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), {
+        this.parts.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), {
           sources: effect.sources,
         });
     }
@@ -357,56 +183,13 @@ export class MulticastController implements DaemonView {
    * §8.3.2, which the table holds as IGMPv2 compatibility), else MLDv2.
    */
   private groupQueryVersion(group: GroupAddress, port: number): 2 | 3 {
-    if (familyOf(group).protocol === 'mld') return this.table.compatibilityOf(group, port) === 3 ? 3 : 2;
+    if (familyOf(group).protocol === 'mld') return this.parts.table.compatibilityOf(group, port) === 3 ? 3 : 2;
     return this.config.queryVersions.includes(3) ? 3 : 2;
   }
 
-  private onPortChanges(ports: readonly DirectoryPort[], resync: boolean): void {
-    const { added, removed, gatewayChanged } = this.pods.update(ports);
-    const tunnelChanged = this.tunnel?.updatePorts(ports) === true;
-    for (const port of removed) {
-      this.logger.info('pod port removed: it leaves every group', {
-        port: port.name,
-        ofport: port.ofport,
-        pod: port.pod,
-      });
-      this.apply(this.table.removePort(port.ofport));
-      this.guard.forgetPort(port.ofport);
-      this.activity.forgetPort(port.ofport);
-      this.portEntries.forget(port.ofport);
-    }
-    if (removed.length > 0) this.timers.scheduleSave();
-    for (const port of added) {
-      this.logger.info('pod port added', { port: port.name, ofport: port.ofport, pod: port.pod });
-      this.activity.portAdded(port.ofport);
-      this.portEntries.markDirty(port.ofport);
-    }
-    // A new pod is asked at once what it wants, instead of at the next general query.
-    if (added.length > 0) void this.querier.generalQueries(added.map((port) => port.ofport));
-    if (gatewayChanged || tunnelChanged) {
-      this.logger.warn('the gateway or tunnel port changed', {
-        gateway: this.pods.gateway?.ofport,
-        tunnel: this.tunnel?.ofport,
-      });
-      void this.vswitch
-        .installBase(this.pods.gateway?.ofport, this.tunnel?.ofport)
-        .catch((error: unknown) => this.fail('openflow', error));
-      for (const group of this.groupsInUse()) this.sync.markDirty(group);
-    }
-    if (resync) {
-      this.counters.replays++;
-      this.publish({ type: 'replay', time: this.isoNow(), what: 'ovsdb', groups: this.table.groupCount });
-      this.logger.info('OVSDB reconnected; ports resynced', {
-        podPorts: this.pods.size,
-        added: added.length,
-        removed: removed.length,
-      });
-    }
-  }
-
   private onMemberChange(change: MemberChange): void {
-    const event = memberEvent(change, portViewOf(this.pods, change.port), this.isoNow());
-    this.logger.debug(event.type, {
+    const event = memberEvent(change, portViewOf(this.parts.pods, change.port), this.isoNow());
+    this.options.logger.debug(event.type, {
       group: event.group,
       port: event.port.name,
       host: event.host,
@@ -420,8 +203,8 @@ export class MulticastController implements DaemonView {
   /** The groups the switch must hold: those with local members, and those only peers want. */
   private groupsInUse(): Set<GroupAddress> {
     return new Set([
-      ...this.table.snapshot().map((entry) => entry.group),
-      ...(this.tunnel?.groupsWithRemoteMembers() ?? []),
+      ...this.parts.table.snapshot().map((entry) => entry.group),
+      ...(this.parts.tunnel?.groupsWithRemoteMembers() ?? []),
     ]);
   }
 
@@ -429,17 +212,17 @@ export class MulticastController implements DaemonView {
   private async replay(): Promise<void> {
     if (this.stopping) return;
     try {
-      await this.vswitch.refresh();
-      await this.vswitch.installBase(this.pods.gateway?.ofport, this.tunnel?.ofport);
+      await this.options.vswitch.refresh();
+      await this.options.vswitch.installBase(this.parts.pods.gateway?.ofport, this.parts.tunnel?.ofport);
     } catch (error) {
       this.fail('openflow', error);
       return; // the connection dropped again: the next reconnect replays
     }
     const groups = this.groupsInUse();
-    for (const group of groups) this.sync.markDirty(group);
-    this.portEntries.markAll();
-    this.counters.replays++;
-    this.logger.info('OpenFlow reconnected; replaying', { groups: groups.size });
+    for (const group of groups) this.parts.sync.markDirty(group);
+    this.parts.portEntries.markAll();
+    this.parts.counters.replays++;
+    this.options.logger.info('OpenFlow reconnected; replaying', { groups: groups.size });
     this.publish({ type: 'replay', time: this.isoNow(), what: 'openflow', groups: groups.size });
   }
 
@@ -448,9 +231,9 @@ export class MulticastController implements DaemonView {
   private savedState(): SavedState {
     return savedStateOf({
       bridge: this.config.target.bridge,
-      groups: this.table.snapshot(),
-      pods: this.pods,
-      clock: this.clock,
+      groups: this.parts.table.snapshot(),
+      pods: this.parts.pods,
+      clock: this.options.clock,
     });
   }
 
@@ -480,110 +263,72 @@ export class MulticastController implements DaemonView {
       (key) => config[key] !== this.config[key],
     );
     this.config = config;
-    if (meterChanged) this.portEntries.markAll();
+    if (meterChanged) this.parts.portEntries.markAll();
     if (countingChanged) {
       // Every pair is taken again under the new bound, and every group's counting flows follow.
-      this.traffic.reset();
-      for (const group of this.groupsInUse()) this.sync.markDirty(group);
+      this.parts.traffic.reset();
+      for (const group of this.groupsInUse()) this.parts.sync.markDirty(group);
     }
-    this.table.reconfigure({
+    this.parts.table.reconfigure({
       timing: membershipTiming(config),
       fastLeave: config.fastLeave,
       limits: membershipLimits(config),
     });
-    this.guard.reconfigure(packetBudget(config));
-    this.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
-    this.election.mode = config.querierElection;
-    this.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
-    if (config.tunnel !== undefined) this.tunnel?.setPeers(config.tunnel.peers);
-    if (this.router !== undefined) this.router.idleTimeoutMs = config.routeIdleTimeoutMs;
+    this.parts.guard.reconfigure(packetBudget(config));
+    this.parts.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
+    this.parts.election.mode = config.querierElection;
+    this.parts.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
+    if (config.tunnel !== undefined) this.parts.tunnel?.setPeers(config.tunnel.peers);
+    if (this.options.router !== undefined) this.options.router.idleTimeoutMs = config.routeIdleTimeoutMs;
     // A shorter Group Membership Interval can bring the next expiry forward.
-    this.timers.armExpiry(true);
+    this.parts.timers.armExpiry(true);
   }
 
   /** One line's worth of what the daemon holds, for the log (SIGUSR1). */
   summary(): Record<string, unknown> {
-    return summaryOf(this.status(), this.sync.syncErrors.size);
+    return loopSummary(this.viewInput());
   }
 
   status(): DaemonStatus {
-    const { config, startedAt, clock, vswitch, router, pods, table, counters } = this;
-    const { podDirectory, pid = process.pid } = this.options;
-    const [igmpRefused, igmpMeter, groupPolicy] = [
-      this.guard.view(),
-      this.portEntries.view(),
-      this.policy.view(this.portEntries.portsDenyingSend),
-    ];
-    const pendingSyncs = this.sync.size + this.portEntries.pending;
-    const parts = { config, startedAt, clock, vswitch, podDirectory, router, pods, table, counters, pid };
-    const querier = querierViewOf(this.election, this.pods, clock.monotonicMs());
-    return daemonStatusOf({
-      ...parts,
-      igmpRefused,
-      igmpMeter,
-      groupPolicy,
-      querier,
-      pendingSyncs,
-      ...(this.tunnel && { tunnel: this.tunnel.status() }),
-    });
+    return loopStatus(this.viewInput());
   }
 
   groups(): GroupView[] {
-    const [{ groupMembershipIntervalMs }, { dirty, syncErrors }, table] = [this.table.timings, this.sync, this.table];
-    const inputs = {
-      groupMembershipIntervalMs,
-      dirty,
-      syncErrors,
-      clock: this.clock,
-      ssmRange: this.config.ssmRange,
-      pods: this.pods,
-    };
-    const local = groupViewsOf({
-      ...inputs,
-      groups: table.snapshot(),
-      portFiltersOf: (group) => table.portFiltersOf(group),
-    });
-    return this.tunnel?.groupViews(local, this.sync) ?? local;
+    return loopGroups(this.viewInput());
   }
 
-  /** The kernel entries this daemon added, with their counters (read from /proc). */
-  async routes(): Promise<RouteView[]> {
-    return sortedRoutes((await this.router?.routeViews()) ?? []);
+  routes(): Promise<RouteView[]> {
+    return loopRoutes(this.viewInput());
   }
 
   port(query: PortQuery): PortActivityView | undefined {
-    const port =
-      query.pod === undefined
-        ? this.pods.byName(query.name ?? '')
-        : this.pods.pods.find((pod) => pod.pod === query.pod);
-    if (port === undefined) return undefined;
-    const { ofport } = port;
-    const group = query.group === undefined ? undefined : parseGroupAddress(query.group);
-    return portActivityViewOf({
-      port: portViewOf(this.pods, ofport),
-      addresses: this.pods.addressesOf(ofport),
-      activity: this.activity.snapshot(ofport, group),
-      queryIntervalMs: this.config.queryIntervalMs,
-      refusals: this.guard.view().byPort.find((entry) => entry.port.ofport === ofport)?.counts ?? {},
-      meterDropped: this.portEntries.view().byPort.find((entry) => entry.port.ofport === ofport)?.dropped ?? 0,
-      ...(group === undefined ? {} : { group, policy: this.policy.current }),
-    });
+    return loopPort(this.viewInput(), query);
   }
 
-  /** What each counted pod sent to and received from each of its groups, read from the switch now. */
-  async stats(): Promise<TrafficStatsView> {
-    const traffic = (await this.vswitch.trafficCounters?.()) ?? [];
-    return this.traffic.view(traffic, (ofport) => portViewOf(this.pods, ofport));
+  stats(): Promise<TrafficStatsView> {
+    return loopStats(this.viewInput());
+  }
+
+  private portChangeContext(): PortChangeContext {
+    return {
+      ...{ parts: this.parts, options: this.options, groupsInUse: () => this.groupsInUse() },
+      ...{ apply: (effects) => this.apply(effects), fail: (kind, error) => this.fail(kind, error) },
+      ...{ publish: (event) => this.publish(event), isoNow: () => this.isoNow() },
+    };
+  }
+
+  private viewInput(): LoopViewInput {
+    return { ...this.parts, config: this.config, startedAt: this.startedAt, options: this.options };
   }
 
   subscribe(listener: (event: DaemonEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.parts.listeners.add(listener);
+    return () => this.parts.listeners.delete(listener);
   }
 
   /** Waits until no sync is queued or running (tests and benchmarks). */
   async whenIdle(): Promise<void> {
-    await Promise.all([this.sync.whenIdle(), this.portEntries.whenIdle()]);
+    await Promise.all([this.parts.sync.whenIdle(), this.parts.portEntries.whenIdle()]);
   }
 
   /**
@@ -591,10 +336,10 @@ export class MulticastController implements DaemonView {
    * decides as the last.
    */
   setPolicy(policy: GroupPolicy, file: string | undefined): boolean {
-    if (!this.policy.replace(policy, file)) return false; // the same decisions: nothing to redo
-    this.apply(this.table.removeMembers(this.policy.deniesMember(this.pods), 'denied'));
-    this.portEntries.markAll();
-    this.timers.scheduleSave();
+    if (!this.parts.policy.replace(policy, file)) return false; // the same decisions: nothing to redo
+    this.apply(this.parts.table.removeMembers(this.parts.policy.deniesMember(this.parts.pods), 'denied'));
+    this.parts.portEntries.markAll();
+    this.parts.timers.scheduleSave();
     return true;
   }
 
@@ -609,15 +354,15 @@ export class MulticastController implements DaemonView {
   async stop(options: { save?: boolean } = {}): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.querier.stop();
-    this.tunnel?.stop();
-    this.timers.stop();
-    this.sync.stop();
-    this.portEntries.stop();
+    this.parts.querier.stop();
+    this.parts.tunnel?.stop();
+    this.parts.timers.stop();
+    this.parts.sync.stop();
+    this.parts.portEntries.stop();
     let cancelWait: (() => void) | undefined;
     await Promise.race([
-      this.sync.whenIdle(),
-      new Promise<void>((resolve) => (cancelWait = this.clock.after(STOP_SYNC_WAIT_MS, resolve))),
+      this.parts.sync.whenIdle(),
+      new Promise<void>((resolve) => (cancelWait = this.options.clock.after(STOP_SYNC_WAIT_MS, resolve))),
     ]);
     cancelWait?.();
     const store = options.save === false ? undefined : this.options.stateStore;
@@ -628,26 +373,26 @@ export class MulticastController implements DaemonView {
         return finalSaveFailure(error);
       },
     );
-    this.router?.close();
+    this.options.router?.close();
     await this.options.bridgeLock?.release();
-    await Promise.allSettled([this.options.podDirectory.close(), this.vswitch.close()]);
-    this.listeners.clear();
+    await Promise.allSettled([this.options.podDirectory.close(), this.options.vswitch.close()]);
+    this.parts.listeners.clear();
     if (saveFailure !== undefined) throw saveFailure;
   }
 
   private publish(event: DaemonEvent): void {
-    for (const listener of this.listeners) listener(event);
+    for (const listener of this.parts.listeners) listener(event);
   }
 
   private fail(kind: string, error: unknown): void {
-    this.metrics.error(kind);
-    this.logger.error(`${kind} failure`, {
+    this.parts.metrics.error(kind);
+    this.options.logger.error(`${kind} failure`, {
       error: messageOf(error),
       ...(error instanceof McastError ? { code: error.code } : {}),
     });
   }
 
   private isoNow(): string {
-    return new Date(this.clock.wallMs()).toISOString();
+    return new Date(this.options.clock.wallMs()).toISOString();
   }
 }

@@ -14,7 +14,7 @@ import { parseIPv6 } from '../../../wire/ipv6-address.js';
 import type { IgmpRefusals } from '../../../transport/control/daemon-view.js';
 import type { ControllerLogger } from './ports.js';
 import type { PortActivity } from './port-activity.js';
-import { portViewOf } from '../observe/view.js';
+import { portViewOf } from '../observe/port-views.js';
 
 /**
  * Why IGMP or MLD was refused: a membership limit, a join of any source to a group of the

@@ -15,7 +15,7 @@ import type { IgmpGuard } from './igmp-guard.js';
 import { snoopFrame } from './igmp-snooper.js';
 import type { ControllerMetrics } from './ports.js';
 import type { PortActivity } from './port-activity.js';
-import { portViewOf } from '../observe/view.js';
+import { portViewOf } from '../observe/port-views.js';
 
 export interface IgmpIntakeOptions {
   pods: PodPorts;

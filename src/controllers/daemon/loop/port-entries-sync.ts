@@ -11,7 +11,7 @@ import type { PortMeter } from '../../../domain/pipeline/multicast-pipeline.js';
 import type { GroupRange } from '../../../domain/pipeline/port-entries.js';
 import type { IgmpMeterView } from '../../../transport/control/daemon-view.js';
 import type { ControllerLogger, DaemonClock, SwitchPort } from './ports.js';
-import { portViewOf } from '../observe/view.js';
+import { portViewOf } from '../observe/port-views.js';
 
 /** How often the meters' counters are read. */
 const METER_POLL_MS = 5_000;

@@ -14,7 +14,7 @@ import type { SourcePorts } from '../../../domain/pipeline/source-split.js';
 import type { SourceFilter } from '../../../domain/membership/source-filter.js';
 import type { PortGroupTraffic } from '../../../adapters/ovs/traffic-counters.js';
 import type { RouteView } from '../../../transport/control/daemon-view.js';
-import type { SavedState } from '../state/state-store.js';
+import type { SavedState } from '../state/state-format.js';
 import type { GroupPolicy } from '../../../domain/policy/group-policy.js';
 import type { PodDirectory } from '../../../domain/pods/pod-directory.js';
 

@@ -13,7 +13,7 @@ import {
   type RestoredMember,
 } from '../../../domain/membership/membership-table.js';
 import type { PodPorts } from '../../../domain/pods/pod-ports.js';
-import { type SavedMember, type SavedState, STATE_FORMAT } from './state-store.js';
+import { type SavedMember, type SavedState, STATE_FORMAT } from './state-format.js';
 import { VERSION } from '../../../version.js';
 import type { DaemonConfig } from '../config/config.js';
 import type { ControllerLogger, ControllerStateStore, DaemonClock } from '../loop/ports.js';

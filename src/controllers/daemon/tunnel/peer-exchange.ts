@@ -18,17 +18,13 @@
  *   `groupsChanged`, which the loop turns into a sync.
  *
  * Nothing here throws on what the network sends: every frame dropped is counted by reason,
- * and by peer when a configured peer sent it (./peer-counters.ts).
+ * and by peer when a configured peer sent it (./peer-counters.ts). The frames sent, and
+ * the sending, are ./peer-sender.ts's: this is when and to whom.
  */
-import { messageOf } from '../../../errors.js';
-import { PeerAnnouncer, type PeerReport } from '../../../domain/peers/announcer.js';
+import { PeerAnnouncer } from '../../../domain/peers/announcer.js';
 import { RemoteMembers, type RemoteMembersEffect } from '../../../domain/peers/remote-members.js';
-import { encodeReportFrame } from '../../../domain/peers/report-packet.js';
 import type { MembershipRecord } from '../../../domain/membership/membership-table.js';
-import { FALLBACK_SOURCE_MAC } from '../../../packet/ethernet.js';
-import { encodeFloatCode } from '../../../packet/igmp/float-code.js';
-import type { PeerDropReason, PeerMessageNotice, PeerReportRecord } from '../../../transport/control/daemon-view.js';
-import { encodeFrame } from '../../../packet/query-frame.js';
+import type { PeerDropReason } from '../../../transport/control/daemon-view.js';
 import { WarningLimiter } from '../../../runtime/warning-limiter.js';
 import type { GroupAddress, HostAddress } from '../../../wire/ip-address.js';
 import { parseHostAddress } from '../../../wire/ip-address.js';
@@ -39,23 +35,17 @@ import {
   type PeerExchangeCounters,
   type RemoteMembersWithDrops,
 } from './peer-counters.js';
-import type { ControllerLogger, DaemonClock } from '../loop/ports.js';
+import { PeerSender, type PeerSendPort, recordsOf } from './peer-sender.js';
+import type { DaemonClock } from '../loop/ports.js';
 
-/** What the exchange needs of the loop: the switch's tunnel, the sync, time and the log. */
-export interface PeerExchangePort {
-  /** Sends `frame` into the tunnel once per peer (a PACKET_OUT with set_field:PEER->tun_dst,output:TUN). */
-  sendToPeers(frame: Uint8Array, peers: readonly HostAddress[]): Promise<{ sent: number; refused: Error[] }>;
+/**
+ * What the exchange needs of the loop: the switch's tunnel, the log and who follows the messages (as the sending
+ * needs them), the sync and time.
+ */
+export interface PeerExchangePort extends PeerSendPort {
   /** The remote members of `groups` changed: sync them; `peer`, when one peer's message changed them (its lane). */
   groupsChanged(groups: readonly GroupAddress[], peer: HostAddress | undefined): void;
   clock: Pick<DaemonClock, 'after' | 'monotonicMs'>;
-  logger: ControllerLogger;
-  /** Told of every message from a peer (in) and every one sent to peers (out, once per peer), for the metrics. */
-  onMessage?: (peer: HostAddress, direction: 'in' | 'out', type: 'report' | 'query') => void;
-  /**
-   * Whoever follows the messages (`snoop --daemon`): a notice is built only while `listened()`, once per message (not
-   * per peer).
-   */
-  watchers?: { listened(): boolean; publish(notice: PeerMessageNotice): void };
 }
 
 export interface PeerExchangeOptions {
@@ -81,10 +71,6 @@ export interface PeerExchangeOptions {
   random?: () => number;
 }
 
-/** Where general queries go (RFC 3376 §4.1.12). */
-const ALL_SYSTEMS = '224.0.0.1';
-/** How long a peer may take to answer our query: it answers at once, so 1 s is ample. */
-const QUERY_MAX_RESPONSE_TENTHS = 10;
 const DEFAULT_RETRANSMIT_INTERVAL_MS = 1_000;
 const DEFAULT_QUERY_ANSWER_INTERVAL_MS = 1_000;
 /** The refresh period is drawn from interval × [1 − JITTER, 1 + JITTER]. */
@@ -102,6 +88,7 @@ export class PeerExchange {
   private readonly remote: RemoteMembers;
   private readonly announcer: PeerAnnouncer;
   private readonly warnings: WarningLimiter;
+  private readonly sender: PeerSender;
   private peers: HostAddress[];
   /** peer → cancel of its next refresh. */
   private readonly refreshTimers = new Map<HostAddress, () => void>();
@@ -110,7 +97,6 @@ export class PeerExchange {
   private cancelFlush: (() => void) | undefined;
   private retransmit: { at: number; cancel: () => void } | undefined;
   private expiry: { at: number; cancel: () => void } | undefined;
-  private identification = Math.floor(Math.random() * 0x10000);
   private frames = 0;
   private started = false;
   private stopped = false;
@@ -120,6 +106,14 @@ export class PeerExchange {
     const { port } = options;
     this.peers = [...options.peers];
     this.warnings = new WarningLimiter({ now: () => port.clock.monotonicMs(), intervalMs: DROP_LOG_INTERVAL_MS });
+    this.sender = new PeerSender({
+      port,
+      nodeAddress: options.nodeAddress,
+      sourceMac: options.sourceMac,
+      refreshIntervalMs: options.refreshIntervalMs,
+      counters: this.counters,
+      warnings: this.warnings,
+    });
     this.remote = new RemoteMembers({
       peers: this.peers,
       timeoutMs: options.peerTimeoutMs,
@@ -295,7 +289,7 @@ export class PeerExchange {
   private greet(peers: readonly HostAddress[]): void {
     if (peers.length === 0) return;
     this.sendFullState(peers);
-    this.send({ kind: 'query' }, peers);
+    this.sender.send({ kind: 'query' }, peers);
     for (const peer of peers) this.armRefresh(peer);
   }
 
@@ -322,7 +316,8 @@ export class PeerExchange {
   private flush(): void {
     if (this.stopped) return;
     const { clock } = this.options.port;
-    for (const report of this.announcer.flush(clock.monotonicMs())) this.send({ kind: 'report', report }, this.peers);
+    for (const report of this.announcer.flush(clock.monotonicMs()))
+      this.sender.send({ kind: 'report', report }, this.peers);
     const next = this.announcer.nextDeadline();
     if (next === undefined || (this.retransmit !== undefined && this.retransmit.at <= next)) return;
     this.retransmit?.cancel();
@@ -359,75 +354,7 @@ export class PeerExchange {
   }
 
   private sendFullState(peers: readonly HostAddress[]): void {
-    for (const report of this.announcer.fullState()) this.send({ kind: 'report', report }, peers);
-  }
-
-  private reportFrame(report: PeerReport): Uint8Array {
-    return encodeReportFrame(
-      { report, source: this.options.nodeAddress, identification: this.nextIdentification() },
-      this.sourceMac(),
-    );
-  }
-
-  private generalQueryFrame(): Uint8Array {
-    const message = {
-      kind: 'query' as const,
-      version: 3 as const,
-      group: '0.0.0.0',
-      maxRespCode: encodeFloatCode(QUERY_MAX_RESPONSE_TENTHS),
-      sFlag: false,
-      qrv: 2,
-      qqic: encodeFloatCode(Math.round(this.options.refreshIntervalMs / 1000)),
-      sources: [],
-    };
-    return encodeFrame(
-      { message, src: this.options.nodeAddress, dst: ALL_SYSTEMS, identification: this.nextIdentification() },
-      this.sourceMac(),
-    );
-  }
-
-  private sourceMac(): string {
-    return this.options.sourceMac() ?? FALLBACK_SOURCE_MAC;
-  }
-
-  private nextIdentification(): number {
-    this.identification = (this.identification + 1) & 0xffff;
-    return this.identification;
-  }
-
-  /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
-  private send(
-    message: { kind: 'query' } | { kind: 'report'; report: PeerReport },
-    peers: readonly HostAddress[],
-  ): void {
-    const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
-    if (peers.length === 0) return;
-    const { port } = this.options;
-    // Built now (the peers may change before the switch answers), published once all of them got it.
-    const notice: PeerMessageNotice | undefined = !this.listened()
-      ? undefined
-      : message.kind === 'report'
-        ? { type: 'peer-report', direction: 'out', peers: [...peers], records: recordsOf(message.report) }
-        : { type: 'peer-query', direction: 'out', peers: [...peers] };
-    const counted = message.kind === 'report' ? 'reports' : 'queries';
-    const failed = (count: number, error: string): void => {
-      this.counters.sendErrors += count;
-      this.warnings.warn(port.logger, 'send', 'sending to peers failed', {
-        kind: message.kind,
-        peers: peers.length,
-        error,
-      });
-    };
-    port.sendToPeers(frame, peers).then(
-      ({ sent, refused }) => {
-        this.counters.sent[counted] += sent;
-        // Which peers the switch refused it for is not told: all are counted when all went.
-        if (refused.length === 0) for (const peer of peers) port.onMessage?.(peer, 'out', message.kind);
-        if (refused.length === 0 && sent > 0 && notice !== undefined) port.watchers?.publish(notice);
-        if (refused.length > 0) failed(refused.length, messageOf(refused[0]));
-      },
-      (error: unknown) => failed(peers.length, messageOf(error)),
-    );
+    for (const report of this.announcer.fullState()) this.sender.send({ kind: 'report', report }, peers);
   }
 
   /** `peer`: the configured peer that sent the frame, undefined when none did. */
@@ -438,9 +365,4 @@ export class PeerExchange {
     if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);
     else this.warnings.warn(this.options.port.logger, key, `dropped a frame from the tunnel: ${reason}`, fields);
   }
-}
-
-/** A report's records as the event stream shows them: the sources are left out (a peer's records name none). */
-function recordsOf(report: PeerReport): PeerReportRecord[] {
-  return report.records.map((record) => ({ type: record.type, group: record.group }));
 }

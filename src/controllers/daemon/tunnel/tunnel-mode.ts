@@ -16,7 +16,7 @@ import type { DaemonConfig, TunnelConfig } from '../config/daemon-config.js';
 import type { GroupSync } from '../loop/group-sync.js';
 import { PeerExchange } from './peer-exchange.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, HostFacts, SwitchPort } from '../loop/ports.js';
-import { tunnelViewOf, withRemoteMembers } from '../observe/view.js';
+import { tunnelViewOf, withRemoteMembers } from '../observe/tunnel-views.js';
 
 /** The MTU of the underlay path when the daemon cannot tell: Ethernet's. */
 const DEFAULT_PATH_MTU = 1_500;

@@ -1,0 +1,81 @@
+/**
+ * The membership table's members written out and put back: the snapshot that the daemon
+ * saves and shows, and the members a restart gives back, made members again with their
+ * report times, timers and host compatibility as they were. Kept apart from the table's
+ * protocol rules, which never read a snapshot.
+ */
+import type { IgmpVersion } from '../../packet/igmp/message.js';
+import { addressOrderKey, compareAddresses, compareOrderKeys, type GroupAddress } from '../../wire/ip-address.js';
+import type { HostCompatibility } from './host-compatibility.js';
+import { type GroupSnapshot, type RestoredMember, restoredState, timersOf } from './member-records.js';
+import type { MemberStore } from './member-store.js';
+import * as routerFilter from './router-filter.js';
+
+/**
+ * Every group of `members`, sorted by address; members by port, then host, each with the
+ * version `modeOf` says its port is treated as speaking for the group.
+ */
+export function snapshotOf(
+  members: MemberStore,
+  modeOf: (group: GroupAddress, port: number) => IgmpVersion,
+): GroupSnapshot[] {
+  const groups = members.groupsWithMembers();
+  // Sorted by a key parsed once per group (a save and every `groups` take a snapshot of thousands).
+  const order = new Map<GroupAddress, string>();
+  for (const [group] of groups) order.set(group, addressOrderKey(group));
+  return groups
+    .map(([group, groupMembers]) => ({
+      group,
+      ports: members.portsOf(group),
+      members: [...groupMembers.values()]
+        .sort((a, b) => a.port - b.port || compareAddresses(a.host, b.host))
+        .map((member) => ({
+          port: member.port,
+          host: member.host,
+          compatibility: modeOf(group, member.port),
+          filter: { mode: member.filter.mode, sources: [...member.filter.sources].sort(compareAddresses) },
+          lastReportAt: member.lastReportAt,
+          ...(member.leavingUntil === undefined ? {} : { leavingUntil: member.leavingUntil }),
+          ...timersOf(member.state),
+        })),
+    }))
+    .sort((a, b) => compareOrderKeys(order.get(a.group)!, order.get(b.group)!));
+}
+
+/** Where restored members go, and the clock and interval they are restored by. */
+interface RestoreTarget {
+  members: MemberStore;
+  compatibility: HostCompatibility;
+  groupMembershipIntervalMs: number;
+  now: number;
+}
+
+/**
+ * Puts `saved` back into `target`, but for members whose timers all ended. Returns the groups
+ * whose member ports or their merged filters changed, in the order they were first restored to.
+ */
+export function restoreMembers(saved: readonly RestoredMember[], target: RestoreTarget): GroupAddress[] {
+  const { members, compatibility, groupMembershipIntervalMs, now } = target;
+  const touched = new Map<GroupAddress, string>();
+  for (const member of saved) {
+    const state = routerFilter.expireRouterFilter(restoredState(member, groupMembershipIntervalMs), now);
+    if (state === undefined) continue;
+    if (!touched.has(member.group)) touched.set(member.group, members.shapeOf(member.group));
+    const { port, host, lastReportAt } = member;
+    const filter = routerFilter.forwardedFilterOf(state);
+    members.put(member.group, {
+      port,
+      host,
+      state,
+      filter,
+      due: routerFilter.nextTimerOf(state),
+      lastReportAt,
+      leavingUntil: undefined,
+    });
+    if (member.compatibility !== 3) {
+      const until = member.lastReportAt + groupMembershipIntervalMs;
+      compatibility.restored({ group: member.group, port: member.port, version: member.compatibility, until });
+    }
+  }
+  return [...touched].filter(([group, before]) => members.shapeOf(group) !== before).map(([group]) => group);
+}
