@@ -23,20 +23,36 @@ export interface GroupSyncOptions {
   workers: number;
   minBackoffMs: number;
   maxBackoffMs: number;
-  /** The member ports of `group` now. */
-  membersOf: (group: GroupAddress) => readonly number[];
-  /** The merged source filter of each member port of `group` now. */
-  filtersOf: (group: GroupAddress) => readonly PortFilter[];
-  /** The gateway's port now (every group with members also goes there). */
-  gatewayOfport: () => number | undefined;
-  /**
-   * Tunnel mode: the tunnel port and the peers that want `group` now; undefined: no tunnel (or not on the bridge yet).
-   */
-  tunnelOf?: (group: GroupAddress) => { ofport: number; peers: readonly HostAddress[] } | undefined;
+  /** The membership table, read at each sync. */
+  members: GroupMembersReader;
+  /** The pod ports: the gateway's now (every group with members also goes there). */
+  pods: { readonly gateway: { ofport: number } | undefined };
+  /** Tunnel mode (absent: none). */
+  tunnel?: GroupTunnelReader;
+  /** The pairs of pod and group that get sender counting flows (absent: none). */
+  traffic?: GroupCountingReader;
   publish: (event: DaemonEvent) => void;
   isoNow: () => string;
-  /** Of the member ports of `group` now, those whose traffic to it gets sender counting flows (absent: none). */
-  counterPortsOf?: (group: GroupAddress, members: readonly number[]) => readonly number[];
+}
+
+/** What a sync reads of the membership table. */
+interface GroupMembersReader {
+  /** The member ports of `group` now. */
+  portsOf(group: GroupAddress): readonly number[];
+  /** The merged source filter of each member port of `group` now. */
+  portFiltersOf(group: GroupAddress): readonly PortFilter[];
+}
+
+/** What a sync reads of tunnel mode. */
+interface GroupTunnelReader {
+  /** The tunnel port and the peers that want `group` now; undefined: no tunnel port on the bridge yet. */
+  tunnelOf(group: GroupAddress): { ofport: number; peers: readonly HostAddress[] } | undefined;
+}
+
+/** What a sync reads of the traffic counters' budget. */
+interface GroupCountingReader {
+  /** Of the member ports of `group` now, those whose traffic to it gets sender counting flows. */
+  counterPorts(group: GroupAddress, members: readonly number[]): readonly number[];
 }
 
 export class GroupSync {
@@ -102,15 +118,15 @@ export class GroupSync {
     const { clock, counters, metrics, publish, isoNow } = this.options;
     const since = this.dirtySince.get(group) ?? clock.monotonicMs();
     this.dirtySince.delete(group);
-    const members = this.options.membersOf(group);
-    const filters = this.options.filtersOf(group);
+    const members = this.options.members.portsOf(group);
+    const filters = this.options.members.portFiltersOf(group);
     const split = splitBySource(filters);
-    const tunnel = this.options.tunnelOf?.(group);
+    const tunnel = this.options.tunnel?.tunnelOf(group);
     // A group that only peers want still goes to the gateway too: what leaves the node is
     // its own to route, as for a group with local members. Every source does: outside
     // receivers are the gateway's to filter.
     const wanted = members.length > 0 || (tunnel?.peers.length ?? 0) > 0;
-    const gateway = this.options.gatewayOfport();
+    const gateway = this.options.pods.gateway?.ofport;
     const withGateway = (ports: readonly number[]) =>
       wanted && gateway !== undefined ? [...ports, gateway] : [...ports];
     // Nobody filters: every member takes every source through the (*,G) entry alone.
@@ -120,7 +136,7 @@ export class GroupSync {
       ports: withGateway(receivers),
     }));
     const sourcesEvent = sources.length === 0 ? {} : { sources };
-    const counterPorts = this.options.counterPortsOf?.(group, members) ?? [];
+    const counterPorts = this.options.traffic?.counterPorts(group, members) ?? [];
     const counted = counterPorts.length === 0 ? {} : { counterPorts };
     try {
       await this.options.vswitch.syncForwarding(

@@ -112,11 +112,8 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   sync = new GroupSync({
     ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
     ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
-    membersOf: (group) => table.portsOf(group),
-    filtersOf: (group) => table.portFiltersOf(group),
-    gatewayOfport: () => pods.gateway?.ofport,
-    tunnelOf: (group) => tunnel?.tunnelOf(group),
-    counterPortsOf: (group, members) => traffic.counterPorts(group, members),
+    ...{ members: table, pods, traffic },
+    ...(tunnel === undefined ? {} : { tunnel }),
   });
   const { stateStore } = options;
   const timers = new LoopTimers({
