@@ -93,8 +93,8 @@ export function inPortOf(message: Pick<PacketIn, 'match'>): number | undefined {
 
 /**
  * The outer IPv4 source of a packet that came in on a tunnel port (its TUN_IPV4_SRC match
- * field), or undefined for one that did not. It is what the underlay delivered, so a NAT
- * on the way shows here and not in the inner packet.
+ * field), or undefined for one that did not. It is what the underlay delivered: the one
+ * word on who sent it that a sender cannot write inside the packet it tunnels.
  */
 export function tunnelSourceOf(message: Pick<PacketIn, 'match'>): string | undefined {
   for (const field of message.match) if (field.field === 'TUN_IPV4_SRC') return field.value;
