@@ -21,6 +21,7 @@ import { cliMissing } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
 import type { OvsPod, Receiver } from '../lab/ovs.js';
+import { traceOn } from '../lab/trace-checks.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
 import { sendForgedReport } from '../lab/tunnel-forgery.js';
 import {
@@ -179,6 +180,16 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
     }
     const status = await control<DaemonStatus>(daemons[0]!, ['status']);
     assert.equal(status.tunnel?.peers.find((peer) => peer.address === A2)?.members, 2);
+  });
+
+  it("trace on node 2: its member receives each family's group from the tunnel (exit 0, every stage passed)", async () => {
+    const [member2] = n2.pods as [OvsPod];
+    const trace = traceOn(n2.node, daemons[1]!);
+    for (const family of FAMILIES) {
+      const result = await trace(family.group, member2, ['--via', 'tunnel']);
+      assert.equal(result.code, 0, `${family.name}: ${result.context}`);
+      assert.equal(result.report.verdict, 'delivered', `${family.name}: ${result.context}`);
+    }
   });
 
   it("reports forged into node 1's tunnel by a host on the underlay, naming node 2 inside, change nothing and are counted", async () => {

@@ -171,6 +171,8 @@ describe('traceFlowText', () => {
     assert.ok(fields.includes('dl_dst=33:33:80:00:12:34'), text);
     assert.ok(fields.some((field) => /^udp_dst=\d+$/.test(field)));
     assert.ok(!fields.some((field) => field.startsWith('nw_src=') || field.startsWith('nw_dst=')));
+    // The hop limit is nw_ttl to OVS as the TTL is: ofproto/trace refuses any other name for it.
+    assert.ok(fields.includes('nw_ttl=64'), text);
   });
 });
 

@@ -27,12 +27,12 @@ export interface TracedPacket {
   sourceMac?: string;
 }
 
-/** The flow text of `packet`: what a sender's kernel would put on the wire (TTL or hop limit 64, a UDP port pair). */
+/** The flow text of `packet`: what a sender's kernel would put on the wire (TTL or hop limit 64, both `nw_ttl` to OVS; a UDP port pair). */
 export function traceFlowText(packet: TracedPacket): string {
   const mac = packet.sourceMac ?? FALLBACK_SOURCE_MAC;
   if (familyOf(packet.group).name === 'ipv6') {
     const dst = multicastMacForIPv6Group(packet.group);
-    return `udp6,in_port=${packet.inPort},dl_src=${mac},dl_dst=${dst},ipv6_src=${packet.source},ipv6_dst=${packet.group},nw_hlimit=64,udp_src=40000,udp_dst=5000`;
+    return `udp6,in_port=${packet.inPort},dl_src=${mac},dl_dst=${dst},ipv6_src=${packet.source},ipv6_dst=${packet.group},nw_ttl=64,udp_src=40000,udp_dst=5000`;
   }
   const dst = multicastMacForGroup(packet.group);
   return `udp,in_port=${packet.inPort},dl_src=${mac},dl_dst=${dst},nw_src=${packet.source},nw_dst=${packet.group},nw_ttl=64,udp_src=40000,udp_dst=5000`;

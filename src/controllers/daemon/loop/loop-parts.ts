@@ -69,7 +69,13 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   const { config, clock, logger, vswitch, router } = options;
   const metrics = options.metrics ?? NO_METRICS;
   const counters: DaemonCounters = {
-    ...{ packetIns: 0, igmpMessages: {}, ignoredNonPod: 0, syncs: 0, syncErrors: 0, replays: 0, queriesSent: 0 },
+    packetIns: 0,
+    igmpMessages: {},
+    ignoredNonPod: 0,
+    syncs: 0,
+    syncErrors: 0,
+    replays: 0,
+    queriesSent: 0,
   };
   const listeners = new Set<(event: DaemonEvent) => void>();
   const { publish, isoNow } = hooks;
