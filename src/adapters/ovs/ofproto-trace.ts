@@ -27,7 +27,10 @@ export interface TracedPacket {
   sourceMac?: string;
 }
 
-/** The flow text of `packet`: what a sender's kernel would put on the wire (TTL or hop limit 64, both `nw_ttl` to OVS; a UDP port pair). */
+/**
+ * The flow text of `packet`: what a sender's kernel would put on the wire (TTL or hop limit 64, both `nw_ttl` to OVS;
+ * a UDP port pair).
+ */
 export function traceFlowText(packet: TracedPacket): string {
   const mac = packet.sourceMac ?? FALLBACK_SOURCE_MAC;
   if (familyOf(packet.group).name === 'ipv6') {
