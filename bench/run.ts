@@ -134,7 +134,7 @@ await bench('install', async () => {
 
 await bench('daemon', async () => {
   console.log(
-    "\nmcastctl daemon on a lab node: IGMP and MLD join and leave latency (beside OVS's own snooping), convergence of 100 pods × 50 groups, memory, idle CPU (about 3 min)",
+    "\nmcastctl daemon on a lab node: IGMP and MLD join and leave latency at 0, 1,000 and 5,000 installed groups beside OVS's own snooping, convergence of 100 pods × 50 groups, memory, idle CPU (about 8 min)",
   );
   console.log(daemonReport(await benchDaemon(daemonOptionsFromEnv())).join('\n'));
 });

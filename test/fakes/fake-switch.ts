@@ -5,7 +5,7 @@
  */
 import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
-import type { SwitchPort, WantedForwarding } from '../../src/controllers/daemon/loop/ports.js';
+import type { SwitchPort, SyncSendOptions, WantedForwarding } from '../../src/controllers/daemon/loop/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
 import type { SourcePorts } from '../../src/domain/pipeline/source-split.js';
 import {
@@ -114,7 +114,10 @@ export class FakeSwitch implements SwitchPort {
     });
   }
 
-  async syncForwarding({ group, ports, bySource, tunnel }: WantedForwarding): Promise<GroupOutcome> {
+  async syncForwarding(
+    { group, ports, bySource, tunnel }: WantedForwarding,
+    options: SyncSendOptions = {},
+  ): Promise<GroupOutcome> {
     const peers = sortedPeers(tunnel?.peers ?? []);
     const sources = sortedSources(bySource);
     const removing = ports.length === 0 && peers.length === 0 && sources.length === 0;
@@ -142,6 +145,7 @@ export class FakeSwitch implements SwitchPort {
       this.failures--;
       throw new McastError('refused', `OVS refused 2 of 2 changes for group ${group}: OFPGMFC_GROUP_EXISTS`);
     }
+    options.onWritten?.();
     const outcome: GroupOutcome = removing ? 'removed' : current === undefined ? 'added' : 'updated';
     if (removing) {
       this.groups.delete(group);

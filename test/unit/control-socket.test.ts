@@ -212,6 +212,36 @@ describe('ControlServer and ControlClient', () => {
     }
   });
 
+  it('writes the events of one turn after it, together and in order, not while the daemon works', async () => {
+    const path = socketPath();
+    const view = new FakeDaemonView();
+    const server = await ControlServer.listen({ path, view });
+    try {
+      const client = await RawClient.connect(path);
+      client.send('{"id":1,"method":"events"}\n');
+      assert.deepEqual(await client.next(), [{ id: 1, result: { subscribed: true } }]);
+      const writes: unknown[] = [];
+      const [subscriber] = [...(server as unknown as { subscribers: Set<{ write(line: string): void }> }).subscribers];
+      const write = subscriber!.write.bind(subscriber);
+      subscriber!.write = (line) => {
+        writes.push(line);
+        write(line);
+      };
+      view.emit(joinEvent('10.0.0.1'));
+      view.emit(joinEvent('10.0.0.2'));
+      view.emit(joinEvent('10.0.0.3'));
+      assert.equal(writes.length, 0, 'nothing written while the turn runs');
+      assert.deepEqual(await client.next(3), [
+        { event: joinEvent('10.0.0.1') },
+        { event: joinEvent('10.0.0.2') },
+        { event: joinEvent('10.0.0.3') },
+      ]);
+      assert.equal(writes.length, 1, 'one write for the turn');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('ControlClient.events delivers events and resolves when its signal aborts', async () => {
     const path = socketPath();
     const view = new FakeDaemonView();
@@ -280,6 +310,7 @@ describe('ControlServer and ControlClient', () => {
         group: '239.1.2.3',
         ports: [1],
         latencyMs: 1,
+        clockMs: 1,
         ok: false,
         error: 'e'.repeat(4096),
       };

@@ -60,6 +60,7 @@ const EVENTS: DaemonEvent[] = [
   {
     type: 'igmp',
     time,
+    clockMs: 1000.5,
     port: podA,
     record: {
       frame: 1,
@@ -73,7 +74,7 @@ const EVENTS: DaemonEvent[] = [
     },
   },
   { type: 'join', time, group: '239.1.2.3', port: podA, host: '10.0.0.5' },
-  { type: 'sync', time, group: '239.1.2.3', ports: [5, 6], latencyMs: 1.25, ok: true },
+  { type: 'sync', time, group: '239.1.2.3', ports: [5, 6], latencyMs: 1.25, sentMs: 0.25, clockMs: 1001.75, ok: true },
   { type: 'leave', time, group: '239.1.2.3', port: podA, host: '10.0.0.5', reason: 'expired' },
   { type: 'route', time, action: 'add', source: '10.0.0.5', group: '239.1.2.3', iif: 'gw0', oifs: ['eth0'] },
   { type: 'replay', time, what: 'openflow', groups: 3 },

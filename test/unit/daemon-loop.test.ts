@@ -117,7 +117,11 @@ describe('daemon loop: joins and leaves', () => {
       ofEvents(t.events, 'join').map((e) => [e.group, e.port.name, e.host]),
       [[GROUP, 'p1', '10.1.0.2']],
     );
-    assert.equal(ofEvents(t.events, 'sync').at(-1)?.ok, true);
+    const sync = ofEvents(t.events, 'sync').at(-1);
+    assert.equal(sync?.ok, true);
+    assert.equal(sync.sentMs, 0, 'written as soon as it was asked for (the clock stood still)');
+    assert.equal(sync.clockMs, t.clock.monotonicMs(), 'timed on the monotonic clock');
+    assert.equal(ofEvents(t.events, 'igmp').at(-1)?.clockMs, t.clock.monotonicMs());
     const [view] = t.loop.groups();
     assert.equal(view!.synced, true);
     assert.deepEqual(

@@ -405,6 +405,36 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.deepEqual(cookies(), [1n, 2n, 9n, 3n, 4n]);
   });
 
+  it('batch: a small batch and its barrier leave in one write', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint });
+    const reads: number[] = [];
+    sw.last.socket.on('data', (data: Buffer) => reads.push(data.length));
+    const mod = flowMod({ cookie: 8n, priority: 100, match: [{ field: 'IN_PORT', value: 8 }] });
+    assert.equal((await connection.batch([mod, mod])).errors.size, 0);
+    const length = openflow.encodingLength(mod);
+    assert.deepEqual(reads, [2 * length + 8], 'the two FLOW_MODs and the barrier in one read');
+  });
+
+  it('batch: onWritten is told once the batch is on the socket, before the switch answers its barrier', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint });
+    const held: OpenFlowMessage[] = [];
+    sw.handler = (_link, message) => {
+      if (message.type === 'BARRIER_REQUEST') held.push(message);
+      return true;
+    };
+    let written = 0;
+    const batch = connection.batch([flowMod({ cookie: 7n, priority: 100, match: [{ field: 'IN_PORT', value: 7 }] })], {
+      onWritten: () => void written++,
+    });
+    for (let i = 0; i < 100 && held.length === 0; i++) await sleep(5);
+    assert.equal(written, 1, 'written, the barrier still unanswered');
+    sw.last.send({ type: 'BARRIER_REPLY', xid: held[0]!.xid });
+    assert.equal((await batch).errors.size, 0);
+    assert.equal(written, 1, 'told once');
+  });
+
   it('batch: waits for the socket to drain (backpressure) and still delivers everything in order', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });

@@ -155,13 +155,14 @@ describe('per-source lines', () => {
           { source: '10.0.0.2', ports: [6, 7, 1] },
         ],
         latencyMs: 1.25,
+        clockMs: 10,
         ok: true,
       },
       plain,
     );
     assert.match(line, / 232\.1\.1\.1 ports 7,1; 10\.0\.0\.1 → 5,1; 10\.0\.0\.2 → 6,7,1 in 1\.3 ms: ok$/);
     const without = formatDaemonEvent(
-      { type: 'sync', time, group: '239.1.1.1', ports: [], latencyMs: 2, ok: true },
+      { type: 'sync', time, group: '239.1.1.1', ports: [], latencyMs: 2, clockMs: 12, ok: true },
       plain,
     );
     assert.match(without, / 239\.1\.1\.1 ports none in 2\.0 ms: ok$/);

@@ -14,6 +14,7 @@ import { output, setTunnelDestination } from '../../protocol/openflow/action.js'
 import { inPortOf, tunnelSourceOf } from '../../protocol/openflow/packet-in.js';
 import { packetOut } from '../../protocol/openflow/packet-out.js';
 import { OpenFlowConnection } from '../../transport/openflow/connection.js';
+import type { BatchOptions } from '../../transport/openflow/requests.js';
 import { OvsdbClient } from '../../transport/ovsdb/client.js';
 import type { PipelineConfig } from '../../domain/pipeline/config.js';
 import type { MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
@@ -213,7 +214,7 @@ export class BridgeClient {
   }
 
   /** Makes the switch forward one group, source by source, as `wanted` says (PipelineSync.syncForwarding). */
-  syncForwarding(wanted: ForwardingWanted, options?: { expedite?: boolean }): Promise<GroupOutcome> {
+  syncForwarding(wanted: ForwardingWanted, options?: BatchOptions): Promise<GroupOutcome> {
     return this.sync.syncForwarding(wanted, options);
   }
 

@@ -10,6 +10,7 @@ import type { MeterStats } from '../../protocol/openflow/meter-stats.js';
 import type { EventEmitter } from 'node:events';
 import type { OpenFlowConnection, OpenFlowConnectionEvents } from '../../transport/openflow/connection.js';
 import type { MeterSelector } from '../../transport/openflow/meters.js';
+import type { BatchOptions } from '../../transport/openflow/requests.js';
 import { changeMessage } from '../../domain/pipeline/openflow-entries.js';
 import type { PipelineChange } from '../../domain/pipeline/plan.js';
 import type { PipelineReader } from './read-back.js';
@@ -20,10 +21,7 @@ export interface BridgeConnection
     Pick<OpenFlowConnection, 'connected' | 'enablePacketIn' | 'close'>,
     Pick<EventEmitter<OpenFlowConnectionEvents>, 'on'> {
   /** `expedite`: ahead of the batches waiting for the switch (OpenFlowConnection.batch). */
-  batch(
-    messages: readonly OpenFlowMessage[],
-    options?: { expedite?: boolean },
-  ): Promise<{ errors: ReadonlyMap<number, Error> }>;
+  batch(messages: readonly OpenFlowMessage[], options?: BatchOptions): Promise<{ errors: ReadonlyMap<number, Error> }>;
   meterStats(meterId: MeterSelector): Promise<MeterStats[]>;
   meterFeatures(): Promise<MeterFeatures>;
   /** One group's counters and its buckets' (GROUP statistics), or (no id) every group's. */
@@ -37,7 +35,7 @@ export interface BridgeConnection
 export async function applyChanges(
   connection: Pick<BridgeConnection, 'batch'>,
   changes: readonly PipelineChange[],
-  options: { expedite?: boolean } = {},
+  options: BatchOptions = {},
 ): Promise<ReadonlyMap<number, Error>> {
   if (changes.length === 0) return new Map();
   const { errors } = await connection.batch(changes.map(changeMessage), options);

@@ -31,6 +31,7 @@ import {
 import { entryPortCounters, TrafficCarry, trafficOf, type PortGroupTraffic } from './traffic-counters.js';
 import { familyOf } from '../../domain/family/families.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
+import type { BatchOptions } from '../../transport/openflow/requests.js';
 
 export class PipelineSync {
   private installed = new InstalledForwarding();
@@ -229,7 +230,7 @@ export class PipelineSync {
    * group goes when it has neither ports nor peers nor sources. One batch, planned in
    * forwarding-sync.ts; `expedite` sends it ahead of the batches waiting for the switch.
    */
-  async syncForwarding(wanted: ForwardingWanted, options: { expedite?: boolean } = {}): Promise<GroupOutcome> {
+  async syncForwarding(wanted: ForwardingWanted, options: BatchOptions = {}): Promise<GroupOutcome> {
     const { group } = wanted;
     const current = this.installed.of(group);
     const isWanted = wanted.ports.length > 0 || wanted.bySource.length > 0 || (wanted.tunnel?.peers.length ?? 0) > 0;
@@ -290,11 +291,7 @@ export class PipelineSync {
     );
   }
 
-  private async apply(
-    changes: readonly PipelineChange[],
-    what: string,
-    options: { expedite?: boolean } = {},
-  ): Promise<void> {
+  private async apply(changes: readonly PipelineChange[], what: string, options: BatchOptions = {}): Promise<void> {
     const errors = await applyChanges(this.openflow, changes, options);
     const first = errors.values().next();
     if (!first.done)

@@ -16,6 +16,10 @@
  *   dropped (answers and events alike);
  * - a client that sends no request for CLIENT_IDLE_TIMEOUT_MS is closed (`idle-timeout`),
  *   except one subscribed to `events`, which may stay as long as it reads.
+ *
+ * Events are written once the loop's current work is done (setImmediate), all those of
+ * one turn in one write: a join's OpenFlow goes to the switch before its events are
+ * serialized for the subscribers, who cost the join nothing but the objects.
  */
 import type { Server, Socket } from 'node:net';
 import { unlink } from 'node:fs/promises';
@@ -60,6 +64,8 @@ export class ControlServer implements ConnectionOwner {
   private readonly clients = new Set<ControlConnection>();
   private readonly subscribers = new Set<ControlConnection>();
   private unsubscribe: (() => void) | undefined;
+  /** Events published since the last write to the subscribers. */
+  private readonly pendingEvents: DaemonEvent[] = [];
   private closing: Promise<void> | undefined;
   private readonly warnings: WarningLimiter;
   private readonly maxClients: number;
@@ -283,15 +289,29 @@ export class ControlServer implements ConnectionOwner {
     }
   }
 
-  /** Never throws: it runs inside the controller's event emission. */
+  /** Never throws: it runs inside the controller's event emission. Keeps the event for the turn's write. */
   private broadcast(event: DaemonEvent): void {
-    let line: string;
-    try {
-      line = JSON.stringify({ event }) + '\n';
-    } catch (error) {
-      this.logger?.warn(`control socket: cannot serialize a ${event.type} event: ${messageOf(error)}`);
-      return;
+    this.pendingEvents.push(event);
+    if (this.pendingEvents.length === 1) setImmediate(() => this.flushEvents());
+  }
+
+  /** Writes the events kept since the last turn to every subscriber, each serialized once. */
+  private flushEvents(): void {
+    const events = this.pendingEvents.splice(0);
+    if (this.subscribers.size === 0) return;
+    let text = '';
+    for (const event of events) {
+      try {
+        text += JSON.stringify({ event }) + '\n';
+      } catch (error) {
+        this.logger?.warn(`control socket: cannot serialize a ${event.type} event: ${messageOf(error)}`);
+      }
     }
+    if (text.length === 0) return;
+    this.writeToSubscribers(text);
+  }
+
+  private writeToSubscribers(line: string): void {
     for (const client of [...this.subscribers]) {
       if (client.socket.writableLength + line.length > MAX_CLIENT_BUFFER_BYTES) {
         this.dropSlowClient(client, 'events');

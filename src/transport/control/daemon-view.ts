@@ -221,7 +221,14 @@ export interface DaemonCounters {
  * `igmp` carries what snoop --json prints for the message, plus the port it came in on.
  */
 export type DaemonEvent =
-  | { type: 'igmp'; time: string; port: PortView | null; record: FrameEventRecord }
+  | {
+      type: 'igmp';
+      time: string;
+      /** The daemon's monotonic clock when it read the packet-in, ms with a fraction (see `clockMs` of sync). */
+      clockMs: number;
+      port: PortView | null;
+      record: FrameEventRecord;
+    }
   | { type: 'join'; time: string; group: string; port: PortView; host: string }
   | {
       type: 'leave';
@@ -241,7 +248,12 @@ export type DaemonEvent =
        * `ports`).
        */
       sources?: SyncSourceEntry[];
+      /** From the group's first change the sync waited for to the switch's acknowledgement. */
       latencyMs: number;
+      /** Of `latencyMs`, the part until its OpenFlow was written (absent: none was); the rest is the switch's. */
+      sentMs?: number;
+      /** The daemon's monotonic clock at the acknowledgement, ms with a fraction (time between events, to the µs). */
+      clockMs: number;
       ok: boolean;
       error?: string;
     }

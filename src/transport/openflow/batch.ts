@@ -35,6 +35,9 @@ export interface BatchContext {
   readonly link: () => OpenFlowLink | undefined;
 }
 
+/** A BARRIER_REQUEST: a bare header. */
+const BARRIER_OCTETS = 8;
+
 /** Two: one barrier's batch in the switch while the next is on the wire. */
 const MAX_BARRIERS_IN_FLIGHT = 2;
 
@@ -43,6 +46,7 @@ interface QueuedBatch {
   /** Date.now() by which the batch must be written and answered. */
   deadline: number;
   timeoutMs: number;
+  onWritten: (() => void) | undefined;
   errors: Map<number, OpenFlowError>;
   unwatch: () => void;
   resolve: (result: BatchResult) => void;
@@ -73,7 +77,8 @@ export class BatchSender {
     const unwatch = requests.watchBatch(messages, xids, errors);
     const timeoutMs = options.timeoutMs ?? this.context.timeoutMs;
     return new Promise<BatchResult>((resolve, reject) => {
-      const batch = { chunks, deadline: Date.now() + timeoutMs, timeoutMs, errors, unwatch, resolve, reject };
+      const deadline = Date.now() + timeoutMs;
+      const batch = { chunks, deadline, timeoutMs, onWritten: options.onWritten, errors, unwatch, resolve, reject };
       // With a slot free nothing waits (pump drains the queue whenever one frees): either way it goes now.
       if (options.expedite === true && this.inFlight >= MAX_BARRIERS_IN_FLIGHT) this.sendNow([batch]);
       else {
@@ -95,8 +100,13 @@ export class BatchSender {
     });
   }
 
-  /** Writes every batch, each in order and whole, then one barrier for them all. */
+  /**
+   * Writes every batch, each in order and whole, then one barrier for them all; a few
+   * small batches and the barrier in one write.
+   */
   private async sendTogether(batches: readonly QueuedBatch[]): Promise<void> {
+    const octets = batches.reduce((sum, batch) => sum + batch.chunks.reduce((n, chunk) => n + chunk.length, 0), 0);
+    let release = this.context.link()?.holdWrites(octets + BARRIER_OCTETS);
     try {
       for (const batch of batches) {
         for (const chunk of batch.chunks) {
@@ -109,12 +119,19 @@ export class BatchSender {
           // the writes waiting for a drain forever (the barrier's own timer starts only after them).
           await link.writeChunk(chunk, batch.deadline, batch.timeoutMs);
         }
+        if (release === undefined) batch.onWritten?.();
       }
       const latest = Math.max(...batches.map((batch) => batch.deadline));
-      await this.context.requests.transact(
+      const barrier = this.context.requests.transact(
         { type: 'BARRIER_REQUEST', xid: 0 },
         { timeoutMs: Math.max(1, latest - Date.now()) },
       );
+      if (release !== undefined) {
+        release();
+        release = undefined;
+        for (const batch of batches) batch.onWritten?.();
+      }
+      await barrier;
       for (const batch of batches) {
         batch.unwatch();
         batch.resolve({ errors: batch.errors });
@@ -124,6 +141,8 @@ export class BatchSender {
         batch.unwatch();
         batch.reject(error);
       }
+    } finally {
+      release?.();
     }
   }
 }

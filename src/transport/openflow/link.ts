@@ -12,6 +12,8 @@ import { connectFailure, type Endpoint } from '../../wire/endpoint.js';
 
 /** Batches are encoded into buffers of about this size, each one socket write. */
 const BATCH_CHUNK_OCTETS = 256 * 1024;
+/** The most holdWrites holds: well below the socket's buffer (16 KiB), so no held write waits for a drain. */
+const HELD_WRITE_OCTETS = 8 * 1024;
 /** How long a closing link may take to flush before it is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 export const CONNECT_HINT = 'is ovs-vswitchd running? set --openflow';
@@ -71,6 +73,20 @@ export class OpenFlowLink {
 
   get destroyed(): boolean {
     return this.socket.destroyed;
+  }
+
+  /**
+   * Holds what is written next back until the returned function is called, so that a small
+   * batch and its barrier leave in one write (the switch wakes once for them, not twice).
+   * Undefined, and nothing held, when `octets` is more than a few pages or the socket
+   * already has output waiting: a held write past the socket's buffer would wait for a
+   * drain that cannot come.
+   */
+  holdWrites(octets: number): (() => void) | undefined {
+    const socket = this.socket;
+    if (octets > HELD_WRITE_OCTETS || socket.writableLength > 0 || socket.destroyed) return undefined;
+    socket.cork();
+    return () => socket.uncork();
   }
 
   /** Writes `messages` under `xids` at once, without waiting for the socket's buffer. */

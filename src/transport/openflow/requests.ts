@@ -26,7 +26,15 @@ export interface RequestOptions {
    * applies it after what is already on the wire.
    */
   expedite?: boolean;
+  /**
+   * A batch: called once its last message is written to the socket, before the barrier is
+   * answered (what follows is the switch's share of the time).
+   */
+  onWritten?: () => void;
 }
+
+/** How a batch goes out: ahead of the others or not, and who hears that it is written. */
+export type BatchOptions = Pick<RequestOptions, 'expedite' | 'onWritten'>;
 
 interface PendingRequest {
   readonly request: OpenFlowMessage;

@@ -138,10 +138,11 @@ export class GroupSync {
     const sourcesEvent = sources.length === 0 ? {} : { sources };
     const counterPorts = this.options.traffic?.counterPorts(group, members) ?? [];
     const counted = counterPorts.length === 0 ? {} : { counterPorts };
+    let writtenAt: number | undefined;
     try {
       await this.options.vswitch.syncForwarding(
         { group, ports, bySource: sources, ...(tunnel === undefined ? {} : { tunnel }), ...counted },
-        { expedite: expedited },
+        { expedite: expedited, onWritten: () => (writtenAt = clock.monotonicMs()) },
       );
       this.options.router?.setLocalMembers(
         group,
@@ -152,25 +153,28 @@ export class GroupSync {
       // A failed sync keeps its start time, so the latency counts the retries too.
       if (!this.dirtySince.has(group)) this.dirtySince.set(group, since);
       counters.syncErrors++;
-      const latencyMs = clock.monotonicMs() - since;
-      metrics.syncDone(latencyMs / 1000, false);
+      const timing = syncTiming(clock.monotonicMs(), since, writtenAt);
+      metrics.syncDone(timing.latencyMs / 1000, false);
       metrics.error('sync');
       publish({
-        type: 'sync',
-        time: isoNow(),
-        group,
-        ports,
-        ...sourcesEvent,
-        latencyMs,
-        ok: false,
-        error: messageOf(error),
+        ...{ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, ...timing },
+        ...{ ok: false, error: messageOf(error) },
       });
       throw error;
     }
-    const latencyMs = clock.monotonicMs() - since;
+    const timing = syncTiming(clock.monotonicMs(), since, writtenAt);
     this.errors.delete(group);
     counters.syncs++;
-    metrics.syncDone(latencyMs / 1000, true);
-    publish({ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, latencyMs, ok: true });
+    metrics.syncDone(timing.latencyMs / 1000, true);
+    publish({ type: 'sync', time: isoNow(), group, ports, ...sourcesEvent, ...timing, ok: true });
   }
+}
+
+/** A sync event's times: all from the monotonic clock, read at the end (`now`), the start and the write. */
+function syncTiming(
+  now: number,
+  since: number,
+  writtenAt: number | undefined,
+): { latencyMs: number; sentMs?: number; clockMs: number } {
+  return { latencyMs: now - since, ...(writtenAt === undefined ? {} : { sentMs: writtenAt - since }), clockMs: now };
 }

@@ -28,6 +28,8 @@ export interface IgmpIntakeOptions {
   listened: () => boolean;
   publish: (event: DaemonEvent) => void;
   wallMs: () => number;
+  /** The daemon's monotonic clock (an IGMP event's `clockMs`). */
+  monotonicMs: () => number;
   isoNow: () => string;
   /** Each pod port's record of what it said (trace). */
   activity?: PortActivity;
@@ -82,7 +84,11 @@ export class IgmpIntake {
     metrics.igmpMessage(snooped.type, snooped.version, snooped.protocol === 'mld' ? 'mld' : undefined);
     if (this.options.listened()) {
       const port = ofport === undefined ? null : portViewOf(pods, ofport);
-      this.options.publish({ type: 'igmp', time: this.options.isoNow(), port, record: toJsonRecord(snooped.event) });
+      const { isoNow, monotonicMs } = this.options;
+      this.options.publish({
+        ...{ type: 'igmp', time: isoNow(), clockMs: monotonicMs() },
+        ...{ port, record: toJsonRecord(snooped.event) },
+      });
     }
     if (pod === undefined) {
       if (snooped.calls.length > 0 || snooped.type === 'query') {

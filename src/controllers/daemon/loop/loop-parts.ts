@@ -91,6 +91,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     ...{ pods, guard, policy, counters, metrics, publish, isoNow, activity },
     listened: () => listeners.size > 0,
     wallMs: () => clock.wallMs(),
+    monotonicMs: now,
     onGeneralQuery: (query) => otherQuerier(query),
   });
   const portEntries = new PortEntriesSync({

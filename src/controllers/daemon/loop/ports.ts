@@ -18,6 +18,12 @@ import type { SavedState } from '../state/state-format.js';
 import type { GroupPolicy } from '../../../domain/policy/group-policy.js';
 import type { PodDirectory } from '../../../domain/pods/pod-directory.js';
 
+/** How one group's sync goes to the switch (SwitchPort.syncForwarding). */
+export interface SyncSendOptions {
+  expedite?: boolean;
+  onWritten?: () => void;
+}
+
 export interface ControllerLogger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -86,9 +92,10 @@ export interface SwitchPort {
    * the pipeline's tunnel layout; `ports` are still the local member pod ports and the
    * gateway, and link 0 holds the gateway installBase was last given. Removed when it has
    * neither ports nor peers nor sources. `expedite`: its OpenFlow goes ahead of the syncs
-   * waiting for the switch (a quiet port's join, not a flood's).
+   * waiting for the switch (a quiet port's join, not a flood's). `onWritten`: told when its
+   * OpenFlow is written (not called when nothing had to change).
    */
-  syncForwarding(wanted: WantedForwarding, options?: { expedite?: boolean }): Promise<GroupOutcome>;
+  syncForwarding(wanted: WantedForwarding, options?: SyncSendOptions): Promise<GroupOutcome>;
   /**
    * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
    * Tunnel mode (`tunnelOfport`): also the catch-all drop of multicast from the tunnel,
