@@ -714,10 +714,12 @@ async function firstArrivalAfterAllow(
   const deadline = Date.now() + LATENCY_WAIT_MS;
   for (;;) {
     const packets = readCapture(file);
+    // The first report that names the source as wanted: the ALLOW, or an answer to a query
+    // still pending from the round before (IS_IN with it) that the host sent first.
     const allowAt = reportsFrom(packets, options.member, LATENCY_GROUP).find(
       (report) =>
         report.ts >= options.since &&
-        report.records.some((record) => record.type === RECORD.allow && record.sources.includes(options.source)),
+        report.records.some((record) => INCLUDING.has(record.type) && record.sources.includes(options.source)),
     )?.ts;
     const arrivals = datagramTimes(packets, options.source, LATENCY_GROUP, options.tag);
     const firstAt = allowAt === undefined ? undefined : arrivals.find((ts) => ts >= allowAt);
