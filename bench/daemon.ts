@@ -594,19 +594,13 @@ async function measureConvergence(
     multicastInterfaces: [],
     args: ['--fast-leave', '--query-response-interval', '1s', '--query-interval', '600s'],
   });
-  // Events: subscribe as soon as the controller answers (it answers "starting" before).
+  // Events: subscribed as soon as the control socket answers, before the loop starts and
+  // sends its first query (a starting daemon takes subscribers).
   const client = await (async () => {
     const deadline = Date.now() + 20_000;
     for (;;) {
       try {
-        const c = await ControlClient.connect(convergenceDaemon.controlSocket, { timeoutMs: 2000 });
-        try {
-          await c.request('status');
-          return c;
-        } catch (error) {
-          c.close();
-          throw error;
-        }
+        return await ControlClient.connect(convergenceDaemon.controlSocket, { timeoutMs: 2000 });
       } catch (error) {
         if (Date.now() > deadline) throw error;
         await sleep(5);

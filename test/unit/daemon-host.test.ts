@@ -106,6 +106,7 @@ async function startHost(setup: HostSetup = {}) {
         onFatal: start.onFatal,
         pid: 4242,
       });
+      start.onCreated?.(loop);
       await loop.start();
       const running = loop;
       const stopLoop = running.stop.bind(running);
@@ -209,6 +210,28 @@ describe('DaemonHost: start', () => {
     const host = await starting;
     assert.equal(host.view.status().bridge, 'br-test');
     await host.stop();
+  });
+
+  it('a subscriber that comes while the daemon starts gets its events from the start on; one that leaves gets none', async () => {
+    let release: () => void = () => undefined;
+    const holdLoop = new Promise<void>((resolve) => (release = resolve));
+    const { starting, views, vswitch } = await startHost({ holdLoop });
+    await settle();
+    const early: string[] = [];
+    const gone: string[] = [];
+    views[0]!.subscribe((event) => early.push(event.type));
+    const leave = views[0]!.subscribe((event) => gone.push(event.type));
+    leave();
+    release();
+    const host = await starting;
+    try {
+      vswitch.packetIn(v3Report('10.1.0.2', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: '239.1.1.1' }]), 2);
+      await settle();
+      assert.ok(early.includes('join'), `the early subscriber saw the join: ${early.join(', ')}`);
+      assert.deepEqual(gone, [], 'unsubscribed before the loop existed: nothing');
+    } finally {
+      await host.stop();
+    }
   });
 
   it('a bad policy file stops the start before anything is opened (64)', async () => {

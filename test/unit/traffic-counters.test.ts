@@ -228,7 +228,7 @@ describe('TrafficCarry', () => {
     const carry = new TrafficCarry();
     const at = (bucket: bigint, sent: bigint) => ({
       group: G,
-      key: `${G} ${A}`,
+      entryKey: G,
       ofport: A,
       bucket: { packets: bucket, bytes: bucket },
       sent: { packets: sent, bytes: sent },
@@ -244,6 +244,24 @@ describe('TrafficCarry', () => {
       { packets: 0n, bytes: 0n },
       'A left: what it had is not carried (its row counts afresh too)',
     );
+  });
+
+  it("keeps and forgets one entry's carries without touching another entry's", () => {
+    const carry = new TrafficCarry();
+    const at = (entryKey: string, ofport: number) => ({
+      group: G,
+      entryKey,
+      ofport,
+      bucket: { packets: 10n, bytes: 10n },
+    });
+    carry.rewritten([at('star', A), at('star', B), at('source', A)]);
+    carry.keep('star', new Set([B]));
+    carry.forget('other');
+    assert.deepEqual(carry.received(at('star', A)), { packets: 10n, bytes: 10n }, 'A left the entry: afresh');
+    assert.deepEqual(carry.received(at('star', B)), { packets: 20n, bytes: 20n }, 'B stayed: carried');
+    assert.deepEqual(carry.received(at('source', A)), { packets: 20n, bytes: 20n }, 'the other entry untouched');
+    carry.forget('source');
+    assert.deepEqual(carry.received(at('source', A)), { packets: 10n, bytes: 10n }, 'forgotten');
   });
 });
 

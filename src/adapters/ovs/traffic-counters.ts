@@ -52,8 +52,8 @@ export interface TrafficReading {
  */
 interface EntryPortCounters {
   group: GroupAddress;
-  /** The entry's forwarding key and the port: what a carry is kept by. */
-  key: string;
+  /** The entry's forwarding key: with the port, what a carry is kept by. */
+  entryKey: string;
   ofport: number;
   bucket?: TrafficCount;
   sent?: TrafficCount;
@@ -70,11 +70,12 @@ interface EntryPortCounters {
  * every few hundred ms) are lost to the count.
  */
 export class TrafficCarry {
-  private readonly byKey = new Map<string, { received: TrafficCount; sentAtRewrite: TrafficCount }>();
+  /** By entry, then port: a sync keeps or forgets one entry's carries without a look at the others'. */
+  private readonly byEntry = new Map<string, Map<number, { received: TrafficCount; sentAtRewrite: TrafficCount }>>();
 
   /** What the port received from the entry, carried and since the last rewrite. */
   received(counters: EntryPortCounters): TrafficCount {
-    const carry = this.byKey.get(counters.key);
+    const carry = this.byEntry.get(counters.entryKey)?.get(counters.ofport);
     const bucket = counters.bucket ?? ZERO;
     // Without a sending row nothing can be taken off: the pod's own sends are in its bucket's count.
     const sentSince = counters.sent === undefined ? ZERO : minus(counters.sent, carry?.sentAtRewrite ?? ZERO);
@@ -83,24 +84,28 @@ export class TrafficCarry {
 
   /** The entries' counters as read just before their groups were rewritten: carried from now on. */
   rewritten(counters: readonly EntryPortCounters[]): void {
-    for (const entry of counters)
-      this.byKey.set(entry.key, { received: this.received(entry), sentAtRewrite: entry.sent ?? ZERO });
+    for (const entry of counters) {
+      const carried = { received: this.received(entry), sentAtRewrite: entry.sent ?? ZERO };
+      const ports = this.byEntry.get(entry.entryKey);
+      if (ports === undefined) this.byEntry.set(entry.entryKey, new Map([[entry.ofport, carried]]));
+      else ports.set(entry.ofport, carried);
+    }
   }
 
   /**
-   * Keeps the carries of `keep` only among those of `entryKey`'s ports (the others left it, and count afresh should
-   * they come back).
+   * Keeps the carries of `entryKey` only among those of `ports` (the others left it, and count afresh should they
+   * come back).
    */
   keep(entryKey: string, ports: ReadonlySet<number>): void {
-    for (const key of this.byKey.keys()) {
-      const [entry, port] = key.split(' ');
-      if (entry === entryKey && !ports.has(Number(port))) this.byKey.delete(key);
-    }
+    const carried = this.byEntry.get(entryKey);
+    if (carried === undefined) return;
+    for (const port of carried.keys()) if (!ports.has(port)) carried.delete(port);
+    if (carried.size === 0) this.byEntry.delete(entryKey);
   }
 
   /** Forgets an entry that is gone. */
   forget(entryKey: string): void {
-    this.keep(entryKey, new Set());
+    this.byEntry.delete(entryKey);
   }
 }
 
@@ -124,7 +129,7 @@ export function entryPortCounters(reading: TrafficReading): EntryPortCounters[] 
   const at = (group: GroupAddress, entryKey: string, ofport: number): EntryPortCounters => {
     const key = `${entryKey} ${ofport}`;
     let entry = byKey.get(key);
-    if (entry === undefined) byKey.set(key, (entry = { group, key, ofport }));
+    if (entry === undefined) byKey.set(key, (entry = { group, entryKey, ofport }));
     return entry;
   };
   for (const stats of reading.flows) {

@@ -30,6 +30,11 @@ export class MemberStore {
   /** group → `port|host` → member */
   private readonly groups = new Map<GroupAddress, Map<string, MemberEntry>>();
   private readonly portGroups = new PortGroupCounts();
+  /**
+   * Each group's member ports, sorted, once asked for and until a member comes or goes: a
+   * sync, the limits and the events all read them, many times for one change in a burst.
+   */
+  private readonly portsCache = new Map<GroupAddress, readonly number[]>();
 
   /** The members of `group` by port and host, or undefined when it has none. */
   membersOf(group: GroupAddress): ReadonlyMap<string, MemberEntry> | undefined {
@@ -60,7 +65,10 @@ export class MemberStore {
     }
     const key = memberKey(member.port, member.host);
     const isNew = !members.has(key);
-    if (isNew) this.portGroups.added(member.port, group);
+    if (isNew) {
+      this.portGroups.added(member.port, group);
+      this.portsCache.delete(group);
+    }
     members.set(key, member);
     return isNew;
   }
@@ -71,13 +79,19 @@ export class MemberStore {
    */
   delete(group: GroupAddress, port: number, host: HostAddress): boolean {
     const deleted = this.groups.get(group)?.delete(memberKey(port, host)) === true;
-    if (deleted) this.portGroups.removed(port, group);
+    if (deleted) {
+      this.portGroups.removed(port, group);
+      this.portsCache.delete(group);
+    }
     return deleted;
   }
 
   /** Forgets `group` once its last member is gone. */
   dropIfEmpty(group: GroupAddress): void {
-    if (this.groups.get(group)?.size === 0) this.groups.delete(group);
+    if (this.groups.get(group)?.size === 0) {
+      this.groups.delete(group);
+      this.portsCache.delete(group);
+    }
   }
 
   /** When a member's timer next ends, or undefined if there are no members. */
@@ -91,12 +105,15 @@ export class MemberStore {
     return next;
   }
 
-  /** The ports with members of `group`, sorted. */
+  /** The ports with members of `group`, sorted (the caller's own copy). */
   portsOf(group: GroupAddress): number[] {
+    const cached = this.portsCache.get(group);
+    if (cached !== undefined) return cached.slice();
     const members = this.groups.get(group);
-    return members === undefined
-      ? []
-      : [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
+    if (members === undefined) return [];
+    const ports = [...new Set([...members.values()].map((member) => member.port))].sort((a, b) => a - b);
+    this.portsCache.set(group, ports);
+    return ports.slice();
   }
 
   /** Each member port of `group` with the filters of the hosts behind it merged, sorted by port. */

@@ -275,7 +275,7 @@ export class ControlServer implements ConnectionOwner {
 
   private addSubscriber(client: ControlConnection): void {
     // One subscription to the view for all clients: each event is serialized once. The
-    // client counts as subscribed only once that worked (a starting daemon refuses).
+    // client counts as subscribed only once that worked (a view may refuse).
     this.unsubscribe ??= this.view.subscribe((event) => this.broadcast(event));
     this.subscribers.add(client);
     client.subscribed();

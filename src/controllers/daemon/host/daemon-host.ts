@@ -18,7 +18,7 @@ import { GroupPolicy } from '../../../domain/policy/group-policy.js';
 import type { PeerSet } from '../../../domain/peers/peer-set.js';
 import type { PeerSource } from '../../../domain/peers/peer-source.js';
 import type { LogLevel } from '../../../runtime/logger.js';
-import type { DaemonView } from '../../../transport/control/daemon-view.js';
+import type { DaemonEvent, DaemonView } from '../../../transport/control/daemon-view.js';
 import type { DaemonConfig } from '../config/daemon-config.js';
 import { planReload } from '../config/reload.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, LoadedPolicy } from '../loop/ports.js';
@@ -43,6 +43,11 @@ export interface LoopStart {
   policy?: LoadedPolicy;
   /** Something the daemon cannot go on without failed: the host stops. */
   onFatal(error: McastError): void;
+  /**
+   * Called once the loop exists, before it starts: whoever subscribed while the daemon was
+   * starting is attached here, so that they see its start (the first queries' answers) too.
+   */
+  onCreated?(loop: Pick<DaemonLoop, 'subscribe'>): void;
 }
 
 /** Something the host listens with, closed at stop. */
@@ -95,6 +100,10 @@ export class DaemonHost {
   /** The first thing that stopped the daemon on its own, once it did (exit 1). */
   fatal: McastError | undefined;
   private loop: DaemonLoop | undefined;
+  /** The loop once it exists, while it starts: subscriptions go to it. */
+  private created: Pick<DaemonLoop, 'subscribe'> | undefined;
+  /** Subscribers that came before the loop existed, each with its detach once attached. */
+  private readonly early = new Set<{ listener: (event: DaemonEvent) => void; detach?: () => void }>();
   private readonly listening: Listening[] = [];
   private metricsAddress: string | undefined;
   private peersWatch: { close(): void } | undefined;
@@ -114,7 +123,8 @@ export class DaemonHost {
       },
       groups: () => running().groups(),
       routes: () => running().routes(),
-      subscribe: (listener) => running().subscribe(listener),
+      // Events can be followed from the start: a subscriber need not wait for the loop to run.
+      subscribe: (listener) => this.subscribe(listener),
       port: (query) => running().port(query),
       stats: () => running().stats(),
     };
@@ -158,6 +168,7 @@ export class DaemonHost {
       ...(metrics === undefined ? {} : { metrics }),
       ...(policy === undefined ? {} : { policy }),
       onFatal: (error) => this.fail(error),
+      onCreated: (loop) => this.attachEarly(loop),
     });
     const peers = this.options.peerSource;
     if (peers?.watch !== undefined && config.tunnel !== undefined) {
@@ -169,6 +180,23 @@ export class DaemonHost {
       controlSocket: config.controlSocket,
       ...(this.metricsAddress === undefined ? {} : { metrics: `http://${this.metricsAddress}/metrics` }),
     });
+  }
+
+  private subscribe(listener: (event: DaemonEvent) => void): () => void {
+    const loop = this.loop ?? this.created;
+    if (loop !== undefined) return loop.subscribe(listener);
+    const entry: { listener: (event: DaemonEvent) => void; detach?: () => void } = { listener };
+    this.early.add(entry);
+    return () => {
+      this.early.delete(entry);
+      entry.detach?.();
+    };
+  }
+
+  private attachEarly(loop: Pick<DaemonLoop, 'subscribe'>): void {
+    this.created = loop;
+    for (const entry of this.early) entry.detach = loop.subscribe(entry.listener);
+    this.early.clear();
   }
 
   /** Reads the configuration, the group policy and the peers again (SIGHUP); a bad one leaves what runs. */

@@ -56,6 +56,8 @@ export interface DaemonDeps {
   onFatal?: (error: McastError) => void;
   /** Default: the system's. */
   clock?: DaemonClock;
+  /** Called with the loop once it exists, before it starts (LoopStart.onCreated). */
+  onCreated?: (loop: MulticastController) => void;
 }
 
 export async function startDaemonController(config: DaemonConfig, deps: DaemonDeps): Promise<MulticastController> {
@@ -136,6 +138,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       ...(deps.onFatal === undefined ? {} : { onFatal: deps.onFatal }),
     });
     handedOver = true; // the loop closes every port from now on, also when its start fails
+    deps.onCreated?.(controller);
     try {
       await controller.start();
     } catch (error) {
