@@ -11,7 +11,12 @@ import {
 } from '../../src/domain/membership/membership-table.js';
 import { PodPorts } from '../../src/domain/pods/pod-ports.js';
 import { podName } from '../../src/domain/pods/pod-directory.js';
-import { restoreSavedState, savedStateOf } from '../../src/controllers/daemon/state/saved-state.js';
+import {
+  restoreSavedState,
+  savedStateInTurns,
+  savedStateNow,
+  savedStateOf,
+} from '../../src/controllers/daemon/state/saved-state.js';
 import { parseSavedState } from '../../src/controllers/daemon/state/state-format.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { MemoryStateStore } from '../fakes/fake-state-store.js';
@@ -260,6 +265,34 @@ describe('router-side state: timers', () => {
 });
 
 describe('router-side state: saved and restored', () => {
+  it('a state taken a slice of groups a turn is the state taken at once; a group gone between slices is left out', async () => {
+    const { m } = table(true);
+    const pods = new PodPorts(undefined);
+    pods.update(Array.from({ length: 20 }, (_, i) => ({ name: `p${i}`, ofport: 10 + i, type: '' })));
+    // 300 groups of 20 members: 6,000 members, a dozen slices.
+    for (let g = 0; g < 300; g++)
+      for (let p = 0; p < 20; p++)
+        m.record(10 + p, hostAddress(`10.1.0.${p + 2}`), {
+          type: 'MODE_IS_EXCLUDE',
+          group: groupAddress(`239.3.${g >> 8}.${g & 0xff}`),
+          sources: [],
+        });
+    const clock = new FakeClock();
+    const input = { bridge: 'br-int', table: m, pods, clock };
+    assert.deepEqual(await savedStateInTurns(input), savedStateNow(input));
+    const inTurns = savedStateInTurns(input);
+    // Between the first slice and the next, the last group loses its members.
+    for (let p = 0; p < 20; p++)
+      m.record(10 + p, hostAddress(`10.1.0.${p + 2}`), {
+        type: 'CHANGE_TO_INCLUDE_MODE',
+        group: groupAddress('239.3.1.43'),
+        sources: [],
+      });
+    const saved = await inTurns;
+    assert.equal(saved.groups.length, 299);
+    assert.equal(saved.groups.at(-1)?.group, '239.3.1.42');
+  });
+
   it('the timers are saved and come back; a saved member without them lives a GMI from its last report', async () => {
     const { clock, m } = table(false);
     m.record(5, H, rec('MODE_IS_INCLUDE', S1, S2));

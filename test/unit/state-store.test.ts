@@ -261,6 +261,21 @@ describe('StateStore', () => {
     assert.deepEqual(await store.load(), { state: sample() });
   });
 
+  it('a state of thousands of members, checked and written a slice at a time, loads back whole; a bad group in a late slice is refused', async () => {
+    const dir = freshDir();
+    const store = new StateStore({ dir });
+    const big = sample(1_767_225_600_000, 3000);
+    let turns = 0;
+    const counting = setInterval(() => turns++, 0);
+    await store.save(big);
+    clearInterval(counting);
+    assert.deepEqual(await store.load(), { state: big });
+    assert.ok(turns > 0, 'the loop ran between slices');
+    const bad = { ...big, groups: [...big.groups, { group: '1.2.3.4' as GroupAddress, members: [] }] };
+    await assert.rejects(store.save(bad), (error: unknown) => error instanceof McastError && error.code === 'internal');
+    assert.deepEqual(await store.load(), { state: big }, 'the last good state is kept');
+  });
+
   it('removes a temporary file a crashed daemon left behind', async () => {
     const dir = freshDir();
     const store = new StateStore({ dir });

@@ -8,18 +8,26 @@ import type { IgmpVersion } from '../../packet/igmp/message.js';
 import { addressOrderKey, compareAddresses, compareOrderKeys, type GroupAddress } from '../../wire/ip-address.js';
 import type { HostCompatibility } from './host-compatibility.js';
 import { type GroupSnapshot, type RestoredMember, restoredState, timersOf } from './member-records.js';
-import type { MemberStore } from './member-store.js';
+import type { MemberEntry, MemberStore } from './member-store.js';
 import * as routerFilter from './router-filter.js';
 
 /**
- * Every group of `members`, sorted by address; members by port, then host, each with the
- * version `modeOf` says its port is treated as speaking for the group.
+ * Every group of `members` (of `only`, if given: those still there), sorted by address;
+ * members by port, then host, each with the version `modeOf` says its port is treated as
+ * speaking for the group.
  */
 export function snapshotOf(
   members: MemberStore,
   modeOf: (group: GroupAddress, port: number) => IgmpVersion,
+  only?: readonly GroupAddress[],
 ): GroupSnapshot[] {
-  const groups = members.groupsWithMembers();
+  const groups =
+    only === undefined
+      ? members.groupsWithMembers()
+      : only.flatMap((group): [GroupAddress, ReadonlyMap<string, MemberEntry>][] => {
+          const groupMembers = members.membersOf(group);
+          return groupMembers === undefined ? [] : [[group, groupMembers]];
+        });
   // Sorted by a key parsed once per group (a save and every `groups` take a snapshot of thousands).
   const order = new Map<GroupAddress, string>();
   for (const [group] of groups) order.set(group, addressOrderKey(group));
@@ -40,6 +48,15 @@ export function snapshotOf(
         })),
     }))
     .sort((a, b) => compareOrderKeys(order.get(a.group)!, order.get(b.group)!));
+}
+
+/** The groups of `members`, sorted by address as a snapshot has them. */
+export function groupOrderOf(members: MemberStore): GroupAddress[] {
+  return members
+    .groupsWithMembers()
+    .map(([group]) => ({ group, key: addressOrderKey(group) }))
+    .sort((a, b) => compareOrderKeys(a.key, b.key))
+    .map(({ group }) => group);
 }
 
 /** Where restored members go, and the clock and interval they are restored by. */

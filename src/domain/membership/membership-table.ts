@@ -29,7 +29,7 @@ import {
 } from './membership-limits.js';
 import { type GroupAddress, type HostAddress, hostAddress, type SourceAddress } from '../../wire/ip-address.js';
 import { type MemberEntry, MemberStore } from './member-store.js';
-import { restoreMembers, snapshotOf } from './membership-snapshot.js';
+import { groupOrderOf, restoreMembers, snapshotOf } from './membership-snapshot.js';
 
 export interface MembershipTiming {
   /**
@@ -255,9 +255,14 @@ export class MembershipTable {
     return this.members.portFiltersOf(group);
   }
 
-  /** Every group with members, sorted by address; members by port, then host. */
-  snapshot(): GroupSnapshot[] {
-    return snapshotOf(this.members, (group, port) => this.modeOf(group, port));
+  /** Every group with members (of `only`, if given), sorted by address; members by port, then host. */
+  snapshot(only?: readonly GroupAddress[]): GroupSnapshot[] {
+    return snapshotOf(this.members, (group, port) => this.modeOf(group, port), only);
+  }
+
+  /** The groups with members, sorted by address (a snapshot taken in slices goes by it). */
+  groupsInOrder(): GroupAddress[] {
+    return groupOrderOf(this.members);
   }
 
   private leaveOf(group: GroupAddress, port: number, leaving: HostAddress): MembershipEffect[] {

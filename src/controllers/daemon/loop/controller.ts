@@ -31,12 +31,17 @@ import type {
 import { membershipTiming, type DaemonConfig } from '../config/config.js';
 import { membershipLimits, packetBudget } from '../config/daemon-config.js';
 import { callTable } from './igmp-snooper.js';
-import { groupsToSync, restoreSavedState, savedStateOf, seedPlaceholders } from '../state/saved-state.js';
+import {
+  groupsToSync,
+  restoreSavedState,
+  savedStateInTurns,
+  savedStateNow,
+  seedPlaceholders,
+} from '../state/saved-state.js';
 import { querierTiming, STOP_SYNC_WAIT_MS } from './loop-timers.js';
 import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
 import { memberEvent, portViewOf } from '../observe/port-views.js';
-import type { SavedState } from '../state/state-format.js';
 import { assembleLoop, type LoopParts } from './loop-parts.js';
 import { type PortChangeContext, takePortChanges } from './port-changes.js';
 import {
@@ -72,7 +77,7 @@ export class MulticastController implements DaemonView {
       fail: (kind, error) => this.fail(kind, error),
       publish: (event) => this.publish(event),
       isoNow: () => this.isoNow(),
-      savedState: () => this.savedState(),
+      savedStateInTurns: () => savedStateInTurns(this.saveInput()),
     });
     const { table } = this.parts;
     this.routerEvents = routerEventsOf({
@@ -100,7 +105,7 @@ export class MulticastController implements DaemonView {
     table.removeMembers(this.parts.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
-    if (stateStore !== undefined) await stateStore.save(this.savedState());
+    if (stateStore !== undefined) await stateStore.save(savedStateNow(this.saveInput()));
     await vswitch.installBase(this.parts.pods.gateway?.ofport, this.parts.tunnel?.ofport);
     // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
     this.parts.portEntries.start();
@@ -228,19 +233,16 @@ export class MulticastController implements DaemonView {
 
   // --- state directory -------------------------------------------------------------------
 
-  private savedState(): SavedState {
-    return savedStateOf({
-      bridge: this.config.target.bridge,
-      groups: this.parts.table.snapshot(),
-      pods: this.parts.pods,
-      clock: this.options.clock,
-    });
+  /** What a save reads: the table, the ports' names and the clocks. */
+  private saveInput() {
+    const { table, pods } = this.parts;
+    return { bridge: this.config.target.bridge, table, pods, clock: this.options.clock };
   }
 
   /** Writes the state file now (SIGUSR2); rejects when the write fails. */
   async saveNow(): Promise<string | undefined> {
     if (this.options.stateStore === undefined) return undefined;
-    await this.options.stateStore.save(this.savedState());
+    await this.options.stateStore.save(savedStateNow(this.saveInput()));
     return this.config.stateDir;
   }
 
@@ -366,7 +368,7 @@ export class MulticastController implements DaemonView {
     ]);
     cancelWait?.();
     const store = options.save === false ? undefined : this.options.stateStore;
-    const saveFailure = await store?.save(this.savedState()).then(
+    const saveFailure = await store?.save(savedStateNow(this.saveInput())).then(
       () => undefined,
       (error: unknown) => {
         this.fail('state', error);

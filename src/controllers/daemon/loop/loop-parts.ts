@@ -41,7 +41,8 @@ export interface LoopHooks {
   fail(kind: string, error: unknown): void;
   publish(event: DaemonEvent): void;
   isoNow(): string;
-  savedState(): SavedState;
+  /** The state to save, snapshotted a slice of groups a turn (packet-ins go between). */
+  savedStateInTurns(): Promise<SavedState>;
 }
 
 export interface LoopParts {
@@ -130,7 +131,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     saves: stateStore !== undefined,
     save: () =>
       Promise.resolve()
-        .then(() => stateStore?.save(hooks.savedState()))
+        .then(async () => stateStore?.save(await hooks.savedStateInTurns()))
         .catch((error: unknown) => hooks.fail('state', error)),
     onSweepError: (error) => hooks.fail('mroute', error),
   });

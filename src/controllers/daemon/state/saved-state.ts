@@ -3,6 +3,7 @@
  * and pod (their numbers may change while the daemon is down), report times on the
  * wall clock (the monotonic clock restarts with the process).
  */
+import { setImmediate } from 'node:timers/promises';
 import type { GroupAddress, SourceAddress } from '../../../wire/ip-address.js';
 import { ANY_SOURCE, type SourceFilter } from '../../../domain/membership/source-filter.js';
 import type { SourcePorts } from '../../../domain/pipeline/source-split.js';
@@ -30,6 +31,34 @@ export interface SavedStateInput {
   groups: readonly GroupSnapshot[];
   pods: PodPorts;
   clock: Pick<DaemonClock, 'monotonicMs' | 'wallMs'>;
+}
+
+/** What a save of the whole table reads. */
+type SaveInput = Omit<SavedStateInput, 'groups'> & { table: MembershipTable };
+
+/** The state of the whole table now. */
+export function savedStateNow({ table, ...rest }: SaveInput): SavedState {
+  return savedStateOf({ ...rest, groups: table.snapshot() });
+}
+
+/** Members snapshotted for a periodic save between two turns of the loop. */
+const SNAPSHOT_SLICE_MEMBERS = 500;
+
+/**
+ * The state as savedStateOf has it for the whole table, snapshotted a slice of groups a
+ * turn of the loop: a periodic save of thousands of members never holds a packet-in for
+ * its whole length. A group that changes between two slices is saved as it is when its
+ * slice is taken; the change schedules the next save anyway.
+ */
+export async function savedStateInTurns({ table, ...rest }: SaveInput): Promise<SavedState> {
+  const order = table.groupsInOrder();
+  const perSlice = Math.max(1, Math.floor((SNAPSHOT_SLICE_MEMBERS * order.length) / Math.max(1, table.memberCount)));
+  const groups: GroupSnapshot[] = [];
+  for (let first = 0; first < order.length; first += perSlice) {
+    if (first > 0) await setImmediate();
+    groups.push(...table.snapshot(order.slice(first, first + perSlice)));
+  }
+  return savedStateOf({ ...rest, groups });
 }
 
 export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): SavedState {

@@ -23,6 +23,7 @@ import { constants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate } from 'node:timers/promises';
 import { isSystemError, McastError, messageOf, quoteInput, systemCodeOf } from '../../../errors.js';
 import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-directory.js';
 
@@ -167,14 +168,6 @@ export class StateStore {
    * are the controller's to report.
    */
   save(state: SavedState): Promise<void> {
-    // A bug upstream must not write a file the next start would throw away.
-    try {
-      parseSavedState(state);
-    } catch (error) {
-      return Promise.reject(
-        new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`),
-      );
-    }
     if (this.queued !== undefined) {
       this.queued.state = state;
       return this.queued.done;
@@ -192,7 +185,7 @@ export class StateStore {
   }
 
   private async write(state: SavedState): Promise<void> {
-    const text = JSON.stringify(state) + '\n';
+    const text = await savedText(state);
     const size = Buffer.byteLength(text);
     if (size > this.maxBytes) {
       const over = `the daemon state is ${showBytes(size)}, over the limit of ${showBytes(this.maxBytes)} that a start reads`;
@@ -277,4 +270,36 @@ function hintFor(code: string): string {
   if (code === 'ENOSPC' || code === 'EDQUOT') return 'the file system is full';
   if (code === 'EFBIG') return "the file is over the daemon's file size limit (ulimit -f, LimitFSIZE=)";
   return 'check --state-dir';
+}
+
+/** Members checked and written out between two turns of the loop: a save of thousands never holds up a join. */
+const SAVE_SLICE_MEMBERS = 500;
+
+/**
+ * `state` as the file's text, checked and serialized a slice of groups a turn. A bug
+ * upstream must not write a file the next start would throw away: each slice is read back
+ * as a start would (McastError 'internal' when it would not be).
+ */
+async function savedText(state: SavedState): Promise<string> {
+  const { groups, ...rest } = state;
+  const parts: string[] = [];
+  let members = 0;
+  let first = 0;
+  for (let end = 0; end <= groups.length; end++) {
+    const last = end === groups.length;
+    if (!last) members += groups[end]!.members.length;
+    if (!last && members < SAVE_SLICE_MEMBERS) continue;
+    const slice = groups.slice(first, last ? end : end + 1);
+    try {
+      parseSavedState({ ...rest, groups: slice });
+    } catch (error) {
+      throw new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`);
+    }
+    for (const group of slice) parts.push(JSON.stringify(group));
+    first = last ? end : end + 1;
+    members = 0;
+    if (!last) await setImmediate();
+  }
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"groups":[${parts.join(',')}]}\n`;
 }
