@@ -274,6 +274,14 @@ describe('StateStore', () => {
     const bad = { ...big, groups: [...big.groups, { group: '1.2.3.4' as GroupAddress, members: [] }] };
     await assert.rejects(store.save(bad), (error: unknown) => error instanceof McastError && error.code === 'internal');
     assert.deepEqual(await store.load(), { state: big }, 'the last good state is kept');
+    // The first group again at the end: a slice alone cannot see it twice.
+    const twice = { ...big, groups: [...big.groups, big.groups[0]!] };
+    await assert.rejects(store.save(twice), (error: unknown) => {
+      assert.ok(error instanceof McastError && error.code === 'internal');
+      assert.match(error.message, new RegExp(`group ${big.groups[0]!.group} appears twice`));
+      return true;
+    });
+    assert.deepEqual(await store.load(), { state: big }, 'the last good state is kept');
   });
 
   it('removes a temporary file a crashed daemon left behind', async () => {

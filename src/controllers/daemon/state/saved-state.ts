@@ -16,6 +16,7 @@ import {
 import type { PodPorts } from '../../../domain/pods/pod-ports.js';
 import { type SavedMember, type SavedState, STATE_FORMAT } from './state-format.js';
 import { VERSION } from '../../../version.js';
+import { saveSlices } from './save-slices.js';
 import type { DaemonConfig } from '../config/config.js';
 import type { ControllerLogger, ControllerStateStore, DaemonClock } from '../loop/ports.js';
 
@@ -41,22 +42,17 @@ export function savedStateNow({ table, ...rest }: SaveInput): SavedState {
   return savedStateOf({ ...rest, groups: table.snapshot() });
 }
 
-/** Members snapshotted for a periodic save between two turns of the loop. */
-const SNAPSHOT_SLICE_MEMBERS = 500;
-
 /**
  * The state as savedStateOf has it for the whole table, snapshotted a slice of groups a
- * turn of the loop: a periodic save of thousands of members never holds a packet-in for
- * its whole length. A group that changes between two slices is saved as it is when its
+ * turn of the loop. A group that changes between two slices is saved as it is when its
  * slice is taken; the change schedules the next save anyway.
  */
 export async function savedStateInTurns({ table, ...rest }: SaveInput): Promise<SavedState> {
-  const order = table.groupsInOrder();
-  const perSlice = Math.max(1, Math.floor((SNAPSHOT_SLICE_MEMBERS * order.length) / Math.max(1, table.memberCount)));
   const groups: GroupSnapshot[] = [];
-  for (let first = 0; first < order.length; first += perSlice) {
-    if (first > 0) await setImmediate();
-    groups.push(...table.snapshot(order.slice(first, first + perSlice)));
+  let turns = 0;
+  for (const slice of saveSlices(table.groupsInOrder(), table.memberCount)) {
+    if (turns++ > 0) await setImmediate();
+    groups.push(...table.snapshot(slice));
   }
   return savedStateOf({ ...rest, groups });
 }

@@ -30,6 +30,7 @@ import { checkStateDirectory, notRegularStateFile, STATE_FILE } from './state-di
 export { STATE_FILE } from './state-directory.js';
 import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
 import { parseSavedState, refuseNewerFormat, type SavedState } from './state-format.js';
+import { saveSlices } from './save-slices.js';
 
 export interface StateStoreOptions {
   dir: string;
@@ -165,7 +166,9 @@ export class StateStore {
    * Rejects with McastError 'io' (exit status 1) when it cannot be written, a full file
    * system (ENOSPC) included, leaving the old state.json whole: the daemon's save at
    * start lets it end the daemon (exit 1, before anything is programmed); later saves
-   * are the controller's to report.
+   * are the controller's to report. What is written is first checked as a start would
+   * read it: a state it would refuse rejects with McastError 'internal' and is not written
+   * (a state replaced by a later one while queued is never written, so never checked).
    */
   save(state: SavedState): Promise<void> {
     if (this.queued !== undefined) {
@@ -272,34 +275,38 @@ function hintFor(code: string): string {
   return 'check --state-dir';
 }
 
-/** Members checked and written out between two turns of the loop: a save of thousands never holds up a join. */
-const SAVE_SLICE_MEMBERS = 500;
-
 /**
- * `state` as the file's text, checked and serialized a slice of groups a turn. A bug
- * upstream must not write a file the next start would throw away: each slice is read back
- * as a start would (McastError 'internal' when it would not be).
+ * `state` as the file's text, checked and serialized a slice of groups a turn of the loop.
+ * A bug upstream must not write a file the next start would throw away: the state is read
+ * back as a start would, slice by slice, and no group may appear in two slices (McastError
+ * 'internal' when a start would refuse it).
  */
 async function savedText(state: SavedState): Promise<string> {
-  const { groups, ...rest } = state;
+  const { groups, ...head } = state;
+  const members = groups.reduce((count, group) => count + group.members.length, 0);
+  const refused = (error: unknown) =>
+    new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`);
   const parts: string[] = [];
-  let members = 0;
-  let first = 0;
-  for (let end = 0; end <= groups.length; end++) {
-    const last = end === groups.length;
-    if (!last) members += groups[end]!.members.length;
-    if (!last && members < SAVE_SLICE_MEMBERS) continue;
-    const slice = groups.slice(first, last ? end : end + 1);
+  const seen = new Set<string>();
+  let turns = 0;
+  try {
+    parseSavedState({ ...head, groups: [] });
+  } catch (error) {
+    throw refused(error);
+  }
+  for (const slice of saveSlices(groups, members)) {
+    if (turns++ > 0) await setImmediate();
     try {
-      parseSavedState({ ...rest, groups: slice });
+      parseSavedState({ ...head, groups: slice });
+      for (const { group } of slice) {
+        if (seen.has(group)) throw new Error(`group ${group} appears twice`);
+        seen.add(group);
+      }
     } catch (error) {
-      throw new McastError('internal', `refusing to save an invalid daemon state: ${messageOf(error)}`);
+      throw refused(error);
     }
     for (const group of slice) parts.push(JSON.stringify(group));
-    first = last ? end : end + 1;
-    members = 0;
-    if (!last) await setImmediate();
   }
-  const head = JSON.stringify(rest);
-  return `${head.slice(0, -1)}${head === '{}' ? '' : ','}"groups":[${parts.join(',')}]}\n`;
+  const text = JSON.stringify(head);
+  return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"groups":[${parts.join(',')}]}\n`;
 }
