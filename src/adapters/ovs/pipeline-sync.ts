@@ -8,7 +8,13 @@
  */
 import { McastError } from '../../errors.js';
 import type { GroupAddress } from '../../wire/ip-address.js';
-import { decodeFlowCookie, encodeFlowCookie, FlowKind } from '../../domain/pipeline/flow-cookie.js';
+import {
+  decodeFlowCookie,
+  encodeFlowCookie,
+  FLOW_COOKIE_FULL_MASK,
+  FlowCookieFlag,
+  FlowKind,
+} from '../../domain/pipeline/flow-cookie.js';
 import type { FlowEntry, InstalledGroup, MulticastPipeline } from '../../domain/pipeline/multicast-pipeline.js';
 import type { GroupOutcome, PipelineChange } from '../../domain/pipeline/plan.js';
 import {
@@ -155,8 +161,10 @@ export class PipelineSync {
   }
 
   /**
-   * The raw counters of `entries` (all of `group`): their OVS groups' and the group's sending rows (their cookie, any
-   * flags).
+   * The raw counters of `entries` (all of `group`, all learned: syncForwarding rewrites no
+   * other): their OVS groups' and the group's sending rows. The rows are asked for by their
+   * whole cookie, flags included (FLOW_COOKIE_FULL_MASK): with any other mask OVS walks the
+   * table's every flow, on the thread that then applies the rewrite.
    */
   private async entryCounters(group: GroupAddress, entries: readonly InstalledGroup[]) {
     const { config } = this.pipeline;
@@ -164,10 +172,11 @@ export class PipelineSync {
       prefix: config.cookiePrefix,
       kind: FlowKind.SendCounter,
       value: familyOf(group).cookieValue(group),
+      flags: FlowCookieFlag.Learned,
     });
     const [stats, flows] = await Promise.all([
       Promise.all(entries.flatMap((entry) => entry.groups.map((link) => this.openflow.groupStats(link.groupId)))),
-      this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: SEND_COUNTER_COOKIE_MASK }),
+      this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: FLOW_COOKIE_FULL_MASK }),
     ]);
     return entryPortCounters({ pipeline: this.pipeline, entries, groupStats: stats.flat(), flows });
   }
@@ -304,9 +313,6 @@ export class PipelineSync {
       );
   }
 }
-
-/** Every bit of a cookie but its flags: a group's sending rows, learned or not. */
-const SEND_COUNTER_COOKIE_MASK = 0xffff_ff00_ffff_ffffn;
 
 /** Two flows that are the same entry of a table: table, priority and match. */
 function sameSlot(a: FlowEntry, b: FlowEntry): boolean {

@@ -82,6 +82,12 @@ export function decodeFlowCookie(cookie: bigint, prefix: number): FlowCookieFiel
   return { prefix, kind: kind as FlowKind, value: Number(cookie & 0xffffffffn), ...(flags === 0 ? {} : { flags }) };
 }
 
+/**
+ * The mask of a whole cookie: a strict change of one flow, and the fast dump (OVS answers
+ * a full cookie from an index of its own; any other mask walks the table's every flow).
+ */
+export const FLOW_COOKIE_FULL_MASK = 0xffff_ffff_ffff_ffffn;
+
 /** The mask that matches every cookie with our prefix: dump and delete "ours" with it. */
 export const FLOW_COOKIE_PREFIX_MASK = 0xffff_0000_0000_0000n;
 

@@ -19,6 +19,7 @@ import { OfpPort } from '../../protocol/openflow/reserved.js';
 import { parseHostAddress } from '../../wire/ip-address.js';
 import type { Bucket, FlowAction, FlowEntry, FlowMatch, GroupEntry } from './multicast-pipeline.js';
 import type { PipelineChange } from './plan.js';
+import { FLOW_COOKIE_FULL_MASK } from './flow-cookie.js';
 
 const EXACT_IPV4_MASK = '255.255.255.255';
 const EXACT_IPV6_MASK = 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff';
@@ -113,7 +114,7 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         tableId: change.entry.table,
         priority: change.entry.priority,
         cookie: change.entry.cookie,
-        cookieMask: 0xffff_ffff_ffff_ffffn,
+        cookieMask: FLOW_COOKIE_FULL_MASK,
         match: matchFields(change.entry.match),
         instructions: flowInstructions(change.entry),
       });
@@ -134,7 +135,7 @@ export function changeMessage(change: PipelineChange): OpenFlowMessage {
         tableId: change.entry.table,
         priority: change.entry.priority,
         cookie: change.entry.cookie,
-        cookieMask: 0xffff_ffff_ffff_ffffn,
+        cookieMask: FLOW_COOKIE_FULL_MASK,
         match: matchFields(change.entry.match),
       });
   }
