@@ -10,8 +10,10 @@
  * - e: the pod's bucket was taken out of our OVS group by hand (ovs-ofctl mod-group) → ovs / no-bucket.
  *
  * A healthy case passes every stage, and the member really gets the UDP: a sender pod on
- * the node (--from). And with no daemon on the control socket, the OVS and kernel stages
- * still run and the daemon's are skipped. The cases of a node that routes (the external
+ * the node (--from); and with no sender named, trace follows every sender this snooping
+ * node carries (another pod; the tunnel and the outside are not applicable). And with no
+ * daemon on the control socket, the OVS and kernel stages still run and the daemon's are
+ * skipped. The cases of a node that routes (the external
  * host through the underlay, a pod's traffic routed off the node) are in
  * test/routing/trace-routed.test.ts.
  *
@@ -442,6 +444,83 @@ describe('mcastctl trace: each broken case named at its stage, healthy ones deli
     const text = await trace(G.local, pf, ['--from', podName(pg)], { json: false });
     assert.equal(text.code, 0, text.context);
     assert.equal(text.stdout.split('\n').filter((line) => line.startsWith('✓ ')).length, 5, text.context);
+  });
+
+  it('healthy, no sender named, on this snooping node: another pod delivers; the tunnel and the outside are not applicable, with why', {
+    timeout: CASE_TIMEOUT_MS,
+  }, async () => {
+    await waitForOvsMembers(nodeA.node, G.local, [pf]);
+    const result = await trace(G.local, pf);
+    const { report } = result;
+    assert.equal(result.code, 0, result.context);
+    assert.equal(report.verdict, 'delivered', result.context);
+    assert.equal(report.senderNamed, false, result.context);
+    assert.deepEqual(
+      report.paths.map((path) => [path.from, path.verdict]),
+      [
+        ['pod', 'delivered'],
+        ['tunnel', 'not-applicable'],
+        ['outside', 'not-applicable'],
+      ],
+      result.context,
+    );
+    assert.deepEqual(
+      report.stages.map((entry) => [entry.stage, entry.name, entry.status]),
+      [
+        [1, 'pod-port', 'pass'],
+        [2, 'igmp', 'pass'],
+        [3, 'membership', 'pass'],
+        [4, 'ovs', 'pass'],
+        [6, 'sender', 'pass'],
+      ],
+      result.context,
+    );
+    // The sender followed: the pod of the lowest port number but pf's.
+    const others = [pa, pb, pc, pd, pe, pg].sort((x, y) => x.ofport - y.ofport);
+    assert.deepEqual(
+      report.sender,
+      {
+        kind: 'pod',
+        pod: podName(others[0]!),
+        port: { ofport: others[0]!.ofport, name: others[0]!.port, pod: podName(others[0]!) },
+        address: others[0]!.address,
+      },
+      result.context,
+    );
+    assert.equal(report.source, others[0]!.address, result.context);
+    const [tunnel, outside] = [report.paths[1]!.stages, report.paths[2]!.stages];
+    assert.deepEqual(
+      [...tunnel, ...outside].map((entry) => [entry.stage, entry.name, entry.status]),
+      [
+        [5, 'outside', 'not-applicable'],
+        [5, 'outside', 'not-applicable'],
+      ],
+      result.context,
+    );
+    assert.equal(tunnel[0]!.summary, 'not applicable: the node is not in tunnel mode', result.context);
+    assert.equal(
+      outside[0]!.summary,
+      'not applicable: the node routes no multicast in from outside (no multicast interfaces)',
+      result.context,
+    );
+    // It is so: the followed pod's datagrams reach pf.
+    const receiver = receivers.find((entry) => entry.group === G.local)!;
+    await others[0]!.send(G.local, PORT, 10, { tag: 'unnamed' });
+    await waitUntil(
+      `pf to receive 10 datagrams from ${others[0]!.name}`,
+      async () => receiver.received.filter((datagram) => datagram.payload.startsWith('unnamed ')).length === 10,
+      3000,
+    );
+
+    const text = await trace(G.local, pf, [], { json: false });
+    assert.equal(text.code, 0, text.context);
+    const lines = text.stdout.split('\n');
+    assert.match(lines[0]!, /\(from every sender the node carries\)$/, text.context);
+    assert.equal(lines.filter((line) => line.startsWith('· 5 from outside ')).length, 2, text.context);
+    assert.ok(
+      lines.includes(`delivered: ${G.local} reaches ${podName(pf)} (from pod ${podName(others[0]!)})`),
+      text.context,
+    );
   });
 
   it("no daemon on the control socket: the OVS and kernel stages run, the daemon's are skipped", {

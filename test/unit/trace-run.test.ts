@@ -11,6 +11,8 @@ import type {
   TraceSources,
 } from '../../src/controllers/trace/trace-facts.js';
 import { runTrace } from '../../src/controllers/trace/trace-run.js';
+import { traceLines } from '../../src/cli/render/trace-lines.js';
+import { Chalk } from 'chalk';
 import type { GroupView, MemberView, PortActivityView, PortQuery } from '../../src/transport/control/daemon-view.js';
 import type { AddressFamily } from '../../src/wire/ip-address.js';
 import { groupAddress } from '../../src/wire/ip-address.js';
@@ -187,7 +189,7 @@ function assertBlocked(report: TraceReport, name: TraceStage['name'], code: stri
 describe('runTrace: the whole way', () => {
   it('delivers when every stage passes, numbering the stages as TRACE_STAGES orders them', async () => {
     const world = new World();
-    const report = await world.run();
+    const report = await world.run({ via: 'gateway' });
     assert.equal(report.verdict, 'delivered');
     assert.equal(report.blockedAt, null);
     assert.deepEqual(
@@ -208,6 +210,11 @@ describe('runTrace: the whole way', () => {
       via: 'gateway',
       port: { ofport: 1, name: 'gw0' },
     });
+    assert.equal(report.senderNamed, true);
+    assert.deepEqual(
+      report.paths.map((path) => [path.from, path.verdict]),
+      [['outside', 'delivered']],
+    );
     assert.deepEqual(world.portQueries, [{ pod: POD_A, group: GROUP }]);
   });
 
@@ -437,7 +444,7 @@ describe('runTrace: 3 membership', () => {
 describe('runTrace: 4 ovs', () => {
   it("passes when OVS's trace outputs to the pod's OpenFlow port (datapath port 4 is ofport 3)", async () => {
     const world = new World();
-    const ovs = stage(await world.run(), 'ovs');
+    const ovs = stage(await world.run({ via: 'gateway' }), 'ovs');
     assert.equal(ovs.status, 'pass');
     assert.equal(ovs.facts['groupId'], 1);
     assert.equal(ovs.facts['bucket'], true);
@@ -526,7 +533,7 @@ describe('runTrace: 4 ovs', () => {
       { group: GROUP, groupId: 1, ports: [4] },
       { group: GROUP, source: '10.1.1.1', groupId: 2, ports: [3] },
     ];
-    const ovs = stage(await world.run({ source: '10.1.1.1' }), 'ovs');
+    const ovs = stage(await world.run({ via: 'gateway', source: '10.1.1.1' }), 'ovs');
     assert.equal(ovs.status, 'pass');
     assert.equal(ovs.facts['groupId'], 2);
     assert.equal(ovs.facts['entrySource'], '10.1.1.1');
@@ -544,23 +551,21 @@ describe('runTrace: 4 ovs', () => {
     assert.equal('entrySource' in failed.facts, false);
   });
 
-  it('passes without tracing when there is no sender port, and skips outside (incomplete)', async () => {
+  it('passes without tracing when there is no sender port (--via gateway, no gateway known); outside says why', async () => {
     const world = new World();
     world.gateway = undefined;
-    const report = await world.run();
+    const report = await world.run({ via: 'gateway' });
     assert.equal(stage(report, 'ovs').status, 'pass');
     assert.match(stage(report, 'ovs').summary, /no sender port/);
     assert.equal(world.tracedFlows.length, 0);
-    assert.equal(stage(report, 'outside').status, 'skipped');
-    assert.equal(report.verdict, 'incomplete');
-    assert.equal(report.blockedAt, null);
+    assertBlocked(report, 'outside', 'no-router');
   });
 });
 
 describe('runTrace: 5 outside', () => {
   it('passes with the (S,G) route in on a multicast interface and out to the gateway', async () => {
     const world = new World();
-    const outside = stage(await world.run(), 'outside');
+    const outside = stage(await world.run({ via: 'gateway' }), 'outside');
     assert.equal(outside.status, 'pass');
     assert.match(outside.summary, /\(10\.1\.1\.1, 239\.1\.2\.3\) in on eth0 to gw0: 5 packets/);
     assert.deepEqual(outside.facts['upstreamJoins'], [{ interface: 'eth0', joined: true }]);
@@ -570,7 +575,7 @@ describe('runTrace: 5 outside', () => {
   it('passes without a route yet', async () => {
     const world = new World();
     world.kernelFacts = { ...world.kernelFacts, routes: [] };
-    const outside = stage(await world.run(), 'outside');
+    const outside = stage(await world.run({ via: 'gateway' }), 'outside');
     assert.equal(outside.status, 'pass');
     assert.equal(outside.facts['route'], null);
     assert.match(outside.summary, /no \(S,G\) route yet/);
@@ -585,7 +590,7 @@ describe('runTrace: 5 outside', () => {
         { source: '10.2.2.2', group: GROUP, iif: 'eth0', oifs: ['gw0'], packets: 2, bytes: 200 },
       ],
     };
-    const outside = stage(await world.run({ source: '10.2.2.2' }), 'outside');
+    const outside = stage(await world.run({ via: 'gateway', source: '10.2.2.2' }), 'outside');
     assert.equal(outside.status, 'pass');
     assert.equal((outside.facts['route'] as { source: string }).source, '10.2.2.2');
   });
@@ -593,20 +598,20 @@ describe('runTrace: 5 outside', () => {
   it('no-router without multicast interfaces', async () => {
     const world = new World();
     world.multicastInterfaces = [];
-    assertBlocked(await world.run(), 'outside', 'no-router');
+    assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'no-router');
   });
 
   it('no-router when no multicast router is active', async () => {
     const world = new World();
     world.kernelFacts = { ...world.kernelFacts, routerActive: false };
-    const failed = assertBlocked(await world.run(), 'outside', 'no-router');
+    const failed = assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'no-router');
     assert.match(failed.summary, /no multicast router is active/);
   });
 
   it('no-router when a multicast interface is no VIF', async () => {
     const world = new World();
     world.kernelFacts = { ...world.kernelFacts, interfaces: ['gw0'] };
-    const failed = assertBlocked(await world.run(), 'outside', 'no-router');
+    const failed = assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'no-router');
     assert.match(failed.summary, /eth0 is no routing interface/);
   });
 
@@ -619,7 +624,7 @@ describe('runTrace: 5 outside', () => {
         { name: 'lo', group: GROUP },
       ],
     };
-    const failed = assertBlocked(await world.run(), 'outside', 'no-upstream-join');
+    const failed = assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'no-upstream-join');
     assert.deepEqual(failed.facts['upstreamJoins'], [{ interface: 'eth0', joined: false }]);
   });
 
@@ -629,7 +634,7 @@ describe('runTrace: 5 outside', () => {
       ...world.kernelFacts,
       routes: [{ source: '10.1.1.1', group: GROUP, iif: 'gw0', oifs: ['eth0'], packets: 0, bytes: 0 }],
     };
-    assertBlocked(await world.run(), 'outside', 'route-wrong');
+    assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'route-wrong');
   });
 
   it('route-wrong when the route does not go out to the gateway', async () => {
@@ -638,7 +643,7 @@ describe('runTrace: 5 outside', () => {
       ...world.kernelFacts,
       routes: [{ source: '10.1.1.1', group: GROUP, iif: 'eth0', oifs: [], packets: 0, bytes: 0 }],
     };
-    const failed = assertBlocked(await world.run(), 'outside', 'route-wrong');
+    const failed = assertBlocked(await world.run({ via: 'gateway' }), 'outside', 'route-wrong');
     assert.match(failed.summary, /goes out to nothing/);
   });
 });
@@ -703,7 +708,7 @@ describe('runTrace: 6 sender', () => {
   it("--from-address of a local pod's address makes that pod the sender", async () => {
     const world = new World();
     const report = await world.run({ from: { address: '10.0.0.6' } });
-    assert.equal(report.sender.kind, 'pod');
+    assert.equal(report.sender?.kind, 'pod');
     assert.equal(stage(report, 'sender').status, 'pass');
   });
 });
@@ -716,6 +721,7 @@ describe('runTrace: without the daemon', () => {
       world.daemonState = state;
       const report = await world.run();
       assert.equal(report.daemon, state);
+      // Every sender: another pod on the node decides; the tunnel is the daemon's to say.
       assert.deepEqual(
         report.stages.map((entry) => [entry.stage, entry.name, entry.status]),
         [
@@ -723,8 +729,14 @@ describe('runTrace: without the daemon', () => {
           [2, 'igmp', 'skipped'],
           [3, 'membership', 'skipped'],
           [4, 'ovs', 'pass'],
-          [5, 'outside', 'pass'],
+          [6, 'sender', 'pass'],
         ],
+      );
+      const tunnel = report.paths.find((path) => path.from === 'tunnel')!;
+      assert.equal(tunnel.verdict, 'not-applicable');
+      assert.match(
+        tunnel.stages[0]!.summary,
+        state === 'unreachable' ? /the daemon's settings are not known: it did not answer/ : /it was not asked/,
       );
       assert.equal(report.verdict, 'incomplete');
       assert.equal(report.blockedAt, null);
@@ -742,5 +754,164 @@ describe('runTrace: without the daemon', () => {
     const report = await world.run();
     const failed = assertBlocked(report, 'ovs', 'no-flow');
     assert.match(failed.hint!, /is the daemon running/);
+  });
+});
+
+describe('runTrace: every sender the node carries (no --from, --from-address or --via)', () => {
+  const TUNNEL: TracePort = { ofport: 9, name: 'tun0' };
+  const kinds = (report: TraceReport) => report.paths.map((path) => [path.from, path.verdict]);
+
+  it('a snooping node (no multicast interfaces): another pod delivers; the tunnel and the outside are not applicable', async () => {
+    const world = new World();
+    world.multicastInterfaces = [];
+    const report = await world.run();
+    assert.equal(report.verdict, 'delivered');
+    assert.equal(report.senderNamed, false);
+    assert.deepEqual(kinds(report), [
+      ['pod', 'delivered'],
+      ['tunnel', 'not-applicable'],
+      ['outside', 'not-applicable'],
+    ]);
+    assert.deepEqual(report.sender, {
+      kind: 'pod',
+      pod: POD_B,
+      port: { ofport: 4, name: 'veth-b', pod: POD_B },
+      address: '10.0.0.6',
+    });
+    assert.equal(report.source, '10.0.0.6');
+    assert.deepEqual(
+      report.stages.map((entry) => [entry.stage, entry.name, entry.status]),
+      [
+        [1, 'pod-port', 'pass'],
+        [2, 'igmp', 'pass'],
+        [3, 'membership', 'pass'],
+        [4, 'ovs', 'pass'],
+        [6, 'sender', 'pass'],
+      ],
+    );
+    // Traced from the other pod's port with its address; the kernel's routing is never asked.
+    assert.deepEqual(world.flowPackets, [{ inPort: 4, source: '10.0.0.6' }]);
+    const outside = report.paths[2]!.stages;
+    assert.deepEqual(
+      outside.map((entry) => [entry.stage, entry.name, entry.status]),
+      [[5, 'outside', 'not-applicable']],
+    );
+    assert.match(outside[0]!.summary, /routes no multicast in from outside \(no multicast interfaces\)$/);
+    assert.match(report.paths[1]!.stages[0]!.summary, /not in tunnel mode$/);
+
+    const lines = traceLines(report, new Chalk({ level: 0 }));
+    assert.match(lines[0]!, /from every sender the node carries/);
+    assert.ok(lines.includes('✓ 3 membership    member (IGMPv3, any source), expires in 200 s'), lines.join('\n'));
+    assert.ok(
+      lines.some((line) => /^ {2}from pod default\/pod-b, 10\.0\.0\.6/.test(line)),
+      lines.join('\n'),
+    );
+    assert.ok(lines.some((line) => /^· 5 from outside +not applicable: the node routes no multicast/.test(line)));
+    assert.equal(lines.at(-1), `delivered: ${GROUP} reaches ${POD_A} (from pod ${POD_B})`);
+  });
+
+  it('a tunnel node: the pod and the tunnel both followed, the first delivered decides', async () => {
+    const world = new World();
+    world.ports = [GW, PORT_A, PORT_B, TUNNEL];
+    world.tunnel = 'tun0';
+    world.multicastInterfaces = [];
+    const report = await world.run();
+    assert.deepEqual(kinds(report), [
+      ['pod', 'delivered'],
+      ['tunnel', 'delivered'],
+      ['outside', 'not-applicable'],
+    ]);
+    assert.deepEqual(world.flowPackets, [
+      { inPort: 4, source: '10.0.0.6' },
+      { inPort: 9, source: '192.0.2.1' },
+    ]);
+    const tunnel = report.paths[1]!;
+    assert.deepEqual(tunnel.sender, {
+      kind: 'outside',
+      address: null,
+      via: 'tunnel',
+      port: { ofport: 9, name: 'tun0' },
+    });
+    assert.match(tunnel.stages[1]!.summary, /from other nodes through the tunnel tun0 \(ofport 9\)/);
+    assert.equal(report.sender?.kind, 'pod');
+  });
+
+  it('the other pod may not send (policy): the tunnel delivers and decides', async () => {
+    const world = new World();
+    world.ports = [GW, PORT_A, PORT_B, TUNNEL];
+    world.tunnel = 'tun0';
+    world.activities.set(
+      POD_B,
+      activityOf(PORT_B, {}, { policy: { join: { allowed: true }, send: { allowed: false } } }),
+    );
+    const report = await world.run();
+    assert.equal(report.verdict, 'delivered');
+    assert.deepEqual(kinds(report), [
+      ['pod', 'blocked'],
+      ['tunnel', 'delivered'],
+      ['outside', 'delivered'],
+    ]);
+    assert.equal(report.paths[0]!.blockedAt, 'sender');
+    assert.equal(report.sender?.kind, 'outside');
+    assert.deepEqual(
+      report.stages.map((entry) => [entry.stage, entry.name, entry.status]),
+      [
+        [1, 'pod-port', 'pass'],
+        [2, 'igmp', 'pass'],
+        [3, 'membership', 'pass'],
+        [4, 'ovs', 'pass'],
+        [5, 'outside', 'pass'],
+      ],
+    );
+    assert.equal(report.source, null);
+  });
+
+  it('blocked for every sender: the first carried one names the stage', async () => {
+    const world = new World();
+    world.ports = [GW, PORT_A, PORT_B, TUNNEL];
+    world.tunnel = 'tun0';
+    world.text = traceText('7');
+    const report = await world.run();
+    assertBlocked(report, 'ovs', 'trace-misses-pod');
+    assert.deepEqual(kinds(report), [
+      ['pod', 'blocked'],
+      ['tunnel', 'blocked'],
+      ['outside', 'blocked'],
+    ]);
+    assert.equal(report.sender?.kind, 'pod');
+    const lines = traceLines(report, new Chalk({ level: 0 }));
+    assert.equal(
+      lines.at(-1),
+      'blocked at stage 4 (ovs): trace-misses-pod, and every other sender the node carries is blocked too',
+    );
+  });
+
+  it('no sender the node carries (one pod, no tunnel, no routing): blocked, no-sender, saying why', async () => {
+    const world = new World();
+    world.ports = [GW, PORT_A];
+    world.multicastInterfaces = [];
+    const report = await world.run();
+    const failed = assertBlocked(report, 'sender', 'no-sender');
+    assert.match(
+      failed.summary,
+      /no other pod has a port on bridge br-int; the node is not in tunnel mode; the node routes no multicast in from outside \(no multicast interfaces\)$/,
+    );
+    assert.deepEqual(kinds(report), [
+      ['pod', 'not-applicable'],
+      ['tunnel', 'not-applicable'],
+      ['outside', 'not-applicable'],
+    ]);
+    assert.equal(report.sender, null);
+    assert.equal(world.tracedFlows.length, 0);
+  });
+
+  it('a shared stage that fails ends the trace before any sender', async () => {
+    const world = new World();
+    world.members = [];
+    world.activities.set(POD_A, activityOf(PORT_A, { messages: 0 }, null));
+    const report = await world.run();
+    assertBlocked(report, 'igmp', 'no-igmp');
+    assert.deepEqual(report.paths, []);
+    assert.equal(report.sender, null);
   });
 });

@@ -66,7 +66,9 @@ export function registerTrace(program: Command): void {
         '3 its membership (filter mode and sources, whether it admits the source, when it expires); ' +
         "4 OVS: our flow and OVS group for the group, the pod's bucket in it, and OVS's own trace (ofproto/trace) of a datagram from the sender's port: does it output to the pod's port? " +
         '5 for a sender outside the node: kernel routing, the upstream join on the multicast interfaces, the (S,G) route in and its counters; ' +
-        '6 for a pod sender (--from): its send policy and the (S,G) route out. Without the daemon (not running, or --no-daemon), stages 2 and 3 are skipped and the rest still run. Run it on the node, as root.',
+        '6 for a pod sender: its send policy and the (S,G) route out. ' +
+        'Stages 4 to 6 are followed for the sender --from, --from-address or --via names; without one, for every kind of sender the node can have: another pod on the node, other nodes through the tunnel (tunnel mode), hosts outside through the gateway (where the node routes multicast in). A kind the node does not carry is shown as not applicable, never as a failure, and the pod gets the group when one sender gets through. ' +
+        'Without the daemon (not running, or --no-daemon), stages 2 and 3 are skipped and the rest still run. Run it on the node, as root.',
     )
     .argument('<group>', 'the multicast group (IPv4 or IPv6)')
     .requiredOption('--pod <namespace/name>', 'the pod that should receive the group', (text) =>
@@ -76,10 +78,10 @@ export function registerTrace(program: Command): void {
     .option('--from <namespace/name>', 'the sender: a pod on this node', (text) => parsePod('--from', text))
     .option('--from-address <address>', "the sender: an address (a host outside the node, or a local pod's address)")
     .addOption(
-      new Option('--via <way>', 'how a sender outside comes in (default: the gateway, else the tunnel)').choices([
-        'gateway',
-        'tunnel',
-      ]),
+      new Option(
+        '--via <way>',
+        'how a sender outside comes in; alone, the one sender followed (with --from-address, default: the gateway, else the tunnel)',
+      ).choices(['gateway', 'tunnel']),
     )
     .option('--gateway <interface>', "the gateway port (default: the daemon's)", parseInterface)
     .option(
@@ -98,10 +100,10 @@ export function registerTrace(program: Command): void {
   addOvsOptions(command, { bridgeHelp: "the OVS bridge (default: the daemon's, else br-int)" }).addHelpText(
     'after',
     `
-Exit status: 0 delivery would happen; 1 a stage blocks it (named in the output); 64 bad group, address, pod or flag; 69 OVS, or the daemon, is not reachable (the stages that could run are still shown); 77 not root.
+Exit status: 0 delivery would happen (from some sender the node carries, or the one named); 1 a stage blocks it (named in the output); 64 bad group, address, pod or flag; 69 OVS, or the daemon, is not reachable (the stages that could run are still shown); 77 not root.
 
 Examples:
-  mcastctl trace 239.1.2.3 --pod default/web-1
+  mcastctl trace 239.1.2.3 --pod default/web-1                        (every sender the node carries)
   mcastctl trace 239.1.2.3 --pod default/web-1 --from default/feed-0
   mcastctl trace 232.1.1.1 --pod default/web-1 --from-address 192.168.50.100
 See mcastctl-trace(1).`,
