@@ -188,6 +188,16 @@ describe('mcastctl groups', { concurrency: true }, () => {
     assert.match(result.stderr, /"10\.0\.0\.1" is not a multicast address/);
   });
 
+  it('--cluster on a daemon not in tunnel mode: exit 64, saying so; with --stats: exit 64', async () => {
+    const result = await cli(['groups', '--cluster', '--control-socket', path]);
+    assert.equal(result.code, 64, result.stderr);
+    assert.match(result.stderr, /the daemon is not in tunnel mode: it knows of no other node/);
+    assert.match(result.stderr, /--tunnel-port/);
+    const both = await cli(['groups', '--cluster', '--stats', '--control-socket', path]);
+    assert.equal(both.code, 64, both.stderr);
+    assert.match(both.stderr, /give --stats or --cluster, not both/);
+  });
+
   it('an IPv6 group is compared in canonical text: FF15:0::8000:1 finds ff15::8000:1', async () => {
     const result = await cli(['groups', 'FF15:0::8000:1', '--control-socket', path]);
     assert.equal(result.code, 0, result.stderr);

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { describe, it } from '../helpers/node-test.js';
 import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/observe/metrics.js';
 import { McastError } from '../../src/errors.js';
+import { CLUSTER_MEMBER_SERIES } from '../../src/controllers/daemon/observe/cluster-metrics.js';
 import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
 
 describe('DaemonMetrics', () => {
@@ -60,6 +61,46 @@ describe('DaemonMetrics', () => {
     assert.match(text, /^mcastctl_members 9$/m);
     assert.match(text, /^mcastctl_routes 0$/m);
     assert.match(text, /^# TYPE mcastctl_groups gauge$/m);
+  });
+
+  it('tunnel mode: mcastctl_peer_up by peer, and a mcastctl_peer_group_member series per (group, peer), bounded', async () => {
+    const view = new FakeDaemonView();
+    const metrics = new DaemonMetrics(view);
+    const none = await metrics.registry.metrics();
+    assert.doesNotMatch(none, /^mcastctl_peer_up\{/m, 'no series outside tunnel mode');
+    assert.doesNotMatch(none, /^mcastctl_peer_group_member\{/m);
+    assert.match(none, /^mcastctl_peer_group_member_uncounted 0$/m);
+    view.statusValue = sampleStatus({
+      tunnel: {
+        port: 'tun0',
+        ofport: 9,
+        nodeAddress: '192.168.60.13',
+        peers: [
+          { address: '192.168.60.11', state: 'up', lastContact: '2026-12-07T10:00:00.000Z', members: 2 },
+          { address: '192.168.60.12', state: 'down', lastContact: '2026-12-07T09:00:00.000Z', members: 0 },
+          { address: '192.168.60.14', state: 'unknown', lastContact: null, members: 0 },
+        ],
+        drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0 },
+      },
+    });
+    // More (group, peer) pairs than the limit: the groups in address order fill it, the rest are counted.
+    const groups = CLUSTER_MEMBER_SERIES + 2;
+    view.groupsValue = Array.from({ length: groups }, (_, index) => ({
+      group: `239.1.${index >> 8}.${index & 255}`,
+      ports: [],
+      members: [],
+      synced: true,
+      remoteMembers: [{ peer: '192.168.60.11', lastRefresh: null, expiresInMs: 1000 }],
+    })).reverse();
+    const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_peer_up\{peer="192.168.60.11"\} 1$/m);
+    assert.match(text, /^mcastctl_peer_up\{peer="192.168.60.12"\} 0$/m);
+    assert.match(text, /^mcastctl_peer_up\{peer="192.168.60.14"\} 0$/m);
+    const series = text.match(/^mcastctl_peer_group_member\{.*$/gm) ?? [];
+    assert.equal(series.length, CLUSTER_MEMBER_SERIES);
+    assert.equal(series[0], 'mcastctl_peer_group_member{group="239.1.0.0",peer="192.168.60.11"} 1');
+    assert.ok(!text.includes('group="239.1.4.1"'), 'the last group in address order is left out');
+    assert.match(text, /^mcastctl_peer_group_member_uncounted 2$/m);
   });
 
   it('observes sync durations in fine buckets, by result', async () => {

@@ -8,12 +8,15 @@ import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
 import { sourceReceiverLines } from '../render/group-sources.js';
 import { printPodTraffic } from '../render/pod-traffic.js';
+import { printClusterGroups } from '../render/cluster-groups.js';
+import { type ClusterView, clusterViewOf } from '../../transport/control/cluster-view.js';
 import { describePortView, describeRefusals, formatDuration } from './status.js';
 
 interface GroupsFlags {
   controlSocket: string;
   json?: boolean;
   stats?: boolean;
+  cluster?: boolean;
 }
 
 export function registerGroups(program: Command): void {
@@ -30,14 +33,21 @@ export function registerGroups(program: Command): void {
       parseControlSocket,
       DEFAULT_CONTROL_SOCKET,
     )
-    .option('--json', 'print one JSON document (an array of groups; with --stats, the traffic counters)')
+    .option(
+      '--json',
+      'print one JSON document (an array of groups; with --stats, the traffic counters; with --cluster, the cluster view)',
+    )
     .option(
       '--stats',
       "what each pod received from and sent to each group, from OVS's counters (sent only with the daemon's trafficCounters on)",
     )
+    .option(
+      '--cluster',
+      'tunnel mode: each group across the nodes, the peers with members (their state, last report, expiry) and the local pods',
+    )
     .addHelpText(
       'after',
-      '\nExit status: 0 done (also when the group has no members); 64 bad group or --control-socket; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).',
+      '\nExit status: 0 done (also when the group has no members); 64 bad group or --control-socket, or --cluster on a daemon not in tunnel mode; 69 the daemon is not reachable; 77 not root. See mcastctl-groups(1).',
     )
     .action(async (group: string | undefined, flags: GroupsFlags) => {
       const output = new Output({ json: flags.json === true });
@@ -48,8 +58,13 @@ export function registerGroups(program: Command): void {
           code: 'bad-address',
         });
       }
+      if (flags.stats === true && flags.cluster === true) throw new UsageError('give --stats or --cluster, not both');
       if (flags.stats === true) {
         await printStats({ socket: flags.controlSocket, output, ...(only === undefined ? {} : { only }) });
+        return;
+      }
+      if (flags.cluster === true) {
+        await printCluster({ socket: flags.controlSocket, output, ...(only === undefined ? {} : { only }) });
         return;
       }
       const client = await ControlClient.connect(flags.controlSocket);
@@ -90,6 +105,33 @@ async function printStats(options: { socket: string; output: Output; only?: stri
     return;
   }
   printPodTraffic(output, stats);
+  output.flush();
+}
+
+/** `groups --cluster`: the groups and the status's peers, put together (cluster-view.ts). */
+async function printCluster(options: { socket: string; output: Output; only?: string }): Promise<void> {
+  const { output, only } = options;
+  const client = await ControlClient.connect(options.socket);
+  let view: ClusterView | undefined;
+  try {
+    const [status, groups] = await Promise.all([
+      client.request<DaemonStatus>('status'),
+      client.request<GroupView[]>('groups'),
+    ]);
+    view = clusterViewOf(status, groups);
+  } finally {
+    client.close();
+  }
+  if (view === undefined)
+    throw new UsageError('the daemon is not in tunnel mode: it knows of no other node', {
+      hint: '--cluster needs a daemon run with --tunnel-port and its peers (mcastctl-daemon(8), TUNNEL MODE)',
+    });
+  if (only !== undefined) view = { ...view, groups: view.groups.filter((entry) => entry.group === only) };
+  if (output.json) {
+    output.document(view);
+    return;
+  }
+  printClusterGroups(view, output, Date.now(), only);
   output.flush();
 }
 

@@ -10,6 +10,7 @@ import type { DaemonView } from '../../../transport/control/daemon-view.js';
 import { parseHostPort } from '../../../wire/endpoint.js';
 import { IGMP_REFUSAL_REASONS } from '../loop/igmp-guard.js';
 import { registerTrafficMetrics } from './traffic-metrics.js';
+import { registerClusterMetrics } from './cluster-metrics.js';
 
 /** Sync latency buckets (seconds): a sync is a flow mod and a group mod, usually a few ms. */
 export const SYNC_DURATION_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
@@ -143,6 +144,7 @@ export class DaemonMetrics {
       collect: () => this.forgetRemovedPeers(view),
     });
     registerTrafficMetrics(view, registers);
+    registerClusterMetrics(view, registers);
     this.packetIns = new Counter({
       name: 'mcastctl_packet_ins_total',
       help: 'OpenFlow packet-ins received.',
