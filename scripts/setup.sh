@@ -37,6 +37,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null
 fi
 
+# Prometheus and promtool for the monitoring tests, from Debian's prometheus package,
+# unpacked into a cache of their own rather than installed: installing it would start a
+# Prometheus service on port 9090 and add a system user, where the tests start their own
+# server in a lab namespace (test/lab/prometheus.ts finds it here).
+prometheus_root=${MCASTCTL_PROMETHEUS_DIR:-/var/cache/mcastctl-prometheus}
+if [ ! -x "$prometheus_root/usr/bin/prometheus" ] || [ ! -x "$prometheus_root/usr/bin/promtool" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    say "need root to fetch Prometheus into $prometheus_root (run with sudo)"; exit 77
+  fi
+  say "fetching Debian's prometheus package into $prometheus_root"
+  work=$(mktemp -d)
+  download() { (cd "$work" && apt-get download -qq -o APT::Sandbox::User=root prometheus); }
+  download || { apt-get update -qq && download; }
+  rm -rf "$prometheus_root.new"
+  mkdir -p "$prometheus_root.new"
+  dpkg-deb -x "$work"/prometheus_*.deb "$prometheus_root.new"
+  rm -rf "$prometheus_root" "$work"
+  mv "$prometheus_root.new" "$prometheus_root"
+fi
+
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then
   say "Node.js $(node --version) is too old: mcastctl needs Node.js 20 or newer"; exit 1

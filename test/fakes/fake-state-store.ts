@@ -17,4 +17,8 @@ export class MemoryStateStore implements ControllerStateStore {
     this.saves++;
     this.state = structuredClone(state);
   }
+
+  lastSaved(): number | undefined {
+    return this.saves === 0 ? undefined : this.state?.savedAt;
+  }
 }

@@ -133,6 +133,20 @@ describe('daemon loop: joins and leaves', () => {
     assert.equal(t.vswitch.closed && t.podDirectory.closed && t.router!.closed, true, 'stop closes every port');
   });
 
+  it("the status gives the node's group limit and when the state written last was taken", async () => {
+    const t = await startLoop({ config: { maxGroups: 321 } });
+    assert.equal(t.loop.status().maxGroups, 321);
+    const atStart = t.loop.status().stateSavedAt;
+    assert.equal(atStart, new Date(t.store.state!.savedAt).toISOString(), 'the save at start');
+    await t.advance(5_000);
+    await t.packetIn(v2Report('10.1.0.2', GROUP), 2);
+    await t.advance(2_000);
+    const after = t.loop.status().stateSavedAt;
+    assert.equal(after, new Date(t.store.state!.savedAt).toISOString());
+    assert.ok(Date.parse(after!) > Date.parse(atStart!), `${after} after ${atStart}`);
+    await t.stop();
+  });
+
   it('a second member on another port is added to the group', async () => {
     const t = await startLoop();
     await t.packetIn(v2Report('10.1.0.2', GROUP), 2);

@@ -55,8 +55,17 @@ describe('DaemonMetrics', () => {
       await metrics.registry.metrics(),
       /^mcastctl_groups 2$[\s\S]*^mcastctl_members 3$[\s\S]*^mcastctl_routes 1$/m,
     );
-    view.statusValue = sampleStatus({ groups: 7, members: 9, routes: 0 });
+    assert.match(await metrics.registry.metrics(), /^mcastctl_state_saved_timestamp_seconds 0$/m);
+    view.statusValue = sampleStatus({
+      groups: 7,
+      members: 9,
+      routes: 0,
+      maxGroups: 8192,
+      stateSavedAt: '2026-12-07T10:00:00.500Z',
+    });
     const text = await metrics.registry.metrics();
+    assert.match(text, /^mcastctl_max_groups 8192$/m);
+    assert.match(text, /^mcastctl_state_saved_timestamp_seconds 1796637600.5$/m);
     assert.match(text, /^mcastctl_groups 7$/m);
     assert.match(text, /^mcastctl_members 9$/m);
     assert.match(text, /^mcastctl_routes 0$/m);

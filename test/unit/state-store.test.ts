@@ -255,10 +255,13 @@ describe('StateStore', () => {
   it('refuses to save an invalid state (a bug upstream), leaving the old file', async () => {
     const dir = freshDir();
     const store = new StateStore({ dir });
+    assert.equal(store.lastSaved(), undefined, 'nothing written yet');
     await store.save(sample());
-    const bad = { ...sample(), groups: [{ group: '1.2.3.4' as GroupAddress, members: [] }] };
+    assert.equal(store.lastSaved(), sample().savedAt, 'when the state written was taken');
+    const bad = { ...sample(), groups: [{ group: '1.2.3.4' as GroupAddress, members: [] }], savedAt: 1 };
     await assert.rejects(store.save(bad), (error: unknown) => error instanceof McastError && error.code === 'internal');
     assert.deepEqual(await store.load(), { state: sample() });
+    assert.equal(store.lastSaved(), sample().savedAt, 'a save refused leaves the last one');
   });
 
   it('a state of thousands of members, checked and written a slice at a time, loads back whole; a bad group in a late slice is refused', async () => {

@@ -46,9 +46,7 @@ export interface GroupView {
    * daemons).
    */
   remoteMembers?: RemoteMemberView[];
-  /**
-   * True for a group of the SSM range (ssmRange): joined only for named sources (absent: outside it, or older daemons).
-   */
+  /** True for a group of the SSM range (ssmRange): joined for named sources only (absent: outside it, or older). */
   ssm?: boolean;
   /**
    * The sources whose receivers differ from the rest, by address, each with the ports it is forwarded to
@@ -120,6 +118,10 @@ export interface DaemonStatus {
   /** Tunnel mode, when it is on (absent: off, or older daemons). */
   tunnel?: TunnelView;
   stateDir: string;
+  /** ISO 8601 of when the state written last was taken; null: none yet (absent: no saves, or older daemons). */
+  stateSavedAt?: string | null;
+  /** The node's limit of groups with members (maxGroups; absent from older daemons). */
+  maxGroups?: number;
   controlSocket: string;
   metricsAddress?: string;
 }

@@ -24,7 +24,7 @@ export interface LoopViewInput extends LoopParts {
   config: DaemonConfig;
   /** Wall-clock epoch milliseconds of the start. */
   startedAt: number;
-  options: Pick<ControllerOptions, 'clock' | 'vswitch' | 'podDirectory' | 'router' | 'pid'>;
+  options: Pick<ControllerOptions, 'clock' | 'vswitch' | 'podDirectory' | 'router' | 'pid' | 'stateStore'>;
 }
 
 export function loopStatus(input: LoopViewInput): DaemonStatus {
@@ -40,6 +40,7 @@ export function loopStatus(input: LoopViewInput): DaemonStatus {
     ...parts,
     ...{ igmpRefused, igmpMeter, groupPolicy, querier, pendingSyncs },
     ...(tunnel === undefined ? {} : { tunnel }),
+    ...(options.stateStore === undefined ? {} : { stateStore: options.stateStore }),
   });
 }
 

@@ -48,6 +48,8 @@ export interface ControllerMetrics {
 export interface ControllerStateStore {
   load(): Promise<{ state?: SavedState; warning?: string }>;
   save(state: SavedState): Promise<void>;
+  /** The `savedAt` (epoch milliseconds) of the last state written; undefined before the first. */
+  lastSaved(): number | undefined;
 }
 
 /** What one group should be forwarded to, source by source (see SwitchPort.syncForwarding). */

@@ -42,6 +42,23 @@ export class DaemonMetrics {
     fromStatus('mcastctl_groups', 'Multicast groups with at least one member on this node.', 'groups');
     fromStatus('mcastctl_members', 'Group memberships (group and port) on this node.', 'members');
     fromStatus('mcastctl_routes', 'Kernel (S,G) multicast routes installed by the daemon.', 'routes');
+    new Gauge({
+      name: 'mcastctl_max_groups',
+      help: "The node's limit of groups with members (maxGroups): a join of one more is refused (node-groups).",
+      registers,
+      collect() {
+        this.set(view.status().maxGroups ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'mcastctl_state_saved_timestamp_seconds',
+      help: 'When the state the daemon wrote last to its state directory was taken, in seconds since the epoch (0: none yet).',
+      registers,
+      collect() {
+        const savedAt = view.status().stateSavedAt;
+        this.set(savedAt === undefined || savedAt === null ? 0 : Date.parse(savedAt) / 1000);
+      },
+    });
     // Per-source forwarding: rebuilt from the groups view at each scrape, one series per group that names sources
     // (bounded by maxGroups).
     new Gauge({

@@ -18,7 +18,7 @@ import type {
 } from '../../../transport/control/daemon-view.js';
 import type { PodDirectory } from '../../../domain/pods/pod-directory.js';
 import type { DaemonConfig } from '../config/config.js';
-import type { DaemonClock, RouterPort, SwitchPort } from '../loop/ports.js';
+import type { ControllerStateStore, DaemonClock, RouterPort, SwitchPort } from '../loop/ports.js';
 import { portViewOf } from './port-views.js';
 
 export interface StatusInput {
@@ -40,6 +40,8 @@ export interface StatusInput {
   querier: QuerierView;
   /** Tunnel mode's part (tunnelViewOf), when it is on. */
   tunnel?: TunnelView;
+  /** The state directory's store, when the daemon saves its state. */
+  stateStore?: Pick<ControllerStateStore, 'lastSaved'>;
 }
 
 /** The election's mode and the other queriers present now, their ports as the status shows them. */
@@ -85,9 +87,15 @@ export function daemonStatusOf(input: StatusInput): DaemonStatus {
     querier: input.querier,
     ...(input.tunnel === undefined ? {} : { tunnel: input.tunnel }),
     stateDir: config.stateDir,
+    ...(input.stateStore === undefined ? {} : { stateSavedAt: isoOrNull(input.stateStore.lastSaved()) }),
+    maxGroups: config.maxGroups,
     controlSocket: config.controlSocket,
     ...(config.metricsAddress === undefined ? {} : { metricsAddress: config.metricsAddress }),
   };
+}
+
+function isoOrNull(epochMs: number | undefined): string | null {
+  return epochMs === undefined ? null : new Date(epochMs).toISOString();
 }
 
 /** One line's worth of what the daemon holds, for the log (SIGUSR1). */

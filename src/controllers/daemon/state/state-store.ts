@@ -58,6 +58,8 @@ export class StateStore {
   private queued: QueuedSave | undefined;
   /** The temporary file of the write under way: not a leftover, whatever its name says. */
   private temporary: string | undefined;
+  /** The `savedAt` of the last state written. */
+  private savedAt: number | undefined;
 
   constructor(options: StateStoreOptions) {
     this.dir = options.dir;
@@ -219,6 +221,7 @@ export class StateStore {
       // rename replaces state.json itself, never what a symlink there points to.
       await rename(temporary, this.file);
       created = false;
+      this.savedAt = state.savedAt;
     } catch (error) {
       // Only a file this save created: EEXIST means the name was someone else's.
       if (created) await unlink(temporary).catch(() => undefined);
@@ -239,6 +242,11 @@ export class StateStore {
       if (isSystemError(error) && (error.code === 'EINVAL' || error.code === 'EISDIR')) return;
       throw ioFailure(`cannot sync the state directory ${quoteInput(this.dir)}`, error);
     }
+  }
+
+  /** The `savedAt` (epoch milliseconds) of the last state written; undefined before the first. */
+  lastSaved(): number | undefined {
+    return this.savedAt;
   }
 
   /**
