@@ -16,6 +16,7 @@ import { registerShow } from './commands/show.js';
 import { registerSnoop } from './commands/snoop.js';
 import { registerStatus } from './commands/status.js';
 import { registerTrace } from './commands/trace.js';
+import { registerTop } from './commands/top.js';
 import { registerUninstall } from './commands/uninstall.js';
 import { boundText, describeFailure, printFailure } from './exit.js';
 import { VERSION } from '../version.js';
@@ -54,6 +55,7 @@ See mcastctl(1) and mcastctl-<command>(1).`,
   registerDaemon(program);
   registerStatus(program);
   registerGroups(program);
+  registerTop(program);
   registerTrace(program);
   registerInstallService(program);
   registerCompletion(program);

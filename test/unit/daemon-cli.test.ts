@@ -205,6 +205,50 @@ describe('mcastctl groups', { concurrency: true }, () => {
   });
 });
 
+describe('mcastctl top', { concurrency: true }, () => {
+  it('--once --json: the rates between two reads an interval apart, by group and pod', async () => {
+    const result = await cli(['top', '--once', '--json', '--interval', '0.2', '--control-socket', path]);
+    assert.equal(result.code, 0, result.stderr);
+    const rates = JSON.parse(result.stdout) as { intervalSeconds: number; counting: boolean; groups: unknown[] };
+    assert.ok(rates.intervalSeconds >= 0.2 && rates.intervalSeconds < 2, String(rates.intervalSeconds));
+    assert.equal(rates.counting, true);
+    // The fake's counters stand still: nothing a second.
+    assert.deepEqual(rates.groups, [
+      {
+        group: '239.1.2.3',
+        received: { packetsPerSecond: 0, bytesPerSecond: 0 },
+        sent: { packetsPerSecond: 0, bytesPerSecond: 0 },
+        pods: [
+          {
+            pod: 'default/pod-a',
+            port: 'veth-a',
+            received: { packetsPerSecond: 0, bytesPerSecond: 0 },
+            sent: { packetsPerSecond: 0, bytesPerSecond: 0 },
+          },
+        ],
+      },
+    ]);
+  });
+
+  it('--once without a terminal: the table once, as lines', async () => {
+    const result = await cli(['top', '--once', '--interval', '0.2', '--control-socket', path]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^mcastctl top: 1 group, every 0\.\d+ s, \d\d:\d\d:\d\d UTC; q quits\n/);
+    assert.match(result.stdout, /\n {2}default\/pod-a +0\.0 +0 +0\.0 +0\n/);
+    assert.doesNotMatch(result.stdout, /\x1b/, 'no escape sequence off a terminal');
+  });
+
+  it('bad flags: exit 64 before the daemon is asked', async () => {
+    const nowhere = join(root, 'nothing.sock');
+    const json = await cli(['top', '--json', '--control-socket', nowhere]);
+    assert.equal(json.code, 64);
+    assert.match(json.stderr, /--json needs --once/);
+    const interval = await cli(['top', '--interval', '0', '--control-socket', nowhere]);
+    assert.equal(interval.code, 64);
+    assert.match(interval.stderr, /--interval "0" is not a number of seconds from 0\.2 to 3600/);
+  });
+});
+
 describe('mcastctl completion --list', { concurrency: true }, () => {
   it('groups: the groups the daemon has learned, one a line, sorted', async () => {
     const result = await cli(['completion', '--list', 'groups', '--control-socket', path]);

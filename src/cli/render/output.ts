@@ -13,6 +13,9 @@ import Table from 'cli-table3';
 export interface OutputStream {
   write(chunk: string): unknown;
   isTTY?: boolean;
+  /** A terminal's size. */
+  columns?: number;
+  rows?: number;
 }
 
 export interface OutputOptions {
@@ -115,6 +118,22 @@ export class Output {
         .trimEnd();
     this.line(this.style.bold(format(spec.head)));
     for (const row of rows) this.line(format(row));
+  }
+
+  /**
+   * `lines` as the whole screen of a live view: on a terminal the screen is cleared first,
+   * the lines drawn from its top; elsewhere they are lines like any others.
+   */
+  screen(lines: readonly string[]): void {
+    this.assertMode(false, 'screen');
+    this.append(`${this.stdout.isTTY === true ? '\x1b[H\x1b[2J' : ''}${lines.join('\n')}\n`);
+    this.flush();
+  }
+
+  /** The terminal's size where stdout is one; undefined elsewhere. */
+  terminalSize(): { columns: number; rows: number } | undefined {
+    const { isTTY, columns, rows } = this.stdout;
+    return isTTY === true && columns !== undefined && rows !== undefined ? { columns, rows } : undefined;
   }
 
   /** Progress and information for people, on stderr. */
