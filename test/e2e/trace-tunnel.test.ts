@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from '../helpers/node-test.js';
 import { cliMissing } from '../lab/cli.js';
-import { type RunningDaemon, startDaemon } from '../lab/daemon.js';
+import type { RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import { missingSequences, type OvsPod, type Receiver, sequences } from '../lab/ovs.js';
 import { waitForOvsMembers } from '../lab/switch-checks.js';
@@ -20,6 +20,7 @@ import { podName, traceOn, type TraceRun } from '../lab/trace-checks.js';
 import {
   addTunnelPod,
   buildTunnelNetwork,
+  startTunnelDaemons,
   type TunnelLabNode,
   type TunnelNetwork,
   waitForTunnelDestinations,
@@ -71,17 +72,7 @@ describe('mcastctl trace on a tunnel-mode node: every sender the node carries', 
     await nft('add', 'table', 'inet', 'f');
     await nft('add', 'chain', 'inet', 'f', 'out', '{ type filter hook output priority 0; }');
     await nft('add', 'rule', 'inet', 'f', 'out', 'ip', 'protocol', 'igmp', 'counter', 'drop');
-    const peers = tl.nodes.map((n) => n.underlayAddress).join(',');
-    for (const n of tl.nodes) {
-      daemons.push(
-        startDaemon(n.node, {
-          gateway: n.gateway.name,
-          multicastInterfaces: [],
-          args: ['--tunnel-port', n.tunnel.name, '--peers', peers, '--node-address', n.underlayAddress, ...TIMERS],
-        }),
-      );
-    }
-    await Promise.all(daemons.map((daemon) => daemon.ready()));
+    daemons.push(...(await startTunnelDaemons(tl, TIMERS)));
     trace = traceOn(n1.node, daemons[0]!);
   });
 

@@ -37,6 +37,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep, waitUntil, type Host, type Lab, type LinuxBridge, type Tcpdump } from './lab.js';
+import { type RunningDaemon, startDaemon } from './daemon.js';
 import {
   OvsNode,
   sequences,
@@ -503,6 +504,27 @@ export function deliveryFaults(
   const lost = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
   const duplicated = [...seen].filter(([, times]) => times > 1).map(([n]) => n);
   return { lost, duplicated };
+}
+
+/**
+ * A tunnel-mode daemon on every node of `tl`, each given the network's own nodes as its
+ * peers and routing nothing (no multicast interfaces, as on an underlay without
+ * multicast), `args` after those; resolves once every one is ready.
+ */
+export async function startTunnelDaemons(
+  tl: Pick<TunnelNetwork, 'nodes'>,
+  args: readonly string[] = [],
+): Promise<RunningDaemon[]> {
+  const peers = tl.nodes.map((n) => n.underlayAddress).join(',');
+  const daemons = tl.nodes.map((n) =>
+    startDaemon(n.node, {
+      gateway: n.gateway.name,
+      multicastInterfaces: [],
+      args: ['--tunnel-port', n.tunnel.name, '--peers', peers, '--node-address', n.underlayAddress, ...args],
+    }),
+  );
+  await Promise.all(daemons.map((daemon) => daemon.ready()));
+  return daemons;
 }
 
 /**
