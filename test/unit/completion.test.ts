@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from '../helpers/node-test.js';
@@ -43,7 +43,12 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** What bash offers for the words typed so far (the last one is being completed). */
 function complete(...typed: string[]): string[] {
-  const words = [standIn, ...typed].map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
+  return completeWith(standIn, typed);
+}
+
+/** The same, with `command` as the first word (the mcastctl the script calls back). */
+function completeWith(command: string, typed: readonly string[]): string[] {
+  const words = [command, ...typed].map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ');
   const out = execFileSync(
     'bash',
     [
@@ -76,6 +81,18 @@ describe('mcastctl completion bash, in bash', () => {
     assert.deepEqual(complete('reconcile', '-f', join(scratch, 'completion.b')), [script]);
     // A flag's value is not taken for a flag or an argument: nothing for a value with no list.
     assert.deepEqual(complete('install', '--ports', ''), []);
+  });
+
+  it('hostile names from the daemon are offered as they are, never expanded or run', () => {
+    const marker = join(scratch, 'ran');
+    const names = [`$(touch ${marker})`, `\`touch ${marker}\``, 'default/*', 'default/${HOME}', 'default/ok'];
+    const hostile = join(scratch, 'hostile-mcastctl');
+    writeFileSync(hostile, `#!/bin/sh\nprintf '%s\\n' ${names.map((name) => `'${name}'`).join(' ')}\nexit 0\n`);
+    chmodSync(hostile, 0o755);
+    assert.deepEqual(completeWith(hostile, ['trace', '239.1.2.3', '--pod', '']), names);
+    assert.deepEqual(completeWith(hostile, ['trace', '239.1.2.3', '--pod', 'default/']), names.slice(2));
+    assert.deepEqual(completeWith(hostile, ['install', '$(']), [names[0]]);
+    assert.equal(existsSync(marker), false, 'a name ran as a command');
   });
 
   it('the shells themselves after `completion`', () => {

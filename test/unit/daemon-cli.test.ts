@@ -262,6 +262,35 @@ describe('mcastctl completion --list', { concurrency: true }, () => {
     assert.equal(result.stdout, 'default/pod-a\ndefault/pod-b\n');
   });
 
+  it('pods: a name with control characters, spaces or a line break is left out', async () => {
+    const odd = new FakeDaemonView();
+    const port = (pod: string, ofport: number) => ({ ofport, name: `veth-${ofport}`, pod });
+    odd.groupsValue = [
+      {
+        group: '239.1.2.3',
+        synced: true,
+        members: [],
+        ports: [
+          port('default/ok', 5),
+          port('default/\u001b[2Jclear', 6),
+          port('default/two\nnames', 7),
+          port('default/a b', 8),
+          port('default/$(id)', 9),
+        ],
+      },
+    ];
+    const oddPath = join(root, 'odd.sock');
+    const oddServer = await ControlServer.listen({ path: oddPath, view: odd });
+    try {
+      const result = await cli(['completion', '--list', 'pods', '--control-socket', oddPath]);
+      assert.equal(result.code, 0, result.stderr);
+      // What the shell may run stays a literal: the completion script never expands it.
+      assert.equal(result.stdout, 'default/$(id)\ndefault/ok\ndefault/pod-a\ndefault/pod-b\n');
+    } finally {
+      await oddServer.close();
+    }
+  });
+
   it('no daemon: prints nothing at all and exits 0 (a TAB must never print errors)', async () => {
     const result = await cli(['completion', '--list', 'groups', '--control-socket', join(root, 'nothing.sock')]);
     assert.deepEqual([result.code, result.stdout, result.stderr], [0, '', '']);

@@ -86,6 +86,13 @@ function commandTree(program: Command): CompletionCommand[] {
   });
 }
 
+/**
+ * A name offered on a TAB: printable ASCII without spaces. A pod's name comes from OVSDB,
+ * where anyone who writes an Interface row may put control characters (a terminal's escape
+ * sequences) or line breaks (two names on the one-per-line list) in it; such a name is left out.
+ */
+const COMPLETABLE = /^[\x21-\x7e]+$/;
+
 /** The groups or pods the daemon knows, sorted; none when it does not answer. */
 async function daemonNames(what: 'groups' | 'pods', socketPath: string): Promise<string[]> {
   let client: ControlClient;
@@ -103,7 +110,9 @@ async function daemonNames(what: 'groups' | 'pods', socketPath: string): Promise
       ...(status.igmpMeter?.byPort.map((entry) => entry.port) ?? []),
       ...groups.flatMap((view) => view.ports),
     ];
-    return [...new Set(ports.flatMap((port) => (port.pod === undefined ? [] : [port.pod])))].sort();
+    return [...new Set(ports.flatMap((port) => (port.pod === undefined ? [] : [port.pod])))]
+      .filter((name) => COMPLETABLE.test(name))
+      .sort();
   } catch {
     return [];
   } finally {

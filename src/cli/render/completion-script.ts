@@ -65,6 +65,16 @@ export function completionScript(shell: Shell, commands: readonly CompletionComm
     )
     .join('\n');
   const body = `# mcastctl completion for ${shell}. Load it with: source <(mcastctl completion ${shell})
+# Adds to COMPREPLY each line of standard input that begins with $1, as it is. Names from
+# the daemon or the kernel never go through compgen -W, which expands its words: a pod
+# named $(...) would run it in the shell that pressed TAB.
+_mcastctl_reply() {
+  local word
+  while IFS= read -r word; do
+    [[ "$word" == "$1"* ]] && COMPREPLY+=("$word")
+  done
+  return 0
+}
 _mcastctl() {
   local cur prev command flags value_flags takes_group fixed
   cur="\${COMP_WORDS[COMP_CWORD]}"
@@ -82,13 +92,13 @@ ${cases}
   # The word after a flag that takes a value is that value.
   if [[ " $value_flags " == *" $prev "* ]]; then
     case " ${words(INTERFACE_FLAGS)} " in *" $prev "*)
-      COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return 0 ;;
+      _mcastctl_reply "$cur" < <(ls /sys/class/net 2>/dev/null); return 0 ;;
     esac
     case " ${words(POD_FLAGS)} " in *" $prev "*)
-      COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" completion --list pods 2>/dev/null)" -- "$cur")); return 0 ;;
+      _mcastctl_reply "$cur" < <("\${COMP_WORDS[0]}" completion --list pods 2>/dev/null); return 0 ;;
     esac
     case " ${words(GROUP_FLAGS)} " in *" $prev "*)
-      COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" completion --list groups 2>/dev/null)" -- "$cur")); return 0 ;;
+      _mcastctl_reply "$cur" < <("\${COMP_WORDS[0]}" completion --list groups 2>/dev/null); return 0 ;;
     esac
     case " ${words(PATH_FLAGS)} " in *" $prev "*)
       COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
@@ -102,7 +112,7 @@ ${cases}
   if [ -n "$fixed" ]; then
     COMPREPLY=($(compgen -W "$fixed" -- "$cur"))
   elif [ "$takes_group" = 1 ]; then
-    COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" completion --list groups 2>/dev/null)" -- "$cur"))
+    _mcastctl_reply "$cur" < <("\${COMP_WORDS[0]}" completion --list groups 2>/dev/null)
   fi
   return 0
 }
