@@ -3,6 +3,8 @@
  * unixctl socket is.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,6 +206,20 @@ describe('vswitchdControlPath', () => {
   it('a pidfile whose socket is gone falls back to ovs-vswitchd.ctl', async () => {
     const dir = await rundir({ 'ovs-vswitchd.pid': '99\n', 'ovs-vswitchd.ctl': '' });
     assert.equal(await vswitchdControlPath(dir), join(dir, 'ovs-vswitchd.ctl'));
+  });
+
+  it('a pidfile that is a FIFO, a device or too long is no pid: ovs-vswitchd.ctl, at once', async () => {
+    for (const make of [
+      (path: string) => execFileSync('mkfifo', [path]),
+      (path: string) => symlinkSync('/dev/zero', path),
+      (path: string) => writeFileSync(path, '7'.repeat(100_000)),
+    ]) {
+      const dir = await rundir({ 'ovs-vswitchd.ctl': '' });
+      make(join(dir, 'ovs-vswitchd.pid'));
+      const started = Date.now();
+      assert.equal(await vswitchdControlPath(dir), join(dir, 'ovs-vswitchd.ctl'));
+      assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+    }
   });
 
   it('neither: UnavailableError naming the rundir', async () => {

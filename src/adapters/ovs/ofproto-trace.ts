@@ -10,9 +10,10 @@
  * and `dpif/show`'s "    <name> <ofport>/<datapath port>: (<type>)" lines, which turn
  * datapath port numbers back into OpenFlow ones.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UnavailableError } from '../../errors.js';
+import { readRegularFile } from '../../runtime/regular-file.js';
 import { multicastMacForGroup, FALLBACK_SOURCE_MAC } from '../../packet/ethernet.js';
 import { UnixctlClient } from '../../transport/unixctl/unixctl-client.js';
 import { familyOf } from '../../domain/family/families.js';
@@ -104,6 +105,9 @@ export function parseDatapathPorts(text: string, bridge: string): Map<number, nu
   return ports;
 }
 
+/** A pid and its line break, with room to spare. */
+const PIDFILE_MAX_BYTES = 64;
+
 /**
  * ovs-vswitchd's unixctl socket in `rundir`, found as ovs-appctl finds it: `ovs-vswitchd.<pid>.ctl`,
  * the pid from its pidfile; else `ovs-vswitchd.ctl`, where it was started with `--unixctl` so.
@@ -111,7 +115,9 @@ export function parseDatapathPorts(text: string, bridge: string): Map<number, nu
 export async function vswitchdControlPath(rundir: string): Promise<string> {
   const pidfile = join(rundir, 'ovs-vswitchd.pid');
   const fixed = join(rundir, 'ovs-vswitchd.ctl');
-  const pid = await readFile(pidfile, 'utf8').then(
+  // A regular file of a few octets, or no pid: a FIFO there would hang the read, a device
+  // (/dev/zero) would never end it.
+  const pid = await readRegularFile(pidfile, { what: "ovs-vswitchd's pidfile", maxBytes: PIDFILE_MAX_BYTES }).then(
     (text) => text.trim(),
     () => undefined,
   );
