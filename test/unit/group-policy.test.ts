@@ -87,7 +87,16 @@ describe('group policy file', () => {
 
   const errors: [string, string[], RegExp][] = [
     ['a top level that is no mapping', ['- 1'], /^p\.yaml:1: the file must be a mapping/],
-    ['an unknown top-level key', ['rules: []', 'rule: []'], /^p\.yaml:2: unknown key "rule" in the file/],
+    [
+      'an unknown top-level key, not shown (the file may be no policy)',
+      ['rules: []', 'rule: []'],
+      /^p\.yaml:2: an unknown key in the file \(known: rules, sourceAddresses\); it is not shown, in case the file is no group policy$/,
+    ],
+    [
+      'another file given as the policy: its first line is not in the message',
+      ['root:$y$j9T$abcdefgh:19000:0:99999:7:::'],
+      /^p\.yaml:1: (?!.*root)(?!.*abcdefgh).*$/,
+    ],
     ['rules that are no list', ['rules: deny'], /^p\.yaml:1: "rules" must be a list/],
     ['a rule that is no mapping', ['rules:', '  - deny'], /^p\.yaml:2: each rule must be a mapping/],
     [

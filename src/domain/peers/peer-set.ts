@@ -41,11 +41,23 @@ export interface PeerListOptions {
 const FILE_HINT =
   'a peers file holds one IPv4 address a line (# starts a comment), or a YAML list of strings such as [192.168.60.11, 192.168.60.12]';
 
-/** An entry that is no peer address, or undefined when it is one. */
-function addressProblem(text: string): string | undefined {
+/**
+ * Said of a file's line that is no address, in place of the line: a path given by mistake
+ * (a key, /etc/shadow) must not have its first line copied into the daemon's log.
+ */
+const LINE_NOT_SHOWN = 'the line is not shown, in case the file is no peers file';
+
+/**
+ * An entry that is no peer address, or undefined when it is one. `fromFile`: what is not
+ * an address at all is not quoted (LINE_NOT_SHOWN); an address is.
+ */
+function addressProblem(text: string, fromFile: boolean): string | undefined {
   if (text === '') return 'an empty entry';
   const value = parseIPv4(text);
-  if (value === undefined) return `${quoteInput(text)} is not an IPv4 address (a dotted quad such as 192.168.60.11)`;
+  if (value === undefined)
+    return fromFile
+      ? `not an IPv4 address (a dotted quad such as 192.168.60.11); ${LINE_NOT_SHOWN}`
+      : `${quoteInput(text)} is not an IPv4 address (a dotted quad such as 192.168.60.11)`;
   if (parseSourceAddress(text) === undefined)
     return `${quoteInput(text)} is not a unicast address: a peer is a node's own address`;
   if (value >>> 24 === 127) return `${quoteInput(text)} is a loopback address: a peer is another node's address`;
@@ -61,10 +73,11 @@ class PeerCollector {
   constructor(
     private readonly options: PeerListOptions,
     private readonly refuse: (message: string) => UsageError,
+    private readonly fromFile: boolean,
   ) {}
 
   add(text: string): void {
-    const problem = addressProblem(text);
+    const problem = addressProblem(text, this.fromFile);
     if (problem !== undefined) throw this.refuse(problem);
     // parseIPv4 takes only the strict dotted quad, so the text is already the canonical one.
     const peer = hostAddress(text);
@@ -102,6 +115,7 @@ export function parsePeerList(value: string, flag: string, options: PeerListOpti
   const collector = new PeerCollector(
     options,
     (message) => new UsageError(`${flag}: entry ${entry}: ${message}`, { code: 'bad-address' }),
+    false,
   );
   if (value.trim() === '') return collector.result();
   for (const text of value.split(',')) {
@@ -134,14 +148,14 @@ function parseLines(text: string, origin: string, options: PeerListOptions): Pee
   let line = 0;
   const refuse = (message: string) =>
     new UsageError(`${origin}:${line}: ${message}`, { code: 'bad-file', hint: FILE_HINT });
-  const collector = new PeerCollector(options, refuse);
+  const collector = new PeerCollector(options, refuse, true);
   // A byte order mark is no part of the first address.
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   for (const raw of body.split(/\r\n|\r|\n/)) {
     line += 1;
     const content = withoutComment(raw);
     if (content === '') continue;
-    if (/\s/.test(content)) throw refuse(`${quoteInput(content)}: one address a line`);
+    if (/\s/.test(content)) throw refuse(`more than one word: one address a line; ${LINE_NOT_SHOWN}`);
     collector.add(content);
   }
   return collector.result();
@@ -165,6 +179,7 @@ function parseYamlList(text: string, origin: string, options: PeerListOptions): 
     options,
     (message) =>
       new UsageError(`${origin}:${loaded.lineOf([index])}: ${message}`, { code: 'bad-file', hint: FILE_HINT }),
+    true,
   );
   if (document === null || document === undefined) return collector.result();
   if (!Array.isArray(document))
@@ -180,7 +195,7 @@ function parseYamlList(text: string, origin: string, options: PeerListOptions): 
           ? 'an empty entry'
           : typeof entry === 'object'
             ? 'a list or mapping'
-            : `${quoteInput(String(entry))} is not a string`;
+            : `a ${typeof entry}, not a string`;
       throw new UsageError(`${origin}:${loaded.lineOf([index])}: ${what}: each entry is an address`, {
         code: 'bad-file',
         hint: FILE_HINT,

@@ -223,8 +223,14 @@ function stringsAt(
 
 function checkKeys(item: Record<string, unknown>, path: DocumentPath, known: readonly string[], what: string): void {
   for (const key of Object.keys(item)) {
-    if (!known.includes(key))
-      throw new PolicyProblem([...path, key], `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`);
+    if (known.includes(key)) continue;
+    // A top-level key unknown may be the first line of a file that is no policy at all
+    // (a path given by mistake): it is not copied into the daemon's log.
+    const message =
+      path.length === 0
+        ? `an unknown key in ${what} (known: ${known.join(', ')}); it is not shown, in case the file is no group policy`
+        : `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`;
+    throw new PolicyProblem([...path, key], message);
   }
 }
 
