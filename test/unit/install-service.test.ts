@@ -5,7 +5,16 @@
  * the missing permission with their exit codes.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, beforeEach, describe, it } from '../helpers/node-test.js';
@@ -13,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 
 import { run } from '../../src/cli/main.js';
 import { execStartWord, pointExecStart } from '../../src/controllers/service/install-service.js';
+import { UsageError } from '../../src/errors.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const UNITS = ['mcastctl-reconcile.service', 'mcastctl-reconcile.timer', 'mcastctl.service'];
@@ -168,6 +178,39 @@ describe('mcastctl install-service --root', () => {
     assert.match(inTheWay.stderr, /ENOTDIR|EEXIST/);
   });
 
+  it('an empty root is refused (exit 64): it would be the working directory', async () => {
+    const before = readdirSync(process.cwd());
+    const result = await mcastctl('--root', '');
+    assert.equal(result.code, 64, result.stderr);
+    assert.match(result.stderr, /^mcastctl: the root is empty$/m);
+    assert.deepEqual(readdirSync(process.cwd()), before, 'nothing written in the working directory');
+  });
+
+  it('a symbolic link that leads out of the root is refused (exit 64), and nothing is written there', async () => {
+    const outside = mkdtempSync(join(scratch, 'outside-'));
+    symlinkSync(outside, join(root, 'etc'));
+    const result = await mcastctl('--root', root);
+    assert.equal(result.code, 64, result.stderr);
+    assert.match(result.stderr, /leads out of the root .*: a symbolic link on its way goes to /);
+    assert.deepEqual(readdirSync(outside), [], 'nothing written where the link points');
+    // A link that stays inside the root is followed.
+    rmSync(join(root, 'etc'));
+    mkdirSync(join(root, 'real-etc'));
+    symlinkSync('real-etc', join(root, 'etc'));
+    const inside = await mcastctl('--root', root);
+    assert.equal(inside.code, 0, inside.stderr);
+    assert.deepEqual(readdirSync(join(root, 'real-etc/systemd/system')).sort(), UNITS);
+  });
+
+  it('all or nothing: a configuration file that cannot be written leaves no unit written either', async () => {
+    mkdirSync(join(root, 'etc'));
+    writeFileSync(join(root, 'etc/mcastctl'), 'a file where the directory goes');
+    const result = await mcastctl('--root', root);
+    assert.equal(result.code, 64, result.stderr);
+    assert.match(result.stderr, /cannot create the directory of .*etc\/mcastctl\/daemon\.yaml: (ENOTDIR|EEXIST)/);
+    assert.deepEqual(readdirSync(unitDir()), [], 'no unit, and no temporary file, left behind');
+  });
+
   it('a root it may not write in is a permission error (exit 77)', async () => {
     // sysfs refuses every mkdir, even root's, with EPERM. Any other user is stopped
     // before that by the mode of /sys/kernel (0755, root's) with EACCES, as in /etc.
@@ -187,6 +230,16 @@ describe('ExecStart words', () => {
     assert.equal(execStartWord('/opt/my tools/node'), '"/opt/my tools/node"');
     assert.equal(execStartWord('/opt/100%/node'), '/opt/100%%/node');
     assert.equal(execStartWord('/opt/$HOME/"x"'), '"/opt/$$HOME/\\"x\\""');
+  });
+
+  it('a path with a line break or a control character is refused: it would start another directive', () => {
+    for (const word of ['/opt/x\nExecStartPre=/bin/sh -c id', '/opt/tab\there', '/opt/\u001b[2J']) {
+      assert.throws(
+        () => execStartWord(word),
+        (error: unknown) =>
+          error instanceof UsageError && error.exitCode === 64 && /control character or line break/.test(error.message),
+      );
+    }
   });
 
   it("only contrib's ExecStart of /usr/local/bin/mcastctl is pointed elsewhere", () => {

@@ -10,8 +10,8 @@
  * files are the operator's as soon as they exist: kept unless asked to replace them.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 
 import {
   isSystemError,
@@ -74,6 +74,16 @@ export interface InstallServiceResult {
  * and splits at whitespace unless quoted.
  */
 export function execStartWord(word: string): string {
+  // A line break would end the line and start another directive (an ExecStartPre= of
+  // whatever follows); systemd has no way to quote one.
+  if (/[\u0000-\u001f\u007f]/.test(word))
+    throw new UsageError(
+      `the path ${quoteInput(word)} has a control character or line break: no systemd unit can run it`,
+      {
+        code: 'bad-file',
+        hint: 'install mcastctl, and Node.js, under a path of printable characters',
+      },
+    );
   const escaped = word.replaceAll('%', '%%').replaceAll('$', '$$$$');
   if (/^[A-Za-z0-9_./+@:=,%$-]+$/.test(escaped)) return escaped;
   return `"${escaped.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
@@ -92,6 +102,12 @@ export function pointExecStart(unit: string, command: string): string {
 }
 
 function checkRoot(root: string): string {
+  // resolve('') is the working directory: an empty --root would write there.
+  if (root === '')
+    throw new UsageError('the root is empty', {
+      code: 'bad-file',
+      hint: 'leave --root out for /, or give a directory',
+    });
   const absolute = resolve(root);
   let isDirectory: boolean;
   try {
@@ -159,20 +175,72 @@ function fileError(doing: string, path: string, error: unknown): McastError {
   return new McastError('io', `cannot ${doing} ${path}: ${systemCodeOf(error)}`, { cause: error });
 }
 
-/** Writes `text` to `path` whole or not at all: a temporary file beside it, renamed over it. */
-function writeWhole(path: string, text: string): void {
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-  } catch (error) {
-    throw fileError('create the directory of', path, error);
+/**
+ * Refuses a target whose directory, as far as it exists, leads out of the root (a
+ * symbolic link on the way, such as `<root>/etc` to the node's own /etc): what is written
+ * below --root stays below it.
+ */
+function checkInsideRoot(root: string, path: string): void {
+  let existing = dirname(path);
+  for (;;) {
+    try {
+      existing = realpathSync(existing);
+      break;
+    } catch {
+      if (existing === root || dirname(existing) === existing) return;
+      existing = dirname(existing);
+    }
   }
-  const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    writeFileSync(temporary, text, { mode: 0o644, flag: 'wx' });
-    renameSync(temporary, path);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw fileError('write', path, error);
+  const realRoot = realpathSync(root);
+  const inside = relative(realRoot, existing);
+  if (inside.startsWith('..') || resolve(realRoot, inside) !== existing)
+    throw new UsageError(
+      `${path} leads out of the root ${quoteInput(root)}: a symbolic link on its way goes to ${existing}`,
+      {
+        code: 'bad-file',
+        hint: 'replace the link by a directory, or give the tree it points into as --root',
+      },
+    );
+}
+
+/**
+ * Writes every file whole or none of them: each to a temporary file beside it first (a
+ * failure removes them all, nothing replaced), then each renamed over its target (a
+ * rename that fails puts back what the earlier ones replaced).
+ */
+function writeAllOrNone(files: ReadonlyArray<{ path: string; text: string; previous: string | undefined }>): void {
+  const staged: Array<{ path: string; temporary: string; previous: string | undefined }> = [];
+  const removeStaged = () => {
+    for (const file of staged) rmSync(file.temporary, { force: true });
+  };
+  for (const file of files) {
+    try {
+      mkdirSync(dirname(file.path), { recursive: true, mode: 0o755 });
+    } catch (error) {
+      removeStaged();
+      throw fileError('create the directory of', file.path, error);
+    }
+    const temporary = `${file.path}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      writeFileSync(temporary, file.text, { mode: 0o644, flag: 'wx' });
+    } catch (error) {
+      rmSync(temporary, { force: true });
+      removeStaged();
+      throw fileError('write', file.path, error);
+    }
+    staged.push({ path: file.path, temporary, previous: file.previous });
+  }
+  for (const [index, file] of staged.entries()) {
+    try {
+      renameSync(file.temporary, file.path);
+    } catch (error) {
+      for (const done of staged.slice(0, index).reverse()) {
+        if (done.previous === undefined) rmSync(done.path, { force: true });
+        else writeFileSync(done.path, done.previous, { mode: 0o644 });
+      }
+      for (const rest of staged.slice(index)) rmSync(rest.temporary, { force: true });
+      throw fileError('write', file.path, error);
+    }
   }
 }
 
@@ -192,6 +260,7 @@ export function installService(options: InstallServiceOptions): InstallServiceRe
     })),
   ];
   // Every decision before any write: a refusal (a directory in a file's place) changes nothing.
+  for (const file of wanted) checkInsideRoot(root, file.path);
   const decided = wanted.map((file) => {
     const existing = readTarget(file.path);
     let action: FileAction;
@@ -199,12 +268,12 @@ export function installService(options: InstallServiceOptions): InstallServiceRe
     else if (existing === file.text) action = 'unchanged';
     else if (file.kind === 'unit') action = 'update';
     else action = options.force ? 'replace' : 'keep';
-    return { ...file, action };
+    return { ...file, action, previous: existing };
   });
   if (!options.dryRun) {
-    for (const file of decided)
-      if (file.action === 'write' || file.action === 'update' || file.action === 'replace')
-        writeWhole(file.path, file.text);
+    writeAllOrNone(
+      decided.filter((file) => file.action === 'write' || file.action === 'update' || file.action === 'replace'),
+    );
   }
   return { root, execStart, files: decided.map(({ kind, path, action }) => ({ kind, path, action })) };
 }
