@@ -100,6 +100,12 @@ describe('parsePeersFile', () => {
       'bad-file',
       /^peers\.txt:3: not an IPv4 address \(a dotted quad such as 192\.168\.60\.11\); the line is not shown, in case the file is no peers file$/,
     );
+    // A mistyped address is shown, to be mended.
+    refused(
+      () => parsePeersFile('192.168.60.12\n192.168.60.300\n', 'peers.txt', none),
+      'bad-file',
+      /^peers\.txt:2: "192\.168\.60\.300" is not an IPv4 address/,
+    );
     refused(
       () => parsePeersFile('192.168.60.12 192.168.60.13\n', 'peers.txt', none),
       'bad-file',

@@ -47,15 +47,18 @@ const FILE_HINT =
  */
 const LINE_NOT_SHOWN = 'the line is not shown, in case the file is no peers file';
 
+/** Digits and dots, at most a dotted quad's length: an address mistyped, shown to be mended. */
+const ADDRESS_LIKE = /^(?=.*\.)[0-9.]{1,15}$/;
+
 /**
- * An entry that is no peer address, or undefined when it is one. `fromFile`: what is not
- * an address at all is not quoted (LINE_NOT_SHOWN); an address is.
+ * An entry that is no peer address, or undefined when it is one. `fromFile`: a line that
+ * is not even address-like is not quoted (LINE_NOT_SHOWN); an address, or a mistyped one, is.
  */
 function addressProblem(text: string, fromFile: boolean): string | undefined {
   if (text === '') return 'an empty entry';
   const value = parseIPv4(text);
   if (value === undefined)
-    return fromFile
+    return fromFile && !ADDRESS_LIKE.test(text)
       ? `not an IPv4 address (a dotted quad such as 192.168.60.11); ${LINE_NOT_SHOWN}`
       : `${quoteInput(text)} is not an IPv4 address (a dotted quad such as 192.168.60.11)`;
   if (parseSourceAddress(text) === undefined)
