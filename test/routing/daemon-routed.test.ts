@@ -175,7 +175,10 @@ describe('mcastctl daemon routing through the kernel: two nodes, 4 pods each, an
       await sender.send(group, port, 20, { intervalMs: 10, ttl: 8, tag: 'i2' });
       await sleep(300);
       const lost = missingSequences(sequences(receiver.received, 'i2'), 20);
-      assert.ok(lost.length <= 1, `traffic after the removal was not routed again: ${lost.length} of 20 lost (${lost})`);
+      assert.ok(
+        lost.length <= 1,
+        `traffic after the removal was not routed again: ${lost.length} of 20 lost (${lost})`,
+      );
     } finally {
       await receiver.stop();
     }

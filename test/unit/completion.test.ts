@@ -85,6 +85,7 @@ describe('mcastctl completion bash, in bash', () => {
 
   it('hostile names from the daemon are offered as they are, never expanded or run', () => {
     const marker = join(scratch, 'ran');
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal ${HOME}, which the shell must not expand
     const names = [`$(touch ${marker})`, `\`touch ${marker}\``, 'default/*', 'default/${HOME}', 'default/ok'];
     const hostile = join(scratch, 'hostile-mcastctl');
     writeFileSync(hostile, `#!/bin/sh\nprintf '%s\\n' ${names.map((name) => `'${name}'`).join(' ')}\nexit 0\n`);
