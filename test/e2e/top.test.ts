@@ -1,7 +1,9 @@
 /**
  * `mcastctl top` in a real terminal: tmux (a private server, its socket in the lab's
  * directory) runs it against a lab daemon while a pod receives a group at 100 datagrams a
- * second from another; the group's row must show 80 to 120 packets a second, q must quit
+ * second from another; the group's row must show 80 to 120 packets a second at every
+ * refresh (the rates are averaged over 5 s: OVS folds its datapath's counts in only about
+ * every half second, which one-second differences read as 50 or 150), q must quit
  * with exit 0, and `top --once --json` must give the same figure.
  *
  * Needs root, iproute2, python3, tmux, Open vSwitch and the built CLI.
@@ -74,7 +76,7 @@ describe('mcastctl top in a terminal (tmux)', { concurrency: 1 }, () => {
     ].join(' ');
     await tmux('new-session', '-d', '-s', 'top', '-x', '150', '-y', '40', '-c', REPO_ROOT, command);
     const screen = () => tmux('capture-pane', '-p', '-t', 'top').then((result) => result.stdout);
-    // Two refreshes after the first figures: the view is live.
+    // The first rates come once the reads span 5 s; two refreshes after them: the view is live.
     const rates: number[] = [];
     let last = '';
     await waitUntil(
@@ -89,13 +91,13 @@ describe('mcastctl top in a terminal (tmux)', { concurrency: 1 }, () => {
         }
         return rates.length >= 3 ? text : undefined;
       },
-      15_000,
+      30_000,
       300,
     );
     const text = await screen();
     console.log(`top in tmux, ${RATE} datagrams a second: rows read ${rates.join(', ')} packets a second`);
     for (const rate of rates) assert.ok(rate >= 80 && rate <= 120, `${rate} packets a second:\n${text}`);
-    assert.match(text, /^mcastctl top: 1 group, every 1 s, \d\d:\d\d:\d\d UTC; q quits$/m, text);
+    assert.match(text, /^mcastctl top: 1 group, a second over the last 5\.\d s, \d\d:\d\d:\d\d UTC; q quits$/m, text);
     assert.match(text, /^ {2}default\/p1 +\d+\.\d /m, `the member's row:\n${text}`);
     assert.ok(
       text.split('\n').every((line) => line.length <= 150),

@@ -8,7 +8,7 @@ import { ControlClient, DEFAULT_CONTROL_SOCKET } from '../../transport/control/c
 import type { TrafficStatsView } from '../../transport/control/daemon-view.js';
 import { parseControlSocket } from '../../transport/control/socket-path.js';
 import { Output } from '../render/output.js';
-import { topLines, trafficRatesOf } from '../render/traffic-rates.js';
+import { measuringLines, RATE_WINDOW_SECONDS, TrafficRateWindow, topLines } from '../render/traffic-rates.js';
 import { StopSignal } from '../stop.js';
 
 interface TopFlags {
@@ -34,10 +34,10 @@ export function registerTop(program: Command): void {
     .command('top')
     .summary('a live view of the groups carrying traffic: packets and bytes a second, per group and per pod')
     .description(
-      "Read the running daemon's per-pod traffic counters (those of `groups --stats`) every interval and show the groups busiest first, each with what its pods received and sent a second, and under it its pods. The table refreshes in place and fits the terminal; q or Ctrl-C quits. Sent is counted only with the daemon's trafficCounters on. Needs root (the control socket is root-only).",
+      "Read the running daemon's per-pod traffic counters (those of `groups --stats`) every interval and show the groups busiest first, each with what its pods received and sent a second over the last 5 s (or the interval, if longer: OVS adds its datapath's counts to these counters only about every half second), and under it its pods. The table refreshes in place and fits the terminal; q or Ctrl-C quits. Sent is counted only with the daemon's trafficCounters on. Needs root (the control socket is root-only).",
     )
-    .option('--interval <seconds>', 'seconds between two reads (0.2 to 3600)', parseInterval, 1)
-    .option('--once', 'read twice, one interval apart, print the figures once and exit')
+    .option('--interval <seconds>', 'seconds between two reads and refreshes (0.2 to 3600)', parseInterval, 1)
+    .option('--once', 'read until the reads span 5 s (or two reads, one interval apart), print the rates once, exit')
     .option('--json', 'with --once: print one JSON document (the groups with their rates, and their pods)')
     .option(
       '--control-socket <path>',
@@ -57,18 +57,25 @@ export function registerTop(program: Command): void {
       const stop = new StopSignal();
       const keys = quitOnKeys(stop);
       try {
-        const read = () => client.request<TrafficStatsView>('stats');
-        let before = await read();
-        let readAt = performance.now();
+        const window = new TrafficRateWindow({ seconds: Math.max(RATE_WINDOW_SECONDS, flags.interval) });
+        const started = performance.now();
+        const read = async () => {
+          const stats = await client.request<TrafficStatsView>('stats');
+          window.add(stats, (performance.now() - started) / 1000);
+          return stats;
+        };
+        await read();
         while (!stop.stopped) {
           await pause(flags.interval * 1000, stop.signal);
           if (stop.stopped) break;
-          const after = await read();
-          const now = performance.now();
-          const rates = trafficRatesOf(before, after, (now - readAt) / 1000);
-          [before, readAt] = [after, now];
+          const stats = await read();
+          const rates = window.rates();
+          if (rates === undefined) {
+            if (flags.once !== true) output.screen(measuringLines(stats, window, output.style, new Date()));
+            continue;
+          }
           if (output.json) {
-            output.document({ ...rates, intervalSeconds: Math.round(rates.intervalSeconds * 1000) / 1000 });
+            output.document({ ...rates, windowSeconds: Math.round(rates.windowSeconds * 1000) / 1000 });
           } else {
             output.screen(topLines(rates, output.terminalSize() ?? NO_TERMINAL, output.style, new Date()));
           }
