@@ -9,7 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 import type { Lab } from '../test/lab/lab.js';
 import { sleep } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
-import { type Distribution, distribution, stopChild, waitForLine } from './pod-processes.js';
+import { type Distribution, distribution } from './pod-processes.js';
+import { stopChild, waitForLine } from '../test/lab/group-holders.js';
 
 /** Groups a holder pod joins (well inside the daemon's default per-port limit of 1,024). */
 export const GROUPS_PER_HOLDER = 200;

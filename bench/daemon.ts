@@ -50,13 +50,11 @@ import {
   type Distribution,
   distribution,
   firstQueryMs,
-  HOLDER_PY,
   SENDER_PY,
-  stopChild,
-  waitForLine,
   type WireEvent,
   wireEvents,
 } from './pod-processes.js';
+import { HOLDER_PY, stopChild, waitForLine } from '../test/lab/group-holders.js';
 
 const UDP_PORT = 5000;
 /** Time between two data packets of the sender: the resolution of both latencies. */

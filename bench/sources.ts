@@ -26,14 +26,12 @@ import {
   type Distribution,
   distribution,
   firstQueryMs,
-  HOLDER_PY,
   SENDER_PY,
   SOURCE_CYCLER_PY,
-  stopChild,
-  waitForLine,
   type WireEvent,
   wireEvents,
 } from './pod-processes.js';
+import { HOLDER_PY, stopChild, waitForLine } from '../test/lab/group-holders.js';
 
 const SOURCE_GROUP = '239.79.0.1';
 const PLAIN_GROUP = '239.79.0.2';

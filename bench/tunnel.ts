@@ -32,17 +32,8 @@ import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../test/lab/lab.js';
 import type { OvsNode, OvsPod } from '../test/lab/ovs.js';
 import { buildTunnelLab, TUNNEL_LAB, type TunnelLabNode } from '../test/lab/tunnel-lab.js';
-import {
-  CYCLER_PY,
-  type Distribution,
-  distribution,
-  HOLDER_PY,
-  SENDER_PY,
-  stopChild,
-  waitForLine,
-  type WireEvent,
-  wireEvents,
-} from './pod-processes.js';
+import { CYCLER_PY, type Distribution, distribution, SENDER_PY, type WireEvent, wireEvents } from './pod-processes.js';
+import { HOLDER_PY, stopChild, waitForLine } from '../test/lab/group-holders.js';
 import { firstIgmpQueryAt } from '../test/lab/igmp-frames.js';
 
 const GROUP = '239.79.0.1';

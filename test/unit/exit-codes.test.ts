@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, it } from '../helpers/node-test.js';
 import { MAX_FAILURE_LINE_CHARACTERS, printFailure } from '../../src/cli/exit.js';
-import { DaemonMetrics, MetricsServer } from '../../src/controllers/daemon/observe/metrics.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
+import { MetricsServer } from '../../src/controllers/daemon/observe/metrics-server.js';
 import { ExitCode, McastError } from '../../src/errors.js';
 import { FakeDaemonView } from '../helpers/fake-daemon-view.js';
 import { closeServer } from '../helpers/close-server.js';
@@ -93,7 +94,10 @@ describe('the one exit path bounds what it prints', () => {
 describe('the metrics server: why it cannot listen, by exit code', () => {
   const listenFails = async (address: string): Promise<McastError> => {
     try {
-      const server = await MetricsServer.listen(address, new DaemonMetrics(new FakeDaemonView()).registry);
+      const server = await MetricsServer.listen({
+        address,
+        registry: new DaemonMetrics(new FakeDaemonView()).registry,
+      });
       await server.close();
     } catch (error) {
       assert.ok(error instanceof McastError, String(error));

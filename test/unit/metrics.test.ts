@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, it } from '../helpers/node-test.js';
-import { DaemonMetrics, MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/observe/metrics.js';
+import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
+import { MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/observe/metrics-server.js';
 import { McastError } from '../../src/errors.js';
 import { CLUSTER_MEMBER_SERIES } from '../../src/controllers/daemon/observe/cluster-metrics.js';
 import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
@@ -148,7 +149,7 @@ describe('MetricsServer', () => {
   it('serves GET /metrics on the port it was given (0: any), 404 elsewhere, 405 for other methods', async () => {
     const metrics = new DaemonMetrics(new FakeDaemonView());
     metrics.packetIn();
-    const server = await MetricsServer.listen('127.0.0.1:0', metrics.registry);
+    const server = await MetricsServer.listen({ address: '127.0.0.1:0', registry: metrics.registry });
     try {
       assert.match(server.address, /^127\.0\.0\.1:\d+$/);
       assert.notEqual(server.address, '127.0.0.1:0');
@@ -174,7 +175,10 @@ describe('MetricsServer', () => {
     const { port } = holder.address() as { port: number };
     try {
       await assert.rejects(
-        MetricsServer.listen(`127.0.0.1:${port}`, new DaemonMetrics(new FakeDaemonView()).registry),
+        MetricsServer.listen({
+          address: `127.0.0.1:${port}`,
+          registry: new DaemonMetrics(new FakeDaemonView()).registry,
+        }),
         (error: unknown) => {
           assert.ok(error instanceof McastError);
           assert.equal(error.code, 'busy');

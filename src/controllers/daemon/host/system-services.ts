@@ -5,7 +5,8 @@
  * which no other command should pay.
  */
 import { ControlServer } from '../../../transport/control/control-server.js';
-import { DaemonMetrics, MetricsServer } from '../observe/metrics.js';
+import { DaemonMetrics } from '../observe/metrics.js';
+import { MetricsServer } from '../observe/metrics-server.js';
 import { StateStore } from '../state/state-store.js';
 import type { DaemonHostServices } from './daemon-host.js';
 import { startDaemonController } from './wiring.js';
@@ -16,7 +17,7 @@ export const SYSTEM_SERVICES: DaemonHostServices = {
   async listenMetrics(address, view) {
     // Metrics are gathered only when they are served (the default process metrics run a timer).
     const metrics = new DaemonMetrics(view);
-    const server = await MetricsServer.listen(address, metrics.registry);
+    const server = await MetricsServer.listen({ address, registry: metrics.registry });
     return { address: server.address, metrics, close: () => server.close() };
   },
   startLoop: (config, start) => startDaemonController(config, start),

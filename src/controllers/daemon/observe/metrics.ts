@@ -1,13 +1,9 @@
 /**
- * The daemon's Prometheus metrics (its own registry, never prom-client's global one) and
- * the HTTP endpoint that serves them (`--metrics-address`, GET /metrics).
+ * The daemon's Prometheus metrics (its own registry, never prom-client's global one); the
+ * HTTP endpoint that serves them is ./metrics-server.ts.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { isSystemError, McastError, messageOf, PermissionError, quoteInput, UsageError } from '../../../errors.js';
 import type { DaemonView } from '../../../transport/control/daemon-view.js';
-import { parseHostPort } from '../../../wire/endpoint.js';
 import { IGMP_REFUSAL_REASONS } from '../loop/igmp-guard.js';
 import { registerTrafficMetrics } from './traffic-metrics.js';
 import { registerClusterMetrics } from './cluster-metrics.js';
@@ -253,111 +249,4 @@ export class DaemonMetrics {
     const configured = new Set((view.status().tunnel?.peers ?? []).map((peer) => peer.address));
     for (const peer of [...this.messagePeers]) if (!configured.has(peer)) this.peerRemoved(peer);
   }
-}
-
-/**
- * Splits `HOST:PORT` (`[::1]:9100` for IPv6; `:9100` for every address; port 0 for any free
- * one), with the host checks of the OVS endpoints. Throws UsageError (`bad-address`) naming --metrics-address.
- */
-export function parseMetricsAddress(address: string): { host: string | undefined; port: number } {
-  return parseHostPort(address, {
-    bad: (reason) =>
-      new UsageError(
-        `--metrics-address takes HOST:PORT (127.0.0.1:9100, [::1]:9100, :9100), not ${quoteInput(address)}: ${reason}`,
-        {
-          code: 'bad-address',
-        },
-      ),
-    malformed: 'expected HOST:PORT, [IPv6]:PORT or :PORT',
-    emptyHost: true,
-    portZero: true,
-  });
-}
-
-export class MetricsServer {
-  private constructor(
-    private readonly server: Server,
-    /** The address actually listened on, HOST:PORT (the real port when 0 was asked for). */
-    readonly address: string,
-  ) {}
-
-  static async listen(address: string, registry: Registry): Promise<MetricsServer> {
-    const { host, port } = parseMetricsAddress(address);
-    const server = createServer((request, response) => {
-      const path = (request.url ?? '/').split('?')[0];
-      if (path !== '/metrics') {
-        response
-          .writeHead(404, { 'content-type': 'text/plain; charset=utf-8' })
-          .end('not found: the metrics are at /metrics\n');
-        return;
-      }
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        response
-          .writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
-          .end('method not allowed\n');
-        return;
-      }
-      registry.metrics().then(
-        (text) => {
-          response.writeHead(200, { 'content-type': registry.contentType });
-          response.end(request.method === 'HEAD' ? undefined : text);
-        },
-        (error: unknown) => {
-          response
-            .writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
-            .end(`cannot collect the metrics: ${messageOf(error)}\n`);
-        },
-      );
-    });
-    server.keepAliveTimeout = 5000;
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) => reject(listenFailure(error, address));
-      server.once('error', onError);
-      server.listen(port, host, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
-    // A socket error after listening (EMFILE on accept) must not crash the daemon.
-    server.on('error', () => undefined);
-    const bound = server.address() as AddressInfo;
-    const shownHost = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
-    return new MetricsServer(server, `${shownHost}:${bound.port}`);
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
-  }
-}
-
-function listenFailure(error: Error, address: string): McastError {
-  const code = isSystemError(error) ? error.code : error.message;
-  if (code === 'EADDRINUSE') {
-    return new McastError('busy', `cannot serve metrics on ${address}: EADDRINUSE (another program listens there)`, {
-      hint: 'pick another --metrics-address (ss -ltnp shows who holds this one)',
-      cause: error,
-    });
-  }
-  if (code === 'EACCES' || code === 'EPERM') {
-    return new PermissionError(
-      `cannot serve metrics on ${address}: ${code} (ports below 1024 need root or CAP_NET_BIND_SERVICE)`,
-      {
-        hint: 'pick another --metrics-address',
-        cause: error,
-      },
-    );
-  }
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new UsageError(`cannot serve metrics on ${address}: ${code} (no such address on this host)`, {
-      code: 'bad-address',
-      hint: 'set --metrics-address to an address of this host',
-    });
-  }
-  return new McastError('io', `cannot serve metrics on ${address}: ${code}`, {
-    hint: 'check --metrics-address',
-    cause: error,
-  });
 }
