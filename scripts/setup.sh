@@ -10,7 +10,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 declare -A package_of=(
   [ip]=iproute2 [tcpdump]=tcpdump [tshark]=tshark [ethtool]=ethtool [python3]=python3
   [make]=make [g++]=g++ [setpriv]=util-linux [bridge]=iproute2 [nft]=nftables [curl]=curl
-  [man]=man-db [strip]=binutils [tmux]=tmux
+  [man]=man-db [strip]=binutils [tmux]=tmux [script]=bsdutils
   [ovs-vswitchd]=openvswitch-switch [ovsdb-server]=openvswitch-switch [ovs-vsctl]=openvswitch-switch
   [ovs-ofctl]=openvswitch-common [ovsdb-tool]=openvswitch-common
 )

@@ -22,8 +22,19 @@ export interface ReadRegularFileOptions {
   limitSetting?: string;
 }
 
-/** Why a file was refused. */
-export type FileRefusal = 'not-found' | 'permission' | 'not-regular' | 'symlink' | 'too-large' | 'not-text' | 'io';
+/**
+ * Why a file was refused. `bad-content` is never given by readRegularFile: a caller that read the
+ * text gives it to a file that is not what it reads it as (a pidfile without a pid).
+ */
+export type FileRefusal =
+  | 'not-found'
+  | 'permission'
+  | 'not-regular'
+  | 'symlink'
+  | 'too-large'
+  | 'not-text'
+  | 'io'
+  | 'bad-content';
 
 /** A file that cannot be read as asked. Exit 64: nothing was changed because of it. */
 export class FileRefusedError extends UsageError {

@@ -317,3 +317,47 @@ export function yamlSyntaxError(error: unknown): { reason: string; line: number 
     : quoted;
   return { reason, line: error.mark === undefined ? undefined : error.mark.line + 1 };
 }
+
+/** Where a text failed to load and why, in words that quote none of it. */
+export interface UnquotedYamlError {
+  /** 1-based; undefined when the parser gave no place. */
+  line: number | undefined;
+  column: number | undefined;
+  reason: string;
+  /** The shape refused, for a YamlShapeError (to choose a hint); undefined for a syntax error. */
+  shape: YamlShapeReason | undefined;
+}
+
+/** js-yaml's reasons that quote nothing of the text: words, blanks and a few signs, never `"`, `:`, `!<` or `&`. */
+const FIXED_REASON = /^[a-z][a-zA-Z %(),;.-]*$/;
+
+/**
+ * A YamlShapeError's or js-yaml's error without what the text says: for a file that may be
+ * no YAML of the caller's at all (a path given by mistake, such as /etc/shadow), whose
+ * content must not reach a terminal or a log. js-yaml's reasons that quote a tag, an alias
+ * or a directive are said in general words; an anchor's name is left out. Undefined for
+ * any other error.
+ */
+export function unquotedYamlError(error: unknown): UnquotedYamlError | undefined {
+  if (error instanceof YamlShapeError) {
+    const reason =
+      error.reason === 'anchor' ? 'an anchor: anchors and aliases (&name, *name) are not allowed here' : error.message;
+    return { line: error.line, column: undefined, reason, shape: error.reason };
+  }
+  if (!(error instanceof jsYaml.YAMLException)) return undefined;
+  const said = error.reason;
+  const reason = FIXED_REASON.test(said)
+    ? said
+    : /alias/.test(said)
+      ? 'an alias without its anchor: anchors and aliases (&name, *name) are not allowed here'
+      : /tag/.test(said)
+        ? 'a tag (!name) or a %TAG directive, which is not read here'
+        : 'not read as YAML';
+  const mark = error.mark;
+  return {
+    line: mark === undefined ? undefined : mark.line + 1,
+    column: mark === undefined ? undefined : mark.column + 1,
+    reason,
+    shape: undefined,
+  };
+}

@@ -19,7 +19,7 @@ import { testDaemonConfig } from '../fakes/daemon-config.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
-import { v2Report, v3Report } from '../fakes/igmp-frames.js';
+import { decodeQuery, v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
 
@@ -218,6 +218,35 @@ describe('daemon: group policy', () => {
     assert.deepEqual(members(t.loop, '237.1.0.1'), [DB], 'an allowed member stays');
     assert.deepEqual(t.vswitch.ports.get(WEB)?.deniedSend, [{ address: '239.0.0.0', mask: '255.0.0.0' }]);
     assert.deepEqual(t.vswitch.ports.get(DB), dbBefore);
+    await t.stop();
+  });
+
+  it('a policy that lets a port back into a group asks it at once, whether it was refused or removed', async () => {
+    const t = await startLoop({ policy: POLICY });
+    await t.packetIn(v2Report('10.1.0.2', '239.2.0.1'), WEB);
+    await t.packetIn(v2Report('10.1.0.3', '239.5.0.1'), DB);
+    await t.loop.whenIdle();
+    assert.deepEqual(members(t.loop, '239.5.0.1'), [], 'db is refused 239.5.0.1');
+    const denyAll = parseGroupPolicy('rules:\n  - {action: deny, pods: "*/*", groups: 224.0.0.0/4}', 'policy.yaml');
+    t.loop.setPolicy(denyAll, 'policy.yaml');
+    await t.loop.whenIdle();
+    assert.deepEqual(members(t.loop, '239.2.0.1'), [], 'web removed from 239.2.0.1');
+    const asked = (group: string, from: number) =>
+      t.vswitch.sent.slice(from).flatMap((sent) => (decodeQuery(sent.frame)?.group === group ? [sent.ports] : []));
+    const before = t.vswitch.sent.length;
+    assert.equal(t.loop.setPolicy(parseGroupPolicy('rules: []', 'policy.yaml'), 'policy.yaml'), true);
+    await settle();
+    assert.deepEqual(asked('239.2.0.1', before), [[WEB]], 'web asked about the group it was removed from');
+    assert.deepEqual(asked('239.5.0.1', before), [[DB]], 'db asked about the group it was refused');
+    // Its answer makes it a member again.
+    await t.packetIn(v2Report('10.1.0.2', '239.2.0.1'), WEB);
+    await t.loop.whenIdle();
+    assert.deepEqual(members(t.loop, '239.2.0.1'), [WEB]);
+    // A policy that lets nobody back in asks nobody.
+    const quiet = t.vswitch.sent.length;
+    t.loop.setPolicy(denyAll, 'policy.yaml');
+    await settle();
+    assert.deepEqual(asked('239.5.0.1', quiet), []);
     await t.stop();
   });
 

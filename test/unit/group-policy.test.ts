@@ -557,3 +557,62 @@ describe('policy loader', () => {
     await refusedWith(directory, new RegExp(`${directory}: .*directory`));
   });
 });
+
+describe('policy loader, of a file that is no policy', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'mcastctl-policy-other-'));
+  after(() => rmSync(directory, { recursive: true, force: true }));
+  let counter = 0;
+  /** The UsageError that loading a file of `text` throws. */
+  const refusal = async (text: string): Promise<UsageError> => {
+    const path = join(directory, `p${++counter}.yaml`);
+    writeFileSync(path, text);
+    const error = await loadGroupPolicy(path).then(
+      () => assert.fail('loaded'),
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof UsageError, String(error));
+    assert.equal(error.code, 'bad-file');
+    assert.ok(error.message.startsWith(`${path}:`), error.message);
+    return error;
+  };
+
+  it('says where, never what the file holds, until its top level is a policy', async () => {
+    const texts = [
+      'root:x:0:0:secret-line:/root:/bin/bash\nsecond line\n',
+      'secret-line: 1\n',
+      '- secret-line\n',
+      '!secret-line x\n',
+      '%TAG !s! tag:secret-line,2000:\n---\n!s!x a\n',
+      'rules: !secret-line []\n',
+      'rules: &secret-line []\n',
+      'rules: *secret-line\n',
+      '{"secret-line": [1,}\n',
+      'rules: []\nsecret-line: 1\n',
+      'secret-line: 1\nsecret-line: 2\n',
+    ];
+    for (const text of texts) {
+      const error = await refusal(text);
+      assert.ok(!error.message.includes('secret'), error.message);
+      assert.ok(!(error.hint ?? '').includes('secret'), error.hint);
+    }
+  });
+
+  it('a YAML error is placed by line and column', async () => {
+    assert.match(
+      await refusal('rules:\n  - {action: deny\n').then((error) => error.message),
+      /:\d+: not valid YAML or JSON at column \d+: /,
+    );
+  });
+
+  it('a policy with a bad entry still names it, in a bounded excerpt free of control characters', async () => {
+    assert.match(
+      (await refusal('rules:\n  - action: permit\n')).message,
+      /:2: "action" must be allow or deny, not "permit"/,
+    );
+    const long = (await refusal(`rules:\n  - action: deny\n    pods: ${'a'.repeat(500)}\n`)).message;
+    assert.ok(long.length < 400, long);
+    const bidi = (await refusal('rules:\n  - action: deny\n    pods: "x\\u202e\\u0085\\u2028\\u0007y"\n')).message;
+    assert.match(bidi, /:3: pod glob "x\\u202e\\u0085\\u2028\\u0007y"/);
+    assert.doesNotMatch(bidi, /[\p{Cc}\p{Cf}\p{Zl}]/u);
+  });
+});

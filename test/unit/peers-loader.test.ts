@@ -58,6 +58,52 @@ describe('loadPeersFile', () => {
   });
 });
 
+describe('loadPeersFile of a file that is no peers file', () => {
+  /** The UsageError that loading a file of `text` throws. */
+  const refusal = async (name: string, text: string): Promise<UsageError> => {
+    const path = join(directory, name);
+    writeFileSync(path, text);
+    const error = await loadPeersFile(path).then(
+      () => assert.fail('loaded'),
+      (caught: unknown) => caught,
+    );
+    assert.ok(error instanceof UsageError, String(error));
+    assert.equal(error.code, 'bad-file');
+    assert.ok(error.message.startsWith(`${path}:`), error.message);
+    return error;
+  };
+
+  it('says where, never what the file holds: lines, YAML tags, anchors and aliases', async () => {
+    const texts = [
+      'root:x:0:0:secret-line:/root:/bin/bash\nsecond line\n',
+      'secret-line\n',
+      '- secret-line\n',
+      '[secret-line]\n',
+      '- !secret-line 10.0.0.1\n',
+      '- !!int secret-line\n',
+      '- &secret-line 10.0.0.1\n',
+      '- 10.0.0.1\n- *secret-line\n',
+      '- "secret-line\n',
+      '-----BEGIN PRIVATE KEY-----\nsecret-line\n-----END PRIVATE KEY-----\n',
+    ];
+    for (const [index, text] of texts.entries()) {
+      const error = await refusal(`not-peers-${index}`, text);
+      assert.ok(!error.message.includes('secret'), error.message);
+      assert.ok(!(error.hint ?? '').includes('secret'), error.hint);
+    }
+  });
+
+  it('a YAML error is placed by line and column', async () => {
+    const error = await refusal('bad-yaml', '- 10.0.0.1\n- [10.0.0.2\n');
+    assert.match(error.message, /:\d+: not valid YAML at column \d+: /);
+  });
+
+  it('a peers file with a bad entry still names the entry', async () => {
+    assert.match((await refusal('typo', '10.0.0.1\n10.0.0.256\n')).message, /:2: "10\.0\.0\.256" is not an IPv4/);
+    assert.match((await refusal('loop', '- 10.0.0.1\n- 127.0.0.1\n')).message, /:2: "127\.0\.0\.1" is a loopback/);
+  });
+});
+
 describe('peersFileSource', () => {
   it('reads the file again at each read, normalised against this node: duplicates and this node dropped', async () => {
     const path = join(directory, 'reread');

@@ -13,7 +13,8 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UnavailableError } from '../../errors.js';
-import { readRegularFile } from '../../runtime/regular-file.js';
+import { FileRefusedError } from '../../runtime/regular-file.js';
+import { ovsPidfilePath, readOvsPidfile } from './locations.js';
 import { multicastMacForGroup, FALLBACK_SOURCE_MAC } from '../../packet/ethernet.js';
 import { UnixctlClient } from '../../transport/unixctl/unixctl-client.js';
 import { familyOf } from '../../domain/family/families.js';
@@ -105,25 +106,32 @@ export function parseDatapathPorts(text: string, bridge: string): Map<number, nu
   return ports;
 }
 
-/** A pid and its line break, with room to spare. */
-const PIDFILE_MAX_BYTES = 64;
-
 /**
  * ovs-vswitchd's unixctl socket in `rundir`, found as ovs-appctl finds it: `ovs-vswitchd.<pid>.ctl`,
  * the pid from its pidfile; else `ovs-vswitchd.ctl`, where it was started with `--unixctl` so.
+ * A pidfile that is there but refused (a FIFO, a device, too long, no pid) gives no pid; when
+ * the fixed socket is not there either, the refusal is what the error says, as its cause.
  */
 export async function vswitchdControlPath(rundir: string): Promise<string> {
-  const pidfile = join(rundir, 'ovs-vswitchd.pid');
+  const pidfile = ovsPidfilePath(rundir, 'ovs-vswitchd');
   const fixed = join(rundir, 'ovs-vswitchd.ctl');
-  // A regular file of a few octets, or no pid: a FIFO there would hang the read, a device
-  // (/dev/zero) would never end it.
-  const pid = await readRegularFile(pidfile, { what: "ovs-vswitchd's pidfile", maxBytes: PIDFILE_MAX_BYTES }).then(
-    (text) => text.trim(),
-    () => undefined,
-  );
-  const byPid = pid !== undefined && /^\d{1,10}$/.test(pid) ? join(rundir, `ovs-vswitchd.${pid}.ctl`) : undefined;
+  let pid: number | undefined;
+  let refused: FileRefusedError | undefined;
+  try {
+    pid = await readOvsPidfile(pidfile);
+  } catch (error) {
+    if (!(error instanceof FileRefusedError)) throw error;
+    refused = error;
+  }
+  const byPid = pid === undefined ? undefined : join(rundir, `ovs-vswitchd.${pid}.ctl`);
   for (const path of [byPid, fixed]) {
     if (path !== undefined && (await exists(path))) return path;
+  }
+  if (refused !== undefined) {
+    throw new UnavailableError(`no control socket of ovs-vswitchd in ${rundir} (no ${fixed}), and ${refused.message}`, {
+      hint: refused.hint ?? 'is ovs-vswitchd running? set OVS_RUNDIR or --ovs-rundir',
+      cause: refused,
+    });
   }
   throw new UnavailableError(`no control socket of ovs-vswitchd in ${rundir} (${byPid ?? pidfile}, ${fixed})`, {
     hint: 'is ovs-vswitchd running? set OVS_RUNDIR or --ovs-rundir',

@@ -80,7 +80,8 @@ export function registerInstallService(program: Command): void {
     .option('--json', 'print one JSON document')
     .addHelpText(
       'after',
-      '\nExit status: 0 done; 64 a bad --root; 77 no permission to write there. See mcastctl-install-service(1).',
+      '\nExit status: 0 done; 64 a bad --root (empty, a control character, a symbolic link below it) or a path ' +
+        'a unit cannot hold; 77 no permission to write there. See mcastctl-install-service(1).',
     )
     .action((flags: InstallServiceFlags) => {
       const output = new Output({ json: flags.json === true });

@@ -88,9 +88,10 @@ export type MembershipEffect =
    */
   | { kind: 'members'; group: GroupAddress; ports: number[] }
   /**
-   * Ask `port` whether anyone still wants `group` (from `sources` only, when given: sources a host stopped wanting).
+   * Ask `port` whether anyone still wants `group` (from `sources` only, when given: sources a host stopped wanting),
+   * to answer within `responseMs` when given (else the last member query interval).
    */
-  | { kind: 'query'; group: GroupAddress; port: number; sources?: SourceAddress[] };
+  | { kind: 'query'; group: GroupAddress; port: number; sources?: SourceAddress[]; responseMs?: number };
 
 export class MembershipTable {
   private timing: MembershipTiming;

@@ -8,9 +8,11 @@
  * ourselves would send every datagram back in), and the count is capped, since every
  * peer is a 48-octet bucket in the group's first OVS group (1,363 fit; 1,000 are allowed).
  * Every problem is a UsageError; those of a file name it and the line: `FILE:LINE: what`.
+ * A file's text is quoted only where it is an address or nearly one: a path given by
+ * mistake (a key, /etc/shadow) must not have its lines copied into the daemon's log.
  */
 import { quoteInput, UsageError } from '../../errors.js';
-import { loadYaml, type LoadedYaml, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
+import { loadYaml, type LoadedYaml, unquotedYamlError } from '../../runtime/safe-yaml.js';
 import {
   addressOrderKey,
   compareOrderKeys,
@@ -169,12 +171,13 @@ function parseYamlList(text: string, origin: string, options: PeerListOptions): 
   try {
     loaded = loadYaml(text, { filename: origin });
   } catch (error) {
-    if (error instanceof YamlShapeError)
-      throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint: FILE_HINT });
-    const syntax = yamlSyntaxError(error);
-    if (syntax === undefined) throw error;
-    const at = syntax.line === undefined ? origin : `${origin}:${syntax.line}`;
-    throw new UsageError(`${at}: not valid YAML: ${syntax.reason}`, { code: 'bad-file', hint: FILE_HINT });
+    // Not yet known to be a peers file: where and what, never the text (a path given by mistake).
+    const unquoted = unquotedYamlError(error);
+    if (unquoted === undefined) throw error;
+    const at = unquoted.line === undefined ? origin : `${origin}:${unquoted.line}`;
+    const column = unquoted.column === undefined ? '' : ` at column ${unquoted.column}`;
+    const message = unquoted.shape === undefined ? `not valid YAML${column}: ${unquoted.reason}` : unquoted.reason;
+    throw new UsageError(`${at}: ${message}`, { code: 'bad-file', hint: FILE_HINT });
   }
   const document = loaded.document;
   let index = 0;

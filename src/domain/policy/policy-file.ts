@@ -11,12 +11,14 @@
  *     - pods: kube-system/vrrp-*
  *       addresses: [10.0.0.0/24, 10.1.2.3, 2001:db8::/32]
  *
- * Every problem is a UsageError naming the file and the line of the node at fault. An
- * empty file is the policy that allows everything. Read as the declared state is
- * (safe-yaml.ts: no anchors, bounded nesting, one parse).
+ * Every problem is a UsageError naming the file and the line of the node at fault. What the
+ * file says is quoted (a bounded excerpt) only once its top level is a policy's, a mapping of
+ * those two keys: until then the path may name another file by mistake (/etc/shadow), and
+ * only where and what was expected are said. An empty file is the policy that allows
+ * everything. Read as the declared state is (safe-yaml.ts: no anchors, bounded nesting, one parse).
  */
 import { quoteInput, UsageError } from '../../errors.js';
-import { loadYaml, type LoadedYaml, MAX_YAML_DEPTH, yamlSyntaxError, YamlShapeError } from '../../runtime/safe-yaml.js';
+import { loadYaml, type LoadedYaml, MAX_YAML_DEPTH, unquotedYamlError } from '../../runtime/safe-yaml.js';
 import {
   GroupPolicy,
   type PolicyAction,
@@ -64,17 +66,19 @@ export function parseGroupPolicy(text: string, origin: string): GroupPolicy {
   try {
     loaded = loadYaml(text, { filename: origin });
   } catch (error) {
-    if (error instanceof YamlShapeError) {
+    // Not yet known to be a policy file: where and what, never the text (a path given by mistake).
+    const unquoted = unquotedYamlError(error);
+    if (unquoted === undefined) throw error;
+    const at = unquoted.line === undefined ? origin : `${origin}:${unquoted.line}`;
+    if (unquoted.shape !== undefined) {
       const hint =
-        error.reason === 'too-deep'
+        unquoted.shape === 'too-deep'
           ? `a policy file is lists of flat entries (at most ${MAX_YAML_DEPTH} levels are read)`
           : 'write each entry out in full';
-      throw new UsageError(`${origin}:${error.line}: ${error.message}`, { code: 'bad-file', hint });
+      throw new UsageError(`${at}: ${unquoted.reason}`, { code: 'bad-file', hint });
     }
-    const syntax = yamlSyntaxError(error);
-    if (syntax === undefined) throw error;
-    const at = syntax.line === undefined ? origin : `${origin}:${syntax.line}`;
-    throw new UsageError(`${at}: not valid YAML or JSON: ${syntax.reason}`, { code: 'bad-file' });
+    const column = unquoted.column === undefined ? '' : ` at column ${unquoted.column}`;
+    throw new UsageError(`${at}: not valid YAML or JSON${column}: ${unquoted.reason}`, { code: 'bad-file' });
   }
   try {
     return validate(loaded);
@@ -160,7 +164,7 @@ function parsePods(item: Record<string, unknown>, path: DocumentPath): readonly 
   if (texts === undefined) return [EVERY_POD];
   return texts.map(({ text, at }) => {
     const parsed = parsePodGlob(text);
-    if (!parsed.ok) throw new PolicyProblem(at, `pod glob ${quoteInput(text)}: ${parsed.reason}`);
+    if (!parsed.ok) throw new PolicyProblem(at, `pod glob ${excerpt(text)}: ${parsed.reason}`);
     return parsed.glob;
   });
 }
@@ -182,16 +186,16 @@ function rangeOf(
   outside: Readonly<Record<AddressFamily, string>>,
 ): IpRange {
   const parsed = parseIpPrefix(text);
-  if (!parsed.ok) throw new PolicyProblem(at, `${quoteInput(text)}: ${parsed.reason}`);
+  if (!parsed.ok) throw new PolicyProblem(at, `${excerpt(text)}: ${parsed.reason}`);
   const range = ipPrefixRange(parsed.prefix);
   if (!ipRangeWithin(range, within[parsed.prefix.family]))
-    throw new PolicyProblem(at, `${quoteInput(text)} ${outside[parsed.prefix.family]}`);
+    throw new PolicyProblem(at, `${excerpt(text)} ${outside[parsed.prefix.family]}`);
   return range;
 }
 
 function direction(text: string, at: DocumentPath): PolicyDirection {
   if (!(DIRECTIONS as readonly string[]).includes(text))
-    throw new PolicyProblem(at, `a direction is join or send, not ${quoteInput(text)}`);
+    throw new PolicyProblem(at, `a direction is join or send, not ${excerpt(text)}`);
   return text as PolicyDirection;
 }
 
@@ -229,17 +233,29 @@ function checkKeys(item: Record<string, unknown>, path: DocumentPath, known: rea
     const message =
       path.length === 0
         ? `an unknown key in ${what} (known: ${known.join(', ')}); it is not shown, in case the file is no group policy`
-        : `unknown key ${quoteInput(key)} in ${what} (known: ${known.join(', ')})`;
+        : `unknown key ${excerpt(key)} in ${what} (known: ${known.join(', ')})`;
     throw new PolicyProblem([...path, key], message);
   }
 }
 
+/**
+ * What a message quotes of a file once it is known to be a policy (its top level is): a
+ * bounded prefix, JSON-quoted, with no character left that a terminal or a log viewer acts
+ * on (C1 controls, bidirectional overrides, line separators) rather than shows.
+ */
+function excerpt(value: string): string {
+  return quoteInput(value).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (char) => {
+    const code = char.codePointAt(0)!;
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
 /** A value of the wrong kind, for a message. */
 function describe(value: unknown): string {
-  if (typeof value === 'string') return quoteInput(value);
+  if (typeof value === 'string') return excerpt(value);
   if (Array.isArray(value)) return 'a list';
   if (isRecord(value)) return 'a mapping';
-  return quoteInput(String(value));
+  return excerpt(String(value));
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -6,8 +6,10 @@
  * It is the daemon's peer source in tunnel mode when given (peersFileSource), read again
  * on SIGHUP and when it changes: watchPeersFile watches its
  * directory, not the file, so that a file replaced by a rename (editors, Kubernetes'
- * ConfigMap volumes, which swap a `..data` link) is still seen; events come in bursts,
- * so a change is reported once they have been quiet for PEERS_FILE_DEBOUNCE_MS.
+ * ConfigMap volumes, which swap a `..data` link) is still seen; a change is reported once
+ * the file has been still for PEERS_FILE_SETTLE_MS, so that a file rewritten in place
+ * (truncated, then written: what many configuration tools do) is read whole, never empty
+ * in between, which would drop every peer until the write.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -18,8 +20,8 @@ import type { PeerSource } from '../../../domain/peers/peer-source.js';
 
 /** The largest peers file read: 1,000 peers (MAX_PEERS) with a comment each fit many times over. */
 const MAX_PEERS_FILE_BYTES = 256 * 1024;
-/** How long a burst of changes to the file's directory must be quiet before the file is read again. */
-const PEERS_FILE_DEBOUNCE_MS = 200;
+/** How long the file must be still (no change in its directory) before it is read again. */
+const PEERS_FILE_SETTLE_MS = 1000;
 
 /** A peers file's text, checked: its peers are normalised once this node's address is known. */
 export interface PeersFileText {
@@ -74,7 +76,7 @@ export interface PeersFileWatch {
 /** Watches the peers file's directory for changes to the file (module comment). */
 export function watchPeersFile(options: PeersFileWatchOptions): PeersFileWatch {
   const name = basename(options.path);
-  const debounceMs = options.debounceMs ?? PEERS_FILE_DEBOUNCE_MS;
+  const debounceMs = options.debounceMs ?? PEERS_FILE_SETTLE_MS;
   let timer: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
   const close = (): void => {

@@ -10,7 +10,8 @@
  *          the control socket and the metrics listener (a second daemon stops here,
  *          before it touches OVS or the kernel) ─► the loop ─► the peers' watch
  *   reload (SIGHUP; the peers also when their source changes): the configuration, the
- *          group policy and the peers, each read again; a bad one leaves what runs
+ *          group policy and the peers, each read again; a bad one leaves what runs;
+ *          one reload at a time, and the last one starts after the last request
  *   stop:  the peers' watch, the listeners, then the loop (its final save)
  */
 import { type McastError, messageOf, UnavailableError } from '../../../errors.js';
@@ -20,6 +21,7 @@ import type { PeerSource } from '../../../domain/peers/peer-source.js';
 import type { LogLevel } from '../../../runtime/logger.js';
 import type { DaemonEvent, DaemonView } from '../../../transport/control/daemon-view.js';
 import type { DaemonConfig } from '../config/daemon-config.js';
+import { ReloadQueue, type ReloadScope } from './reload-queue.js';
 import { planReload } from '../config/reload.js';
 import type { ControllerLogger, ControllerMetrics, ControllerStateStore, LoadedPolicy } from '../loop/ports.js';
 
@@ -107,6 +109,7 @@ export class DaemonHost {
   private readonly listening: Listening[] = [];
   private metricsAddress: string | undefined;
   private peersWatch: { close(): void } | undefined;
+  private readonly reloads = new ReloadQueue((scope, why) => this.runReload(scope, why));
   private readonly failedListeners: Array<(error: McastError) => void> = [];
   private stopped = false;
 
@@ -174,7 +177,7 @@ export class DaemonHost {
     if (peers?.watch !== undefined && config.tunnel !== undefined) {
       const onError = (error: Error) =>
         logger.warn(`${peers.label} cannot be watched: SIGHUP reads it again`, { error: error.message });
-      this.peersWatch = peers.watch(() => void this.reloadPeers(`${peers.label} changed`), onError);
+      this.peersWatch = peers.watch(() => void this.reloads.request('peers', `${peers.label} changed`), onError);
     }
     logger.info('listening', {
       controlSocket: config.controlSocket,
@@ -199,15 +202,24 @@ export class DaemonHost {
     this.early.clear();
   }
 
-  /** Reads the configuration, the group policy and the peers again (SIGHUP); a bad one leaves what runs. */
-  async reload(): Promise<void> {
+  /**
+   * Reads the configuration, the group policy and the peers again (SIGHUP); a bad one leaves what runs. Reloads run one
+   * at a time (ReloadQueue): resolves once one that started after the call has ended.
+   */
+  reload(): Promise<void> {
+    return this.reloads.request('all', 'SIGHUP');
+  }
+
+  private async runReload(scope: ReloadScope, why: string): Promise<void> {
     const loop = this.loop;
     if (loop === undefined || this.stopped) return;
-    if (this.options.configSource === undefined)
-      this.options.logger.info('SIGHUP: no configuration file (--config) to read again');
-    else await this.reloadConfig(loop, this.options.configSource);
-    await this.reloadPolicy(loop);
-    await this.reloadPeers('SIGHUP');
+    if (scope === 'all') {
+      if (this.options.configSource === undefined)
+        this.options.logger.info('SIGHUP: no configuration file (--config) to read again');
+      else await this.reloadConfig(loop, this.options.configSource);
+      await this.reloadPolicy(loop);
+    }
+    await this.reloadPeers(why);
   }
 
   /** Logs one line's worth of what the daemon holds (SIGUSR1). */
@@ -235,6 +247,7 @@ export class DaemonHost {
     if (this.stopped) return;
     this.stopped = true;
     this.peersWatch?.close();
+    await this.reloads.idle();
     for (const listening of this.listening.splice(0).reverse()) await listening.close();
     await this.loop?.stop();
   }

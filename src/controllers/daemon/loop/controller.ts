@@ -44,6 +44,7 @@ import { routerEventsOf } from './router-events.js';
 import { memberEvent, portViewOf } from '../observe/port-views.js';
 import { assembleLoop, type LoopParts } from './loop-parts.js';
 import { type PortChangeContext, takePortChanges } from './port-changes.js';
+import { replacePolicy } from './policy-change.js';
 import {
   loopGroups,
   loopPort,
@@ -175,10 +176,7 @@ export class MulticastController implements DaemonView {
     this.parts.tunnel?.announceChanges();
     for (const effect of effects) {
       if (effect.kind === 'members') this.parts.sync.markDirty(effect.group, port);
-      else
-        this.parts.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect.group, effect.port), {
-          sources: effect.sources,
-        });
+      else this.parts.querier.groupQueries(effect.group, effect.port, this.groupQueryVersion(effect), effect);
     }
   }
 
@@ -187,7 +185,7 @@ export class MulticastController implements DaemonView {
    * an IPv6 group, as the port's listeners speak (an MLDv1 host is asked in MLDv1, RFC 3810
    * §8.3.2, which the table holds as IGMPv2 compatibility), else MLDv2.
    */
-  private groupQueryVersion(group: GroupAddress, port: number): 2 | 3 {
+  private groupQueryVersion({ group, port }: { group: GroupAddress; port: number }): 2 | 3 {
     if (familyOf(group).protocol === 'mld') return this.parts.table.compatibilityOf(group, port) === 3 ? 3 : 2;
     return this.config.queryVersions.includes(3) ? 3 : 2;
   }
@@ -334,12 +332,13 @@ export class MulticastController implements DaemonView {
   }
 
   /**
-   * A new group policy (a reload): members it denies leave at once, the send drops that differ change; false: it
-   * decides as the last.
+   * A new group policy (a reload): members it denies leave at once, ports it lets back into a group are asked about
+   * it, the send drops that differ change; false: it decides as the last.
    */
   setPolicy(policy: GroupPolicy, file: string | undefined): boolean {
-    if (!this.parts.policy.replace(policy, file)) return false; // the same decisions: nothing to redo
-    this.apply(this.parts.table.removeMembers(this.parts.policy.deniesMember(this.parts.pods), 'denied'));
+    const effects = replacePolicy(this.parts, policy, file);
+    if (effects === undefined) return false; // the same decisions: nothing to redo
+    this.apply(effects);
     this.parts.portEntries.markAll();
     this.parts.timers.scheduleSave();
     return true;

@@ -71,6 +71,15 @@ export class PortActivity {
     activity.lastRefusal = { reason, atMs: this.wallMs(), ...(rule === undefined ? {} : { rule }) };
   }
 
+  /** The (port, group) pairs whose last refusal was for `reason`, at most MAX_GROUPS_PER_PORT a port. */
+  lastRefusedFor(reason: IgmpRefusalReason): Array<{ port: number; group: string }> {
+    const refused: Array<{ port: number; group: string }> = [];
+    for (const [port, record] of this.ports)
+      for (const [group, activity] of record.groups)
+        if (activity.lastRefusal?.reason === reason) refused.push({ port, group });
+    return refused;
+  }
+
   /** A port that appeared after the start: its watch starts now. */
   portAdded(ofport: number): void {
     this.ports.set(ofport, { sinceMs: this.wallMs(), messages: 0, lastMessageAtMs: undefined, groups: new Map() });

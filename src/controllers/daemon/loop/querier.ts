@@ -150,12 +150,13 @@ export class Querier {
    * group query); with `sources`, whether anyone still wants those sources of it (v2 has no
    * source list and asks about the whole group). An IPv6 group is asked in MLD, the version
    * being the IGMP one of the port's host compatibility: 2 (an MLDv1 host) asks in MLDv1, 3 in MLDv2.
+   * `responseMs` shortens the answer time asked for below the last member query interval.
    */
   groupQueries(
     group: GroupAddress,
     port: number,
     version: Exclude<IgmpVersion, 1>,
-    scope: { sources?: readonly SourceAddress[] } = {},
+    scope: { sources?: readonly SourceAddress[]; responseMs?: number } = {},
   ): void {
     let remaining = this.options.robustness;
     const mld = familyOf(group).protocol === 'mld';
@@ -167,9 +168,11 @@ export class Querier {
     const once = (): void => {
       this.pendingGroupQueries.delete(cancel);
       if (this.stopped) return;
+      const responseMs = Math.min(this.options.lastMemberQueryIntervalMs, scope.responseMs ?? Infinity);
       for (const sources of lists) {
-        if (mld) void this.sendMld(this.mldGroupQuery(group, version === 2 ? 1 : 2, sources), group, [port]);
-        else void this.send(this.groupQuery(group, version, sources), group, [port]);
+        if (mld)
+          void this.sendMld(this.mldGroupQuery(group, version === 2 ? 1 : 2, sources, responseMs), group, [port]);
+        else void this.send(this.groupQuery(group, version, sources, responseMs), group, [port]);
       }
       if (--remaining > 0) {
         cancel = this.options.timers.after(this.options.lastMemberQueryIntervalMs, once);
@@ -199,8 +202,8 @@ export class Querier {
     }
   }
 
-  private groupQuery(group: string, version: 2 | 3, sources: readonly string[]): IgmpQuery {
-    const tenths = Math.max(1, Math.round(this.options.lastMemberQueryIntervalMs / 100));
+  private groupQuery(group: string, version: 2 | 3, sources: readonly string[], responseMs: number): IgmpQuery {
+    const tenths = Math.max(1, Math.round(responseMs / 100));
     return version === 2
       ? { kind: 'query', version: 2, group, maxRespTimeDs: Math.min(255, tenths) }
       : this.v3Query(group, tenths, sources);
@@ -223,8 +226,8 @@ export class Querier {
     return this.mldQuery('::', version, this.options.queryResponseIntervalMs);
   }
 
-  private mldGroupQuery(group: string, version: MldVersion, sources: readonly string[]): MldQuery {
-    return this.mldQuery(group, version, Math.max(1, this.options.lastMemberQueryIntervalMs), sources);
+  private mldGroupQuery(group: string, version: MldVersion, sources: readonly string[], responseMs: number): MldQuery {
+    return this.mldQuery(group, version, Math.max(1, responseMs), sources);
   }
 
   /**
