@@ -237,12 +237,15 @@ describe('PeerExchange: frames from the tunnel', () => {
       take().map((frame) => frame.peers),
       [[P3]],
     );
+    // The query that came within the second is answered when the second is up, and no more often.
     clock.advance(1);
-    exchange.take(v3GeneralQuery(P2), P2);
     assert.deepEqual(
       take().map((frame) => frame.peers),
       [[P2]],
     );
+    exchange.take(v3GeneralQuery(P2), P2);
+    assert.deepEqual(take(), []);
+    assert.equal(exchange.counters.drops.rate, 2);
     assert.equal(exchange.counters.received.queries, 4);
     // A query is contact.
     assert.equal(exchange.view().peers.find((peer) => peer.address === P3)?.state, 'up');

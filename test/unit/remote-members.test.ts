@@ -194,7 +194,7 @@ describe('RemoteMembers', () => {
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1), record('MODE_IS_EXCLUDE', G2)], 1_000), [
       effect(G1, [P1]),
     ]);
-    assert.deepEqual(refusals, [{ peer: P1, group: G2, limit: 1 }]);
+    assert.deepEqual(refusals, [{ peer: P1, group: G2, limit: 1, reason: 'peer-groups' }]);
     assert.equal(remote.refused, 1);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1)], 2_000), []);
     assert.equal(remote.refused, 1);
@@ -209,6 +209,74 @@ describe('RemoteMembers', () => {
     remote.reconfigure({ timeoutMs: TIMEOUT, maxGroupsPerPeer: 0 });
     assert.deepEqual(remote.peersOf(G2), [P1, P2]);
     assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G1)], 4_000), []);
+  });
+
+  it("the node's limit counts local groups and those only peers want: one more is refused, a leave makes room", () => {
+    const refusals: RemoteRefusal[] = [];
+    let maxGroups = 3;
+    const remote = new RemoteMembers({
+      peers: [P1, P2],
+      timeoutMs: TIMEOUT,
+      maxGroupsPerPeer: 100,
+      maxGroups: () => maxGroups,
+      onRefusal: (refusal) => refusals.push(refusal),
+    });
+    const [G3, G4, G5] = [groupAddress('239.1.1.3'), groupAddress('239.1.1.4'), groupAddress('239.1.1.5')];
+    const join = (peer: HostAddress, group: GroupAddress, at = 1_000) =>
+      remote.apply(peer, [record('MODE_IS_EXCLUDE', group)], at);
+    remote.setLocal(G1, true);
+    remote.setLocal(G2, true);
+    // G2 is local already: no new group for the node. G3 is the third; G4 one too many.
+    assert.deepEqual(
+      remote.apply(
+        P1,
+        [G2, G3, G4].map((group) => record('MODE_IS_EXCLUDE', group)),
+        1_000,
+      ),
+      [effect(G2, [P1]), effect(G3, [P1])],
+    );
+    assert.equal(remote.nodeGroupCount, 3);
+    assert.deepEqual(refusals, [{ peer: P1, group: G4, limit: 3, reason: 'node-groups' }]);
+    // A group another peer has is no new group either; nor is a refresh.
+    assert.deepEqual(join(P2, G3), [effect(G3, [P1, P2])]);
+    assert.deepEqual(join(P1, G3, 2_000), []);
+    assert.equal(remote.refused, 1);
+    // G2 loses its local member but peers still want it: the node holds as many groups.
+    remote.setLocal(G2, false);
+    assert.equal(remote.nodeGroupCount, 3);
+    assert.equal(remote.peerOnlyGroupCount, 2);
+    assert.deepEqual(join(P2, G4), []);
+    // A peer's leave of the last peer-only group makes room.
+    remote.apply(P1, [record('CHANGE_TO_INCLUDE_MODE', G2)], 3_000);
+    assert.equal(remote.nodeGroupCount, 2);
+    assert.deepEqual(join(P2, G4, 3_000), [effect(G4, [P2])]);
+    // A local join of a group peers want adds nothing; the limit is read at each new group.
+    remote.setLocal(G4, true);
+    assert.equal(remote.nodeGroupCount, 3);
+    maxGroups = 4;
+    assert.deepEqual(join(P1, G5, 4_000), [effect(G5, [P1])]);
+    // Lowered, it ends nothing.
+    maxGroups = 1;
+    assert.deepEqual(remote.groupsWithMembers().length, 3);
+    assert.deepEqual(join(P1, G2, 4_000), []);
+    assert.deepEqual(refusals.at(-1), { peer: P1, group: G2, limit: 1, reason: 'node-groups' });
+    assert.equal(remote.refused, 3);
+    // Expiry frees the peers' groups as a leave does.
+    remote.expire(4_000 + TIMEOUT);
+    assert.equal(remote.nodeGroupCount, 2, 'G1 and G4 stay local');
+  });
+
+  it("a seed is never refused for the node's limit: the switch holds its group already", () => {
+    const remote = new RemoteMembers({ peers: [P1], timeoutMs: TIMEOUT, maxGroupsPerPeer: 100, maxGroups: () => 1 });
+    remote.setLocal(G1, true);
+    assert.deepEqual(remote.seed(P1, G2, 50_000), [effect(G2, [P1])]);
+    assert.equal(remote.nodeGroupCount, 2);
+    assert.equal(remote.refused, 0);
+    // Confirmed by the peer, it stays; a new group is refused.
+    assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', G2)], 1_000), []);
+    assert.deepEqual(remote.peersOf(G2), [P1]);
+    assert.deepEqual(remote.apply(P1, [record('MODE_IS_EXCLUDE', groupAddress('239.1.1.9'))], 1_000), []);
+    assert.equal(remote.refused, 1);
   });
 
   it('view shows peers and groups sorted, with contact, refresh and time left', () => {

@@ -9,6 +9,7 @@ import { addressOrderKey, compareAddresses, compareOrderKeys, type GroupAddress 
 import type { HostCompatibility } from './host-compatibility.js';
 import { type GroupSnapshot, type RestoredMember, restoredState, timersOf } from './member-records.js';
 import type { MemberEntry, MemberStore } from './member-store.js';
+import { type MembershipLimitSettings, type RefusalReason, refusalOf } from './membership-limits.js';
 import * as routerFilter from './router-filter.js';
 
 /**
@@ -59,28 +60,46 @@ export function groupOrderOf(members: MemberStore): GroupAddress[] {
     .map(({ group }) => group);
 }
 
-/** Where restored members go, and the clock and interval they are restored by. */
+/** Where restored members go, the limits they are held to, and the clock and interval they are restored by. */
 interface RestoreTarget {
   members: MemberStore;
   compatibility: HostCompatibility;
+  limits: Readonly<MembershipLimitSettings>;
   groupMembershipIntervalMs: number;
   now: number;
 }
 
 /**
- * Puts `saved` back into `target`, but for members whose timers all ended. Returns the groups
- * whose member ports or their merged filters changed, in the order they were first restored to.
+ * Puts `saved` back into `target`, in the order given, but for members whose timers all ended
+ * and those the limits refuse (`refused` hears why). A saved member is admitted as the live
+ * join of its whole filter would be (refusalOf, the table's own admission), not cut down to
+ * what fits: a filter short of some sources would forward what its host never asked for
+ * (EXCLUDE) or miss what it did (INCLUDE), and the host's next report asks again anyway.
+ * Returns the groups whose member ports or their merged filters changed, in the order they
+ * were first restored to.
  */
-export function restoreMembers(saved: readonly RestoredMember[], target: RestoreTarget): GroupAddress[] {
-  const { members, compatibility, groupMembershipIntervalMs, now } = target;
+export function restoreMembers(
+  saved: readonly RestoredMember[],
+  target: RestoreTarget,
+  refused?: (reason: RefusalReason) => void,
+): GroupAddress[] {
+  const { members, compatibility, limits, groupMembershipIntervalMs, now } = target;
   const touched = new Map<GroupAddress, string>();
   for (const member of saved) {
     const state = routerFilter.expireRouterFilter(restoredState(member, groupMembershipIntervalMs), now);
     if (state === undefined) continue;
-    if (!touched.has(member.group)) touched.set(member.group, members.shapeOf(member.group));
-    const { port, host, lastReportAt } = member;
+    const { group, port, host, lastReportAt } = member;
     const filter = routerFilter.forwardedFilterOf(state);
-    members.put(member.group, {
+    const refusal = refusalOf({
+      ...{ limits, group, port, host, filter, members: members.membersOf(group)?.values() },
+      ...{ groupCount: members.groupCount, portGroupCount: members.groupCountOf(port) },
+    });
+    if (refusal !== undefined) {
+      refused?.(refusal.reason);
+      continue;
+    }
+    if (!touched.has(group)) touched.set(group, members.shapeOf(group));
+    members.put(group, {
       port,
       host,
       state,
@@ -91,7 +110,7 @@ export function restoreMembers(saved: readonly RestoredMember[], target: Restore
     });
     if (member.compatibility !== 3) {
       const until = member.lastReportAt + groupMembershipIntervalMs;
-      compatibility.restored({ group: member.group, port: member.port, version: member.compatibility, until });
+      compatibility.restored({ group, port, version: member.compatibility, until });
     }
   }
   return [...touched].filter(([group, before]) => members.shapeOf(group) !== before).map(([group]) => group);

@@ -311,14 +311,14 @@ export class MembershipTable {
   }
 
   /**
-   * Puts back members saved before a restart (their report times, timers and compatibility
-   * as they were), so that forwarding resumes without waiting for reports. Returns the
-   * groups whose member ports changed. Members whose timers all ended are not restored.
+   * Puts back members saved before a restart (report times, timers and compatibility as they were), so that
+   * forwarding resumes without waiting for reports. Held to the limits as live joins, in the order given (`refused`
+   * hears why one is left out); members whose timers all ended are not restored. Returns the groups that changed.
    */
-  restore(saved: readonly RestoredMember[]): MembershipEffect[] {
-    const { members, compatibility } = this;
-    const { groupMembershipIntervalMs } = this.timing;
-    const changed = restoreMembers(saved, { members, compatibility, groupMembershipIntervalMs, now: this.now() });
+  restore(saved: readonly RestoredMember[], refused?: (reason: RefusalReason) => void): MembershipEffect[] {
+    const { members, compatibility, limits, timing } = this;
+    const target = { members, compatibility, limits, groupMembershipIntervalMs: timing.groupMembershipIntervalMs };
+    const changed = restoreMembers(saved, { ...target, now: this.now() }, refused);
     return changed.map((group) => ({ kind: 'members', group, ports: this.portsOf(group) }));
   }
 

@@ -1,19 +1,20 @@
 /**
- * Remote membership in tunnel mode: which peers (other nodes, by their configured
- * address) want which groups, learned from the IGMPv3 reports they send through the
- * tunnel. A peer that wants a group gets a tunnel bucket in that group's OVS group.
+ * Remote membership in tunnel mode: which peers (other nodes, by their configured address) want which groups, learned
+ * from the IGMPv3 reports they send through the tunnel. A peer that wants a group gets a tunnel bucket in that group's
+ * OVS group.
  *
- * Soft state, as a router keeps its members (RFC 3376 §6): a record that asserts a
- * membership makes the peer a member and sets its deadline `timeoutMs` on; a peer that
- * stops refreshing a group loses it when the deadline passes, so a node that died or
- * left the cluster without a word stops getting traffic. The record semantics are the
- * ones a router applies to one host with no source filtering (the data path forwards per
- * group, whatever the source): EXCLUDE records, and INCLUDE or ALLOW with a source, mean
- * "send me the group"; INCLUDE {} means "stop" and takes effect at once; BLOCK never
- * makes a member of a peer that is not one, nor ends one that is.
+ * Soft state, as a router keeps its members (RFC 3376 §6): a record that asserts a membership makes the peer a member
+ * and sets its deadline `timeoutMs` on; a peer that stops refreshing a group loses it when the deadline passes, so a
+ * node that died or left the cluster without a word stops getting traffic. The record semantics are the ones a router
+ * applies to one host with no source filtering (the data path forwards per group, whatever the source): EXCLUDE
+ * records, and INCLUDE or ALLOW with a source, mean "send me the group"; INCLUDE {} means "stop" and takes effect at
+ * once; BLOCK never makes a member of a peer that is not one, nor ends one that is.
  *
- * Pure: time is passed in (milliseconds on one monotonic clock), and every mutation
- * returns the groups whose peers changed, which the caller syncs to the switch.
+ * Bounded as the pods' groups are: a new group past one peer's limit is refused, and so is one new to the node once it
+ * holds maxGroups (local groups and those only peers want, each one OVS group); what is there stays.
+ *
+ * Pure: time is passed in (milliseconds on one monotonic clock), and every mutation returns the groups whose peers
+ * changed, which the caller syncs to the switch.
  */
 import type { MembershipRecord } from '../membership/membership-table.js';
 import {
@@ -35,15 +36,18 @@ export interface RemoteMembersSettings {
 export interface RemoteMembersOptions extends RemoteMembersSettings {
   /** The configured peers: records from any other address change nothing. */
   peers: Iterable<HostAddress>;
-  /** Told of every new group the per-peer limit refused. */
+  /** The node's limit of groups (maxGroups), read at each new group (a reload may change it); absent: none. */
+  maxGroups?: () => number;
+  /** Told of every new group a limit refused. */
   onRefusal?: (refusal: RemoteRefusal) => void;
 }
 
-/** A new group a peer asked for past its limit. */
+/** A new group a peer asked for past a limit: its own (`peer-groups`) or the node's (`node-groups`). */
 export interface RemoteRefusal {
   peer: HostAddress;
   group: GroupAddress;
   limit: number;
+  reason: 'peer-groups' | 'node-groups';
 }
 
 /** The peers of `group` changed: give it exactly these tunnel buckets (none: no remote members). */
@@ -77,9 +81,7 @@ interface PeerEntry {
   groups: Set<GroupAddress>;
 }
 
-function newPeer(): PeerEntry {
-  return { lastContact: undefined, groups: new Set() };
-}
+const newPeer = (): PeerEntry => ({ lastContact: undefined, groups: new Set() });
 
 export class RemoteMembers {
   private settings: RemoteMembersSettings;
@@ -87,6 +89,9 @@ export class RemoteMembers {
   /** group → peer → membership */
   private readonly groups = new Map<GroupAddress, Map<HostAddress, RemoteEntry>>();
   private readonly deadlines = new DeadlineHeap<RemoteEntry>();
+  /** The groups with local members (setLocal), and how many of them peers want too. */
+  private readonly localGroups = new Set<GroupAddress>();
+  private sharedCount = 0;
   private refusedCount = 0;
   private liveCount = 0;
 
@@ -95,17 +100,14 @@ export class RemoteMembers {
     for (const peer of options.peers) this.peers.set(peer, newPeer());
   }
 
-  /**
-   * New settings (a reload): a new timeout counts from each membership's next refresh, a new
-   * limit holds for new groups; nothing is ended by either.
-   */
+  /** New settings (a reload): a timeout counts from each membership's next refresh, a limit for new groups. */
   reconfigure(settings: RemoteMembersSettings): void {
     this.settings = { ...settings };
   }
 
   /**
-   * A report from `peer`, its records' addresses checked. Any message is contact, also a
-   * report of no records (a node with no groups sends one as its heartbeat).
+   * A report from `peer`, its records' addresses checked. Any message is contact, also a report of no records (a node
+   * with no groups sends one as its heartbeat).
    */
   apply(peer: HostAddress, records: readonly MembershipRecord[], now: number): RemoteMembersEffect[] {
     const state = this.peers.get(peer);
@@ -132,13 +134,7 @@ export class RemoteMembers {
   /** The peer leaves every group at once (it stays configured: what it sends next counts again). */
   removePeer(peer: HostAddress): RemoteMembersEffect[] {
     const state = this.peers.get(peer);
-    if (state === undefined) return [];
-    return this.changing((touch) => {
-      for (const group of [...state.groups]) {
-        touch(group, peer);
-        this.remove(peer, group);
-      }
-    });
+    return state === undefined ? [] : this.changing((touch) => this.leaveAll(peer, state, touch));
   }
 
   /** A new peer list (a reload): peers no longer in it lose their groups at once; new ones start unknown. */
@@ -147,10 +143,7 @@ export class RemoteMembers {
     const effects = this.changing((touch) => {
       for (const [peer, state] of this.peers) {
         if (wanted.has(peer)) continue;
-        for (const group of [...state.groups]) {
-          touch(group, peer);
-          this.remove(peer, group);
-        }
+        this.leaveAll(peer, state, touch);
         this.peers.delete(peer);
       }
     });
@@ -159,8 +152,8 @@ export class RemoteMembers {
   }
 
   /**
-   * A membership found on the switch at start (a tunnel bucket the daemon had installed
-   * before it restarted), kept until `deadline` unless the peer confirms it. Not contact.
+   * A membership found on the switch at start (a tunnel bucket the daemon had installed before it restarted), kept
+   * until `deadline` unless the peer confirms it. Not contact; never refused for the node (the switch holds it).
    */
   seed(peer: HostAddress, group: GroupAddress, deadline: number): RemoteMembersEffect[] {
     const state = this.peers.get(peer);
@@ -182,6 +175,24 @@ export class RemoteMembers {
         this.remove(entry.peer, entry.group);
       }
     });
+  }
+
+  /** A group gained its first local member or lost its last: it counts against maxGroups once, peers' or not. */
+  setLocal(group: GroupAddress, hasMembers: boolean): void {
+    if (this.localGroups.has(group) === hasMembers) return;
+    if (hasMembers) this.localGroups.add(group);
+    else this.localGroups.delete(group);
+    if (this.groups.has(group)) this.sharedCount += hasMembers ? 1 : -1;
+  }
+
+  /** The node's groups, each one OVS group: those with local members and those only peers want. */
+  get nodeGroupCount(): number {
+    return this.localGroups.size + this.peerOnlyGroupCount;
+  }
+
+  /** The groups only peers want (no local member): the node's groups that its table of local members leaves out. */
+  get peerOnlyGroupCount(): number {
+    return this.groups.size - this.sharedCount;
   }
 
   /** When `expire()` next has something to do, or undefined when no peer is a member of anything. */
@@ -212,7 +223,7 @@ export class RemoteMembers {
     return this.peers.get(peer)?.lastContact;
   }
 
-  /** New groups the per-peer limit refused since the start. */
+  /** New groups the limits refused since the start. */
   get refused(): number {
     return this.refusedCount;
   }
@@ -224,28 +235,20 @@ export class RemoteMembers {
 
   view(now: number): RemoteMembersView {
     const peers = sortedAddresses(this.peers.keys()).map((address) => {
-      const state = this.peers.get(address)!;
-      return {
-        address,
-        state: this.stateOf(address, now),
-        lastContact: state.lastContact ?? null,
-        members: state.groups.size,
-      };
+      const { lastContact, groups } = this.peers.get(address)!;
+      return { address, state: this.stateOf(address, now), lastContact: lastContact ?? null, members: groups.size };
     });
+    const memberView = ({ peer, lastRefreshAt, deadline }: RemoteEntry) => {
+      return { peer, lastRefresh: lastRefreshAt ?? null, expiresInMs: Math.max(0, deadline - now) };
+    };
     const groups = sortedAddresses(this.groups.keys()).map((group) => {
       const members = this.groups.get(group)!;
-      return {
-        group,
-        members: sortedAddresses(members.keys()).map((peer) => {
-          const entry = members.get(peer)!;
-          return { peer, lastRefresh: entry.lastRefreshAt ?? null, expiresInMs: Math.max(0, entry.deadline - now) };
-        }),
-      };
+      return { group, members: sortedAddresses(members.keys()).map((peer) => memberView(members.get(peer)!)) };
     });
     return { peers, groups };
   }
 
-  /** Makes the peer a member (or refreshes it); a new group past the peer's limit is refused. */
+  /** Makes the peer a member (or refreshes it); a new group past the node's or the peer's limit is refused. */
   private assert(
     peer: HostAddress,
     state: PeerEntry,
@@ -264,15 +267,20 @@ export class RemoteMembers {
       if (existing.deadline < existing.queuedAt) this.queue(existing);
       return;
     }
-    const limit = this.settings.maxGroupsPerPeer;
-    if (state.groups.size >= limit) {
+    // A seed is a group the switch holds already (and comes before the local groups are told): never new to the node.
+    const isNew = members === undefined && timing.lastRefreshAt !== undefined && !this.localGroups.has(group);
+    const nodeLimit = isNew ? this.options.maxGroups?.() : undefined;
+    const nodeFull = nodeLimit !== undefined && this.nodeGroupCount >= nodeLimit;
+    if (nodeFull || state.groups.size >= this.settings.maxGroupsPerPeer) {
+      const limit = nodeFull ? nodeLimit : this.settings.maxGroupsPerPeer;
       this.refusedCount += 1;
-      this.options.onRefusal?.({ peer, group, limit });
+      this.options.onRefusal?.({ peer, group, limit, reason: nodeFull ? 'node-groups' : 'peer-groups' });
       return;
     }
     if (members === undefined) {
       members = new Map();
       this.groups.set(group, members);
+      if (this.localGroups.has(group)) this.sharedCount += 1;
     }
     const entry: RemoteEntry = {
       peer,
@@ -297,16 +305,23 @@ export class RemoteMembers {
   private remove(peer: HostAddress, group: GroupAddress): void {
     const members = this.groups.get(group);
     if (members === undefined || !members.delete(peer)) return;
-    if (members.size === 0) this.groups.delete(group);
+    if (members.size === 0 && this.groups.delete(group) && this.localGroups.has(group)) this.sharedCount -= 1;
     this.liveCount -= 1;
     this.peers.get(peer)?.groups.delete(group);
   }
 
+  /** The peer leaves every group it is in, each named to `touch` first. */
+  private leaveAll(peer: HostAddress, state: PeerEntry, touch: (group: GroupAddress, peer: HostAddress) => void): void {
+    for (const group of [...state.groups]) {
+      touch(group, peer);
+      this.remove(peer, group);
+    }
+  }
+
   /**
-   * The membership with the earliest deadline, at the top of the heap. Each membership has
-   * one live node, at `queuedAt`, no later than its deadline (a refresh moves the deadline
-   * on and leaves the node): a node whose membership is gone, or that is not the live one,
-   * is dropped here, and a live node behind its membership's deadline is moved to it.
+   * The membership with the earliest deadline, at the top of the heap. Each membership has one live node, at
+   * `queuedAt`, no later than its deadline (a refresh moves the deadline on and leaves the node): a node whose
+   * membership is gone, or that is not the live one, is dropped here, and a live node behind its deadline moved to it.
    */
   private liveEarliest(): RemoteEntry | undefined {
     for (;;) {
@@ -337,18 +352,13 @@ export class RemoteMembers {
   }
 
   /**
-   * Runs `mutate`, which names each (group, peer) it may change before changing it, and
-   * returns the groups whose peers did change, sorted. A refresh, the common case, costs
-   * no sort: only a group with a peer that came or went is listed.
+   * Runs `mutate`, which names each (group, peer) it may change before changing it, and returns the groups whose peers
+   * did change, sorted. A refresh, the common case, costs no sort: only a group whose peers came or went is listed.
    */
   private changing(mutate: (touch: (group: GroupAddress, peer: HostAddress) => void) => void): RemoteMembersEffect[] {
     const before = new Map<GroupAddress, Map<HostAddress, boolean>>();
     mutate((group, peer) => {
-      let peers = before.get(group);
-      if (peers === undefined) {
-        peers = new Map();
-        before.set(group, peers);
-      }
+      const peers = before.get(group) ?? before.set(group, new Map()).get(group)!;
       if (!peers.has(peer)) peers.set(peer, this.groups.get(group)?.has(peer) === true);
     });
     const changed: GroupAddress[] = [];

@@ -128,7 +128,7 @@ export interface DaemonStatus {
 
 /**
  * Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate,
- * IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer.
+ * IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer or the node's maxGroups.
  */
 export type PeerDropReason = 'unknown-peer' | 'self' | 'rate' | 'unsupported' | 'malformed' | 'refused';
 

@@ -93,17 +93,18 @@ export class MulticastController implements DaemonView {
 
   /** Reads the switch, resumes saved state, installs the pipeline, then listens and queries. */
   async start(): Promise<void> {
-    const { vswitch, podDirectory, stateStore } = this.options;
+    const { vswitch, podDirectory, stateStore, clock, logger } = this.options;
     const { target } = this.config;
     await vswitch.refresh();
     const { table, pods } = this.parts;
-    const { clock, logger } = this.options;
-    const saved = await restoreSavedState({ store: stateStore, bridge: target.bridge, table, pods, clock, logger });
+    const deniesMember = this.parts.policy.deniesMember(pods);
+    const restoring = { store: stateStore, bridge: target.bridge, table, pods, clock, logger, deniesMember };
+    const saved = await restoreSavedState(restoring);
     seedPlaceholders({ learned: vswitch.learnedGroups, config: this.config, table, pods, clock, logger });
     // kept until refreshed or timed out
     for (const { group, peers } of vswitch.learnedGroups)
       if (peers !== undefined) this.parts.tunnel?.seed(group, peers);
-    table.removeMembers(this.parts.policy.deniesMember(pods), 'denied'); // saved before this policy; synced below
+    table.removeMembers(deniesMember, 'denied'); // the placeholders, seeded before this policy; synced below
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
     if (stateStore !== undefined) await stateStore.save(savedStateNow(this.saveInput()));

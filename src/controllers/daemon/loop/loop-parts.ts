@@ -116,7 +116,8 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   let sync: GroupSync | undefined;
   const markDirty = (group: GroupAddress, lane?: string) => sync?.markDirty(group, lane);
   const ports = options.podDirectory.ports();
-  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners });
+  const maxGroups = () => hooks.config().maxGroups;
+  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups });
   sync = new GroupSync({
     ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
     ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },

@@ -132,7 +132,7 @@ export class DaemonMetrics {
     });
     new Counter({
       name: 'mcastctl_peer_drops_total',
-      help: 'Tunnel mode: messages from the tunnel dropped, by the configured peer that sent them (no peer label: a sender that is no configured peer) and reason: an outer (tunnel) source not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 or MLDv1 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer (refused).',
+      help: 'Tunnel mode: messages from the tunnel dropped, by the configured peer that sent them (no peer label: a sender that is no configured peer) and reason: an outer (tunnel) source not in the peer list (unknown-peer), this node (self), past the answer rate (rate), IGMP v1 or v2 or MLDv1 (unsupported), undecodable (malformed), a group past maxGroupsPerPeer or the node limit maxGroups (refused).',
       labelNames: ['peer', 'reason'],
       registers,
       // Series by peer only for configured peers (bounded, and gone with the peer); never by a sender's address.

@@ -17,6 +17,7 @@ import type { PodPorts } from '../../../domain/pods/pod-ports.js';
 import { type SavedMember, type SavedState, STATE_FORMAT } from './state-format.js';
 import { VERSION } from '../../../version.js';
 import { saveSlices } from './save-slices.js';
+import { RefusalCounts } from './refusal-counts.js';
 import type { DaemonConfig } from '../config/config.js';
 import type { ControllerLogger, ControllerStateStore, DaemonClock } from '../loop/ports.js';
 
@@ -93,51 +94,65 @@ export function savedStateOf({ bridge, groups, pods, clock }: SavedStateInput): 
   };
 }
 
-interface RestoredState {
-  members: RestoredMember[];
-  /** Members left out: their port is gone, or another pod has it now. */
-  skipped: number;
+/** A saved member whose pod still has its port, and that port's number now. */
+interface Candidate {
+  group: GroupAddress;
+  member: SavedMember;
+  port: number;
 }
 
-function restoredMembersOf(
-  state: SavedState,
-  { pods, monoNow, wallNow }: ClockPair & { pods: PodPorts },
-): RestoredState {
-  const members: RestoredMember[] = [];
+/**
+ * The saved members whose pod still has their port (the others are `skipped`: the port is
+ * gone, or another pod has it now), the most recently reported first, ties in the file's
+ * order. That is the order the limits admit them in, so when a state is over them (written
+ * under higher limits, or by hand) the members kept are those heard from last: the likeliest
+ * still wanted, and the last that would have ended; what is left out would have ended first.
+ */
+function candidatesOf(state: SavedState, pods: PodPorts): { candidates: Candidate[]; skipped: number } {
+  // By name once: a lookup a member would walk every pod port for each of thousands of members.
+  const byName = new Map(pods.pods.map((port) => [port.name, port]));
+  const candidates: Candidate[] = [];
   let skipped = 0;
-  for (const group of state.groups) {
-    for (const member of group.members) {
-      const port = pods.byName(member.portName);
-      if (port === undefined || (member.pod !== undefined && port.pod !== member.pod)) {
-        skipped++;
-        continue;
-      }
-      members.push({
-        group: group.group,
-        port: port.ofport,
-        host: member.host,
-        filter:
-          member.mode === 'exclude' && member.sources.length === 0
-            ? ANY_SOURCE
-            : { mode: member.mode, sources: new Set(member.sources) },
-        lastReportAt: monoNow - Math.max(0, wallNow - member.lastReportAt),
-        compatibility: member.compatibility,
-        // A timer keeps what was left of it when saved minus the time down (a wall clock set back gives none back).
-        ...(member.sourceTimers === undefined
-          ? {}
-          : {
-              sourceTimers: member.sourceTimers.map(({ source, endsAt }) => ({
-                source,
-                until: monoNow + endsAt - Math.max(wallNow, state.savedAt),
-              })),
-            }),
-        ...(member.groupTimerEndsAt === undefined
-          ? {}
-          : { groupTimerUntil: monoNow + member.groupTimerEndsAt - Math.max(wallNow, state.savedAt) }),
-      });
+  for (const { group, members } of state.groups) {
+    for (const member of members) {
+      const port = byName.get(member.portName);
+      if (port === undefined || (member.pod !== undefined && port.pod !== member.pod)) skipped++;
+      else candidates.push({ group, member, port: port.ofport });
     }
   }
-  return { members, skipped };
+  // Stable: equal report times keep the file's order.
+  candidates.sort((a, b) => b.member.lastReportAt - a.member.lastReportAt);
+  return { candidates, skipped };
+}
+
+/** A saved member as the table takes it back: its times from the wall clock to the table's. */
+function restoredMemberOf(
+  { group, member, port }: Candidate,
+  { monoNow, wallNow, savedAt }: ClockPair & { savedAt: number },
+): RestoredMember {
+  return {
+    group,
+    port,
+    host: member.host,
+    filter:
+      member.mode === 'exclude' && member.sources.length === 0
+        ? ANY_SOURCE
+        : { mode: member.mode, sources: new Set(member.sources) },
+    lastReportAt: monoNow - Math.max(0, wallNow - member.lastReportAt),
+    compatibility: member.compatibility,
+    // A timer keeps what was left of it when saved minus the time down (a wall clock set back gives none back).
+    ...(member.sourceTimers === undefined
+      ? {}
+      : {
+          sourceTimers: member.sourceTimers.map(({ source, endsAt }) => ({
+            source,
+            until: monoNow + endsAt - Math.max(wallNow, savedAt),
+          })),
+        }),
+    ...(member.groupTimerEndsAt === undefined
+      ? {}
+      : { groupTimerUntil: monoNow + member.groupTimerEndsAt - Math.max(wallNow, savedAt) }),
+  };
 }
 
 interface PlaceholderInput {
@@ -203,9 +218,23 @@ export interface RestoreInput {
   pods: PodPorts;
   clock: DaemonClock;
   logger: ControllerLogger;
+  /**
+   * Whether the group policy in force denies `port` the group: such a member is left out
+   * before the limits count it, as a live join the policy denies never reaches the table.
+   */
+  deniesMember?: (group: GroupAddress, port: number) => boolean;
 }
 
-/** Puts back saved members whose ports still exist; returns every group the last run had. */
+/**
+ * Saved members made and handed to the table this many at a time: what a refused member
+ * costs (its set of sources) is garbage before the next batch, however long the file.
+ */
+const RESTORE_BATCH = 1_024;
+
+/**
+ * Puts back saved members whose ports still exist, held to the membership limits (and the
+ * group policy, when given) as live joins are; returns every group the last run had.
+ */
 export async function restoreSavedState({
   store,
   bridge,
@@ -213,6 +242,7 @@ export async function restoreSavedState({
   pods,
   clock,
   logger,
+  deniesMember,
 }: RestoreInput): Promise<GroupAddress[]> {
   if (store === undefined) return [];
   const { state, warning } = await store.load();
@@ -222,12 +252,23 @@ export async function restoreSavedState({
     logger.warn('saved state is of another bridge; not restored', { saved: state.bridge, bridge });
     return [];
   }
-  const { members, skipped } = restoredMembersOf(state, {
-    pods,
-    monoNow: clock.monotonicMs(),
-    wallNow: clock.wallMs(),
-  });
-  table.restore(members);
+  const { candidates, skipped } = candidatesOf(state, pods);
+  const clocks = { monoNow: clock.monotonicMs(), wallNow: clock.wallMs(), savedAt: state.savedAt };
+  const refused = new RefusalCounts();
+  const before = table.memberCount;
+  for (let first = 0; first < candidates.length; first += RESTORE_BATCH) {
+    const batch = candidates.slice(first, first + RESTORE_BATCH).flatMap((candidate) => {
+      if (deniesMember?.(candidate.group, candidate.port) !== true) return [restoredMemberOf(candidate, clocks)];
+      refused.add('policy');
+      return [];
+    });
+    table.restore(batch, (reason) => refused.add(reason));
+  }
+  const saved = state.groups.reduce((count, group) => count + group.members.length, 0);
+  if (refused.total > 0) {
+    const restored = table.memberCount - before;
+    logger.warn(refused.line(saved, restored), { saved, restored, dropped: refused.total, ...refused.byReason() });
+  }
   const savedAt = new Date(state.savedAt).toISOString();
   logger.info('state restored', {
     groups: table.groupCount,
@@ -270,10 +311,13 @@ export function seedPlaceholders({ learned, config, table, pods, clock, logger }
     graceMs,
   });
   if (members.length === 0) return;
-  table.restore(members);
+  // Held to the limits too: a limit lowered since the entries were installed leaves some out.
+  const refused = new RefusalCounts();
+  table.restore(members, (reason) => refused.add(reason));
   logger.info('ports found in OVS without saved members kept until the startup queries are answered', {
-    members: members.length,
+    members: members.length - refused.total,
     seconds: Math.round(graceMs / 1000),
+    ...(refused.total === 0 ? {} : { droppedPastTheLimits: refused.total, ...refused.byReason() }),
   });
 }
 

@@ -1,25 +1,22 @@
 /**
- * Tunnel mode's exchange of group membership with the peers (the other nodes), inside the
- * tunnel: IGMPv3 for IPv4 groups, MLDv2 for IPv6 ones. What comes in from the tunnel port
- * goes to the remote members, what this node's pods want goes out to every peer.
+ * Tunnel mode's exchange of group membership with the peers (the other nodes), inside the tunnel: IGMPv3 for IPv4
+ * groups, MLDv2 for IPv6 ones. What comes in from the tunnel port goes to the remote members, what this node's pods
+ * want goes out to every peer.
  *
- * - In: a packet-in from the tunnel port is named by the tunnel's OUTER source (tun_src),
- *   which must be a configured peer; what the packet inside says of its sender is never
- *   believed (a pod or a host could write any node's address there). It is then decoded
- *   as the pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote
- *   members; a general query ("send me your full state", IGMPv3 or MLDv2) is answered to
- *   that peer only, at most once per `queryAnswerIntervalMs`, with the state of both
- *   families.
- * - Out: local changes are batched and sent on the next tick, and once again at the
- *   announcer's retransmission time; every peer gets the full state every refresh
- *   interval (±10 %, drawn anew for each peer and period, so the peers' reports do not
- *   bunch up), which also serves as the heartbeat.
- * - Remote memberships expire at their deadlines; every change of a group's peers goes to
- *   `groupsChanged`, which the loop turns into a sync.
+ * - In: a packet-in from the tunnel port is named by the tunnel's OUTER source (tun_src), which must be a configured
+ *   peer; what the packet inside says of its sender is never believed (a pod or a host could write any node's address
+ *   there). It is then decoded as the pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote
+ *   members, within the node's limit of groups; a general query ("send me your full state", IGMPv3 or MLDv2) is
+ *   answered to that peer only, with the state of both families, at most once per `queryAnswerIntervalMs` (`answer`).
+ * - Out: local changes are batched and sent on the next tick, and once again at the announcer's retransmission time;
+ *   every peer gets the full state every refresh interval (±10 %, drawn anew for each peer and period, so the peers'
+ *   reports do not bunch up), which also serves as the heartbeat.
+ * - Remote memberships expire at their deadlines; every change of a group's peers goes to `groupsChanged`, which the
+ *   loop turns into a sync.
  *
- * Nothing here throws on what the network sends: every frame dropped is counted by reason,
- * and by peer when a configured peer sent it (./peer-counters.ts). The frames sent, and
- * the sending, are ./peer-sender.ts's: this is when and to whom.
+ * Nothing here throws on what the network sends: every frame dropped is counted by reason, and by peer when a
+ * configured peer sent it (./peer-counters.ts). The frames sent, and the sending, are ./peer-sender.ts's: this is when
+ * and to whom.
  */
 import { PeerAnnouncer } from '../../../domain/peers/announcer.js';
 import { RemoteMembers, type RemoteMembersEffect } from '../../../domain/peers/remote-members.js';
@@ -63,6 +60,11 @@ export interface PeerExchangeOptions {
   /** How long a remote membership lasts after the record that last asserted it. */
   peerTimeoutMs: number;
   maxGroupsPerPeer: number;
+  /**
+   * The node's limit of groups (--max-groups), read at each new group a peer asks for, as the loop reads it (a reload
+   * may change it): the local groups and those only peers want count against it alike. Absent: no such limit.
+   */
+  maxGroups?: () => number;
   /** When a local change is sent again (RFC 3376 §5.1: 1 s). */
   retransmitIntervalMs?: number;
   /** The least time between two answers to one peer's queries (default 1 s). */
@@ -81,8 +83,8 @@ const DROP_LOG_INTERVAL_MS = 60_000;
 export class PeerExchange {
   readonly counters: PeerExchangeCounters = newCounters();
   /**
-   * The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer; the
-   * rest of that report still counts).
+   * The frames from the tunnel that changed nothing, by reason and peer (`refused`: a group past maxGroupsPerPeer or
+   * the node's maxGroups, the rest of that report still counting; `rate`: a query left to the answer due next).
    */
   private readonly dropCounts = new PeerDropCounts(this.counters.drops);
   private readonly remote: RemoteMembers;
@@ -92,8 +94,8 @@ export class PeerExchange {
   private peers: HostAddress[];
   /** peer → cancel of its next refresh. */
   private readonly refreshTimers = new Map<HostAddress, () => void>();
-  /** peer → when its query was last answered. */
-  private readonly answeredAt = new Map<HostAddress, number>();
+  /** peer → when its query was last answered, and the cancel of the answer due next, when one waits. */
+  private readonly answers = new Map<HostAddress, { at: number; cancel?: () => void }>();
   private cancelFlush: (() => void) | undefined;
   private retransmit: { at: number; cancel: () => void } | undefined;
   private expiry: { at: number; cancel: () => void } | undefined;
@@ -118,14 +120,14 @@ export class PeerExchange {
       peers: this.peers,
       timeoutMs: options.peerTimeoutMs,
       maxGroupsPerPeer: options.maxGroupsPerPeer,
-      onRefusal: ({ peer, group, limit }) => {
+      maxGroups: options.maxGroups,
+      onRefusal: ({ peer, group, limit, reason }) => {
         this.dropCounts.count('refused', peer);
-        this.warnings.warn(
-          port.logger,
-          `refused:${peer}`,
-          'a peer asked for more groups than it may have; new ones refused',
-          { peer, group, limit },
-        );
+        const message =
+          reason === 'node-groups'
+            ? 'a peer asked for a group past the limit of groups on the node (maxGroups); new ones refused'
+            : 'a peer asked for more groups than it may have; new ones refused';
+        this.warnings.warn(port.logger, `${reason}:${peer}`, message, { peer, group, limit });
       },
     });
     this.announcer = new PeerAnnouncer({
@@ -201,13 +203,7 @@ export class PeerExchange {
       if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-query', direction: 'in', peer });
       // Any message is contact, a query too.
       this.remote.apply(peer, [], now);
-      const last = this.answeredAt.get(peer);
-      if (last !== undefined && now - last < (this.options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS)) {
-        this.drop('rate', peer, { peer });
-        return;
-      }
-      this.answeredAt.set(peer, now);
-      this.sendFullState([peer]);
+      this.answer(peer, now);
       return;
     }
     // IGMPv1/v2, MLDv1, group-specific queries and the rest: peers speak v3 reports and general queries only.
@@ -222,6 +218,7 @@ export class PeerExchange {
   /** A local group gained its first or lost its last pod member: told to every peer on the next tick. */
   localGroupChanged(group: GroupAddress, hasMembers: boolean): void {
     this.announcer.setLocalMembers(group, hasMembers);
+    this.remote.setLocal(group, hasMembers);
     if (this.started && this.announcer.hasPending) this.scheduleFlush();
   }
 
@@ -246,11 +243,11 @@ export class PeerExchange {
       if (after.has(peer)) continue;
       this.refreshTimers.get(peer)?.();
       this.refreshTimers.delete(peer);
-      this.answeredAt.delete(peer);
+      this.answers.get(peer)?.cancel?.();
+      this.answers.delete(peer);
       this.dropCounts.forget(peer);
-      this.warnings.forget(`refused:${peer}`);
-      this.warnings.forget(`unsupported:${peer}`);
-      this.warnings.forget(`malformed:${peer}`);
+      for (const kind of ['peer-groups', 'node-groups', 'unsupported', 'malformed'])
+        this.warnings.forget(`${kind}:${peer}`);
     }
     if (!this.started || this.stopped) return;
     this.greet(this.peers.filter((peer) => !before.has(peer)));
@@ -266,6 +263,11 @@ export class PeerExchange {
     return this.remote.peersOf(group);
   }
 
+  /** The node's groups as maxGroups counts them (local ones and those only peers want), and those only peers want. */
+  get groupCounts(): { node: number; peerOnly: number } {
+    return { node: this.remote.nodeGroupCount, peerOnly: this.remote.peerOnlyGroupCount };
+  }
+
   /** The peers (with their drops) and the remote members, for `status` and `groups`. */
   view(): RemoteMembersWithDrops {
     return this.dropCounts.annotate(this.remote.view(this.options.port.clock.monotonicMs()));
@@ -275,6 +277,8 @@ export class PeerExchange {
     this.stopped = true;
     for (const cancel of this.refreshTimers.values()) cancel();
     this.refreshTimers.clear();
+    for (const answer of this.answers.values()) answer.cancel?.();
+    this.answers.clear();
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     this.retransmit?.cancel();
@@ -353,6 +357,33 @@ export class PeerExchange {
     this.armExpiry();
   }
 
+  /**
+   * Answers a peer's general query with the full state, at most once per `queryAnswerIntervalMs` for each peer. A query
+   * within the interval is counted (`rate`) and left to the one answer due at its end, with the state as it is then
+   * (as a host with an answer pending to a general query schedules no other, RFC 3376 §5.2). The bound: whoever can
+   * put a frame into the tunnel can give it a peer's outer source, and one query frame asks for ⌈groups / R⌉ reports
+   * (47 for 8,192 IPv4 groups on a 1,500-octet path); paced, queries at any rate cost at most one full state an
+   * interval toward each configured peer. A real peer asks when it starts or is added: a second delays it little.
+   */
+  private answer(peer: HostAddress, now: number): void {
+    const intervalMs = this.options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS;
+    const last = this.answers.get(peer);
+    if (last === undefined || now - last.at >= intervalMs) {
+      last?.cancel?.();
+      this.answers.set(peer, { at: now });
+      this.sendFullState([peer]);
+      return;
+    }
+    this.drop('rate', peer, { peer });
+    if (last.cancel !== undefined) return;
+    const { clock } = this.options.port;
+    last.cancel = clock.after(last.at + intervalMs - now, () => {
+      if (this.stopped || this.answers.get(peer) !== last) return;
+      this.answers.set(peer, { at: clock.monotonicMs() });
+      this.sendFullState([peer]);
+    });
+  }
+
   private sendFullState(peers: readonly HostAddress[]): void {
     for (const report of this.announcer.fullState()) this.sender.send({ kind: 'report', report }, peers);
   }
@@ -362,7 +393,7 @@ export class PeerExchange {
     this.dropCounts.count(reason, peer);
     const key = peer === undefined ? reason : `${reason}:${peer}`;
     // A peer's query past the rate is routine (two nodes restarting at once): not worth a warning.
-    if (reason === 'rate') this.options.port.logger.debug('peer query answered recently; dropped', fields);
+    if (reason === 'rate') this.options.port.logger.debug('peer query left to the answer due next', fields);
     else this.warnings.warn(this.options.port.logger, key, `dropped a frame from the tunnel: ${reason}`, fields);
   }
 }

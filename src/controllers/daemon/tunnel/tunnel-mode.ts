@@ -28,6 +28,8 @@ const TUNNEL_OVERHEAD = 50;
 
 export interface TunnelModeOptions {
   config: TunnelConfig;
+  /** The node's limit of groups (maxGroups) as the loop reads it now: the groups only peers want count against it. */
+  maxGroups?: () => number;
   vswitch: SwitchPort;
   clock: DaemonClock;
   logger: ControllerLogger;
@@ -107,6 +109,7 @@ export class TunnelMode {
       refreshIntervalMs: config.refreshIntervalMs,
       peerTimeoutMs: config.peerTimeoutMs,
       maxGroupsPerPeer: config.maxGroupsPerPeer,
+      ...(options.maxGroups === undefined ? {} : { maxGroups: options.maxGroups }),
     });
   }
 
