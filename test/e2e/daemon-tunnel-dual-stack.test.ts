@@ -9,18 +9,21 @@
  * (every numbered datagram exactly once), tcpdump on a non-member's eth0, and tcpdump on
  * the wire (the underlay end of each node's uplink, the inner destination decoded by
  * tshark). Then a member's leave, reports forged into the tunnel by a host on the
- * underlay that names node 2 inside (believed by nobody, counted), and node 2's death,
- * after which its members of both families expire on the peer timeout.
+ * underlay that names node 2 inside (believed by nobody, counted), a flood of them
+ * (dropped in the switch, counted, the daemon idle meanwhile), and node 2's death, after
+ * which its members of both families expire on the peer timeout.
  *
  * Needs root, iproute2, ethtool, nft, tcpdump, tshark, python3, Open vSwitch and the built
  * CLI (`npm run build`).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from '../helpers/node-test.js';
+import { daemonCpuSeconds } from '../lab/churn.js';
 import { cliMissing } from '../lab/cli.js';
 import { control, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, type Tcpdump, waitUntil } from '../lab/lab.js';
 import type { OvsPod, Receiver } from '../lab/ovs.js';
+import { waitForOvsMembers } from '../lab/switch-checks.js';
 import { traceOn } from '../lab/trace-checks.js';
 import { tsharkFrameCount } from '../lab/tshark.js';
 import { sendForgedReport } from '../lab/tunnel-forgery.js';
@@ -53,8 +56,14 @@ const FAMILIES = [
 
 /** Groups a forger tries to make node 1 send toward node 2. */
 const FORGED = { igmp: '239.61.1.66', mld: 'ff1e::61:66' } as const;
+/** Joined by a pod of node 1 during the flood. */
+const FLOOD_JOIN_GROUP = '239.61.1.77';
 
 const ms = (value: number) => `${Math.round(value)} ms`;
+
+/** The packet-ins the daemon has taken since it started, from its status. */
+const packetInsOf = async (daemon: RunningDaemon) =>
+  (await control<DaemonStatus>(daemon, ['status'])).counters.packetIns;
 
 describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4 groups, an underlay without multicast)', {
   concurrency: 1,
@@ -246,6 +255,46 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
         [A2],
         `${family.name}: a forged leave cut node 2 off`,
       );
+  });
+
+  it('a flood of 500,000 forged reports in 20 s from a host that is no peer: dropped in the switch and counted; the daemon stays under 5 % of a core and a local join meanwhile is forwarded', async () => {
+    const before = (await control<DaemonStatus>(daemons[0]!, ['status'])).tunnel!.drops['unknown-peer'] ?? 0;
+    const cpuBefore = await daemonCpuSeconds(daemons[0]!);
+    const packetInsBefore = await packetInsOf(daemons[0]!);
+    const started = performance.now();
+    const flooding = sendForgedReport(lab, tl.outside!.ns, {
+      to: A1,
+      kind: 'igmp',
+      innerSource: A2,
+      group: FORGED.igmp,
+      record: 'MODE_IS_EXCLUDE',
+      flood: { count: 500_000, perSecond: 25_000 },
+    });
+    // A local pod joins in the middle of the flood.
+    await sleep(8000);
+    const joinedAt = performance.now();
+    const member = await n1.pods[1]!.listen(FLOOD_JOIN_GROUP, 5977);
+    try {
+      await waitForOvsMembers(n1.node, FLOOD_JOIN_GROUP, [n1.pods[1]!]);
+      const joinMs = performance.now() - joinedAt;
+      await flooding;
+      const seconds = (performance.now() - started) / 1000;
+      const cpuPercent = (((await daemonCpuSeconds(daemons[0]!)) - cpuBefore) / seconds) * 100;
+      // The switch's drops are read once a second.
+      await sleep(2500);
+      const counted =
+        ((await control<DaemonStatus>(daemons[0]!, ['status'])).tunnel!.drops['unknown-peer'] ?? 0) - before;
+      const packetIns = (await packetInsOf(daemons[0]!)) - packetInsBefore;
+      console.log(
+        `flood of 500,000 forged reports in ${seconds.toFixed(1)} s: ${counted} counted, ${packetIns} packet-ins, daemon CPU ${cpuPercent.toFixed(1)} % of a core, a local join forwarded in ${ms(joinMs)}`,
+      );
+      assert.ok(cpuPercent < 5, `daemon CPU ${cpuPercent.toFixed(1)} % of a core during the flood`);
+      assert.ok(counted >= 100_000, `only ${counted} of the flood counted as the unknown peer's`);
+      assert.ok(packetIns < 1000, `${packetIns} packet-ins during the flood`);
+      assert.deepEqual(await tunnelDestinations(n1.node, FORGED.igmp), [], 'the flood made node 1 send toward node 2');
+    } finally {
+      await member.stop();
+    }
   });
 
   it("node 2's last member of each group leaves: within 1 s node 1 sends that group toward node 2 no more", async () => {

@@ -116,10 +116,11 @@ describe('exit codes of the built CLI', () => {
 describe('the metrics server: why it cannot listen, by exit code', () => {
   it('a privileged port as nobody is a missing privilege (77)', () => {
     const script = `
-      const { DaemonMetrics, MetricsServer } = await import(${JSON.stringify(new URL('../../src/controllers/daemon/observe/metrics.ts', import.meta.url).href)});
+      const { DaemonMetrics } = await import(${JSON.stringify(new URL('../../src/controllers/daemon/observe/metrics.ts', import.meta.url).href)});
+      const { MetricsServer } = await import(${JSON.stringify(new URL('../../src/controllers/daemon/observe/metrics-server.ts', import.meta.url).href)});
       const { FakeDaemonView } = await import(${JSON.stringify(new URL('../helpers/fake-daemon-view.ts', import.meta.url).href)});
       const registry = new DaemonMetrics(new FakeDaemonView()).registry;
-      try { const server = await MetricsServer.listen('127.0.0.1:1', registry); await server.close(); console.log('{}'); }
+      try { const server = await MetricsServer.listen({ address: '127.0.0.1:1', registry }); await server.close(); console.log('{}'); }
       catch (error) { console.log(JSON.stringify({ exitCode: error.exitCode, message: error.message })); }
       process.exit(0);`;
     const argv = [...NOBODY.slice(1), process.execPath, '--import', 'tsx', '--input-type=module', '-e', script];

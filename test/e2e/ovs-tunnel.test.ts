@@ -23,7 +23,13 @@ import { OpenFlowConnection } from '../../src/transport/openflow/connection.js';
 import { type HostAddress, parseGroupAddress, parseHostAddress } from '../../src/wire/ip-address.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
 import type { Datagram } from '../lab/ovs.js';
-import { buildTunnelLab, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
+import { buildTunnelLab, TUNNEL_LAB, type TunnelLab, type TunnelLabNode } from '../lab/tunnel-lab.js';
+
+/** The tunnel's base flows on `node`: its port, and every other node of the lab as a peer. */
+const baseTunnelOf = (node: TunnelLabNode) => ({
+  ofport: node.tunnel.ofport,
+  peers: TUNNEL_LAB.underlayAddresses.filter((address) => address !== node.underlayAddress),
+});
 
 const GROUP = parseGroupAddress('239.1.2.3')!;
 /** DLT_EN10MB: packet-ins carry Ethernet frames. */
@@ -96,7 +102,7 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
       switches.push(await connect(n));
     }
     s1 = switches[0]!;
-    for (const s of switches) await s.vswitch.installBase(s.node.gateway.ofport, s.node.tunnel.ofport);
+    for (const s of switches) await s.vswitch.installBase(s.node.gateway.ofport, baseTunnelOf(s.node));
     // Nodes 2 and 3 have the group's member locally (their first pod) and no peer: what
     // comes in from the tunnel reaches that pod through their ingress flow.
     for (const s of switches.slice(1)) {
@@ -212,7 +218,7 @@ describe('the bridge client in tunnel mode on three OVS nodes', () => {
       s1.vswitch.learnedGroups.map(({ group, ports, peers }) => ({ group, ports, peers })),
       [{ group: GROUP, ports: [n1.gateway.ofport, n1.pods[1]!.ofport].sort((a, b) => a - b), peers: [node2Address] }],
     );
-    await s1.vswitch.installBase(n1.gateway.ofport, n1.tunnel.ofport);
+    await s1.vswitch.installBase(n1.gateway.ofport, baseTunnelOf(n1));
     assert.equal(await syncNode1([node2Address]), 'unchanged');
     const heard = await sendAndHear(5203, 'restarted', 10);
     assert.deepEqual(lines(heard.atNode2), expected(n1.pods[0]!.address, 'restarted', 10));

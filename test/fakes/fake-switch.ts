@@ -52,6 +52,8 @@ export class FakeSwitch implements SwitchPort {
    * Every installBase call, in the same order as baseFlows: the tunnel port it was given (undefined: tunnel mode off).
    */
   readonly baseTunnels: Array<number | undefined> = [];
+  /** Every installBase call, in the same order: the peers whose membership messages the tunnel lets in. */
+  readonly basePeers: Array<readonly string[] | undefined> = [];
   /** Every frame sent out, with its ports. */
   readonly sent: Array<{ frame: Uint8Array; ports: number[] }> = [];
   /** Every frame sent to peers through the tunnel, with its tunnel port and peers. */
@@ -60,6 +62,8 @@ export class FakeSwitch implements SwitchPort {
   readonly ports = new Map<number, WantedPortEntries>();
   /** Packets each port's meter dropped, as the test sets them. */
   readonly drops = new Map<number, bigint>();
+  /** Membership messages from the tunnel the switch dropped for a source that is no peer, as the test sets them. */
+  tunnelShed = 0n;
   /** The switch has meters (false: like a switch without them, every port unmetered). */
   meters = true;
   refreshes = 0;
@@ -173,9 +177,13 @@ export class FakeSwitch implements SwitchPort {
     return outcome;
   }
 
-  async installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
+  async installBase(
+    gatewayOfport: number | undefined,
+    tunnel?: { ofport: number; peers: readonly string[] },
+  ): Promise<void> {
     this.baseFlows.push(gatewayOfport);
-    this.baseTunnels.push(tunnelOfport);
+    this.baseTunnels.push(tunnel?.ofport);
+    this.basePeers.push(tunnel?.peers);
   }
 
   async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
@@ -191,6 +199,10 @@ export class FakeSwitch implements SwitchPort {
 
   get portsWithEntries(): number[] {
     return [...this.ports.keys()];
+  }
+
+  async tunnelShedPackets(): Promise<bigint> {
+    return this.tunnelShed;
   }
 
   async meterDrops(): Promise<Map<number, bigint>> {

@@ -8,7 +8,10 @@
 import type { Lab } from './lab.js';
 import { TUNNEL_LAB } from './tunnel-lab.js';
 
-/** argv: node-address kind(igmp|mld) inner-source group record-type(number); sends one Geneve datagram. */
+/**
+ * argv: node-address kind(igmp|mld) inner-source group record-type(number) [count per-second]; sends one Geneve
+ * datagram, or `count` of them at `per-second` (a flood), and prints how many went.
+ */
 const FORGER_PY = String.raw`
 import socket, struct, sys
 
@@ -43,9 +46,24 @@ def mld_frame():
 
 frame = igmp_frame() if kind == "igmp" else mld_frame()
 geneve = struct.pack("!BBHI", 0, 0, 0x6558, 0)
+import time
+count = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+per_second = float(sys.argv[7]) if len(sys.argv) > 7 else 0
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.sendto(geneve + frame, (node, ${TUNNEL_LAB.geneveUdpPort}))
-print("sent", flush=True)
+datagram, target, sent = geneve + frame, (node, ${TUNNEL_LAB.geneveUdpPort}), 0
+started = time.monotonic()
+while sent < count:
+    for _ in range(min(1000, count - sent)):
+        try:
+            s.sendto(datagram, target)
+        except BlockingIOError:
+            pass
+        sent += 1
+    if per_second > 0:
+        ahead = started + sent / per_second - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+print("sent", sent, flush=True)
 `;
 
 /** The record types of RFC 3376 §4.2.12 (and RFC 3810 §5.2.12) a forger uses. */
@@ -60,18 +78,28 @@ export interface ForgedReport {
   innerSource: string;
   group: string;
   record: keyof typeof FORGED_RECORD;
+  /** A flood: this many copies (default 1), at `perSecond`. */
+  flood?: { count: number; perSecond: number };
 }
 
-/** Sends one forged report into the tunnel from inside `ns` (a host on the underlay). */
+/** Sends one forged report into the tunnel from inside `ns` (a host on the underlay), or a flood of copies. */
 export async function sendForgedReport(lab: Lab, ns: string, report: ForgedReport): Promise<void> {
-  await lab.exec(ns, [
-    'python3',
-    '-c',
-    FORGER_PY,
-    report.to,
-    report.kind,
-    report.innerSource,
-    report.group,
-    String(FORGED_RECORD[report.record]),
-  ]);
+  const flood = report.flood === undefined ? [] : [String(report.flood.count), String(report.flood.perSecond)];
+  const timeoutMs =
+    report.flood === undefined ? undefined : (report.flood.count / report.flood.perSecond) * 1000 + 30_000;
+  await lab.exec(
+    ns,
+    [
+      'python3',
+      '-c',
+      FORGER_PY,
+      report.to,
+      report.kind,
+      report.innerSource,
+      report.group,
+      String(FORGED_RECORD[report.record]),
+      ...flood,
+    ],
+    timeoutMs === undefined ? {} : { timeoutMs },
+  );
 }

@@ -68,7 +68,7 @@ const wanted = (ports: number[], tunnelMembers?: ReturnType<typeof tunnel>) => (
 describe('BridgeClient: the base in tunnel mode', () => {
   it('adds the tunnel catch-all drop, and the gateway one with a gateway', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     const drops = ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop);
     // One drop a family on each port: IPv4's 224.0.0.0/4 and IPv6's ff00::/8.
     const fieldValue = (flow: FlowStats, name: string) => {
@@ -99,14 +99,14 @@ describe('BridgeClient: the base in tunnel mode', () => {
 
   it('without a gateway only the tunnel drop; without a tunnel none, and the kind-8 flows of before go', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
-    await bridge.installBase(undefined, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
+    await bridge.installBase(undefined, { ofport: TUNNEL, peers: [] });
     assert.deepEqual(
       ovs.flows.filter((flow) => kindOf(flow) === FlowKind.IngressDrop).map((flow) => flow.priority),
       [priorities.tunnelDrop, priorities.tunnelDrop],
       'one a family',
     );
-    await bridge.installBase(GATEWAY, 7);
+    await bridge.installBase(GATEWAY, { ofport: 7, peers: [] });
     const restarted = await started(ovs);
     await restarted.bridge.installBase(GATEWAY);
     assert.deepEqual(
@@ -115,10 +115,50 @@ describe('BridgeClient: the base in tunnel mode', () => {
       'read back and removed by a base without the tunnel',
     );
     const deleted = flowMods(ovs.batches.at(-1)).filter((mod) => mod.command === FlowModCommand.DELETE_STRICT);
+    const kindOfMod = (mod: { cookie: bigint }) =>
+      decodeFlowCookie(mod.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.kind;
     assert.deepEqual(
-      deleted.map((mod) => mod.priority).sort(),
+      deleted
+        .filter((mod) => kindOfMod(mod) === FlowKind.IngressDrop)
+        .map((mod) => mod.priority)
+        .sort(),
       [priorities.gatewayDrop, priorities.gatewayDrop, priorities.tunnelDrop, priorities.tunnelDrop].sort(),
     );
+    assert.equal(
+      deleted.filter((mod) => kindOfMod(mod) === FlowKind.TunnelMembership).length,
+      5,
+      "the tunnel's membership drops (IGMP and MLD's four types) go with it",
+    );
+    assert.equal(deleted.length, 9);
+  });
+
+  it("lets in the tunnel's membership messages from its peers only, and follows a new peer list", async () => {
+    const { ovs, bridge } = await started();
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: ['192.0.2.2', '192.0.2.3'] });
+    const membership = () => ovs.flows.filter((flow) => kindOf(flow) === FlowKind.TunnelMembership);
+    const tunSrcOf = (flow: FlowStats) => {
+      const field = flow.match.find((each) => each.field === 'TUN_IPV4_SRC');
+      return field !== undefined && 'value' in field ? field.value : undefined;
+    };
+    const peerFlows = (peer: string) => membership().filter((flow) => tunSrcOf(flow) === peer);
+    // IGMP and MLD's four types: five drops for anyone, five to the controller for each peer, above them.
+    assert.equal(membership().filter((flow) => tunSrcOf(flow) === undefined).length, 5);
+    assert.equal(peerFlows('192.0.2.2').length, 5);
+    assert.equal(peerFlows('192.0.2.3').length, 5);
+    const [drop] = membership().filter((flow) => tunSrcOf(flow) === undefined);
+    const [fromPeer] = peerFlows('192.0.2.2');
+    assert.ok(drop !== undefined && fromPeer !== undefined);
+    assert.ok(fromPeer.priority > drop.priority, 'a peer above the drop');
+    assert.deepEqual(
+      drop.instructions.flatMap((instruction) => ('actions' in instruction ? instruction.actions : [])),
+      [],
+      'the drop has no action',
+    );
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: ['192.0.2.3'] });
+    assert.equal(peerFlows('192.0.2.2').length, 0, 'a peer gone is let in no more');
+    assert.equal(peerFlows('192.0.2.3').length, 5);
+    const deleted = flowMods(ovs.batches.at(-1)).filter((mod) => mod.command === FlowModCommand.DELETE_STRICT);
+    assert.equal(deleted.length, 5, "only the gone peer's flows are deleted");
   });
 
   it('without a tunnel the base is what it always was', async () => {
@@ -138,7 +178,7 @@ describe('BridgeClient: the base in tunnel mode', () => {
 describe('BridgeClient: a group in tunnel mode', () => {
   it('installs the tunnel layout tail first, and a second identical sync sends nothing', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     const before = ovs.batches.length;
     assert.equal(await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_2))), 'added');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-0:1', 'group-0:0', 'flow-0:270', 'flow-0:270', 'flow-0:200']);
@@ -151,7 +191,7 @@ describe('BridgeClient: a group in tunnel mode', () => {
 
   it('a new peer changes link 0 alone; the last pod going takes link 1 and the ingress flows', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_2)));
     assert.equal(await bridge.syncForwarding(wanted([POD_B, GATEWAY], tunnel(NODE_3, NODE_2))), 'updated');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['group-1:0']);
@@ -166,7 +206,7 @@ describe('BridgeClient: a group in tunnel mode', () => {
 
   it('with neither pods nor peers the group goes, flows before groups', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     await bridge.syncForwarding(wanted([POD_A, GATEWAY], tunnel(NODE_2)));
     assert.equal(await bridge.syncForwarding(wanted([], tunnel())), 'removed');
     assert.deepEqual(ops(ovs.batches.at(-1)), ['flow-4:200', 'flow-4:270', 'flow-4:270', 'group-2:0', 'group-2:1']);
@@ -180,14 +220,14 @@ describe('BridgeClient: a group in tunnel mode', () => {
 
   it('a restarted client reads the peers and ingress flows back and plans nothing for the same input', async () => {
     const { ovs, bridge } = await started();
-    await bridge.installBase(GATEWAY, TUNNEL);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     await bridge.syncForwarding(wanted([POD_A, POD_B, GATEWAY], tunnel(NODE_3, NODE_2)));
     const restarted = await started(ovs);
     assert.deepEqual(restarted.bridge.learnedGroups, [
       { group: G, ports: [GATEWAY, POD_A, POD_B], peers: [NODE_2, NODE_3] },
     ]);
     // As the daemon starts: read back, the base, then the syncs.
-    await restarted.bridge.installBase(GATEWAY, TUNNEL);
+    await restarted.bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: [] });
     const before = ovs.batches.length;
     assert.equal(
       await restarted.bridge.syncForwarding(wanted([GATEWAY, POD_B, POD_A], tunnel(NODE_2, NODE_3))),

@@ -177,6 +177,24 @@ describe('tunnel mode: layout', () => {
     ]);
   });
 
+  it("lets the tunnel's membership messages in from its peers (tun_src) only, and reads them back the same", () => {
+    const pipeline = small();
+    const flows = pipeline.tunnelMembership({ ofport: TUN, peers: ['192.0.2.2', '192.0.2.3', 'fd00::1'] });
+    // IGMP and MLD's four types: a drop for anyone, and one to the controller for each IPv4 peer.
+    assert.equal(flows.length, 5 * 3);
+    const drops = flows.filter((flow) => flow.match.tunSrc === undefined);
+    assert.ok(drops.every((flow) => flow.actions.length === 0 && flow.match.inPort === TUN));
+    const fromPeers = flows.filter((flow) => flow.match.tunSrc !== undefined);
+    assert.ok(fromPeers.every((flow) => flow.actions[0]?.type === 'controller'));
+    assert.ok(fromPeers.every((flow) => flow.priority === drops[0]!.priority + 1));
+    assert.deepEqual(
+      new Set(fromPeers.map((flow) => decodeFlowCookie(flow.cookie, DEFAULT_PIPELINE_CONFIG.cookiePrefix)?.value)),
+      new Set([0xc0000202, 0xc0000203]),
+      "each peer's flows carry its address in the cookie",
+    );
+    assert.deepEqual(throughTheWire([], flows).flows, flows, 'tun_src written and read back as it was');
+  });
+
   it('writes a tunnel bucket as set_field tun_dst (NXM_1 header 0x00014004) then output', () => {
     const message = encodeMessage(
       changeMessage({ op: 'add-group', entry: small().forwarding(member([], ['192.168.60.12'])).groups[0]! }),

@@ -25,7 +25,7 @@ import { bridgeInterfaces, NoSuchBridgeError, type InterfaceRow } from './vswitc
 import { BridgePorts, isLocalPort, type BridgePort } from './bridge-ports.js';
 import { applyChanges, type BridgeConnection } from './bridge-connection.js';
 import { ovsPipeline, readInstalled, type InstalledState } from './read-back.js';
-import { PipelineSync } from './pipeline-sync.js';
+import { type BaseTunnel, PipelineSync } from './pipeline-sync.js';
 import type { ForwardingWanted, LearnedForwarding } from './forwarding-sync.js';
 import type { PortGroupTraffic } from './traffic-counters.js';
 import type { OvsTarget } from './locations.js';
@@ -209,8 +209,8 @@ export class BridgeClient {
   }
 
   /** The flows every group relies on (PipelineSync.installBase). */
-  installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
-    return this.sync.installBase(gatewayOfport, tunnelOfport);
+  installBase(gatewayOfport: number | undefined, tunnel?: BaseTunnel): Promise<void> {
+    return this.sync.installBase(gatewayOfport, tunnel);
   }
 
   /** Makes the switch forward one group, source by source, as `wanted` says (PipelineSync.syncForwarding). */
@@ -231,6 +231,11 @@ export class BridgeClient {
   /** Packets each pod port's IGMP meter dropped, by port. */
   meterDrops(): Promise<Map<number, bigint>> {
     return this.sync.meterDrops();
+  }
+
+  /** Tunnel mode: membership messages the switch dropped for an outer source that is no peer (PipelineSync). */
+  tunnelShedPackets(): Promise<bigint> {
+    return this.sync.tunnelShedPackets();
   }
 
   /** What each port received from and sent to each group of ours, read from the switch now. */

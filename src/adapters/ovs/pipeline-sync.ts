@@ -39,6 +39,12 @@ import { familyOf } from '../../domain/family/families.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 import type { BatchOptions } from '../../transport/openflow/requests.js';
 
+/** Tunnel mode's part of the base flows: the tunnel port, and the peers whose membership messages it lets in. */
+export interface BaseTunnel {
+  ofport: number;
+  peers: readonly string[];
+}
+
 export class PipelineSync {
   private installed = new InstalledForwarding();
   /** Every OVS group id of our range on the switch, whatever reaches it. */
@@ -161,6 +167,18 @@ export class PipelineSync {
   }
 
   /**
+   * Membership messages from the tunnel that the switch dropped for an outer source that is
+   * no peer: the packets of tunnelMembership's drop flows, asked for by their whole cookie.
+   * The count restarts when installBase writes the flows again.
+   */
+  async tunnelShedPackets(): Promise<bigint> {
+    const { config } = this.pipeline;
+    const cookie = encodeFlowCookie({ prefix: config.cookiePrefix, kind: FlowKind.TunnelMembership, value: 0 });
+    const flows = await this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: FLOW_COOKIE_FULL_MASK });
+    return flows.reduce((sum, flow) => sum + flow.packetCount, 0n);
+  }
+
+  /**
    * The raw counters of `entries` (all of `group`, all learned: syncForwarding rewrites no
    * other): their OVS groups' and the group's sending rows. The rows are asked for by their
    * whole cookie, flags included (FLOW_COOKIE_FULL_MASK): with any other mask OVS walks the
@@ -198,28 +216,34 @@ export class PipelineSync {
    * The flows every group relies on: IGMP to the controller, link-local flooding, and
    * any other multicast to the gateway (without one: dropped, so that a group nobody
    * here wants is not flooded to every pod by the bridge's own flows). In tunnel mode
-   * (`tunnelOfport`) also the catch-all drops of what comes in from the tunnel, and from
-   * the gateway when there is one: only a group's ingress flows take those to its pods.
+   * (`tunnel`) also the catch-all drops of what comes in from the tunnel, and from the
+   * gateway when there is one: only a group's ingress flows take those to its pods; and
+   * the tunnel's membership messages go to the controller only from one of its `peers`.
    * Our earlier flows of those kinds that are not wanted now (another gateway or tunnel
    * port, tunnel mode turned off) go. `query`'s probe flows are left to their run, the pod
    * ports' entries to syncPort. Throws McastError 'conflict' (nothing changed) when
    * another controller's flow has the match and priority of one of these.
    */
-  async installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void> {
+  async installBase(gatewayOfport: number | undefined, tunnel?: BaseTunnel): Promise<void> {
+    const tunnelOfport = tunnel?.ofport;
     const wanted = [
       ...this.pipeline.membershipToController(),
       ...this.pipeline.linkLocalFlood(),
       ...(gatewayOfport === undefined
         ? this.pipeline.unknownGroupDrop()
         : this.pipeline.unknownGroupToGateway(gatewayOfport)),
-      ...(tunnelOfport === undefined ? [] : this.pipeline.tunnelDrop(tunnelOfport)),
+      ...(tunnel === undefined
+        ? []
+        : [...this.pipeline.tunnelDrop(tunnel.ofport), ...this.pipeline.tunnelMembership(tunnel)]),
       ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : this.pipeline.gatewayDrop(gatewayOfport)),
     ];
     for (const flow of wanted) this.refuseForeignSlot(flow);
-    const wantedCookies = new Set(wanted.map((flow) => flow.cookie));
+    // Wanted by cookie and slot: the tunnel's flows keep their cookies when the port's number changes.
+    const slotOf = (flow: FlowEntry) => `${flow.cookie}|${flow.table}|${flow.priority}|${flowMatchKey(flow.match)}`;
+    const wantedSlots = new Set(wanted.map(slotOf));
     const stale = this.otherFlows.filter((flow) => {
       const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
-      return kind !== FlowKind.IgmpQueryProbe && !wantedCookies.has(flow.cookie);
+      return kind !== FlowKind.IgmpQueryProbe && !wantedSlots.has(slotOf(flow));
     });
     const changes: PipelineChange[] = [
       ...stale.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
@@ -320,11 +344,12 @@ function sameSlot(a: FlowEntry, b: FlowEntry): boolean {
 }
 
 function describeMatch(flow: FlowEntry): string {
-  const { inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = flow.match;
+  const { inPort, tunSrc, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = flow.match;
   // ovs-ofctl's own words, so that the text can be looked up in a flow dump.
   const ipv6 = ethType === 0x86dd;
   const parts = [
     inPort === undefined ? '' : `in_port=${inPort}`,
+    tunSrc === undefined ? '' : `tun_src=${tunSrc}`,
     ipProto === undefined ? '' : `nw_proto=${ipProto}`,
     icmpv6Type === undefined ? '' : `icmpv6_type=${icmpv6Type}`,
     ipSrc === undefined ? '' : `${ipv6 ? 'ipv6_src' : 'nw_src'}=${ipSrc}`,

@@ -45,6 +45,11 @@ export const FlowKind = {
    * an (S,G) entry the source, are in the match).
    */
   SendCounter: 11,
+  /**
+   * Tunnel mode: membership messages from the tunnel → the controller when their outer
+   * source is a configured peer (value: the peer's IPv4 address), else dropped (value: 0).
+   */
+  TunnelMembership: 12,
 } as const;
 export type FlowKind = (typeof FlowKind)[keyof typeof FlowKind];
 

@@ -10,6 +10,9 @@
  *
  *   priority       match                              actions                 kind
  *   igmp+2 (302)   ip, nw_proto=2, in_port=<queried>  CONTROLLER              `query` listening (expires)
+ *   igmp+2 (302)   ip, nw_proto=2, in_port=<tunnel>,  CONTROLLER              tunnel mode: a peer's reports
+ *                    tun_src=<peer>
+ *   igmp+1 (301)   ip, nw_proto=2, in_port=<tunnel>   (drop)                  tunnel mode: anyone else's
  *   igmp+1 (301)   ip, nw_proto=2, in_port=<pod>      meter:<m(pod)>,         IGMP snooping (daemon): a pod's
  *                                                     CONTROLLER              IGMP, through its meter
  *   igmp (300)     ip, nw_proto=2                     CONTROLLER              IGMP snooping (daemon): any port
@@ -211,6 +214,11 @@ export class MulticastPipeline {
   /** Tunnel mode: any other multicast from the tunnel port → dropped, one flow a family. */
   tunnelDrop(tunnelOfport: number): FlowEntry[] {
     return tunnelFlows.tunnelDrop(this.config, tunnelOfport);
+  }
+
+  /** Tunnel mode: the tunnel's membership messages → the controller from a peer, else dropped (tunnel-flows.ts). */
+  tunnelMembership(tunnel: { ofport: number; peers: readonly string[] }): FlowEntry[] {
+    return tunnelFlows.tunnelMembership(this.config, tunnel);
   }
 
   /** Tunnel mode: any other multicast from the gateway → dropped, one flow a family. */

@@ -26,12 +26,13 @@ const EXACT_IPV6_MASK = 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff';
 const ETH_TYPE_IPV6 = 0x86dd;
 
 /**
- * OXM fields in prerequisite order: IN_PORT, ETH_TYPE, IP_PROTO, the source and the
- * destination (IPV4_* or, for ETH_TYPE 0x86dd, IPV6_*), ICMPV6_TYPE.
+ * OXM fields in prerequisite order: IN_PORT, TUN_IPV4_SRC, ETH_TYPE, IP_PROTO, the source
+ * and the destination (IPV4_* or, for ETH_TYPE 0x86dd, IPV6_*), ICMPV6_TYPE.
  */
 export function matchFields(match: FlowMatch): OxmField[] {
   const fields: OxmField[] = [];
   if (match.inPort !== undefined) fields.push({ field: 'IN_PORT', value: match.inPort });
+  if (match.tunSrc !== undefined) fields.push({ field: 'TUN_IPV4_SRC', value: match.tunSrc });
   if (match.ethType !== undefined) fields.push({ field: 'ETH_TYPE', value: match.ethType });
   if (match.ipProto !== undefined) fields.push({ field: 'IP_PROTO', value: match.ipProto });
   const ipv6 = match.ethType === ETH_TYPE_IPV6;
@@ -194,6 +195,11 @@ function flowMatchOf(stats: FlowStats): FlowMatch | undefined {
     switch (field.field) {
       case 'IN_PORT':
         match.inPort = field.value;
+        break;
+      case 'TUN_IPV4_SRC':
+        // The pipeline names one peer exactly: a masked tunnel source is none of ours.
+        if (field.mask !== undefined && field.mask !== EXACT_IPV4_MASK) return undefined;
+        match.tunSrc = field.value;
         break;
       case 'ETH_TYPE':
         match.ethType = field.value;

@@ -10,6 +10,8 @@ import type { GroupAddress, HostAddress, SourceAddress } from '../../wire/ip-add
  */
 export interface FlowMatch {
   inPort?: number;
+  /** Tunnel mode: the tunnel's outer IPv4 source, exact (tun_src): the peer a frame from the tunnel came from. */
+  tunSrc?: string;
   ethType?: number;
   ipProto?: number;
   /** The ICMPv6 type (IPv6's membership messages, MLD, are ICMPv6 messages of four types). */
@@ -23,8 +25,8 @@ export interface FlowMatch {
 
 /** The match's fields in one fixed order, as text: two matches are the same exactly when their keys are. */
 export function flowMatchKey(match: FlowMatch): string {
-  const { inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = match;
-  return JSON.stringify([inPort, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask]);
+  const { inPort, tunSrc, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask } = match;
+  return JSON.stringify([inPort, tunSrc, ethType, ipProto, icmpv6Type, ipSrc, ipDst, ipDstMask]);
 }
 
 export type FlowAction =

@@ -2,8 +2,10 @@
  * The flows of tunnel mode that sit in front of a group's own: traffic that comes in from
  * the tunnel or the gateway goes to link 1 of a chain, the local pods only (a group's, or one
  * source's, or nowhere when no local pod wants that source), and any other multicast from
- * those ports is dropped. See ./tunnel-layout.ts for how a chain is laid out in tunnel mode.
+ * those ports is dropped; membership messages from the tunnel reach the controller only
+ * from a configured peer. See ./tunnel-layout.ts for how a chain is laid out in tunnel mode.
  */
+import { parseIPv4 } from '../../wire/ipv4-address.js';
 import type { GroupAddress, SourceAddress } from '../../wire/ip-address.js';
 import { FAMILIES, familyOf } from '../family/families.js';
 import { type PipelineConfig, sourcePriorities, tunnelPriorities } from './config.js';
@@ -89,4 +91,39 @@ function ingressDrop(config: PipelineConfig, inPort: number, priority: number): 
     match: { inPort, ...family.multicastMatch },
     actions: [],
   }));
+}
+
+/**
+ * Tunnel mode: the membership messages (IGMP, MLD) that come in on the tunnel port. Those
+ * whose outer source (tun_src) is a configured peer go to the controller, two above the
+ * flows for every port; any other's are dropped one above them, in the switch, so that a
+ * host that is no peer cannot reach the daemon's slow path however fast it sends. A peer
+ * is an IPv4 underlay address (the peers file's and --peers' only kind).
+ */
+export function tunnelMembership(
+  config: PipelineConfig,
+  tunnel: { ofport: number; peers: readonly string[] },
+): FlowEntry[] {
+  const peers = tunnel.peers.flatMap((peer) => {
+    const value = parseIPv4(peer);
+    return value === undefined ? [] : [{ peer, value }];
+  });
+  return FAMILIES.flatMap((family) =>
+    family.membershipMatches.flatMap((match): FlowEntry[] => [
+      {
+        table: config.table,
+        priority: config.priorities.igmp + 1,
+        cookie: pipelineCookie(config, FlowKind.TunnelMembership, 0),
+        match: { inPort: tunnel.ofport, ...match },
+        actions: [],
+      },
+      ...peers.map(({ peer, value }) => ({
+        table: config.table,
+        priority: config.priorities.igmp + 2,
+        cookie: pipelineCookie(config, FlowKind.TunnelMembership, value),
+        match: { inPort: tunnel.ofport, tunSrc: peer, ...match },
+        actions: [{ type: 'controller' } as const],
+      })),
+    ]),
+  );
 }

@@ -43,7 +43,7 @@ import { finalSaveFailure, retakeBridgeLock } from './failures.js';
 import { routerEventsOf } from './router-events.js';
 import { memberEvent, portViewOf } from '../observe/port-views.js';
 import { assembleLoop, type LoopParts } from './loop-parts.js';
-import { type PortChangeContext, takePortChanges } from './port-changes.js';
+import { installBaseFlows, type PortChangeContext, takePortChanges } from './port-changes.js';
 import { replacePolicy } from './policy-change.js';
 import {
   loopGroups,
@@ -94,9 +94,8 @@ export class MulticastController implements DaemonView {
   /** Reads the switch, resumes saved state, installs the pipeline, then listens and queries. */
   async start(): Promise<void> {
     const { vswitch, podDirectory, stateStore, clock, logger } = this.options;
-    const { target } = this.config;
+    const [{ target }, { table, pods }] = [this.config, this.parts];
     await vswitch.refresh();
-    const { table, pods } = this.parts;
     const deniesMember = this.parts.policy.deniesMember(pods);
     const restoring = { store: stateStore, bridge: target.bridge, table, pods, clock, logger, deniesMember };
     const saved = await restoreSavedState(restoring);
@@ -108,7 +107,7 @@ export class MulticastController implements DaemonView {
     // Saved at once: the state directory must be writable (else exit 1 now, not a
     // restart that forgets everything later), and what was seeded is on disk.
     if (stateStore !== undefined) await stateStore.save(savedStateNow(this.saveInput()));
-    await vswitch.installBase(this.parts.pods.gateway?.ofport, this.parts.tunnel?.ofport);
+    await installBaseFlows(this.parts, vswitch);
     // Each pod port's meter and policy drops, and the entries of ports gone meanwhile go.
     this.parts.portEntries.start();
     const learned = vswitch.learnedGroups.map((entry) => entry.group);
@@ -217,7 +216,7 @@ export class MulticastController implements DaemonView {
     if (this.stopping) return;
     try {
       await this.options.vswitch.refresh();
-      await this.options.vswitch.installBase(this.parts.pods.gateway?.ofport, this.parts.tunnel?.ofport);
+      await installBaseFlows(this.parts, this.options.vswitch);
     } catch (error) {
       this.fail('openflow', error);
       return; // the connection dropped again: the next reconnect replays
@@ -279,7 +278,8 @@ export class MulticastController implements DaemonView {
     this.parts.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
     this.parts.election.mode = config.querierElection;
     this.parts.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
-    if (config.tunnel !== undefined) this.parts.tunnel?.setPeers(config.tunnel.peers);
+    if (config.tunnel !== undefined && this.parts.tunnel?.setPeers(config.tunnel.peers) === true)
+      void installBaseFlows(this.parts, this.options.vswitch).catch((error: unknown) => this.fail('openflow', error));
     if (this.options.router !== undefined) this.options.router.idleTimeoutMs = config.routeIdleTimeoutMs;
     // A shorter Group Membership Interval can bring the next expiry forward.
     this.parts.timers.armExpiry(true);

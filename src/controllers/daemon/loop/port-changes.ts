@@ -49,9 +49,7 @@ export function takePortChanges(context: PortChangeContext, ports: readonly Dire
       gateway: parts.pods.gateway?.ofport,
       tunnel: parts.tunnel?.ofport,
     });
-    void options.vswitch
-      .installBase(parts.pods.gateway?.ofport, parts.tunnel?.ofport)
-      .catch((error: unknown) => context.fail('openflow', error));
+    void installBaseFlows(parts, options.vswitch).catch((error: unknown) => context.fail('openflow', error));
     for (const group of context.groupsInUse()) parts.sync.markDirty(group);
   }
   if (resync) {
@@ -63,4 +61,12 @@ export function takePortChanges(context: PortChangeContext, ports: readonly Dire
       removed: removed.length,
     });
   }
+}
+
+/** The flows every group relies on, for the gateway, the tunnel port and the peers there are now. */
+export function installBaseFlows(
+  parts: Pick<LoopParts, 'pods' | 'tunnel'>,
+  vswitch: Pick<ControllerOptions['vswitch'], 'installBase'>,
+): Promise<void> {
+  return vswitch.installBase(parts.pods.gateway?.ofport, parts.tunnel?.baseFlows());
 }

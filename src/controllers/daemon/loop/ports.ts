@@ -100,10 +100,11 @@ export interface SwitchPort {
   syncForwarding(wanted: WantedForwarding, options?: SyncSendOptions): Promise<GroupOutcome>;
   /**
    * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
-   * Tunnel mode (`tunnelOfport`): also the catch-all drop of multicast from the tunnel,
-   * and from the gateway when there is one.
+   * Tunnel mode (`tunnel`): also the catch-all drop of multicast from the tunnel, and
+   * from the gateway when there is one, and the tunnel's membership messages to the
+   * controller from its `peers` only (any other's dropped in the switch).
    */
-  installBase(gatewayOfport: number | undefined, tunnelOfport?: number): Promise<void>;
+  installBase(gatewayOfport: number | undefined, tunnel?: { ofport: number; peers: readonly string[] }): Promise<void>;
   /**
    * Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is
    * metered now.
@@ -113,6 +114,11 @@ export interface SwitchPort {
   readonly portsWithEntries: readonly number[];
   /** Packets each pod port's IGMP meter dropped, by port (its counter restarts when the meter changes). */
   meterDrops(): Promise<ReadonlyMap<number, bigint>>;
+  /**
+   * Tunnel mode: membership messages from the tunnel the switch dropped for an outer source that is no peer (the count
+   * restarts when installBase writes the base flows again).
+   */
+  tunnelShedPackets(): Promise<bigint>;
   /**
    * What each port received from and sent to each group, read from the switch now (absent: a switch that cannot tell).
    */

@@ -9,8 +9,9 @@
  */
 import { type DirectoryPort, portNamed } from '../../../domain/pods/pod-directory.js';
 import { tunnelPortProblem } from '../../../domain/peers/tunnel-port.js';
+import { TunnelShedCount } from './tunnel-shed.js';
 import { UsageError } from '../../../errors.js';
-import type { DaemonEvent, GroupView, TunnelView } from '../../../transport/control/daemon-view.js';
+import type { DaemonEvent, GroupView, PeerDropReason, TunnelView } from '../../../transport/control/daemon-view.js';
 import type { GroupAddress, HostAddress } from '../../../wire/ip-address.js';
 import type { DaemonConfig, TunnelConfig } from '../config/daemon-config.js';
 import type { GroupSync } from '../loop/group-sync.js';
@@ -70,6 +71,10 @@ export class TunnelMode {
   private readonly exchange: PeerExchange;
   /** The tunnel port while it is on the bridge and usable. */
   private port: { ofport: number } | undefined;
+  /** The configured peers now (a reload may change them). */
+  private peers: readonly HostAddress[];
+  /** What the switch dropped from the tunnel for an outer source that is no peer. */
+  private readonly shed: TunnelShedCount;
   /** Why the port on the bridge cannot be used, as last warned of; undefined while it can (or is absent). */
   private problem: string | undefined;
   /** The MTU of the interface that holds the node address: what an encapsulated packet must fit. */
@@ -78,6 +83,13 @@ export class TunnelMode {
   private readonly mtuChecked = new Set<string>();
 
   constructor(private readonly options: TunnelModeOptions) {
+    this.shed = new TunnelShedCount({
+      vswitch: options.vswitch,
+      clock: options.clock,
+      portPresent: () => this.port !== undefined,
+    });
+    this.shed.start();
+    this.peers = options.config.peers;
     const { config, vswitch, clock, logger, host } = options;
     const underlay = host.interfaceHolding?.(config.nodeAddress);
     this.pathMtu = (underlay === undefined ? undefined : host.interfaceMtu?.(underlay)) ?? DEFAULT_PATH_MTU;
@@ -207,21 +219,39 @@ export class TunnelMode {
     this.exchange.seed(group, peers);
   }
 
-  /** New peers (a reload): the ones gone lose their groups at once, new ones are greeted. */
-  setPeers(peers: readonly HostAddress[]): void {
+  /**
+   * New peers (a reload): the ones gone lose their groups at once, new ones are greeted. Whether the list changed:
+   * the base flows, which let in the peers' membership messages only, must be written again.
+   */
+  setPeers(peers: readonly HostAddress[]): boolean {
+    const changed = [...peers].sort().join() !== [...this.peers].sort().join();
+    this.peers = peers;
     this.exchange.setPeers(peers);
+    return changed;
+  }
+
+  /** The tunnel's part of the base flows while its port is usable: the port, and the peers it lets in. */
+  baseFlows(): { ofport: number; peers: readonly HostAddress[] } | undefined {
+    return this.port === undefined ? undefined : { ofport: this.port.ofport, peers: this.peers };
   }
 
   /** The status's tunnel part: the port, this node's address, every configured peer, the drops. */
   status(): TunnelView {
     const { counters } = this.exchange;
     const { config, clock } = this.options;
+    // The switch's drops of senders that are no peer are the exchange's unknown-peer drops, made earlier.
+    const shed = this.shed.packets;
+    const remote = this.exchange.view();
+    const unknownPeer = (drops: Partial<Record<PeerDropReason, number>>) => ({
+      ...drops,
+      'unknown-peer': (drops['unknown-peer'] ?? 0) + shed,
+    });
     return tunnelViewOf({
       tunnel: config,
       ofport: this.port?.ofport,
       portProblem: this.problem,
-      remote: this.exchange.view(),
-      drops: counters.drops,
+      remote: { ...remote, unattributedDrops: unknownPeer(remote.unattributedDrops) },
+      drops: unknownPeer(counters.drops),
       clock,
     });
   }
@@ -233,6 +263,7 @@ export class TunnelMode {
   }
 
   stop(): void {
+    this.shed.stop();
     this.exchange.stop();
   }
 }

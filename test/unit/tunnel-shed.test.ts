@@ -1,0 +1,58 @@
+/**
+ * The count of the tunnel's membership messages the switch dropped for a sender that is no
+ * peer: read once a second while the tunnel port is there, carried across a restart of the
+ * flows' counters, and left as it was by a switch that does not answer.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from '../helpers/node-test.js';
+import { TunnelShedCount } from '../../src/controllers/daemon/tunnel/tunnel-shed.js';
+import { FakeClock } from '../fakes/fake-clock.js';
+import { settle } from '../fakes/wait.js';
+
+describe('TunnelShedCount', () => {
+  it('reads the switch once a second, carries a restarted counter, and keeps its count when the switch fails', async () => {
+    const clock = new FakeClock();
+    const vswitch = { connected: true, count: 0n as bigint | Error, reads: 0 };
+    let present = true;
+    const shed = new TunnelShedCount({
+      vswitch: {
+        get connected() {
+          return vswitch.connected;
+        },
+        tunnelShedPackets: async () => {
+          vswitch.reads++;
+          if (vswitch.count instanceof Error) throw vswitch.count;
+          return vswitch.count;
+        },
+      },
+      clock,
+      portPresent: () => present,
+    });
+    shed.start();
+    vswitch.count = 40n;
+    clock.advance(1000);
+    await settle();
+    assert.equal(shed.packets, 40);
+    // The base flows written again: their counters start from 0.
+    vswitch.count = 5n;
+    clock.advance(1000);
+    await settle();
+    assert.equal(shed.packets, 45);
+    vswitch.count = new Error('switch gone');
+    clock.advance(1000);
+    await settle();
+    assert.equal(shed.packets, 45);
+    present = false;
+    const reads = vswitch.reads;
+    vswitch.count = 100n;
+    clock.advance(1000);
+    await settle();
+    assert.equal(vswitch.reads, reads, 'no port, no read');
+    shed.stop();
+    present = true;
+    clock.advance(5000);
+    await settle();
+    assert.equal(vswitch.reads, reads, 'stopped');
+    assert.equal(shed.packets, 45);
+  });
+});
