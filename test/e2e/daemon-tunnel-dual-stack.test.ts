@@ -297,6 +297,39 @@ describe('mcastctl daemon in tunnel mode, dual-stack (three nodes, IPv6 and IPv4
     }
   });
 
+  it('a pod floods Geneve-wrapped IGMP to its gateway for 20 s: dropped in the switch; the daemon stays under 15 % of a core', async () => {
+    const flooder = n1.pods[0]!;
+    const before = (await control<DaemonStatus>(daemons[0]!, ['status'])).tunnel!.drops['unknown-peer'] ?? 0;
+    const cpuBefore = await daemonCpuSeconds(daemons[0]!);
+    const packetInsBefore = await packetInsOf(daemons[0]!);
+    const started = performance.now();
+    // The outer source is the pod's own address (a socket's): no peer's.
+    await sendForgedReport(lab, flooder.ns, {
+      to: n1.gateway.address,
+      kind: 'igmp',
+      innerSource: A2,
+      group: FORGED.igmp,
+      record: 'MODE_IS_EXCLUDE',
+      flood: { count: 400_000, perSecond: 20_000 },
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const cpuPercent = (((await daemonCpuSeconds(daemons[0]!)) - cpuBefore) / seconds) * 100;
+    await sleep(2500);
+    const counted =
+      ((await control<DaemonStatus>(daemons[0]!, ['status'])).tunnel!.drops['unknown-peer'] ?? 0) - before;
+    const packetIns = (await packetInsOf(daemons[0]!)) - packetInsBefore;
+    console.log(
+      `a pod's Geneve flood to its gateway, 400,000 frames in ${seconds.toFixed(1)} s: ${counted} counted as unknown-peer, ${packetIns} packet-ins, daemon CPU ${cpuPercent.toFixed(1)} % of a core`,
+    );
+    assert.ok(cpuPercent < 15, `daemon CPU ${cpuPercent.toFixed(1)} % of a core during the pod's flood`);
+    assert.ok(packetIns < 1000, `${packetIns} packet-ins during the pod's flood`);
+    assert.deepEqual(
+      await tunnelDestinations(n1.node, FORGED.igmp),
+      [],
+      "the pod's flood made node 1 send toward node 2",
+    );
+  });
+
   it("node 2's last member of each group leaves: within 1 s node 1 sends that group toward node 2 no more", async () => {
     for (const family of FAMILIES) {
       const { atNode2 } = members.get(family.name)!;
