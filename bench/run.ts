@@ -2,7 +2,7 @@
  * `npm run bench`: prints the performance figures of the tool. Benchmarks measure; they do
  * not pass or fail (the targets are printed beside the figures for the reader).
  * `npm run bench -- daemon routes` runs only the ones named (decode, snoop-read,
- * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel, sources, fleet).
+ * pcap-read, routes, install, daemon, reconcile, logger, flood, tunnel, seal, sources, fleet).
  *
  * One benchmark that breaks is reported and the rest still run; the exit status is 1 then.
  * The routes benchmark needs kernel multicast routing: on a kernel without, it runs in the
@@ -19,6 +19,7 @@ import { benchFleet, fleetOptionsFromEnv } from './fleet.js';
 import { benchFlood, floodOptionsFromEnv, floodReport } from './flood.js';
 import { benchInstall } from './install.js';
 import { benchLogger } from './logger.js';
+import { benchPeerSeal } from './peer-seal.js';
 import { benchReconcile, reconcileOptionsFromEnv, reconcileReport } from './reconcile.js';
 import { benchRoutes } from './routes.js';
 import { benchSnoopRead } from './snoop-read.js';
@@ -37,6 +38,7 @@ const BENCHMARKS = [
   'logger',
   'flood',
   'tunnel',
+  'seal',
   'sources',
   'fleet',
 ];
@@ -145,6 +147,14 @@ await bench('reconcile', async () => {
     `\nmcastctl reconcile on a lab node's OVS: ${number(options.groups ?? 10_000)} declared groups × 4 ports, ${number(options.drifted ?? 1_000)} of them drifted (whole command, wall time)`,
   );
   console.log(reconcileReport(await benchReconcile(options)).join('\n'));
+});
+
+await bench('seal', async () => {
+  console.log('\npeer seals (HMAC-SHA-256, 32 octets a message), one core: what a keyed message costs each way');
+  for (const figure of benchPeerSeal())
+    console.log(
+      `  ${figure.name.padEnd(30)} ${String(figure.octets).padStart(5)} octets: seal ${figure.sealMicroseconds.toFixed(1)} µs, open ${figure.openMicroseconds.toFixed(1)} µs`,
+    );
 });
 
 await bench('logger', async () => {

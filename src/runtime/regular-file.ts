@@ -20,6 +20,8 @@ export interface ReadRegularFileOptions {
   noFollow?: boolean;
   /** Where the limit is set, for the message ("--max-file-size"); none when it is fixed. */
   limitSetting?: string;
+  /** A secret: refused when its group or others may read or write it (mode past 0600). */
+  secret?: boolean;
 }
 
 /**
@@ -32,6 +34,7 @@ export type FileRefusal =
   | 'not-regular'
   | 'symlink'
   | 'too-large'
+  | 'shared'
   | 'not-text'
   | 'io'
   | 'bad-content';
@@ -101,6 +104,10 @@ export async function readRegularFile(path: string, options: ReadRegularFileOpti
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw refuse('not-regular', `${kindOf(stats)}: only a regular file is read here`);
+    if (options.secret === true && (stats.mode & 0o077) !== 0) {
+      const mode = (stats.mode & 0o777).toString(8).padStart(4, '0');
+      throw refuse('shared', `mode ${mode}: a secret's group and others must have no access`, `chmod 600 ${path}`);
+    }
     const limitHint = options.limitSetting === undefined ? undefined : `raise the limit with ${options.limitSetting}`;
     const tooLarge = (size: string) =>
       refuse('too-large', `${size}, over the limit of ${showBytes(maxBytes)}`, limitHint);

@@ -166,3 +166,6 @@ export class FakeDaemonView implements DaemonView {
     for (const listener of [...this.listeners]) listener(event);
   }
 }
+
+/** A tunnel's drops for the seal's reasons, none of them (a tunnel without keys, or one nobody forged to). */
+export const NO_SEAL_DROPS = { unsealed: 0, 'unknown-key': 0, 'bad-seal': 0, replay: 0, stale: 0 } as const;

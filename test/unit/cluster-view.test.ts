@@ -5,7 +5,7 @@ import { clusterViewOf } from '../../src/transport/control/cluster-view.js';
 import type { GroupView, TunnelView } from '../../src/transport/control/daemon-view.js';
 import { printClusterGroups } from '../../src/cli/render/cluster-groups.js';
 import { Output } from '../../src/cli/render/output.js';
-import { sampleGroups, sampleStatus } from '../helpers/fake-daemon-view.js';
+import { NO_SEAL_DROPS, sampleGroups, sampleStatus } from '../helpers/fake-daemon-view.js';
 
 const NOW = Date.parse('2026-12-07T10:00:00.000Z');
 const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString();
@@ -19,7 +19,7 @@ const TUNNEL: TunnelView = {
     { address: '192.168.60.11', state: 'down', lastContact: iso(-40_000), members: 1 },
     { address: '192.168.60.14', state: 'unknown', lastContact: null, members: 0 },
   ],
-  drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0 },
+  drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
 };
 
 /** 239.1.2.3 with two local pods and both peers; 232.1.1.1 local only; 239.9.9.9 peer 2 only; 239.0.0.7 nobody. */

@@ -29,6 +29,7 @@ import { FakeSwitch } from '../fakes/fake-switch.js';
 import { v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
 import { settle } from '../fakes/wait.js';
+import { type PeerKeyRing, parsePeerKeyFile } from '../../src/domain/peers/peer-keys.js';
 
 const NODE = hostAddress('192.168.60.11');
 const [PEER2, PEER3] = [hostAddress('192.168.60.12'), hostAddress('192.168.60.13')];
@@ -44,6 +45,8 @@ interface HostSetup {
   /** The configuration file's reads, in turn (a string: the read fails with it); absent: no --config. */
   configReads?: Array<Partial<DaemonConfig> | string>;
   peers?: FakePeerSource;
+  /** The peer key file's reads on SIGHUP, in turn (a string: the read fails with it). */
+  peerKeyReads?: Array<PeerKeyRing | string>;
   /** The loop's start fails with this. */
   loopFails?: McastError;
   /** Held until the test releases it: the loop's start waits. */
@@ -147,6 +150,13 @@ async function startHost(setup: HostSetup = {}) {
           },
         }),
     ...(setup.peers === undefined ? {} : { peerSource: setup.peers }),
+    peerKeySource: {
+      read: async (file) => {
+        const next = setup.peerKeyReads?.shift() ?? `${file}: nothing more to read`;
+        if (typeof next === 'string') throw new UsageError(next);
+        return next;
+      },
+    },
   };
   const starting = DaemonHost.start(options);
   return {
@@ -342,6 +352,54 @@ describe('DaemonHost: reload', () => {
       await host.stop();
     }
     assert.equal(peers.watching, false, 'the watch ends at stop');
+  });
+});
+
+describe('DaemonHost: peer keys', () => {
+  const KEYS = '/etc/mcastctl/peer-keys';
+  const keyRing = (...keys: string[]) => parsePeerKeyFile(keys.join('\n'), KEYS);
+  const [A, B] = ['a1'.repeat(32), 'b2'.repeat(32)];
+
+  it('SIGHUP reads the key file again: new keys are in force, a bad file leaves them, the same keys change nothing', async () => {
+    const { starting, logger } = await startHost({
+      config: { tunnel: { ...TUNNEL, peerKeys: keyRing(A) } },
+      peerKeyReads: [keyRing(A, B), `${KEYS}:2: not a key`, keyRing(A, B)],
+    });
+    const host = await starting;
+    const keysNow = () => host.view.status().tunnel?.authentication;
+    try {
+      assert.deepEqual(keysNow(), { keyFile: KEYS, keys: keyRing(A).ids });
+      await host.reload();
+      assert.deepEqual(keysNow(), { keyFile: KEYS, keys: keyRing(A, B).ids });
+      assert.deepEqual(logger.find('SIGHUP: peer keys in force')[0]?.fields, {
+        file: KEYS,
+        keys: keyRing(A, B).ids.join(','),
+        sealing: keyRing(A).ids[0],
+      });
+      await host.reload();
+      assert.deepEqual(keysNow(), { keyFile: KEYS, keys: keyRing(A, B).ids }, 'a bad file leaves the keys');
+      assert.equal(logger.find('SIGHUP: the peer key file was not read again; the keys in force stay').length, 1);
+      await host.reload();
+      assert.equal(logger.find('SIGHUP: peer key file read again; the same keys').length, 1);
+    } finally {
+      await host.stop();
+    }
+  });
+
+  it('without a key file, the start says that peers are believed by address alone, and SIGHUP reads no key file', async () => {
+    const { starting, logger } = await startHost({ config: { tunnel: TUNNEL }, peerKeyReads: [keyRing(A)] });
+    const host = await starting;
+    try {
+      assert.equal(host.view.status().tunnel?.authentication, 'address');
+      assert.equal(
+        logger.lines.filter((line) => line.message.startsWith('peers are believed by address alone')).length,
+        1,
+      );
+      await host.reload();
+      assert.equal(host.view.status().tunnel?.authentication, 'address');
+    } finally {
+      await host.stop();
+    }
   });
 });
 

@@ -6,7 +6,7 @@ import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { MetricsServer, parseMetricsAddress } from '../../src/controllers/daemon/observe/metrics-server.js';
 import { McastError } from '../../src/errors.js';
 import { CLUSTER_MEMBER_SERIES } from '../../src/controllers/daemon/observe/cluster-metrics.js';
-import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
+import { FakeDaemonView, NO_SEAL_DROPS, sampleStatus } from '../helpers/fake-daemon-view.js';
 
 describe('DaemonMetrics', () => {
   it('counts what the daemon reports, under mcastctl_ names with their labels', async () => {
@@ -90,7 +90,7 @@ describe('DaemonMetrics', () => {
           { address: '192.168.60.12', state: 'down', lastContact: '2026-12-07T09:00:00.000Z', members: 0 },
           { address: '192.168.60.14', state: 'unknown', lastContact: null, members: 0 },
         ],
-        drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0 },
+        drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
       },
     });
     // More (group, peer) pairs than the limit: the groups in address order fill it, the rest are counted.

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { PeerAnnouncer, recordsPerReport } from '../../src/domain/peers/announcer.js';
 import { encodeReportFrame, encodeReportPacket } from '../../src/domain/peers/report-packet.js';
+import { SEAL_LENGTH } from '../../src/domain/peers/peer-seal.js';
 import * as igmp from '../../src/packet/igmp/index.js';
 import type { PeerReport } from '../../src/domain/peers/announcer.js';
 import * as ipv4 from '../../src/packet/ipv4/header.js';
@@ -27,22 +28,22 @@ const manyGroups = (count: number) =>
   Array.from({ length: count }, (_, index) => groupAddress(formatIPv4(0xef010000 + index)));
 
 describe('recordsPerReport', () => {
-  it('is 177 for a 1,500-octet path, and follows the formula', () => {
-    assert.equal(recordsPerReport(1_500), 177);
-    assert.equal(recordsPerReport(1_600), 189);
-    assert.equal(recordsPerReport(9_000), 1_114);
-    assert.equal(recordsPerReport(90), 1);
+  it('is 173 for a 1,500-octet path (a seal kept free), and follows the formula', () => {
+    assert.equal(recordsPerReport(1_500), 173);
+    assert.equal(recordsPerReport(1_600), 185);
+    assert.equal(recordsPerReport(9_000), 1_110);
+    assert.equal(recordsPerReport(122), 1);
   });
 
-  it('is 69 for IPv6 on a 1,500-octet path (MLDv2: 48 octets of IP headers, 20 a record)', () => {
-    assert.equal(recordsPerReport(1_500, 'ipv6'), 69);
-    assert.equal(recordsPerReport(1_280, 'ipv6'), 58);
-    assert.equal(recordsPerReport(126, 'ipv6'), 1);
+  it('is 68 for IPv6 on a 1,500-octet path (MLDv2: 48 octets of IP headers, 20 a record)', () => {
+    assert.equal(recordsPerReport(1_500, 'ipv6'), 68);
+    assert.equal(recordsPerReport(1_280, 'ipv6'), 57);
+    assert.equal(recordsPerReport(158, 'ipv6'), 1);
   });
 
   it('a path too small for one record of either family is refused', () => {
-    assert.throws(() => announcer(125), RangeError);
-    assert.doesNotThrow(() => announcer(126));
+    assert.throws(() => announcer(157), RangeError);
+    assert.doesNotThrow(() => announcer(158));
     assert.throws(() => announcer(1_500.5), RangeError);
   });
 });
@@ -78,10 +79,10 @@ describe('PeerAnnouncer', () => {
       before = after;
     }
     const reports = a.flush(0);
-    assert.equal(reports.length, Math.ceil(1_000 / 177));
+    assert.equal(reports.length, Math.ceil(1_000 / 173));
     assert.deepEqual(
       reports.map((report) => report.records.length),
-      [177, 177, 177, 177, 177, 115],
+      [173, 173, 173, 173, 173, 135],
     );
     assert.deepEqual(
       reports.flatMap((report) => report.records.map((record) => record.group)),
@@ -89,18 +90,18 @@ describe('PeerAnnouncer', () => {
     );
   });
 
-  it('177 records make one report, 178 two', () => {
+  it('173 records make one report, 174 two', () => {
     const a = announcer();
-    a.change(groups(), new Set(manyGroups(177)));
+    a.change(groups(), new Set(manyGroups(173)));
     assert.deepEqual(
       a.flush(0).map((report) => report.records.length),
-      [177],
+      [173],
     );
     const b = announcer();
-    b.change(groups(), new Set(manyGroups(178)));
+    b.change(groups(), new Set(manyGroups(174)));
     assert.deepEqual(
       b.flush(0).map((report) => report.records.length),
-      [177, 1],
+      [173, 1],
     );
   });
 
@@ -167,7 +168,7 @@ describe('PeerAnnouncer', () => {
     b.change(groups(), new Set(manyGroups(400)));
     assert.deepEqual(
       b.fullState().map((report) => report.records.length),
-      [177, 177, 46],
+      [173, 173, 54],
     );
   });
 
@@ -178,14 +179,17 @@ describe('PeerAnnouncer', () => {
   });
 
   for (const pathMtu of [1_500, 1_600, 1_280, 9_000]) {
-    it(`every encoded report fits a ${pathMtu}-octet path once encapsulated (at most pathMtu - 50 octets)`, () => {
+    it(`every encoded report fits a ${pathMtu}-octet path once sealed and encapsulated (at most pathMtu - 82)`, () => {
       const a = announcer(pathMtu);
       const limit = a.recordLimit();
       a.change(groups(), new Set(manyGroups(3 * limit + 1)));
       const reports = [...a.flush(0), ...a.fullState()];
       for (const [index, report] of reports.entries()) {
         const packet = encodeReportPacket({ report, source: NODE, identification: index });
-        assert.ok(packet.length <= pathMtu - 50, `${packet.length} octets for ${report.records.length} records`);
+        assert.ok(
+          packet.length <= pathMtu - 50 - SEAL_LENGTH,
+          `${packet.length} octets for ${report.records.length} records`,
+        );
         const decoded = ipv4.decode(packet);
         assert.equal(decoded.headerLength, 24);
         assert.equal(ipv4.hasRouterAlert(decoded.header), true);
@@ -200,20 +204,21 @@ describe('PeerAnnouncer', () => {
         ...full,
         records: [...full.records, { type: 'MODE_IS_EXCLUDE', group: G1, sources: [] }],
       };
-      assert.ok(encodeReportPacket({ report: oneMore, source: NODE, identification: 0 }).length > pathMtu - 50);
+      const oneMoreLength = encodeReportPacket({ report: oneMore, source: NODE, identification: 0 }).length;
+      assert.ok(oneMoreLength > pathMtu - 50 - SEAL_LENGTH);
     });
   }
 
-  it('a 1,500-octet path: 177 records are a 1,448-octet packet, 178 would be 1,456 (over 1,450)', () => {
-    const records = manyGroups(178).map((group) => ({ type: 'MODE_IS_EXCLUDE' as const, group, sources: [] }));
+  it('a 1,500-octet path: 173 records are a 1,416-octet packet, 174 would be 1,424 (over 1,450 - 32)', () => {
+    const records = manyGroups(174).map((group) => ({ type: 'MODE_IS_EXCLUDE' as const, group, sources: [] }));
     const size = (count: number) =>
       encodeReportPacket({
         report: { kind: 'report', version: 3, records: records.slice(0, count) },
         source: NODE,
         identification: 0,
       }).length;
-    assert.equal(size(177), 1_448);
-    assert.equal(size(178), 1_456);
+    assert.equal(size(173), 1_416);
+    assert.equal(size(174), 1_424);
     assert.equal(size(0), 32, 'the heartbeat');
   });
 
@@ -237,8 +242,8 @@ describe('PeerAnnouncer', () => {
       reports.map((report) => [report.version, report.records.length]),
       [
         [3, 1],
-        [2, 69],
-        [2, 1],
+        [2, 68],
+        [2, 2],
       ],
     );
     for (const report of reports.filter((report) => report.version === 2)) {

@@ -18,6 +18,7 @@ import { FakeDaemonView, sampleStatus } from '../helpers/fake-daemon-view.js';
 import { FakeClock } from '../fakes/fake-clock.js';
 import { igmpFrame, v2Report, v3Report } from '../fakes/igmp-frames.js';
 import { RecordingLogger } from '../fakes/recording-logger.js';
+import { NO_SEAL_DROPS } from '../helpers/fake-daemon-view.js';
 
 const NODE = hostAddress('192.168.60.11');
 const P2 = hostAddress('192.168.60.12');
@@ -25,7 +26,7 @@ const P3 = hostAddress('192.168.60.13');
 const STRANGER = hostAddress('10.9.9.9');
 const G1 = groupAddress('239.1.1.1');
 const G2 = groupAddress('239.1.1.2');
-const NO_DROPS = { rate: 0, unsupported: 0, malformed: 0, refused: 0 };
+const NO_DROPS = { rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS };
 
 const joinOf = (peer: string, group: string) => v3Report(peer, [{ type: 'CHANGE_TO_EXCLUDE_MODE', group }]);
 const generalQuery = (peer: string) =>
@@ -100,12 +101,13 @@ describe('drops by peer', () => {
       malformed: 1,
       rate: 1,
       refused: 1,
+      ...NO_SEAL_DROPS,
     });
     const view = exchange.view();
     assert.deepEqual(
       view.peers.map((peer) => [peer.address, peer.drops]),
       [
-        [P2, { rate: 1, unsupported: 1, malformed: 1, refused: 1 }],
+        [P2, { rate: 1, unsupported: 1, malformed: 1, refused: 1, ...NO_SEAL_DROPS }],
         [P3, NO_DROPS],
       ],
     );
@@ -142,9 +144,17 @@ describe('drops by peer', () => {
       state: 'up',
       lastContact: new Date(clock.wallMs()).toISOString(),
       members: 1,
-      drops: { rate: 1, unsupported: 1, malformed: 1, refused: 1 },
+      drops: { rate: 1, unsupported: 1, malformed: 1, refused: 1, ...NO_SEAL_DROPS },
     });
-    assert.deepEqual(view.drops, { 'unknown-peer': 3, self: 1, rate: 1, unsupported: 1, malformed: 1, refused: 1 });
+    assert.deepEqual(view.drops, {
+      'unknown-peer': 3,
+      self: 1,
+      rate: 1,
+      unsupported: 1,
+      malformed: 1,
+      refused: 1,
+      ...NO_SEAL_DROPS,
+    });
     assert.deepEqual(view.unattributedDrops, { 'unknown-peer': 3, self: 1 });
   });
 });

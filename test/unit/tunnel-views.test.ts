@@ -15,7 +15,7 @@ import type { RemoteMembersView } from '../../src/domain/peers/remote-members.js
 import { ControlServer } from '../../src/transport/control/control-server.js';
 import type { GroupView, TunnelView } from '../../src/transport/control/daemon-view.js';
 import type { GroupAddress, HostAddress } from '../../src/wire/ip-address.js';
-import { FakeDaemonView, sampleGroups, sampleStatus } from '../helpers/fake-daemon-view.js';
+import { FakeDaemonView, NO_SEAL_DROPS, sampleGroups, sampleStatus } from '../helpers/fake-daemon-view.js';
 
 const host = (text: string) => text as HostAddress;
 const group = (text: string) => text as GroupAddress;
@@ -55,11 +55,12 @@ describe('tunnel views', () => {
       port: 'tun0',
       ofport: 7,
       nodeAddress: '192.168.60.11',
+      authentication: 'address',
       peers: [
         { address: '192.168.60.12', state: 'up', lastContact: '2026-01-01T11:59:57.000Z', members: 2 },
         { address: '192.168.60.13', state: 'unknown', lastContact: null, members: 0 },
       ],
-      drops: { 'unknown-peer': 3, self: 1, rate: 0, unsupported: 0, malformed: 0, refused: 0 },
+      drops: { 'unknown-peer': 3, self: 1, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
     } satisfies TunnelView);
     assert.equal(tunnelViewOf({ tunnel: TUNNEL, ofport: undefined, remote: REMOTE, drops: {}, clock }).ofport, null);
   });

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import inspector from 'node:inspector';
 import { loadDaemonConfig, type DaemonFlags } from '../../controllers/daemon/config/config.js';
 import { loadGroupPolicy } from '../../controllers/daemon/config/policy-loader.js';
-import { peersFileSource } from '../../controllers/daemon/config/peers-loader.js';
+import { loadPeerKeyFile, peersFileSource } from '../../controllers/daemon/config/peers-loader.js';
 import type { DaemonHost } from '../../controllers/daemon/host/daemon-host.js';
 import { fixedPeers } from '../../domain/peers/peer-source.js';
 import { messageOf } from '../../errors.js';
@@ -93,6 +93,7 @@ async function runDaemon(flags: DaemonFlags, signals: DaemonSignals): Promise<vo
         ? {}
         : { configSource: { file: flags.config, read: () => loadDaemonConfig(flags) } }),
       policySource: { read: loadGroupPolicy },
+      peerKeySource: { read: loadPeerKeyFile },
       ...(peerSource === undefined ? {} : { peerSource }),
     });
     host.onFailure(() => stop.stop());

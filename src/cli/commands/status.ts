@@ -110,8 +110,8 @@ function printStatus(status: DaemonStatus, output: Output): void {
 }
 
 /**
- * `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, then a line per peer (with its own
- * drops).
+ * `tun0 (7), node 192.168.60.11, 2 peers (1 up, 1 down); dropped unknown-peer 3`, the peer keys, then a line per peer
+ * (with its own drops).
  */
 function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): Array<[string, string]> {
   const dropped = (counts: Partial<Record<string, number>>): string[] =>
@@ -131,8 +131,16 @@ function tunnelLines(tunnel: TunnelView, style: Output['style'], now: number): A
     `${port}, node ${tunnel.nodeAddress}, ${peers}; ${drops.length === 0 ? '0 dropped' : style.yellow(`dropped ${drops.join(', ')}`)}`,
   ];
   const state = { up: style.green('up'), down: style.red('down'), unknown: style.dim('unknown') };
+  const { authentication } = tunnel;
+  const keys: [string, string] = [
+    'peer keys',
+    authentication === undefined || authentication === 'address'
+      ? style.yellow('none: peers are believed by address alone')
+      : `${authentication.keys[0]} seals${authentication.keys.length > 1 ? `, ${authentication.keys.slice(1).join(', ')} opens too` : ''} (${authentication.keyFile})`,
+  ];
   return [
     head,
+    keys,
     ...tunnel.peers.map((peer: PeerView): [string, string] => {
       const contact =
         peer.lastContact === null

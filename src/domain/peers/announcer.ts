@@ -15,16 +15,19 @@
  * state THEN: a join followed by a leave within the interval cannot re-join.
  *
  * Reports hold at most R records, so that the IP packet, encapsulated, fits the path:
- * R = ⌊(pathMtu − 50 − H − 8) / r⌋, with 50 the Geneve over IPv4 overhead (inner
+ * R = ⌊(pathMtu − 50 − H − 8 − 32) / r⌋, with 50 the Geneve over IPv4 overhead (inner
  * Ethernet 14, Geneve 8, UDP 8, IP 20), H the report's IP headers with Router Alert (24
- * for IPv4; 48 for IPv6: 40 and a hop-by-hop header of 8), 8 the report's header, and r
- * a record without sources (8 for IPv4, 20 for IPv6): 177 and 69 for a 1,500-octet path.
+ * for IPv4; 48 for IPv6: 40 and a hop-by-hop header of 8), 8 the report's header, 32 the
+ * seal of a node with cluster keys (./peer-seal.ts; kept free without, so that a reload
+ * that adds keys changes no report's size), and r a record without sources (8 for IPv4,
+ * 20 for IPv6): 173 and 68 for a 1,500-octet path.
  *
  * Pure: time is passed in; the caller sends the reports (to every peer, or to the one
  * that asked) and runs `flush()` again at `nextDeadline()`.
  */
 import type { GroupRecord, IgmpV3Report } from '../../packet/igmp/message.js';
 import type { MldV2Report } from '../../packet/mld/message.js';
+import { SEAL_LENGTH } from './peer-seal.js';
 import {
   type AddressFamily,
   addressFamily,
@@ -52,12 +55,12 @@ const REPORT_LAYOUT: Readonly<Record<AddressFamily, { ipHeaders: number; emptyRe
 
 /** The least path MTU that leaves room for one record of either family. */
 const MIN_PATH_MTU =
-  TUNNEL_OVERHEAD + REPORT_LAYOUT.ipv6.ipHeaders + REPORT_HEADER_LENGTH + REPORT_LAYOUT.ipv6.emptyRecord;
+  TUNNEL_OVERHEAD + REPORT_LAYOUT.ipv6.ipHeaders + REPORT_HEADER_LENGTH + SEAL_LENGTH + REPORT_LAYOUT.ipv6.emptyRecord;
 
 /** Records a report of `family` may hold on a path of `pathMtu` octets (module comment). */
 export function recordsPerReport(pathMtu: number, family: AddressFamily = 'ipv4'): number {
   const { ipHeaders, emptyRecord } = REPORT_LAYOUT[family];
-  return Math.floor((pathMtu - TUNNEL_OVERHEAD - ipHeaders - REPORT_HEADER_LENGTH) / emptyRecord);
+  return Math.floor((pathMtu - TUNNEL_OVERHEAD - ipHeaders - REPORT_HEADER_LENGTH - SEAL_LENGTH) / emptyRecord);
 }
 
 export interface AnnouncerOptions {

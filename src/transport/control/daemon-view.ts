@@ -7,6 +7,9 @@
 import type { FrameEventRecord } from '../../packet/frame-event-record.js';
 import type { IgmpVersion } from '../../packet/igmp/message.js';
 import type { RecordTypeName } from '../../packet/igmp/record-type.js';
+import type { TunnelView } from './tunnel-view.js';
+
+export type { PeerDropReason, PeerView, TunnelView } from './tunnel-view.js';
 
 export interface PortView {
   ofport: number;
@@ -124,41 +127,6 @@ export interface DaemonStatus {
   maxGroups?: number;
   controlSocket: string;
   metricsAddress?: string;
-}
-
-/**
- * Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate,
- * IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer or the node's maxGroups.
- */
-export type PeerDropReason = 'unknown-peer' | 'self' | 'rate' | 'unsupported' | 'malformed' | 'refused';
-
-export interface TunnelView {
-  /** The tunnel port's name, and its OpenFlow port number (null until OVSDB has it). */
-  port: string;
-  ofport: number | null;
-  /**
-   * Why the port of that name on the bridge cannot carry frames to the peers (then ofport is null); absent when it can
-   * or is not there.
-   */
-  portProblem?: string;
-  nodeAddress: string;
-  peers: PeerView[];
-  /** Messages from the tunnel dropped since start, by reason. */
-  drops: Record<PeerDropReason, number>;
-  /** Of those, the ones from a sender that is no configured peer, or that names none (absent from older daemons). */
-  unattributedDrops?: Partial<Record<PeerDropReason, number>>;
-}
-
-export interface PeerView {
-  address: string;
-  /** unknown: not heard from since the daemon started; up: heard within the peer timeout; down: silent longer. */
-  state: 'unknown' | 'up' | 'down';
-  /** ISO 8601 of its last message; null: none yet. */
-  lastContact: string | null;
-  /** Groups it is a member of on this node. */
-  members: number;
-  /** Its messages dropped since it joined the peer list, by reason (absent from older daemons). */
-  drops?: Partial<Record<PeerDropReason, number>>;
 }
 
 export interface IgmpRefusals {

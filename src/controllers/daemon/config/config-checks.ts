@@ -32,6 +32,7 @@ export interface CheckContext {
 const TUNNEL_ONLY_KEYS = [
   'peers',
   'peersFile',
+  'peerKeyFile',
   'nodeAddress',
   'clusterCidrs',
   'peerRefreshInterval',

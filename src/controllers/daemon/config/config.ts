@@ -179,6 +179,7 @@ function tunnelDraftOf(value: <K extends DaemonConfigKey>(key: K) => SettingValu
     clusterCidrs: value('clusterCidrs'),
     refreshIntervalMs: value('peerRefreshInterval'),
     ...optional('peersFile', 'peersFile'),
+    ...optional('peerKeyFile', 'peerKeyFile'),
     ...optional('nodeAddress', 'nodeAddress'),
     ...optional('peerTimeout', 'peerTimeoutMs'),
     ...optional('maxGroupsPerPeer', 'maxGroupsPerPeer'),

@@ -10,6 +10,7 @@ import type { PacketBudgetSettings } from '../../../domain/membership/packet-bud
 import type { OvsTarget } from '../../../adapters/ovs/locations.js';
 import type { PipelineConfig } from '../../../domain/pipeline/config.js';
 import type { LogFormat, LogLevel } from '../../../runtime/logger.js';
+import type { PeerKeyRing } from '../../../domain/peers/peer-keys.js';
 import type { HostAddress } from '../../../wire/ip-address.js';
 import type { IpPrefix } from '../../../domain/policy/ip-prefix.js';
 import type { MldVersion } from '../../../packet/mld/message.js';
@@ -23,6 +24,11 @@ export interface TunnelConfig {
   peers: readonly HostAddress[];
   /** Where the peers were read from, re-read on SIGHUP and when it changes; undefined: --peers only. */
   peersFile?: string;
+  /**
+   * The cluster keys of --peer-key-file (read again on SIGHUP): every message to the peers is sealed with the first,
+   * and a peer's message is believed only under a seal of one of them. Undefined: peers are believed by address alone.
+   */
+  peerKeys?: PeerKeyRing;
   /**
    * This node's underlay address: the source of its IGMPv3 reports to the peers, and what they see as the tunnel's
    * outer source.

@@ -1,5 +1,5 @@
 /**
- * Tunnel mode's peers file, read from disk: a regular file of at most
+ * Tunnel mode's peers file and peer key file, read from disk. The peers file: a regular file of at most
  * MAX_PEERS_FILE_BYTES (never a FIFO or a device), parsed by peer-set.ts. Every refusal
  * is a UsageError naming the path (and `FILE:LINE` for what is in the file).
  *
@@ -15,6 +15,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { FileRefusedError, readRegularFile, showBytes } from '../../../runtime/regular-file.js';
 import { parsePeersFile, type PeerSet } from '../../../domain/peers/peer-set.js';
+import { parsePeerKeyFile, type PeerKeyRing } from '../../../domain/peers/peer-keys.js';
 import type { HostAddress } from '../../../wire/ip-address.js';
 import type { PeerSource } from '../../../domain/peers/peer-source.js';
 
@@ -49,6 +50,25 @@ export async function loadPeersFile(path: string): Promise<PeersFileText> {
     firstPeer: () => asGiven.peers[0],
     peersFor: (nodeAddress) => parsePeersFile(text, path, { localAddresses: new Set([nodeAddress]) }),
   };
+}
+
+/** A peer key file holds two keys and comments: a few hundred octets. */
+const MAX_PEER_KEY_FILE_BYTES = 4096;
+
+/**
+ * Reads and checks a peer key file (peer-keys.ts): a regular file that neither its group nor others may read or write,
+ * whatever the path's last link; throws a UsageError naming the file (and its line, never its content).
+ */
+export async function loadPeerKeyFile(path: string): Promise<PeerKeyRing> {
+  let text: string;
+  try {
+    text = await readRegularFile(path, { what: 'peer key file', maxBytes: MAX_PEER_KEY_FILE_BYTES, secret: true });
+  } catch (error) {
+    if (!(error instanceof FileRefusedError) || error.reason === 'shared') throw error;
+    const hint = 'give --peer-key-file the path of a file of one or two keys in hex, mode 0600';
+    throw new FileRefusedError(error.reason, error.path, error.message, hint);
+  }
+  return parsePeerKeyFile(text, path);
 }
 
 /** The peers file as the daemon's peer source: read again at each reload, watched for changes. */

@@ -4,8 +4,9 @@
  * once, and any other changed setting is reported as waiting for a restart (the running
  * value stays: the bridge, the sockets, the state directory and the pipeline are the
  * daemon's identity, and are fixed for its life). Tunnel mode's settings are of the
- * latter kind; the peers file they name is read again apart (peers-loader.ts rereadPeers,
- * on SIGHUP and when the file changes), as the group policy file is.
+ * latter kind; the peers file and the peer key file they name are read again apart
+ * (peers-loader.ts; the peers on SIGHUP and when the file changes, the keys on SIGHUP), as
+ * the group policy file is.
  */
 import type { DaemonConfig, SettingField } from './daemon-config.js';
 import { DAEMON_SETTINGS, type DaemonConfigKey } from './settings.js';

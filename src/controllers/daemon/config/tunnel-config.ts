@@ -1,7 +1,7 @@
 /**
  * Tunnel mode's configuration, from its settings (tunnel-settings.ts) checked one by one
  * and against each other (config-checks.ts): the peers file read, this node's address
- * found, and the peer list normalised against it (peer-set.ts). Until then the tunnel is
+ * found, the peer list normalised against it (peer-set.ts), and the peer key file read. Until then the tunnel is
  * a draft: reading the file and asking the kernel for a route are not the table's job.
  */
 import { createSocket } from 'node:dgram';
@@ -10,7 +10,7 @@ import { parsePeerList } from '../../../domain/peers/peer-set.js';
 import { hostAddress, type HostAddress } from '../../../wire/ip-address.js';
 import type { IpPrefix } from '../../../domain/policy/ip-prefix.js';
 import type { TunnelConfig } from './daemon-config.js';
-import { loadPeersFile } from './peers-loader.js';
+import { loadPeerKeyFile, loadPeersFile } from './peers-loader.js';
 import { PEER_TIMEOUT_MARGIN_MS } from './tunnel-settings.js';
 
 /** The tunnel's settings as given, before the file is read and this node's address found. */
@@ -19,6 +19,7 @@ export interface TunnelDraft {
   /** The peers of --peers (or the file's `peers` key), duplicates and this node's address kept. */
   listedPeers: readonly HostAddress[];
   peersFile?: string;
+  peerKeyFile?: string;
   nodeAddress?: HostAddress;
   clusterCidrs: readonly IpPrefix[];
   refreshIntervalMs: number;
@@ -65,6 +66,7 @@ export async function resolveTunnel(
   finder: NodeAddressFinder = KERNEL_ROUTE,
 ): Promise<TunnelConfig> {
   const fileText = draft.peersFile === undefined ? undefined : await loadPeersFile(draft.peersFile);
+  const peerKeys = draft.peerKeyFile === undefined ? undefined : await loadPeerKeyFile(draft.peerKeyFile);
   const firstPeer = draft.listedPeers[0] ?? fileText?.firstPeer();
   const nodeAddress = draft.nodeAddress ?? (await nodeAddressToward(firstPeer, finder));
   const peers =
@@ -75,6 +77,7 @@ export async function resolveTunnel(
     port: draft.port,
     peers,
     ...(draft.peersFile === undefined ? {} : { peersFile: draft.peersFile }),
+    ...(peerKeys === undefined ? {} : { peerKeys }),
     nodeAddress,
     ...(draft.clusterCidrs.length === 0 ? {} : { clusterCidrs: draft.clusterCidrs }),
     refreshIntervalMs: draft.refreshIntervalMs,

@@ -55,6 +55,18 @@ export const TUNNEL_SETTINGS = [
     read: (config) => config.tunnel?.peersFile,
   }),
   assembled({
+    key: 'peerKeyFile',
+    flag: '--peer-key-file',
+    argument: '<file>',
+    kind: 'path',
+    parse: values.parseOptionalPath,
+    fallback: undefined,
+    help: "tunnel mode: the cluster's keys (one or two, hex, mode 0600): messages to and from the peers are sealed with them, read again on SIGHUP",
+    fileDefault: '""',
+    flagDefault: 'none: peers are believed by address alone',
+    read: (config) => config.tunnel?.peerKeys?.file,
+  }),
+  assembled({
     key: 'nodeAddress',
     flag: '--node-address',
     argument: '<addr>',

@@ -10,12 +10,14 @@
  *          the control socket and the metrics listener (a second daemon stops here,
  *          before it touches OVS or the kernel) ─► the loop ─► the peers' watch
  *   reload (SIGHUP; the peers also when their source changes): the configuration, the
- *          group policy and the peers, each read again; a bad one leaves what runs;
+ *          group policy, the peer keys and the peers, each read again; a bad one leaves
+ *          what runs;
  *          one reload at a time, and the last one starts after the last request
  *   stop:  the peers' watch, the listeners, then the loop (its final save)
  */
 import { type McastError, messageOf, UnavailableError } from '../../../errors.js';
 import { GroupPolicy } from '../../../domain/policy/group-policy.js';
+import type { PeerKeyRing } from '../../../domain/peers/peer-keys.js';
 import type { PeerSet } from '../../../domain/peers/peer-set.js';
 import type { PeerSource } from '../../../domain/peers/peer-source.js';
 import type { LogLevel } from '../../../runtime/logger.js';
@@ -94,6 +96,8 @@ export interface DaemonHostOptions {
   policySource: PolicySource;
   /** Tunnel mode's peers (the flags' list, or the peers file); absent: not in tunnel mode. */
   peerSource?: PeerSource;
+  /** Where tunnel mode's peer key file is read again from (SIGHUP); absent: it is not. */
+  peerKeySource?: { read(file: string): Promise<PeerKeyRing> };
 }
 
 export class DaemonHost {
@@ -218,6 +222,7 @@ export class DaemonHost {
         this.options.logger.info('SIGHUP: no configuration file (--config) to read again');
       else await this.reloadConfig(loop, this.options.configSource);
       await this.reloadPolicy(loop);
+      await this.reloadPeerKeys(loop);
     }
     await this.reloadPeers(why);
   }
@@ -304,6 +309,29 @@ export class DaemonHost {
       file: file ?? 'none',
       rules: next.ruleCount,
     });
+  }
+
+  /** The peer key file is read again (SIGHUP: a rotation); a bad one leaves the keys in force. */
+  private async reloadPeerKeys(loop: DaemonLoop): Promise<void> {
+    const { logger, peerKeySource } = this.options;
+    const file = loop.configuration.tunnel?.peerKeys?.file;
+    if (file === undefined || peerKeySource === undefined) return;
+    let next: PeerKeyRing;
+    try {
+      next = await peerKeySource.read(file);
+    } catch (error) {
+      return logger.error('SIGHUP: the peer key file was not read again; the keys in force stay', {
+        file,
+        error: messageOf(error),
+      });
+    }
+    // The loop's configuration as it is now: the peers may have been read again meanwhile.
+    const running = loop.configuration;
+    const tunnel = running.tunnel;
+    if (tunnel === undefined || next.sameAs(tunnel.peerKeys))
+      return logger.info('SIGHUP: peer key file read again; the same keys', { file });
+    loop.reconfigure({ ...running, tunnel: { ...tunnel, peerKeys: next } });
+    logger.info('SIGHUP: peer keys in force', { file, keys: next.ids.join(','), sealing: next.ids[0] });
   }
 
   /** The peers are read again (SIGHUP, or their source changed); a bad source leaves the peers as they are. */

@@ -278,7 +278,7 @@ export class MulticastController implements DaemonView {
     this.parts.querier.reconfigure({ ...querierTiming(config), mldVersions: config.mldQueryVersions });
     this.parts.election.mode = config.querierElection;
     this.parts.sync.setBackoff(config.syncBackoffMinMs, config.syncBackoffMaxMs);
-    if (config.tunnel !== undefined && this.parts.tunnel?.setPeers(config.tunnel.peers) === true)
+    if (config.tunnel !== undefined && this.parts.tunnel?.reconfigure(config.tunnel) === true)
       void installBaseFlows(this.parts, this.options.vswitch).catch((error: unknown) => this.fail('openflow', error));
     if (this.options.router !== undefined) this.options.router.idleTimeoutMs = config.routeIdleTimeoutMs;
     // A shorter Group Membership Interval can bring the next expiry forward.

@@ -29,6 +29,11 @@ const PEER_DROP_REASONS: readonly PeerDropReason[] = [
   'unsupported',
   'malformed',
   'refused',
+  'unsealed',
+  'unknown-key',
+  'bad-seal',
+  'replay',
+  'stale',
 ];
 
 /** A peer of the remote members' view, with its drops when the exchange counts them. */
@@ -66,6 +71,10 @@ export function tunnelViewOf(input: TunnelViewInput): TunnelView {
     ofport: input.ofport ?? null,
     ...(input.portProblem === undefined ? {} : { portProblem: input.portProblem }),
     nodeAddress: input.tunnel.nodeAddress,
+    authentication:
+      input.tunnel.peerKeys === undefined
+        ? 'address'
+        : { keyFile: input.tunnel.peerKeys.file, keys: input.tunnel.peerKeys.ids },
     peers: input.remote.peers.map((peer: RemotePeer) => ({
       address: peer.address,
       state: peer.state,

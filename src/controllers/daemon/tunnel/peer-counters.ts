@@ -24,13 +24,39 @@ export function newCounters(): PeerExchangeCounters {
   return {
     received: { reports: 0, queries: 0 },
     sent: { reports: 0, queries: 0 },
-    drops: { 'unknown-peer': 0, self: 0, unsupported: 0, malformed: 0, rate: 0, refused: 0 },
+    drops: {
+      'unknown-peer': 0,
+      self: 0,
+      unsupported: 0,
+      malformed: 0,
+      rate: 0,
+      refused: 0,
+      unsealed: 0,
+      'unknown-key': 0,
+      'bad-seal': 0,
+      replay: 0,
+      stale: 0,
+    },
     sendErrors: 0,
   };
 }
 
-/** The reasons a configured peer's frame can be dropped for (each peer's counts start with these at 0). */
-const PEER_DROP_REASONS = ['rate', 'unsupported', 'malformed', 'refused'] as const satisfies readonly PeerDropReason[];
+/**
+ * The reasons a configured peer's frame can be dropped for (each peer's counts start with these at 0). A seal's
+ * refusals count against the peer whose address the frame came from, a forger's or not: the peers bound the keys all
+ * the same.
+ */
+export const PEER_DROP_REASONS = [
+  'rate',
+  'unsupported',
+  'malformed',
+  'refused',
+  'unsealed',
+  'unknown-key',
+  'bad-seal',
+  'replay',
+  'stale',
+] as const satisfies readonly PeerDropReason[];
 /**
  * The reasons a frame of no configured peer can be dropped for: a frame is named by its outer source before it is
  * decoded.

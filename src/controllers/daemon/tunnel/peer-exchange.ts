@@ -5,9 +5,10 @@
  *
  * - In: a packet-in from the tunnel port is named by the tunnel's OUTER source (tun_src), which must be a configured
  *   peer; what the packet inside says of its sender is never believed (a pod or a host could write any node's address
- *   there). It is then decoded as the pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote
- *   members, within the node's limit of groups; a general query ("send me your full state", IGMPv3 or MLDv2) is
- *   answered to that peer only, with the state of both families, at most once per `queryAnswerIntervalMs` (`answer`).
+ *   there). With cluster keys, its seal must then open for that peer (./peer-sealing.ts). It is then decoded as the
+ *   pod path decodes IGMP and MLD. A v3 report (MLDv2 report) updates the remote members, within the node's limit
+ *   of groups; a general query ("send me your full state", IGMPv3 or MLDv2) is answered to that peer only, with the
+ *   state of both families, at most once per `queryAnswerIntervalMs` (./query-answers.ts).
  * - Out: local changes are batched and sent on the next tick, and once again at the announcer's retransmission time;
  *   every peer gets the full state every refresh interval (±10 %, drawn anew for each peer and period, so the peers'
  *   reports do not bunch up), which also serves as the heartbeat.
@@ -28,11 +29,15 @@ import { parseHostAddress } from '../../../wire/ip-address.js';
 import { snoopFrame } from '../loop/igmp-snooper.js';
 import {
   newCounters,
+  PEER_DROP_REASONS,
   PeerDropCounts,
   type PeerExchangeCounters,
   type RemoteMembersWithDrops,
 } from './peer-counters.js';
 import { PeerSender, type PeerSendPort, recordsOf } from './peer-sender.js';
+import { PeerSealing } from './peer-sealing.js';
+import { QueryAnswers } from './query-answers.js';
+import type { PeerKeyRing } from '../../../domain/peers/peer-keys.js';
 import type { DaemonClock } from '../loop/ports.js';
 
 /**
@@ -42,7 +47,7 @@ import type { DaemonClock } from '../loop/ports.js';
 export interface PeerExchangePort extends PeerSendPort {
   /** The remote members of `groups` changed: sync them; `peer`, when one peer's message changed them (its lane). */
   groupsChanged(groups: readonly GroupAddress[], peer: HostAddress | undefined): void;
-  clock: Pick<DaemonClock, 'after' | 'monotonicMs'>;
+  clock: Pick<DaemonClock, 'after' | 'monotonicMs' | 'wallMs'>;
 }
 
 export interface PeerExchangeOptions {
@@ -53,6 +58,8 @@ export interface PeerExchangeOptions {
   sourceMac: () => string | undefined;
   /** The configured peers, normalised (src/domain/peers/peer-set.ts). */
   peers: readonly HostAddress[];
+  /** The cluster keys that seal every message both ways (./peer-sealing.ts); absent: peers believed by address. */
+  keys?: PeerKeyRing | undefined;
   /** MTU of the underlay path (1,500 when unknown): how many records a report holds. */
   pathMtu: number;
   /** How often each peer gets the full state (jittered ±10 %). */
@@ -91,11 +98,12 @@ export class PeerExchange {
   private readonly announcer: PeerAnnouncer;
   private readonly warnings: WarningLimiter;
   private readonly sender: PeerSender;
+  private readonly sealing: PeerSealing;
   private peers: HostAddress[];
   /** peer → cancel of its next refresh. */
   private readonly refreshTimers = new Map<HostAddress, () => void>();
-  /** peer → when its query was last answered, and the cancel of the answer due next, when one waits. */
-  private readonly answers = new Map<HostAddress, { at: number; cancel?: () => void }>();
+  /** The pace of the answers to each peer's queries (./query-answers.ts). */
+  private readonly answers: QueryAnswers;
   private cancelFlush: (() => void) | undefined;
   private retransmit: { at: number; cancel: () => void } | undefined;
   private expiry: { at: number; cancel: () => void } | undefined;
@@ -108,6 +116,12 @@ export class PeerExchange {
     const { port } = options;
     this.peers = [...options.peers];
     this.warnings = new WarningLimiter({ now: () => port.clock.monotonicMs(), intervalMs: DROP_LOG_INTERVAL_MS });
+    this.sealing = new PeerSealing(options.keys, () => port.clock.wallMs());
+    this.answers = new QueryAnswers({
+      intervalMs: options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS,
+      clock: port.clock,
+      answer: (peer) => this.sendFullState([peer]),
+    });
     this.sender = new PeerSender({
       port,
       nodeAddress: options.nodeAddress,
@@ -115,6 +129,7 @@ export class PeerExchange {
       refreshIntervalMs: options.refreshIntervalMs,
       counters: this.counters,
       warnings: this.warnings,
+      sealing: this.sealing,
     });
     this.remote = new RemoteMembers({
       peers: this.peers,
@@ -169,7 +184,13 @@ export class PeerExchange {
       });
       return;
     }
-    const snooped = snoopFrame(frame, { frame: ++this.frames, ts: 0 });
+    // With keys, the seal is checked before anything the frame holds is read.
+    const opened = this.sealing.open(frame, peer);
+    if ('refused' in opened) {
+      this.drop(opened.refused, peer, opened.fields);
+      return;
+    }
+    const snooped = snoopFrame(opened.frame, { frame: ++this.frames, ts: 0 });
     // Only IGMP and MLD are sent up from the tunnel: anything else is as broken as a bad checksum.
     if (snooped === undefined || snooped.event.kind === 'malformed') {
       this.drop('malformed', peer, {
@@ -203,7 +224,7 @@ export class PeerExchange {
       if (this.listened()) this.options.port.watchers?.publish({ type: 'peer-query', direction: 'in', peer });
       // Any message is contact, a query too.
       this.remote.apply(peer, [], now);
-      this.answer(peer, now);
+      if (!this.answers.ask(peer, now)) this.drop('rate', peer, { peer });
       return;
     }
     // IGMPv1/v2, MLDv1, group-specific queries and the rest: peers speak v3 reports and general queries only.
@@ -243,14 +264,18 @@ export class PeerExchange {
       if (after.has(peer)) continue;
       this.refreshTimers.get(peer)?.();
       this.refreshTimers.delete(peer);
-      this.answers.get(peer)?.cancel?.();
-      this.answers.delete(peer);
+      this.answers.forget(peer);
       this.dropCounts.forget(peer);
-      for (const kind of ['peer-groups', 'node-groups', 'unsupported', 'malformed'])
-        this.warnings.forget(`${kind}:${peer}`);
+      this.sealing.forget(peer);
+      for (const kind of ['peer-groups', 'node-groups', ...PEER_DROP_REASONS]) this.warnings.forget(`${kind}:${peer}`);
     }
     if (!this.started || this.stopped) return;
     this.greet(this.peers.filter((peer) => !before.has(peer)));
+  }
+
+  /** The cluster keys of a reload; the counters taken from the peers stay. */
+  setKeys(keys: PeerKeyRing | undefined): void {
+    this.sealing.setKeys(keys);
   }
 
   /** The groups some peer wants now. */
@@ -277,8 +302,7 @@ export class PeerExchange {
     this.stopped = true;
     for (const cancel of this.refreshTimers.values()) cancel();
     this.refreshTimers.clear();
-    for (const answer of this.answers.values()) answer.cancel?.();
-    this.answers.clear();
+    this.answers.stop();
     this.cancelFlush?.();
     this.cancelFlush = undefined;
     this.retransmit?.cancel();
@@ -355,33 +379,6 @@ export class PeerExchange {
         peer,
       );
     this.armExpiry();
-  }
-
-  /**
-   * Answers a peer's general query with the full state, at most once per `queryAnswerIntervalMs` for each peer. A query
-   * within the interval is counted (`rate`) and left to the one answer due at its end, with the state as it is then
-   * (as a host with an answer pending to a general query schedules no other, RFC 3376 §5.2). The bound: whoever can
-   * put a frame into the tunnel can give it a peer's outer source, and one query frame asks for ⌈groups / R⌉ reports
-   * (47 for 8,192 IPv4 groups on a 1,500-octet path); paced, queries at any rate cost at most one full state an
-   * interval toward each configured peer. A real peer asks when it starts or is added: a second delays it little.
-   */
-  private answer(peer: HostAddress, now: number): void {
-    const intervalMs = this.options.queryAnswerIntervalMs ?? DEFAULT_QUERY_ANSWER_INTERVAL_MS;
-    const last = this.answers.get(peer);
-    if (last === undefined || now - last.at >= intervalMs) {
-      last?.cancel?.();
-      this.answers.set(peer, { at: now });
-      this.sendFullState([peer]);
-      return;
-    }
-    this.drop('rate', peer, { peer });
-    if (last.cancel !== undefined) return;
-    const { clock } = this.options.port;
-    last.cancel = clock.after(last.at + intervalMs - now, () => {
-      if (this.stopped || this.answers.get(peer) !== last) return;
-      this.answers.set(peer, { at: clock.monotonicMs() });
-      this.sendFullState([peer]);
-    });
   }
 
   private sendFullState(peers: readonly HostAddress[]): void {

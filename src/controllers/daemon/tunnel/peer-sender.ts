@@ -1,7 +1,7 @@
 /**
  * What tunnel mode sends to its peers, and how: the frames (an IGMPv3 report of this
  * node's groups, a general query asking a peer for its full state), the IPv4
- * identification numbers they carry, and the send itself, which counts what went out and
+ * identification numbers they carry, their seal with a cluster key, and the send itself, which counts what went out and
  * what the switch refused, and tells the metrics and the watchers.
  *
  * Apart from the exchange (./peer-exchange.ts), which decides when and to whom: this
@@ -18,6 +18,7 @@ import type { PeerMessageNotice, PeerReportRecord } from '../../../transport/con
 import type { WarningLimiter } from '../../../runtime/warning-limiter.js';
 import type { HostAddress } from '../../../wire/ip-address.js';
 import type { PeerExchangeCounters } from './peer-counters.js';
+import type { PeerSealing } from './peer-sealing.js';
 import type { ControllerLogger } from '../loop/ports.js';
 
 /** What sending needs of the loop: the switch's tunnel, the log, and whoever counts or follows the messages. */
@@ -46,6 +47,8 @@ export interface PeerSenderOptions {
   counters: PeerExchangeCounters;
   /** The exchange's warning limiter: a failing send is logged at most once per its interval. */
   warnings: WarningLimiter;
+  /** Seals each frame (once, whatever the number of peers) when there are cluster keys. */
+  sealing: PeerSealing;
 }
 
 /** One message to peers: a report of this node's groups, or a general query. */
@@ -63,8 +66,12 @@ export class PeerSender {
 
   /** Hands one frame to the switch for each peer; what it refuses is counted and logged, never thrown. */
   send(message: PeerMessage, peers: readonly HostAddress[]): void {
-    const frame = message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame();
     if (peers.length === 0) return;
+    const { nodeAddress, sealing } = this.options;
+    const frame = sealing.seal(
+      message.kind === 'report' ? this.reportFrame(message.report) : this.generalQueryFrame(),
+      nodeAddress,
+    );
     const { port, counters, warnings } = this.options;
     // Built now (the peers may change before the switch answers), published once all of them got it.
     const notice: PeerMessageNotice | undefined = !(port.watchers?.listened() ?? false)

@@ -73,6 +73,8 @@ export class TunnelMode {
   private port: { ofport: number } | undefined;
   /** The configured peers now (a reload may change them). */
   private peers: readonly HostAddress[];
+  /** The tunnel's configuration now (a reload may change its peers and keys). */
+  private config: TunnelConfig;
   /** What the switch dropped from the tunnel for an outer source that is no peer. */
   private readonly shed: TunnelShedCount;
   /** Why the port on the bridge cannot be used, as last warned of; undefined while it can (or is absent). */
@@ -90,6 +92,7 @@ export class TunnelMode {
     });
     this.shed.start();
     this.peers = options.config.peers;
+    this.config = options.config;
     const { config, vswitch, clock, logger, host } = options;
     const underlay = host.interfaceHolding?.(config.nodeAddress);
     this.pathMtu = (underlay === undefined ? undefined : host.interfaceMtu?.(underlay)) ?? DEFAULT_PATH_MTU;
@@ -117,6 +120,7 @@ export class TunnelMode {
       nodeAddress: config.nodeAddress,
       sourceMac: () => (options.gateway === undefined ? undefined : options.host.interfaceIPv4(options.gateway)?.mac),
       peers: config.peers,
+      keys: config.peerKeys,
       pathMtu: this.pathMtu,
       refreshIntervalMs: config.refreshIntervalMs,
       peerTimeoutMs: config.peerTimeoutMs,
@@ -220,11 +224,15 @@ export class TunnelMode {
   }
 
   /**
-   * New peers (a reload): the ones gone lose their groups at once, new ones are greeted. Whether the list changed:
-   * the base flows, which let in the peers' membership messages only, must be written again.
+   * The tunnel's configuration of a reload: its peers (the ones gone lose their groups at once, new ones are greeted)
+   * and its keys (the rest changes only at a restart). Whether the peers changed: the base flows, which let in the
+   * peers' membership messages only, must be written again.
    */
-  setPeers(peers: readonly HostAddress[]): boolean {
+  reconfigure(config: TunnelConfig): boolean {
+    const { peers } = config;
     const changed = [...peers].sort().join() !== [...this.peers].sort().join();
+    this.exchange.setKeys(config.peerKeys);
+    this.config = config;
     this.peers = peers;
     this.exchange.setPeers(peers);
     return changed;
@@ -238,7 +246,8 @@ export class TunnelMode {
   /** The status's tunnel part: the port, this node's address, every configured peer, the drops. */
   status(): TunnelView {
     const { counters } = this.exchange;
-    const { config, clock } = this.options;
+    const { config } = this;
+    const { clock } = this.options;
     // The switch's drops of senders that are no peer are the exchange's unknown-peer drops, made earlier.
     const shed = this.shed.packets;
     const remote = this.exchange.view();
@@ -281,6 +290,12 @@ export function tunnelModeOf(
   // Absent is no refusal: the port may be added after the daemon (it is used once it appears).
   if (tunnelPortOn(ports, port) === undefined)
     rest.logger.warn('the tunnel port is not on the bridge yet: nothing goes to the peers until it is', { port });
+  const { peerKeys } = config.tunnel;
+  if (peerKeys === undefined)
+    rest.logger.warn(
+      "peers are believed by address alone (no --peer-key-file): whoever can send from a peer's address speaks for it",
+    );
+  else rest.logger.info('messages with the peers are sealed', { keyFile: peerKeys.file, keys: peerKeys.ids.join(',') });
   const tunnel = new TunnelMode({ ...rest, config: config.tunnel, gateway: config.gateway });
   tunnel.updatePorts(ports);
   return tunnel;
