@@ -7,6 +7,7 @@ import { McastError } from '../../src/errors.js';
 import type { GroupOutcome } from '../../src/domain/pipeline/plan.js';
 import type { SwitchPort, SyncSendOptions, WantedForwarding } from '../../src/controllers/daemon/loop/ports.js';
 import type { WantedPortEntries } from '../../src/domain/pipeline/port-entries.js';
+import type { PortMeter } from '../../src/domain/pipeline/pipeline-entries.js';
 import type { SourcePorts } from '../../src/domain/pipeline/source-split.js';
 import {
   compareAddresses,
@@ -54,6 +55,8 @@ export class FakeSwitch implements SwitchPort {
   readonly baseTunnels: Array<number | undefined> = [];
   /** Every installBase call, in the same order: the peers whose membership messages the tunnel lets in. */
   readonly basePeers: Array<readonly string[] | undefined> = [];
+  /** Every installBase call, in the same order: the tunnel's meter (undefined: none). */
+  readonly baseMeters: Array<PortMeter | undefined> = [];
   /** Every frame sent out, with its ports. */
   readonly sent: Array<{ frame: Uint8Array; ports: number[] }> = [];
   /** Every frame sent to peers through the tunnel, with its tunnel port and peers. */
@@ -64,6 +67,8 @@ export class FakeSwitch implements SwitchPort {
   readonly drops = new Map<number, bigint>();
   /** Membership messages from the tunnel the switch dropped for a source that is no peer, as the test sets them. */
   tunnelShed = 0n;
+  /** Membership messages from the tunnel the switch's tunnel meter dropped, as the test sets them. */
+  tunnelMetered = 0n;
   /** The switch has meters (false: like a switch without them, every port unmetered). */
   meters = true;
   refreshes = 0;
@@ -179,11 +184,12 @@ export class FakeSwitch implements SwitchPort {
 
   async installBase(
     gatewayOfport: number | undefined,
-    tunnel?: { ofport: number; peers: readonly string[] },
+    tunnel?: { ofport: number; peers: readonly string[]; meter?: PortMeter },
   ): Promise<void> {
     this.baseFlows.push(gatewayOfport);
     this.baseTunnels.push(tunnel?.ofport);
     this.basePeers.push(tunnel?.peers);
+    this.baseMeters.push(this.meters ? tunnel?.meter : undefined);
   }
 
   async syncPort(ofport: number, wanted: WantedPortEntries | undefined): Promise<{ metered: boolean }> {
@@ -201,8 +207,8 @@ export class FakeSwitch implements SwitchPort {
     return [...this.ports.keys()];
   }
 
-  async tunnelShedPackets(): Promise<bigint> {
-    return this.tunnelShed;
+  async tunnelDrops(): Promise<{ notPeer: bigint; overRate: bigint }> {
+    return { notPeer: this.tunnelShed, overRate: this.tunnelMetered };
   }
 
   async meterDrops(): Promise<Map<number, bigint>> {

@@ -14,6 +14,7 @@ import type { FlowMod } from '../../src/protocol/openflow/flow-mod.js';
 import type { FlowStats } from '../../src/protocol/openflow/flow-stats.js';
 import type { OpenFlowMessage } from '../../src/protocol/openflow/message.js';
 import { FlowModCommand } from '../../src/protocol/openflow/mod-command.js';
+import { MeterModCommand } from '../../src/protocol/openflow/meter-mod.js';
 import type { PacketIn } from '../../src/protocol/openflow/packet-in.js';
 import type { PacketOut } from '../../src/protocol/openflow/packet-out.js';
 import { OfpPort } from '../../src/protocol/openflow/reserved.js';
@@ -159,6 +160,54 @@ describe('BridgeClient: the base in tunnel mode', () => {
     assert.equal(peerFlows('192.0.2.3').length, 5);
     const deleted = flowMods(ovs.batches.at(-1)).filter((mod) => mod.command === FlowModCommand.DELETE_STRICT);
     assert.equal(deleted.length, 5, "only the gone peer's flows are deleted");
+  });
+
+  it("meters the peers' membership messages: the meter before the flows that use it, and deleted after them", async () => {
+    const { ovs, bridge } = await started();
+    const meterId = ovsPipeline(DEFAULT_PIPELINE_CONFIG).tunnelMeterId;
+    const peers = ['192.0.2.2', '192.0.2.3'];
+    const meteredFlows = () =>
+      ovs.flows.filter(
+        (flow) =>
+          kindOf(flow) === FlowKind.TunnelMembership &&
+          flow.instructions.some((instruction) => instruction.type === 'METER' && instruction.meterId === meterId),
+      );
+    const meterMods = () =>
+      (ovs.batches.at(-1) ?? []).flatMap((message, index) =>
+        message.type === 'METER_MOD' ? [{ index, command: message.command, bands: message.bands }] : [],
+      );
+    const firstFlowMod = () => (ovs.batches.at(-1) ?? []).findIndex((message) => message.type === 'FLOW_MOD');
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers, meter: { rate: 400, burst: 2000 } });
+    assert.equal(meteredFlows().length, 10, "every peer's five flows, none of the drops");
+    assert.equal(meterMods().length, 1);
+    assert.equal(meterMods()[0]?.command, MeterModCommand.ADD);
+    assert.ok(meterMods()[0]!.index < firstFlowMod(), 'added before a flow uses it');
+    assert.equal(meterId, DEFAULT_PIPELINE_CONFIG.meterIdBase, 'the slot no port has: 0');
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers, meter: { rate: 400, burst: 2000 } });
+    assert.deepEqual(meterMods(), [], 'the same meter is not written again');
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: peers.slice(1), meter: { rate: 200, burst: 1000 } });
+    assert.equal(meterMods()[0]?.command, MeterModCommand.MODIFY);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: peers.slice(1) });
+    assert.equal(meteredFlows().length, 0, 'the flows written again without it');
+    const batch = ovs.batches.at(-1) ?? [];
+    assert.equal(meterMods()[0]?.command, MeterModCommand.DELETE);
+    assert.equal(
+      meterMods()[0]?.index,
+      batch.filter((message) => message.type !== 'BARRIER_REQUEST').length - 1,
+      'last',
+    );
+  });
+
+  it('a switch without meters lets the peers in unmetered', async () => {
+    const ovs = new ApplyingOpenFlow();
+    ovs.features = { ...ovs.features, maxMeter: 0 };
+    const { bridge } = await started(ovs);
+    await bridge.installBase(GATEWAY, { ofport: TUNNEL, peers: ['192.0.2.2'], meter: { rate: 200, burst: 1000 } });
+    assert.ok(!(ovs.batches.at(-1) ?? []).some((message) => message.type === 'METER_MOD'));
+    assert.ok(
+      ovs.flows.every((flow) => flow.instructions.every((instruction) => instruction.type !== 'METER')),
+      'no flow uses a meter',
+    );
   });
 
   it('without a tunnel the base is what it always was', async () => {

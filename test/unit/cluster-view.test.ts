@@ -19,7 +19,16 @@ const TUNNEL: TunnelView = {
     { address: '192.168.60.11', state: 'down', lastContact: iso(-40_000), members: 1 },
     { address: '192.168.60.14', state: 'unknown', lastContact: null, members: 0 },
   ],
-  drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
+  drops: {
+    'unknown-peer': 0,
+    self: 0,
+    rate: 0,
+    unsupported: 0,
+    malformed: 0,
+    refused: 0,
+    ...NO_SEAL_DROPS,
+    'over-rate': 0,
+  },
 };
 
 /** 239.1.2.3 with two local pods and both peers; 232.1.1.1 local only; 239.9.9.9 peer 2 only; 239.0.0.7 nobody. */

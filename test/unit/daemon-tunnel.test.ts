@@ -154,6 +154,56 @@ describe('daemon loop in tunnel mode', () => {
     }
   });
 
+  it("the tunnel's meter is a pod port's budget for each peer, follows the peers and the settings, and is off with meters", async () => {
+    const { loop, vswitch, config, stop } = await startTunnelLoop();
+    try {
+      const { igmpRatePerPort: rate, igmpBurstPerPort: burst } = config;
+      assert.deepEqual(vswitch.baseMeters.at(-1), { rate: 2 * rate, burst: 2 * burst });
+      const base = vswitch.baseMeters.length;
+      loop.reconfigure({ ...config, tunnel: tunnelConfig({ peers: [PEER3] }) });
+      await settle();
+      assert.deepEqual(vswitch.baseMeters.at(-1), { rate, burst });
+      loop.reconfigure({ ...config, tunnel: tunnelConfig({ peers: [PEER3] }), igmpRatePerPort: 50 });
+      await settle();
+      assert.deepEqual(vswitch.baseMeters.at(-1), { rate: 50, burst });
+      const written = vswitch.baseMeters.length;
+      loop.reconfigure({ ...config, tunnel: tunnelConfig({ peers: [PEER3] }), igmpRatePerPort: 50 });
+      await settle();
+      assert.equal(vswitch.baseMeters.length, written, 'the same base is not written again');
+      loop.reconfigure({ ...config, tunnel: tunnelConfig({ peers: [PEER3] }), igmpRatePerPort: 50, igmpMeter: false });
+      await settle();
+      assert.equal(vswitch.baseMeters.at(-1), undefined);
+      assert.ok(vswitch.baseMeters.length > base);
+    } finally {
+      await stop();
+    }
+  });
+
+  it("past the tunnel's budget, a peer's frames are dropped unread and counted (over-rate), with the switch's meter drops", async () => {
+    const { loop, vswitch, config, advance, stop } = await startTunnelLoop();
+    try {
+      loop.reconfigure({ ...config, igmpRatePerPort: 1, igmpBurstPerPort: 3 });
+      await settle();
+      // Two peers: a burst of 6, then 2 a second; the fake clock stands still.
+      for (let index = 0; index < 10; index++)
+        vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL, PEER2);
+      await settle();
+      assert.equal(loop.status().tunnel?.drops['over-rate'], 4);
+      assert.deepEqual(vswitch.peers.get(GROUP), [PEER2], 'what came within the budget was taken');
+      // The switch's meter dropped 40 before they came up: read once a second, counted alike.
+      vswitch.tunnelMetered = 40n;
+      await advance(1_000);
+      assert.equal(loop.status().tunnel?.drops['over-rate'], 44);
+      assert.equal(
+        loop.status().tunnel?.unattributedDrops?.['over-rate'],
+        44,
+        'no peer named: the budget is theirs all',
+      );
+    } finally {
+      await stop();
+    }
+  });
+
   it('a reload without a peer drops its memberships at once', async () => {
     const { loop, vswitch, config, peerReport, stop } = await startTunnelLoop();
     try {

@@ -90,7 +90,16 @@ describe('DaemonMetrics', () => {
           { address: '192.168.60.12', state: 'down', lastContact: '2026-12-07T09:00:00.000Z', members: 0 },
           { address: '192.168.60.14', state: 'unknown', lastContact: null, members: 0 },
         ],
-        drops: { 'unknown-peer': 0, self: 0, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
+        drops: {
+          'unknown-peer': 0,
+          self: 0,
+          rate: 0,
+          unsupported: 0,
+          malformed: 0,
+          refused: 0,
+          ...NO_SEAL_DROPS,
+          'over-rate': 0,
+        },
       },
     });
     // More (group, peer) pairs than the limit: the groups in address order fill it, the rest are counted.

@@ -102,6 +102,7 @@ describe('drops by peer', () => {
       rate: 1,
       refused: 1,
       ...NO_SEAL_DROPS,
+      'over-rate': 0,
     });
     const view = exchange.view();
     assert.deepEqual(
@@ -111,7 +112,7 @@ describe('drops by peer', () => {
         [P3, NO_DROPS],
       ],
     );
-    assert.deepEqual(view.unattributedDrops, { 'unknown-peer': 3, self: 1 });
+    assert.deepEqual(view.unattributedDrops, { 'unknown-peer': 3, self: 1, 'over-rate': 0 });
     // Never keyed by a stranger's address.
     assert.doesNotMatch(JSON.stringify(view), /10\.9\.9\.9/);
   });
@@ -154,8 +155,9 @@ describe('drops by peer', () => {
       malformed: 1,
       refused: 1,
       ...NO_SEAL_DROPS,
+      'over-rate': 0,
     });
-    assert.deepEqual(view.unattributedDrops, { 'unknown-peer': 3, self: 1 });
+    assert.deepEqual(view.unattributedDrops, { 'unknown-peer': 3, self: 1, 'over-rate': 0 });
   });
 });
 

@@ -161,6 +161,7 @@ describe('PeerExchange: frames from the tunnel', () => {
       rate: 0,
       refused: 0,
       ...NO_SEAL_DROPS,
+      'over-rate': 0,
     });
     // One warning per reason, not per frame.
     assert.equal(
@@ -206,6 +207,7 @@ describe('PeerExchange: frames from the tunnel', () => {
       rate: 0,
       refused: 0,
       ...NO_SEAL_DROPS,
+      'over-rate': 0,
     });
     assert.deepEqual(exchange.view().peers.find((peer) => peer.address === P2)?.drops, {
       rate: 0,

@@ -60,7 +60,16 @@ describe('tunnel views', () => {
         { address: '192.168.60.12', state: 'up', lastContact: '2026-01-01T11:59:57.000Z', members: 2 },
         { address: '192.168.60.13', state: 'unknown', lastContact: null, members: 0 },
       ],
-      drops: { 'unknown-peer': 3, self: 1, rate: 0, unsupported: 0, malformed: 0, refused: 0, ...NO_SEAL_DROPS },
+      drops: {
+        'unknown-peer': 3,
+        self: 1,
+        rate: 0,
+        unsupported: 0,
+        malformed: 0,
+        refused: 0,
+        ...NO_SEAL_DROPS,
+        'over-rate': 0,
+      },
     } satisfies TunnelView);
     assert.equal(tunnelViewOf({ tunnel: TUNNEL, ofport: undefined, remote: REMOTE, drops: {}, clock }).ofport, null);
   });

@@ -25,7 +25,7 @@ import { bridgeInterfaces, NoSuchBridgeError, type InterfaceRow } from './vswitc
 import { BridgePorts, isLocalPort, type BridgePort } from './bridge-ports.js';
 import { applyChanges, type BridgeConnection } from './bridge-connection.js';
 import { ovsPipeline, readInstalled, type InstalledState } from './read-back.js';
-import { type BaseTunnel, PipelineSync } from './pipeline-sync.js';
+import { type BaseTunnel, PipelineSync, type TunnelDrops } from './pipeline-sync.js';
 import type { ForwardingWanted, LearnedForwarding } from './forwarding-sync.js';
 import type { PortGroupTraffic } from './traffic-counters.js';
 import type { OvsTarget } from './locations.js';
@@ -233,9 +233,9 @@ export class BridgeClient {
     return this.sync.meterDrops();
   }
 
-  /** Tunnel mode: membership messages the switch dropped for an outer source that is no peer (PipelineSync). */
-  tunnelShedPackets(): Promise<bigint> {
-    return this.sync.tunnelShedPackets();
+  /** Tunnel mode: membership messages the switch dropped, from no peer and past the tunnel's meter (PipelineSync). */
+  tunnelDrops(): Promise<TunnelDrops> {
+    return this.sync.tunnelDrops();
   }
 
   /** What each port received from and sent to each group of ours, read from the switch now. */

@@ -22,10 +22,11 @@ import {
   planPortSync,
   portEntries,
   portOfFlow,
+  sameMeter,
   type PortEntries,
   type WantedPortEntries,
 } from '../../domain/pipeline/port-entries.js';
-import { flowMatchKey } from '../../domain/pipeline/pipeline-entries.js';
+import { flowMatchKey, type PortMeter } from '../../domain/pipeline/pipeline-entries.js';
 import { readInstalled } from './read-back.js';
 import { applyChanges, type BridgeConnection } from './bridge-connection.js';
 import {
@@ -39,10 +40,20 @@ import { familyOf } from '../../domain/family/families.js';
 import { forwardingKey } from '../../domain/pipeline/forwarding-key.js';
 import type { BatchOptions } from '../../transport/openflow/requests.js';
 
-/** Tunnel mode's part of the base flows: the tunnel port, and the peers whose membership messages it lets in. */
+/**
+ * Tunnel mode's part of the base flows: the tunnel port, the peers whose membership messages it lets in, and the meter
+ * they go through (absent: none).
+ */
 export interface BaseTunnel {
   ofport: number;
   peers: readonly string[];
+  meter?: PortMeter;
+}
+
+/** What the switch dropped of the tunnel's membership messages: from no peer, and past the tunnel's meter. */
+export interface TunnelDrops {
+  notPeer: bigint;
+  overRate: bigint;
 }
 
 export class PipelineSync {
@@ -64,6 +75,8 @@ export class PipelineSync {
   private maxMeter: number | undefined;
   /** The gateway port installBase was last given: in tunnel mode it sits in link 0 of every group with a member. */
   private gatewayOfport: number | undefined;
+  /** The tunnel's meter on the switch (as of the last refresh or installBase). */
+  private tunnelMeter: PortMeter | undefined;
   /**
    * What each port received of each entry before its OVS groups were last rewritten (which zeroes their buckets'
    * counters).
@@ -77,7 +90,8 @@ export class PipelineSync {
 
   /** Reads what of ours is on the switch now (at start, and after a reconnect). */
   async refresh(): Promise<void> {
-    const { pipeline, foreignFlows, groupIds, meters } = await readInstalled(this.openflow, this.pipeline);
+    const { pipeline, foreignFlows, groupIds, meters, tunnelMeter } = await readInstalled(this.openflow, this.pipeline);
+    this.tunnelMeter = tunnelMeter;
     this.installed = new InstalledForwarding(pipeline.groups);
     // Any static entry of a group, (*,G) or (S,G), makes the group the operator's.
     const staticNow = new Set(pipeline.groups.filter((entry) => !entry.learned).map((entry) => entry.group));
@@ -167,15 +181,21 @@ export class PipelineSync {
   }
 
   /**
-   * Membership messages from the tunnel that the switch dropped for an outer source that is
-   * no peer: the packets of tunnelMembership's drop flows, asked for by their whole cookie.
-   * The count restarts when installBase writes the flows again.
+   * Membership messages from the tunnel that the switch dropped: for an outer source that is no peer (the packets of
+   * tunnelMembership's drop flows, asked for by their whole cookie), and past the tunnel's meter (its band's count).
+   * The counts restart when installBase writes the flows again, or the meter.
    */
-  async tunnelShedPackets(): Promise<bigint> {
+  async tunnelDrops(): Promise<TunnelDrops> {
     const { config } = this.pipeline;
     const cookie = encodeFlowCookie({ prefix: config.cookiePrefix, kind: FlowKind.TunnelMembership, value: 0 });
-    const flows = await this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: FLOW_COOKIE_FULL_MASK });
-    return flows.reduce((sum, flow) => sum + flow.packetCount, 0n);
+    const [flows, meters] = await Promise.all([
+      this.openflow.dumpFlows({ tableId: config.table, cookie, cookieMask: FLOW_COOKIE_FULL_MASK }),
+      this.tunnelMeter === undefined ? [] : this.openflow.meterStats(this.pipeline.tunnelMeterId),
+    ]);
+    return {
+      notPeer: flows.reduce((sum, flow) => sum + flow.packetCount, 0n),
+      overRate: meters.flatMap((meter) => meter.bandStats).reduce((sum, band) => sum + band.packetCount, 0n),
+    };
   }
 
   /**
@@ -218,14 +238,19 @@ export class PipelineSync {
    * here wants is not flooded to every pod by the bridge's own flows). In tunnel mode
    * (`tunnel`) also the catch-all drops of what comes in from the tunnel, and from the
    * gateway when there is one: only a group's ingress flows take those to its pods; and
-   * the tunnel's membership messages go to the controller only from one of its `peers`.
-   * Our earlier flows of those kinds that are not wanted now (another gateway or tunnel
-   * port, tunnel mode turned off) go. `query`'s probe flows are left to their run, the pod
+   * the tunnel's membership messages go to the controller only from one of its `peers`,
+   * through the tunnel's meter when `tunnel.meter` is given and the switch can hold it
+   * (added or changed before the flows that use it, deleted after the flows that used it
+   * are written again without it: OVS deletes a deleted meter's flows). Our earlier flows
+   * of those kinds that are not wanted now (another gateway or tunnel port, tunnel mode
+   * turned off) go. `query`'s probe flows are left to their run, the pod
    * ports' entries to syncPort. Throws McastError 'conflict' (nothing changed) when
    * another controller's flow has the match and priority of one of these.
    */
   async installBase(gatewayOfport: number | undefined, tunnel?: BaseTunnel): Promise<void> {
     const tunnelOfport = tunnel?.ofport;
+    const canMeter = this.pipeline.tunnelMeterId <= (this.maxMeter ?? 0);
+    const meter = tunnel?.meter !== undefined && canMeter ? tunnel.meter : undefined;
     const wanted = [
       ...this.pipeline.membershipToController(),
       ...this.pipeline.linkLocalFlood(),
@@ -234,7 +259,10 @@ export class PipelineSync {
         : this.pipeline.unknownGroupToGateway(gatewayOfport)),
       ...(tunnel === undefined
         ? []
-        : [...this.pipeline.tunnelDrop(tunnel.ofport), ...this.pipeline.tunnelMembership(tunnel)]),
+        : [
+            ...this.pipeline.tunnelDrop(tunnel.ofport),
+            ...this.pipeline.tunnelMembership({ ...tunnel, metered: meter !== undefined }),
+          ]),
       ...(tunnelOfport === undefined || gatewayOfport === undefined ? [] : this.pipeline.gatewayDrop(gatewayOfport)),
     ];
     for (const flow of wanted) this.refuseForeignSlot(flow);
@@ -245,13 +273,20 @@ export class PipelineSync {
       const kind = decodeFlowCookie(flow.cookie, this.pipeline.config.cookiePrefix)?.kind;
       return kind !== FlowKind.IgmpQueryProbe && !wantedSlots.has(slotOf(flow));
     });
+    const meterId = this.pipeline.tunnelMeterId;
+    const before = this.tunnelMeter;
     const changes: PipelineChange[] = [
+      ...(meter === undefined || (before !== undefined && sameMeter(before, meter))
+        ? []
+        : [{ op: before === undefined ? 'add-meter' : 'modify-meter', meterId, meter } as const]),
       ...stale.map((entry): PipelineChange => ({ op: 'delete-flow', entry })),
       ...wanted.map((entry): PipelineChange => ({ op: 'add-flow', entry })),
+      ...(meter === undefined && before !== undefined ? [{ op: 'delete-meter', meterId } as const] : []),
     ];
     await this.apply(changes, 'the base flows');
     this.otherFlows = wanted;
     this.gatewayOfport = gatewayOfport;
+    this.tunnelMeter = meter;
   }
 
   /**

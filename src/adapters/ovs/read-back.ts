@@ -38,8 +38,10 @@ export interface InstalledState {
   foreignFlows: FlowEntry[];
   /** Every OVS group id of our range on the switch, whatever reaches it. */
   groupIds: Set<number>;
-  /** The meters of our id range, by meter id. */
+  /** The pod ports' meters of our id range, by meter id. */
   meters: Map<number, PortMeter>;
+  /** The tunnel's meter (pipeline.tunnelMeterId), when the switch holds it. */
+  tunnelMeter?: PortMeter;
 }
 
 export function ovsPipeline(config: PipelineConfig): MulticastPipeline {
@@ -83,9 +85,13 @@ export async function readInstalled(openflow: PipelineReader, pipeline: Multicas
     if (flowCounters !== undefined) counters.set(forwardingKey(group), flowCounters);
   }
   const meters = new Map<number, PortMeter>();
-  for (const config of meterConfigs)
+  let tunnelMeter: PortMeter | undefined;
+  for (const config of meterConfigs) {
     if (pipeline.meterPort(config.meterId) !== undefined) meters.set(config.meterId, portMeterOf(config));
+    if (config.meterId === pipeline.tunnelMeterId) tunnelMeter = portMeterOf(config);
+  }
   return {
+    ...(tunnelMeter === undefined ? {} : { tunnelMeter }),
     pipeline: installed,
     counters,
     foreignFlows,

@@ -38,10 +38,21 @@ export function meterIdOf(config: PipelineConfig, ofport: number): number {
   return config.meterIdBase + ofport;
 }
 
-/** The pod port whose IGMP meter `meterId` is, or undefined when the id is not in our range. */
+/**
+ * The slot of our meter ids that is the tunnel's: 0, since no OpenFlow port has number 0 (ports count from 1), and the
+ * lowest id of the block is the one every switch that holds any of our meters holds.
+ */
+const TUNNEL_METER_SLOT = 0;
+
+/** The meter of the tunnel's membership messages from the peers (tunnel-flows.ts tunnelMembership). */
+export function tunnelMeterId(config: PipelineConfig): number {
+  return config.meterIdBase + TUNNEL_METER_SLOT;
+}
+
+/** The pod port whose IGMP meter `meterId` is, or undefined when the id is not a port's of our range. */
 export function meterPort(config: PipelineConfig, meterId: number): number | undefined {
   const ofport = meterId - config.meterIdBase;
-  return ofport >= 0 && ofport < METER_ID_BLOCK ? ofport : undefined;
+  return ofport > TUNNEL_METER_SLOT && ofport < METER_ID_BLOCK ? ofport : undefined;
 }
 
 /**

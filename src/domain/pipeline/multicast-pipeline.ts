@@ -216,9 +216,17 @@ export class MulticastPipeline {
     return tunnelFlows.tunnelDrop(this.config, tunnelOfport);
   }
 
-  /** Tunnel mode: the tunnel's membership messages → the controller from a peer, else dropped (tunnel-flows.ts). */
-  tunnelMembership(tunnel: { ofport: number; peers: readonly string[] }): FlowEntry[] {
+  /**
+   * Tunnel mode: the tunnel's membership messages → the controller from a peer (through the tunnel's meter when
+   * `metered`), else dropped (tunnel-flows.ts).
+   */
+  tunnelMembership(tunnel: { ofport: number; peers: readonly string[]; metered?: boolean }): FlowEntry[] {
     return tunnelFlows.tunnelMembership(this.config, tunnel);
+  }
+
+  /** The meter of the tunnel's membership messages from the peers. */
+  get tunnelMeterId(): number {
+    return baseFlows.tunnelMeterId(this.config);
   }
 
   /** Tunnel mode: any other multicast from the gateway → dropped, one flow a family. */

@@ -108,7 +108,8 @@ export function planPortSync(
   return changes;
 }
 
-function sameMeter(a: PortMeter, b: PortMeter): boolean {
+/** Whether two meters meter alike (the same rate and burst). */
+export function sameMeter(a: PortMeter, b: PortMeter): boolean {
   return a.rate === b.rate && a.burst === b.burst;
 }
 

@@ -12,6 +12,7 @@ import { type PipelineConfig, sourcePriorities, tunnelPriorities } from './confi
 import { FlowCookieFlag, FlowKind } from './flow-cookie.js';
 import type { FlowEntry } from './pipeline-entries.js';
 import { pipelineCookie } from './pipeline-cookie.js';
+import { tunnelMeterId } from './base-flows.js';
 
 /**
  * Tunnel mode: `group`'s traffic from the tunnel or the gateway (`inPort`) → link 1 of its chain, its local pods
@@ -96,14 +97,17 @@ function ingressDrop(config: PipelineConfig, inPort: number, priority: number): 
 /**
  * Tunnel mode: the membership messages (IGMP, MLD) that come in on the tunnel port. Those
  * whose outer source (tun_src) is a configured peer go to the controller, two above the
- * flows for every port; any other's are dropped one above them, in the switch, so that a
- * host that is no peer cannot reach the daemon's slow path however fast it sends. A peer
- * is an IPv4 underlay address (the peers file's and --peers' only kind).
+ * flows for every port, through the tunnel's meter when `metered` (one for all the peers,
+ * as a pod port's is one for its pod: whoever writes a peer's address as the outer source
+ * gets no further than the meter's rate); any other's are dropped one above them, in the
+ * switch, so that a host that is no peer cannot reach the daemon's slow path however fast
+ * it sends. A peer is an IPv4 underlay address (the peers file's and --peers' only kind).
  */
 export function tunnelMembership(
   config: PipelineConfig,
-  tunnel: { ofport: number; peers: readonly string[] },
+  tunnel: { ofport: number; peers: readonly string[]; metered?: boolean },
 ): FlowEntry[] {
+  const meter = tunnel.metered === true ? { meterId: tunnelMeterId(config) } : {};
   const peers = tunnel.peers.flatMap((peer) => {
     const value = parseIPv4(peer);
     return value === undefined ? [] : [{ peer, value }];
@@ -122,6 +126,7 @@ export function tunnelMembership(
         priority: config.priorities.igmp + 2,
         cookie: pipelineCookie(config, FlowKind.TunnelMembership, value),
         match: { inPort: tunnel.ofport, tunSrc: peer, ...match },
+        ...meter,
         actions: [{ type: 'controller' } as const],
       })),
     ]),

@@ -4,7 +4,8 @@
  * Why a message from the tunnel was dropped: a sender not in the peer list, this node itself, past the answer rate,
  * IGMP v1/v2, undecodable, or refused past maxGroupsPerPeer or the node's maxGroups; with a peer key file, a message
  * without a seal, sealed with a key this node does not hold, with a code that is not the peer's (forged or altered),
- * seen already (a replay), or sealed too far from this node's clock.
+ * seen already (a replay), or sealed too far from this node's clock; or past the tunnel's budget (its meter in the
+ * switch, then the daemon's own: over-rate).
  */
 export type PeerDropReason =
   | 'unknown-peer'
@@ -17,7 +18,8 @@ export type PeerDropReason =
   | 'unknown-key'
   | 'bad-seal'
   | 'replay'
-  | 'stale';
+  | 'stale'
+  | 'over-rate';
 
 export interface TunnelView {
   /** The tunnel port's name, and its OpenFlow port number (null until OVSDB has it). */

@@ -95,11 +95,15 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     monotonicMs: now,
     onGeneralQuery: (query) => otherQuerier(query),
   });
+  const podBudget = () => {
+    const { igmpMeter: metered, igmpRatePerPort: rate, igmpBurstPerPort: burst } = hooks.config();
+    return { rate, burst, metered };
+  };
   const portEntries = new PortEntriesSync({
     ...{ vswitch, pods, clock, logger },
     meter: () => {
-      const { igmpMeter, igmpRatePerPort: rate, igmpBurstPerPort: burst } = hooks.config();
-      return igmpMeter ? { rate, burst } : undefined;
+      const { rate, burst, metered } = podBudget();
+      return metered ? { rate, burst } : undefined;
     },
     deniedSend: (pod) => policyInForce.deniedSend(pod),
     fail: (error) => hooks.fail('openflow', error),
@@ -117,7 +121,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   const markDirty = (group: GroupAddress, lane?: string) => sync?.markDirty(group, lane);
   const ports = options.podDirectory.ports();
   const maxGroups = () => hooks.config().maxGroups;
-  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups });
+  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups, podBudget });
   sync = new GroupSync({
     ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
     ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },

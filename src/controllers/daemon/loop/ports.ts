@@ -10,6 +10,7 @@ import type { DaemonConfig } from '../config/config.js';
 import type { WorkQueueTimers } from '../../../domain/membership/work-queue.js';
 import type { GroupOutcome } from '../../../domain/pipeline/plan.js';
 import type { WantedPortEntries } from '../../../domain/pipeline/port-entries.js';
+import type { PortMeter } from '../../../domain/pipeline/pipeline-entries.js';
 import type { SourcePorts } from '../../../domain/pipeline/source-split.js';
 import type { SourceFilter } from '../../../domain/membership/source-filter.js';
 import type { PortGroupTraffic } from '../../../adapters/ovs/traffic-counters.js';
@@ -102,9 +103,13 @@ export interface SwitchPort {
    * The flows every group relies on (IGMP to the controller, link-local, unknown groups).
    * Tunnel mode (`tunnel`): also the catch-all drop of multicast from the tunnel, and
    * from the gateway when there is one, and the tunnel's membership messages to the
-   * controller from its `peers` only (any other's dropped in the switch).
+   * controller from its `peers` only (any other's dropped in the switch), through its
+   * `meter` when there is one.
    */
-  installBase(gatewayOfport: number | undefined, tunnel?: { ofport: number; peers: readonly string[] }): Promise<void>;
+  installBase(
+    gatewayOfport: number | undefined,
+    tunnel?: { ofport: number; peers: readonly string[]; meter?: PortMeter },
+  ): Promise<void>;
   /**
    * Makes the switch hold exactly `wanted` for pod port `ofport` (undefined: nothing of it); says whether its IGMP is
    * metered now.
@@ -115,10 +120,10 @@ export interface SwitchPort {
   /** Packets each pod port's IGMP meter dropped, by port (its counter restarts when the meter changes). */
   meterDrops(): Promise<ReadonlyMap<number, bigint>>;
   /**
-   * Tunnel mode: membership messages from the tunnel the switch dropped for an outer source that is no peer (the count
-   * restarts when installBase writes the base flows again).
+   * Tunnel mode: membership messages from the tunnel the switch dropped, for an outer source that is no peer and past
+   * the tunnel's meter (each count restarts when installBase writes the base flows or the meter again).
    */
-  tunnelShedPackets(): Promise<bigint>;
+  tunnelDrops(): Promise<{ notPeer: bigint; overRate: bigint }>;
   /**
    * What each port received from and sent to each group, read from the switch now (absent: a switch that cannot tell).
    */

@@ -34,6 +34,7 @@ const PEER_DROP_REASONS: readonly PeerDropReason[] = [
   'bad-seal',
   'replay',
   'stale',
+  'over-rate',
 ];
 
 /** A peer of the remote members' view, with its drops when the exchange counts them. */

@@ -36,6 +36,7 @@ export function newCounters(): PeerExchangeCounters {
       'bad-seal': 0,
       replay: 0,
       stale: 0,
+      'over-rate': 0,
     },
     sendErrors: 0,
   };
@@ -59,9 +60,9 @@ export const PEER_DROP_REASONS = [
 ] as const satisfies readonly PeerDropReason[];
 /**
  * The reasons a frame of no configured peer can be dropped for: a frame is named by its outer source before it is
- * decoded.
+ * decoded; the tunnel's budget is all the peers' (its meter in the switch tells no sender).
  */
-const UNATTRIBUTED_DROP_REASONS = ['unknown-peer', 'self'] as const satisfies readonly PeerDropReason[];
+const UNATTRIBUTED_DROP_REASONS = ['unknown-peer', 'self', 'over-rate'] as const satisfies readonly PeerDropReason[];
 
 type DropCounts = Partial<Record<PeerDropReason, number>>;
 

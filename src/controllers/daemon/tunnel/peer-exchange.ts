@@ -385,8 +385,8 @@ export class PeerExchange {
     for (const report of this.announcer.fullState()) this.sender.send({ kind: 'report', report }, peers);
   }
 
-  /** `peer`: the configured peer that sent the frame, undefined when none did. */
-  private drop(reason: PeerDropReason, peer: HostAddress | undefined, fields: Record<string, unknown>): void {
+  /** A frame dropped, here or before it came (the tunnel's budget); `peer`: the configured peer that sent it. */
+  drop(reason: PeerDropReason, peer: HostAddress | undefined, fields: Record<string, unknown>): void {
     this.dropCounts.count(reason, peer);
     const key = peer === undefined ? reason : `${reason}:${peer}`;
     // A peer's query past the rate is routine (two nodes restarting at once): not worth a warning.

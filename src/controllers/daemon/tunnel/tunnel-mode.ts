@@ -16,6 +16,8 @@ import type { GroupAddress, HostAddress } from '../../../wire/ip-address.js';
 import type { DaemonConfig, TunnelConfig } from '../config/daemon-config.js';
 import type { GroupSync } from '../loop/group-sync.js';
 import { PeerExchange } from './peer-exchange.js';
+import { PortPacketBudget } from '../../../domain/membership/packet-budget.js';
+import type { PortMeter } from '../../../domain/pipeline/pipeline-entries.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, HostFacts, SwitchPort } from '../loop/ports.js';
 import { tunnelViewOf, withRemoteMembers } from '../observe/tunnel-views.js';
 
@@ -48,7 +50,15 @@ export interface TunnelModeOptions {
    * there is one.
    */
   listeners?: ReadonlySet<(event: DaemonEvent) => void>;
+  /**
+   * A pod port's IGMP budget now (igmpRatePerPort, igmpBurstPerPort) and whether it goes through a meter (igmpMeter):
+   * the tunnel's is that much for each peer (tunnelBudget).
+   */
+  podBudget: () => PortMeter & { metered: boolean };
 }
+
+/** The largest rate and burst a meter holds (32 bits). */
+const MAX_METER_FIELD = 0xffff_ffff;
 
 /**
  * The tunnel port named `name` among the bridge's `ports`: its number, and why it cannot be used when it cannot;
@@ -75,6 +85,10 @@ export class TunnelMode {
   private peers: readonly HostAddress[];
   /** The tunnel's configuration now (a reload may change its peers and keys). */
   private config: TunnelConfig;
+  /** The daemon's budget for the tunnel's packet-ins (tunnelBudget), after the switch's meter. */
+  private readonly budget: PortPacketBudget;
+  /** The base flows as last written (baseFlows), to tell whether a reload changed them. */
+  private writtenBase: string | undefined;
   /** What the switch dropped from the tunnel for an outer source that is no peer. */
   private readonly shed: TunnelShedCount;
   /** Why the port on the bridge cannot be used, as last warned of; undefined while it can (or is absent). */
@@ -93,6 +107,8 @@ export class TunnelMode {
     this.shed.start();
     this.peers = options.config.peers;
     this.config = options.config;
+    const { rate, burst } = this.tunnelBudget();
+    this.budget = new PortPacketBudget({ ratePerSecond: rate, burst }, () => options.clock.monotonicMs());
     const { config, vswitch, clock, logger, host } = options;
     const underlay = host.interfaceHolding?.(config.nodeAddress);
     this.pathMtu = (underlay === undefined ? undefined : host.interfaceMtu?.(underlay)) ?? DEFAULT_PATH_MTU;
@@ -188,10 +204,15 @@ export class TunnelMode {
     this.exchange.start();
   }
 
-  /** Whether the packet-in came in on the tunnel port; if so, it is the exchange's (a peer's report or query). */
+  /**
+   * Whether the packet-in came in on the tunnel port; if so, it is the exchange's (a peer's report or query), within
+   * the tunnel's budget: what the meter let through past it (no meters, or a burst the meter's slack let in) is dropped
+   * unread.
+   */
   takes(frame: Uint8Array, ofport: number | undefined, tunnelSource: string | undefined): boolean {
     if (ofport === undefined || ofport !== this.port?.ofport) return false;
-    this.exchange.take(frame, tunnelSource);
+    if (this.budget.take(ofport)) this.exchange.take(frame, tunnelSource);
+    else this.exchange.drop('over-rate', undefined, { outerSource: tunnelSource ?? null });
     return true;
   }
 
@@ -225,22 +246,48 @@ export class TunnelMode {
 
   /**
    * The tunnel's configuration of a reload: its peers (the ones gone lose their groups at once, new ones are greeted)
-   * and its keys (the rest changes only at a restart). Whether the peers changed: the base flows, which let in the
-   * peers' membership messages only, must be written again.
+   * and its keys (the rest changes only at a restart), and the pod ports' budget of the settings now. Whether the base
+   * flows must be written again: they let in the peers' membership messages only, through the tunnel's meter.
    */
   reconfigure(config: TunnelConfig): boolean {
-    const { peers } = config;
-    const changed = [...peers].sort().join() !== [...this.peers].sort().join();
     this.exchange.setKeys(config.peerKeys);
     this.config = config;
-    this.peers = peers;
-    this.exchange.setPeers(peers);
-    return changed;
+    this.peers = config.peers;
+    this.exchange.setPeers(config.peers);
+    const { rate, burst } = this.tunnelBudget();
+    this.budget.reconfigure({ ratePerSecond: rate, burst });
+    return JSON.stringify(this.currentBase()) !== this.writtenBase;
   }
 
-  /** The tunnel's part of the base flows while its port is usable: the port, and the peers it lets in. */
-  baseFlows(): { ofport: number; peers: readonly HostAddress[] } | undefined {
-    return this.port === undefined ? undefined : { ofport: this.port.ofport, peers: this.peers };
+  /**
+   * The tunnel's part of the base flows while its port is usable: the port, the peers it lets in, and the meter they
+   * go through (when pod ports' IGMP does).
+   */
+  baseFlows(): { ofport: number; peers: readonly HostAddress[]; meter?: PortMeter } | undefined {
+    const base = this.currentBase();
+    this.writtenBase = JSON.stringify(base);
+    return base;
+  }
+
+  private currentBase(): { ofport: number; peers: readonly HostAddress[]; meter?: PortMeter } | undefined {
+    if (this.port === undefined) return undefined;
+    const { metered, ...meter } = this.tunnelBudget();
+    return { ofport: this.port.ofport, peers: this.peers, ...(metered ? { meter } : {}) };
+  }
+
+  /**
+   * The tunnel's budget, in the switch (its meter) and in the daemon: what a pod port may send for each peer. A peer's
+   * steady state is a full state a refresh (at most ⌈8,192 / 68⌉ reports) and its changes, far below; whoever floods
+   * under a peer's address shares the peers' budget, and the daemon's slow path stays bounded.
+   */
+  private tunnelBudget(): PortMeter & { metered: boolean } {
+    const { rate, burst, metered } = this.options.podBudget();
+    const peers = Math.max(1, this.peers.length);
+    return {
+      rate: Math.min(MAX_METER_FIELD, rate * peers),
+      burst: Math.min(MAX_METER_FIELD, burst * peers),
+      metered,
+    };
   }
 
   /** The status's tunnel part: the port, this node's address, every configured peer, the drops. */
@@ -248,12 +295,13 @@ export class TunnelMode {
     const { counters } = this.exchange;
     const { config } = this;
     const { clock } = this.options;
-    // The switch's drops of senders that are no peer are the exchange's unknown-peer drops, made earlier.
-    const shed = this.shed.packets;
+    // The switch's drops of senders that are no peer, and past the meter, are the exchange's drops, made earlier.
+    const { packets: shed, metered } = this.shed;
     const remote = this.exchange.view();
     const unknownPeer = (drops: Partial<Record<PeerDropReason, number>>) => ({
       ...drops,
       'unknown-peer': (drops['unknown-peer'] ?? 0) + shed,
+      'over-rate': (drops['over-rate'] ?? 0) + metered,
     });
     return tunnelViewOf({
       tunnel: config,
