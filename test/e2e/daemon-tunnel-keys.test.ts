@@ -19,6 +19,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from '../helpers/node-test.js';
+import { daemonCpuSeconds } from '../lab/churn.js';
 import { cliMissing, mcastctl } from '../lab/cli.js';
 import { control, errorEntries, startDaemon, type RunningDaemon } from '../lab/daemon.js';
 import { Lab, sleep, waitUntil } from '../lab/lab.js';
@@ -275,6 +276,41 @@ describe('mcastctl daemon in tunnel mode with peer keys (three nodes, sealed mes
     const stillUp = await tunnelOf(daemons[0]!);
     assert.equal(stillUp.peers.find((view) => view.address === A2)?.state, 'up');
     await streamReaches(memberOfG, 'after-replays');
+  });
+
+  it("a flood under node 2's address, 200,000 frames in 10 s: the tunnel's meter sheds it, the daemon opens a few", async (t) => {
+    const drops = async () => (await tunnelOf(daemons[0]!)).drops;
+    const before = await drops();
+    const packetInsBefore = (await control<DaemonStatus>(daemons[0]!, ['status'])).counters.packetIns;
+    const cpuBefore = await daemonCpuSeconds(daemons[0]!);
+    const started = performance.now();
+    await sendAsPeer(lab, tl.outside!.ns, {
+      from: A2,
+      to: A1,
+      payloads: [unsealedReport(A2, FORGED_JOIN_GROUP, 'join')],
+      flood: { count: 200_000, perSecond: 20_000 },
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const cpuPercent = (((await daemonCpuSeconds(daemons[0]!)) - cpuBefore) / seconds) * 100;
+    await restoreTunnelNeighbour(n1, n2);
+    // The meter's drops are read from the switch once a second.
+    await sleep(2500);
+    const after = await drops();
+    const overRate = after['over-rate'] - before['over-rate'];
+    const unsealed = after.unsealed - before.unsealed;
+    const packetIns = (await control<DaemonStatus>(daemons[0]!, ['status'])).counters.packetIns - packetInsBefore;
+    // Two peers: 400 a second and a burst of 2,000 (a pod port's 200 and 1,000 each).
+    const budget = 2 * 1000 + 2 * 200 * seconds;
+    t.diagnostic(
+      `${seconds.toFixed(1)} s: over-rate ${overRate}, unsealed ${unsealed}, packet-ins ${packetIns} (budget ${Math.round(budget)}), daemon CPU ${cpuPercent.toFixed(1)} % of a core`,
+    );
+    assert.ok(overRate >= 150_000, `only ${overRate} of the flood over the tunnel's rate`);
+    assert.ok(unsealed > 0 && unsealed <= budget * 1.2, `${unsealed} unsealed frames opened by the daemon`);
+    assert.ok(packetIns <= budget * 1.2 + 200, `${packetIns} packet-ins during the flood`);
+    assert.ok(cpuPercent < 10, `daemon CPU ${cpuPercent.toFixed(1)} % of a core during the flood`);
+    assert.deepEqual(await remoteMembersOf(daemons[0]!, FORGED_JOIN_GROUP), [], 'the flood was believed');
+    // The peers' budget is shared with the flood while it lasts: afterwards node 2 is heard again.
+    await streamReaches(memberOfG, 'after-flood');
   });
 
   it("rotation A, A+B, B+A, B by SIGHUP on all: each step's new join gets the stream, no key refused", async () => {

@@ -114,13 +114,15 @@ export function unsealedReport(source: string, group: string, record: 'join' | '
 }
 
 /**
- * argv: outer-source outer-destination udp-port hex-payload...; sends each payload in a UDP datagram (checksum 0, as
- * tunnels send) in an IPv4 packet whose header is built here, prints "sent <n>".
+ * argv: outer-source outer-destination udp-port count per-second hex-payload...; sends the payloads in turn, `count`
+ * datagrams in all (0: each once) at `per-second` (0: at once), each in a UDP datagram (checksum 0, as tunnels send) in
+ * an IPv4 packet whose header is built here; prints "sent <n>".
  */
 const RAW_SENDER_PY = `
-import socket, struct, sys
+import socket, struct, sys, time
 
-source, target, port, payloads = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+source, target, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+count, per_second, payloads = int(sys.argv[4]), float(sys.argv[5]), sys.argv[6:]
 
 def checksum(data):
     total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
@@ -128,15 +130,28 @@ def checksum(data):
         total = (total & 0xffff) + (total >> 16)
     return (~total) & 0xffff
 
-s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-for n, payload in enumerate(payloads):
+def packet(n, payload):
     body = bytes.fromhex(payload)
-    udp = struct.pack("!HHHH", 50000 + n, port, 8 + len(body), 0) + body
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x6600 + n, 0x4000, 64, 17, 0,
+    udp = struct.pack("!HHHH", 50000 + n % 1000, port, 8 + len(body), 0) + body
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), (0x6600 + n) & 0xffff, 0x4000, 64, 17, 0,
                          socket.inet_aton(source), socket.inet_aton(target))
-    header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
-    s.sendto(header + udp, (target, 0))
-print("sent", len(payloads), flush=True)
+    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + udp
+
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+packets = [packet(n, payload) for n, payload in enumerate(payloads)]
+total = count if count > 0 else len(packets)
+sent, started = 0, time.monotonic()
+while sent < total:
+    try:
+        s.sendto(packets[sent % len(packets)], (target, 0))
+    except BlockingIOError:
+        pass
+    sent += 1
+    if per_second > 0 and sent % 500 == 0:
+        ahead = started + sent / per_second - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+print("sent", sent, flush=True)
 `;
 
 export interface SendAsPeer {
@@ -146,14 +161,22 @@ export interface SendAsPeer {
   to: string;
   /** Geneve payloads (Geneve header and inner frame). */
   payloads: readonly Buffer[];
+  /** A flood: `count` datagrams in all, the payloads in turn, at `perSecond`; absent: each payload once. */
+  flood?: { count: number; perSecond: number };
 }
 
 /** Sends `payloads` from inside `ns` (a host on the underlay) to port 6081 of `to`, under `from`'s outer address. */
 export async function sendAsPeer(lab: Lab, ns: string, send: SendAsPeer): Promise<void> {
   const hex = send.payloads.map((payload) => payload.toString('hex'));
-  const argv = ['python3', '-c', RAW_SENDER_PY, send.from, send.to, String(TUNNEL_LAB.geneveUdpPort), ...hex];
-  const { stdout } = await lab.exec(ns, argv);
-  if (stdout.trim() !== `sent ${hex.length}`) throw new Error(`the raw sender in ${ns} said: ${stdout.trim()}`);
+  const { count, perSecond } = send.flood ?? { count: 0, perSecond: 0 };
+  const argv = [
+    ...['python3', '-c', RAW_SENDER_PY, send.from, send.to, String(TUNNEL_LAB.geneveUdpPort)],
+    ...[String(count), String(perSecond), ...hex],
+  ];
+  const timeoutMs = send.flood === undefined ? undefined : (count / perSecond) * 1000 + 30_000;
+  const { stdout } = await lab.exec(ns, argv, timeoutMs === undefined ? {} : { timeoutMs });
+  const expected = count > 0 ? count : hex.length;
+  if (stdout.trim() !== `sent ${expected}`) throw new Error(`the raw sender in ${ns} said: ${stdout.trim()}`);
 }
 
 /**

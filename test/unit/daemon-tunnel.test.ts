@@ -185,10 +185,16 @@ describe('daemon loop in tunnel mode', () => {
       loop.reconfigure({ ...config, igmpRatePerPort: 1, igmpBurstPerPort: 3 });
       await settle();
       // Two peers: a burst of 6, then 2 a second; the fake clock stands still.
+      const packetIns = loop.status().counters.packetIns;
       for (let index = 0; index < 10; index++)
         vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group: GROUP }]), TUNNEL, PEER2);
       await settle();
       assert.equal(loop.status().tunnel?.drops['over-rate'], 4);
+      assert.equal(
+        loop.status().counters.packetIns - packetIns,
+        10,
+        "the tunnel's packet-ins are counted with the pods'",
+      );
       assert.deepEqual(vswitch.peers.get(GROUP), [PEER2], 'what came within the budget was taken');
       // The switch's meter dropped 40 before they came up: read once a second, counted alike.
       vswitch.tunnelMetered = 40n;

@@ -121,7 +121,11 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   const markDirty = (group: GroupAddress, lane?: string) => sync?.markDirty(group, lane);
   const ports = options.podDirectory.ports();
   const maxGroups = () => hooks.config().maxGroups;
-  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups, podBudget });
+  const countPacketIn = () => {
+    counters.packetIns++;
+    metrics.packetIn();
+  };
+  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups, podBudget, countPacketIn });
   sync = new GroupSync({
     ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
     ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },

@@ -55,6 +55,8 @@ export interface TunnelModeOptions {
    * the tunnel's is that much for each peer (tunnelBudget).
    */
   podBudget: () => PortMeter & { metered: boolean };
+  /** Counts a packet-in from the tunnel with the pods' (the status's and the metrics' packet-ins). */
+  countPacketIn?: () => void;
 }
 
 /** The largest rate and burst a meter holds (32 bits). */
@@ -211,6 +213,7 @@ export class TunnelMode {
    */
   takes(frame: Uint8Array, ofport: number | undefined, tunnelSource: string | undefined): boolean {
     if (ofport === undefined || ofport !== this.port?.ofport) return false;
+    this.options.countPacketIn?.();
     if (this.budget.take(ofport)) this.exchange.take(frame, tunnelSource);
     else this.exchange.drop('over-rate', undefined, { outerSource: tunnelSource ?? null });
     return true;
