@@ -210,6 +210,27 @@ describe('daemon loop in tunnel mode', () => {
     }
   });
 
+  it("groups only peers want count against maxGroups for the pods too; a pod's join of one of them adds none", async () => {
+    const { loop, vswitch, config, stop } = await startTunnelLoop();
+    try {
+      loop.reconfigure({ ...config, maxGroups: 2 });
+      const [peerOnly, other, third] = [GROUP, groupAddress('239.1.1.2'), groupAddress('239.1.1.3')];
+      for (const group of [peerOnly, other])
+        vswitch.packetIn(v3Report(PEER2, [{ type: 'MODE_IS_EXCLUDE', group }]), TUNNEL, PEER2);
+      await settle();
+      vswitch.packetIn(v3Report('10.1.0.5', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: third }]), POD);
+      await settle();
+      assert.equal(loop.status().igmpRefused?.total['node-groups'], 1, 'a third group, past the two peers hold');
+      assert.equal(vswitch.groups.has(third), false);
+      vswitch.packetIn(v3Report('10.1.0.5', [{ type: 'CHANGE_TO_EXCLUDE_MODE', group: peerOnly }]), POD);
+      await settle();
+      assert.ok(vswitch.groups.get(peerOnly)?.includes(POD), "a peer's group taken by a pod: no new group");
+      assert.equal(loop.status().igmpRefused?.total['node-groups'], 1);
+    } finally {
+      await stop();
+    }
+  });
+
   it('a reload without a peer drops its memberships at once', async () => {
     const { loop, vswitch, config, peerReport, stop } = await startTunnelLoop();
     try {

@@ -48,6 +48,16 @@ describe('refusalOf', () => {
     assert.deepEqual(refusalOf({ ...base, groupCount: 3 }), { reason: 'node-groups', limit: 3 });
     const members = [{ port: 7, host: hostAddress('10.1.0.7'), filter: ANY_SOURCE }];
     assert.equal(refusalOf({ ...base, groupCount: 3, members }), undefined);
+    const held = (group: string) => group === base.group;
+    assert.equal(
+      refusalOf({ ...base, groupCount: 3, heldForOthers: held }),
+      undefined,
+      'held for the peers: no new one',
+    );
+    assert.deepEqual(refusalOf({ ...base, groupCount: 3, heldForOthers: () => false }), {
+      reason: 'node-groups',
+      limit: 3,
+    });
   });
 
   it('refuses a new group for the port at maxGroupsPerPort, not a refresh of one it is in', () => {

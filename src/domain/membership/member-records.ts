@@ -1,5 +1,5 @@
 /**
- * What the membership table takes in and gives out besides effects: the records it is fed,
+ * What the membership table takes in and gives out besides effects: its timing, the records it is fed,
  * the members a restart gives back, and its snapshot; and how a member's router-side state
  * (./router-filter.ts) is made from what was saved and shown in a snapshot.
  */
@@ -7,6 +7,21 @@ import type { GroupRecord, IgmpVersion } from '../../packet/igmp/message.js';
 import { compareAddresses, type GroupAddress, type HostAddress, type SourceAddress } from '../../wire/ip-address.js';
 import type { SourceFilter } from './source-filter.js';
 import * as routerFilter from './router-filter.js';
+
+export interface MembershipTiming {
+  /**
+   * Group Membership Interval, RV × QI + QRI (RFC 3376 §8.4): 260 s by default. Also the Older Host Present Interval
+   * (§8.13).
+   */
+  groupMembershipIntervalMs: number;
+  /** Last Member Query Time, LMQC × LMQI (§8.9): 2 s by default. */
+  lastMemberQueryTimeMs: number;
+}
+
+export const DEFAULT_MEMBERSHIP_TIMING: Readonly<MembershipTiming> = Object.freeze({
+  groupMembershipIntervalMs: 260_000,
+  lastMemberQueryTimeMs: 2_000,
+});
 
 /** One group record of an IGMPv3 report, its addresses checked (the snooper drops sources that are none). */
 export interface MembershipRecord {

@@ -68,8 +68,10 @@ export interface AdmissionRequest {
   filter: SourceFilter;
   /** The group's members now; undefined or empty when the node has none. */
   members: Iterable<AdmittedMember> | undefined;
-  /** Groups with members on the node now. */
+  /** Groups the node holds now: those with members here, and those it holds for others (the peers) only. */
   groupCount: number;
+  /** Whether the node holds `group` for others already (a local join of it adds no group); absent: none held. */
+  heldForOthers?: ((group: GroupAddress) => boolean) | undefined;
   /** Groups the port is a member of now. */
   portGroupCount: number;
 }
@@ -92,7 +94,7 @@ export function refusalOf(request: AdmissionRequest): Pick<MembershipRefusal, 'r
       break;
     }
   }
-  if (!groupHasMembers && request.groupCount >= limits.maxGroups)
+  if (!groupHasMembers && request.groupCount >= limits.maxGroups && request.heldForOthers?.(request.group) !== true)
     return { reason: 'node-groups', limit: limits.maxGroups };
   if (!portIsMember && request.portGroupCount >= limits.maxGroupsPerPort)
     return { reason: 'port-groups', limit: limits.maxGroupsPerPort };

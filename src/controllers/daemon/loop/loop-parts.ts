@@ -115,6 +115,11 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     onMemberChange: (change) => hooks.memberChanged(change),
     limits: membershipLimits(config),
     onRefusal: guard.refused.bind(guard),
+    // Tunnel mode's groups only peers want count too: the tunnel exists by the time a report comes.
+    heldForOthers: {
+      count: () => tunnel?.heldForPeers.count() ?? 0,
+      has: (group) => tunnel?.heldForPeers.has(group) ?? false,
+    },
   });
   // The tunnel marks the groups its peers changed; the sync exists by the time it does.
   let sync: GroupSync | undefined;

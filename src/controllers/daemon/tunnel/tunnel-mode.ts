@@ -235,6 +235,15 @@ export class TunnelMode {
     return ofport === undefined ? undefined : { ofport, peers: this.exchange.peersOf(group) };
   }
 
+  /**
+   * The groups the node holds for the peers alone (no local member): they count against maxGroups with the local ones,
+   * and a pod's join of one adds no group.
+   */
+  readonly heldForPeers = {
+    count: (): number => this.exchange.groupCounts.peerOnly,
+    has: (group: GroupAddress): boolean => this.exchange.peersOf(group).length > 0,
+  };
+
   /** The groups some peer wants now: synced like the local ones when the switch needs them all again. */
   groupsWithRemoteMembers(): GroupAddress[] {
     return this.exchange.groupsWithRemoteMembers();
