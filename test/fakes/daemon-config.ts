@@ -28,6 +28,7 @@ export function testDaemonConfig(overrides: Partial<DaemonConfig> = {}): DaemonC
     igmpBurstPerPort: 1000,
     trafficCounters: false,
     maxTrafficCounters: 4096,
+    maxSendDenyRanges: 256,
     ssmRange: [{ family: 'ipv4', address: '232.0.0.0', length: 8 }],
     stateDir: '/nonexistent/state',
     controlSocket: '/nonexistent/mcastctl.sock',

@@ -68,7 +68,7 @@ async function startLoop(options: { config?: Partial<DaemonConfig>; policy?: Gro
     clock.advance(2_000);
     await stopping;
   };
-  return { loop, clock, vswitch, podDirectory, packetIn, stop };
+  return { loop, clock, vswitch, podDirectory, packetIn, stop, logger };
 }
 
 const members = (loop: MulticastController, group: string) =>
@@ -194,6 +194,32 @@ describe('daemon: group policy', () => {
       '239.128.0.0/255.128.0.0',
     ]);
     assert.equal(t.loop.status().groupPolicy?.portsDeniedSending, 2);
+    await t.stop();
+  });
+
+  it('a pod denied more ranges than maxSendDenyRanges may send to link-scope groups only; a reload of the bound redoes it', async () => {
+    const t = await startLoop({ policy: POLICY, config: { maxSendDenyRanges: 4 } });
+    await t.loop.whenIdle();
+    const ranges = (ofport: number) =>
+      t.vswitch.ports.get(ofport)?.deniedSend.map((range) => `${range.address}/${range.mask}`) ?? [];
+    // web's 8 ranges are past 4: every multicast group but the link-scope ones is dropped from it.
+    const web = ranges(WEB);
+    assert.equal(web.length, 68);
+    assert.ok(web.includes('224.0.1.0/255.255.255.0') && web.includes('232.0.0.0/248.0.0.0'), web.join(' '));
+    assert.ok(!web.some((range) => range.startsWith('224.0.0.0/')), 'link-scope groups (mDNS, IGMP) stay sendable');
+    assert.deepEqual(ranges(DB), ['238.1.0.0/255.255.0.0', '239.0.0.0/255.0.0.0'], 'within the bound: as the policy');
+    assert.equal(t.loop.status().groupPolicy?.portsSendCapped, 1);
+    const warned = t.logger.lines.filter((line) =>
+      line.message.includes('more ranges of groups than maxSendDenyRanges'),
+    );
+    assert.deepEqual(
+      warned.map((line) => line.fields),
+      [{ port: 'web', ofport: WEB, ranges: 8 }],
+    );
+    t.loop.reconfigure({ ...t.loop.configuration, maxSendDenyRanges: 8 });
+    await t.loop.whenIdle();
+    assert.equal(ranges(WEB).length, 8, 'the bound raised: the policy as it is');
+    assert.equal(t.loop.status().groupPolicy?.portsSendCapped, 0);
     await t.stop();
   });
 

@@ -87,6 +87,7 @@ describe('planReload', () => {
       trafficCounters: true,
       maxTrafficCounters: '10',
       groupPolicy: '/tmp/policy.yaml',
+      maxSendDenyRanges: '10',
       logLevel: 'warn',
     });
     assert.deepEqual(

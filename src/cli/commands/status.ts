@@ -182,10 +182,12 @@ function describeMeters(meters: IgmpMeterView, style: Output['style']): string {
 /** `/etc/mcastctl/policy.yaml: 4 rules, read 2026-12-01T15:00:00.000Z; 2 ports denied sending`, or none. */
 function describePolicy(policy: GroupPolicyView, style: Output['style']): string {
   if (policy.file === undefined) return style.dim('none (every pod may join and send to every group)');
+  const capped = policy.portsSendCapped ?? 0;
   const sending =
-    policy.portsDeniedSending === 0
+    (policy.portsDeniedSending === 0
       ? ''
-      : `; ${policy.portsDeniedSending} port${policy.portsDeniedSending === 1 ? '' : 's'} denied sending`;
+      : `; ${policy.portsDeniedSending} port${policy.portsDeniedSending === 1 ? '' : 's'} denied sending`) +
+    (capped === 0 ? '' : style.yellow(` (${capped} past maxSendDenyRanges: link-local groups only)`));
   return `${policy.file}: ${policy.rules} rule${policy.rules === 1 ? '' : 's'}, read ${policy.loadedAt}${sending}`;
 }
 

@@ -171,6 +171,11 @@ export interface GroupPolicyView {
   loadedAt: string;
   /** Pod ports with send-policy drops in OVS. */
   portsDeniedSending: number;
+  /**
+   * Of those, the ports whose denied ranges were more than maxSendDenyRanges: they may send to link-local groups only
+   * (absent from older daemons).
+   */
+  portsSendCapped?: number;
 }
 
 export interface DaemonCounters {

@@ -104,6 +104,11 @@ export interface DaemonConfig {
   trafficCounters: boolean;
   /** (pod port, group) pairs with sender counting flows, and with per-pod series in the metrics. */
   maxTrafficCounters: number;
+  /**
+   * The most send-policy drop flows one pod port gets, one a range of groups the policy denies it: a pod whose denied
+   * ranges are more may send to link-local groups only (the policy kept, more strictly, in as few flows).
+   */
+  maxSendDenyRanges: number;
   /** The group policy file; undefined: none (every pod may join and send to every group). */
   groupPolicy?: string;
   stateDir: string;
@@ -128,6 +133,14 @@ export function membershipLimits(config: DaemonConfig): MembershipLimitSettings 
     ssmRange: config.ssmRange,
   };
 }
+
+/** The settings a pod port's own entries (its meter, its send-policy drops) are made of: a change redoes them all. */
+export const PORT_ENTRY_SETTINGS = [
+  'igmpMeter',
+  'igmpRatePerPort',
+  'igmpBurstPerPort',
+  'maxSendDenyRanges',
+] as const satisfies readonly (keyof DaemonConfig)[];
 
 /** The per-port IGMP budget of the configuration (see domain/membership/packet-budget.ts). */
 export function packetBudget(config: DaemonConfig): PacketBudgetSettings {

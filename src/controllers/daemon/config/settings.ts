@@ -288,6 +288,16 @@ export const DAEMON_SETTINGS = [
     fileDefault: '""',
     flagDefault: 'none',
   }),
+  fills('maxSendDenyRanges', {
+    key: 'maxSendDenyRanges',
+    flag: '--max-send-deny-ranges',
+    argument: '<n>',
+    kind: `integer 1 to ${values.MAX_MEMBERSHIP_LIMIT}`,
+    parse: values.parseMembershipLimit,
+    fallback: 256,
+    runtime: true,
+    help: "the group policy's send drops of one pod, one flow a range; a pod past it may send to link-local groups only (logged)",
+  }),
   fills('stateDir', {
     key: 'stateDir',
     flag: '--state-dir',

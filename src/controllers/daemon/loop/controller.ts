@@ -29,7 +29,7 @@ import type {
   TrafficStatsView,
 } from '../../../transport/control/daemon-view.js';
 import { membershipTiming, type DaemonConfig } from '../config/config.js';
-import { membershipLimits, packetBudget } from '../config/daemon-config.js';
+import { membershipLimits, packetBudget, PORT_ENTRY_SETTINGS } from '../config/daemon-config.js';
 import { callTable } from './igmp-snooper.js';
 import {
   groupsToSync,
@@ -256,14 +256,12 @@ export class MulticastController implements DaemonView {
    * already running keep their time; what they arm next, and every deadline from now on, uses the new values.
    */
   reconfigure(config: DaemonConfig): void {
-    const meterChanged = (['igmpMeter', 'igmpRatePerPort', 'igmpBurstPerPort'] as const).some(
-      (key) => config[key] !== this.config[key],
-    );
+    const portEntriesChanged = PORT_ENTRY_SETTINGS.some((key) => config[key] !== this.config[key]);
     const countingChanged = (['trafficCounters', 'maxTrafficCounters'] as const).some(
       (key) => config[key] !== this.config[key],
     );
     this.config = config;
-    if (meterChanged) this.parts.portEntries.markAll();
+    if (portEntriesChanged) this.parts.portEntries.markAll();
     if (countingChanged) {
       // Every pair is taken again under the new bound, and every group's counting flows follow.
       this.parts.traffic.reset();

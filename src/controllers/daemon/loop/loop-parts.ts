@@ -105,7 +105,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
       const { rate, burst, metered } = podBudget();
       return metered ? { rate, burst } : undefined;
     },
-    deniedSend: (pod) => policyInForce.deniedSend(pod),
+    deniedSend: (pod) => policyInForce.deniedSend(pod, hooks.config().maxSendDenyRanges),
     fail: (error) => hooks.fail('openflow', error),
     retryMs: () => hooks.config().syncBackoffMinMs,
   });

@@ -31,7 +31,7 @@ export function loopStatus(input: LoopViewInput): DaemonStatus {
   const { config, startedAt, pods, table, counters, options } = input;
   const { clock, vswitch, podDirectory, router, pid = process.pid } = options;
   const [igmpRefused, igmpMeter] = [input.guard.view(), input.portEntries.view()];
-  const groupPolicy = input.policy.view(input.portEntries.portsDenyingSend);
+  const groupPolicy = input.policy.view(input.portEntries.sendPolicyPorts);
   const pendingSyncs = input.sync.size + input.portEntries.pending;
   const parts = { config, startedAt, clock, vswitch, podDirectory, router, pods, table, counters, pid };
   const querier = querierViewOf(input.election, pods, clock.monotonicMs());

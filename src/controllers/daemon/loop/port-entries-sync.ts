@@ -23,8 +23,11 @@ export interface PortEntriesSyncOptions {
   logger: ControllerLogger;
   /** The meter each pod port's IGMP goes through; undefined: none (meters off). */
   meter: () => PortMeter | undefined;
-  /** The group ranges a pod may not send to (the group policy). */
-  deniedSend: (pod: string | undefined) => readonly GroupRange[];
+  /**
+   * The group ranges a pod may not send to (the group policy), one drop flow each; `capped`: more than the bound, the
+   * pod may send to link-local groups only, `denied` the ranges the policy gave.
+   */
+  deniedSend: (pod: string | undefined) => { ranges: readonly GroupRange[]; denied: number; capped: boolean };
   /** A port's sync failed: counted and logged; it is tried again after `retryMs`. */
   fail: (error: unknown) => void;
   retryMs: () => number;
@@ -43,6 +46,8 @@ export class PortEntriesSync {
   private readonly metered = new Set<number>();
   /** Ports with send-policy drops on the switch. */
   private readonly denying = new Set<number>();
+  /** Of those, the ports past the bound of drop flows (deniedSend's `capped`). */
+  private readonly capped = new Set<number>();
   private readonly drops = new Map<number, DropCount>();
   private running: Promise<void> | undefined;
   private retry: (() => void) | undefined;
@@ -81,9 +86,9 @@ export class PortEntriesSync {
     while (this.running !== undefined) await this.running;
   }
 
-  /** Pod ports with send-policy drops on the switch. */
-  get portsDenyingSend(): number {
-    return this.denying.size;
+  /** Pod ports with send-policy drops on the switch, and those of them past the bound. */
+  get sendPolicyPorts(): { denyingSend: number; sendCapped: number } {
+    return { denyingSend: this.denying.size, sendCapped: this.capped.size };
   }
 
   get pending(): number {
@@ -140,16 +145,23 @@ export class PortEntriesSync {
       this.dirty.delete(ofport);
       const pod = pods.pod(ofport);
       const meter = this.options.meter();
+      const denied = pod === undefined ? undefined : this.options.deniedSend(pod.pod);
       const wanted =
-        pod === undefined
-          ? undefined
-          : { deniedSend: this.options.deniedSend(pod.pod), ...(meter === undefined ? {} : { meter }) };
+        denied === undefined ? undefined : { deniedSend: denied.ranges, ...(meter === undefined ? {} : { meter }) };
       try {
         const { metered } = await vswitch.syncPort(ofport, wanted);
         if (metered) this.metered.add(ofport);
         else this.metered.delete(ofport);
         if ((wanted?.deniedSend.length ?? 0) > 0) this.denying.add(ofport);
         else this.denying.delete(ofport);
+        if (denied?.capped !== true) this.capped.delete(ofport);
+        else if (!this.capped.has(ofport)) {
+          this.capped.add(ofport);
+          this.options.logger.warn(
+            'the group policy denies this pod sending to more ranges of groups than maxSendDenyRanges: it may send to link-local groups only',
+            { port: pod?.name, ofport, ranges: denied.denied },
+          );
+        }
         if (pod !== undefined && meter !== undefined && !metered) {
           this.options.logger.warn('the switch cannot hold a meter for this pod port: its IGMP is not metered', {
             port: pod.name,
