@@ -198,7 +198,7 @@ describe('mcastctl daemon in tunnel mode with peer keys (three nodes, sealed mes
     for (const peer of [A2, A3]) assert.deepEqual(await sealDropsOf(daemons[0]!, peer), noDrops, `peer ${peer}`);
   });
 
-  it("unsealed reports under node 2's outer address, a join then a leave: counted, nothing changed", async () => {
+  it("unsealed reports under node 2's outer address, a join then a leave, from a host and a pod: counted, nothing changed", async () => {
     const before = await sealDropsOf(daemons[0]!, A2);
     const totalBefore = (await tunnelOf(daemons[0]!)).drops.unsealed;
     await forgeAsNode2(unsealedReport(A2, FORGED_JOIN_GROUP, 'join'));
@@ -211,8 +211,18 @@ describe('mcastctl daemon in tunnel mode with peer keys (three nodes, sealed mes
     await waitForDrops(daemons[0]!, A2, 'unsealed', before.unsealed + 2);
     assert.deepEqual(await remoteMembersOf(daemons[0]!, G.group), [A2], `remote members of ${G.group}`);
     await streamReaches(memberOfG, 'after-forged-leave');
-    assert.deepEqual(minus(await sealDropsOf(daemons[0]!, A2), before), { ...noDrops, unsealed: 2 });
-    assert.equal((await tunnelOf(daemons[0]!)).drops.unsealed - totalBefore, 2, 'the total of unsealed drops');
+    // A pod does the same, into its own gateway, its outer source node 2's address and the inner one too.
+    await sendAsPeer(lab, n1.pods[0]!.ns, {
+      from: A2,
+      to: n1.gateway.address,
+      payloads: [unsealedReport(A2, G.group, 'leave')],
+    });
+    await waitForDrops(daemons[0]!, A2, 'unsealed', before.unsealed + 3);
+    await restoreTunnelNeighbour(n1, n2);
+    assert.deepEqual(await remoteMembersOf(daemons[0]!, G.group), [A2], `remote members of ${G.group} after the pod's`);
+    await streamReaches(memberOfG, 'after-pod-forged-leave');
+    assert.deepEqual(minus(await sealDropsOf(daemons[0]!, A2), before), { ...noDrops, unsealed: 3 });
+    assert.equal((await tunnelOf(daemons[0]!)).drops.unsealed - totalBefore, 3, 'the total of unsealed drops');
     await daemons[0]!.waitForLog(
       (entry, line) => entry['level'] === 'warn' && entry['peer'] === A2 && line.includes('unsealed'),
       2000,
@@ -328,18 +338,24 @@ describe('mcastctl daemon in tunnel mode with peer keys (three nodes, sealed mes
     await streamReaches(memberOfG, 'after-flood');
   });
 
-  it("rotation A, A+B, B+A, B by SIGHUP on all: each step's new join gets the stream, no key refused", async () => {
+  it("rotation A, A+B, B+A, B by SIGHUP, a node at a time: a streaming member loses nothing, each step's join gets the stream, no key refused", async (t) => {
     const baseline = await Promise.all(daemons.map((daemon, index) => allSealDrops(daemon, index)));
+    // Node 2's member of G gets node 1's stream through the whole rotation: every refresh of its membership must be
+    // believed, or it expires (5 s) and the stream stops reaching node 2.
+    const streamCount = 2000;
+    const streaming = n1.pods[0]!.send(G.group, G.port, streamCount, { intervalMs: 10, tag: 'rotation' });
     for (const [step, keys] of [[KEY_A, KEY_B], [KEY_B, KEY_A], [KEY_B]].entries()) {
       const ids = keys.map(peerKeyId);
-      for (const file of keyFiles) writePeerKeyFile(file, keys);
-      for (const daemon of daemons) daemon.child.kill('SIGHUP');
-      // The next step starts only once every node holds this step's keys: that is how a rotation is done.
-      for (const [index, daemon] of daemons.entries())
+      // One node at a time, as an operator goes: the next only once this one holds the keys.
+      for (const [index, daemon] of daemons.entries()) {
+        writePeerKeyFile(keyFiles[index]!, keys);
+        daemon.child.kill('SIGHUP');
         await waitUntil(`node ${index + 1} to hold keys ${ids.join(',')}`, async () => {
           const { authentication } = await tunnelOf(daemon);
           return typeof authentication === 'object' && authentication.keys.join() === ids.join();
         });
+        await sleep(1000);
+      }
       const member = await n2.pods[1]!.listen(`239.62.4.${step + 1}`, 5404);
       try {
         await waitForTunnelDestinations(n1.node, member.group, [A2], 5000);
@@ -360,6 +376,17 @@ describe('mcastctl daemon in tunnel mode with peer keys (three nodes, sealed mes
         }
       }
     }
+    await streaming;
+    await waitUntil(
+      'the rotation stream to end',
+      async () => sequences(memberOfG.received, 'rotation').length >= streamCount,
+      3000,
+    ).catch(() => undefined);
+    const faults = deliveryFaults(memberOfG.received, 'rotation', streamCount);
+    t.diagnostic(
+      `rotation stream: ${streamCount} datagrams, ${faults.lost.length} lost, ${faults.duplicated.length} twice`,
+    );
+    assert.deepEqual(faults, { lost: [], duplicated: [] }, "node 2's member during the rotation");
     // A key file others may read (a slip of chmod) is refused at the reload, and the keys in force stay.
     writePeerKeyFile(keyFiles[0]!, [KEY_C], 0o644);
     daemons[0]!.child.kill('SIGHUP');

@@ -106,10 +106,14 @@ export function sealedReportsIn(file: string): Buffer[] {
   });
 }
 
-/** A Geneve payload (VNI 0, no options) holding an unsealed IGMPv3 report of one record for `group`, from `source`. */
-export function unsealedReport(source: string, group: string, record: 'join' | 'leave'): Buffer {
+/**
+ * A Geneve payload (VNI 0, no options) holding an unsealed IGMPv3 report from `source`, one record for each of `groups`
+ * (one group, or as many as a report holds).
+ */
+export function unsealedReport(source: string, groups: string | readonly string[], record: 'join' | 'leave'): Buffer {
   const type = record === 'join' ? IGMPV3_RECORD.changeToExclude : IGMPV3_RECORD.changeToInclude;
-  const frame = igmpV3ReportFrame({ sourceMac: '02:00:00:00:00:66', source, records: [{ type, group }] });
+  const records = (typeof groups === 'string' ? [groups] : groups).map((group) => ({ type, group }));
+  const frame = igmpV3ReportFrame({ sourceMac: '02:00:00:00:00:66', source, records });
   return Buffer.concat([Buffer.from([0, 0, 0x65, 0x58, 0, 0, 0, 0]), frame]);
 }
 
