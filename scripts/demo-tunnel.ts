@@ -17,6 +17,7 @@
  *
  * Environment: MCASTCTL_BIN (another build of the CLI), NO_COLOR.
  */
+import { randomBytes } from 'node:crypto';
 import Table from 'cli-table3';
 import { mcastctl } from '../test/lab/cli.js';
 import { startDaemon, type RunningDaemon } from '../test/lab/daemon.js';
@@ -24,6 +25,7 @@ import { Lab, type Tcpdump } from '../test/lab/lab.js';
 import type { OvsPod, Receiver } from '../test/lab/ovs.js';
 import { tsharkFrameCount } from '../test/lab/tshark.js';
 import { buildTunnelLab, TUNNEL_LAB } from '../test/lab/tunnel-lab.js';
+import { writePeerKeyFile } from '../test/lab/tunnel-replay.js';
 import { color, runDemo, say, sleep } from './demo-kit.js';
 
 const GROUP = '239.1.2.3';
@@ -35,8 +37,11 @@ async function main(): Promise<number> {
   try {
     say(`building the lab: 3 OVS nodes × 2 pods, Geneve port tun0 on each br-int, an underlay that drops multicast (namespaces ${lab.prefix}-*)`);
     const tl = await buildTunnelLab(lab);
+    // One cluster key, as `openssl rand -hex 32` makes it: the nodes' membership messages are sealed with it.
+    const keyFile = lab.file('demo-peer-keys');
+    writePeerKeyFile(keyFile, [randomBytes(32).toString('hex')]);
     for (const n of tl.nodes) {
-      const args = ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress];
+      const args = ['--tunnel-port', n.tunnel.name, '--peers', TUNNEL_LAB.underlayAddresses.join(','), '--node-address', n.underlayAddress, '--peer-key-file', keyFile];
       daemons.push(startDaemon(n.node, { gateway: n.gateway.name, multicastInterfaces: [], args }));
     }
     await Promise.all(daemons.map((daemon) => daemon.ready()));

@@ -4,7 +4,7 @@
  * ovsdb-server and ovs-vswitchd (user-space datapath) with br-int, tun0 (flow-based
  * Geneve, or VXLAN) and br-phy, P pods each (default 5, real kernel hosts in namespaces),
  * and, once startDaemons() ran, an `mcastctl daemon` in tunnel mode on every node with
- * every other node as a peer.
+ * every other node as a peer, all sealing with one cluster key (--peer-key-file).
  *
  * Every pod runs one long-lived member.py (test/lab/member.ts) from the start: joins and
  * leaves are commands on its stdin, so a membership change costs a line, not a process,
@@ -16,7 +16,9 @@
  * Everything lives under the lab's prefix, and `lab.destroy()` removes it all, daemons
  * included, also when a test fails.
  */
+import { randomBytes } from 'node:crypto';
 import { startDaemon, type RunningDaemon } from './daemon.js';
+import { writePeerKeyFile } from './tunnel-replay.js';
 import type { Lab } from './lab.js';
 import { Member } from './member.js';
 import type { OvsPod } from './ovs.js';
@@ -108,6 +110,9 @@ export async function buildFleet(lab: Lab, options: FleetOptions = {}): Promise<
     tunnelType: options.tunnelType ?? 'geneve',
   });
   const startMember = (pod: OvsPod) => Member.start(lab, pod, { port: FLEET.udpPort });
+  // One cluster key for the fleet, as a fleet runs: every membership message between the nodes is sealed.
+  const keyFile = lab.file('fleet-peer-keys');
+  writePeerKeyFile(keyFile, [randomBytes(32).toString('hex')]);
   const nodes: FleetNode[] = network.nodes.map((tunnel) => ({ tunnel, pods: [], daemon: undefined }));
   await Promise.all(
     nodes.map(async (node) => {
@@ -126,7 +131,7 @@ export async function buildFleet(lab: Lab, options: FleetOptions = {}): Promise<
             gateway: node.tunnel.gateway.name,
             // The underlay carries no multicast: nothing to join upstream, nothing to route.
             multicastInterfaces: [],
-            args: fleetDaemonArgs(network, node.tunnel, options.daemonArgs),
+            args: fleetDaemonArgs(network, node.tunnel, ['--peer-key-file', keyFile, ...(options.daemonArgs ?? [])]),
           })),
       ),
     async addPod(node) {
