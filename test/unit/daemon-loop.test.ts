@@ -455,6 +455,7 @@ describe('daemon loop: kernel routes', () => {
     await t.packetIn(v2Report('10.1.0.2', GROUP), 2);
     assert.equal(t.router!.hasLocalMembers(GROUP), true);
     t.router!.upcall({ source: sourceAddress('192.0.2.7'), group: GROUP, iif: 'eth0', oifs: ['gw0'] });
+    await settle(); // events reach the subscribers after the turn
     const route = { action: 'add', source: sourceAddress('192.0.2.7'), group: GROUP, iif: 'eth0', oifs: ['gw0'] };
     assert.deepEqual(
       t.logger.find('route added').map((line) => line.fields),

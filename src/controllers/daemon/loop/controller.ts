@@ -76,7 +76,6 @@ export class MulticastController implements DaemonView {
       apply: (effects, port) => this.apply(effects, port),
       memberChanged: (change) => this.onMemberChange(change),
       fail: (kind, error) => this.fail(kind, error),
-      publish: (event) => this.publish(event),
       isoNow: () => this.isoNow(),
       savedStateInTurns: () => savedStateInTurns(this.saveInput()),
     });
@@ -321,8 +320,7 @@ export class MulticastController implements DaemonView {
   }
 
   subscribe(listener: (event: DaemonEvent) => void): () => void {
-    this.parts.listeners.add(listener);
-    return () => this.parts.listeners.delete(listener);
+    return this.parts.events.subscribe(listener);
   }
 
   /** Waits until no sync is queued or running (tests and benchmarks). */
@@ -376,12 +374,12 @@ export class MulticastController implements DaemonView {
     this.options.router?.close();
     await this.options.bridgeLock?.release();
     await Promise.allSettled([this.options.podDirectory.close(), this.options.vswitch.close()]);
-    this.parts.listeners.clear();
+    this.parts.events.clear();
     if (saveFailure !== undefined) throw saveFailure;
   }
 
   private publish(event: DaemonEvent): void {
-    for (const listener of this.parts.listeners) listener(event);
+    this.parts.events.publish(event);
   }
 
   private fail(kind: string, error: unknown): void {

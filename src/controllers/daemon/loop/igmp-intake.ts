@@ -11,6 +11,7 @@ import type { GroupPolicy } from '../../../domain/policy/group-policy.js';
 import { toJsonRecord } from '../../../packet/frame-event-record.js';
 import { hasRouterAlert } from '../../../packet/ipv4/header.js';
 import type { DaemonCounters, DaemonEvent } from '../../../transport/control/daemon-view.js';
+import type { EventBuilder } from './event-stream.js';
 import type { IgmpGuard } from './igmp-guard.js';
 import { snoopFrame } from './igmp-snooper.js';
 import type { ControllerMetrics } from './ports.js';
@@ -26,7 +27,7 @@ export interface IgmpIntakeOptions {
   metrics: Pick<ControllerMetrics, 'packetIn' | 'ignoredNonPod' | 'igmpMessage'>;
   /** Whether anyone listens to the event stream (an IGMP event is built only then). */
   listened: () => boolean;
-  publish: (event: DaemonEvent) => void;
+  publish: (event: DaemonEvent | EventBuilder) => void;
   wallMs: () => number;
   /** The daemon's monotonic clock (an IGMP event's `clockMs`). */
   monotonicMs: () => number;
@@ -83,12 +84,12 @@ export class IgmpIntake {
     counters.igmpMessages[label] = (counters.igmpMessages[label] ?? 0) + 1;
     metrics.igmpMessage(snooped.type, snooped.version, snooped.protocol === 'mld' ? 'mld' : undefined);
     if (this.options.listened()) {
+      // Its time now, its record after the turn (the join's OpenFlow first).
       const port = ofport === undefined ? null : portViewOf(pods, ofport);
+      const { event } = snooped;
       const { isoNow, monotonicMs } = this.options;
-      this.options.publish({
-        ...{ type: 'igmp', time: isoNow(), clockMs: monotonicMs() },
-        ...{ port, record: toJsonRecord(snooped.event) },
-      });
+      const at = { time: isoNow(), clockMs: monotonicMs() };
+      this.options.publish(() => ({ type: 'igmp', ...at, port, record: toJsonRecord(event) }));
     }
     if (pod === undefined) {
       if (snooped.calls.length > 0 || snooped.type === 'query') {

@@ -20,6 +20,7 @@ import { membershipLimits, packetBudget } from '../config/daemon-config.js';
 import type { SavedState } from '../state/state-format.js';
 import { portViewOf } from '../observe/port-views.js';
 import { type TunnelMode, tunnelModeOf } from '../tunnel/tunnel-mode.js';
+import { EventStream, type EventBuilder } from './event-stream.js';
 import { GroupSync } from './group-sync.js';
 import { IgmpGuard } from './igmp-guard.js';
 import { IgmpIntake } from './igmp-intake.js';
@@ -39,7 +40,6 @@ export interface LoopHooks {
   apply(effects: readonly MembershipEffect[], port?: number): void;
   memberChanged(change: MemberChange): void;
   fail(kind: string, error: unknown): void;
-  publish(event: DaemonEvent): void;
   isoNow(): string;
   /** The state to save, snapshotted a slice of groups a turn (packet-ins go between). */
   savedStateInTurns(): Promise<SavedState>;
@@ -61,8 +61,8 @@ export interface LoopParts {
   readonly querier: Querier;
   readonly metrics: ControllerMetrics;
   readonly counters: DaemonCounters;
-  /** The daemon's event subscribers (`snoop --daemon`), live. */
-  readonly listeners: Set<(event: DaemonEvent) => void>;
+  /** The daemon's events for its subscribers (`snoop --daemon`). */
+  readonly events: EventStream;
 }
 
 /** The collaborators of a loop on `options` (module comment). */
@@ -78,8 +78,9 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     replays: 0,
     queriesSent: 0,
   };
-  const listeners = new Set<(event: DaemonEvent) => void>();
-  const { publish, isoNow } = hooks;
+  const events = new EventStream();
+  const publish = (event: DaemonEvent | EventBuilder) => events.publish(event);
+  const { isoNow } = hooks;
   const now = () => clock.monotonicMs();
   const pods = new PodPorts(config.gateway);
   pods.update(options.podDirectory.ports());
@@ -90,7 +91,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   const election = new QuerierElection(config.querierElection, now);
   const intake = new IgmpIntake({
     ...{ pods, guard, policy, counters, metrics, publish, isoNow, activity },
-    listened: () => listeners.size > 0,
+    listened: () => events.listened,
     wallMs: () => clock.wallMs(),
     monotonicMs: now,
     onGeneralQuery: (query) => otherQuerier(query),
@@ -130,7 +131,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     counters.packetIns++;
     metrics.packetIn();
   };
-  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, listeners, maxGroups, podBudget, countPacketIn });
+  const tunnel = tunnelModeOf({ ...options, config, markDirty, ports, events, maxGroups, podBudget, countPacketIn });
   sync = new GroupSync({
     ...{ vswitch, router, clock, logger, metrics, counters, publish, isoNow },
     ...{ workers: config.workers, minBackoffMs: config.syncBackoffMinMs, maxBackoffMs: config.syncBackoffMaxMs },
@@ -174,7 +175,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
     });
   }
   const parts = { pods, policy: policyInForce, activity, guard, election, intake, portEntries, traffic, table };
-  return { ...parts, tunnel, sync, timers, querier, metrics, counters, listeners };
+  return { ...parts, tunnel, sync, timers, querier, metrics, counters, events };
 }
 
 /** The source of queries from a node with no gateway address. */

@@ -18,6 +18,7 @@ import type { GroupSync } from '../loop/group-sync.js';
 import { PeerExchange } from './peer-exchange.js';
 import { PortPacketBudget } from '../../../domain/membership/packet-budget.js';
 import type { PortMeter } from '../../../domain/pipeline/pipeline-entries.js';
+import type { EventStream } from '../loop/event-stream.js';
 import type { ControllerLogger, ControllerMetrics, DaemonClock, HostFacts, SwitchPort } from '../loop/ports.js';
 import { tunnelViewOf, withRemoteMembers } from '../observe/tunnel-views.js';
 
@@ -45,11 +46,8 @@ export interface TunnelModeOptions {
    */
   markDirty: (group: GroupAddress, lane: string | undefined) => void;
   metrics?: Pick<ControllerMetrics, 'peerMessage'>;
-  /**
-   * The daemon's event subscribers, live (`snoop --daemon`): the messages with the peers go to them, built only while
-   * there is one.
-   */
-  listeners?: ReadonlySet<(event: DaemonEvent) => void>;
+  /** The daemon's events (`snoop --daemon`): the messages with the peers go there, built only while someone listens. */
+  events?: Pick<EventStream, 'listened' | 'publish'>;
   /**
    * A pod port's IGMP budget now (igmpRatePerPort, igmpBurstPerPort) and whether it goes through a meter (igmpMeter):
    * the tunnel's is that much for each peer (tunnelBudget).
@@ -128,10 +126,10 @@ export class TunnelMode {
         logger,
         onMessage: (peer, direction, type) => options.metrics?.peerMessage(peer, direction, type),
         watchers: {
-          listened: () => (options.listeners?.size ?? 0) > 0,
+          listened: () => options.events?.listened ?? false,
           publish: (notice) => {
             const event: DaemonEvent = { ...notice, time: new Date(clock.wallMs()).toISOString() };
-            for (const listener of options.listeners ?? []) listener(event);
+            options.events?.publish(event);
           },
         },
       },
