@@ -448,6 +448,27 @@ describe('daemon loop: restarts', () => {
   });
 });
 
+describe('daemon loop: mass expiry', () => {
+  it('ends a burst of groups that fall due together 128 a turn, a packet-in taken between two turns', async () => {
+    const t = await startLoop();
+    const groups = Array.from({ length: 300 }, (_, i) => `239.9.${i >> 8}.${i & 255}`);
+    for (let first = 0; first < groups.length; first += 100) {
+      const records = groups.slice(first, first + 100).map((group) => ({ type: 'MODE_IS_EXCLUDE' as const, group }));
+      await t.packetIn(v3Report('10.1.0.2', records), 2);
+    }
+    assert.equal(t.loop.status().groups, 300);
+    await t.advance(GMI_MS);
+    assert.equal(t.loop.status().groups, 300 - 128, 'one turn ends 128 of the groups due');
+    await t.packetIn(v2Report('10.1.0.3', GROUP), 3);
+    assert.ok(t.vswitch.groups.has(GROUP), "the quiet pod's join is taken before the rest expire");
+    await t.advance(1);
+    assert.equal(t.loop.status().groups, 1 + 300 - 256);
+    await t.advance(1);
+    assert.equal(t.loop.status().groups, 1, 'the rest a millisecond later; the new join stays');
+    await t.stop();
+  });
+});
+
 describe('daemon loop: kernel routes', () => {
   it('a NOCACHE upcall turned into a route is logged and published; the router asks the loop about members', async () => {
     const t = await startLoop({ router: true });

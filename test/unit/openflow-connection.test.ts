@@ -435,6 +435,17 @@ describe('OpenFlow connection (fake switch)', () => {
     assert.equal(written, 1, 'told once');
   });
 
+  it('batch: a lone small batch and its barrier are on the socket before batch() returns', async () => {
+    const sw = await fake();
+    const connection = await connect({ endpoint: sw.endpoint });
+    let written = 0;
+    const batch = connection.batch([flowMod({ cookie: 8n, priority: 100, match: [{ field: 'IN_PORT', value: 8 }] })], {
+      onWritten: () => void written++,
+    });
+    assert.equal(written, 1, 'written in the same turn: the caller does not wait a microtask for it');
+    assert.equal((await batch).errors.size, 0);
+  });
+
   it('batch: waits for the socket to drain (backpressure) and still delivers everything in order', async () => {
     const sw = await fake();
     const connection = await connect({ endpoint: sw.endpoint });

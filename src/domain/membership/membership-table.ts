@@ -206,14 +206,17 @@ export class MembershipTable {
 
   /**
    * Ends what is due by now: the source and group timers that ran out, and with them silent members and unanswered
-   * leaves.
+   * leaves; in at most `maxGroups` groups (the rest stay due, for the next call).
    */
-  expire(): MembershipEffect[] {
+  expire(maxGroups = Number.POSITIVE_INFINITY): MembershipEffect[] {
     const now = this.now();
     const effects: MembershipEffect[] = [];
+    let groups = 0;
     for (const [group, members] of this.members.groupsWithMembers()) {
+      if (groups >= maxGroups) break;
       const due = [...members.values()].filter((member) => member.due <= now);
       if (due.length === 0) continue;
+      groups++;
       const reason = (member: MemberEntry): LeaveReason =>
         member.leavingUntil !== undefined && member.leavingUntil <= now ? 'no-answer' : 'expired';
       const ports = new Set(due.map((member) => member.port));

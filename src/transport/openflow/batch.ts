@@ -117,7 +117,8 @@ export class BatchSender {
             });
           // One time limit for each whole batch: a switch that stops reading must not leave
           // the writes waiting for a drain forever (the barrier's own timer starts only after them).
-          await link.writeChunk(chunk, batch.deadline, batch.timeoutMs);
+          const drained = link.writeChunk(chunk, batch.deadline, batch.timeoutMs);
+          if (drained !== undefined) await drained;
         }
         if (release === undefined) batch.onWritten?.();
       }

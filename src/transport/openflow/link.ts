@@ -95,14 +95,17 @@ export class OpenFlowLink {
   }
 
   /**
-   * Writes one chunk; waits while the socket's buffer is full (backpressure), until
-   * `deadline`: past it the switch is taken to be stuck and the link is dropped.
+   * Writes one chunk. Undefined when the socket took it at once (the caller goes on in the
+   * same turn: a join's batch and barrier are written before the packet-in's handler
+   * returns); else a promise of the drain, while the socket's buffer is full
+   * (backpressure), until `deadline`: past it the switch is taken to be stuck and the link
+   * is dropped. Throws when the link is gone.
    */
-  async writeChunk(chunk: Uint8Array, deadline: number, timeoutMs: number): Promise<void> {
+  writeChunk(chunk: Uint8Array, deadline: number, timeoutMs: number): Promise<void> | undefined {
     const socket = this.socket;
     if (socket.destroyed) throw this.lostWhileSending();
-    if (socket.write(chunk)) return;
-    await new Promise<void>((resolve, reject) => {
+    if (socket.write(chunk)) return undefined;
+    return new Promise<void>((resolve, reject) => {
       const finish = (error?: Error) => {
         clearTimeout(timer);
         socket.off('drain', drained);

@@ -24,6 +24,13 @@ const RELEASE_QUIET_MS = 5_000;
 const SAVE_DELAY_MS = 1_000;
 const SAVE_MEMBERS_A_SECOND = 1_000;
 const SAVE_DELAY_MAX_MS = 10_000;
+/**
+ * The most groups one turn of the expiry timer ends; what else is due ends a millisecond
+ * later, and so on. Thousands of groups joined in one burst (a flooding pod's, up to its
+ * limit) fall due together, and ending them all in one turn held every packet-in behind
+ * it: a quiet pod's join waited tens of milliseconds.
+ */
+const EXPIRE_GROUPS_A_TURN = 128;
 /** How long stop() waits for running syncs. */
 export const STOP_SYNC_WAIT_MS = 2_000;
 
@@ -67,7 +74,7 @@ export class LoopTimers {
     }
     const cancel = clock.after(Math.max(1, next - clock.monotonicMs()), () => {
       this.expiry = undefined;
-      const effects = table.expire();
+      const effects = table.expire(EXPIRE_GROUPS_A_TURN);
       this.options.onExpired(effects);
       if (effects.length > 0) this.scheduleSave();
       this.expired(effects.length);
