@@ -1,9 +1,9 @@
 /**
  * The loop's events for whoever subscribed (`snoop --daemon`, the control socket): built
  * and handed over once the turn's work is done, in the order they were published, so that
- * a join's OpenFlow leaves for the switch before any of its events is built (on these
- * machines building a report's event cost a tenth of a millisecond on the join's path);
- * nothing is kept or built while nobody listens.
+ * a join's OpenFlow leaves for the switch before any of its events is built (timed inside
+ * the daemon on these machines, a report's event took about a tenth of a millisecond to
+ * build); nothing is kept or built while nobody listens.
  */
 import type { DaemonEvent } from '../../../transport/control/daemon-view.js';
 
