@@ -2,9 +2,10 @@
   # mcastctl's one native addon, `mcastctl_native` (native/addon.c puts its parts
   # together): packet_socket.c, live packet capture (AF_PACKET); raw_socket.c, the raw IP
   # sockets of kernel multicast routing, both living as a polled_socket.c (polled by libuv,
-  # owned by a JS object); memory_trim.c, the C heap's free memory back to
-  # the system (malloc_trim). Linux only: the project runs on Open vSwitch nodes, and
-  # AF_PACKET, PACKET_STATISTICS, SO_TIMESTAMPNS and the MRT options are Linux APIs.
+  # owned by a JS object); memory_trim.c, V8's heap and the C heap's free memory back
+  # to the system (LowMemoryNotification, malloc_trim). Linux only: the project runs on
+  # Open vSwitch nodes, and AF_PACKET, PACKET_STATISTICS, SO_TIMESTAMPNS and the MRT
+  # options are Linux APIs.
   # `npm run build` makes the prebuilt copy the package ships (prebuilds/, prebuildify);
   # the package's install script builds this file only where no prebuilt copy fits.
   "targets": [

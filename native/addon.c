@@ -1,7 +1,7 @@
 /*
  * addon.c: the module init of mcastctl's native addon (loaded by src/runtime/native-addon.ts):
  *
- *   { packetSocket: { open }, rawSocket: { open }, memoryTrim: { trim, limitArenas } }
+ *   { packetSocket: { open }, rawSocket: { open }, memoryTrim: { trim, limitArenas, reduceHeap } }
  *
  * N-API at a fixed version (NAPI_VERSION in binding.gyp): the same binary loads in every
  * Node release from 20 on, so one prebuilt file per platform serves them all.

@@ -1,5 +1,6 @@
 /*
- * memory_trim: gives the C heap's free memory back to the system (`memoryTrim` of the addon).
+ * memory_trim: gives V8's and the C heap's free memory back to the system (`memoryTrim`
+ * of the addon).
  *
  * glibc's malloc keeps what a program frees in its arenas (one per thread that ever
  * allocated, up to eight per core) for the next allocation; only memory at the top of an
@@ -10,6 +11,8 @@
 #include <node_api.h>
 
 #include "addon.h"
+
+#include <dlfcn.h>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -47,12 +50,41 @@ static napi_value js_limit_arenas(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * reduceHeap(): V8's collection for low memory (v8::Isolate::LowMemoryNotification), the
+ * one that compacts the heap and hands its emptied pages back at once. A collection from
+ * JavaScript (gc()) frees the garbage but keeps the pages, each with a little that lives
+ * on, committed, and pools what it empties for the next allocation; V8's memory reducer
+ * compacts, but only some seconds after a collection. N-API has no call for it, so the
+ * two V8 functions are looked up in the running node by their exported names (C++
+ * member functions take their object first). False when they are not there: then
+ * nothing is done.
+ */
+typedef void *(*isolate_current_fn)(void);
+typedef void (*isolate_notification_fn)(void *isolate);
+
+static napi_value js_reduce_heap(napi_env env, napi_callback_info info) {
+  static isolate_current_fn current;
+  static isolate_notification_fn low_memory;
+  if (current == NULL || low_memory == NULL) {
+    current = (isolate_current_fn)dlsym(RTLD_DEFAULT, "_ZN2v87Isolate10GetCurrentEv");
+    low_memory = (isolate_notification_fn)dlsym(RTLD_DEFAULT, "_ZN2v87Isolate21LowMemoryNotificationEv");
+  }
+  void *isolate = current == NULL ? NULL : current();
+  if (isolate != NULL && low_memory != NULL) low_memory(isolate);
+  napi_value result;
+  if (napi_get_boolean(env, isolate != NULL && low_memory != NULL, &result) != napi_ok) return NULL;
+  return result;
+}
+
 napi_value memory_trim_exports(napi_env env) {
-  napi_value exports, trim_fn, limit_fn;
+  napi_value exports, trim_fn, limit_fn, reduce_fn;
   if (napi_create_object(env, &exports) != napi_ok) return NULL;
   if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, js_trim, NULL, &trim_fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "trim", trim_fn) != napi_ok) return NULL;
   if (napi_create_function(env, "limitArenas", NAPI_AUTO_LENGTH, js_limit_arenas, NULL, &limit_fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "limitArenas", limit_fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "reduceHeap", NAPI_AUTO_LENGTH, js_reduce_heap, NULL, &reduce_fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "reduceHeap", reduce_fn) != napi_ok) return NULL;
   return exports;
 }

@@ -21,6 +21,7 @@ let collect: (() => void) | undefined;
 interface MemoryTrimAddon {
   trim(): boolean;
   limitArenas(count: number): boolean;
+  reduceHeap(): boolean;
 }
 
 let addon: MemoryTrimAddon | null | undefined;
@@ -74,8 +75,28 @@ export function holdYoungGeneration(): void {
   setFlagsFromString('--semi-space-growth-factor=1');
 }
 
-/** Both: what the daemon runs once a flood's state has expired. */
+/**
+ * V8's collection for low memory (native/memory_trim.c): compacts the heap and hands its
+ * emptied pages back at once; false when it could not be reached (no addon, or a node
+ * without the V8 functions it calls).
+ */
+export function reduceHeap(): boolean {
+  return memoryTrim()?.reduceHeap() ?? false;
+}
+
+/**
+ * What the daemon runs once a burst of changes is over: V8's collection for low memory,
+ * then the trim. A plain full collection frees the burst's garbage but keeps its pages,
+ * each with a little that lives on, committed; V8's memory reducer compacts them, but
+ * only some 8 s after a collection, and a daemon that went quiet may have had none.
+ * Measured 7 s after 5,000 memberships were learned in a second: 88 to 97 MiB resident
+ * with one or two plain collections, 72 when the reducer happened to have run. Without
+ * the addon, two plain collections (the second compacts what the first found sparse).
+ */
 export function releaseMemory(): void {
-  collectGarbage();
+  if (!reduceHeap()) {
+    collectGarbage();
+    collectGarbage();
+  }
   trimNativeHeap();
 }

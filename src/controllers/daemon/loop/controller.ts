@@ -159,6 +159,7 @@ export class MulticastController implements DaemonView {
     const effects = taken.calls.flatMap((call) => callTable(this.parts.table, taken.ofport, call));
     this.apply(effects, taken.ofport);
     if (taken.calls.length > 0) {
+      this.parts.timers.countChanges(effects.length);
       this.parts.timers.scheduleSave();
       // A leave being asked about (however it was said: v2 leave, TO_IN {}, a BLOCK that
       // empties the filter) ends sooner than any member's GMI: the timer must move up.

@@ -9,10 +9,13 @@ import type { DaemonConfig } from '../config/config.js';
 import type { DaemonClock, RouterPort } from './ports.js';
 
 /**
- * After this many groups lost members to expiry since the last time (a flood's groups
- * ending), and a quiet spell of RELEASE_QUIET_MS without more, their memory is given back.
+ * After this many membership changes since the last time (a flood's groups ending, or a
+ * node's pods all answering a query), and a quiet spell of RELEASE_QUIET_MS without more,
+ * the memory the burst took is given back. V8 shrinks its heap only as a program goes on
+ * allocating, and a daemon that goes quiet after a burst kept it: with 5,000 memberships
+ * learned in a second it stayed at 98 to 114 MiB resident, where it is 72 once collected.
  */
-const RELEASE_AFTER_EXPIRED = 1_000;
+const RELEASE_AFTER_CHANGES = 1_000;
 const RELEASE_QUIET_MS = 5_000;
 /**
  * How long membership changes wait before they are written to the state directory: a
@@ -55,8 +58,8 @@ export class LoopTimers {
   private cancelSave: (() => void) | undefined;
   private cancelSweep: (() => void) | undefined;
   private cancelRelease: (() => void) | undefined;
-  /** Groups that lost members to expiry since memory was last given back. */
-  private expiredSinceRelease = 0;
+  /** Membership changes (joins, leaves, expiry) since memory was last given back. */
+  private changesSinceRelease = 0;
   private stopped = false;
 
   constructor(private readonly options: LoopTimersOptions) {}
@@ -77,22 +80,22 @@ export class LoopTimers {
       const effects = table.expire(EXPIRE_GROUPS_A_TURN);
       this.options.onExpired(effects);
       if (effects.length > 0) this.scheduleSave();
-      this.expired(effects.length);
+      this.countChanges(effects.length);
       this.armExpiry();
     });
     this.expiry = { at: next, cancel };
   }
 
-  /** Counts expired groups; past RELEASE_AFTER_EXPIRED, gives memory back once they stop coming for a while. */
-  private expired(groups: number): void {
+  /** Counts membership changes; past RELEASE_AFTER_CHANGES, gives memory back once they stop coming for a while. */
+  countChanges(changes: number): void {
     const release = this.options.releaseMemory;
-    if (release === undefined || groups === 0) return;
-    this.expiredSinceRelease += groups;
-    if (this.expiredSinceRelease < RELEASE_AFTER_EXPIRED) return;
+    if (release === undefined || changes === 0) return;
+    this.changesSinceRelease += changes;
+    if (this.changesSinceRelease < RELEASE_AFTER_CHANGES) return;
     this.cancelRelease?.();
     this.cancelRelease = this.options.clock.after(RELEASE_QUIET_MS, () => {
       this.cancelRelease = undefined;
-      this.expiredSinceRelease = 0;
+      this.changesSinceRelease = 0;
       release();
     });
   }
