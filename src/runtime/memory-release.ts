@@ -93,10 +93,16 @@ export function reduceHeap(): boolean {
  * with one or two plain collections, 72 when the reducer happened to have run. Without
  * the addon, two plain collections (the second compacts what the first found sparse).
  */
-export function releaseMemory(): void {
+function releaseMemory(): void {
   if (!reduceHeap()) {
     collectGarbage();
     collectGarbage();
   }
   trimNativeHeap();
 }
+
+/** The daemon's own memory, as its loop sees it (MemoryPort). */
+export const processMemory = {
+  residentBytes: (): number => process.memoryUsage.rss(),
+  release: releaseMemory,
+};

@@ -8,8 +8,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from '../helpers/node-test.js';
 import { MulticastController } from '../../src/controllers/daemon/loop/controller.js';
 import type { DaemonConfig } from '../../src/controllers/daemon/config/config.js';
+import type { MemoryPort } from '../../src/controllers/daemon/loop/ports.js';
 import { DaemonMetrics } from '../../src/controllers/daemon/observe/metrics.js';
 import { FakeClock } from '../fakes/fake-clock.js';
+import { FakeMemory } from '../fakes/fake-memory.js';
 import { FakePodDirectory } from '../fakes/fake-pod-directory.js';
 import { FakeSwitch } from '../fakes/fake-switch.js';
 import { igmpFrame, v2Report, v3Report } from '../fakes/igmp-frames.js';
@@ -25,7 +27,7 @@ const P3 = 4;
 const group = (n: number) => groupAddress(`239.1.1.${n}`);
 
 /** The gateway on 1; pods p1 (10.1.0.2) on 2, p2 (10.1.0.3/24 and an IPv6 address) on 3, p3 (no ip-address) on 4. */
-async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: () => void) {
+async function startLoop(overrides: Partial<DaemonConfig> = {}, memory?: MemoryPort) {
   const clock = new FakeClock();
   const vswitch = new FakeSwitch();
   const podDirectory = new FakePodDirectory().addPort('gw0', GATEWAY).addPort('p1', P1, 'shop/web', '10.1.0.2');
@@ -39,7 +41,7 @@ async function startLoop(overrides: Partial<DaemonConfig> = {}, releaseMemory?: 
     host: { interfaceIPv4: () => undefined },
     clock,
     pid: 4242,
-    ...(releaseMemory === undefined ? {} : { releaseMemory }),
+    ...(memory === undefined ? {} : { memory }),
   });
   await loop.start();
   await settle();
@@ -274,8 +276,8 @@ describe('daemon: IGMP headers no host on the link sends', () => {
 
 describe('daemon: memory after a burst', () => {
   it("gives memory back once a flood's thousand groups have expired and no more come, not for a few", async () => {
-    let releases = 0;
-    const t = await startLoop({}, () => releases++);
+    const memory = new FakeMemory();
+    const t = await startLoop({}, memory);
     const join = (from: number, count: number) =>
       v3Report(
         '10.1.0.2',
@@ -289,25 +291,25 @@ describe('daemon: memory after a burst', () => {
     await settle();
     t.clock.advance(10_000);
     assert.equal(t.loop.groups().length, 0);
-    assert.equal(releases, 0, 'ten groups are not worth a full collection');
+    assert.equal(memory.releases, 0, 'ten groups are not worth a full collection');
     for (let from = 0; from < 1000; from += 100) await t.packetIn(join(from, 100), P1);
     assert.equal(t.loop.status().groups, 1000);
     t.clock.advance(5_000);
-    assert.equal(releases, 1, 'a thousand joins, then quiet');
+    assert.equal(memory.releases, 1, 'a thousand joins, then quiet');
     t.clock.advance(256_000);
     await settle();
     assert.equal(t.loop.status().groups, 0);
-    assert.equal(releases, 1, 'not while they may still be expiring');
+    assert.equal(memory.releases, 1, 'not while they may still be expiring');
     t.clock.advance(5_000);
-    assert.equal(releases, 2);
+    assert.equal(memory.releases, 2);
     t.clock.advance(60_000);
-    assert.equal(releases, 2, 'once');
+    assert.equal(memory.releases, 2, 'once');
     await t.stop();
   });
 
   it('waits for a burst of joins to stop before it gives memory back', async () => {
-    let releases = 0;
-    const t = await startLoop({ maxGroupsPerPort: 2000 }, () => releases++);
+    const memory = new FakeMemory();
+    const t = await startLoop({ maxGroupsPerPort: 2000 }, memory);
     const join = (from: number) =>
       v3Report(
         '10.1.0.2',
@@ -320,11 +322,34 @@ describe('daemon: memory after a burst', () => {
       await t.packetIn(join(from), P1);
       t.clock.advance(1_000);
     }
-    assert.equal(releases, 0, 'not while joins keep coming');
+    assert.equal(memory.releases, 0, 'not while joins keep coming');
     // Reports that change nothing (the same groups again) are not changes.
     await t.packetIn(join(0), P1);
     t.clock.advance(4_000);
-    assert.equal(releases, 1);
+    assert.equal(memory.releases, 1);
+    await t.stop();
+  });
+
+  it('gives memory back after a few changes only once the process has grown by 10 MiB since the last time', async () => {
+    const memory = new FakeMemory();
+    const t = await startLoop({}, memory);
+    const join = (n: number) =>
+      v3Report('10.1.0.2', [{ type: 'CHANGE_TO_EXCLUDE_MODE' as const, group: `239.7.0.${n}` }]);
+    await t.packetIn(join(1), P1);
+    memory.resident += 9 * 2 ** 20;
+    t.clock.advance(5_000);
+    assert.equal(memory.releases, 0, 'one join, 9 MiB more');
+    await t.packetIn(join(2), P1);
+    memory.resident += 2 * 2 ** 20;
+    t.clock.advance(5_000);
+    assert.equal(memory.releases, 1, 'two joins, 11 MiB more than at the start');
+    memory.resident -= 20 * 2 ** 20; // what the release gave back
+    await t.packetIn(join(3), P1);
+    memory.resident += 9 * 2 ** 20;
+    t.clock.advance(5_000);
+    assert.equal(memory.releases, 1, 'measured from after the release');
+    t.clock.advance(60_000);
+    assert.equal(memory.releases, 1, 'nothing changed since: nothing to give back');
     await t.stop();
   });
 });

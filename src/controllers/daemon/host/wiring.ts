@@ -28,7 +28,7 @@ import type { DaemonConfig } from '../config/config.js';
 import { MulticastController } from '../loop/controller.js';
 import { refuseUnusableTunnelPort } from '../tunnel/tunnel-mode.js';
 import { routingFailure } from '../loop/failures.js';
-import { releaseMemory } from '../../../runtime/memory-release.js';
+import { processMemory } from '../../../runtime/memory-release.js';
 import { formatIpPrefix } from '../../../domain/policy/ip-prefix.js';
 import { systemClock, systemHost } from './ovs-ports.js';
 import type {
@@ -134,7 +134,7 @@ export async function startDaemonController(config: DaemonConfig, deps: DaemonDe
       ...(deps.stateStore === undefined ? {} : { stateStore: deps.stateStore }),
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
       ...(deps.policy === undefined ? {} : { policy: deps.policy }),
-      releaseMemory,
+      memory: processMemory,
       ...(deps.onFatal === undefined ? {} : { onFatal: deps.onFatal }),
     });
     handedOver = true; // the loop closes every port from now on, also when its start fails

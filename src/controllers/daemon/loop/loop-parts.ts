@@ -140,7 +140,7 @@ export function assembleLoop(options: ControllerOptions, hooks: LoopHooks): Loop
   });
   const { stateStore } = options;
   const timers = new LoopTimers({
-    ...{ clock, router, table, releaseMemory: options.releaseMemory },
+    ...{ clock, router, table, memory: options.memory },
     onExpired: (effects) => hooks.apply(effects),
     routeIdleTimeoutMs: () => hooks.config().routeIdleTimeoutMs,
     saves: stateStore !== undefined,

@@ -6,16 +6,19 @@
 import type { MembershipEffect, MembershipTable } from '../../../domain/membership/membership-table.js';
 import type { QuerierTiming } from './querier.js';
 import type { DaemonConfig } from '../config/config.js';
-import type { DaemonClock, RouterPort } from './ports.js';
+import type { DaemonClock, MemoryPort, RouterPort } from './ports.js';
 
 /**
- * After this many membership changes since the last time (a flood's groups ending, or a
- * node's pods all answering a query), and a quiet spell of RELEASE_QUIET_MS without more,
- * the memory the burst took is given back. V8 shrinks its heap only as a program goes on
- * allocating, and a daemon that goes quiet after a burst kept it: with 5,000 memberships
- * learned in a second it stayed at 98 to 114 MiB resident, where it is 72 once collected.
+ * Once membership changes are followed by a quiet spell of RELEASE_QUIET_MS, the memory
+ * they took is given back if there were RELEASE_AFTER_CHANGES of them since the last time
+ * (a flood's groups ending, a node's pods all answering a query), or if the process has
+ * grown by RELEASE_AFTER_GROWTH_BYTES since (many small changes). V8 shrinks its heap only
+ * as a program goes on allocating, and a daemon that goes quiet keeps what it grew to:
+ * with 5,000 memberships learned in a second it stayed at 98 to 114 MiB resident, where
+ * it is 70 once given back.
  */
 const RELEASE_AFTER_CHANGES = 1_000;
+const RELEASE_AFTER_GROWTH_BYTES = 10 * 2 ** 20;
 const RELEASE_QUIET_MS = 5_000;
 /**
  * How long membership changes wait before they are written to the state directory: a
@@ -49,8 +52,8 @@ export interface LoopTimersOptions {
   saves: boolean;
   save: () => Promise<void>;
   onSweepError: (error: unknown) => void;
-  /** Gives the memory of dropped state back to the system (runtime/memory-release.ts); none: never. */
-  releaseMemory?: () => void;
+  /** The process's memory (runtime/memory-release.ts); none: never given back. */
+  memory?: MemoryPort;
 }
 
 export class LoopTimers {
@@ -60,9 +63,13 @@ export class LoopTimers {
   private cancelRelease: (() => void) | undefined;
   /** Membership changes (joins, leaves, expiry) since memory was last given back. */
   private changesSinceRelease = 0;
+  /** The resident memory when it was last given back (or at the start). */
+  private residentAfterRelease: number | undefined;
   private stopped = false;
 
-  constructor(private readonly options: LoopTimersOptions) {}
+  constructor(private readonly options: LoopTimersOptions) {
+    this.residentAfterRelease = options.memory?.residentBytes();
+  }
 
   /** Arms the expiry timer at the table's next deadline (sooner, after a leave). */
   armExpiry(sooner = false): void {
@@ -86,17 +93,19 @@ export class LoopTimers {
     this.expiry = { at: next, cancel };
   }
 
-  /** Counts membership changes; past RELEASE_AFTER_CHANGES, gives memory back once they stop coming for a while. */
+  /** Counts membership changes; once they stop coming for a while, gives memory back if they were many or it grew. */
   countChanges(changes: number): void {
-    const release = this.options.releaseMemory;
-    if (release === undefined || changes === 0) return;
+    const memory = this.options.memory;
+    if (memory === undefined || changes === 0 || this.stopped) return;
     this.changesSinceRelease += changes;
-    if (this.changesSinceRelease < RELEASE_AFTER_CHANGES) return;
     this.cancelRelease?.();
     this.cancelRelease = this.options.clock.after(RELEASE_QUIET_MS, () => {
       this.cancelRelease = undefined;
+      const grown = memory.residentBytes() - (this.residentAfterRelease ?? 0);
+      if (this.changesSinceRelease < RELEASE_AFTER_CHANGES && grown < RELEASE_AFTER_GROWTH_BYTES) return;
       this.changesSinceRelease = 0;
-      release();
+      memory.release();
+      this.residentAfterRelease = memory.residentBytes();
     });
   }
 

@@ -235,8 +235,8 @@ export interface ControllerOptions {
   clock: DaemonClock;
   stateStore?: ControllerStateStore;
   metrics?: ControllerMetrics;
-  /** Gives the memory of dropped state back to the system (a full collection); none: never. */
-  releaseMemory?: () => void;
+  /** The process's memory: how much is resident, and giving back what is free; none: never given back. */
+  memory?: MemoryPort;
   /** The group policy to start with (default: none, everything allowed); setPolicy replaces it. */
   policy?: LoadedPolicy;
   /** Something the daemon cannot go on without failed (the routing socket, the bridge lock): stop and exit 1. */
@@ -254,3 +254,11 @@ export const NO_METRICS: ControllerMetrics = {
   queriesSent() {},
   peerMessage() {},
 };
+
+/** The daemon's own memory (runtime/memory-release.ts). */
+export interface MemoryPort {
+  /** The process's resident memory now, in bytes. */
+  residentBytes(): number;
+  /** Gives what the heaps hold free back to the system (a pause of some tens of milliseconds). */
+  release(): void;
+}
