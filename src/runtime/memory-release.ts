@@ -2,15 +2,16 @@
  * Gives the memory of dropped state back to the system. V8 collects garbage only as the
  * program allocates, so a daemon that goes quiet after a flood (thousands of groups
  * learned, then expired) keeps the memory they took for as long as it stays quiet; and
- * what V8 and the socket buffers free, glibc's malloc keeps in its arenas. A full
- * collection, then malloc_trim (native/memory_trim.c) with the arenas limited to two from
- * the start, returns both. Measured 8 s after a flood's groups expired (start: 67 MiB
+ * what V8 and the socket buffers free, glibc's malloc keeps in its arenas. A collection
+ * (V8's for low memory where the addon reaches it, see releaseMemory), then malloc_trim
+ * (native/memory_trim.c) with the arenas limited to two from the start, returns both.
+ * Measured with a plain full collection 8 s after a flood's groups expired (start: 67 MiB
  * resident, 12 MiB of V8 heap): 105 MiB with none of it, 105 with the collection and the
  * trim on glibc's eight arenas a core (the heap back to 12 MiB), 74 with all three.
  *
  * V8 hands its collector to a program only with --expose-gc; setting the flag at run time
  * and fetching `gc` from a fresh context is the one way without a command-line flag (the
- * daemon refuses NODE_OPTIONS, and its unit file starts it without flags).
+ * daemon's unit file starts it without flags).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
